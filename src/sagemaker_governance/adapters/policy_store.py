@@ -1,0 +1,69 @@
+"""The effective policy: deploy-time defaults plus the optional SSM policy document.
+
+Read through Powertools parameters with a short cache. A broken document never switches governance
+off: it is logged, counted (``PolicyLoadErrors``) and the last good policy is kept (or, if no document
+was ever good in this container, the deploy-time defaults).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities.parameters import SSMProvider
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
+from sagemaker_governance.observability import NAMESPACE, logger
+
+
+class PolicyStore:
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"ssm:GetParameter"})
+
+    def __init__(
+        self,
+        base_document: Mapping[str, Any],
+        parameter_name: str | None,
+        ssm_client: Any | None,
+        cache_seconds: int = 60,
+    ) -> None:
+        self._base_document = dict(base_document)
+        self._base = build_policy(self._base_document)  # deploy-time defaults: validated at start-up
+        self._parameter_name = parameter_name
+        self._provider = SSMProvider(boto3_client=ssm_client) if parameter_name and ssm_client else None
+        self._cache_seconds = cache_seconds
+        self._last_good: Policy | None = None
+        self._last_text: str | None = None
+
+    @property
+    def base(self) -> Policy:
+        return self._base
+
+    def current(self) -> Policy:
+        if self._provider is None or self._parameter_name is None:
+            return self._base
+        try:
+            text = self._provider.get(self._parameter_name, max_age=self._cache_seconds)
+        except GetParameterError as exc:
+            if "ParameterNotFound" in str(exc) or "not found" in str(exc).lower():
+                logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
+                return self._base
+            return self._fallback("policy document could not be read", str(exc))
+        text = text if isinstance(text, str) else str(text)
+        if text == self._last_text and self._last_good is not None:
+            return self._last_good
+        try:
+            policy = build_policy(self._base_document, parse_document(text))
+        except PolicyDocumentError as exc:
+            return self._fallback("policy document rejected", "; ".join(exc.errors))
+        self._last_good, self._last_text = policy, text
+        return policy
+
+    def _fallback(self, message: str, detail: str) -> Policy:
+        kept = "last good document" if self._last_good is not None else "deploy-time defaults"
+        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
+        with single_metric(name="PolicyLoadErrors", unit=MetricUnit.Count, value=1, namespace=NAMESPACE):
+            pass
+        return self._last_good or self._base

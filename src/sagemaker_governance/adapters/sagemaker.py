@@ -1,0 +1,67 @@
+"""SageMaker training jobs: read, tag lookup, stop."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from botocore.exceptions import ClientError
+
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.job import TrainingJob
+
+
+def _is_not_found(exc: ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    return (
+        error.get("Code") in {"ValidationException", "ResourceNotFound"}
+        and "not found" in str(error.get("Message", "")).lower()
+    )
+
+
+class SageMakerJobs:
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"}
+    )
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def describe(self, name: str) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = self._client.describe_training_job(TrainingJobName=name)
+        except ClientError as exc:
+            if _is_not_found(exc):
+                raise JobNotFound(name) from exc
+            raise AdapterError(f"DescribeTrainingJob {name} failed: {exc}") from exc
+        response.pop("ResponseMetadata", None)
+        return response
+
+    def list_tags(self, arn: str) -> dict[str, str]:
+        """Every page of ``ListTags``."""
+        tags: dict[str, str] = {}
+        try:
+            for page in self._client.get_paginator("list_tags").paginate(ResourceArn=arn):
+                for tag in page.get("Tags", []):
+                    tags[tag["Key"]] = tag.get("Value", "")
+        except ClientError as exc:
+            raise AdapterError(f"ListTags {arn} failed: {exc}") from exc
+        return tags
+
+    def get_job(self, name: str) -> TrainingJob:
+        """The job as it is now, tags included."""
+        description = self.describe(name)
+        tags = self.list_tags(description["TrainingJobArn"])
+        return TrainingJob.model_validate({**description, "Tags": tags})
+
+    def stop(self, name: str) -> StopOutcome:
+        """Stop a job; a job that is already stopping or has ended counts as success."""
+        try:
+            self._client.stop_training_job(TrainingJobName=name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ValidationException":
+                raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
+            status = self.describe(name).get("TrainingJobStatus")
+            if status in {"Stopping", "Stopped", "Completed", "Failed"}:
+                return StopOutcome.ALREADY_ENDED
+            raise AdapterError(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
+        return StopOutcome.STOPPED

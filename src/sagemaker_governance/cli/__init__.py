@@ -1,0 +1,1 @@
+"""The `smgov` command."""

@@ -1,0 +1,97 @@
+"""Compliance: evaluate a job against its effective policy and plan what to do.
+
+Pure: the job, the policy and ``now`` in; decisions and notes out. One decision per violated rule, one
+per rule that could not decide, and a single ``none`` decision when the job passes every rule, so each
+evaluation leaves at least one audit record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.rules import EvaluationContext
+
+COMPLIANCE_RULE_ID = "compliance"
+
+
+class ComplianceResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    decisions: tuple[Decision, ...]
+    notes: tuple[str, ...] = ()
+    notify_owner: bool = False
+
+    @property
+    def violations(self) -> tuple[Decision, ...]:
+        return tuple(d for d in self.decisions if d.action in (Action.STOP, Action.NOTIFY))
+
+    @property
+    def stops(self) -> bool:
+        return any(d.action is Action.STOP and d.acts for d in self.decisions)
+
+
+def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> ComplianceResult:
+    effective = policy.for_job(job)
+    ctx = EvaluationContext(now=now)
+    decisions: list[Decision] = []
+    notes: list[str] = []
+    evaluated = 0
+    for rule in effective.rules:
+        if not rule.enabled:
+            continue
+        evaluated += 1
+        mode = effective.mode_for(rule.id, rule.mode)
+        finding = rule.evaluate(job, ctx)
+        if finding is None:
+            continue
+        if not finding.conclusive:
+            decisions.append(
+                Decision(rule=rule.id, action=Action.NONE, mode=mode, reason=f"not evaluated: {finding.message}")
+            )
+            continue
+        planned = Action.STOP if rule.on_violation == "stop" else Action.NOTIFY
+        evidence = {"observed": finding.observed, "expected": finding.expected}
+        exemption, expired = effective.exemption_for(job, rule.id, now)
+        notes.extend(f"expired exemption ignored for rule {rule.id}: {e.label()}" for e in expired)
+        if exemption is not None:
+            decisions.append(
+                Decision(
+                    rule=rule.id,
+                    action=Action.NONE,
+                    mode=mode,
+                    reason=f"exempt: {finding.message}",
+                    exempted_by=exemption.label(),
+                    evidence={**evidence, "would": planned.value},
+                )
+            )
+            continue
+        decisions.append(
+            Decision(
+                rule=rule.id,
+                action=planned,
+                mode=mode,
+                reason=finding.message,
+                remedy=finding.remedy,
+                evidence=evidence,
+            )
+        )
+    if not decisions:
+        decisions.append(
+            Decision(
+                rule=COMPLIANCE_RULE_ID,
+                action=Action.NONE,
+                mode=effective.mode,
+                reason=f"compliant with {evaluated} rule(s)",
+            )
+        )
+    # The owner hears about violations in enforce mode; in audit mode only when the policy says so.
+    notify_owner = any(
+        d.action in (Action.STOP, Action.NOTIFY) and (d.mode is Mode.ENFORCE or effective.notify_in_audit_mode)
+        for d in decisions
+    )
+    return ComplianceResult(decisions=tuple(decisions), notes=tuple(notes), notify_owner=notify_owner)

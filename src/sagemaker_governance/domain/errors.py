@@ -1,0 +1,23 @@
+"""Our own errors and outcomes, shared by ports and adapters: adapters translate botocore ``ClientError``
+codes into these (``raise ... from exc``), the service layer handles them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class AdapterError(RuntimeError):
+    """An AWS call failed in a way the caller may want to handle."""
+
+
+class JobNotFound(AdapterError):
+    pass
+
+
+class NotOurAlarm(AdapterError):
+    pass
+
+
+class StopOutcome(StrEnum):
+    STOPPED = "stopped"
+    ALREADY_ENDED = "already-ended"

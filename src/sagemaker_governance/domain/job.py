@@ -1,0 +1,208 @@
+"""The training job as governance sees it.
+
+One model reads both shapes SageMaker gives us: the ``detail`` of a ``SageMaker Training Job State
+Change`` event and a ``DescribeTrainingJob`` response. They carry the same PascalCase fields, but differ
+in how they encode things: events put timestamps as epoch milliseconds (numbers or numeric strings) and
+tags as a map, boto3 gives ``datetime`` objects and ``ListTags`` gives a Key/Value list. Only the fields
+governance needs are modelled; unknown fields are tolerated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Epoch milliseconds (number or numeric string), ISO-8601 text, or a datetime, to an aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, bool):
+        raise ValueError("a timestamp cannot be a boolean")
+    if isinstance(value, int | float):
+        return _from_epoch_millis(float(value))
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return _from_epoch_millis(float(text))
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"not a timestamp: {value!r} (expected epoch milliseconds or ISO-8601)") from exc
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise ValueError(f"not a timestamp: {value!r}")
+
+
+def _from_epoch_millis(millis: float) -> datetime:
+    if not math.isfinite(millis):
+        raise ValueError("a timestamp must be a finite number")
+    if not 0 <= millis < 253_402_300_800_000:  # year 1970 .. 9999
+        raise ValueError(f"epoch milliseconds out of range: {millis}")
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
+
+
+def parse_tags(value: Any) -> dict[str, str] | None:
+    """A tag map ``{"k": "v"}`` or a Key/Value list ``[{"Key": "k", "Value": "v"}]`` to a map."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    if isinstance(value, list):
+        tags: dict[str, str] = {}
+        for item in value:
+            if not isinstance(item, Mapping) or "Key" not in item:
+                raise ValueError(f"a tag list entry must be {{'Key': ..., 'Value': ...}}, got {item!r}")
+            raw_value = item.get("Value")
+            tags[str(item["Key"])] = "" if raw_value is None else str(raw_value)
+        return tags
+    raise ValueError("Tags must be a map or a list of Key/Value pairs")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class InstanceGroup(_Model):
+    name: str = Field(alias="InstanceGroupName")
+    instance_type: str = Field(alias="InstanceType")
+    instance_count: int = Field(alias="InstanceCount", ge=0)
+
+
+class ResourceConfig(_Model):
+    instance_type: str | None = Field(default=None, alias="InstanceType")
+    instance_count: int = Field(default=0, alias="InstanceCount", ge=0)
+    instance_groups: tuple[InstanceGroup, ...] = Field(default=(), alias="InstanceGroups")
+    keep_alive_seconds: int | None = Field(default=None, alias="KeepAlivePeriodInSeconds")
+
+
+class StoppingCondition(_Model):
+    max_runtime_seconds: int | None = Field(default=None, alias="MaxRuntimeInSeconds")
+    max_wait_seconds: int | None = Field(default=None, alias="MaxWaitTimeInSeconds")
+
+
+class StatusTransition(_Model):
+    status: str = Field(alias="Status")
+    start_time: datetime | None = Field(default=None, alias="StartTime")
+    end_time: datetime | None = Field(default=None, alias="EndTime")
+    message: str | None = Field(default=None, alias="StatusMessage")
+
+    _times = field_validator("start_time", "end_time", mode="before")(parse_timestamp)
+
+
+class MetricDefinition(_Model):
+    name: str = Field(alias="Name")
+    regex: str = Field(alias="Regex")
+
+
+class AlgorithmSpecification(_Model):
+    training_image: str | None = Field(default=None, alias="TrainingImage")
+    metric_definitions: tuple[MetricDefinition, ...] = Field(default=(), alias="MetricDefinitions")
+
+
+class TrainingJob(_Model):
+    """A training job: what an event detail or a ``DescribeTrainingJob`` answer says about it."""
+
+    name: str = Field(alias="TrainingJobName", min_length=1, max_length=63)
+    arn: str | None = Field(default=None, alias="TrainingJobArn")
+    status: str = Field(alias="TrainingJobStatus", min_length=1)
+    secondary_status: str | None = Field(default=None, alias="SecondaryStatus")
+    failure_reason: str | None = Field(default=None, alias="FailureReason")
+    role_arn: str | None = Field(default=None, alias="RoleArn")
+    resources: ResourceConfig = Field(default_factory=ResourceConfig, alias="ResourceConfig")
+    stopping: StoppingCondition = Field(default_factory=StoppingCondition, alias="StoppingCondition")
+    spot: bool = Field(default=False, alias="EnableManagedSpotTraining")
+    checkpoint_s3_uri: str | None = Field(default=None, alias="CheckpointConfig")
+    algorithm: AlgorithmSpecification = Field(
+        default_factory=AlgorithmSpecification, alias="AlgorithmSpecification"
+    )
+    creation_time: datetime | None = Field(default=None, alias="CreationTime")
+    training_start_time: datetime | None = Field(default=None, alias="TrainingStartTime")
+    training_end_time: datetime | None = Field(default=None, alias="TrainingEndTime")
+    last_modified_time: datetime | None = Field(default=None, alias="LastModifiedTime")
+    transitions: tuple[StatusTransition, ...] = Field(default=(), alias="SecondaryStatusTransitions")
+    # None means "not known from this source" (DescribeTrainingJob has no tags; an event may omit them).
+    tags: dict[str, str] | None = Field(default=None, validation_alias=AliasChoices("Tags", "tags"))
+
+    _times = field_validator(
+        "creation_time", "training_start_time", "training_end_time", "last_modified_time", mode="before"
+    )(parse_timestamp)
+    _tags = field_validator("tags", mode="before")(parse_tags)
+
+    @field_validator("checkpoint_s3_uri", mode="before")
+    @classmethod
+    def _checkpoint_uri(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            uri = value.get("S3Uri")
+            return str(uri) if uri else None
+        raise ValueError("CheckpointConfig must be an object with S3Uri")
+
+    @field_validator("spot", mode="before")
+    @classmethod
+    def _spot(cls, value: Any) -> bool:
+        return bool(value) if value is not None else False
+
+    # ---- derived facts -------------------------------------------------------------------------
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def instance_groups(self) -> tuple[InstanceGroup, ...]:
+        """Every group of instances: a homogeneous job is one group named after its instance type."""
+        if self.resources.instance_groups:
+            return self.resources.instance_groups
+        if self.resources.instance_type:
+            return (
+                InstanceGroup(
+                    name="default",
+                    instance_type=self.resources.instance_type,
+                    instance_count=self.resources.instance_count,
+                ),
+            )
+        return ()
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        return tuple(group.instance_type for group in self.instance_groups)
+
+    @property
+    def total_instance_count(self) -> int:
+        return sum(group.instance_count for group in self.instance_groups)
+
+    @property
+    def is_heterogeneous(self) -> bool:
+        return bool(self.resources.instance_groups)
+
+    def tag(self, key: str) -> str | None:
+        return (self.tags or {}).get(key)
+
+    def with_tags(self, tags: Mapping[str, str]) -> TrainingJob:
+        return self.model_copy(update={"tags": dict(tags)})
+
+    def count_transitions(self, status: str) -> int:
+        return sum(1 for transition in self.transitions if transition.status == status)
+
+    def training_seconds(self, now: datetime) -> float:
+        """Time spent in the ``Training`` secondary status, summed over restarts, from SageMaker's own
+        transition timestamps. An open ``Training`` interval runs to the job's end time or ``now``."""
+        total = 0.0
+        end_fallback = self.training_end_time or now
+        for transition in self.transitions:
+            if transition.status != "Training" or transition.start_time is None:
+                continue
+            end = transition.end_time or end_fallback
+            total += max(0.0, (end - transition.start_time).total_seconds())
+        return total

@@ -1,0 +1,212 @@
+"""The governance policy: one pydantic model, the same schema for the deploy-time defaults and the
+optional policy document in SSM Parameter Store.
+
+Layering (each a plain mapping deep-merged onto the one before, then validated once):
+
+1. the base policy built from the template's Parameters (``settings.base_policy_document``);
+2. the policy document from SSM (optional; a broken one is rejected and the last good policy kept);
+3. the job's team override (``teams.<value of team_tag>``), chosen per job.
+
+Merging rules: mappings merge key by key; ``rules`` merge by ``id`` (an override may change a single
+field of a rule); ``exemptions`` concatenate; any other list or scalar is replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.rules import Rule
+
+POLICY_VERSION = 1
+
+
+class Exemption(BaseModel):
+    """A platform-approved exception: matching jobs are not acted on by the listed rules until it expires.
+
+    Exemptions live in the policy (owned by the platform team), never in tags a developer could add.
+    A job matches when every matcher given matches (``job_name_prefix``, ``tag``).
+
+    Example:
+        exemptions:
+          - job_name_prefix: "bench-"
+            rules: [max-instances]
+            expires: 2026-12-31
+            reason: "INC-1234: scale benchmark approved by the platform team"
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reason: str = Field(min_length=3)
+    expires: date = Field(description="Last day (UTC) on which the exemption applies.")
+    job_name_prefix: str | None = Field(default=None, min_length=1)
+    tag: dict[str, str] | None = Field(default=None, description="Tag key -> exact value.")
+    rules: tuple[str, ...] | None = Field(default=None, description="Rule ids; omitted means every rule.")
+
+    @model_validator(mode="after")
+    def _has_matcher(self) -> Exemption:
+        if self.job_name_prefix is None and not self.tag:
+            raise ValueError("an exemption needs job_name_prefix or tag (it must not match every job)")
+        return self
+
+    def matches(self, job: TrainingJob) -> bool:
+        if self.job_name_prefix is not None and not job.name.startswith(self.job_name_prefix):
+            return False
+        return not self.tag or all(job.tag(key) == value for key, value in self.tag.items())
+
+    def covers(self, rule_id: str) -> bool:
+        return self.rules is None or rule_id in self.rules
+
+    def expired(self, now: datetime) -> bool:
+        return now > datetime.combine(self.expires, time.max, tzinfo=UTC)
+
+    def label(self) -> str:
+        return f"{self.reason} (until {self.expires.isoformat()})"
+
+
+class Policy(BaseModel):
+    """The effective governance policy.
+
+    Example:
+        version: 1
+        mode: enforce
+        team_tag: team
+        owner_tag: owner
+        rules:
+          - id: required-tags
+            type: required-tags
+            tags: {team: {}, cost-center: {pattern: "cc-[0-9]{4}"}}
+          - id: instance-types
+            type: allowed-instance-types
+            patterns: ["ml.g5.*", "ml.m5.*"]
+        teams:
+          vision:
+            rules:
+              - id: instance-types
+                patterns: ["ml.g5.*", "ml.p5.*"]
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = Field(default=POLICY_VERSION, ge=1, le=POLICY_VERSION)
+    mode: Mode = Mode.AUDIT
+    notify_in_audit_mode: bool = Field(
+        default=False, description="Also tell owners what enforce mode would have done."
+    )
+    team_tag: str = Field(default="team", min_length=1)
+    owner_tag: str = Field(default="owner", min_length=1)
+    rules: tuple[Rule, ...] = ()
+    exemptions: tuple[Exemption, ...] = ()
+    teams: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
+    )
+
+    @field_validator("rules")
+    @classmethod
+    def _unique_ids(cls, rules: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen: set[str] = set()
+        for rule in rules:
+            if rule.id in seen:
+                raise ValueError(f"duplicate rule id {rule.id!r}")
+            seen.add(rule.id)
+        return rules
+
+    @model_validator(mode="after")
+    def _teams_are_valid_overrides(self) -> Policy:
+        base = self.model_dump(mode="json", exclude={"teams"})
+        for team, override in self.teams.items():
+            forbidden = {"teams", "exemptions", "team_tag", "version"} & set(override)
+            if forbidden:
+                raise ValueError(f"teams.{team}: {', '.join(sorted(forbidden))} cannot be overridden per team")
+            try:
+                Policy.model_validate(merge_documents(base, override))
+            except ValidationError as exc:
+                raise ValueError(f"teams.{team}: {_first_errors(exc)}") from exc
+        return self
+
+    # ---- resolution --------------------------------------------------------------------------
+
+    def overlay(self, document: Mapping[str, Any]) -> Policy:
+        """This policy with ``document`` merged on top (validated)."""
+        return Policy.model_validate(merge_documents(self.model_dump(mode="json"), document))
+
+    def for_team(self, team: str | None) -> Policy:
+        if not team or team not in self.teams:
+            return self
+        merged = merge_documents(self.model_dump(mode="json", exclude={"teams"}), self.teams[team])
+        return Policy.model_validate(merged)
+
+    def for_job(self, job: TrainingJob) -> Policy:
+        return self.for_team(job.tag(self.team_tag))
+
+    def mode_for(self, rule_id: str, rule_mode: Mode | None) -> Mode:
+        return rule_mode or self.mode
+
+    def exemption_for(
+        self, job: TrainingJob, rule_id: str, now: datetime
+    ) -> tuple[Exemption | None, list[Exemption]]:
+        """The live exemption covering this job and rule, and any expired ones that would have."""
+        expired: list[Exemption] = []
+        for exemption in self.exemptions:
+            if not (exemption.matches(job) and exemption.covers(rule_id)):
+                continue
+            if exemption.expired(now):
+                expired.append(exemption)
+                continue
+            return exemption, expired
+        return None, expired
+
+    def digest(self) -> str:
+        """A short content hash: audit records name the exact policy that decided."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge two policy documents (see the module docstring for the rules)."""
+    merged: dict[str, Any] = dict(base)
+    for key, value in overlay.items():
+        current = merged.get(key)
+        if key == "rules" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
+            merged[key] = _merge_rules(current, value)
+        elif key == "exemptions" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
+            merged[key] = [*current, *value]
+        elif isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = merge_documents(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _merge_rules(base: list[Any] | tuple[Any, ...], overlay: list[Any] | tuple[Any, ...]) -> list[Any]:
+    def rule_id(rule: Any) -> Any:
+        return rule.get("id", rule.get("type")) if isinstance(rule, Mapping) else None
+
+    merged = [dict(rule) if isinstance(rule, Mapping) else rule for rule in base]
+    index = {rule_id(rule): position for position, rule in enumerate(merged)}
+    for rule in overlay:
+        key = rule_id(rule)
+        if key is not None and key in index and isinstance(rule, Mapping):
+            previous = merged[index[key]]
+            merged[index[key]] = (
+                {**previous, **rule}
+                if rule.get("type", previous.get("type")) == previous.get("type")
+                else dict(rule)
+            )
+        else:
+            index[key] = len(merged)
+            merged.append(rule)
+    return merged
+
+
+def _first_errors(exc: ValidationError, limit: int = 3) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()[:limit]
+    )

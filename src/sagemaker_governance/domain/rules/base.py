@@ -1,0 +1,63 @@
+"""What every compliance rule shares: identity, mode override, the action on violation, and a finding."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.job import TrainingJob
+
+RULE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+
+
+class EvaluationContext(BaseModel):
+    """What a rule may know besides the job: the time, injected so rules stay pure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    now: datetime
+
+
+class Finding(BaseModel):
+    """A rule's verdict on one job: a violation, or a rule that could not decide (``conclusive=False``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    message: str
+    remedy: str
+    observed: Any = None
+    expected: Any = None
+    conclusive: bool = True
+
+    @classmethod
+    def of(cls, rule: RuleBase, message: str, remedy: str, *, observed: Any, expected: Any) -> Finding:
+        return cls(rule=rule.id, message=message, remedy=remedy, observed=observed, expected=expected)
+
+    @classmethod
+    def unknown(cls, rule: RuleBase, message: str) -> Finding:
+        return cls(rule=rule.id, message=message, remedy="", conclusive=False)
+
+
+class RuleBase(BaseModel):
+    """Fields every rule has. ``id`` defaults to the rule's ``type``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=RULE_ID_PATTERN, description="Unique rule id; overrides match on it.")
+    enabled: bool = True
+    mode: Mode | None = Field(default=None, description="Overrides the policy's global mode for this rule.")
+    on_violation: Literal["stop", "notify"] = "stop"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "id" not in data and isinstance(data.get("type"), str):
+            return {**data, "id": data["type"]}
+        return data
+
+    def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:  # pragma: no cover
+        raise NotImplementedError

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from pydantic import Field
+
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
+
+
+class AllowedInstanceTypes(RuleBase):
+    """Every instance group of the job uses an instance type matching one of the glob ``patterns``.
+
+    Example:
+        - id: instance-types
+          type: allowed-instance-types
+          patterns: ["ml.g5.*", "ml.p4d.24xlarge", "ml.m5.*"]
+    """
+
+    type: Literal["allowed-instance-types"]
+    patterns: tuple[str, ...] = Field(min_length=1)
+
+    def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
+        if not job.instance_types:
+            return Finding.unknown(self, "the job's instance types are not known")
+        denied = sorted({t for t in job.instance_types if not any(fnmatchcase(t, p) for p in self.patterns)})
+        if not denied:
+            return None
+        return Finding.of(
+            self,
+            "instance type(s) not allowed: " + ", ".join(denied),
+            "Use one of " + ", ".join(self.patterns) + ", or ask the platform team for a team override.",
+            observed=denied,
+            expected=list(self.patterns),
+        )

@@ -1,0 +1,1 @@
+"""Lambda entry points: a few lines each (decorators, parse, call one service)."""

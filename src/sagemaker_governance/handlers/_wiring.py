@@ -1,0 +1,104 @@
+"""The composition root: clients, adapters and services built once per Lambda container.
+
+``FUNCTION_ADAPTERS`` names the adapters each function uses; the IAM contract test checks the
+template grants each function exactly the union of their ``IAM_ACTIONS``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.audit import AuditSink, LogAuditSink
+from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.job_events import JobEventsService
+from sagemaker_governance.service.ports import Clock
+from sagemaker_governance.settings import Settings
+
+FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
+    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore),
+}
+
+# Retries are botocore's job, never a hand-written loop.
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+_clock: Clock = utc_now
+
+
+def set_clock(clock: Clock) -> None:
+    """Inject the clock (the simulator's virtual clock; tests)."""
+    global _clock  # noqa: PLW0603
+    _clock = clock
+
+
+def now() -> datetime:
+    return _clock()
+
+
+@cache
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+@cache
+def client(service: str) -> Any:
+    return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+
+
+@cache
+def policy_store() -> PolicyStore:
+    cfg = settings()
+    return PolicyStore(
+        base_document=cfg.base_policy_document(),
+        parameter_name=cfg.policy_parameter_name,
+        ssm_client=client("ssm") if cfg.policy_parameter_name else None,
+        cache_seconds=cfg.policy_cache_seconds,
+    )
+
+
+_audit_override: AuditSink | None = None
+
+
+def set_audit_sink(sink: AuditSink | None) -> None:
+    """Send audit records somewhere else too (the simulator and tests keep them in memory)."""
+    global _audit_override  # noqa: PLW0603
+    _audit_override = sink
+    audit_sink.cache_clear()
+
+
+@cache
+def audit_sink() -> AuditSink:
+    return _audit_override or LogAuditSink()
+
+
+@cache
+def job_events_service() -> JobEventsService:
+    cfg = settings()
+    compliance = ComplianceService(
+        jobs=SageMakerJobs(client("sagemaker")),
+        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        policies=policy_store(),
+        audit=audit_sink(),
+        clock=now,
+    )
+    return JobEventsService(compliance=compliance, policies=policy_store(), audit=audit_sink(), clock=now)
+
+
+def reset() -> None:
+    """Forget every cached object and the injected clock (tests and the simulator start fresh)."""
+    set_clock(utc_now)
+    set_audit_sink(None)
+    for cached in (settings, client, policy_store, audit_sink, job_events_service):
+        cached.cache_clear()

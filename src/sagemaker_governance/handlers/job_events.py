@@ -1,0 +1,22 @@
+"""EventBridge ``SageMaker Training Job State Change`` -> governance decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sagemaker_governance.events import TrainingJobStateChange
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+@event_parser(model=TrainingJobStateChange)
+def handler(event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(job=event.detail.name, event_id=event.id)
+    decisions = _wiring.job_events_service().handle(event)
+    return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}

@@ -1,0 +1,1 @@
+"""Use cases: fetch -> decide (domain) -> act (through ports) -> audit."""

@@ -1,0 +1,142 @@
+"""Compliance use case: evaluate a job on its first InProgress event; stop and notify when it violates.
+
+The decision is made from the event payload (no API calls) when the payload has what is needed. Before
+stopping, the job is re-read (status and tags) and re-evaluated: a developer who added the missing tag
+in the meantime, or a job that has already ended, is never stopped by a stale event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.domain.compliance import ComplianceResult, evaluate_compliance
+from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.observability import logger
+from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why the service is looking at a job: recorded in every audit record."""
+
+    kind: str
+    event_id: str | None = None
+
+
+class ComplianceService:
+    def __init__(
+        self, jobs: JobsPort, notifier: NotifierPort, policies: PolicySource, audit: AuditSink, clock: Clock
+    ) -> None:
+        self._jobs = jobs
+        self._notifier = notifier
+        self._policies = policies
+        self._audit = audit
+        self._clock = clock
+
+    def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        policy = self._policies.current()
+        if job.tags is None and job.arn:
+            job = job.with_tags(self._jobs.list_tags(job.arn))
+        result = evaluate_compliance(job, policy, self._clock())
+        if result.stops:
+            fresh = self._reread(job)
+            if fresh is None:
+                return self._record_all(result, job, policy, trigger, skipped="the job no longer exists")
+            job = fresh
+            result = evaluate_compliance(job, policy, self._clock())
+        for note in result.notes:
+            logger.warning("exemption ignored", job=job.name, note=note)
+        stop_outcome = self._stop_if_needed(job, result)
+        self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome)
+        if result.notify_owner:
+            self._notify(job, result, policy, stop_outcome)
+        return list(result.decisions)
+
+    def _reread(self, job: TrainingJob) -> TrainingJob | None:
+        try:
+            return self._jobs.get_job(job.name)
+        except JobNotFound:
+            return None
+
+    def _stop_if_needed(self, job: TrainingJob, result: ComplianceResult) -> Outcome | None:
+        if not result.stops:
+            return None
+        if job.status != "InProgress":
+            return Outcome.ALREADY_DONE
+        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+
+    def _record_all(
+        self,
+        result: ComplianceResult,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        *,
+        stop_outcome: Outcome | None = None,
+        skipped: str | None = None,
+    ) -> list[Decision]:
+        effective = policy.for_job(job)
+        for decision in result.decisions:
+            reason = None
+            if skipped is not None:
+                outcome, reason = Outcome.SKIPPED, f"{decision.reason} (not acted on: {skipped})"
+            else:
+                outcome = outcome_of(decision, stop_outcome)
+            self._audit.write(
+                AuditRecord.of(
+                    decision,
+                    job=job,
+                    outcome=outcome,
+                    at=self._clock(),
+                    trigger=trigger.kind,
+                    event_id=trigger.event_id,
+                    team_tag=effective.team_tag,
+                    owner_tag=effective.owner_tag,
+                    policy_digest=policy.digest(),
+                    reason=reason,
+                )
+            )
+        return list(result.decisions)
+
+    def _notify(self, job: TrainingJob, result: ComplianceResult, policy: Policy, stopped: Outcome | None) -> None:
+        effective = policy.for_job(job)
+        if stopped is Outcome.DONE:
+            headline, outcome = (
+                f"Training job {job.name} was stopped: it violates governance policy",
+                "stopped",
+            )
+        elif result.stops or any(d.action is Action.STOP for d in result.violations):
+            headline = f"Training job {job.name} violates governance policy"
+            outcome = "already-ended" if stopped is Outcome.ALREADY_DONE else "would-stop (audit mode)"
+        else:
+            headline, outcome = f"Training job {job.name}: governance warning", "notified"
+        self._notifier.publish(
+            Notification(
+                kind="compliance",
+                job_name=job.name,
+                job_arn=job.arn,
+                team=job.tag(effective.team_tag),
+                owner=job.tag(effective.owner_tag),
+                headline=headline,
+                outcome=outcome,
+                items=Notification.items_from(result.violations),
+            )
+        )
+
+
+def outcome_of(decision: Decision, stop_outcome: Outcome | None) -> Outcome:
+    """The audit outcome of one decision, given what happened to the job."""
+    if decision.exempted_by is not None:
+        return Outcome.EXEMPTED
+    if decision.action is Action.NONE:
+        return Outcome.NO_ACTION
+    if not decision.acts:
+        return Outcome.AUDIT_ONLY
+    if decision.action is Action.STOP:
+        return stop_outcome or Outcome.DONE
+    return Outcome.DONE

@@ -1,0 +1,45 @@
+"""Ports that answer from files and record instead of acting: `smgov explain` runs the real service
+through these, so its output is what the deployed functions would decide, with no AWS call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
+
+
+class OfflineJobs:
+    """Answers from a ``DescribeTrainingJob`` document (or the event itself); records stops."""
+
+    def __init__(self, job: TrainingJob, describe: dict[str, Any] | None = None) -> None:
+        self._describe = describe
+        self._job = job
+        self.stopped: list[str] = []
+
+    def describe(self, name: str) -> dict[str, Any]:
+        if self._describe is None:
+            raise JobNotFound(f"{name}: no --describe file given")
+        return dict(self._describe)
+
+    def list_tags(self, arn: str) -> dict[str, str]:
+        return dict(self._job.tags or {})
+
+    def get_job(self, name: str) -> TrainingJob:
+        if self._describe is None:
+            return self._job  # the event is the best knowledge we have offline
+        return TrainingJob.model_validate({**self._describe, "Tags": self._job.tags or {}})
+
+    def stop(self, name: str) -> StopOutcome:
+        self.stopped.append(name)
+        return StopOutcome.STOPPED
+
+
+class RecordingNotifier:
+    def __init__(self) -> None:
+        self.messages: list[Notification] = []
+
+    def publish(self, message: Notification) -> str | None:
+        self.messages.append(message)
+        return None

@@ -1,0 +1,84 @@
+"""The functions' environment as one model, read once. Nothing else touches ``os.environ``.
+
+The template passes its Parameters in as environment variables; ``base_policy_document`` turns them
+into the base layer of the governance policy (same schema as the SSM policy document).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def _csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    mode: Literal["audit", "enforce"] = Field(default="audit", alias="GOVERNANCE_MODE")
+    required_tags: tuple[str, ...] = Field(default=(), alias="REQUIRED_TAGS")
+    allowed_instance_types: tuple[str, ...] = Field(default=(), alias="ALLOWED_INSTANCE_TYPES")
+    max_instance_count: int = Field(default=16, ge=1, alias="MAX_INSTANCE_COUNT")
+    max_runtime_hours: float = Field(default=72, gt=0, alias="MAX_RUNTIME_HOURS")
+    max_spot_wait_hours: float = Field(default=96, gt=0, alias="MAX_SPOT_WAIT_HOURS")
+    spot_checkpoint_action: Literal["notify", "stop"] = Field(default="notify", alias="SPOT_CHECKPOINT_ACTION")
+    notify_in_audit_mode: bool = Field(default=False, alias="NOTIFY_IN_AUDIT_MODE")
+    team_tag: str = Field(default="team", alias="TEAM_TAG_KEY")
+    owner_tag: str = Field(default="owner", alias="OWNER_TAG_KEY")
+    policy_parameter_name: str | None = Field(default=None, alias="POLICY_PARAMETER_NAME")
+    policy_cache_seconds: int = Field(default=60, ge=0, alias="POLICY_CACHE_SECONDS")
+    notifications_topic_arn: str | None = Field(default=None, alias="NOTIFICATIONS_TOPIC_ARN")
+    stack_name: str = Field(default="sagemaker-governance", alias="STACK_NAME")
+
+    _lists = field_validator("required_tags", "allowed_instance_types", mode="before")(_csv)
+
+    @field_validator("policy_parameter_name", "notifications_topic_arn", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        return cls.model_validate(dict(os.environ if environ is None else environ))
+
+    def base_policy_document(self) -> dict[str, Any]:
+        """The template Parameters as a policy document: the layer the SSM document is merged onto."""
+        rules: list[dict[str, Any]] = []
+        if self.required_tags:
+            rules.append(
+                {"id": "required-tags", "type": "required-tags", "tags": {t: {} for t in self.required_tags}}
+            )
+        if self.allowed_instance_types:
+            rules.append(
+                {
+                    "id": "instance-types",
+                    "type": "allowed-instance-types",
+                    "patterns": list(self.allowed_instance_types),
+                }
+            )
+        rules.append({"id": "max-instances", "type": "max-instance-count", "max": self.max_instance_count})
+        rules.append(
+            {
+                "id": "max-runtime",
+                "type": "max-runtime",
+                "max_hours": self.max_runtime_hours,
+                "max_wait_hours": self.max_spot_wait_hours,
+            }
+        )
+        rules.append(
+            {"id": "spot-checkpoint", "type": "spot-checkpoint", "on_violation": self.spot_checkpoint_action}
+        )
+        return {
+            "mode": self.mode,
+            "notify_in_audit_mode": self.notify_in_audit_mode,
+            "team_tag": self.team_tag,
+            "owner_tag": self.owner_tag,
+            "rules": rules,
+        }

@@ -1,0 +1,249 @@
+"""A stateful SageMaker training-job double that sits *behind* boto3.
+
+moto cannot stop a training job and jumps every job straight to ``Completed``, so anything that needs
+a job lifecycle uses this double instead. It plugs into a real boto3 client through botocore's event
+system, like ``botocore.stub.Stubber``: botocore still validates every request against the real API
+model (``ParamValidationError`` for a bad request) before the double answers, and our adapters run
+unchanged.
+
+Test and simulator code drive the lifecycle (``launch``, ``transition``) and read what the service did
+(``calls``, ``stop_requests``, ``created``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+Clock = Callable[[], datetime]
+
+TERMINAL = {"Completed", "Failed", "Stopped"}
+READ_ONLY_KEYS = {"TrainingJobName", "TrainingJobArn"}
+
+
+class SageMakerError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+def _millis(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+class FakeSageMaker:
+    def __init__(self, clock: Clock, region: str = "us-east-1", account: str = "123456789012") -> None:
+        self.clock = clock
+        self.region = region
+        self.account = account
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.tags: dict[str, list[dict[str, str]]] = {}
+        self.calls: Counter[str] = Counter()
+        self.stop_requests: list[str] = []
+        self.created: list[dict[str, Any]] = []
+        self.tag_page_size = 50
+        self.fail_next: dict[str, SageMakerError] = {}
+        self._pending_params: dict[int, dict[str, Any]] = {}
+
+    # ---- wiring --------------------------------------------------------------------------------
+
+    def attach(self, client: Any) -> Any:
+        """Answer every SageMaker call ``client`` makes (after botocore has validated it)."""
+        client.meta.events.register("before-parameter-build.sagemaker.*", self._capture)
+        client.meta.events.register("before-call.sagemaker.*", self._answer)
+        return client
+
+    def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self._pending_params[id(model)] = copy.deepcopy(params)
+
+    def _answer(self, model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        name = model.name
+        api_params = self._pending_params.pop(id(model), None)
+        if api_params is None:  # fall back to the serialized JSON body
+            api_params = json.loads(params.get("body") or b"{}")
+        self.calls[name] += 1
+        handler = getattr(self, f"_op_{name}", None)
+        try:
+            if name in self.fail_next:
+                raise self.fail_next.pop(name)
+            if handler is None:
+                raise SageMakerError("UnknownOperationException", f"the fake does not implement {name}")
+            body = handler(api_params)
+            status = 200
+        except SageMakerError as err:
+            body = {"Error": {"Code": err.code, "Message": err.message}}
+            status = err.status
+        body.setdefault("ResponseMetadata", {"HTTPStatusCode": status, "RequestId": "fake"})
+        return AWSResponse("https://sagemaker.fake", status, HTTPHeaders(), None), body
+
+    # ---- driving the lifecycle (tests, simulator) --------------------------------------------
+
+    def arn(self, name: str) -> str:
+        return f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
+
+    def launch(self, request: dict[str, Any], *, secondary: str = "Starting") -> dict[str, Any]:
+        """Register a job as ``CreateTrainingJob`` would, already ``InProgress``."""
+        self._op_CreateTrainingJob(copy.deepcopy(request), record=False)
+        if secondary != "Starting":
+            self.transition(request["TrainingJobName"], "InProgress", secondary)
+        return self.jobs[request["TrainingJobName"]]
+
+    def transition(
+        self,
+        name: str,
+        status: str,
+        secondary: str,
+        *,
+        failure_reason: str | None = None,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        job = self.jobs[name]
+        now = self.clock()
+        transitions = job.setdefault("SecondaryStatusTransitions", [])
+        if transitions and "EndTime" not in transitions[-1]:
+            transitions[-1]["EndTime"] = now
+        entry: dict[str, Any] = {"Status": secondary, "StartTime": now}
+        if message:
+            entry["StatusMessage"] = message
+        if status in TERMINAL:
+            entry["EndTime"] = now
+        transitions.append(entry)
+        job["TrainingJobStatus"] = status
+        job["SecondaryStatus"] = secondary
+        job["LastModifiedTime"] = now
+        if secondary == "Training" and "TrainingStartTime" not in job:
+            job["TrainingStartTime"] = now
+        if status in TERMINAL:
+            job["TrainingEndTime"] = now
+        if failure_reason:
+            job["FailureReason"] = failure_reason
+        return job
+
+    def event(self, name: str, *, event_id: str = "00000000-0000-0000-0000-000000000000") -> dict[str, Any]:
+        """The EventBridge event SageMaker would emit for the job's current state (real shape)."""
+        job = self.jobs[name]
+        detail: dict[str, Any] = {}
+        for key, value in job.items():
+            detail[key] = _to_event_value(value)
+        detail["Tags"] = {t["Key"]: t["Value"] for t in self.tags.get(job["TrainingJobArn"], [])}
+        return {
+            "version": "0",
+            "id": event_id,
+            "detail-type": "SageMaker Training Job State Change",
+            "source": "aws.sagemaker",
+            "account": self.account,
+            "time": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": self.region,
+            "resources": [job["TrainingJobArn"]],
+            "detail": detail,
+        }
+
+    # ---- the API -------------------------------------------------------------------------------
+
+    def _job(self, name: str) -> dict[str, Any]:
+        job = self.jobs.get(name)
+        if job is None:
+            raise SageMakerError("ValidationException", "Requested resource not found.")
+        return job
+
+    def _op_DescribeTrainingJob(self, params: dict[str, Any]) -> dict[str, Any]:
+        return copy.deepcopy(self._job(params["TrainingJobName"]))
+
+    def _op_StopTrainingJob(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params["TrainingJobName"]
+        job = self._job(name)
+        self.stop_requests.append(name)
+        if job["TrainingJobStatus"] != "InProgress":
+            raise SageMakerError(
+                "ValidationException",
+                f"The request was rejected because the training job is in status {job['TrainingJobStatus']}.",
+            )
+        self.transition(name, "Stopping", "Stopping")
+        return {}
+
+    def _op_ListTags(self, params: dict[str, Any]) -> dict[str, Any]:
+        tags = self.tags.get(params["ResourceArn"], [])
+        start = int(params.get("NextToken") or 0)
+        size = min(int(params.get("MaxResults") or self.tag_page_size), self.tag_page_size)
+        page = tags[start : start + size]
+        out: dict[str, Any] = {"Tags": copy.deepcopy(page)}
+        if start + size < len(tags):
+            out["NextToken"] = str(start + size)
+        return out
+
+    def _op_AddTags(self, params: dict[str, Any]) -> dict[str, Any]:
+        existing = {t["Key"]: t for t in self.tags.setdefault(params["ResourceArn"], [])}
+        for tag in params.get("Tags", []):
+            existing[tag["Key"]] = dict(tag)
+        self.tags[params["ResourceArn"]] = list(existing.values())
+        return {"Tags": params.get("Tags", [])}
+
+    def _op_CreateTrainingJob(self, params: dict[str, Any], *, record: bool = True) -> dict[str, Any]:
+        name = params["TrainingJobName"]
+        if name in self.jobs:
+            raise SageMakerError(
+                "ResourceInUse", f"Training job names must be unique within an AWS account and region: {name}"
+            )
+        now = self.clock()
+        arn = self.arn(name)
+        job = {k: v for k, v in copy.deepcopy(params).items() if k != "Tags"}
+        job.update(
+            {
+                "TrainingJobArn": arn,
+                "TrainingJobStatus": "InProgress",
+                "SecondaryStatus": "Starting",
+                "CreationTime": now,
+                "LastModifiedTime": now,
+                "SecondaryStatusTransitions": [
+                    {
+                        "Status": "Starting",
+                        "StartTime": now,
+                        "StatusMessage": "Preparing the instances for training",
+                    }
+                ],
+            }
+        )
+        job.setdefault("EnableManagedSpotTraining", False)
+        self.jobs[name] = job
+        self.tags[arn] = [dict(t) for t in params.get("Tags", [])]
+        if record:
+            self.created.append(copy.deepcopy(params))
+        return {"TrainingJobArn": arn}
+
+    def _op_ListTrainingJobs(self, params: dict[str, Any]) -> dict[str, Any]:
+        wanted = params.get("StatusEquals")
+        names = sorted(n for n, j in self.jobs.items() if wanted is None or j["TrainingJobStatus"] == wanted)
+        start = int(params.get("NextToken") or 0)
+        size = int(params.get("MaxResults") or 100)
+        page = names[start : start + size]
+        summaries = [
+            {
+                "TrainingJobName": n,
+                "TrainingJobArn": self.jobs[n]["TrainingJobArn"],
+                "CreationTime": self.jobs[n]["CreationTime"],
+                "TrainingJobStatus": self.jobs[n]["TrainingJobStatus"],
+                "SecondaryStatus": self.jobs[n].get("SecondaryStatus"),
+            }
+            for n in page
+        ]
+        out: dict[str, Any] = {"TrainingJobSummaries": summaries}
+        if start + size < len(names):
+            out["NextToken"] = str(start + size)
+        return out
+
+
+def _to_event_value(value: Any) -> Any:
+    """Events carry timestamps as epoch-millisecond strings."""
+    if isinstance(value, datetime):
+        return str(_millis(value if value.tzinfo else value.replace(tzinfo=UTC)))
+    if isinstance(value, dict):
+        return {k: _to_event_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_event_value(v) for v in value]
+    return value

@@ -1,0 +1,111 @@
+"""Run the real Lambda handlers locally: moto for AWS services, the SageMaker double for SageMaker.
+
+``LocalAccount`` sets the functions' environment, starts moto, builds the handlers' cached clients
+through the composition root and attaches the SageMaker double to the very client the handlers use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+
+
+@dataclass
+class LocalContext:
+    """The parts of the Lambda context object Powertools reads."""
+
+    function_name: str = "local"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:local"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+DUMMY_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}
+
+
+@contextmanager
+def patched_env(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+class LocalAccount:
+    """An offline AWS account the real handlers run against."""
+
+    def __init__(
+        self, clock: Callable[[], datetime], environment: Mapping[str, str], *, log_audit: bool = True
+    ) -> None:
+        import boto3
+
+        from sagemaker_governance.handlers import _wiring
+
+        self.clock = clock
+        self.environment = dict(environment)
+        from sagemaker_governance.audit import LogAuditSink, MemoryAuditSink
+
+        _wiring.reset()
+        _wiring.set_clock(clock)
+        self.audit = MemoryAuditSink(forward=LogAuditSink().write if log_audit else None)
+        _wiring.set_audit_sink(self.audit)
+        self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
+        self.sagemaker.attach(_wiring.client("sagemaker"))
+        self.sns = boto3.client("sns", region_name=REGION)
+        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.ssm = boto3.client("ssm", region_name=REGION)
+
+    def invoke(self, handler: Callable[[Any, Any], Any], event: Mapping[str, Any], name: str = "local") -> Any:
+        return handler(dict(event), LocalContext(function_name=name))
+
+
+@contextmanager
+def local_account(
+    clock: Callable[[], datetime],
+    environment: Mapping[str, str],
+    *,
+    topic_name: str = "governance-notifications",
+    log_audit: bool = True,
+) -> Iterator[LocalAccount]:
+    """moto + the SageMaker double + the functions' environment, for the duration of the block."""
+    from moto import mock_aws
+
+    from sagemaker_governance.handlers import _wiring
+
+    with patched_env(DUMMY_CREDENTIALS), mock_aws():
+        import boto3
+
+        sns = boto3.client("sns", region_name=REGION)
+        topic_arn = sns.create_topic(Name=topic_name)["TopicArn"]
+        env = {"NOTIFICATIONS_TOPIC_ARN": topic_arn, **environment}
+        with patched_env(env):
+            account = LocalAccount(clock, env, log_audit=log_audit)
+            try:
+                yield account
+            finally:
+                _wiring.reset()

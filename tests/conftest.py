@@ -1,0 +1,55 @@
+"""Shared fixtures: no test can reach a real AWS account (dummy credentials, fixed region)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EVENTS = REPO / "events"
+
+
+@pytest.fixture(autouse=True)
+def _aws_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "SageMakerGovernance",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    yield
+
+
+@pytest.fixture
+def log_output() -> Iterator[io.StringIO]:
+    """Everything the Powertools logger writes during the test (its handler holds the real stdout)."""
+    from sagemaker_governance.observability import logger
+
+    buffer = io.StringIO()
+    handler = logger.registered_handler
+    previous = handler.setStream(buffer)  # type: ignore[attr-defined]
+    try:
+        yield buffer
+    finally:
+        handler.setStream(previous)  # type: ignore[attr-defined]
+
+
+def load_event(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return data
+
+
+@pytest.fixture
+def now() -> datetime:
+    return datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -1,0 +1,162 @@
+"""The real job-events handler, with the events/ samples, against moto and the SageMaker double."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.handlers.job_events import handler
+from sagemaker_governance.simulation.harness import LocalAccount
+from tests.conftest import load_event
+
+
+def launch_from_sample(account: LocalAccount, sample: str) -> dict[str, Any]:
+    """Register the sample's job with the double (so re-reads see it) and return the sample event."""
+    event = load_event(sample)
+    detail = copy.deepcopy(event["detail"])
+    tags = detail.pop("Tags")
+    pairs = tags.items() if isinstance(tags, dict) else [(t["Key"], t["Value"]) for t in tags]
+    request = {
+        k: detail[k]
+        for k in (
+            "TrainingJobName",
+            "AlgorithmSpecification",
+            "RoleArn",
+            "OutputDataConfig",
+            "ResourceConfig",
+            "StoppingCondition",
+        )
+    }
+    request["Tags"] = [{"Key": k, "Value": v} for k, v in pairs]
+    for optional in ("CheckpointConfig", "EnableManagedSpotTraining"):
+        if optional in detail:
+            request[optional] = detail[optional]
+    account.sagemaker.launch(request)
+    return event
+
+
+def test_compliant_job_is_left_alone_with_one_audit_record(account: LocalAccount) -> None:
+    event = launch_from_sample(account, "training-job-starting.json")
+    result = account.invoke(handler, event)
+    assert [d["action"] for d in result["decisions"]] == ["none"]
+    assert account.sagemaker.stop_requests == []
+    (record,) = account.audit.records
+    assert record.event_id == event["id"] and record.outcome.value == "no-action"
+
+
+def test_untagged_job_is_stopped_and_its_owner_told(account: LocalAccount) -> None:
+    event = launch_from_sample(account, "training-job-starting-untagged.json")
+    result = account.invoke(handler, event)
+    assert result["decisions"][0]["rule"] == "required-tags"
+    assert account.sagemaker.stop_requests == ["untagged-experiment-7"]
+    (record,) = account.audit.records
+    assert (record.action, record.mode, record.outcome.value) == ("stop", "enforce", "done")
+    assert record.owner == "bob"
+
+
+def test_audit_mode_records_but_never_stops(audit_account: LocalAccount) -> None:
+    event = launch_from_sample(audit_account, "training-job-starting-untagged.json")
+    audit_account.invoke(handler, event)
+    assert audit_account.sagemaker.stop_requests == []
+    (record,) = audit_account.audit.records
+    assert (record.action, record.outcome.value) == ("stop", "audit-only")
+
+
+def test_tag_added_after_launch_is_seen_before_stopping(account: LocalAccount) -> None:
+    # Given an event without cost tags, but the developer added them since
+    event = launch_from_sample(account, "training-job-starting-untagged.json")
+    arn = account.sagemaker.arn("untagged-experiment-7")
+    account.sagemaker.tags[arn] += [{"Key": "team", "Value": "nlp"}, {"Key": "cost-center", "Value": "cc-9"}]
+    # When the stale event arrives
+    account.invoke(handler, event)
+    # Then the job is re-read and not stopped
+    assert account.sagemaker.stop_requests == []
+    assert account.audit.records[0].outcome.value == "no-action"
+
+
+def test_job_that_already_ended_is_not_stopped(account: LocalAccount) -> None:
+    event = launch_from_sample(account, "training-job-starting-untagged.json")
+    account.sagemaker.transition("untagged-experiment-7", "Failed", "Failed", failure_reason="AlgorithmError")
+    account.invoke(handler, event)
+    assert account.sagemaker.stop_requests == []
+    assert account.audit.records[0].outcome.value == "already-done"
+
+
+def test_duplicate_delivery_stops_once(account: LocalAccount) -> None:
+    event = launch_from_sample(account, "training-job-starting-untagged.json")
+    account.invoke(handler, event)
+    account.invoke(handler, event)
+    assert account.sagemaker.calls["StopTrainingJob"] == 1
+    assert [r.outcome.value for r in account.audit.records] == ["done", "already-done"]
+
+
+def test_owner_notification_reaches_the_topic(account: LocalAccount) -> None:
+    queue_url = account.sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    arn = account.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    account.sns.subscribe(
+        TopicArn=account.environment["NOTIFICATIONS_TOPIC_ARN"],
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    account.invoke(handler, launch_from_sample(account, "training-job-starting-untagged.json"))
+    (message,) = account.sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["outcome"] == "stopped" and body["items"][0]["rule"] == "required-tags"
+    assert body["items"][0]["remedy"]
+
+
+def test_heterogeneous_job_is_checked_group_by_group(account: LocalAccount) -> None:
+    account.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Value="rules: [{id: types, type: allowed-instance-types, patterns: ['ml.p4d.*']}]",
+    )
+    account.invoke(handler, launch_from_sample(account, "training-job-starting-heterogeneous.json"))
+    record = next(r for r in account.audit.records if r.rule == "types")
+    assert record.evidence["observed"] == ["ml.c5.18xlarge"]
+
+
+def test_later_states_make_no_decision_but_are_recorded(account: LocalAccount) -> None:
+    result = account.invoke(handler, load_event("training-job-training.json"))
+    assert result["decisions"][0]["rule"] == "event-router"
+    assert len(account.audit.records) == 1
+
+
+def test_malformed_event_is_rejected_loudly(account: LocalAccount) -> None:
+    with pytest.raises(ValidationError):
+        account.invoke(handler, load_event("malformed-missing-job-name.json"))
+    assert account.audit.records == []
+
+
+def test_event_of_another_type_is_rejected(account: LocalAccount) -> None:
+    event = load_event("training-job-starting.json")
+    event["detail-type"] = "SageMaker Processing Job State Change"
+    with pytest.raises(ValidationError):
+        account.invoke(handler, event)
+
+
+def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_output: Any) -> None:
+    account.invoke(handler, launch_from_sample(account, "training-job-starting-untagged.json"))
+    lines = [json.loads(line) for line in log_output.getvalue().splitlines() if '"governance decision"' in line]
+    (line,) = lines
+    audit = line["audit"]
+    assert audit["schema"] == "smgov.audit/1"
+    for field in (
+        "job_name",
+        "job_arn",
+        "rule",
+        "action",
+        "mode",
+        "outcome",
+        "reason",
+        "evidence",
+        "event_id",
+    ):
+        assert field in audit

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.simulation.template import load_template
+
+
+@pytest.fixture(scope="session")
+def template() -> dict[str, Any]:
+    return load_template()
+
+
+def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
+
+
+def policy_statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for policy in function["Properties"].get("Policies", []):
+        assert isinstance(policy, dict) and "Statement" in policy, "only inline statements (no managed policies)"
+        out.extend(policy["Statement"])
+    return out
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

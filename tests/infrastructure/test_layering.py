@@ -1,0 +1,71 @@
+"""Imports go one way: handlers -> service -> domain; adapters -> domain; domain imports nothing of ours
+but domain, and never boto3, Powertools or os."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "sagemaker_governance"
+FORBIDDEN_IN_DOMAIN = (
+    "boto3",
+    "botocore",
+    "aws_lambda_powertools",
+    "os",
+    "sagemaker_governance.adapters",
+    "sagemaker_governance.service",
+    "sagemaker_governance.handlers",
+)
+FORBIDDEN_IN_SERVICE = ("boto3", "sagemaker_governance.handlers")
+FORBIDDEN_IN_HANDLERS_AND_SERVICE = (
+    "sagemaker",
+    "moto",
+    "sagemaker_governance.simulation",
+    "sagemaker_governance.cli",
+)
+
+
+def imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def offenders(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    bad = []
+    for path in (PACKAGE / folder).rglob("*.py"):
+        for name in imports(path):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    return bad
+
+
+def test_domain_is_pure() -> None:
+    assert offenders("domain", FORBIDDEN_IN_DOMAIN) == []
+
+
+def test_service_never_calls_boto3() -> None:
+    assert offenders("service", FORBIDDEN_IN_SERVICE) == []
+
+
+def test_lambda_code_never_imports_developer_tooling() -> None:
+    assert offenders("handlers", FORBIDDEN_IN_HANDLERS_AND_SERVICE) == []
+    assert offenders("service", FORBIDDEN_IN_HANDLERS_AND_SERVICE) == []
+    assert offenders("adapters", FORBIDDEN_IN_HANDLERS_AND_SERVICE) == []
+
+
+def test_only_settings_reads_the_environment() -> None:
+    readers = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "os.environ" in path.read_text() and path.parent.name not in ("simulation", "cli")
+    ]
+    assert readers == ["settings.py"]
+
+
+def test_service_depends_on_ports_not_adapters() -> None:
+    assert offenders("service", ("sagemaker_governance.adapters",)) == []

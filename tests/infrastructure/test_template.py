@@ -1,0 +1,147 @@
+"""The real template.yaml: content filters, failure paths, log groups, parameters, IAM contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from moto.events.models import EventPattern
+
+from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
+from sagemaker_governance.simulation.template import eventbridge_patterns
+from tests.conftest import EVENTS
+from tests.infrastructure.conftest import as_list, functions, policy_statements
+
+SAMPLES = sorted(p.name for p in EVENTS.glob("training-job-*.json"))
+# Which samples each rule must receive; every other sample must not reach it.
+EXPECTED_ROUTES = {
+    ("JobEventsFunction", "JobStarting"): {
+        "training-job-starting.json",
+        "training-job-starting-untagged.json",
+        "training-job-starting-heterogeneous.json",
+        "training-job-starting-spot-no-checkpoint.json",
+    },
+}
+
+
+def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+    return bool(EventPattern.load(json.dumps(pattern)).matches_event(event))
+
+
+def test_every_rule_has_an_expected_route(template: dict[str, Any]) -> None:
+    assert set(eventbridge_patterns(template)) == set(EXPECTED_ROUTES)
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_content_filters_route_each_sample_where_it_belongs(template: dict[str, Any], sample: str) -> None:
+    event = json.loads((EVENTS / sample).read_text())
+    for route, pattern in eventbridge_patterns(template).items():
+        assert matches(pattern, event) == (sample in EXPECTED_ROUTES[route]), (route, sample)
+
+
+def test_filters_ignore_other_sagemaker_events(template: dict[str, Any]) -> None:
+    event = json.loads((EVENTS / "training-job-starting.json").read_text())
+    event["detail-type"] = "SageMaker Processing Job State Change"
+    assert not any(matches(p, event) for p in eventbridge_patterns(template).values())
+
+
+def test_both_failure_paths_lead_to_the_dead_letter_queue(template: dict[str, Any]) -> None:
+    dlq = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    allowed_sources = template["Resources"]["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][
+        0
+    ]["Condition"]["ArnEquals"]["aws:SourceArn"]
+    for name, function in functions(template).items():
+        props = function["Properties"]
+        assert props["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {
+            "Type": "SQS",
+            "Destination": dlq,
+        }, name
+        for event_name, source in props.get("Events", {}).items():
+            if source["Type"] != "EventBridgeRule":
+                continue
+            assert source["Properties"]["DeadLetterConfig"] == {"Arn": dlq}, event_name
+            assert source["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+            assert {"Fn::GetAtt": [f"{name}{event_name}", "Arn"]} in allowed_sources, event_name
+
+
+def test_dead_letter_queue_has_an_alarm(template: dict[str, Any]) -> None:
+    alarm = template["Resources"]["DeadLetterQueueAlarm"]["Properties"]
+    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}
+    assert alarm["AlarmActions"] == [{"Ref": "NotificationsTopic"}]
+
+
+def test_every_function_logs_to_its_own_group_with_retention(template: dict[str, Any]) -> None:
+    for name, function in functions(template).items():
+        group_ref = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        group = template["Resources"][group_ref]
+        assert group["Type"] == "AWS::Logs::LogGroup", name
+        assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_numeric_and_choice_parameters_are_constrained(template: dict[str, Any]) -> None:
+    for name, parameter in template["Parameters"].items():
+        if parameter["Type"] == "Number":
+            assert ("MinValue" in parameter and "MaxValue" in parameter) or "AllowedValues" in parameter, name
+        else:
+            assert "AllowedValues" in parameter or "AllowedPattern" in parameter, name
+
+
+def test_runtime_and_layer_architecture_agree(template: dict[str, Any]) -> None:
+    globals_ = template["Globals"]["Function"]
+    layer = template["Resources"]["DependenciesLayer"]
+    assert globals_["Runtime"] in ("python3.12", "python3.13")
+    assert layer["Metadata"]["BuildMethod"] == globals_["Runtime"]
+    assert [layer["Metadata"]["BuildArchitecture"]] == globals_["Architectures"]
+    assert layer["Properties"]["CompatibleArchitectures"] == globals_["Architectures"]
+
+
+def test_the_content_filter_covers_what_the_service_routes() -> None:
+    # The compliance trigger in code and the template's filter describe the same transition.
+    from sagemaker_governance.domain.job import TrainingJob
+    from sagemaker_governance.service.job_events import is_first_in_progress
+
+    detail = json.loads((EVENTS / "training-job-starting.json").read_text())["detail"]
+    assert is_first_in_progress(TrainingJob.model_validate(detail))
+
+
+# ---- IAM ----------------------------------------------------------------------------------------
+
+
+def test_iam_actions_equal_what_the_adapters_declare(template: dict[str, Any]) -> None:
+    for name, function in functions(template).items():
+        granted = {action for st in policy_statements(function) for action in as_list(st["Action"])}
+        declared = set().union(*(adapter.IAM_ACTIONS for adapter in FUNCTION_ADAPTERS[name]))
+        assert granted == declared, name
+
+
+def test_no_wildcard_actions_and_no_managed_full_access(template: dict[str, Any]) -> None:
+    for name, function in functions(template).items():
+        for statement in policy_statements(function):
+            for action in as_list(statement["Action"]):
+                assert "*" not in action, (name, action)
+            for resource in as_list(statement["Resource"]):
+                assert resource != "*", (name, statement)
+        for policy in function["Properties"].get("Policies", []):
+            assert not isinstance(policy, str), f"{name}: managed policy {policy}"
+
+
+def test_resources_are_scoped_to_this_account_and_region(template: dict[str, Any]) -> None:
+    for function in functions(template).values():
+        for statement in policy_statements(function):
+            for resource in as_list(statement["Resource"]):
+                if isinstance(resource, dict) and "Fn::Sub" in resource:
+                    text = resource["Fn::Sub"]
+                    assert "${AWS::AccountId}" in text and "${AWS::Region}" in text, text
+                else:
+                    assert isinstance(resource, dict) and ("Ref" in resource or "Fn::GetAtt" in resource), resource
+
+
+def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> None:
+    import tomllib
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "samconfig.toml").read_text())
+    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
+    for item in overrides:
+        assert item.split("=", 1)[0] in template["Parameters"], item

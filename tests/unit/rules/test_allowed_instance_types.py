@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from sagemaker_governance.domain.rules import AllowedInstanceTypes, EvaluationContext
+from tests.builders import job
+
+RULE = AllowedInstanceTypes.model_validate(
+    {"type": "allowed-instance-types", "patterns": ["ml.g5.*", "ml.m5.xlarge"]}
+)
+
+
+def test_glob_match_passes(ctx: EvaluationContext) -> None:
+    assert RULE.evaluate(job(ResourceConfig={"InstanceType": "ml.g5.48xlarge", "InstanceCount": 1}), ctx) is None
+
+
+def test_type_outside_the_globs_violates(ctx: EvaluationContext) -> None:
+    finding = RULE.evaluate(job(ResourceConfig={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1}), ctx)
+    assert finding is not None and finding.observed == ["ml.p5.48xlarge"]
+
+
+def test_every_group_of_a_heterogeneous_cluster_is_checked(ctx: EvaluationContext) -> None:
+    hetero = job(
+        ResourceConfig={
+            "InstanceGroups": [
+                {"InstanceGroupName": "a", "InstanceType": "ml.g5.2xlarge", "InstanceCount": 1},
+                {"InstanceGroupName": "b", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
+            ]
+        }
+    )
+    finding = RULE.evaluate(hetero, ctx)
+    assert finding is not None and finding.observed == ["ml.c5.18xlarge"]
+
+
+def test_glob_is_case_sensitive_and_anchored(ctx: EvaluationContext) -> None:
+    finding = RULE.evaluate(job(ResourceConfig={"InstanceType": "ml.m5.xlarge2", "InstanceCount": 1}), ctx)
+    assert finding is not None

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.job import TrainingJob, parse_timestamp
+from tests.builders import describe
+
+
+def test_tags_as_map_and_as_key_value_list_read_the_same() -> None:
+    # Given the two tag shapes AWS sends
+    as_map = TrainingJob.model_validate({**describe(), "Tags": {"team": "nlp", "owner": "bob"}})
+    as_list = TrainingJob.model_validate(
+        {**describe(), "Tags": [{"Key": "team", "Value": "nlp"}, {"Key": "owner", "Value": "bob"}]}
+    )
+    # Then both give the same map
+    assert as_map.tags == as_list.tags == {"team": "nlp", "owner": "bob"}
+
+
+def test_missing_tags_mean_unknown_not_empty() -> None:
+    assert TrainingJob.model_validate(describe()).tags is None
+    assert TrainingJob.model_validate({**describe(), "Tags": {}}).tags == {}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [1763719200000, "1763719200000", 1763719200000.0, "2025-11-21T10:00:00Z", "2025-11-21T10:00:00+00:00"],
+)
+def test_timestamps_as_numbers_numeric_strings_and_iso(raw: object) -> None:
+    job = TrainingJob.model_validate({**describe(), "CreationTime": raw})
+    assert job.creation_time == datetime(2025, 11, 21, 10, 0, tzinfo=UTC)
+
+
+def test_boto3_datetimes_are_accepted_and_made_aware() -> None:
+    naive = datetime(2025, 11, 21, 10, 0)
+    job = TrainingJob.model_validate({**describe(), "CreationTime": naive})
+    assert job.creation_time == naive.replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize("raw", ["yesterday", True, -5, "1e30", [1]])
+def test_bad_timestamps_are_rejected(raw: object) -> None:
+    with pytest.raises(ValidationError):
+        TrainingJob.model_validate({**describe(), "CreationTime": raw})
+
+
+def test_missing_optional_fields_are_fine() -> None:
+    job = TrainingJob.model_validate({"TrainingJobName": "x", "TrainingJobStatus": "InProgress"})
+    assert job.instance_groups == ()
+    assert job.stopping.max_runtime_seconds is None
+    assert job.spot is False
+
+
+def test_heterogeneous_cluster_counts_every_group() -> None:
+    job = TrainingJob.model_validate(
+        {
+            **describe(),
+            "ResourceConfig": {
+                "InstanceGroups": [
+                    {"InstanceGroupName": "cpu", "InstanceType": "ml.c5.xlarge", "InstanceCount": 2},
+                    {"InstanceGroupName": "gpu", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 3},
+                ]
+            },
+        }
+    )
+    assert job.instance_types == ("ml.c5.xlarge", "ml.p4d.24xlarge")
+    assert job.total_instance_count == 5
+    assert job.is_heterogeneous
+
+
+def test_training_time_counts_days_not_just_seconds_of_the_day() -> None:
+    # Given a job that trained for 26 hours (timedelta.seconds would say 2 hours)
+    start = 1_763_719_200_000
+    job = TrainingJob.model_validate(
+        {
+            **describe(),
+            "TrainingJobStatus": "Failed",
+            "SecondaryStatusTransitions": [
+                {"Status": "Starting", "StartTime": start - 60_000, "EndTime": start},
+                {"Status": "Training", "StartTime": start, "EndTime": start + 26 * 3_600_000},
+                {"Status": "Failed", "StartTime": start + 26 * 3_600_000},
+            ],
+        }
+    )
+    assert job.training_seconds(now=datetime(2030, 1, 1, tzinfo=UTC)) == 26 * 3600
+
+
+def test_training_time_sums_spot_restarts() -> None:
+    start = 1_763_719_200_000
+    job = TrainingJob.model_validate(
+        {
+            **describe(),
+            "SecondaryStatusTransitions": [
+                {"Status": "Training", "StartTime": start, "EndTime": start + 3_600_000},
+                {"Status": "Interrupted", "StartTime": start + 3_600_000, "EndTime": start + 3_700_000},
+                {"Status": "Training", "StartTime": start + 3_700_000},
+            ],
+        }
+    )
+    now = parse_timestamp(start + 3_700_000 + 1_800_000)
+    assert now is not None
+    assert job.training_seconds(now) == 5400
+    assert job.count_transitions("Interrupted") == 1
+
+
+@given(st.one_of(st.none(), st.integers(), st.floats(), st.text(), st.booleans(), st.lists(st.integers())))
+def test_timestamp_parser_never_raises_anything_but_value_error(raw: object) -> None:
+    with contextlib.suppress(ValueError):
+        parse_timestamp(raw)

@@ -1,0 +1,127 @@
+"""The policy model: merging, validation errors, and the YAML examples in the docstrings."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import pytest
+import yaml
+
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.policy import Exemption, Policy, merge_documents
+from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, load_policy_text
+from sagemaker_governance.domain.rules import RULE_CLASSES
+from sagemaker_governance.settings import Settings
+
+
+def _docstring_example(cls: type) -> object:
+    doc = inspect.getdoc(cls) or ""
+    assert "Example:" in doc, f"{cls.__name__} has no YAML example"
+    return yaml.safe_load(textwrap.dedent(doc.split("Example:", 1)[1]))
+
+
+@pytest.mark.parametrize("rule_class", RULE_CLASSES, ids=lambda c: c.__name__)
+def test_every_rule_docstring_example_is_a_valid_policy(rule_class: type) -> None:
+    rules = _docstring_example(rule_class)
+    policy = Policy.model_validate({"rules": rules})
+    assert type(policy.rules[0]) is rule_class
+
+
+def test_policy_and_exemption_docstring_examples_validate() -> None:
+    Policy.model_validate(_docstring_example(Policy))
+    Policy.model_validate(
+        {"rules": [{"type": "max-instance-count", "max": 1}], **_docstring_example(Exemption)}  # type: ignore[dict-item]
+    )
+
+
+def test_rules_merge_by_id_field_by_field() -> None:
+    merged = merge_documents(
+        {"rules": [{"id": "a", "type": "max-instance-count", "max": 4}]},
+        {"rules": [{"id": "a", "max": 8}, {"id": "b", "type": "spot-checkpoint"}]},
+    )
+    assert merged["rules"] == [
+        {"id": "a", "type": "max-instance-count", "max": 8},
+        {"id": "b", "type": "spot-checkpoint"},
+    ]
+
+
+def test_exemptions_add_up_and_scalars_replace() -> None:
+    merged = merge_documents({"mode": "audit", "exemptions": [1]}, {"mode": "enforce", "exemptions": [2]})
+    assert merged == {"mode": "enforce", "exemptions": [1, 2]}
+
+
+def test_settings_become_a_valid_base_policy() -> None:
+    settings = Settings.from_env(
+        {
+            "GOVERNANCE_MODE": "enforce",
+            "REQUIRED_TAGS": "team, cost-center,",
+            "ALLOWED_INSTANCE_TYPES": "ml.g5.*",
+        }
+    )
+    policy = build_policy(settings.base_policy_document())
+    assert policy.mode is Mode.ENFORCE
+    assert [r.id for r in policy.rules] == [
+        "required-tags",
+        "instance-types",
+        "max-instances",
+        "max-runtime",
+        "spot-checkpoint",
+    ]
+
+
+def test_document_errors_are_precise() -> None:
+    text = """
+    mode: enforcing
+    rules:
+      - type: max-instance-count
+        max: -1
+      - type: no-such-rule
+    """
+    with pytest.raises(PolicyDocumentError) as caught:
+        load_policy_text(textwrap.dedent(text))
+    errors = "\n".join(caught.value.errors)
+    assert "mode:" in errors and "'enforcing'" in errors
+    assert "rules.0.max-instance-count.max" in errors
+    assert "no-such-rule" in errors
+
+
+def test_yaml_syntax_errors_name_the_line() -> None:
+    with pytest.raises(PolicyDocumentError, match=r"line 2, column \d+: not valid YAML"):
+        load_policy_text("mode: audit\nrules: [a, b}\nteams: {}\n")
+
+
+def test_a_document_that_is_not_a_mapping_is_rejected() -> None:
+    with pytest.raises(PolicyDocumentError, match="mapping"):
+        load_policy_text("- 1\n- 2\n")
+
+
+def test_unknown_fields_are_rejected_not_ignored() -> None:
+    with pytest.raises(PolicyDocumentError, match="modee"):
+        load_policy_text("modee: enforce\n")
+
+
+def test_duplicate_rule_ids_are_rejected() -> None:
+    with pytest.raises(PolicyDocumentError, match="duplicate rule id"):
+        build_policy({"rules": [{"type": "spot-checkpoint"}, {"type": "spot-checkpoint"}]})
+
+
+def test_invalid_team_override_is_reported_with_the_team() -> None:
+    with pytest.raises(PolicyDocumentError, match=r"teams\.vision"):
+        build_policy(
+            {
+                "rules": [{"type": "max-instance-count", "max": 2}],
+                "teams": {"vision": {"rules": [{"id": "max-instance-count", "max": 0}]}},
+            }
+        )
+
+
+def test_exemption_must_match_something() -> None:
+    with pytest.raises(PolicyDocumentError, match="job_name_prefix or tag"):
+        build_policy({"exemptions": [{"reason": "all of them", "expires": "2030-01-01"}]})
+
+
+def test_digest_changes_with_content() -> None:
+    a = build_policy({"mode": "audit"})
+    b = build_policy({"mode": "enforce"})
+    assert a.digest() != b.digest() and a.digest() == build_policy({"mode": "audit"}).digest()
