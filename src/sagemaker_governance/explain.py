@@ -31,7 +31,7 @@ def explain_event(
     audit = MemoryAuditSink()
     source = FixedPolicy(policy)
     compliance = ComplianceService(jobs, RecordingNotifier(), source, audit, clock=lambda: now)
-    service = JobEventsService(compliance=compliance, policies=source, audit=audit, clock=lambda: now)
+    service = JobEventsService(reactions=[compliance], policies=source, audit=audit, clock=lambda: now)
     decisions = service.handle(event)
     return {
         "job": job.name,

@@ -100,7 +100,7 @@ def test_runtime_and_layer_architecture_agree(template: dict[str, Any]) -> None:
 def test_the_content_filter_covers_what_the_service_routes() -> None:
     # The compliance trigger in code and the template's filter describe the same transition.
     from sagemaker_governance.domain.job import TrainingJob
-    from sagemaker_governance.service.job_events import is_first_in_progress
+    from sagemaker_governance.service.compliance import is_first_in_progress
 
     detail = json.loads((EVENTS / "training-job-starting.json").read_text())["detail"]
     assert is_first_in_progress(TrainingJob.model_validate(detail))

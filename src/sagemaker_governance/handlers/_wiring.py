@@ -93,7 +93,7 @@ def job_events_service() -> JobEventsService:
         audit=audit_sink(),
         clock=now,
     )
-    return JobEventsService(compliance=compliance, policies=policy_store(), audit=audit_sink(), clock=now)
+    return JobEventsService(reactions=[compliance], policies=policy_store(), audit=audit_sink(), clock=now)
 
 
 def reset() -> None:

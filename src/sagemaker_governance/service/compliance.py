@@ -28,6 +28,16 @@ class Trigger:
     event_id: str | None = None
 
 
+def is_first_in_progress(job: TrainingJob) -> bool:
+    """The job's first ``InProgress`` event: compliance is evaluated once, not again after a Spot restart."""
+    return (
+        job.status == "InProgress"
+        and job.secondary_status == "Starting"
+        and job.count_transitions("Interrupted") == 0
+        and job.count_transitions("Starting") <= 1
+    )
+
+
 class ComplianceService:
     def __init__(
         self, jobs: JobsPort, notifier: NotifierPort, policies: PolicySource, audit: AuditSink, clock: Clock
@@ -37,6 +47,12 @@ class ComplianceService:
         self._policies = policies
         self._audit = audit
         self._clock = clock
+
+    def applies(self, job: TrainingJob) -> bool:
+        return is_first_in_progress(job)
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        return self.evaluate(job, trigger)
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current()

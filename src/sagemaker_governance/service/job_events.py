@@ -1,32 +1,36 @@
-"""Routing a training job's state change to the use cases that act on it."""
+"""Routing a training job's state change to the reactions (use cases) that act on it.
+
+Each capability is a ``Reaction``: ``applies(job)`` says whether the event's state concerns it, and
+``react(job, trigger)`` decides, acts and audits. The composition root lists the reactions; the
+template's content filters must deliver every state some reaction applies to (a test checks both).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.events import TrainingJobStateChange
-from sagemaker_governance.service.compliance import ComplianceService, Trigger
+from sagemaker_governance.service.compliance import Trigger
 from sagemaker_governance.service.ports import Clock, PolicySource
 
 ROUTER_RULE_ID = "event-router"
 
 
-def is_first_in_progress(job: TrainingJob) -> bool:
-    """The job's first ``InProgress`` event: compliance is evaluated once, not again after a Spot restart."""
-    return (
-        job.status == "InProgress"
-        and job.secondary_status == "Starting"
-        and job.count_transitions("Interrupted") == 0
-        and job.count_transitions("Starting") <= 1
-    )
+class Reaction(Protocol):
+    def applies(self, job: TrainingJob) -> bool: ...
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
 
 
 class JobEventsService:
     def __init__(
-        self, compliance: ComplianceService, policies: PolicySource, audit: AuditSink, clock: Clock
+        self, reactions: Sequence[Reaction], policies: PolicySource, audit: AuditSink, clock: Clock
     ) -> None:
-        self._compliance = compliance
+        self._reactions = tuple(reactions)
         self._policies = policies
         self._audit = audit
         self._clock = clock
@@ -35,8 +39,9 @@ class JobEventsService:
         job: TrainingJob = event.detail
         trigger = Trigger(kind="job-state-change", event_id=event.id)
         decisions: list[Decision] = []
-        if is_first_in_progress(job):
-            decisions += self._compliance.evaluate(job, trigger)
+        for reaction in self._reactions:
+            if reaction.applies(job):
+                decisions += reaction.react(job, trigger)
         if not decisions:
             decisions.append(self._nothing_to_do(job, trigger))
         return decisions
