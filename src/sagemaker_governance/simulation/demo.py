@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import warnings
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,7 +70,9 @@ def run_demo(*, json_output: bool = False) -> int:
         for index, (name, instance_type, count, tags) in enumerate(JOBS):
             account.sagemaker.launch(_request(name, instance_type, count, tags))
             event = account.sagemaker.event(name, event_id=f"demo-{index}")
-            with contextlib.redirect_stdout(io.StringIO()):  # EMF metric lines; audit records are kept below
+            # EMF metric lines go to stdout in Lambda; here the audit records are kept in memory instead.
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
                 account.invoke(handler, event, name="job-events")
             records = [r for r in account.audit.records if r.job_name == name]
             rows.append(
