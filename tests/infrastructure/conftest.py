@@ -17,10 +17,11 @@ def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def policy_statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every inline statement; a conditional (Fn::If) statement counts with its granting branch."""
     out: list[dict[str, Any]] = []
     for policy in function["Properties"].get("Policies", []):
         assert isinstance(policy, dict) and "Statement" in policy, "only inline statements (no managed policies)"
-        out.extend(policy["Statement"])
+        out.extend(s["Fn::If"][1] if "Fn::If" in s else s for s in policy["Statement"])
     return out
 
 

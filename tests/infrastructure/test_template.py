@@ -112,7 +112,12 @@ def test_the_content_filter_covers_what_the_service_routes() -> None:
 def test_iam_actions_equal_what_the_adapters_declare(template: dict[str, Any]) -> None:
     for name, function in functions(template).items():
         granted = {action for st in policy_statements(function) for action in as_list(st["Action"])}
-        declared = set().union(*(adapter.IAM_ACTIONS for adapter in FUNCTION_ADAPTERS[name]))
+        declared = set().union(
+            *(
+                adapter.IAM_ACTIONS | getattr(adapter, "KMS_ACTIONS", frozenset())
+                for adapter in FUNCTION_ADAPTERS[name]
+            )
+        )
         assert granted == declared, name
 
 
@@ -127,7 +132,7 @@ def test_no_wildcard_actions_and_no_managed_full_access(template: dict[str, Any]
             assert not isinstance(policy, str), f"{name}: managed policy {policy}"
 
 
-def test_resources_are_scoped_to_this_account_and_region(template: dict[str, Any]) -> None:
+def test_resources_are_scoped_to_this_stack_account_and_region(template: dict[str, Any]) -> None:
     for function in functions(template).values():
         for statement in policy_statements(function):
             for resource in as_list(statement["Resource"]):
@@ -136,6 +141,8 @@ def test_resources_are_scoped_to_this_account_and_region(template: dict[str, Any
                     assert "${AWS::AccountId}" in text and "${AWS::Region}" in text, text
                 else:
                     assert isinstance(resource, dict) and ("Ref" in resource or "Fn::GetAtt" in resource), resource
+                    target = resource.get("Ref") or resource.get("Fn::GetAtt", [None])[0]
+                    assert target in template["Resources"], f"{resource} is not a resource of this stack"
 
 
 def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> None:

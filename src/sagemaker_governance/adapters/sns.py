@@ -35,6 +35,8 @@ def render_text(message: Notification) -> str:
 
 class SnsNotifier:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"sns:Publish"})
+    # Publishing to a topic encrypted with the stack's customer key also needs these on that key.
+    KMS_ACTIONS: ClassVar[frozenset[str]] = frozenset({"kms:Decrypt", "kms:GenerateDataKey"})
 
     def __init__(self, client: Any, topic_arn: str | None) -> None:
         self._client = client

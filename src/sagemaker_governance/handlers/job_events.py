@@ -9,12 +9,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.handlers import _wiring
-from sagemaker_governance.observability import logger, metrics, tracer
+from sagemaker_governance.observability import logger, metrics
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
 @event_parser(model=TrainingJobStateChange)
 def handler(event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)

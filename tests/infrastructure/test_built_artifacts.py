@@ -1,0 +1,189 @@
+"""The artifacts `sam build` produces: what Lambda would really load.
+
+- the arm64 layer holds aarch64 binaries only (and every compiled module is for the runtime's Python);
+- the functions import and handle a sample event from the built artifacts on the runtime's Python
+  (an x86_64 build of the same template, since this machine cannot execute aarch64 code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+
+from sagemaker_governance.simulation.template import REPO_ROOT, load_template
+
+pytestmark = pytest.mark.build
+
+SAM = Path(sys.executable).with_name("sam")
+ELF_MACHINE = {0xB7: "aarch64", 0x3E: "x86_64"}
+PURE_PYTHON_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+# (the Lambda Python runtime ships boto3 and these; the layer must not)
+
+
+def runtime_python() -> str:
+    runtime = str(load_template()["Globals"]["Function"]["Runtime"])  # e.g. python3.12
+    found = shutil.which(runtime)
+    if found is None:
+        pytest.fail(f"{runtime} is not on PATH (set PYENV_VERSION, as the Makefile does)")
+    return found
+
+
+def sam_build(template: Path, build_dir: Path) -> Path:
+    subprocess.run(
+        [
+            str(SAM),
+            "build",
+            "--template",
+            str(template),
+            "--build-dir",
+            str(build_dir),
+            "--base-dir",
+            str(REPO_ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        cwd=template.parent,
+    )
+    return build_dir
+
+
+def elf_machine(path: Path) -> str:
+    header = path.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF", f"{path} is not an ELF file"
+    return ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "other")
+
+
+@pytest.fixture(scope="module")
+def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sam_build(REPO_ROOT / "template.yaml", tmp_path_factory.mktemp("arm64"))
+
+
+@pytest.fixture(scope="module")
+def x86_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("x86")
+    text = (REPO_ROOT / "template.yaml").read_text().replace("arm64", "x86_64")
+    template = workdir / "template.yaml"
+    template.write_text(text)
+    return sam_build(template, workdir / "build")
+
+
+def test_arm64_layer_holds_only_aarch64_binaries_for_the_runtime(arm64_build: Path) -> None:
+    runtime = str(load_template()["Globals"]["Function"]["Runtime"]).removeprefix("python").replace(".", "")
+    shared_objects = list((arm64_build / "DependenciesLayer").rglob("*.so"))
+    assert shared_objects, "the layer should contain compiled modules (pydantic-core, PyYAML)"
+    machines = {path.name: elf_machine(path) for path in shared_objects}
+    assert set(machines.values()) == {"aarch64"}, machines
+    for path in shared_objects:
+        if ".cpython-" in path.name:
+            assert f"cpython-{runtime}-" in path.name, path.name
+
+
+def test_layer_does_not_ship_what_the_runtime_provides(arm64_build: Path) -> None:
+    packages = {p.name for p in (arm64_build / "DependenciesLayer" / "python").iterdir()}
+    assert not {"boto3", "botocore"} & packages
+
+
+def runtime_shim(tmp_path: Path) -> Path:
+    """boto3 and its pure-Python dependencies, as the Lambda runtime provides them."""
+    shim = tmp_path / "runtime"
+    shim.mkdir()
+    site = Path(boto3.__file__).resolve().parents[1]
+    for name in PURE_PYTHON_RUNTIME_PACKAGES:
+        source = site / name if (site / name).exists() else site / f"{name}.py"
+        (shim / source.name).symlink_to(source)
+    return shim
+
+
+HANDLE_SCRIPT = """
+import importlib, json, sys
+from dataclasses import dataclass
+
+@dataclass
+class Context:
+    function_name: str = "built"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:built"
+    aws_request_id: str = "built-0"
+
+module_name, function_name = sys.argv[1].rsplit(".", 1)
+handler = getattr(importlib.import_module(module_name), function_name)
+result = handler(json.load(open(sys.argv[2])), Context())
+print(json.dumps({"python": sys.version_info[:2], "result": result}))
+"""
+
+
+def run_built_handler(build: Path, function: str, event_file: Path, shim: Path) -> dict[str, Any]:
+    template = yaml.safe_load((build / "template.yaml").read_text())
+    handler_path = template["Resources"][function]["Properties"]["Handler"]
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": os.pathsep.join(
+            [str(build / function), str(build / "DependenciesLayer" / "python"), str(shim)]
+        ),
+        "PYTHONNOUSERSITE": "1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "REQUIRED_TAGS": "team,cost-center",
+        "GOVERNANCE_MODE": "enforce",
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+        **({"PYENV_VERSION": os.environ["PYENV_VERSION"]} if "PYENV_VERSION" in os.environ else {}),
+    }
+    completed = subprocess.run(
+        [runtime_python(), "-s", "-c", HANDLE_SCRIPT, handler_path, str(event_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=build,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    last = completed.stdout.strip().splitlines()[-1]
+    result: dict[str, Any] = json.loads(last)
+    return result
+
+
+def test_job_events_handles_a_sample_from_the_built_artifacts(x86_build: Path, tmp_path: Path) -> None:
+    out = run_built_handler(
+        x86_build, "JobEventsFunction", REPO_ROOT / "events" / "training-job-starting.json", runtime_shim(tmp_path)
+    )
+    runtime = str(load_template()["Globals"]["Function"]["Runtime"]).removeprefix("python")
+    assert ".".join(map(str, out["python"])) == runtime
+    assert out["result"]["job"] == "resnet50-imagenet-2025-11-21-10-00-00"
+    assert [d["action"] for d in out["result"]["decisions"]] == ["none"]
+
+
+def test_built_artifacts_reject_a_malformed_event(x86_build: Path, tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="ValidationError"):
+        run_built_handler(
+            x86_build,
+            "JobEventsFunction",
+            REPO_ROOT / "events" / "malformed-missing-job-name.json",
+            runtime_shim(tmp_path),
+        )
+
+
+def test_every_function_in_the_build_is_covered() -> None:
+    functions = {k for k, v in load_template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
+    # Each function needs a sample event it can handle without AWS calls; extend as functions are added.
+    assert functions == {"JobEventsFunction"}, "add a built-artifact handling test for the new function"
+
+
+def test_layer_lock_is_hash_pinned() -> None:
+    lines = (REPO_ROOT / "layers" / "dependencies" / "requirements.txt").read_text().splitlines()
+    requirements = [line for line in lines if line and not line.startswith((" ", "#"))]
+    assert requirements
+    for line in requirements:
+        assert "==" in line and line.endswith("\\"), f"not pinned with hashes: {line}"
+    assert sum("--hash=sha256:" in line for line in lines) >= len(requirements)
+    assert json.dumps(requirements)  # readable in failure output
