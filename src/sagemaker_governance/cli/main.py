@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from sagemaker_governance.cli import dlq
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import (
     PolicyDocumentError,
@@ -137,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
+
+    dlq.register(sub)
 
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")

@@ -1,0 +1,69 @@
+"""The dead-letter queue, for operators (`smgov dlq`): peek, redrive to the function, delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from botocore.exceptions import ClientError
+
+from sagemaker_governance.domain.dead_letters import DeadLetter, parse_dead_letter
+from sagemaker_governance.domain.errors import AdapterError
+
+MAX_BATCH = 10
+
+
+class DeadLetterQueue:
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "lambda:InvokeFunction"}
+    )
+
+    def __init__(self, sqs: Any, lambda_client: Any, queue_url: str) -> None:
+        self._sqs = sqs
+        self._lambda = lambda_client
+        self._queue_url = queue_url
+
+    def peek(self, limit: int = 100, visibility_seconds: int = 30) -> list[DeadLetter]:
+        """Up to ``limit`` messages, hidden for ``visibility_seconds`` while we look, then visible again."""
+        letters: dict[str, DeadLetter] = {}
+        while len(letters) < limit:
+            try:
+                response = self._sqs.receive_message(
+                    QueueUrl=self._queue_url,
+                    MaxNumberOfMessages=min(MAX_BATCH, limit - len(letters)),
+                    VisibilityTimeout=visibility_seconds,
+                    MessageAttributeNames=["All"],
+                    WaitTimeSeconds=0,
+                )
+            except ClientError as exc:
+                raise AdapterError(f"ReceiveMessage failed: {exc}") from exc
+            messages = response.get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in letters]
+            if not fresh:
+                break
+            for message in fresh:
+                letters[message["MessageId"]] = parse_dead_letter(message)
+        return list(letters.values())
+
+    def release(self, letter: DeadLetter) -> None:
+        """Make a peeked message visible again at once."""
+        self._sqs.change_message_visibility(
+            QueueUrl=self._queue_url, ReceiptHandle=letter.receipt_handle, VisibilityTimeout=0
+        )
+
+    def redrive(self, letter: DeadLetter) -> None:
+        """Invoke the function asynchronously with the original payload, then delete the message.
+
+        The message is deleted only after Lambda accepted the invocation; if that fails it stays.
+        """
+        if not letter.redrivable or letter.function_arn is None:
+            raise AdapterError(f"message {letter.message_id} has no function or payload to redrive")
+        try:
+            self._lambda.invoke(
+                FunctionName=letter.function_arn,
+                InvocationType="Event",
+                Payload=json.dumps(letter.payload).encode(),
+            )
+        except ClientError as exc:
+            raise AdapterError(f"Invoke {letter.function_arn} failed: {exc}") from exc
+        self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=letter.receipt_handle)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from sagemaker_governance.adapters.dead_letter_queue import DeadLetterQueue
+from sagemaker_governance.cli.dlq import cmd_dlq_list, cmd_dlq_redrive
+from tests.unit.test_dead_letters import FUNCTION, lambda_failure_record
+
+
+@pytest.fixture
+def queue(aws: None) -> tuple[Any, str]:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=lambda_failure_record()["Body"])  # type: ignore[arg-type]
+    return sqs, url
+
+
+def args(**values: Any) -> argparse.Namespace:
+    return argparse.Namespace(**{"limit": 100, "json": False, "message_id": None, "dry_run": False, **values})
+
+
+def test_list_shows_the_error_and_leaves_the_message(
+    queue: tuple[Any, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs, url = queue
+    dlq = DeadLetterQueue(sqs, lambda_client=None, queue_url=url)
+    assert cmd_dlq_list(args(), dlq) == 0
+    assert "ValidationError" in capsys.readouterr().out
+    assert len(dlq.peek()) == 1  # still there, visible again
+
+
+def test_redrive_invokes_the_function_with_the_original_event_then_deletes(queue: tuple[Any, str]) -> None:
+    sqs, url = queue
+    lambda_client = boto3.client("lambda", region_name="us-east-1")
+    original = json.loads(lambda_failure_record()["Body"])["requestPayload"]  # type: ignore[arg-type]
+    with Stubber(lambda_client) as stub:
+        stub.add_response(
+            "invoke",
+            {"StatusCode": 202},
+            {
+                "FunctionName": f"{FUNCTION}:$LATEST",
+                "InvocationType": "Event",
+                "Payload": json.dumps(original).encode(),
+            },
+        )
+        assert cmd_dlq_redrive(args(), DeadLetterQueue(sqs, lambda_client, url)) == 0
+        stub.assert_no_pending_responses()
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+def test_failed_redrive_keeps_the_message(queue: tuple[Any, str]) -> None:
+    sqs, url = queue
+    lambda_client = boto3.client("lambda", region_name="us-east-1")
+    with Stubber(lambda_client) as stub:
+        stub.add_client_error("invoke", service_error_code="TooManyRequestsException", http_status_code=429)
+        assert cmd_dlq_redrive(args(), DeadLetterQueue(sqs, lambda_client, url)) == 1
+    # released at once for the next attempt, not deleted
+    assert len(DeadLetterQueue(sqs, lambda_client, url).peek()) == 1
+
+
+def test_dry_run_changes_nothing(queue: tuple[Any, str], capsys: pytest.CaptureFixture[str]) -> None:
+    sqs, url = queue
+    assert cmd_dlq_redrive(args(dry_run=True), DeadLetterQueue(sqs, None, url)) == 0
+    assert "would redrive" in capsys.readouterr().out
+    assert len(DeadLetterQueue(sqs, None, url).peek()) == 1

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sagemaker_governance.domain.dead_letters import parse_dead_letter
+from tests.conftest import load_event
+
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:gov-JobEventsFunction-abc"
+
+
+def lambda_failure_record() -> dict[str, object]:
+    event = load_event("malformed-missing-job-name.json")
+    body = {
+        "version": "1.0",
+        "timestamp": "2026-11-21T10:00:00.000Z",
+        "requestContext": {
+            "requestId": "r-1",
+            "functionArn": f"{FUNCTION}:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": 3,
+        },
+        "requestPayload": event,
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {
+            "errorMessage": "1 validation error for TrainingJobStateChange",
+            "errorType": "ValidationError",
+        },
+    }
+    return {"MessageId": "m-1", "ReceiptHandle": "h-1", "Body": json.dumps(body)}
+
+
+def test_lambda_destination_record_yields_payload_function_and_error() -> None:
+    letter = parse_dead_letter(lambda_failure_record())
+    assert letter.source == "lambda" and letter.attempts == 3
+    assert letter.function_arn == f"{FUNCTION}:$LATEST"
+    assert letter.error.startswith("ValidationError: 1 validation error")
+    assert letter.payload["id"] == "ffffffff-0000-4000-8000-000000000009"
+    assert letter.redrivable
+
+
+def test_eventbridge_dead_letter_yields_the_event_and_its_target() -> None:
+    event = load_event("training-job-starting.json")
+    message = {
+        "MessageId": "m-2",
+        "ReceiptHandle": "h-2",
+        "Body": json.dumps(event),
+        "MessageAttributes": {
+            "RULE_ARN": {
+                "DataType": "String",
+                "StringValue": "arn:aws:events:us-east-1:123456789012:rule/gov-JobStarting",
+            },
+            "TARGET_ARN": {"DataType": "String", "StringValue": FUNCTION},
+            "ERROR_CODE": {"DataType": "String", "StringValue": "SDK_CLIENT_ERROR"},
+            "ERROR_MESSAGE": {"DataType": "String", "StringValue": "Lambda throttled"},
+        },
+    }
+    letter = parse_dead_letter(message)
+    assert (letter.source, letter.function_arn, letter.job_name) == (
+        "eventbridge",
+        FUNCTION,
+        "resnet50-imagenet-2025-11-21-10-00-00",
+    )
+    assert letter.error == "SDK_CLIENT_ERROR: Lambda throttled"
+
+
+def test_unrecognised_body_is_kept_but_not_redrivable() -> None:
+    letter = parse_dead_letter({"MessageId": "m", "ReceiptHandle": "h", "Body": "not json"})
+    assert letter.source == "unknown" and not letter.redrivable
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["MessageId", "ReceiptHandle", "Body", "MessageAttributes"]),
+        st.one_of(st.text(), st.none(), st.dictionaries(st.text(), st.text())),
+    )
+)
+def test_any_message_parses_without_raising(message: dict[str, object]) -> None:
+    parse_dead_letter(message)
