@@ -138,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
 
+    from sagemaker_governance.cli.resume import add_parser as add_resume_parser
+
+    add_resume_parser(sub)
+
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(func=cmd_demo)
