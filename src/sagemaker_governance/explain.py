@@ -13,6 +13,7 @@ from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
+from sagemaker_governance.settings import Settings
 
 
 class FixedPolicy:
@@ -29,10 +30,12 @@ def explain_event(
     *,
     now: datetime,
     describe: dict[str, Any] | None = None,
-    clone_role_patterns: tuple[str, ...] = ("*",),
+    clone_role_patterns: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
+    if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
+        clone_role_patterns = (Settings.from_env().clone_role_pattern,)
     # The event decides what runs (as in the deployed function); `describe` is what a re-read would see.
     jobs = OfflineJobs(job, describe)
     audit = MemoryAuditSink()
