@@ -36,6 +36,16 @@ class Settings(BaseModel):
     policy_cache_seconds: int = Field(default=60, ge=0, alias="POLICY_CACHE_SECONDS")
     notifications_topic_arn: str | None = Field(default=None, alias="NOTIFICATIONS_TOPIC_ARN")
     stack_name: str = Field(default="sagemaker-governance", alias="STACK_NAME")
+    # Auto-resume and Spot fallback (issue 4): the `resume` and `spot` sections of the base policy.
+    auto_resume: Literal["enabled", "disabled"] = Field(default="enabled", alias="AUTO_RESUME")
+    resume_min_training_hours: float = Field(default=1, ge=0, le=672, alias="RESUME_MIN_TRAINING_HOURS")
+    resume_max_attempts: int = Field(default=2, ge=0, le=20, alias="RESUME_MAX_ATTEMPTS")
+    resume_require_checkpoint: bool = Field(default=True, alias="RESUME_REQUIRE_CHECKPOINT")
+    spot_fallback: Literal["enabled", "disabled"] = Field(default="enabled", alias="SPOT_FALLBACK")
+    spot_max_interruptions: int = Field(default=3, ge=1, le=100, alias="SPOT_MAX_INTERRUPTIONS")
+    spot_fallback_on_max_wait: bool = Field(default=True, alias="SPOT_FALLBACK_ON_MAX_WAIT")
+    # The role-name glob governance may pass to SageMaker for clones (the template's iam:PassRole grant).
+    clone_role_pattern: str = Field(default="*SageMaker*", min_length=1, alias="CLONE_PASS_ROLE_PATTERN")
 
     _lists = field_validator("required_tags", "allowed_instance_types", mode="before")(_csv)
 
@@ -81,4 +91,17 @@ class Settings(BaseModel):
             "team_tag": self.team_tag,
             "owner_tag": self.owner_tag,
             "rules": rules,
+            "resume": {
+                "enabled": self.auto_resume == "enabled",
+                "min_training_hours": self.resume_min_training_hours,
+                "max_attempts": self.resume_max_attempts,
+                "require_checkpoint": self.resume_require_checkpoint,
+            },
+            "spot": {
+                "enabled": self.spot_fallback == "enabled",
+                "max_interruptions": self.spot_max_interruptions,
+                "fallback_on_max_wait": self.spot_fallback_on_max_wait,
+                "max_attempts": self.resume_max_attempts,
+                "require_checkpoint": self.resume_require_checkpoint,
+            },
         }

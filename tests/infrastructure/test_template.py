@@ -23,6 +23,14 @@ EXPECTED_ROUTES = {
         "training-job-starting-heterogeneous.json",
         "training-job-starting-spot-no-checkpoint.json",
     },
+    ("JobEventsFunction", "JobEnded"): {
+        "training-job-completed.json",
+        "training-job-failed.json",
+        "training-job-failed-algorithm-error.json",
+        "training-job-stopped.json",
+        "training-job-stopped-max-wait.json",
+    },
+    ("JobEventsFunction", "JobInterrupted"): {"training-job-interrupted-spot.json"},
 }
 
 
@@ -106,6 +114,32 @@ def test_the_content_filter_covers_what_the_service_routes() -> None:
     assert is_first_in_progress(TrainingJob.model_validate(detail))
 
 
+def test_the_content_filters_cover_what_the_clone_reactions_handle(template: dict[str, Any]) -> None:
+    # Every sample auto-resume or Spot fallback acts on reaches the job-events function.
+    from sagemaker_governance.domain.job import TrainingJob
+    from sagemaker_governance.domain.resume import is_resume_trigger, is_spot_trigger
+
+    routed = set().union(*(samples for (fn, _), samples in EXPECTED_ROUTES.items() if fn == "JobEventsFunction"))
+    handled = set()
+    for sample in SAMPLES:
+        job = TrainingJob.model_validate(json.loads((EVENTS / sample).read_text())["detail"])
+        if is_resume_trigger(job) or is_spot_trigger(job):
+            handled.add(sample)
+    assert handled >= {
+        "training-job-failed.json",
+        "training-job-interrupted-spot.json",
+        "training-job-stopped-max-wait.json",
+    }
+    assert handled <= routed
+
+
+def test_pass_role_is_limited_to_sagemaker(template: dict[str, Any]) -> None:
+    statements = policy_statements(template["Resources"]["JobEventsFunction"])
+    (pass_role,) = [st for st in statements if "iam:PassRole" in as_list(st["Action"])]
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert "${ClonePassRolePattern}" in pass_role["Resource"]["Fn::Sub"]
+
+
 # ---- IAM ----------------------------------------------------------------------------------------
 
 
@@ -138,7 +172,9 @@ def test_resources_are_scoped_to_this_stack_account_and_region(template: dict[st
             for resource in as_list(statement["Resource"]):
                 if isinstance(resource, dict) and "Fn::Sub" in resource:
                     text = resource["Fn::Sub"]
-                    assert "${AWS::AccountId}" in text and "${AWS::Region}" in text, text
+                    assert "${AWS::AccountId}" in text and "${AWS::Partition}" in text, text
+                    # IAM is global: its ARNs carry an account but never a region.
+                    assert ":iam::" in text or "${AWS::Region}" in text, text
                 else:
                     assert isinstance(resource, dict) and ("Ref" in resource or "Fn::GetAtt" in resource), resource
                     target = resource.get("Ref") or resource.get("Fn::GetAtt", [None])[0]

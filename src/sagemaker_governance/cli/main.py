@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from sagemaker_governance.cli import dlq
+from sagemaker_governance.cli.resume import add_parser as add_resume_parser
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import (
     PolicyDocumentError,
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.set_defaults(func=cmd_explain)
 
     dlq.register(sub)
+    add_resume_parser(sub)
 
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")

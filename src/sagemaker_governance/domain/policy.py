@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 
 POLICY_VERSION = 1
@@ -104,6 +105,8 @@ class Policy(BaseModel):
     owner_tag: str = Field(default="owner", min_length=1)
     rules: tuple[Rule, ...] = ()
     exemptions: tuple[Exemption, ...] = ()
+    resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
+    spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
     )

@@ -15,15 +15,18 @@ from botocore.config import Config
 
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
+from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
 from sagemaker_governance.service.compliance import ComplianceService
-from sagemaker_governance.service.job_events import JobEventsService
+from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import Clock
+from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
 FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
-    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore),
+    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher),
 }
 
 # Retries are botocore's job, never a hand-written loop.
@@ -93,7 +96,25 @@ def job_events_service() -> JobEventsService:
         audit=audit_sink(),
         clock=now,
     )
-    return JobEventsService(reactions=[compliance], policies=policy_store(), audit=audit_sink(), clock=now)
+    reactions: list[Reaction] = [compliance, *clone_reactions()]
+    return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
+
+
+def clone_reactions() -> list[Reaction]:
+    """Auto-resume and Spot fallback (they launch clones: SageMakerLauncher's permissions)."""
+    cfg = settings()
+    sagemaker = client("sagemaker")
+    common: dict[str, Any] = {
+        "jobs": SageMakerJobs(sagemaker),
+        "launcher": SageMakerLauncher(sagemaker),
+        "notifier": SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        "policies": policy_store(),
+        "audit": audit_sink(),
+        "clock": now,
+        "shape": create_training_job_shape(sagemaker.meta.service_model),
+        "role_patterns": (cfg.clone_role_pattern,),
+    }
+    return [AutoResumeReaction(**common), SpotFallbackReaction(**common)]
 
 
 def reset() -> None:

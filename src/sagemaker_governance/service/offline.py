@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -43,3 +44,14 @@ class RecordingNotifier:
     def publish(self, message: Notification) -> str | None:
         self.messages.append(message)
         return None
+
+
+class RecordingLauncher:
+    """Records the CreateTrainingJob requests it is given instead of sending them."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def create_training_job(self, request: dict[str, Any]) -> CreateOutcome:
+        self.requests.append(request)
+        return CreateOutcome.CREATED

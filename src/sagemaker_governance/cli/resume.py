@@ -1,0 +1,140 @@
+"""`smgov resume`: resume a training job by hand with the same planner the service uses.
+
+    smgov resume JOB_NAME [--on-demand] [--dry-run] [--describe-file FILE --tags-file FILE] [--json]
+
+With ``--describe-file`` (a DescribeTrainingJob response) and ``--tags-file`` (a ListTags response, a
+Key/Value list or a tag map) the job is read offline; with ``--dry-run`` nothing is created and
+``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sagemaker_governance.domain.clone import (
+    ClonePlanError,
+    InvalidCloneRequest,
+    ResumeReason,
+    plan_clone,
+)
+from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_tags
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def _read_json(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise _UsageError(f"{path}: cannot read JSON: {exc}") from exc
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _tags_from(document: Any, path: str) -> dict[str, str]:
+    """A ListTags response (``{"Tags": [...]}``), a Key/Value list or a plain tag map."""
+    if isinstance(document, dict) and isinstance(document.get("Tags"), list):
+        document = document["Tags"]
+    try:
+        tags = parse_tags(document)
+    except ValueError as exc:
+        raise _UsageError(f"{path}: {exc}") from exc
+    return tags or {}
+
+
+def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str], Any]:
+    """The description, the tags and (online only) the SageMaker client."""
+    if args.describe_file:
+        description = _read_json(args.describe_file)
+        if not isinstance(description, dict):
+            raise _UsageError(f"{args.describe_file}: not a DescribeTrainingJob response")
+        description.pop("ResponseMetadata", None)
+        return description, _tags_from(_read_json(args.tags_file), args.tags_file), None
+    import boto3
+
+    from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+
+    client = boto3.client("sagemaker")
+    jobs = SageMakerJobs(client)
+    description = jobs.describe(args.job_name)
+    return description, jobs.list_tags(str(description["TrainingJobArn"])), client
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape, validate_create_request
+    from sagemaker_governance.domain.errors import AdapterError
+
+    if bool(args.describe_file) != bool(args.tags_file):
+        return _fail("--describe-file and --tags-file go together (both make the command offline)", EXIT_USAGE)
+    try:
+        description, tags, client = _read_job(args)
+    except _UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except AdapterError as exc:
+        return _fail(f"cannot read {args.job_name}: {exc}")
+    if description.get("TrainingJobName") != args.job_name:
+        return _fail(
+            f"the description is of {description.get('TrainingJobName')!r}, not {args.job_name!r}", EXIT_USAGE
+        )
+    try:
+        plan = plan_clone(
+            description, tags, create_training_job_shape(), reason=ResumeReason.MANUAL, on_demand=args.on_demand
+        )
+        validate_create_request(plan.request)
+    except (ClonePlanError, InvalidCloneRequest) as exc:
+        return _fail(f"cannot resume {args.job_name}: {exc}")
+
+    status = description.get("TrainingJobStatus")
+    outcome = "planned (dry run)"
+    if not args.dry_run:
+        if status not in TERMINAL_STATUSES:
+            return _fail(
+                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it runs)"
+            )
+        from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
+
+        if client is None:
+            import boto3
+
+            client = boto3.client("sagemaker")
+        try:
+            outcome = SageMakerLauncher(client).create_training_job(plan.request).value
+        except AdapterError as exc:
+            return _fail(f"CreateTrainingJob {plan.name} failed: {exc}")
+
+    if args.json:
+        out: dict[str, Any] = {"request": plan.request}
+        if not args.dry_run:
+            out["outcome"] = outcome
+        print(json.dumps(out, indent=2, default=str))
+        return EXIT_OK
+    print(f"{args.job_name} -> {plan.name}  (attempt {plan.attempt} of lineage {plan.lineage.root}): {outcome}")
+    print(
+        f"  on-demand: {'yes' if plan.on_demand else 'no (Spot)'}; checkpoint: {plan.checkpoint_s3_uri or 'none'}"
+    )
+    if plan.unexpected_drops:
+        print(f"  not carried over: {', '.join(plan.unexpected_drops)}")
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    """Register `smgov resume` on the top-level sub-parsers."""
+    resume = sub.add_parser("resume", help="resume a training job as a clone (same planner as the service)")
+    resume.add_argument("job_name", metavar="JOB_NAME")
+    resume.add_argument("--on-demand", action="store_true", help="run the clone On-Demand (not Spot)")
+    resume.add_argument("--dry-run", action="store_true", help="plan and print; create nothing")
+    resume.add_argument("--describe-file", metavar="FILE", help="DescribeTrainingJob response (JSON); offline")
+    resume.add_argument("--tags-file", metavar="FILE", help="ListTags response or tag map (JSON); offline")
+    resume.add_argument("--json", action="store_true")
+    resume.set_defaults(func=cmd_resume)

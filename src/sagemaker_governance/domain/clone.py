@@ -1,0 +1,327 @@
+"""Planning a faithful clone of a training job: the ``CreateTrainingJob`` request that resumes it.
+
+Pure. The fields ``CreateTrainingJob`` accepts are not written down here: an adapter reads them from
+botocore's service model into a ``RequestShape`` (plain data) that the planner receives. The planner
+walks the ``DescribeTrainingJob`` answer along that shape, member by member and recursively, so it
+carries over every field the API accepts (including fields added after this code was written) and drops
+every read-only one the description adds, at any depth (statuses, timestamps, ARNs).
+
+Naming: a clone is named after the lineage's *root* job plus the attempt number, so names never grow
+from generation to generation, the same source always yields the same clone name (a duplicate event
+meets "already exists", which is success), and a clone never takes its source's name.
+
+Lineage tags on the clone (``smgov:root-job``, ``smgov:resumed-from``, ``smgov:attempt``,
+``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget).
+
+Warm pools (``ResourceConfig.KeepAlivePeriodInSeconds``) cannot be used with Managed Spot training. The
+choice made here: a clone never gains a warm pool its source did not have, and a clone that runs on
+Spot never carries one. A Spot source had none, so its On-Demand clone has none either; an On-Demand
+source resumed On-Demand keeps its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from typing import Any, Final
+
+from sagemaker_governance.domain.errors import AdapterError
+
+# ---- the accepted request shape (read from botocore by an adapter) ------------------------------
+
+
+@dataclass(frozen=True)
+class ShapeNode:
+    """One shape of the API model: a structure's members, a list's item or a map's value, by shape name."""
+
+    kind: str  # "structure" | "list" | "map" | "scalar"
+    members: Mapping[str, str] = field(default_factory=dict)
+    item: str | None = None
+    min_length: int | None = None  # strings, lists and maps: the model's "min"
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """The input shape of ``CreateTrainingJob`` as plain data (shapes by name: recursion is fine)."""
+
+    root: str
+    shapes: Mapping[str, ShapeNode]
+    # Top-level fields DescribeTrainingJob returns that CreateTrainingJob does not accept (expected drops).
+    read_only: frozenset[str] = frozenset()
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(self.shapes[self.root].members)
+
+    def prune(self, value: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """``value`` reduced to what the shape accepts, and the paths of everything dropped."""
+        dropped: list[str] = []
+        pruned = self._prune(value, self.root, "", dropped)
+        return (pruned if isinstance(pruned, dict) else {}), tuple(dropped)
+
+    def _prune(self, value: Any, shape_name: str, path: str, dropped: list[str]) -> Any:
+        node = self.shapes[shape_name]
+        if value is None:
+            return _MISSING
+        out: Any
+        if node.kind == "structure":
+            if not isinstance(value, Mapping):
+                dropped.append(path or "<root>")
+                return _MISSING
+            out = {}
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                member = node.members.get(key)
+                if member is None:
+                    dropped.append(where)
+                    continue
+                kept = self._prune(item, member, where, dropped)
+                if kept is not _MISSING:
+                    out[key] = kept
+        elif node.kind == "list":
+            if not isinstance(value, list | tuple) or node.item is None:
+                dropped.append(path)
+                return _MISSING
+            out = []
+            for index, item in enumerate(value):
+                kept = self._prune(item, node.item, f"{path}[{index}]", dropped)
+                if kept is not _MISSING:
+                    out.append(kept)
+        elif node.kind == "map":
+            if not isinstance(value, Mapping) or node.item is None:
+                dropped.append(path)
+                return _MISSING
+            out = {}
+            for key, item in value.items():
+                kept = self._prune(item, node.item, f"{path}.{key}", dropped)
+                if kept is not _MISSING:
+                    out[key] = kept
+        else:
+            out = copy.deepcopy(value)
+        # Descriptions may hold empty values the request would reject (e.g. ``KmsKeyId: ""``).
+        if node.min_length and isinstance(out, str | list | dict) and not out:
+            dropped.append(path)
+            return _MISSING
+        return out
+
+
+_MISSING: Final = object()
+
+
+# ---- names --------------------------------------------------------------------------------------
+
+NAME_MAX: Final = 63
+NAME_PATTERN: Final = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_HASH_CHARS: Final = 6
+
+
+def is_valid_job_name(name: str) -> bool:
+    return len(name) <= NAME_MAX and NAME_PATTERN.fullmatch(name) is not None
+
+
+def clone_name(root: str, attempt: int) -> str:
+    """The name of attempt ``attempt`` (1, 2, ...) of the lineage rooted at job ``root``.
+
+    ``<root>-r<attempt>`` when it fits in 63 characters; otherwise the root is cut and a short hash of
+    the whole root keeps lineages with a common prefix apart: ``<root cut>-<hash>-r<attempt>``.
+    """
+    if attempt < 1:
+        raise ValueError("attempt numbers start at 1")
+    if not is_valid_job_name(root):
+        raise ValueError(f"not a valid training job name: {root!r}")
+    suffix = f"-r{attempt}"
+    if len(root) + len(suffix) <= NAME_MAX:
+        return root + suffix
+    digest = hashlib.sha256(root.encode()).hexdigest()[:_HASH_CHARS]
+    keep = NAME_MAX - len(suffix) - _HASH_CHARS - 1
+    # A valid name starts with an alphanumeric, so the cut keeps one; hyphens before "-" are allowed.
+    return f"{root[:keep]}-{digest}{suffix}"
+
+
+# ---- lineage ------------------------------------------------------------------------------------
+
+TAG_PREFIX: Final = "smgov:"
+TAG_ROOT: Final = "smgov:root-job"
+TAG_SOURCE: Final = "smgov:resumed-from"
+TAG_ATTEMPT: Final = "smgov:attempt"
+TAG_REASON: Final = "smgov:resume-reason"
+LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON)
+RESERVED_TAG_PREFIX: Final = "aws:"
+MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
+MAX_ATTEMPT: Final = 9999
+
+
+class ResumeReason(StrEnum):
+    """Why a clone was made: the value of its ``smgov:resume-reason`` tag (tag-value safe)."""
+
+    FAILED = "failed-transient"
+    SPOT_INTERRUPTED = "spot-interrupted"
+    SPOT_MAX_WAIT = "spot-max-wait"
+    MANUAL = "manual"
+
+
+class LineageError(ValueError):
+    """The lineage tags are present but inconsistent: do not clone, record why."""
+
+
+@dataclass(frozen=True)
+class Lineage:
+    root: str
+    attempt: int  # 0 for a job governance did not create
+
+    @classmethod
+    def of(cls, job_name: str, tags: Mapping[str, str]) -> Lineage:
+        root, attempt = tags.get(TAG_ROOT), tags.get(TAG_ATTEMPT)
+        if root is None and attempt is None:
+            return cls(root=job_name, attempt=0)
+        if root is None or attempt is None:
+            raise LineageError(f"lineage tags incomplete: {TAG_ROOT}={root!r}, {TAG_ATTEMPT}={attempt!r}")
+        if not is_valid_job_name(root):
+            raise LineageError(f"{TAG_ROOT} is not a job name: {root!r}")
+        if not attempt.isdigit() or not 0 <= int(attempt) <= MAX_ATTEMPT:
+            raise LineageError(f"{TAG_ATTEMPT} is not an attempt number: {attempt!r}")
+        return cls(root=root, attempt=int(attempt))
+
+    @property
+    def next_attempt(self) -> int:
+        return self.attempt + 1
+
+
+# ---- the plan -----------------------------------------------------------------------------------
+
+
+class CreateOutcome(StrEnum):
+    CREATED = "created"
+    ALREADY_EXISTS = "already-exists"
+
+
+class InvalidCloneRequest(AdapterError):
+    """The planned request does not pass the API's parameter validation."""
+
+
+class ClonePlanError(ValueError):
+    """No faithful clone can be planned (the message says why); nothing is created."""
+
+
+@dataclass(frozen=True)
+class ClonePlan:
+    source: str
+    name: str
+    lineage: Lineage
+    attempt: int
+    reason: ResumeReason
+    on_demand: bool
+    request: dict[str, Any]
+    dropped: tuple[str, ...] = ()  # paths the description held that the request cannot carry
+    unexpected_drops: tuple[str, ...] = ()  # of those, the ones that are not known read-only fields
+
+    @property
+    def checkpoint_s3_uri(self) -> str | None:
+        checkpoint = self.request.get("CheckpointConfig") or {}
+        uri = checkpoint.get("S3Uri") if isinstance(checkpoint, Mapping) else None
+        return str(uri) if uri else None
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "clone_name": self.name,
+            "root_job": self.lineage.root,
+            "attempt": self.attempt,
+            "on_demand": self.on_demand,
+            "checkpoint": self.checkpoint_s3_uri,
+        }
+        if self.unexpected_drops:
+            out["fields_not_carried"] = list(self.unexpected_drops)
+        return out
+
+
+def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
+    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags."""
+    return {
+        key: value
+        for key, value in tags.items()
+        if not key.lower().startswith(RESERVED_TAG_PREFIX) and key not in LINEAGE_TAGS
+    }
+
+
+def plan_clone(
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    shape: RequestShape,
+    *,
+    reason: ResumeReason,
+    on_demand: bool = False,
+) -> ClonePlan:
+    """The ``CreateTrainingJob`` request resuming the described job (see the module docstring)."""
+    source = description.get("TrainingJobName")
+    if not isinstance(source, str) or not is_valid_job_name(source):
+        raise ClonePlanError(f"the description has no valid TrainingJobName: {source!r}")
+    try:
+        lineage = Lineage.of(source, tags)
+    except LineageError as exc:
+        raise ClonePlanError(str(exc)) from exc
+    attempt = lineage.next_attempt
+    if attempt > MAX_ATTEMPT:
+        raise ClonePlanError(f"attempt {attempt} is beyond any retry budget")
+    name = clone_name(lineage.root, attempt)
+    if name == source:
+        raise ClonePlanError(f"lineage tags of {source} would name the clone after itself")
+
+    request, dropped = shape.prune(description)
+    request["TrainingJobName"] = name
+
+    spot = bool(request.get("EnableManagedSpotTraining"))
+    if on_demand and spot:
+        request["EnableManagedSpotTraining"] = False
+        stopping = dict(request.get("StoppingCondition") or {})
+        stopping.pop("MaxWaitTimeInSeconds", None)
+        request["StoppingCondition"] = stopping
+        spot = False
+    if spot:
+        # Warm pools cannot be used with Managed Spot training: a Spot clone never carries one.
+        resources = dict(request.get("ResourceConfig") or {})
+        resources.pop("KeepAlivePeriodInSeconds", None)
+        request["ResourceConfig"] = resources
+
+    clone_tags = copyable_tags(tags)
+    lineage_tags = {
+        TAG_ROOT: lineage.root,
+        TAG_SOURCE: source,
+        TAG_ATTEMPT: str(attempt),
+        TAG_REASON: reason.value,
+    }
+    if len(clone_tags) + len(lineage_tags) > MAX_TAGS:
+        raise ClonePlanError(
+            f"{source} has {len(clone_tags)} tags; with the {len(lineage_tags)} lineage tags the clone "
+            f"would exceed SageMaker's limit of {MAX_TAGS}"
+        )
+    request["Tags"] = [{"Key": k, "Value": v} for k, v in {**clone_tags, **lineage_tags}.items()]
+
+    unexpected = tuple(path for path in dropped if path.split(".", 1)[0].split("[", 1)[0] not in shape.read_only)
+    return ClonePlan(
+        source=source,
+        name=name,
+        lineage=lineage,
+        attempt=attempt,
+        reason=reason,
+        on_demand=on_demand or not bool(request.get("EnableManagedSpotTraining")),
+        request=request,
+        dropped=dropped,
+        unexpected_drops=unexpected,
+    )
+
+
+def role_allowed(role_arn: str | None, patterns: tuple[str, ...]) -> bool:
+    """Whether governance may pass ``role_arn`` to SageMaker: its name (with path) matches a glob.
+
+    Mirrors the template's ``iam:PassRole`` grant so a disallowed role is recorded as skipped instead of
+    failing with AccessDenied. ``*`` in a glob also matches ``/`` (as in IAM resource patterns).
+    """
+    if not role_arn or ":role/" not in role_arn:
+        return False
+    name = role_arn.split(":role/", 1)[1]
+    return any(fnmatchcase(name, pattern) for pattern in patterns)

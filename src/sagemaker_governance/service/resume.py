@@ -1,0 +1,258 @@
+"""Auto-resume and Spot fallback use cases: re-read the job, decide (pure), clone, stop, audit, notify.
+
+Two reactions share one engine:
+
+- ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
+- ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop at the interruption threshold and
+  resume On-Demand) and on a Spot job that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
+
+The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
+and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
+clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
+done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
+the source is stopped (a clone that cannot be created never costs the user their running job), and a
+job is stopped only while it is still ``InProgress``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
+from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.resume import (
+    RESUME_RULE_ID,
+    SPOT_RULE_ID,
+    CloneContext,
+    CloneDecision,
+    decide_resume,
+    decide_spot,
+    is_resume_trigger,
+    is_spot_trigger,
+)
+from sagemaker_governance.observability import NAMESPACE, logger
+from sagemaker_governance.service.compliance import Trigger
+from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+
+
+class LauncherPort(Protocol):
+    def create_training_job(self, request: dict[str, Any]) -> CreateOutcome: ...
+
+
+class _CloneReaction:
+    rule: str = ""
+    kind: str = ""  # notification kind
+    metric: str = ""  # EMF metric counted for each clone created
+
+    def __init__(
+        self,
+        jobs: JobsPort,
+        launcher: LauncherPort,
+        notifier: NotifierPort,
+        policies: PolicySource,
+        audit: AuditSink,
+        *,
+        clock: Clock,
+        shape: RequestShape,
+        role_patterns: tuple[str, ...],
+    ) -> None:
+        self._jobs = jobs
+        self._launcher = launcher
+        self._notifier = notifier
+        self._policies = policies
+        self._audit = audit
+        self._clock = clock
+        self._shape = shape
+        self._role_patterns = role_patterns
+
+    # ---- the Reaction protocol ---------------------------------------------------------------
+
+    def applies(self, job: TrainingJob) -> bool:
+        raise NotImplementedError
+
+    def _decide(
+        self,
+        job: TrainingJob,
+        description: dict[str, Any],
+        tags: dict[str, str],
+        policy: Policy,
+        ctx: CloneContext,
+    ) -> CloneDecision:
+        raise NotImplementedError
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        policy = self._policies.current()
+        try:
+            description = self._jobs.describe(job.name)
+            tags = self._jobs.list_tags(str(description.get("TrainingJobArn") or job.arn))
+        except JobNotFound:
+            decision = Decision(
+                rule=self.rule,
+                action=Action.NONE,
+                mode=policy.for_job(job).mode,
+                reason="the job no longer exists",
+            )
+            self._record(decision, job, policy, trigger, Outcome.SKIPPED)
+            return [decision]
+        fresh = TrainingJob.model_validate({**description, "Tags": tags})
+        effective = policy.for_job(fresh)
+        ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
+        result = self._decide(fresh, description, tags, effective, ctx)
+        self._execute(result, fresh, policy, effective, trigger)
+        return list(result.decisions)
+
+    # ---- acting ------------------------------------------------------------------------------
+
+    def _execute(
+        self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
+    ) -> None:
+        clone, stop, plan = result.clone, result.stop, result.plan
+        if clone is None or plan is None:
+            for decision in result.decisions:
+                self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
+            return
+        if not clone.acts:
+            for decision in result.decisions:
+                self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
+            if effective.notify_in_audit_mode:
+                self._notify(job, effective, result, plan, "would-resume (audit mode)")
+            return
+        try:
+            created = self._launcher.create_training_job(plan.request)
+        except AdapterError as exc:
+            self._record(clone, job, policy, trigger, Outcome.FAILED, reason=f"{clone.reason} (failed: {exc})")
+            if stop is not None:
+                self._record(
+                    stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped: no clone)"
+                )
+            raise
+        clone_outcome = Outcome.DONE
+        if created is CreateOutcome.ALREADY_EXISTS:
+            owner = self._source_of(plan.name)
+            if owner != plan.source:
+                reason = (
+                    f"{clone.reason} (not created: a job named {plan.name} exists and was resumed from {owner!r})"
+                )
+                self._record(clone, job, policy, trigger, Outcome.FAILED, reason=reason)
+                if stop is not None:
+                    self._record(
+                        stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped)"
+                    )
+                logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
+                return
+            clone_outcome = Outcome.ALREADY_DONE
+        self._record(clone, job, policy, trigger, clone_outcome)
+        if stop is not None and result.stop_source:
+            stopped = Outcome.ALREADY_DONE
+            if job.status == "InProgress" and self._jobs.stop(job.name) is StopOutcome.STOPPED:
+                stopped = Outcome.DONE
+            self._record(stop, job, policy, trigger, stopped)
+        if clone_outcome is Outcome.DONE:
+            self._count(plan)
+            self._notify(job, effective, result, plan, "resumed")
+
+    def _source_of(self, clone_name: str) -> str | None:
+        """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of), if any."""
+        try:
+            existing = self._jobs.describe(clone_name)
+            return self._jobs.list_tags(str(existing["TrainingJobArn"])).get(TAG_SOURCE)
+        except JobNotFound:
+            return None
+
+    def _record(
+        self,
+        decision: Decision,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        outcome: Outcome,
+        *,
+        reason: str | None = None,
+    ) -> None:
+        effective = policy.for_job(job)
+        self._audit.write(
+            AuditRecord.of(
+                decision,
+                job=job,
+                outcome=outcome,
+                at=self._clock(),
+                trigger=trigger.kind,
+                event_id=trigger.event_id,
+                team_tag=effective.team_tag,
+                owner_tag=effective.owner_tag,
+                policy_digest=policy.digest(),
+                reason=reason,
+            )
+        )
+
+    def _count(self, plan: ClonePlan) -> None:
+        with single_metric(name=self.metric, unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
+            metric.add_dimension(name="reason", value=plan.reason.value)
+
+    def _notify(
+        self, job: TrainingJob, effective: Policy, result: CloneDecision, plan: ClonePlan, outcome: str
+    ) -> None:
+        verb = "was resumed" if outcome == "resumed" else "would be resumed"
+        on_demand = " On-Demand" if plan.on_demand and job.spot else ""
+        self._notifier.publish(
+            Notification(
+                kind=self.kind,
+                job_name=job.name,
+                job_arn=job.arn,
+                team=job.tag(effective.team_tag),
+                owner=job.tag(effective.owner_tag),
+                headline=f"Training job {job.name} {verb}{on_demand} as {plan.name}",
+                outcome=outcome,
+                items=Notification.items_from(result.decisions),
+                related_job=plan.name,
+            )
+        )
+
+
+class AutoResumeReaction(_CloneReaction):
+    """On ``Failed``: resume a long-running job that failed for a transient reason."""
+
+    rule = RESUME_RULE_ID
+    kind = "resume"
+    metric = "JobsResumed"
+
+    def applies(self, job: TrainingJob) -> bool:
+        return is_resume_trigger(job)
+
+    def _decide(
+        self,
+        job: TrainingJob,
+        description: dict[str, Any],
+        tags: dict[str, str],
+        policy: Policy,
+        ctx: CloneContext,
+    ) -> CloneDecision:
+        return decide_resume(job, description, tags, resume=policy.resume, default_mode=policy.mode, ctx=ctx)
+
+
+class SpotFallbackReaction(_CloneReaction):
+    """On ``Interrupted`` and on ``MaxWaitTimeExceeded``: move a Managed Spot job to On-Demand."""
+
+    rule = SPOT_RULE_ID
+    kind = "spot-fallback"
+    metric = "SpotFallbacks"
+
+    def applies(self, job: TrainingJob) -> bool:
+        return is_spot_trigger(job)
+
+    def _decide(
+        self,
+        job: TrainingJob,
+        description: dict[str, Any],
+        tags: dict[str, str],
+        policy: Policy,
+        ctx: CloneContext,
+    ) -> CloneDecision:
+        return decide_spot(job, description, tags, spot=policy.spot, default_mode=policy.mode, ctx=ctx)

@@ -1,0 +1,305 @@
+"""Auto-resume and Spot fallback through the real job-events handler, moto and the SageMaker double
+(botocore validates every CreateTrainingJob the service sends)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.handlers.job_events import handler
+from sagemaker_governance.simulation.fake_sagemaker import SageMakerError
+from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from tests.builders import create_request
+
+ENFORCE = {
+    "GOVERNANCE_MODE": "enforce",
+    "REQUIRED_TAGS": "team,cost-center",
+    "RESUME_MIN_TRAINING_HOURS": "24",
+    "RESUME_MAX_ATTEMPTS": "2",
+    "SPOT_MAX_INTERRUPTIONS": "3",
+}
+TRANSIENT = "InternalServerError: We encountered an internal error. Please try again."
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def account(clock: Clock) -> Iterator[LocalAccount]:
+    with local_account(clock, ENFORCE, log_audit=False) as acct:
+        yield acct
+
+
+def inbox(account: LocalAccount) -> str:
+    queue_url: str = account.sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    arn = account.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    account.sns.subscribe(
+        TopicArn=account.environment["NOTIFICATIONS_TOPIC_ARN"],
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    return queue_url
+
+
+def messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:
+    answer = account.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+    return [json.loads(m["Body"]) for m in answer.get("Messages", [])]
+
+
+def launch(account: LocalAccount, name: str, *, spot: bool = False, checkpoint: bool = True, **extra: Any) -> None:
+    request = create_request(name, **extra)
+    if checkpoint:
+        request["CheckpointConfig"] = {"S3Uri": f"s3://bucket/checkpoints/{name}/"}
+    if spot:
+        request["EnableManagedSpotTraining"] = True
+        request["StoppingCondition"] = {"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800}
+    account.sagemaker.launch(request)
+
+
+def fail_after(
+    account: LocalAccount, clock: Clock, name: str, hours: float, reason: str = TRANSIENT
+) -> dict[str, Any]:
+    fake = account.sagemaker
+    clock.advance(minutes=5)
+    fake.transition(name, "InProgress", "Training")
+    clock.advance(hours=hours)
+    fake.transition(name, "Failed", "Failed", failure_reason=reason)
+    return fake.event(name)
+
+
+def interrupt(account: LocalAccount, clock: Clock, name: str, times: int) -> dict[str, Any]:
+    fake = account.sagemaker
+    for index in range(times):
+        if index:
+            fake.transition(name, "InProgress", "Starting")
+            clock.advance(minutes=2)
+        fake.transition(name, "InProgress", "Training")
+        clock.advance(hours=1)
+        fake.transition(name, "InProgress", "Interrupted")
+        clock.advance(minutes=1)
+    return fake.event(name)
+
+
+def tags_of(account: LocalAccount, name: str) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in account.sagemaker.tags[account.sagemaker.arn(name)]}
+
+
+# ---- auto-resume ----------------------------------------------------------------------------------
+
+
+def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_events(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a job with an aws: tag and more tags than one ListTags page, failed after 26 hours
+    launch(account, "llm-sft-4")
+    arn = account.sagemaker.arn("llm-sft-4")
+    account.sagemaker.tags[arn].append({"Key": "aws:cloudformation:stack-name", "Value": "ml"})
+    account.sagemaker.tag_page_size = 2
+    queue = inbox(account)
+    event = fail_after(account, clock, "llm-sft-4", hours=26)
+    # When its Failed event arrives twice
+    first = account.invoke(handler, event)
+    second = account.invoke(handler, event)
+    # Then exactly one clone exists, named after the root and attempt, with the source's checkpoint
+    (request,) = account.sagemaker.created
+    assert request["TrainingJobName"] == "llm-sft-4-r1"
+    assert request["CheckpointConfig"] == {"S3Uri": "s3://bucket/checkpoints/llm-sft-4/"}
+    assert account.sagemaker.calls["CreateTrainingJob"] == 2  # the duplicate met "already exists"
+    assert account.sagemaker.calls["ListTags"] > 2  # every page was read
+    # and it carries the tags (not aws:) plus its lineage
+    tags = tags_of(account, "llm-sft-4-r1")
+    assert tags == {
+        "team": "vision",
+        "cost-center": "cc-1234",
+        "owner": "alice",
+        TAG_ROOT: "llm-sft-4",
+        TAG_SOURCE: "llm-sft-4",
+        TAG_ATTEMPT: "1",
+        TAG_REASON: "failed-transient",
+    }
+    # and each decision is audited: done, then already-done; the explain shape carries the request
+    assert [(r.rule, r.action, r.outcome.value) for r in account.audit.records] == [
+        ("auto-resume", "clone", "done"),
+        ("auto-resume", "clone", "already-done"),
+    ]
+    assert account.audit.records[0].evidence["matched_pattern"] == "internal-server-error"
+    assert account.audit.records[0].evidence["training_hours"] == pytest.approx(26)
+    assert first["decisions"][0]["request"]["TrainingJobName"] == "llm-sft-4-r1"
+    assert second["decisions"][0]["action"] == "clone"
+    # and the owner was told once: old job, new job, why
+    (message,) = messages(account, queue)
+    assert (message["job_name"], message["related_job"], message["kind"]) == (
+        "llm-sft-4",
+        "llm-sft-4-r1",
+        "resume",
+    )
+    assert "internal-server-error" in message["items"][0]["reason"]
+
+
+def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, clock: Clock) -> None:
+    # Given a root job with a 63-character name that fails after 30 hours
+    root = "resnet-" + "x" * 56
+    assert len(root) == 63
+    launch(account, root)
+    account.invoke(handler, fail_after(account, clock, root, hours=30))
+    # When each clone fails too (the first on capacity right away, the second after training)
+    first = account.sagemaker.created[-1]["TrainingJobName"]
+    account.sagemaker.transition(first, "Failed", "Failed", failure_reason="CapacityError: Unable to provision")
+    account.invoke(handler, account.sagemaker.event(first))
+    second = account.sagemaker.created[-1]["TrainingJobName"]
+    account.invoke(handler, fail_after(account, clock, second, hours=3))
+    # Then attempts 1 and 2 were made (bounded names), and the budget of 2 stopped the third
+    assert [r["TrainingJobName"][-3:] for r in account.sagemaker.created] == ["-r1", "-r2"]
+    assert all(len(r["TrainingJobName"]) <= 63 for r in account.sagemaker.created)
+    assert tags_of(account, second)[TAG_ROOT] == root and tags_of(account, second)[TAG_ATTEMPT] == "2"
+    last = account.audit.records[-1]
+    assert (last.job_name, last.action, last.outcome.value) == (second, "none", "no-action")
+    assert "retry budget" in last.reason
+
+
+def test_failures_in_the_users_code_are_not_resumed(account: LocalAccount, clock: Clock) -> None:
+    launch(account, "typo-job")
+    account.invoke(
+        handler, fail_after(account, clock, "typo-job", hours=30, reason="AlgorithmError: KeyError 'x'")
+    )
+    assert account.sagemaker.created == []
+    (record,) = account.audit.records
+    assert (record.action, record.outcome.value, record.evidence["matched_pattern"]) == ("none", "no-action", None)
+
+
+def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None:
+    launch(account, "short-job")
+    account.invoke(handler, fail_after(account, clock, "short-job", hours=2))
+    assert account.sagemaker.created == []
+    assert "less than the 24 h" in account.audit.records[0].reason
+
+
+def test_audit_mode_records_the_plan_and_creates_nothing(clock: Clock) -> None:
+    with local_account(clock, {**ENFORCE, "GOVERNANCE_MODE": "audit"}, log_audit=False) as account:
+        launch(account, "llm-sft-5")
+        result = account.invoke(handler, fail_after(account, clock, "llm-sft-5", hours=26))
+        assert account.sagemaker.calls["CreateTrainingJob"] == 0
+        (record,) = account.audit.records
+        assert (record.action, record.mode, record.outcome.value) == ("clone", "audit", "audit-only")
+        assert result["decisions"][0]["request"]["TrainingJobName"] == "llm-sft-5-r1"
+
+
+def test_a_name_taken_by_another_job_is_not_mistaken_for_our_clone(account: LocalAccount, clock: Clock) -> None:
+    # Given someone already launched a job named like our clone
+    launch(account, "llm-sft-6-r1")
+    launch(account, "llm-sft-6")
+    account.invoke(handler, fail_after(account, clock, "llm-sft-6", hours=26))
+    # Then the clone is recorded as failed, not as already done
+    (record,) = account.audit.records
+    assert (record.action, record.outcome.value) == ("clone", "failed")
+    assert "exists and was resumed from None" in record.reason
+
+
+def test_a_failed_create_is_recorded_and_the_invocation_fails_for_a_retry(
+    account: LocalAccount, clock: Clock
+) -> None:
+    launch(account, "llm-sft-7")
+    event = fail_after(account, clock, "llm-sft-7", hours=26)
+    account.sagemaker.fail_next["CreateTrainingJob"] = SageMakerError("ResourceLimitExceeded", "quota", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    assert account.audit.records[-1].outcome.value == "failed"
+    # the retry succeeds
+    account.invoke(handler, event)
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["llm-sft-7-r1"]
+
+
+def test_roles_outside_the_allowed_pattern_are_skipped(clock: Clock) -> None:
+    with local_account(clock, {**ENFORCE, "CLONE_PASS_ROLE_PATTERN": "ml-training-*"}, log_audit=False) as account:
+        launch(account, "llm-sft-8")
+        account.invoke(handler, fail_after(account, clock, "llm-sft-8", hours=26))
+        assert account.sagemaker.calls["CreateTrainingJob"] == 0
+        assert "may not pass role" in account.audit.records[0].reason
+
+
+# ---- Spot fallback --------------------------------------------------------------------------------
+
+
+def test_the_third_interruption_moves_the_job_on_demand_and_duplicates_change_nothing(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a Spot job with checkpoints, interrupted twice: nothing happens yet
+    launch(account, "bert-spot-1", spot=True)
+    account.invoke(handler, interrupt(account, clock, "bert-spot-1", 2))
+    assert account.sagemaker.created == [] and account.sagemaker.stop_requests == []
+    # When the third interruption arrives (twice)
+    account.sagemaker.transition("bert-spot-1", "InProgress", "Starting")
+    event = interrupt(account, clock, "bert-spot-1", 1)
+    account.invoke(handler, event)
+    account.invoke(handler, event)
+    # Then one On-Demand clone was created and the Spot job was stopped once
+    (request,) = account.sagemaker.created
+    assert request["TrainingJobName"] == "bert-spot-1-r1"
+    assert request["EnableManagedSpotTraining"] is False
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 86_400}
+    assert request["CheckpointConfig"] == {"S3Uri": "s3://bucket/checkpoints/bert-spot-1/"}
+    assert account.sagemaker.stop_requests == ["bert-spot-1"]
+    assert tags_of(account, "bert-spot-1-r1")[TAG_REASON] == "spot-interrupted"
+    outcomes = [(r.action, r.outcome.value) for r in account.audit.records]
+    assert outcomes == [
+        ("none", "no-action"),  # two interruptions: below the threshold
+        ("clone", "done"),
+        ("stop", "done"),
+        ("none", "no-action"),  # the duplicate: the job is stopping, nothing to fall back from
+    ]
+
+
+def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clock: Clock) -> None:
+    launch(account, "bert-spot-2", spot=True, checkpoint=False)
+    account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))
+    assert account.sagemaker.created == [] and account.sagemaker.stop_requests == []
+    assert "CheckpointConfig" in account.audit.records[-1].reason
+
+
+def test_when_the_clone_cannot_be_created_the_spot_job_keeps_running(account: LocalAccount, clock: Clock) -> None:
+    launch(account, "bert-spot-3", spot=True)
+    event = interrupt(account, clock, "bert-spot-3", 3)
+    account.sagemaker.fail_next["CreateTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    assert account.sagemaker.stop_requests == []
+    assert [(r.action, r.outcome.value) for r in account.audit.records] == [
+        ("clone", "failed"),
+        ("stop", "skipped"),
+    ]
+
+
+def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
+    launch(account, "bert-spot-4", spot=True)
+    interrupt(account, clock, "bert-spot-4", 1)
+    clock.advance(hours=40)
+    account.sagemaker.transition("bert-spot-4", "Stopped", "MaxWaitTimeExceeded")
+    account.invoke(handler, account.sagemaker.event("bert-spot-4"))
+    (request,) = account.sagemaker.created
+    assert request["EnableManagedSpotTraining"] is False
+    assert tags_of(account, "bert-spot-4-r1")[TAG_REASON] == "spot-max-wait"
+    assert account.sagemaker.stop_requests == []
+    (record,) = account.audit.records
+    assert (record.rule, record.action, record.outcome.value) == ("spot-fallback", "clone", "done")

@@ -1,0 +1,280 @@
+"""The clone planner: faithful CreateTrainingJob requests, bounded deterministic names, lineage tags."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sagemaker_governance.adapters.sagemaker_model import (
+    create_training_job_shape,
+    name_constraints,
+    validate_create_request,
+)
+from sagemaker_governance.domain.clone import (
+    MAX_TAGS,
+    NAME_MAX,
+    TAG_ATTEMPT,
+    TAG_REASON,
+    TAG_ROOT,
+    TAG_SOURCE,
+    ClonePlanError,
+    RequestShape,
+    ResumeReason,
+    ShapeNode,
+    clone_name,
+    is_valid_job_name,
+    plan_clone,
+    role_allowed,
+)
+from tests.resume_builders import TAGS, failed_description, rich_description, spot_description
+
+SHAPE = create_training_job_shape()
+
+
+def tags_of(request: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in request["Tags"]}
+
+
+def test_every_accepted_field_is_carried_and_read_only_ones_dropped() -> None:
+    # Given a description with VPC, checkpoint, instance groups, warm pool, debugger and profiler rules
+    # (with evaluation statuses, at the top level and nested), TensorBoard, experiment, retry strategy
+    description = rich_description()
+    # When a clone is planned
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)
+    request = plan.request
+    # Then it passes botocore's validation for CreateTrainingJob
+    validate_create_request(request)
+    # and every field CreateTrainingJob accepts that the description holds is carried over unchanged
+    for field in (
+        "HyperParameters",
+        "AlgorithmSpecification",
+        "RoleArn",
+        "InputDataConfig",
+        "OutputDataConfig",
+        "ResourceConfig",
+        "VpcConfig",
+        "StoppingCondition",
+        "EnableNetworkIsolation",
+        "EnableInterContainerTrafficEncryption",
+        "EnableManagedSpotTraining",
+        "CheckpointConfig",
+        "DebugHookConfig",
+        "ProfilerConfig",
+        "TensorBoardOutputConfig",
+        "ExperimentConfig",
+        "Environment",
+        "RetryStrategy",
+    ):
+        assert request[field] == description[field], field
+    assert request["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800  # On-Demand keeps its warm pool
+    # and read-only sub-fields are stripped from the rule configurations
+    (debug_rule,) = request["DebugRuleConfigurations"]
+    assert "RuleEvaluationStatus" not in debug_rule and "LastModifiedTime" not in debug_rule
+    assert debug_rule["RuleParameters"] == {"rule_to_invoke": "LossNotDecreasing"}
+    assert "RuleEvaluationStatus" not in request["ProfilerRuleConfigurations"][0]
+    # and the description's own read-only fields are gone
+    for read_only in (
+        "TrainingJobArn",
+        "TrainingJobStatus",
+        "SecondaryStatus",
+        "FailureReason",
+        "CreationTime",
+        "SecondaryStatusTransitions",
+        "DebugRuleEvaluationStatuses",
+        "ProfilerRuleEvaluationStatuses",
+        "ProfilingStatus",
+        "ModelArtifacts",
+        "WarmPoolStatus",
+        "FinalMetricDataList",
+        "TrainingTimeInSeconds",
+    ):
+        assert read_only not in request, read_only
+    # and only the nested stray fields are reported as not carried (top-level read-only fields are expected)
+    assert set(plan.unexpected_drops) == {
+        "DebugRuleConfigurations[0].RuleEvaluationStatus",
+        "DebugRuleConfigurations[0].LastModifiedTime",
+        "ProfilerRuleConfigurations[0].RuleEvaluationStatus",
+    }
+
+
+def test_a_clone_never_changes_role_image_vpc_or_network_isolation() -> None:
+    description = rich_description()
+    for on_demand in (False, True):
+        request = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED, on_demand=on_demand).request
+        assert request["RoleArn"] == description["RoleArn"]
+        assert (
+            request["AlgorithmSpecification"]["TrainingImage"]
+            == description["AlgorithmSpecification"]["TrainingImage"]
+        )
+        assert request["VpcConfig"] == description["VpcConfig"]
+        assert request["EnableNetworkIsolation"] is True
+
+
+def test_fields_come_from_botocore_not_from_a_list() -> None:
+    # A field the planner has never heard of is carried when the model accepts it, dropped when not.
+    shape = RequestShape(
+        root="Req",
+        shapes={
+            "Req": ShapeNode(kind="structure", members={"TrainingJobName": "S", "FutureConfig": "Future"}),
+            "Future": ShapeNode(kind="structure", members={"Knob": "S"}),
+            "S": ShapeNode(kind="scalar", min_length=1),
+        },
+    )
+    description = {"TrainingJobName": "job-1", "FutureConfig": {"Knob": "on", "Status": "x"}, "Other": 1}
+    plan = plan_clone(description, {}, shape, reason=ResumeReason.MANUAL)
+    assert plan.request["FutureConfig"] == {"Knob": "on"}
+    assert "Other" not in plan.request
+    assert set(plan.unexpected_drops) == {"FutureConfig.Status", "Other"}
+
+
+def test_empty_values_the_request_would_reject_are_dropped() -> None:
+    description = failed_description(InputDataConfig=[], HyperParameters={})
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)
+    assert "InputDataConfig" not in plan.request  # min 1: an empty list is invalid
+    assert plan.request["HyperParameters"] == {}  # min 0: kept
+    validate_create_request(plan.request)
+
+
+def test_spot_to_on_demand_keeps_checkpoints_and_drops_max_wait() -> None:
+    # Given a Spot job with a checkpoint
+    description = spot_description()
+    # When an On-Demand clone is planned
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.SPOT_INTERRUPTED, on_demand=True)
+    request = plan.request
+    # Then it is not Spot, has no MaxWaitTimeInSeconds, keeps the runtime limit and the checkpoint
+    assert request["EnableManagedSpotTraining"] is False
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 86_400}
+    assert request["CheckpointConfig"] == description["CheckpointConfig"]
+    assert "KeepAlivePeriodInSeconds" not in request["ResourceConfig"]  # no warm pool is invented
+    assert plan.on_demand
+    validate_create_request(request)
+
+
+def test_a_spot_clone_never_carries_a_warm_pool() -> None:
+    description = spot_description()
+    description["ResourceConfig"] = {**description["ResourceConfig"], "KeepAlivePeriodInSeconds": 0}
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)
+    assert plan.request["EnableManagedSpotTraining"] is True
+    assert plan.request["StoppingCondition"]["MaxWaitTimeInSeconds"] == 172_800
+    assert "KeepAlivePeriodInSeconds" not in plan.request["ResourceConfig"]
+    assert not plan.on_demand
+
+
+def test_aws_tags_are_not_copied_and_lineage_tags_are_added() -> None:
+    tags = {
+        **TAGS,
+        "aws:cloudformation:stack-name": "ml",
+        "AWS:Reserved": "x",
+        "sagemaker:domain-arn": "arn:aws:sagemaker:us-east-1:123456789012:domain/d-1",
+    }
+    plan = plan_clone(failed_description("llm-sft-1"), tags, SHAPE, reason=ResumeReason.FAILED)
+    assert tags_of(plan.request) == {
+        **TAGS,
+        "sagemaker:domain-arn": "arn:aws:sagemaker:us-east-1:123456789012:domain/d-1",
+        TAG_ROOT: "llm-sft-1",
+        TAG_SOURCE: "llm-sft-1",
+        TAG_ATTEMPT: "1",
+        TAG_REASON: "failed-transient",
+    }
+
+
+def test_too_many_tags_for_the_lineage_is_refused_not_truncated() -> None:
+    tags = {f"k{i}": "v" for i in range(MAX_TAGS - 3)}
+    with pytest.raises(ClonePlanError, match="limit of 50"):
+        plan_clone(failed_description(), tags, SHAPE, reason=ResumeReason.FAILED)
+    plan = plan_clone(
+        failed_description(), {f"k{i}": "v" for i in range(MAX_TAGS - 4)}, SHAPE, reason=ResumeReason.FAILED
+    )
+    assert len(plan.request["Tags"]) == MAX_TAGS
+    validate_create_request(plan.request)
+
+
+def test_a_63_character_name_gets_a_bounded_valid_clone_name() -> None:
+    name = "a" * 30 + "-" + "b" * 32
+    assert len(name) == 63
+    plan = plan_clone(failed_description(name), TAGS, SHAPE, reason=ResumeReason.FAILED)
+    assert len(plan.name) <= NAME_MAX and is_valid_job_name(plan.name)
+    assert plan.name != name and plan.name.endswith("-r1")
+    assert tags_of(plan.request)[TAG_ROOT] == name
+    validate_create_request(plan.request)
+
+
+def test_a_clone_of_a_clone_of_a_clone_stays_bounded_and_counts_attempts() -> None:
+    # Given a root job with a long name
+    description, tags = failed_description("x" * 63), dict(TAGS)
+    names = []
+    for expected_attempt in (1, 2, 3):
+        # When each generation is cloned from the one before
+        plan = plan_clone(description, tags, SHAPE, reason=ResumeReason.FAILED)
+        # Then the attempt grows, the root stays, the name stays bounded
+        assert plan.attempt == expected_attempt
+        assert plan.lineage.root == "x" * 63
+        assert len(plan.name) <= NAME_MAX
+        names.append(plan.name)
+        description, tags = failed_description(plan.name), tags_of(plan.request)
+    assert len(set(names)) == 3 and [n[-3:] for n in names] == ["-r1", "-r2", "-r3"]
+
+
+def test_the_same_source_always_yields_the_same_plan() -> None:
+    first = plan_clone(rich_description(), TAGS, SHAPE, reason=ResumeReason.FAILED)
+    second = plan_clone(rich_description(), TAGS, SHAPE, reason=ResumeReason.FAILED)
+    assert first.request == second.request
+
+
+def test_inconsistent_lineage_tags_are_refused() -> None:
+    with pytest.raises(ClonePlanError, match="incomplete"):
+        plan_clone(failed_description(), {TAG_ROOT: "root"}, SHAPE, reason=ResumeReason.FAILED)
+    with pytest.raises(ClonePlanError, match="attempt number"):
+        plan_clone(failed_description(), {TAG_ROOT: "root", TAG_ATTEMPT: "two"}, SHAPE, reason=ResumeReason.FAILED)
+    # tags copied onto a job that would then name its clone after itself
+    with pytest.raises(ClonePlanError, match="after itself"):
+        plan_clone(
+            failed_description("root-r2"), {TAG_ROOT: "root", TAG_ATTEMPT: "1"}, SHAPE, reason=ResumeReason.FAILED
+        )
+
+
+def test_planner_constraints_match_botocores_model() -> None:
+    constraints = name_constraints()
+    assert constraints["name"]["max"] == NAME_MAX
+    assert constraints["name"]["pattern"] == "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+    assert constraints["tags"]["max"] == MAX_TAGS
+
+
+def test_role_allowed_matches_name_with_path() -> None:
+    arn = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-2024"
+    assert role_allowed(arn, ("*SageMaker*",))
+    assert role_allowed(arn, ("service-role/AmazonSageMaker-*",))
+    assert not role_allowed(arn, ("ml-*",))
+    assert not role_allowed(None, ("*",))
+
+
+JOB_NAMES = st.from_regex(re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"), fullmatch=True).filter(
+    lambda n: len(n) <= NAME_MAX
+)
+
+
+@given(root=JOB_NAMES, attempt=st.integers(min_value=1, max_value=9999))
+def test_clone_names_are_valid_bounded_and_never_the_root(root: str, attempt: int) -> None:
+    name = clone_name(root, attempt)
+    assert is_valid_job_name(name)
+    assert name != root
+    assert clone_name(root, attempt) == name  # deterministic
+
+
+@given(root=JOB_NAMES, first=st.integers(1, 9999), second=st.integers(1, 9999))
+def test_attempts_of_one_lineage_never_share_a_name(root: str, first: int, second: int) -> None:
+    if first != second:
+        assert clone_name(root, first) != clone_name(root, second)
+
+
+@given(a=JOB_NAMES, b=JOB_NAMES, attempt=st.integers(1, 50))
+def test_different_roots_of_one_length_get_different_names(a: str, b: str, attempt: int) -> None:
+    # Roots that fit keep their full name; long roots share at most a prefix and differ by a hash (a
+    # 24-bit collision, or a crafted name equal to another's cut + hash, is caught at creation: the
+    # existing job's lineage tag shows it is not our clone).
+    if a != b and len(a) == len(b):
+        assert clone_name(a, attempt) != clone_name(b, attempt)

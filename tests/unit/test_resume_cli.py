@@ -1,0 +1,87 @@
+"""`smgov resume` offline (describe and tags from files) and `smgov explain` for clone decisions."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.adapters.sagemaker_model import validate_create_request
+from sagemaker_governance.cli.main import main
+from tests.conftest import EVENTS
+from tests.resume_builders import failed_description, rich_description
+
+
+def _write(path: Path, document: Any) -> str:
+    path.write_text(json.dumps(document, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))
+    return str(path)
+
+
+def test_dry_run_json_prints_only_the_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a DescribeTrainingJob answer and a ListTags answer on disk (no AWS at all)
+    describe = _write(tmp_path / "d.json", {**rich_description("vision-7"), "ResponseMetadata": {}})
+    tags = _write(
+        tmp_path / "t.json", {"Tags": [{"Key": "team", "Value": "vision"}, {"Key": "aws:x", "Value": "y"}]}
+    )
+    # When resuming by hand in a dry run
+    code = main(["resume", "vision-7", "--dry-run", "--json", "--describe-file", describe, "--tags-file", tags])
+    # Then exactly {"request": ...} is printed, and it is a valid CreateTrainingJob request
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["request"]
+    request = out["request"]
+    validate_create_request(request)
+    assert request["TrainingJobName"] == "vision-7-r1"
+    assert {t["Key"]: t["Value"] for t in request["Tags"]}["smgov:resume-reason"] == "manual"
+    assert not any(t["Key"].startswith("aws:") for t in request["Tags"])
+
+
+def test_on_demand_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    description = failed_description("spot-7", EnableManagedSpotTraining=True)
+    description["StoppingCondition"] = {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
+    describe, tags = _write(tmp_path / "d.json", description), _write(tmp_path / "t.json", {"team": "x"})
+    main(
+        [
+            "resume",
+            "spot-7",
+            "--on-demand",
+            "--dry-run",
+            "--json",
+            "--describe-file",
+            describe,
+            "--tags-file",
+            tags,
+        ]
+    )
+    request = json.loads(capsys.readouterr().out)["request"]
+    assert (
+        request["EnableManagedSpotTraining"] is False
+        and "MaxWaitTimeInSeconds" not in request["StoppingCondition"]
+    )
+
+
+def test_files_must_come_together_and_match_the_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    describe = _write(tmp_path / "d.json", failed_description("job-a"))
+    tags = _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--dry-run", "--describe-file", describe]) == 2
+    assert main(["resume", "job-b", "--dry-run", "--describe-file", describe, "--tags-file", tags]) == 2
+    assert "not 'job-b'" in capsys.readouterr().err
+
+
+def test_a_running_job_is_not_cloned_for_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus="InProgress"))
+    tags = _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "stop it first" in capsys.readouterr().err
+
+
+def test_explain_shows_clone_decisions_with_the_planned_request(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["explain", str(EVENTS / "training-job-interrupted-spot.json"), "--json"])
+    assert code == 0
+    decisions = json.loads(capsys.readouterr().out)["decisions"]
+    assert [(d["rule"], d["action"]) for d in decisions] == [("spot-fallback", "clone"), ("spot-fallback", "stop")]
+    validate_create_request(decisions[0]["request"])
+    assert decisions[0]["request"]["EnableManagedSpotTraining"] is False

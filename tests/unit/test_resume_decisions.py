@@ -1,0 +1,270 @@
+"""Auto-resume and Spot fallback decisions (pure): when to clone, when not, and why."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_ROOT
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.resume import (
+    ResumePolicy,
+    SpotPolicy,
+    decide_resume,
+    decide_spot,
+)
+from sagemaker_governance.settings import Settings
+from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description
+
+NOW = T0 + timedelta(days=3)
+
+
+def resume(
+    description: dict,
+    tags: dict | None = None,
+    policy: ResumePolicy | None = None,
+    mode: Mode = Mode.ENFORCE,
+    roles=("*SageMaker*",),
+):  # type: ignore[no-untyped-def]
+    tags = TAGS if tags is None else tags
+    return decide_resume(
+        as_job(description, tags),
+        description,
+        tags,
+        resume=policy or ResumePolicy(),
+        default_mode=mode,
+        ctx=context(NOW, roles),
+    )
+
+
+def spot(description: dict, policy: SpotPolicy | None = None, tags: dict | None = None):  # type: ignore[no-untyped-def]
+    tags = TAGS if tags is None else tags
+    return decide_spot(
+        as_job(description, tags),
+        description,
+        tags,
+        spot=policy or SpotPolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(NOW),
+    )
+
+
+# ---- auto-resume ----------------------------------------------------------------------------------
+
+
+def test_a_job_that_failed_after_26_hours_is_resumed() -> None:
+    # Given a job that trained 26 hours (timedelta.seconds would read 2 hours) and failed transiently
+    description = failed_description(trained=timedelta(hours=26))
+    assert (timedelta(hours=26)).seconds == 2 * 3600  # the trap
+    # When the policy wants 24 hours of training
+    result = resume(description, policy=ResumePolicy(min_training_hours=24))
+    # Then the job is resumed, and the evidence shows the real training time and the matched pattern
+    (decision,) = result.decisions
+    assert decision.action is Action.CLONE and decision.acts
+    assert decision.evidence["training_hours"] == 26
+    assert decision.evidence["matched_pattern"] == "internal-server-error"
+    assert decision.evidence["clone_name"] == "llm-sft-1-r1"
+    assert decision.request == result.plan.request  # type: ignore[union-attr]
+
+
+def test_a_short_run_is_not_worth_resuming() -> None:
+    result = resume(failed_description(trained=timedelta(minutes=20)), policy=ResumePolicy(min_training_hours=1))
+    (decision,) = result.decisions
+    assert decision.action is Action.NONE and "trained 0.33 h" in decision.reason
+    assert result.plan is None
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "AlgorithmError: ExecuteUserScriptError: ExitCode 1 KeyError: 'labels'",
+        "ClientError: Data download failed: s3://bucket/train/ does not exist",
+        # A user's traceback that mentions a transient error class does not make it transient.
+        "AlgorithmError: botocore.exceptions.ClientError: InternalServerError when calling GetObject",
+        "",
+    ],
+)
+def test_non_transient_failures_are_not_resumed(reason: str) -> None:
+    (decision,) = resume(failed_description(reason=reason)).decisions
+    assert decision.action is Action.NONE
+    assert decision.evidence["matched_pattern"] is None
+    assert "not classified as transient" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("reason", "pattern"),
+    [
+        ("InternalServerError: We encountered an internal error. Please try again.", "internal-server-error"),
+        ("CapacityError: Unable to provision requested ML compute capacity.", "capacity-error"),
+        (
+            "ClientError: Insufficient capacity error from EC2 while launching instances, retry!",
+            "insufficient-capacity",
+        ),
+        ("InternalServerError: The instance failed health checks; unhealthy instance replaced", "instance-health"),
+        ("ClientError: Training failed due to an instance hardware failure", "instance-health"),
+    ],
+)
+def test_transient_failures_are_classified_and_recorded(reason: str, pattern: str) -> None:
+    (decision,) = resume(failed_description(reason=reason)).decisions
+    assert decision.action is Action.CLONE
+    assert decision.evidence["matched_pattern"] == pattern
+
+
+def test_a_team_can_opt_in_to_resuming_algorithm_errors() -> None:
+    policy = Policy.model_validate(
+        {"teams": {"vision": {"resume": {"transient_patterns": {"nccl": "^AlgorithmError:.*NCCL"}}}}}
+    )
+    description = failed_description(reason="AlgorithmError: RuntimeError: NCCL communicator was aborted")
+    job = as_job(description)
+    assert policy.resume.match(job.failure_reason) is None
+    effective = policy.for_job(job)
+    assert effective.resume.match(job.failure_reason) == "nccl"
+    assert effective.resume.match("InternalServerError: x") == "internal-server-error"  # defaults kept
+    (decision,) = resume(description, policy=effective.resume).decisions
+    assert decision.action is Action.CLONE and decision.evidence["matched_pattern"] == "nccl"
+
+
+def test_a_default_pattern_can_be_switched_off() -> None:
+    policy = Policy.model_validate({"resume": {"transient_patterns": {"capacity-error": None}}})
+    assert policy.resume.match("CapacityError: Unable to provision") is None
+
+
+def test_bad_patterns_are_rejected_with_their_name() -> None:
+    with pytest.raises(ValidationError, match="not a regular expression"):
+        ResumePolicy(transient_patterns={"broken": "(unclosed"})
+    with pytest.raises(ValidationError, match="kebab-case"):
+        ResumePolicy(transient_patterns={"Bad Name": "x"})
+
+
+def test_the_retry_budget_stops_the_lineage() -> None:
+    # Given the second clone of a lineage failed, and the budget is two attempts
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "2"}
+    (decision,) = resume(failed_description("llm-sft-1-r2"), tags, ResumePolicy(max_attempts=2)).decisions
+    # Then it is not resumed again
+    assert decision.action is Action.NONE and "retry budget" in decision.reason
+    assert decision.evidence["attempt"] == 3 and decision.evidence["max_attempts"] == 2
+
+
+def test_a_clone_inherits_its_lineages_qualification() -> None:
+    # A clone that failed on capacity before training is resumed within the budget.
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "1"}
+    description = failed_description("llm-sft-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
+    (decision,) = resume(description, tags, ResumePolicy(min_training_hours=4, max_attempts=3)).decisions
+    assert decision.action is Action.CLONE and decision.evidence["clone_name"] == "llm-sft-1-r2"
+
+
+def test_checkpoints_are_required_by_default() -> None:
+    description = failed_description(checkpoint=False)
+    (decision,) = resume(description).decisions
+    assert decision.action is Action.NONE and "CheckpointConfig" in decision.reason
+    (decision,) = resume(description, policy=ResumePolicy(require_checkpoint=False)).decisions
+    assert decision.action is Action.CLONE and "from scratch" in decision.reason
+
+
+def test_audit_mode_plans_but_does_not_act() -> None:
+    (decision,) = resume(failed_description(), mode=Mode.AUDIT).decisions
+    assert decision.action is Action.CLONE and not decision.acts
+    assert decision.request is not None
+    (decision,) = resume(failed_description(), mode=Mode.AUDIT, policy=ResumePolicy(mode=Mode.ENFORCE)).decisions
+    assert decision.acts  # the section's mode wins over the policy's
+
+
+def test_disabled_and_disallowed_roles_do_nothing() -> None:
+    (decision,) = resume(failed_description(), policy=ResumePolicy(enabled=False)).decisions
+    assert decision.action is Action.NONE and "disabled" in decision.reason
+    (decision,) = resume(failed_description(), roles=("ml-training-*",)).decisions
+    assert decision.action is Action.NONE and "may not pass role" in decision.reason
+
+
+def test_a_job_that_did_not_fail_is_not_resumed() -> None:
+    description = failed_description(TrainingJobStatus="Completed", SecondaryStatus="Completed")
+    (decision,) = resume(description).decisions
+    assert decision.action is Action.NONE
+
+
+# ---- Spot fallback --------------------------------------------------------------------------------
+
+
+def test_below_the_interruption_threshold_nothing_happens() -> None:
+    (decision,) = spot(spot_description(interruptions=2)).decisions
+    assert decision.action is Action.NONE and "falls back to On-Demand at 3" in decision.reason
+
+
+def test_at_the_threshold_the_spot_job_is_cloned_on_demand_then_stopped() -> None:
+    result = spot(spot_description(interruptions=3))
+    assert [d.action for d in result.decisions] == [Action.CLONE, Action.STOP]
+    assert result.stop_source and result.plan is not None
+    assert result.plan.request["EnableManagedSpotTraining"] is False
+    assert "MaxWaitTimeInSeconds" not in result.plan.request["StoppingCondition"]
+    assert result.decisions[0].evidence["interruptions"] == 3
+
+
+def test_spot_without_checkpoint_is_not_moved_unless_the_policy_says_so() -> None:
+    description = spot_description(checkpoint=False)
+    (decision,) = spot(description).decisions
+    assert decision.action is Action.NONE and "CheckpointConfig" in decision.reason
+    result = spot(description, SpotPolicy(require_checkpoint=False))
+    assert [d.action for d in result.decisions] == [Action.CLONE, Action.STOP]
+
+
+def test_max_wait_exceeded_falls_back_when_allowed() -> None:
+    description = spot_description(interruptions=1, status="Stopped", secondary="MaxWaitTimeExceeded")
+    result = spot(description)
+    assert [d.action for d in result.decisions] == [Action.CLONE]  # it has ended: nothing to stop
+    assert not result.stop_source
+    assert "MaxWaitTimeExceeded" in result.decisions[0].reason
+    (decision,) = spot(description, SpotPolicy(fallback_on_max_wait=False)).decisions
+    assert decision.action is Action.NONE
+
+
+def test_a_job_no_longer_running_is_not_stopped_or_cloned() -> None:
+    description = spot_description(status="Stopping", secondary="Stopping")
+    (decision,) = spot(description).decisions
+    assert decision.action is Action.NONE and "nothing to fall back from" in decision.reason
+
+
+def test_on_demand_jobs_have_no_spot_fallback() -> None:
+    description = spot_description()
+    description["EnableManagedSpotTraining"] = False
+    (decision,) = spot(description).decisions
+    assert decision.action is Action.NONE and "not a Managed Spot job" in decision.reason
+
+
+# ---- policy defaults from the template ----------------------------------------------------------
+
+
+def test_template_parameters_become_the_resume_and_spot_sections() -> None:
+    settings = Settings.from_env(
+        {
+            "AUTO_RESUME": "disabled",
+            "RESUME_MIN_TRAINING_HOURS": "6",
+            "RESUME_MAX_ATTEMPTS": "4",
+            "RESUME_REQUIRE_CHECKPOINT": "false",
+            "SPOT_MAX_INTERRUPTIONS": "5",
+            "SPOT_FALLBACK_ON_MAX_WAIT": "false",
+        }
+    )
+    policy = Policy.model_validate(settings.base_policy_document())
+    assert policy.resume == ResumePolicy(
+        enabled=False, min_training_hours=6, max_attempts=4, require_checkpoint=False
+    )
+    assert policy.spot == SpotPolicy(
+        max_interruptions=5, fallback_on_max_wait=False, max_attempts=4, require_checkpoint=False
+    )
+    # the policy document (and a team) may still override them
+    assert policy.overlay({"resume": {"enabled": True}}).resume.min_training_hours == 6
+
+
+@pytest.mark.parametrize("section", [ResumePolicy, SpotPolicy])
+def test_section_docstring_examples_are_valid_policies(section: type) -> None:
+    import textwrap
+
+    import yaml
+
+    doc = section.__doc__ or ""
+    example = yaml.safe_load(textwrap.dedent(doc.split("Example:", 1)[1]))
+    policy = Policy.model_validate(example)
+    assert policy.model_dump()[next(iter(example))] != {}
