@@ -23,6 +23,12 @@ EXPECTED_ROUTES = {
         "training-job-starting-heterogeneous.json",
         "training-job-starting-spot-no-checkpoint.json",
     },
+    ("JobEventsFunction", "TrainingStarted"): {"training-job-training.json"},
+    ("JobEventsFunction", "JobEnded"): {
+        "training-job-completed.json",
+        "training-job-failed.json",
+        "training-job-stopped.json",
+    },
 }
 
 

@@ -89,7 +89,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except PolicyDocumentError as exc:
         return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     try:
-        result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe)
+        result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe, naming=_naming())
     except ValidationError as exc:
         return _fail(
             f"{args.event_file}: not a training job state change event:\n  - " + "\n  - ".join(format_errors(exc))
@@ -105,6 +105,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
     return EXIT_OK
+
+
+def _naming() -> Any:
+    """The alarm names and topic the deployed stack would use (from the same environment)."""
+    from sagemaker_governance.domain.idle import AlarmNaming
+
+    cfg = Settings.from_env()
+    return AlarmNaming(
+        prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=cfg.alarm_topic_arn
+    )
 
 
 # ---- demo ---------------------------------------------------------------------------------------
