@@ -104,6 +104,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(f"      fix: {decision['remedy']}")
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
+        if decision.get("alarm"):
+            names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
+            print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
     return EXIT_OK
 
 
@@ -112,9 +115,11 @@ def _naming() -> Any:
     from sagemaker_governance.domain.idle import AlarmNaming
 
     cfg = Settings.from_env()
-    return AlarmNaming(
-        prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=cfg.alarm_topic_arn
+    # Offline there is no stack: name the topic the way CloudFormation names it (less its random suffix).
+    topic = (
+        cfg.alarm_topic_arn or f"arn:{cfg.partition}:sns:{cfg.region}:{cfg.account_id}:{cfg.stack_name}-AlarmTopic"
     )
+    return AlarmNaming(prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=topic)
 
 
 # ---- demo ---------------------------------------------------------------------------------------
