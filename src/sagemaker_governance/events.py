@@ -1,15 +1,21 @@
 """Inbound contracts: the events our functions accept, modelled with Powertools' parser models.
 
+The idle stopper receives CloudWatch alarm notifications through SNS: the handler unwraps the SNS
+envelope (Powertools ``SnsEnvelope``) and parses each message into ``AlarmNotification``; a message that
+is not JSON, or not an alarm notification, is a validation error like any malformed event.
+
 A malformed event raises ``pydantic.ValidationError``: the invocation fails, Lambda retries it and then
 sends it to the dead-letter queue. Nothing is silently dropped.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import Field
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SnsModel
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.job import TrainingJob
 
@@ -22,3 +28,146 @@ class TrainingJobStateChange(EventBridgeModel):  # type: ignore[misc]
     source: Literal["aws.sagemaker"]
     detail_type: Literal["SageMaker Training Job State Change"] = Field(alias="detail-type")
     detail: TrainingJob
+
+
+# ---- CloudWatch alarm notifications (SNS) -------------------------------------------------------
+
+
+class _AlarmModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class AlarmDimension(_AlarmModel):
+    # SNS alarm messages spell dimension keys in lower case; DescribeAlarms in PascalCase.
+    name: str = Field(validation_alias=AliasChoices("name", "Name"))
+    value: str = Field(validation_alias=AliasChoices("value", "Value"))
+
+
+class AlarmMetric(_AlarmModel):
+    namespace: str | None = Field(default=None, alias="Namespace")
+    metric_name: str | None = Field(default=None, alias="MetricName")
+    dimensions: tuple[AlarmDimension, ...] = Field(default=(), alias="Dimensions")
+
+
+class AlarmMetricStat(_AlarmModel):
+    metric: AlarmMetric = Field(alias="Metric")
+    period: int | None = Field(default=None, alias="Period")
+    stat: str | None = Field(default=None, alias="Stat")
+
+
+class AlarmQuery(_AlarmModel):
+    """One item of a metric-math alarm's ``Metrics``: a metric to fetch or an expression."""
+
+    id: str = Field(alias="Id")
+    expression: str | None = Field(default=None, alias="Expression")
+    metric_stat: AlarmMetricStat | None = Field(default=None, alias="MetricStat")
+    label: str | None = Field(default=None, alias="Label")
+    return_data: bool | None = Field(default=None, alias="ReturnData")
+
+
+class AlarmTrigger(_AlarmModel):
+    """A metric alarm's configuration as the notification repeats it: single metric or metric math."""
+
+    metric_name: str | None = Field(default=None, alias="MetricName")
+    namespace: str | None = Field(default=None, alias="Namespace")
+    statistic: str | None = Field(default=None, alias="Statistic")
+    dimensions: tuple[AlarmDimension, ...] = Field(default=(), alias="Dimensions")
+    metrics: tuple[AlarmQuery, ...] = Field(default=(), alias="Metrics")
+    period: int | None = Field(default=None, alias="Period")
+    evaluation_periods: int | None = Field(default=None, alias="EvaluationPeriods")
+    datapoints_to_alarm: int | None = Field(default=None, alias="DatapointsToAlarm")
+    comparison_operator: str | None = Field(default=None, alias="ComparisonOperator")
+    threshold: float | None = Field(default=None, alias="Threshold")
+    treat_missing_data: str | None = Field(default=None, alias="TreatMissingData")
+
+    @property
+    def is_metric_math(self) -> bool:
+        return bool(self.metrics)
+
+    def hosts(self) -> tuple[str, ...]:
+        """The ``Host`` dimension values the alarm watches."""
+        dims = list(self.dimensions)
+        for query in self.metrics:
+            if query.metric_stat is not None:
+                dims += query.metric_stat.metric.dimensions
+        return tuple(d.value for d in dims if d.name == "Host")
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "threshold": self.threshold,
+            "comparison": self.comparison_operator,
+            "period_seconds": self.period
+            or next((q.metric_stat.period for q in self.metrics if q.metric_stat is not None), None),
+            "evaluation_periods": self.evaluation_periods,
+            "datapoints_to_alarm": self.datapoints_to_alarm,
+            "treat_missing_data": self.treat_missing_data,
+            "hosts": list(self.hosts()),
+        }
+        expression = next((q.expression for q in self.metrics if q.return_data and q.expression), None)
+        if expression:
+            out["expression"] = expression
+        return {k: v for k, v in out.items() if v is not None}
+
+
+class TriggeringChild(_AlarmModel):
+    arn: str = Field(alias="Arn")
+    state: dict[str, Any] | None = Field(default=None, alias="State")
+
+
+class AlarmNotification(_AlarmModel):
+    """The JSON CloudWatch publishes to SNS when an alarm changes state (metric or composite alarm)."""
+
+    alarm_name: str = Field(alias="AlarmName", min_length=1)
+    alarm_arn: str | None = Field(default=None, alias="AlarmArn")
+    account_id: str = Field(alias="AWSAccountId", min_length=1)
+    new_state: Literal["ALARM", "OK", "INSUFFICIENT_DATA"] = Field(alias="NewStateValue")
+    old_state: Literal["ALARM", "OK", "INSUFFICIENT_DATA"] | None = Field(default=None, alias="OldStateValue")
+    reason: str = Field(default="", alias="NewStateReason")
+    state_change_time: str | None = Field(default=None, alias="StateChangeTime")
+    region: str | None = Field(default=None, alias="Region")
+    trigger: AlarmTrigger | None = Field(default=None, alias="Trigger")
+    alarm_rule: str | None = Field(default=None, alias="AlarmRule")
+    triggering_children: tuple[TriggeringChild | str, ...] = Field(default=(), alias="TriggeringChildren")
+
+    @property
+    def is_composite(self) -> bool:
+        return self.alarm_rule is not None
+
+    @property
+    def changed_at(self) -> datetime | None:
+        """``StateChangeTime`` (``2025-11-21T11:20:00.123+0000``); ``None`` when absent or unreadable."""
+        if not self.state_change_time:
+            return None
+        for fmt in ("%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S%z"):
+            try:
+                return datetime.strptime(self.state_change_time, fmt)
+            except ValueError:
+                continue
+        return None
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "alarm": self.alarm_name,
+            "state_change_time": self.state_change_time,
+            "state_reason": self.reason[:2000],
+        }
+        if self.trigger is not None:
+            out.update(self.trigger.evidence())
+        if self.alarm_rule is not None:
+            out["alarm_rule"] = self.alarm_rule[:2000]
+        return out
+
+
+def alarm_notifications(raw_event: Mapping[str, Any]) -> list[tuple[str | None, AlarmNotification]]:
+    """An SNS Lambda event to ``(SNS message id, alarm notification)`` pairs.
+
+    Raises ``pydantic.ValidationError`` for an event that is not SNS, and for a message that is not
+    JSON or not an alarm notification (the invocation fails and ends in the dead-letter queue)."""
+    envelope = SnsModel.model_validate(raw_event)
+    out: list[tuple[str | None, AlarmNotification]] = []
+    for record in envelope.Records:
+        text = record.Sns.Message
+        out.append(
+            (record.Sns.MessageId, AlarmNotification.model_validate_json(text if isinstance(text, str) else ""))
+        )
+    return out

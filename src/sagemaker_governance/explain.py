@@ -6,12 +6,14 @@ from datetime import datetime
 from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
+from sagemaker_governance.service.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
@@ -31,6 +33,7 @@ def explain_event(
     now: datetime,
     describe: dict[str, Any] | None = None,
     clone_role_patterns: tuple[str, ...] | None = None,
+    naming: AlarmNaming | None = None,
 ) -> dict[str, Any]:
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
@@ -41,6 +44,14 @@ def explain_event(
     audit = MemoryAuditSink()
     source = FixedPolicy(policy)
     compliance = ComplianceService(jobs, RecordingNotifier(), source, audit, clock=lambda: now)
+    idle_alarms = IdleAlarmsReaction(
+        jobs=jobs,
+        alarms=RecordingAlarms(),
+        policies=source,
+        audit=audit,
+        clock=lambda: now,
+        naming=naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance"),
+    )
     service = JobEventsService(
         reactions=[
             compliance,
@@ -53,6 +64,7 @@ def explain_event(
                 now=now,
                 role_patterns=clone_role_patterns,
             ),
+            idle_alarms,
         ],
         policies=source,
         audit=audit,

@@ -46,10 +46,22 @@ class Settings(BaseModel):
     spot_fallback_on_max_wait: bool = Field(default=True, alias="SPOT_FALLBACK_ON_MAX_WAIT")
     # The role-name glob governance may pass to SageMaker for clones (the template's iam:PassRole grant).
     clone_role_pattern: str = Field(default="*SageMaker*", min_length=1, alias="CLONE_PASS_ROLE_PATTERN")
+    # ---- idle guard
+    idle_enabled: bool = Field(default=True, alias="IDLE_GUARD_ENABLED")
+    idle_threshold_percent: float = Field(default=1.0, gt=0, le=100, alias="IDLE_THRESHOLD_PERCENT")
+    idle_period_seconds: int = Field(default=60, ge=60, alias="IDLE_PERIOD_SECONDS")
+    idle_evaluation_periods: int = Field(default=30, ge=1, alias="IDLE_EVALUATION_PERIODS")
+    idle_datapoints_to_alarm: int = Field(default=30, ge=1, alias="IDLE_DATAPOINTS_TO_ALARM")
+    idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
+    alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
+    alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
+    account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
+    region: str = Field(default="us-east-1", alias="AWS_REGION")
+    partition: str = Field(default="aws", alias="PARTITION")
 
     _lists = field_validator("required_tags", "allowed_instance_types", mode="before")(_csv)
 
-    @field_validator("policy_parameter_name", "notifications_topic_arn", mode="before")
+    @field_validator("policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
@@ -104,4 +116,20 @@ class Settings(BaseModel):
                 "max_attempts": self.resume_max_attempts,
                 "require_checkpoint": self.resume_require_checkpoint,
             },
+            "idle": {
+                "enabled": self.idle_enabled,
+                "threshold_percent": self.idle_threshold_percent,
+                "period_seconds": self.idle_period_seconds,
+                "evaluation_periods": self.idle_evaluation_periods,
+                "datapoints_to_alarm": self.idle_datapoints_to_alarm,
+                "grace_minutes": self.idle_grace_minutes,
+            },
         }
+
+    @property
+    def idle_alarm_prefix(self) -> str:
+        """Every idle alarm's name starts with this (the IAM policy and the topic policy scope to it)."""
+        return self.alarm_prefix or f"{self.stack_name}-idle-"
+
+    def alarm_arn(self, name: str) -> str:
+        return f"arn:{self.partition}:cloudwatch:{self.region}:{self.account_id}:alarm:{name}"

@@ -124,7 +124,10 @@ def test_heterogeneous_job_is_checked_group_by_group(account: LocalAccount) -> N
 
 
 def test_later_states_make_no_decision_but_are_recorded(account: LocalAccount) -> None:
-    result = account.invoke(handler, load_event("training-job-training.json"))
+    # A state no reaction acts on (Training now belongs to the idle guard, see test_idle_alarms.py)
+    event = load_event("training-job-training.json")
+    event["detail"]["SecondaryStatus"] = "Downloading"
+    result = account.invoke(handler, event)
     assert result["decisions"][0]["rule"] == "event-router"
     assert len(account.audit.records) == 1
 

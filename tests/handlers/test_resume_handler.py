@@ -49,6 +49,11 @@ def account(clock: Clock) -> Iterator[LocalAccount]:
         yield acct
 
 
+def resume_records(account: LocalAccount) -> list[Any]:
+    """The audit records of auto-resume and the Spot fallback (the idle guard also acts on ended jobs)."""
+    return [r for r in account.audit.records if r.rule != "idle-guard"]
+
+
 def inbox(account: LocalAccount) -> str:
     queue_url: str = account.sqs.create_queue(QueueName="inbox")["QueueUrl"]
     arn = account.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
@@ -140,12 +145,12 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
         TAG_REASON: "failed-transient",
     }
     # and each decision is audited: done, then already-done; the explain shape carries the request
-    assert [(r.rule, r.action, r.outcome.value) for r in account.audit.records] == [
+    assert [(r.rule, r.action, r.outcome.value) for r in resume_records(account)] == [
         ("auto-resume", "clone", "done"),
         ("auto-resume", "clone", "already-done"),
     ]
-    assert account.audit.records[0].evidence["matched_pattern"] == "internal-server-error"
-    assert account.audit.records[0].evidence["training_hours"] == pytest.approx(26)
+    assert resume_records(account)[0].evidence["matched_pattern"] == "internal-server-error"
+    assert resume_records(account)[0].evidence["training_hours"] == pytest.approx(26)
     assert first["decisions"][0]["request"]["TrainingJobName"] == "llm-sft-4-r1"
     assert second["decisions"][0]["action"] == "clone"
     # and the owner was told once: old job, new job, why
@@ -174,7 +179,7 @@ def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, c
     assert [r["TrainingJobName"][-3:] for r in account.sagemaker.created] == ["-r1", "-r2"]
     assert all(len(r["TrainingJobName"]) <= 63 for r in account.sagemaker.created)
     assert tags_of(account, second)[TAG_ROOT] == root and tags_of(account, second)[TAG_ATTEMPT] == "2"
-    last = account.audit.records[-1]
+    last = resume_records(account)[-1]
     assert (last.job_name, last.action, last.outcome.value) == (second, "none", "no-action")
     assert "retry budget" in last.reason
 
@@ -185,7 +190,7 @@ def test_failures_in_the_users_code_are_not_resumed(account: LocalAccount, clock
         handler, fail_after(account, clock, "typo-job", hours=30, reason="AlgorithmError: KeyError 'x'")
     )
     assert account.sagemaker.created == []
-    (record,) = account.audit.records
+    (record,) = resume_records(account)
     assert (record.action, record.outcome.value, record.evidence["matched_pattern"]) == ("none", "no-action", None)
 
 
@@ -193,7 +198,7 @@ def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None
     launch(account, "short-job")
     account.invoke(handler, fail_after(account, clock, "short-job", hours=2))
     assert account.sagemaker.created == []
-    assert "less than the 24 h" in account.audit.records[0].reason
+    assert "less than the 24 h" in resume_records(account)[0].reason
 
 
 def test_audit_mode_records_the_plan_and_creates_nothing(clock: Clock) -> None:
@@ -201,7 +206,7 @@ def test_audit_mode_records_the_plan_and_creates_nothing(clock: Clock) -> None:
         launch(account, "llm-sft-5")
         result = account.invoke(handler, fail_after(account, clock, "llm-sft-5", hours=26))
         assert account.sagemaker.calls["CreateTrainingJob"] == 0
-        (record,) = account.audit.records
+        (record,) = resume_records(account)
         assert (record.action, record.mode, record.outcome.value) == ("clone", "audit", "audit-only")
         assert result["decisions"][0]["request"]["TrainingJobName"] == "llm-sft-5-r1"
 
@@ -212,7 +217,7 @@ def test_a_name_taken_by_another_job_is_not_mistaken_for_our_clone(account: Loca
     launch(account, "llm-sft-6")
     account.invoke(handler, fail_after(account, clock, "llm-sft-6", hours=26))
     # Then the clone is recorded as failed, not as already done
-    (record,) = account.audit.records
+    (record,) = resume_records(account)
     assert (record.action, record.outcome.value) == ("clone", "failed")
     assert "exists and was resumed from None" in record.reason
 
@@ -225,7 +230,7 @@ def test_a_failed_create_is_recorded_and_the_invocation_fails_for_a_retry(
     account.sagemaker.fail_next["CreateTrainingJob"] = SageMakerError("ResourceLimitExceeded", "quota", 400)
     with pytest.raises(AdapterError):
         account.invoke(handler, event)
-    assert account.audit.records[-1].outcome.value == "failed"
+    assert resume_records(account)[-1].outcome.value == "failed"
     # the retry succeeds
     account.invoke(handler, event)
     assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["llm-sft-7-r1"]
@@ -236,7 +241,7 @@ def test_roles_outside_the_allowed_pattern_are_skipped(clock: Clock) -> None:
         launch(account, "llm-sft-8")
         account.invoke(handler, fail_after(account, clock, "llm-sft-8", hours=26))
         assert account.sagemaker.calls["CreateTrainingJob"] == 0
-        assert "may not pass role" in account.audit.records[0].reason
+        assert "may not pass role" in resume_records(account)[0].reason
 
 
 # ---- Spot fallback --------------------------------------------------------------------------------
@@ -262,7 +267,7 @@ def test_the_third_interruption_moves_the_job_on_demand_and_duplicates_change_no
     assert request["CheckpointConfig"] == {"S3Uri": "s3://bucket/checkpoints/bert-spot-1/"}
     assert account.sagemaker.stop_requests == ["bert-spot-1"]
     assert tags_of(account, "bert-spot-1-r1")[TAG_REASON] == "spot-interrupted"
-    outcomes = [(r.action, r.outcome.value) for r in account.audit.records]
+    outcomes = [(r.action, r.outcome.value) for r in resume_records(account)]
     assert outcomes == [
         ("none", "no-action"),  # two interruptions: below the threshold
         ("clone", "done"),
@@ -275,7 +280,7 @@ def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clo
     launch(account, "bert-spot-2", spot=True, checkpoint=False)
     account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))
     assert account.sagemaker.created == [] and account.sagemaker.stop_requests == []
-    assert "CheckpointConfig" in account.audit.records[-1].reason
+    assert "CheckpointConfig" in resume_records(account)[-1].reason
 
 
 def test_when_the_clone_cannot_be_created_the_spot_job_keeps_running(account: LocalAccount, clock: Clock) -> None:
@@ -285,7 +290,7 @@ def test_when_the_clone_cannot_be_created_the_spot_job_keeps_running(account: Lo
     with pytest.raises(AdapterError):
         account.invoke(handler, event)
     assert account.sagemaker.stop_requests == []
-    assert [(r.action, r.outcome.value) for r in account.audit.records] == [
+    assert [(r.action, r.outcome.value) for r in resume_records(account)] == [
         ("clone", "failed"),
         ("stop", "skipped"),
     ]
@@ -301,5 +306,5 @@ def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Cl
     assert request["EnableManagedSpotTraining"] is False
     assert tags_of(account, "bert-spot-4-r1")[TAG_REASON] == "spot-max-wait"
     assert account.sagemaker.stop_requests == []
-    (record,) = account.audit.records
+    (record,) = resume_records(account)
     assert (record.rule, record.action, record.outcome.value) == ("spot-fallback", "clone", "done")

@@ -173,10 +173,18 @@ def test_built_artifacts_reject_a_malformed_event(x86_build: Path, tmp_path: Pat
         )
 
 
+def test_idle_stopper_handles_a_sample_from_the_built_artifacts(x86_build: Path, tmp_path: Path) -> None:
+    # An OK transition is recorded and ignored without any AWS call.
+    out = run_built_handler(
+        x86_build, "IdleStopperFunction", REPO_ROOT / "events" / "idle-alarm-ok.json", runtime_shim(tmp_path)
+    )
+    assert [r["outcome"] for r in out["result"]["results"]] == ["ignored"]
+
+
 def test_every_function_in_the_build_is_covered() -> None:
     functions = {k for k, v in load_template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
     # Each function needs a sample event it can handle without AWS calls; extend as functions are added.
-    assert functions == {"JobEventsFunction"}, "add a built-artifact handling test for the new function"
+    assert functions == {"JobEventsFunction", "IdleStopperFunction"}, "add a built-artifact test for the new function"
 
 
 def test_layer_lock_is_hash_pinned() -> None:

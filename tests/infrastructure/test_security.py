@@ -57,10 +57,14 @@ def test_key_lets_cloudwatch_publish_only_for_this_account(template: dict[str, A
 def test_dead_letter_queue_accepts_only_this_stacks_rules(template: dict[str, Any]) -> None:
     statements = template["Resources"]["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
     for statement in statements:
-        if statement["Effect"] == "Allow":
-            assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-            sources = statement["Condition"]["ArnEquals"]["aws:SourceArn"]
-            assert all("Fn::GetAtt" in source for source in sources)
+        if statement["Effect"] != "Allow":
+            continue
+        principal = statement["Principal"]
+        assert principal in ({"Service": "events.amazonaws.com"}, {"Service": "sns.amazonaws.com"}), principal
+        sources = as_list(statement["Condition"]["ArnEquals"]["aws:SourceArn"])
+        for source in sources:  # our own rules or topics, nothing else
+            target = source.get("Ref") or source["Fn::GetAtt"][0]
+            assert target.startswith("JobEventsFunction") or target in template["Resources"], source
 
 
 def test_pass_role_is_limited_to_allowed_roles_and_sagemaker(template: dict[str, Any]) -> None:

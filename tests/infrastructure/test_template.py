@@ -31,6 +31,7 @@ EXPECTED_ROUTES = {
         "training-job-stopped-max-wait.json",
     },
     ("JobEventsFunction", "JobInterrupted"): {"training-job-interrupted-spot.json"},
+    ("JobEventsFunction", "TrainingStarted"): {"training-job-training.json"},
 }
 
 
@@ -188,3 +189,70 @@ def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> N
     overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
     for item in overrides:
         assert item.split("=", 1)[0] in template["Parameters"], item
+
+
+# ---- idle guard ---------------------------------------------------------------------------------
+
+
+def test_the_idle_filters_cover_what_the_idle_reaction_acts_on() -> None:
+    from sagemaker_governance.domain.job import TrainingJob
+    from sagemaker_governance.service.idle_alarms import is_training
+
+    for sample in ("training-job-completed.json", "training-job-failed.json", "training-job-stopped.json"):
+        assert TrainingJob.model_validate(json.loads((EVENTS / sample).read_text())["detail"]).is_terminal
+    detail = json.loads((EVENTS / "training-job-training.json").read_text())["detail"]
+    assert is_training(TrainingJob.model_validate(detail))
+
+
+def test_only_this_stacks_alarms_may_publish_to_the_alarm_topic(template: dict[str, Any]) -> None:
+    statements = template["Resources"]["AlarmTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    prefix = "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:${AWS::StackName}-idle-*"
+    allows = [s for s in statements if s["Effect"] == "Allow"]
+    assert allows == [
+        {
+            "Sid": "IdleAlarmsOfThisStack",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+            "Action": "sns:Publish",
+            "Resource": {"Ref": "AlarmTopic"},
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                "ArnLike": {"aws:SourceArn": {"Fn::Sub": prefix}},
+            },
+        }
+    ]
+    denies = {json.dumps(s["Condition"], sort_keys=True) for s in statements if s["Effect"] == "Deny"}
+    assert json.dumps({"Null": {"aws:SourceArn": "true"}}, sort_keys=True) in denies
+    assert json.dumps({"ArnNotLike": {"aws:SourceArn": {"Fn::Sub": prefix}}}, sort_keys=True) in denies
+
+
+def test_alarm_permissions_are_scoped_to_the_alarm_prefix(template: dict[str, Any]) -> None:
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["IDLE_ALARM_PREFIX"] == {"Fn::Sub": "${AWS::StackName}-idle-"}
+    for function in functions(template).values():
+        for statement in policy_statements(function):
+            if any(a.startswith("cloudwatch:") for a in as_list(statement["Action"])):
+                assert statement["Resource"]["Fn::Sub"].endswith(":alarm:${AWS::StackName}-idle-*")
+
+
+def test_the_stopper_is_subscribed_to_the_alarm_topic_only(template: dict[str, Any]) -> None:
+    events = template["Resources"]["IdleStopperFunction"]["Properties"]["Events"]
+    assert [e["Properties"]["Topic"] for e in events.values()] == [{"Ref": "AlarmTopic"}]
+    alarms = [
+        r["Properties"].get("AlarmActions")
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    assert [{"Ref": "AlarmTopic"}] not in alarms  # people's alarms stay on the notifications topic
+
+
+def test_idle_parameter_defaults_match_the_settings_defaults(template: dict[str, Any]) -> None:
+    from sagemaker_governance.settings import Settings
+
+    idle = Settings().base_policy_document()["idle"]
+    params = template["Parameters"]
+    assert params["IdleThresholdPercent"]["Default"] == idle["threshold_percent"]
+    assert params["IdlePeriodSeconds"]["Default"] == idle["period_seconds"]
+    assert params["IdleEvaluationPeriods"]["Default"] == idle["evaluation_periods"]
+    assert params["IdleDatapointsToAlarm"]["Default"] == idle["datapoints_to_alarm"]
+    assert params["IdleGraceMinutes"]["Default"] == idle["grace_minutes"]

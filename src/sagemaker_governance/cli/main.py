@@ -91,7 +91,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except PolicyDocumentError as exc:
         return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     try:
-        result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe)
+        result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe, naming=_naming())
     except ValidationError as exc:
         return _fail(
             f"{args.event_file}: not a training job state change event:\n  - " + "\n  - ".join(format_errors(exc))
@@ -106,7 +106,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(f"      fix: {decision['remedy']}")
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
+        if decision.get("alarm"):
+            names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
+            print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
     return EXIT_OK
+
+
+def _naming() -> Any:
+    """The alarm names and topic the deployed stack would use (from the same environment)."""
+    from sagemaker_governance.domain.idle import AlarmNaming
+
+    cfg = Settings.from_env()
+    # Offline there is no stack: name the topic the way CloudFormation names it (less its random suffix).
+    topic = (
+        cfg.alarm_topic_arn or f"arn:{cfg.partition}:sns:{cfg.region}:{cfg.account_id}:{cfg.stack_name}-AlarmTopic"
+    )
+    return AlarmNaming(prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=topic)
 
 
 # ---- demo ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.idle import IdlePolicy
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
@@ -107,6 +108,7 @@ class Policy(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
     spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
+    idle: IdlePolicy = Field(default_factory=IdlePolicy, description="The idle guard (domain/idle.py).")
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
     )

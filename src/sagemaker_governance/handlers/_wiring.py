@@ -13,20 +13,27 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
+from sagemaker_governance.business_metrics import EmfSavingsMetrics
+from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
+from sagemaker_governance.service.idle_ports import SavingsMetricsPort
+from sagemaker_governance.service.idle_stopper import IdleStopperService
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import Clock
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
 FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
-    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher),
+    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher, CloudWatchAlarmLifecycle),
+    "IdleStopperFunction": (SageMakerJobs, SnsNotifier, PolicyStore, CloudWatchAlarmOwnership),
 }
 
 # Retries are botocore's job, never a hand-written loop.
@@ -96,8 +103,50 @@ def job_events_service() -> JobEventsService:
         audit=audit_sink(),
         clock=now,
     )
-    reactions: list[Reaction] = [compliance, *clone_reactions()]
+    idle_alarms = IdleAlarmsReaction(
+        jobs=SageMakerJobs(client("sagemaker")),
+        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
+        policies=policy_store(),
+        audit=audit_sink(),
+        clock=now,
+        naming=alarm_naming(),
+    )
+    reactions: list[Reaction] = [compliance, *clone_reactions(), idle_alarms]
     return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
+
+
+@cache
+def alarm_naming() -> AlarmNaming:
+    cfg = settings()
+    return AlarmNaming(
+        prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=cfg.alarm_topic_arn
+    )
+
+
+_savings_metrics_override: SavingsMetricsPort | None = None
+
+
+def set_savings_metrics(sink: SavingsMetricsPort | None) -> None:
+    """Keep the savings metric in memory (the simulator and tests)."""
+    global _savings_metrics_override  # noqa: PLW0603
+    _savings_metrics_override = sink
+    idle_stopper_service.cache_clear()
+
+
+@cache
+def idle_stopper_service() -> IdleStopperService:
+    cfg = settings()
+    return IdleStopperService(
+        jobs=SageMakerJobs(client("sagemaker")),
+        alarms=CloudWatchAlarmOwnership(client("cloudwatch"), cfg.alarm_arn),
+        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        policies=policy_store(),
+        audit=audit_sink(),
+        metrics=_savings_metrics_override or EmfSavingsMetrics(),
+        clock=now,
+        naming=alarm_naming(),
+        account_id=cfg.account_id,
+    )
 
 
 def clone_reactions() -> list[Reaction]:
@@ -121,5 +170,14 @@ def reset() -> None:
     """Forget every cached object and the injected clock (tests and the simulator start fresh)."""
     set_clock(utc_now)
     set_audit_sink(None)
-    for cached in (settings, client, policy_store, audit_sink, job_events_service):
+    set_savings_metrics(None)
+    for cached in (
+        settings,
+        client,
+        policy_store,
+        audit_sink,
+        job_events_service,
+        alarm_naming,
+        idle_stopper_service,
+    ):
         cached.cache_clear()

@@ -3,10 +3,12 @@ through these, so its output is what the deployed functions would decide, with n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.idle import AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 
@@ -55,3 +57,22 @@ class RecordingLauncher:
     def create_training_job(self, request: dict[str, Any]) -> CreateOutcome:
         self.requests.append(request)
         return CreateOutcome.CREATED
+
+
+class RecordingAlarms:
+    """Records the alarm requests instead of sending them (`smgov explain`)."""
+
+    def __init__(self) -> None:
+        self.plans: list[AlarmPlan] = []
+        self.deleted: list[str] = []
+        self.resets: list[str] = []
+
+    def put(self, plan: AlarmPlan) -> None:
+        self.plans.append(plan)
+
+    def delete(self, names: Sequence[str]) -> list[str]:
+        self.deleted += names
+        return list(names)
+
+    def reset(self, names: Sequence[str], reason: str) -> None:
+        self.resets += names

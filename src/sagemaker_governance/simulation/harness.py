@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sagemaker_governance.simulation.fake_cloudwatch import FakeCloudWatch
 from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
 
 REGION = "us-east-1"
@@ -76,6 +77,9 @@ class LocalAccount:
         _wiring.set_audit_sink(self.audit)
         self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
         self.sagemaker.attach(_wiring.client("sagemaker"))
+        # moto has no composite alarms: the idle guard's alarms are answered by a CloudWatch double.
+        self.cloudwatch = FakeCloudWatch(clock, region=REGION, account=ACCOUNT)
+        self.cloudwatch.attach(_wiring.client("cloudwatch"))
         self.sns = boto3.client("sns", region_name=REGION)
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.ssm = boto3.client("ssm", region_name=REGION)
@@ -102,7 +106,13 @@ def local_account(
 
         sns = boto3.client("sns", region_name=REGION)
         topic_arn = sns.create_topic(Name=topic_name)["TopicArn"]
-        env = {"NOTIFICATIONS_TOPIC_ARN": topic_arn, **environment}
+        alarm_topic_arn = sns.create_topic(Name="governance-alarms")["TopicArn"]
+        env = {
+            "NOTIFICATIONS_TOPIC_ARN": topic_arn,
+            "ALARM_TOPIC_ARN": alarm_topic_arn,
+            "ACCOUNT_ID": ACCOUNT,
+            **environment,
+        }
         with patched_env(env):
             account = LocalAccount(clock, env, log_audit=log_audit)
             try:

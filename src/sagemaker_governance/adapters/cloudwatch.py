@@ -1,0 +1,106 @@
+"""CloudWatch alarms of the idle guard: upsert, delete, read tags, reset state.
+
+No ``cloudwatch:DescribeAlarms``: AWS returns composite alarms from it only to callers allowed on
+``Resource: "*"``. Existence and ownership are read with ``ListTagsForResource`` instead, which (like
+every other call here) can be scoped to this stack's alarm-name prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from botocore.exceptions import ClientError
+
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.idle import AlarmPlan
+
+DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names
+
+
+def _not_found(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in {"ResourceNotFound", "ResourceNotFoundException"}
+
+
+def _reset(client: Any, names: Sequence[str], reason: str) -> None:
+    for name in names:
+        try:
+            client.set_alarm_state(AlarmName=name, StateValue="OK", StateReason=reason[:1023])
+        except ClientError as exc:
+            if not _not_found(exc):
+                raise AdapterError(f"SetAlarmState {name} failed: {exc}") from exc
+
+
+class CloudWatchAlarmLifecycle:
+    """Creates, updates, deletes and re-arms a job's idle alarms (the job-events function)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "cloudwatch:PutMetricAlarm",
+            "cloudwatch:PutCompositeAlarm",
+            "cloudwatch:TagResource",  # PutMetricAlarm / PutCompositeAlarm with Tags
+            "cloudwatch:DeleteAlarms",
+            "cloudwatch:SetAlarmState",
+        }
+    )
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def put(self, plan: AlarmPlan) -> None:
+        try:
+            for request in plan.metric_alarms:
+                self._client.put_metric_alarm(**request)
+            if plan.composite_alarm is not None:
+                self._client.put_composite_alarm(**plan.composite_alarm)
+        except ClientError as exc:
+            raise AdapterError(f"creating the idle alarms of {plan.job_name} failed: {exc}") from exc
+
+    def delete(self, names: Sequence[str]) -> list[str]:
+        """Delete in the given order (a composite before its children). DeleteAlarms deletes nothing
+        when one name is missing, so a batch that fails that way is retried name by name."""
+        deleted: list[str] = []
+        for start in range(0, len(names), DELETE_BATCH):
+            batch = list(names[start : start + DELETE_BATCH])
+            try:
+                self._client.delete_alarms(AlarmNames=batch)
+                deleted += batch
+                continue
+            except ClientError as exc:
+                if not _not_found(exc):
+                    raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
+            for name in batch:
+                try:
+                    self._client.delete_alarms(AlarmNames=[name])
+                    deleted.append(name)
+                except ClientError as exc:
+                    if not _not_found(exc):
+                        raise AdapterError(f"DeleteAlarms {name} failed: {exc}") from exc
+        return deleted
+
+    def reset(self, names: Sequence[str], reason: str) -> None:
+        _reset(self._client, names, reason)
+
+
+class CloudWatchAlarmOwnership:
+    """Reads an alarm's tags (existence and ownership) and resets its state (the idle stopper)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:ListTagsForResource", "cloudwatch:SetAlarmState"}
+    )
+
+    def __init__(self, client: Any, arn_of: Callable[[str], str]) -> None:
+        self._client = client
+        self._arn_of = arn_of  # alarm name -> its ARN in this account and region
+
+    def tags(self, name: str) -> dict[str, str] | None:
+        try:
+            response = self._client.list_tags_for_resource(ResourceARN=self._arn_of(name))
+        except ClientError as exc:
+            if _not_found(exc):
+                return None
+            raise AdapterError(f"ListTagsForResource {name} failed: {exc}") from exc
+        return {tag["Key"]: tag.get("Value", "") for tag in response.get("Tags", [])}
+
+    def reset(self, names: Sequence[str], reason: str) -> None:
+        _reset(self._client, names, reason)

@@ -1,0 +1,27 @@
+"""Low-cardinality business metrics beyond the per-decision count (EMF through Powertools)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from sagemaker_governance.observability import NAMESPACE
+
+
+class EmfSavingsMetrics:
+    """``EstimatedSavingsUSD`` by rule: what stopping a job is estimated to save."""
+
+    def record_savings(self, usd: float, rule: str) -> None:
+        with single_metric(
+            name="EstimatedSavingsUSD", unit=MetricUnit.NoUnit, value=round(usd, 2), namespace=NAMESPACE
+        ) as metric:
+            metric.add_dimension(name="rule", value=rule)
+
+
+class MemorySavingsMetrics:
+    """Keeps what would be emitted (tests, `smgov explain`, the simulator)."""
+
+    def __init__(self) -> None:
+        self.savings: list[tuple[str, float]] = []
+
+    def record_savings(self, usd: float, rule: str) -> None:
+        self.savings.append((rule, usd))

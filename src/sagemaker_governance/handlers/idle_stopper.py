@@ -1,0 +1,22 @@
+"""SNS (CloudWatch idle-alarm notifications) -> stop idle training jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sagemaker_governance.events import alarm_notifications
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.observability import logger, metrics
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    service = _wiring.idle_stopper_service()
+    results = []
+    for message_id, message in alarm_notifications(event):
+        logger.append_keys(alarm=message.alarm_name, message_id=message_id)
+        results.append(service.handle(message, message_id).as_dict())
+    return {"results": results}

@@ -1,0 +1,306 @@
+"""A CloudWatch alarms double that sits *behind* boto3 (like ``fake_sagemaker``).
+
+moto stores metric alarms but has no ``PutCompositeAlarm``, so the idle guard's alarms are answered
+here. botocore still validates every request against the real API model first; the double then
+enforces the service rules the idle guard depends on (10 metrics per alarm, a composite's children must
+exist, a child cannot be deleted while its composite exists, DeleteAlarms deletes nothing when one name
+is missing, tags are set only on creation, an update keeps the alarm's state).
+
+Tests and the simulator read ``alarms`` and build the SNS notification CloudWatch would publish when an
+alarm changes state (``notification`` / ``sns_event``), in the real message shapes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+Clock = Callable[[], datetime]
+MAX_METRIC_STATS = 10
+_CHILD_REF = re.compile(r'(?:ALARM|OK|INSUFFICIENT_DATA)\(\s*"?([^")]+?)"?\s*\)')
+
+
+class CloudWatchError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+def _cw_time(value: datetime) -> str:
+    """CloudWatch's notification timestamp format: ``2025-11-21T11:20:00.000+0000``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}+0000"
+
+
+class FakeCloudWatch:
+    def __init__(self, clock: Clock, region: str = "us-east-1", account: str = "123456789012") -> None:
+        self.clock = clock
+        self.region = region
+        self.account = account
+        self.alarms: dict[str, dict[str, Any]] = {}
+        self.tags: dict[str, list[dict[str, str]]] = {}
+        self.calls: Counter[str] = Counter()
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self._pending: dict[int, dict[str, Any]] = {}
+
+    # ---- wiring --------------------------------------------------------------------------------
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("before-parameter-build.cloudwatch.*", self._capture)
+        client.meta.events.register("before-call.cloudwatch.*", self._answer)
+        return client
+
+    def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self._pending[id(model)] = copy.deepcopy(params)
+
+    def _answer(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        name = model.name
+        params = self._pending.pop(id(model), {})
+        self.calls[name] += 1
+        self.requests.append((name, copy.deepcopy(params)))
+        handler = getattr(self, f"_op_{name}", None)
+        try:
+            if handler is None:
+                raise CloudWatchError("UnknownOperationException", f"the fake does not implement {name}")
+            body = handler(params)
+            status = 200
+        except CloudWatchError as err:
+            body = {"Error": {"Code": err.code, "Message": err.message}}
+            status = err.status
+        body.setdefault("ResponseMetadata", {"HTTPStatusCode": status, "RequestId": "fake"})
+        return AWSResponse("https://monitoring.fake", status, HTTPHeaders(), None), body
+
+    # ---- reading what the service did ----------------------------------------------------------
+
+    def arn(self, name: str) -> str:
+        return f"arn:aws:cloudwatch:{self.region}:{self.account}:alarm:{name}"
+
+    def state(self, name: str) -> str:
+        return str(self.alarms[name]["StateValue"])
+
+    def set_state(self, name: str, value: str, reason: str = "set by the test") -> None:
+        """What CloudWatch's own evaluation does (tests drive it)."""
+        alarm = self.alarms[name]
+        alarm.update(StateValue=value, StateReason=reason, StateUpdatedTimestamp=self.clock())
+
+    # ---- the notification CloudWatch would publish -----------------------------------------------
+
+    def notification(
+        self, name: str, *, new_state: str = "ALARM", old_state: str = "OK", reason: str | None = None
+    ) -> dict[str, Any]:
+        alarm = self.alarms[name]
+        now = self.clock()
+        message: dict[str, Any] = {
+            "AlarmName": name,
+            "AlarmDescription": alarm.get("AlarmDescription"),
+            "AWSAccountId": self.account,
+            "AlarmConfigurationUpdatedTimestamp": _cw_time(alarm["AlarmConfigurationUpdatedTimestamp"]),
+            "NewStateValue": new_state,
+            "NewStateReason": reason or _breach_reason(alarm, now),
+            "StateChangeTime": _cw_time(now),
+            "Region": "US East (N. Virginia)",
+            "AlarmArn": self.arn(name),
+            "OldStateValue": old_state,
+            "OKActions": alarm.get("OKActions", []),
+            "AlarmActions": alarm.get("AlarmActions", []),
+            "InsufficientDataActions": alarm.get("InsufficientDataActions", []),
+        }
+        if alarm["Kind"] == "composite":
+            message["AlarmRule"] = alarm["AlarmRule"]
+            message["TriggeringChildren"] = [
+                {"Arn": self.arn(child), "State": {"Value": "ALARM", "Timestamp": _cw_time(now)}}
+                for child in _CHILD_REF.findall(alarm["AlarmRule"])[:1]
+            ]
+            return message
+        trigger: dict[str, Any] = {
+            "Period": alarm.get("Period"),
+            "EvaluationPeriods": alarm["EvaluationPeriods"],
+            "DatapointsToAlarm": alarm.get("DatapointsToAlarm"),
+            "ComparisonOperator": alarm["ComparisonOperator"],
+            "Threshold": float(alarm["Threshold"]),
+            "TreatMissingData": alarm.get("TreatMissingData", "missing"),
+            "EvaluateLowSampleCountPercentile": "",
+        }
+        if "Metrics" in alarm:
+            trigger.pop("Period")
+            trigger["Metrics"] = [_lower_dimensions(query) for query in alarm["Metrics"]]
+        else:
+            trigger.update(
+                MetricName=alarm["MetricName"],
+                Namespace=alarm["Namespace"],
+                StatisticType="Statistic",
+                Statistic=str(alarm.get("Statistic", "")).upper(),
+                Unit=None,
+                Dimensions=[{"value": d["Value"], "name": d["Name"]} for d in alarm.get("Dimensions", [])],
+            )
+        message["Trigger"] = trigger
+        return message
+
+    def sns_event(self, messages: Iterable[dict[str, Any] | str], topic_arn: str | None = None) -> dict[str, Any]:
+        """The Lambda event SNS delivers for these messages (a dict is sent as JSON, a str as is)."""
+        topic = topic_arn or f"arn:aws:sns:{self.region}:{self.account}:governance-alarms"
+        records = []
+        for index, message in enumerate(messages):
+            body = message if isinstance(message, str) else json.dumps(message)
+            subject = (
+                f'ALARM: "{message["AlarmName"]}" in US East (N. Virginia)'[:100]
+                if isinstance(message, dict)
+                else None
+            )
+            records.append(
+                {
+                    "EventSource": "aws:sns",
+                    "EventVersion": "1.0",
+                    "EventSubscriptionArn": f"{topic}:0f3c5e1a-1111-2222-3333-44445555666{index}",
+                    "Sns": {
+                        "Type": "Notification",
+                        "MessageId": f"5b4a3c2d-0000-4000-8000-00000000000{index}",
+                        "TopicArn": topic,
+                        "Subject": subject,
+                        "Message": body,
+                        "Timestamp": self.clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+                        "SignatureVersion": "1",
+                        "Signature": "RkFLRQ==",
+                        "SigningCertUrl": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-fake.pem",
+                        "UnsubscribeUrl": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+                        "MessageAttributes": {},
+                    },
+                }
+            )
+        return {"Records": records}
+
+    # ---- the API -------------------------------------------------------------------------------
+
+    def _alarm(self, name: str, code: str = "ResourceNotFound") -> dict[str, Any]:
+        alarm = self.alarms.get(name)
+        if alarm is None:
+            raise CloudWatchError(code, f"Alarm {name} does not exist", 404)
+        return alarm
+
+    def _upsert(self, name: str, kind: str, params: dict[str, Any]) -> None:
+        now = self.clock()
+        existing = self.alarms.get(name)
+        if existing is not None and existing["Kind"] != kind:
+            raise CloudWatchError("ValidationError", f"{name} exists as a {existing['Kind']} alarm")
+        state = existing or {
+            "StateValue": "INSUFFICIENT_DATA",
+            "StateReason": "Unchecked: Initial alarm creation",
+            "StateUpdatedTimestamp": now,
+        }
+        config = {k: copy.deepcopy(v) for k, v in params.items() if k != "Tags"}
+        self.alarms[name] = {
+            **config,
+            "Kind": kind,
+            "AlarmArn": self.arn(name),
+            "AlarmConfigurationUpdatedTimestamp": now,
+            "StateValue": state["StateValue"],
+            "StateReason": state["StateReason"],
+            "StateUpdatedTimestamp": state["StateUpdatedTimestamp"],
+        }
+        if existing is None:  # tags are applied only when the alarm is created
+            self.tags[name] = [dict(t) for t in params.get("Tags", [])]
+
+    def _op_PutMetricAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
+        metrics = params.get("Metrics")
+        if metrics is not None:
+            if any(k in params for k in ("MetricName", "Namespace", "Dimensions", "Period", "Statistic")):
+                raise CloudWatchError("ValidationError", "Metrics cannot be combined with MetricName etc.")
+            stats = [q for q in metrics if "MetricStat" in q]
+            if len(stats) > MAX_METRIC_STATS:
+                raise CloudWatchError("ValidationError", f"at most {MAX_METRIC_STATS} metrics in one alarm")
+            if sum(1 for q in metrics if q.get("ReturnData", True)) != 1:
+                raise CloudWatchError("ValidationError", "exactly one item must have ReturnData true")
+            period = stats[0]["MetricStat"]["Period"] if stats else 60
+        else:
+            if "MetricName" not in params or "Period" not in params:
+                raise CloudWatchError("ValidationError", "MetricName and Period are required without Metrics")
+            period = params["Period"]
+        if params.get("DatapointsToAlarm", params["EvaluationPeriods"]) > params["EvaluationPeriods"]:
+            raise CloudWatchError("ValidationError", "DatapointsToAlarm cannot exceed EvaluationPeriods")
+        if period * params["EvaluationPeriods"] > 86_400:
+            raise CloudWatchError("ValidationError", "Period x EvaluationPeriods cannot exceed one day")
+        self._upsert(params["AlarmName"], "metric", params)
+        return {}
+
+    def _op_PutCompositeAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
+        for child in _CHILD_REF.findall(params["AlarmRule"]):
+            if child not in self.alarms and self.arn(child) != child:
+                raise CloudWatchError("ValidationError", f"Could not save the composite alarm: {child} missing")
+        self._upsert(params["AlarmName"], "composite", params)
+        return {}
+
+    def _op_DeleteAlarms(self, params: dict[str, Any]) -> dict[str, Any]:
+        names = params["AlarmNames"]
+        missing = [n for n in names if n not in self.alarms]
+        if missing:
+            raise CloudWatchError("ResourceNotFound", f"{', '.join(missing)} not found", 404)
+        remaining = [a for n, a in self.alarms.items() if a["Kind"] == "composite" and n not in names]
+        for name in names:
+            if any(name in _CHILD_REF.findall(c["AlarmRule"]) for c in remaining):
+                raise CloudWatchError(
+                    "ValidationError", f"Cannot delete {name} as there are composite alarm(s) depending on it."
+                )
+        for name in names:
+            del self.alarms[name]
+            self.tags.pop(name, None)
+        return {}
+
+    def _op_ListTagsForResource(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params["ResourceARN"].split(":alarm:", 1)[-1]
+        if not params["ResourceARN"].startswith(self.arn("")) or name not in self.alarms:
+            raise CloudWatchError("ResourceNotFoundException", "The named resource does not exist.", 404)
+        return {"Tags": copy.deepcopy(self.tags.get(name, []))}
+
+    def _op_SetAlarmState(self, params: dict[str, Any]) -> dict[str, Any]:
+        alarm = self._alarm(params["AlarmName"])
+        alarm.update(
+            StateValue=params["StateValue"], StateReason=params["StateReason"], StateUpdatedTimestamp=self.clock()
+        )
+        return {}
+
+    def _op_DescribeAlarms(self, params: dict[str, Any]) -> dict[str, Any]:
+        names = params.get("AlarmNames")
+        prefix = params.get("AlarmNamePrefix", "")
+        chosen = [
+            a for n, a in sorted(self.alarms.items()) if (names is None or n in names) and n.startswith(prefix)
+        ]
+
+        def public(alarm: dict[str, Any]) -> dict[str, Any]:
+            return {k: copy.deepcopy(v) for k, v in alarm.items() if k != "Kind"}
+
+        return {
+            "MetricAlarms": [public(a) for a in chosen if a["Kind"] == "metric"],
+            "CompositeAlarms": [public(a) for a in chosen if a["Kind"] == "composite"],
+        }
+
+
+def _lower_dimensions(query: dict[str, Any]) -> dict[str, Any]:
+    """Notifications spell metric dimensions ``{"value": ..., "name": ...}``."""
+    out = copy.deepcopy(query)
+    metric = out.get("MetricStat", {}).get("Metric")
+    if metric is not None:
+        metric["Dimensions"] = [{"value": d["Value"], "name": d["Name"]} for d in metric.get("Dimensions", [])]
+    return out
+
+
+def _breach_reason(alarm: dict[str, Any], now: datetime) -> str:
+    """A ``NewStateReason`` in CloudWatch's wording, with all-zero datapoints."""
+    if alarm["Kind"] == "composite":
+        return f"arn:aws:cloudwatch alarm {alarm['AlarmName']} transitioned to ALARM"
+    points = int(alarm.get("DatapointsToAlarm") or alarm["EvaluationPeriods"])
+    minute = now.replace(second=0, microsecond=0)
+    shown = ", ".join(
+        f"0.0 ({(minute - timedelta(minutes=k + 1)).strftime('%d/%m/%y %H:%M:%S')})" for k in range(min(points, 5))
+    )
+    more = " ..." if points > 5 else ""
+    return (
+        f"Threshold Crossed: {points} out of the last {alarm['EvaluationPeriods']} datapoints [{shown}{more}] "
+        f"were less than the threshold ({float(alarm['Threshold'])}) (minimum {points} datapoints for "
+        "OK -> ALARM transition)."
+    )

@@ -1,0 +1,130 @@
+"""CloudWatch alarm adapters: request order, idempotent deletion, error translation, IAM actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.idle import AlarmNaming, AlarmPlan, IdlePolicy, plan_idle_alarm
+from tests.builders import job
+
+NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
+
+
+def arn(name: str) -> str:
+    return f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}"
+
+
+def plan_for(hosts: int, instance_type: str = "ml.p4d.24xlarge") -> AlarmPlan:
+    plan = plan_idle_alarm(
+        job("train-1", ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts}),
+        IdlePolicy(),
+        NAMING,
+    )
+    assert isinstance(plan, AlarmPlan)
+    return plan
+
+
+class IamRecorder:
+    """The IAM action of every call (CloudWatch signs as `monitoring`, its IAM prefix is `cloudwatch`)."""
+
+    def __init__(self, client: Any) -> None:
+        self.actions: set[str] = set()
+        client.meta.events.register(
+            "before-call.*.*", lambda model, **_: self.actions.add(f"cloudwatch:{model.name}")
+        )
+
+
+def client() -> Any:
+    return boto3.client("cloudwatch", region_name="us-east-1")
+
+
+def test_moto_stores_the_metric_math_alarm_exactly(aws: None) -> None:
+    # moto (which has no composite alarms) keeps metric alarms with their Metrics and tags
+    cw = client()
+    recorder = IamRecorder(cw)
+    plan = plan_for(2, "ml.g5.12xlarge")
+    CloudWatchAlarmLifecycle(cw).put(plan)
+    (stored,) = cw.describe_alarms(AlarmNames=["gov-idle-train-1"])["MetricAlarms"]
+    assert stored["Metrics"] == plan.metric_alarms[0]["Metrics"]
+    assert stored["Threshold"] == 4.0 and stored["TreatMissingData"] == "notBreaching"
+    assert CloudWatchAlarmOwnership(cw, arn).tags("gov-idle-train-1") == {
+        "smgov:training-job": "train-1",
+        "smgov:managed-by": "gov",
+    }
+    CloudWatchAlarmLifecycle(cw).reset(["gov-idle-train-1"], "re-armed")
+    assert cw.describe_alarms(AlarmNames=["gov-idle-train-1"])["MetricAlarms"][0]["StateValue"] == "OK"
+    assert CloudWatchAlarmLifecycle(cw).delete(["gov-idle-train-1"]) == ["gov-idle-train-1"]
+    used = recorder.actions - {"cloudwatch:DescribeAlarms"}  # DescribeAlarms: the test's own reads
+    # TagResource is not a call of its own: PutMetricAlarm with Tags needs that permission too.
+    assert used <= CloudWatchAlarmLifecycle.IAM_ACTIONS | CloudWatchAlarmOwnership.IAM_ACTIONS
+
+
+def test_children_are_created_before_their_composite() -> None:
+    cw = client()
+    plan = plan_for(16)
+    with Stubber(cw) as stub:
+        for request in plan.metric_alarms:
+            stub.add_response("put_metric_alarm", {}, request)
+        assert plan.composite_alarm is not None
+        stub.add_response("put_composite_alarm", {}, plan.composite_alarm)
+        CloudWatchAlarmLifecycle(cw).put(plan)
+        stub.assert_no_pending_responses()
+
+
+def test_lifecycle_adapter_declares_exactly_what_it_calls() -> None:
+    cw = client()
+    recorder = IamRecorder(cw)
+    plan = plan_for(16)
+    with Stubber(cw) as stub:
+        for _ in plan.metric_alarms:
+            stub.add_response("put_metric_alarm", {})
+        stub.add_response("put_composite_alarm", {})
+        stub.add_response("set_alarm_state", {})
+        stub.add_response("delete_alarms", {})
+        adapter = CloudWatchAlarmLifecycle(cw)
+        adapter.put(plan)
+        adapter.reset(["gov-idle-train-1.hosts-1-10"], "x")
+        adapter.delete(["gov-idle-train-1"])
+    assert recorder.actions | {"cloudwatch:TagResource"} == CloudWatchAlarmLifecycle.IAM_ACTIONS
+
+
+def test_delete_falls_back_to_one_by_one_when_an_alarm_is_missing() -> None:
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("delete_alarms", "ResourceNotFound", http_status_code=404)
+        stub.add_client_error("delete_alarms", "ResourceNotFound", http_status_code=404)  # composite: gone
+        stub.add_response("delete_alarms", {}, {"AlarmNames": ["c1"]})
+        deleted = CloudWatchAlarmLifecycle(cw).delete(["composite", "c1"])
+    assert deleted == ["c1"]
+
+
+def test_delete_failure_other_than_not_found_is_raised() -> None:
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("delete_alarms", "ValidationError", "composite alarm(s) depending on it")
+        with pytest.raises(AdapterError):
+            CloudWatchAlarmLifecycle(cw).delete(["child"])
+
+
+def test_tags_of_a_missing_alarm_is_none_and_other_errors_raise() -> None:
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("list_tags_for_resource", "ResourceNotFoundException", http_status_code=404)
+        stub.add_client_error("list_tags_for_resource", "AccessDenied", http_status_code=403)
+        ownership = CloudWatchAlarmOwnership(cw, arn)
+        assert ownership.tags("gov-idle-x") is None
+        with pytest.raises(AdapterError):
+            ownership.tags("gov-idle-x")
+
+
+def test_reset_of_a_missing_alarm_is_fine() -> None:
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("set_alarm_state", "ResourceNotFound", http_status_code=404)
+        CloudWatchAlarmOwnership(cw, arn).reset(["gone"], "x")

@@ -1,0 +1,257 @@
+"""The idle stopper through its real handler: alarm messages in the shapes CloudWatch publishes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.business_metrics import MemorySavingsMetrics
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.handlers.idle_stopper import handler as stopper
+from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from tests.builders import create_request
+from tests.conftest import load_event
+from tests.handlers.conftest import ENFORCE, NOW
+
+PREFIX = "sagemaker-governance-idle-"
+
+
+@dataclass
+class MovableClock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(NOW)
+
+
+@pytest.fixture
+def savings() -> MemorySavingsMetrics:
+    return MemorySavingsMetrics()
+
+
+def _account(clock: MovableClock, savings: MemorySavingsMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
+    with local_account(clock, env) as account:
+        _wiring.set_savings_metrics(savings)
+        yield account
+
+
+@pytest.fixture
+def acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+    yield from _account(clock, savings, ENFORCE)
+
+
+@pytest.fixture
+def audit_acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+    yield from _account(clock, savings, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
+
+
+def training_job_with_alarm(account: LocalAccount, name: str = "job-1", **overrides: Any) -> str:
+    """A job in Training whose idle alarm the real job-events handler created."""
+    account.sagemaker.launch(create_request(name, **overrides), secondary="Training")
+    account.invoke(job_events, account.sagemaker.event(name))
+    return f"{PREFIX}{name}"
+
+
+def fire(account: LocalAccount, alarm: str, **kw: Any) -> dict[str, Any]:
+    """CloudWatch's evaluation puts the alarm in ALARM and SNS delivers the notification."""
+    account.cloudwatch.set_state(alarm, kw.get("new_state", "ALARM"))
+    event = account.cloudwatch.sns_event([account.cloudwatch.notification(alarm, **kw)])
+    result: dict[str, Any] = account.invoke(stopper, event)
+    return result
+
+
+def stop_records(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.trigger == "idle-alarm"]
+
+
+def test_idle_job_after_grace_is_stopped_with_evidence_savings_and_a_notice(
+    acct: LocalAccount, clock: MovableClock, savings: MemorySavingsMetrics
+) -> None:
+    queue_url = acct.sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    queue_arn = acct.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    acct.sns.subscribe(
+        TopicArn=acct.environment["NOTIFICATIONS_TOPIC_ARN"],
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=50)
+    result = fire(acct, alarm)
+    assert result["results"][0]["outcome"] == "done"
+    assert acct.sagemaker.stop_requests == ["job-1"]
+    (record,) = stop_records(acct)
+    assert (record.action, record.mode, record.outcome.value) == ("stop", "enforce", "done")
+    assert record.evidence["threshold"] == 1.0 and record.evidence["hosts"] == ["job-1/algo-1"]
+    assert "Threshold Crossed" in record.evidence["state_reason"]
+    # 24 h allowed - 50 min elapsed, 1 x ml.g5.2xlarge at the built-in price
+    ((rule, usd),) = savings.savings
+    assert rule == "idle-guard" and usd == pytest.approx((86_400 - 3000) / 3600 * 1.515)
+    (message,) = acct.sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["kind"] == "idle-stop" and body["outcome"] == "stopped" and body["owner"] == "alice"
+
+
+def test_metric_math_alarm_of_a_two_host_job(acct: LocalAccount, clock: MovableClock) -> None:
+    resources = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100}
+    alarm = training_job_with_alarm(acct, ResourceConfig=resources)
+    clock.advance(minutes=45)
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == ["job-1"]
+    assert stop_records(acct)[0].evidence["expression"] == "MAX([m1, m2])"
+
+
+def test_composite_alarm_of_a_sixteen_host_job(acct: LocalAccount, clock: MovableClock) -> None:
+    resources = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100}
+    alarm = training_job_with_alarm(acct, ResourceConfig=resources)
+    clock.advance(minutes=45)
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == ["job-1"]
+    assert "alarm_rule" in stop_records(acct)[0].evidence
+
+
+def test_a_child_alarm_never_stops_a_job(acct: LocalAccount, clock: MovableClock) -> None:
+    resources = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100}
+    training_job_with_alarm(acct, ResourceConfig=resources)
+    clock.advance(minutes=45)
+    result = fire(acct, f"{PREFIX}job-1.hosts-1-10")
+    assert result["results"][0]["outcome"] == "ignored"
+    assert acct.sagemaker.stop_requests == []
+
+
+def test_within_grace_the_alarm_is_reset_and_the_job_kept(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=5)
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == []
+    assert acct.cloudwatch.state(alarm) == "OK"  # fires again if the job is still idle after the grace
+    (record,) = stop_records(acct)
+    assert record.outcome.value == "skipped" and "grace" in record.reason
+    # Still idle after the grace period: the next notification stops it
+    clock.advance(minutes=30)
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_ok_transition_is_ignored(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    result = fire(acct, alarm, new_state="OK", old_state="ALARM")
+    assert result["results"][0]["outcome"] == "ignored"
+    assert acct.sagemaker.stop_requests == [] and stop_records(acct) == []
+
+
+def test_job_that_already_ended_is_not_stopped(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    fire(acct, alarm)
+    assert acct.sagemaker.calls["StopTrainingJob"] == 0
+    (record,) = stop_records(acct)
+    assert record.outcome.value == "already-done"
+
+
+def test_job_uploading_its_model_is_not_stopped(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    acct.sagemaker.transition("job-1", "InProgress", "Uploading")
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == []
+    assert stop_records(acct)[0].outcome.value == "skipped"
+
+
+def test_audit_mode_records_and_does_not_stop(
+    audit_acct: LocalAccount, clock: MovableClock, savings: MemorySavingsMetrics
+) -> None:
+    alarm = training_job_with_alarm(audit_acct)
+    clock.advance(minutes=45)
+    fire(audit_acct, alarm)
+    assert audit_acct.sagemaker.stop_requests == []
+    (record,) = stop_records(audit_acct)
+    assert (record.action, record.mode, record.outcome.value) == ("stop", "audit", "audit-only")
+    assert record.evidence["estimated_savings_usd"] > 0
+    assert savings.savings == []  # nothing was saved
+
+
+def test_idle_mode_override_enforces_only_the_idle_guard(audit_acct: LocalAccount, clock: MovableClock) -> None:
+    audit_acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="idle: {mode: enforce}")
+    alarm = training_job_with_alarm(audit_acct)
+    clock.advance(minutes=45)
+    fire(audit_acct, alarm)
+    assert audit_acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_alarm_of_another_stack_is_ignored(acct: LocalAccount, clock: MovableClock) -> None:
+    training_job_with_alarm(acct, "resnet50-imagenet-2025-11-21-10-00-00")
+    result = acct.invoke(stopper, load_event("idle-alarm-other-stack.json"))
+    assert result["results"][0]["outcome"] == "ignored"
+    assert acct.sagemaker.stop_requests == []
+
+
+def test_alarm_with_our_prefix_but_not_our_tag_is_ignored(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    acct.cloudwatch.tags[alarm] = [{"Key": "smgov:training-job", "Value": "job-1"}]  # no managed-by tag
+    clock.advance(minutes=45)
+    assert fire(acct, alarm)["results"][0]["outcome"] == "ignored"
+    assert acct.sagemaker.stop_requests == []
+
+
+def test_notification_of_a_deleted_alarm_is_ignored(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    message = acct.cloudwatch.notification(alarm)
+    del acct.cloudwatch.alarms[alarm]
+    result = acct.invoke(stopper, acct.cloudwatch.sns_event([message]))
+    assert result["results"][0]["outcome"] == "ignored"
+    assert acct.sagemaker.stop_requests == []
+
+
+def test_message_from_another_account_is_ignored(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    message = {**acct.cloudwatch.notification(alarm), "AWSAccountId": "999999999999"}
+    result = acct.invoke(stopper, acct.cloudwatch.sns_event([message]))
+    assert result["results"][0]["outcome"] == "ignored"
+
+
+def test_stale_notification_resets_instead_of_stopping(acct: LocalAccount, clock: MovableClock) -> None:
+    alarm = training_job_with_alarm(acct)
+    clock.advance(minutes=45)
+    message = acct.cloudwatch.notification(alarm)
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    clock.advance(hours=2)  # e.g. a retried delivery
+    acct.invoke(stopper, acct.cloudwatch.sns_event([message]))
+    assert acct.sagemaker.stop_requests == []
+    assert acct.cloudwatch.state(alarm) == "OK"
+
+
+def test_non_json_message_fails_the_invocation(acct: LocalAccount) -> None:
+    with pytest.raises(ValidationError):
+        acct.invoke(stopper, load_event("idle-alarm-not-json.json"))
+    assert acct.audit.records == []
+
+
+def test_sample_single_metric_message_stops_its_job(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given the sample's job, in Training since 10:07 with its alarm, and the clock at the alarm time
+    clock.now = datetime(2025, 11, 21, 10, 7, tzinfo=NOW.tzinfo)
+    training_job_with_alarm(acct, "bert-sst2-finetune-42")
+    clock.now = datetime(2025, 11, 21, 10, 41, tzinfo=NOW.tzinfo)
+    acct.invoke(stopper, load_event("idle-alarm-single-metric.json"))
+    assert acct.sagemaker.stop_requests == ["bert-sst2-finetune-42"]

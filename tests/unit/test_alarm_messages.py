@@ -1,0 +1,69 @@
+"""CloudWatch alarm notifications through SNS: the real shapes parse; anything else is rejected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.events import AlarmNotification, alarm_notifications
+from tests.conftest import load_event
+
+
+def only(sample: str) -> AlarmNotification:
+    ((message_id, message),) = alarm_notifications(load_event(sample))
+    assert message_id
+    return message
+
+
+def test_single_metric_alarm() -> None:
+    message = only("idle-alarm-single-metric.json")
+    assert message.new_state == "ALARM" and not message.is_composite
+    assert message.trigger is not None and not message.trigger.is_metric_math
+    assert message.trigger.hosts() == ("bert-sst2-finetune-42/algo-1",)
+    evidence = message.evidence()
+    assert evidence["threshold"] == 1.0 and evidence["datapoints_to_alarm"] == 30
+    assert "Threshold Crossed" in evidence["state_reason"]
+    assert message.changed_at is not None
+
+
+def test_metric_math_alarm() -> None:
+    message = only("idle-alarm-metric-math.json")
+    assert message.trigger is not None and message.trigger.is_metric_math
+    assert len(message.trigger.hosts()) == 2
+    assert message.evidence()["expression"] == "MAX([m1, m2])"
+
+
+def test_composite_alarm() -> None:
+    message = only("idle-alarm-composite.json")
+    assert message.is_composite and message.trigger is None
+    assert message.alarm_rule is not None and "AND" in message.alarm_rule
+
+
+def test_ok_transition_parses() -> None:
+    assert only("idle-alarm-ok.json").new_state == "OK"
+
+
+def test_a_message_that_is_not_json_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError):
+        alarm_notifications(load_event("idle-alarm-not-json.json"))
+
+
+def test_json_that_is_not_an_alarm_is_a_validation_error() -> None:
+    event = load_event("idle-alarm-ok.json")
+    event["Records"][0]["Sns"]["Message"] = json.dumps({"hello": "world"})
+    with pytest.raises(ValidationError):
+        alarm_notifications(event)
+
+
+def test_an_event_that_is_not_sns_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError):
+        alarm_notifications(load_event("training-job-training.json"))
+
+
+def test_dimension_keys_in_either_case() -> None:
+    body = json.loads(load_event("idle-alarm-single-metric.json")["Records"][0]["Sns"]["Message"])
+    body["Trigger"]["Dimensions"] = [{"Name": "Host", "Value": "j/algo-1"}]
+    message = AlarmNotification.model_validate(body)
+    assert message.trigger is not None and message.trigger.hosts() == ("j/algo-1",)
