@@ -34,8 +34,8 @@ EVIDENCE_KEYS: Final[Mapping[str, str]] = {
 
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows
 _FIELD_RE = re.compile(r"\baudit(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
+_JOB_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_DURATION_RE = re.compile(r"^\s*([0-9]+)\s*([mhd])\s*$", re.ASCII)
 _UNIT_SECONDS: Final = {"m": 60, "h": 3600, "d": 86_400}
 MAX_LOOKBACK: Final = timedelta(days=3653)  # the longest log retention CloudWatch offers
 
@@ -120,9 +120,9 @@ def decisions_query(
     Decisions that did nothing (action ``none``) are left out unless asked for or a job is named (a
     person looking at one job wants its whole story).
     """
-    if rule is not None and not re.match(RULE_ID_PATTERN, rule):
+    if rule is not None and not re.fullmatch(RULE_ID_PATTERN.strip("^$"), rule):
         raise ValueError(f"not a rule id: {rule!r} (lower-case letters, digits and dashes)")
-    if job is not None and not _JOB_NAME_RE.match(job):
+    if job is not None and not _JOB_NAME_RE.fullmatch(job):
         raise ValueError(f"not a training job name: {job!r}")
     if not 1 <= limit <= MAX_ROWS:
         raise ValueError(f"limit must be between 1 and {MAX_ROWS}")

@@ -206,8 +206,9 @@ def _chart(job: JobReport) -> str:
     t_step = _time_step(x_max)
     minute = 0.0
     while minute <= x_max + 1e-9:
+        anchor = "end" if x(minute) > _W - _RIGHT - 24 else "middle"  # keep the last label inside
         parts.append(
-            f'<text x="{x(minute):.1f}" y="{_H - _BOTTOM + 16}" class="tick" text-anchor="middle">'
+            f'<text x="{x(minute):.1f}" y="{_H - _BOTTOM + 16}" class="tick" text-anchor="{anchor}">'
             f"{_e(_clock(minute))}</text>"
         )
         minute += t_step

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 
 LOG_GROUP_OUTPUT_SUFFIX = "LogGroupName"
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
 class StackNotFound(AdapterError):
@@ -20,6 +22,13 @@ class StackOutputs:
 
     def __init__(self, client: Any) -> None:
         self._client = client
+
+    @classmethod
+    def connect(cls, region: str | None = None) -> StackOutputs:
+        """From the caller's AWS configuration (the CLI)."""
+        import boto3
+
+        return cls(boto3.client("cloudformation", region_name=region, config=CLIENT_CONFIG))
 
     def outputs(self, stack_name: str) -> dict[str, str]:
         """``OutputKey -> OutputValue`` of a stack."""

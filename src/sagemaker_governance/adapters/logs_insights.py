@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 DONE_STATUSES = frozenset({"Complete", "Failed", "Cancelled", "Timeout", "Unknown"})
 
 
@@ -47,6 +49,13 @@ class LogsInsights:
         self._monotonic = monotonic
         self._poll_seconds = poll_seconds
         self._timeout_seconds = timeout_seconds
+
+    @classmethod
+    def connect(cls, region: str | None = None) -> LogsInsights:
+        """From the caller's AWS configuration (the CLI)."""
+        import boto3
+
+        return cls(boto3.client("logs", region_name=region, config=CLIENT_CONFIG))
 
     def run(
         self, log_groups: Sequence[str], query: str, *, start: datetime, end: datetime, limit: int | None = None

@@ -46,16 +46,12 @@ class Dependencies:
 
 
 def aws_dependencies(region: str | None) -> Dependencies:
-    import boto3
-    from botocore.config import Config
-
     from sagemaker_governance.adapters.cloudformation import StackOutputs
     from sagemaker_governance.adapters.logs_insights import LogsInsights
 
-    config = Config(retries={"mode": "standard", "max_attempts": 5})
     return Dependencies(
-        stacks=StackOutputs(boto3.client("cloudformation", region_name=region, config=config)),
-        insights=LogsInsights(boto3.client("logs", region_name=region, config=config)),
+        stacks=StackOutputs.connect(region),
+        insights=LogsInsights.connect(region),
         now=lambda: datetime.now(UTC),
     )
 
