@@ -92,3 +92,18 @@ def test_the_cli_connects_through_the_adapters() -> None:
     assert deps.stacks._client.meta.region_name == "eu-west-1"
     assert deps.insights._client.meta.region_name == "eu-west-1"
     assert deps.now().tzinfo is UTC
+
+
+def test_missing_credentials_are_an_adapter_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import boto3
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    session = boto3.session.Session(region_name="us-east-1")
+    with pytest.raises(AdapterError, match="credentials"):
+        StackOutputs(session.client("cloudformation")).outputs("s")
+    with pytest.raises(AdapterError, match="credentials"):
+        LogsInsights(session.client("logs")).run(["/g"], "fields @timestamp", start=END, end=END)

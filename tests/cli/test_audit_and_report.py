@@ -142,7 +142,7 @@ def test_audit_shows_what_the_real_service_decided(
     # Then the stop of the untagged job is listed with its reason, and the no-op decision is not
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["time", "job", "team", "rule", "action", "mode", "outcome", "reason"]
+    assert lines[0].split() == ["time", "(UTC)", "job", "team", "rule", "action", "mode", "outcome", "reason"]
     (row,) = lines[2:]
     assert "untagged-experiment-7" in row and "required-tags" in row and " stop " in row and " done " in row
     assert row.endswith("missing or empty tag(s): cost-center, team")

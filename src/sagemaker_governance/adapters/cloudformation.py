@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 
@@ -38,6 +38,8 @@ class StackOutputs:
             error = exc.response.get("Error", {})
             if error.get("Code") == "ValidationError" and "does not exist" in str(error.get("Message", "")):
                 raise StackNotFound(f"stack {stack_name!r} not found in this account and region") from exc
+            raise AdapterError(f"DescribeStacks {stack_name} failed: {exc}") from exc
+        except BotoCoreError as exc:  # no credentials, no network, ...
             raise AdapterError(f"DescribeStacks {stack_name} failed: {exc}") from exc
         stacks = response.get("Stacks", [])
         if not stacks:

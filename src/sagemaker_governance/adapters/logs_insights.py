@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 
@@ -71,13 +71,13 @@ class LogsInsights:
             request["limit"] = limit
         try:
             query_id: str = self._client.start_query(**request)["queryId"]
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"StartQuery failed: {exc}") from exc
         deadline = self._monotonic() + self._timeout_seconds
         while True:
             try:
                 response = self._client.get_query_results(queryId=query_id)
-            except ClientError as exc:
+            except (ClientError, BotoCoreError) as exc:
                 raise AdapterError(f"GetQueryResults {query_id} failed: {exc}") from exc
             status = response.get("status", "Unknown")
             if status == "Complete":
@@ -93,5 +93,5 @@ class LogsInsights:
             self._sleep(self._poll_seconds)
 
     def _stop(self, query_id: str) -> None:
-        with contextlib.suppress(ClientError):  # it may have finished meanwhile; nothing else to do
+        with contextlib.suppress(ClientError, BotoCoreError):  # it may have finished meanwhile; nothing else to do
             self._client.stop_query(queryId=query_id)

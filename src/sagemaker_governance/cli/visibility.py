@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -32,6 +32,10 @@ from sagemaker_governance.audit_queries import (
 )
 from sagemaker_governance.domain.errors import AdapterError
 
+if TYPE_CHECKING:
+    from sagemaker_governance.adapters.cloudformation import StackOutputs
+    from sagemaker_governance.adapters.logs_insights import LogsInsights
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_STACK = "sagemaker-governance"
 
@@ -40,8 +44,8 @@ DEFAULT_STACK = "sagemaker-governance"
 class Dependencies:
     """What the commands need from outside: the AWS adapters and the time."""
 
-    stacks: Any  # adapters.cloudformation.StackOutputs
-    insights: Any  # adapters.logs_insights.LogsInsights
+    stacks: StackOutputs
+    insights: LogsInsights
     now: Callable[[], datetime]
 
 
@@ -72,12 +76,14 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
     return code
 
 
-def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-    """A plain aligned text table (the last column is not padded)."""
+def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str], numeric: Sequence[int] = ()) -> str:
+    """A plain aligned text table; ``numeric`` columns are right-aligned."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
@@ -96,7 +102,7 @@ def _key(column: str) -> str:
     return column.removeprefix("audit.").removeprefix("@")
 
 
-_AUDIT_HEADERS = ("time", "job", "team", "rule", "action", "mode", "outcome", "reason")
+_AUDIT_HEADERS = ("time (UTC)", "job", "team", "rule", "action", "mode", "outcome", "reason")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -158,7 +164,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     ]
     total_saved = sum(line.saved_usd for line in lines)
     print(f"Governance over the last {args.since_text}, per team (the cost tag):")
-    print(format_table(table, _REPORT_HEADERS))
+    print(format_table(table, _REPORT_HEADERS, numeric=range(1, len(_REPORT_HEADERS))))
     print(f"\nEstimated savings: ${total_saved:,.2f}")
     return EXIT_OK
 
