@@ -26,10 +26,11 @@ from sagemaker_governance.domain.rules.base import RULE_ID_PATTERN
 # capabilities promise to write (the integrator keeps them in step with the code that writes them).
 EVIDENCE_KEYS: Final[Mapping[str, str]] = {
     "estimated_savings_usd": "idle guard stop: remaining allowed runtime x instances x hourly price",
-    "clone_job": "auto-resume / Spot fallback: the name of the job started in place of this one",
-    "source_job": "lineage: the job this clone was made from",
-    "root_job": "lineage: the first job of the lineage",
-    "attempt": "lineage: attempt number of the clone (the root job is attempt 0)",
+    # lineage of a clone (auto-resume, Spot fallback); the record's job_name is the source job
+    "clone_name": "the job started in place of this one",
+    "root_job": "the first job of the lineage",
+    "attempt": "the clone's attempt number in the lineage",
+    "on_demand": "true when the clone runs On-Demand (a Spot fallback)",
 }
 
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows

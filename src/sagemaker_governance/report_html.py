@@ -17,12 +17,17 @@ Input: the object ``smgov simulate --json`` prints (extra keys are ignored), or 
           "stalled_at_minute": 60,                 # optional: when the script stalls the job
           "stopped_at_minute": 103,                # optional: when governance stopped it
           "series": [{"minute": 0, "utilization": 97.5}, ...],   # optional: GPU utilization (%)
-          "threshold": 1.0                          # optional: the idle alarm's threshold (same unit)
+          "threshold": 1.0,                         # optional: the idle alarm's threshold (same unit)
+          "resumed_from": "llm-pretrain-0"          # optional: the job this one is a clone of
         }
       ],
       "totals": {"cost_usd": ..., "baseline_cost_usd": ..., "saved_usd": ...,
                  "false_stops": 0, "missed_stalls": 0}
     }
+
+Actions may carry ``"outcome": "audit-only"`` (drawn as "stop (audit)"). ``series`` may also be the
+simulator's ``--series`` object: ``{"segments": [[start, end, percent per GPU], ...], "gpus_per_host":
+{...}, "alarms": [{"threshold": ...}, ...]}``; the threshold then comes from the alarms, per GPU.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, model_validator
 
 MAX_POINTS: Final = 600  # per chart; longer series are reduced to each bucket's min and max
 
@@ -45,6 +50,11 @@ class TimelineAction(_Model):
     minute: NonNegativeFloat
     action: str
     rule: str = ""
+    outcome: str | None = None  # "audit-only": recorded, not carried out
+
+    @property
+    def label(self) -> str:
+        return f"{self.action} (audit)" if self.outcome == "audit-only" else self.action
 
 
 class UtilizationPoint(_Model):
@@ -63,6 +73,29 @@ class JobReport(_Model):
     stopped_at_minute: NonNegativeFloat | None = None
     series: list[UtilizationPoint] | None = None
     threshold: NonNegativeFloat | None = None
+    resumed_from: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _simulator_series(cls, data: Any) -> Any:
+        """Accept the simulator's ``--series`` shape too: constant-utilization segments
+        ``[start, end, percent per GPU]`` and the alarms watching the job (threshold = per-GPU percent
+        x GPU count, so it is divided back to per GPU)."""
+        if not isinstance(data, dict) or not isinstance(data.get("series"), dict):
+            return data
+        raw = data["series"]
+        points: list[dict[str, float]] = []
+        for segment in raw.get("segments") or []:
+            start, end, percent = segment
+            points.append({"minute": start, "utilization": percent})
+            if end is not None and end != start:
+                points.append({"minute": end, "utilization": percent})
+        out = {**data, "series": points}
+        gpus = max([g for g in (raw.get("gpus_per_host") or {}).values() if g] or [1])
+        thresholds = [a["threshold"] for a in raw.get("alarms") or [] if a.get("threshold") is not None]
+        if out.get("threshold") is None and thresholds:
+            out["threshold"] = min(thresholds) / gpus
+        return out
 
 
 class Totals(_Model):
@@ -75,6 +108,7 @@ class Totals(_Model):
 
 class SimulationReport(_Model):
     scenario: str
+    description: str = ""
     jobs: list[JobReport]
     totals: Totals
 
@@ -240,7 +274,7 @@ def _chart(job: JobReport) -> str:
     rows: list[list[tuple[float, float]]] = [[] for _ in range(_LABEL_ROWS)]
     for action in sorted(job.actions, key=lambda a: a.minute):
         ax, color = x(action.minute), _action_color(action.action)
-        tip = f"{_clock(action.minute)}: {action.action}" + (f" ({action.rule})" if action.rule else "")
+        tip = f"{_clock(action.minute)}: {action.label}" + (f" by {action.rule}" if action.rule else "")
         quiet = action.action == "none"
         parts.append(
             f'<g class="action{" quiet" if quiet else ""}"><title>{_e(tip)}</title>'
@@ -249,12 +283,12 @@ def _chart(job: JobReport) -> str:
         )
         if quiet:
             continue  # "no action" decisions are listed below the chart, not labelled on it
-        label = _place_label(rows, ax, action.action)
+        label = _place_label(rows, ax, action.label)
         if label is not None:  # no free row left: the list below the chart still has it
             lx, row, anchor = label
             parts.append(
                 f'<text x="{lx:.1f}" y="{_TOP - 8 - 13 * row}" fill="{color}" class="action-label" '
-                f'text-anchor="{anchor}">{_e(action.action)}</text>'
+                f'text-anchor="{anchor}">{_e(action.label)}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -268,7 +302,7 @@ header{background:#17324d;color:#fff;padding:20px 32px}
 header h1{margin:0;font-size:22px} header p{margin:4px 0 0;opacity:.8}
 main{padding:20px 32px;max-width:1040px}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 20px}
-.card{background:#fff;border-radius:8px;padding:12px 16px;min-width:150px;box-shadow:0 1px 2px rgba(0,0,0,.12)}
+.card{background:#fff;border-radius:8px;padding:10px 14px;min-width:128px;box-shadow:0 1px 2px rgba(0,0,0,.12)}
 .card .label{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#52606d}
 .card .value{font-size:24px;font-weight:600}
 .good .value{color:#2e7d32} .bad .value{color:#c62828}
@@ -309,12 +343,14 @@ def _status_class(status: str) -> str:
 def _job_section(job: JobReport, anchor: str) -> str:
     facts = [f"cost {_usd(job.cost_usd)}", f"without governance {_usd(job.baseline_cost_usd)}"]
     facts.append(f"saved {_usd(job.saved_usd)}")
+    if job.resumed_from:
+        facts.insert(0, f"clone of {job.resumed_from}")
     if job.stalled_at_minute is not None:
         facts.append(f"stalled at {_clock(job.stalled_at_minute)}")
     if job.stopped_at_minute is not None:
         facts.append(f"stopped at {_clock(job.stopped_at_minute)}")
     items = "".join(
-        f"<li>{_e(_clock(a.minute))}: <strong>{_e(a.action)}</strong>"
+        f"<li>{_e(_clock(a.minute))}: <strong>{_e(a.label)}</strong>"
         + (f" by {_e(a.rule)}" if a.rule else "")
         + "</li>"
         for a in sorted(job.actions, key=lambda a: a.minute)
@@ -340,12 +376,11 @@ _LEGEND: Final = (
 )
 
 
-def _report_body(report: SimulationReport, index: int) -> str:
-    totals = report.totals
+def _cards(totals: Totals, jobs: int) -> str:
     percent = (totals.saved_usd / totals.baseline_cost_usd * 100) if totals.baseline_cost_usd > 0 else 0.0
     cards = "".join(
         [
-            _card("jobs", str(len(report.jobs))),
+            _card("jobs", str(jobs)),
             _card("cost with governance", _usd(totals.cost_usd)),
             _card("cost without governance", _usd(totals.baseline_cost_usd)),
             _card("saved", f"{_usd(totals.saved_usd)} ({percent:.0f}%)", "good" if totals.saved_usd > 0 else ""),
@@ -353,6 +388,11 @@ def _report_body(report: SimulationReport, index: int) -> str:
             _card("missed stalls", str(totals.missed_stalls), "good" if totals.missed_stalls == 0 else "bad"),
         ]
     )
+    return f'<div class="cards">{cards}</div>'
+
+
+def _report_body(report: SimulationReport, index: int) -> str:
+    cards = _cards(report.totals, len(report.jobs))
     rows = "".join(
         f'<tr><td><a href="#job-{index}-{n}">{_e(job.name)}</a></td><td>{_e(job.final_status)}</td>'
         f'<td class="n">{len(job.actions)}</td><td class="n">{_e(_usd(job.cost_usd))}</td>'
@@ -364,19 +404,51 @@ def _report_body(report: SimulationReport, index: int) -> str:
         f'<th class="n">without governance</th><th class="n">saved</th></tr></thead><tbody>{rows}</tbody></table>'
     )
     sections = "".join(_job_section(job, f"job-{index}-{n}") for n, job in enumerate(report.jobs))
+    description = f'<p class="meta">{_e(report.description)}</p>' if report.description else ""
     return (
-        f'<h2 class="scenario">Scenario: {_e(report.scenario)}</h2><div class="cards">{cards}</div>'
+        f'<h2 class="scenario" id="scenario-{index}">Scenario: {_e(report.scenario)}</h2>'
+        f"{description}{cards}"
         f"{table}{_LEGEND}{sections}"
     )
 
 
+class ScenarioSet(_Model):
+    """Several scenarios: ``{"scenarios": [report, ...], "totals": {...}}`` (totals over all of them)."""
+
+    scenarios: list[SimulationReport]
+    totals: Totals | None = None
+
+
+def _overall(reports: Sequence[SimulationReport], totals: Totals | None) -> str:
+    if totals is None:
+        totals = Totals(
+            cost_usd=sum(r.totals.cost_usd for r in reports),
+            baseline_cost_usd=sum(r.totals.baseline_cost_usd for r in reports),
+            saved_usd=sum(r.totals.saved_usd for r in reports),
+            false_stops=sum(r.totals.false_stops for r in reports),
+            missed_stalls=sum(r.totals.missed_stalls for r in reports),
+        )
+    jobs = sum(len(r.jobs) for r in reports)
+    links = " · ".join(f'<a href="#scenario-{i}">{_e(r.scenario)}</a>' for i, r in enumerate(reports))
+    return (
+        f'<h2 class="scenario">All {len(reports)} scenarios</h2>{_cards(totals, jobs)}<p class="meta">{links}</p>'
+    )
+
+
 def render_html(report: dict[str, Any] | list[dict[str, Any]]) -> str:
-    """The report (or a list of reports, one per scenario) as a complete HTML document.
+    """The report as a complete HTML document: one scenario's report, a list of them, or the
+    ``{"scenarios": [...], "totals": {...}}`` object ``smgov simulate --json`` prints for several.
 
     Raises ``pydantic.ValidationError`` when the input does not have the documented shape.
     """
-    reports = [SimulationReport.model_validate(r) for r in (report if isinstance(report, list) else [report])]
+    totals: Totals | None = None
+    if isinstance(report, dict) and "scenarios" in report:
+        several = ScenarioSet.model_validate(report)
+        reports, totals = several.scenarios, several.totals
+    else:
+        reports = [SimulationReport.model_validate(r) for r in (report if isinstance(report, list) else [report])]
     names = ", ".join(r.scenario for r in reports)
+    overall = _overall(reports, totals) if len(reports) > 1 else ""
     bodies = "".join(_report_body(r, i) for i, r in enumerate(reports))
     return (
         "<!DOCTYPE html>\n"
@@ -386,5 +458,5 @@ def render_html(report: dict[str, Any] | list[dict[str, Any]]) -> str:
         f"<title>SageMaker governance simulation: {_e(names)}</title><style>{_CSS}</style></head>"
         "<body><header><h1>SageMaker governance simulation</h1>"
         f"<p>{_e(names)}: what the service did to each training job, and what it saved</p></header>"
-        f"<main>{bodies}</main></body></html>\n"
+        f"<main>{overall}{bodies}</main></body></html>\n"
     )

@@ -265,7 +265,7 @@ def fleet(aws: Aws, log_output: io.StringIO) -> None:
             team="vision",
             rule="auto-resume",
             action="clone",
-            evidence={"clone_job": "vision-b-r1", "root_job": "vision-b", "attempt": 1},
+            evidence={"clone_name": "vision-b-r1", "root_job": "vision-b", "attempt": 1, "on_demand": False},
         ),
     )
     write(

@@ -243,18 +243,20 @@ def metric_widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
     return [w["properties"] for w in dashboard(template)["widgets"] if w["type"] == "metric"]
 
 
-def emitted_metric_names() -> set[str]:
-    """Metric names the code emits: constant ``name=`` of ``add_metric`` / ``single_metric`` calls."""
+def emitted_metric_names(root: Path = SRC) -> set[str]:
+    """Metric names the code emits: the ``name=`` of ``add_metric`` / ``single_metric`` calls, given as a
+    string, or as a name or attribute (``METRIC``, ``self.metric``) assigned a string in the same module."""
     names: set[str] = set()
-    for path in SRC.rglob("*.py"):
+    for path in root.rglob("*.py"):
         tree = ast.parse(path.read_text())
-        constants = {
-            t.id: n.value.value
-            for n in tree.body
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
+        constants: dict[str, set[str]] = {}  # every string a name is assigned (class attributes differ per class)
+        for node in ast.walk(tree):
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[union-attr]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        constants.setdefault(target.id, set()).add(value.value)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
@@ -262,10 +264,13 @@ def emitted_metric_names() -> set[str]:
             if func not in ("add_metric", "single_metric"):
                 continue
             for keyword in node.keywords:
-                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                if keyword.arg != "name":
+                    continue
+                if isinstance(keyword.value, ast.Constant):
                     names.add(str(keyword.value.value))
-                elif keyword.arg == "name" and isinstance(keyword.value, ast.Name):
-                    names.add(constants.get(keyword.value.id, keyword.value.id))
+                elif isinstance(keyword.value, ast.Name | ast.Attribute):
+                    key = keyword.value.id if isinstance(keyword.value, ast.Name) else keyword.value.attr
+                    names |= {v for v in constants.get(key, {f"<unresolved {key}>"}) if v}
     return names
 
 

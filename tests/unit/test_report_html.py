@@ -151,3 +151,49 @@ def test_cli_refuses_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytest.
     assert "not a simulation report" in capsys.readouterr().err
     bad.write_text("not json")
     assert main(["report-html", str(bad), str(tmp_path / "o.html")]) == 2
+
+
+def test_the_simulators_series_shape_is_understood(report: dict[str, Any]) -> None:
+    # the shape `smgov simulate --json --series` prints (branch issue-5-sim): segments per GPU and the
+    # alarms, whose threshold is per-GPU percent x GPU count
+    job = {
+        "name": "llm",
+        "final_status": "Stopped",
+        "actions": [
+            {"minute": 5, "action": "create-alarm", "rule": "idle-gpu", "outcome": "done"},
+            {"minute": 95, "action": "stop", "rule": "idle-gpu", "outcome": "audit-only"},
+        ],
+        "cost_usd": 10.0,
+        "baseline_cost_usd": 50.0,
+        "saved_usd": 40.0,
+        "stalled_at_minute": 60,
+        "stopped_at_minute": None,
+        "resumed_from": "llm-0",
+        "series": {
+            "unit": "GPUUtilization per GPU (percent)",
+            "gpus_per_host": {"algo-1": 8, "algo-2": 8},
+            "segments": [[0, 60, 93.0], [60, 100, 0.0]],
+            "alarms": [{"name": "smgov-idle-llm", "threshold": 8.0, "comparison": "LessThanThreshold"}],
+        },
+    }
+    page = render_html({**report, "jobs": [job]})
+    (svg,) = charts(page)
+    points = svg.find(f"{SVG}polyline[@class='util']")
+    assert points is not None and len(points.get("points", "").split()) == 4  # a step per segment
+    assert "alarm threshold 1%" in page  # 8 (x 8 GPUs) -> 1% per GPU
+    assert "stop (audit)" in page and "clone of llm-0" in page
+
+
+def test_several_scenarios_get_overall_totals_first(report: dict[str, Any]) -> None:
+    # `smgov simulate --json` with several scenarios prints {"scenarios": [...], "totals": {...}}
+    other = {**report, "scenario": "spot-storm"}
+    totals = {"cost_usd": 1.0, "baseline_cost_usd": 4.0, "saved_usd": 3.0, "false_stops": 0, "missed_stalls": 2}
+    page = render_html({"scenarios": [report, other], "totals": totals})
+    assert (
+        page.index("All 2 scenarios")
+        < page.index("Scenario: holiday-weekend")
+        < page.index("Scenario: spot-storm")
+    )
+    assert "$3.00 (75%)" in page
+    assert re.search(r'missed stalls</div><div class="value">2<', page)
+    assert 'href="#scenario-1"' in page and 'id="scenario-1"' in page
