@@ -184,7 +184,9 @@ def test_idle_stopper_handles_a_sample_from_the_built_artifacts(x86_build: Path,
 def test_every_function_in_the_build_is_covered() -> None:
     functions = {k for k, v in load_template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
     # Each function needs a sample event it can handle without AWS calls; extend as functions are added.
-    assert functions == {"JobEventsFunction", "IdleStopperFunction"}, "add a built-artifact test for the new function"
+    assert functions == {"JobEventsFunction", "IdleStopperFunction"}, (
+        "add a built-artifact test for the new function"
+    )
 
 
 def test_layer_lock_is_hash_pinned() -> None:

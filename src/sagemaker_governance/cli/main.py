@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(func=cmd_demo)
+
+    from sagemaker_governance.cli import visibility
+
+    visibility.register(sub)  # audit, report, report-html
     return parser
 
 

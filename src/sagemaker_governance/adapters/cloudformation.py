@@ -1,0 +1,57 @@
+"""The deployed stack's outputs: where the CLI finds the audit log groups and the dashboard."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sagemaker_governance.domain.errors import AdapterError
+
+LOG_GROUP_OUTPUT_SUFFIX = "LogGroupName"
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
+
+
+class StackNotFound(AdapterError):
+    pass
+
+
+class StackOutputs:
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudformation:DescribeStacks"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    @classmethod
+    def connect(cls, region: str | None = None) -> StackOutputs:
+        """From the caller's AWS configuration (the CLI)."""
+        import boto3
+
+        return cls(boto3.client("cloudformation", region_name=region, config=CLIENT_CONFIG))
+
+    def outputs(self, stack_name: str) -> dict[str, str]:
+        """``OutputKey -> OutputValue`` of a stack."""
+        try:
+            response = self._client.describe_stacks(StackName=stack_name)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            if error.get("Code") == "ValidationError" and "does not exist" in str(error.get("Message", "")):
+                raise StackNotFound(f"stack {stack_name!r} not found in this account and region") from exc
+            raise AdapterError(f"DescribeStacks {stack_name} failed: {exc}") from exc
+        except BotoCoreError as exc:  # no credentials, no network, ...
+            raise AdapterError(f"DescribeStacks {stack_name} failed: {exc}") from exc
+        stacks = response.get("Stacks", [])
+        if not stacks:
+            raise StackNotFound(f"stack {stack_name!r} not found in this account and region")
+        return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", []) if "OutputValue" in o}
+
+    def audit_log_groups(self, stack_name: str) -> list[str]:
+        """Every function log group the stack exports (outputs named ``<Function>LogGroupName``)."""
+        outputs = self.outputs(stack_name)
+        groups = sorted(v for k, v in outputs.items() if k.endswith(LOG_GROUP_OUTPUT_SUFFIX) and v)
+        if not groups:
+            raise AdapterError(
+                f"stack {stack_name!r} has no *{LOG_GROUP_OUTPUT_SUFFIX} outputs: is it sagemaker-governance?"
+            )
+        return groups

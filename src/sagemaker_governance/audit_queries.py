@@ -1,0 +1,250 @@
+"""CloudWatch Logs Insights over the audit records: the queries `smgov audit` / `smgov report` send,
+the fields they may reference, and the pure shaping of what comes back. No AWS calls here.
+
+Insights discovers the JSON keys of each Powertools log line, nested keys joined by dots, so an audit
+record's fields are ``audit.<field>`` and its evidence ``audit.evidence.<key>``. Only fields of
+:class:`~sagemaker_governance.audit.AuditRecord` (by their serialized name) may be referenced, and only
+the evidence keys listed in :data:`EVIDENCE_KEYS`; a test checks every query (here and in the
+template's saved queries) against both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, Outcome
+from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.rules.base import RULE_ID_PATTERN
+
+# Evidence keys the queries and reports read. Evidence is free-form per rule; these are the keys the
+# capabilities promise to write (the integrator keeps them in step with the code that writes them).
+EVIDENCE_KEYS: Final[Mapping[str, str]] = {
+    "estimated_savings_usd": "idle guard stop: remaining allowed runtime x instances x hourly price",
+    # lineage of a clone (auto-resume, Spot fallback); the record's job_name is the source job
+    "clone_name": "the job started in place of this one",
+    "root_job": "the first job of the lineage",
+    "attempt": "the clone's attempt number in the lineage",
+    "on_demand": "true when the clone runs On-Demand (a Spot fallback)",
+}
+
+MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows
+_FIELD_RE = re.compile(r"\baudit(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_JOB_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_DURATION_RE = re.compile(r"^\s*([0-9]+)\s*([mhd])\s*$", re.ASCII)
+_UNIT_SECONDS: Final = {"m": 60, "h": 3600, "d": 86_400}
+MAX_LOOKBACK: Final = timedelta(days=3653)  # the longest log retention CloudWatch offers
+
+
+def audit_fields() -> frozenset[str]:
+    """The top-level keys of a logged audit record (serialized names: ``schema``, not ``schema_version``)."""
+    return frozenset(
+        info.serialization_alias or info.alias or name for name, info in AuditRecord.model_fields.items()
+    )
+
+
+def referenced_fields(query: str) -> set[str]:
+    """Every ``audit.x`` or ``audit.evidence.y`` path a query mentions."""
+    return set(_FIELD_RE.findall(query))
+
+
+def unknown_fields(query: str) -> set[str]:
+    """Paths a query mentions that an audit record cannot have (empty when the query is sound)."""
+    known = audit_fields()
+    bad: set[str] = set()
+    for path in referenced_fields(query):
+        parts = path.split(".")[1:]
+        if parts[0] not in known:
+            bad.add(path)
+        elif parts[0] == "evidence":
+            if len(parts) != 2 or parts[1] not in EVIDENCE_KEYS:
+                bad.add(path)
+        elif len(parts) != 1:
+            bad.add(path)  # only evidence is nested
+    return bad
+
+
+# ---- durations ----------------------------------------------------------------------------------
+
+
+class DurationError(ValueError):
+    pass
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30m``, ``12h``, ``7d``: a positive whole number and a unit, at most ten years."""
+    match = _DURATION_RE.match(text)
+    if not match:
+        raise DurationError(f"not a duration: {text!r} (use a whole number and m, h or d: 30m, 12h, 7d)")
+    amount, unit = int(match.group(1)), match.group(2)
+    if amount <= 0:
+        raise DurationError(f"not a duration: {text!r} (must be more than zero)")
+    seconds = amount * _UNIT_SECONDS[unit]
+    if seconds > MAX_LOOKBACK.total_seconds():
+        raise DurationError(f"duration too long: {text!r} (at most {MAX_LOOKBACK.days}d)")
+    return timedelta(seconds=seconds)
+
+
+# ---- queries ------------------------------------------------------------------------------------
+
+
+def _literal(value: str) -> str:
+    return '"' + value + '"'
+
+
+def _is_audit_record() -> str:
+    return f"message = {_literal(AUDIT_MESSAGE)}"
+
+
+DECISION_COLUMNS: Final = (
+    "@timestamp",
+    "audit.job_name",
+    "audit.team",
+    "audit.rule",
+    "audit.action",
+    "audit.mode",
+    "audit.outcome",
+    "audit.reason",
+)
+
+
+def decisions_query(
+    *, rule: str | None = None, job: str | None = None, include_no_action: bool = False, limit: int = 200
+) -> str:
+    """The `smgov audit` query: newest decisions first, optionally one rule and/or one job.
+
+    Decisions that did nothing (action ``none``) are left out unless asked for or a job is named (a
+    person looking at one job wants its whole story).
+    """
+    if rule is not None and not re.fullmatch(RULE_ID_PATTERN.strip("^$"), rule):
+        raise ValueError(f"not a rule id: {rule!r} (lower-case letters, digits and dashes)")
+    if job is not None and not _JOB_NAME_RE.fullmatch(job):
+        raise ValueError(f"not a training job name: {job!r}")
+    if not 1 <= limit <= MAX_ROWS:
+        raise ValueError(f"limit must be between 1 and {MAX_ROWS}")
+    conditions = [_is_audit_record()]
+    if not include_no_action and job is None:
+        conditions.append(f"audit.action != {_literal(Action.NONE.value)}")
+    if rule is not None:
+        conditions.append(f"audit.rule = {_literal(rule)}")
+    if job is not None:
+        conditions.append(f"audit.job_name = {_literal(job)}")
+    return "\n".join(
+        [
+            "fields " + ", ".join(DECISION_COLUMNS),
+            "| filter " + " and ".join(conditions),
+            "| sort @timestamp desc",
+            f"| limit {limit}",
+        ]
+    )
+
+
+def governed_jobs_query() -> str:
+    """Per team, how many distinct jobs governance decided anything about."""
+    return "\n".join(
+        [
+            f"filter {_is_audit_record()}",
+            "| stats count_distinct(audit.job_name) as jobs by audit.team",
+        ]
+    )
+
+
+REPORTED_ACTIONS: Final = (Action.STOP, Action.CLONE)
+REPORTED_OUTCOMES: Final = (Outcome.DONE, Outcome.AUDIT_ONLY)
+
+
+def actions_query() -> str:
+    """Per team, action and outcome: distinct jobs stopped / cloned (done or audit-only) and savings."""
+    actions = " or ".join(f"audit.action = {_literal(a.value)}" for a in REPORTED_ACTIONS)
+    outcomes = " or ".join(f"audit.outcome = {_literal(o.value)}" for o in REPORTED_OUTCOMES)
+    return "\n".join(
+        [
+            f"filter {_is_audit_record()} and ({actions}) and ({outcomes})",
+            "| stats count_distinct(audit.job_name) as jobs, sum(audit.evidence.estimated_savings_usd) as saved"
+            " by audit.team, audit.action, audit.outcome",
+        ]
+    )
+
+
+# ---- results ------------------------------------------------------------------------------------
+
+Row = dict[str, str]
+
+
+def rows_from_results(results: Iterable[Sequence[Mapping[str, str]]]) -> list[Row]:
+    """GetQueryResults' ``[[{"field", "value"}, ...], ...]`` to plain rows, without Insights' ``@ptr``."""
+    return [
+        {cell["field"]: cell.get("value", "") for cell in result if cell.get("field") != "@ptr"}
+        for result in results
+    ]
+
+
+NO_TEAM: Final = "(no team tag)"
+
+
+class TeamReport(BaseModel):
+    """One line of `smgov report`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    team: str
+    governed: int = 0
+    stopped: int = 0
+    resumed: int = 0
+    saved_usd: float = 0.0
+    would_stop: int = 0  # audit mode: stops recorded but not carried out
+    would_save_usd: float = 0.0
+
+
+def _number(text: str | None) -> float:
+    if text is None or text.strip() == "":
+        return 0.0
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise ValueError(f"Logs Insights returned a non-numeric statistic: {text!r}") from exc
+
+
+@dataclass
+class _Acc:
+    governed: int = 0
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    saved: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+def team_report(governed_rows: Iterable[Row], action_rows: Iterable[Row]) -> list[TeamReport]:
+    """Combine the two report queries' rows into one line per team, biggest savings first."""
+    teams: dict[str, _Acc] = {}
+
+    def team_of(row: Row) -> _Acc:
+        return teams.setdefault(row.get("audit.team") or NO_TEAM, _Acc())
+
+    for row in governed_rows:
+        team_of(row).governed += int(_number(row.get("jobs")))
+    for row in action_rows:
+        key = (row.get("audit.action", ""), row.get("audit.outcome", ""))
+        acc = team_of(row)
+        acc.counts[key] = acc.counts.get(key, 0) + int(_number(row.get("jobs")))
+        acc.saved[key] = acc.saved.get(key, 0.0) + _number(row.get("saved"))
+
+    # string keys: rows hold plain text (a StrEnum member hashes by its name, not its value)
+    stop, clone = Action.STOP.value, Action.CLONE.value
+    done, audit_only = Outcome.DONE.value, Outcome.AUDIT_ONLY.value
+    lines = [
+        TeamReport(
+            team=team,
+            governed=acc.governed,
+            stopped=acc.counts.get((stop, done), 0),
+            resumed=acc.counts.get((clone, done), 0),
+            saved_usd=round(acc.saved.get((stop, done), 0.0), 2),
+            would_stop=acc.counts.get((stop, audit_only), 0),
+            would_save_usd=round(acc.saved.get((stop, audit_only), 0.0), 2),
+        )
+        for team, acc in teams.items()
+    ]
+    return sorted(lines, key=lambda line: (-line.saved_usd, -line.governed, line.team))

@@ -1,0 +1,240 @@
+"""`smgov audit`, `smgov report`, `smgov report-html`: reading what governance did.
+
+``audit`` and ``report`` find the deployed stack's log groups from its outputs and run Logs Insights
+queries over the audit records; ``report-html`` renders a simulation report (``smgov simulate --json``)
+as one self-contained HTML file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from sagemaker_governance.audit_queries import (
+    DECISION_COLUMNS,
+    DurationError,
+    Row,
+    TeamReport,
+    actions_query,
+    decisions_query,
+    governed_jobs_query,
+    parse_duration,
+    rows_from_results,
+    team_report,
+)
+from sagemaker_governance.domain.errors import AdapterError
+
+if TYPE_CHECKING:
+    from sagemaker_governance.adapters.cloudformation import StackOutputs
+    from sagemaker_governance.adapters.logs_insights import LogsInsights
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_STACK = "sagemaker-governance"
+
+
+@dataclass
+class Dependencies:
+    """What the commands need from outside: the AWS adapters and the time."""
+
+    stacks: StackOutputs
+    insights: LogsInsights
+    now: Callable[[], datetime]
+
+
+def aws_dependencies(region: str | None) -> Dependencies:
+    from sagemaker_governance.adapters.cloudformation import StackOutputs
+    from sagemaker_governance.adapters.logs_insights import LogsInsights
+
+    return Dependencies(
+        stacks=StackOutputs.connect(region),
+        insights=LogsInsights.connect(region),
+        now=lambda: datetime.now(UTC),
+    )
+
+
+# Tests replace this to answer AWS locally.
+make_dependencies: Callable[[str | None], Dependencies] = aws_dependencies
+
+
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str], numeric: Sequence[int] = ()) -> str:
+    """A plain aligned text table; ``numeric`` columns are right-aligned."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _query(deps: Dependencies, stack: str, query: str, since: timedelta) -> list[Row]:
+    groups = deps.stacks.audit_log_groups(stack)
+    end = deps.now()
+    return rows_from_results(deps.insights.run(groups, query, start=end - since, end=end))
+
+
+# ---- audit --------------------------------------------------------------------------------------
+
+
+def _key(column: str) -> str:
+    """``audit.job_name`` -> ``job_name``, ``@timestamp`` -> ``timestamp``."""
+    return column.removeprefix("audit.").removeprefix("@")
+
+
+_AUDIT_HEADERS = ("time (UTC)", "job", "team", "rule", "action", "mode", "outcome", "reason")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    try:
+        query = decisions_query(rule=args.rule, job=args.job, include_no_action=args.all, limit=args.limit)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    deps = make_dependencies(args.region)
+    try:
+        rows = _query(deps, args.stack, query, args.since)
+    except AdapterError as exc:
+        return _fail(str(exc))
+    records = [{_key(column): row.get(column, "") for column in DECISION_COLUMNS} for row in rows]
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return EXIT_OK
+    if not records:
+        print(f"no governance decisions in the last {args.since_text} matched")
+        return EXIT_OK
+    table = [[r[_key(c)] or "-" for c in DECISION_COLUMNS] for r in records]
+    print(format_table(table, _AUDIT_HEADERS))
+    return EXIT_OK
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+_REPORT_HEADERS = ("team", "governed", "stopped", "resumed", "saved USD", "would stop", "would save USD")
+
+
+def report_lines(deps: Dependencies, stack: str, since: timedelta) -> list[TeamReport]:
+    governed = _query(deps, stack, governed_jobs_query(), since)
+    actions = _query(deps, stack, actions_query(), since)
+    return team_report(governed, actions)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    deps = make_dependencies(args.region)
+    try:
+        lines = report_lines(deps, args.stack, args.since)
+    except (AdapterError, ValueError) as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps({"since": args.since_text, "teams": [line.model_dump() for line in lines]}, indent=2))
+        return EXIT_OK
+    if not lines:
+        print(f"no governance decisions in the last {args.since_text}")
+        return EXIT_OK
+    table = [
+        [
+            line.team,
+            str(line.governed),
+            str(line.stopped),
+            str(line.resumed),
+            f"{line.saved_usd:,.2f}",
+            str(line.would_stop),
+            f"{line.would_save_usd:,.2f}",
+        ]
+        for line in lines
+    ]
+    total_saved = sum(line.saved_usd for line in lines)
+    print(f"Governance over the last {args.since_text}, per team (the cost tag):")
+    print(format_table(table, _REPORT_HEADERS, numeric=range(1, len(_REPORT_HEADERS))))
+    print(f"\nEstimated savings: ${total_saved:,.2f}")
+    return EXIT_OK
+
+
+# ---- report-html --------------------------------------------------------------------------------
+
+
+def cmd_report_html(args: argparse.Namespace) -> int:
+    from sagemaker_governance.report_html import render_html
+
+    try:
+        report = json.loads(Path(args.input).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return _fail(f"{args.input}: cannot read a JSON simulation report: {exc}", EXIT_USAGE)
+    try:
+        page = render_html(report)
+    except ValidationError as exc:
+        return _fail(f"{args.input}: not a simulation report:\n{exc}", EXIT_USAGE)
+    Path(args.output).write_text(page, encoding="utf-8")
+    print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+# ---- registration -------------------------------------------------------------------------------
+
+
+def _add_common(parser: argparse.ArgumentParser, default_since: str) -> None:
+    parser.add_argument(
+        "--since",
+        type=_duration,
+        default=parse_duration(default_since),
+        metavar="DURATION",
+        help=f"how far back to look: 30m, 12h, 7d (default {default_since})",
+    )
+    parser.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed stack (default {DEFAULT_STACK})")
+    parser.add_argument("--region", help="AWS region (default: your AWS configuration)")
+    parser.add_argument("--json", action="store_true")
+
+
+def register(sub: Any) -> None:
+    """Add the commands to the `smgov` sub-command parser."""
+    audit = sub.add_parser("audit", help="governance decisions from the deployed stack's audit records")
+    _add_common(audit, "7d")
+    audit.add_argument("--rule", help="only this rule id")
+    audit.add_argument("--job", help="only this training job (all its decisions)")
+    audit.add_argument("--all", action="store_true", help="include decisions that did nothing")
+    audit.add_argument("--limit", type=int, default=200, help="most rows to show (default 200, at most 10000)")
+    audit.set_defaults(func=_with_since_text(cmd_audit))
+
+    report = sub.add_parser("report", help="per team: jobs governed, stopped, resumed, estimated savings")
+    _add_common(report, "30d")
+    report.set_defaults(func=_with_since_text(cmd_report))
+
+    html = sub.add_parser("report-html", help="render a simulation report (JSON) as a self-contained HTML page")
+    html.add_argument("input", metavar="INPUT.json", help="the output of `smgov simulate --json`")
+    html.add_argument("output", metavar="OUTPUT.html")
+    html.set_defaults(func=cmd_report_html)
+
+
+def _with_since_text(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        args.since_text = _describe(args.since)
+        return command(args)
+
+    return run
+
+
+def _describe(duration: timedelta) -> str:
+    seconds = int(duration.total_seconds())
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
