@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(func=cmd_demo)
+
+    from sagemaker_governance.cli.simulate import add_parser as add_simulate
+
+    add_simulate(sub)
     return parser
 
 
