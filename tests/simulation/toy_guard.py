@@ -98,11 +98,16 @@ def with_toy_guard(template: dict[str, Any], *, resume: bool = False) -> dict[st
     resources = out["Resources"]
     resources["ToyAlarmTopic"] = {"Type": "AWS::SNS::Topic", "Properties": {}}
     common = {"CodeUri": "tests/", "Environment": {"Variables": {"TOY_ALARM_TOPIC_ARN": {"Ref": "ToyAlarmTopic"}}}}
+
+    def policies(*actions: str) -> list[dict[str, Any]]:
+        return [{"Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": "*"}]}]
+
     resources["ToyGuardFunction"] = {
         "Type": "AWS::Serverless::Function",
         "Properties": {
             **common,
             "Handler": "tests.simulation.toy_guard.on_state_change",
+            "Policies": policies("cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"),
             "Events": {
                 "Training": {
                     "Type": "EventBridgeRule",
@@ -132,6 +137,7 @@ def with_toy_guard(template: dict[str, Any], *, resume: bool = False) -> dict[st
         "Properties": {
             **common,
             "Handler": "tests.simulation.toy_guard.on_alarm",
+            "Policies": policies("sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"),
             "Events": {"Alarms": {"Type": "SNS", "Properties": {"Topic": {"Ref": "ToyAlarmTopic"}}}},
         },
     }
@@ -141,6 +147,7 @@ def with_toy_guard(template: dict[str, Any], *, resume: bool = False) -> dict[st
             "Properties": {
                 **common,
                 "Handler": "tests.simulation.toy_guard.on_failed",
+                "Policies": policies("sagemaker:DescribeTrainingJob", "sagemaker:CreateTrainingJob"),
                 "Events": {
                     "Failed": {
                         "Type": "EventBridgeRule",

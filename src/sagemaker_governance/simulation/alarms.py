@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from sagemaker_governance.simulation.metrics import MetricKey, MetricStore, metric_key
@@ -216,10 +217,21 @@ class MetricAlarm:
 
 @dataclass(frozen=True)
 class Evaluation:
+    alarm: MetricAlarm
     state: str
-    reason: str
+    old_state: str
     breaching: int
     evaluated: tuple[tuple[int, float | None], ...]  # (bucket start minute, value) of the datapoints used
+    filled: int
+    epoch: datetime
+
+    @property
+    def reason(self) -> str:
+        """CloudWatch's ``StateReason`` text (built only when needed: it is the costly part)."""
+        return _reason(
+            self.alarm, state=self.state, old=self.old_state, evaluated=self.evaluated, filled=self.filled,
+            epoch=self.epoch,
+        )  # fmt: skip
 
 
 def decide(
@@ -277,10 +289,13 @@ def evaluate_alarm(alarm: MetricAlarm, store: MetricStore, now: int, current: st
     first = now - alarm.range_periods * alarm.period
     evaluated = tuple((first + i * alarm.period, values[i]) for i in used)
     return Evaluation(
+        alarm,
         state,
-        _reason(alarm, state=state, old=current, evaluated=evaluated, filled=filled, epoch=epoch),
+        current,
         count,
         evaluated,
+        filled,
+        epoch,
     )
 
 
@@ -325,7 +340,8 @@ def _reason(
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?)|([A-Za-z_][A-Za-z0-9_]*)|(\"[^\"]*\"|'[^']*')|(\S))")
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
+@cache
+def _tokens(text: str) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     position = 0
     text = text.strip()
@@ -343,7 +359,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         elif symbol is not None:
             out.append(("sym", symbol))
         position = match.end()
-    return out
+    return tuple(out)
 
 
 Series = list[float | None]
@@ -363,7 +379,7 @@ def evaluate_expression(
 class _ExpressionParser:
     def __init__(
         self,
-        tokens: list[tuple[str, str]],
+        tokens: tuple[tuple[str, str], ...],
         values: Mapping[str, Any],
         buckets: int,
         queries: Sequence[MetricQuery],

@@ -35,8 +35,23 @@ class EventRoute:
     pattern: dict[str, Any]
     matcher: EventPattern
 
-    def matches(self, event: Mapping[str, Any]) -> bool:
+    def matches(self, event: Mapping[str, Any], flat: Mapping[str, Any] | None = None) -> bool:
+        """moto's EventBridge pattern engine; ``flat`` (see ``flatten``) saves re-flattening per route."""
+        if flat is not None:
+            try:
+                return bool(self.matcher._does_event_match(dict(flat), self.matcher.get_pattern()))
+            except AttributeError:  # pragma: no cover - moto changed its internals: use the public call
+                pass
         return bool(self.matcher.matches_event(dict(event)))  # type: ignore[arg-type]
+
+
+def flatten(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An event flattened the way moto's matcher does, once for every route (None: not available)."""
+    flattener = getattr(EventPattern, "_flatten_dict", None)
+    if flattener is None:  # pragma: no cover
+        return None
+    flat: dict[str, Any] = flattener(json.loads(json.dumps(event)))
+    return flat
 
 
 @dataclass

@@ -28,6 +28,7 @@ import os
 import random
 import traceback
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
-from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy
+from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
 from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
 from sagemaker_governance.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, LocalContext, patched_env
 from sagemaker_governance.simulation.metrics import MetricStore, metric_key
@@ -694,9 +695,10 @@ class Simulation:
         while self._events or self._sns:
             if self._events:
                 event = self._events.pop(0)
+                flat = flatten(event)
                 for function in self.deployment.functions.values():
                     for route in function.event_routes:
-                        if route.matches(event):
+                        if route.matches(event, flat):
                             self._invoke(function, event, f"rule:{route.name}")
             else:
                 topic, subject, message, attributes = self._sns.pop(0)
@@ -771,7 +773,8 @@ class Simulation:
             self.invocations[function.logical_id] += 1
             context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
             try:
-                with contextlib.redirect_stdout(io.StringIO()):
+                with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # Powertools: "no application metrics"
                     function.handler(json.loads(json.dumps(event)), context)
                 error = None
             except Exception as exc:

@@ -130,7 +130,29 @@ class MetricStore:
         self, key: MetricKey, first_bucket_start: int, buckets: int, period: int, statistic: str
     ) -> list[float | None]:
         """``buckets`` consecutive period datapoints, oldest first, starting at ``first_bucket_start``."""
+        series = self._series.get(key)
+        if not series:
+            return [None] * buckets
+        if period == 1:  # one-minute periods: every statistic of one datapoint is the datapoint
+            if statistic == "SampleCount":
+                return [None if v is None else 1.0 for v in self._minutes(key, first_bucket_start, buckets)]
+            return self._minutes(key, first_bucket_start, buckets)
         return [
             self.aggregate(key, first_bucket_start + i * period, first_bucket_start + (i + 1) * period, statistic)
             for i in range(buckets)
         ]
+
+    def _minutes(self, key: MetricKey, start: int, count: int) -> list[float | None]:
+        """The one-minute values in ``[start, start + count)``, walking the segments once."""
+        series = self._series[key]
+        out: list[float | None] = [None] * count
+        index = max(0, bisect_right(self._starts[key], start) - 1)
+        end = start + count
+        for segment in series[index:]:
+            if segment.start >= end:
+                break
+            lo = max(segment.start, start)
+            hi = end if segment.end is None else min(segment.end, end)
+            if hi > lo:
+                out[lo - start : hi - start] = [segment.value] * (hi - lo)
+        return out
