@@ -268,3 +268,49 @@ def test_smgov_simulate_rejects_an_unknown_scenario() -> None:
 
     with redirect_stdout(io.StringIO()):
         assert main(["simulate", "--scenario", "no-such-scenario"]) == 2
+
+
+def test_subscriptions_with_filter_policies_and_schedules_follow_the_template(template: dict[str, Any]) -> None:
+    from tests.simulation import toy_guard
+
+    # Given a recorder subscribed to the notifications topic for compliance messages only, and one on a schedule
+    extended = copy.deepcopy(template)
+    extended["Resources"]["ComplianceWatcher"] = {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "Handler": "tests.simulation.toy_guard.record",
+            "Events": {
+                "Notes": {
+                    "Type": "SNS",
+                    "Properties": {
+                        "Topic": {"Ref": "NotificationsTopic"},
+                        "FilterPolicy": {"kind": ["compliance"]},
+                    },
+                }
+            },
+        },
+    }
+    extended["Resources"]["OtherWatcher"] = {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "Handler": "tests.simulation.toy_guard.record",
+            "Events": {
+                "Notes": {
+                    "Type": "SNS",
+                    "Properties": {"Topic": {"Ref": "NotificationsTopic"}, "FilterPolicy": {"kind": ["other"]}},
+                },
+                "Tick": {"Type": "Schedule", "Properties": {"Schedule": "rate(2 hours)"}},
+            },
+        },
+    }
+    toy_guard.CALLS.clear()
+    report = simulate(builtin_scenario("untagged"), template=extended)
+    invocations = report["counters"]["lambda_invocations"]
+    # Then the compliance notification reaches only the matching subscriber, in the SNS event shape
+    assert invocations["ComplianceWatcher"] == 1
+    notes = [e for e in toy_guard.CALLS if "Records" in e]
+    assert len(notes) == 1
+    assert json.loads(SnsModel.model_validate(notes[0]).Records[0].Sns.Message)["kind"] == "compliance"
+    # and the schedule fires every two virtual hours while jobs run (the tagged job runs ~8 h)
+    ticks = [e for e in toy_guard.CALLS if e.get("detail-type") == "Scheduled Event"]
+    assert invocations["OtherWatcher"] == len(ticks) == 4

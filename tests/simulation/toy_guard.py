@@ -163,3 +163,11 @@ def with_toy_guard(template: dict[str, Any], *, resume: bool = False) -> dict[st
             },
         }
     return out
+
+
+CALLS: list[dict[str, Any]] = []
+
+
+def record(event: dict[str, Any], context: Any) -> None:
+    """A recorder: keeps every event it receives (tests read ``CALLS``)."""
+    CALLS.append(event)
