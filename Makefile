@@ -18,7 +18,7 @@ TOOLS_STAMP := $(TOOLS)/.installed
 .PHONY: help demo test lint typecheck unit validate build venv clean lock checkov
 
 help:
-	@echo "make demo   - create .venv, install, run the local governance demo (no AWS account needed)"
+	@echo "make demo   - create .venv, install, simulate a fleet governed by the service (no AWS account needed)"
 	@echo "make test   - install dev dependencies and run every test and check"
 
 $(STAMP): pyproject.toml constraints-dev.txt
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml constraints-dev.txt
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/smgov demo
+	$(BIN)/smgov simulate
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sagemaker_governance.cli import visibility
 
     visibility.register(sub)  # audit, report, report-html
+    from sagemaker_governance.cli.simulate import add_parser as add_simulate
+
+    add_simulate(sub)
     return parser
 
 

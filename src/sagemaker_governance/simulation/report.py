@@ -1,0 +1,230 @@
+"""The simulation report: per job what happened and what it cost with and without the service.
+
+``simulate`` runs a scenario twice with the same seed: governed (the real service) and baseline (the
+same fleet with no governance), and joins the two. ``as_json`` is the ``--json`` document; ``render``
+the terminal table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sagemaker_governance.simulation.engine import JobRun, RunResult, Simulation
+from sagemaker_governance.simulation.scenario import Scenario
+from sagemaker_governance.simulation.template import TEMPLATE_PATH
+
+ACTED = {"done", "already-done", "audit-only"}
+
+
+def _usd(value: float) -> float:
+    return round(value, 2) + 0.0  # never -0.0
+
+
+def _minute(epoch: datetime, at: datetime) -> int:
+    return int((at - epoch).total_seconds() // 60)
+
+
+def _host_alarms(job: JobRun, alarms: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The alarms watching one of the job's hosts (what a chart draws as the threshold)."""
+    hosts = {h for h, _ in job.hosts}
+    out = []
+    for alarm in alarms.values():
+        dims = [d for d in alarm.get("Dimensions", [])]
+        for item in alarm.get("Metrics", []):
+            dims += item.get("MetricStat", {}).get("Metric", {}).get("Dimensions", [])
+        if any(d.get("Value") in hosts for d in dims):
+            period = alarm.get("Period") or next(
+                (m["MetricStat"]["Period"] for m in alarm.get("Metrics", []) if "MetricStat" in m), 60
+            )
+            out.append(
+                {
+                    "name": alarm["AlarmName"],
+                    "threshold": alarm["Threshold"],
+                    "comparison": alarm["ComparisonOperator"],
+                    "period_seconds": period,
+                    "evaluation_periods": alarm["EvaluationPeriods"],
+                    "datapoints_to_alarm": alarm.get("DatapointsToAlarm") or alarm["EvaluationPeriods"],
+                    "treat_missing_data": alarm.get("TreatMissingData", "missing"),
+                }
+            )
+    return out
+
+
+def build_report(governed: RunResult, baseline: RunResult, *, include_series: bool = False) -> dict[str, Any]:
+    epoch = governed.epoch
+    actions: dict[str, list[dict[str, Any]]] = {}
+    for record in governed.audit:
+        if record.action == "none" or record.outcome.value not in ACTED:
+            continue
+        actions.setdefault(record.job_name, []).append(
+            {
+                "minute": _minute(epoch, record.at),
+                "action": record.action,
+                "rule": record.rule,
+                "outcome": record.outcome.value,
+            }
+        )
+    cloned_from = {j.source for j in governed.jobs.values() if j.source}
+    jobs: list[dict[str, Any]] = []
+    false_stops = missed = 0
+    for name, job in governed.jobs.items():
+        base = baseline.jobs.get(name)
+        baseline_cost = base.cost if base is not None and job.source is None else 0.0
+        stopped = job.stopped_by_service_at
+        false_stop = (
+            stopped is not None and job.stalled_at is None and not job.expect_stop and name not in cloned_from
+        )
+        missed_stall = job.first_stall is not None and stopped is None
+        false_stops += false_stop
+        missed += missed_stall
+        entry: dict[str, Any] = {
+            "name": name,
+            "final_status": job.final_status or "InProgress",
+            "secondary_status": job.final_secondary or job.phase,
+            "actions": actions.get(name, []),
+            "cost_usd": _usd(job.cost),
+            "baseline_cost_usd": _usd(baseline_cost),
+            "saved_usd": _usd(baseline_cost - job.cost),
+            "stalled_at_minute": job.first_stall,
+            "stopped_at_minute": stopped,
+            "baseline_final_status": (base.final_secondary if base is not None and job.source is None else None),
+            "resumed_from": job.source,
+            "instances": job.instance_count,
+            "spot": job.spot,
+            "interruptions": job.interruptions,
+            "false_stop": false_stop,
+            "missed_stall": missed_stall,
+        }
+        if include_series:
+            entry["series"] = {
+                "unit": "GPUUtilization per GPU (percent); a host publishes this times its GPU count",
+                "gpus_per_host": {h.rsplit("/", 1)[-1]: g for h, g in job.hosts},
+                "segments": [list(s) for s in job.series],
+                "alarms": _host_alarms(job, governed.alarms),
+            }
+        jobs.append(entry)
+    cost = sum(job.cost for job in governed.jobs.values())
+    baseline_cost = sum(j.cost for j in baseline.jobs.values())
+    return {
+        "scenario": governed.scenario.name,
+        "description": governed.scenario.description,
+        "seed": governed.seed,
+        "start": epoch.isoformat(),
+        "virtual_minutes": governed.minutes,
+        "jobs": jobs,
+        "totals": {
+            "jobs": len(jobs),
+            "cost_usd": _usd(cost),
+            "baseline_cost_usd": _usd(baseline_cost),
+            "saved_usd": _usd(baseline_cost - cost),
+            "false_stops": false_stops,
+            "missed_stalls": missed,
+        },
+        "counters": {
+            "lambda_invocations": dict(sorted(governed.invocations.items())),
+            "aws_calls": dict(sorted(governed.aws_calls.items())),
+            "lambda_errors": len(governed.errors),
+            "notifications": dict(sorted(governed.notifications.items())),
+            "alarm_transitions": len(governed.alarm_transitions),
+            "alarm_evaluations": governed.evaluations,
+        },
+        "errors": [
+            {"minute": e.minute, "function": e.function, "trigger": e.trigger, "error": e.error}
+            for e in governed.errors[:50]
+        ],
+        "notes": list(governed.deployment_notes),
+    }
+
+
+def simulate(
+    scenario: Scenario,
+    *,
+    seed: int = 0,
+    template: dict[str, Any] | None = None,
+    template_path: Path | str = TEMPLATE_PATH,
+    include_series: bool = False,
+) -> dict[str, Any]:
+    """Run the scenario governed and ungoverned with the same seed; the joined report."""
+    governed = Simulation(scenario, seed=seed, template=template, template_path=template_path).run()
+    baseline = Simulation(
+        scenario, seed=seed, governed=False, template=template, template_path=template_path
+    ).run()
+    return build_report(governed, baseline, include_series=include_series)
+
+
+# ---- terminal ------------------------------------------------------------------------------------
+
+
+def _money(value: float) -> str:
+    value = _usd(value)
+    return f"${value:,.2f}" if value >= 0 else f"-${-value:,.2f}"
+
+
+def _happened(job: dict[str, Any]) -> str:
+    parts = []
+    if job["stalled_at_minute"] is not None:
+        parts.append(f"stalled@{job['stalled_at_minute']}")
+    for act in job["actions"]:
+        if act["action"] in ("create-alarm", "delete-alarm") and act["outcome"] != "audit-only":
+            continue
+        mode = "" if act["outcome"] != "audit-only" else " (audit)"
+        parts.append(f"{act['action']}@{act['minute']} [{act['rule']}]{mode}")
+    if job["stopped_at_minute"] is not None and not any(a["action"] == "stop" for a in job["actions"]):
+        parts.append(f"stopped@{job['stopped_at_minute']}")
+    if job["resumed_from"]:
+        parts.insert(0, f"clone of {job['resumed_from']}")
+    if job["interruptions"]:
+        parts.append(f"{job['interruptions']} interruption(s)")
+    if job["false_stop"]:
+        parts.append("FALSE STOP")
+    if job["missed_stall"]:
+        parts.append("MISSED STALL")
+    return ", ".join(parts) or "-"
+
+
+def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
+    lines = [f"scenario {report['scenario']}: {report['description']}".rstrip(": ")]
+    jobs = report["jobs"]
+    shown = jobs
+    if len(jobs) > max_rows:
+        interesting = sorted(jobs, key=lambda j: (-abs(j["saved_usd"]), j["name"]))
+        shown = sorted(interesting[:max_rows], key=jobs.index)
+    width = max([len(j["name"]) for j in shown] + [3])
+    header = f"  {'job':<{width}}  {'final':<22}  {'cost':>11}  {'baseline':>11}  {'saved':>11}  what happened"
+    lines += [header, "  " + "-" * (len(header) + 10)]
+    for job in shown:
+        final = job["final_status"]
+        if job["secondary_status"] not in (final, None):
+            final = f"{final}/{job['secondary_status']}"
+        lines.append(
+            f"  {job['name']:<{width}}  {final:<22}  {_money(job['cost_usd']):>11}  "
+            f"{_money(job['baseline_cost_usd']):>11}  {_money(job['saved_usd']):>11}  {_happened(job)}"
+        )
+    if len(shown) < len(jobs):
+        lines.append(f"  ... {len(jobs) - len(shown)} more job(s) (see --json)")
+    totals = report["totals"]
+    lines.append(
+        f"  total: {totals['jobs']} job(s), cost {_money(totals['cost_usd'])} vs "
+        f"{_money(totals['baseline_cost_usd'])} without governance: saved {_money(totals['saved_usd'])}; "
+        f"false stops {totals['false_stops']}, missed stalls {totals['missed_stalls']}"
+    )
+    counters = report["counters"]
+    invocations = ", ".join(f"{k} {v}" for k, v in counters["lambda_invocations"].items()) or "none"
+    calls = ", ".join(f"{k} {v}" for k, v in counters["aws_calls"].items()) or "none"
+    lines.append(f"  invocations: {invocations}; errors: {counters['lambda_errors']}")
+    lines.append(f"  AWS calls by the service: {calls}")
+    for error in report["errors"][:3]:
+        lines.append(f"  ! minute {error['minute']} {error['function']} ({error['trigger']}): {error['error']}")
+    return "\n".join(lines)
+
+
+def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over several scenarios (the default set)."""
+    totals: Counter[str] = Counter()
+    for report in reports:
+        for key, value in report["totals"].items():
+            totals[key] += value
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()}

@@ -1,0 +1,340 @@
+"""Scenario files: a fleet of simulated training jobs, as a platform team would describe its own.
+
+A scenario is YAML (schema: the models below; documented in ``docs/simulator.md``). Each job has its
+instances, tags, Spot setting and price, and a *script*: how much training work it has, its GPU
+utilization while training and during recurring low-GPU phases (evaluation, checkpoint upload), and
+what goes wrong (the loop stalls, the job fails, Spot capacity is reclaimed). A ``fleet`` section
+draws many jobs from the built-in scenarios' jobs with a seeded random mix.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, Self
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
+DEFAULT_SET = ("holiday-weekend", "untagged", "hardware-failure", "spot-storm", "healthy", "fleet")
+JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+TRANSIENT_FAILURE = "InternalServerError: We encountered an internal error. Please try again."
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Phase(_Model):
+    """A stretch of training at another GPU utilization: evaluation on CPU, checkpoint upload, data loading."""
+
+    name: str
+    gpu_percent: float = Field(ge=0, le=100, description="utilization per GPU during the phase")
+    duration_minutes: PositiveInt
+    start_minute: NonNegativeInt = Field(0, description="training minute of the first occurrence")
+    every_minutes: PositiveInt | None = Field(None, description="repeat every N training minutes (None: once)")
+
+    @model_validator(mode="after")
+    def _fits(self) -> Self:
+        if self.every_minutes is not None and self.duration_minutes >= self.every_minutes:
+            raise ValueError(f"phase {self.name}: duration_minutes must be shorter than every_minutes")
+        return self
+
+
+class Faults(_Model):
+    """What goes wrong. A job resumed by the service runs without faults unless ``after_resume`` says so."""
+
+    stall_after_minutes: NonNegativeInt | None = Field(
+        None, description="training minute at which the training loop hangs (GPU drops, no progress)"
+    )
+    stall_gpu_percent: float = Field(0.0, ge=0, le=100)
+    fail_after_hours: PositiveFloat | None = Field(None, description="training hours after which the job fails")
+    failure_reason: str = TRANSIENT_FAILURE
+    interruptions_at_minutes: tuple[PositiveInt, ...] = Field(
+        (), description="Spot interruptions, in minutes since the job was created"
+    )
+    interruptions_every_minutes: PositiveInt | None = Field(
+        None, description="Spot capacity is reclaimed every N minutes since the job was created"
+    )
+
+    def interruption_due(self, since_creation: int) -> int | None:
+        """The first interruption at or after ``since_creation`` minutes (None: none)."""
+        candidates = [m for m in self.interruptions_at_minutes if m >= since_creation]
+        if self.interruptions_every_minutes:
+            every = self.interruptions_every_minutes
+            candidates.append(max(every, -(-since_creation // every) * every))
+        return min(candidates) if candidates else None
+
+
+class Script(Faults):
+    """How the job behaves, minute by minute."""
+
+    train_hours: PositiveFloat = Field(description="training work to complete (hours of progress)")
+    gpu_percent: float = Field(90.0, ge=0, le=100, description="utilization per GPU while training")
+    phases: tuple[Phase, ...] = ()
+    starting_minutes: PositiveInt = 4
+    downloading_minutes: NonNegativeInt = 3
+    uploading_minutes: NonNegativeInt = 2
+    checkpoint_every_minutes: PositiveInt = Field(30, description="progress saved every N training minutes")
+    spot_capacity_wait_minutes: PositiveInt = Field(20, description="wait for Spot capacity after an interruption")
+    after_resume: Faults = Field(default_factory=Faults, description="faults of a clone the service starts")
+
+    @property
+    def train_minutes(self) -> int:
+        return max(1, round(self.train_hours * 60))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.fail_after_hours is not None and self.fail_after_hours >= self.train_hours:
+            raise ValueError("fail_after_hours must be less than train_hours")
+        return self
+
+    def resumed(self) -> Script:
+        """The script a clone of this job follows: same work and profile, the ``after_resume`` faults."""
+        return self.model_copy(update={**self.after_resume.model_dump(), "after_resume": Faults()})
+
+    def gpu_at(self, progress: int) -> tuple[float, str]:
+        """Utilization per GPU at a training minute, and the phase name."""
+        for phase in self.phases:
+            offset = progress - phase.start_minute
+            if offset < 0:
+                continue
+            if phase.every_minutes is not None:
+                offset %= phase.every_minutes
+            if offset < phase.duration_minutes:
+                return phase.gpu_percent, phase.name
+        return self.gpu_percent, "training"
+
+    def next_boundary(self, progress: int) -> int | None:
+        """The next training minute after ``progress`` at which the utilization may change."""
+        candidates: list[int] = []
+        for phase in self.phases:
+            start, every, length = phase.start_minute, phase.every_minutes, phase.duration_minutes
+            if progress < start:
+                candidates.append(start)
+                continue
+            if every is None:
+                if progress < start + length:
+                    candidates.append(start + length)
+                continue
+            k = (progress - start) // every
+            begin = start + k * every
+            candidates.append(begin + length if progress < begin + length else begin + every)
+        later = [c for c in candidates if c > progress]
+        return min(later) if later else None
+
+
+class InstanceGroup(_Model):
+    name: str
+    instance_type: str
+    instance_count: PositiveInt = 1
+
+
+class JobSpec(_Model):
+    """One training job of the scenario."""
+
+    name: str = Field(pattern=JOB_NAME_PATTERN, max_length=63)
+    start_minute: NonNegativeInt = Field(0, description="minute (from the scenario start) the job is created")
+    instance_type: str | None = None
+    instance_count: PositiveInt = 1
+    instance_groups: tuple[InstanceGroup, ...] | None = Field(None, description="a heterogeneous cluster")
+    tags: dict[str, str] = Field(default_factory=dict)
+    spot: bool = False
+    checkpoint: bool = Field(True, description="the job has a CheckpointConfig (resumes from it)")
+    max_runtime_hours: PositiveFloat = 72
+    max_wait_hours: PositiveFloat | None = Field(None, description="Spot only; default max_runtime_hours + 24")
+    price_per_hour: PositiveFloat | None = Field(None, description="On-Demand $ per instance-hour (overrides)")
+    expect_stop: bool = Field(
+        False, description="the scenario means governance to stop this job (it violates policy): not a false stop"
+    )
+    script: Script
+
+    @model_validator(mode="after")
+    def _instances(self) -> Self:
+        if (self.instance_type is None) == (self.instance_groups is None):
+            raise ValueError("give either instance_type (with instance_count) or instance_groups")
+        if self.max_wait_hours is not None and not self.spot:
+            raise ValueError("max_wait_hours applies to Spot jobs only")
+        if self.max_wait_hours is not None and self.max_wait_hours < self.max_runtime_hours:
+            raise ValueError("max_wait_hours must be at least max_runtime_hours")
+        return self
+
+    @property
+    def groups(self) -> tuple[InstanceGroup, ...]:
+        if self.instance_groups is not None:
+            return self.instance_groups
+        assert self.instance_type is not None
+        return (InstanceGroup(name="main", instance_type=self.instance_type, instance_count=self.instance_count),)
+
+
+class Variation(_Model):
+    """How a fleet varies the jobs it draws (each field optional)."""
+
+    instance_types: tuple[str, ...] | None = None
+    instance_counts: tuple[PositiveInt, ...] | None = None
+    train_hours: tuple[PositiveFloat, PositiveFloat] | None = None
+    stall_after_minutes: tuple[NonNegativeInt, NonNegativeInt] | None = None
+
+
+class MixEntry(_Model):
+    weight: PositiveFloat
+    scenario: str = Field(description="a built-in scenario whose jobs serve as templates")
+    job: str | None = Field(None, description="one job of that scenario (default: any of them)")
+    vary: Variation = Field(default_factory=Variation)
+
+
+class Fleet(_Model):
+    size: PositiveInt
+    arrival_hours: NonNegativeFloat = Field(24, description="jobs are created uniformly over this many hours")
+    mix: tuple[MixEntry, ...] = Field(min_length=1)
+
+
+class Scenario(_Model):
+    name: str
+    description: str = ""
+    start: datetime = Field(datetime(2026, 12, 24, 17, 0, tzinfo=UTC), description="virtual minute 0 (UTC)")
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="template Parameter overrides (the deployment)"
+    )
+    policy: str | dict[str, Any] | None = Field(None, description="the SSM policy document (YAML text or mapping)")
+    prices: dict[str, PositiveFloat] = Field(default_factory=dict, description="On-Demand $ per instance-hour")
+    spot_price_factor: float = Field(0.35, gt=0, le=1, description="Spot price as a fraction of On-Demand")
+    horizon_hours: PositiveFloat | None = Field(None, description="stop the clock here (default: all jobs ended)")
+    jobs: tuple[JobSpec, ...] = ()
+    fleet: Fleet | None = None
+
+    @model_validator(mode="after")
+    def _has_jobs(self) -> Self:
+        if not self.jobs and self.fleet is None:
+            raise ValueError("a scenario needs jobs or a fleet")
+        names = [j.name for j in self.jobs]
+        if len(names) != len(set(names)):
+            raise ValueError("job names must be unique")
+        return self
+
+    def expand(self, seed: int) -> list[JobSpec]:
+        """Every job of the scenario; a fleet is drawn with ``random.Random(seed)``."""
+        jobs = list(self.jobs)
+        if self.fleet is not None:
+            jobs += _draw_fleet(self.fleet, seed, taken={j.name for j in jobs})
+        return sorted(jobs, key=lambda j: (j.start_minute, j.name))
+
+
+def _draw_fleet(fleet: Fleet, seed: int, taken: set[str]) -> list[JobSpec]:
+    rng = random.Random(seed)
+    weights = [entry.weight for entry in fleet.mix]
+    out: list[JobSpec] = []
+    for index in range(fleet.size):
+        entry = rng.choices(fleet.mix, weights=weights)[0]
+        source = builtin_scenario(entry.scenario)
+        candidates = [j for j in source.jobs if entry.job in (None, j.name)]
+        if not candidates:
+            raise ValueError(f"fleet mix: scenario {entry.scenario} has no job {entry.job}")
+        template = rng.choice(candidates)
+        start = rng.randint(0, round(fleet.arrival_hours * 60))
+        out.append(_vary(template, entry.vary, rng, index=index, taken=taken, start=start))
+    return out
+
+
+def _vary(
+    template: JobSpec, vary: Variation, rng: random.Random, *, index: int, taken: set[str], start: int
+) -> JobSpec:
+    name = f"{template.name[:52].rstrip('-')}-{index:04d}"
+    while name in taken:
+        name += "x"
+    taken.add(name)
+    script = template.script
+    updates: dict[str, Any] = {}
+    if vary.train_hours is not None:
+        hours = round(rng.uniform(*vary.train_hours), 1)
+        script_update: dict[str, Any] = {"train_hours": hours}
+        if script.fail_after_hours is not None:  # fail at the same fraction of the work
+            script_update["fail_after_hours"] = round(script.fail_after_hours * hours / script.train_hours, 2)
+        script = script.model_copy(update=script_update)
+        updates["max_runtime_hours"] = max(template.max_runtime_hours, hours + 1)
+        if template.max_wait_hours is not None:
+            updates["max_wait_hours"] = max(template.max_wait_hours, updates["max_runtime_hours"])
+    if vary.stall_after_minutes is not None:
+        script = script.model_copy(update={"stall_after_minutes": rng.randint(*vary.stall_after_minutes)})
+    if template.instance_type is not None:
+        if vary.instance_types:
+            updates["instance_type"] = rng.choice(vary.instance_types)
+        if vary.instance_counts:
+            updates["instance_count"] = rng.choice(vary.instance_counts)
+    return JobSpec.model_validate(
+        {
+            **template.model_dump(),
+            **updates,
+            "name": name,
+            "start_minute": start,
+            "price_per_hour": template.price_per_hour if "instance_type" not in updates else None,
+            "script": script.model_dump(),
+        }
+    )
+
+
+def load_scenario(name_or_file: str) -> Scenario:
+    """A built-in scenario by name, or a YAML file."""
+    path = Path(name_or_file)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        return parse_scenario(path.read_text(), source=str(path))
+    return builtin_scenario(name_or_file)
+
+
+def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: a scenario is a YAML mapping")
+    return Scenario.model_validate(data)
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
+
+
+@cache
+def builtin_scenario(name: str) -> Scenario:
+    path = SCENARIO_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise ValueError(f"no built-in scenario {name!r}; built in: {', '.join(builtin_names())}")
+    return parse_scenario(path.read_text(), source=str(path))
+
+
+class InstanceInfo(_Model):
+    gpus: NonNegativeInt = 0
+    price_per_hour: float | None = None
+
+
+@cache
+def instance_table() -> dict[str, InstanceInfo]:
+    raw = yaml.safe_load(INSTANCES_FILE.read_text())
+    return {name: InstanceInfo.model_validate(info) for name, info in raw.items()}
+
+
+def gpus_of(instance_type: str) -> int:
+    info = instance_table().get(instance_type)
+    return info.gpus if info else 0
+
+
+def on_demand_price(instance_type: str, scenario: Scenario, job: JobSpec | None = None) -> float:
+    if job is not None and job.price_per_hour is not None:
+        return job.price_per_hour
+    if instance_type in scenario.prices:
+        return scenario.prices[instance_type]
+    info = instance_table().get(instance_type)
+    if info is None or info.price_per_hour is None:
+        raise ValueError(f"no price for {instance_type}: add it to the scenario's prices")
+    return info.price_per_hour
