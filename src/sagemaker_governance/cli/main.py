@@ -138,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
 
+    from sagemaker_governance.cli import iam_policy, preflight
+
+    preflight.register(sub)
+    iam_policy.register(sub)
+
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(func=cmd_demo)

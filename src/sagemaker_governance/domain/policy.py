@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.preflight_policy import PreflightPolicy
 from sagemaker_governance.domain.rules import Rule
 
 POLICY_VERSION = 1
@@ -106,6 +107,9 @@ class Policy(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
+    )
+    preflight: PreflightPolicy = Field(
+        default_factory=PreflightPolicy, description="Developer-side checks before launch (SDK hook, CLI)."
     )
 
     @field_validator("rules")
