@@ -121,3 +121,19 @@ def test_a_policy_file_path_is_accepted(aws: boto3.Session) -> None:
 def test_only_sessions_and_clients_are_accepted(policy: Policy) -> None:
     with pytest.raises(TypeError, match="boto3 Session"):
         install_preflight(object(), policy)
+
+
+def test_a_request_governance_cannot_read_is_let_through_with_a_warning(
+    aws: boto3.Session, policy: Policy
+) -> None:
+    # botocore accepts a 70-character name (it checks no maximum); our job model does not. Preflight is
+    # advisory here: it warns instead of blocking on its own gap, and the service still governs the job.
+    install_preflight(aws, policy, user="carol", clock=lambda: NOW)
+    sent = SentRequests().attach(aws)
+    request = {**request_file("compliant.json"), "TrainingJobName": "x" * 70}
+    with pytest.warns(GovernanceWarning, match="could not evaluate"):
+        try:
+            aws.client("sagemaker").create_training_job(**request)
+        except aws.client("sagemaker").exceptions.ClientError:
+            pass  # whether the (fake) service accepts the name is not the point
+    assert len(sent.bodies) == 1

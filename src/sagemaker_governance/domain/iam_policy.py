@@ -387,7 +387,7 @@ def _exemption_exclusions(
                 notes.append(f"exemption {exemption.label()!r}: IAM matches tag {key} only (wider)")
         notes.append(
             f"exemption for {rule_id} expires {exemption.expires.isoformat()}: regenerate the document after "
-            "that day (until then IAM keeps allowing what the service will stop)"
+            "that day (until you do, IAM keeps allowing what the service then stops)"
         )
     condition: Condition = {"StringNotEquals": tags} if tags else {}
     return sorted(set(prefixes)), condition, notes
