@@ -19,6 +19,7 @@ FORBIDDEN_IN_DOMAIN = (
 FORBIDDEN_IN_SERVICE = ("boto3", "sagemaker_governance.handlers")
 FORBIDDEN_IN_HANDLERS_AND_SERVICE = (
     "sagemaker",
+    "sagemaker_governance.sdk",
     "moto",
     "sagemaker_governance.simulation",
     "sagemaker_governance.cli",

@@ -157,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     dlq.register(sub)
     add_resume_parser(sub)
+    from sagemaker_governance.cli import iam_policy, preflight
+
+    preflight.register(sub)
+    iam_policy.register(sub)
 
     demo = sub.add_parser("demo", help="run the service locally over sample jobs (no AWS account)")
     demo.add_argument("--json", action="store_true")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.idle import IdlePolicy
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.preflight_policy import PreflightPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 
@@ -111,6 +112,9 @@ class Policy(BaseModel):
     idle: IdlePolicy = Field(default_factory=IdlePolicy, description="The idle guard (domain/idle.py).")
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
+    )
+    preflight: PreflightPolicy = Field(
+        default_factory=PreflightPolicy, description="Developer-side checks before launch (SDK hook, CLI)."
     )
 
     @field_validator("rules")

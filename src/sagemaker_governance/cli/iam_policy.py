@@ -1,0 +1,73 @@
+"""`smgov iam-policy`: IAM (or SCP) deny statements for ``sagemaker:CreateTrainingJob`` from the policy.
+
+The document goes to stdout (ready for ``aws iam create-policy --policy-document file://...``); what IAM
+cannot express, and stays with the deployed service, goes to stderr (or into ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def cmd_iam_policy(args: argparse.Namespace) -> int:
+    from sagemaker_governance.cli.main import _fail, load_policy
+    from sagemaker_governance.domain.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
+    from sagemaker_governance.domain.policy_document import PolicyDocumentError
+
+    try:
+        policy = load_policy(args.policy)
+    except PolicyDocumentError as exc:
+        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+    if args.team is not None and args.team not in policy.teams:
+        known = ", ".join(sorted(policy.teams)) or "none"
+        print(f"note: team {args.team!r} has no override (known: {known}); using the base policy", file=sys.stderr)
+    try:
+        derivation = derive_iam_policy(
+            policy,
+            datetime.now(UTC),
+            team=args.team,
+            target="scp" if args.scp else "iam",
+            partition=args.partition,
+            region=args.region,
+            account=args.account,
+        )
+    except (IamPolicyTooLarge, NothingToExpress) as exc:
+        return _fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
+
+    if args.json:
+        print(json.dumps(derivation.report(), indent=2))
+        return EXIT_OK
+    print(derivation.minified() if (args.minify or args.scp) else json.dumps(derivation.document, indent=2))
+    kind = "SCP" if args.scp else "IAM policy"
+    print(f"{kind}: {derivation.size} of {derivation.limit} characters (minified)", file=sys.stderr)
+    if derivation.not_expressible:
+        print("Not expressible in IAM (the deployed service still enforces these after launch):", file=sys.stderr)
+        for gap in derivation.not_expressible:
+            scope = "" if gap.scope == "all" else f" ({gap.scope})"
+            print(f"  - [{gap.rule}]{scope} {gap.reason}", file=sys.stderr)
+    for note in derivation.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "iam-policy",
+        help="IAM/SCP deny statements for CreateTrainingJob derived from the policy",
+        description="Emit deny statements for what IAM condition keys can express of the governance policy; "
+        "list what they cannot (the deployed service keeps enforcing it after launch).",
+    )
+    parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    parser.add_argument("--team", help="the document for this team's effective policy (attach to its roles)")
+    parser.add_argument("--scp", action="store_true", help="a Service Control Policy (5,120 characters, minified)")
+    parser.add_argument("--partition", default="aws", help="ARN partition (aws, aws-cn, aws-us-gov)")
+    parser.add_argument("--region", default="*", help="scope the training-job ARN to one region")
+    parser.add_argument("--account", default="*", help="scope the training-job ARN to one account id")
+    parser.add_argument("--minify", action="store_true", help="print the document without white space")
+    parser.add_argument("--json", action="store_true", help="document, size, limit and gaps as one JSON object")
+    parser.set_defaults(func=cmd_iam_policy)

@@ -1,0 +1,92 @@
+"""`smgov preflight REQUEST.json`: check a raw ``CreateTrainingJob`` request before it is sent (CI
+pipelines, other SDKs), with the rules the Lambdas run. Exit 0 when it may launch, 1 when refused,
+2 when the request or the policy is unusable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+
+
+def validate_request_shape(request: Any) -> list[str]:
+    """Problems botocore's SageMaker service model finds in ``request`` (the list of fields
+    ``CreateTrainingJob`` accepts lives there, not here)."""
+    import botocore.session
+    from botocore.exceptions import ParamValidationError
+    from botocore.validate import validate_parameters
+
+    if not isinstance(request, dict):
+        return [f"the request must be a JSON object, got {type(request).__name__}"]
+    operation = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob")
+    assert operation.input_shape is not None  # CreateTrainingJob has an input
+    try:
+        validate_parameters(request, operation.input_shape)
+    except ParamValidationError as exc:
+        report = str(exc.kwargs.get("report", exc))
+        return [line.strip() for line in report.splitlines() if line.strip()]
+    return []
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from sagemaker_governance.cli.main import _fail, load_policy
+    from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
+    from sagemaker_governance.domain.preflight import preflight_request
+    from sagemaker_governance.sdk import _current_user
+
+    try:
+        request = json.loads(Path(args.request).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return _fail(f"{args.request}: cannot read a JSON request: {exc}", EXIT_USAGE)
+    problems = validate_request_shape(request)
+    if problems:
+        return _fail(
+            f"{args.request}: not a valid CreateTrainingJob request:\n  - " + "\n  - ".join(problems), EXIT_USAGE
+        )
+    try:
+        policy = load_policy(args.policy)
+    except PolicyDocumentError as exc:
+        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+    try:
+        outcome = preflight_request(
+            request,
+            policy,
+            datetime.now(UTC),
+            user=args.user if args.user is not None else _current_user(),
+            fill_defaults=not args.no_defaults,
+            strict=args.strict,
+        )
+    except ValidationError as exc:
+        return _fail(f"{args.request}: cannot evaluate:\n  - " + "\n  - ".join(format_errors(exc)), EXIT_USAGE)
+    if args.json:
+        print(json.dumps({**outcome.report(), "request": outcome.request}, indent=2, default=str))
+    else:
+        print(outcome.render_text())
+    if args.write_request:
+        Path(args.write_request).write_text(json.dumps(outcome.request, indent=2, default=str) + "\n")
+    return EXIT_REFUSED if outcome.refused else EXIT_OK
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "preflight",
+        help="check a CreateTrainingJob request before launch (exit 1 when refused)",
+        description="Evaluate a CreateTrainingJob request (JSON, as boto3 or `aws sagemaker create-training-job "
+        "--cli-input-json` take it) with the governance rules, before anything is launched.",
+    )
+    parser.add_argument("request", metavar="REQUEST.json")
+    parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    parser.add_argument("--user", help="value of ${user} in tag defaults (default: your login name)")
+    parser.add_argument("--strict", action="store_true", help="refuse on any violation, audit mode included")
+    parser.add_argument("--no-defaults", action="store_true", help="do not fill policy tag defaults")
+    parser.add_argument(
+        "--write-request", metavar="FILE", help="write the request with filled tag defaults (to send it as is)"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=cmd_preflight)

@@ -1,0 +1,580 @@
+"""Preventive IAM: deny statements for ``sagemaker:CreateTrainingJob`` derived from the governance policy.
+
+Pure: the policy and ``now`` in; an IAM (or Service Control Policy) document and the list of what IAM
+cannot express out. The deployed service stays the reactive guard for everything on that list.
+
+Principles:
+
+- **Never stricter than the service.** A statement is emitted only for a rule the service would stop a
+  job for (``on_violation: stop`` in ``enforce`` mode). Where IAM can express a rule only approximately,
+  the approximation denies a subset of what the rule rejects (never a compliant job): a regular
+  expression becomes a wider glob, a multi-tag exemption keeps one of its tags, and the rest is caught
+  after launch.
+- **Condition keys** (``sagemaker:CreateTrainingJob`` in the Service Authorization Reference):
+  ``aws:RequestTag/${TagKey}``, ``aws:TagKeys``, ``sagemaker:InstanceTypes`` (every instance type of the
+  request), ``sagemaker:MaxRuntimeInSeconds``; also file-system, KMS, VPC, network-isolation and
+  inter-container-encryption keys our rules don't use. There is no key for the instance count, the Spot
+  settings (``MaxWaitTimeInSeconds``, ``EnableManagedSpotTraining``) or ``CheckpointConfig``.
+- **Negated operators** (``StringNotLike``, ``StringNotEquals``) are true when the key is absent and,
+  with several values, mean "none of them": one statement per tag denies a missing, empty or
+  disallowed value at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.policy import Exemption, Policy
+from sagemaker_governance.domain.rules import (
+    AllowedInstanceTypes,
+    MaxInstanceCount,
+    MaxRuntime,
+    RequiredTags,
+    SpotCheckpoint,
+    TagConstraint,
+)
+from sagemaker_governance.domain.rules.base import RuleBase
+
+IAM_POLICY_VERSION = "2012-10-17"
+CREATE_ACTION = "sagemaker:CreateTrainingJob"
+DELETE_TAGS_ACTION = "sagemaker:DeleteTags"
+# Documented maximum sizes. IAM does not count white space in managed policies; Organizations counts
+# every character of an SCP. We always measure the minified document.
+SIZE_LIMITS: Mapping[str, int] = {"iam": 6144, "scp": 5120}
+NON_EMPTY = "?*"
+MAX_REPEAT = 256
+
+Target = Literal["iam", "scp"]
+Condition = dict[str, dict[str, Any]]
+
+
+class IamPolicyTooLarge(ValueError):
+    def __init__(self, size: int, limit: int, target: Target) -> None:
+        kind = "a Service Control Policy" if target == "scp" else "an IAM managed policy"
+        super().__init__(
+            f"the generated document is {size} characters (minified); {kind} may hold at most {limit}. "
+            "Generate one document per team (--team), or attach the statements as several policies."
+        )
+        self.size = size
+        self.limit = limit
+
+
+class NothingToExpress(ValueError):
+    pass
+
+
+class Gap(BaseModel):
+    """Something the policy enforces that the generated document does not (or only partly)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    scope: str  # "all" or "team <name>"
+    reason: str
+
+
+class IamDerivation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    target: Target
+    document: dict[str, Any]
+    not_expressible: tuple[Gap, ...]
+    notes: tuple[str, ...]
+
+    def minified(self) -> str:
+        return json.dumps(self.document, separators=(",", ":"))
+
+    @property
+    def size(self) -> int:
+        return len(self.minified())
+
+    @property
+    def limit(self) -> int:
+        return SIZE_LIMITS[self.target]
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "document": self.document,
+            "size": self.size,
+            "limit": self.limit,
+            "not_expressible": [g.model_dump() for g in self.not_expressible],
+            "notes": list(self.notes),
+        }
+
+
+# ---- glob translation ---------------------------------------------------------------------------
+
+
+def _glob_literal(char: str) -> str:
+    # IAM wildcards are * and ?; "${" starts a policy variable. Such characters become "?" (any one
+    # character): the glob then accepts more, never less.
+    return "?" if char in "*?$[]{}" else char
+
+
+def fnmatch_to_iam(pattern: str) -> str:
+    """An fnmatch glob (the instance-type patterns) as an IAM glob that accepts at least as much."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end != -1:
+                out.append("?")
+                i = end + 1
+                continue
+        out.append(char if char in "*?" else _glob_literal(char))
+        i += 1
+    return _squash("".join(out))
+
+
+def regex_to_globs(pattern: str) -> tuple[list[str], bool] | None:
+    """IAM globs that together accept every string ``re.fullmatch(pattern, s)`` accepts, and whether
+    they accept exactly those; None when the expression uses constructs we don't translate (groups,
+    inner anchors, flags, back-references)."""
+    body = pattern
+    if body.startswith("^"):
+        body = body[1:]
+    if body.endswith("$") and not body.endswith("\\$"):
+        body = body[:-1]
+    branches = _split_top_level(body)
+    if branches is None:
+        return None
+    globs: list[str] = []
+    exact = True
+    for branch in branches:
+        translated = _branch_to_glob(branch)
+        if translated is None:
+            return None
+        glob, branch_exact = translated
+        exact = exact and branch_exact
+        if glob not in globs:
+            globs.append(glob)
+    return globs, exact
+
+
+def _split_top_level(body: str) -> list[str] | None:
+    branches, current, i, in_class = [], "", 0, False
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            current += body[i : i + 2]
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if body[i + 1 : i + 2] == "^":
+                current += char
+                i += 1
+                char = body[i]
+            if body[i + 1 : i + 2] == "]":
+                current += char
+                i += 1
+                char = body[i]
+        elif char in "()":
+            return None
+        elif char == "|":
+            branches.append(current)
+            current = ""
+            i += 1
+            continue
+        current += char
+        i += 1
+    if in_class:
+        return None
+    branches.append(current)
+    return branches
+
+
+_QUANTIFIER = re.compile(r"\{(\d+)(,(\d*))?\}")
+
+
+class _Atom(NamedTuple):
+    glob: str  # one glob character
+    exact: bool  # the glob accepts exactly what the atom accepts
+    any_char: bool  # the atom is "." (so "*" and "?*" translate its repetitions exactly)
+    end: int  # index after the atom
+
+
+def _atom(branch: str, i: int) -> _Atom | None:
+    char = branch[i]
+    if char == "\\":
+        if i + 1 >= len(branch):
+            return None
+        nxt = branch[i + 1]
+        if nxt in "dwsDWS":
+            return _Atom("?", False, False, i + 2)
+        if nxt.isalnum():  # \b, \A, \Z, back-references, \n ...: not translated
+            return None
+        glob = _glob_literal(nxt)
+        return _Atom(glob, glob == nxt, False, i + 2)
+    if char == "[":
+        end = i + 1
+        if branch[end : end + 1] == "^":
+            end += 1
+        if branch[end : end + 1] == "]":
+            end += 1
+        while end < len(branch) and branch[end] != "]":
+            end += 2 if branch[end] == "\\" else 1
+        return None if end >= len(branch) else _Atom("?", False, False, end + 1)
+    if char == ".":
+        return _Atom("?", True, True, i + 1)
+    if char in "()^$|*+?{}":
+        return None
+    glob = _glob_literal(char)
+    return _Atom(glob, glob == char, False, i + 1)
+
+
+def _quantified(branch: str, atom: _Atom) -> tuple[str, bool, int] | None:
+    """The atom with its quantifier (if any) as a glob piece, whether exact, and the index after it."""
+    i = atom.end
+    if i >= len(branch) or branch[i] not in "*+?{":
+        return atom.glob, atom.exact, i
+    if branch[i] == "{":
+        match = _QUANTIFIER.match(branch, i)
+        if match is None:
+            return None
+        low = int(match.group(1))
+        high = low if match.group(2) is None else (int(match.group(3)) if match.group(3) else None)
+        if low > MAX_REPEAT or (high is not None and high < low):
+            return None
+        piece = atom.glob * low + ("" if high == low else "*")
+        exact = atom.exact and (high == low or (atom.any_char and high is None))
+        i = match.end()
+    else:
+        piece = {"*": "*", "?": "*", "+": atom.glob + "*"}[branch[i]]
+        exact = atom.any_char and branch[i] != "?"
+        i += 1
+    if i < len(branch) and branch[i] in "?+":  # lazy / possessive: same language
+        i += 1
+    return piece, exact, i
+
+
+def _branch_to_glob(branch: str) -> tuple[str, bool] | None:
+    out: list[str] = []
+    exact = True
+    i = 0
+    while i < len(branch):
+        atom = _atom(branch, i)
+        if atom is None:
+            return None
+        quantified = _quantified(branch, atom)
+        if quantified is None:
+            return None
+        piece, piece_exact, i = quantified
+        out.append(piece)
+        exact = exact and piece_exact
+    return _squash("".join(out)), exact
+
+
+def _squash(glob: str) -> str:
+    return re.sub(r"\*{2,}", "*", glob)
+
+
+# ---- statements ---------------------------------------------------------------------------------
+
+
+def _sid(*parts: str) -> str:
+    words = re.split(r"[^A-Za-z0-9]+", " ".join(parts))
+    return "".join(w[:1].upper() + w[1:] for w in words if w)
+
+
+def _tag_condition(key: str, constraint: TagConstraint, scope: str, rule: str, gaps: list[Gap]) -> Condition:
+    context_key = f"aws:RequestTag/{key}"
+    if constraint.values is not None:
+        allowed = [v for v in constraint.values if v.strip()]
+        if allowed:
+            if constraint.pattern is not None:
+                gaps.append(
+                    Gap(
+                        rule=rule,
+                        scope=scope,
+                        reason=f"tag {key}: pattern {constraint.pattern!r} on top of values",
+                    )
+                )
+            return {"StringNotEquals": {context_key: allowed}}
+    globs = [NON_EMPTY]
+    if constraint.pattern is not None:
+        translated = regex_to_globs(constraint.pattern)
+        if translated is None:
+            gaps.append(
+                Gap(
+                    rule=rule,
+                    scope=scope,
+                    reason=f"tag {key}: pattern {constraint.pattern!r} (IAM checks only that the tag is non-empty)",
+                )
+            )
+        else:
+            globs, exact = translated
+            if not exact:
+                gaps.append(
+                    Gap(
+                        rule=rule,
+                        scope=scope,
+                        reason=f"tag {key}: pattern {constraint.pattern!r} approximated by the glob(s) "
+                        + ", ".join(globs),
+                    )
+                )
+            globs = [NON_EMPTY if set(g) <= {"*"} else g for g in globs]
+    if globs == [NON_EMPTY]:
+        gaps.append(Gap(rule=rule, scope=scope, reason=f"tag {key}: a value of only spaces passes IAM"))
+    return {"StringNotLike": {context_key: globs}}
+
+
+def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[str, Condition]]:
+    """(sid, condition) for one enforced rule; gaps for what IAM can't say."""
+    out: list[tuple[str, Condition]] = []
+    if isinstance(rule, RequiredTags):
+        for key, constraint in rule.tags.items():
+            out.append((_sid("Require", "Tag", key), _tag_condition(key, constraint, scope, rule.id, gaps)))
+    elif isinstance(rule, AllowedInstanceTypes):
+        patterns = sorted({fnmatch_to_iam(p) for p in rule.patterns})
+        out.append((_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": patterns}}))
+    elif isinstance(rule, MaxRuntime):
+        out.append(
+            (
+                _sid("Deny", rule.id),
+                {"NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": str(int(rule.max_hours * 3600))}},
+            )
+        )
+        if rule.max_wait_hours is not None:
+            gaps.append(
+                Gap(rule=rule.id, scope=scope, reason="MaxWaitTimeInSeconds (Spot) has no IAM condition key")
+            )
+    elif isinstance(rule, MaxInstanceCount):
+        gaps.append(Gap(rule=rule.id, scope=scope, reason="the instance count has no IAM condition key"))
+    elif isinstance(rule, SpotCheckpoint):
+        gaps.append(
+            Gap(rule=rule.id, scope=scope, reason="Spot training and CheckpointConfig have no IAM condition key")
+        )
+    else:  # a rule type added later: say so rather than guess
+        gaps.append(
+            Gap(rule=rule.id, scope=scope, reason=f"no IAM translation for rule type {type(rule).__name__}")
+        )
+    return out
+
+
+def _exemption_exclusions(
+    exemptions: Iterable[Exemption], rule_id: str, now: datetime
+) -> tuple[list[str], Condition, list[str]]:
+    """Job-name prefixes and tag conditions that keep a statement off exempt jobs, and notes."""
+    prefixes: list[str] = []
+    tags: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for exemption in exemptions:
+        if not exemption.covers(rule_id) or exemption.expired(now):
+            continue
+        if exemption.job_name_prefix is not None:
+            # Training-job ARNs carry the name in lower case; matching the lower-cased prefix can only
+            # exempt more jobs than the service does.
+            prefixes.append(exemption.job_name_prefix.lower())
+            if exemption.tag:
+                notes.append(f"exemption {exemption.label()!r}: IAM matches the name prefix only (wider)")
+        elif exemption.tag:
+            key, value = sorted(exemption.tag.items())[0]
+            tags.setdefault(f"aws:RequestTag/{key}", []).append(value)
+            if len(exemption.tag) > 1:
+                notes.append(f"exemption {exemption.label()!r}: IAM matches tag {key} only (wider)")
+        notes.append(
+            f"exemption for {rule_id} expires {exemption.expires.isoformat()}: regenerate the document after "
+            "that day (until you do, IAM keeps allowing what the service then stops)"
+        )
+    condition: Condition = {"StringNotEquals": tags} if tags else {}
+    return sorted(set(prefixes)), condition, notes
+
+
+def _merge(*conditions: Condition) -> Condition:
+    """AND of conditions. The same negated key under the same operator unions its values, which keeps
+    the meaning ("none of these")."""
+    merged: Condition = {}
+    for condition in conditions:
+        for operator, keys in condition.items():
+            target = merged.setdefault(operator, {})
+            for key, value in keys.items():
+                values = value if isinstance(value, list) else [value]
+                if key in target:
+                    if "Not" not in operator:
+                        raise ValueError(f"cannot AND two {operator} conditions on {key}")
+                    existing = target[key] if isinstance(target[key], list) else [target[key]]
+                    target[key] = existing + [v for v in values if v not in existing]
+                else:
+                    target[key] = value
+    return merged
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    condition: dict[str, dict[str, Any]]
+    prefixes: tuple[str, ...]
+
+
+def _policy_specs(
+    policy: Policy, scope: str, now: datetime, gaps: list[Gap], notes: list[str]
+) -> dict[str, _Spec]:
+    specs: dict[str, _Spec] = {}
+    for rule in policy.rules:
+        if not rule.enabled:
+            continue
+        mode = policy.mode_for(rule.id, rule.mode)
+        if rule.on_violation != "stop" or mode is not Mode.ENFORCE:
+            gaps.append(
+                Gap(
+                    rule=rule.id,
+                    scope=scope,
+                    reason=f"not enforced by the service (mode {mode.value}, on_violation {rule.on_violation}): "
+                    "a deny would be stricter than the policy",
+                )
+            )
+            continue
+        statements = _rule_statements(rule, scope, gaps)
+        if not statements:
+            continue
+        prefixes, exempt_tags, exemption_notes = _exemption_exclusions(policy.exemptions, rule.id, now)
+        notes.extend(n for n in exemption_notes if n not in notes)
+        for sid, condition in statements:
+            unique, n = sid, 2
+            while unique in specs:
+                unique, n = f"{sid}{n}", n + 1
+            specs[unique] = _Spec(rule=rule.id, condition=_merge(condition, exempt_tags), prefixes=tuple(prefixes))
+    return specs
+
+
+def derive_iam_policy(
+    policy: Policy,
+    now: datetime,
+    *,
+    team: str | None = None,
+    target: Target = "iam",
+    partition: str = "aws",
+    region: str = "*",
+    account: str = "*",
+) -> IamDerivation:
+    """Deny statements for what IAM can express of ``policy``.
+
+    ``team``: the document for that team's effective policy (to attach to that team's roles). Without it,
+    the base policy applies to jobs whose team tag names no override; each team override that changes a
+    statement gets its own statement, selected by ``aws:RequestTag/<team_tag>`` (as the service selects
+    the override by the job's team tag).
+    """
+    arn_base = f"arn:{partition}:sagemaker:{region}:{account}:training-job/"
+    gaps: list[Gap] = []
+    notes: list[str] = []
+    statements: list[dict[str, Any]] = []
+
+    def statement(sid: str, spec: _Spec, extra: Condition) -> dict[str, Any]:
+        out: dict[str, Any] = {"Sid": sid, "Effect": "Deny", "Action": CREATE_ACTION}
+        if spec.prefixes:
+            out["NotResource"] = [f"{arn_base}{p}*" for p in spec.prefixes]
+        else:
+            out["Resource"] = f"{arn_base}*"
+        out["Condition"] = _merge(spec.condition, extra)
+        return out
+
+    if team is not None:
+        scoped = policy.for_team(team)
+        for sid, spec in _policy_specs(scoped, f"team {team}", now, gaps, notes).items():
+            statements.append(statement(sid, spec, {}))
+        required = _required_keys(scoped)
+    else:
+        base = _policy_specs(policy, "all", now, gaps, notes)
+        per_team = {
+            name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
+            for name in sorted(policy.teams)
+        }
+        team_key = f"aws:RequestTag/{policy.team_tag}"
+        for sid, spec in base.items():
+            differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
+            extra: Condition = {"StringNotEquals": {team_key: differing}} if differing else {}
+            statements.append(statement(sid, spec, extra))
+        for name, specs in per_team.items():
+            for sid, spec in specs.items():
+                if base.get(sid) != spec:
+                    statements.append(statement(_sid(sid, "Team", name), spec, {"StringEquals": {team_key: name}}))
+        required = _required_keys(policy)
+        for name in policy.teams:
+            required &= _required_keys(policy.for_team(name))
+        gaps = _dedupe_team_gaps(gaps)
+
+    _unique_sids(statements)
+    if not statements:
+        raise NothingToExpress(
+            "no enforced rule can be expressed as an IAM condition (rules in audit mode or on_violation "
+            "notify are left to the service)"
+        )
+    if required:
+        statements.append(
+            {
+                "Sid": "DenyRemovingRequiredTags",
+                "Effect": "Deny",
+                "Action": DELETE_TAGS_ACTION,
+                "Resource": f"{arn_base}*",
+                "Condition": {"ForAnyValue:StringEquals": {"aws:TagKeys": sorted(required)}},
+            }
+        )
+    if target == "scp":
+        notes.append(
+            "an SCP also binds the roles of this stack: jobs it launches (clones) must carry the required tags"
+        )
+        if any("NotResource" in s for s in statements):
+            notes.append("exemptions by job-name prefix use NotResource, which SCPs accept in Deny statements")
+    notes.append(
+        "training jobs started by hyperparameter tuning jobs are authorized by sagemaker:CreateHyperParameterTuningJob, "
+        "which these statements do not cover; the service governs them after launch"
+    )
+    derivation = IamDerivation(
+        target=target,
+        document={"Version": IAM_POLICY_VERSION, "Statement": statements},
+        not_expressible=tuple(gaps),
+        notes=tuple(notes),
+    )
+    if derivation.size > derivation.limit:
+        raise IamPolicyTooLarge(derivation.size, derivation.limit, target)
+    return derivation
+
+
+def _unique_sids(statements: list[dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for statement in statements:
+        sid, n = statement["Sid"], 2
+        while sid in seen:
+            sid, n = f"{statement['Sid']}{n}", n + 1
+        statement["Sid"] = sid
+        seen.add(sid)
+
+
+def _required_keys(policy: Policy) -> set[str]:
+    """Tag keys an enforced required-tags rule demands (removing them later is denied)."""
+    keys: set[str] = set()
+    for rule in policy.rules:
+        if (
+            isinstance(rule, RequiredTags)
+            and rule.enabled
+            and rule.on_violation == "stop"
+            and policy.mode_for(rule.id, rule.mode) is Mode.ENFORCE
+        ):
+            keys.update(rule.tags)
+    return keys
+
+
+def _dedupe_team_gaps(gaps: list[Gap]) -> list[Gap]:
+    """A team gap identical to the base one is noise."""
+    base = {(g.rule, g.reason) for g in gaps if g.scope == "all"}
+    out: list[Gap] = []
+    for gap in gaps:
+        if gap.scope != "all" and (gap.rule, gap.reason) in base:
+            continue
+        if gap not in out:
+            out.append(gap)
+    return out

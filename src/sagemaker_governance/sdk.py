@@ -1,0 +1,196 @@
+"""Developer preflight: refuse a non-compliant ``CreateTrainingJob`` before it is sent.
+
+Works wherever boto3 sends the request: raw boto3, the SageMaker Python SDK v3 (``ModelTrainer.train()``
+calls ``TrainingJob.create`` in sagemaker-core) and v2 (``Estimator.fit()``), because all of them call
+the botocore client. The hook is a botocore event handler on
+``before-parameter-build.sagemaker.CreateTrainingJob``: it receives the caller's parameters (the
+PascalCase request, before botocore validates and serializes it), so it can both evaluate the request
+and fill in policy tag defaults that botocore then validates like any other tag. (``before-call``
+comes later and sees only the serialized body: filling a tag there would mean re-serializing it and
+skipping validation.)
+
+    import boto3
+    from sagemaker_governance.sdk import governed_sagemaker_session, install_preflight
+
+    session = boto3.Session()
+    install_preflight(session, "policy.yaml")   # before clients are created from it
+    session.client("sagemaker").create_training_job(...)  # raises GovernanceViolation when refused
+
+    trainer = ModelTrainer(..., sagemaker_session=governed_sagemaker_session("policy.yaml"))
+    trainer.train()                                        # same check, same exception
+
+The SDK itself is the optional extra ``sagemaker-governance[sdk]``; only ``governed_sagemaker_session``
+needs it. This module never runs in a Lambda function.
+"""
+
+from __future__ import annotations
+
+import getpass
+import warnings
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.preflight import GovernanceViolation, PreflightOutcome, preflight_request
+
+EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
+UNIQUE_ID = "sagemaker-governance-preflight"
+
+__all__ = [
+    "EVENT",
+    "GovernanceViolation",
+    "GovernanceWarning",
+    "PreflightHook",
+    "governed_sagemaker_session",
+    "install_preflight",
+    "uninstall_preflight",
+]
+
+
+class GovernanceWarning(UserWarning):
+    """A violation the policy does not refuse at launch (audit mode, or a notify-only rule)."""
+
+
+def _current_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers): a ${user} default is then not filled
+        return None
+
+
+def _resolve_policy(policy: Policy | str | Path | None) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    from sagemaker_governance.cli.main import load_policy
+
+    return load_policy(None if policy is None else str(policy))
+
+
+class PreflightHook:
+    """The botocore handler. Keeps the last outcome (``last_outcome``) for callers who want to show it."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        user: str | None = None,
+        strict: bool = False,
+        fill_defaults: bool = True,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.user = user if user is not None else _current_user()
+        self.strict = strict
+        self.fill_defaults = fill_defaults
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.last_outcome: PreflightOutcome | None = None
+
+    def __call__(self, params: dict[str, Any], model: Any = None, **_: Any) -> None:
+        try:
+            outcome = preflight_request(
+                params,
+                self.policy,
+                self.clock(),
+                user=self.user,
+                fill_defaults=self.fill_defaults,
+                strict=self.strict,
+            )
+        except (ValidationError, ValueError) as exc:
+            # A request governance cannot read: let botocore's own validation report it (it runs right
+            # after this handler). If botocore accepts it, don't block the developer on our gap; the
+            # deployed service still governs the job after launch.
+            _validate_with_botocore(params, model)
+            warnings.warn(
+                f"governance preflight could not evaluate this request ({exc}); the job will be checked after launch",
+                GovernanceWarning,
+                stacklevel=2,
+            )
+            return
+        self.last_outcome = outcome
+        if outcome.refused:
+            raise GovernanceViolation(outcome)
+        if "Tags" in outcome.request and outcome.filled_tags:
+            params["Tags"] = outcome.request["Tags"]
+        if outcome.warnings:
+            warnings.warn(outcome.render_text(), GovernanceWarning, stacklevel=2)
+
+
+def _validate_with_botocore(params: dict[str, Any], model: Any) -> None:
+    if model is None:
+        return
+    from botocore.validate import validate_parameters
+
+    validate_parameters(params, model.input_shape)
+
+
+def _event_emitter(target: Any) -> Any:
+    """The event system of a boto3 Session, a botocore Session or a client."""
+    meta = getattr(target, "meta", None)
+    if meta is not None and hasattr(meta, "events"):  # a client
+        return meta.events
+    if hasattr(target, "_session") and hasattr(target._session, "get_component"):  # boto3.Session
+        return target._session.get_component("event_emitter")
+    if hasattr(target, "get_component"):  # botocore Session
+        return target.get_component("event_emitter")
+    raise TypeError(f"expected a boto3 Session, a botocore Session or a client, got {type(target).__name__}")
+
+
+def install_preflight(
+    target: Any,
+    policy: Policy | str | Path | None = None,
+    *,
+    user: str | None = None,
+    strict: bool = False,
+    fill_defaults: bool = True,
+    clock: Callable[[], datetime] | None = None,
+) -> PreflightHook:
+    """Check every ``CreateTrainingJob`` sent through ``target`` against ``policy``.
+
+    ``target``: a boto3 ``Session`` or botocore session (clients created from it *afterwards* get the
+    hook; botocore copies the event system into each client) or a client. ``policy``: a ``Policy``, a
+    policy document path (merged over the defaults, as ``smgov policy show`` does), or None for the
+    defaults. Installing twice on the same target replaces the first hook.
+    """
+    hook = PreflightHook(
+        _resolve_policy(policy), user=user, strict=strict, fill_defaults=fill_defaults, clock=clock
+    )
+    events = _event_emitter(target)
+    events.unregister(EVENT, unique_id=UNIQUE_ID)
+    events.register(EVENT, hook, unique_id=UNIQUE_ID)
+    return hook
+
+
+def uninstall_preflight(target: Any) -> None:
+    _event_emitter(target).unregister(EVENT, unique_id=UNIQUE_ID)
+
+
+def governed_sagemaker_session(
+    policy: Policy | str | Path | None = None,
+    *,
+    boto_session: Any | None = None,
+    user: str | None = None,
+    strict: bool = False,
+    fill_defaults: bool = True,
+    clock: Callable[[], datetime] | None = None,
+    **session_kwargs: Any,
+) -> Any:
+    """A SageMaker SDK v3 ``Session`` whose boto3 session carries the preflight hook.
+
+    Pass it as ``ModelTrainer(..., sagemaker_session=...)``. Needs ``sagemaker-governance[sdk]``.
+    """
+    import boto3
+
+    try:
+        from sagemaker.core.helper.session_helper import Session
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ImportError(
+            "the SageMaker Python SDK v3 is not installed: pip install 'sagemaker-governance[sdk]'"
+        ) from exc
+
+    boto_session = boto_session or boto3.Session()
+    install_preflight(boto_session, policy, user=user, strict=strict, fill_defaults=fill_defaults, clock=clock)
+    return Session(boto_session=boto_session, **session_kwargs)

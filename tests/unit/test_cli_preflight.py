@@ -1,0 +1,132 @@
+"""`smgov preflight` and `smgov iam-policy` on the example requests and policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sagemaker_governance.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = str(REPO / "examples" / "policy.yaml")
+REQUESTS = REPO / "examples" / "requests"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---- preflight ----------------------------------------------------------------------------------
+
+
+def test_compliant_request_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "preflight", str(REQUESTS / "compliant.json"), "--policy", POLICY)
+    assert code == 0
+    assert "passes governance preflight" in out
+
+
+def test_non_compliant_request_exits_1_with_violations_and_fixes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "preflight", str(REQUESTS / "non-compliant.json"), "--policy", POLICY, "--user", "carol"
+    )
+    assert code == 1
+    assert "refused by governance preflight: 4 violation(s)" in out
+    assert out.count("fix: ") == 4
+
+
+def test_json_report_carries_the_request_to_send(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    written = tmp_path / "request.json"
+    code, out, _ = run(
+        capsys,
+        "preflight",
+        str(REQUESTS / "spot-no-checkpoint-no-owner.json"),
+        "--policy",
+        POLICY,
+        "--user",
+        "dana",
+        "--json",
+        "--write-request",
+        str(written),
+    )
+    report = json.loads(out)
+    assert code == 0
+    assert report["verdict"] == "warnings"
+    assert [w["rule"] for w in report["warnings"]] == ["spot-checkpoint"]
+    assert report["filled_tags"] == {"owner": "dana"}
+    assert {"Key": "owner", "Value": "dana"} in report["request"]["Tags"]
+    assert json.loads(written.read_text()) == report["request"]
+
+
+def test_strict_turns_warnings_into_a_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["preflight", str(REQUESTS / "spot-no-checkpoint-no-owner.json"), "--policy", POLICY, "--user", "dana"]
+    assert run(capsys, *args)[0] == 0
+    assert run(capsys, *args, "--strict")[0] == 1
+    assert run(capsys, *args, "--no-defaults")[0] == 1  # owner stays missing
+
+
+def test_an_invalid_request_is_a_usage_error_named_by_botocore(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    request = json.loads((REQUESTS / "compliant.json").read_text())
+    request["ResourceConfig"]["InstanceCount"] = "two"
+    request["Tag"] = request.pop("Tags")  # a typo must not pass as "untagged"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(request))
+    code, _, err = run(capsys, "preflight", str(path), "--policy", POLICY)
+    assert code == 2
+    assert "not a valid CreateTrainingJob request" in err
+    assert 'Unknown parameter in input: "Tag"' in err
+    assert "InstanceCount" in err
+
+
+def test_unreadable_json_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("{nope")
+    assert run(capsys, "preflight", str(path))[0] == 2
+
+
+# ---- iam-policy ---------------------------------------------------------------------------------
+
+
+def test_iam_policy_prints_a_document_and_reports_gaps_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "iam-policy", "--policy", POLICY)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["Version"] == "2012-10-17"
+    assert "DenyInstanceTypesTeamVision" in {s["Sid"] for s in doc["Statement"]}
+    assert "Not expressible in IAM" in err
+    assert "[max-instances] the instance count has no IAM condition key" in err
+    assert "of 6144 characters" in err
+
+
+def test_scp_is_minified_and_measured_against_its_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "iam-policy", "--policy", POLICY, "--scp")
+    assert code == 0
+    assert out.strip() == json.dumps(json.loads(out), separators=(",", ":"))
+    assert "SCP:" in err and "of 5120 characters" in err
+
+
+def test_team_document_and_json_report(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "iam-policy", "--policy", POLICY, "--team", "vision", "--json", "--account", "123456789012"
+    )
+    report = json.loads(out)
+    assert code == 0
+    assert report["limit"] == 6144 and report["size"] <= report["limit"]
+    patterns = next(s for s in report["document"]["Statement"] if s["Sid"] == "DenyInstanceTypes")["Condition"]
+    assert patterns == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.p4d.24xlarge", "ml.p5.*"]}
+    }
+    assert all(":123456789012:" in json.dumps(s) for s in report["document"]["Statement"])
+
+
+def test_nothing_to_express_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "audit.yaml"
+    path.write_text("mode: audit\n")
+    code, out, err = run(capsys, "iam-policy", "--policy", str(path))
+    assert code == 1 and out == ""
+    assert "no enforced rule can be expressed" in err

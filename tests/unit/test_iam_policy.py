@@ -1,0 +1,463 @@
+"""Preventive IAM derived from the policy: valid documents, the right conditions, honest gaps, and never
+a deny for a job the service would let run."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from fnmatch import fnmatchcase
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sagemaker_governance.domain.iam_policy import (
+    IamPolicyTooLarge,
+    NothingToExpress,
+    derive_iam_policy,
+    fnmatch_to_iam,
+    regex_to_globs,
+)
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.policy_document import build_policy
+from sagemaker_governance.domain.preflight import job_from_request, preflight_request
+
+ACCOUNT = "123456789012"
+SID = re.compile(r"^[A-Za-z0-9]+$")
+
+
+def policy(**document: Any) -> Policy:
+    base: dict[str, Any] = {
+        "mode": "enforce",
+        "rules": [
+            {
+                "id": "required-tags",
+                "type": "required-tags",
+                "tags": {"team": {}, "cost-center": {"pattern": "cc-[0-9]{4}"}},
+            },
+            {"id": "instance-types", "type": "allowed-instance-types", "patterns": ["ml.g5.*", "ml.m5.*"]},
+            {"id": "max-instances", "type": "max-instance-count", "max": 8},
+            {"id": "max-runtime", "type": "max-runtime", "max_hours": 72, "max_wait_hours": 96},
+            {"id": "spot-checkpoint", "type": "spot-checkpoint"},
+        ],
+    }
+    return build_policy(base, document)
+
+
+def statements(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["Sid"]: s for s in doc["Statement"]}
+
+
+def assert_valid_policy_document(doc: dict[str, Any]) -> None:
+    """The grammar IAM and Organizations accept for what we generate."""
+    assert set(doc) == {"Version", "Statement"}
+    assert doc["Version"] == "2012-10-17"
+    assert doc["Statement"], "a policy needs at least one statement"
+    sids = [s["Sid"] for s in doc["Statement"]]
+    assert len(sids) == len(set(sids)), "Sids must be unique"
+    for statement in doc["Statement"]:
+        assert SID.match(statement["Sid"]), statement["Sid"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Action"] in ("sagemaker:CreateTrainingJob", "sagemaker:DeleteTags")
+        assert ("Resource" in statement) != ("NotResource" in statement)
+        for arn in _as_list(statement.get("Resource", statement.get("NotResource"))):
+            assert re.fullmatch(r"arn:[a-z-]+:sagemaker:[a-z0-9*-]+:[0-9*]+:training-job/[^\s]*\*", arn), arn
+        assert "Principal" not in statement
+        assert statement["Condition"], "every deny is conditional"
+        for operator, keys in statement["Condition"].items():
+            assert operator in OPERATORS, operator
+            for key, value in keys.items():
+                assert key.startswith(("aws:RequestTag/", "aws:TagKeys", "sagemaker:")), key
+                assert all(isinstance(v, str) for v in _as_list(value))
+    json.loads(json.dumps(doc))  # plain JSON all the way down
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+# ---- a small evaluator of the generated statements (IAM semantics, for the tests) ---------------
+
+
+def _str_not_like(value: Any, patterns: list[str]) -> bool:
+    return value is None or not any(fnmatchcase(value, p) for p in patterns)
+
+
+OPERATORS = {
+    # negated operators are true when the key is absent; several values mean "none of them"
+    "StringNotLike": _str_not_like,
+    "StringNotEquals": lambda v, p: v is None or v not in p,
+    "StringEquals": lambda v, p: v is not None and v in p,
+    "NumericGreaterThan": lambda v, p: v is not None and any(v > float(x) for x in p),
+    "ForAnyValue:StringNotLike": lambda v, p: v is not None and any(_str_not_like(x, p) for x in v),
+    "ForAnyValue:StringEquals": lambda v, p: v is not None and any(x in p for x in v),
+}
+
+
+def iam_denies(doc: dict[str, Any], request: dict[str, Any]) -> list[str]:
+    """Sids of the statements that deny this CreateTrainingJob request."""
+    job = job_from_request(request)
+    context: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in (job.tags or {}).items()}
+    context["aws:TagKeys"] = list(job.tags or {})
+    context["sagemaker:InstanceTypes"] = list(job.instance_types)
+    context["sagemaker:MaxRuntimeInSeconds"] = job.stopping.max_runtime_seconds
+    arn = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/{job.name.lower()}"
+    denied = []
+    for statement in doc["Statement"]:
+        if statement["Action"] != "sagemaker:CreateTrainingJob":
+            continue
+        if "Resource" in statement and not any(fnmatchcase(arn, r) for r in _as_list(statement["Resource"])):
+            continue
+        if "NotResource" in statement and any(fnmatchcase(arn, r) for r in _as_list(statement["NotResource"])):
+            continue
+        if all(
+            OPERATORS[op](context.get(key), _as_list(values))
+            for op, keys in statement["Condition"].items()
+            for key, values in keys.items()
+        ):
+            denied.append(statement["Sid"])
+    return denied
+
+
+def create_request(
+    *,
+    name: str = "job-1",
+    tags: dict[str, str] | None = None,
+    instance_type: str = "ml.g5.2xlarge",
+    count: int = 1,
+    runtime: int = 3600,
+    groups: list[tuple[str, int]] | None = None,
+) -> dict[str, Any]:
+    resource: dict[str, Any] = (
+        {
+            "InstanceGroups": [
+                {"InstanceGroupName": f"g{i}", "InstanceType": t, "InstanceCount": c}
+                for i, (t, c) in enumerate(groups)
+            ]
+        }
+        if groups
+        else {"InstanceType": instance_type, "InstanceCount": count}
+    )
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": "img:1", "TrainingInputMode": "File"},
+        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerTrainingRole",
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
+        "ResourceConfig": {**resource, "VolumeSizeInGB": 50},
+        "StoppingCondition": {"MaxRuntimeInSeconds": runtime},
+        "Tags": [
+            {"Key": k, "Value": v}
+            for k, v in (tags if tags is not None else {"team": "nlp", "cost-center": "cc-1234"}).items()
+        ],
+    }
+
+
+# ---- the document --------------------------------------------------------------------------------
+
+
+def test_document_is_valid_and_has_the_right_conditions(now: datetime) -> None:
+    derivation = derive_iam_policy(policy(), now)
+    doc = derivation.document
+    assert_valid_policy_document(doc)
+    by_sid = statements(doc)
+    assert by_sid["RequireTagTeam"]["Condition"] == {"StringNotLike": {"aws:RequestTag/team": ["?*"]}}
+    assert by_sid["RequireTagCostCenter"]["Condition"] == {
+        "StringNotLike": {"aws:RequestTag/cost-center": ["cc-????"]}
+    }
+    assert by_sid["DenyInstanceTypes"]["Condition"] == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.m5.*"]}
+    }
+    assert by_sid["DenyMaxRuntime"]["Condition"] == {
+        "NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": "259200"}
+    }
+    assert by_sid["DenyRemovingRequiredTags"] == {
+        "Sid": "DenyRemovingRequiredTags",
+        "Effect": "Deny",
+        "Action": "sagemaker:DeleteTags",
+        "Resource": "arn:aws:sagemaker:*:*:training-job/*",
+        "Condition": {"ForAnyValue:StringEquals": {"aws:TagKeys": ["cost-center", "team"]}},
+    }
+    assert all(s["Resource"] == "arn:aws:sagemaker:*:*:training-job/*" for s in doc["Statement"])
+
+
+def test_what_iam_cannot_express_is_listed(now: datetime) -> None:
+    gaps = {(g.rule, g.reason) for g in derive_iam_policy(policy(), now).not_expressible}
+    assert ("max-instances", "the instance count has no IAM condition key") in gaps
+    assert ("max-runtime", "MaxWaitTimeInSeconds (Spot) has no IAM condition key") in gaps
+    assert any(rule == "spot-checkpoint" for rule, _ in gaps)  # notify-only: left to the service
+    assert ("required-tags", "tag cost-center: pattern 'cc-[0-9]{4}' approximated by the glob(s) cc-????") in gaps
+
+
+def test_allowed_values_become_string_not_equals(now: datetime) -> None:
+    pol = policy(rules=[{"id": "required-tags", "tags": {"env": {"values": ["dev", "prod", ""]}}}])
+    by_sid = statements(derive_iam_policy(pol, now).document)
+    assert by_sid["RequireTagEnv"]["Condition"] == {"StringNotEquals": {"aws:RequestTag/env": ["dev", "prod"]}}
+
+
+def test_untranslatable_patterns_fall_back_to_non_empty(now: datetime) -> None:
+    pol = policy(rules=[{"id": "required-tags", "tags": {"project": {"pattern": "(ml|ai)-[a-z]+"}}}])
+    derivation = derive_iam_policy(pol, now)
+    assert statements(derivation.document)["RequireTagProject"]["Condition"] == {
+        "StringNotLike": {"aws:RequestTag/project": ["?*"]}
+    }
+    assert any("IAM checks only that the tag is non-empty" in g.reason for g in derivation.not_expressible)
+
+
+def test_rules_in_audit_mode_or_notify_only_get_no_statement(now: datetime) -> None:
+    pol = policy(
+        rules=[{"id": "instance-types", "mode": "audit"}, {"id": "max-runtime", "on_violation": "notify"}]
+    )
+    derivation = derive_iam_policy(pol, now)
+    assert {"DenyInstanceTypes", "DenyMaxRuntime"}.isdisjoint(statements(derivation.document))
+    skipped = {g.rule for g in derivation.not_expressible if g.reason.startswith("not enforced by the service")}
+    assert {"instance-types", "max-runtime"} <= skipped
+
+
+def test_nothing_expressible_fails_clearly(now: datetime) -> None:
+    with pytest.raises(NothingToExpress, match="audit mode"):
+        derive_iam_policy(policy(mode="audit"), now)
+
+
+def test_team_overrides_get_their_own_statements(now: datetime) -> None:
+    pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.g5.*", "ml.p5.*"]}]}})
+    by_sid = statements(derive_iam_policy(pol, now).document)
+    base = by_sid["DenyInstanceTypes"]["Condition"]
+    assert base["StringNotEquals"] == {"aws:RequestTag/team": ["vision"]}
+    team = by_sid["DenyInstanceTypesTeamVision"]["Condition"]
+    assert team["StringEquals"] == {"aws:RequestTag/team": "vision"}
+    assert team["ForAnyValue:StringNotLike"] == {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.p5.*"]}
+    # statements the override does not change are shared
+    assert "StringNotEquals" not in by_sid["DenyMaxRuntime"]["Condition"]
+    assert "DenyMaxRuntimeTeamVision" not in by_sid
+
+
+def test_one_team_document_has_no_team_conditions(now: datetime) -> None:
+    pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.p5.*"]}]}})
+    doc = derive_iam_policy(pol, now, team="vision").document
+    assert_valid_policy_document(doc)
+    assert statements(doc)["DenyInstanceTypes"]["Condition"] == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.p5.*"]}
+    }
+    assert "aws:RequestTag/team" not in json.dumps(statements(doc)["DenyInstanceTypes"])
+
+
+def test_exemptions_become_not_resource_and_tag_conditions(now: datetime) -> None:
+    pol = policy(
+        exemptions=[
+            {
+                "job_name_prefix": "Bench-",
+                "rules": ["instance-types"],
+                "expires": "2099-01-01",
+                "reason": "PLAT-1 bench",
+            },
+            {
+                "tag": {"project": "legacy", "env": "x"},
+                "rules": ["max-runtime"],
+                "expires": "2099-01-01",
+                "reason": "PLAT-2",
+            },
+            {
+                "job_name_prefix": "old-",
+                "rules": ["instance-types"],
+                "expires": "2020-01-01",
+                "reason": "expired one",
+            },
+        ]
+    )
+    derivation = derive_iam_policy(pol, now)
+    by_sid = statements(derivation.document)
+    assert by_sid["DenyInstanceTypes"]["NotResource"] == ["arn:aws:sagemaker:*:*:training-job/bench-*"]
+    assert "Resource" not in by_sid["DenyInstanceTypes"]
+    assert by_sid["DenyMaxRuntime"]["Condition"]["StringNotEquals"] == {"aws:RequestTag/env": ["x"]}
+    assert any("PLAT-2" in n and "tag env only" in n for n in derivation.notes)
+    assert any("regenerate" in n for n in derivation.notes)
+
+
+def test_scope_partition_region_account(now: datetime) -> None:
+    doc = derive_iam_policy(
+        policy(), now, partition="aws-us-gov", region="us-gov-west-1", account=ACCOUNT
+    ).document
+    assert_valid_policy_document(doc)
+    assert {s["Resource"] for s in doc["Statement"]} == {
+        f"arn:aws-us-gov:sagemaker:us-gov-west-1:{ACCOUNT}:training-job/*"
+    }
+
+
+def test_size_limits_are_enforced_on_the_minified_document(now: datetime) -> None:
+    many = {f"tag-{i:02d}-{'x' * 40}": {} for i in range(40)}
+    pol = policy(rules=[{"id": "required-tags", "tags": many}])
+    with pytest.raises(IamPolicyTooLarge, match="Service Control Policy may hold at most 5120"):
+        derive_iam_policy(pol, now, target="scp")
+    fewer = {f"tag-{i:02d}": {} for i in range(20)}
+    derivation = derive_iam_policy(policy(rules=[{"id": "required-tags", "tags": fewer}]), now, target="scp")
+    assert derivation.size == len(derivation.minified()) <= 5120
+
+
+def test_sids_stay_unique_when_names_collide(now: datetime) -> None:
+    pol = policy(rules=[{"id": "required-tags", "tags": {"cost-center": {}, "cost_center": {}}}])
+    doc = derive_iam_policy(pol, now).document
+    assert_valid_policy_document(doc)
+    assert {"RequireTagCostCenter", "RequireTagCostCenter2"} <= set(statements(doc))
+
+
+# ---- never stricter than the service -------------------------------------------------------------
+
+
+def test_iam_denies_the_example_violations_and_allows_compliant_jobs(now: datetime) -> None:
+    doc = derive_iam_policy(policy(), now).document
+    assert iam_denies(doc, create_request()) == []
+    assert iam_denies(doc, create_request(instance_type="ml.p5.48xlarge")) == ["DenyInstanceTypes"]
+    assert iam_denies(doc, create_request(runtime=259_201)) == ["DenyMaxRuntime"]
+    assert iam_denies(doc, create_request(tags={"team": "nlp"})) == ["RequireTagCostCenter"]
+    assert iam_denies(doc, create_request(tags={"team": "", "cost-center": "cc-12"})) == [
+        "RequireTagTeam",
+        "RequireTagCostCenter",
+    ]
+    assert iam_denies(doc, create_request(groups=[("ml.g5.2xlarge", 1), ("ml.c5.xlarge", 1)])) == [
+        "DenyInstanceTypes"
+    ]
+
+
+PROPERTY_POLICY = {
+    "teams": {
+        "vision": {
+            "rules": [
+                {"id": "instance-types", "patterns": ["ml.g5.*", "ml.p[45]*"]},
+                {"id": "max-runtime", "max_hours": 100},
+            ]
+        },
+        "lab": {"rules": [{"id": "required-tags", "mode": "audit"}]},
+    },
+    "exemptions": [
+        {
+            "job_name_prefix": "bench-",
+            "rules": ["instance-types"],
+            "expires": "2099-01-01",
+            "reason": "PLAT-1 bench",
+        },
+        {
+            "tag": {"project": "legacy", "env": "x"},
+            "rules": ["max-runtime"],
+            "expires": "2099-01-01",
+            "reason": "PLAT-2",
+        },
+    ],
+    "rules": [
+        {
+            "id": "required-tags",
+            "tags": {"team": {}, "cost-center": {"pattern": "cc-[0-9]{4}"}, "env": {"values": ["dev", "prod"]}},
+        }
+    ],
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from(["job-1", "bench-1", "Bench-2", "benchmark"]),
+    tags=st.dictionaries(
+        st.sampled_from(["team", "cost-center", "env", "project"]),
+        st.sampled_from(
+            ["", " ", "vision", "lab", "nlp", "cc-1234", "cc-12", "cc-abcd", "dev", "prod", "legacy", "x"]
+        ),
+    ),
+    types=st.lists(
+        st.sampled_from(["ml.g5.2xlarge", "ml.m5.large", "ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.c5.xlarge"]),
+        min_size=1,
+        max_size=3,
+    ),
+    count=st.integers(1, 12),
+    runtime=st.sampled_from([3600, 259_200, 259_201, 360_000, 360_001, 2_000_000]),
+    team=st.sampled_from([None, "vision", "lab"]),
+)
+def test_iam_never_denies_a_job_the_service_would_let_run(
+    now: datetime, *, name: str, tags: dict[str, str], types: list[str], count: int, runtime: int, team: str | None
+) -> None:
+    pol = policy(**PROPERTY_POLICY)
+    doc = derive_iam_policy(pol, now, team=team).document
+    groups = [(t, count) for t in types] if len(types) > 1 else None
+    request = create_request(
+        name=name, tags=tags, instance_type=types[0], count=count, runtime=runtime, groups=groups
+    )
+    if team is not None:  # a team document is attached to that team's roles, whose jobs carry the tag
+        request["Tags"] = [t for t in request["Tags"] if t["Key"] != "team"] + [{"Key": "team", "Value": team}]
+    denied = iam_denies(doc, request)
+    outcome = preflight_request(request, pol, now, fill_defaults=False)
+    if denied:
+        assert outcome.refused, (denied, outcome.render_text())
+
+
+# ---- glob translation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "globs", "exact"),
+    [
+        ("cc-[0-9]{4}", ["cc-????"], False),
+        ("dev|prod", ["dev", "prod"], True),
+        ("^team-.*$", ["team-*"], True),
+        ("a\\.b", ["a.b"], True),
+        (".{2,}", ["??*"], True),
+        ("x?", ["*"], False),
+        ("[a-z]+-\\d{2,3}", ["?*-??*"], False),
+        ("price\\$", ["price?"], False),
+    ],
+)
+def test_regex_to_globs(pattern: str, globs: list[str], exact: bool) -> None:
+    assert regex_to_globs(pattern) == (globs, exact)
+
+
+@pytest.mark.parametrize("pattern", ["(a|b)c", "(?i)dev", "a\\bc", "a{,3}", "[abc", "a{3,1}"])
+def test_regex_constructs_we_do_not_translate(pattern: str) -> None:
+    assert regex_to_globs(pattern) is None
+
+
+REGEXES = [
+    "cc-[0-9]{4}",
+    "dev|prod|test",
+    "team-.*",
+    "[a-z]+-\\d{2,3}",
+    "a\\.b+c?",
+    "x{2}y{1,3}.",
+    "p[^x]q*",
+    "\\w+@\\w+",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), pattern=st.sampled_from(REGEXES))
+def test_translated_globs_accept_everything_the_regex_accepts(data: st.DataObject, pattern: str) -> None:
+    value = data.draw(st.from_regex(pattern, fullmatch=True))
+    translated = regex_to_globs(pattern)
+    assert translated is not None
+    globs, _ = translated
+    assert any(fnmatchcase(value, g) for g in globs), (value, globs)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [("ml.g5.*", "ml.g5.*"), ("ml.p[45]*", "ml.p?*"), ("ml.[!p]*", "ml.?*"), ("ml.$x", "ml.?x")],
+)
+def test_instance_type_patterns_widen_to_iam_globs(pattern: str, expected: str) -> None:
+    assert fnmatch_to_iam(pattern) == expected
+
+
+def test_exempt_jobs_are_not_denied_and_the_others_still_are(now: datetime) -> None:
+    pol = policy(**PROPERTY_POLICY)
+    doc = derive_iam_policy(pol, now).document
+    tags = {"team": "nlp", "cost-center": "cc-1234", "env": "dev"}
+    # exempt by name prefix (ARNs carry the name in lower case)
+    for name in ("bench-1", "Bench-2"):
+        request = create_request(name=name, tags=tags, instance_type="ml.p5.48xlarge")
+        assert iam_denies(doc, request) == []
+    assert not preflight_request(
+        create_request(name="bench-1", tags=tags, instance_type="ml.p5.48xlarge"), pol, now
+    ).refused
+    assert iam_denies(doc, create_request(name="job-1", tags=tags, instance_type="ml.p5.48xlarge")) == [
+        "DenyInstanceTypes"
+    ]
+    # exempt by tag: IAM matches one of the exemption's tags, so it exempts at least what the service does
+    legacy = {**tags, "project": "legacy", "env": "x"}
+    assert "DenyMaxRuntime" not in iam_denies(doc, create_request(tags=legacy, runtime=500_000))
+    assert "DenyMaxRuntime" in iam_denies(doc, create_request(tags=tags, runtime=500_000))
