@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
@@ -31,6 +32,11 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the fleet mix and all ids (default 0)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--series", action="store_true", help="include per-job GPU series and alarms in --json")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (GPU utilization, threshold, actions)",
+    )
     parser.add_argument("--template", metavar="TEMPLATE", help="route by this template instead of template.yaml")
     parser.add_argument(
         "--check",
@@ -68,15 +74,27 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     for scenario in scenarios:
         try:
-            report = simulate(scenario, seed=args.seed, template=template, include_series=args.series)
+            report = simulate(
+                scenario, seed=args.seed, template=template, include_series=args.series or bool(args.html)
+            )
         except DeploymentError as exc:
             print(f"smgov simulate: cannot deploy the template: {exc}", file=sys.stderr)
             return EXIT_USAGE
         reports.append(report)
         if not args.json:
             print(render(report), end="\n\n", flush=True)
+    document: Any = reports[0] if len(reports) == 1 else {"scenarios": reports, "totals": summarize(reports)}
+    if args.html:
+        from sagemaker_governance.report_html import render_html
+
+        Path(args.html).write_text(render_html(json.loads(json.dumps(document, default=str))))
+        if not args.json:
+            print(f"HTML report: {args.html}")
     if args.json:
-        document: Any = reports[0] if len(reports) == 1 else {"scenarios": reports, "totals": summarize(reports)}
+        if args.html and not args.series:  # the series were computed for the page only
+            for report in reports:
+                for job in report["jobs"]:
+                    job.pop("series", None)
         print(json.dumps(document, indent=2, default=str))
     else:
         if len(reports) > 1:
