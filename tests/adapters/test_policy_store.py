@@ -76,3 +76,23 @@ def test_no_parameter_configured_never_calls_ssm() -> None:
 def test_invalid_defaults_fail_at_start_up() -> None:
     with pytest.raises(ValueError, match="max"):
         PolicyStore({"rules": [{"type": "max-instance-count", "max": 0}]}, None, None)
+
+
+def test_the_cache_runs_on_the_injected_clock(ssm: Any) -> None:
+    # Given a store with a 60 s cache on a clock we control
+    from datetime import UTC, datetime, timedelta
+
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    now = [datetime(2026, 11, 21, tzinfo=UTC)]
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameter", lambda **_: reads.append("read"))
+    policies.current()
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: audit\n", Overwrite=True)
+    # When less than the cache time passes, the old document is still used (no new read)
+    now[0] += timedelta(seconds=59)
+    assert policies.current().mode is Mode.ENFORCE
+    # and once it has passed, the new document is read
+    now[0] += timedelta(seconds=2)
+    assert policies.current().mode is Mode.AUDIT
+    assert len(reads) == 2

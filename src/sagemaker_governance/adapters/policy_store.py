@@ -7,7 +7,8 @@ was ever good in this container, the deploy-time defaults).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -28,12 +29,18 @@ class PolicyStore:
         parameter_name: str | None,
         ssm_client: Any | None,
         cache_seconds: int = 60,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._base_document = dict(base_document)
         self._base = build_policy(self._base_document)  # deploy-time defaults: validated at start-up
         self._parameter_name = parameter_name
         self._provider = SSMProvider(boto3_client=ssm_client) if parameter_name and ssm_client else None
         self._cache_seconds = cache_seconds
+        # The cache runs on the injected clock (the simulator's virtual minutes, tests), and Powertools
+        # does the fetching: on expiry we force a fresh read.
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._fetched_at: datetime | None = None
+        self._cached_text: str | None = None
         self._last_good: Policy | None = None
         self._last_text: str | None = None
 
@@ -45,7 +52,7 @@ class PolicyStore:
         if self._provider is None or self._parameter_name is None:
             return self._base
         try:
-            text = self._provider.get(self._parameter_name, max_age=self._cache_seconds)
+            text = self._read()
         except GetParameterError as exc:
             if "ParameterNotFound" in str(exc) or "not found" in str(exc).lower():
                 logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
@@ -60,6 +67,16 @@ class PolicyStore:
             return self._fallback("policy document rejected", "; ".join(exc.errors))
         self._last_good, self._last_text = policy, text
         return policy
+
+    def _read(self) -> str:
+        now = self._clock()
+        fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < self._cache_seconds
+        if not fresh or self._cached_text is None:
+            assert self._provider is not None and self._parameter_name is not None
+            value = self._provider.get(self._parameter_name, force_fetch=True)
+            self._cached_text = value if isinstance(value, str) else str(value)
+            self._fetched_at = now
+        return self._cached_text
 
     def _fallback(self, message: str, detail: str) -> Policy:
         kept = "last good document" if self._last_good is not None else "deploy-time defaults"

@@ -75,6 +75,7 @@ def policy_store() -> PolicyStore:
         parameter_name=cfg.policy_parameter_name,
         ssm_client=client("ssm") if cfg.policy_parameter_name else None,
         cache_seconds=cfg.policy_cache_seconds,
+        clock=now,
     )
 
 
