@@ -7,9 +7,7 @@ in the meantime, or a job that has already ended, is never stopped by a stale ev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.compliance import ComplianceResult, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
@@ -18,14 +16,7 @@ from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """Why the service is looking at a job: recorded in every audit record."""
-
-    kind: str
-    event_id: str | None = None
+from sagemaker_governance.service.recording import Trigger, record_decision
 
 
 def is_first_in_progress(job: TrainingJob) -> bool:
@@ -96,26 +87,21 @@ class ComplianceService:
         stop_outcome: Outcome | None = None,
         skipped: str | None = None,
     ) -> list[Decision]:
-        effective = policy.for_job(job)
         for decision in result.decisions:
             reason = None
             if skipped is not None:
                 outcome, reason = Outcome.SKIPPED, f"{decision.reason} (not acted on: {skipped})"
             else:
                 outcome = outcome_of(decision, stop_outcome)
-            self._audit.write(
-                AuditRecord.of(
-                    decision,
-                    job=job,
-                    outcome=outcome,
-                    at=self._clock(),
-                    trigger=trigger.kind,
-                    event_id=trigger.event_id,
-                    team_tag=effective.team_tag,
-                    owner_tag=effective.owner_tag,
-                    policy_digest=policy.digest(),
-                    reason=reason,
-                )
+            record_decision(
+                self._audit,
+                decision,
+                job=job,
+                policy=policy,
+                trigger=trigger,
+                outcome=outcome,
+                at=self._clock(),
+                reason=reason,
             )
         return list(result.decisions)
 

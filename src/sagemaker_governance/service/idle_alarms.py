@@ -11,7 +11,7 @@ Alarms are created in audit mode too: it is the stopper that only records in aud
 
 from __future__ import annotations
 
-from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import JobNotFound
 from sagemaker_governance.domain.idle import (
@@ -24,9 +24,9 @@ from sagemaker_governance.domain.idle import (
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.compliance import Trigger
 from sagemaker_governance.service.idle_ports import AlarmLifecyclePort
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
+from sagemaker_governance.service.recording import Trigger, record_decision
 
 REARM_REASON = "sagemaker-governance: the training job (re)entered Training; idle evaluation starts afresh"
 
@@ -146,18 +146,7 @@ class IdleAlarmsReaction:
     def _record(
         self, decision: Decision, job: TrainingJob, policy: Policy, trigger: Trigger, outcome: Outcome
     ) -> Decision:
-        effective = policy.for_job(job)
-        self._audit.write(
-            AuditRecord.of(
-                decision,
-                job=job,
-                outcome=outcome,
-                at=self._clock(),
-                trigger=trigger.kind,
-                event_id=trigger.event_id,
-                team_tag=effective.team_tag,
-                owner_tag=effective.owner_tag,
-                policy_digest=policy.digest(),
-            )
+        record_decision(
+            self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=self._clock()
         )
         return decision

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
 from sagemaker_governance.domain.idle import (
     IDLE_RULE_ID,
@@ -30,6 +30,7 @@ from sagemaker_governance.events import AlarmNotification
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idle_ports import AlarmOwnershipPort, SavingsMetricsPort
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.recording import Trigger, record_decision
 
 TRIGGER = "idle-alarm"
 RESET_REASON = "sagemaker-governance: reset by the idle stopper (grace period or stale notification)"
@@ -111,18 +112,14 @@ class IdleStopperService:
         )
         outcome = self._act(job, verdict)
         decision = verdict.decision
-        self._audit.write(
-            AuditRecord.of(
-                decision,
-                job=job,
-                outcome=outcome,
-                at=now,
-                trigger=TRIGGER,
-                event_id=message_id,
-                team_tag=effective.team_tag,
-                owner_tag=effective.owner_tag,
-                policy_digest=policy.digest(),
-            )
+        record_decision(
+            self._audit,
+            decision,
+            job=job,
+            policy=policy,
+            trigger=Trigger(kind=TRIGGER, event_id=message_id),
+            outcome=outcome,
+            at=now,
         )
         if verdict.verdict is Verdict.STOP:
             if outcome is Outcome.DONE:

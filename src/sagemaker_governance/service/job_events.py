@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.events import TrainingJobStateChange
-from sagemaker_governance.service.compliance import Trigger
 from sagemaker_governance.service.ports import Clock, PolicySource
+from sagemaker_governance.service.recording import Trigger, record_decision
 
 ROUTER_RULE_ID = "event-router"
 
@@ -54,17 +54,13 @@ class JobEventsService:
             mode=policy.mode,
             reason=f"no governance action for {job.status}/{job.secondary_status}",
         )
-        self._audit.write(
-            AuditRecord.of(
-                decision,
-                job=job,
-                outcome=Outcome.NO_ACTION,
-                at=self._clock(),
-                trigger=trigger.kind,
-                event_id=trigger.event_id,
-                team_tag=policy.team_tag,
-                owner_tag=policy.owner_tag,
-                policy_digest=policy.digest(),
-            )
+        record_decision(
+            self._audit,
+            decision,
+            job=job,
+            policy=policy,
+            trigger=trigger,
+            outcome=Outcome.NO_ACTION,
+            at=self._clock(),
         )
         return decision

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
+from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
@@ -38,8 +38,8 @@ from sagemaker_governance.domain.resume import (
     is_spot_trigger,
 )
 from sagemaker_governance.observability import NAMESPACE, logger
-from sagemaker_governance.service.compliance import Trigger
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.recording import Trigger, record_decision
 
 
 class LauncherPort(Protocol):
@@ -176,20 +176,15 @@ class _CloneReaction:
         *,
         reason: str | None = None,
     ) -> None:
-        effective = policy.for_job(job)
-        self._audit.write(
-            AuditRecord.of(
-                decision,
-                job=job,
-                outcome=outcome,
-                at=self._clock(),
-                trigger=trigger.kind,
-                event_id=trigger.event_id,
-                team_tag=effective.team_tag,
-                owner_tag=effective.owner_tag,
-                policy_digest=policy.digest(),
-                reason=reason,
-            )
+        record_decision(
+            self._audit,
+            decision,
+            job=job,
+            policy=policy,
+            trigger=trigger,
+            outcome=outcome,
+            at=self._clock(),
+            reason=reason,
         )
 
     def _count(self, plan: ClonePlan) -> None:
