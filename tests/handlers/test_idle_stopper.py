@@ -82,16 +82,7 @@ def stop_records(account: LocalAccount) -> list[Any]:
 def test_idle_job_after_grace_is_stopped_with_evidence_savings_and_a_notice(
     acct: LocalAccount, clock: MovableClock, savings: MemorySavingsMetrics
 ) -> None:
-    queue_url = acct.sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    queue_arn = acct.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    acct.sns.subscribe(
-        TopicArn=acct.environment["NOTIFICATIONS_TOPIC_ARN"],
-        Protocol="sqs",
-        Endpoint=queue_arn,
-        Attributes={"RawMessageDelivery": "true"},
-    )
+    queue_url = acct.notification_inbox()
     alarm = training_job_with_alarm(acct)
     clock.advance(minutes=50)
     result = fire(acct, alarm)

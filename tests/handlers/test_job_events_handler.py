@@ -95,16 +95,7 @@ def test_duplicate_delivery_stops_once(account: LocalAccount) -> None:
 
 
 def test_owner_notification_reaches_the_topic(account: LocalAccount) -> None:
-    queue_url = account.sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    arn = account.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    account.sns.subscribe(
-        TopicArn=account.environment["NOTIFICATIONS_TOPIC_ARN"],
-        Protocol="sqs",
-        Endpoint=arn,
-        Attributes={"RawMessageDelivery": "true"},
-    )
+    queue_url = account.notification_inbox()
     account.invoke(handler, launch_from_sample(account, "training-job-starting-untagged.json"))
     (message,) = account.sqs.receive_message(QueueUrl=queue_url)["Messages"]
     body = json.loads(message["Body"])

@@ -54,20 +54,6 @@ def resume_records(account: LocalAccount) -> list[Any]:
     return [r for r in account.audit.records if r.rule != "idle-guard"]
 
 
-def inbox(account: LocalAccount) -> str:
-    queue_url: str = account.sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    arn = account.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    account.sns.subscribe(
-        TopicArn=account.environment["NOTIFICATIONS_TOPIC_ARN"],
-        Protocol="sqs",
-        Endpoint=arn,
-        Attributes={"RawMessageDelivery": "true"},
-    )
-    return queue_url
-
-
 def messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:
     answer = account.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
     return [json.loads(m["Body"]) for m in answer.get("Messages", [])]
@@ -122,7 +108,7 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
     arn = account.sagemaker.arn("llm-sft-4")
     account.sagemaker.tags[arn].append({"Key": "aws:cloudformation:stack-name", "Value": "ml"})
     account.sagemaker.tag_page_size = 2
-    queue = inbox(account)
+    queue = account.notification_inbox()
     event = fail_after(account, clock, "llm-sft-4", hours=26)
     # When its Failed event arrives twice
     first = account.invoke(handler, event)

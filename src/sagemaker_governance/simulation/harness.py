@@ -84,6 +84,18 @@ class LocalAccount:
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.ssm = boto3.client("ssm", region_name=REGION)
 
+    def notification_inbox(self, name: str = "inbox") -> str:
+        """A queue subscribed (raw delivery) to the notifications topic: what owners would receive."""
+        queue_url: str = self.sqs.create_queue(QueueName=name)["QueueUrl"]
+        attributes = self.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
+        self.sns.subscribe(
+            TopicArn=self.environment["NOTIFICATIONS_TOPIC_ARN"],
+            Protocol="sqs",
+            Endpoint=attributes["QueueArn"],
+            Attributes={"RawMessageDelivery": "true"},
+        )
+        return queue_url
+
     def invoke(self, handler: Callable[[Any, Any], Any], event: Mapping[str, Any], name: str = "local") -> Any:
         return handler(dict(event), LocalContext(function_name=name))
 
