@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,26 +54,23 @@ def failed_description(
         ("Training", trained),
         ("Failed", timedelta(0)),
     )
-    doc = describe(
-        name,
-        TrainingJobStatus="Failed",
-        SecondaryStatus="Failed",
-        FailureReason=reason,
-        CreationTime=T0,
-        TrainingStartTime=history[1]["StartTime"],
-        TrainingEndTime=history[-1]["StartTime"],
-        LastModifiedTime=history[-1]["StartTime"],
-        SecondaryStatusTransitions=history,
-        RoleArn=ROLE,
-    )
+    fields: dict[str, Any] = {
+        "TrainingJobStatus": "Failed",
+        "SecondaryStatus": "Failed",
+        "FailureReason": reason,
+        "CreationTime": T0,
+        "TrainingStartTime": history[1]["StartTime"],
+        "TrainingEndTime": history[-1]["StartTime"],
+        "LastModifiedTime": history[-1]["StartTime"],
+        "SecondaryStatusTransitions": history,
+        "RoleArn": ROLE,
+    }
     if checkpoint:
-        doc["CheckpointConfig"] = {"S3Uri": f"s3://bucket/checkpoints/{name}/", "LocalPath": "/opt/ml/checkpoints"}
-    for key, value in overrides.items():
-        if value is None:
-            doc.pop(key, None)
-        else:
-            doc[key] = copy.deepcopy(value)
-    return doc
+        fields["CheckpointConfig"] = {
+            "S3Uri": f"s3://bucket/checkpoints/{name}/",
+            "LocalPath": "/opt/ml/checkpoints",
+        }
+    return describe(name, **{**fields, **overrides})  # describe drops keys overridden with None
 
 
 def spot_description(
