@@ -109,7 +109,10 @@ class Policy(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
     spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
-    idle: IdlePolicy = Field(default_factory=IdlePolicy, description="The idle guard (domain/idle.py).")
+    idle: IdlePolicy = Field(
+        default_factory=IdlePolicy,
+        description="The idle guard (domain/idle.py); defaults calibrated in docs/calibration.md.",
+    )
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
     )
