@@ -232,3 +232,38 @@ def test_arming_only_while_training_and_enabled() -> None:
         decide_progress_arming(training(started), ProgressPolicy(enabled=False), Mode.ENFORCE).verdict
         is ProgressVerdict.DISABLED
     )
+
+
+# ---- explain and the sample alarm messages ---------------------------------------------------------
+
+
+def test_explain_shows_both_progress_alarm_requests_valid_for_the_cloudwatch_api() -> None:
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    from sagemaker_governance.explain import explain_event
+    from tests.conftest import load_event
+
+    model = botocore.session.get_session().get_service_model("cloudwatch")
+    result = explain_event(load_event("training-job-training.json"), Policy(), now=NOW)
+    (decision,) = [d for d in result["decisions"] if d["rule"] == "progress-guard"]
+    assert decision["action"] == "create-alarm"
+    requests = decision["alarm"]["PutMetricAlarm"]
+    assert [r["AlarmName"].rsplit(".", 1)[-1] for r in requests] == ["progress", "progress-armer"]
+    for request in requests:
+        report = ParamValidator().validate(request, model.operation_model("PutMetricAlarm").input_shape)
+        assert not report.has_errors(), report.generate_report()
+
+
+@pytest.mark.parametrize(
+    ("sample", "role"), [("progress-alarm-armer.json", "armer"), ("progress-alarm-stalled.json", "stall")]
+)
+def test_sample_alarm_messages_parse_and_name_their_role(sample: str, role: str) -> None:
+    from sagemaker_governance.events import alarm_notifications
+    from tests.conftest import load_event
+
+    ((_, message),) = alarm_notifications(load_event(sample))
+    naming = AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance")
+    assert progress_role(message.alarm_name, "llama-pretrain-7b-nccl", naming) is ProgressRole(role)
+    assert message.trigger is not None and message.trigger.metric_name == "train:loss"
+    assert message.changed_at is not None
