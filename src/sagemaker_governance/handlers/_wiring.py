@@ -36,8 +36,19 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
     "IdleStopperFunction": (SageMakerJobs, SnsNotifier, PolicyStore, CloudWatchAlarmOwnership),
 }
 
-# Retries are botocore's job, never a hand-written loop.
+# Retries are botocore's job, never a hand-written loop. `standard` mode: exponential backoff with full
+# jitter (random x 2^(attempt-1) seconds, capped at 20 s) and a per-client retry quota. The sizing is in
+# docs/resilience.md.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+# CloudWatch allows 3 PutMetricAlarm and 3 DeleteAlarms requests per second per account and region: a
+# burst of jobs is throttled there first. Six attempts wait at most 1+2+4+8+16 = 31 s (15.5 s on average)
+# in backoff, three such waits fit in JobEventsFunction's 120 s timeout. Not
+# `adaptive`: its client-side rate limiter lives in one client of one Lambda instance, so concurrent
+# instances do not share what it learns; reserved concurrency bounds the account-wide rate instead.
+# (botocore's ``max_attempts`` counts retries; ``total_max_attempts`` counts the first request too.)
+SERVICE_CONFIGS: dict[str, Config] = {
+    "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
+}
 
 
 def utc_now() -> datetime:
@@ -64,7 +75,7 @@ def settings() -> Settings:
 
 @cache
 def client(service: str) -> Any:
-    return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+    return boto3.client(service, config=SERVICE_CONFIGS.get(service, CLIENT_CONFIG))  # type: ignore[call-overload]
 
 
 @cache
