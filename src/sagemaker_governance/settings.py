@@ -55,13 +55,18 @@ class Settings(BaseModel):
     idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
     alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
+    # ---- idempotency (issue 6): the Powertools Idempotency table; None = no deduplication (local tools)
+    idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
+    idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")
 
     _lists = field_validator("required_tags", "allowed_instance_types", mode="before")(_csv)
 
-    @field_validator("policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", mode="before")
+    @field_validator(
+        "policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", "idempotency_table", mode="before"
+    )
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

@@ -299,6 +299,7 @@ class Simulation:
                 sns=sns,
                 sqs=sqs,
                 ssm=ssm,
+                dynamodb=own.client("dynamodb"),  # the idempotency table: the real idempotency path runs
             )
             environment = self.deployment.environment()
             policy_name = environment.get("POLICY_PARAMETER_NAME")
