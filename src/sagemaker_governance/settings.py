@@ -59,6 +59,9 @@ class Settings(BaseModel):
     progress_window_minutes: int = Field(default=120, ge=10, le=1440, alias="PROGRESS_WINDOW_MINUTES")
     progress_metric_names: tuple[str, ...] | None = Field(default=None, alias="PROGRESS_METRIC_NAMES")
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
+    # ---- idempotency (issue 6): the Powertools Idempotency table; None = no deduplication (local tools)
+    idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
+    idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")
@@ -67,7 +70,9 @@ class Settings(BaseModel):
         _csv
     )
 
-    @field_validator("policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", mode="before")
+    @field_validator(
+        "policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", "idempotency_table", mode="before"
+    )
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

@@ -7,9 +7,10 @@ template grants each function exactly the union of their ``IAM_ACTIONS``.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -19,6 +20,7 @@ from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmLifecycle,
     CloudWatchAlarmOwnership,
 )
+from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
@@ -28,29 +30,51 @@ from sagemaker_governance.audit import AuditSink, LogAuditSink
 from sagemaker_governance.business_metrics import EmfSavingsMetrics
 from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.idempotency import OnceAuditSink, OnceNotifier, deliver
 from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
 from sagemaker_governance.service.idle_ports import SavingsMetricsPort
 from sagemaker_governance.service.idle_stopper import IdleStopperService
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.ports import Clock
+from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
 from sagemaker_governance.service.progress_stopper import ProgressStopper
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
 FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
-    "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher, CloudWatchAlarmLifecycle),
+    "JobEventsFunction": (
+        SageMakerJobs,
+        SnsNotifier,
+        PolicyStore,
+        SageMakerLauncher,
+        CloudWatchAlarmLifecycle,
+        IdempotencyTable,
+    ),
     "IdleStopperFunction": (
         SageMakerJobs,
         SnsNotifier,
         PolicyStore,
         CloudWatchAlarmOwnership,
         CloudWatchAlarmArming,
+        IdempotencyTable,
     ),
 }
 
-# Retries are botocore's job, never a hand-written loop.
+R = TypeVar("R")
+
+# Retries are botocore's job, never a hand-written loop. `standard` mode: exponential backoff with full
+# jitter (random x 2^(attempt-1) seconds, capped at 20 s) and a per-client retry quota. The sizing is in
+# docs/resilience.md.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+# CloudWatch allows 3 PutMetricAlarm and 3 DeleteAlarms requests per second per account and region: a
+# burst of jobs is throttled there first. Six attempts wait at most 1+2+4+8+16 = 31 s (15.5 s on average)
+# in backoff, three such waits fit in JobEventsFunction's 120 s timeout. Not
+# `adaptive`: its client-side rate limiter lives in one client of one Lambda instance, so concurrent
+# instances do not share what it learns; reserved concurrency bounds the account-wide rate instead.
+# (botocore's ``max_attempts`` counts retries; ``total_max_attempts`` counts the first request too.)
+SERVICE_CONFIGS: dict[str, Config] = {
+    "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
+}
 
 
 def utc_now() -> datetime:
@@ -77,7 +101,7 @@ def settings() -> Settings:
 
 @cache
 def client(service: str) -> Any:
-    return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+    return boto3.client(service, config=SERVICE_CONFIGS.get(service, CLIENT_CONFIG))  # type: ignore[call-overload]
 
 
 @cache
@@ -104,15 +128,40 @@ def set_audit_sink(sink: AuditSink | None) -> None:
 
 @cache
 def audit_sink() -> AuditSink:
-    return _audit_override or LogAuditSink()
+    sink = _audit_override or LogAuditSink()
+    ledger = idempotency()
+    return OnceAuditSink(sink, ledger) if ledger is not None else sink
+
+
+@cache
+def idempotency() -> IdempotencyTable | None:
+    """The idempotency records (None when no table is configured: every delivery is processed)."""
+    cfg = settings()
+    if cfg.idempotency_table is None:
+        return None
+    return IdempotencyTable(client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
+
+
+def notifier() -> NotifierPort:
+    """The SNS notifier; with idempotency records, each notification of a delivery is sent once."""
+    sns = SnsNotifier(client("sns"), settings().notifications_topic_arn)
+    ledger = idempotency()
+    return OnceNotifier(sns, ledger) if ledger is not None else sns
+
+
+def process_once(key: str, context: Any, process: Callable[[], R]) -> R:
+    """Run a delivery's processing once per delivery key (handlers call this around the service)."""
+    ledger = idempotency()
+    if ledger is not None and context is not None:
+        ledger.register_context(context)
+    return deliver(ledger, key, process)
 
 
 @cache
 def job_events_service() -> JobEventsService:
-    cfg = settings()
     compliance = ComplianceService(
         jobs=SageMakerJobs(client("sagemaker")),
-        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        notifier=notifier(),
         policies=policy_store(),
         audit=audit_sink(),
         clock=now,
@@ -164,7 +213,7 @@ def idle_stopper_service() -> IdleStopperService:
         jobs=SageMakerJobs(client("sagemaker")),
         alarms=ownership,
         arming=CloudWatchAlarmArming(client("cloudwatch")),
-        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        notifier=notifier(),
         policies=policy_store(),
         audit=audit_sink(),
         metrics=metrics,
@@ -174,7 +223,7 @@ def idle_stopper_service() -> IdleStopperService:
     return IdleStopperService(
         jobs=SageMakerJobs(client("sagemaker")),
         alarms=ownership,
-        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        notifier=notifier(),
         policies=policy_store(),
         audit=audit_sink(),
         metrics=metrics,
@@ -192,7 +241,7 @@ def clone_reactions() -> list[Reaction]:
     common: dict[str, Any] = {
         "jobs": SageMakerJobs(sagemaker),
         "launcher": SageMakerLauncher(sagemaker),
-        "notifier": SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        "notifier": notifier(),
         "policies": policy_store(),
         "audit": audit_sink(),
         "clock": now,
@@ -212,6 +261,7 @@ def reset() -> None:
         client,
         policy_store,
         audit_sink,
+        idempotency,
         job_events_service,
         alarm_naming,
         idle_stopper_service,

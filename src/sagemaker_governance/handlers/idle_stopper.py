@@ -6,9 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sagemaker_governance.events import alarm_notifications
+from sagemaker_governance.events import AlarmNotification, alarm_notifications
 from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.observability import logger, metrics
+from sagemaker_governance.service.idempotency import alarm_delivery_key
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -18,5 +19,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     results = []
     for message_id, message in alarm_notifications(event):
         logger.append_keys(alarm=message.alarm_name, message_id=message_id)
-        results.append(service.handle(message, message_id).as_dict())
+
+        def process(message: AlarmNotification = message, message_id: str | None = message_id) -> dict[str, Any]:
+            return service.handle(message, message_id).as_dict()
+
+        results.append(_wiring.process_once(alarm_delivery_key(message, message_id), context, process))
     return {"results": results}

@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.observability import logger, metrics
+from sagemaker_governance.service.idempotency import job_delivery_key
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -17,5 +18,9 @@ from sagemaker_governance.observability import logger, metrics
 @event_parser(model=TrainingJobStateChange)
 def handler(event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)
-    decisions = _wiring.job_events_service().handle(event)
-    return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
+
+    def process() -> dict[str, Any]:
+        decisions = _wiring.job_events_service().handle(event)
+        return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
+
+    return _wiring.process_once(job_delivery_key(event.detail), context, process)

@@ -815,16 +815,6 @@ class AlarmEvaluator:
         self.states.pop(name, None)
         self._scheduled.pop(name, None)
 
-    def set_state(self, name: str, state: str, now: int) -> None:
-        """``SetAlarmState``: the alarm is in ``state`` until its next evaluation, one period later, which
-        returns it to the state its data says (and notifies again if that is a change)."""
-        if name not in self.states:
-            raise KeyError(f"no alarm named {name!r}")
-        self.states[name] = state
-        alarm = self.metric_alarms.get(name)
-        if alarm is not None:
-            self._schedule(name, self._aligned(now + 1, alarm.period))
-
     def _unwatch(self, name: str) -> None:
         old = self.metric_alarms.get(name)
         if old is not None:

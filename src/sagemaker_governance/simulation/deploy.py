@@ -1,7 +1,7 @@
 """Deploying ``template.yaml`` into the offline account, the way CloudFormation and SAM would.
 
 Parameters (defaults plus overrides) and CloudFormation's intrinsic functions are resolved; SNS
-topics, SQS queues and SSM parameters are created in moto; every serverless function becomes a
+topics, SQS queues, SSM parameters and DynamoDB tables are created in moto; every serverless function becomes a
 ``DeployedFunction``: its handler (imported from the ``Handler`` property), its environment (Globals
 merged with its own) and its triggers: EventBridge rule patterns (SAM ``EventBridgeRule`` /
 ``CloudWatchEvent`` events and ``AWS::Events::Rule`` targets), SNS subscriptions (SAM ``SNS`` events and
@@ -234,6 +234,7 @@ def deploy(
     sns: Any,
     sqs: Any,
     ssm: Any,
+    dynamodb: Any = None,
 ) -> Deployment:
     """Create the template's topics, queues and parameters in moto and wire its functions."""
     parameters = parameter_values(template, overrides)
@@ -258,6 +259,8 @@ def deploy(
             function_name = f"{stack_name}-{name}"
             arn = f"{prefix.format('lambda')}:function:{function_name}"
             resolver.physical[name] = {"Ref": function_name, "Arn": arn}
+        elif kind == "AWS::DynamoDB::Table" and dynamodb is not None:
+            pass  # created below (its name and ARN come from moto)
         elif kind not in ("AWS::SNS::Topic", "AWS::SQS::Queue"):
             resolver.physical[name] = {"Ref": f"{stack_name}-{name}", "Arn": f"arn:aws:simulated:::{name}"}
         for event_name in (
@@ -270,6 +273,8 @@ def deploy(
             }
 
     _create_resources(active, resolver, stack_name=stack_name, prefix=prefix, sns=sns, sqs=sqs, ssm=ssm)
+    if dynamodb is not None:
+        _create_tables(active, resolver, stack_name=stack_name, dynamodb=dynamodb)
 
     globals_ = template.get("Globals", {}).get("Function", {})
     functions: dict[str, DeployedFunction] = {}
@@ -329,6 +334,25 @@ def _create_resources(
             props = resolver.resolve(res.get("Properties", {}))
             ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"))
             resolver.physical[name] = {"Ref": props["Name"]}
+
+
+def _create_tables(active: Mapping[str, Any], resolver: Resolver, *, stack_name: str, dynamodb: Any) -> None:
+    """DynamoDB tables (key schema and TTL as declared; billing and encryption are not simulated)."""
+    for name, res in active.items():
+        if res["Type"] != "AWS::DynamoDB::Table":
+            continue
+        props = res.get("Properties", {})
+        table = resolver.resolve(props.get("TableName")) or f"{stack_name}-{name}"
+        described = dynamodb.create_table(
+            TableName=table,
+            AttributeDefinitions=resolver.resolve(props["AttributeDefinitions"]),
+            KeySchema=resolver.resolve(props["KeySchema"]),
+            BillingMode="PAY_PER_REQUEST",
+        )["TableDescription"]
+        ttl = resolver.resolve(props.get("TimeToLiveSpecification"))
+        if ttl:
+            dynamodb.update_time_to_live(TableName=table, TimeToLiveSpecification=ttl)
+        resolver.physical[name] = {"Ref": table, "Arn": described["TableArn"]}
 
 
 def _event_route(name: str, pattern: dict[str, Any]) -> EventRoute:

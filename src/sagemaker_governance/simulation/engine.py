@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
+from sagemaker_governance.simulation.backoff import virtual_backoff
 from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
+from sagemaker_governance.simulation.fake_cloudwatch import RequestQuota
 from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
 from sagemaker_governance.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, LocalContext, patched_env
 from sagemaker_governance.simulation.metrics import MetricStore, metric_key
@@ -138,6 +140,9 @@ class RunResult:
     deployment_notes: list[str]
     minutes: int
     evaluations: int
+    # CloudWatch quota model (``cloudwatch_tps``): requests allowed/throttled per API, botocore's retry
+    # sleeps and how far the service's clock ran ahead of the minute (empty when the model is off).
+    throttling: dict[str, Any] = field(default_factory=dict)
 
 
 class _Uuids:
@@ -157,7 +162,10 @@ class Simulation:
         governed: bool = True,
         template: Mapping[str, Any] | None = None,
         template_path: Path | str = TEMPLATE_PATH,
+        cloudwatch_tps: float | None = None,
     ) -> None:
+        """``cloudwatch_tps``: enforce CloudWatch's request-rate quota on ``PutMetricAlarm`` and
+        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota."""
         self.scenario = scenario
         self.seed = seed
         self.governed = governed
@@ -197,11 +205,32 @@ class Simulation:
         self._env_now: dict[str, str] = {}
         self._active = len(self.specs)  # jobs not yet created or not yet ended
         self._last_end = 0
+        # The quota model's clock, in seconds since the epoch: botocore's backoff sleeps move it on, so
+        # it may run ahead of the minute the simulation is in (the service is behind on its work).
+        self.cloudwatch_tps = cloudwatch_tps
+        self.quota: RequestQuota | None = None
+        self._api_seconds = 0.0
+        self._retry_sleeps = 0
+        self._backoff_seconds = 0.0
+        self._max_lag = 0.0
 
     # ---- clock -----------------------------------------------------------------------------------
 
     def clock(self) -> datetime:
+        if self._api_seconds > self.now * 60:  # only after botocore backed off (the quota model)
+            return self.epoch + timedelta(seconds=self._api_seconds)
         return self.epoch + timedelta(minutes=self.now)
+
+    def api_seconds(self) -> float:
+        """The service's clock in seconds since the epoch: the minute, or later after backoff sleeps."""
+        return max(float(self.now * 60), self._api_seconds)
+
+    def _backoff(self, seconds: float) -> None:
+        """botocore sleeps between retries: virtual time passes for the service."""
+        self._api_seconds = self.api_seconds() + seconds
+        self._retry_sleeps += 1
+        self._backoff_seconds += seconds
+        self._max_lag = max(self._max_lag, self._api_seconds - self.now * 60)
 
     def at(self, minute: int) -> datetime:
         return self.epoch + timedelta(minutes=minute)
@@ -234,7 +263,19 @@ class Simulation:
             deployment_notes=self.deployment.notes if self.deployment else [],
             minutes=self.now,
             evaluations=self.evaluator.evaluations,
+            throttling=self._throttling(),
         )
+
+    def _throttling(self) -> dict[str, Any]:
+        if self.quota is None:
+            return {}
+        return {
+            "cloudwatch_tps": self.cloudwatch_tps,
+            "requests": self.quota.summary(),
+            "retry_sleeps": self._retry_sleeps,
+            "backoff_seconds": round(self._backoff_seconds, 3),
+            "max_lag_seconds": round(self._max_lag, 3),
+        }
 
     @contextlib.contextmanager
     def _account(self) -> Iterator[None]:
@@ -261,6 +302,7 @@ class Simulation:
                 sns=sns,
                 sqs=sqs,
                 ssm=ssm,
+                dynamodb=own.client("dynamodb"),  # the idempotency table: the real idempotency path runs
             )
             environment = self.deployment.environment()
             policy_name = environment.get("POLICY_PARAMETER_NAME")
@@ -270,7 +312,7 @@ class Simulation:
                 document = self.scenario.policy
                 text = document if isinstance(document, str) else json.dumps(document)
                 ssm.put_parameter(Name=policy_name, Value=text, Type="String", Overwrite=True)
-            with patched_env(environment):
+            with patched_env(environment), virtual_backoff(self._backoff, seed=self.seed):
                 self._env_now = dict(environment)
                 _wiring.reset()
                 boto3.setup_default_session(region_name=REGION)
@@ -281,6 +323,9 @@ class Simulation:
                 self._audit = MemoryAuditSink()
                 _wiring.set_audit_sink(self._audit)
                 self.fake.attach(_wiring.client("sagemaker"))
+                if self.cloudwatch_tps is not None:
+                    self.quota = RequestQuota.cloudwatch_alarm_writes(self.api_seconds, self.cloudwatch_tps)
+                    self.quota.attach(_wiring.client("cloudwatch"))
                 logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
                 for function in self.deployment.functions.values():
                     for name, every in function.schedules:

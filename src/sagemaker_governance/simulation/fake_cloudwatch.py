@@ -8,6 +8,12 @@ is missing, tags are set only on creation, an update keeps the alarm's state).
 
 Tests and the simulator read ``alarms`` and build the SNS notification CloudWatch would publish when an
 alarm changes state (``notification`` / ``sns_event``), in the real message shapes.
+
+``RequestQuota`` models CloudWatch's per-account request-rate quotas (3 ``PutMetricAlarm`` and 3
+``DeleteAlarms`` requests per second) as token buckets on a virtual clock. It answers at botocore's
+``before-send`` step, *inside* the endpoint's retry loop, so a throttled request goes through botocore's
+real retry handler (standard mode: backoff, retry quota) exactly as a ``ThrottlingException`` from AWS
+would. It sits in front of whatever answers the request over the endpoint (moto in the simulator).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import copy
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +30,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 Clock = Callable[[], datetime]
 MAX_METRIC_STATS = 10
+ALARM_WRITE_QUOTAS = ("PutMetricAlarm", "DeleteAlarms")  # 3 requests/second each, per account and region
 _CHILD_REF = re.compile(r'(?:ALARM|OK|INSUFFICIENT_DATA)\(\s*"?([^")]+?)"?\s*\)')
 
 
@@ -316,3 +323,75 @@ def _breach_reason(alarm: dict[str, Any], now: datetime) -> str:
         f"were less than the threshold ({float(alarm['Threshold'])}) (minimum {points} datapoints for "
         "OK -> ALARM transition)."
     )
+
+
+# ---- request-rate quotas ---------------------------------------------------------------------------
+
+
+class _Body:
+    """The raw body botocore reads an ``AWSResponse`` from."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._content
+
+
+class RequestQuota:
+    """Token buckets per API (``rates``: requests per second), refilled on a clock in seconds.
+
+    A bucket holds at most one second's worth of tokens (the burst); a request that finds less than one
+    token is answered ``400 ThrottlingException`` ("Rate exceeded") in CloudWatch's JSON protocol shape,
+    which botocore's standard retry mode recognises as a throttle. ``allowed`` and ``throttled`` count
+    the requests (each attempt of a retried call counts).
+    """
+
+    def __init__(self, seconds: Callable[[], float], rates: Mapping[str, float]) -> None:
+        if any(rate <= 0 for rate in rates.values()):
+            raise ValueError("request rates must be positive")
+        self._seconds = seconds
+        self.rates = dict(rates)
+        self._tokens = {api: max(1.0, rate) for api, rate in self.rates.items()}
+        self._at = {api: seconds() for api in self.rates}
+        self.allowed: Counter[str] = Counter()
+        self.throttled: Counter[str] = Counter()
+
+    @classmethod
+    def cloudwatch_alarm_writes(cls, seconds: Callable[[], float], tps: float = 3.0) -> RequestQuota:
+        return cls(seconds, {api: tps for api in ALARM_WRITE_QUOTAS})
+
+    def attach(self, client: Any) -> Any:
+        service = client.meta.service_model.service_id.hyphenize()
+        for api in self.rates:
+            # More specific than moto's catch-all ``before-send`` handler, so it is asked first.
+            client.meta.events.register_first(f"before-send.{service}.{api}", self._check)
+        return client
+
+    def _take(self, api: str) -> bool:
+        now = self._seconds()
+        rate = self.rates[api]
+        elapsed = max(0.0, now - self._at[api])
+        self._tokens[api] = min(max(1.0, rate), self._tokens[api] + elapsed * rate)
+        self._at[api] = max(self._at[api], now)
+        if self._tokens[api] >= 1.0:
+            self._tokens[api] -= 1.0
+            self.allowed[api] += 1
+            return True
+        self.throttled[api] += 1
+        return False
+
+    def _check(self, request: Any, event_name: str, **_: Any) -> AWSResponse | None:
+        api = event_name.rsplit(".", 1)[-1]
+        if api not in self.rates or self._take(api):
+            return None  # within the quota: let the request through to whatever answers it
+        body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.0"
+        headers["x-amzn-RequestId"] = f"throttled-{sum(self.throttled.values())}"
+        return AWSResponse(request.url, 400, headers, _Body(body))
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        return {
+            api: {"allowed": self.allowed[api], "throttled": self.throttled[api]} for api in sorted(self.rates)
+        }

@@ -1,0 +1,246 @@
+"""Idempotency through the real handlers: duplicate and reordered deliveries, and a crash between
+acting and recording, against moto's DynamoDB (the Powertools Idempotency table) and the doubles."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
+from sagemaker_governance.business_metrics import MemorySavingsMetrics
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.handlers.idle_stopper import handler as stopper
+from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from tests.builders import create_request
+from tests.handlers.conftest import ENFORCE, NOW
+from tests.handlers.test_idle_stopper import MovableClock
+
+TABLE = "smgov-idempotency"
+UNTAGGED = {"owner": "bob"}
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(NOW)
+
+
+@pytest.fixture
+def acct(clock: MovableClock) -> Iterator[LocalAccount]:
+    with local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": TABLE}) as account:
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName=TABLE,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        _wiring.set_savings_metrics(MemorySavingsMetrics())
+        yield account
+
+
+def inbox_messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while batch := account.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        messages += batch
+        for message in batch:
+            account.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return messages
+
+
+def records(account: LocalAccount, action: str) -> list[AuditRecord]:
+    return [r for r in account.audit.records if r.action == action]
+
+
+class FailOnce:
+    """Raise the first time ``when(args)`` holds, then behave."""
+
+    def __init__(self, when: Any) -> None:
+        self.when = when
+        self.fired = False
+
+    def __call__(self, *args: Any) -> bool:
+        if not self.fired and self.when(*args):
+            self.fired = True
+            return True
+        return False
+
+
+# ---- duplicates ---------------------------------------------------------------------------------
+
+
+def test_duplicate_deliveries_stop_notify_and_record_once(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given an untagged job (enforce mode stops it) and the owners' inbox
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    first = acct.sagemaker.event("untagged-1", event_id="11111111-1111-1111-1111-111111111111")
+    # SageMaker's second event about the same state change: another id, another status message
+    second = copy.deepcopy(first)
+    second["id"] = "22222222-2222-2222-2222-222222222222"
+    second["detail"]["SecondaryStatusTransitions"][-1]["StatusMessage"] = "Launching requested ML instances"
+    # When the first event is delivered twice and the second once, a little later
+    result = acct.invoke(job_events, first)
+    again = acct.invoke(job_events, first)
+    clock.advance(seconds=20)
+    acct.invoke(job_events, second)
+    # Then the job was stopped once, its owner told once, the stop recorded once
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert len(inbox_messages(acct, inbox)) == 1
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    assert again == result
+
+
+def test_a_spot_restart_is_a_new_state_change_not_a_duplicate(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job in Training whose alarm was created
+    acct.sagemaker.launch(create_request("spot-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("spot-1"))
+    # When Spot capacity is reclaimed and the job enters Training again
+    for secondary in ("Interrupted", "Starting", "Training"):
+        clock.advance(minutes=10)
+        acct.sagemaker.transition("spot-1", "InProgress", secondary)
+    acct.invoke(job_events, acct.sagemaker.event("spot-1"))
+    # Then the second Training is acted on (the alarm re-armed), not skipped as a duplicate
+    assert [r.outcome.value for r in records(acct, "create-alarm")] == ["done", "done"]
+
+
+# ---- reordering ---------------------------------------------------------------------------------
+
+
+def test_training_before_starting_leaves_the_alarm_and_stops_nothing(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a compliant job whose Starting event is delivered after its Training event
+    acct.sagemaker.launch(create_request("job-1"))
+    starting = acct.sagemaker.event("job-1")
+    clock.advance(minutes=5)
+    acct.sagemaker.transition("job-1", "InProgress", "Training")
+    training = acct.sagemaker.event("job-1")
+    # When they arrive out of order
+    acct.invoke(job_events, training)
+    acct.invoke(job_events, starting)
+    # Then the alarm exists and the job runs on
+    assert "sagemaker-governance-idle-job-1" in acct.cloudwatch.alarms
+    assert acct.sagemaker.stop_requests == []
+    assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "InProgress"
+
+
+def test_completed_before_training_leaves_no_alarm_behind(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job that trained and completed, its Training event delayed past its Completed event
+    acct.sagemaker.launch(create_request("job-1"), secondary="Training")
+    training = acct.sagemaker.event("job-1")
+    clock.advance(minutes=30)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    completed = acct.sagemaker.event("job-1")
+    # When Completed arrives first
+    acct.invoke(job_events, completed)
+    acct.invoke(job_events, training)
+    # Then no alarm is left for the ended job and nothing was stopped
+    assert acct.cloudwatch.alarms == {}
+    assert acct.sagemaker.stop_requests == []
+    assert [r.outcome.value for r in records(acct, "create-alarm")] == []
+
+
+# ---- a crash between acting and recording -------------------------------------------------------
+
+
+def test_crash_in_the_notifier_after_the_stop_is_retried_to_one_record_and_one_message(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given SNS fails once, after the job was stopped and the stop recorded
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    crash = FailOnce(lambda _message: True)
+    publish = SnsNotifier.publish
+
+    def flaky(self: SnsNotifier, message: Any) -> str | None:
+        if crash(message):
+            raise RuntimeError("injected: the function died while notifying")
+        return publish(self, message)
+
+    monkeypatch.setattr(SnsNotifier, "publish", flaky)
+    # When the invocation fails and Lambda retries it
+    with pytest.raises(RuntimeError, match="injected"):
+        acct.invoke(job_events, event)
+    acct.invoke(job_events, event)
+    # Then the job is stopped, the stop recorded once (by the attempt that acted) and the owner told once
+    assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    assert len(inbox_messages(acct, inbox)) == 1
+
+
+def test_crash_in_the_recorder_after_the_stop_is_retried_to_one_record(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the audit sink fails once, after StopTrainingJob succeeded
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    crash = FailOnce(lambda record: record.action == "stop")
+    write = MemoryAuditSink.write
+
+    def flaky(self: MemoryAuditSink, record: AuditRecord) -> None:
+        if crash(record):
+            raise RuntimeError("injected: the function died before recording")
+        write(self, record)
+
+    monkeypatch.setattr(MemoryAuditSink, "write", flaky)
+    # When the invocation fails and is retried
+    with pytest.raises(RuntimeError, match="injected"):
+        acct.invoke(job_events, event)
+    acct.invoke(job_events, event)
+    # Then the stop happened once and is recorded once, saying the retry found it already done
+    assert acct.sagemaker.stop_requests[0] == "untagged-1"
+    assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "already-done")]
+    assert len(inbox_messages(acct, inbox)) == 1
+
+
+def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an idle job past its grace period whose alarm fires, and SNS failing once
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    clock.advance(minutes=90)
+    crash = FailOnce(lambda message: message.kind == "idle-stop")
+    publish = SnsNotifier.publish
+
+    def flaky(self: SnsNotifier, message: Any) -> str | None:
+        if crash(message):
+            raise RuntimeError("injected: the function died while notifying")
+        return publish(self, message)
+
+    monkeypatch.setattr(SnsNotifier, "publish", flaky)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    event = acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)])
+    # When the stopper fails, Lambda retries it, and SNS delivers the notification once more
+    with pytest.raises(RuntimeError, match="injected"):
+        acct.invoke(stopper, event)
+    acct.invoke(stopper, event)
+    acct.invoke(stopper, event)
+    # Then: one stop and one record of it (by the attempt that acted). The retry finds the job already
+    # stopping and cannot tell who stopped it, so it does not claim the stop to the owner: the message
+    # lost in the crash is not re-sent (docs/resilience.md), and the owner is never told twice.
+    assert acct.sagemaker.stop_requests == ["idle-1"]
+    stops = [r for r in acct.audit.records if r.trigger == "idle-alarm"]
+    assert [(r.action, r.outcome.value) for r in stops] == [("stop", "done")]
+    assert len(inbox_messages(acct, inbox)) == 0
+
+
+def test_without_a_table_every_delivery_is_processed(clock: MovableClock) -> None:
+    # Given no idempotency table configured (local tools, the old behaviour)
+    with local_account(clock, ENFORCE) as acct:
+        acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+        event = acct.sagemaker.event("untagged-1")
+        acct.invoke(job_events, event)
+        acct.invoke(job_events, event)
+        # Then both deliveries were processed; the stop itself is still idempotent
+        assert [r.outcome.value for r in acct.audit.records] == ["done", "already-done"]
+        assert _wiring.idempotency() is None

@@ -1,0 +1,121 @@
+"""CloudWatch's request-rate quota in the simulator: botocore's real retries absorb a burst."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.simulation.backoff import virtual_backoff
+from sagemaker_governance.simulation.burst import burst_scenario
+from sagemaker_governance.simulation.engine import Simulation
+from sagemaker_governance.simulation.fake_cloudwatch import RequestQuota
+
+ALARM = {
+    "AlarmName": "a",
+    "MetricName": "GPUUtilization",
+    "Namespace": "/aws/sagemaker/TrainingJobs",
+    "Statistic": "Maximum",
+    "Period": 60,
+    "EvaluationPeriods": 1,
+    "Threshold": 1.0,
+    "ComparisonOperator": "LessThanThreshold",
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
+def cloudwatch(attempts: int) -> Any:
+    return boto3.client(
+        "cloudwatch",
+        region_name="us-east-1",
+        config=Config(retries={"mode": "standard", "total_max_attempts": attempts}),
+    )
+
+
+@mock_aws
+def test_a_request_over_the_quota_is_a_throttling_error_botocore_recognises() -> None:
+    # Given a quota of 3 PutMetricAlarm per second and a client that does not retry
+    clock = Clock()
+    quota = RequestQuota.cloudwatch_alarm_writes(clock, tps=3.0)
+    client = quota.attach(cloudwatch(attempts=1))
+    # When four requests arrive in the same instant
+    for index in range(3):
+        client.put_metric_alarm(**{**ALARM, "AlarmName": f"a{index}"})
+    with pytest.raises(ClientError) as raised:
+        client.put_metric_alarm(**{**ALARM, "AlarmName": "a3"})
+    # Then the fourth is throttled the way AWS answers it, and a second later the bucket has refilled
+    error = raised.value.response
+    assert error["Error"]["Code"] == "ThrottlingException"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    clock.seconds += 1.0
+    client.put_metric_alarm(**{**ALARM, "AlarmName": "a3"})
+    assert quota.summary()["PutMetricAlarm"] == {"allowed": 4, "throttled": 1}
+    # and an API without a quota is never throttled
+    for _ in range(10):
+        client.describe_alarms()
+
+
+@mock_aws
+def test_standard_retries_wait_on_the_virtual_clock_until_the_quota_admits_the_request() -> None:
+    # Given the CloudWatch client configuration the functions use
+    clock = Clock()
+    quota = RequestQuota.cloudwatch_alarm_writes(clock, tps=3.0)
+    client = quota.attach(
+        boto3.client("cloudwatch", region_name="us-east-1", config=_wiring.SERVICE_CONFIGS["cloudwatch"])
+    )
+    # When 30 alarms are written back to back, botocore sleeping on the virtual clock
+    with virtual_backoff(clock.sleep, seed=1):
+        for index in range(30):
+            client.put_metric_alarm(**{**ALARM, "AlarmName": f"a{index}"})
+    # Then every one succeeded after throttles and backoff, at no more than the quota's rate
+    counts = quota.summary()["PutMetricAlarm"]
+    assert counts["allowed"] == 30 and counts["throttled"] > 0
+    assert clock.seconds >= (30 - 3) / 3.0
+    assert len(client.describe_alarms()["MetricAlarms"]) == 30
+
+
+def test_the_backoff_hook_is_removed_afterwards() -> None:
+    import time
+
+    import botocore.endpoint
+
+    with virtual_backoff(lambda _seconds: None):
+        assert botocore.endpoint.time is not time
+    assert botocore.endpoint.time is time
+
+
+def test_a_burst_of_300_jobs_in_one_minute_ends_with_every_alarm_created() -> None:
+    # Given 300 GPU jobs created in the same minute and CloudWatch's default quota (3 requests/second)
+    result = Simulation(burst_scenario(300), cloudwatch_tps=3.0).run()
+    # Then CloudWatch throttled the alarm writes, botocore's retries absorbed it (no failed invocation,
+    # no dead letter) and every job got its alarm, deleted again when it completed
+    throttling = result.throttling
+    assert throttling["requests"]["PutMetricAlarm"]["throttled"] > 0
+    assert throttling["requests"]["PutMetricAlarm"]["allowed"] == 300
+    assert throttling["retry_sleeps"] > 0
+    assert result.errors == []
+    assert result.notifications["dead-letter-queue"] == 0
+    outcomes = Counter((r.job_name, r.action, r.outcome.value) for r in result.audit)
+    for name in result.jobs:
+        assert outcomes[(name, "create-alarm", "done")] == 1, name
+        assert outcomes[(name, "delete-alarm", "done")] == 1, name
+    assert len(result.alarms) == 300
+    assert all(job.final_status == "Completed" for job in result.jobs.values())
+    # The service fell behind by the time 300 writes take at 3 per second, not more than twice that
+    assert 100 <= throttling["max_lag_seconds"] <= 200
