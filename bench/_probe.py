@@ -1,7 +1,7 @@
 """Child process of the cold-start figure: run by the Lambda runtime's Python in a fresh interpreter.
 
 Not imported by the bench itself (it runs on python3.12 with only the built artifacts on sys.path).
-argv: ``handler <module> <wiring-factory>`` or ``baseline <service,service,...>``.
+argv: ``handler <module> <wiring-factory,...>`` or ``baseline <service,service,...>``.
 Prints one JSON line: when init ended (monotonic), init wall and CPU time, the process's CPU time
 (interpreter start included), peak RSS.
 """
@@ -17,10 +17,11 @@ import resource  # noqa: E402
 import sys  # noqa: E402
 
 
-def _handler(module: str, factory: str) -> int:
+def _handler(module: str, factories: str) -> int:
     importlib.import_module(module)
     wiring = importlib.import_module("sagemaker_governance.handlers._wiring")
-    getattr(wiring, factory)()  # what the first invocation builds: settings, clients, adapters, services
+    for factory in factories.split(","):  # what the first invocation builds: clients, adapters, services
+        getattr(wiring, factory)()
     return int(wiring.client.cache_info().currsize)
 
 

@@ -37,8 +37,8 @@ BYTECODE_ARGS = ("-m", "compileall", "-q", "--invalidation-mode", "unchecked-has
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
 # What each function's first invocation builds in the composition root (handlers/_wiring.py).
 INIT_FACTORIES = {
-    "JobEventsFunction": "job_events_service",
-    "IdleStopperFunction": "idle_stopper_service",
+    "JobEventsFunction": "idempotency,job_events_service",
+    "IdleStopperFunction": "idempotency,idle_stopper_service",
 }
 CHILD_ENV = {
     "AWS_REGION": "us-east-1",
@@ -53,6 +53,7 @@ CHILD_ENV = {
     "STACK_NAME": "sagemaker-governance",
     "NOTIFICATIONS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:notifications",
     "ALARM_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alarms",
+    "IDEMPOTENCY_TABLE_NAME": "sagemaker-governance-idempotency",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONNOUSERSITE": "1",
 }

@@ -54,6 +54,10 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
     hours = alarm_hours(governed)
     cloudwatch_calls = sum(v for k, v in calls.items() if k.startswith("cloudwatch:"))
     sns_messages = sum(v for k, v in result.notifications.items() if k != "dead-letter-queue")
+    dynamodb_writes = sum(
+        v for k, v in calls.items() if k in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+    )
+    dynamodb_reads = calls.get("dynamodb:GetItem", 0)
     log_bytes = governed.audit_bytes + len(result.audit) * assume["log_line_overhead_bytes"]
     arch = architecture()
 
@@ -69,6 +73,8 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
         "cloudwatch_api_calls": cloudwatch_calls * price["cloudwatch_api_request"],
         "sns_publishes": sns_messages * price["sns_publish"],
         "audit_log_ingestion": log_bytes / 1e9 * price["cloudwatch_logs_ingestion_gb"],
+        "dynamodb_idempotency": dynamodb_writes * price["dynamodb_write_request_unit"]
+        + dynamodb_reads * price["dynamodb_read_request_unit"],
         "other_api_calls": 0.0,  # SSM standard parameters, SageMaker control plane: no charge
     }
     spent = sum(lines.values())

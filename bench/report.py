@@ -112,8 +112,32 @@ def render(results: dict[str, Any]) -> str:
         + (b["reason"] if b["result"] is None else "")
     )
     if b["result"] is not None:
-        rows = [[n, r["minutes_until_all_alarms"], r["alarms"], r["lost"]] for n, r in b["result"].items()]
-        out += _table(["jobs", "minutes until all alarms", "alarms", "lost"], rows)
+        rows = [
+            [
+                n,
+                r["minutes_until_all_alarms"],
+                b["lower_bound_minutes"][n],
+                r["alarms"],
+                r["lost"],
+                r["put_metric_alarm"]["throttled"],
+                r["retry_sleeps"],
+                r["lambda_errors"],
+            ]
+            for n, r in b["result"].items()
+        ]
+        out += _table(
+            [
+                "jobs",
+                "minutes until all alarms",
+                "least possible",
+                "alarms",
+                "lost",
+                "throttled",
+                "retry sleeps",
+                "errors",
+            ],
+            rows,
+        )
     out.append("")
     out.append("Size (.aws-sam/build)")
     rows = [

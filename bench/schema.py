@@ -86,7 +86,8 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         _require(bool(burst.get("reason")), "burst: null without a reason")
     else:
         for size, r in burst["result"].items():
-            _require(r["lost"] == 0 or isinstance(r["lost"], int), f"burst.{size}.lost")
+            _require(isinstance(r["lost"], int) and r["lost"] >= 0, f"burst.{size}.lost")
+            _require(r["alarms"] + r["lost"] >= r["jobs"], f"burst.{size}: alarms + lost < jobs")
             _positive(r["minutes_until_all_alarms"], f"burst.{size}.minutes_until_all_alarms")
 
     for name, a in results["size"]["artifacts"].items():

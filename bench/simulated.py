@@ -36,6 +36,11 @@ HEALTHY_CALLS_JUSTIFIED = {
     "cloudwatch:SetAlarmState": "re-arm to OK after the upsert: without DescribeAlarms (which cannot be "
     "scoped to our alarms) the service cannot tell a new alarm from one a Spot restart left in ALARM",
     "cloudwatch:DeleteAlarms": "delete the alarm when the job ends (the purpose)",
+    "dynamodb:PutItem": "Powertools Idempotency (issue 6): one record per delivered event (EventBridge "
+    "delivers at least once) and one per side effect (each audit record, each notification) so that a "
+    "retried invocation records and notifies once; the per-audit-record ones are the cheapest to give up "
+    "(a duplicate audit line carries the same event_id)",
+    "dynamodb:UpdateItem": "completes each idempotency record with its result (one per PutItem)",
 }
 
 
