@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import TrainingJob, parse_tags
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -41,16 +41,20 @@ class SageMakerJobs:
         tags: dict[str, str] = {}
         try:
             for page in self._client.get_paginator("list_tags").paginate(ResourceArn=arn):
-                for tag in page.get("Tags", []):
-                    tags[tag["Key"]] = tag.get("Value", "")
+                tags.update(parse_tags(page.get("Tags") or []) or {})
         except ClientError as exc:
             raise AdapterError(f"ListTags {arn} failed: {exc}") from exc
+        except ValueError as exc:  # botocore does not validate answers
+            raise AdapterError(f"ListTags {arn}: unreadable answer: {exc}") from exc
         return tags
 
     def get_job(self, name: str) -> TrainingJob:
         """The job as it is now, tags included."""
         description = self.describe(name)
-        tags = self.list_tags(description["TrainingJobArn"])
+        arn = description.get("TrainingJobArn")
+        if not isinstance(arn, str) or not arn:
+            raise AdapterError(f"DescribeTrainingJob {name}: the answer has no TrainingJobArn")
+        tags = self.list_tags(arn)
         return TrainingJob.model_validate({**description, "Tags": tags})
 
     def stop(self, name: str) -> StopOutcome:
