@@ -278,7 +278,6 @@ class Simulation:
     def _ground_truth(self, records: list[Any]) -> dict[str, list[str]]:
         if not self.governed:
             return {}
-        by_source: Counter[str] = Counter(j.source for j in self.jobs.values() if j.source)
         deliberate = {  # the service decided, on the record, that this job gets no alarm (policy)
             r.job_name
             for r in records
@@ -287,7 +286,6 @@ class Simulation:
         return {
             "orphan_alarms": sorted(self._orphans),
             "missing_alarms": sorted(self._missing_alarm - deliberate),
-            "duplicate_clones": sorted(f"{s} x{n}" for s, n in by_source.items() if n > 1),
         }
 
     def _alarm_prefix(self) -> str | None:

@@ -86,7 +86,10 @@ def invariants(result: RunResult) -> tuple[dict[str, int], dict[str, list[str]]]
     names = dict(result.ground_truth)
     names["missed_stops"] = [n for n, (_, missed) in outcomes.items() if missed]
     names["false_stops"] = [n for n, (false, _) in outcomes.items() if false]
+    clones: Counter[str] = Counter(j.source for j in result.jobs.values() if j.source)
+    names["duplicate_clones"] = [f"{source} ({n} clones)" for source, n in clones.items() if n > 1]
     counts = {name: len(names.get(name, [])) for name in INVARIANTS}
+    counts["duplicate_clones"] = sum(n - 1 for n in clones.values() if n > 1)
     counts["lost_events"] = result.deliveries["lost"]
     return counts, {k: v for k, v in names.items() if v}
 
