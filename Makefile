@@ -15,11 +15,12 @@ export SAM_CLI_TELEMETRY := 0
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov
+.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate
 
 help:
 	@echo "make demo   - create .venv, install, simulate a fleet governed by the service (no AWS account needed)"
 	@echo "make test   - install dev dependencies and run every test and check"
+	@echo "make calibrate - choose the idle defaults from the GPU traces in ../shared (writes docs/calibration.md)"
 
 $(STAMP): pyproject.toml constraints-dev.txt constraints-sdk.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +34,10 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/smgov simulate
+
+# Not part of `make test`: the traces live outside the repository. Without them it says so and exits 0.
+calibrate: $(STAMP)
+	$(BIN)/smgov calibrate
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

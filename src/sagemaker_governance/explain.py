@@ -14,6 +14,7 @@ from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
+from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
@@ -44,13 +45,12 @@ def explain_event(
     audit = MemoryAuditSink()
     source = FixedPolicy(policy)
     compliance = ComplianceService(jobs, RecordingNotifier(), source, audit, clock=lambda: now)
+    naming = naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance")
     idle_alarms = IdleAlarmsReaction(
-        jobs=jobs,
-        alarms=RecordingAlarms(),
-        policies=source,
-        audit=audit,
-        clock=lambda: now,
-        naming=naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance"),
+        jobs=jobs, alarms=RecordingAlarms(), policies=source, audit=audit, clock=lambda: now, naming=naming
+    )
+    progress_alarms = ProgressAlarmsReaction(
+        jobs=jobs, alarms=RecordingAlarms(), policies=source, audit=audit, clock=lambda: now, naming=naming
     )
     service = JobEventsService(
         reactions=[
@@ -65,6 +65,7 @@ def explain_event(
                 role_patterns=clone_role_patterns,
             ),
             idle_alarms,
+            progress_alarms,
         ],
         policies=source,
         audit=audit,

@@ -54,12 +54,18 @@ class Settings(BaseModel):
     idle_datapoints_to_alarm: int = Field(default=30, ge=1, alias="IDLE_DATAPOINTS_TO_ALARM")
     idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
     alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
+    # ---- progress guard (domain/progress.py)
+    progress_enabled: bool = Field(default=True, alias="PROGRESS_GUARD_ENABLED")
+    progress_window_minutes: int = Field(default=120, ge=10, le=1440, alias="PROGRESS_WINDOW_MINUTES")
+    progress_metric_names: tuple[str, ...] | None = Field(default=None, alias="PROGRESS_METRIC_NAMES")
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")
 
-    _lists = field_validator("required_tags", "allowed_instance_types", mode="before")(_csv)
+    _lists = field_validator("required_tags", "allowed_instance_types", "progress_metric_names", mode="before")(
+        _csv
+    )
 
     @field_validator("policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", mode="before")
     @classmethod
@@ -123,6 +129,11 @@ class Settings(BaseModel):
                 "evaluation_periods": self.idle_evaluation_periods,
                 "datapoints_to_alarm": self.idle_datapoints_to_alarm,
                 "grace_minutes": self.idle_grace_minutes,
+            },
+            "progress": {
+                "enabled": self.progress_enabled,
+                "window_minutes": self.progress_window_minutes,
+                **({"metric_names": list(self.progress_metric_names)} if self.progress_metric_names else {}),
             },
         }
 

@@ -181,3 +181,33 @@ def test_fleet_has_no_false_stops_and_no_missed_stalls(template: dict[str, Any])
     assert stalled, "the fleet sample has stalled jobs"
     assert report["totals"]["false_stops"] == 0
     assert report["totals"]["missed_stalls"] == 0
+
+
+def require_progress_guard(template: dict[str, Any]) -> None:
+    require_idle_guard(template)
+    if not _able(template, sns_subscribers(template), "cloudwatch:EnableAlarmActions"):
+        pytest.skip("no SNS-subscribed function may arm alarms: no progress guard deployed")
+
+
+def test_a_hang_at_full_gpu_utilization_is_stopped_by_the_progress_guard_only(template: dict[str, Any]) -> None:
+    require_progress_guard(template)
+    report = simulate(builtin_scenario("nccl-hang"), template=template)
+    assert report["counters"]["lambda_errors"] == 0, report["errors"]
+    jobs = {j["name"]: j for j in report["jobs"]}
+    hung = jobs["llm-nccl-hang"]
+    # Given a hang at 100% GPU utilization: the idle guard never fires, the progress guard stops it
+    window = 120  # ProgressWindowMinutes' default
+    assert hung["stalled_at_minute"] is not None
+    assert hung["stopped_at_minute"] is not None, "the hung job was never stopped"
+    assert hung["stopped_at_minute"] <= hung["stalled_at_minute"] + window + 2
+    stops = [a for a in hung["actions"] if a["action"] == "stop"]
+    assert [a["rule"] for a in stops] == ["progress-guard"]
+    # A regex that never matches publishes nothing: never armed, never stopped
+    never = jobs["regex-never-matches"]
+    assert never["final_status"] == "Completed" and never["stopped_at_minute"] is None
+    assert not [a for a in never["actions"] if a["action"] == "arm-alarm"]
+    # No metric definitions: no progress alarm at all
+    plain = jobs["no-metric-definitions"]
+    assert not [a for a in plain["actions"] if a["rule"] == "progress-guard"]
+    assert report["totals"]["false_stops"] == 0
+    assert report["totals"]["missed_stalls"] == 0

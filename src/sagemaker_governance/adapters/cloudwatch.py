@@ -7,7 +7,7 @@ every other call here) can be scoped to this stack's alarm-name prefix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
@@ -55,6 +55,14 @@ class CloudWatchAlarmLifecycle:
                 self._client.put_composite_alarm(**plan.composite_alarm)
         except ClientError as exc:
             raise AdapterError(f"creating the idle alarms of {plan.job_name} failed: {exc}") from exc
+
+    def put_metric_alarms(self, job_name: str, requests: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert plain metric alarms in order (the progress guard's stall alarm, then its armer)."""
+        try:
+            for request in requests:
+                self._client.put_metric_alarm(**request)
+        except ClientError as exc:
+            raise AdapterError(f"creating the progress alarms of {job_name} failed: {exc}") from exc
 
     def delete(self, names: Sequence[str]) -> list[str]:
         """Delete in the given order (a composite before its children). DeleteAlarms deletes nothing
@@ -104,3 +112,27 @@ class CloudWatchAlarmOwnership:
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
+
+
+class CloudWatchAlarmArming:
+    """Turns an alarm's actions on and off (the stopper arms the progress guard's stall alarm)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}
+    )
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def enable_actions(self, names: Sequence[str]) -> None:
+        """Enabling actions of a missing alarm is not an error in CloudWatch (nothing happens)."""
+        try:
+            self._client.enable_alarm_actions(AlarmNames=list(names))
+        except ClientError as exc:
+            raise AdapterError(f"EnableAlarmActions {', '.join(names)} failed: {exc}") from exc
+
+    def disable_actions(self, names: Sequence[str]) -> None:
+        try:
+            self._client.disable_alarm_actions(AlarmNames=list(names))
+        except ClientError as exc:
+            raise AdapterError(f"DisableAlarmActions {', '.join(names)} failed: {exc}") from exc

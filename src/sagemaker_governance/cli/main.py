@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sagemaker_governance.cli.simulate import add_parser as add_simulate
 
     add_simulate(sub)
+    from sagemaker_governance.cli import calibrate
+
+    calibrate.register(sub)
     return parser
 
 

@@ -22,6 +22,7 @@ class Action(StrEnum):
     NOTIFY = "notify"
     CREATE_ALARM = "create-alarm"
     DELETE_ALARM = "delete-alarm"
+    ARM_ALARM = "arm-alarm"  # enable a disarmed alarm's actions (the progress guard)
     CLONE = "clone"
     NONE = "none"
 

@@ -25,6 +25,7 @@ from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.idle import IdlePolicy
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
+from sagemaker_governance.domain.progress import ProgressPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 
@@ -109,7 +110,13 @@ class Policy(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
     spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
-    idle: IdlePolicy = Field(default_factory=IdlePolicy, description="The idle guard (domain/idle.py).")
+    idle: IdlePolicy = Field(
+        default_factory=IdlePolicy,
+        description="The idle guard (domain/idle.py); defaults calibrated in docs/calibration.md.",
+    )
+    progress: ProgressPolicy = Field(
+        default_factory=ProgressPolicy, description="The progress guard (domain/progress.py)."
+    )
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
     )

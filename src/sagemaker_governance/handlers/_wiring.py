@@ -13,7 +13,11 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
+from sagemaker_governance.adapters.cloudwatch import (
+    CloudWatchAlarmArming,
+    CloudWatchAlarmLifecycle,
+    CloudWatchAlarmOwnership,
+)
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
@@ -28,12 +32,20 @@ from sagemaker_governance.service.idle_ports import SavingsMetricsPort
 from sagemaker_governance.service.idle_stopper import IdleStopperService
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import Clock
+from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
+from sagemaker_governance.service.progress_stopper import ProgressStopper
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
 FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
     "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher, CloudWatchAlarmLifecycle),
-    "IdleStopperFunction": (SageMakerJobs, SnsNotifier, PolicyStore, CloudWatchAlarmOwnership),
+    "IdleStopperFunction": (
+        SageMakerJobs,
+        SnsNotifier,
+        PolicyStore,
+        CloudWatchAlarmOwnership,
+        CloudWatchAlarmArming,
+    ),
 }
 
 # Retries are botocore's job, never a hand-written loop.
@@ -112,7 +124,15 @@ def job_events_service() -> JobEventsService:
         clock=now,
         naming=alarm_naming(),
     )
-    reactions: list[Reaction] = [compliance, *clone_reactions(), idle_alarms]
+    progress_alarms = ProgressAlarmsReaction(
+        jobs=SageMakerJobs(client("sagemaker")),
+        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
+        policies=policy_store(),
+        audit=audit_sink(),
+        clock=now,
+        naming=alarm_naming(),
+    )
+    reactions: list[Reaction] = [compliance, *clone_reactions(), idle_alarms, progress_alarms]
     return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
 
 
@@ -137,16 +157,30 @@ def set_savings_metrics(sink: SavingsMetricsPort | None) -> None:
 @cache
 def idle_stopper_service() -> IdleStopperService:
     cfg = settings()
-    return IdleStopperService(
+    metrics = _savings_metrics_override or EmfSavingsMetrics()
+    ownership = CloudWatchAlarmOwnership(client("cloudwatch"), cfg.alarm_arn)
+    progress = ProgressStopper(
         jobs=SageMakerJobs(client("sagemaker")),
-        alarms=CloudWatchAlarmOwnership(client("cloudwatch"), cfg.alarm_arn),
+        alarms=ownership,
+        arming=CloudWatchAlarmArming(client("cloudwatch")),
         notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
         policies=policy_store(),
         audit=audit_sink(),
-        metrics=_savings_metrics_override or EmfSavingsMetrics(),
+        metrics=metrics,
+        clock=now,
+        naming=alarm_naming(),
+    )
+    return IdleStopperService(
+        jobs=SageMakerJobs(client("sagemaker")),
+        alarms=ownership,
+        notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
+        policies=policy_store(),
+        audit=audit_sink(),
+        metrics=metrics,
         clock=now,
         naming=alarm_naming(),
         account_id=cfg.account_id,
+        progress=progress,
     )
 
 

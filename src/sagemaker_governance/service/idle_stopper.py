@@ -26,10 +26,12 @@ from sagemaker_governance.domain.idle import (
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.pricing import estimate_savings
+from sagemaker_governance.domain.progress import ProgressRole, progress_role
 from sagemaker_governance.events import AlarmNotification
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idle_ports import AlarmOwnershipPort, SavingsMetricsPort
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.progress_stopper import ProgressStopper
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 TRIGGER = "idle-alarm"
@@ -61,6 +63,7 @@ class IdleStopperService:
         clock: Clock,
         naming: AlarmNaming,
         account_id: str,
+        progress: ProgressStopper | None = None,
     ) -> None:
         self._jobs = jobs
         self._alarms = alarms
@@ -71,6 +74,7 @@ class IdleStopperService:
         self._clock = clock
         self._naming = naming
         self._account_id = account_id
+        self._progress = progress
 
     def handle(self, message: AlarmNotification, message_id: str | None = None) -> StopperResult:
         name = message.alarm_name
@@ -84,6 +88,9 @@ class IdleStopperService:
         job_name = alarm_tags_identify(tags, self._naming)
         if job_name is None:
             return self._ignore(name, "the alarm is not tagged as managed by this stack")
+        role = progress_role(name, job_name, self._naming)
+        if role is not None:
+            return self._progress_alarm(role, job_name, message, message_id)
         if name != self._naming.alarm_name(job_name):
             return self._ignore(name, f"not the notifying alarm of {job_name} (a child alarm has no action)")
         try:
@@ -91,6 +98,24 @@ class IdleStopperService:
         except JobNotFound:
             return self._ignore(name, f"training job {job_name} does not exist")
         return self._decide_and_act(job, message, message_id)
+
+    def _progress_alarm(
+        self, role: ProgressRole, job_name: str, message: AlarmNotification, message_id: str | None
+    ) -> StopperResult:
+        if self._progress is None:
+            return self._ignore(message.alarm_name, "a progress alarm, but this stopper has no progress guard")
+        try:
+            job = self._jobs.get_job(job_name)
+        except JobNotFound:
+            return self._ignore(message.alarm_name, f"training job {job_name} does not exist")
+        verdict, outcome = self._progress.handle(role, job, message, message_id)
+        return StopperResult(
+            alarm=message.alarm_name,
+            job=job.name,
+            action=verdict.decision.action.value,
+            outcome=outcome.value,
+            reason=verdict.decision.reason,
+        )
 
     def _decide_and_act(
         self, job: TrainingJob, message: AlarmNotification, message_id: str | None

@@ -3,7 +3,7 @@ through these, so its output is what the deployed functions would decide, with n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
@@ -64,11 +64,15 @@ class RecordingAlarms:
 
     def __init__(self) -> None:
         self.plans: list[AlarmPlan] = []
+        self.requests: list[dict[str, Any]] = []
         self.deleted: list[str] = []
         self.resets: list[str] = []
 
     def put(self, plan: AlarmPlan) -> None:
         self.plans.append(plan)
+
+    def put_metric_alarms(self, job_name: str, requests: Sequence[Mapping[str, Any]]) -> None:
+        self.requests += [dict(r) for r in requests]
 
     def delete(self, names: Sequence[str]) -> list[str]:
         self.deleted += names

@@ -795,12 +795,35 @@ class AlarmEvaluator:
             self._watchers.setdefault(key, set()).add(alarm.name)
         self._schedule(alarm.name, self._aligned(now + 1, alarm.period))
 
+    def set_state(self, name: str, state: str, now: int) -> None:
+        """``SetAlarmState``: the state changes at once and the alarm is evaluated again at the next
+        period, so it notifies again if its condition still holds. (CloudWatch would also run the
+        actions of the new state; the service only ever resets to ``OK`` and its alarms have no
+        ``OKActions``, so nothing is published here.)"""
+        alarm = self.metric_alarms.get(name)
+        if alarm is None:
+            if name in self.composites:
+                self.states[name] = state
+            return
+        self.states[name] = state
+        self._schedule(name, self._aligned(now + 1, alarm.period))
+
     def remove(self, name: str) -> None:
         self._unwatch(name)
         self.metric_alarms.pop(name, None)
         self.composites.pop(name, None)
         self.states.pop(name, None)
         self._scheduled.pop(name, None)
+
+    def set_state(self, name: str, state: str, now: int) -> None:
+        """``SetAlarmState``: the alarm is in ``state`` until its next evaluation, one period later, which
+        returns it to the state its data says (and notifies again if that is a change)."""
+        if name not in self.states:
+            raise KeyError(f"no alarm named {name!r}")
+        self.states[name] = state
+        alarm = self.metric_alarms.get(name)
+        if alarm is not None:
+            self._schedule(name, self._aligned(now + 1, alarm.period))
 
     def _unwatch(self, name: str) -> None:
         old = self.metric_alarms.get(name)

@@ -105,6 +105,8 @@ class JobRun:
     ended_at: int | None = None
     token: int = 0
     gpu_percent: float | None = None  # per GPU, what the hosts publish now (None: nothing)
+    metrics: tuple[str, ...] = ()  # training metrics whose regex matches the log (published while training)
+    metrics_on: bool = False
     series: list[list[Any]] = field(default_factory=list)  # [start, end, percent per GPU]
 
     @property
@@ -186,6 +188,7 @@ class Simulation:
         self._events: list[dict[str, Any]] = []
         self._sns: list[tuple[str, str | None, str, dict[str, Any]]] = []
         self._alarm_names: set[str] = set()
+        self._state_sets: list[tuple[str, str]] = []  # SetAlarmState calls by the service, in order
         self._invocations_now = 0
         self._invocation_minute = -1
         self.invocations: Counter[str] = Counter()
@@ -488,6 +491,10 @@ class Simulation:
             "EnableManagedSpotTraining": spec.spot,
             "Tags": [{"Key": k, "Value": v} for k, v in spec.tags.items()],
         }
+        if spec.metric_definitions:
+            request["AlgorithmSpecification"]["MetricDefinitions"] = [
+                {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
+            ]
         if spec.checkpoint:
             request["CheckpointConfig"] = {"S3Uri": f"s3://sim-checkpoints/{spec.name}/"}
         return request
@@ -531,6 +538,7 @@ class Simulation:
         request = self._request(spec)
         job = self._job_from_request(request, spec.script, price_source=spec, expect_stop=spec.expect_stop)
         job.spec_name = spec.name
+        job.metrics = tuple(m.name for m in spec.metric_definitions if m.publishes)
         self.jobs[job.name] = job
         self.fake.launch(request)
         self._emit(job.name)
@@ -544,6 +552,8 @@ class Simulation:
         job = self._job_from_request(request, script, price_source=spec, expect_stop=False)
         job.source = source
         job.spec_name = spec.name if spec else None
+        defined = {d.get("Name") for d in request.get("AlgorithmSpecification", {}).get("MetricDefinitions", [])}
+        job.metrics = tuple(m for m in (self.jobs[source].metrics if source else ()) if m in defined)
         self.jobs[job.name] = job
         self._active += 1
         self._emit(job.name)
@@ -585,6 +595,13 @@ class Simulation:
         job.accrued_at = self.now
 
     def _publish(self, job: JobRun, percent: float | None) -> None:
+        # The job's training metric: one log line a minute while it trains and makes progress.
+        metrics_on = job.phase == "training" and job.stalled_at is None and percent is not None
+        if metrics_on != job.metrics_on:
+            job.metrics_on = metrics_on
+            for name in job.metrics:
+                key = metric_key(GPU_NAMESPACE, name, [{"Name": "TrainingJobName", "Value": job.name}])
+                self.store.publish(key, self.now, 1.0 if metrics_on else None)
         if percent == job.gpu_percent:
             return
         job.gpu_percent = percent
@@ -766,10 +783,16 @@ class Simulation:
                 self.evaluator.upsert(found[name], self.now)
             else:
                 self.evaluator.remove(name)
+        sets, self._state_sets = self._state_sets, []
+        for name, state in sets:
+            if name in found:
+                self.evaluator.set_state(name, state, self.now)
 
     def _count_call(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
         service = model.service_model.service_id.hyphenize()
         self.aws_calls[f"{service}:{model.name}"] += 1
+        if service == "cloudwatch" and model.name == "SetAlarmState":
+            self._state_sets.append((str(params.get("AlarmName")), str(params.get("StateValue"))))
         if service == "cloudwatch" and model.name in ALARM_MUTATIONS:
             for key in ALARM_MUTATIONS[model.name]:
                 value = params.get(key)

@@ -264,6 +264,18 @@ class FakeCloudWatch:
         )
         return {}
 
+    def _op_EnableAlarmActions(self, params: dict[str, Any]) -> dict[str, Any]:
+        for name in params["AlarmNames"]:  # CloudWatch ignores names that do not exist
+            if name in self.alarms:
+                self.alarms[name]["ActionsEnabled"] = True
+        return {}
+
+    def _op_DisableAlarmActions(self, params: dict[str, Any]) -> dict[str, Any]:
+        for name in params["AlarmNames"]:
+            if name in self.alarms:
+                self.alarms[name]["ActionsEnabled"] = False
+        return {}
+
     def _op_DescribeAlarms(self, params: dict[str, Any]) -> dict[str, Any]:
         names = params.get("AlarmNames")
         prefix = params.get("AlarmNamePrefix", "")

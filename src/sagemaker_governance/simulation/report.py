@@ -215,7 +215,7 @@ def _happened(job: dict[str, Any]) -> str:
     if job["stalled_at_minute"] is not None:
         parts.append(f"stalled@{job['stalled_at_minute']}")
     for act in job["actions"]:
-        if act["action"] in ("create-alarm", "delete-alarm") and act["outcome"] != "audit-only":
+        if act["action"] in ("create-alarm", "delete-alarm", "arm-alarm") and act["outcome"] != "audit-only":
             continue
         mode = "" if act["outcome"] != "audit-only" else " (audit)"
         parts.append(f"{act['action']}@{act['minute']} [{act['rule']}]{mode}")

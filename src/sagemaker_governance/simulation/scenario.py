@@ -29,7 +29,7 @@ from pydantic import (
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
-DEFAULT_SET = ("holiday-weekend", "untagged", "hardware-failure", "spot-storm", "healthy", "fleet")
+DEFAULT_SET = ("holiday-weekend", "untagged", "hardware-failure", "spot-storm", "healthy", "nccl-hang", "fleet")
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 TRANSIENT_FAILURE = "InternalServerError: We encountered an internal error. Please try again."
 
@@ -143,6 +143,18 @@ class InstanceGroup(_Model):
     instance_count: PositiveInt = 1
 
 
+class MetricSpec(_Model):
+    """A training metric the job defines (``AlgorithmSpecification.MetricDefinitions``)."""
+
+    name: str = Field(min_length=1, max_length=255)
+    regex: str = Field("loss=([0-9.]+)", min_length=1, max_length=500)
+    publishes: bool = Field(
+        True,
+        description="the regex matches the job's log, so SageMaker publishes the metric each training minute "
+        "until the job stalls (false: a regex that never matches; nothing is ever published)",
+    )
+
+
 class JobSpec(_Model):
     """One training job of the scenario."""
 
@@ -160,6 +172,7 @@ class JobSpec(_Model):
     expect_stop: bool = Field(
         False, description="the scenario means governance to stop this job (it violates policy): not a false stop"
     )
+    metric_definitions: tuple[MetricSpec, ...] = Field((), description="the job's training metrics")
     script: Script
 
     @model_validator(mode="after")

@@ -1,0 +1,339 @@
+"""docs/calibration.md: the calibration's result as markdown, and the chosen defaults read back from it.
+
+The document is generated (``make calibrate``); it holds derived numbers only, never trace data. Its
+chosen defaults sit between two markers as a YAML block, so a test can check that the shipped defaults
+(``domain/idle.IdlePolicy``, ``settings.Settings``, ``template.yaml``) equal them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from sagemaker_governance.simulation.calibration import Calibration, Cell
+
+BEGIN, END = "<!-- chosen-defaults:begin -->", "<!-- chosen-defaults:end -->"
+DEFAULT_FIELDS = (
+    "threshold_percent",
+    "period_seconds",
+    "evaluation_periods",
+    "datapoints_to_alarm",
+    "grace_minutes",
+)
+
+
+class CalibrationDocumentError(ValueError):
+    pass
+
+
+def chosen_defaults(markdown: str) -> dict[str, Any]:
+    """The chosen defaults written in a calibration document."""
+    try:
+        block = markdown.split(BEGIN, 1)[1].split(END, 1)[0]
+    except IndexError as exc:
+        raise CalibrationDocumentError(f"no {BEGIN} ... {END} block") from exc
+    body = block.strip().removeprefix("```yaml").removesuffix("```")
+    values = yaml.safe_load(body)
+    if not isinstance(values, dict) or set(values) != set(DEFAULT_FIELDS):
+        raise CalibrationDocumentError(f"the chosen-defaults block must set exactly {', '.join(DEFAULT_FIELDS)}")
+    return values
+
+
+def _g(value: float | None) -> str:
+    return "never" if value is None else f"{value:g}"
+
+
+def _cell_text(cell: Cell) -> str:
+    catch = _g(cell.worst_catch)
+    return f"{'**0**' if cell.safe else len(cell.false_stops)} · {catch}"
+
+
+def _stops_text(cell: Cell) -> str:
+    if cell.safe:
+        return "none"
+    return "; ".join(f"{s.trace} at min {s.minute} [{s.phase}]" for s in cell.false_stops)
+
+
+def _why(cal: Calibration) -> list[str]:
+    """One bullet per chosen value, each stating the numbers behind it."""
+    chosen, healthy = cal.chosen, len(cal.traces)
+    chosen_cell = cal.cell(chosen.threshold_percent, chosen.evaluation_periods)
+    binding = max(cal.longest_runs(chosen.threshold_percent), key=lambda r: r[1])
+    thresholds, windows = cal.thresholds, cal.windows
+    out: list[str] = []
+    add = out.append
+    shorter = [cal.cell(chosen.threshold_percent, w) for w in windows if w < chosen.evaluation_periods]
+    higher = [cal.cell(t, chosen.evaluation_periods) for t in thresholds if t > chosen.threshold_percent]
+    first_unsafe = next((c for c in higher if not c.safe), None)
+    no_grace = next((r for r in cal.graces if r.grace == 0), None)
+    chosen_row = next((r for r in cal.graces if r.grace == chosen.grace_minutes), None)
+    window_text = (
+        f"- **Window {chosen.evaluation_periods} min**: the shortest window of the grid that stops none of the "
+        f"{healthy} healthy traces at this threshold, with margin. The longest healthy stretch below "
+        f"{chosen.threshold_percent:g}% per GPU is {binding[1]} min ({binding[0]})"
+    )
+    if shorter and not any(c.safe for c in shorter):
+        window_text += "; every shorter window of the grid stops a healthy job"
+    add(window_text + f". The idle tail is caught after {_g(chosen_cell.worst_catch)} min.")
+    threshold_text = (
+        f"- **Threshold {chosen.threshold_percent:g}% per GPU**: stops no healthy trace at this window, and "
+        "neither does the next larger threshold of the grid (margin)."
+    )
+    if first_unsafe is not None:
+        stopped = ", ".join(sorted({s.trace for s in first_unsafe.false_stops}))
+        threshold_text += f" From {first_unsafe.threshold:g}% per GPU on, this window stops {stopped}."
+    add(threshold_text)
+    grace_text = f"- **Grace {chosen.grace_minutes} min**: "
+    if no_grace is not None and no_grace.cell.safe:
+        grace_text += "no trace needs one (no healthy trace is stopped even without a grace period)"
+    else:
+        grace_text += "needed by the traces (see the grace table)"
+    if chosen_row is not None and no_grace is not None and chosen_row.idle_from_start == no_grace.idle_from_start:
+        grace_text += (
+            f", and it costs nothing: a job idle from its first minute is stopped at minute "
+            f"{_g(chosen_row.idle_from_start)} with or without it, because the window is longer. It stays as a "
+            "guard for start-ups longer than these traces show"
+        )
+    add(grace_text + ".")
+    return out
+
+
+def _summary(cal: Calibration) -> list[str]:
+    chosen, base = cal.chosen, cal.base
+    healthy = len(cal.traces)
+    same = all(getattr(chosen, f) == getattr(base, f) for f in DEFAULT_FIELDS)
+    defaults_yaml = "\n".join(f"{f}: {getattr(chosen, f):g}" for f in DEFAULT_FIELDS)
+    out: list[str] = []
+    add = out.append
+    add("# Calibrating the idle guard on real GPU traces")
+    add("")
+    add(
+        "<!-- Generated by `make calibrate` (`smgov calibrate`) from ../shared/gpu_traces. Do not edit by hand: "
+        "re-run the command. -->"
+    )
+    add("")
+    add(
+        f"The idle guard's defaults were chosen by replaying {healthy} real `nvidia-smi` traces of healthy "
+        "training and evaluation jobs through the same CloudWatch alarm evaluator the simulator uses, with the "
+        "alarm the real planner builds, for a grid of thresholds and windows. The traces are read in place "
+        "from `../shared/gpu_traces` and never copied into this repository; this page holds derived numbers "
+        "only."
+    )
+    add("")
+    add("## Chosen defaults")
+    add("")
+    add(BEGIN)
+    add("```yaml")
+    add(defaults_yaml)
+    add("```")
+    add(END)
+    add("")
+    add(
+        f"A job is stopped when its busiest host stays below **{chosen.threshold_percent:g}% per GPU** for "
+        f"**{chosen.evaluation_periods} consecutive one-minute periods**, no earlier than "
+        f"**{chosen.grace_minutes} minutes** after it (re)entered `Training`."
+        + (" These are the defaults that shipped before the calibration: the data confirm them." if same else "")
+    )
+    add("")
+    out += _why(cal)
+    add("")
+    add("The rule, applied by the command (`simulation/calibration.py::choose`):")
+    add("")
+    add(
+        "1. Do no harm: the cell stops none of the healthy traces; the next larger threshold of the grid stops "
+        "none at the same window either; and the window is at least "
+        f"{cal.margin_minutes} minutes longer than the longest healthy stretch below the threshold "
+        "(SageMaker's minute buckets need not line up with the logger's)."
+    )
+    add("2. Catch the idle tail soonest: the shortest window.")
+    add("3. Among equal windows, the threshold closest to the current default (no change without a reason).")
+    add(
+        "4. Grace period: the current one if it stops no healthy trace and costs nothing on a job idle from "
+        "its start, else the shortest safe one."
+    )
+    add("")
+    return out
+
+
+def _method(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## Method")
+    add("")
+    add(
+        "- **What SageMaker would publish.** `GPUUtilization` in `/aws/sagemaker/TrainingJobs` is per host "
+        "(`Host` = `<job>/algo-<n>`), one value per minute, and sums its GPUs: 0-100 x the GPU count (the "
+        "SageMaker and CloudWatch metric references: with four GPUs it ranges from 0 to 400 %). Each trace is "
+        "turned into that series (`simulation/traces.py`): the per-GPU values of one sample are summed, and "
+        "a minute's value is the mean of the samples taken in it. Traces logged every 60 s hold one "
+        "instantaneous snapshot per minute, which is used as that minute's value (stricter: a single 0 % "
+        "snapshot is a short gap between kernels, not an idle minute). A clock minute a 61-second logger "
+        "skipped takes the previous value; a longer gap would be a missing datapoint."
+    )
+    add(
+        "- **The alarm.** For each grid cell the real planner (`domain/idle.py::plan_idle_alarm`) builds the "
+        "alarm for a one-host job on the instance type named below: threshold = percent per GPU x that "
+        "type's GPU count, `LessThanThreshold`, every period of the window idle (`DatapointsToAlarm` = "
+        "`EvaluationPeriods`, 60 s periods), missing data not breaching."
+    )
+    add(
+        "- **The evaluator.** The series is published minute by minute into the simulator's metric store and "
+        "the alarm is evaluated by `simulation/alarms.py` (CloudWatch's M-of-N and missing-data rules). Each "
+        "`ALARM` goes to the real stopper decision (`domain/idle.py::decide_idle_stop`): within the grace "
+        "period the alarm is reset to `OK` and fires again a minute later if the job is still idle; after it, "
+        "the job is stopped."
+    )
+    add(
+        "- **Time zero** is the trace's first sample, taken as the moment the job entered `Training`: "
+        "stricter than SageMaker, whose `Training` status begins after the instance is up and the data "
+        "downloaded."
+    )
+    add(
+        "- **False stops** replay each healthy trace up to the end of its healthy part. **Time to catch** "
+        "replays the whole trace with the idle tail and counts the minutes from the tail's start to the stop "
+        "(an earlier `ALARM` in the healthy part is reset there, so the catch is measured even where the cell "
+        "has a false stop)."
+    )
+    add("")
+    return out
+
+
+def _traces(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## Traces")
+    add("")
+    add(
+        "From `../shared/gpu_traces` (its `SOURCES.md` has the full provenance: every file is a verbatim copy "
+        "of a file in a public repository at the commit shown, with the evidence for each phase label)."
+    )
+    add("")
+    add("| trace | file | source | format | samples | minutes | replayed as | what it shows | phases |")
+    add("| --- | --- | --- | --- | ---: | ---: | --- | --- | --- |")
+    for loaded in cal.traces:
+        spec = loaded.spec
+        phases = "; ".join(f"{p.starts[11:]} {p.label}" for p in spec.phases)
+        add(
+            f"| {spec.label} | `{spec.file}` | {spec.source} | {loaded.trace.format}, "
+            f"{loaded.trace.gpus} GPU(s) | {len(loaded.trace.samples)} | {len(loaded.full.values)} | "
+            f"`{spec.instance_type}` ({spec.gpus} GPU) | {spec.shows} | {phases} |"
+        )
+    add("")
+    add(
+        f"Healthy traces: {len(cal.traces)} (the whole trace, or its part before the idle tail). Idle tails: "
+        + (
+            ", ".join(f"{t.spec.label} from {t.spec.idle_tail_from}" for t in cal.traces if t.spec.idle_tail_from)
+            or "none"
+        )
+        + "."
+    )
+    add("")
+    return out
+
+
+def _grid(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## False stops and time to catch the idle tail")
+    add("")
+    add(
+        f"Each cell: **healthy traces stopped** (of {len(cal.traces)}) · **minutes to stop the idle tail** after it "
+        f"began. Grace period {cal.base.grace_minutes} min, one-minute periods, every period of the window idle."
+    )
+    add("")
+    add("| threshold (% per GPU) | " + " | ".join(f"{w} min" for w in cal.windows) + " |")
+    add("| --- | " + " | ".join("---:" for _ in cal.windows) + " |")
+    for threshold in cal.thresholds:
+        add(f"| {threshold:g} | " + " | ".join(_cell_text(cal.cell(threshold, w)) for w in cal.windows) + " |")
+    add("")
+    add("Which healthy traces each cell stops (minute after the job entered `Training`, and the phase):")
+    add("")
+    add(
+        "| threshold (% per GPU) | window (min) | false stops | stopped healthy traces | idle tail caught after (min) |"
+    )
+    add("| ---: | ---: | ---: | --- | ---: |")
+    for threshold in cal.thresholds:
+        for window in cal.windows:
+            cell = cal.cell(threshold, window)
+            add(
+                f"| {threshold:g} | {window} | {len(cell.false_stops)} | {_stops_text(cell)} | "
+                f"{_g(cell.worst_catch)} |"
+            )
+    add("")
+    return out
+
+
+def _margin(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## The margin: longest healthy stretch below each threshold")
+    add("")
+    labels = [t.spec.label for t in cal.traces]
+    add("| threshold (% per GPU) | " + " | ".join(labels) + " |")
+    add("| --- | " + " | ".join("---:" for _ in labels) + " |")
+    for threshold in cal.thresholds:
+        add(f"| {threshold:g} | " + " | ".join(str(n) for _, n in cal.longest_runs(threshold)) + " |")
+    add("")
+    add(
+        "Consecutive minutes below the threshold in each healthy part. A window no longer than a number in "
+        "its row stops that job."
+    )
+    add("")
+    return out
+
+
+def _grace(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## Grace period")
+    add("")
+    add(
+        f"At {cal.chosen.threshold_percent:g}% per GPU and {cal.chosen.evaluation_periods} min. *Idle from the start* "
+        "is a synthetic host at 0 % from its first minute (a job that never starts computing): the minute it is "
+        "stopped shows what a grace period costs."
+    )
+    add("")
+    add(
+        "| grace (min) | false stops | stopped healthy traces | idle tail caught after (min) | idle from the start: stopped at min |"
+    )
+    add("| ---: | ---: | --- | ---: | ---: |")
+    for row in cal.graces:
+        add(
+            f"| {row.grace} | {len(row.cell.false_stops)} | {_stops_text(row.cell)} | "
+            f"{_g(row.cell.worst_catch)} | {_g(row.idle_from_start)} |"
+        )
+    add("")
+    return out
+
+
+def _limits(cal: Calibration) -> list[str]:
+    out: list[str] = []
+    add = out.append
+    add("## Limits")
+    add("")
+    add(
+        f"- {len(cal.traces)} traces, one host each, from other people's clusters (no SageMaker job among them). "
+        "Multi-host jobs are watched on their busiest host, which is at least as busy as any single host "
+        "here."
+    )
+    add(
+        "- How SageMaker aggregates its GPU samples into the minute's value is not documented; the minute "
+        "mean is assumed. 60-second snapshot traces overstate idleness (stricter)."
+    )
+    add(
+        "- A job idle for longer than the window in a healthy phase is stopped whatever the data say: teams "
+        "with such phases (long CPU-side scoring, evaluation between epochs) set their own window or an "
+        "exemption in the policy document."
+    )
+    add(
+        "- A hang that keeps the GPU at 100 % (a deadlocked collective) is invisible to any utilization "
+        "threshold; none of these traces has one."
+    )
+    add("")
+    return out
+
+
+def render_markdown(cal: Calibration) -> str:
+    sections = (_summary, _method, _traces, _grid, _margin, _grace, _limits)
+    return "\n".join(line for section in sections for line in section(cal))

@@ -1,0 +1,269 @@
+"""The progress guard's pure parts: which jobs are watched, the two alarms, the stopper's decisions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.progress import (
+    NoProgressAlarm,
+    ProgressAlarmPlan,
+    ProgressPolicy,
+    ProgressRole,
+    ProgressVerdict,
+    decide_progress_arming,
+    decide_progress_stop,
+    normalize_metric_name,
+    plan_progress_alarms,
+    progress_role,
+)
+from sagemaker_governance.simulation.alarms import MetricAlarm, decide
+from tests.builders import job
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:alarms")
+
+
+def with_metrics(*names: str, **overrides: Any) -> TrainingJob:
+    spec = {
+        "TrainingImage": "img:1",
+        "TrainingInputMode": "File",
+        "MetricDefinitions": [{"Name": n, "Regex": f"{n}=([0-9.]+)"} for n in names],
+    }
+    return job(AlgorithmSpecification=spec, **overrides)
+
+
+def plan(j: TrainingJob, **policy: Any) -> ProgressAlarmPlan:
+    result = plan_progress_alarms(j, ProgressPolicy(**policy), NAMING)
+    assert isinstance(result, ProgressAlarmPlan), result
+    return result
+
+
+# ---- which jobs are watched ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("defined", "watched"),
+    [
+        ("train:loss", "train:loss"),
+        ("Train/Loss", "Train/Loss"),
+        ("training-loss", "training-loss"),
+        ("loss", "loss"),
+        ("train:objective_loss", "train:objective_loss"),
+    ],
+)
+def test_common_train_loss_names_are_progress_signals_by_default(defined: str, watched: str) -> None:
+    assert plan(with_metrics(defined, "validation:accuracy")).metrics == (watched,)
+
+
+def test_names_compare_case_insensitively_with_separators_equal() -> None:
+    assert normalize_metric_name(" Train/Loss ") == normalize_metric_name("train:loss") == "train_loss"
+    assert normalize_metric_name("validation:loss") != "train_loss"
+
+
+def test_a_job_without_metric_definitions_gets_no_progress_alarm() -> None:
+    result = plan_progress_alarms(job(), ProgressPolicy(), NAMING)
+    assert isinstance(result, NoProgressAlarm)
+    assert "defines no training metrics" in result.reason
+
+
+def test_a_job_whose_metrics_are_not_progress_signals_gets_no_progress_alarm() -> None:
+    result = plan_progress_alarms(with_metrics("validation:accuracy", "epoch_time"), ProgressPolicy(), NAMING)
+    assert isinstance(result, NoProgressAlarm)
+    assert result.evidence["defined_metrics"] == ["validation:accuracy", "epoch_time"]
+
+
+def test_a_team_names_its_own_progress_metric() -> None:
+    policy = Policy.model_validate({"teams": {"nlp": {"progress": {"metric_names": ["tokens_per_second"]}}}})
+    j = with_metrics("tokens/per/second", "train:loss", tags={"team": "nlp"})
+    effective = policy.for_job(j)
+    assert plan(j, **effective.progress.model_dump()).metrics == ("tokens/per/second",)
+    assert plan(j).metrics == ("train:loss",)  # the default names for everybody else
+
+
+def test_policy_bounds() -> None:
+    with pytest.raises(ValidationError):
+        ProgressPolicy(window_minutes=5)
+    with pytest.raises(ValidationError):
+        ProgressPolicy(window_minutes=1441)  # CloudWatch: period x periods <= one day
+    with pytest.raises(ValidationError):
+        ProgressPolicy(metric_names=("loss", " "))
+
+
+# ---- the two alarms --------------------------------------------------------------------------------
+
+
+def test_the_stall_alarm_is_created_disarmed_and_breaches_on_missing_data() -> None:
+    p = plan(with_metrics("train:loss"), window_minutes=90)
+    stall, armer = p.requests
+    assert stall["AlarmName"] == "gov-idle-job-1.progress"
+    assert stall["ActionsEnabled"] is False
+    assert stall["AlarmActions"] == ["arn:aws:sns:us-east-1:1:alarms"]
+    assert (stall["Namespace"], stall["MetricName"]) == ("/aws/sagemaker/TrainingJobs", "train:loss")
+    assert stall["Dimensions"] == [{"Name": "TrainingJobName", "Value": "job-1"}]
+    assert (stall["Statistic"], stall["Period"]) == ("SampleCount", 60)
+    assert (stall["EvaluationPeriods"], stall["DatapointsToAlarm"]) == (90, 90)
+    assert (stall["ComparisonOperator"], stall["Threshold"]) == ("LessThanThreshold", 1.0)
+    assert stall["TreatMissingData"] == "breaching"
+    assert armer["AlarmName"] == "gov-idle-job-1.progress-armer"
+    assert armer["ActionsEnabled"] is True
+    assert (armer["EvaluationPeriods"], armer["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert armer["TreatMissingData"] == "notBreaching"
+    assert {t["Key"] for t in stall["Tags"]} == {"smgov:training-job", "smgov:managed-by"}
+
+
+def test_several_progress_metrics_any_datapoint_counts() -> None:
+    p = plan(with_metrics("train:loss", "loss"))
+    stall = p.stall_alarm
+    assert [q["MetricStat"]["Metric"]["MetricName"] for q in stall["Metrics"] if "MetricStat" in q] == [
+        "train:loss",
+        "loss",
+    ]
+    assert stall["Metrics"][-1]["Expression"] == "SUM([m1, m2])"
+
+
+def _evaluate(request: dict[str, Any], values: list[float | None]) -> str:
+    alarm = MetricAlarm.from_description(request)
+    state, *_ = decide(
+        values,
+        evaluation_periods=alarm.evaluation_periods,
+        datapoints_to_alarm=alarm.datapoints_to_alarm,
+        treat_missing=alarm.treat_missing,
+        breaches=alarm.breaches,
+        current="OK",
+    )
+    return state
+
+
+def test_with_cloudwatch_semantics_the_stall_alarm_fires_only_when_the_whole_range_is_silent() -> None:
+    stall = plan(with_metrics("train:loss"), window_minutes=10).stall_alarm
+    assert _evaluate(stall, [None] * 12) == "ALARM"
+    assert _evaluate(stall, [1.0] + [None] * 11) == "OK"  # one datapoint (SampleCount) in range
+    assert _evaluate(stall, [None] * 11 + [3.0]) == "OK"
+
+
+def test_with_cloudwatch_semantics_the_armer_fires_on_the_first_datapoint_only() -> None:
+    armer = plan(with_metrics("train:loss")).armer_alarm
+    assert _evaluate(armer, [None, None, None]) == "OK"  # a regex that never matches: never armed
+    assert _evaluate(armer, [None, None, 1.0]) == "ALARM"
+
+
+def test_roles_come_from_the_name_for_the_tagged_job() -> None:
+    assert progress_role("gov-idle-job-1.progress", "job-1", NAMING) is ProgressRole.STALL
+    assert progress_role("gov-idle-job-1.progress-armer", "job-1", NAMING) is ProgressRole.ARMER
+    assert progress_role("gov-idle-job-1", "job-1", NAMING) is None
+    assert progress_role("gov-idle-job-2.progress", "job-1", NAMING) is None
+
+
+# ---- the stopper's decisions -----------------------------------------------------------------------
+
+
+def training(started: datetime, *, status: str = "InProgress", secondary: str = "Training") -> TrainingJob:
+    millis = str(int(started.timestamp() * 1000))
+    return with_metrics(
+        "train:loss",
+        TrainingJobStatus=status,
+        SecondaryStatus=secondary,
+        TrainingStartTime=millis,
+        SecondaryStatusTransitions=[{"Status": "Training", "StartTime": millis}],
+    )
+
+
+def stop_verdict(j: TrainingJob, *, changed: datetime = NOW, **kw: Any) -> ProgressVerdict:
+    exempted = kw.pop("exempted_by", None)
+    return decide_progress_stop(
+        j, ProgressPolicy(**kw), Mode.ENFORCE, NOW, alarm_changed_at=changed, exempted_by=exempted
+    ).verdict
+
+
+def test_armed_and_silent_for_the_window_while_training_is_stopped_with_evidence() -> None:
+    result = decide_progress_stop(
+        training(NOW - timedelta(hours=5)),
+        ProgressPolicy(window_minutes=60),
+        Mode.ENFORCE,
+        NOW,
+        alarm_changed_at=NOW,
+        evidence={"metrics": ["train:loss"]},
+    )
+    assert result.verdict is ProgressVerdict.STOP
+    assert result.decision.rule == "progress-guard"
+    assert result.decision.action is Action.STOP and result.decision.acts
+    assert result.decision.evidence["window_minutes"] == 60
+    assert result.decision.evidence["last_datapoint_before"] == (NOW - timedelta(minutes=60)).isoformat()
+    assert "train:loss" in result.decision.reason
+
+
+def test_not_stopped_when_not_training_ended_stale_early_disabled_or_exempted() -> None:
+    long_ago = NOW - timedelta(hours=5)
+    assert stop_verdict(training(long_ago, secondary="Uploading")) is ProgressVerdict.NOT_TRAINING
+    assert stop_verdict(training(long_ago, status="Completed")) is ProgressVerdict.ALREADY_ENDED
+    assert stop_verdict(training(long_ago), changed=NOW - timedelta(minutes=30)) is ProgressVerdict.STALE
+    assert stop_verdict(training(NOW - timedelta(minutes=30)), window_minutes=60) is ProgressVerdict.TOO_EARLY
+    assert stop_verdict(training(long_ago), enabled=False) is ProgressVerdict.DISABLED
+    assert stop_verdict(training(long_ago), exempted_by="INC-1") is ProgressVerdict.EXEMPTED
+
+
+def test_audit_mode_records_only() -> None:
+    result = decide_progress_stop(
+        training(NOW - timedelta(hours=5)), ProgressPolicy(), Mode.AUDIT, NOW, alarm_changed_at=NOW
+    )
+    assert result.verdict is ProgressVerdict.STOP and not result.decision.acts
+
+
+def test_arming_only_while_training_and_enabled() -> None:
+    started = NOW - timedelta(minutes=5)
+    assert decide_progress_arming(training(started), ProgressPolicy(), Mode.AUDIT).verdict is ProgressVerdict.ARM
+    assert (
+        decide_progress_arming(training(started, secondary="Downloading"), ProgressPolicy(), Mode.ENFORCE).verdict
+        is ProgressVerdict.NOT_TRAINING
+    )
+    assert (
+        decide_progress_arming(training(started, status="Stopped"), ProgressPolicy(), Mode.ENFORCE).verdict
+        is ProgressVerdict.ALREADY_ENDED
+    )
+    assert (
+        decide_progress_arming(training(started), ProgressPolicy(enabled=False), Mode.ENFORCE).verdict
+        is ProgressVerdict.DISABLED
+    )
+
+
+# ---- explain and the sample alarm messages ---------------------------------------------------------
+
+
+def test_explain_shows_both_progress_alarm_requests_valid_for_the_cloudwatch_api() -> None:
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    from sagemaker_governance.explain import explain_event
+    from tests.conftest import load_event
+
+    model = botocore.session.get_session().get_service_model("cloudwatch")
+    result = explain_event(load_event("training-job-training.json"), Policy(), now=NOW)
+    (decision,) = [d for d in result["decisions"] if d["rule"] == "progress-guard"]
+    assert decision["action"] == "create-alarm"
+    requests = decision["alarm"]["PutMetricAlarm"]
+    assert [r["AlarmName"].rsplit(".", 1)[-1] for r in requests] == ["progress", "progress-armer"]
+    for request in requests:
+        report = ParamValidator().validate(request, model.operation_model("PutMetricAlarm").input_shape)
+        assert not report.has_errors(), report.generate_report()
+
+
+@pytest.mark.parametrize(
+    ("sample", "role"), [("progress-alarm-armer.json", "armer"), ("progress-alarm-stalled.json", "stall")]
+)
+def test_sample_alarm_messages_parse_and_name_their_role(sample: str, role: str) -> None:
+    from sagemaker_governance.events import alarm_notifications
+    from tests.conftest import load_event
+
+    ((_, message),) = alarm_notifications(load_event(sample))
+    naming = AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance")
+    assert progress_role(message.alarm_name, "llama-pretrain-7b-nccl", naming) is ProgressRole(role)
+    assert message.trigger is not None and message.trigger.metric_name == "train:loss"
+    assert message.changed_at is not None
