@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sagemaker_governance.domain.idle import CHILD_MARK, IDLE_RULE_ID
+from sagemaker_governance.domain.idle import IDLE_RULE_ID
 from sagemaker_governance.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
 from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
 from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
@@ -332,8 +332,9 @@ class Simulation:
         ):
             names += [a["AlarmName"] for a in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]]
         for name in names:
-            rest = name[len(prefix) :]
-            job = self.jobs.get(rest) or self.jobs.get(rest.split(CHILD_MARK, 1)[0])
+            rest = name[len(prefix) :]  # <job>, or <job> and a suffix (child alarms, progress alarms)
+            owner = max((n for n in self.jobs if rest.startswith(n)), key=len, default=None)
+            job = self.jobs.get(owner) if owner else None
             if job is None or job.ended:
                 self._orphans.append(name)
 
