@@ -55,6 +55,8 @@ class Settings(BaseModel):
     idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
     alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
+    # ---- reconciler (issue 6): its schedule's rate, which orders its runs (domain/reconcile.py)
+    reconcile_interval_minutes: int = Field(default=10, ge=1, le=1440, alias="RECONCILE_INTERVAL_MINUTES")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")

@@ -13,14 +13,18 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
+from sagemaker_governance.adapters.cloudwatch import (
+    CloudWatchAlarmInventory,
+    CloudWatchAlarmLifecycle,
+    CloudWatchAlarmOwnership,
+)
 from sagemaker_governance.adapters.policy_store import PolicyStore
-from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
-from sagemaker_governance.business_metrics import EmfSavingsMetrics
+from sagemaker_governance.business_metrics import EmfRepairMetrics, EmfSavingsMetrics
 from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
@@ -28,12 +32,22 @@ from sagemaker_governance.service.idle_ports import SavingsMetricsPort
 from sagemaker_governance.service.idle_stopper import IdleStopperService
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import Clock
+from sagemaker_governance.service.reconciler import ReconcilerService, RepairMetricsPort
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
 FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
     "JobEventsFunction": (SageMakerJobs, SnsNotifier, PolicyStore, SageMakerLauncher, CloudWatchAlarmLifecycle),
     "IdleStopperFunction": (SageMakerJobs, SnsNotifier, PolicyStore, CloudWatchAlarmOwnership),
+    "ReconcilerFunction": (
+        SageMakerJobs,
+        SnsNotifier,
+        PolicyStore,
+        CloudWatchAlarmLifecycle,
+        SageMakerJobInventory,
+        CloudWatchAlarmInventory,
+        SageMakerJobMarks,
+    ),
 }
 
 # Retries are botocore's job, never a hand-written loop.
@@ -94,17 +108,21 @@ def audit_sink() -> AuditSink:
     return _audit_override or LogAuditSink()
 
 
-@cache
-def job_events_service() -> JobEventsService:
+def compliance_service() -> ComplianceService:
+    """Compliance (the job-events function and the reconciler): it tags each job it has evaluated."""
     cfg = settings()
-    compliance = ComplianceService(
+    return ComplianceService(
         jobs=SageMakerJobs(client("sagemaker")),
         notifier=SnsNotifier(client("sns"), cfg.notifications_topic_arn),
         policies=policy_store(),
         audit=audit_sink(),
         clock=now,
+        marks=SageMakerJobMarks(client("sagemaker")),
     )
-    idle_alarms = IdleAlarmsReaction(
+
+
+def idle_alarms_reaction() -> IdleAlarmsReaction:
+    return IdleAlarmsReaction(
         jobs=SageMakerJobs(client("sagemaker")),
         alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
         policies=policy_store(),
@@ -112,8 +130,40 @@ def job_events_service() -> JobEventsService:
         clock=now,
         naming=alarm_naming(),
     )
-    reactions: list[Reaction] = [compliance, *clone_reactions(), idle_alarms]
+
+
+@cache
+def job_events_service() -> JobEventsService:
+    reactions: list[Reaction] = [compliance_service(), *clone_reactions(), idle_alarms_reaction()]
     return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
+
+
+_repair_metrics_override: RepairMetricsPort | None = None
+
+
+def set_repair_metrics(sink: RepairMetricsPort | None) -> None:
+    """Keep the reconciler's repair metric in memory (the simulator and tests)."""
+    global _repair_metrics_override  # noqa: PLW0603
+    _repair_metrics_override = sink
+    reconciler_service.cache_clear()
+
+
+@cache
+def reconciler_service() -> ReconcilerService:
+    cfg = settings()
+    return ReconcilerService(
+        jobs=SageMakerJobs(client("sagemaker")),
+        inventory=SageMakerJobInventory(client("sagemaker")),
+        alarm_inventory=CloudWatchAlarmInventory(client("cloudwatch")),
+        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
+        guards=[idle_alarms_reaction()],
+        compliance=compliance_service(),
+        policies=policy_store(),
+        audit=audit_sink(),
+        metrics=_repair_metrics_override or EmfRepairMetrics(),
+        clock=now,
+        interval_minutes=cfg.reconcile_interval_minutes,
+    )
 
 
 @cache
@@ -172,6 +222,7 @@ def reset() -> None:
     set_clock(utc_now)
     set_audit_sink(None)
     set_savings_metrics(None)
+    set_repair_metrics(None)
     for cached in (
         settings,
         client,
@@ -180,5 +231,6 @@ def reset() -> None:
         job_events_service,
         alarm_naming,
         idle_stopper_service,
+        reconciler_service,
     ):
         cached.cache_clear()
