@@ -249,6 +249,7 @@ def test_in_audit_mode_a_never_evaluated_job_is_reported_once_and_not_stopped(
     audit_acct.sagemaker.launch(create_request("untagged", tags={}), secondary="Training")
     clock.advance(minutes=30)
     reconcile(audit_acct)
+    _wiring.reconciler_service.cache_clear()  # a cold start: only the job's tag tells it was evaluated
     reconcile(audit_acct)
     assert audit_acct.sagemaker.stop_requests == []
     reports = [r for r in reconciler_records(audit_acct) if r.rule == "required-tags"]

@@ -143,6 +143,13 @@ class ReconcilerService:
         self._clock = clock
         self._interval = interval_minutes
         self._safety = safety_seconds
+        # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
+        # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
+        self._evaluated: set[str] = set()
+        # Jobs in Training for which no guard wants an alarm (no GPU, guard off, exempt), under a policy
+        # digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
+        self._unwatched: set[tuple[str, str, str]] = set()
+        self._run_key = ("", "")
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -150,6 +157,7 @@ class ReconcilerService:
             report.stopped_early = True
             return self._summarise(report)
         policy = self._policies.current()
+        self._run_key = (policy.digest(), self._clock().date().isoformat())
         in_progress = self._inventory.in_progress()
         observed: dict[str, set[str]] = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
@@ -173,6 +181,9 @@ class ReconcilerService:
             for kind in kinds:
                 report.repairs[kind.value] += 1
                 self._metrics.record_repair(kind.value)
+        listed = {job.name for job in in_progress}
+        self._evaluated &= listed
+        self._unwatched = {key for key in self._unwatched if key[0] in listed}
         return self._summarise(report)
 
     # ---- one job -----------------------------------------------------------------------------------
@@ -215,29 +226,39 @@ class ReconcilerService:
         repairs: list[RepairKind] = []
         job: TrainingJob | None = None
         # Alarms first needs the job only when no alarm of some guard watches it.
-        needs_alarm = summary.in_training and any(
-            not any(guard.watches(item.job_name, name) for name in item.alarms) for guard in self._guards
+        unwatched_key = (item.job_name, *self._run_key)
+        needs_alarm = (
+            summary.in_training
+            and unwatched_key not in self._unwatched
+            and any(not any(guard.watches(item.job_name, name) for name in item.alarms) for guard in self._guards)
         )
         if needs_alarm:
             job = self._jobs.get_job(item.job_name)
-        if summary.old_enough_to_reconcile(self._clock()):
+        if item.job_name not in self._evaluated and summary.old_enough_to_reconcile(self._clock()):
             tags = job.tags if job is not None else self._jobs.list_tags(summary.arn)
-            if not was_evaluated(tags):
+            if was_evaluated(tags):
+                self._evaluated.add(item.job_name)
+            else:
                 job = job if job is not None else self._jobs.get_job(item.job_name)
                 if job.status == "InProgress":
                     decisions = self._compliance.evaluate(job, trigger)
+                    self._evaluated.add(item.job_name)
                     repairs.append(RepairKind.UNEVALUATED_JOB)
                     if any(d.action is Action.STOP and d.acts for d in decisions):
                         return repairs  # stopped: no alarm wanted any more
         if needs_alarm and job is not None:
+            wanted = False
             for guard in self._guards:
-                if any(guard.watches(item.job_name, name) for name in item.alarms):
-                    continue
                 if not guard.desired_alarms(job, policy):
+                    continue
+                wanted = True
+                if any(guard.watches(item.job_name, name) for name in item.alarms):
                     continue
                 decisions = guard.create_alarms(job, trigger)
                 if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
                     repairs.append(RepairKind.MISSING_ALARM)
+            if not wanted:
+                self._unwatched.add(unwatched_key)
         return repairs
 
     # ---- helpers -----------------------------------------------------------------------------------
