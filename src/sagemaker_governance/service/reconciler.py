@@ -225,7 +225,7 @@ class ReconcilerService:
         assert summary is not None
         repairs: list[RepairKind] = []
         job: TrainingJob | None = None
-        # Alarms first needs the job only when no alarm of some guard watches it.
+        # The job is read for its alarms only when some guard has no alarm on it (and may want one).
         unwatched_key = (item.job_name, *self._run_key)
         needs_alarm = (
             summary.in_training
