@@ -163,6 +163,7 @@ def test_job_events_handles_a_sample_from_the_built_artifacts(x86_build: Path, t
     runtime = str(load_template()["Globals"]["Function"]["Runtime"]).removeprefix("python")
     assert ".".join(map(str, out["python"])) == runtime
     assert out["result"]["job"] == "resnet50-imagenet-2025-11-21-10-00-00"
+    # (the compliance mark, AddTags, cannot reach AWS here: best effort, it is logged and skipped)
     assert [d["action"] for d in out["result"]["decisions"]] == ["none"]
 
 

@@ -97,3 +97,10 @@ def test_every_item_is_covered_within_three_over_f_runs(count: int, per_run: int
 def test_a_job_is_reconciled_for_compliance_only_after_the_grace_period() -> None:
     assert not summary("a", created=NOW).old_enough_to_reconcile(NOW + EVALUATION_GRACE - timedelta(seconds=1))
     assert summary("a", created=NOW).old_enough_to_reconcile(NOW + EVALUATION_GRACE)
+
+
+def test_a_clone_does_not_inherit_the_evaluated_mark() -> None:
+    from sagemaker_governance.domain.clone import copyable_tags
+    from sagemaker_governance.domain.compliance import EVALUATED_TAG
+
+    assert copyable_tags({"team": "vision", EVALUATED_TAG: "2026-01-01T00:00:00Z"}) == {"team": "vision"}

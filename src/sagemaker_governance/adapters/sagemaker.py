@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
@@ -101,7 +101,9 @@ class SageMakerJobMarks:
         self._client = client
 
     def mark(self, arn: str, key: str, value: str) -> None:
+        """Connection errors too become ``AdapterError``: the mark is best effort (without it the
+        reconciler evaluates the job again, which repeats the same decision)."""
         try:
             self._client.add_tags(ResourceArn=arn, Tags=[{"Key": key, "Value": value}])
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"AddTags {arn} failed: {exc}") from exc
