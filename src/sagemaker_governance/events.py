@@ -30,6 +30,14 @@ class TrainingJobStateChange(EventBridgeModel):  # type: ignore[misc]
     detail: TrainingJob
 
 
+class ScheduledEvent(EventBridgeModel):  # type: ignore[misc]
+    """The ``Scheduled Event`` an EventBridge schedule rule sends (the reconciler's trigger)."""
+
+    source: Literal["aws.events"]
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
 # ---- CloudWatch alarm notifications (SNS) -------------------------------------------------------
 
 

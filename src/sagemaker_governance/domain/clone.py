@@ -243,11 +243,14 @@ class ClonePlan:
 
 
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags."""
+    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags nor any other
+    ``smgov:`` mark governance left on the source (a clone is a new job: it is evaluated afresh)."""
     return {
         key: value
         for key, value in tags.items()
-        if not key.lower().startswith(RESERVED_TAG_PREFIX) and key not in LINEAGE_TAGS
+        if not key.lower().startswith(RESERVED_TAG_PREFIX)
+        and key not in LINEAGE_TAGS
+        and not key.startswith(TAG_PREFIX)
     }
 
 
