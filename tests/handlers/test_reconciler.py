@@ -195,7 +195,7 @@ def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_
     assert repairs.repairs.count("missing-alarm") == 1
 
 
-def test_a_job_with_its_alarm_costs_one_tag_read_per_run_and_no_repair(
+def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(
     acct: LocalAccount, clock: MovableClock
 ) -> None:
     training(acct)
@@ -203,7 +203,15 @@ def test_a_job_with_its_alarm_costs_one_tag_read_per_run_and_no_repair(
     acct.sagemaker.calls.clear()
     acct.cloudwatch.calls.clear()
     assert reconcile(acct)["repairs"] == {}
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1, "ListTags": 1}
+    # the job has its idle alarm but no progress alarm: it is read once, to learn it has no progress
+    # metric (the warm container remembers that)
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1, "ListTags": 1, "DescribeTrainingJob": 1}
+    assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
+    acct.sagemaker.calls.clear()
+    acct.cloudwatch.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    # the next run on the warm container reads nothing about the job: both facts are remembered
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
@@ -350,3 +358,49 @@ def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
 def test_the_handler_rejects_an_event_that_is_not_a_schedule(acct: LocalAccount) -> None:
     with pytest.raises(ValidationError):
         acct.invoke(reconciler, load_event("training-job-starting.json"))
+
+
+# ---- the progress guard's alarms (issue 11) -------------------------------------------------------
+
+LOSS = {
+    "TrainingImage": "img:1",
+    "TrainingInputMode": "File",
+    "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}],
+}
+
+
+def test_a_lost_training_event_gets_both_guards_alarms_from_the_reconciler(acct: LocalAccount) -> None:
+    # Given a GPU job that logs a progress metric, whose Training event was lost
+    training(acct, event=False, AlgorithmSpecification=LOSS)
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then the idle alarm and both progress alarms exist, the stall alarm created disarmed
+    assert set(acct.cloudwatch.alarms) == {
+        f"{PREFIX}job-1",
+        f"{PREFIX}job-1.progress",
+        f"{PREFIX}job-1.progress-armer",
+    }
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] is False
+    assert result["repairs"] == {"missing-alarm": 2}
+    assert {r.rule for r in reconciler_records(acct) if r.action == "create-alarm"} == {
+        "idle-guard",
+        "progress-guard",
+    }
+    # and a second run repairs nothing (an armed or disarmed stall alarm is left as it is)
+    assert reconcile(acct)["repairs"] == {}
+
+
+def test_an_armed_progress_alarm_is_not_recreated(acct: LocalAccount) -> None:
+    training(acct, AlgorithmSpecification=LOSS)
+    acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] = True  # the stopper armed it
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] is True
+
+
+def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAccount) -> None:
+    # Given a job with all its alarms whose terminal event was lost
+    training(acct, AlgorithmSpecification=LOSS)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    # When the reconciler runs, every alarm of the job is gone
+    reconcile(acct)
+    assert acct.cloudwatch.alarms == {}

@@ -231,7 +231,7 @@ def reconciler_service() -> ReconcilerService:
         inventory=SageMakerJobInventory(client("sagemaker")),
         alarm_inventory=CloudWatchAlarmInventory(client("cloudwatch")),
         alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
-        guards=[idle_alarms_reaction()],
+        guards=[idle_alarms_reaction(), progress_alarms_reaction()],
         compliance=compliance_service(),
         policies=policy_store(),
         audit=audit_sink(),

@@ -146,9 +146,9 @@ class ReconcilerService:
         # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
-        # Jobs in Training for which no guard wants an alarm (no GPU, guard off, exempt), under a policy
-        # digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
-        self._unwatched: set[tuple[str, str, str]] = set()
+        # Jobs in Training for which no guard without an alarm on them wants one (no GPU, no progress
+        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
+        self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
         self._run_key = ("", "")
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
@@ -226,12 +226,15 @@ class ReconcilerService:
         repairs: list[RepairKind] = []
         job: TrainingJob | None = None
         # The job is read for its alarms only when some guard has no alarm on it (and may want one).
-        unwatched_key = (item.job_name, *self._run_key)
-        needs_alarm = (
-            summary.in_training
-            and unwatched_key not in self._unwatched
-            and any(not any(guard.watches(item.job_name, name) for name in item.alarms) for guard in self._guards)
+        # The guards that have no alarm on the job (the cache key includes them: if one of the others
+        # loses its alarm later, the job is read again).
+        missing = tuple(
+            index
+            for index, guard in enumerate(self._guards)
+            if not any(guard.watches(item.job_name, name) for name in item.alarms)
         )
+        unwatched_key = (item.job_name, *self._run_key, missing)
+        needs_alarm = summary.in_training and bool(missing) and unwatched_key not in self._unwatched
         if needs_alarm:
             job = self._jobs.get_job(item.job_name)
         if item.job_name not in self._evaluated and summary.old_enough_to_reconcile(self._clock()):
@@ -248,12 +251,11 @@ class ReconcilerService:
                         return repairs  # stopped: no alarm wanted any more
         if needs_alarm and job is not None:
             wanted = False
-            for guard in self._guards:
+            for index in missing:
+                guard = self._guards[index]
                 if not guard.desired_alarms(job, policy):
                     continue
                 wanted = True
-                if any(guard.watches(item.job_name, name) for name in item.alarms):
-                    continue
                 decisions = guard.create_alarms(job, trigger)
                 if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
                     repairs.append(RepairKind.MISSING_ALARM)
