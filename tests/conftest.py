@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis: deterministic in CI (same examples every run, no example database), no per-example
+# deadline (2 shared cores make timings noisy). Each property test sets its own max_examples.
+# `HYPOTHESIS_PROFILE=fuzz-deep` runs the parser fuzz tests (tests/unit/test_fuzz_parsers.py) with
+# many more, random examples, for a local hunt.
+settings.register_profile(
+    "smgov",
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("fuzz-deep", parent=settings.get_profile("smgov"), derandomize=False, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "smgov"))
 
 REPO = Path(__file__).resolve().parents[1]
 EVENTS = REPO / "events"

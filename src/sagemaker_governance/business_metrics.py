@@ -25,3 +25,21 @@ class MemorySavingsMetrics:
 
     def record_savings(self, usd: float, rule: str) -> None:
         self.savings.append((rule, usd))
+
+
+class EmfRepairMetrics:
+    """``ReconcilerRepairs`` by kind (orphan-alarm, missing-alarm, unevaluated-job): what lost events cost."""
+
+    def record_repair(self, kind: str) -> None:
+        with single_metric(
+            name="ReconcilerRepairs", unit=MetricUnit.Count, value=1, namespace=NAMESPACE
+        ) as metric:
+            metric.add_dimension(name="kind", value=kind)
+
+
+class MemoryRepairMetrics:
+    def __init__(self) -> None:
+        self.repairs: list[str] = []
+
+    def record_repair(self, kind: str) -> None:
+        self.repairs.append(kind)

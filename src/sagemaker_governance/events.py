@@ -30,6 +30,14 @@ class TrainingJobStateChange(EventBridgeModel):  # type: ignore[misc]
     detail: TrainingJob
 
 
+class ScheduledEvent(EventBridgeModel):  # type: ignore[misc]
+    """The ``Scheduled Event`` an EventBridge schedule rule sends (the reconciler's trigger)."""
+
+    source: Literal["aws.events"]
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
 # ---- CloudWatch alarm notifications (SNS) -------------------------------------------------------
 
 
@@ -117,7 +125,7 @@ class TriggeringChild(_AlarmModel):
 class AlarmNotification(_AlarmModel):
     """The JSON CloudWatch publishes to SNS when an alarm changes state (metric or composite alarm)."""
 
-    alarm_name: str = Field(alias="AlarmName", min_length=1)
+    alarm_name: str = Field(alias="AlarmName", min_length=1, max_length=255)  # CloudWatch's limit
     alarm_arn: str | None = Field(default=None, alias="AlarmArn")
     account_id: str = Field(alias="AWSAccountId", min_length=1)
     new_state: Literal["ALARM", "OK", "INSUFFICIENT_DATA"] = Field(alias="NewStateValue")

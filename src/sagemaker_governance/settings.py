@@ -62,6 +62,8 @@ class Settings(BaseModel):
     # ---- idempotency (issue 6): the Powertools Idempotency table; None = no deduplication (local tools)
     idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
     idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
+    # ---- reconciler (issue 6): its schedule's rate, which orders its runs (domain/reconcile.py)
+    reconcile_interval_minutes: int = Field(default=10, ge=1, le=1440, alias="RECONCILE_INTERVAL_MINUTES")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")

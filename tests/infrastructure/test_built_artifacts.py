@@ -115,6 +115,9 @@ class Context:
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:built"
     aws_request_id: str = "built-0"
 
+    def get_remaining_time_in_millis(self) -> int:
+        return 0  # no time left: the reconciler must return before any AWS call
+
 module_name, function_name = sys.argv[1].rsplit(".", 1)
 handler = getattr(importlib.import_module(module_name), function_name)
 result = handler(json.load(open(sys.argv[2])), Context())
@@ -160,6 +163,7 @@ def test_job_events_handles_a_sample_from_the_built_artifacts(x86_build: Path, t
     runtime = str(load_template()["Globals"]["Function"]["Runtime"]).removeprefix("python")
     assert ".".join(map(str, out["python"])) == runtime
     assert out["result"]["job"] == "resnet50-imagenet-2025-11-21-10-00-00"
+    # (the compliance mark, AddTags, cannot reach AWS here: best effort, it is logged and skipped)
     assert [d["action"] for d in out["result"]["decisions"]] == ["none"]
 
 
@@ -181,10 +185,19 @@ def test_idle_stopper_handles_a_sample_from_the_built_artifacts(x86_build: Path,
     assert [r["outcome"] for r in out["result"]["results"]] == ["ignored"]
 
 
+def test_reconciler_handles_its_scheduled_event_from_the_built_artifacts(x86_build: Path, tmp_path: Path) -> None:
+    # With no time left the run stops before its first AWS call, and says so.
+    out = run_built_handler(
+        x86_build, "ReconcilerFunction", REPO_ROOT / "events" / "scheduled-reconcile.json", runtime_shim(tmp_path)
+    )
+    assert out["result"]["stopped_early"] is True
+    assert out["result"]["visited"] == 0
+
+
 def test_every_function_in_the_build_is_covered() -> None:
     functions = {k for k, v in load_template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
     # Each function needs a sample event it can handle without AWS calls; extend as functions are added.
-    assert functions == {"JobEventsFunction", "IdleStopperFunction"}, (
+    assert functions == {"JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction"}, (
         "add a built-artifact test for the new function"
     )
 

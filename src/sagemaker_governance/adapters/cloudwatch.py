@@ -1,8 +1,9 @@
-"""CloudWatch alarms of the idle guard: upsert, delete, read tags, reset state.
+"""CloudWatch alarms of the idle guard: upsert, delete, read tags, reset state, list.
 
-No ``cloudwatch:DescribeAlarms``: AWS returns composite alarms from it only to callers allowed on
-``Resource: "*"``. Existence and ownership are read with ``ListTagsForResource`` instead, which (like
-every other call here) can be scoped to this stack's alarm-name prefix.
+AWS returns composite alarms from ``DescribeAlarms`` only to callers allowed on ``Resource: "*"``. So
+the stopper reads an alarm's existence and ownership with ``ListTagsForResource``, and the reconciler
+lists only *metric* alarms (every job's alarms include at least one), with ``DescribeAlarms`` scoped to
+this stack's alarm-name prefix like every other call here.
 """
 
 from __future__ import annotations
@@ -136,3 +137,25 @@ class CloudWatchAlarmArming:
             self._client.disable_alarm_actions(AlarmNames=list(names))
         except ClientError as exc:
             raise AdapterError(f"DisableAlarmActions {', '.join(names)} failed: {exc}") from exc
+
+
+class CloudWatchAlarmInventory:
+    """The names of this stack's metric alarms, through every page of ``DescribeAlarms`` (the reconciler)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
+    PAGE_SIZE = 100  # the API's maximum
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def metric_alarm_names(self, prefix: str) -> list[str]:
+        names: list[str] = []
+        try:
+            pages = self._client.get_paginator("describe_alarms").paginate(
+                AlarmNamePrefix=prefix, AlarmTypes=["MetricAlarm"], PaginationConfig={"PageSize": self.PAGE_SIZE}
+            )
+            for page in pages:
+                names += [alarm["AlarmName"] for alarm in page.get("MetricAlarms", [])]
+        except ClientError as exc:
+            raise AdapterError(f"DescribeAlarms {prefix}* failed: {exc}") from exc
+        return names

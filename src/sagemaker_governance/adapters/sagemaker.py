@@ -1,13 +1,14 @@
-"""SageMaker training jobs: read, tag lookup, stop."""
+"""SageMaker training jobs: read, tag lookup, stop; list the jobs in progress; mark a job as evaluated."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import TrainingJob, parse_tags
+from sagemaker_governance.domain.reconcile import JobSummary
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -41,16 +42,20 @@ class SageMakerJobs:
         tags: dict[str, str] = {}
         try:
             for page in self._client.get_paginator("list_tags").paginate(ResourceArn=arn):
-                for tag in page.get("Tags", []):
-                    tags[tag["Key"]] = tag.get("Value", "")
+                tags.update(parse_tags(page.get("Tags") or []) or {})
         except ClientError as exc:
             raise AdapterError(f"ListTags {arn} failed: {exc}") from exc
+        except ValueError as exc:  # botocore does not validate answers
+            raise AdapterError(f"ListTags {arn}: unreadable answer: {exc}") from exc
         return tags
 
     def get_job(self, name: str) -> TrainingJob:
         """The job as it is now, tags included."""
         description = self.describe(name)
-        tags = self.list_tags(description["TrainingJobArn"])
+        arn = description.get("TrainingJobArn")
+        if not isinstance(arn, str) or not arn:
+            raise AdapterError(f"DescribeTrainingJob {name}: the answer has no TrainingJobArn")
+        tags = self.list_tags(arn)
         return TrainingJob.model_validate({**description, "Tags": tags})
 
     def stop(self, name: str) -> StopOutcome:
@@ -65,3 +70,44 @@ class SageMakerJobs:
                 return StopOutcome.ALREADY_ENDED
             raise AdapterError(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
         return StopOutcome.STOPPED
+
+
+class SageMakerJobInventory:
+    """Every training job in progress (the reconciler), through every page of ``ListTrainingJobs``."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"sagemaker:ListTrainingJobs"})
+    # List calls cannot be scoped to a resource: IAM grants them on Resource "*" only.
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"sagemaker:ListTrainingJobs"})
+    PAGE_SIZE = 100  # the API's maximum
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def in_progress(self) -> list[JobSummary]:
+        jobs: list[JobSummary] = []
+        try:
+            pages = self._client.get_paginator("list_training_jobs").paginate(
+                StatusEquals="InProgress", PaginationConfig={"PageSize": self.PAGE_SIZE}
+            )
+            for page in pages:
+                jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
+        except ClientError as exc:
+            raise AdapterError(f"ListTrainingJobs failed: {exc}") from exc
+        return jobs
+
+
+class SageMakerJobMarks:
+    """Tags a job once compliance has evaluated it, so that the reconciler knows (``AddTags``)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"sagemaker:AddTags"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def mark(self, arn: str, key: str, value: str) -> None:
+        """Connection errors too become ``AdapterError``: the mark is best effort (without it the
+        reconciler evaluates the job again, which repeats the same decision)."""
+        try:
+            self._client.add_tags(ResourceArn=arn, Tags=[{"Key": key, "Value": value}])
+        except (ClientError, BotoCoreError) as exc:
+            raise AdapterError(f"AddTags {arn} failed: {exc}") from exc

@@ -43,7 +43,7 @@ def load_policy(path: str | None, settings: Settings | None = None) -> Policy:
 def _read_json(path: str) -> Any:
     try:
         return json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8, huge integers
         raise SystemExit(_fail(f"{path}: not valid JSON: {exc}", EXIT_USAGE)) from exc
 
 

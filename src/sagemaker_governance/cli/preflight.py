@@ -42,7 +42,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     try:
         request = json.loads(Path(args.request).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8, huge integers
         return _fail(f"{args.request}: cannot read a JSON request: {exc}", EXIT_USAGE)
     problems = validate_request_shape(request)
     if problems:

@@ -34,7 +34,7 @@ def _fail(message: str, code: int = EXIT_FAILED) -> int:
 def _read_json(path: str) -> Any:
     try:
         return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8, huge integers
         raise _UsageError(f"{path}: cannot read JSON: {exc}") from exc
 
 
@@ -83,10 +83,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except AdapterError as exc:
         return _fail(f"cannot read {args.job_name}: {exc}")
-    if description.get("TrainingJobName") != args.job_name:
-        return _fail(
-            f"the description is of {description.get('TrainingJobName')!r}, not {args.job_name!r}", EXIT_USAGE
-        )
+    described = description.get("TrainingJobName")
+    if described != args.job_name:
+        shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
+        return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
     try:
         plan = plan_clone(
             description, tags, create_training_job_shape(), reason=ResumeReason.MANUAL, on_demand=args.on_demand

@@ -13,6 +13,7 @@ EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_parser(sub: Any) -> None:
+    from sagemaker_governance.simulation.faults import DEFAULT_RATES
     from sagemaker_governance.simulation.scenario import DEFAULT_SET
 
     parser = sub.add_parser(
@@ -41,7 +42,20 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 when a job was stopped by mistake, a stall was missed or a function failed",
+        help=(
+            "exit 1 when an invariant is broken (a job stopped by mistake, a stall missed, an orphan or "
+            "missing alarm, a duplicate clone, a lost event) or, without --faults, a function failed"
+        ),
+    )
+    parser.add_argument(
+        "--faults",
+        metavar="SPEC",
+        help=(
+            "inject faults into the governed run: a comma list of duplicate, reorder, drop, throttle, crash "
+            "(or all), each optionally =RATE, e.g. duplicate=0.2,drop=0.05 (bare names: "
+            + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_RATES.items())
+            + ")"
+        ),
     )
     parser.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
     parser.set_defaults(func=cmd_simulate)
@@ -51,6 +65,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from sagemaker_governance.simulation.deploy import DeploymentError
+    from sagemaker_governance.simulation.faults import FaultSpec
     from sagemaker_governance.simulation.report import render, simulate, summarize
     from sagemaker_governance.simulation.scenario import (
         DEFAULT_SET,
@@ -67,6 +82,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         scenarios = [load_scenario(s) for s in (args.scenario or DEFAULT_SET)]
         template = load_template(args.template or TEMPLATE_PATH)
+        faults = FaultSpec.parse(args.faults) if args.faults else None
     except (ValidationError, ValueError, OSError) as exc:
         print(f"smgov simulate: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -75,7 +91,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for scenario in scenarios:
         try:
             report = simulate(
-                scenario, seed=args.seed, template=template, include_series=args.series or bool(args.html)
+                scenario,
+                seed=args.seed,
+                template=template,
+                include_series=args.series or bool(args.html),
+                faults=faults,
             )
         except DeploymentError as exc:
             print(f"smgov simulate: cannot deploy the template: {exc}", file=sys.stderr)
@@ -105,9 +125,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 f"missed stalls {totals['missed_stalls']}"
             )
         print(f"(simulated in {time.perf_counter() - started:.1f}s wall time, seed {args.seed})")
-    if args.check and any(
-        r["totals"]["false_stops"] or r["totals"]["missed_stalls"] or r["counters"]["lambda_errors"]
-        for r in reports
-    ):
+    if args.check and any(_failed(r, faulty=faults is not None and faults.enabled) for r in reports):
         return EXIT_CHECK_FAILED
     return EXIT_OK
+
+
+def _failed(report: dict[str, Any], *, faulty: bool) -> bool:
+    """``--check``: an invariant broken (a false stop or missed stall included), or, without injected
+    faults (crashes and throttling make function errors expected), any function error."""
+    if any(report["invariants"].values()) or report["totals"]["missed_stalls"]:
+        return True
+    return not faulty and bool(report["counters"]["lambda_errors"])

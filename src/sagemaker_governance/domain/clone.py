@@ -21,7 +21,6 @@ source resumed On-Demand keeps its own.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from collections.abc import Mapping
@@ -101,8 +100,11 @@ class RequestShape:
                 kept = self._prune(item, node.item, f"{path}.{key}", dropped)
                 if kept is not _MISSING:
                     out[key] = kept
+        elif isinstance(value, Mapping | list | tuple):
+            dropped.append(path)  # a container where the model has a scalar: not carried over
+            return _MISSING
         else:
-            out = copy.deepcopy(value)
+            out = value  # scalars are immutable
         # Descriptions may hold empty values the request would reject (e.g. ``KmsKeyId: ""``).
         if node.min_length and isinstance(out, str | list | dict) and not out:
             dropped.append(path)
@@ -183,7 +185,8 @@ class Lineage:
             raise LineageError(f"lineage tags incomplete: {TAG_ROOT}={root!r}, {TAG_ATTEMPT}={attempt!r}")
         if not is_valid_job_name(root):
             raise LineageError(f"{TAG_ROOT} is not a job name: {root!r}")
-        if not attempt.isdigit() or not 0 <= int(attempt) <= MAX_ATTEMPT:
+        # ASCII digits only ("²".isdigit() is true), and short: int() refuses 5000-digit text
+        if not (attempt.isascii() and attempt.isdigit() and len(attempt) <= 4) or int(attempt) > MAX_ATTEMPT:
             raise LineageError(f"{TAG_ATTEMPT} is not an attempt number: {attempt!r}")
         return cls(root=root, attempt=int(attempt))
 
@@ -240,11 +243,14 @@ class ClonePlan:
 
 
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags."""
+    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags nor any other
+    ``smgov:`` mark governance left on the source (a clone is a new job: it is evaluated afresh)."""
     return {
         key: value
         for key, value in tags.items()
-        if not key.lower().startswith(RESERVED_TAG_PREFIX) and key not in LINEAGE_TAGS
+        if not key.lower().startswith(RESERVED_TAG_PREFIX)
+        and key not in LINEAGE_TAGS
+        and not key.startswith(TAG_PREFIX)
     }
 
 
@@ -259,7 +265,8 @@ def plan_clone(
     """The ``CreateTrainingJob`` request resuming the described job (see the module docstring)."""
     source = description.get("TrainingJobName")
     if not isinstance(source, str) or not is_valid_job_name(source):
-        raise ClonePlanError(f"the description has no valid TrainingJobName: {source!r}")
+        shown = repr(source[:80]) if isinstance(source, str) else f"a {type(source).__name__}"
+        raise ClonePlanError(f"the description has no valid TrainingJobName: {shown}")
     try:
         lineage = Lineage.of(source, tags)
     except LineageError as exc:

@@ -17,6 +17,13 @@ from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.rules import EvaluationContext
 
 COMPLIANCE_RULE_ID = "compliance"
+# Compliance tags a job it has evaluated (value: when); the reconciler evaluates a job in progress that
+# lacks it (its Starting event was lost, or it started before governance was deployed), exactly once.
+EVALUATED_TAG = "smgov:compliance-evaluated"
+
+
+def was_evaluated(tags: dict[str, str] | None) -> bool:
+    return EVALUATED_TAG in (tags or {})
 
 
 class ComplianceResult(BaseModel):

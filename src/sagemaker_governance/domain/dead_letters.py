@@ -66,7 +66,7 @@ def parse_dead_letter(message: Mapping[str, Any]) -> DeadLetter:
     attributes: Mapping[str, Any] = raw_attributes if isinstance(raw_attributes, Mapping) else {}
     try:
         body: Any = json.loads(body_text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, an int beyond Python's digit limit, nested too deeply
         body = None
     common = {
         "message_id": str(message.get("MessageId", "")),
@@ -78,9 +78,11 @@ def parse_dead_letter(message: Mapping[str, Any]) -> DeadLetter:
         if isinstance(response, Mapping):
             error = f"{response.get('errorType', 'Error')}: {response.get('errorMessage', '')}".strip()
         else:
-            error = str(
-                (body.get("responseContext") or {}).get("functionError") or context.get("condition") or "failed"
+            response_context = body.get("responseContext")
+            function_error = (
+                response_context.get("functionError") if isinstance(response_context, Mapping) else None
             )
+            error = str(function_error or context.get("condition") or "failed")
         payload = body.get("requestPayload")
         attempts = context.get("approximateInvokeCount")
         return DeadLetter(

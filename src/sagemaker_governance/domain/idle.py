@@ -21,6 +21,7 @@ Nothing here talks to AWS: the planner returns the exact request documents, the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -28,6 +29,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sagemaker_governance.domain.clone import is_valid_job_name
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
@@ -91,9 +93,9 @@ class IdlePolicy(BaseModel):
     @field_validator("prices")
     @classmethod
     def _positive_prices(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = sorted(k for k, v in value.items() if not v >= 0)
+        bad = sorted(k for k, v in value.items() if not 0 <= v < math.inf)
         if bad:
-            raise ValueError(f"prices must be >= 0: {', '.join(bad)}")
+            raise ValueError(f"prices must be finite numbers >= 0: {', '.join(bad)}")
         return value
 
     @model_validator(mode="after")
@@ -383,11 +385,12 @@ def grace_remaining(job: TrainingJob, idle: IdlePolicy, now: datetime) -> timede
 
 
 def alarm_tags_identify(tags: Mapping[str, str], naming: AlarmNaming) -> str | None:
-    """The training job an alarm belongs to, if its tags say this stack manages it."""
+    """The training job an alarm belongs to, if its tags say this stack manages it (and name a job: a tag
+    edited by hand into something that cannot be a job name identifies nothing)."""
     if tags.get(TAG_MANAGED_BY) != naming.managed_by:
         return None
     job = tags.get(TAG_JOB)
-    return job or None
+    return job if isinstance(job, str) and is_valid_job_name(job) else None
 
 
 # ---- the stopper's decision ------------------------------------------------------------------------

@@ -28,7 +28,11 @@ def parse_timestamp(value: Any) -> datetime | None:
     if isinstance(value, bool):
         raise ValueError("a timestamp cannot be a boolean")
     if isinstance(value, int | float):
-        return _from_epoch_millis(float(value))
+        try:
+            millis = float(value)
+        except OverflowError:  # an int beyond any float: JSON allows it
+            raise ValueError("epoch milliseconds out of range") from None
+        return _from_epoch_millis(millis)
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -38,9 +42,11 @@ def parse_timestamp(value: Any) -> datetime | None:
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as exc:
-            raise ValueError(f"not a timestamp: {value!r} (expected epoch milliseconds or ISO-8601)") from exc
+            raise ValueError(
+                f"not a timestamp: {_short(value)} (expected epoch milliseconds or ISO-8601)"
+            ) from exc
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    raise ValueError(f"not a timestamp: {value!r}")
+    raise ValueError(f"not a timestamp: {_short(value)}")
 
 
 def _from_epoch_millis(millis: float) -> datetime:
@@ -51,21 +57,41 @@ def _from_epoch_millis(millis: float) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
 
 
+_TAG_SCALARS = (str, int, float, bool)
+
+
+def _tag_text(value: Any, what: str) -> str:
+    """A tag key or value as text: AWS sends strings; numbers and booleans are read as written."""
+    if value is None:
+        return ""
+    if not isinstance(value, _TAG_SCALARS):
+        raise ValueError(f"a tag {what} must be text, got {type(value).__name__}")
+    return str(value)
+
+
 def parse_tags(value: Any) -> dict[str, str] | None:
     """A tag map ``{"k": "v"}`` or a Key/Value list ``[{"Key": "k", "Value": "v"}]`` to a map."""
     if value is None:
         return None
     if isinstance(value, Mapping):
-        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+        return {_tag_text(k, "key"): _tag_text(v, f"value ({k!r})") for k, v in value.items()}
     if isinstance(value, list):
         tags: dict[str, str] = {}
         for item in value:
-            if not isinstance(item, Mapping) or "Key" not in item:
-                raise ValueError(f"a tag list entry must be {{'Key': ..., 'Value': ...}}, got {item!r}")
-            raw_value = item.get("Value")
-            tags[str(item["Key"])] = "" if raw_value is None else str(raw_value)
+            if not isinstance(item, Mapping) or item.get("Key") is None:
+                raise ValueError(f"a tag list entry must be {{'Key': ..., 'Value': ...}}, got {_short(item)}")
+            key = _tag_text(item["Key"], "key")
+            tags[key] = _tag_text(item.get("Value"), f"value ({key!r})")
         return tags
     raise ValueError("Tags must be a map or a list of Key/Value pairs")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr`` for error messages, cut short and safe on deeply nested input."""
+    if isinstance(value, Mapping | list):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _Model(BaseModel):

@@ -203,7 +203,8 @@ def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict
 
 def _merge_rules(base: list[Any] | tuple[Any, ...], overlay: list[Any] | tuple[Any, ...]) -> list[Any]:
     def rule_id(rule: Any) -> Any:
-        return rule.get("id", rule.get("type")) if isinstance(rule, Mapping) else None
+        key = rule.get("id", rule.get("type")) if isinstance(rule, Mapping) else None
+        return key if isinstance(key, str) else None  # anything else is invalid: validation says why
 
     merged = [dict(rule) if isinstance(rule, Mapping) else rule for rule in base]
     index = {rule_id(rule): position for position, rule in enumerate(merged)}

@@ -21,17 +21,46 @@ class PolicyDocumentError(ValueError):
         self.errors = errors
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that rejects a key given twice in one mapping (YAML and JSON loaders keep the
+    last silently: a second ``rules:`` would drop the first list). Merge keys (``<<``) still work."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # an unhashable key: the base constructor reports it
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_document(text: str) -> dict[str, Any]:
     """YAML (a superset of JSON) to a mapping; an empty document is an empty mapping."""
     if len(text.encode()) > MAX_DOCUMENT_BYTES:
         raise PolicyDocumentError([f"document is larger than {MAX_DOCUMENT_BYTES} bytes"])
     try:
-        loaded = yaml.safe_load(text)
+        loaded = yaml.load(text, Loader=_StrictLoader)
+    except RecursionError as exc:
+        raise PolicyDocumentError(["the document is nested too deeply"]) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise PolicyDocumentError([f"{where}not valid YAML/JSON: {problem}"]) from exc
+    except ValueError as exc:  # a scalar YAML resolves but cannot build: 2026-02-30, a 5000-digit integer
+        raise PolicyDocumentError([f"not valid YAML/JSON: {exc}"]) from exc
     if loaded is None:
         return {}
     if not isinstance(loaded, Mapping):

@@ -161,6 +161,7 @@ def preflight_request(
 
     ``strict`` refuses on any violation whatever the policy's ``preflight.refuse_on`` says.
     """
+    job_from_request(request)  # malformed input (e.g. Tags) fails here, as a ValidationError naming the field
     to_send, filled = fill_tag_defaults(request, policy, user) if fill_defaults else (dict(request), {})
     job = job_from_request(to_send)
     result = evaluate_compliance(job, policy, now)

@@ -72,7 +72,7 @@ def _compiled(patterns: Mapping[str, str | None]) -> Mapping[str, str | None]:
             raise ValueError(f"pattern {name!r} is empty (use null to switch it off)")
         try:
             re.compile(regex)
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
             raise ValueError(f"pattern {name!r} is not a regular expression: {exc}") from exc
     return patterns
 

@@ -17,17 +17,18 @@ from botocore.config import Config
 
 from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmArming,
+    CloudWatchAlarmInventory,
     CloudWatchAlarmLifecycle,
     CloudWatchAlarmOwnership,
 )
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
-from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
-from sagemaker_governance.business_metrics import EmfSavingsMetrics
+from sagemaker_governance.business_metrics import EmfRepairMetrics, EmfSavingsMetrics
 from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.idempotency import OnceAuditSink, OnceNotifier, deliver
@@ -38,6 +39,7 @@ from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
 from sagemaker_governance.service.progress_stopper import ProgressStopper
+from sagemaker_governance.service.reconciler import ReconcilerService, RepairMetricsPort
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 
@@ -48,6 +50,7 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         PolicyStore,
         SageMakerLauncher,
         CloudWatchAlarmLifecycle,
+        SageMakerJobMarks,
         IdempotencyTable,
     ),
     "IdleStopperFunction": (
@@ -57,6 +60,15 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         CloudWatchAlarmOwnership,
         CloudWatchAlarmArming,
         IdempotencyTable,
+    ),
+    "ReconcilerFunction": (
+        SageMakerJobs,
+        SnsNotifier,
+        PolicyStore,
+        CloudWatchAlarmLifecycle,
+        SageMakerJobInventory,
+        CloudWatchAlarmInventory,
+        SageMakerJobMarks,
     ),
 }
 
@@ -157,16 +169,20 @@ def process_once(key: str, context: Any, process: Callable[[], R]) -> R:
     return deliver(ledger, key, process)
 
 
-@cache
-def job_events_service() -> JobEventsService:
-    compliance = ComplianceService(
+def compliance_service() -> ComplianceService:
+    """Compliance (the job-events function and the reconciler): it tags each job it has evaluated."""
+    return ComplianceService(
         jobs=SageMakerJobs(client("sagemaker")),
         notifier=notifier(),
         policies=policy_store(),
         audit=audit_sink(),
         clock=now,
+        marks=SageMakerJobMarks(client("sagemaker")),
     )
-    idle_alarms = IdleAlarmsReaction(
+
+
+def idle_alarms_reaction() -> IdleAlarmsReaction:
+    return IdleAlarmsReaction(
         jobs=SageMakerJobs(client("sagemaker")),
         alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
         policies=policy_store(),
@@ -174,7 +190,10 @@ def job_events_service() -> JobEventsService:
         clock=now,
         naming=alarm_naming(),
     )
-    progress_alarms = ProgressAlarmsReaction(
+
+
+def progress_alarms_reaction() -> ProgressAlarmsReaction:
+    return ProgressAlarmsReaction(
         jobs=SageMakerJobs(client("sagemaker")),
         alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
         policies=policy_store(),
@@ -182,8 +201,45 @@ def job_events_service() -> JobEventsService:
         clock=now,
         naming=alarm_naming(),
     )
-    reactions: list[Reaction] = [compliance, *clone_reactions(), idle_alarms, progress_alarms]
+
+
+@cache
+def job_events_service() -> JobEventsService:
+    reactions: list[Reaction] = [
+        compliance_service(),
+        *clone_reactions(),
+        idle_alarms_reaction(),
+        progress_alarms_reaction(),
+    ]
     return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
+
+
+_repair_metrics_override: RepairMetricsPort | None = None
+
+
+def set_repair_metrics(sink: RepairMetricsPort | None) -> None:
+    """Keep the reconciler's repair metric in memory (the simulator and tests)."""
+    global _repair_metrics_override  # noqa: PLW0603
+    _repair_metrics_override = sink
+    reconciler_service.cache_clear()
+
+
+@cache
+def reconciler_service() -> ReconcilerService:
+    cfg = settings()
+    return ReconcilerService(
+        jobs=SageMakerJobs(client("sagemaker")),
+        inventory=SageMakerJobInventory(client("sagemaker")),
+        alarm_inventory=CloudWatchAlarmInventory(client("cloudwatch")),
+        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
+        guards=[idle_alarms_reaction(), progress_alarms_reaction()],
+        compliance=compliance_service(),
+        policies=policy_store(),
+        audit=audit_sink(),
+        metrics=_repair_metrics_override or EmfRepairMetrics(),
+        clock=now,
+        interval_minutes=cfg.reconcile_interval_minutes,
+    )
 
 
 @cache
@@ -256,6 +312,7 @@ def reset() -> None:
     set_clock(utc_now)
     set_audit_sink(None)
     set_savings_metrics(None)
+    set_repair_metrics(None)
     for cached in (
         settings,
         client,
@@ -265,6 +322,7 @@ def reset() -> None:
         job_events_service,
         alarm_naming,
         idle_stopper_service,
+        reconciler_service,
     ):
         cached.cache_clear()
 

@@ -1,5 +1,8 @@
 """Compliance use case: evaluate a job on its first InProgress event; stop and notify when it violates.
 
+Once evaluated, the job is tagged ``smgov:compliance-evaluated`` (when a marks port is given): the
+reconciler evaluates, once, a job in progress that lacks the tag (its Starting event was lost).
+
 The decision is made from the event payload (no API calls) when the payload has what is needed. Before
 stopping, the job is re-read (status and tags) and re-evaluated: a developer who added the missing tag
 in the meantime, or a job that has already ended, is never stopped by a stale event.
@@ -8,14 +11,14 @@ in the meantime, or a job that has already ended, is never stopped by a stale ev
 from __future__ import annotations
 
 from sagemaker_governance.audit import AuditSink, Outcome
-from sagemaker_governance.domain.compliance import ComplianceResult, evaluate_compliance
+from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceResult, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 
@@ -31,13 +34,21 @@ def is_first_in_progress(job: TrainingJob) -> bool:
 
 class ComplianceService:
     def __init__(
-        self, jobs: JobsPort, notifier: NotifierPort, policies: PolicySource, audit: AuditSink, clock: Clock
+        self,
+        jobs: JobsPort,
+        notifier: NotifierPort,
+        policies: PolicySource,
+        audit: AuditSink,
+        clock: Clock,
+        *,
+        marks: EvaluationMarksPort | None = None,
     ) -> None:
         self._jobs = jobs
         self._notifier = notifier
         self._policies = policies
         self._audit = audit
         self._clock = clock
+        self._marks = marks
 
     def applies(self, job: TrainingJob) -> bool:
         return is_first_in_progress(job)
@@ -62,7 +73,18 @@ class ComplianceService:
         self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome)
         if result.notify_owner:
             self._notify(job, result, policy, stop_outcome)
+        self._mark_evaluated(job)
         return list(result.decisions)
+
+    def _mark_evaluated(self, job: TrainingJob) -> None:
+        """Best effort: a job that cannot be tagged (e.g. at SageMaker's 50-tag limit) is evaluated again
+        by the reconciler, which at worst repeats the same decision."""
+        if self._marks is None or job.arn is None or EVALUATED_TAG in (job.tags or {}):
+            return
+        try:
+            self._marks.mark(job.arn, EVALUATED_TAG, self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        except AdapterError as exc:
+            logger.warning("could not mark the job as evaluated", job=job.name, error=str(exc))
 
     def _reread(self, job: TrainingJob) -> TrainingJob | None:
         try:

@@ -15,6 +15,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import JobNotFound
 from sagemaker_governance.domain.idle import (
+    CHILD_MARK,
     IDLE_RULE_ID,
     AlarmNaming,
     AlarmPlan,
@@ -108,6 +109,34 @@ class IdleAlarmsReaction:
         self._alarms.put(plan)
         self._alarms.reset(plan.names.metric_alarms, REARM_REASON)
         return self._record(decision, job, policy, trigger, Outcome.DONE)
+
+    # ---- the reconciler's view (service/reconciler.py: an ``AlarmGuard``) ------------------------
+
+    @property
+    def alarm_prefix(self) -> str:
+        return self._naming.prefix
+
+    def watches(self, job_name: str, alarm_name: str) -> bool:
+        head = self._naming.alarm_name(job_name)
+        return alarm_name == head or alarm_name.startswith(f"{head}{CHILD_MARK}")
+
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+        """The metric alarms (what ``DescribeAlarms`` lists) this guard wants for ``job`` now: none when
+        the job is not training, the guard is off for it, it has no GPU, or it is exempt."""
+        if not is_training(job):
+            return ()
+        effective = policy.for_job(job)
+        if not effective.idle.enabled:
+            return ()
+        plan = plan_idle_alarm(job, effective.idle, self._naming)
+        if not isinstance(plan, AlarmPlan):
+            return ()
+        exemption, _ = effective.exemption_for(job, IDLE_RULE_ID, self._clock())
+        return () if exemption is not None else plan.names.metric_alarms
+
+    def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """Create the job's alarms as its Training event would (the job is re-read first)."""
+        return [self._create(job, self._policies.current(), trigger)]
 
     # ---- terminal: delete ------------------------------------------------------------------------
 

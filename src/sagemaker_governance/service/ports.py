@@ -30,3 +30,8 @@ class NotifierPort(Protocol):
 
 class PolicySource(Protocol):
     def current(self) -> Policy: ...
+
+
+class EvaluationMarksPort(Protocol):
+    def mark(self, arn: str, key: str, value: str) -> None:
+        """Tag the job (``AddTags``): compliance leaves a mark the reconciler reads."""

@@ -25,6 +25,7 @@ from sagemaker_governance.domain.progress import (
     ProgressAlarmPlan,
     plan_progress_alarms,
     progress_alarm_names,
+    progress_role,
 )
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idle_alarms import is_training
@@ -63,6 +64,33 @@ class ProgressAlarmsReaction:
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return [self._create(job, policy, trigger)]
+
+    # ---- the reconciler's view (service/reconciler.py AlarmGuard) ---------------------------------
+
+    @property
+    def alarm_prefix(self) -> str:
+        return self._naming.prefix
+
+    def watches(self, job_name: str, alarm_name: str) -> bool:
+        return progress_role(alarm_name, job_name, self._naming) is not None
+
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+        """Both progress alarms while the job trains with a progress metric and is not exempt; none
+        otherwise. (Whether the stall alarm is armed is the stopper's business, not compared here.)"""
+        if not is_training(job):
+            return ()
+        effective = policy.for_job(job)
+        if not effective.progress.enabled:
+            return ()
+        plan = plan_progress_alarms(job, effective.progress, self._naming)
+        if not isinstance(plan, ProgressAlarmPlan):
+            return ()
+        exemption, _ = effective.exemption_for(job, PROGRESS_RULE_ID, self._clock())
+        return () if exemption is not None else plan.names.all
+
+    def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """Create the job's progress alarms as its Training event would (the job is re-read first)."""
+        return [self._create(job, self._policies.current(), trigger)]
 
     # ---- Training: create ------------------------------------------------------------------------
 

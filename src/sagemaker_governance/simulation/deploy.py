@@ -76,6 +76,7 @@ class DeployedFunction:
     sns_routes: list[SnsRoute] = field(default_factory=list)
     schedules: list[tuple[str, int]] = field(default_factory=list)  # (name, every N minutes)
     retries: int = 2
+    on_failure: str | None = None  # where an event goes after the last failed attempt (None: it is lost)
     _handler: Callable[[Any, Any], Any] | None = None
 
     @property
@@ -291,7 +292,14 @@ def deploy(
         }
         environment = {k: _as_env_value(v) for k, v in resolver.resolve(variables).items()}
         retries = int(props.get("EventInvokeConfig", {}).get("MaximumRetryAttempts", 2))
-        function = DeployedFunction(name, resolver.physical[name]["Ref"], handler, environment, retries=retries)
+        function = DeployedFunction(
+            name,
+            resolver.physical[name]["Ref"],
+            handler,
+            environment,
+            retries=retries,
+            on_failure=_failure_destination(props, globals_, resolver),
+        )
         for event_name, source in props.get("Events", {}).items():
             _wire_event(function, event_name, source, resolver, notes)
         functions[name] = function
@@ -311,6 +319,18 @@ def deploy(
                     SnsRoute(resolved["TopicArn"], resolved.get("FilterPolicy"), resolved.get("FilterPolicyScope"))
                 )
     return Deployment(stack_name, parameters, functions, resolver.physical, notes)
+
+
+def _failure_destination(props: Mapping[str, Any], globals_: Mapping[str, Any], resolver: Resolver) -> str | None:
+    """The asynchronous invocation's on-failure destination, else the function's dead-letter queue."""
+    for source in (props, globals_):
+        on_failure = source.get("EventInvokeConfig", {}).get("DestinationConfig", {}).get("OnFailure", {})
+        if on_failure.get("Destination"):
+            return str(resolver.resolve(on_failure["Destination"]))
+        target = source.get("DeadLetterQueue", {}).get("TargetArn")
+        if target:
+            return str(resolver.resolve(target))
+    return None
 
 
 def _create_resources(

@@ -36,11 +36,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sagemaker_governance.domain.idle import IDLE_RULE_ID
 from sagemaker_governance.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
 from sagemaker_governance.simulation.backoff import virtual_backoff
 from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
 from sagemaker_governance.simulation.fake_cloudwatch import RequestQuota
 from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from sagemaker_governance.simulation.faults import (
+    CrashingAuditSink,
+    FaultInjector,
+    FaultSpec,
+    Throttler,
+    is_state_change,
+)
 from sagemaker_governance.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, LocalContext, patched_env
 from sagemaker_governance.simulation.metrics import MetricStore, metric_key
 from sagemaker_governance.simulation.scenario import JobSpec, Scenario, Script, gpus_of, on_demand_price
@@ -49,6 +57,7 @@ from sagemaker_governance.simulation.template import TEMPLATE_PATH, load_templat
 GPU_NAMESPACE, GPU_METRIC = "/aws/sagemaker/TrainingJobs", "GPUUtilization"
 STACK_NAME = "smgov-sim"
 TAIL_MINUTES = 90  # keep the clock running this long after the last job ended (alarms, late actions)
+ALARM_GRACE_MINUTES = 5  # a job in Training must have its alarm this long after (+ one schedule period)
 MAX_INVOCATIONS_PER_MINUTE = 20_000
 ALARM_MUTATIONS = {
     "PutMetricAlarm": ("AlarmName",),
@@ -143,6 +152,20 @@ class RunResult:
     # CloudWatch quota model (``cloudwatch_tps``): requests allowed/throttled per API, botocore's retry
     # sleeps and how far the service's clock ran ahead of the minute (empty when the model is off).
     throttling: dict[str, Any] = field(default_factory=dict)
+    faults: dict[str, Any] = field(default_factory=dict)
+    deliveries: Counter[str] = field(default_factory=Counter)
+    ground_truth: dict[str, list[str]] = field(default_factory=dict)  # invariant -> offending names
+
+
+@dataclass
+class _RetryLedger:
+    """botocore's retry sleeps on the virtual clock: ``api_seconds`` (since the epoch) may run ahead of
+    the simulation's minute while the service backs off."""
+
+    api_seconds: float = 0.0
+    sleeps: int = 0
+    backoff_seconds: float = 0.0
+    max_lag: float = 0.0
 
 
 class _Uuids:
@@ -163,6 +186,7 @@ class Simulation:
         template: Mapping[str, Any] | None = None,
         template_path: Path | str = TEMPLATE_PATH,
         cloudwatch_tps: float | None = None,
+        faults: FaultSpec | None = None,
     ) -> None:
         """``cloudwatch_tps``: enforce CloudWatch's request-rate quota on ``PutMetricAlarm`` and
         ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota."""
@@ -209,28 +233,34 @@ class Simulation:
         # it may run ahead of the minute the simulation is in (the service is behind on its work).
         self.cloudwatch_tps = cloudwatch_tps
         self.quota: RequestQuota | None = None
-        self._api_seconds = 0.0
-        self._retry_sleeps = 0
-        self._backoff_seconds = 0.0
-        self._max_lag = 0.0
+        self._retry = _RetryLedger()
+        self.faults = FaultInjector(faults, seed)
+        self._held: list[tuple[int, int, str, Any]] = []  # (due minute, seq, kind, item): late deliveries
+        self._checks: list[tuple[int, int, str, int]] = []  # (due minute, seq, job, token): alarm checks
+        self._crasher: CrashingAuditSink | None = None
+        self._throttler: Throttler | None = None
+        self.deliveries: Counter[str] = Counter()
+        self._watches_training = False
+        self._missing_alarm: set[str] = set()
+        self._orphans: list[str] = []
 
     # ---- clock -----------------------------------------------------------------------------------
 
     def clock(self) -> datetime:
-        if self._api_seconds > self.now * 60:  # only after botocore backed off (the quota model)
-            return self.epoch + timedelta(seconds=self._api_seconds)
+        if self._retry.api_seconds > self.now * 60:  # only after botocore backed off (the quota model)
+            return self.epoch + timedelta(seconds=self._retry.api_seconds)
         return self.epoch + timedelta(minutes=self.now)
 
     def api_seconds(self) -> float:
         """The service's clock in seconds since the epoch: the minute, or later after backoff sleeps."""
-        return max(float(self.now * 60), self._api_seconds)
+        return max(float(self.now * 60), self._retry.api_seconds)
 
     def _backoff(self, seconds: float) -> None:
         """botocore sleeps between retries: virtual time passes for the service."""
-        self._api_seconds = self.api_seconds() + seconds
-        self._retry_sleeps += 1
-        self._backoff_seconds += seconds
-        self._max_lag = max(self._max_lag, self._api_seconds - self.now * 60)
+        self._retry.api_seconds = self.api_seconds() + seconds
+        self._retry.sleeps += 1
+        self._retry.backoff_seconds += seconds
+        self._retry.max_lag = max(self._retry.max_lag, self._retry.api_seconds - self.now * 60)
 
     def at(self, minute: int) -> datetime:
         return self.epoch + timedelta(minutes=minute)
@@ -243,6 +273,7 @@ class Simulation:
             return self._result([])
         with self._account():
             self._loop()
+            self._find_orphans()
             records = list(self._audit.records)
         return self._result(records)
 
@@ -264,18 +295,100 @@ class Simulation:
             minutes=self.now,
             evaluations=self.evaluator.evaluations,
             throttling=self._throttling(),
+            faults=self.faults.report() if self.faults.spec.enabled else {},
+            deliveries=self.deliveries,
+            ground_truth=self._ground_truth(records),
         )
 
     def _throttling(self) -> dict[str, Any]:
-        if self.quota is None:
+        """botocore's retry sleeps (quota model or throttle faults) and, with the quota model on, its
+        requests allowed/throttled per API; empty when nothing was throttled and the model is off."""
+        if self.quota is None and not self._retry.sleeps:
             return {}
-        return {
-            "cloudwatch_tps": self.cloudwatch_tps,
-            "requests": self.quota.summary(),
-            "retry_sleeps": self._retry_sleeps,
-            "backoff_seconds": round(self._backoff_seconds, 3),
-            "max_lag_seconds": round(self._max_lag, 3),
+        summary: dict[str, Any] = {
+            "retry_sleeps": self._retry.sleeps,
+            "backoff_seconds": round(self._retry.backoff_seconds, 3),
+            "max_lag_seconds": round(self._retry.max_lag, 3),
         }
+        if self.quota is not None:
+            summary |= {"cloudwatch_tps": self.cloudwatch_tps, "requests": self.quota.summary()}
+        return summary
+
+    # ---- invariants ------------------------------------------------------------------------------
+
+    @property
+    def settle_minutes(self) -> int:
+        """How long the clock runs on after the last job ended: alarm evaluations and late actions, and
+        at least two runs of every scheduled function (the reconciler's last chance to repair)."""
+        longest = max((every for _, _, _, every in self._schedules), default=0)
+        return max(TAIL_MINUTES, 2 * longest)
+
+    @property
+    def alarm_settle_minutes(self) -> int:
+        """A GPU job in Training must have its alarm after this long: a moment for the event, plus one
+        period of the slowest schedule (a reconciler repairs a lost Training event on its next run)."""
+        longest = max((every for _, _, _, every in self._schedules), default=0)
+        return ALARM_GRACE_MINUTES + longest
+
+    def _ground_truth(self, records: list[Any]) -> dict[str, list[str]]:
+        if not self.governed:
+            return {}
+        deliberate = {  # the service decided, on the record, that this job gets no alarm (policy)
+            r.job_name
+            for r in records
+            if r.rule == IDLE_RULE_ID and r.action == "none" and r.outcome.value in ("no-action", "exempted")
+        }
+        return {
+            "orphan_alarms": sorted(self._orphans),
+            "missing_alarms": sorted(self._missing_alarm - deliberate),
+        }
+
+    def _alarm_prefix(self) -> str | None:
+        from sagemaker_governance.handlers import _wiring
+
+        try:
+            return _wiring.alarm_naming().prefix
+        except Exception:  # no idle guard configured in this deployment
+            return None
+
+    def _watched_hosts(self, prefix: str) -> set[str]:
+        hosts: set[str] = set()
+        for name, alarm in self.evaluator.metric_alarms.items():
+            if name.startswith(prefix):
+                hosts.update(value for key in alarm.keys for _, value in key[2])
+        return hosts
+
+    def _check_alarms(self, minute: int) -> None:
+        """A GPU job still in the same Training stint ``alarm_settle_minutes`` after entering it must be
+        watched by one of this stack's alarms."""
+        while self._checks and self._checks[0][0] <= minute:
+            _, _, name, token = heapq.heappop(self._checks)
+            job = self.jobs[name]
+            if job.token != token or job.phase != "training" or not self._watches_training:
+                continue
+            prefix = self._alarm_prefix()
+            if prefix is None:
+                continue
+            watched = self._watched_hosts(prefix)
+            if not any(host in watched for host, _ in job.gpu_hosts):
+                self._missing_alarm.add(name)
+
+    def _find_orphans(self) -> None:
+        """This stack's alarms left in CloudWatch whose job has ended (or never existed)."""
+        prefix = self._alarm_prefix()
+        if prefix is None or self._cloudwatch is None:
+            return
+        names: list[str] = []
+        for page in self._cloudwatch.get_paginator("describe_alarms").paginate(
+            AlarmNamePrefix=prefix, AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+        ):
+            names += [a["AlarmName"] for a in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]]
+        for name in names:
+            rest = name[len(prefix) :]  # <job>, or <job> and a suffix (child alarms, progress alarms)
+            owner = max((n for n in self.jobs if rest.startswith(n)), key=len, default=None)
+            job = self.jobs.get(owner) if owner else None
+            if job is None or job.ended:
+                self._orphans.append(name)
 
     @contextlib.contextmanager
     def _account(self) -> Iterator[None]:
@@ -321,8 +434,14 @@ class Simulation:
                 boto3.DEFAULT_SESSION.events.register("after-call.sns.Publish", self._service_published)
                 _wiring.set_clock(self.clock)
                 self._audit = MemoryAuditSink()
-                _wiring.set_audit_sink(self._audit)
-                self.fake.attach(_wiring.client("sagemaker"))
+                self._crasher = CrashingAuditSink(self._audit, self.faults)
+                _wiring.set_audit_sink(self._crasher)
+                if self.faults.spec.rate("throttle") > 0:
+                    self._throttler = Throttler(self.faults)
+                    self._throttler.install(boto3.DEFAULT_SESSION.events)
+                    self._throttler.route_sagemaker(_wiring.client("sagemaker"), self.fake)
+                else:
+                    self.fake.attach(_wiring.client("sagemaker"))
                 if self.cloudwatch_tps is not None:
                     self.quota = RequestQuota.cloudwatch_alarm_writes(self.api_seconds, self.cloudwatch_tps)
                     self.quota.attach(_wiring.client("cloudwatch"))
@@ -355,11 +474,18 @@ class Simulation:
             if self._heap:
                 candidates.append(self._heap[0][0])
             due = self.evaluator.next_due() if self.governed else None
-            active = self._active > 0
-            if due is not None and (active or due <= self._last_end + TAIL_MINUTES):
+            active = self._active > 0 or bool(self._held)
+            settled = self._last_end + self.settle_minutes
+            if due is not None and (active or due <= settled):
                 candidates.append(due)
-            if self._schedules and active:
-                candidates.append(min(s[0] for s in self._schedules))
+            if self._schedules:
+                next_run = min(s[0] for s in self._schedules)
+                if active or next_run <= settled:
+                    candidates.append(next_run)
+            if self._held:
+                candidates.append(self._held[0][0])
+            if self._checks and active:
+                candidates.append(self._checks[0][0])
             if not candidates:
                 break
             minute = min(candidates)
@@ -371,9 +497,11 @@ class Simulation:
                 self._tick(job_name, token)
                 self._deliver()
             if self.governed:
+                self._deliver()  # late (held) deliveries due now
                 self.evaluator.run_due(minute)
                 self._deliver()
                 self._run_schedules(minute)
+                self._check_alarms(minute)
 
     def _push(self, minute: int, job_name: str, token: int) -> None:
         self._seq += 1
@@ -590,6 +718,11 @@ class Simulation:
                 job.progress = self.checkpoints.get(job.checkpoint_uri, 0)
             self._transition(job, "InProgress", "Training")
             self._training_state(job)
+            if self.governed and job.gpu_hosts:
+                self._seq += 1
+                heapq.heappush(
+                    self._checks, (self.now + self.alarm_settle_minutes, self._seq, job.name, job.token)
+                )
         elif job.phase == "training":
             if job.progress >= script.train_minutes:
                 self._enter(job, "uploading")
@@ -758,23 +891,79 @@ class Simulation:
     # ---- delivery --------------------------------------------------------------------------------
 
     def _deliver(self) -> None:
+        """Deliver what is queued: EventBridge events, then SNS messages, then late deliveries now due."""
         if not self.governed or self.deployment is None:
             return
-        while self._events or self._sns:
+        while True:
             if self._events:
-                event = self._events.pop(0)
-                flat = flatten(event)
-                for function in self.deployment.functions.values():
-                    for route in function.event_routes:
-                        if route.matches(event, flat):
-                            self._invoke(function, event, f"rule:{route.name}")
+                self._deliver_event(self._events.pop(0), faulty=True)
+            elif self._sns:
+                self._deliver_sns(self._sns.pop(0), faulty=True)
+            elif self._held and self._held[0][0] <= self.now:
+                _, _, kind, item = heapq.heappop(self._held)
+                if kind == "event":
+                    self._deliver_event(item, faulty=False)
+                else:
+                    self._send_sns(*item)
             else:
-                topic, subject, message, attributes = self._sns.pop(0)
-                self.notifications[topic.rsplit(":", 1)[-1]] += 1
-                for function in self.deployment.functions.values():
-                    for sns_route in function.sns_routes:
-                        if sns_route.topic_arn == topic and sns_route.matches(attributes, message):
-                            self._invoke(function, self._sns_event(topic, subject, message, attributes), "sns")
+                return
+
+    def _hold(self, kind: str, item: Any, delay: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._held, (self.now + delay, self._seq, kind, item))
+
+    def _deliver_event(self, event: dict[str, Any], *, faulty: bool) -> None:
+        assert self.deployment is not None
+        flat = flatten(event)
+        targets = [
+            (function, route)
+            for function in self.deployment.functions.values()
+            for route in function.event_routes
+            if route.matches(event, flat)
+        ]
+        state_change = is_state_change(event)
+        if targets and state_change and event["detail"].get("SecondaryStatus") == "Training":
+            self._watches_training = True
+        if faulty:
+            if state_change and self.faults.draw("drop"):
+                self.faults.injected["drop"] += 1  # EventBridge lost it: no target is invoked
+                return
+            if self.faults.draw("reorder"):
+                self.faults.injected["reorder"] += 1
+                self._hold("event", event, self.faults.delay("reorder", 1))
+                return
+            if state_change and self.faults.draw("duplicate"):
+                self.faults.injected["duplicate"] += 1
+                copy = dict(event)
+                if self.faults.coin("duplicate"):  # SageMaker's repeated emission: same change, new id
+                    copy["id"] = self.uuids.next()
+                self._hold("event", copy, self.faults.delay("duplicate", 0))
+        for function, route in targets:
+            self._invoke(function, event, f"rule:{route.name}")
+
+    def _deliver_sns(self, item: tuple[str, str | None, str, dict[str, Any]], *, faulty: bool) -> None:
+        assert self.deployment is not None
+        topic, subject, message, attributes = item
+        self.notifications[topic.rsplit(":", 1)[-1]] += 1
+        deliveries = [
+            (function, self._sns_event(topic, subject, message, attributes))
+            for function in self.deployment.functions.values()
+            for sns_route in function.sns_routes
+            if sns_route.topic_arn == topic and sns_route.matches(attributes, message)
+        ]
+        if faulty and deliveries:
+            if self.faults.draw("reorder"):
+                self.faults.injected["reorder"] += 1
+                self._hold("sns", (deliveries,), self.faults.delay("reorder", 1))
+                return
+            if self.faults.draw("duplicate"):  # SNS redelivers: the same MessageId
+                self.faults.injected["duplicate"] += 1
+                self._hold("sns", (deliveries,), self.faults.delay("duplicate", 0))
+        self._send_sns(deliveries)
+
+    def _send_sns(self, deliveries: list[tuple[DeployedFunction, dict[str, Any]]]) -> None:
+        for function, envelope in deliveries:
+            self._invoke(function, envelope, "sns")
 
     def _sns_event(
         self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any]
@@ -837,9 +1026,12 @@ class Simulation:
         if changed:
             os.environ.update(changed)
             self._env_now.update(changed)
+        self.deliveries["delivered"] += 1
         for attempt in range(function.retries + 1):
             self.invocations[function.logical_id] += 1
             context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
+            if self._crasher is not None:
+                self._crasher.arm()
             try:
                 with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)  # Powertools: "no application metrics"
@@ -850,10 +1042,18 @@ class Simulation:
                 frames = traceback.extract_tb(exc.__traceback__)
                 if frames:
                     error += f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})"
+            finally:
+                if self._crasher is not None:
+                    self._crasher.disarm()
             self._after_invocation()
             if error is None:
+                self.deliveries["processed"] += 1
                 return
             self.errors.append(
                 Invocation(self.now, function.logical_id, trigger, f"attempt {attempt + 1}: {error}")
             )
-        self.notifications["dead-letter-queue"] += 1
+        if function.on_failure:
+            self.deliveries["dead_lettered"] += 1
+            self.notifications["dead-letter-queue"] += 1
+        else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
+            self.deliveries["lost"] += 1

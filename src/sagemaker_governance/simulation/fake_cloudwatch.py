@@ -54,6 +54,7 @@ class FakeCloudWatch:
         self.tags: dict[str, list[dict[str, str]]] = {}
         self.calls: Counter[str] = Counter()
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.alarm_page_size: int | None = None  # DescribeAlarms page size (None: MaxRecords or one page)
         self._pending: dict[int, dict[str, Any]] = {}
 
     # ---- wiring --------------------------------------------------------------------------------
@@ -284,19 +285,32 @@ class FakeCloudWatch:
         return {}
 
     def _op_DescribeAlarms(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Filtered by ``AlarmNames`` / ``AlarmNamePrefix`` and, when given, ``AlarmTypes``. Pages (by name,
+        ``NextToken``) when ``MaxRecords`` is given or ``alarm_page_size`` is set; otherwise one page."""
         names = params.get("AlarmNames")
         prefix = params.get("AlarmNamePrefix", "")
+        kinds = {"MetricAlarm": "metric", "CompositeAlarm": "composite"}
+        wanted = {kinds[t] for t in params["AlarmTypes"]} if params.get("AlarmTypes") else set(kinds.values())
         chosen = [
-            a for n, a in sorted(self.alarms.items()) if (names is None or n in names) and n.startswith(prefix)
+            a
+            for n, a in sorted(self.alarms.items())
+            if (names is None or n in names) and n.startswith(prefix) and a["Kind"] in wanted
         ]
+        size = params.get("MaxRecords") or self.alarm_page_size or len(chosen) or 1
+        size = min(size, self.alarm_page_size or size)
+        start = int(params.get("NextToken") or 0)
+        page = chosen[start : start + size]
 
         def public(alarm: dict[str, Any]) -> dict[str, Any]:
             return {k: copy.deepcopy(v) for k, v in alarm.items() if k != "Kind"}
 
-        return {
-            "MetricAlarms": [public(a) for a in chosen if a["Kind"] == "metric"],
-            "CompositeAlarms": [public(a) for a in chosen if a["Kind"] == "composite"],
+        out: dict[str, Any] = {
+            "MetricAlarms": [public(a) for a in page if a["Kind"] == "metric"],
+            "CompositeAlarms": [public(a) for a in page if a["Kind"] == "composite"],
         }
+        if start + size < len(chosen):
+            out["NextToken"] = str(start + size)
+        return out
 
 
 def _lower_dimensions(query: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ class FakeSageMaker:
         self.stop_requests: list[str] = []
         self.created: list[dict[str, Any]] = []
         self.tag_page_size = 50
+        self.list_page_size = 100  # ListTrainingJobs page size (tests make it small)
         self.fail_next: dict[str, SageMakerError] = {}
         self._pending_params: dict[int, dict[str, Any]] = {}
 
@@ -220,7 +221,7 @@ class FakeSageMaker:
         wanted = params.get("StatusEquals")
         names = sorted(n for n, j in self.jobs.items() if wanted is None or j["TrainingJobStatus"] == wanted)
         start = int(params.get("NextToken") or 0)
-        size = int(params.get("MaxResults") or 100)
+        size = min(int(params.get("MaxResults") or 100), self.list_page_size)
         page = names[start : start + size]
         summaries = [
             {

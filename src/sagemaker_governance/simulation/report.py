@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.simulation.engine import JobRun, RunResult, Simulation
+from sagemaker_governance.simulation.faults import FaultSpec
 from sagemaker_governance.simulation.scenario import Scenario
 from sagemaker_governance.simulation.template import TEMPLATE_PATH
 
 ACTED = {"done", "already-done", "audit-only"}
+INVARIANTS = ("orphan_alarms", "missing_alarms", "duplicate_clones", "missed_stops", "false_stops", "lost_events")
 
 
 def _usd(value: float) -> float:
@@ -53,6 +55,45 @@ def _host_alarms(job: JobRun, alarms: dict[str, dict[str, Any]]) -> list[dict[st
     return out
 
 
+def stop_outcomes(result: RunResult) -> dict[str, tuple[bool, bool]]:
+    """Per job: (false stop, missed stall). A false stop is a stop of a job that was not stalled, not
+    marked ``expect_stop`` by the scenario and not continued by the service as a clone; a missed stall
+    a job whose script stalled and that the service never stopped."""
+    cloned_from = {j.source for j in result.jobs.values() if j.source}
+    out: dict[str, tuple[bool, bool]] = {}
+    for name, job in result.jobs.items():
+        stopped = job.stopped_by_service_at
+        false_stop = (
+            stopped is not None and job.stalled_at is None and not job.expect_stop and name not in cloned_from
+        )
+        out[name] = (false_stop, job.first_stall is not None and stopped is None)
+    return out
+
+
+def invariants(result: RunResult) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """The reliability invariants of a governed run (all must be 0) and the names behind each.
+
+    ``orphan_alarms``: this stack's alarms still in CloudWatch at the end whose job has ended (the clock
+    runs ``settle_minutes`` past the last job's end, two runs of every schedule at least).
+    ``missing_alarms``: GPU jobs that were still in the same Training stint ``alarm_settle_minutes``
+    after entering it with no alarm of this stack watching their hosts (unless the service recorded a
+    deliberate policy decision not to watch them). ``duplicate_clones``: source jobs with more than one
+    clone. ``missed_stops`` / ``false_stops``: see ``stop_outcomes``. ``lost_events``: deliveries to a
+    function that neither succeeded nor reached its on-failure destination / dead-letter queue (an event
+    EventBridge dropped before delivery is a fault counted in ``faults``, not a lost event).
+    """
+    outcomes = stop_outcomes(result)
+    names = dict(result.ground_truth)
+    names["missed_stops"] = [n for n, (_, missed) in outcomes.items() if missed]
+    names["false_stops"] = [n for n, (false, _) in outcomes.items() if false]
+    clones: Counter[str] = Counter(j.source for j in result.jobs.values() if j.source)
+    names["duplicate_clones"] = [f"{source} ({n} clones)" for source, n in clones.items() if n > 1]
+    counts = {name: len(names.get(name, [])) for name in INVARIANTS}
+    counts["duplicate_clones"] = sum(n - 1 for n in clones.values() if n > 1)
+    counts["lost_events"] = result.deliveries["lost"]
+    return counts, {k: v for k, v in names.items() if v}
+
+
 def build_report(governed: RunResult, baseline: RunResult, *, include_series: bool = False) -> dict[str, Any]:
     epoch = governed.epoch
     actions: dict[str, list[dict[str, Any]]] = {}
@@ -67,17 +108,14 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
                 "outcome": record.outcome.value,
             }
         )
-    cloned_from = {j.source for j in governed.jobs.values() if j.source}
+    outcomes = stop_outcomes(governed)
     jobs: list[dict[str, Any]] = []
     false_stops = missed = 0
     for name, job in governed.jobs.items():
         base = baseline.jobs.get(name)
         baseline_cost = base.cost if base is not None and job.source is None else 0.0
         stopped = job.stopped_by_service_at
-        false_stop = (
-            stopped is not None and job.stalled_at is None and not job.expect_stop and name not in cloned_from
-        )
-        missed_stall = job.first_stall is not None and stopped is None
+        false_stop, missed_stall = outcomes[name]
         false_stops += false_stop
         missed += missed_stall
         entry: dict[str, Any] = {
@@ -108,6 +146,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
         jobs.append(entry)
     cost = sum(job.cost for job in governed.jobs.values())
     baseline_cost = sum(j.cost for j in baseline.jobs.values())
+    counts, violations = invariants(governed)
     return {
         "scenario": governed.scenario.name,
         "description": governed.scenario.description,
@@ -131,6 +170,12 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "alarm_transitions": len(governed.alarm_transitions),
             "alarm_evaluations": governed.evaluations,
         },
+        "invariants": counts,
+        "invariant_violations": {name: names[:20] for name, names in violations.items()},
+        "deliveries": {
+            key: governed.deliveries[key] for key in ("delivered", "processed", "dead_lettered", "lost")
+        },
+        "faults": governed.faults,
         "errors": [
             {"minute": e.minute, "function": e.function, "trigger": e.trigger, "error": e.error}
             for e in governed.errors[:50]
@@ -146,9 +191,11 @@ def simulate(
     template: dict[str, Any] | None = None,
     template_path: Path | str = TEMPLATE_PATH,
     include_series: bool = False,
+    faults: FaultSpec | None = None,
 ) -> dict[str, Any]:
-    """Run the scenario governed and ungoverned with the same seed; the joined report."""
-    governed = Simulation(scenario, seed=seed, template=template, template_path=template_path).run()
+    """Run the scenario governed and ungoverned with the same seed; the joined report. ``faults`` are
+    injected into the governed run only (the baseline has no service to disturb)."""
+    governed = Simulation(scenario, seed=seed, template=template, template_path=template_path, faults=faults).run()
     baseline = Simulation(
         scenario, seed=seed, governed=False, template=template, template_path=template_path
     ).run()
@@ -216,6 +263,14 @@ def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
     calls = ", ".join(f"{k} {v}" for k, v in counters["aws_calls"].items()) or "none"
     lines.append(f"  invocations: {invocations}; errors: {counters['lambda_errors']}")
     lines.append(f"  AWS calls by the service: {calls}")
+    if report.get("faults"):
+        injected = ", ".join(f"{k} {v}" for k, v in report["faults"]["injected"].items())
+        lines.append(f"  faults injected: {injected}")
+    invariants = report.get("invariants", {})
+    broken = {k: v for k, v in invariants.items() if v}
+    lines.append(
+        "  invariants: " + (", ".join(f"{k} {v}" for k, v in broken.items()) + " VIOLATED" if broken else "all 0")
+    )
     for error in report["errors"][:3]:
         lines.append(f"  ! minute {error['minute']} {error['function']} ({error['trigger']}): {error['error']}")
     return "\n".join(lines)

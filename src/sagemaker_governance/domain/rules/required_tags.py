@@ -23,7 +23,7 @@ class TagConstraint(BaseModel):
         if pattern is not None:
             try:
                 re.compile(pattern)
-            except re.error as exc:
+            except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
         return pattern
 

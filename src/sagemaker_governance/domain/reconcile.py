@@ -1,0 +1,123 @@
+"""The reconciler's pure part: which job an alarm belongs to, the work list of one run, its order.
+
+The reconciler is level-triggered, like a controller: it compares what exists (this stack's alarms, the
+training jobs in progress) with what should exist and repairs the difference, whatever event was lost.
+
+Order and time budget. A run works through one item per job (every job in progress and every job that
+has one of this stack's alarms), in a stable order: the job names sorted, as a ring. Each run starts at
+a different point of the ring, ``frac(run x (sqrt(5) - 1) / 2)`` of the way round, and goes round
+until its time budget is spent. No cursor is stored anywhere: by the three-gap theorem the start points
+of ``N`` consecutive runs leave no gap larger than about ``2.62 / N`` of the ring, so when every run
+gets through at least a fraction ``f`` of the items, each item is visited within ``3 / f`` runs (and a
+run normally gets through all of them). Nothing is lost when a run stops early: the next run looks again.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_timestamp
+
+RECONCILER_RULE_ID: Final = "reconciler"
+# A training job name: what CreateTrainingJob accepts. An alarm under our prefix whose remainder is not a
+# job name (followed by an optional ".suffix") is not one of ours and is never touched.
+_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_STEP: Final = (math.sqrt(5) - 1) / 2  # the golden-ratio rotation: the most even spread of start points
+# Compliance is evaluated by the event path within seconds of a job's start. The reconciler leaves a job
+# alone for this long, so that it does not evaluate a job whose Starting event is still on its way.
+EVALUATION_GRACE: Final = timedelta(minutes=15)
+
+
+class RepairKind(StrEnum):
+    ORPHAN_ALARM = "orphan-alarm"  # an alarm of a job that has ended or no longer exists: deleted
+    MISSING_ALARM = "missing-alarm"  # a job in Training without its alarm(s): created
+    UNEVALUATED_JOB = "unevaluated-job"  # a job in progress that compliance never evaluated: evaluated
+
+
+class JobSummary(BaseModel):
+    """One ``TrainingJobSummaries`` item of ``ListTrainingJobs``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    name: str = Field(alias="TrainingJobName", min_length=1, max_length=63)
+    arn: str = Field(alias="TrainingJobArn", min_length=1)
+    status: str = Field(alias="TrainingJobStatus", min_length=1)
+    secondary_status: str | None = Field(default=None, alias="SecondaryStatus")
+    creation_time: datetime | None = Field(default=None, alias="CreationTime")
+
+    _times = field_validator("creation_time", mode="before")(parse_timestamp)
+
+    @property
+    def in_training(self) -> bool:
+        return self.status == "InProgress" and self.secondary_status == "Training"
+
+    def old_enough_to_reconcile(self, now: datetime) -> bool:
+        """Whether the event path has had its chance with this job (a job of unknown age: yes)."""
+        return self.creation_time is None or now - self.creation_time >= EVALUATION_GRACE
+
+
+def job_of_alarm(alarm_name: str, prefix: str) -> str | None:
+    """The training job an alarm of this stack watches (``<prefix><job>`` or ``<prefix><job>.<suffix>``;
+    job names cannot contain a dot), or ``None`` when the alarm is not one of ours."""
+    if not alarm_name.startswith(prefix):
+        return None
+    job = alarm_name[len(prefix) :].split(".", 1)[0]
+    return job if _JOB_NAME.match(job) else None
+
+
+class WorkItem(BaseModel):
+    """What one run does for one job: ``listed`` when it is in progress, ``alarms`` it has now."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_name: str
+    listed: JobSummary | None
+    alarms: tuple[str, ...]
+
+
+def run_index(now: datetime, interval_minutes: int) -> int:
+    """Which scheduled run this is (consecutive runs get consecutive numbers)."""
+    return int(now.timestamp() // 60) // max(1, interval_minutes)
+
+
+def ring_start(count: int, run: int) -> int:
+    """Where run number ``run`` starts on a ring of ``count`` items."""
+    if count == 0:
+        return 0
+    return int(math.fmod(run * _STEP, 1.0) * count) % count
+
+
+def plan_work(in_progress: Iterable[JobSummary], alarms: Mapping[str, Iterable[str]], run: int) -> list[WorkItem]:
+    """Every job to look at, in this run's order: ``alarms`` maps a job name to its alarm names."""
+    listed = {job.name: job for job in in_progress if job.status not in TERMINAL_STATUSES}
+    names = sorted(set(listed) | set(alarms))
+    start = ring_start(len(names), run)
+    return [
+        WorkItem(job_name=name, listed=listed.get(name), alarms=tuple(sorted(alarms.get(name, ()))))
+        for name in names[start:] + names[:start]
+    ]
+
+
+def group_alarms(alarm_names: Iterable[str], prefix: str) -> dict[str, list[str]]:
+    """This stack's alarm names by the job they watch (names that are not ours are left out)."""
+    by_job: dict[str, list[str]] = {}
+    for name in alarm_names:
+        job = job_of_alarm(name, prefix)
+        if job is not None:
+            by_job.setdefault(job, []).append(name)
+    return by_job
+
+
+def deletion_order(job_name: str, prefix: str, observed: Iterable[str]) -> list[str]:
+    """Every alarm of an ended job, the notifying one first: above 10 hosts it is a composite alarm
+    (which a child cannot be deleted before, and which DescribeAlarms scoped to our prefix does not
+    list), so it is always included; a missing alarm is success."""
+    head = f"{prefix}{job_name}"
+    return [head, *sorted(set(observed) - {head})]

@@ -1,0 +1,26 @@
+"""EventBridge schedule -> the reconciler: repair orphan alarms, missing alarms, unevaluated jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sagemaker_governance.events import ScheduledEvent
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.observability import logger, metrics
+from sagemaker_governance.service.reconciler import RECONCILER_TRIGGER
+from sagemaker_governance.service.recording import Trigger
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@event_parser(model=ScheduledEvent)
+def handler(event: ScheduledEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(event_id=event.id)
+    report = _wiring.reconciler_service().run(
+        Trigger(kind=RECONCILER_TRIGGER, event_id=event.id),
+        remaining=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
+    return report.as_dict()

@@ -1,0 +1,277 @@
+"""Reconciler use case: repair what lost events left behind, on a schedule, level-triggered.
+
+Each run compares what exists with what should exist and repairs the difference:
+
+* **orphan alarm**: an alarm of this stack whose job has ended or no longer exists (its terminal event
+  was lost) is deleted. The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
+  is still ``InProgress`` (``Stopping`` included) is never deleted, whatever the listing said.
+* **missing alarm**: a job in ``Training`` that none of a guard's alarms watches gets them from the guard
+  itself (the same code as its Training event: the job is re-read, exemptions and the policy apply).
+  Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
+* **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
+  ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
+  deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
+  apply as on the event path, and a stop re-reads the job first.
+
+Every repair leaves an audit record (trigger ``reconciler``) and a ``ReconcilerRepairs`` metric (dimension
+``kind``); each run logs one summary line. A run stops before its time budget is spent (the safety margin
+covers one item); the next run starts elsewhere on the ring of jobs (``domain/reconcile.py``), so every
+item is eventually visited without storing a cursor. Everything is safe to run concurrently with the event
+handlers: creating an alarm is an upsert, deleting a missing alarm is success, stops are idempotent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.domain.compliance import was_evaluated
+from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import (
+    RECONCILER_RULE_ID,
+    JobSummary,
+    RepairKind,
+    WorkItem,
+    deletion_order,
+    group_alarms,
+    plan_work,
+    run_index,
+)
+from sagemaker_governance.observability import logger
+from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
+from sagemaker_governance.service.recording import Trigger, record_decision
+
+RECONCILER_TRIGGER = "reconciler"
+DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
+
+Budget = Callable[[], float]  # seconds left before the function's deadline
+
+
+class AlarmGuard(Protocol):
+    """A guard that watches training jobs with alarms named ``<alarm_prefix><job>[.<suffix>]``."""
+
+    @property
+    def alarm_prefix(self) -> str: ...
+
+    def watches(self, job_name: str, alarm_name: str) -> bool:
+        """Whether ``alarm_name`` is one of this guard's alarms for ``job_name``."""
+        ...
+
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+        """The metric alarms this guard wants for ``job`` now (none: not wanted)."""
+        ...
+
+    def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """Create them (re-reading the job), recording the decision."""
+        ...
+
+
+class ComplianceEvaluator(Protocol):
+    def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
+
+
+class JobInventoryPort(Protocol):
+    def in_progress(self) -> list[JobSummary]: ...
+
+
+class AlarmInventoryPort(Protocol):
+    def metric_alarm_names(self, prefix: str) -> list[str]: ...
+
+
+class AlarmDeletionPort(Protocol):
+    def delete(self, names: Sequence[str]) -> list[str]: ...
+
+
+class RepairMetricsPort(Protocol):
+    def record_repair(self, kind: str) -> None: ...
+
+
+@dataclass
+class ReconcileReport:
+    jobs_in_progress: int = 0
+    alarms: int = 0
+    items: int = 0
+    visited: list[str] = field(default_factory=list)
+    repairs: Counter[str] = field(default_factory=Counter)
+    errors: int = 0
+    stopped_early: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "jobs_in_progress": self.jobs_in_progress,
+            "alarms": self.alarms,
+            "items": self.items,
+            "visited": len(self.visited),
+            "repairs": dict(sorted(self.repairs.items())),
+            "errors": self.errors,
+            "stopped_early": self.stopped_early,
+        }
+
+
+class ReconcilerService:
+    def __init__(
+        self,
+        *,
+        jobs: JobsPort,
+        inventory: JobInventoryPort,
+        alarm_inventory: AlarmInventoryPort,
+        alarms: AlarmDeletionPort,
+        guards: Sequence[AlarmGuard],
+        compliance: ComplianceEvaluator,
+        policies: PolicySource,
+        audit: AuditSink,
+        metrics: RepairMetricsPort,
+        clock: Clock,
+        interval_minutes: int,
+        safety_seconds: float = DEFAULT_SAFETY_SECONDS,
+    ) -> None:
+        self._jobs = jobs
+        self._inventory = inventory
+        self._alarm_inventory = alarm_inventory
+        self._alarms = alarms
+        self._guards = tuple(guards)
+        self._compliance = compliance
+        self._policies = policies
+        self._audit = audit
+        self._metrics = metrics
+        self._clock = clock
+        self._interval = interval_minutes
+        self._safety = safety_seconds
+        # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
+        # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
+        self._evaluated: set[str] = set()
+        # Jobs in Training for which no guard without an alarm on them wants one (no GPU, no progress
+        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
+        self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
+        self._run_key = ("", "")
+
+    def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
+        report = ReconcileReport()
+        if remaining() < self._safety:
+            report.stopped_early = True
+            return self._summarise(report)
+        policy = self._policies.current()
+        self._run_key = (policy.digest(), self._clock().date().isoformat())
+        in_progress = self._inventory.in_progress()
+        observed: dict[str, set[str]] = {}
+        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
+            for job, names in group_alarms(self._alarm_inventory.metric_alarm_names(prefix), prefix).items():
+                observed.setdefault(job, set()).update(names)
+        items = plan_work(in_progress, observed, run_index(self._clock(), self._interval))
+        report.jobs_in_progress = len(in_progress)
+        report.alarms = sum(len(names) for names in observed.values())
+        report.items = len(items)
+        for item in items:
+            if remaining() < self._safety:
+                report.stopped_early = True
+                break
+            report.visited.append(item.job_name)
+            try:
+                kinds = self._in_progress(item, policy, trigger) if item.listed else self._orphan(item, trigger)
+            except AdapterError as exc:
+                report.errors += 1
+                logger.error("reconcile item failed", job=item.job_name, error=str(exc))
+                continue
+            for kind in kinds:
+                report.repairs[kind.value] += 1
+                self._metrics.record_repair(kind.value)
+        listed = {job.name for job in in_progress}
+        self._evaluated &= listed
+        self._unwatched = {key for key in self._unwatched if key[0] in listed}
+        return self._summarise(report)
+
+    # ---- one job -----------------------------------------------------------------------------------
+
+    def _orphan(self, item: WorkItem, trigger: Trigger) -> list[RepairKind]:
+        """A job with alarms that was not listed in progress: delete them if it has really ended."""
+        try:
+            job = self._jobs.get_job(item.job_name)
+        except JobNotFound:
+            job = None
+        if job is not None and not job.is_terminal:
+            return []  # still running (or started after the listing): its alarms stay
+        names: list[str] = []
+        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
+            mine = [n for n in item.alarms if n.startswith(prefix)]
+            if mine:
+                names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
+        deleted = self._alarms.delete(names)
+        if not deleted:
+            return []  # the event path got there first
+        subject = job or TrainingJob.model_validate(
+            {"TrainingJobName": item.job_name, "TrainingJobStatus": "NotFound"}
+        )
+        policy = self._policies.current()
+        state = f"is {job.status}" if job is not None else "no longer exists"
+        decision = Decision(
+            rule=RECONCILER_RULE_ID,
+            action=Action.DELETE_ALARM,
+            mode=policy.for_job(subject).mode,
+            reason=f"the job {state} but its alarms were left behind (a lost event): deleted",
+            evidence={"repair": RepairKind.ORPHAN_ALARM.value, "deleted": deleted},
+            request={"AlarmNames": names},
+        )
+        self._record(decision, subject, policy, trigger, Outcome.DONE)
+        return [RepairKind.ORPHAN_ALARM]
+
+    def _in_progress(self, item: WorkItem, policy: Policy, trigger: Trigger) -> list[RepairKind]:
+        summary = item.listed
+        assert summary is not None
+        repairs: list[RepairKind] = []
+        job: TrainingJob | None = None
+        # The job is read for its alarms only when some guard has no alarm on it (and may want one).
+        # The guards that have no alarm on the job (the cache key includes them: if one of the others
+        # loses its alarm later, the job is read again).
+        missing = tuple(
+            index
+            for index, guard in enumerate(self._guards)
+            if not any(guard.watches(item.job_name, name) for name in item.alarms)
+        )
+        unwatched_key = (item.job_name, *self._run_key, missing)
+        needs_alarm = summary.in_training and bool(missing) and unwatched_key not in self._unwatched
+        if needs_alarm:
+            job = self._jobs.get_job(item.job_name)
+        if item.job_name not in self._evaluated and summary.old_enough_to_reconcile(self._clock()):
+            tags = job.tags if job is not None else self._jobs.list_tags(summary.arn)
+            if was_evaluated(tags):
+                self._evaluated.add(item.job_name)
+            else:
+                job = job if job is not None else self._jobs.get_job(item.job_name)
+                if job.status == "InProgress":
+                    decisions = self._compliance.evaluate(job, trigger)
+                    self._evaluated.add(item.job_name)
+                    repairs.append(RepairKind.UNEVALUATED_JOB)
+                    if any(d.action is Action.STOP and d.acts for d in decisions):
+                        return repairs  # stopped: no alarm wanted any more
+        if needs_alarm and job is not None:
+            wanted = False
+            for index in missing:
+                guard = self._guards[index]
+                if not guard.desired_alarms(job, policy):
+                    continue
+                wanted = True
+                decisions = guard.create_alarms(job, trigger)
+                if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
+                    repairs.append(RepairKind.MISSING_ALARM)
+            if not wanted:
+                self._unwatched.add(unwatched_key)
+        return repairs
+
+    # ---- helpers -----------------------------------------------------------------------------------
+
+    def _record(
+        self, decision: Decision, job: TrainingJob, policy: Policy, trigger: Trigger, outcome: Outcome
+    ) -> None:
+        record_decision(
+            self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=self._clock()
+        )
+
+    def _summarise(self, report: ReconcileReport) -> ReconcileReport:
+        logger.info("reconcile run", reconcile=report.as_dict())
+        return report

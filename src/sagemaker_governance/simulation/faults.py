@@ -1,0 +1,254 @@
+"""Fault injection for the simulator: what the platform does to an event-driven service on a bad day.
+
+``smgov simulate --faults duplicate,reorder,drop,throttle,crash`` (each optionally ``=rate``) makes the
+engine misbehave the way AWS is allowed to:
+
+- **duplicate**: an event is delivered twice. Half of the time it is EventBridge / SNS redelivering
+  the *same* event (same ``id`` / ``MessageId``: at-least-once delivery), half of the time SageMaker
+  emitting the same state change again under a *new* id (it sends several events per change). The copy
+  arrives in the same minute or up to ``REORDER_WINDOW_MINUTES`` later.
+- **reorder**: an event is held back for 1 to ``REORDER_WINDOW_MINUTES`` minutes, so later events of
+  the same job overtake it (a ``Training`` event after the job's ``Completed``).
+- **drop**: EventBridge loses a SageMaker state-change event entirely: no target is invoked. This is
+  the platform's loss, not the service's: it is counted here and *not* in ``lost_events``; what must
+  hold despite it is that no alarm is missing, no orphan alarm stays and no stall escapes: the
+  reconciler's job.
+- **throttle**: an AWS API request is answered ``ThrottlingException`` (SageMaker, SSM), ``Throttling``
+  (SNS, CloudWatch) in the service's own wire protocol, before it reaches moto or the SageMaker double.
+  The handlers' botocore clients see a real throttling response, so botocore's retry logic (mode,
+  attempts, retry quota) runs as configured; its back-off sleeps are virtual (no wall-clock wait).
+- **crash**: the function dies after acting but before recording: the invocation raises at its first
+  audit write (after the AWS side effects of the decision), and Lambda's asynchronous retry runs it
+  again (``EventInvokeConfig.MaximumRetryAttempts``, then the on-failure destination).
+
+Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
+does not change where another one strikes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+from moto.core.botocore_stubber import MockRawResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash")
+DEFAULT_RATES: dict[str, float] = {"duplicate": 0.2, "reorder": 0.2, "drop": 0.05, "throttle": 0.05, "crash": 0.05}
+REORDER_WINDOW_MINUTES = 3
+STATE_CHANGE = "SageMaker Training Job State Change"
+_ANSWERED = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
+
+
+class FaultSpec(BaseModel):
+    """The faults of a run and the rate of each (probability per event, request or invocation attempt)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rates: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("rates")
+    @classmethod
+    def _known(cls, rates: dict[str, float]) -> dict[str, float]:
+        for name, rate in rates.items():
+            if name not in FAULTS:
+                raise ValueError(f"unknown fault {name!r} (known: {', '.join(FAULTS)})")
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"fault {name}: rate {rate} is not between 0 and 1")
+        return rates
+
+    @classmethod
+    def parse(cls, text: str) -> FaultSpec:
+        """``duplicate,drop=0.05`` (bare names take ``DEFAULT_RATES``); ``all`` enables every fault."""
+        rates: dict[str, float] = {}
+        for item in (part.strip() for part in text.split(",")):
+            if not item:
+                continue
+            name, sep, value = item.partition("=")
+            name = name.strip()
+            names = FAULTS if name == "all" else (name,)
+            for one in names:
+                if sep:
+                    try:
+                        rates[one] = float(value)
+                    except ValueError:
+                        raise ValueError(f"fault {one}: rate {value!r} is not a number") from None
+                else:
+                    rates[one] = DEFAULT_RATES.get(one, -1.0)
+        return cls(rates=rates)
+
+    def rate(self, name: str) -> float:
+        return self.rates.get(name, 0.0)
+
+    @property
+    def enabled(self) -> bool:
+        return any(rate > 0 for rate in self.rates.values())
+
+
+class InjectedCrash(RuntimeError):
+    """The function died after acting, before recording (fault injection)."""
+
+
+class FaultInjector:
+    def __init__(self, spec: FaultSpec | None, seed: int) -> None:
+        self.spec = spec or FaultSpec()
+        self.injected: Counter[str] = Counter()
+        self._rngs = {name: random.Random(f"faults-{seed}-{name}") for name in FAULTS}
+
+    def draw(self, name: str) -> bool:
+        """Does fault ``name`` strike now? (Counted by the caller when it really happened.)"""
+        rate = self.spec.rate(name)
+        return rate > 0 and self._rngs[name].random() < rate
+
+    def delay(self, name: str, low: int) -> int:
+        return self._rngs[name].randint(low, REORDER_WINDOW_MINUTES)
+
+    def coin(self, name: str) -> bool:
+        return self._rngs[name].random() < 0.5
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "rates": {name: self.spec.rate(name) for name in FAULTS if self.spec.rate(name) > 0},
+            "injected": {name: self.injected[name] for name in FAULTS if self.spec.rate(name) > 0},
+        }
+
+
+# ---- crash ---------------------------------------------------------------------------------------
+
+
+class CrashingAuditSink:
+    """Wraps the audit sink: an armed invocation raises ``InjectedCrash`` instead of its first write."""
+
+    def __init__(self, inner: Any, injector: FaultInjector) -> None:
+        self.inner = inner
+        self.injector = injector
+        self._armed = False
+
+    @property
+    def records(self) -> list[Any]:
+        return list(self.inner.records)
+
+    def arm(self) -> None:
+        self._armed = self.injector.draw("crash")
+
+    def disarm(self) -> None:
+        self._armed = False
+
+    def write(self, record: Any) -> None:
+        if self._armed:
+            self._armed = False
+            self.injector.injected["crash"] += 1
+            raise InjectedCrash("injected: the function died after acting, before recording its decision")
+        self.inner.write(record)
+
+
+# ---- throttle ------------------------------------------------------------------------------------
+
+
+def _cbor_text(value: str) -> bytes:
+    data = value.encode()
+    if len(data) < 24:
+        return bytes([0x60 + len(data)]) + data
+    return bytes([0x78, len(data)]) + data
+
+
+def throttling_response(protocol: str, url: str) -> AWSResponse:
+    """A throttling error exactly as the service's wire protocol carries it."""
+    message = "Rate exceeded"
+    headers = HTTPHeaders()
+    headers["x-amzn-RequestId"] = "throttled"
+    if protocol == "query":
+        body = (
+            '<ErrorResponse xmlns="http://webservices.amazon.com/"><Error><Type>Sender</Type>'
+            f"<Code>Throttling</Code><Message>{message}</Message></Error>"
+            "<RequestId>throttled</RequestId></ErrorResponse>"
+        ).encode()
+        headers["Content-Type"] = "text/xml"
+    elif protocol == "smithy-rpc-v2-cbor":
+        body = bytes([0xA2]) + _cbor_text("__type") + _cbor_text("Throttling")
+        body += _cbor_text("message") + _cbor_text(message)
+        headers["Content-Type"] = "application/cbor"
+        headers["smithy-protocol"] = "rpc-v2-cbor"
+        headers["x-amzn-query-error"] = "Throttling;Sender"
+    else:  # json
+        body = json.dumps({"__type": "ThrottlingException", "message": message}).encode()
+        headers["Content-Type"] = "application/x-amz-json-1.1"
+        headers["x-amzn-ErrorType"] = "ThrottlingException"
+    return AWSResponse(url, 400, headers, MockRawResponse(body))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    raise TypeError(f"cannot serialize {type(value).__name__}")
+
+
+class Throttler:
+    """Answers a share of the handlers' AWS requests with a throttling error, inside botocore's send
+    loop (``before-send``), so the clients' retry configuration is what copes with it."""
+
+    def __init__(self, injector: FaultInjector) -> None:
+        self.injector = injector
+        self._fake: Any = None
+
+    def install(self, session_events: Any) -> None:
+        """On the session the handlers' clients are made from (before they are made)."""
+        session_events.register("before-call", self._mark)
+        session_events.register_first("before-send", self._before_send)
+
+    def _throttle(self, request: Any, model: Any) -> AWSResponse | None:
+        if not self.injector.draw("throttle"):
+            return None
+        self.injector.injected["throttle"] += 1
+        url = request.url
+        request.url = _ANSWERED  # moto's stubber, called after us, must not execute a throttled request
+        service = model.service_model
+        return throttling_response(getattr(service, "resolved_protocol", service.protocol), url)
+
+    def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        if request.url == _ANSWERED:
+            return None
+        model = getattr(request, "context", {}).get("smgov_operation")
+        if model is None:
+            return None
+        return self._throttle(request, model)
+
+    def _mark(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        """``before-call``: remember the operation on the request context (read back in ``before-send``)."""
+        context["smgov_operation"] = model
+
+    def route_sagemaker(self, client: Any, fake: Any) -> None:
+        """The SageMaker double answers inside the send loop instead of before it (``before-call``), so a
+        throttled SageMaker request is retried by botocore like any other; the answer is the double's,
+        serialized in SageMaker's JSON protocol."""
+        self._fake = fake
+        client.meta.events.register("before-parameter-build.sagemaker.*", fake._capture)
+        client.meta.events.register("before-call.sagemaker.*", self._mark)
+        client.meta.events.register_first("before-send.sagemaker.*", self._sagemaker_send)
+
+    def _sagemaker_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        model = request.context.get("smgov_operation")
+        throttled = self._throttle(request, model)
+        if throttled is not None:
+            return throttled
+        url = request.url
+        request.url = _ANSWERED
+        http, parsed = self._fake._answer(model=model, params={})
+        parsed = dict(parsed)
+        parsed.pop("ResponseMetadata", None)
+        if "Error" in parsed:
+            error = parsed["Error"]
+            parsed = {"__type": error["Code"], "message": error.get("Message", "")}
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.1"
+        body = json.dumps(parsed, default=_json_default).encode()
+        return AWSResponse(url, http.status_code, headers, MockRawResponse(body))
+
+
+def is_state_change(event: Mapping[str, Any]) -> bool:
+    return event.get("detail-type") == STATE_CHANGE

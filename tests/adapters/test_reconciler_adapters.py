@@ -1,0 +1,65 @@
+"""The reconciler's adapters: every page of ListTrainingJobs and DescribeAlarms; the best-effort mark."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
+from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.simulation.fake_cloudwatch import FakeCloudWatch
+from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from tests.builders import create_request
+
+
+def test_in_progress_jobs_come_from_every_page(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
+    fake_sagemaker.list_page_size = 3
+    for i in range(8):
+        fake_sagemaker.launch(create_request(f"job-{i}"), secondary="Training" if i % 2 else "Starting")
+    fake_sagemaker.transition("job-0", "Completed", "Completed")
+    jobs = SageMakerJobInventory(sagemaker_client).in_progress()
+    assert sorted(j.name for j in jobs) == [f"job-{i}" for i in range(1, 8)]
+    assert {j.name for j in jobs if j.in_training} == {"job-1", "job-3", "job-5", "job-7"}
+    assert fake_sagemaker.calls["ListTrainingJobs"] == 3  # 7 in progress, 3 per page
+
+
+def test_metric_alarm_names_come_from_every_page_under_the_prefix() -> None:
+    cloudwatch = FakeCloudWatch(lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    client = cloudwatch.attach(boto3.client("cloudwatch", region_name="us-east-1"))
+    cloudwatch.alarm_page_size = 2
+    for name in ["gov-idle-a", "gov-idle-b", "gov-idle-c", "other-d", "gov-idle-e"]:
+        client.put_metric_alarm(
+            AlarmName=name,
+            MetricName="GPUUtilization",
+            Namespace="/aws/sagemaker/TrainingJobs",
+            Statistic="Maximum",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="LessThanThreshold",
+        )
+    client.put_composite_alarm(AlarmName="gov-idle-f", AlarmRule='ALARM("gov-idle-a")')
+    names = CloudWatchAlarmInventory(client).metric_alarm_names("gov-idle-")
+    assert names == ["gov-idle-a", "gov-idle-b", "gov-idle-c", "gov-idle-e"]  # no composite, nothing foreign
+    assert cloudwatch.calls["DescribeAlarms"] == 2
+    (_, request), *_ = [r for r in cloudwatch.requests if r[0] == "DescribeAlarms"]
+    assert request["AlarmTypes"] == ["MetricAlarm"] and request["AlarmNamePrefix"] == "gov-idle-"
+
+
+def test_mark_tags_the_job(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
+    fake_sagemaker.launch(create_request("job-1"))
+    arn = fake_sagemaker.jobs["job-1"]["TrainingJobArn"]
+    SageMakerJobMarks(sagemaker_client).mark(arn, "smgov:compliance-evaluated", "2026-01-01T00:00:00Z")
+    assert {"Key": "smgov:compliance-evaluated", "Value": "2026-01-01T00:00:00Z"} in fake_sagemaker.tags[arn]
+
+
+def test_a_failed_mark_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
+    from sagemaker_governance.simulation.fake_sagemaker import SageMakerError
+
+    fake_sagemaker.fail_next["AddTags"] = SageMakerError("ValidationException", "too many tags")
+    with pytest.raises(AdapterError, match="AddTags"):
+        SageMakerJobMarks(sagemaker_client).mark("arn:aws:sagemaker:us-east-1:1:training-job/x", "k", "v")

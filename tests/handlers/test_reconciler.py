@@ -1,0 +1,406 @@
+"""The reconciler through its real handler and service (moto, the SageMaker and CloudWatch doubles):
+what lost events leave behind is repaired by the next run, and nothing that is still running is harmed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.business_metrics import MemoryRepairMetrics
+from sagemaker_governance.domain.compliance import EVALUATED_TAG
+from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.handlers.idle_stopper import handler as stopper
+from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.handlers.reconciler import handler as reconciler
+from sagemaker_governance.service.recording import Trigger
+from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from tests.builders import create_request
+from tests.conftest import load_event
+from tests.handlers.conftest import ENFORCE, NOW
+
+PREFIX = "sagemaker-governance-idle-"
+SCHEDULED = "scheduled-reconcile.json"
+
+
+@dataclass
+class MovableClock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(NOW)
+
+
+@pytest.fixture
+def repairs() -> MemoryRepairMetrics:
+    return MemoryRepairMetrics()
+
+
+def _account(clock: MovableClock, repairs: MemoryRepairMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
+    with local_account(clock, env) as account:
+        _wiring.set_repair_metrics(repairs)
+        yield account
+
+
+@pytest.fixture
+def acct(clock: MovableClock, repairs: MemoryRepairMetrics) -> Iterator[LocalAccount]:
+    yield from _account(clock, repairs, ENFORCE)
+
+
+@pytest.fixture
+def audit_acct(clock: MovableClock, repairs: MemoryRepairMetrics) -> Iterator[LocalAccount]:
+    yield from _account(clock, repairs, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
+
+
+def reconcile(account: LocalAccount) -> dict[str, Any]:
+    result: dict[str, Any] = account.invoke(reconciler, load_event(SCHEDULED))
+    return result
+
+
+def reconciler_records(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.trigger == "reconciler"]
+
+
+def training(account: LocalAccount, name: str = "job-1", *, event: bool = True, **overrides: Any) -> None:
+    """A job in Training; its Starting and Training events delivered (or lost: ``event=False``)."""
+    account.sagemaker.launch(create_request(name, **overrides))
+    if event:
+        account.invoke(job_events, account.sagemaker.event(name))
+    account.sagemaker.transition(name, "InProgress", "Training")
+    if event:
+        account.invoke(job_events, account.sagemaker.event(name))
+
+
+def fire(account: LocalAccount, alarm: str) -> dict[str, Any]:
+    """CloudWatch's evaluation puts the alarm in ALARM and SNS delivers the notification."""
+    account.cloudwatch.set_state(alarm, "ALARM")
+    result: dict[str, Any] = account.invoke(
+        stopper, account.cloudwatch.sns_event([account.cloudwatch.notification(alarm)])
+    )
+    return result
+
+
+# ---- orphan alarms ------------------------------------------------------------------------------
+
+
+def test_an_orphan_alarm_from_a_lost_terminal_event_is_removed_by_the_next_run(
+    acct: LocalAccount, repairs: MemoryRepairMetrics
+) -> None:
+    # Given a job whose alarm was created, and which completed while its Completed event was lost
+    training(acct)
+    assert f"{PREFIX}job-1" in acct.cloudwatch.alarms
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then the alarm is gone, and the repair is recorded and counted
+    assert acct.cloudwatch.alarms == {}
+    assert result["repairs"] == {"orphan-alarm": 1}
+    (record,) = reconciler_records(acct)
+    assert (record.rule, record.action, record.outcome.value) == ("reconciler", "delete-alarm", "done")
+    assert record.job_status == "Completed" and record.evidence["deleted"] == [f"{PREFIX}job-1"]
+    assert record.event_id == load_event(SCHEDULED)["id"]
+    assert repairs.repairs == ["orphan-alarm"]
+    # And the next run finds nothing to repair
+    assert reconcile(acct)["repairs"] == {}
+    assert len(reconciler_records(acct)) == 1
+
+
+def test_the_alarm_of_a_job_that_no_longer_exists_is_removed(acct: LocalAccount) -> None:
+    training(acct)
+    del acct.sagemaker.jobs["job-1"]
+    reconcile(acct)
+    assert acct.cloudwatch.alarms == {}
+    (record,) = reconciler_records(acct)
+    assert record.job_status == "NotFound" and "no longer exists" in record.reason
+
+
+def test_orphaned_composite_and_child_alarms_are_deleted_composite_first(acct: LocalAccount) -> None:
+    # 12 hosts: two child metric alarms and a composite (which DescribeAlarms scoped to our prefix hides)
+    training(acct, ResourceConfig={"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50})
+    assert len(acct.cloudwatch.alarms) == 3
+    acct.sagemaker.transition("job-1", "Failed", "Failed")
+    reconcile(acct)
+    assert acct.cloudwatch.alarms == {}
+    (record,) = reconciler_records(acct)
+    assert record.evidence["deleted"][0] == f"{PREFIX}job-1"  # the composite before its children
+
+
+def test_a_job_still_running_never_loses_its_alarm(acct: LocalAccount) -> None:
+    # Given jobs in Training, in a Spot restart, and stopping: each has its alarm
+    training(acct, "train")
+    training(acct, "restarting")
+    acct.sagemaker.transition("restarting", "InProgress", "Starting")
+    training(acct, "stopping")
+    acct.sagemaker.transition("stopping", "Stopping", "Stopping")  # not listed as InProgress, not ended
+    before = set(acct.cloudwatch.alarms)
+    # When the reconciler runs, twice
+    reconcile(acct)
+    reconcile(acct)
+    # Then every alarm is still there and nothing was deleted
+    assert set(acct.cloudwatch.alarms) == before == {f"{PREFIX}train", f"{PREFIX}restarting", f"{PREFIX}stopping"}
+    assert acct.cloudwatch.calls["DeleteAlarms"] == 0
+
+
+def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
+    cw = _wiring.client("cloudwatch")
+    for name in (f"{PREFIX}not a job name", "someone-elses-alarm"):
+        cw.put_metric_alarm(
+            AlarmName=name,
+            MetricName="CPUUtilization",
+            Namespace="AWS/EC2",
+            Statistic="Average",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="LessThanThreshold",
+        )
+    reconcile(acct)
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}not a job name", "someone-elses-alarm"}
+    assert acct.sagemaker.calls["DescribeTrainingJob"] == 0
+
+
+# ---- missing alarms -----------------------------------------------------------------------------
+
+
+def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_stopped(
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryRepairMetrics
+) -> None:
+    # Given a GPU job in Training whose events were all lost
+    training(acct, event=False)
+    assert acct.cloudwatch.alarms == {}
+    # When the reconciler runs, the alarm is created as the Training event would have
+    clock.advance(minutes=5)
+    result = reconcile(acct)
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}job-1"}
+    assert result["repairs"] == {"missing-alarm": 1}
+    (record,) = [r for r in reconciler_records(acct) if r.rule == "idle-guard"]
+    assert (record.action, record.outcome.value) == ("create-alarm", "done")
+    # Then, the job idle past the grace period, the alarm fires and the stopper stops the job
+    clock.advance(minutes=40)
+    fire(acct, f"{PREFIX}job-1")
+    assert acct.sagemaker.stop_requests == ["job-1"]
+    assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "Stopping"
+    assert repairs.repairs.count("missing-alarm") == 1
+
+
+def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    training(acct)
+    clock.advance(hours=1)
+    acct.sagemaker.calls.clear()
+    acct.cloudwatch.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    # the job has its idle alarm but no progress alarm: it is read once, to learn it has no progress
+    # metric (the warm container remembers that)
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1, "ListTags": 1, "DescribeTrainingJob": 1}
+    assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
+    acct.sagemaker.calls.clear()
+    acct.cloudwatch.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    # the next run on the warm container reads nothing about the job: both facts are remembered
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
+
+
+def test_no_alarm_is_created_for_a_job_the_idle_guard_does_not_watch(acct: LocalAccount) -> None:
+    training(
+        acct,
+        "cpu",
+        event=False,
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+    )
+    reconcile(acct)
+    reconcile(acct)
+    assert acct.cloudwatch.alarms == {}
+    assert [r for r in reconciler_records(acct) if r.rule == "idle-guard"] == []  # no noise per run
+
+
+# ---- jobs compliance never evaluated ------------------------------------------------------------
+
+
+def test_a_never_evaluated_non_compliant_job_is_stopped_once(
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryRepairMetrics
+) -> None:
+    # Given an untagged job whose Starting event was lost
+    acct.sagemaker.launch(create_request("untagged", tags={}))
+    # When the reconciler runs before the grace period, it leaves the event path its chance
+    reconcile(acct)
+    assert acct.sagemaker.stop_requests == []
+    # And after it, the job is evaluated and stopped, with the compliance records of the reconciler
+    clock.advance(minutes=16)
+    result = reconcile(acct)
+    assert acct.sagemaker.stop_requests == ["untagged"]
+    assert result["repairs"] == {"unevaluated-job": 1}
+    stops = [r for r in reconciler_records(acct) if r.action == "stop"]
+    assert [(r.rule, r.outcome.value) for r in stops] == [("required-tags", "done")]
+    assert repairs.repairs == ["unevaluated-job"]
+    arn = acct.sagemaker.jobs["untagged"]["TrainingJobArn"]
+    assert EVALUATED_TAG in {t["Key"] for t in acct.sagemaker.tags[arn]}
+
+
+def test_in_audit_mode_a_never_evaluated_job_is_reported_once_and_not_stopped(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    audit_acct.sagemaker.launch(create_request("untagged", tags={}), secondary="Training")
+    clock.advance(minutes=30)
+    reconcile(audit_acct)
+    _wiring.reconciler_service.cache_clear()  # a cold start: only the job's tag tells it was evaluated
+    reconcile(audit_acct)
+    assert audit_acct.sagemaker.stop_requests == []
+    reports = [r for r in reconciler_records(audit_acct) if r.rule == "required-tags"]
+    assert [(r.action, r.outcome.value) for r in reports] == [("stop", "audit-only")]  # once, not per run
+
+
+def test_a_job_the_event_path_evaluated_is_not_evaluated_again(acct: LocalAccount, clock: MovableClock) -> None:
+    acct.sagemaker.launch(create_request("job-1"))
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))  # Starting: evaluated, and marked
+    clock.advance(hours=2)
+    result = reconcile(acct)
+    assert result["repairs"] == {}
+    assert [r for r in reconciler_records(acct) if r.rule != "idle-guard"] == []
+
+
+def test_an_exempt_job_is_evaluated_once_and_not_stopped(acct: LocalAccount, clock: MovableClock) -> None:
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Value=(
+            "exemptions:\n  - job_name_prefix: legacy-\n    rules: [required-tags]\n"
+            "    expires: 2099-01-01\n    reason: migration\n"
+        ),
+    )
+    acct.sagemaker.launch(create_request("legacy-job", tags={}))
+    clock.advance(minutes=20)
+    reconcile(acct)
+    reconcile(acct)
+    assert acct.sagemaker.stop_requests == []
+    exempted = [r for r in reconciler_records(acct) if r.outcome.value == "exempted"]
+    assert [r.rule for r in exempted] == ["required-tags"]
+
+
+# ---- pagination and time budget -----------------------------------------------------------------
+
+
+def test_every_page_of_jobs_and_alarms_is_read(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given 5 jobs in Training without alarms and 5 ended jobs with orphan alarms, 2 per page
+    for i in range(5):
+        training(acct, f"ended-{i}")
+        acct.sagemaker.transition(f"ended-{i}", "Completed", "Completed")
+        training(acct, f"lost-{i}", event=False)
+    acct.sagemaker.list_page_size = 2
+    acct.cloudwatch.alarm_page_size = 2
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then every page was read and everything repaired
+    assert acct.sagemaker.calls["ListTrainingJobs"] == 3
+    assert acct.cloudwatch.calls["DescribeAlarms"] == 3
+    assert result["repairs"] == {"orphan-alarm": 5, "missing-alarm": 5}
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost-{i}" for i in range(5)}
+
+
+class CountdownBudget:
+    """Seconds left: each look at the budget costs one second (about one work item)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.left = seconds
+
+    def __call__(self) -> float:
+        self.left -= 1
+        return self.left
+
+
+def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given 60 ended jobs with orphan alarms and 60 jobs in Training without alarms
+    for i in range(60):
+        training(acct, f"ended-{i:03d}")
+        acct.sagemaker.transition(f"ended-{i:03d}", "Completed", "Completed")
+        training(acct, f"lost-{i:03d}", event=False)
+    service = _wiring.reconciler_service()
+    trigger = Trigger(kind="reconciler", event_id="test")
+    # When each run can only get through 15 items (35 seconds, 20 of them kept as a margin)
+    wanted = {f"{PREFIX}lost-{i:03d}" for i in range(60)}
+    runs = []
+    while set(acct.cloudwatch.alarms) != wanted and len(runs) < 100:
+        runs.append(service.run(trigger, CountdownBudget(36)))
+        clock.advance(minutes=10)
+    # Then each run stopped early within its budget, and every orphan and every missing alarm was repaired
+    assert all(r.stopped_early and len(r.visited) == 15 for r in runs)
+    assert set(acct.cloudwatch.alarms) == wanted
+    assert sum(r.repairs["orphan-alarm"] for r in runs) == 60
+    assert sum(r.repairs["missing-alarm"] for r in runs) == 60
+    assert len(runs) <= 3 * 120 // 15  # the rotation's bound (domain/reconcile.py): nobody is starved
+
+
+def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
+    report = _wiring.reconciler_service().run(Trigger(kind="reconciler"), lambda: 5.0)
+    assert report.stopped_early and report.visited == []
+    assert sum(acct.sagemaker.calls.values()) == sum(acct.cloudwatch.calls.values()) == 0
+
+
+# ---- the event ----------------------------------------------------------------------------------
+
+
+def test_the_handler_rejects_an_event_that_is_not_a_schedule(acct: LocalAccount) -> None:
+    with pytest.raises(ValidationError):
+        acct.invoke(reconciler, load_event("training-job-starting.json"))
+
+
+# ---- the progress guard's alarms (issue 11) -------------------------------------------------------
+
+LOSS = {
+    "TrainingImage": "img:1",
+    "TrainingInputMode": "File",
+    "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}],
+}
+
+
+def test_a_lost_training_event_gets_both_guards_alarms_from_the_reconciler(acct: LocalAccount) -> None:
+    # Given a GPU job that logs a progress metric, whose Training event was lost
+    training(acct, event=False, AlgorithmSpecification=LOSS)
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then the idle alarm and both progress alarms exist, the stall alarm created disarmed
+    assert set(acct.cloudwatch.alarms) == {
+        f"{PREFIX}job-1",
+        f"{PREFIX}job-1.progress",
+        f"{PREFIX}job-1.progress-armer",
+    }
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] is False
+    assert result["repairs"] == {"missing-alarm": 2}
+    assert {r.rule for r in reconciler_records(acct) if r.action == "create-alarm"} == {
+        "idle-guard",
+        "progress-guard",
+    }
+    # and a second run repairs nothing (an armed or disarmed stall alarm is left as it is)
+    assert reconcile(acct)["repairs"] == {}
+
+
+def test_an_armed_progress_alarm_is_not_recreated(acct: LocalAccount) -> None:
+    training(acct, AlgorithmSpecification=LOSS)
+    acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] = True  # the stopper armed it
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] is True
+
+
+def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAccount) -> None:
+    # Given a job with all its alarms whose terminal event was lost
+    training(acct, AlgorithmSpecification=LOSS)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    # When the reconciler runs, every alarm of the job is gone
+    reconcile(acct)
+    assert acct.cloudwatch.alarms == {}

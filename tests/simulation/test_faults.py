@@ -1,0 +1,213 @@
+"""Fault injection: every fault really happens, the invariants hold under them, and each invariant is
+shown to catch the failure it is about when the protection is taken away (so none is vacuous)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.simulation.engine import RunResult, Simulation
+from sagemaker_governance.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
+from sagemaker_governance.simulation.report import invariants
+from sagemaker_governance.simulation.scenario import Scenario, builtin_scenario
+from tests.simulation.test_outcomes import granted, require_idle_guard
+
+
+def fleet(size: int | None = None) -> Scenario:
+    scenario = builtin_scenario("fleet")
+    if size is None:
+        return scenario
+    assert scenario.fleet is not None
+    return scenario.model_copy(update={"fleet": scenario.fleet.model_copy(update={"size": size})})
+
+
+def run(scenario: Scenario, template: dict[str, Any], spec: str | None, seed: int = 0) -> RunResult:
+    return Simulation(scenario, seed=seed, template=template, faults=FaultSpec.parse(spec) if spec else None).run()
+
+
+def scheduled_functions(template: dict[str, Any]) -> set[str]:
+    return {
+        name
+        for name, res in template["Resources"].items()
+        if res["Type"] == "AWS::Serverless::Function"
+        and any(e.get("Type") in ("Schedule", "ScheduleV2") for e in res["Properties"].get("Events", {}).values())
+    }
+
+
+def require_reconciler(template: dict[str, Any]) -> None:
+    repairers = [
+        f
+        for f in scheduled_functions(template)
+        if {"cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"} <= granted(template, f)
+    ]
+    if not repairers:
+        pytest.skip(
+            "no scheduled function may create and delete alarms: no reconciler deployed, so a dropped "
+            "event cannot be repaired (branch issue-6-reconciler)"
+        )
+
+
+def without_schedules(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with every scheduled function (the reconciler) undeployed."""
+    out = copy.deepcopy(template)
+    for name in scheduled_functions(out):
+        out["Resources"].pop(name)
+    return out
+
+
+def without_failure_destinations(template: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(template)
+    for res in out["Resources"].values():
+        if res["Type"] == "AWS::Serverless::Function":
+            res["Properties"].get("EventInvokeConfig", {}).pop("DestinationConfig", None)
+            res["Properties"].pop("DeadLetterQueue", None)
+    return out
+
+
+# ---- the fault specification ------------------------------------------------------------------------
+
+
+def test_fault_spec_takes_bare_names_rates_and_all() -> None:
+    assert FaultSpec.parse("duplicate,drop=0.05").rates == {"duplicate": DEFAULT_RATES["duplicate"], "drop": 0.05}
+    assert set(FaultSpec.parse("all").rates) == set(FAULTS)
+    assert FaultSpec.parse("all,crash=0").rate("crash") == 0.0
+    assert not FaultSpec.parse("crash=0").enabled
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("explode", "unknown fault 'explode'"), ("drop=1.5", "not between 0 and 1"), ("drop=x", "not a number")],
+)
+def test_fault_spec_rejects_nonsense_with_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        FaultSpec.parse(text)
+
+
+# ---- every fault happens ------------------------------------------------------------------------------
+
+
+def test_every_fault_is_injected_and_counted(template: dict[str, Any]) -> None:
+    # Given a small fleet with every fault at a high rate
+    result = run(fleet(25), template, "all=0.3", seed=3)
+    # Then each fault struck, and the report says how often
+    assert set(result.faults["injected"]) == set(FAULTS)
+    assert all(n > 0 for n in result.faults["injected"].values()), result.faults
+    # crashes are real function failures that Lambda's retry ran again
+    crashed = [e for e in result.errors if "InjectedCrash" in (e.error or "")]
+    assert len(crashed) == result.faults["injected"]["crash"]
+    # and no fault is silent: every delivery ended processed or dead-lettered
+    d = result.deliveries
+    assert d["delivered"] == d["processed"] + d["dead_lettered"] + d["lost"]
+
+
+def test_throttling_goes_through_botocore_retries_without_wall_clock_sleeps(template: dict[str, Any]) -> None:
+    # Given a third of every AWS request answered with a throttling error
+    sim = Simulation(
+        builtin_scenario("holiday-weekend"), template=template, faults=FaultSpec.parse("throttle=0.3")
+    )
+    result = sim.run()
+    # Then requests were throttled, botocore backed off (virtually) and retried, and nothing failed
+    assert result.faults["injected"]["throttle"] > 0
+    assert result.throttling["retry_sleeps"] > 0 and result.throttling["backoff_seconds"] > 0
+    assert result.errors == []
+    counts, _ = invariants(result)
+    assert counts == dict.fromkeys(counts, 0)
+    # and the outcome is the fault-free one: the stall is stopped
+    assert result.jobs["llm-pretrain-holiday"].stopped_by_service_at is not None
+
+
+def test_a_fault_run_is_reproducible(template: dict[str, Any]) -> None:
+    first = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash", seed=4)
+    again = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash", seed=4)
+    assert first.faults == again.faults
+    assert [(r.job_name, r.action, r.outcome) for r in first.audit] == [
+        (r.job_name, r.action, r.outcome) for r in again.audit
+    ]
+
+
+# ---- the invariants hold under faults -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[str, Any], seed: int) -> None:
+    # Given a fleet with duplicated, reordered, throttled and crashing deliveries (drop needs the reconciler)
+    require_idle_guard(template)
+    result = run(fleet(100), template, "duplicate,reorder,throttle,crash", seed=seed)
+    assert all(n > 0 for n in result.faults["injected"].values()), result.faults
+    # Then every invariant is 0
+    counts, names = invariants(result)
+    assert counts == dict.fromkeys(counts, 0), names
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_invariants_hold_on_the_fleet_under_every_fault(template: dict[str, Any], seed: int) -> None:
+    # Given the full fleet with every fault enabled, dropped events included
+    require_idle_guard(template)
+    require_reconciler(template)
+    result = run(fleet(), template, "all", seed=seed)
+    assert all(n > 0 for n in result.faults["injected"].values()), result.faults
+    # Then after the settle period every invariant is 0
+    counts, names = invariants(result)
+    assert counts == dict.fromkeys(counts, 0), names
+
+
+# ---- and they are not vacuous ------------------------------------------------------------------------------
+
+
+def test_without_a_reconciler_dropped_events_leave_missing_and_orphan_alarms(template: dict[str, Any]) -> None:
+    # Given no scheduled function and EventBridge losing a third of the state changes
+    require_idle_guard(template)
+    result = run(fleet(40), without_schedules(template), "drop=0.3", seed=1)
+    assert result.faults["injected"]["drop"] > 0
+    # Then jobs ran in Training unwatched (lost Training events) and alarms outlived their job (lost ends)
+    counts, names = invariants(result)
+    assert counts["missing_alarms"] > 0, names
+    assert counts["orphan_alarms"] > 0, names
+    # and dropped events are the platform's loss, not lost by the service
+    assert counts["lost_events"] == 0
+
+
+def test_failed_events_without_a_failure_destination_are_lost(template: dict[str, Any]) -> None:
+    # Given every invocation crashing, with and without the on-failure destination
+    scenario = builtin_scenario("untagged")
+    kept = run(scenario, template, "crash=1")
+    lost = run(scenario, without_failure_destinations(template), "crash=1")
+    # Then with the destination every failed event is dead-lettered; without it, each one is lost
+    assert kept.deliveries["dead_lettered"] > 0 and invariants(kept)[0]["lost_events"] == 0
+    assert invariants(lost)[0]["lost_events"] == lost.deliveries["delivered"] > 0
+
+
+def test_a_second_clone_of_the_same_source_is_a_duplicate_clone(template: dict[str, Any]) -> None:
+    # Given a run in which the service resumed a failed job once
+    result = run(builtin_scenario("hardware-failure"), template, None)
+    clones = [j for j in result.jobs.values() if j.source]
+    if not clones:
+        pytest.skip("no auto-resume deployed")
+    assert invariants(result)[0]["duplicate_clones"] == 0
+    # When a second clone of the same source had been created
+    extra = copy.copy(clones[0])
+    extra.name = clones[0].name + "-again"
+    result.jobs[extra.name] = extra
+    # Then the invariant counts it
+    assert invariants(result)[0]["duplicate_clones"] == 1
+
+
+def test_smgov_simulate_faults_reports_faults_and_invariants(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from sagemaker_governance.cli.main import main
+
+    code = main(
+        ["simulate", "--scenario", "holiday-weekend", "--faults", "duplicate=1,crash", "--json", "--check"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["faults"]["rates"] == {"duplicate": 1.0, "crash": DEFAULT_RATES["crash"]}
+    assert report["faults"]["injected"]["duplicate"] > 0
+    assert report["invariants"] == dict.fromkeys(
+        ["orphan_alarms", "missing_alarms", "duplicate_clones", "missed_stops", "false_stops", "lost_events"], 0
+    )
+    assert report["deliveries"]["delivered"] == report["deliveries"]["processed"]
+    assert main(["simulate", "--scenario", "holiday-weekend", "--faults", "flood"]) == 2

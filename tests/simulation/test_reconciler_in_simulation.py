@@ -1,0 +1,33 @@
+"""The reconciler deployed by the real template in the simulator: idle when nothing is lost, and the
+safety net that still stops a stalled job when the rule delivering its Training event is gone."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sagemaker_governance.simulation.engine import Simulation
+from sagemaker_governance.simulation.scenario import builtin_scenario
+
+
+def test_the_reconciler_runs_on_schedule_and_repairs_nothing_when_no_event_is_lost(
+    template: dict[str, Any],
+) -> None:
+    result = Simulation(builtin_scenario("holiday-weekend"), template=template).run()
+    assert result.invocations["ReconcilerFunction"] >= 6  # every 10 minutes while the job runs
+    assert result.errors == []
+    assert [r for r in result.audit if r.trigger == "reconciler"] == []
+
+
+def test_a_stalled_job_whose_training_events_are_all_lost_is_still_stopped(template: dict[str, Any]) -> None:
+    # Given a deployment whose Training-event rule delivers nothing (every such event lost)
+    lossy = copy.deepcopy(template)
+    lossy["Resources"]["JobEventsFunction"]["Properties"]["Events"].pop("TrainingStarted")
+    # When the holiday-weekend job stalls
+    result = Simulation(builtin_scenario("holiday-weekend"), template=lossy).run()
+    # Then the reconciler created its alarm and the idle guard stopped it
+    created = [r for r in result.audit if r.trigger == "reconciler" and r.action == "create-alarm"]
+    assert [(r.rule, r.outcome.value) for r in created] == [("idle-guard", "done")]
+    (job,) = result.jobs.values()
+    assert job.stopped_by_service_at is not None
+    assert result.errors == []

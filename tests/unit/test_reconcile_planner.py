@@ -1,0 +1,106 @@
+"""The reconciler's pure planning: which job an alarm watches, the work list, the rotation of runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from sagemaker_governance.domain.reconcile import (
+    EVALUATION_GRACE,
+    JobSummary,
+    deletion_order,
+    group_alarms,
+    job_of_alarm,
+    plan_work,
+    ring_start,
+    run_index,
+)
+
+PREFIX = "gov-idle-"
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def summary(name: str, secondary: str = "Training", created: datetime | None = None) -> JobSummary:
+    return JobSummary.model_validate(
+        {
+            "TrainingJobName": name,
+            "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": secondary,
+            "CreationTime": created or NOW,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("alarm", "job"),
+    [
+        ("gov-idle-job-1", "job-1"),
+        ("gov-idle-job-1.hosts-1-10", "job-1"),
+        ("gov-idle-job-1.progress", "job-1"),  # any per-job suffix after the dot
+        ("gov-idle-", None),
+        ("gov-idle-not a job", None),
+        ("gov-idle--leading-dash", None),
+        ("other-job-1", None),
+        ("gov-idle-" + "a" * 64, None),  # longer than a job name can be
+    ],
+)
+def test_job_of_alarm(alarm: str, job: str | None) -> None:
+    assert job_of_alarm(alarm, PREFIX) == job
+
+
+def test_alarms_are_grouped_by_job_and_foreign_names_dropped() -> None:
+    names = ["gov-idle-a", "gov-idle-b.hosts-1-10", "gov-idle-b.hosts-11-12", "gov-idle-?", "x"]
+    assert group_alarms(names, PREFIX) == {"a": ["gov-idle-a"], "b": names[1:3]}
+
+
+def test_the_notifying_alarm_is_deleted_first_even_when_unlisted() -> None:
+    children = ["gov-idle-b.hosts-11-12", "gov-idle-b.hosts-1-10"]
+    assert deletion_order("b", PREFIX, children) == ["gov-idle-b", *sorted(children)]
+    assert deletion_order("a", PREFIX, ["gov-idle-a"]) == ["gov-idle-a"]
+
+
+def test_work_covers_listed_jobs_and_alarm_jobs_once_each() -> None:
+    items = plan_work([summary("a"), summary("b")], {"b": ["gov-idle-b"], "c": ["gov-idle-c"]}, run=0)
+    assert [(i.job_name, i.listed is not None, i.alarms) for i in items] == [
+        ("a", True, ()),
+        ("b", True, ("gov-idle-b",)),
+        ("c", False, ("gov-idle-c",)),
+    ]
+
+
+def test_consecutive_runs_start_at_different_places() -> None:
+    jobs = [summary(f"job-{i:04d}") for i in range(100)]
+    starts = {plan_work(jobs, {}, run)[0].job_name for run in range(10)}
+    assert len(starts) == 10
+
+
+def test_run_index_counts_scheduled_runs() -> None:
+    assert run_index(NOW + timedelta(minutes=10), 10) == run_index(NOW, 10) + 1
+    assert run_index(NOW + timedelta(minutes=3), 10) in {run_index(NOW, 10), run_index(NOW, 10) + 1}
+
+
+@pytest.mark.parametrize(("count", "per_run"), [(5000, 50), (3000, 300), (1000, 7), (10, 1)])
+def test_every_item_is_covered_within_three_over_f_runs(count: int, per_run: int) -> None:
+    # Given runs that each get through `per_run` of `count` items, starting at consecutive run numbers
+    first = 123_456  # any run number
+    bound = 3 * count // per_run + 1
+    seen: set[int] = set()
+    for run in range(first, first + bound):
+        start = ring_start(count, run)
+        seen.update((start + k) % count for k in range(per_run))
+    # Then every item was visited (three-gap theorem: the largest gap is below 2.62 / runs)
+    assert len(seen) == count
+
+
+def test_a_job_is_reconciled_for_compliance_only_after_the_grace_period() -> None:
+    assert not summary("a", created=NOW).old_enough_to_reconcile(NOW + EVALUATION_GRACE - timedelta(seconds=1))
+    assert summary("a", created=NOW).old_enough_to_reconcile(NOW + EVALUATION_GRACE)
+
+
+def test_a_clone_does_not_inherit_the_evaluated_mark() -> None:
+    from sagemaker_governance.domain.clone import copyable_tags
+    from sagemaker_governance.domain.compliance import EVALUATED_TAG
+
+    assert copyable_tags({"team": "vision", EVALUATED_TAG: "2026-01-01T00:00:00Z"}) == {"team": "vision"}
