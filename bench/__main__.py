@@ -39,13 +39,13 @@ def memory_figure(cold: dict[str, Any] | None, warm: dict[str, Any]) -> dict[str
     from bench.cost import memory_mb
 
     out: dict[str, Any] = {}
-    functions = {v["function"] for v in warm["event_types"].values()}
+    functions = set(cold["functions"]) if cold else {v["function"] for v in warm["event_types"].values()}
     for function in sorted(functions):
         kinds = {k: v for k, v in warm["event_types"].items() if v["function"] == function}
-        invocation_kb = max(v["peak_alloc_kb"] or 0 for v in kinds.values())
+        invocation_kb = max((v["peak_alloc_kb"] or 0 for v in kinds.values()), default=None)
         rss = cold["functions"][function]["rss_after_init_mb"] if cold else None
         configured = memory_mb(function)
-        peak = round(rss + invocation_kb / 1024, 1) if rss is not None else None
+        peak = round(rss + (invocation_kb or 0) / 1024, 1) if rss is not None else None
         out[function] = {
             "rss_after_init_mb": rss,
             "largest_invocation_alloc_kb": invocation_kb,

@@ -39,7 +39,12 @@ RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "
 INIT_FACTORIES = {
     "JobEventsFunction": "idempotency,job_events_service",
     "IdleStopperFunction": "idempotency,idle_stopper_service",
+    "ReconcilerFunction": "reconciler_service",
 }
+# Clients a composition root builds beyond its adapters' IAM actions. The reconciler inherits
+# IDEMPOTENCY_TABLE_NAME from Globals, so notifier() gives it a DynamoDB-backed OnceNotifier, while its
+# FUNCTION_ADAPTERS (and IAM grants) have no dynamodb action: reported as a finding in BENCHMARKS.md.
+EXTRA_CLIENTS = {"ReconcilerFunction": ("dynamodb",)}
 CHILD_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -90,6 +95,7 @@ def client_services(function: str) -> list[str]:
     from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
 
     prefixes = {a.split(":")[0] for adapter in FUNCTION_ADAPTERS[function] for a in adapter.IAM_ACTIONS}  # type: ignore[attr-defined]
+    prefixes |= set(EXTRA_CLIENTS.get(function, ()))
     return sorted(prefixes - {"iam"})  # iam:PassRole is a permission, not a client
 
 

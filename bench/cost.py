@@ -88,6 +88,7 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
         "usage": {
             "invocations": invocations,
             "invocations_per_job": round(invocations / jobs, 2),
+            "scheduled_invocations": dict(sorted(governed.scheduled.items())),
             "aws_calls": dict(sorted(calls.items())),
             "aws_calls_per_job": round(total_calls / jobs, 2),
             "lambda_cpu_ms": {f: round(v, 1) for f, v in sorted(cpu_ms.items())},

@@ -85,8 +85,9 @@ def render(results: dict[str, Any]) -> str:
     rows = []
     for k, v in results["lifecycles"].items():
         calls = ", ".join(f"{op.split(':')[1]} {n}" for op, n in v["aws_calls"].items())
-        rows.append([k, v["invocations_total"], v["aws_calls_total"], v["alarms_left"], calls])
-    out += _table(["lifecycle", "invocations", "AWS calls", "alarms left", "calls"], rows)
+        scheduled = sum(v["scheduled_invocations"].values())
+        rows.append([k, v["job_invocations"], scheduled, v["aws_calls_total"], v["alarms_left"], calls])
+    out += _table(["lifecycle", "invocations", "+ scheduled", "AWS calls", "alarms left", "calls"], rows)
     target = results["lifecycles"]["healthy"]["target"]
     out.append(
         f"  healthy target: <= {target['max_invocations']} invocations: {_ok(target['invocations_ok'])}; "

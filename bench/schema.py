@@ -67,10 +67,15 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         life = results["lifecycles"][label]
         _require(life["invocations_total"] == sum(life["invocations"].values()) > 0, f"lifecycles.{label}")
         _require(life["aws_calls_total"] == sum(life["aws_calls"].values()), f"lifecycles.{label}: calls")
+        _require(
+            life["job_invocations"] + sum(life["scheduled_invocations"].values()) == life["invocations_total"],
+            f"lifecycles.{label}: job + scheduled invocations",
+        )
         _require(life["alarms_left"] == 0, f"lifecycles.{label}: {life['alarms_left']} alarm(s) never deleted")
         _require(life["lambda_errors"] == 0, f"lifecycles.{label}: function errors")
     healthy = results["lifecycles"]["healthy"]["target"]
-    _require("NOT JUSTIFIED" not in healthy["calls_justified"].values(), f"unjustified calls: {healthy}")
+    for key in ("calls_justified", "scheduled_calls_justified"):
+        _require("NOT JUSTIFIED" not in healthy[key].values(), f"unjustified calls ({key}): {healthy[key]}")
 
     cost = results["cost"]
     for line in COST_LINES:

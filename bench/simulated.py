@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +41,32 @@ HEALTHY_CALLS_JUSTIFIED = {
     "retried invocation records and notifies once; the per-audit-record ones are the cheapest to give up "
     "(a duplicate audit line carries the same event_id)",
     "dynamodb:UpdateItem": "completes each idempotency record with its result (one per PutItem)",
+    "sagemaker:AddTags": "mark the job smgov:compliance-evaluated once compliance evaluated it (issue 6), "
+    "so the scheduled reconciler can find jobs whose Starting event was missed; once per job",
+}
+
+
+# What the scheduled reconciler (issue 6) reads every ReconcileIntervalMinutes, whatever the fleet.
+SCHEDULED_CALLS_JUSTIFIED = {
+    "sagemaker:ListTrainingJobs": "the reconciler's inventory of running jobs (level-triggered repair of "
+    "missed events): one page per run for a small fleet",
+    "cloudwatch:DescribeAlarms": "the reconciler's inventory of the stack's alarms (by name prefix): "
+    "orphans to delete, missing ones to create",
+    "ssm:GetParameter": "the policy, once per run",
+    "sagemaker:DescribeTrainingJob": "re-read a running job the inventory shows before repairing it",
+    "sagemaker:ListTags": "its tags (team policy; whether compliance evaluated it)",
+    "sagemaker:AddTags": "mark a job compliance has now evaluated",
+    "cloudwatch:PutMetricAlarm": "create a missing alarm (repair)",
+    "cloudwatch:SetAlarmState": "re-arm a repaired alarm",
+    "cloudwatch:DeleteAlarms": "delete an orphan alarm (repair)",
+}
+ALARM_WRITES = {
+    "cloudwatch:PutMetricAlarm",
+    "cloudwatch:PutCompositeAlarm",
+    "cloudwatch:DeleteAlarms",
+    "cloudwatch:SetAlarmState",
+    "cloudwatch:EnableAlarmActions",
+    "cloudwatch:DisableAlarmActions",
 }
 
 
@@ -59,6 +85,8 @@ class Measured:
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     alarms: list[AlarmLife] = field(default_factory=list)
     audit_bytes: int = 0
+    scheduled: dict[str, int] = field(default_factory=dict)
+    scheduled_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def jobs(self) -> int:
@@ -69,13 +97,20 @@ class MeasuredSimulation(Simulation):
     def __init__(self, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(scenario, **kwargs)
         self.cpu_ms: dict[str, list[float]] = defaultdict(list)
+        self.scheduled: Counter[str] = Counter()  # invocations by a schedule (not caused by a job)
+        self.scheduled_calls: Counter[str] = Counter()  # the AWS calls those made
         self.alarm_lives: dict[str, AlarmLife] = {}
         self.closed: list[AlarmLife] = []
 
     def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+        scheduled = trigger.startswith("schedule:")
+        before = Counter(self.aws_calls) if scheduled else None
         start = time.process_time()
         super()._invoke(function, event, trigger)
         self.cpu_ms[function.logical_id].append((time.process_time() - start) * 1000)
+        if before is not None:
+            self.scheduled[function.logical_id] += 1
+            self.scheduled_calls.update(self.aws_calls - before)
 
     def _count_call(self, params: Mapping[str, Any], model: Any, **kwargs: Any) -> None:
         super()._count_call(params, model, **kwargs)
@@ -104,7 +139,14 @@ class MeasuredSimulation(Simulation):
         result = self.run()
         open_alarms = list(self.alarm_lives.values())  # never deleted: counted to the end of the run
         audit_bytes = sum(len(json.dumps(r.model_dump(mode="json"))) for r in result.audit)
-        return Measured(result, dict(self.cpu_ms), [*self.closed, *open_alarms], audit_bytes)
+        return Measured(
+            result,
+            dict(self.cpu_ms),
+            [*self.closed, *open_alarms],
+            audit_bytes,
+            dict(self.scheduled),
+            dict(self.scheduled_calls),
+        )
 
 
 def single_job(scenario: str, job: str) -> Scenario:
@@ -139,24 +181,34 @@ def lifecycle_figures() -> dict[str, Any]:
             "final_status": {name: run.final_status for name, run in sorted(result.jobs.items())},
             "invocations": dict(sorted(result.invocations.items())),
             "invocations_total": sum(result.invocations.values()),
+            # The job's own invocations (its events and alarms); scheduled runs (the reconciler) happen
+            # whether or not jobs run, on the clock, and are counted apart.
+            "job_invocations": sum(result.invocations.values()) - sum(measured.scheduled.values()),
+            "scheduled_invocations": dict(sorted(measured.scheduled.items())),
+            "virtual_minutes": result.minutes,
             "aws_calls": dict(sorted(result.aws_calls.items())),
             "aws_calls_total": sum(result.aws_calls.values()),
+            "job_aws_calls": dict(sorted((Counter(result.aws_calls) - Counter(measured.scheduled_calls)).items())),
+            "scheduled_aws_calls": dict(sorted(measured.scheduled_calls.items())),
             "alarms_created": len(measured.alarms),
             "alarms_left": sum(1 for a in measured.alarms if a.deleted is None),
             **alarm_hours(measured),
             "lambda_errors": len(result.errors),
         }
     healthy = out["healthy"]
-    mutations = {k: v for k, v in healthy["aws_calls"].items() if k.startswith("cloudwatch:")}
+    mutations = {k: v for k, v in healthy["job_aws_calls"].items() if k in ALARM_WRITES}
     out["healthy"]["target"] = {
         "max_invocations": 3,
-        "invocations_ok": healthy["invocations_total"] <= 3,
+        "invocations_ok": healthy["job_invocations"] <= 3,
         "alarm_calls": mutations,
         "only_create_and_delete_of_its_alarm": {
             k: v for k, v in mutations.items() if k not in ("cloudwatch:SetAlarmState",)
         }
         == {"cloudwatch:PutMetricAlarm": 1, "cloudwatch:DeleteAlarms": 1},
-        "calls_justified": {k: HEALTHY_CALLS_JUSTIFIED.get(k, "NOT JUSTIFIED") for k in healthy["aws_calls"]},
+        "calls_justified": {k: HEALTHY_CALLS_JUSTIFIED.get(k, "NOT JUSTIFIED") for k in healthy["job_aws_calls"]},
+        "scheduled_calls_justified": {
+            k: SCHEDULED_CALLS_JUSTIFIED.get(k, "NOT JUSTIFIED") for k in healthy["scheduled_aws_calls"]
+        },
     }
     return out
 
