@@ -96,3 +96,22 @@ def test_the_cache_runs_on_the_injected_clock(ssm: Any) -> None:
     now[0] += timedelta(seconds=2)
     assert policies.current().mode is Mode.AUDIT
     assert len(reads) == 2
+
+
+def test_a_missing_document_is_cached_too(ssm: Any) -> None:
+    # Given no policy document and a 60 s cache (the default deployment until a document is put)
+    from datetime import UTC, datetime, timedelta
+
+    now = [datetime(2026, 11, 21, tzinfo=UTC)]
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameter", lambda **_: reads.append("read"))
+    # When every reaction of an invocation asks for the policy, SSM is read once
+    for _ in range(4):
+        assert policies.current().rules[0].max == 4  # type: ignore[union-attr]
+    assert len(reads) == 1
+    # and a document put later is picked up once the cache expires
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    now[0] += timedelta(seconds=61)
+    assert policies.current().mode is Mode.ENFORCE
+    assert len(reads) == 2

@@ -54,11 +54,10 @@ class PolicyStore:
         try:
             text = self._read()
         except GetParameterError as exc:
-            if "ParameterNotFound" in str(exc) or "not found" in str(exc).lower():
-                logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
-                return self._base
             return self._fallback("policy document could not be read", str(exc))
-        text = text if isinstance(text, str) else str(text)
+        if text is None:
+            logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
+            return self._base
         if text == self._last_text and self._last_good is not None:
             return self._last_good
         try:
@@ -68,13 +67,21 @@ class PolicyStore:
         self._last_good, self._last_text = policy, text
         return policy
 
-    def _read(self) -> str:
+    def _read(self) -> str | None:
+        """The document's text, None when the parameter does not exist. Both answers are cached for
+        ``cache_seconds`` (a missing document is an answer too: without caching it, every reaction of an
+        invocation would read SSM again); a failed read is not cached."""
         now = self._clock()
         fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < self._cache_seconds
-        if not fresh or self._cached_text is None:
+        if not fresh:
             assert self._provider is not None and self._parameter_name is not None
-            value = self._provider.get(self._parameter_name, force_fetch=True)
-            self._cached_text = value if isinstance(value, str) else str(value)
+            try:
+                value = self._provider.get(self._parameter_name, force_fetch=True)
+            except GetParameterError as exc:
+                if "ParameterNotFound" not in str(exc) and "not found" not in str(exc).lower():
+                    raise
+                value = None
+            self._cached_text = None if value is None else value if isinstance(value, str) else str(value)
             self._fetched_at = now
         return self._cached_text
 

@@ -1,0 +1,249 @@
+"""Cold start: a fresh Lambda-runtime interpreter importing and initializing each handler from the built
+artifacts, against a bare function that imports boto3 and creates the same clients, in the same run.
+
+- **What is loaded**: the function directory and the layer's ``python/`` directory of an ``x86_64`` build
+  of the same template (this machine cannot execute the arm64 layer's compiled modules: pydantic-core,
+  PyYAML). The pure-Python files are identical; the x86_64 build is post-processed exactly like the
+  arm64 one (byte-compiled when ``.aws-sam/build`` is, see ``bytecode``). boto3 and its dependencies
+  (which the Lambda runtime provides) come from the dev virtualenv, copied and byte-compiled for the
+  runtime's Python, as the runtime ships them.
+- **What runs**: the handler module's imports plus what the first invocation builds in the composition
+  root (settings, boto3 clients, adapters, services); the baseline imports boto3 and creates the
+  clients the function's adapters declare (``IAM_ACTIONS`` service prefixes).
+- **Like Lambda**: ``PYTHONDONTWRITEBYTECODE`` (the package is read-only there: nothing is cached between
+  cold starts but what the zip ships), ``-s``, no user site.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from sagemaker_governance.simulation.template import REPO_ROOT, load_template
+
+PROBE = Path(__file__).with_name("_probe.py")
+SAM = Path(sys.executable).with_name("sam")
+BYTECODE_ARGS = ("-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash")
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
+# What each function's first invocation builds in the composition root (handlers/_wiring.py).
+INIT_FACTORIES = {
+    "JobEventsFunction": "idempotency,job_events_service",
+    "IdleStopperFunction": "idempotency,idle_stopper_service",
+    "ReconcilerFunction": "reconciler_service",
+}
+# Clients a composition root builds beyond its adapters' IAM actions. The reconciler inherits
+# IDEMPOTENCY_TABLE_NAME from Globals, so notifier() gives it a DynamoDB-backed OnceNotifier, while its
+# FUNCTION_ADAPTERS (and IAM grants) have no dynamodb action: reported as a finding in BENCHMARKS.md.
+EXTRA_CLIENTS = {"ReconcilerFunction": ("dynamodb",)}
+CHILD_ENV = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "POWERTOOLS_SERVICE_NAME": "sagemaker-governance",
+    "POWERTOOLS_LOG_LEVEL": "INFO",
+    "GOVERNANCE_MODE": "audit",
+    "REQUIRED_TAGS": "team,cost-center",
+    "POLICY_PARAMETER_NAME": "/sagemaker-governance/policy",
+    "STACK_NAME": "sagemaker-governance",
+    "NOTIFICATIONS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:notifications",
+    "ALARM_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alarms",
+    "IDEMPOTENCY_TABLE_NAME": "sagemaker-governance-idempotency",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def runtime_python() -> str:
+    runtime = str(load_template()["Globals"]["Function"]["Runtime"])  # python3.12
+    found = shutil.which(runtime)
+    if found is None:
+        raise BenchError(f"{runtime} is not on PATH (the Makefile sets PYENV_VERSION for pyenv)")
+    return found
+
+
+def functions() -> dict[str, str]:
+    """Every serverless function of the template and its handler path."""
+    resources = load_template()["Resources"]
+    out = {
+        name: str(r["Properties"]["Handler"])
+        for name, r in resources.items()
+        if r["Type"] == "AWS::Serverless::Function"
+    }
+    missing = sorted(set(out) - set(INIT_FACTORIES))
+    if missing:
+        raise BenchError(f"bench/coldstart.py INIT_FACTORIES: add the composition-root factory of {missing}")
+    return out
+
+
+def client_services(function: str) -> list[str]:
+    """The boto3 clients a function needs: the service prefixes of its adapters' IAM actions."""
+    from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
+
+    prefixes = {a.split(":")[0] for adapter in FUNCTION_ADAPTERS[function] for a in adapter.IAM_ACTIONS}  # type: ignore[attr-defined]
+    prefixes |= set(EXTRA_CLIENTS.get(function, ()))
+    return sorted(prefixes - {"iam"})  # iam:PassRole is a permission, not a client
+
+
+def has_bytecode(build: Path) -> bool:
+    """Whether a build ships compiled bytecode for its own code (what ``make build`` adds)."""
+    sources = list((build).glob("*Function/sagemaker_governance/**/*.py"))
+    if not sources:
+        raise BenchError(f"{build}: no built function (run `make build`)")
+    return all(any((s.parent / "__pycache__").glob(f"{s.stem}.cpython-*.pyc")) for s in sources[:20])
+
+
+def compile_bytecode(build: Path, python: str) -> None:
+    subprocess.run([python, *BYTECODE_ARGS, str(build)], check=True, capture_output=True)
+
+
+def sam_build(template: Path, build_dir: Path) -> None:
+    completed = subprocess.run(
+        [
+            str(SAM),
+            "build",
+            "--template",
+            str(template),
+            "--build-dir",
+            str(build_dir),
+            "--base-dir",
+            str(REPO_ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        cwd=template.parent,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise BenchError(f"sam build failed: {completed.stderr[-2000:]}")
+
+
+@contextmanager
+def x86_artifacts(bytecode: bool, python: str) -> Iterator[Path]:
+    """An x86_64 build of the template (same code, same layer lock), post-processed like the arm64 one."""
+    with TemporaryDirectory(prefix="smgov-bench-") as tmp:
+        work = Path(tmp)
+        template = work / "template.yaml"
+        template.write_text((REPO_ROOT / "template.yaml").read_text().replace("arm64", "x86_64"))
+        build = work / "build"
+        sam_build(template, build)
+        if bytecode:
+            compile_bytecode(build, python)
+        yield build
+
+
+@contextmanager
+def runtime_packages(python: str) -> Iterator[Path]:
+    """boto3 and its pure-Python dependencies, byte-compiled for the runtime's Python (as Lambda ships them)."""
+    import boto3
+
+    site = Path(boto3.__file__).resolve().parents[1]
+    with TemporaryDirectory(prefix="smgov-bench-runtime-") as tmp:
+        shim = Path(tmp)
+        for name in RUNTIME_PACKAGES:
+            source = site / name
+            if source.is_dir():
+                shutil.copytree(source, shim / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(source, shim / name)
+        compile_bytecode(shim, python)
+        yield shim
+
+
+def _run(python: str, args: list[str], pythonpath: list[Path]) -> dict[str, Any]:
+    env = {
+        "PATH": os.environ["PATH"],
+        **({"PYENV_VERSION": os.environ["PYENV_VERSION"]} if "PYENV_VERSION" in os.environ else {}),
+        **CHILD_ENV,
+        "PYTHONPATH": os.pathsep.join(map(str, pythonpath)),
+    }
+    start = time.monotonic_ns()
+    completed = subprocess.run(
+        [python, "-s", str(PROBE), *args], capture_output=True, text=True, env=env, check=False, cwd="/"
+    )
+    if completed.returncode != 0:
+        raise BenchError(f"cold-start probe {args} failed: {completed.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    out["spawn_to_ready_ms"] = (out.pop("ready_ns") - start) / 1e6
+    return out
+
+
+def _median(values: list[float]) -> float:
+    return round(statistics.median(values), 1)
+
+
+def measure(runs: int, *, bytecode: bool | None = None, build_dir: Path | None = None) -> dict[str, Any]:
+    """Medians over ``runs`` alternating handler/baseline runs, per function."""
+    python = runtime_python()
+    arm64 = build_dir or REPO_ROOT / ".aws-sam" / "build"
+    if bytecode is None:
+        bytecode = has_bytecode(arm64)
+    handlers = functions()
+    results: dict[str, Any] = {}
+    with x86_artifacts(bytecode, python) as build, runtime_packages(python) as shim:
+        for function, handler_path in handlers.items():
+            module = handler_path.rsplit(".", 1)[0]
+            services = client_services(function)
+            path = [build / function, build / "DependenciesLayer" / "python", shim]
+            handler_runs, baseline_runs = [], []
+            _run(python, ["handler", module, INIT_FACTORIES[function]], path)  # page cache, not measured
+            for _ in range(runs):
+                handler_runs.append(_run(python, ["handler", module, INIT_FACTORIES[function]], path))
+                baseline_runs.append(_run(python, ["baseline", ",".join(services)], [shim]))
+            if {r["clients"] for r in handler_runs} != {len(services)}:
+                raise BenchError(
+                    f"{function}: the handler created {handler_runs[0]['clients']} clients, the baseline "
+                    f"{len(services)} ({services}): keep INIT_FACTORIES and FUNCTION_ADAPTERS in step"
+                )
+
+            def med(key: str, runs: list[dict[str, Any]]) -> float:
+                return _median([r[key] for r in runs])
+
+            cpu, base_cpu = med("init_cpu_ms", handler_runs), med("init_cpu_ms", baseline_runs)
+            proc, base_proc = med("process_cpu_ms", handler_runs), med("process_cpu_ms", baseline_runs)
+            results[function] = {
+                "handler": handler_path,
+                "clients": services,
+                "init_cpu_ms": cpu,
+                "baseline_init_cpu_ms": base_cpu,
+                "ratio": round(cpu / base_cpu, 2),
+                "process_cpu_ms": proc,
+                "baseline_process_cpu_ms": base_proc,
+                "ratio_with_interpreter_start": round(proc / base_proc, 2),
+                "init_wall_ms": med("init_ms", handler_runs),
+                "baseline_init_wall_ms": med("init_ms", baseline_runs),
+                "spawn_to_ready_wall_ms": med("spawn_to_ready_ms", handler_runs),
+                "baseline_spawn_to_ready_wall_ms": med("spawn_to_ready_ms", baseline_runs),
+                "init_cpu_ms_all": [round(r["init_cpu_ms"], 1) for r in handler_runs],
+                "baseline_init_cpu_ms_all": [round(r["init_cpu_ms"], 1) for r in baseline_runs],
+                "rss_after_init_mb": med("maxrss_mb", handler_runs),
+                "baseline_rss_mb": med("maxrss_mb", baseline_runs),
+                "python": handler_runs[0]["python"],
+            }
+    import boto3
+    import botocore
+
+    return {
+        "runs": runs,
+        "bytecode": bytecode,
+        "artifacts": "x86_64 sam build of template.yaml (arm64 replaced), layer from layers/dependencies lock",
+        "boto3": boto3.__version__,
+        "botocore": botocore.__version__,
+        "target_ratio": 1.3,
+        "functions": results,
+    }
