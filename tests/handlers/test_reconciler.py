@@ -4,8 +4,6 @@ what lost events leave behind is repaired by the next run, and nothing that is s
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,20 +20,9 @@ from sagemaker_governance.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, NOW
+from tests.handlers.test_idle_stopper import PREFIX, MovableClock
 
-PREFIX = "sagemaker-governance-idle-"
 SCHEDULED = "scheduled-reconcile.json"
-
-
-@dataclass
-class MovableClock:
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture
