@@ -181,36 +181,23 @@ def compliance_service() -> ComplianceService:
     )
 
 
-def idle_alarms_reaction() -> IdleAlarmsReaction:
-    return IdleAlarmsReaction(
-        jobs=SageMakerJobs(client("sagemaker")),
-        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
-        policies=policy_store(),
-        audit=audit_sink(),
-        clock=now,
-        naming=alarm_naming(),
-    )
-
-
-def progress_alarms_reaction() -> ProgressAlarmsReaction:
-    return ProgressAlarmsReaction(
-        jobs=SageMakerJobs(client("sagemaker")),
-        alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
-        policies=policy_store(),
-        audit=audit_sink(),
-        clock=now,
-        naming=alarm_naming(),
-    )
+def alarm_guards() -> tuple[IdleAlarmsReaction, ProgressAlarmsReaction]:
+    """The per-job alarm guards (GPU idle, training progress): the job-events function's reactions and
+    the reconciler's ``AlarmGuard``s, built on the same adapters."""
+    common: dict[str, Any] = {
+        "jobs": SageMakerJobs(client("sagemaker")),
+        "alarms": CloudWatchAlarmLifecycle(client("cloudwatch")),
+        "policies": policy_store(),
+        "audit": audit_sink(),
+        "clock": now,
+        "naming": alarm_naming(),
+    }
+    return IdleAlarmsReaction(**common), ProgressAlarmsReaction(**common)
 
 
 @cache
 def job_events_service() -> JobEventsService:
-    reactions: list[Reaction] = [
-        compliance_service(),
-        *clone_reactions(),
-        idle_alarms_reaction(),
-        progress_alarms_reaction(),
-    ]
+    reactions: list[Reaction] = [compliance_service(), *clone_reactions(), *alarm_guards()]
     return JobEventsService(reactions=reactions, policies=policy_store(), audit=audit_sink(), clock=now)
 
 
@@ -232,7 +219,7 @@ def reconciler_service() -> ReconcilerService:
         inventory=SageMakerJobInventory(client("sagemaker")),
         alarm_inventory=CloudWatchAlarmInventory(client("cloudwatch")),
         alarms=CloudWatchAlarmLifecycle(client("cloudwatch")),
-        guards=[idle_alarms_reaction(), progress_alarms_reaction()],
+        guards=alarm_guards(),
         compliance=compliance_service(),
         policies=policy_store(),
         audit=audit_sink(),
