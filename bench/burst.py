@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from sagemaker_governance.simulation.burst import burst_scenario
-from sagemaker_governance.simulation.deploy import DeployedFunction
-from sagemaker_governance.simulation.engine import Simulation
+from smgov.simulation.burst import burst_scenario
+from smgov.simulation.deploy import DeployedFunction
+from smgov.simulation.engine import Simulation
 
 SIZES = (300, 1000)
 TPS = 3.0

@@ -29,7 +29,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from sagemaker_governance.simulation.template import REPO_ROOT, load_template
+from smgov.simulation.template import REPO_ROOT, load_template
 
 PROBE = Path(__file__).with_name("_probe.py")
 SAM = Path(sys.executable).with_name("sam")

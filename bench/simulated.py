@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sagemaker_governance.simulation.deploy import DeployedFunction
-from sagemaker_governance.simulation.engine import RunResult, Simulation
-from sagemaker_governance.simulation.scenario import Scenario, builtin_scenario
+from smgov.simulation.deploy import DeployedFunction
+from smgov.simulation.engine import RunResult, Simulation
+from smgov.simulation.scenario import Scenario, builtin_scenario
 
 # (scenario, job) pairs: one job each, the lifecycles the issue names.
 LIFECYCLES = {

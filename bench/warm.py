@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sagemaker_governance.handlers import _wiring
-from sagemaker_governance.simulation.harness import ACCOUNT, LocalAccount, local_account
+from smgov.simulation.harness import ACCOUNT, LocalAccount, local_account
 
 ENVIRONMENT = {
     "GOVERNANCE_MODE": "enforce",

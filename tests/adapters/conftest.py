@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.fake_sagemaker import FakeSageMaker
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sagemaker_governance.adapters.dead_letter_queue import DeadLetterQueue
-from sagemaker_governance.cli.dlq import cmd_dlq_list, cmd_dlq_redrive
+from smgov.adapters.dead_letter_queue import DeadLetterQueue
+from smgov.cli.dlq import cmd_dlq_list, cmd_dlq_redrive
 from tests.unit.test_dead_letters import FUNCTION, lambda_failure_record
 
 

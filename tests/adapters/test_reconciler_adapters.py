@@ -11,8 +11,8 @@ import pytest
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.simulation.fake_cloudwatch import FakeCloudWatch
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.fake_cloudwatch import FakeCloudWatch
+from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.builders import create_request
 
 
@@ -58,7 +58,7 @@ def test_mark_tags_the_job(fake_sagemaker: FakeSageMaker, sagemaker_client: Any)
 
 
 def test_a_failed_mark_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
-    from sagemaker_governance.simulation.fake_sagemaker import SageMakerError
+    from smgov.simulation.fake_sagemaker import SageMakerError
 
     fake_sagemaker.fail_next["AddTags"] = SageMakerError("ValidationException", "too many tags")
     with pytest.raises(AdapterError, match="AddTags"):

@@ -9,7 +9,7 @@ from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
 

@@ -12,7 +12,7 @@ from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape, validate_create_request
 from sagemaker_governance.domain.clone import CreateOutcome, InvalidCloneRequest
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker, SageMakerError
+from smgov.simulation.fake_sagemaker import FakeSageMaker, SageMakerError
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
 

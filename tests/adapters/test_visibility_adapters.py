@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.adapters.cloudformation import StackNotFound, StackOutputs
-from sagemaker_governance.adapters.logs_insights import LogsInsights, QueryFailed, QueryTimedOut
 from sagemaker_governance.domain.errors import AdapterError
+from smgov.adapters.cloudformation import StackNotFound, StackOutputs
+from smgov.adapters.logs_insights import LogsInsights, QueryFailed, QueryTimedOut
 from tests.adapters.conftest import CallRecorder
 from tests.cli.local_aws import clients
 
@@ -85,7 +85,7 @@ def test_request_shape(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_cli_connects_through_the_adapters() -> None:
-    from sagemaker_governance.cli.visibility import aws_dependencies
+    from smgov.cli.visibility import aws_dependencies
 
     deps = aws_dependencies("eu-west-1")
     assert isinstance(deps.stacks, StackOutputs) and isinstance(deps.insights, LogsInsights)

@@ -14,7 +14,7 @@ import pytest
 from bench import schema
 from bench.coldstart import compile_bytecode, runtime_python, sam_build
 from bench.report import render
-from sagemaker_governance.simulation.template import REPO_ROOT, load_template
+from smgov.simulation.template import REPO_ROOT, load_template
 
 RESULTS = REPO_ROOT / "bench" / "results.json"
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.adapters.cloudformation import StackOutputs
-from sagemaker_governance.adapters.logs_insights import LogsInsights
 from sagemaker_governance.audit import AuditRecord, LogAuditSink, Outcome
-from sagemaker_governance.audit_queries import unknown_fields
-from sagemaker_governance.cli import visibility
-from sagemaker_governance.cli.main import main
 from sagemaker_governance.handlers.job_events import handler
-from sagemaker_governance.simulation.harness import local_account
+from smgov.adapters.cloudformation import StackOutputs
+from smgov.adapters.logs_insights import LogsInsights
+from smgov.audit_queries import unknown_fields
+from smgov.cli import visibility
+from smgov.cli.main import main
+from smgov.simulation.harness import local_account
 from tests.cli.local_aws import LocalCloudFormation, LocalLogsInsights, clients
 from tests.handlers.test_job_events_handler import launch_from_sample
 

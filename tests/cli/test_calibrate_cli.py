@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sagemaker_governance.cli.calibrate import find_traces
-from sagemaker_governance.cli.main import main
+from smgov.cli.calibrate import find_traces
+from smgov.cli.main import main
 from tests.conftest import REPO
 
 

@@ -7,7 +7,7 @@ from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 
-from sagemaker_governance.cli.main import main
+from smgov.cli.main import main
 
 
 def test_simulate_writes_the_html_report_with_the_stop_marked(tmp_path: Path) -> None:

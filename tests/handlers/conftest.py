@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from smgov.simulation.harness import LocalAccount, local_account
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 ENFORCE = {

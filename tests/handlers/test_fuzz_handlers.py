@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.simulation.harness import LocalContext, local_account
+from smgov.simulation.harness import LocalContext, local_account
 from tests.builders import create_request
 from tests.fuzz_strategies import json_text, mutated, raw_text
 from tests.handlers.conftest import ENFORCE, NOW

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.handlers.job_events import handler
-from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, NOW
 

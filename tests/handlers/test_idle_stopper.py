@@ -15,7 +15,7 @@ from sagemaker_governance.business_metrics import MemorySavingsMetrics
 from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, NOW

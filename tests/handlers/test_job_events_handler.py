@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.handlers.job_events import handler
-from sagemaker_governance.simulation.harness import LocalAccount
+from smgov.simulation.harness import LocalAccount
 from tests.conftest import load_event
 
 

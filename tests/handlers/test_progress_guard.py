@@ -10,7 +10,7 @@ import pytest
 from sagemaker_governance.business_metrics import MemorySavingsMetrics
 from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, NOW
 from tests.handlers.test_idle_stopper import PREFIX, MovableClock, fire

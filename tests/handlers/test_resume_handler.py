@@ -13,8 +13,8 @@ import pytest
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.job_events import handler
-from sagemaker_governance.simulation.fake_sagemaker import SageMakerError
-from sagemaker_governance.simulation.harness import LocalAccount, local_account
+from smgov.simulation.fake_sagemaker import SageMakerError
+from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 
 ENFORCE = {

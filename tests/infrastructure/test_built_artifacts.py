@@ -19,7 +19,7 @@ import boto3
 import pytest
 import yaml
 
-from sagemaker_governance.simulation.template import REPO_ROOT, load_template
+from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build
 

@@ -9,12 +9,12 @@ import pytest
 
 from sagemaker_governance.domain.idle import IdlePolicy
 from sagemaker_governance.settings import Settings
-from sagemaker_governance.simulation.calibration_report import (
+from smgov.simulation.calibration_report import (
     DEFAULT_FIELDS,
     CalibrationDocumentError,
     chosen_defaults,
 )
-from sagemaker_governance.simulation.template import load_template
+from smgov.simulation.template import load_template
 from tests.conftest import REPO
 
 DOC = REPO / "docs" / "calibration.md"

@@ -10,7 +10,7 @@ import pytest
 from moto.events.models import EventPattern
 
 from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
-from sagemaker_governance.simulation.template import eventbridge_patterns
+from smgov.simulation.template import eventbridge_patterns
 from tests.conftest import EVENTS
 from tests.infrastructure.conftest import as_list, functions, policy_statements
 

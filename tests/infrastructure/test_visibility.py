@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, LogAuditSink, Outcome
-from sagemaker_governance.audit_queries import (
+from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.observability import NAMESPACE
+from smgov.audit_queries import (
     EVIDENCE_KEYS,
     actions_query,
     audit_fields,
@@ -22,12 +24,10 @@ from sagemaker_governance.audit_queries import (
     governed_jobs_query,
     unknown_fields,
 )
-from sagemaker_governance.domain.decisions import Action
-from sagemaker_governance.observability import NAMESPACE
 from tests.infrastructure.conftest import functions
 from tests.insights_subset import commands, flatten, output_fields, selects
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "sagemaker_governance"
+SRC = Path(__file__).resolve().parents[2] / "src" / "functions" / "sagemaker_governance"
 # Metrics the dashboard shows that capabilities being built on other branches will emit (idle guard:
 # EstimatedSavingsUSD; auto-resume / Spot fallback: JobsResumed, SpotFallbacks). When a branch that
 # emits one is merged, the tripwire test below fails: remove the name here so the strict check applies.

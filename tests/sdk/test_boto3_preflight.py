@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ParamValidationError
 
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.sdk import (
+from smgov.sdk import (
     GovernanceViolation,
     GovernanceWarning,
     install_preflight,

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.sdk import GovernanceViolation, governed_sagemaker_session
+from smgov.sdk import GovernanceViolation, governed_sagemaker_session
 from tests.sdk.conftest import IMAGE, NOW, ROLE, SentRequests, require_sagemaker_sdk
 
 

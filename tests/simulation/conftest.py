@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.simulation.template import load_template
+from smgov.simulation.template import load_template
 
 
 @pytest.fixture(autouse=True)

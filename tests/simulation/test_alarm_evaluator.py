@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.simulation.alarms import (
+from smgov.simulation.alarms import (
     ALARM,
     INSUFFICIENT_DATA,
     OK,
@@ -21,7 +21,7 @@ from sagemaker_governance.simulation.alarms import (
     decide,
     evaluate_alarm,
 )
-from sagemaker_governance.simulation.metrics import MetricStore, metric_key
+from smgov.simulation.metrics import MetricStore, metric_key
 
 EPOCH = datetime(2026, 12, 24, 18, 0, tzinfo=UTC)
 NS, NAME = "/aws/sagemaker/TrainingJobs", "GPUUtilization"

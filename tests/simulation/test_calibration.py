@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sagemaker_governance.domain.idle import IdlePolicy
-from sagemaker_governance.simulation.calibration import (
+from smgov.simulation.calibration import (
     Calibration,
     Cell,
     FalseStop,
@@ -20,8 +20,8 @@ from sagemaker_governance.simulation.calibration import (
     idle_from_start_stop,
     replay,
 )
-from sagemaker_governance.simulation.calibration_report import chosen_defaults, render_markdown
-from sagemaker_governance.simulation.traces import MinuteSeries, utc_seconds
+from smgov.simulation.calibration_report import chosen_defaults, render_markdown
+from smgov.simulation.traces import MinuteSeries, utc_seconds
 
 START = "2026-01-01 00:00"
 

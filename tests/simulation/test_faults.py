@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.simulation.engine import RunResult, Simulation
-from sagemaker_governance.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
-from sagemaker_governance.simulation.report import invariants
-from sagemaker_governance.simulation.scenario import Scenario, builtin_scenario
+from smgov.simulation.engine import RunResult, Simulation
+from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
+from smgov.simulation.report import invariants
+from smgov.simulation.scenario import Scenario, builtin_scenario
 from tests.simulation.test_outcomes import granted, require_idle_guard
 
 
@@ -200,7 +200,7 @@ def test_a_second_clone_of_the_same_source_is_a_duplicate_clone(template: dict[s
 def test_smgov_simulate_faults_reports_faults_and_invariants(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from sagemaker_governance.cli.main import main
+    from smgov.cli.main import main
 
     code = main(
         ["simulate", "--scenario", "holiday-weekend", "--faults", "duplicate=1,crash", "--json", "--check"]

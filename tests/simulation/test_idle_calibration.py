@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from sagemaker_governance.cli.calibrate import find_traces
 from sagemaker_governance.domain.idle import IdlePolicy
 from sagemaker_governance.settings import Settings
-from sagemaker_governance.simulation.calibration import CATALOGUE, LoadedTrace, load, replay
-from sagemaker_governance.simulation.traces import utc_seconds
+from smgov.cli.calibrate import find_traces
+from smgov.simulation.calibration import CATALOGUE, LoadedTrace, load, replay
+from smgov.simulation.traces import utc_seconds
 from tests.conftest import REPO
 
 TRACES, _ = find_traces(None, REPO)

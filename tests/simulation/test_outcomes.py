@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from moto.events.models import EventPattern
 
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
-from sagemaker_governance.simulation.report import simulate
-from sagemaker_governance.simulation.scenario import Scenario, builtin_scenario
-from sagemaker_governance.simulation.template import eventbridge_patterns
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.report import simulate
+from smgov.simulation.scenario import Scenario, builtin_scenario
+from smgov.simulation.template import eventbridge_patterns
 
 HOLIDAY_AT_STAKE = 17_280.0
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sagemaker_governance.simulation.engine import Simulation
-from sagemaker_governance.simulation.scenario import builtin_scenario
+from smgov.simulation.engine import Simulation
+from smgov.simulation.scenario import builtin_scenario
 
 
 def test_the_reconciler_runs_on_schedule_and_repairs_nothing_when_no_event_is_lost(

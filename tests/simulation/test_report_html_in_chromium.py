@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sagemaker_governance.report_html import render_html
+from smgov.report_html import render_html
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "simulation-report.json"
 WIDTH, HEIGHT = 1200, 1600

@@ -12,9 +12,9 @@ import pytest
 from aws_lambda_powertools.utilities.parser.models import SnsModel
 from pydantic import ValidationError
 
-from sagemaker_governance.simulation.engine import Simulation
-from sagemaker_governance.simulation.report import simulate
-from sagemaker_governance.simulation.scenario import (
+from smgov.simulation.engine import Simulation
+from smgov.simulation.report import simulate
+from smgov.simulation.scenario import (
     DEFAULT_SET,
     Scenario,
     builtin_names,
@@ -254,7 +254,7 @@ def test_sns_deliveries_have_the_lambda_sns_event_shape() -> None:
 
 
 def test_smgov_simulate_json_has_the_documented_fields() -> None:
-    from sagemaker_governance.cli.main import main
+    from smgov.cli.main import main
 
     out = io.StringIO()
     with redirect_stdout(out):
@@ -272,7 +272,7 @@ def test_smgov_simulate_json_has_the_documented_fields() -> None:
 
 
 def test_smgov_simulate_rejects_an_unknown_scenario() -> None:
-    from sagemaker_governance.cli.main import main
+    from smgov.cli.main import main
 
     with redirect_stdout(io.StringIO()):
         assert main(["simulate", "--scenario", "no-such-scenario"]) == 2

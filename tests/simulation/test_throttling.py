@@ -12,10 +12,10 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from sagemaker_governance.handlers import _wiring
-from sagemaker_governance.simulation.backoff import virtual_backoff
-from sagemaker_governance.simulation.burst import burst_scenario
-from sagemaker_governance.simulation.engine import Simulation
-from sagemaker_governance.simulation.fake_cloudwatch import RequestQuota
+from smgov.simulation.backoff import virtual_backoff
+from smgov.simulation.burst import burst_scenario
+from smgov.simulation.engine import Simulation
+from smgov.simulation.fake_cloudwatch import RequestQuota
 
 ALARM = {
     "AlarmName": "a",

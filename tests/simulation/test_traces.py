@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sagemaker_governance.simulation.traces import (
+from smgov.simulation.traces import (
     Sample,
     TraceFormatError,
     is_trace,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sagemaker_governance.audit_queries import (
+from smgov.audit_queries import (
     NO_TEAM,
     DurationError,
     decisions_query,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sagemaker_governance.cli.main import main
+from smgov.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = str(REPO / "examples" / "policy.yaml")

@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sagemaker_governance.domain.dead_letters import parse_dead_letter
+from smgov.dead_letters import parse_dead_letter
 from tests.conftest import load_event
 
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:gov-JobEventsFunction-abc"

@@ -9,9 +9,9 @@ from typing import Any
 import botocore.session
 from botocore.validate import ParamValidator
 
-from sagemaker_governance.cli.main import main
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.explain import explain_event
+from smgov.cli.main import main
+from smgov.explain import explain_event
 from tests.conftest import EVENTS, load_event
 
 NOW = datetime(2025, 11, 21, 10, 30, tzinfo=UTC)

@@ -35,19 +35,19 @@ from pydantic import ValidationError
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
-from sagemaker_governance.cli.resume import cmd_resume
 from sagemaker_governance.domain.clone import ClonePlan, ClonePlanError, ResumeReason, plan_clone
 from sagemaker_governance.domain.compliance import evaluate_compliance
-from sagemaker_governance.domain.dead_letters import DeadLetter, parse_dead_letter
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.idle import AlarmNaming, alarm_tags_identify, plan_idle_alarm
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, load_policy_text
-from sagemaker_governance.domain.preflight import PreflightOutcome, preflight_request
 from sagemaker_governance.events import AlarmNotification, TrainingJobStateChange, alarm_notifications
-from sagemaker_governance.explain import explain_event
 from sagemaker_governance.settings import Settings
+from smgov.cli.resume import cmd_resume
+from smgov.dead_letters import DeadLetter, parse_dead_letter
+from smgov.explain import explain_event
+from smgov.preflight import PreflightOutcome, preflight_request
 from tests.builders import create_request, describe
 from tests.conftest import EVENTS, load_event
 from tests.fuzz_strategies import garbage, json_text, mutated, nested_list, raw_text, scalars

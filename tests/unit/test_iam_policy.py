@@ -13,16 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sagemaker_governance.domain.iam_policy import (
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.policy_document import build_policy
+from smgov.iam_policy import (
     IamPolicyTooLarge,
     NothingToExpress,
     derive_iam_policy,
     fnmatch_to_iam,
     regex_to_globs,
 )
-from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.policy_document import build_policy
-from sagemaker_governance.domain.preflight import job_from_request, preflight_request
+from smgov.preflight import job_from_request, preflight_request
 
 ACCOUNT = "123456789012"
 SID = re.compile(r"^[A-Za-z0-9]+$")

@@ -18,14 +18,14 @@ from pydantic import ValidationError
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import build_policy, parse_document
-from sagemaker_governance.domain.preflight import (
+from sagemaker_governance.domain.preflight_policy import PreflightPolicy
+from sagemaker_governance.settings import Settings
+from smgov.preflight import (
     GovernanceViolation,
     fill_tag_defaults,
     job_from_request,
     preflight_request,
 )
-from sagemaker_governance.domain.preflight_policy import PreflightPolicy
-from sagemaker_governance.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 REQUESTS = REPO / "examples" / "requests"

@@ -24,7 +24,7 @@ from sagemaker_governance.domain.progress import (
     plan_progress_alarms,
     progress_role,
 )
-from sagemaker_governance.simulation.alarms import MetricAlarm, decide
+from smgov.simulation.alarms import MetricAlarm, decide
 from tests.builders import job
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -241,7 +241,7 @@ def test_explain_shows_both_progress_alarm_requests_valid_for_the_cloudwatch_api
     import botocore.session
     from botocore.validate import ParamValidator
 
-    from sagemaker_governance.explain import explain_event
+    from smgov.explain import explain_event
     from tests.conftest import load_event
 
     model = botocore.session.get_session().get_service_model("cloudwatch")

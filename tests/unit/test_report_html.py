@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.cli.main import main
-from sagemaker_governance.report_html import UtilizationPoint, reduce_series, render_html
+from smgov.cli.main import main
+from smgov.report_html import UtilizationPoint, reduce_series, render_html
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "simulation-report.json"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.adapters.sagemaker_model import validate_create_request
-from sagemaker_governance.cli.main import main
+from smgov.cli.main import main
 from tests.conftest import EVENTS
 from tests.resume_builders import failed_description, rich_description
 

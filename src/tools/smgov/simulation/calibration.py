@@ -37,9 +37,9 @@ from sagemaker_governance.domain.idle import (
 )
 from sagemaker_governance.domain.instances import instance_facts
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
-from sagemaker_governance.simulation.metrics import MetricStore, metric_key
-from sagemaker_governance.simulation.traces import MinuteSeries, Trace, per_minute, read_trace, utc_seconds
+from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
+from smgov.simulation.metrics import MetricStore, metric_key
+from smgov.simulation.traces import MinuteSeries, Trace, per_minute, read_trace, utc_seconds
 
 THRESHOLDS: tuple[float, ...] = (0.5, 1, 2, 5, 10, 20)  # percent per GPU
 WINDOWS: tuple[int, ...] = (10, 15, 20, 25, 30, 45, 60)  # minutes, every one of them idle

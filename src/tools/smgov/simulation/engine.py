@@ -37,22 +37,22 @@ from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.domain.idle import IDLE_RULE_ID
-from sagemaker_governance.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
-from sagemaker_governance.simulation.backoff import virtual_backoff
-from sagemaker_governance.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
-from sagemaker_governance.simulation.fake_cloudwatch import RequestQuota
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
-from sagemaker_governance.simulation.faults import (
+from smgov.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
+from smgov.simulation.backoff import virtual_backoff
+from smgov.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
+from smgov.simulation.fake_cloudwatch import RequestQuota
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.faults import (
     CrashingAuditSink,
     FaultInjector,
     FaultSpec,
     Throttler,
     is_state_change,
 )
-from sagemaker_governance.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, LocalContext, patched_env
-from sagemaker_governance.simulation.metrics import MetricStore, metric_key
-from sagemaker_governance.simulation.scenario import JobSpec, Scenario, Script, gpus_of, on_demand_price
-from sagemaker_governance.simulation.template import TEMPLATE_PATH, load_template
+from smgov.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, LocalContext, patched_env
+from smgov.simulation.metrics import MetricStore, metric_key
+from smgov.simulation.scenario import JobSpec, Scenario, Script, gpus_of, on_demand_price
+from smgov.simulation.template import TEMPLATE_PATH, load_template
 
 GPU_NAMESPACE, GPU_METRIC = "/aws/sagemaker/TrainingJobs", "GPUUtilization"
 STACK_NAME = "smgov-sim"

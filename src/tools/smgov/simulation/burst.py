@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sagemaker_governance.simulation.scenario import JobSpec, Scenario, Script
+from smgov.simulation.scenario import JobSpec, Scenario, Script
 
 BURST_TAGS = {"team": "burst", "cost-center": "cc-0001", "owner": "bench"}
 

@@ -13,8 +13,8 @@ EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_parser(sub: Any) -> None:
-    from sagemaker_governance.simulation.faults import DEFAULT_RATES
-    from sagemaker_governance.simulation.scenario import DEFAULT_SET
+    from smgov.simulation.faults import DEFAULT_RATES
+    from smgov.simulation.scenario import DEFAULT_SET
 
     parser = sub.add_parser(
         "simulate",
@@ -64,16 +64,16 @@ def add_parser(sub: Any) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from sagemaker_governance.simulation.deploy import DeploymentError
-    from sagemaker_governance.simulation.faults import FaultSpec
-    from sagemaker_governance.simulation.report import render, simulate, summarize
-    from sagemaker_governance.simulation.scenario import (
+    from smgov.simulation.deploy import DeploymentError
+    from smgov.simulation.faults import FaultSpec
+    from smgov.simulation.report import render, simulate, summarize
+    from smgov.simulation.scenario import (
         DEFAULT_SET,
         builtin_names,
         builtin_scenario,
         load_scenario,
     )
-    from sagemaker_governance.simulation.template import TEMPLATE_PATH, load_template
+    from smgov.simulation.template import TEMPLATE_PATH, load_template
 
     if args.list:
         for name in builtin_names():
@@ -105,7 +105,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(render(report), end="\n\n", flush=True)
     document: Any = reports[0] if len(reports) == 1 else {"scenarios": reports, "totals": summarize(reports)}
     if args.html:
-        from sagemaker_governance.report_html import render_html
+        from smgov.report_html import render_html
 
         Path(args.html).write_text(render_html(json.loads(json.dumps(document, default=str))))
         if not args.json:

@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sagemaker_governance.simulation.engine import JobRun, RunResult, Simulation
-from sagemaker_governance.simulation.faults import FaultSpec
-from sagemaker_governance.simulation.scenario import Scenario
-from sagemaker_governance.simulation.template import TEMPLATE_PATH
+from smgov.simulation.engine import JobRun, RunResult, Simulation
+from smgov.simulation.faults import FaultSpec
+from smgov.simulation.scenario import Scenario
+from smgov.simulation.template import TEMPLATE_PATH
 
 ACTED = {"done", "already-done", "audit-only"}
 INVARIANTS = ("orphan_alarms", "missing_alarms", "duplicate_clones", "missed_stops", "false_stops", "lost_events")

@@ -35,10 +35,10 @@ def validate_request_shape(request: Any) -> list[str]:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    from sagemaker_governance.cli.main import _fail, load_policy
     from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
-    from sagemaker_governance.domain.preflight import preflight_request
-    from sagemaker_governance.sdk import _current_user
+    from smgov.cli.main import _fail, load_policy
+    from smgov.preflight import preflight_request
+    from smgov.sdk import _current_user
 
     try:
         request = json.loads(Path(args.request).read_text())

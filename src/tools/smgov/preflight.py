@@ -2,7 +2,7 @@
 
 Pure: the request (the same PascalCase parameters boto3, the SageMaker SDK and the API take), the
 policy, ``now`` and the developer's user name in; the request to send (with policy tag defaults filled
-in) and the compliance decisions out. The SDK hook (``sagemaker_governance.sdk``) and ``smgov preflight``
+in) and the compliance decisions out. The SDK hook (``smgov.sdk``) and ``smgov preflight``
 are thin shells over ``preflight_request``.
 """
 

@@ -8,8 +8,8 @@ import sys
 
 import boto3
 
-from sagemaker_governance.adapters.dead_letter_queue import DeadLetterQueue
 from sagemaker_governance.domain.errors import AdapterError
+from smgov.adapters.dead_letter_queue import DeadLetterQueue
 
 
 def queue_url_from_stack(stack: str) -> str:

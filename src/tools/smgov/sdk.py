@@ -10,7 +10,7 @@ comes later and sees only the serialized body: filling a tag there would mean re
 skipping validation.)
 
     import boto3
-    from sagemaker_governance.sdk import governed_sagemaker_session, install_preflight
+    from smgov.sdk import governed_sagemaker_session, install_preflight
 
     session = boto3.Session()
     install_preflight(session, "policy.yaml")   # before clients are created from it
@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.preflight import GovernanceViolation, PreflightOutcome, preflight_request
+from smgov.preflight import GovernanceViolation, PreflightOutcome, preflight_request
 
 EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
 UNIQUE_ID = "sagemaker-governance-preflight"
@@ -65,7 +65,7 @@ def _current_user() -> str | None:
 def _resolve_policy(policy: Policy | str | Path | None) -> Policy:
     if isinstance(policy, Policy):
         return policy
-    from sagemaker_governance.cli.main import load_policy
+    from smgov.cli.main import load_policy
 
     return load_policy(None if policy is None else str(policy))
 

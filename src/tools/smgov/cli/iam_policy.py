@@ -15,9 +15,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def cmd_iam_policy(args: argparse.Namespace) -> int:
-    from sagemaker_governance.cli.main import _fail, load_policy
-    from sagemaker_governance.domain.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
     from sagemaker_governance.domain.policy_document import PolicyDocumentError
+    from smgov.cli.main import _fail, load_policy
+    from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
 
     try:
         policy = load_policy(args.policy)

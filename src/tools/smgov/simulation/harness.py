@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sagemaker_governance.simulation.fake_cloudwatch import FakeCloudWatch
-from sagemaker_governance.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.fake_cloudwatch import FakeCloudWatch
+from smgov.simulation.fake_sagemaker import FakeSageMaker
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

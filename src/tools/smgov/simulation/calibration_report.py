@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from sagemaker_governance.simulation.calibration import Calibration, Cell
+from smgov.simulation.calibration import Calibration, Cell
 
 BEGIN, END = "<!-- chosen-defaults:begin -->", "<!-- chosen-defaults:end -->"
 DEFAULT_FIELDS = (

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sagemaker_governance.simulation.metrics import MetricKey, MetricStore, metric_key
+from smgov.simulation.metrics import MetricKey, MetricStore, metric_key
 
 ALARM, OK, INSUFFICIENT_DATA = "ALARM", "OK", "INSUFFICIENT_DATA"
 EXTRA_RANGE = 2  # the evaluation range is EvaluationPeriods + 2 periods (the user guide's example: 3 -> 5)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from sagemaker_governance.audit_queries import (
+from sagemaker_governance.domain.errors import AdapterError
+from smgov.audit_queries import (
     DECISION_COLUMNS,
     DurationError,
     Row,
@@ -30,11 +31,10 @@ from sagemaker_governance.audit_queries import (
     rows_from_results,
     team_report,
 )
-from sagemaker_governance.domain.errors import AdapterError
 
 if TYPE_CHECKING:
-    from sagemaker_governance.adapters.cloudformation import StackOutputs
-    from sagemaker_governance.adapters.logs_insights import LogsInsights
+    from smgov.adapters.cloudformation import StackOutputs
+    from smgov.adapters.logs_insights import LogsInsights
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_STACK = "sagemaker-governance"
@@ -50,8 +50,8 @@ class Dependencies:
 
 
 def aws_dependencies(region: str | None) -> Dependencies:
-    from sagemaker_governance.adapters.cloudformation import StackOutputs
-    from sagemaker_governance.adapters.logs_insights import LogsInsights
+    from smgov.adapters.cloudformation import StackOutputs
+    from smgov.adapters.logs_insights import LogsInsights
 
     return Dependencies(
         stacks=StackOutputs.connect(region),
@@ -173,7 +173,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_report_html(args: argparse.Namespace) -> int:
-    from sagemaker_governance.report_html import render_html
+    from smgov.report_html import render_html
 
     try:
         report = json.loads(Path(args.input).read_text())

@@ -13,8 +13,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from sagemaker_governance.cli import dlq
-from sagemaker_governance.cli.resume import add_parser as add_resume_parser
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import (
     PolicyDocumentError,
@@ -23,6 +21,8 @@ from sagemaker_governance.domain.policy_document import (
     parse_document,
 )
 from sagemaker_governance.settings import Settings
+from smgov.cli import dlq
+from smgov.cli.resume import add_parser as add_resume_parser
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
@@ -82,7 +82,7 @@ def cmd_policy_show(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from sagemaker_governance.explain import explain_event
+    from smgov.explain import explain_event
 
     raw_event = _read_json(args.event_file)
     describe = _read_json(args.describe) if args.describe else None
@@ -128,7 +128,7 @@ def _naming() -> Any:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sagemaker_governance.simulation.demo import run_demo
+    from smgov.simulation.demo import run_demo
 
     return run_demo(json_output=args.json)
 
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dlq.register(sub)
     add_resume_parser(sub)
-    from sagemaker_governance.cli import iam_policy, preflight
+    from smgov.cli import iam_policy, preflight
 
     preflight.register(sub)
     iam_policy.register(sub)
@@ -166,13 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(func=cmd_demo)
 
-    from sagemaker_governance.cli import visibility
+    from smgov.cli import visibility
 
     visibility.register(sub)  # audit, report, report-html
-    from sagemaker_governance.cli.simulate import add_parser as add_simulate
+    from smgov.cli.simulate import add_parser as add_simulate
 
     add_simulate(sub)
-    from sagemaker_governance.cli import calibrate
+    from smgov.cli import calibrate
 
     calibrate.register(sub)
     return parser

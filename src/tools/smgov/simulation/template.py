@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 TEMPLATE_PATH = REPO_ROOT / "template.yaml"
 
 _SHORT_TAGS = (

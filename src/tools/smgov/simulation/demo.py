@@ -14,7 +14,7 @@ import warnings
 from datetime import UTC, datetime
 from typing import Any
 
-from sagemaker_governance.simulation.harness import local_account
+from smgov.simulation.harness import local_account
 
 DEMO_POLICY = """
 mode: enforce

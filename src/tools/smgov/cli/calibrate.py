@@ -50,9 +50,9 @@ def find_traces(explicit: str | None, base: Path | None = None) -> tuple[Path | 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.idle import IdlePolicy
-    from sagemaker_governance.simulation.calibration import calibrate
-    from sagemaker_governance.simulation.calibration_report import DEFAULT_FIELDS, render_markdown
-    from sagemaker_governance.simulation.traces import TraceFormatError
+    from smgov.simulation.calibration import calibrate
+    from smgov.simulation.calibration_report import DEFAULT_FIELDS, render_markdown
+    from smgov.simulation.traces import TraceFormatError
 
     directory, looked = find_traces(args.traces)
     output = Path(args.output)

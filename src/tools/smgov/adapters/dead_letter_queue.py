@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
-from sagemaker_governance.domain.dead_letters import DeadLetter, parse_dead_letter
 from sagemaker_governance.domain.errors import AdapterError
+from smgov.dead_letters import DeadLetter, parse_dead_letter
 
 MAX_BATCH = 10
 

@@ -13,10 +13,10 @@ from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
 from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
 from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
+from smgov.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
 
 
 class FixedPolicy:
