@@ -8,6 +8,8 @@
   changes state (single metric, metric math and composite shapes), and the SNS ``Subject`` it uses.
 - ``sns_record`` / ``sns_lambda_event``: the event SNS delivers to a subscribed Lambda function.
 - ``sqs_record`` / ``sqs_lambda_event``: the event an SQS event source mapping delivers to a function.
+- ``lambda_failure_record``: the invocation record Lambda sends to an asynchronous invocation's
+  on-failure destination (an SQS queue's message body) when its retries are exhausted.
 
 Only shapes live here: who sends what when is the caller's business (the simulator's delivery, a test).
 """
@@ -314,6 +316,36 @@ def sqs_record(
 
 def sqs_lambda_event(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"Records": [dict(r) for r in records]}
+
+
+def lambda_failure_record(
+    request_payload: Mapping[str, Any],
+    *,
+    function_arn: str,
+    error_type: str,
+    error_message: str,
+    request_id: str,
+    timestamp: datetime,
+    invoke_count: int = 3,
+    condition: str = "RetriesExhausted",
+) -> dict[str, Any]:
+    """What Lambda sends to an on-failure destination (AWS Lambda developer guide, "Capturing records of
+    Lambda asynchronous invocations": ``requestContext``, ``requestPayload``, ``responseContext``,
+    ``responsePayload``)."""
+    moment = timestamp.astimezone(UTC) if timestamp.tzinfo else timestamp
+    return {
+        "version": "1.0",
+        "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z",
+        "requestContext": {
+            "requestId": request_id,
+            "functionArn": function_arn,
+            "condition": condition,
+            "approximateInvokeCount": invoke_count,
+        },
+        "requestPayload": dict(request_payload),
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorMessage": error_message, "errorType": error_type},
+    }
 
 
 def json_body(document: Mapping[str, Any] | str) -> str:
