@@ -23,6 +23,8 @@ engine misbehave the way AWS is allowed to:
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
+Delivery faults (duplicate, reorder, drop) are applied where events are delivered
+(``engine/delivery.py``); throttles and crashes strike inside the invocation.
 """
 
 from __future__ import annotations
