@@ -35,9 +35,7 @@ class BurstSimulation(Simulation):
     @contextmanager
     def _hook_client(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> Iterator[None]:
         if not self._hooked:
-            from sagemaker_governance.handlers import _wiring
-
-            _wiring.client("cloudwatch").meta.events.register(
+            self.account.root.client("cloudwatch").meta.events.register(
                 "after-call.cloudwatch.PutMetricAlarm", self._written
             )
             self._hooked = True

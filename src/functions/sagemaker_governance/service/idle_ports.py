@@ -29,7 +29,3 @@ class AlarmOwnershipPort(Protocol):
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         """Set metric alarms back to ``OK`` so that they notify again if the condition still holds."""
-
-
-class SavingsMetricsPort(Protocol):
-    def record_savings(self, usd: float, rule: str) -> None: ...

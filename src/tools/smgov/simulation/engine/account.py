@@ -57,14 +57,13 @@ class SimulatedAccount:
         self.audit: Any = None
         self.crasher: CrashingAuditSink | None = None
         self.quota: RequestQuota | None = None
+        self.root: Any = None  # the handlers' composition root (composition/root.py) while the account is open
 
     def alarm_prefix(self) -> str | None:
         """This stack's alarm-name prefix (None: no idle guard configured in this deployment)."""
-        from sagemaker_governance.handlers import _wiring
-
         try:
-            return _wiring.alarm_naming().prefix
-        except Exception:
+            return self.root.alarm_naming.prefix if self.root is not None else None
+        except Exception:  # no idle guard configured in this deployment
             return None
 
     @contextmanager
@@ -72,8 +71,7 @@ class SimulatedAccount:
         import boto3
         from moto import mock_aws
 
-        from sagemaker_governance.audit import MemoryAuditSink
-        from sagemaker_governance.handlers import _wiring
+        from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
 
         saved_session = boto3.DEFAULT_SESSION
@@ -97,30 +95,42 @@ class SimulatedAccount:
             self._put_policy(ssm, environment)
             with patched_env(environment), virtual_backoff(self.clock.backoff, seed=self.seed):
                 self.environment = dict(environment)
-                _wiring.reset()
                 boto3.setup_default_session(region_name=REGION)
-                assert boto3.DEFAULT_SESSION is not None
-                self.calls.install(boto3.DEFAULT_SESSION.events)
-                _wiring.set_clock(self.clock)
-                self.audit = MemoryAuditSink()
-                self.crasher = CrashingAuditSink(self.audit, self.faults)
-                _wiring.set_audit_sink(self.crasher)
-                if self.faults.spec.rate("throttle") > 0:
-                    throttler = Throttler(self.faults)
-                    throttler.install(boto3.DEFAULT_SESSION.events)
-                    throttler.route_sagemaker(_wiring.client("sagemaker"), self.fake)
-                else:
-                    self.fake.attach(_wiring.client("sagemaker"))
-                if self.cloudwatch_tps is not None:
-                    self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
-                    self.quota.attach(_wiring.client("cloudwatch"))
+                session = boto3.DEFAULT_SESSION
+                assert session is not None
+                self.calls.install(session.events)
+                self.root = self._handlers_root(session)
                 logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
                 try:
-                    yield self
+                    with provide(self.root):
+                        yield self
                 finally:
                     logger.setLevel(saved_level)
-                    _wiring.reset()
+                    self.root = None
                     boto3.DEFAULT_SESSION = saved_session
+
+    def _handlers_root(self, session: Any) -> Any:
+        """The composition root the handlers run on (``provide``d for the whole run): the functions'
+        settings, ``session`` (its calls are counted), the virtual clock, audit records and business
+        metrics kept in memory; the doubles are attached to its clients."""
+        from sagemaker_governance.audit import MemoryAuditSink
+        from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+        from sagemaker_governance.composition.root import Root
+        from sagemaker_governance.settings import Settings
+
+        self.audit = MemoryAuditSink()
+        self.crasher = CrashingAuditSink(self.audit, self.faults)
+        root = Root(Settings.from_env(), session, self.clock, audit=self.crasher, metrics=MemoryBusinessMetrics())
+        if self.faults.spec.rate("throttle") > 0:
+            throttler = Throttler(self.faults)
+            throttler.install(session.events)
+            throttler.route_sagemaker(root.client("sagemaker"), self.fake)
+        else:
+            self.fake.attach(root.client("sagemaker"))
+        if self.cloudwatch_tps is not None:
+            self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
+            self.quota.attach(root.client("cloudwatch"))
+        return root
 
     def _put_policy(self, ssm: Any, environment: Mapping[str, str]) -> None:
         """The scenario's policy document, in the SSM parameter the functions read."""
