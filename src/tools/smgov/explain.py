@@ -10,7 +10,8 @@ from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
-from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
@@ -53,6 +54,7 @@ def explain_event(
         clock=lambda: now,
         alarms=RecordingAlarms(),
         naming=naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance"),
+        guards=GUARDS,
     )
     service = job_events.assemble(
         ports, launcher=RecordingLauncher(), shape=create_training_job_shape(), role_patterns=clone_role_patterns

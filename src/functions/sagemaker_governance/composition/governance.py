@@ -8,18 +8,24 @@ services on offline ports (answers from files, records instead of acting).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.composition.root import Root
-from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
-from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
-from sagemaker_governance.service.idle_ports import AlarmLifecyclePort
-from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
-from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
+from sagemaker_governance.service.guard_alarms import GuardAlarms
+from sagemaker_governance.service.ports import (
+    AlarmLifecyclePort,
+    Clock,
+    EvaluationMarksPort,
+    JobsPort,
+    NotifierPort,
+    PolicySource,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Ports:
     clock: Clock
     alarms: AlarmLifecyclePort
     naming: AlarmNaming
+    guards: tuple[Guard[Any], ...]
     marks: EvaluationMarksPort | None = None
 
     @classmethod
@@ -45,6 +52,7 @@ class Ports:
             clock=root.now,
             alarms=CloudWatchAlarmLifecycle(root.client("cloudwatch")),
             naming=root.alarm_naming,
+            guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
         )
 
@@ -56,24 +64,18 @@ def compliance_service(ports: Ports) -> ComplianceService:
     )
 
 
-def alarm_guards(ports: Ports) -> tuple[IdleAlarmsReaction, ProgressAlarmsReaction]:
-    """The per-job alarm guards (GPU idle, training progress): the job-events function's reactions and
-    the reconciler's ``AlarmGuard``s."""
-    return (
-        IdleAlarmsReaction(
+def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
+    """Every guard's alarm lifecycle: the job-events function's reactions and the reconciler's
+    ``AlarmGuard``s."""
+    return tuple(
+        GuardAlarms(
+            guard,
             jobs=ports.jobs,
             alarms=ports.alarms,
             policies=ports.policies,
             audit=ports.audit,
             clock=ports.clock,
             naming=ports.naming,
-        ),
-        ProgressAlarmsReaction(
-            jobs=ports.jobs,
-            alarms=ports.alarms,  # type: ignore[arg-type]  # one lifecycle port for both until the guards merge
-            policies=ports.policies,
-            audit=ports.audit,
-            clock=ports.clock,
-            naming=ports.naming,
-        ),
+        )
+        for guard in ports.guards
     )

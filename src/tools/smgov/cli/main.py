@@ -98,7 +98,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _naming() -> Any:
     """The alarm names and topic the deployed stack would use (from the same environment)."""
-    from sagemaker_governance.domain.idle import AlarmNaming
+    from sagemaker_governance.domain.guards.base import AlarmNaming
 
     cfg = Settings.from_env()
     # Offline there is no stack: name the topic the way CloudFormation names it (less its random suffix).

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sagemaker_governance.domain.idle import IDLE_RULE_ID
+from sagemaker_governance.domain.guards.idle import IDLE_RULE_ID
 from smgov.simulation.alarms import AlarmEvaluator
 from smgov.simulation.engine.jobs import JobRun
 
