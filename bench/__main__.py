@@ -57,7 +57,7 @@ def memory_figure(cold: dict[str, Any] | None, warm: dict[str, Any]) -> dict[str
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from bench import burst, coldstart, cost, simulated, size, warm
+    from bench import burst, coldstart, cost, simulated, size, speed, warm
 
     quick = args.quick
     build_dir = Path(args.build_dir) if args.build_dir else None
@@ -90,6 +90,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["cost"] = cost.measure(size=20 if quick else None)
     step("burst")
     results["burst"] = burst.measure((30,) if quick else burst.SIZES)
+    step("simulator speed (the demo, a 1,000-job fleet)")
+    results["simulator"] = speed.measure(quick=quick)
     results["elapsed_seconds"] = round(time.monotonic() - started, 1)
     return results
 

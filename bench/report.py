@@ -107,6 +107,17 @@ def render(results: dict[str, Any]) -> str:
         + ")"
     )
     out.append("")
+    sim = results.get("simulator")
+    if sim is not None:
+        out.append(
+            f"Simulator speed (wall clock): the demo ({len(sim['demo_scenarios'])} scenarios) "
+            f"{sim['demo_seconds']} s (goal < {sim['demo_target_seconds']} s) "
+            f"{_ok(sim['demo_seconds'] < sim['demo_target_seconds'])}; a {sim['fleet_jobs']:,}-job fleet "
+            f"({sim['fleet_jobs_run']:,} jobs with clones, {sim['fleet_lambda_invocations']:,} invocations, "
+            f"{sim['fleet_aws_calls']:,} AWS calls) {sim['fleet_seconds']} s (goal < {sim['fleet_target_seconds']} s) "
+            f"{_ok(sim['fleet_seconds'] < sim['fleet_target_seconds'])}"
+        )
+        out.append("")
     b = results["burst"]
     out.append(
         f"Burst ({', '.join(map(str, b['sizes']))} jobs in one minute, PutMetricAlarm {b['put_metric_alarm_rate_per_second']}/s): "

@@ -95,5 +95,11 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
             _require(r["alarms"] + r["lost"] >= r["jobs"], f"burst.{size}: alarms + lost < jobs")
             _positive(r["minutes_until_all_alarms"], f"burst.{size}.minutes_until_all_alarms")
 
+    simulator = results.get("simulator")  # results of older runs lack it
+    if simulator is not None:
+        _positive(simulator["demo_seconds"], "simulator.demo_seconds")
+        _positive(simulator["fleet_seconds"], "simulator.fleet_seconds")
+        _require(simulator["fleet_jobs_run"] >= simulator["fleet_jobs"], "simulator: fewer jobs run than drawn")
+
     for name, a in results["size"]["artifacts"].items():
         _require(0 < a["zipped_mb"] <= a["unzipped_mb"], f"size.{name}: zipped vs unzipped")

@@ -57,7 +57,8 @@ def test_holiday_weekend_stall_is_stopped_within_the_idle_window_and_saves_the_w
     window = min(a["period_seconds"] * a["evaluation_periods"] for a in alarms) // 60
     stall = held["stalled_at_minute"]
     first_full_period = -(-stall // period) * period  # a stall mid-period shows from the next period on
-    assert held["stopped_at_minute"] <= first_full_period + window + 2, (stall, held["stopped_at_minute"], window)
+    delay = builtin_scenario("holiday-weekend").metric_delay_minutes[1]  # datapoints arrive late
+    assert held["stopped_at_minute"] <= first_full_period + window + 2 + delay, (stall, held["stopped_at_minute"])
     assert held["baseline_cost_usd"] == HOLIDAY_AT_STAKE
     assert held["saved_usd"] >= 0.9 * HOLIDAY_AT_STAKE
     assert report["totals"]["false_stops"] == 0
@@ -120,7 +121,8 @@ def test_a_hang_at_full_gpu_utilization_is_stopped_by_the_progress_guard_only(te
     window = 120  # ProgressWindowMinutes' default
     assert hung["stalled_at_minute"] is not None
     assert hung["stopped_at_minute"] is not None, "the hung job was never stopped"
-    assert hung["stopped_at_minute"] <= hung["stalled_at_minute"] + window + 2
+    delay = builtin_scenario("nccl-hang").metric_delay_minutes[1]  # datapoints arrive late
+    assert hung["stopped_at_minute"] <= hung["stalled_at_minute"] + window + 2 + delay
     stops = [a for a in hung["actions"] if a["action"] == "stop"]
     assert [a["rule"] for a in stops] == ["progress-guard"]
     # A regex that never matches publishes nothing: never armed, never stopped

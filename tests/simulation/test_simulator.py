@@ -185,9 +185,9 @@ def test_same_seed_same_report(compliance_template: dict[str, Any]) -> None:
 def test_an_alarm_created_by_a_function_fires_and_its_sns_subscriber_stops_the_stalled_job(
     compliance_template: dict[str, Any],
 ) -> None:
-    report = simulate(
-        builtin_scenario("holiday-weekend"), template=with_toy_guard(compliance_template), include_series=True
-    )
+    # Given datapoints that arrive at once (the default 1-2 minute delay would shift every minute below)
+    holiday = builtin_scenario("holiday-weekend").model_copy(update={"metric_delay_minutes": (0, 0)})
+    report = simulate(holiday, template=with_toy_guard(compliance_template), include_series=True)
     held = report["jobs"][0]
     # The toy alarm: 20 one-minute periods below the threshold; the stall starts at minute 67
     assert held["stalled_at_minute"] == 67
@@ -202,6 +202,10 @@ def test_an_alarm_created_by_a_function_fires_and_its_sns_subscriber_stops_the_s
         "saved_usd": held["saved_usd"],
         "false_stops": 0,
         "missed_stalls": 0,
+        "recoverable_waste_usd": pytest.approx(8 * 30 * (72 * 60 - 3 - 60 - 10) / 60),
+        "recovered_usd": held["saved_usd"],
+        "recovered_fraction": pytest.approx(held["saved_usd"] / (8 * 30 * (72 * 60 - 3 - 60 - 10) / 60), abs=1e-3),
+        "unexpected_outcomes": 0,
     }
     counters = report["counters"]
     assert counters["lambda_invocations"] == {

@@ -22,7 +22,9 @@ Input: the object ``smgov simulate --json`` prints (extra keys are ignored), or 
         }
       ],
       "totals": {"cost_usd": ..., "baseline_cost_usd": ..., "saved_usd": ...,
-                 "false_stops": 0, "missed_stalls": 0}
+                 "false_stops": 0, "missed_stalls": 0,
+                 "recoverable_waste_usd": ..., "recovered_usd": ...,   # optional: recovered fraction cards
+                 "unexpected_outcomes": 0}
     }
 
 Actions may carry ``"outcome": "audit-only"`` (drawn as "stop (audit)"). ``series`` may also be the
@@ -104,6 +106,15 @@ class Totals(_Model):
     saved_usd: float
     false_stops: NonNegativeInt = 0
     missed_stalls: NonNegativeInt = 0
+    recoverable_waste_usd: NonNegativeFloat | None = None  # absent in reports of older versions
+    recovered_usd: NonNegativeFloat | None = None
+    unexpected_outcomes: NonNegativeInt = 0
+
+    @property
+    def recovered_fraction(self) -> float | None:
+        if not self.recoverable_waste_usd or self.recovered_usd is None:
+            return None
+        return self.recovered_usd / self.recoverable_waste_usd
 
 
 class SimulationReport(_Model):
@@ -388,6 +399,18 @@ def _cards(totals: Totals, jobs: int) -> str:
             _card("missed stalls", str(totals.missed_stalls), "good" if totals.missed_stalls == 0 else "bad"),
         ]
     )
+    if totals.recoverable_waste_usd is not None:
+        fraction = totals.recovered_fraction
+        share = "n/a" if fraction is None else f"{fraction:.0%}"
+        cards += _card("recoverable waste", _usd(totals.recoverable_waste_usd))
+        cards += _card(
+            "recovered",
+            f"{_usd(totals.recovered_usd or 0.0)} ({share})",
+            "" if fraction is None else "good" if fraction >= 0.9 else "bad",
+        )
+        cards += _card(
+            "unexpected outcomes", str(totals.unexpected_outcomes), "good" if not totals.unexpected_outcomes else "bad"
+        )
     return f'<div class="cards">{cards}</div>'
 
 
@@ -427,6 +450,9 @@ def _overall(reports: Sequence[SimulationReport], totals: Totals | None) -> str:
             saved_usd=sum(r.totals.saved_usd for r in reports),
             false_stops=sum(r.totals.false_stops for r in reports),
             missed_stalls=sum(r.totals.missed_stalls for r in reports),
+            recoverable_waste_usd=sum(r.totals.recoverable_waste_usd or 0.0 for r in reports),
+            recovered_usd=sum(r.totals.recovered_usd or 0.0 for r in reports),
+            unexpected_outcomes=sum(r.totals.unexpected_outcomes for r in reports),
         )
     jobs = sum(len(r.jobs) for r in reports)
     links = " · ".join(f'<a href="#scenario-{i}">{_e(r.scenario)}</a>' for i, r in enumerate(reports))

@@ -44,7 +44,8 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help=(
             "exit 1 when an invariant is broken (a job stopped by mistake, a stall missed, an orphan or "
-            "missing alarm, a duplicate clone, a lost event) or, without --faults, a function failed"
+            "missing alarm, a duplicate clone, a lost event), an outcome differs from the scenario's "
+            "expect, or, without --faults, a function failed"
         ),
     )
     parser.add_argument(
@@ -66,7 +67,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     from smgov.simulation.deploy import DeploymentError
     from smgov.simulation.faults import FaultSpec
-    from smgov.simulation.report import render, simulate, summarize
+    from smgov.simulation.report import recovery_line, render, simulate, summarize
     from smgov.simulation.scenario import (
         DEFAULT_SET,
         builtin_names,
@@ -124,6 +125,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 f"governance (saved ${totals['saved_usd']:,.2f}); false stops {totals['false_stops']}, "
                 f"missed stalls {totals['missed_stalls']}"
             )
+            print(recovery_line(totals))
         print(f"(simulated in {time.perf_counter() - started:.1f}s wall time, seed {args.seed})")
     if args.check and any(_failed(r, faulty=faults is not None and faults.enabled) for r in reports):
         return EXIT_CHECK_FAILED
@@ -131,8 +133,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _failed(report: dict[str, Any], *, faulty: bool) -> bool:
-    """``--check``: an invariant broken (a false stop or missed stall included), or, without injected
-    faults (crashes and throttling make function errors expected), any function error."""
+    """``--check``: an invariant broken (a false stop or missed stall included), an outcome other than
+    the one the scenario expects, or, without injected faults (crashes and throttling make function
+    errors expected), any function error."""
     if any(report["invariants"].values()) or report["totals"]["missed_stalls"]:
+        return True
+    if report["totals"].get("unexpected_outcomes"):
         return True
     return not faulty and bool(report["counters"]["lambda_errors"])

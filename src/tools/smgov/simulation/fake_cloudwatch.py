@@ -1,10 +1,12 @@
 """A CloudWatch alarms double that sits *behind* boto3 (like ``fake_sagemaker``).
 
 moto stores metric alarms but has no ``PutCompositeAlarm``, so the idle guard's alarms are answered
-here. botocore still validates every request against the real API model first; the double then
-enforces the service rules the idle guard depends on (10 metrics per alarm, a composite's children must
-exist, a child cannot be deleted while its composite exists, DeleteAlarms deletes nothing when one name
-is missing, tags are set only on creation, an update keeps the alarm's state).
+here (tests attach it to a client; the simulator serves moto's CloudWatch alarm APIs from it, see
+``engine/cloudwatch_backend.py``). botocore still validates every request against the real API model
+first; the double then enforces the service rules the idle guard depends on (10 metrics per alarm, a
+composite's children must exist, at most 100 of them and 10,240 characters of rule, a child cannot be
+deleted while its composite exists, DeleteAlarms deletes nothing when one name is missing, tags are set
+only on creation, an update keeps the alarm's state).
 
 Tests and the simulator read ``alarms`` and build the SNS notification CloudWatch would publish when an
 alarm changes state (``notification`` / ``sns_event``), in the real message shapes.
@@ -39,6 +41,8 @@ from smgov.simulation.messages import (
 
 Clock = Callable[[], datetime]
 MAX_METRIC_STATS = 10
+MAX_COMPOSITE_CHILDREN = 100  # a composite alarm watches at most 100 alarms
+MAX_ALARM_RULE = 10_240  # characters of a composite's AlarmRule
 ALARM_WRITE_QUOTAS = ("PutMetricAlarm", "DeleteAlarms")  # 3 requests/second each, per account and region
 _CHILD_REF = re.compile(r'(?:ALARM|OK|INSUFFICIENT_DATA)\(\s*"?([^")]+?)"?\s*\)')
 
@@ -59,6 +63,7 @@ class FakeCloudWatch:
         self.calls: Counter[str] = Counter()
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.alarm_page_size: int | None = None  # DescribeAlarms page size (None: MaxRecords or one page)
+        self.metrics: Any = None  # answers GetMetricData / ListMetrics when set (the simulator's store)
         self._pending: dict[int, dict[str, Any]] = {}
 
     # ---- wiring --------------------------------------------------------------------------------
@@ -196,7 +201,14 @@ class FakeCloudWatch:
         return {}
 
     def _op_PutCompositeAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
-        for child in _CHILD_REF.findall(params["AlarmRule"]):
+        children = _CHILD_REF.findall(params["AlarmRule"])
+        if len(params["AlarmRule"]) > MAX_ALARM_RULE:
+            raise CloudWatchError("ValidationError", f"AlarmRule is longer than {MAX_ALARM_RULE} characters")
+        if len(set(children)) > MAX_COMPOSITE_CHILDREN:
+            raise CloudWatchError(
+                "ValidationError", f"a composite alarm watches at most {MAX_COMPOSITE_CHILDREN} alarms"
+            )
+        for child in children:
             if child not in self.alarms and self.arn(child) != child:
                 raise CloudWatchError("ValidationError", f"Could not save the composite alarm: {child} missing")
         self._upsert(params["AlarmName"], "composite", params)
@@ -217,6 +229,16 @@ class FakeCloudWatch:
             del self.alarms[name]
             self.tags.pop(name, None)
         return {}
+
+    def _op_GetMetricData(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.metrics is None:
+            raise CloudWatchError("UnknownOperationException", "the fake holds no metrics")
+        return dict(self.metrics.get_metric_data(params))
+
+    def _op_ListMetrics(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.metrics is None:
+            raise CloudWatchError("UnknownOperationException", "the fake holds no metrics")
+        return dict(self.metrics.list_metrics(params))
 
     def _op_ListTagsForResource(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params["ResourceARN"].split(":alarm:", 1)[-1]

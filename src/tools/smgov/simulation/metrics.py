@@ -6,12 +6,17 @@ host published the same value every minute (``end`` is ``None`` while it still d
 period (Average, Maximum, ...) over segments gives exactly what CloudWatch computes from the
 individual one-minute datapoints.
 
+A segment may also hold a datapoint only every ``every`` minutes (a training metric logged once per
+epoch): its datapoints are at ``start``, ``start + every``, ... Readers may pass ``until``: datapoints at
+or after that minute have not arrived yet (CloudWatch's ingestion delay, see ``visible_until``).
+
 Every change is announced to listeners, so the alarm evaluator only wakes the alarms whose metrics
 changed instead of evaluating every alarm every minute.
 """
 
 from __future__ import annotations
 
+import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -33,10 +38,42 @@ class Segment:
     start: int
     end: int | None  # exclusive; None while the value is still being published
     value: float
+    every: int = 1  # a datapoint every N minutes from ``start``
 
     def overlap(self, lo: int, hi: int) -> int:
+        """How many of the segment's datapoints fall in ``[lo, hi)``."""
         end = hi if self.end is None else min(self.end, hi)
-        return max(0, end - max(self.start, lo))
+        begin = max(self.start, lo)
+        if end <= begin:
+            return 0
+        if self.every == 1:
+            return end - begin
+        first = self.start + -(-(begin - self.start) // self.every) * self.every
+        return 0 if first >= end else (end - 1 - first) // self.every + 1
+
+    def has(self, minute: int) -> bool:
+        return (
+            self.start <= minute
+            and (self.end is None or minute < self.end)
+            and (minute - self.start) % self.every == 0
+        )
+
+
+def visible_until(key: MetricKey, now: int, delay: tuple[int, int], salt: str = "") -> int:
+    """The first minute whose datapoint has not arrived by ``now``: the datapoint of minute ``t`` (complete
+    at ``t + 1``) arrives ``d`` minutes later, ``d`` drawn per datapoint in ``[min, max]`` (seeded by the
+    key and the minute). Arrival is taken as in order: a later datapoint is not seen before an earlier."""
+    low, high = delay
+    cutoff = now - low  # minutes before this may have arrived (t + 1 + low <= now)
+    if high == low:
+        return cutoff
+    t = cutoff - 1
+    while t >= now - high - 1:
+        spread = zlib.crc32(f"{salt}|{key}|{t}".encode()) % (high - low + 1)
+        if t + 1 + low + spread <= now:
+            return t + 1
+        t -= 1
+    return now - high
 
 
 class MetricStore:
@@ -46,12 +83,12 @@ class MetricStore:
         self._last_change: dict[MetricKey, int] = {}
         self.listeners: list[Callable[[MetricKey, int], None]] = []
 
-    def publish(self, key: MetricKey, minute: int, value: float | None) -> None:
-        """From ``minute`` on, publish ``value`` every minute (``None``: stop publishing)."""
+    def publish(self, key: MetricKey, minute: int, value: float | None, every: int = 1) -> None:
+        """From ``minute`` on, publish ``value`` every ``every`` minutes (``None``: stop publishing)."""
         series = self._series.setdefault(key, [])
         starts = self._starts.setdefault(key, [])
         current = series[-1] if series and series[-1].end is None else None
-        if current is not None and value is not None and current.value == value:
+        if current is not None and value is not None and current.value == value and current.every == every:
             return
         if current is None and value is None:
             return
@@ -64,7 +101,7 @@ class MetricStore:
             else:
                 current.end = minute
         if value is not None:
-            series.append(Segment(minute, None, float(value)))
+            series.append(Segment(minute, None, float(value), every))
             starts.append(minute)
         self._last_change[key] = minute
         for listener in self.listeners:
@@ -74,8 +111,13 @@ class MetricStore:
         """The latest minute at which the metric started, changed or stopped (None: never published)."""
         return self._last_change.get(key)
 
+    def sparse(self, key: MetricKey) -> bool:
+        """The metric is being published less often than every minute (its data changes as time passes)."""
+        series = self._series.get(key)
+        return series is not None and bool(series) and series[-1].end is None and series[-1].every > 1
+
     def segments(self, key: MetricKey) -> list[Segment]:
-        return [Segment(s.start, s.end, s.value) for s in self._series.get(key, [])]
+        return [Segment(s.start, s.end, s.value, s.every) for s in self._series.get(key, [])]
 
     def keys(self) -> list[MetricKey]:
         return list(self._series)
@@ -88,14 +130,12 @@ class MetricStore:
         if index < 0:
             return None
         segment = series[index]
-        if segment.end is not None and minute >= segment.end:
-            return None
-        return segment.value
+        return segment.value if segment.has(minute) else None
 
     def aggregate(self, key: MetricKey, start: int, end: int, statistic: str) -> float | None:
         """One period's statistic over the one-minute datapoints in ``[start, end)``; None when none exist."""
         series = self._series.get(key)
-        if not series:
+        if not series or end <= start:
             return None
         first = max(0, bisect_right(self._starts[key], start) - 1)
         count = 0
@@ -127,18 +167,36 @@ class MetricStore:
         raise ValueError(f"statistic {statistic!r} is not supported by the simulator (use one of {STATISTICS})")
 
     def datapoints(
-        self, key: MetricKey, first_bucket_start: int, buckets: int, period: int, statistic: str
+        self,
+        key: MetricKey,
+        first_bucket_start: int,
+        buckets: int,
+        period: int,
+        statistic: str,
+        *,
+        until: int | None = None,
     ) -> list[float | None]:
-        """``buckets`` consecutive period datapoints, oldest first, starting at ``first_bucket_start``."""
+        """``buckets`` consecutive period datapoints, oldest first, starting at ``first_bucket_start``;
+        datapoints at or after ``until`` have not arrived (None: all have)."""
         series = self._series.get(key)
         if not series:
             return [None] * buckets
         if period == 1:  # one-minute periods: every statistic of one datapoint is the datapoint
+            values = self._minutes(key, first_bucket_start, buckets)
+            if until is not None and until < first_bucket_start + buckets:
+                seen = max(0, until - first_bucket_start)
+                values[seen:] = [None] * (buckets - seen)
             if statistic == "SampleCount":
-                return [None if v is None else 1.0 for v in self._minutes(key, first_bucket_start, buckets)]
-            return self._minutes(key, first_bucket_start, buckets)
+                return [None if v is None else 1.0 for v in values]
+            return values
+        limit = first_bucket_start + buckets * period if until is None else until
         return [
-            self.aggregate(key, first_bucket_start + i * period, first_bucket_start + (i + 1) * period, statistic)
+            self.aggregate(
+                key,
+                first_bucket_start + i * period,
+                min(first_bucket_start + (i + 1) * period, limit),
+                statistic,
+            )
             for i in range(buckets)
         ]
 
@@ -153,6 +211,12 @@ class MetricStore:
                 break
             lo = max(segment.start, start)
             hi = end if segment.end is None else min(segment.end, end)
-            if hi > lo:
+            if hi <= lo:
+                continue
+            if segment.every == 1:
                 out[lo - start : hi - start] = [segment.value] * (hi - lo)
+                continue
+            first = segment.start + -(-(lo - segment.start) // segment.every) * segment.every
+            for minute in range(first, hi, segment.every):
+                out[minute - start] = segment.value
         return out

@@ -1,8 +1,16 @@
 """The simulation report: per job what happened and what it cost with and without the service.
 
 ``simulate`` runs a scenario twice with the same seed: governed (the real service) and baseline (the
-same fleet with no governance), and joins the two. ``as_json`` is the ``--json`` document; ``render``
-the terminal table.
+same fleet with no governance), and joins the two. ``build_report`` is the ``--json`` document;
+``render`` the terminal table.
+
+**Recoverable waste** (per job, from the baseline run): what the ungoverned job spends on stalls that do
+not end by themselves, beyond a perfect governor's detection delay (the scenario's
+``detection_minutes``): for each such stall, the billed minutes from its start plus the detection delay
+to its end (the job's end, its limit, or a Spot interruption that restarts the process) x the cluster's
+price. A stall that recovers by itself is not recoverable (stopping it would lose the work it goes on to
+do). **Recovered**: what governance saved on such a job, its clones' cost included, between 0 and its
+recoverable waste; ``recovered_fraction`` = recovered / recoverable (None when nothing was recoverable).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from typing import Any
 
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
-from smgov.simulation.scenario import Scenario
+from smgov.simulation.scenario import Expect, JobSpec, Scenario
 from smgov.simulation.template import TEMPLATE_PATH
 
 ACTED = {"done", "already-done", "audit-only"}
@@ -25,13 +33,17 @@ def _usd(value: float) -> float:
     return round(value, 2) + 0.0  # never -0.0
 
 
+def _fraction(recovered: float, recoverable: float) -> float | None:
+    return round(recovered / recoverable, 3) if recoverable > 0 else None
+
+
 def _minute(epoch: datetime, at: datetime) -> int:
     return int((at - epoch).total_seconds() // 60)
 
 
 def _host_alarms(job: JobRun, alarms: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The alarms watching one of the job's hosts (what a chart draws as the threshold)."""
-    hosts = {h for h, _ in job.hosts}
+    hosts = {h.name for h in job.hosts}
     out = []
     for alarm in alarms.values():
         dims = [d for d in alarm.get("Dimensions", [])]
@@ -57,8 +69,9 @@ def _host_alarms(job: JobRun, alarms: dict[str, dict[str, Any]]) -> list[dict[st
 
 def stop_outcomes(result: RunResult) -> dict[str, tuple[bool, bool]]:
     """Per job: (false stop, missed stall). A false stop is a stop of a job that was not stalled, not
-    marked ``expect_stop`` by the scenario and not continued by the service as a clone; a missed stall
-    a job whose script stalled and that the service never stopped."""
+    marked ``expect_stop`` (or ``expect: {stop: true}``) by the scenario and not continued by the service
+    as a clone; a missed stall a job whose script stalled (a stall that did not end by itself) and that
+    the service never stopped."""
     cloned_from = {j.source for j in result.jobs.values() if j.source}
     out: dict[str, tuple[bool, bool]] = {}
     for name, job in result.jobs.items():
@@ -66,7 +79,56 @@ def stop_outcomes(result: RunResult) -> dict[str, tuple[bool, bool]]:
         false_stop = (
             stopped is not None and job.stalled_at is None and not job.expect_stop and name not in cloned_from
         )
-        out[name] = (false_stop, job.first_stall is not None and stopped is None)
+        unrecovered = any(not episode.recovered for episode in job.stalls)
+        out[name] = (false_stop, unrecovered and stopped is None)
+    return out
+
+
+def recoverable_usd(job: JobRun, detection_minutes: int) -> float:
+    """The baseline job's spend on stalls that do not end by themselves, beyond the detection delay."""
+    minutes = 0
+    for episode in job.stalls:
+        if episode.recovered:
+            continue
+        end = episode.billable_at_end if episode.billable_at_end is not None else job.billable
+        minutes += max(0, end - episode.billable_at_start - detection_minutes)
+    return minutes * job.cluster_price_per_hour / 60
+
+
+def _lineage(jobs: dict[str, JobRun], name: str) -> list[JobRun]:
+    """The job and every clone descending from it."""
+    out, frontier, seen = [jobs[name]], [name], {name}
+    while frontier:
+        parent = frontier.pop()
+        children = [j for j in jobs.values() if j.source == parent and j.name not in seen]
+        seen.update(c.name for c in children)
+        out += children
+        frontier += [c.name for c in children]
+    return out
+
+
+def unexpected(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -> list[str]:
+    """How the run differs from the outcome the scenario wrote down for the job."""
+    out: list[str] = []
+    stopped = job.stopped_by_service_at
+    if expect.stop is True and stopped is None:
+        out.append("not stopped")
+    if expect.stop is False and stopped is not None:
+        out.append(f"stopped at minute {stopped}")
+    if expect.stop_within_minutes is not None and stopped is not None and job.first_stall is not None:
+        late = stopped - job.first_stall
+        if late > expect.stop_within_minutes:
+            out.append(f"stopped {late} minutes after the stall (expected within {expect.stop_within_minutes})")
+    clones = [j for j in jobs.values() if j.source == job.name]
+    if expect.resume is True and not clones:
+        out.append("not resumed")
+    if expect.resume is False and clones:
+        out.append(f"resumed as {clones[0].name}")
+    if expect.complete is not None:
+        lineage = _lineage(jobs, job.name)
+        completed = any(j.final_status == "Completed" for j in lineage)
+        if completed != expect.complete:
+            out.append("completed" if completed else "did not complete")
     return out
 
 
@@ -109,8 +171,12 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             }
         )
     outcomes = stop_outcomes(governed)
+    specs: dict[str, JobSpec] = {spec.name: spec for spec in governed.scenario.expand(governed.seed)}
+    detection = governed.scenario.detection_minutes
     jobs: list[dict[str, Any]] = []
     false_stops = missed = 0
+    recoverable_total = recovered_total = 0.0
+    surprises = 0
     for name, job in governed.jobs.items():
         base = baseline.jobs.get(name)
         baseline_cost = base.cost if base is not None and job.source is None else 0.0
@@ -118,6 +184,15 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
         false_stop, missed_stall = outcomes[name]
         false_stops += false_stop
         missed += missed_stall
+        recoverable = recoverable_usd(base, detection) if base is not None and job.source is None else 0.0
+        lineage_cost = sum(j.cost for j in _lineage(governed.jobs, name))
+        recovered = min(recoverable, max(0.0, baseline_cost - lineage_cost)) if recoverable > 0 else 0.0
+        recoverable_total += recoverable
+        recovered_total += recovered
+        spec = specs.get(name) if job.source is None else None
+        expect = spec.expect if spec is not None else Expect()
+        wrong = unexpected(expect, job, governed.jobs)
+        surprises += bool(wrong)
         entry: dict[str, Any] = {
             "name": name,
             "final_status": job.final_status or "InProgress",
@@ -135,12 +210,18 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "interruptions": job.interruptions,
             "false_stop": false_stop,
             "missed_stall": missed_stall,
+            "recoverable_waste_usd": _usd(recoverable),
+            "recovered_usd": _usd(recovered),
+            "expect": expect.model_dump(exclude_defaults=True),
+            "unexpected": wrong,
         }
         if include_series:
             entry["series"] = {
-                "unit": "GPUUtilization per GPU (percent); a host publishes this times its GPU count",
-                "gpus_per_host": {h.rsplit("/", 1)[-1]: g for h, g in job.hosts},
+                "unit": "GPUUtilization per GPU (percent) of the busiest GPU host; a host publishes its own "
+                "times its GPU count",
+                "gpus_per_host": {h.name.rsplit("/", 1)[-1]: h.gpus for h in job.hosts},
                 "segments": [list(s) for s in job.series],
+                "hosts": {h.rsplit("/", 1)[-1]: [list(s) for s in seg] for h, seg in job.host_series.items()},
                 "alarms": _host_alarms(job, governed.alarms),
             }
         jobs.append(entry)
@@ -161,6 +242,10 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "saved_usd": _usd(baseline_cost - cost),
             "false_stops": false_stops,
             "missed_stalls": missed,
+            "recoverable_waste_usd": _usd(recoverable_total),
+            "recovered_usd": _usd(recovered_total),
+            "recovered_fraction": _fraction(recovered_total, recoverable_total),
+            "unexpected_outcomes": surprises,
         },
         "counters": {
             "lambda_invocations": dict(sorted(governed.invocations.items())),
@@ -229,6 +314,8 @@ def _happened(job: dict[str, Any]) -> str:
         parts.append("FALSE STOP")
     if job["missed_stall"]:
         parts.append("MISSED STALL")
+    if job.get("unexpected"):
+        parts.append("UNEXPECTED: " + "; ".join(job["unexpected"]))
     return ", ".join(parts) or "-"
 
 
@@ -258,6 +345,7 @@ def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
         f"{_money(totals['baseline_cost_usd'])} without governance: saved {_money(totals['saved_usd'])}; "
         f"false stops {totals['false_stops']}, missed stalls {totals['missed_stalls']}"
     )
+    lines.append("  " + recovery_line(totals))
     counters = report["counters"]
     invocations = ", ".join(f"{k} {v}" for k, v in counters["lambda_invocations"].items()) or "none"
     calls = ", ".join(f"{k} {v}" for k, v in counters["aws_calls"].items()) or "none"
@@ -276,10 +364,25 @@ def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
     return "\n".join(lines)
 
 
+def recovery_line(totals: dict[str, Any]) -> str:
+    """Recoverable waste, how much of it governance recovered, and the expectations."""
+    fraction = totals.get("recovered_fraction")
+    share = "n/a" if fraction is None else f"{fraction:.1%}"
+    surprises = totals.get("unexpected_outcomes", 0)
+    return (
+        f"recoverable waste {_money(totals.get('recoverable_waste_usd', 0.0))}, recovered "
+        f"{_money(totals.get('recovered_usd', 0.0))} ({share}); "
+        + (f"{surprises} job(s) with an UNEXPECTED outcome" if surprises else "every expected outcome met")
+    )
+
+
 def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals over several scenarios (the default set)."""
     totals: Counter[str] = Counter()
     for report in reports:
         for key, value in report["totals"].items():
-            totals[key] += value
-    return {k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()}
+            if key != "recovered_fraction":
+                totals[key] += value
+    out: dict[str, Any] = {k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()}
+    out["recovered_fraction"] = _fraction(totals["recovered_usd"], totals["recoverable_waste_usd"])
+    return out

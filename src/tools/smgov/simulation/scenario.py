@@ -13,7 +13,7 @@ import random
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Literal, NamedTuple, Self
 
 import yaml
 from pydantic import (
@@ -29,7 +29,27 @@ from pydantic import (
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
-DEFAULT_SET = ("holiday-weekend", "untagged", "hardware-failure", "spot-storm", "healthy", "nccl-hang", "fleet")
+DEFAULT_SET = (
+    "holiday-weekend",
+    "untagged",
+    "hardware-failure",
+    "spot-storm",
+    "healthy",
+    "nccl-hang",
+    "large-cluster",
+    "quiet-phases",
+    "stuck-host",
+    "spot-interruptions",
+    "failures",
+    "fleet",
+)
+# Built in, but out of the default set and of `--check`: the service of today gets them wrong (issue 17:
+# a stall judge reading CPU, logs and cadence; issue 18: resume diagnosis from the log tail).
+KNOWN_GAPS = {
+    "long-quiet-phases": "false stops on quiet phases longer than the guards' windows (issue 17)",
+    "silent-hang": "a hang without metric definitions is missed (issue 17: log silence)",
+    "hardware-algorithm-error": "a hardware fault reported as AlgorithmError is not resumed (issue 18)",
+}
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 TRANSIENT_FAILURE = "InternalServerError: We encountered an internal error. Please try again."
 
@@ -38,14 +58,30 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Percent = Annotated[float, Field(ge=0, le=100)]
+PhaseClock = Literal["training", "restart", "wall"]
+
+
 class Phase(_Model):
-    """A stretch of training at another GPU utilization: evaluation on CPU, checkpoint upload, data loading."""
+    """A stretch of training at other utilization levels: evaluation on CPU, checkpoint upload, data loading.
+
+    ``clock`` says what ``start_minute`` / ``every_minutes`` count: ``training`` minutes of progress (the
+    default), minutes since the current Training stint began (``restart``: e.g. loading the checkpoint and
+    compiling after every restart), or minutes since the job was created (``wall``).
+    """
 
     name: str
-    gpu_percent: float = Field(ge=0, le=100, description="utilization per GPU during the phase")
+    gpu_percent: Percent = Field(description="utilization per GPU during the phase")
+    gpu_memory_percent: Percent | None = Field(None, description="GPU memory used, per GPU (None: as training)")
+    cpu_percent: Percent | None = Field(None, description="average utilization per vCPU (None: as training)")
+    memory_percent: Percent | None = Field(None, description="host memory used (None: as training)")
     duration_minutes: PositiveInt
-    start_minute: NonNegativeInt = Field(0, description="training minute of the first occurrence")
-    every_minutes: PositiveInt | None = Field(None, description="repeat every N training minutes (None: once)")
+    start_minute: NonNegativeInt = Field(0, description="minute of the first occurrence (see clock)")
+    every_minutes: PositiveInt | None = Field(None, description="repeat every N minutes (None: once)")
+    clock: PhaseClock = "training"
+    log_every_minutes: NonNegativeInt | None = Field(
+        None, description="a log line every N minutes during the phase (0: silent; None: as training)"
+    )
 
     @model_validator(mode="after")
     def _fits(self) -> Self:
@@ -54,15 +90,61 @@ class Phase(_Model):
         return self
 
 
+class PhaseTime(NamedTuple):
+    """The three clocks a phase can follow: training progress, minutes into the stint, minutes since creation."""
+
+    training: int
+    restart: int
+    wall: int
+
+    def of(self, clock: PhaseClock) -> int:
+        return self.training if clock == "training" else self.restart if clock == "restart" else self.wall
+
+
+class HostProfile(_Model):
+    """Levels of some of a job's hosts (an instance group, or hosts by number: ``algo-<n>``) that differ
+    from the script's: a CPU data-loader group that works while the GPU workers wait, one stuck rank."""
+
+    group: str | None = Field(None, description="the instance group's name")
+    hosts: tuple[PositiveInt, ...] | None = Field(None, description="host numbers (algo-<n>)")
+    gpu_percent: Percent | None = None
+    gpu_memory_percent: Percent | None = None
+    cpu_percent: Percent | None = None
+    memory_percent: Percent | None = None
+    stall_gpu_percent: Percent | None = Field(None, description="this host's GPU while the job is stalled")
+    stall_cpu_percent: Percent | None = None
+    log_every_minutes: NonNegativeInt | None = Field(None, description="this host's log cadence (0: silent)")
+
+    @model_validator(mode="after")
+    def _selects(self) -> Self:
+        if (self.group is None) == (self.hosts is None):
+            raise ValueError("a host profile names either an instance group or host numbers")
+        return self
+
+    def applies(self, number: int, group: str) -> bool:
+        return (self.hosts is not None and number in self.hosts) or self.group == group
+
+
 class Faults(_Model):
     """What goes wrong. A job resumed by the service runs without faults unless ``after_resume`` says so."""
 
     stall_after_minutes: NonNegativeInt | None = Field(
         None, description="training minute at which the training loop hangs (GPU drops, no progress)"
     )
-    stall_gpu_percent: float = Field(0.0, ge=0, le=100)
+    stall_gpu_percent: Percent = 0.0
+    stall_cpu_percent: Percent = Field(3.0, description="average utilization per vCPU while stalled")
+    stall_log_every_minutes: NonNegativeInt = Field(0, description="log lines while stalled (0: silent)")
+    stall_recovers_after_minutes: PositiveInt | None = Field(
+        None, description="the stall ends by itself after N minutes and training goes on (None: it never does)"
+    )
     fail_after_hours: PositiveFloat | None = Field(None, description="training hours after which the job fails")
+    fail_during: Literal["starting", "downloading"] | None = Field(
+        None, description="the job fails at the end of this phase, before Training (capacity, a failed download)"
+    )
     failure_reason: str = TRANSIENT_FAILURE
+    failure_log: tuple[str, ...] | None = Field(
+        None, description="the log tail the failing process writes (None: a traceback ending in failure_reason)"
+    )
     interruptions_at_minutes: tuple[PositiveInt, ...] = Field(
         (), description="Spot interruptions, in minutes since the job was created"
     )
@@ -83,8 +165,16 @@ class Script(Faults):
     """How the job behaves, minute by minute."""
 
     train_hours: PositiveFloat = Field(description="training work to complete (hours of progress)")
-    gpu_percent: float = Field(90.0, ge=0, le=100, description="utilization per GPU while training")
+    gpu_percent: Percent = Field(90.0, description="utilization per GPU while training")
+    gpu_memory_percent: Percent = Field(70.0, description="GPU memory used per GPU while training")
+    cpu_percent: Percent = Field(30.0, description="average utilization per vCPU while training")
+    memory_percent: Percent = Field(45.0, description="host memory used while training")
     phases: tuple[Phase, ...] = ()
+    hosts: tuple[HostProfile, ...] = Field((), description="levels of some hosts (by instance group or number)")
+    noise_percent: float = Field(0.0, ge=0, le=50, description="seeded +/- noise on every level (0: none)")
+    noise_every_minutes: PositiveInt = Field(5, description="the noise is drawn anew every N minutes")
+    log_every_minutes: PositiveInt = Field(1, description="a log line every N minutes while training")
+    repeat: bool = Field(False, description="the faults recur in a clone the service starts (and after retries)")
     starting_minutes: PositiveInt = 4
     downloading_minutes: NonNegativeInt = 3
     uploading_minutes: NonNegativeInt = 2
@@ -100,41 +190,64 @@ class Script(Faults):
     def _consistent(self) -> Self:
         if self.fail_after_hours is not None and self.fail_after_hours >= self.train_hours:
             raise ValueError("fail_after_hours must be less than train_hours")
+        if self.fail_during is not None and self.fail_after_hours is not None:
+            raise ValueError("give either fail_during or fail_after_hours")
         return self
 
     def resumed(self) -> Script:
-        """The script a clone of this job follows: same work and profile, the ``after_resume`` faults."""
+        """The script a clone of this job (or a retry inside it) follows: same work and profile, the
+        ``after_resume`` faults, or the same faults again with ``repeat``."""
+        if self.repeat:
+            return self
         return self.model_copy(update={**self.after_resume.model_dump(), "after_resume": Faults()})
 
-    def gpu_at(self, progress: int) -> tuple[float, str]:
-        """Utilization per GPU at a training minute, and the phase name."""
+    def phase_at(self, at: PhaseTime) -> Phase | None:
+        """The phase the script is in at this moment (None: the main training loop)."""
         for phase in self.phases:
-            offset = progress - phase.start_minute
+            offset = at.of(phase.clock) - phase.start_minute
             if offset < 0:
                 continue
             if phase.every_minutes is not None:
                 offset %= phase.every_minutes
             if offset < phase.duration_minutes:
-                return phase.gpu_percent, phase.name
-        return self.gpu_percent, "training"
+                return phase
+        return None
 
-    def next_boundary(self, progress: int) -> int | None:
-        """The next training minute after ``progress`` at which the utilization may change."""
+    def gpu_at(self, progress: int) -> tuple[float, str]:
+        """Utilization per GPU at a training minute, and the phase name (training-clock phases only)."""
+        phase = self.phase_at(PhaseTime(progress, progress, progress))
+        return (phase.gpu_percent, phase.name) if phase else (self.gpu_percent, "training")
+
+    def next_boundary(self, at: PhaseTime | int) -> int | None:
+        """Minutes from ``at`` (all clocks running) to the next moment the phase may change (None: never)."""
+        if isinstance(at, int):
+            at = PhaseTime(at, at, at)
         candidates: list[int] = []
         for phase in self.phases:
+            now = at.of(phase.clock)
             start, every, length = phase.start_minute, phase.every_minutes, phase.duration_minutes
-            if progress < start:
-                candidates.append(start)
+            if now < start:
+                candidates.append(start - now)
                 continue
             if every is None:
-                if progress < start + length:
-                    candidates.append(start + length)
+                if now < start + length:
+                    candidates.append(start + length - now)
                 continue
-            k = (progress - start) // every
-            begin = start + k * every
-            candidates.append(begin + length if progress < begin + length else begin + every)
-        later = [c for c in candidates if c > progress]
+            begin = start + (now - start) // every * every
+            candidates.append((begin + length if now < begin + length else begin + every) - now)
+        later = [c for c in candidates if c > 0]
         return min(later) if later else None
+
+    def failure_tail(self) -> tuple[str, ...]:
+        """The last lines the failing process writes to its log."""
+        if self.failure_log is not None:
+            return self.failure_log
+        return (
+            "Traceback (most recent call last):",
+            '  File "/opt/ml/code/train.py", line 212, in <module>',
+            "    main()",
+            self.failure_reason,
+        )
 
 
 class InstanceGroup(_Model):
@@ -153,6 +266,23 @@ class MetricSpec(_Model):
         description="the regex matches the job's log, so SageMaker publishes the metric each training minute "
         "until the job stalls (false: a regex that never matches; nothing is ever published)",
     )
+    every_minutes: PositiveInt = Field(1, description="a matching log line every N minutes (per epoch: 60)")
+    phases: tuple[str, ...] | None = Field(
+        None,
+        description="only in these phases of Training (phase names; `training` is the main loop); None: all",
+    )
+
+
+class Expect(_Model):
+    """The right outcome for a job, written into the scenario; the report checks it."""
+
+    stop: bool | None = Field(None, description="governance should stop it (true) or must not (false)")
+    stop_within_minutes: PositiveInt | None = Field(
+        None, description="stopped at most this long after its stall began"
+    )
+    resume: bool | None = Field(None, description="the service should (true) or must not (false) clone it")
+    complete: bool | None = Field(None, description="its work should end Completed (itself or a clone)")
+    note: str = Field("", description="why this is the right outcome")
 
 
 class JobSpec(_Model):
@@ -173,6 +303,10 @@ class JobSpec(_Model):
         False, description="the scenario means governance to stop this job (it violates policy): not a false stop"
     )
     metric_definitions: tuple[MetricSpec, ...] = Field((), description="the job's training metrics")
+    retry_attempts: int | None = Field(
+        None, ge=1, le=30, description="RetryStrategy.MaximumRetryAttempts: SageMaker retries InternalServerError"
+    )
+    expect: Expect = Field(default_factory=Expect, description="the right outcome (checked by the report)")
     script: Script
 
     @model_validator(mode="after")
@@ -226,11 +360,20 @@ class Scenario(_Model):
     prices: dict[str, PositiveFloat] = Field(default_factory=dict, description="On-Demand $ per instance-hour")
     spot_price_factor: float = Field(0.35, gt=0, le=1, description="Spot price as a fraction of On-Demand")
     horizon_hours: PositiveFloat | None = Field(None, description="stop the clock here (default: all jobs ended)")
+    metric_delay_minutes: tuple[NonNegativeInt, NonNegativeInt] = Field(
+        (1, 2), description="a datapoint is visible to CloudWatch readers this many minutes late (min, max)"
+    )
+    detection_minutes: NonNegativeInt = Field(
+        10, description="a perfect governor's detection delay, for recoverable waste"
+    )
     jobs: tuple[JobSpec, ...] = ()
     fleet: Fleet | None = None
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Self:
+        low, high = self.metric_delay_minutes
+        if low > high:
+            raise ValueError("metric_delay_minutes: give (min, max)")
         if not self.jobs and self.fleet is None:
             raise ValueError("a scenario needs jobs or a fleet")
         names = [j.name for j in self.jobs]
@@ -328,6 +471,7 @@ def builtin_scenario(name: str) -> Scenario:
 
 class InstanceInfo(_Model):
     gpus: NonNegativeInt = 0
+    vcpus: PositiveInt = 4
     price_per_hour: float | None = None
 
 
@@ -340,6 +484,11 @@ def instance_table() -> dict[str, InstanceInfo]:
 def gpus_of(instance_type: str) -> int:
     info = instance_table().get(instance_type)
     return info.gpus if info else 0
+
+
+def vcpus_of(instance_type: str) -> int:
+    info = instance_table().get(instance_type)
+    return info.vcpus if info else 4
 
 
 def on_demand_price(instance_type: str, scenario: Scenario, job: JobSpec | None = None) -> float:

@@ -18,7 +18,7 @@ from smgov.simulation.alarms.base import ALARM, INSUFFICIENT_DATA, OK
 from smgov.simulation.alarms.composite import CompositeAlarm, rule_refs
 from smgov.simulation.alarms.metric import MetricAlarm, evaluate_alarm
 from smgov.simulation.messages import alarm_notification, iso_millis
-from smgov.simulation.metrics import MetricKey, MetricStore
+from smgov.simulation.metrics import MetricKey, MetricStore, visible_until
 
 
 @dataclass
@@ -52,8 +52,19 @@ class AlarmEvaluator:
         account: str,
         region: str,
         on_transition: Callable[[Transition], None],
+        delay: tuple[int, int] = (0, 0),
+        salt: str = "",
+        returns_at_once: bool = False,
     ) -> None:
+        """``delay``: a datapoint arrives (min, max) minutes after its minute is complete (see
+        ``metrics.visible_until``). ``returns_at_once``: after ``SetAlarmState`` the alarm is evaluated
+        again in the same minute (CloudWatch: it "returns to its actual state quickly, often within
+        seconds"), at most once per alarm and minute; otherwise at its next period."""
         self.store = store
+        self.delay = delay
+        self.salt = salt
+        self.returns_at_once = returns_at_once
+        self._returned: dict[str, int] = {}
         self.epoch = epoch
         self.account = account
         self.region = region
@@ -84,17 +95,29 @@ class AlarmEvaluator:
         self._schedule(alarm.name, self._aligned(now + 1, alarm.period))
 
     def set_state(self, name: str, state: str, now: int) -> None:
-        """``SetAlarmState``: the state changes at once and the alarm is evaluated again at the next
-        period, so it notifies again if its condition still holds. (CloudWatch would also run the
+        """``SetAlarmState``: the state changes at once, and the alarm returns to its actual state at its
+        next evaluation (``returns_at_once``: in the same minute, once per minute; else at its next
+        period), so it notifies again if its condition still holds. (CloudWatch would also run the
         actions of the new state; the service only ever resets to ``OK`` and its alarms have no
-        ``OKActions``, so nothing is published here.)"""
+        ``OKActions``, so nothing is published for the reset itself.)"""
         alarm = self.metric_alarms.get(name)
-        if alarm is None:
-            if name in self.composites:
-                self.states[name] = state
+        composite = self.composites.get(name)
+        if alarm is None and composite is None:
             return
         self.states[name] = state
-        self._schedule(name, self._aligned(now + 1, alarm.period))
+        at_once = self.returns_at_once and self._returned.get(name) != now
+        if at_once:
+            self._returned[name] = now
+        if alarm is not None:
+            if at_once:
+                self._evaluate(alarm, now)
+            else:
+                self._schedule(name, self._aligned(now + 1, alarm.period))
+        elif composite is not None:
+            if at_once:
+                self._evaluate_composite(composite, now)
+            else:
+                self._schedule(name, now + 1)
 
     def remove(self, name: str) -> None:
         self._unwatch(name)
@@ -144,10 +167,19 @@ class AlarmEvaluator:
             alarm = self.metric_alarms.get(name)
             if alarm is not None:
                 self._evaluate(alarm, now)
+            elif name in self.composites:
+                self._evaluate_composite(self.composites[name], now)
+
+    def arrived(self, key: MetricKey, now: int) -> int:
+        """The first minute of ``key`` whose datapoint has not arrived by ``now``."""
+        return visible_until(key, now, self.delay, self.salt)
 
     def _steady(self, alarm: MetricAlarm, now: int) -> bool:
-        horizon = now - alarm.range_periods * alarm.period
+        """No later evaluation can see other data: no metric changed within the range (nor is arriving)."""
+        horizon = now - alarm.range_periods * alarm.period - self.delay[1]
         for key in alarm.keys:
+            if self.store.sparse(key):
+                return False
             changed = self.store.last_change(key)
             if changed is not None and changed > horizon:
                 return False
@@ -156,7 +188,8 @@ class AlarmEvaluator:
     def _evaluate(self, alarm: MetricAlarm, now: int) -> None:
         self.evaluations += 1
         old = self.states[alarm.name]
-        result = evaluate_alarm(alarm, self.store, now, old, self.epoch)
+        arrived = None if self.delay == (0, 0) else (lambda key: self.arrived(key, now))
+        result = evaluate_alarm(alarm, self.store, now, old, self.epoch, arrived=arrived)
         if not self._steady(alarm, now):
             self._schedule(alarm.name, now + alarm.period)
         if result.state == old:

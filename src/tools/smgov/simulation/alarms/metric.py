@@ -164,14 +164,20 @@ class MetricAlarm:
     def breaches(self, value: float) -> bool:
         return _COMPARISONS[self.comparison][0](value, self.threshold)
 
-    def series(self, store: MetricStore, now: int) -> list[float | None]:
-        """The alarm's datapoints over its evaluation range ending at ``now``, oldest first."""
+    def series(
+        self, store: MetricStore, now: int, arrived: Callable[[MetricKey], int] | None = None
+    ) -> list[float | None]:
+        """The alarm's datapoints over its evaluation range ending at ``now``, oldest first. ``arrived``:
+        per metric, the first minute whose datapoint has not arrived yet (None: all have)."""
         buckets = self.range_periods
         first = now - buckets * self.period
         values: dict[str, Any] = {}
         for query in self.queries:
             if query.key is not None and query.statistic is not None:
-                values[query.id] = store.datapoints(query.key, first, buckets, self.period, query.statistic)
+                until = arrived(query.key) if arrived is not None else None
+                values[query.id] = store.datapoints(
+                    query.key, first, buckets, self.period, query.statistic, until=until
+                )
         result: Any = None
         for query in self.queries:
             if query.expression is not None:
@@ -246,8 +252,16 @@ def decide(
     return current, count, existing, 0
 
 
-def evaluate_alarm(alarm: MetricAlarm, store: MetricStore, now: int, current: str, epoch: datetime) -> Evaluation:
-    values = alarm.series(store, now)
+def evaluate_alarm(
+    alarm: MetricAlarm,
+    store: MetricStore,
+    now: int,
+    current: str,
+    epoch: datetime,
+    *,
+    arrived: Callable[[MetricKey], int] | None = None,
+) -> Evaluation:
+    values = alarm.series(store, now, arrived)
     state, count, used, filled = decide(
         values,
         evaluation_periods=alarm.evaluation_periods,

@@ -1,9 +1,11 @@
 """The simulated AWS account of a governed run: moto, the deployed template, the handlers' clients.
 
 Inside ``SimulatedAccount``: moto serves every AWS API except SageMaker (the stateful double, attached
-to the handlers' own client); the template's resources exist (``deploy.py``); the handlers' composition
-root uses the virtual clock, an in-memory audit sink (wrapped by the crash fault) and a boto3 session
-whose calls are counted. The simulator's own calls go through another session (not counted).
+to the handlers' own client); moto's CloudWatch answers alarms and metric reads from the simulator
+(``cloudwatch_backend.py``) and its Logs holds the jobs' log streams (``logs.py``, written when the
+service reads); the template's resources exist (``deploy.py``); the handlers' composition root uses
+the virtual clock, an in-memory audit sink (wrapped by the crash fault) and a boto3 session whose calls
+are counted. The simulator's own calls go through another session (not counted).
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
+from unittest import mock
 
 from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.deploy import Deployment, deploy
 from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.engine.cloudwatch_backend import SimulatedCloudWatch
 from smgov.simulation.engine.counters import ServiceCalls
+from smgov.simulation.engine.logs import GROUP as LOG_GROUP
+from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_cloudwatch import RequestQuota
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import CrashingAuditSink, FaultInjector, Throttler
@@ -41,6 +48,8 @@ class SimulatedAccount:
         fake: FakeSageMaker,
         faults: FaultInjector,
         cloudwatch_tps: float | None,
+        cloudwatch: SimulatedCloudWatch,
+        logs: LogStreams,
     ) -> None:
         self.template = template
         self.scenario = scenario
@@ -51,6 +60,9 @@ class SimulatedAccount:
         self.fake = fake
         self.faults = faults
         self.cloudwatch_tps = cloudwatch_tps
+        self.simulated_cloudwatch = cloudwatch
+        self.logs = logs
+        self.logs_client: Any = None
         self.deployment: Deployment | None = None
         self.cloudwatch: Any = None  # the simulator's own CloudWatch client (its calls are not counted)
         self.environment: dict[str, str] = {}
@@ -76,10 +88,17 @@ class SimulatedAccount:
 
         saved_session = boto3.DEFAULT_SESSION
         saved_level = logger.log_level
-        with patched_env(DUMMY_CREDENTIALS), mock_aws():
+        with (
+            patched_env(DUMMY_CREDENTIALS),
+            mock_aws(),
+            self.simulated_cloudwatch.installed(),
+            mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
+        ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
-            self.cloudwatch = own.client("cloudwatch")
+            self.cloudwatch = self.simulated_cloudwatch.direct
+            self.logs_client = own.client("logs")
+            self.logs_client.create_log_group(logGroupName=LOG_GROUP)
             self.deployment = deploy(
                 self.template,
                 self.scenario.parameters,
@@ -99,6 +118,8 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
+                # The service reads CloudWatch Logs: the lines due by now are written first.
+                session.events.register("before-call.cloudwatch-logs", self._flush_logs)
                 self.root = self._handlers_root(session)
                 logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
                 try:
@@ -130,7 +151,16 @@ class SimulatedAccount:
         if self.cloudwatch_tps is not None:
             self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
             self.quota.attach(root.client("cloudwatch"))
+        elif self.faults.spec.rate("throttle") == 0:  # nothing happens in the send loop: answer directly
+            self.simulated_cloudwatch.alarms.attach(root.client("cloudwatch"))
         return root
+
+    def _naive_utc_now(self) -> datetime:
+        """moto's Logs accepts events of the last 14 days by its clock: the virtual one here."""
+        return self.clock().astimezone(UTC).replace(tzinfo=None)
+
+    def _flush_logs(self, **_: Any) -> None:
+        self.logs.flush(self.logs_client, self.clock.now)
 
     def _put_policy(self, ssm: Any, environment: Mapping[str, str]) -> None:
         """The scenario's policy document, in the SSM parameter the functions read."""

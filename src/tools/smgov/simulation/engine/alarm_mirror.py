@@ -30,9 +30,18 @@ class AlarmMirror:
         account: str,
         region: str,
         notify: Callable[[SnsMessage], None],
+        delay: tuple[int, int] = (0, 0),
+        salt: str = "",
     ) -> None:
         self.evaluator = AlarmEvaluator(
-            store, epoch=clock.epoch, account=account, region=region, on_transition=self._transition
+            store,
+            epoch=clock.epoch,
+            account=account,
+            region=region,
+            on_transition=self._transition,
+            delay=delay,
+            salt=salt,
+            returns_at_once=True,
         )
         self.calls = calls
         self.clock = clock

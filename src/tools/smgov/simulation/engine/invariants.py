@@ -60,7 +60,7 @@ class InvariantWatch:
             if prefix is None:
                 continue
             watched = self._watched_hosts(prefix)
-            if not any(host in watched for host, _ in job.gpu_hosts):
+            if not any(host.name in watched for host in job.gpu_hosts):
                 self.missing.add(name)
 
     def _watched_hosts(self, prefix: str) -> set[str]:

@@ -9,7 +9,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smgov.simulation.harness import ACCOUNT, REGION
-from smgov.simulation.scenario import JobSpec, Scenario, Script, gpus_of, on_demand_price
+from smgov.simulation.scenario import JobSpec, MetricSpec, Scenario, Script, gpus_of, on_demand_price, vcpus_of
+
+
+@dataclass(frozen=True)
+class Host:
+    """One instance of a job: ``algo-<number>``, its GPUs and vCPUs, its instance group."""
+
+    name: str  # <job>/algo-<number>, the metrics' Host dimension
+    number: int
+    gpus: int
+    vcpus: int
+    group: str
+
+
+@dataclass
+class StallEpisode:
+    """A stretch during which the training loop made no progress (for recoverable waste)."""
+
+    start: int
+    billable_at_start: int
+    end: int | None = None
+    billable_at_end: int | None = None
+    recovered: bool = False  # it ended by itself and training went on
 
 
 @dataclass
@@ -18,7 +40,7 @@ class JobRun:
 
     name: str
     script: Script
-    hosts: list[tuple[str, int]]  # (host name, GPUs)
+    hosts: list[Host]
     cluster_price_per_hour: float
     instance_count: int
     created: int
@@ -42,11 +64,21 @@ class JobRun:
     final_status: str | None = None
     final_secondary: str | None = None
     ended_at: int | None = None
+    attempts: int = 0  # RetryStrategy retries used
+    retry_attempts: int = 0  # RetryStrategy.MaximumRetryAttempts
+    stint_started: int = 0  # the minute the current Training stint began
+    stall_ends_at: int | None = None  # a recovering stall ends here
+    stall_recovered: bool = False  # its stall ended by itself: it does not stall again
+    # The training minute its faults count from: 0, or where a clone or a retry resumed (set when it
+    # enters Training; None until then).
+    fault_origin: int | None = 0
+    stalls: list[StallEpisode] = field(default_factory=list)
     token: int = 0
-    gpu_percent: float | None = None  # per GPU, what the hosts publish now (None: nothing)
-    metrics: tuple[str, ...] = ()  # training metrics whose regex matches the log (published while training)
-    metrics_on: bool = False
-    series: list[list[Any]] = field(default_factory=list)  # [start, end, percent per GPU]
+    metrics: tuple[MetricSpec, ...] = ()  # training metrics whose regex matches the log
+    activity: Any = None  # what its hosts are doing (``telemetry.Activity``; None: nothing yet)
+    published: dict[str, bool] = field(default_factory=dict)  # training metric -> being published
+    series: list[list[Any]] = field(default_factory=list)  # [start, end, busiest host's percent per GPU]
+    host_series: dict[str, list[list[Any]]] = field(default_factory=dict)  # per host: [start, end, per GPU]
 
     @property
     def cost(self) -> float:
@@ -57,8 +89,8 @@ class JobRun:
         return self.final_status is not None
 
     @property
-    def gpu_hosts(self) -> list[tuple[str, int]]:
-        return [(h, g) for h, g in self.hosts if g > 0]
+    def gpu_hosts(self) -> list[Host]:
+        return [h for h in self.hosts if h.gpus > 0]
 
 
 def training_request(spec: JobSpec) -> dict[str, Any]:
@@ -102,6 +134,8 @@ def training_request(spec: JobSpec) -> dict[str, Any]:
         ]
     if spec.checkpoint:
         request["CheckpointConfig"] = {"S3Uri": f"s3://sim-checkpoints/{spec.name}/"}
+    if spec.retry_attempts is not None:
+        request["RetryStrategy"] = {"MaximumRetryAttempts": spec.retry_attempts}
     return request
 
 
@@ -119,18 +153,24 @@ def job_from_request(
     (``algo-N``) randomly across instance groups: seeded by the run's seed and the job's name."""
     resources = request["ResourceConfig"]
     if resources.get("InstanceGroups"):
-        groups = [(g["InstanceType"], int(g["InstanceCount"])) for g in resources["InstanceGroups"]]
+        groups = [
+            (g["InstanceType"], int(g["InstanceCount"]), g["InstanceGroupName"])
+            for g in resources["InstanceGroups"]
+        ]
     else:
-        groups = [(resources["InstanceType"], int(resources.get("InstanceCount", 1)))]
-    instances = [t for t, n in groups for _ in range(n)]
+        groups = [(resources["InstanceType"], int(resources.get("InstanceCount", 1)), "main")]
+    instances = [(t, group) for t, n, group in groups for _ in range(n)]
     order = list(range(len(instances)))
     if len(groups) > 1:
         random.Random(f"{seed}-{request['TrainingJobName']}").shuffle(order)
     name = request["TrainingJobName"]
-    hosts = [(f"{name}/algo-{i + 1}", gpus_of(instances[k])) for i, k in enumerate(order)]
+    hosts = [
+        Host(f"{name}/algo-{i + 1}", i + 1, gpus_of(instances[k][0]), vcpus_of(instances[k][0]), instances[k][1])
+        for i, k in enumerate(order)
+    ]
     spot = bool(request.get("EnableManagedSpotTraining"))
     factor = scenario.spot_price_factor if spot else 1.0
-    price = sum(on_demand_price(t, scenario, price_source) * n for t, n in groups) * factor
+    price = sum(on_demand_price(t, scenario, price_source) * n for t, n, _ in groups) * factor
     stopping = request.get("StoppingCondition", {})
     wait = stopping.get("MaxWaitTimeInSeconds")
     return JobRun(
@@ -145,6 +185,7 @@ def job_from_request(
         max_wait=int(wait) // 60 if (spot and wait) else None,
         checkpoint_uri=(request.get("CheckpointConfig") or {}).get("S3Uri"),
         expect_stop=expect_stop,
+        retry_attempts=int((request.get("RetryStrategy") or {}).get("MaximumRetryAttempts", 0)),
         phase_since=now,
         accrued_at=now,
     )

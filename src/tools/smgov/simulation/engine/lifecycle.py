@@ -1,10 +1,13 @@
 """Drives every training job through the phase table (``phases.py``) on the virtual clock.
 
 Each job follows its script: how long each phase lasts, how much training work there is, when it
-stalls, fails or is interrupted. Every status change is applied to the SageMaker double and emitted as
-a state-change event; what the hosts publish is the phase's publication (``telemetry.py``). The
-service's own actions come back through the double: a ``StopTrainingJob`` makes the job Stopping, a
-``CreateTrainingJob`` (a clone) is adopted and run from its source's last checkpoint.
+stalls (and whether the stall recovers), fails (before or during Training) or is interrupted. Every
+status change is applied to the SageMaker double and emitted as a state-change event; what the hosts
+publish and log is the activity's (``telemetry.py``, ``logs.py``). A job with a ``RetryStrategy`` is
+restarted inside itself after an ``InternalServerError`` (SageMaker's own retry: Restarting, then
+Starting again, from its last checkpoint). The service's own actions come back through the double: a
+``StopTrainingJob`` makes the job Stopping, a ``CreateTrainingJob`` (a clone) is adopted and run from
+its source's last checkpoint.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from smgov.simulation.engine.clock import VirtualClock
-from smgov.simulation.engine.jobs import JobRun, job_from_request, source_of, training_request
+from smgov.simulation.engine.jobs import JobRun, StallEpisode, job_from_request, source_of, training_request
+from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.phases import BILLABLE, PHASES, RUNNING, Publication
-from smgov.simulation.engine.telemetry import Telemetry
+from smgov.simulation.engine.telemetry import OFF, Activity, Telemetry
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.scenario import JobSpec, Scenario, Script
+from smgov.simulation.scenario import JobSpec, PhaseTime, Scenario, Script
+
+RETRYABLE = "InternalServerError"  # RetryStrategy retries only these failures (API reference)
 
 CREATE = "create:"  # a tick that creates a scenario job
 
@@ -33,6 +39,7 @@ class Lifecycle:
         clock: VirtualClock,
         fake: FakeSageMaker,
         telemetry: Telemetry,
+        logs: LogStreams,
         emit: Callable[[str], None],
     ) -> None:
         self.scenario = scenario
@@ -41,6 +48,7 @@ class Lifecycle:
         self.clock = clock
         self.fake = fake
         self.telemetry = telemetry
+        self.logs = logs
         self.emit = emit  # a job's status changed: SageMaker emits its state-change event
         self.on_training: Callable[[JobRun], None] | None = None  # a job entered Training
         self.jobs: dict[str, JobRun] = {}
@@ -90,7 +98,8 @@ class Lifecycle:
             if self.fake.jobs[name]["TrainingJobStatus"] != "Stopping":
                 continue
             self._accrue(job)
-            self._publish(job, None)
+            self._publish(job, OFF)
+            self._end_stall(job, recovered=False)
             job.stopping_billable = job.phase in RUNNING
             self._enter(job, "stopping")
             job.stopped_by_service_at = self.now
@@ -118,10 +127,10 @@ class Lifecycle:
         request = training_request(spec)
         job = job_from_request(
             request, spec.script, scenario=self.scenario, seed=self.seed, now=self.now, price_source=spec,
-            expect_stop=spec.expect_stop,
+            expect_stop=spec.expect_stop or spec.expect.stop is True,
         )  # fmt: skip
         job.spec_name = spec.name
-        job.metrics = tuple(m.name for m in spec.metric_definitions if m.publishes)
+        job.metrics = tuple(m for m in spec.metric_definitions if m.publishes)
         self.jobs[job.name] = job
         self.fake.launch(request)
         self.emit(job.name)
@@ -138,8 +147,9 @@ class Lifecycle:
         )  # fmt: skip
         job.source = source
         job.spec_name = spec.name if spec else None
+        job.fault_origin = None  # its faults count from where it resumes
         defined = {d.get("Name") for d in request.get("AlgorithmSpecification", {}).get("MetricDefinitions", [])}
-        job.metrics = tuple(m for m in (self.jobs[source].metrics if source else ()) if m in defined)
+        job.metrics = tuple(m for m in (self.jobs[source].metrics if source else ()) if m.name in defined)
         self.jobs[job.name] = job
         self.active += 1
         self.emit(job.name)
@@ -164,8 +174,12 @@ class Lifecycle:
                     self.checkpoints[job.checkpoint_uri] = max(self.checkpoints.get(job.checkpoint_uri, 0), saved)
         job.accrued_at = self.now
 
-    def _publish(self, job: JobRun, percent: float | None) -> None:
-        self.telemetry.publish(job, percent, self.now)
+    def _publish(self, job: JobRun, activity: Activity) -> None:
+        job.activity = activity
+        self.telemetry.publish(job, activity, self.now)
+
+    def _activity(self, job: JobRun) -> Activity:
+        return job.activity if isinstance(job.activity, Activity) else OFF
 
     def _enter(self, job: JobRun, phase: str) -> None:
         job.phase = phase
@@ -175,11 +189,22 @@ class Lifecycle:
     def _begin(self, job: JobRun, name: str) -> None:
         """Enter the phase ``name``: SageMaker reports it, the hosts publish what the phase publishes."""
         phase = PHASES[name]
+        leaving = job.phase
         self._enter(job, name)
-        if phase.publishes is Publication.ZERO:
-            self._publish(job, 0.0)
-        if name == "training" and job.checkpoint_uri and job.progress == 0:
-            job.progress = self.checkpoints.get(job.checkpoint_uri, 0)  # resume from the last checkpoint
+        if leaving == "training":
+            self._containers_gone(job)
+        if phase.publishes is Publication.PHASE:
+            self._publish(job, Activity(name))
+        elif phase.publishes is Publication.NOTHING:
+            self._publish(job, OFF)
+        if name == "training":
+            if job.checkpoint_uri and job.progress == 0:
+                job.progress = self.checkpoints.get(job.checkpoint_uri, 0)  # resume from the last checkpoint
+            if job.fault_origin is None:
+                job.fault_origin = job.progress
+            job.stint_started = self.now
+            for host in job.hosts:  # the algorithm containers start: new log streams
+                self.logs.start(host.name, self.now)
         assert phase.secondary is not None
         self._transition(job, "InProgress", phase.secondary, message=phase.message)
         if phase.publishes is Publication.SCRIPT:
@@ -187,8 +212,16 @@ class Lifecycle:
         if name == "training" and self.on_training is not None:
             self.on_training(job)
 
+    def _containers_gone(self, job: JobRun) -> None:
+        for host in job.hosts:
+            self.logs.stop(host.name, self.now)
+
     def _end(self, job: JobRun, status: str, secondary: str, **kwargs: Any) -> None:
-        self._publish(job, None)
+        self._publish(job, OFF)
+        self._end_stall(job, recovered=False)
+        if status == "Failed" and job.phase == "training":  # the failing process writes its last lines
+            self.logs.write(job.hosts[0].name, self.now, job.script.failure_tail())
+        self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now
         self.active -= 1
@@ -221,40 +254,96 @@ class Lifecycle:
             return
         phase = PHASES[job.phase]
         if job.phase == "training":
-            if job.progress >= script.train_minutes:
+            if job.stalled_at is not None:
+                if job.stall_ends_at is not None and now >= job.stall_ends_at:
+                    self._recover(job)
+                elif self._activity(job).kind != "off":
+                    self._publish(job, self._activity(job))  # the noise moves on
+            elif job.progress >= script.train_minutes:
                 self._begin(job, "uploading")
-            elif script.fail_after_hours is not None and job.progress >= round(script.fail_after_hours * 60):
-                self._end(job, "Failed", "Failed", failure_reason=script.failure_reason)
+            elif script.fail_after_hours is not None and self._done(job) >= round(script.fail_after_hours * 60):
+                self._fail(job)
                 return
             else:
                 self._training_state(job)
         elif phase.duration is not None and now - job.phase_since >= phase.duration(script):
+            if script.fail_during == job.phase:
+                self._fail(job)
+                return
             if phase.next is None:
                 assert phase.ends_as is not None
                 self._end(job, *phase.ends_as)
                 return
             self._begin(job, phase.next)
+        elif phase.publishes is Publication.PHASE:
+            self._publish(job, self._activity(job))  # the noise moves on
         self._schedule(job, self._next_tick(job))
+
+    def _fail(self, job: JobRun) -> None:
+        """The job's process fails: SageMaker retries it inside the job (``RetryStrategy``, an
+        ``InternalServerError`` only, while attempts are left), else the job ends Failed."""
+        script = job.script
+        if script.failure_reason.startswith(RETRYABLE) and job.attempts < job.retry_attempts:
+            job.attempts += 1
+            if job.phase == "training":
+                self.logs.write(job.hosts[0].name, self.now, script.failure_tail())
+            self._end_stall(job, recovered=False)
+            job.stalled_at = job.stall_ends_at = None
+            job.script = script.resumed()  # a retry runs like a clone: the fault recurs only with `repeat`
+            saved = self.checkpoints.get(job.checkpoint_uri, 0) if job.checkpoint_uri else 0
+            job.progress = min(job.progress, saved)
+            job.fault_origin = None
+            self._begin(job, "restarting")
+            self._schedule(job, self._next_tick(job))
+            return
+        self._end(job, "Failed", "Failed", failure_reason=script.failure_reason)
+
+    def _recover(self, job: JobRun) -> None:
+        """A stall that ends by itself: training goes on from where it stopped."""
+        job.stalled_at = job.stall_ends_at = None
+        job.stall_recovered = True
+        self._end_stall(job, recovered=True)
+        self._training_state(job)
+
+    def _end_stall(self, job: JobRun, *, recovered: bool) -> None:
+        if job.stalls and job.stalls[-1].end is None:
+            episode = job.stalls[-1]
+            episode.end, episode.billable_at_end, episode.recovered = self.now, job.billable, recovered
+
+    @staticmethod
+    def _done(job: JobRun) -> int:
+        """Training minutes since the point its faults count from."""
+        return job.progress - (job.fault_origin or 0)
+
+    def _phase_time(self, job: JobRun) -> PhaseTime:
+        return PhaseTime(job.progress, self.now - job.stint_started, self.now - job.created)
 
     def _training_state(self, job: JobRun) -> None:
         script = job.script
         if (
             job.stalled_at is None
             and script.stall_after_minutes is not None
-            and job.progress >= script.stall_after_minutes
+            and self._done(job) >= script.stall_after_minutes
+            and not job.stall_recovered
         ):
             job.stalled_at = self.now
             job.first_stall = self.now if job.first_stall is None else job.first_stall
+            job.stalls.append(StallEpisode(self.now, job.billable))
+            if script.stall_recovers_after_minutes is not None:
+                job.stall_ends_at = self.now + script.stall_recovers_after_minutes
         if job.stalled_at is not None:
-            self._publish(job, script.stall_gpu_percent)
+            self._publish(job, Activity("stalled"))
         else:
-            self._publish(job, script.gpu_at(job.progress)[0])
+            self._publish(job, Activity("training", script.phase_at(self._phase_time(job))))
 
     def _interrupt(self, job: JobRun) -> None:
-        self._publish(job, None)
+        self._publish(job, OFF)
+        self._end_stall(job, recovered=False)
+        if job.phase == "training":
+            self._containers_gone(job)
         self._enter(job, "interrupted")
         job.interruptions += 1
-        job.stalled_at = None  # the restarted process hangs again only when it reaches the same point
+        job.stalled_at = job.stall_ends_at = None  # the restarted process hangs again at the same point
         saved = self.checkpoints.get(job.checkpoint_uri, 0) if job.checkpoint_uri else 0
         job.progress = min(job.progress, saved)
         self._transition(job, "InProgress", "Interrupted", message=PHASES["interrupted"].message)
@@ -270,15 +359,21 @@ class Lifecycle:
             candidates.append(job.phase_since + phase.duration(script))
         if job.phase == "training" and job.stalled_at is None:
             targets = [script.train_minutes]
+            origin = job.fault_origin or 0
             if script.fail_after_hours is not None:
-                targets.append(round(script.fail_after_hours * 60))
-            if script.stall_after_minutes is not None:
-                targets.append(script.stall_after_minutes)
-            boundary = script.next_boundary(job.progress)
-            if boundary is not None:
-                targets.append(boundary)
+                targets.append(origin + round(script.fail_after_hours * 60))
+            if script.stall_after_minutes is not None and not job.stall_recovered:
+                targets.append(origin + script.stall_after_minutes)
             later = [t for t in targets if t > job.progress]
             candidates.append(now + (min(later) - job.progress) if later else now)
+            boundary = script.next_boundary(self._phase_time(job))
+            if boundary is not None:
+                candidates.append(now + boundary)
+        if job.phase == "training" and job.stall_ends_at is not None:
+            candidates.append(job.stall_ends_at)
+        noise = self.telemetry.next_noise(job, self._activity(job), now)
+        if noise is not None:
+            candidates.append(noise)
         if job.phase in BILLABLE:
             candidates.append(now + max(0, job.max_runtime - job.billable))
         if job.max_wait is not None:

@@ -5,7 +5,8 @@ SageMaker's own sequence (``SecondaryStatus``): Starting -> Downloading -> Train
 Completed; a Spot interruption (``Interrupted``) waits for capacity and starts again; ``StopTrainingJob``
 makes a job Stopping and then Stopped; limits (``MaxRuntimeInSeconds``, ``MaxWaitTimeInSeconds``) and
 failures end it from any running phase. Billable time is Downloading + Training + Uploading (+ the
-Stopping minute when the job was stopped while running); Starting and Spot waits are not billed.
+Stopping minute when the job was stopped while running); Starting, Spot waits and the Restarting wait
+of a ``RetryStrategy`` retry are not billed.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from enum import Enum
 
 from smgov.simulation.scenario import Script
 
+RESTART_MINUTES = 5  # a RetryStrategy retry: the wait before the job starts again (not documented by AWS)
+
 
 class Publication(Enum):
-    """What a phase's GPU hosts publish each minute."""
+    """What a phase's hosts publish each minute (``telemetry.py``)."""
 
     NOTHING = "nothing"  # no datapoints (instances not up, or gone)
-    ZERO = "zero"  # 0% (instances up, the GPUs idle: downloading, uploading)
-    SCRIPT = "script"  # the script's utilization (training, its phases, a stall)
+    PHASE = "phase"  # the lifecycle phase's own levels (downloading, uploading: the GPUs idle)
+    SCRIPT = "script"  # the script's levels (training, its phases, a stall)
 
 
 @dataclass(frozen=True)
@@ -46,13 +49,18 @@ PHASES: dict[str, Phase] = {
             running=False, next="downloading", message="Launching requested ML instances",
         ),
         Phase(
-            "downloading", "Downloading", lambda s: s.downloading_minutes, Publication.ZERO, billed=True,
+            "downloading", "Downloading", lambda s: s.downloading_minutes, Publication.PHASE, billed=True,
             running=True, next="training",
         ),
         Phase("training", "Training", None, Publication.SCRIPT, billed=True, running=True, next="uploading"),
         Phase(
-            "uploading", "Uploading", lambda s: s.uploading_minutes, Publication.ZERO, billed=True, running=True,
+            "uploading", "Uploading", lambda s: s.uploading_minutes, Publication.PHASE, billed=True, running=True,
             next=None, ends_as=("Completed", "Completed"),
+        ),
+        # SageMaker's RetryStrategy: an InternalServerError restarts the job inside itself (unbilled wait).
+        Phase(
+            "restarting", "Restarting", lambda s: RESTART_MINUTES, Publication.NOTHING, billed=False,
+            running=False, next="starting",
         ),
         Phase(
             "interrupted", "Interrupted", lambda s: s.spot_capacity_wait_minutes, Publication.NOTHING,

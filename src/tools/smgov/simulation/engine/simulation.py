@@ -19,11 +19,13 @@ from typing import Any
 from smgov.simulation.engine.account import SimulatedAccount
 from smgov.simulation.engine.alarm_mirror import AlarmMirror
 from smgov.simulation.engine.clock import Uuids, VirtualClock
+from smgov.simulation.engine.cloudwatch_backend import SimulatedCloudWatch
 from smgov.simulation.engine.counters import CallListener, Counters, Invocation, ServiceCalls
 from smgov.simulation.engine.delivery import Delivery, InvocationHook
 from smgov.simulation.engine.invariants import ALARM_GRACE_MINUTES, InvariantWatch
 from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.engine.lifecycle import Lifecycle
+from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.telemetry import Telemetry
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import FaultInjector, FaultSpec
@@ -98,15 +100,24 @@ class Simulation:
         )
         self.calls = ServiceCalls(self.counters, published=self.delivery.sns)
         self.alarms = AlarmMirror(
-            self.store, self.calls, clock=self.clock, account=ACCOUNT, region=REGION, notify=self.delivery.sns
+            self.store,
+            self.calls,
+            clock=self.clock,
+            account=ACCOUNT,
+            region=REGION,
+            notify=self.delivery.sns,
+            delay=scenario.metric_delay_minutes,
+            salt=str(seed),
         )
+        self.logs = LogStreams(self.clock)
         self.lifecycle = Lifecycle(
             scenario,
             self.specs,
             seed=seed,
             clock=self.clock,
             fake=self.fake,
-            telemetry=Telemetry(self.store),
+            telemetry=Telemetry(self.store, seed=seed, logs=self.logs),
+            logs=self.logs,
             emit=self._emit,
         )
         self.account = SimulatedAccount(
@@ -119,6 +130,10 @@ class Simulation:
             fake=self.fake,
             faults=self.faults,
             cloudwatch_tps=cloudwatch_tps,
+            cloudwatch=SimulatedCloudWatch(
+                self.store, self.clock, delay=scenario.metric_delay_minutes, salt=str(seed)
+            ),
+            logs=self.logs,
         )
         self.invariants = InvariantWatch(
             self.lifecycle.jobs,

@@ -1,0 +1,127 @@
+"""Training jobs' log streams, as SageMaker writes them to CloudWatch Logs.
+
+Log group ``/aws/sagemaker/TrainingJobs``; one stream per host and container start,
+``<job>/algo-<n>-<epoch>`` (``<epoch>``: the Unix time in seconds the algorithm container started; a
+Spot restart or a retry starts a new container, hence a new stream). A stream exists from the moment
+the job enters Training (the container starts); while the script trains it writes a line every
+``log_every_minutes`` (per phase and per host; silent while stalled unless the script says otherwise,
+and in phases with ``log_every_minutes: 0``). A failing process writes its tail (``failure_tail``).
+
+Lines are kept as cadence segments and written to moto's CloudWatch Logs lazily: whenever the service
+calls a CloudWatch Logs API, every stream's lines of the last ``WINDOW_MINUTES`` that are not there yet
+are put first, so the service reads what CloudWatch would hold (older lines are not written: a reader
+of a long job's full history sees only the recent window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from smgov.simulation.engine.clock import VirtualClock
+
+GROUP = "/aws/sagemaker/TrainingJobs"
+WINDOW_MINUTES = 240
+MAX_BATCH = 10_000  # PutLogEvents: at most 10,000 events per request
+
+
+@dataclass
+class Stream:
+    name: str
+    host: str
+    cadence: list[list[int | None]] = field(default_factory=list)  # [start, end, every]
+    extra: list[tuple[int, str]] = field(default_factory=list)  # (minute, text): failure tails
+    written_until: int = 0  # lines before this minute are in moto
+    created: bool = False
+
+    def minutes(self, start: int, end: int) -> Iterator[int]:
+        """The minutes in ``[start, end)`` with a cadence line, in order."""
+        for begin, stop, every in self.cadence:
+            assert begin is not None and every is not None
+            lo, hi = max(begin, start), end if stop is None else min(stop, end)
+            first = begin + -(-(lo - begin) // every) * every
+            yield from range(first, hi, every)
+
+    def last_line(self, until: int) -> int | None:
+        """The minute of the last line before ``until`` (None: none yet)."""
+        last = [m for m, _ in self.extra if m < until]
+        for begin, stop, every in self.cadence:
+            assert begin is not None and every is not None
+            hi = until if stop is None else min(stop, until)
+            if hi > begin:
+                last.append(begin + (hi - 1 - begin) // every * every)
+        return max(last) if last else None
+
+
+class LogStreams:
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.streams: dict[str, Stream] = {}
+        self._current: dict[str, Stream] = {}  # host -> its open stream
+
+    def start(self, host: str, now: int) -> Stream:
+        """The host's algorithm container starts: a new stream."""
+        self.stop(host, now)
+        epoch = int(self.clock.at(now).timestamp())
+        stream = Stream(f"{host}-{epoch}", host)
+        self.streams[stream.name] = stream
+        self._current[host] = stream
+        return stream
+
+    def cadence(self, host: str, every: int, now: int) -> None:
+        """From ``now`` on the host writes a line every ``every`` minutes (0: none)."""
+        stream = self._current.get(host)
+        if stream is None:
+            if every <= 0:
+                return
+            stream = self.start(host, now)
+        if stream.cadence and stream.cadence[-1][1] is None:
+            if stream.cadence[-1][2] == every:
+                return
+            stream.cadence[-1][1] = now
+        if every > 0:
+            stream.cadence.append([now, None, every])
+
+    def write(self, host: str, now: int, lines: tuple[str, ...]) -> None:
+        stream = self._current.get(host) or self.start(host, now)
+        stream.extra += [(now, text) for text in lines]
+
+    def stop(self, host: str, now: int) -> None:
+        """The host's container is gone: its stream gets no more lines."""
+        stream = self._current.pop(host, None)
+        if stream is not None and stream.cadence and stream.cadence[-1][1] is None:
+            stream.cadence[-1][1] = now
+
+    def of(self, host: str) -> list[Stream]:
+        return [s for s in self.streams.values() if s.host == host]
+
+    def lines(self, stream: Stream, start: int, end: int) -> list[tuple[int, str]]:
+        """The stream's lines in ``[start, end)``, oldest first."""
+        host = stream.host.rsplit("/", 1)[-1]
+        out = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, end)]
+        out += [(m, text) for m, text in stream.extra if start <= m < end]
+        return sorted(out, key=lambda line: line[0])
+
+    def flush(self, logs: Any, now: int) -> int:
+        """Put every stream's lines before ``now`` (within the window) into CloudWatch Logs; the number put."""
+        put = 0
+        for stream in self.streams.values():
+            start = max(stream.written_until, now - WINDOW_MINUTES)
+            lines = self.lines(stream, start, now)
+            if not stream.created:
+                logs.create_log_stream(logGroupName=GROUP, logStreamName=stream.name)
+                stream.created = True
+            stream.written_until = now
+            for first in range(0, len(lines), MAX_BATCH):
+                batch = lines[first : first + MAX_BATCH]
+                logs.put_log_events(
+                    logGroupName=GROUP,
+                    logStreamName=stream.name,
+                    logEvents=[
+                        {"timestamp": int(self.clock.at(m).timestamp() * 1000), "message": text}
+                        for m, text in batch
+                    ],
+                )
+                put += len(batch)
+        return put
