@@ -62,7 +62,7 @@ def test_late_training_event_for_an_ended_job_creates_nothing(acct: LocalAccount
     acct.invoke(handler, event)
     assert acct.cloudwatch.alarms == {}
     (record,) = idle_records(acct)
-    assert record.outcome.value == "skipped" and "Completed" in record.reason
+    assert record.outcome.value == "skipped" and record.code == "idle.alarm.late-event"
 
 
 def test_training_event_for_an_unknown_job_creates_nothing(acct: LocalAccount) -> None:
@@ -124,7 +124,7 @@ def test_cpu_and_trainium_jobs_get_no_alarm_and_the_reason_is_recorded(
     acct.invoke(handler, start_training(acct, ResourceConfig=resources))
     assert acct.cloudwatch.alarms == {}
     (record,) = idle_records(acct)
-    assert record.action == "none" and "GPUUtilization" in record.reason
+    assert record.action == "none" and record.code == "idle.alarm.no-gpu"
 
 
 def test_team_override_and_disabling_come_from_the_policy_document(acct: LocalAccount) -> None:
