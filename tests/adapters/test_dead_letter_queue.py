@@ -10,14 +10,14 @@ from botocore.stub import Stubber
 
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
 from smgov.cli.dlq import cmd_dlq_list, cmd_dlq_redrive
-from tests.unit.test_dead_letters import FUNCTION, lambda_failure_record
+from tests.builders import FUNCTION, lambda_failure_message
 
 
 @pytest.fixture
 def queue(aws: None) -> tuple[Any, str]:
     sqs = boto3.client("sqs", region_name="us-east-1")
     url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
-    sqs.send_message(QueueUrl=url, MessageBody=lambda_failure_record()["Body"])  # type: ignore[arg-type]
+    sqs.send_message(QueueUrl=url, MessageBody=lambda_failure_message()["Body"])  # type: ignore[arg-type]
     return sqs, url
 
 
@@ -38,7 +38,7 @@ def test_list_shows_the_error_and_leaves_the_message(
 def test_redrive_invokes_the_function_with_the_original_event_then_deletes(queue: tuple[Any, str]) -> None:
     sqs, url = queue
     lambda_client = boto3.client("lambda", region_name="us-east-1")
-    original = json.loads(lambda_failure_record()["Body"])["requestPayload"]  # type: ignore[arg-type]
+    original = json.loads(lambda_failure_message()["Body"])["requestPayload"]  # type: ignore[arg-type]
     with Stubber(lambda_client) as stub:
         stub.add_response(
             "invoke",

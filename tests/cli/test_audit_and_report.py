@@ -20,8 +20,8 @@ from smgov.audit_queries import unknown_fields
 from smgov.cli import visibility
 from smgov.cli.main import main
 from smgov.simulation.harness import local_account
+from tests.builders import launch_from_sample
 from tests.cli.local_aws import LocalCloudFormation, LocalLogsInsights, clients
-from tests.handlers.test_job_events_handler import launch_from_sample
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 STACK = "sagemaker-governance"

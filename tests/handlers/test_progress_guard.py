@@ -11,8 +11,7 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, NOW
-from tests.handlers.test_idle_stopper import PREFIX, MovableClock, fire
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
 
 LOSS = {
     "TrainingImage": "img:1",

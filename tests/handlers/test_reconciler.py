@@ -20,8 +20,7 @@ from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.handlers.conftest import ENFORCE, NOW
-from tests.handlers.test_idle_stopper import PREFIX, MovableClock
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
 

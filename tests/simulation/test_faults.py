@@ -12,7 +12,7 @@ from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
 from smgov.simulation.report import invariants
 from smgov.simulation.scenario import Scenario, builtin_scenario
-from tests.simulation.test_outcomes import granted, require_idle_guard
+from tests.simulation.capabilities import granted, require_idle_guard
 
 
 def fleet(size: int | None = None) -> Scenario:

@@ -245,7 +245,7 @@ def test_a_clone_created_by_the_service_runs_from_its_source_checkpoint(
 def test_sns_deliveries_have_the_lambda_sns_event_shape() -> None:
     simulation = Simulation(builtin_scenario("untagged"))
     message = json.dumps({"AlarmName": "a", "NewStateValue": "ALARM"})
-    event = simulation._sns_event("arn:aws:sns:us-east-1:123456789012:t", 'ALARM: "a"', message, {})
+    event = simulation.delivery.sns_event("arn:aws:sns:us-east-1:123456789012:t", 'ALARM: "a"', message, {})
     parsed = SnsModel.model_validate(event)
     assert json.loads(parsed.Records[0].Sns.Message)["NewStateValue"] == "ALARM"
 

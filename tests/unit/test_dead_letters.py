@@ -6,34 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smgov.dead_letters import parse_dead_letter
+from tests.builders import FUNCTION, lambda_failure_message
 from tests.conftest import load_event
-
-FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:gov-JobEventsFunction-abc"
-
-
-def lambda_failure_record() -> dict[str, object]:
-    event = load_event("malformed-missing-job-name.json")
-    body = {
-        "version": "1.0",
-        "timestamp": "2026-11-21T10:00:00.000Z",
-        "requestContext": {
-            "requestId": "r-1",
-            "functionArn": f"{FUNCTION}:$LATEST",
-            "condition": "RetriesExhausted",
-            "approximateInvokeCount": 3,
-        },
-        "requestPayload": event,
-        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "responsePayload": {
-            "errorMessage": "1 validation error for TrainingJobStateChange",
-            "errorType": "ValidationError",
-        },
-    }
-    return {"MessageId": "m-1", "ReceiptHandle": "h-1", "Body": json.dumps(body)}
 
 
 def test_lambda_destination_record_yields_payload_function_and_error() -> None:
-    letter = parse_dead_letter(lambda_failure_record())
+    letter = parse_dead_letter(lambda_failure_message())
     assert letter.source == "lambda" and letter.attempts == 3
     assert letter.function_arn == f"{FUNCTION}:$LATEST"
     assert letter.error.startswith("ValidationError: 1 validation error")
