@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import boto3
 import pytest
 import yaml
 
+from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
 from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build
@@ -30,11 +30,10 @@ PURE_PYTHON_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "
 
 
 def runtime_python() -> str:
-    runtime = str(load_template()["Globals"]["Function"]["Runtime"])  # e.g. python3.12
-    found = shutil.which(runtime)
-    if found is None:
-        pytest.fail(f"{runtime} is not on PATH (set PYENV_VERSION, as the Makefile does)")
-    return found
+    try:
+        return str(find_runtime_python())  # the template's runtime, e.g. python3.12
+    except RuntimePythonNotFound as exc:
+        pytest.fail(str(exc))
 
 
 def sam_build(template: Path, build_dir: Path) -> Path:
@@ -51,7 +50,7 @@ def sam_build(template: Path, build_dir: Path) -> Path:
         ],
         check=True,
         capture_output=True,
-        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        env={**build_env(), "SAM_CLI_TELEMETRY": "0"},
         cwd=template.parent,
     )
     return build_dir
@@ -140,7 +139,6 @@ def run_built_handler(build: Path, function: str, event_file: Path, shim: Path) 
         "REQUIRED_TAGS": "team,cost-center",
         "GOVERNANCE_MODE": "enforce",
         "POWERTOOLS_LOG_LEVEL": "ERROR",
-        **({"PYENV_VERSION": os.environ["PYENV_VERSION"]} if "PYENV_VERSION" in os.environ else {}),
     }
     completed = subprocess.run(
         [runtime_python(), "-s", "-c", HANDLE_SCRIPT, handler_path, str(event_file)],
