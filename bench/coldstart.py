@@ -94,7 +94,12 @@ def client_services(function: str) -> list[str]:
     """The boto3 clients a function needs: the service prefixes of its adapters' IAM actions."""
     from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
 
-    prefixes = {a.split(":")[0] for adapter in FUNCTION_ADAPTERS[function] for a in adapter.IAM_ACTIONS}  # type: ignore[attr-defined]
+    prefixes = {
+        a.split(":")[0]
+        for adapter in FUNCTION_ADAPTERS[function]
+        if not getattr(adapter, "LAZY_CLIENT", False)  # built on first use, not at cold start
+        for a in adapter.IAM_ACTIONS  # type: ignore[attr-defined]
+    }
     prefixes |= set(EXTRA_CLIENTS.get(function, ()))
     return sorted(prefixes - {"iam"})  # iam:PassRole is a permission, not a client
 

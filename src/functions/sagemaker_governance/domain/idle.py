@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sagemaker_governance.domain.clone import is_valid_job_name
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.instances import Accelerator, instance_facts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
 
@@ -198,10 +198,19 @@ class NoAlarm(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
 
 
-def plan_idle_alarm(job: TrainingJob, idle: IdlePolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
-    """The alarms that watch ``job``'s GPUs under ``idle``, or why there are none."""
+def plan_idle_alarm(
+    job: TrainingJob,
+    idle: IdlePolicy,
+    naming: AlarmNaming,
+    resolved: Mapping[str, InstanceFacts] | None = None,
+) -> AlarmPlan | NoAlarm:
+    """The alarms that watch ``job``'s GPUs under ``idle``, or why there are none. ``resolved``: facts
+    the service learnt elsewhere (EC2) for types our table does not know."""
     groups = job.instance_groups
-    facts = {group.instance_type: instance_facts(group.instance_type) for group in groups}
+    facts = {
+        group.instance_type: (resolved or {}).get(group.instance_type) or instance_facts(group.instance_type)
+        for group in groups
+    }
     described = {t: f.note for t, f in facts.items()}
     if not groups or job.total_instance_count < 1:
         return NoAlarm(reason="the job names no instances; nothing to watch")

@@ -21,6 +21,7 @@ from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmLifecycle,
     CloudWatchAlarmOwnership,
 )
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
@@ -50,6 +51,7 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         PolicyStore,
         SageMakerLauncher,
         CloudWatchAlarmLifecycle,
+        Ec2InstanceCatalog,
         SageMakerJobMarks,
         IdempotencyTable,
     ),
@@ -66,6 +68,7 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         SnsNotifier,
         PolicyStore,
         CloudWatchAlarmLifecycle,
+        Ec2InstanceCatalog,
         SageMakerJobInventory,
         CloudWatchAlarmInventory,
         SageMakerJobMarks,
@@ -192,7 +195,13 @@ def alarm_guards() -> tuple[IdleAlarmsReaction, ProgressAlarmsReaction]:
         "clock": now,
         "naming": alarm_naming(),
     }
-    return IdleAlarmsReaction(**common), ProgressAlarmsReaction(**common)
+    return IdleAlarmsReaction(**common, instances=instance_catalog()), ProgressAlarmsReaction(**common)
+
+
+@cache
+def instance_catalog() -> Ec2InstanceCatalog:
+    """EC2's answers for instance types our table does not know (its client is built on first use)."""
+    return Ec2InstanceCatalog(lambda: client("ec2"))
 
 
 @cache
@@ -310,6 +319,7 @@ def reset() -> None:
         alarm_naming,
         idle_stopper_service,
         reconciler_service,
+        instance_catalog,
     ):
         cached.cache_clear()
 

@@ -19,13 +19,16 @@ from sagemaker_governance.domain.idle import (
     IDLE_RULE_ID,
     AlarmNaming,
     AlarmPlan,
+    IdlePolicy,
+    NoAlarm,
     alarm_names,
     plan_idle_alarm,
 )
+from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idle_ports import AlarmLifecyclePort
+from sagemaker_governance.service.idle_ports import AlarmLifecyclePort, InstanceCatalogPort
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -46,6 +49,7 @@ class IdleAlarmsReaction:
         audit: AuditSink,
         clock: Clock,
         naming: AlarmNaming,
+        instances: InstanceCatalogPort | None = None,
     ) -> None:
         self._jobs = jobs
         self._alarms = alarms
@@ -53,6 +57,16 @@ class IdleAlarmsReaction:
         self._audit = audit
         self._clock = clock
         self._naming = naming
+        self._instances = instances
+
+    def _plan(self, job: TrainingJob, idle: IdlePolicy) -> AlarmPlan | NoAlarm:
+        """The plan, with EC2's facts for instance types our table does not know (issue 16 item 3)."""
+        resolved = {}
+        if self._instances is not None:
+            for group in job.instance_groups:
+                if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN:
+                    resolved[group.instance_type] = self._instances.facts(group.instance_type)
+        return plan_idle_alarm(job, idle, self._naming, resolved)
 
     def applies(self, job: TrainingJob) -> bool:
         return is_training(job) or job.is_terminal
@@ -82,7 +96,7 @@ class IdleAlarmsReaction:
         if not idle.enabled:
             decision = self._none(effective, job, "the idle guard is disabled for this job's policy")
             return self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
-        plan = plan_idle_alarm(job, idle, self._naming)
+        plan = self._plan(job, idle)
         if not isinstance(plan, AlarmPlan):
             decision = Decision(
                 rule=IDLE_RULE_ID, action=Action.NONE, mode=mode, reason=plan.reason, evidence=plan.evidence
@@ -128,7 +142,7 @@ class IdleAlarmsReaction:
         effective = policy.for_job(job)
         if not effective.idle.enabled:
             return ()
-        plan = plan_idle_alarm(job, effective.idle, self._naming)
+        plan = self._plan(job, effective.idle)
         if not isinstance(plan, AlarmPlan):
             return ()
         exemption, _ = effective.exemption_for(job, IDLE_RULE_ID, self._clock())

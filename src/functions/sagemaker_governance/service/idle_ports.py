@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from sagemaker_governance.domain.idle import AlarmPlan
+from sagemaker_governance.domain.instances import InstanceFacts
 
 
 class AlarmLifecyclePort(Protocol):
@@ -29,6 +30,11 @@ class AlarmOwnershipPort(Protocol):
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         """Set metric alarms back to ``OK`` so that they notify again if the condition still holds."""
+
+
+class InstanceCatalogPort(Protocol):
+    def facts(self, instance_type: str) -> InstanceFacts:
+        """What is known of the type's GPUs (``unknown`` with the reason when nobody can say); never raises."""
 
 
 class SavingsMetricsPort(Protocol):
