@@ -203,3 +203,21 @@ def test_alarm_creation_is_conditioned_on_the_alarm_topic() -> None:
                 creating += 1
                 assert statement["Condition"] == {"ForAllValues:StringEquals": {"cloudwatch:AlarmActions": topic}}
     assert creating >= 2  # the job-events function and the reconciler
+
+
+def test_clones_may_be_created_on_every_resource_type_create_training_job_names() -> None:
+    # A clone of a job on a training plan (ResourceConfig.TrainingPlanArn) is authorized on the plan too:
+    # the grant must cover every resource type the reference lists for CreateTrainingJob.
+    from tests.infrastructure.iam_reference import privilege, resource_types_for
+
+    data = privilege("sagemaker:CreateTrainingJob")
+    assert data is not None
+    wanted = {t for t in data["resource_types"] if t}
+    assert {"training-job", "training-plan", "reserved-capacity"} <= wanted
+    (document,) = [d for d in DOCUMENTS if d.where == "JobEventsFunction"]
+    granted: set[str] = set()
+    for statement in as_list(document.policy["Statement"]):
+        if "sagemaker:CreateTrainingJob" in as_list(statement["Action"]):
+            for arn in as_list(statement["Resource"]):
+                granted |= set(resource_types_for("sagemaker:CreateTrainingJob", arn))
+    assert granted == wanted

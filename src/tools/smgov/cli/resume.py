@@ -4,7 +4,9 @@
 
 With ``--describe-file`` (a DescribeTrainingJob response) and ``--tags-file`` (a ListTags response, a
 Key/Value list or a tag map) the job is read offline; with ``--dry-run`` nothing is created and
-``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore).
+``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore), plus
+``fields_not_carried`` and ``fields_unknown_to_botocore`` when the clone cannot carry something of the job
+(the second: fields AWS returned that this botocore's model does not know; upgrade botocore).
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
         if not isinstance(description, dict):
             raise _UsageError(f"{args.describe_file}: not a DescribeTrainingJob response")
         description.pop("ResponseMetadata", None)
+        from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
+        from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+
+        unmodelled = unmodelled_paths(description)  # what botocore would drop when parsing this answer
+        if unmodelled:
+            description[UNMODELLED_FIELDS_KEY] = unmodelled
         return description, _tags_from(_read_json(args.tags_file), args.tags_file), None
     import boto3
 
@@ -117,6 +125,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         out: dict[str, Any] = {"request": plan.request}
         if not args.dry_run:
             out["outcome"] = outcome
+        if plan.unexpected_drops:
+            out["fields_not_carried"] = list(plan.unexpected_drops)
+        if plan.unmodelled:
+            out["fields_unknown_to_botocore"] = list(plan.unmodelled)
         print(json.dumps(out, indent=2, default=str))
         return EXIT_OK
     print(f"{args.job_name} -> {plan.name}  (attempt {plan.attempt} of lineage {plan.lineage.root}): {outcome}")
@@ -125,6 +137,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
     if plan.unexpected_drops:
         print(f"  not carried over: {', '.join(plan.unexpected_drops)}")
+    if plan.unmodelled:
+        import botocore
+
+        print(
+            f"  not carried over (unknown to botocore {botocore.__version__}; upgrade it): {', '.join(plan.unmodelled)}"
+        )
     return EXIT_OK
 
 
