@@ -104,7 +104,12 @@ def test_fields_the_model_does_not_know_are_reported_with_the_description() -> N
         "TrainingJobArn": "arn:aws:sagemaker:us-east-1:123456789012:training-job/job-1",
         "TrainingJobStatus": "Failed",
         "SecondaryStatus": "Failed",
-        "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50, "NewKnob": 1},
+        "ResourceConfig": {
+            "InstanceType": "ml.g5.2xlarge",
+            "InstanceCount": 1,
+            "VolumeSizeInGB": 50,
+            "NewKnob": 1,
+        },
         "FutureConfig": {"Enabled": True},
         "AlgorithmSpecification": {"TrainingImage": "img:1", "TrainingInputMode": "File"},
         "CreationTime": 1_700_000_000,

@@ -319,7 +319,9 @@ def test_an_algorithm_job_never_names_a_training_image(image: str) -> None:
     # AlgorithmName and TrainingImage are mutually exclusive (botocore's model); a description of an
     # algorithm job may carry TrainingImage (empty or resolved): the clone names the algorithm only.
     algorithm = {"AlgorithmName": "my-algo", "TrainingImage": image, "TrainingInputMode": "File"}
-    plan = plan_clone(failed_description(AlgorithmSpecification=algorithm), TAGS, SHAPE, reason=ResumeReason.FAILED)
+    plan = plan_clone(
+        failed_description(AlgorithmSpecification=algorithm), TAGS, SHAPE, reason=ResumeReason.FAILED
+    )
     assert plan.request["AlgorithmSpecification"] == {"AlgorithmName": "my-algo", "TrainingInputMode": "File"}
     assert "AlgorithmSpecification.TrainingImage" in plan.dropped and plan.unexpected_drops == ()
     validate_create_request(plan.request)

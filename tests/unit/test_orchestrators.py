@@ -79,7 +79,12 @@ def test_without_an_owner_the_same_job_is_resumed() -> None:
 def test_spot_fallback_leaves_an_orchestrated_job_alone() -> None:
     description = {**spot_description(), "TuningJobArn": f"{ARN}:hyper-parameter-tuning-job/hpo-1"}
     result = decide_spot(
-        as_job(description, TAGS), description, TAGS, spot=SpotPolicy(), default_mode=Mode.ENFORCE, ctx=context(NOW)
+        as_job(description, TAGS),
+        description,
+        TAGS,
+        spot=SpotPolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(NOW),
     )
     (decision,) = result.decisions
     assert decision.action is Action.NONE and not result.stop_source
