@@ -11,11 +11,10 @@ sleeps, and jobs that never got their alarm (lost).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 from smgov.simulation.burst import burst_scenario
-from smgov.simulation.deploy import DeployedFunction
+from smgov.simulation.deploy import DeployedFunction, QueueDelivery
 from smgov.simulation.engine import Simulation
 
 SIZES = (300, 1000)
@@ -30,7 +29,9 @@ class BurstSimulation(Simulation):
         self.alarm_writes: list[float] = []
         self._hooked = False
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    def _invoke(
+        self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
+    ) -> None:
         if not self._hooked:
             from sagemaker_governance.handlers import _wiring
 
@@ -38,7 +39,7 @@ class BurstSimulation(Simulation):
                 "after-call.cloudwatch.PutMetricAlarm", self._written
             )
             self._hooked = True
-        super()._invoke(function, event, trigger)
+        super()._invoke(function, event, trigger, queue)
 
     def _written(self, http_response: Any, **_: Any) -> None:
         if http_response is not None and http_response.status_code < 300:

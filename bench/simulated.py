@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smgov.simulation.deploy import DeployedFunction
+from smgov.simulation.deploy import DeployedFunction, QueueDelivery
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.scenario import Scenario, builtin_scenario
 
@@ -102,11 +102,13 @@ class MeasuredSimulation(Simulation):
         self.alarm_lives: dict[str, AlarmLife] = {}
         self.closed: list[AlarmLife] = []
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    def _invoke(
+        self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
+    ) -> None:
         scheduled = trigger.startswith("schedule:")
         before = Counter(self.aws_calls) if scheduled else None
         start = time.process_time()
-        super()._invoke(function, event, trigger)
+        super()._invoke(function, event, trigger, queue)
         self.cpu_ms[function.logical_id].append((time.process_time() - start) * 1000)
         if before is not None:
             self.scheduled[function.logical_id] += 1

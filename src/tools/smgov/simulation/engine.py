@@ -21,6 +21,7 @@ With ``governed=False`` the same fleet runs with no service at all: the baseline
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import heapq
 import io
 import json
@@ -39,7 +40,7 @@ from typing import Any
 from sagemaker_governance.domain.idle import IDLE_RULE_ID
 from smgov.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
 from smgov.simulation.backoff import virtual_backoff
-from smgov.simulation.deploy import DeployedFunction, Deployment, deploy, flatten
+from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, deploy, flatten
 from smgov.simulation.fake_cloudwatch import RequestQuota
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import (
@@ -939,14 +940,20 @@ class Simulation:
                     copy["id"] = self.uuids.next()
                 self._hold("event", copy, self.faults.delay("duplicate", 0))
         for function, route in targets:
-            self._invoke(function, event, f"rule:{route.name}")
+            self._invoke(function, event, f"rule:{route.name}", route.queue)
 
     def _deliver_sns(self, item: tuple[str, str | None, str, dict[str, Any]], *, faulty: bool) -> None:
         assert self.deployment is not None
         topic, subject, message, attributes = item
         self.notifications[topic.rsplit(":", 1)[-1]] += 1
         deliveries = [
-            (function, self._sns_event(topic, subject, message, attributes))
+            (
+                function,
+                self._sns_event(topic, subject, message, attributes)
+                if sns_route.queue is None
+                else self._sns_notification(topic, subject, message, attributes, sns_route.queue),
+                sns_route.queue,
+            )
             for function in self.deployment.functions.values()
             for sns_route in function.sns_routes
             if sns_route.topic_arn == topic and sns_route.matches(attributes, message)
@@ -961,9 +968,44 @@ class Simulation:
                 self._hold("sns", (deliveries,), self.faults.delay("duplicate", 0))
         self._send_sns(deliveries)
 
-    def _send_sns(self, deliveries: list[tuple[DeployedFunction, dict[str, Any]]]) -> None:
-        for function, envelope in deliveries:
-            self._invoke(function, envelope, "sns")
+    def _send_sns(self, deliveries: list[tuple[DeployedFunction, Any, QueueDelivery | None]]) -> None:
+        for function, envelope, queue in deliveries:
+            self._invoke(function, envelope, "sns", queue)
+
+    def _sns_notification(
+        self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any], queue: QueueDelivery
+    ) -> Any:
+        """What SNS sends an SQS subscriber: the message itself (raw delivery), else the JSON notification."""
+        if queue.raw_message_delivery:
+            return message
+        record = self._sns_event(topic, subject, message, attributes)["Records"][0]["Sns"]
+        record["SigningCertURL"] = record.pop("SigningCertUrl")  # as SNS spells them for SQS
+        record["UnsubscribeURL"] = record.pop("UnsubscribeUrl")
+        return record
+
+    def _sqs_event(self, queue: QueueDelivery, body: str, message_id: str, receive_count: int) -> dict[str, Any]:
+        """An event source mapping's invocation: a batch of one SQS record (the simulator does not batch)."""
+        sent = str(int(self.clock().timestamp() * 1000))
+        return {
+            "Records": [
+                {
+                    "messageId": message_id,
+                    "receiptHandle": f"simulated-{message_id}-{receive_count}",
+                    "body": body,
+                    "attributes": {
+                        "ApproximateReceiveCount": str(receive_count),
+                        "SentTimestamp": sent,
+                        "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+                        "ApproximateFirstReceiveTimestamp": sent,
+                    },
+                    "messageAttributes": {},
+                    "md5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": queue.queue_arn,
+                    "awsRegion": REGION,
+                }
+            ]
+        }
 
     def _sns_event(
         self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any]
@@ -1014,7 +1056,11 @@ class Simulation:
                 self._invoke(function, event, f"schedule:{name}")
                 self._deliver()
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    def _invoke(
+        self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
+    ) -> None:
+        """Invoke ``function`` with ``event`` (through ``queue``: ``event`` is the message body, sent as
+        SQS records; a failed record is received again up to the queue's ``maxReceiveCount``)."""
         if self._invocation_minute != self.now:
             self._invocation_minute, self._invocations_now = self.now, 0
         self._invocations_now += 1
@@ -1027,16 +1073,26 @@ class Simulation:
             os.environ.update(changed)
             self._env_now.update(changed)
         self.deliveries["delivered"] += 1
-        for attempt in range(function.retries + 1):
+        attempts, on_failure = function.retries + 1, function.on_failure
+        body, message_id = "", ""
+        if queue is not None:
+            attempts = queue.max_receive_count or function.retries + 1
+            on_failure = queue.dead_letter_arn
+            body, message_id = event if isinstance(event, str) else json.dumps(event), self.uuids.next()
+        for attempt in range(attempts):
             self.invocations[function.logical_id] += 1
             context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
+            payload = event if queue is None else self._sqs_event(queue, body, message_id, attempt + 1)
             if self._crasher is not None:
                 self._crasher.arm()
             try:
                 with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)  # Powertools: "no application metrics"
-                    function.handler(json.loads(json.dumps(event)), context)
+                    response = function.handler(json.loads(json.dumps(payload)), context)
                 error = None
+                failed = response.get("batchItemFailures") if isinstance(response, Mapping) else None
+                if queue is not None and queue.reports_item_failures and failed:
+                    error = "the record is in the partial batch response's batchItemFailures"
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
                 frames = traceback.extract_tb(exc.__traceback__)
@@ -1052,7 +1108,7 @@ class Simulation:
             self.errors.append(
                 Invocation(self.now, function.logical_id, trigger, f"attempt {attempt + 1}: {error}")
             )
-        if function.on_failure:
+        if on_failure:
             self.deliveries["dead_lettered"] += 1
             self.notifications["dead-letter-queue"] += 1
         else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
