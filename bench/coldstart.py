@@ -97,7 +97,8 @@ def client_services(function: str) -> list[str]:
     prefixes = {
         a.split(":")[0]
         for adapter in FUNCTION_ADAPTERS[function]
-        if not getattr(adapter, "LAZY_CLIENT", False)  # built on first use, not at cold start
+        # built on first use, not at cold start; or no client at all (Lambda's queue poller)
+        if not getattr(adapter, "LAZY_CLIENT", False) and getattr(adapter, "NEEDS_CLIENT", True)
         for a in adapter.IAM_ACTIONS  # type: ignore[attr-defined]
     }
     prefixes |= set(EXTRA_CLIENTS.get(function, ()))

@@ -24,6 +24,7 @@ from sagemaker_governance.adapters.cloudwatch import (
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
@@ -54,6 +55,7 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         Ec2InstanceCatalog,
         SageMakerJobMarks,
         IdempotencyTable,
+        EventSourceMappingPoller,
     ),
     "IdleStopperFunction": (
         SageMakerJobs,
@@ -62,6 +64,7 @@ FUNCTION_ADAPTERS: dict[str, tuple[type, ...]] = {
         CloudWatchAlarmOwnership,
         CloudWatchAlarmArming,
         IdempotencyTable,
+        EventSourceMappingPoller,
     ),
     "ReconcilerFunction": (
         SageMakerJobs,
