@@ -32,9 +32,7 @@ class BurstSimulation(Simulation):
 
     def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
         if not self._hooked:
-            from sagemaker_governance.handlers import _wiring
-
-            _wiring.client("cloudwatch").meta.events.register(
+            self._root.client("cloudwatch").meta.events.register(
                 "after-call.cloudwatch.PutMetricAlarm", self._written
             )
             self._hooked = True

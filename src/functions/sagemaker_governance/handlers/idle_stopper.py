@@ -6,8 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sagemaker_governance.composition.alarm_stopper import stopper_service as service
+from sagemaker_governance.composition.root import current
 from sagemaker_governance.events import AlarmNotification, alarm_notifications
-from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import alarm_delivery_key
 
@@ -15,13 +16,14 @@ from sagemaker_governance.service.idempotency import alarm_delivery_key
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    service = _wiring.idle_stopper_service()
+    root = current()
+    stopper = service(root)
     results = []
     for message_id, message in alarm_notifications(event):
         logger.append_keys(alarm=message.alarm_name, message_id=message_id)
 
         def process(message: AlarmNotification = message, message_id: str | None = message_id) -> dict[str, Any]:
-            return service.handle(message, message_id).as_dict()
+            return stopper.handle(message, message_id).as_dict()
 
-        results.append(_wiring.process_once(alarm_delivery_key(message, message_id), context, process))
+        results.append(root.process_once(alarm_delivery_key(message, message_id), context, process))
     return {"results": results}

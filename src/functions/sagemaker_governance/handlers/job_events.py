@@ -7,8 +7,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sagemaker_governance.composition.job_events import job_events_service as service
+from sagemaker_governance.composition.root import current
 from sagemaker_governance.events import TrainingJobStateChange
-from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import job_delivery_key
 
@@ -18,9 +19,10 @@ from sagemaker_governance.service.idempotency import job_delivery_key
 @event_parser(model=TrainingJobStateChange)
 def handler(event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)
+    root = current()
 
     def process() -> dict[str, Any]:
-        decisions = _wiring.job_events_service().handle(event)
+        decisions = service(root).handle(event)
         return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
 
-    return _wiring.process_once(job_delivery_key(event.detail), context, process)
+    return root.process_once(job_delivery_key(event.detail), context, process)
