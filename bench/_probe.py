@@ -1,7 +1,7 @@
 """Child process of the cold-start figure: run by the Lambda runtime's Python in a fresh interpreter.
 
 Not imported by the bench itself (it runs on python3.12 with only the built artifacts on sys.path).
-argv: ``handler <module> <wiring-factory,...>`` or ``baseline <service,service,...>``.
+argv: ``handler <module>`` or ``baseline <service,service,...>``.
 Prints one JSON line: when init ended (monotonic), init wall and CPU time, the process's CPU time
 (interpreter start included), peak RSS.
 """
@@ -17,12 +17,13 @@ import resource  # noqa: E402
 import sys  # noqa: E402
 
 
-def _handler(module: str, factories: str) -> int:
-    importlib.import_module(module)
-    wiring = importlib.import_module("sagemaker_governance.handlers._wiring")
-    for factory in factories.split(","):  # what the first invocation builds: clients, adapters, services
-        getattr(wiring, factory)()
-    return int(wiring.client.cache_info().currsize)
+def _handler(module: str) -> int:
+    handler = importlib.import_module(module)
+    root = importlib.import_module("sagemaker_governance.composition.root").current()
+    # What the first invocation builds: the composition root from the environment, and the function's
+    # service (``service``, imported by every handler module from its builder) with its clients.
+    handler.service(root)
+    return int(root.client_count)
 
 
 def _baseline(services: str) -> int:
@@ -37,7 +38,7 @@ def _baseline(services: str) -> int:
 
 
 def main() -> None:
-    clients = _handler(sys.argv[2], sys.argv[3]) if sys.argv[1] == "handler" else _baseline(sys.argv[2])
+    clients = _handler(sys.argv[2]) if sys.argv[1] == "handler" else _baseline(sys.argv[2])
     end = time.monotonic_ns()
     cpu = time.process_time()
     print(

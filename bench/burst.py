@@ -33,9 +33,7 @@ class BurstSimulation(Simulation):
         self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
     ) -> None:
         if not self._hooked:
-            from sagemaker_governance.handlers import _wiring
-
-            _wiring.client("cloudwatch").meta.events.register(
+            self._root.client("cloudwatch").meta.events.register(
                 "after-call.cloudwatch.PutMetricAlarm", self._written
             )
             self._hooked = True

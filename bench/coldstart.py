@@ -36,12 +36,6 @@ PROBE = Path(__file__).with_name("_probe.py")
 SAM = Path(sys.executable).with_name("sam")
 BYTECODE_ARGS = ("-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash")
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
-# What each function's first invocation builds in the composition root (handlers/_wiring.py).
-INIT_FACTORIES = {
-    "JobEventsFunction": "idempotency,job_events_service",
-    "IdleStopperFunction": "idempotency,idle_stopper_service",
-    "ReconcilerFunction": "reconciler_service",
-}
 # Clients a composition root builds beyond its adapters' IAM actions. The reconciler inherits
 # IDEMPOTENCY_TABLE_NAME from Globals, so notifier() gives it a DynamoDB-backed OnceNotifier, while its
 # FUNCTION_ADAPTERS (and IAM grants) have no dynamodb action: reported as a finding in BENCHMARKS.md.
@@ -84,15 +78,12 @@ def functions() -> dict[str, str]:
         for name, r in resources.items()
         if r["Type"] == "AWS::Serverless::Function"
     }
-    missing = sorted(set(out) - set(INIT_FACTORIES))
-    if missing:
-        raise BenchError(f"bench/coldstart.py INIT_FACTORIES: add the composition-root factory of {missing}")
     return out
 
 
 def client_services(function: str) -> list[str]:
     """The boto3 clients a function needs: the service prefixes of its adapters' IAM actions."""
-    from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
+    from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 
     prefixes = {
         a.split(":")[0]
@@ -206,14 +197,14 @@ def measure(runs: int, *, bytecode: bool | None = None, build_dir: Path | None =
             services = client_services(function)
             path = [build / function, build / "DependenciesLayer" / "python", shim]
             handler_runs, baseline_runs = [], []
-            _run(python, ["handler", module, INIT_FACTORIES[function]], path)  # page cache, not measured
+            _run(python, ["handler", module], path)  # page cache, not measured
             for _ in range(runs):
-                handler_runs.append(_run(python, ["handler", module, INIT_FACTORIES[function]], path))
+                handler_runs.append(_run(python, ["handler", module], path))
                 baseline_runs.append(_run(python, ["baseline", ",".join(services)], [shim]))
             if {r["clients"] for r in handler_runs} != {len(services)}:
                 raise BenchError(
                     f"{function}: the handler created {handler_runs[0]['clients']} clients, the baseline "
-                    f"{len(services)} ({services}): keep INIT_FACTORIES and FUNCTION_ADAPTERS in step"
+                    f"{len(services)} ({services}): keep the function's builder and FUNCTION_ADAPTERS in step"
                 )
 
             def med(key: str, runs: list[dict[str, Any]]) -> float:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sagemaker_governance.handlers import _wiring
 from smgov.simulation.harness import ACCOUNT, LocalAccount, local_account
 
 ENVIRONMENT = {
@@ -157,7 +156,7 @@ def _measure(invocations: int, memory_samples: int) -> dict[str, Any]:
         logging.getLogger("sagemaker-governance").setLevel(logging.WARNING)
         calls: Counter[str] = Counter()
         for service in ("sagemaker", "cloudwatch", "sns", "ssm", "dynamodb"):
-            _wiring.client(service).meta.events.register("before-parameter-build", _calls_counter(calls))
+            account.root.client(service).meta.events.register("before-parameter-build", _calls_counter(calls))
         cases = Cases(account, clock)
         for kind in EVENT_TYPES:
             prepare = getattr(cases, kind)

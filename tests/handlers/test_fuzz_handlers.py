@@ -102,11 +102,9 @@ def test_idle_stopper_ignores_an_alarm_tagged_with_a_name_no_job_can_have() -> N
     # Given an alarm of this stack, named and tagged for a "job" whose name is too long to be one
     # (SageMaker would answer a ValidationException about the name's length, not "not found": the
     # invocation would fail, be retried and land in the dead-letter queue; the double only says "not found")
-    from sagemaker_governance.handlers import _wiring
-
     with local_account(lambda: NOW, ENFORCE, log_audit=False) as account:
         fake_job = "j" * 200
-        _wiring.client("cloudwatch").put_metric_alarm(
+        account.root.client("cloudwatch").put_metric_alarm(
             AlarmName=f"{PREFIX}{fake_job}",
             MetricName="GPUUtilization",
             Namespace="/aws/sagemaker/TrainingJobs",

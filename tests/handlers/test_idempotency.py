@@ -12,8 +12,6 @@ import pytest
 
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
-from sagemaker_governance.business_metrics import MemorySavingsMetrics
-from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
@@ -39,7 +37,6 @@ def acct(clock: MovableClock) -> Iterator[LocalAccount]:
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        _wiring.set_savings_metrics(MemorySavingsMetrics())
         yield account
 
 
@@ -243,4 +240,4 @@ def test_without_a_table_every_delivery_is_processed(clock: MovableClock) -> Non
         acct.invoke(job_events, event)
         # Then both deliveries were processed; the stop itself is still idempotent
         assert [r.outcome.value for r in acct.audit.records] == ["done", "already-done"]
-        assert _wiring.idempotency() is None
+        assert acct.root.idempotency is None

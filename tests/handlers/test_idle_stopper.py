@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.business_metrics import MemorySavingsMetrics
-from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
@@ -40,23 +39,22 @@ def clock() -> MovableClock:
 
 
 @pytest.fixture
-def savings() -> MemorySavingsMetrics:
-    return MemorySavingsMetrics()
+def savings() -> MemoryBusinessMetrics:
+    return MemoryBusinessMetrics()
 
 
-def _account(clock: MovableClock, savings: MemorySavingsMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
-    with local_account(clock, env) as account:
-        _wiring.set_savings_metrics(savings)
+def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
+    with local_account(clock, env, metrics=savings) as account:
         yield account
 
 
 @pytest.fixture
-def acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+def acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, savings, ENFORCE)
 
 
 @pytest.fixture
-def audit_acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+def audit_acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, savings, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
 
 
@@ -80,7 +78,7 @@ def stop_records(account: LocalAccount) -> list[Any]:
 
 
 def test_idle_job_after_grace_is_stopped_with_evidence_savings_and_a_notice(
-    acct: LocalAccount, clock: MovableClock, savings: MemorySavingsMetrics
+    acct: LocalAccount, clock: MovableClock, savings: MemoryBusinessMetrics
 ) -> None:
     queue_url = acct.notification_inbox()
     alarm = training_job_with_alarm(acct)
@@ -169,7 +167,7 @@ def test_job_uploading_its_model_is_not_stopped(acct: LocalAccount, clock: Movab
 
 
 def test_audit_mode_records_and_does_not_stop(
-    audit_acct: LocalAccount, clock: MovableClock, savings: MemorySavingsMetrics
+    audit_acct: LocalAccount, clock: MovableClock, savings: MemoryBusinessMetrics
 ) -> None:
     alarm = training_job_with_alarm(audit_acct)
     clock.advance(minutes=45)

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.business_metrics import MemorySavingsMetrics
-from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
@@ -29,23 +28,22 @@ def clock() -> MovableClock:
 
 
 @pytest.fixture
-def savings() -> MemorySavingsMetrics:
-    return MemorySavingsMetrics()
+def savings() -> MemoryBusinessMetrics:
+    return MemoryBusinessMetrics()
 
 
-def _account(clock: MovableClock, savings: MemorySavingsMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
-    with local_account(clock, env) as account:
-        _wiring.set_savings_metrics(savings)
+def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
+    with local_account(clock, env, metrics=savings) as account:
         yield account
 
 
 @pytest.fixture
-def acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+def acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, savings, ENFORCE)
 
 
 @pytest.fixture
-def audit_acct(clock: MovableClock, savings: MemorySavingsMetrics) -> Iterator[LocalAccount]:
+def audit_acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, savings, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
 
 
@@ -94,7 +92,7 @@ def test_the_first_datapoint_arms_the_stall_alarm_and_switches_the_armer_off(acc
 def test_an_armed_stall_alarm_stops_the_job_with_evidence_notification_and_savings(
     acct: LocalAccount,
     clock: MovableClock,
-    savings: MemorySavingsMetrics,
+    savings: MemoryBusinessMetrics,
 ) -> None:
     inbox = acct.notification_inbox()
     training(acct)

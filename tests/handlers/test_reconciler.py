@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.business_metrics import MemoryRepairMetrics
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.composition.reconciler import build as reconciler_build
+from sagemaker_governance.composition.reconciler import reconciler_service
 from sagemaker_governance.domain.compliance import EVALUATED_TAG
-from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
@@ -31,23 +32,22 @@ def clock() -> MovableClock:
 
 
 @pytest.fixture
-def repairs() -> MemoryRepairMetrics:
-    return MemoryRepairMetrics()
+def repairs() -> MemoryBusinessMetrics:
+    return MemoryBusinessMetrics()
 
 
-def _account(clock: MovableClock, repairs: MemoryRepairMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
-    with local_account(clock, env) as account:
-        _wiring.set_repair_metrics(repairs)
+def _account(clock: MovableClock, repairs: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
+    with local_account(clock, env, metrics=repairs) as account:
         yield account
 
 
 @pytest.fixture
-def acct(clock: MovableClock, repairs: MemoryRepairMetrics) -> Iterator[LocalAccount]:
+def acct(clock: MovableClock, repairs: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, repairs, ENFORCE)
 
 
 @pytest.fixture
-def audit_acct(clock: MovableClock, repairs: MemoryRepairMetrics) -> Iterator[LocalAccount]:
+def audit_acct(clock: MovableClock, repairs: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
     yield from _account(clock, repairs, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
 
 
@@ -83,7 +83,7 @@ def fire(account: LocalAccount, alarm: str) -> dict[str, Any]:
 
 
 def test_an_orphan_alarm_from_a_lost_terminal_event_is_removed_by_the_next_run(
-    acct: LocalAccount, repairs: MemoryRepairMetrics
+    acct: LocalAccount, repairs: MemoryBusinessMetrics
 ) -> None:
     # Given a job whose alarm was created, and which completed while its Completed event was lost
     training(acct)
@@ -141,7 +141,7 @@ def test_a_job_still_running_never_loses_its_alarm(acct: LocalAccount) -> None:
 
 
 def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
-    cw = _wiring.client("cloudwatch")
+    cw = acct.root.client("cloudwatch")
     for name in (f"{PREFIX}not a job name", "someone-elses-alarm"):
         cw.put_metric_alarm(
             AlarmName=name,
@@ -162,7 +162,7 @@ def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
 
 
 def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_stopped(
-    acct: LocalAccount, clock: MovableClock, repairs: MemoryRepairMetrics
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryBusinessMetrics
 ) -> None:
     # Given a GPU job in Training whose events were all lost
     training(acct, event=False)
@@ -219,7 +219,7 @@ def test_no_alarm_is_created_for_a_job_the_idle_guard_does_not_watch(acct: Local
 
 
 def test_a_never_evaluated_non_compliant_job_is_stopped_once(
-    acct: LocalAccount, clock: MovableClock, repairs: MemoryRepairMetrics
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryBusinessMetrics
 ) -> None:
     # Given an untagged job whose Starting event was lost
     acct.sagemaker.launch(create_request("untagged", tags={}))
@@ -244,7 +244,7 @@ def test_in_audit_mode_a_never_evaluated_job_is_reported_once_and_not_stopped(
     audit_acct.sagemaker.launch(create_request("untagged", tags={}), secondary="Training")
     clock.advance(minutes=30)
     reconcile(audit_acct)
-    _wiring.reconciler_service.cache_clear()  # a cold start: only the job's tag tells it was evaluated
+    audit_acct.root.forget(reconciler_build)  # a cold start: only the job's tag tells it was evaluated
     reconcile(audit_acct)
     assert audit_acct.sagemaker.stop_requests == []
     reports = [r for r in reconciler_records(audit_acct) if r.rule == "required-tags"]
@@ -317,7 +317,7 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
         training(acct, f"ended-{i:03d}")
         acct.sagemaker.transition(f"ended-{i:03d}", "Completed", "Completed")
         training(acct, f"lost-{i:03d}", event=False)
-    service = _wiring.reconciler_service()
+    service = reconciler_service(acct.root)
     trigger = Trigger(kind="reconciler", event_id="test")
     # When each run can only get through 15 items (35 seconds, 20 of them kept as a margin)
     wanted = {f"{PREFIX}lost-{i:03d}" for i in range(60)}
@@ -334,7 +334,7 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
 
 
 def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
-    report = _wiring.reconciler_service().run(Trigger(kind="reconciler"), lambda: 5.0)
+    report = reconciler_service(acct.root).run(Trigger(kind="reconciler"), lambda: 5.0)
     assert report.stopped_early and report.visited == []
     assert sum(acct.sagemaker.calls.values()) == sum(acct.cloudwatch.calls.values()) == 0
 

@@ -1,11 +1,16 @@
-"""Imports go one way: handlers -> service -> domain; adapters -> domain; domain imports nothing of ours
-but domain, and never boto3, Powertools or os. The service package (what Lambda runs) never imports the
-tooling package ``smgov`` (CLI, simulator, reports, SDK preflight), which is not deployed."""
+"""Imports go one way: handlers -> composition -> service -> domain; adapters -> domain; domain imports
+nothing of ours but domain, and never boto3, Powertools or os. The service package (what Lambda runs)
+never imports the tooling package ``smgov`` (CLI, simulator, reports, SDK preflight), which is not
+deployed. No module imports itself through others (no import cycle), in either package."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "functions" / "sagemaker_governance"
@@ -18,8 +23,9 @@ FORBIDDEN_IN_DOMAIN = (
     "sagemaker_governance.adapters",
     "sagemaker_governance.service",
     "sagemaker_governance.handlers",
+    "sagemaker_governance.composition",
 )
-FORBIDDEN_IN_SERVICE = ("boto3", "sagemaker_governance.handlers")
+FORBIDDEN_IN_SERVICE = ("boto3", "sagemaker_governance.handlers", "sagemaker_governance.composition")
 FORBIDDEN_IN_HANDLERS_AND_SERVICE = (
     "sagemaker",
     "smgov.sdk",
@@ -87,3 +93,110 @@ def test_service_package_never_imports_the_tooling() -> None:
 def test_the_service_package_holds_no_tooling() -> None:
     assert [p.name for p in PACKAGE.iterdir() if p.name in ("cli", "simulation", "report_html.py", "sdk.py")] == []
     assert (TOOLS / "cli" / "main.py").exists()
+
+
+# ---- no import cycles ----------------------------------------------------------------------------
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of both packages -> the modules of both packages it imports (at module level or in a
+    function: a deferred import still closes a cycle). ``from package import module`` counts as an import
+    of the module."""
+    modules = {
+        module_name(path, root): path for root in (SRC / "functions", SRC / "tools") for path in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+                ]
+            edges.update(t for t in targets if t in modules and t != name)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+# ---- each function loads only what it runs ---------------------------------------------------------
+
+NOT_LOADED = {
+    # the stopper acts on alarm notifications: no compliance rules, no clones, no reconciling
+    "sagemaker_governance.handlers.idle_stopper": (
+        "sagemaker_governance.service.compliance",
+        "sagemaker_governance.service.resume",
+        "sagemaker_governance.service.reconciler",
+    ),
+    # the reconciler never clones
+    "sagemaker_governance.handlers.reconciler": ("sagemaker_governance.service.resume",),
+    "sagemaker_governance.handlers.job_events": ("sagemaker_governance.service.reconciler",),
+}
+
+
+@pytest.mark.parametrize("handler", sorted(NOT_LOADED))
+def test_a_function_imports_only_what_it_uses(handler: str) -> None:
+    script = f"import sys, {handler}; print(','.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .split(",")
+    )
+    assert {m for m in NOT_LOADED[handler] if m in loaded} == set()
+    assert not any(m == "smgov" or m.startswith("smgov.") for m in loaded)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from moto.events.models import EventPattern
 
-from sagemaker_governance.handlers._wiring import FUNCTION_ADAPTERS
+from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 from smgov.simulation.template import eventbridge_patterns
 from tests.conftest import EVENTS
 from tests.infrastructure.conftest import as_list, functions, policy_statements

@@ -245,9 +245,15 @@ def metric_widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 def emitted_metric_names(root: Path = SRC) -> set[str]:
     """Metric names the code emits: the ``name=`` of ``add_metric`` / ``single_metric`` calls, given as a
-    string, or as a name or attribute (``METRIC``, ``self.metric``) assigned a string in the same module."""
+    string, or as a name or attribute (``METRIC``, ``self.metric``) assigned a string in the same module;
+    and every business metric (``BusinessMetric.<member>``) the code names outside the port's own module
+    (which emits whichever it is given)."""
+    from sagemaker_governance.business_metrics import BusinessMetric
+
     names: set[str] = set()
     for path in root.rglob("*.py"):
+        if path.name == "business_metrics.py":
+            continue
         tree = ast.parse(path.read_text())
         constants: dict[str, set[str]] = {}  # every string a name is assigned (class attributes differ per class)
         for node in ast.walk(tree):
@@ -271,6 +277,14 @@ def emitted_metric_names(root: Path = SRC) -> set[str]:
                 elif isinstance(keyword.value, ast.Name | ast.Attribute):
                     key = keyword.value.id if isinstance(keyword.value, ast.Name) else keyword.value.attr
                     names |= {v for v in constants.get(key, {f"<unresolved {key}>"}) if v}
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "BusinessMetric"
+                and node.attr in BusinessMetric.__members__
+            ):
+                names.add(BusinessMetric[node.attr].value)
     return names
 
 

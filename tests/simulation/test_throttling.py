@@ -11,7 +11,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.composition.root import SERVICE_CONFIGS
 from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.burst import burst_scenario
 from smgov.simulation.engine import Simulation
@@ -77,7 +77,7 @@ def test_standard_retries_wait_on_the_virtual_clock_until_the_quota_admits_the_r
     clock = Clock()
     quota = RequestQuota.cloudwatch_alarm_writes(clock, tps=3.0)
     client = quota.attach(
-        boto3.client("cloudwatch", region_name="us-east-1", config=_wiring.SERVICE_CONFIGS["cloudwatch"])
+        boto3.client("cloudwatch", region_name="us-east-1", config=SERVICE_CONFIGS["cloudwatch"])
     )
     # When 30 alarms are written back to back, botocore sleeping on the virtual clock
     with virtual_backoff(clock.sleep, seed=1):

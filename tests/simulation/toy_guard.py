@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from sagemaker_governance.handlers import _wiring
+from sagemaker_governance.composition.root import current
 
 IDLE_MINUTES = 20
 THRESHOLD = 5.0
@@ -26,7 +26,7 @@ def alarm_name(job: str) -> str:
 def on_state_change(event: dict[str, Any], context: Any) -> None:
     detail = event["detail"]
     job = detail["TrainingJobName"]
-    cloudwatch = _wiring.client("cloudwatch")
+    cloudwatch = current().client("cloudwatch")
     if detail["TrainingJobStatus"] in TERMINAL:
         cloudwatch.delete_alarms(AlarmNames=[alarm_name(job)])
         return
@@ -71,7 +71,7 @@ def on_alarm(event: dict[str, Any], context: Any) -> None:
             continue
         host = next(m for m in message["Trigger"]["Metrics"] if "MetricStat" in m)
         job = host["MetricStat"]["Metric"]["Dimensions"][0]["value"].split("/")[0]
-        sagemaker = _wiring.client("sagemaker")
+        sagemaker = current().client("sagemaker")
         if sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"] == "InProgress":
             sagemaker.stop_training_job(TrainingJobName=job)
 
@@ -81,7 +81,7 @@ def on_failed(event: dict[str, Any], context: Any) -> None:
     job = event["detail"]["TrainingJobName"]
     if job.endswith("-r1"):
         return
-    sagemaker = _wiring.client("sagemaker")
+    sagemaker = current().client("sagemaker")
     source = sagemaker.describe_training_job(TrainingJobName=job)
     keys = ("AlgorithmSpecification", "RoleArn", "OutputDataConfig", "ResourceConfig", "StoppingCondition")
     request = {k: source[k] for k in keys}

@@ -5,16 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.composition import job_events
+from sagemaker_governance.composition.governance import Ports
 from sagemaker_governance.domain.idle import AlarmNaming
-from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
-from sagemaker_governance.service.compliance import ComplianceService
-from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
-from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
-from sagemaker_governance.service.resume import AutoResumeReaction, SpotFallbackReaction
 from sagemaker_governance.settings import Settings
 from smgov.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
 
@@ -36,40 +34,28 @@ def explain_event(
     clone_role_patterns: tuple[str, ...] | None = None,
     naming: AlarmNaming | None = None,
 ) -> dict[str, Any]:
+    """What the job-events function would decide for ``raw_event`` under ``policy`` at ``now``: the
+    function's own assembly (``composition.job_events.assemble``) on ports that answer from the event and
+    ``describe`` (what a re-read would see) and record instead of acting."""
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
     if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
         clone_role_patterns = (Settings.from_env().clone_role_pattern,)
-    # The event decides what runs (as in the deployed function); `describe` is what a re-read would see.
-    jobs = OfflineJobs(job, describe)
-    audit = MemoryAuditSink()
-    source = FixedPolicy(policy)
-    compliance = ComplianceService(jobs, RecordingNotifier(), source, audit, clock=lambda: now)
-    naming = naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance")
-    idle_alarms = IdleAlarmsReaction(
-        jobs=jobs, alarms=RecordingAlarms(), policies=source, audit=audit, clock=lambda: now, naming=naming
-    )
-    progress_alarms = ProgressAlarmsReaction(
-        jobs=jobs, alarms=RecordingAlarms(), policies=source, audit=audit, clock=lambda: now, naming=naming
-    )
-    service = JobEventsService(
-        reactions=[
-            compliance,
-            *_clone_reactions(
-                raw_event,
-                job=job,
-                describe=describe,
-                source=source,
-                audit=audit,
-                now=now,
-                role_patterns=clone_role_patterns,
-            ),
-            idle_alarms,
-            progress_alarms,
-        ],
-        policies=source,
-        audit=audit,
+    # Auto-resume and Spot fallback plan from `describe`, or else from the event detail (which mirrors
+    # DescribeTrainingJob); the other reactions re-read `describe`, or else see the event's job.
+    detail = {k: v for k, v in raw_event.get("detail", {}).items() if k != "Tags"}
+    ports = Ports(
+        jobs=OfflineJobs(job, describe, fallback=detail),
+        notifier=RecordingNotifier(),
+        policies=FixedPolicy(policy),
+        audit=MemoryAuditSink(),
+        metrics=MemoryBusinessMetrics(),
         clock=lambda: now,
+        alarms=RecordingAlarms(),
+        naming=naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance"),
+    )
+    service = job_events.assemble(
+        ports, launcher=RecordingLauncher(), shape=create_training_job_shape(), role_patterns=clone_role_patterns
     )
     decisions = service.handle(event)
     return {
@@ -77,32 +63,3 @@ def explain_event(
         "status": f"{job.status}/{job.secondary_status}",
         "decisions": [d.explain() for d in decisions],
     }
-
-
-def _clone_reactions(
-    raw_event: dict[str, Any],
-    *,
-    job: TrainingJob,
-    describe: dict[str, Any] | None,
-    source: FixedPolicy,
-    audit: MemoryAuditSink,
-    now: datetime,
-    role_patterns: tuple[str, ...],
-) -> list[Reaction]:
-    """Auto-resume and Spot fallback, planning from ``describe`` (or the event detail, which mirrors
-    DescribeTrainingJob) and recording the CreateTrainingJob request instead of sending it."""
-    from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
-
-    detail = {k: v for k, v in raw_event.get("detail", {}).items() if k != "Tags"}
-    jobs = OfflineJobs(job, describe if describe is not None else detail)
-    common: dict[str, Any] = {
-        "jobs": jobs,
-        "launcher": RecordingLauncher(),
-        "notifier": RecordingNotifier(),
-        "policies": source,
-        "audit": audit,
-        "clock": lambda: now,
-        "shape": create_training_job_shape(),
-        "role_patterns": role_patterns,
-    }
-    return [AutoResumeReaction(**common), SpotFallbackReaction(**common)]

@@ -14,17 +14,25 @@ from sagemaker_governance.domain.notifications import Notification
 
 
 class OfflineJobs:
-    """Answers from a ``DescribeTrainingJob`` document (or the event itself); records stops."""
+    """Answers from a ``DescribeTrainingJob`` document (or the event itself); records stops.
 
-    def __init__(self, job: TrainingJob, describe: dict[str, Any] | None = None) -> None:
+    ``describe`` is the document a re-read would return; without it, ``get_job`` answers with the
+    event's job and ``describe`` with ``fallback`` (the event detail, which mirrors DescribeTrainingJob),
+    or says the job was not found when there is none."""
+
+    def __init__(
+        self, job: TrainingJob, describe: dict[str, Any] | None = None, *, fallback: dict[str, Any] | None = None
+    ) -> None:
         self._describe = describe
+        self._fallback = fallback
         self._job = job
         self.stopped: list[str] = []
 
     def describe(self, name: str) -> dict[str, Any]:
-        if self._describe is None:
+        document = self._describe if self._describe is not None else self._fallback
+        if document is None:
             raise JobNotFound(f"{name}: no --describe file given")
-        return dict(self._describe)
+        return dict(document)
 
     def list_tags(self, arn: str) -> dict[str, str]:
         return dict(self._job.tags or {})

@@ -25,7 +25,6 @@ needs it. This module never runs in a Lambda function.
 
 from __future__ import annotations
 
-import getpass
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy
+from smgov.local_policy import current_user, load_policy
 from smgov.preflight import GovernanceViolation, PreflightOutcome, preflight_request
 
 EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
@@ -55,18 +55,9 @@ class GovernanceWarning(UserWarning):
     """A violation the policy does not refuse at launch (audit mode, or a notify-only rule)."""
 
 
-def _current_user() -> str | None:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (some containers): a ${user} default is then not filled
-        return None
-
-
 def _resolve_policy(policy: Policy | str | Path | None) -> Policy:
     if isinstance(policy, Policy):
         return policy
-    from smgov.cli.main import load_policy
-
     return load_policy(None if policy is None else str(policy))
 
 
@@ -83,7 +74,7 @@ class PreflightHook:
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.policy = policy
-        self.user = user if user is not None else _current_user()
+        self.user = user if user is not None else current_user()
         self.strict = strict
         self.fill_defaults = fill_defaults
         self.clock = clock or (lambda: datetime.now(UTC))

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
-from sagemaker_governance.observability import NAMESPACE, logger
+from sagemaker_governance.observability import logger
 
 
 class PolicyStore:
@@ -29,7 +29,9 @@ class PolicyStore:
         parameter_name: str | None,
         ssm_client: Any | None,
         cache_seconds: int = 60,
+        *,
         clock: Callable[[], datetime] | None = None,
+        metrics: BusinessMetricsPort | None = None,
     ) -> None:
         self._base_document = dict(base_document)
         self._base = build_policy(self._base_document)  # deploy-time defaults: validated at start-up
@@ -39,6 +41,7 @@ class PolicyStore:
         # The cache runs on the injected clock (the simulator's virtual minutes, tests), and Powertools
         # does the fetching: on expiry we force a fresh read.
         self._clock = clock or (lambda: datetime.now(UTC))
+        self._metrics = metrics or EmfBusinessMetrics()
         self._fetched_at: datetime | None = None
         self._cached_text: str | None = None
         self._last_good: Policy | None = None
@@ -88,6 +91,5 @@ class PolicyStore:
     def _fallback(self, message: str, detail: str) -> Policy:
         kept = "last good document" if self._last_good is not None else "deploy-time defaults"
         logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
-        with single_metric(name="PolicyLoadErrors", unit=MetricUnit.Count, value=1, namespace=NAMESPACE):
-            pass
+        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
         return self._last_good or self._base

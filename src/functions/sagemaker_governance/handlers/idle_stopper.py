@@ -2,8 +2,9 @@
 
 The notifications arrive through ``AlarmQueue`` (AlarmTopic -> SQS -> the event source mapping, whose
 ``ScalingConfig.MaximumConcurrency`` bounds a burst): a batch of SQS records, each body one SNS
-notification. The answer is a partial batch response (only failed records return to the queue). A plain
-SNS event (``sam local invoke -e events/idle-alarm-*.json``) is handled as before.
+notification (raw delivery off). The answer is a partial batch response (only failed records return to
+the queue; when every record failed the invocation fails). A plain SNS event (``sam local invoke -e
+events/idle-alarm-*.json``) is handled as before.
 """
 
 from __future__ import annotations
@@ -12,43 +13,43 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sagemaker_governance.composition.alarm_stopper import stopper_service as service
+from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events import (
     AlarmNotification,
     alarm_notifications,
     queued_alarm_notification,
     sqs_bodies,
 )
-from sagemaker_governance.handlers import _wiring
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import alarm_delivery_key
 
 
-def _deliver(message: AlarmNotification, message_id: str | None, context: LambdaContext) -> dict[str, Any]:
+def _deliver(
+    root: Root, message: AlarmNotification, message_id: str | None, context: LambdaContext
+) -> dict[str, Any]:
     logger.append_keys(alarm=message.alarm_name, message_id=message_id)
-    service = _wiring.idle_stopper_service()
+    stopper = service(root)
 
     def process() -> dict[str, Any]:
-        return service.handle(message, message_id).as_dict()
+        return stopper.handle(message, message_id).as_dict()
 
-    return _wiring.process_once(alarm_delivery_key(message, message_id), context, process)
+    return root.process_once(alarm_delivery_key(message, message_id), context, process)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    root = current()
     bodies = sqs_bodies(event)
     if bodies is None:
-        return {
-            "results": [
-                _deliver(message, message_id, context) for message_id, message in alarm_notifications(event)
-            ]
-        }
+        return {"results": [_deliver(root, message, mid, context) for mid, message in alarm_notifications(event)]}
     failures: list[dict[str, str]] = []
     errors: list[Exception] = []
     for record_id, body in bodies:
         try:
             message_id, message = queued_alarm_notification(body)
-            _deliver(message, message_id, context)
+            _deliver(root, message, message_id, context)
         except Exception as exc:  # the record goes back to the queue; the others are done
             logger.exception("alarm notification failed", record_id=record_id)
             failures.append({"itemIdentifier": record_id})

@@ -35,7 +35,3 @@ class AlarmOwnershipPort(Protocol):
 class InstanceCatalogPort(Protocol):
     def facts(self, instance_type: str) -> InstanceFacts:
         """What is known of the type's GPUs (``unknown`` with the reason when nobody can say); never raises."""
-
-
-class SavingsMetricsPort(Protocol):
-    def record_savings(self, usd: float, rule: str) -> None: ...

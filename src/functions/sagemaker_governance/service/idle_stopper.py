@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
 from sagemaker_governance.domain.idle import (
     IDLE_RULE_ID,
@@ -29,7 +30,7 @@ from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.domain.progress import ProgressRole, progress_role
 from sagemaker_governance.events import AlarmNotification
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idle_ports import AlarmOwnershipPort, SavingsMetricsPort
+from sagemaker_governance.service.idle_ports import AlarmOwnershipPort
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.progress_stopper import ProgressStopper
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -59,7 +60,7 @@ class IdleStopperService:
         notifier: NotifierPort,
         policies: PolicySource,
         audit: AuditSink,
-        metrics: SavingsMetricsPort,
+        metrics: BusinessMetricsPort,
         clock: Clock,
         naming: AlarmNaming,
         account_id: str,
@@ -148,7 +149,7 @@ class IdleStopperService:
         )
         if verdict.verdict is Verdict.STOP:
             if outcome is Outcome.DONE:
-                self._metrics.record_savings(savings.usd, IDLE_RULE_ID)
+                self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=IDLE_RULE_ID)
             if outcome is Outcome.DONE or (outcome is Outcome.AUDIT_ONLY and effective.notify_in_audit_mode):
                 self._notify(job, verdict, outcome, effective.team_tag, effective.owner_tag)
         return StopperResult(

@@ -17,6 +17,7 @@ Every decision writes one audit record (trigger ``progress-alarm``).
 from __future__ import annotations
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.idle import AlarmNaming
 from sagemaker_governance.domain.job import TrainingJob
@@ -33,7 +34,7 @@ from sagemaker_governance.domain.progress import (
     progress_alarm_names,
 )
 from sagemaker_governance.events import AlarmNotification
-from sagemaker_governance.service.idle_ports import AlarmOwnershipPort, SavingsMetricsPort
+from sagemaker_governance.service.idle_ports import AlarmOwnershipPort
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.progress_ports import AlarmArmingPort
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -53,7 +54,7 @@ class ProgressStopper:
         notifier: NotifierPort,
         policies: PolicySource,
         audit: AuditSink,
-        metrics: SavingsMetricsPort,
+        metrics: BusinessMetricsPort,
         clock: Clock,
         naming: AlarmNaming,
     ) -> None:
@@ -96,7 +97,7 @@ class ProgressStopper:
             outcome = self._stop(job, verdict)
             if verdict.verdict is ProgressVerdict.STOP:
                 if outcome is Outcome.DONE:
-                    self._metrics.record_savings(savings.usd, PROGRESS_RULE_ID)
+                    self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=PROGRESS_RULE_ID)
                 if outcome is Outcome.DONE or (outcome is Outcome.AUDIT_ONLY and effective.notify_in_audit_mode):
                     self._notify(job, verdict, outcome, effective)
         record_decision(

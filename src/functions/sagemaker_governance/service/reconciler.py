@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound
@@ -88,10 +89,6 @@ class AlarmDeletionPort(Protocol):
     def delete(self, names: Sequence[str]) -> list[str]: ...
 
 
-class RepairMetricsPort(Protocol):
-    def record_repair(self, kind: str) -> None: ...
-
-
 @dataclass
 class ReconcileReport:
     jobs_in_progress: int = 0
@@ -126,7 +123,7 @@ class ReconcilerService:
         compliance: ComplianceEvaluator,
         policies: PolicySource,
         audit: AuditSink,
-        metrics: RepairMetricsPort,
+        metrics: BusinessMetricsPort,
         clock: Clock,
         interval_minutes: int,
         safety_seconds: float = DEFAULT_SAFETY_SECONDS,
@@ -180,7 +177,7 @@ class ReconcilerService:
                 continue
             for kind in kinds:
                 report.repairs[kind.value] += 1
-                self._metrics.record_repair(kind.value)
+                self._metrics.emit(BusinessMetric.RECONCILER_REPAIRS, kind=kind.value)
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
-
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
@@ -37,7 +36,7 @@ from sagemaker_governance.domain.resume import (
     is_resume_trigger,
     is_spot_trigger,
 )
-from sagemaker_governance.observability import NAMESPACE, logger
+from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -49,7 +48,7 @@ class LauncherPort(Protocol):
 class _CloneReaction:
     rule: str = ""
     kind: str = ""  # notification kind
-    metric: str = ""  # EMF metric counted for each clone created
+    metric: BusinessMetric  # counted for each clone created
 
     def __init__(
         self,
@@ -62,6 +61,7 @@ class _CloneReaction:
         clock: Clock,
         shape: RequestShape,
         role_patterns: tuple[str, ...],
+        metrics: BusinessMetricsPort,
     ) -> None:
         self._jobs = jobs
         self._launcher = launcher
@@ -71,6 +71,7 @@ class _CloneReaction:
         self._clock = clock
         self._shape = shape
         self._role_patterns = role_patterns
+        self._metrics = metrics
 
     # ---- the Reaction protocol ---------------------------------------------------------------
 
@@ -188,8 +189,7 @@ class _CloneReaction:
         )
 
     def _count(self, plan: ClonePlan) -> None:
-        with single_metric(name=self.metric, unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
-            metric.add_dimension(name="reason", value=plan.reason.value)
+        self._metrics.emit(self.metric, reason=plan.reason.value)
 
     def _notify(
         self, job: TrainingJob, effective: Policy, result: CloneDecision, plan: ClonePlan, outcome: str
@@ -216,7 +216,7 @@ class AutoResumeReaction(_CloneReaction):
 
     rule = RESUME_RULE_ID
     kind = "resume"
-    metric = "JobsResumed"
+    metric = BusinessMetric.JOBS_RESUMED
 
     def applies(self, job: TrainingJob) -> bool:
         return is_resume_trigger(job)
@@ -237,7 +237,7 @@ class SpotFallbackReaction(_CloneReaction):
 
     rule = SPOT_RULE_ID
     kind = "spot-fallback"
-    metric = "SpotFallbacks"
+    metric = BusinessMetric.SPOT_FALLBACKS
 
     def applies(self, job: TrainingJob) -> bool:
         return is_spot_trigger(job)

@@ -16,13 +16,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def cmd_iam_policy(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError
-    from smgov.cli.main import _fail, load_policy
+    from smgov.cli.output import fail
     from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
+    from smgov.local_policy import load_policy
 
     try:
         policy = load_policy(args.policy)
     except PolicyDocumentError as exc:
-        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     if args.team is not None and args.team not in policy.teams:
         known = ", ".join(sorted(policy.teams)) or "none"
         print(f"note: team {args.team!r} has no override (known: {known}); using the base policy", file=sys.stderr)
@@ -37,7 +38,7 @@ def cmd_iam_policy(args: argparse.Namespace) -> int:
             account=args.account,
         )
     except (IamPolicyTooLarge, NothingToExpress) as exc:
-        return _fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
+        return fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
 
     if args.json:
         print(json.dumps(derivation.report(), indent=2))

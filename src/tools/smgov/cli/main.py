@@ -13,38 +13,22 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import (
     PolicyDocumentError,
-    build_policy,
     format_errors,
-    parse_document,
 )
 from sagemaker_governance.settings import Settings
 from smgov.cli import dlq
+from smgov.cli.output import EXIT_OK, EXIT_USAGE, fail
 from smgov.cli.resume import add_parser as add_resume_parser
-
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-
-
-def _fail(message: str, code: int = EXIT_VIOLATION) -> int:
-    print(message, file=sys.stderr)
-    return code
-
-
-def load_policy(path: str | None, settings: Settings | None = None) -> Policy:
-    """Deploy-time defaults (from the environment, as the functions read them) plus an optional document."""
-    base = (settings or Settings.from_env()).base_policy_document()
-    if path is None:
-        return build_policy(base)
-    return build_policy(base, parse_document(Path(path).read_text()))
+from smgov.local_policy import load_policy
 
 
 def _read_json(path: str) -> Any:
     try:
         return json.loads(Path(path).read_text())
     except (ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8, huge integers
-        raise SystemExit(_fail(f"{path}: not valid JSON: {exc}", EXIT_USAGE)) from exc
+        raise SystemExit(fail(f"{path}: not valid JSON: {exc}", EXIT_USAGE)) from exc
 
 
 # ---- policy -------------------------------------------------------------------------------------
@@ -54,7 +38,7 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.file)
     except PolicyDocumentError as exc:
-        return _fail(f"{args.file}: invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+        return fail(f"{args.file}: invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     teams = ", ".join(sorted(policy.teams)) or "none"
     print(
         f"{args.file}: ok (mode {policy.mode.value}, {len(policy.rules)} rule(s), "
@@ -69,7 +53,7 @@ def cmd_policy_show(args: argparse.Namespace) -> int:
         if args.team:
             policy = policy.for_team(args.team)
     except PolicyDocumentError as exc:
-        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     document = policy.model_dump(mode="json", exclude_defaults=False)
     if args.json:
         print(json.dumps(document, indent=2, sort_keys=False))
@@ -89,11 +73,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.policy)
     except PolicyDocumentError as exc:
-        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     try:
         result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe, naming=_naming())
     except ValidationError as exc:
-        return _fail(
+        return fail(
             f"{args.event_file}: not a training job state change event:\n  - " + "\n  - ".join(format_errors(exc))
         )
     if args.json:

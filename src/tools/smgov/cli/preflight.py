@@ -36,34 +36,34 @@ def validate_request_shape(request: Any) -> list[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
-    from smgov.cli.main import _fail, load_policy
+    from smgov.cli.output import fail
+    from smgov.local_policy import current_user, load_policy
     from smgov.preflight import preflight_request
-    from smgov.sdk import _current_user
 
     try:
         request = json.loads(Path(args.request).read_text())
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8, huge integers
-        return _fail(f"{args.request}: cannot read a JSON request: {exc}", EXIT_USAGE)
+        return fail(f"{args.request}: cannot read a JSON request: {exc}", EXIT_USAGE)
     problems = validate_request_shape(request)
     if problems:
-        return _fail(
+        return fail(
             f"{args.request}: not a valid CreateTrainingJob request:\n  - " + "\n  - ".join(problems), EXIT_USAGE
         )
     try:
         policy = load_policy(args.policy)
     except PolicyDocumentError as exc:
-        return _fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     try:
         outcome = preflight_request(
             request,
             policy,
             datetime.now(UTC),
-            user=args.user if args.user is not None else _current_user(),
+            user=args.user if args.user is not None else current_user(),
             fill_defaults=not args.no_defaults,
             strict=args.strict,
         )
     except ValidationError as exc:
-        return _fail(f"{args.request}: cannot evaluate:\n  - " + "\n  - ".join(format_errors(exc)), EXIT_USAGE)
+        return fail(f"{args.request}: cannot evaluate:\n  - " + "\n  - ".join(format_errors(exc)), EXIT_USAGE)
     if args.json:
         print(json.dumps({**outcome.report(), "request": outcome.request}, indent=2, default=str))
     else:

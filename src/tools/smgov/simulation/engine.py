@@ -178,6 +178,8 @@ class _Uuids:
 
 
 class Simulation:
+    _root: Any = None  # the handlers' composition root (composition/root.py) while the account is open
+
     def __init__(
         self,
         scenario: Scenario,
@@ -345,10 +347,8 @@ class Simulation:
         }
 
     def _alarm_prefix(self) -> str | None:
-        from sagemaker_governance.handlers import _wiring
-
         try:
-            return _wiring.alarm_naming().prefix
+            return self._root.alarm_naming.prefix if self._root is not None else None
         except Exception:  # no idle guard configured in this deployment
             return None
 
@@ -397,8 +397,7 @@ class Simulation:
         import boto3
         from moto import mock_aws
 
-        from sagemaker_governance.audit import MemoryAuditSink
-        from sagemaker_governance.handlers import _wiring
+        from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
 
         saved_session = boto3.DEFAULT_SESSION
@@ -428,34 +427,47 @@ class Simulation:
                 ssm.put_parameter(Name=policy_name, Value=text, Type="String", Overwrite=True)
             with patched_env(environment), virtual_backoff(self._backoff, seed=self.seed):
                 self._env_now = dict(environment)
-                _wiring.reset()
                 boto3.setup_default_session(region_name=REGION)
-                assert boto3.DEFAULT_SESSION is not None
-                boto3.DEFAULT_SESSION.events.register("before-parameter-build", self._count_call)
-                boto3.DEFAULT_SESSION.events.register("after-call.sns.Publish", self._service_published)
-                _wiring.set_clock(self.clock)
-                self._audit = MemoryAuditSink()
-                self._crasher = CrashingAuditSink(self._audit, self.faults)
-                _wiring.set_audit_sink(self._crasher)
-                if self.faults.spec.rate("throttle") > 0:
-                    self._throttler = Throttler(self.faults)
-                    self._throttler.install(boto3.DEFAULT_SESSION.events)
-                    self._throttler.route_sagemaker(_wiring.client("sagemaker"), self.fake)
-                else:
-                    self.fake.attach(_wiring.client("sagemaker"))
-                if self.cloudwatch_tps is not None:
-                    self.quota = RequestQuota.cloudwatch_alarm_writes(self.api_seconds, self.cloudwatch_tps)
-                    self.quota.attach(_wiring.client("cloudwatch"))
+                session = boto3.DEFAULT_SESSION
+                assert session is not None
+                session.events.register("before-parameter-build", self._count_call)
+                session.events.register("after-call.sns.Publish", self._service_published)
+                root = self._handlers_root(session)
                 logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
                 for function in self.deployment.functions.values():
                     for name, every in function.schedules:
                         self._schedules.append((every, function, name, every))
                 try:
-                    yield
+                    with provide(root):
+                        yield
                 finally:
                     logger.setLevel(saved_level)
-                    _wiring.reset()
+                    self._root = None
                     boto3.DEFAULT_SESSION = saved_session
+
+    def _handlers_root(self, session: Any) -> Any:
+        """The composition root the handlers run on (``provide``d for the whole run): the functions'
+        settings, ``session`` (its calls are counted), the virtual clock, audit records and business
+        metrics kept in memory; the doubles are attached to its clients."""
+        from sagemaker_governance.audit import MemoryAuditSink
+        from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+        from sagemaker_governance.composition.root import Root
+        from sagemaker_governance.settings import Settings
+
+        self._audit = MemoryAuditSink()
+        self._crasher = CrashingAuditSink(self._audit, self.faults)
+        root = Root(Settings.from_env(), session, self.clock, audit=self._crasher, metrics=MemoryBusinessMetrics())
+        self._root = root
+        if self.faults.spec.rate("throttle") > 0:
+            self._throttler = Throttler(self.faults)
+            self._throttler.install(session.events)
+            self._throttler.route_sagemaker(root.client("sagemaker"), self.fake)
+        else:
+            self.fake.attach(root.client("sagemaker"))
+        if self.cloudwatch_tps is not None:
+            self.quota = RequestQuota.cloudwatch_alarm_writes(self.api_seconds, self.cloudwatch_tps)
+            self.quota.attach(root.client("cloudwatch"))
+        return root
 
     def _horizon(self) -> int:
         if self.scenario.horizon_hours is not None:

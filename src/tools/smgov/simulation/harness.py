@@ -1,7 +1,8 @@
 """Run the real Lambda handlers locally: moto for AWS services, the SageMaker double for SageMaker.
 
-``LocalAccount`` sets the functions' environment, starts moto, builds the handlers' cached clients
-through the composition root and attaches the SageMaker double to the very client the handlers use.
+``LocalAccount`` sets the functions' environment, starts moto, builds a composition root (the handlers'
+clients, the given clock, audit records and business metrics kept in memory), provides it to the
+handlers and attaches the SageMaker and CloudWatch doubles to the very clients the handlers use.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 
@@ -61,25 +63,31 @@ class LocalAccount:
     """An offline AWS account the real handlers run against."""
 
     def __init__(
-        self, clock: Callable[[], datetime], environment: Mapping[str, str], *, log_audit: bool = True
+        self,
+        clock: Callable[[], datetime],
+        environment: Mapping[str, str],
+        *,
+        log_audit: bool = True,
+        metrics: MemoryBusinessMetrics | None = None,
     ) -> None:
         import boto3
 
-        from sagemaker_governance.handlers import _wiring
+        from sagemaker_governance.audit import LogAuditSink, MemoryAuditSink
+        from sagemaker_governance.composition.root import Root
+        from sagemaker_governance.settings import Settings
 
         self.clock = clock
         self.environment = dict(environment)
-        from sagemaker_governance.audit import LogAuditSink, MemoryAuditSink
-
-        _wiring.reset()
-        _wiring.set_clock(clock)
         self.audit = MemoryAuditSink(forward=LogAuditSink().write if log_audit else None)
-        _wiring.set_audit_sink(self.audit)
+        self.metrics = metrics if metrics is not None else MemoryBusinessMetrics()
+        self.root = Root(
+            Settings.from_env(), boto3.session.Session(), clock, audit=self.audit, metrics=self.metrics
+        )
         self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
-        self.sagemaker.attach(_wiring.client("sagemaker"))
+        self.sagemaker.attach(self.root.client("sagemaker"))
         # moto has no composite alarms: the idle guard's alarms are answered by a CloudWatch double.
         self.cloudwatch = FakeCloudWatch(clock, region=REGION, account=ACCOUNT)
-        self.cloudwatch.attach(_wiring.client("cloudwatch"))
+        self.cloudwatch.attach(self.root.client("cloudwatch"))
         self.sns = boto3.client("sns", region_name=REGION)
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.ssm = boto3.client("ssm", region_name=REGION)
@@ -107,11 +115,12 @@ def local_account(
     *,
     topic_name: str = "governance-notifications",
     log_audit: bool = True,
+    metrics: MemoryBusinessMetrics | None = None,
 ) -> Iterator[LocalAccount]:
     """moto + the SageMaker double + the functions' environment, for the duration of the block."""
     from moto import mock_aws
 
-    from sagemaker_governance.handlers import _wiring
+    from sagemaker_governance.composition.root import provide
 
     with patched_env(DUMMY_CREDENTIALS), mock_aws():
         import boto3
@@ -126,8 +135,6 @@ def local_account(
             **environment,
         }
         with patched_env(env):
-            account = LocalAccount(clock, env, log_audit=log_audit)
-            try:
+            account = LocalAccount(clock, env, log_audit=log_audit, metrics=metrics)
+            with provide(account.root):
                 yield account
-            finally:
-                _wiring.reset()

@@ -1,0 +1,1 @@
+"""The composition root (``root.Root``) and one builder module per Lambda function."""

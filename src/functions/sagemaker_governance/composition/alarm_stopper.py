@@ -1,0 +1,59 @@
+"""IdleStopperFunction: act on the alarm guards' notifications (verify, re-read, judge, act)."""
+
+from __future__ import annotations
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
+from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
+from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.service.idle_stopper import IdleStopperService
+from sagemaker_governance.service.progress_stopper import ProgressStopper
+
+ADAPTERS: tuple[type, ...] = (
+    SageMakerJobs,
+    SnsNotifier,
+    PolicyStore,
+    CloudWatchAlarmOwnership,
+    CloudWatchAlarmArming,
+    IdempotencyTable,
+    EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+)
+
+
+def build(root: Root) -> IdleStopperService:
+    cfg = root.settings
+    ownership = CloudWatchAlarmOwnership(root.client("cloudwatch"), cfg.alarm_arn)
+    progress = ProgressStopper(
+        jobs=SageMakerJobs(root.client("sagemaker")),
+        alarms=ownership,
+        arming=CloudWatchAlarmArming(root.client("cloudwatch")),
+        notifier=root.notifier(),
+        policies=root.policy_store,
+        audit=root.audit,
+        metrics=root.metrics,
+        clock=root.now,
+        naming=root.alarm_naming,
+    )
+    return IdleStopperService(
+        jobs=SageMakerJobs(root.client("sagemaker")),
+        alarms=ownership,
+        notifier=root.notifier(),
+        policies=root.policy_store,
+        audit=root.audit,
+        metrics=root.metrics,
+        clock=root.now,
+        naming=root.alarm_naming,
+        account_id=cfg.account_id,
+        progress=progress,
+    )
+
+
+def stopper_service(root: Root) -> IdleStopperService:
+    """The function's service (built on its first invocation, then kept by the root)."""
+    return root.service(build)
+
+
+freeze_imports()

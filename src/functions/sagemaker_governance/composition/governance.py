@@ -1,0 +1,84 @@
+"""What the job-events function and the reconciler share: the ports their use cases act through, and
+the assembly of compliance and the alarm guards on them.
+
+``Ports.of(root)`` builds the AWS adapters from the root's clients; `smgov explain` assembles the same
+services on offline ports (answers from files, records instead of acting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
+from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
+from sagemaker_governance.audit import AuditSink
+from sagemaker_governance.business_metrics import BusinessMetricsPort
+from sagemaker_governance.composition.root import Root
+from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
+from sagemaker_governance.service.idle_ports import AlarmLifecyclePort, InstanceCatalogPort
+from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
+
+
+@dataclass(frozen=True)
+class Ports:
+    jobs: JobsPort
+    notifier: NotifierPort
+    policies: PolicySource
+    audit: AuditSink
+    metrics: BusinessMetricsPort
+    clock: Clock
+    alarms: AlarmLifecyclePort
+    naming: AlarmNaming
+    marks: EvaluationMarksPort | None = None
+    # EC2's answers for instance types our GPU table does not know (None: offline, the table alone)
+    instances: InstanceCatalogPort | None = None
+
+    @classmethod
+    def of(cls, root: Root) -> Ports:
+        return cls(
+            jobs=SageMakerJobs(root.client("sagemaker")),
+            notifier=root.notifier(),
+            policies=root.policy_store,
+            audit=root.audit,
+            metrics=root.metrics,
+            clock=root.now,
+            alarms=CloudWatchAlarmLifecycle(root.client("cloudwatch")),
+            naming=root.alarm_naming,
+            marks=SageMakerJobMarks(root.client("sagemaker")),
+            instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
+        )
+
+
+def compliance_service(ports: Ports) -> ComplianceService:
+    """Compliance (the job-events function and the reconciler): it tags each job it has evaluated."""
+    return ComplianceService(
+        ports.jobs, ports.notifier, ports.policies, ports.audit, ports.clock, marks=ports.marks
+    )
+
+
+def alarm_guards(ports: Ports) -> tuple[IdleAlarmsReaction, ProgressAlarmsReaction]:
+    """The per-job alarm guards (GPU idle, training progress): the job-events function's reactions and
+    the reconciler's ``AlarmGuard``s."""
+    return (
+        IdleAlarmsReaction(
+            jobs=ports.jobs,
+            alarms=ports.alarms,
+            policies=ports.policies,
+            audit=ports.audit,
+            clock=ports.clock,
+            naming=ports.naming,
+            instances=ports.instances,
+        ),
+        ProgressAlarmsReaction(
+            jobs=ports.jobs,
+            alarms=ports.alarms,  # type: ignore[arg-type]  # one lifecycle port for both until the guards merge
+            policies=ports.policies,
+            audit=ports.audit,
+            clock=ports.clock,
+            naming=ports.naming,
+        ),
+    )

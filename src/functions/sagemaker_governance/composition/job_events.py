@@ -1,0 +1,73 @@
+"""JobEventsFunction: compliance, auto-resume, Spot fallback and the alarm guards' lifecycle."""
+
+from __future__ import annotations
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
+from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
+from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
+from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
+from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
+from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.domain.clone import RequestShape
+from sagemaker_governance.service.job_events import JobEventsService, Reaction
+from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
+
+# The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
+ADAPTERS: tuple[type, ...] = (
+    SageMakerJobs,
+    SnsNotifier,
+    PolicyStore,
+    SageMakerLauncher,
+    CloudWatchAlarmLifecycle,
+    Ec2InstanceCatalog,
+    SageMakerJobMarks,
+    IdempotencyTable,
+    EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+)
+
+
+def assemble(
+    ports: Ports, *, launcher: LauncherPort, shape: RequestShape, role_patterns: tuple[str, ...]
+) -> JobEventsService:
+    """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
+    fallback launch clones through ``launcher`` (CreateTrainingJob requests of ``shape``, roles matching
+    ``role_patterns``)."""
+    clones = [
+        kind(
+            ports.jobs,
+            launcher,
+            ports.notifier,
+            ports.policies,
+            ports.audit,
+            clock=ports.clock,
+            shape=shape,
+            role_patterns=role_patterns,
+            metrics=ports.metrics,
+        )
+        for kind in (AutoResumeReaction, SpotFallbackReaction)
+    ]
+    reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
+    return JobEventsService(reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock)
+
+
+def build(root: Root) -> JobEventsService:
+    sagemaker = root.client("sagemaker")
+    return assemble(
+        Ports.of(root),
+        launcher=SageMakerLauncher(sagemaker),
+        shape=create_training_job_shape(sagemaker.meta.service_model),
+        role_patterns=(root.settings.clone_role_pattern,),
+    )
+
+
+def job_events_service(root: Root) -> JobEventsService:
+    """The function's service (built on its first invocation, then kept by the root)."""
+    return root.service(build)
+
+
+freeze_imports()

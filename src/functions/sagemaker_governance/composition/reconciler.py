@@ -1,0 +1,48 @@
+"""ReconcilerFunction: repair orphan alarms, missing alarms and never-evaluated jobs, on a schedule."""
+
+from __future__ import annotations
+
+from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory, CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
+from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
+from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.service.reconciler import ReconcilerService
+
+ADAPTERS: tuple[type, ...] = (
+    SageMakerJobs,
+    SnsNotifier,
+    PolicyStore,
+    CloudWatchAlarmLifecycle,
+    Ec2InstanceCatalog,
+    SageMakerJobInventory,
+    CloudWatchAlarmInventory,
+    SageMakerJobMarks,
+)
+
+
+def build(root: Root) -> ReconcilerService:
+    ports = Ports.of(root)
+    return ReconcilerService(
+        jobs=SageMakerJobs(root.client("sagemaker")),
+        inventory=SageMakerJobInventory(root.client("sagemaker")),
+        alarm_inventory=CloudWatchAlarmInventory(root.client("cloudwatch")),
+        alarms=CloudWatchAlarmLifecycle(root.client("cloudwatch")),
+        guards=alarm_guards(ports),
+        compliance=compliance_service(ports),
+        policies=root.policy_store,
+        audit=root.audit,
+        metrics=root.metrics,
+        clock=root.now,
+        interval_minutes=root.settings.reconcile_interval_minutes,
+    )
+
+
+def reconciler_service(root: Root) -> ReconcilerService:
+    """The function's service (built on its first invocation, then kept by the root)."""
+    return root.service(build)
+
+
+freeze_imports()

@@ -1,0 +1,190 @@
+"""The composition root as a value: what every function builds once per Lambda container.
+
+A ``Root`` is built from settings, a boto3 session and a clock (plus optional sinks for the audit records
+and the business metrics). It builds the shared pieces on first use and caches them: one boto3 client
+per service, the policy store, the audit sink, the idempotency records, the notifier. Each function's
+own services are built by a builder of its module (``composition/job_events.py`` ...), on its first
+invocation, and cached in the root too (``root.service(builder)``): a function imports only what it uses.
+
+**The one seam.** Lambda imports a handler by the template's ``Handler`` path; the handler asks
+``current()`` for the root. In Lambda nothing is provided, so ``current()`` builds the root from the
+environment on the first invocation and keeps it for the life of the container. The simulator, tests
+and `smgov` tools build their own root (their clock, session, sinks) and run the handlers inside
+``provide(root)``.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, TypeVar
+
+import boto3
+from botocore.config import Config
+
+from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.audit import AuditSink, LogAuditSink
+from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
+from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.service.idempotency import OnceAuditSink, OnceNotifier, deliver
+from sagemaker_governance.service.ports import Clock, NotifierPort
+from sagemaker_governance.settings import Settings
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Retries are botocore's job, never a hand-written loop. `standard` mode: exponential backoff with full
+# jitter (random x 2^(attempt-1) seconds, capped at 20 s) and a per-client retry quota. The sizing is in
+# docs/resilience.md.
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+# CloudWatch allows 3 PutMetricAlarm and 3 DeleteAlarms requests per second per account and region: a
+# burst of jobs is throttled there first. Six attempts wait at most 1+2+4+8+16 = 31 s (15.5 s on average)
+# in backoff, three such waits fit in JobEventsFunction's 120 s timeout. Not
+# `adaptive`: its client-side rate limiter lives in one client of one Lambda instance, so concurrent
+# instances do not share what it learns; reserved concurrency bounds the account-wide rate instead.
+# (botocore's ``max_attempts`` counts retries; ``total_max_attempts`` counts the first request too.)
+SERVICE_CONFIGS: dict[str, Config] = {
+    "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
+}
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Root:
+    """Clients, shared adapters and the functions' services, built on first use and kept."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        session: boto3.session.Session,
+        clock: Clock = utc_now,
+        *,
+        audit: AuditSink | None = None,
+        metrics: BusinessMetricsPort | None = None,
+    ) -> None:
+        self.settings = settings
+        self.session = session
+        self.clock = clock
+        self._audit = audit
+        self._clients: dict[str, Any] = {}
+        self._services: dict[Callable[[Root], Any], Any] = {}
+        self.metrics: BusinessMetricsPort = metrics or EmfBusinessMetrics()
+
+    @classmethod
+    def from_environment(cls) -> Root:
+        """What a Lambda container builds: settings from its environment, a new boto3 session, UTC now."""
+        return cls(Settings.from_env(), boto3.session.Session())
+
+    # ---- shared pieces -------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def client(self, service: str) -> Any:
+        """One client per service (its retry configuration: ``SERVICE_CONFIGS``, else ``CLIENT_CONFIG``)."""
+        if service not in self._clients:
+            config = SERVICE_CONFIGS.get(service, CLIENT_CONFIG)
+            self._clients[service] = self.session.client(service, config=config)  # type: ignore[call-overload]
+        return self._clients[service]
+
+    @property
+    def client_count(self) -> int:
+        return len(self._clients)
+
+    @cached_property
+    def policy_store(self) -> PolicyStore:
+        cfg = self.settings
+        return PolicyStore(
+            base_document=cfg.base_policy_document(),
+            parameter_name=cfg.policy_parameter_name,
+            ssm_client=self.client("ssm") if cfg.policy_parameter_name else None,
+            cache_seconds=cfg.policy_cache_seconds,
+            clock=self.now,
+            metrics=self.metrics,
+        )
+
+    @cached_property
+    def idempotency(self) -> IdempotencyTable | None:
+        """The idempotency records (None when no table is configured: every delivery is processed)."""
+        cfg = self.settings
+        if cfg.idempotency_table is None:
+            return None
+        return IdempotencyTable(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
+
+    @cached_property
+    def audit(self) -> AuditSink:
+        """The audit sink (the given one, else the log); with idempotency records, once per delivery."""
+        sink = self._audit or LogAuditSink()
+        ledger = self.idempotency
+        return OnceAuditSink(sink, ledger) if ledger is not None else sink
+
+    def notifier(self) -> NotifierPort:
+        """The SNS notifier; with idempotency records, each notification of a delivery is sent once."""
+        sns = SnsNotifier(self.client("sns"), self.settings.notifications_topic_arn)
+        ledger = self.idempotency
+        return OnceNotifier(sns, ledger) if ledger is not None else sns
+
+    @cached_property
+    def alarm_naming(self) -> AlarmNaming:
+        cfg = self.settings
+        return AlarmNaming(
+            prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=cfg.alarm_topic_arn
+        )
+
+    # ---- the functions' services ----------------------------------------------------------------
+
+    def service(self, build: Callable[[Root], T]) -> T:
+        """``build(self)``, once: a function's service lives as long as its container."""
+        if build not in self._services:
+            self._services[build] = build(self)
+        return self._services[build]  # type: ignore[no-any-return]
+
+    def forget(self, build: Callable[[Root], Any]) -> None:
+        """Drop a built service (tests: what a new container would see)."""
+        self._services.pop(build, None)
+
+    def process_once(self, key: str, context: Any, process: Callable[[], R]) -> R:
+        """Run a delivery's processing once per delivery key (handlers call this around the service)."""
+        ledger = self.idempotency
+        if ledger is not None and context is not None:
+            ledger.register_context(context)
+        return deliver(ledger, key, process)
+
+
+_provided: Root | None = None
+
+
+def current() -> Root:
+    """The root the handlers use: the provided one, else the container's own (built on first call)."""
+    global _provided  # noqa: PLW0603
+    if _provided is None:
+        _provided = Root.from_environment()
+    return _provided
+
+
+@contextmanager
+def provide(root: Root) -> Iterator[Root]:
+    """Run handlers on ``root`` for the duration of the block (the simulator, tests, `smgov`)."""
+    global _provided  # noqa: PLW0603
+    saved, _provided = _provided, root
+    try:
+        yield root
+    finally:
+        _provided = saved
+
+
+def freeze_imports() -> None:
+    """Called at the end of each function's builder module, once everything it runs is imported.
+
+    Cold start: what is imported by then (modules, classes, pydantic schemas) lives as long as the
+    container. Moving it to the collector's permanent generation spares the later collections (building
+    the boto3 clients on the first invocation triggers several) from walking it again; measured in
+    BENCHMARKS.md (cold start)."""
+    gc.freeze()
