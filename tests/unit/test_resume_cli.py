@@ -100,3 +100,46 @@ def test_fields_botocore_does_not_know_are_reported(tmp_path: Path, capsys: pyte
     out = json.loads(capsys.readouterr().out)
     assert out["fields_unknown_to_botocore"] == ["FutureTrainingConfig"]
     assert "FutureTrainingConfig" not in out["request"]
+
+
+def _launched(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Stand in for CreateTrainingJob (nothing reaches AWS); returns the requests it got."""
+    from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
+    from sagemaker_governance.domain.clone import CreateOutcome
+
+    sent: list[dict[str, Any]] = []
+
+    def create(self: Any, request: dict[str, Any]) -> CreateOutcome:
+        sent.append(request)
+        return CreateOutcome.CREATED
+
+    monkeypatch.setattr(SageMakerLauncher, "create_training_job", create)
+    monkeypatch.setattr("boto3.client", lambda *a, **k: object())
+    return sent
+
+
+def test_force_clones_a_running_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job still in progress, when resumed with --force, then the clone is created anyway
+    sent = _launched(monkeypatch)
+    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus="InProgress"))
+    tags = _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--force", "--describe-file", describe, "--tags-file", tags]) == 0
+    assert [r["TrainingJobName"] for r in sent] == ["job-a-r1"]
+
+
+def test_an_orchestrated_job_is_refused_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a failed child of a tuning job, then smgov resume refuses it (the tuner retries it) and
+    # says who owns it; --force clones it anyway
+    sent = _launched(monkeypatch)
+    owned = failed_description(
+        "job-a", TuningJobArn="arn:aws:sagemaker:us-east-1:123456789012:hyper-parameter-tuning-job/hpo"
+    )
+    describe, tags = _write(tmp_path / "d.json", owned), _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "hyperparameter tuning job" in capsys.readouterr().err and sent == []
+    assert main(["resume", "job-a", "--force", "--describe-file", describe, "--tags-file", tags]) == 0
+    assert len(sent) == 1

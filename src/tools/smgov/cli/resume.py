@@ -24,6 +24,7 @@ from sagemaker_governance.domain.clone import (
     plan_clone,
 )
 from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_tags
+from sagemaker_governance.domain.orchestrators import orchestrator_of
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -104,11 +105,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _fail(f"cannot resume {args.job_name}: {exc}")
 
     status = description.get("TrainingJobStatus")
+    owner = orchestrator_of(description, tags)
     outcome = "planned (dry run)"
     if not args.dry_run:
-        if status not in TERMINAL_STATUSES:
+        if status not in TERMINAL_STATUSES and not args.force:
             return _fail(
-                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it runs)"
+                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it "
+                "runs), or --force"
+            )
+        if owner is not None and not args.force:
+            return _fail(
+                f"{args.job_name} belongs to a {owner.kind} ({owner.identity}), which retries it itself: "
+                "a clone would run outside its bookkeeping (--force to clone anyway)"
             )
         from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 
@@ -135,6 +143,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(
         f"  on-demand: {'yes' if plan.on_demand else 'no (Spot)'}; checkpoint: {plan.checkpoint_s3_uri or 'none'}"
     )
+    if owner is not None:
+        print(f"  owned by a {owner.kind} ({owner.identity}, {owner.sign}): the service never clones it")
     if plan.unexpected_drops:
         print(f"  not carried over: {', '.join(plan.unexpected_drops)}")
     if plan.unmodelled:
@@ -152,6 +162,11 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("job_name", metavar="JOB_NAME")
     resume.add_argument("--on-demand", action="store_true", help="run the clone On-Demand (not Spot)")
     resume.add_argument("--dry-run", action="store_true", help="plan and print; create nothing")
+    resume.add_argument(
+        "--force",
+        action="store_true",
+        help="clone even a job still in progress, or one an orchestrator (tuning, AutoML, Pipelines, Batch) owns",
+    )
     resume.add_argument("--describe-file", metavar="FILE", help="DescribeTrainingJob response (JSON); offline")
     resume.add_argument("--tags-file", metavar="FILE", help="ListTags response or tag map (JSON); offline")
     resume.add_argument("--json", action="store_true")
