@@ -10,7 +10,8 @@ from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.idle import AlarmNaming, AlarmPlan, IdlePolicy, plan_idle_alarm
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from tests.builders import job
 
 NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:123456789012:t")
@@ -21,7 +22,7 @@ def arn(name: str) -> str:
 
 
 def plan_for(hosts: int, instance_type: str = "ml.p4d.24xlarge") -> AlarmPlan:
-    plan = plan_idle_alarm(
+    plan = IDLE.plan(
         job("train-1", ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts}),
         IdlePolicy(),
         NAMING,
@@ -51,7 +52,7 @@ def test_moto_stores_the_metric_math_alarm_exactly(aws: None) -> None:
     plan = plan_for(2, "ml.g5.12xlarge")
     CloudWatchAlarmLifecycle(cw).put(plan)
     (stored,) = cw.describe_alarms(AlarmNames=["gov-idle-train-1"])["MetricAlarms"]
-    assert stored["Metrics"] == plan.metric_alarms[0]["Metrics"]
+    assert stored["Metrics"] == plan.metric_requests[0]["Metrics"]
     assert stored["Threshold"] == 4.0 and stored["TreatMissingData"] == "notBreaching"
     assert CloudWatchAlarmOwnership(cw, arn).tags("gov-idle-train-1") == {
         "smgov:training-job": "train-1",
@@ -69,10 +70,10 @@ def test_children_are_created_before_their_composite() -> None:
     cw = client()
     plan = plan_for(16)
     with Stubber(cw) as stub:
-        for request in plan.metric_alarms:
+        for request in plan.metric_requests:
             stub.add_response("put_metric_alarm", {}, request)
-        assert plan.composite_alarm is not None
-        stub.add_response("put_composite_alarm", {}, plan.composite_alarm)
+        assert plan.composite_request is not None
+        stub.add_response("put_composite_alarm", {}, plan.composite_request)
         CloudWatchAlarmLifecycle(cw).put(plan)
         stub.assert_no_pending_responses()
 
@@ -82,7 +83,7 @@ def test_lifecycle_adapter_declares_exactly_what_it_calls() -> None:
     recorder = IamRecorder(cw)
     plan = plan_for(16)
     with Stubber(cw) as stub:
-        for _ in plan.metric_alarms:
+        for _ in plan.metric_requests:
             stub.add_response("put_metric_alarm", {})
         stub.add_response("put_composite_alarm", {})
         stub.add_response("set_alarm_state", {})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.domain.idle import IdlePolicy
+from sagemaker_governance.domain.guards.idle import IdlePolicy
 from sagemaker_governance.settings import Settings
 from smgov.simulation.calibration_report import (
     DEFAULT_FIELDS,

@@ -262,8 +262,8 @@ def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> N
 
 
 def test_the_idle_filters_cover_what_the_idle_reaction_acts_on() -> None:
+    from sagemaker_governance.domain.guards.base import is_training
     from sagemaker_governance.domain.job import TrainingJob
-    from sagemaker_governance.service.idle_alarms import is_training
 
     for sample in ("training-job-completed.json", "training-job-failed.json", "training-job-stopped.json"):
         assert TrainingJob.model_validate(json.loads((EVENTS / sample).read_text())["detail"]).is_terminal

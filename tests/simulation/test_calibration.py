@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sagemaker_governance.domain.idle import IdlePolicy
+from sagemaker_governance.domain.guards.idle import IdlePolicy
 from smgov.simulation.calibration import (
     Calibration,
     Cell,

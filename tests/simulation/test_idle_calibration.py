@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagemaker_governance.domain.idle import IdlePolicy
+from sagemaker_governance.domain.guards.idle import IdlePolicy
 from sagemaker_governance.settings import Settings
 from smgov.cli.calibrate import find_traces
 from smgov.simulation.calibration import CATALOGUE, LoadedTrace, load, replay

@@ -38,7 +38,8 @@ from sagemaker_governance.adapters.sagemaker_model import create_training_job_sh
 from sagemaker_governance.domain.clone import ClonePlan, ClonePlanError, ResumeReason, plan_clone
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.idle import AlarmNaming, alarm_tags_identify, plan_idle_alarm
+from sagemaker_governance.domain.guards.base import AlarmNaming, alarm_tags_identify
+from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, load_policy_text
@@ -74,7 +75,8 @@ def use_job(job: TrainingJob) -> None:
     job.count_transitions("Training")
     policy = Policy.model_validate(BASE_POLICY)
     evaluate_compliance(job, policy, NOW)
-    plan_idle_alarm(job, policy.idle, NAMING)
+    for guard in GUARDS:
+        guard.plan(job, guard.config(policy), NAMING)
 
 
 # ---- EventBridge: SageMaker Training Job State Change --------------------------------------------
@@ -392,7 +394,8 @@ def use_policy(policy: Policy) -> None:
         effective = policy.for_team(team)
         effective.exemption_for(job, "max-instances", NOW)
         effective.resume.match(job.failure_reason)
-        plan_idle_alarm(job, effective.idle, NAMING)
+        for guard in GUARDS:
+            guard.plan(job, guard.config(effective), NAMING)
     evaluate_compliance(job, policy, NOW)
 
 

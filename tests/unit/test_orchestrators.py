@@ -142,14 +142,15 @@ def test_unknown_retries_count_at_their_maximum() -> None:
 def test_idle_and_compliance_still_apply_to_an_orchestrated_job() -> None:
     # An orchestrator owns the job's retries, not its cost: the idle guard still watches it and the
     # compliance rules still judge it.
-    from sagemaker_governance.domain.idle import AlarmNaming, AlarmPlan, IdlePolicy, plan_idle_alarm
+    from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+    from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
     from sagemaker_governance.domain.policy import Policy
 
     description = {**failed_description(), "TuningJobArn": f"{ARN}:hyper-parameter-tuning-job/hpo-1"}
     description.update(TrainingJobStatus="InProgress", SecondaryStatus="Training")
     job = as_job(description, {})  # no tags at all
     naming = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
-    assert isinstance(plan_idle_alarm(job, IdlePolicy(), naming), AlarmPlan)
+    assert isinstance(IDLE.plan(job, IdlePolicy(), naming), AlarmPlan)
     from sagemaker_governance.domain.compliance import evaluate_compliance
 
     policy = Policy.model_validate({"rules": [{"id": "tags", "type": "required-tags", "tags": {"team": {}}}]})

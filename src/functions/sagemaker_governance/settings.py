@@ -54,7 +54,7 @@ class Settings(BaseModel):
     idle_datapoints_to_alarm: int = Field(default=30, ge=1, alias="IDLE_DATAPOINTS_TO_ALARM")
     idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
     alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
-    # ---- progress guard (domain/progress.py)
+    # ---- progress guard (domain/guards/progress.py)
     progress_enabled: bool = Field(default=True, alias="PROGRESS_GUARD_ENABLED")
     progress_window_minutes: int = Field(default=120, ge=10, le=1440, alias="PROGRESS_WINDOW_MINUTES")
     progress_metric_names: tuple[str, ...] | None = Field(default=None, alias="PROGRESS_METRIC_NAMES")

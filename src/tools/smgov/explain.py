@@ -15,7 +15,8 @@ from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
-from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
@@ -59,6 +60,7 @@ def explain_event(
         clock=lambda: now,
         alarms=RecordingAlarms(),
         naming=naming or AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance"),
+        guards=GUARDS,
     )
     service = job_events.assemble(
         ports, launcher=RecordingLauncher(), shape=create_training_job_shape(), role_patterns=clone_role_patterns
@@ -86,7 +88,7 @@ class OfflineAlarms:
         self.disabled: list[str] = []
 
     def tags(self, name: str) -> dict[str, str] | None:
-        from sagemaker_governance.domain.idle import TAG_JOB, TAG_MANAGED_BY
+        from sagemaker_governance.domain.guards.base import TAG_JOB, TAG_MANAGED_BY
 
         return {TAG_JOB: self._job_name, TAG_MANAGED_BY: self._naming.managed_by}
 
@@ -121,8 +123,7 @@ def explain_alarm(
     """What the alarm stopper would do with an alarm notification (an SNS event, or an SQS batch from the
     alarm queue), assuming the alarm exists with this stack's tags for the described job."""
     from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
-    from sagemaker_governance.service.idle_stopper import IdleStopperService
-    from sagemaker_governance.service.progress_stopper import ProgressStopper
+    from sagemaker_governance.service.guard_stopper import GuardStopper
 
     bodies = sqs_bodies(raw_event)
     messages = (
@@ -133,18 +134,19 @@ def explain_alarm(
     jobs = OfflineJobs(job, describe)
     results = []
     for message_id, message in messages:
-        common: dict[str, Any] = {
-            "jobs": jobs,
-            "alarms": alarms,
-            "notifier": RecordingNotifier(),
-            "policies": FixedPolicy(policy),
-            "audit": audit,
-            "metrics": MemoryBusinessMetrics(),
-            "clock": lambda: now,
-            "naming": naming,
-        }
-        progress = ProgressStopper(arming=alarms, **common)
-        stopper = IdleStopperService(account_id=message.account_id, progress=progress, **common)
+        stopper = GuardStopper(
+            guards=GUARDS,
+            jobs=jobs,
+            alarms=alarms,
+            arming=alarms,
+            notifier=RecordingNotifier(),
+            policies=FixedPolicy(policy),
+            audit=audit,
+            metrics=MemoryBusinessMetrics(),
+            clock=lambda: now,
+            naming=naming,
+            account_id=message.account_id,
+        )
         results.append(stopper.handle(message, message_id).as_dict())
     return {
         "job": job.name,
@@ -232,6 +234,7 @@ def _ports(
         clock=lambda: now,
         alarms=RecordingAlarms(),
         naming=naming,
+        guards=GUARDS,
     )
 
 

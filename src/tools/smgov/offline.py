@@ -3,12 +3,12 @@ through these, so its output is what the deployed functions would decide, with n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
-from sagemaker_governance.domain.idle import AlarmPlan
+from sagemaker_governance.domain.guards.base import AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 
@@ -78,9 +78,7 @@ class RecordingAlarms:
 
     def put(self, plan: AlarmPlan) -> None:
         self.plans.append(plan)
-
-    def put_metric_alarms(self, job_name: str, requests: Sequence[Mapping[str, Any]]) -> None:
-        self.requests += [dict(r) for r in requests]
+        self.requests += [dict(a.request) for a in plan.alarms]
 
     def delete(self, names: Sequence[str]) -> list[str]:
         self.deleted += names

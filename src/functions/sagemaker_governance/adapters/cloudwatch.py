@@ -1,4 +1,4 @@
-"""CloudWatch alarms of the idle guard: upsert, delete, read tags, reset state, list.
+"""CloudWatch alarms of the alarm guards: upsert, delete, read tags, reset state, arm, list.
 
 ``DescribeAlarms`` cannot be scoped to this stack's alarms: with ``AlarmNamePrefix`` AWS authorizes it
 against ``alarm:*`` (a grant on ``alarm:<prefix>*`` is denied, aws-samples/amazon-cloudwatch-auto-alarms
@@ -9,13 +9,13 @@ the stopper reads one alarm's existence and ownership with ``ListTagsForResource
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.idle import AlarmPlan
+from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan
 
 DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names
 
@@ -34,7 +34,7 @@ def _reset(client: Any, names: Sequence[str], reason: str) -> None:
 
 
 class CloudWatchAlarmLifecycle:
-    """Creates, updates, deletes and re-arms a job's idle alarms (the job-events function)."""
+    """Creates, updates, deletes and re-arms a job's guard alarms (the job-events function)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {
@@ -50,21 +50,15 @@ class CloudWatchAlarmLifecycle:
         self._client = client
 
     def put(self, plan: AlarmPlan) -> None:
+        """Upsert every alarm of the plan in its order (children before their composite)."""
         try:
-            for request in plan.metric_alarms:
-                self._client.put_metric_alarm(**request)
-            if plan.composite_alarm is not None:
-                self._client.put_composite_alarm(**plan.composite_alarm)
+            for alarm in plan.alarms:
+                if alarm.kind is AlarmKind.COMPOSITE:
+                    self._client.put_composite_alarm(**alarm.request)
+                else:
+                    self._client.put_metric_alarm(**alarm.request)
         except ClientError as exc:
-            raise AdapterError(f"creating the idle alarms of {plan.job_name} failed: {exc}") from exc
-
-    def put_metric_alarms(self, job_name: str, requests: Sequence[Mapping[str, Any]]) -> None:
-        """Upsert plain metric alarms in order (the progress guard's stall alarm, then its armer)."""
-        try:
-            for request in requests:
-                self._client.put_metric_alarm(**request)
-        except ClientError as exc:
-            raise AdapterError(f"creating the progress alarms of {job_name} failed: {exc}") from exc
+            raise AdapterError(f"creating the {plan.what} of {plan.job_name} failed: {exc}") from exc
 
     def delete(self, names: Sequence[str]) -> list[str]:
         """Delete in the given order (a composite before its children). DeleteAlarms deletes nothing
@@ -93,7 +87,7 @@ class CloudWatchAlarmLifecycle:
 
 
 class CloudWatchAlarmOwnership:
-    """Reads an alarm's tags (existence and ownership) and resets its state (the idle stopper)."""
+    """Reads an alarm's tags (existence and ownership) and resets its state (the stopper)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"cloudwatch:ListTagsForResource", "cloudwatch:SetAlarmState"}
@@ -117,7 +111,7 @@ class CloudWatchAlarmOwnership:
 
 
 class CloudWatchAlarmArming:
-    """Turns an alarm's actions on and off (the stopper arms the progress guard's stall alarm)."""
+    """Turns an alarm's actions on and off (the stopper arms and disarms what a guard's verdict says)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}

@@ -9,8 +9,7 @@ from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.composition.root import Root, freeze_imports
-from sagemaker_governance.service.idle_stopper import IdleStopperService
-from sagemaker_governance.service.progress_stopper import ProgressStopper
+from sagemaker_governance.service.guard_stopper import GuardStopper
 
 ADAPTERS: tuple[type, ...] = (
     SageMakerJobs,
@@ -23,35 +22,24 @@ ADAPTERS: tuple[type, ...] = (
 )
 
 
-def build(root: Root) -> IdleStopperService:
-    cfg = root.settings
-    ownership = CloudWatchAlarmOwnership(root.client("cloudwatch"), cfg.alarm_arn)
-    progress = ProgressStopper(
+def build(root: Root) -> GuardStopper:
+    cloudwatch = root.client("cloudwatch")
+    return GuardStopper(
+        guards=root.guards,
         jobs=SageMakerJobs(root.client("sagemaker")),
-        alarms=ownership,
-        arming=CloudWatchAlarmArming(root.client("cloudwatch")),
+        alarms=CloudWatchAlarmOwnership(cloudwatch, root.settings.alarm_arn),
+        arming=CloudWatchAlarmArming(cloudwatch),
         notifier=root.notifier(),
         policies=root.policy_store,
         audit=root.audit,
         metrics=root.metrics,
         clock=root.now,
         naming=root.alarm_naming,
-    )
-    return IdleStopperService(
-        jobs=SageMakerJobs(root.client("sagemaker")),
-        alarms=ownership,
-        notifier=root.notifier(),
-        policies=root.policy_store,
-        audit=root.audit,
-        metrics=root.metrics,
-        clock=root.now,
-        naming=root.alarm_naming,
-        account_id=cfg.account_id,
-        progress=progress,
+        account_id=root.settings.account_id,
     )
 
 
-def stopper_service(root: Root) -> IdleStopperService:
+def stopper_service(root: Root) -> GuardStopper:
     """The function's service (built on its first invocation, then kept by the root)."""
     return root.service(build)
 

@@ -8,6 +8,7 @@ services on offline ports (answers from files, records instead of acting).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
@@ -15,12 +16,18 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMaker
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.composition.root import Root
-from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
-from sagemaker_governance.service.idle_alarms import IdleAlarmsReaction
-from sagemaker_governance.service.idle_ports import AlarmLifecyclePort, InstanceCatalogPort
-from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
-from sagemaker_governance.service.progress_alarms import ProgressAlarmsReaction
+from sagemaker_governance.service.guard_alarms import GuardAlarms
+from sagemaker_governance.service.ports import (
+    AlarmLifecyclePort,
+    Clock,
+    EvaluationMarksPort,
+    InstanceCatalogPort,
+    JobsPort,
+    NotifierPort,
+    PolicySource,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Ports:
     clock: Clock
     alarms: AlarmLifecyclePort
     naming: AlarmNaming
+    guards: tuple[Guard[Any], ...]
     marks: EvaluationMarksPort | None = None
     # EC2's answers for instance types our GPU table does not know (None: offline, the table alone)
     instances: InstanceCatalogPort | None = None
@@ -48,6 +56,7 @@ class Ports:
             clock=root.now,
             alarms=CloudWatchAlarmLifecycle(root.client("cloudwatch")),
             naming=root.alarm_naming,
+            guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
             instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
         )
@@ -60,11 +69,12 @@ def compliance_service(ports: Ports) -> ComplianceService:
     )
 
 
-def alarm_guards(ports: Ports) -> tuple[IdleAlarmsReaction, ProgressAlarmsReaction]:
-    """The per-job alarm guards (GPU idle, training progress): the job-events function's reactions and
-    the reconciler's ``AlarmGuard``s."""
-    return (
-        IdleAlarmsReaction(
+def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
+    """Every guard's alarm lifecycle: the job-events function's reactions and the reconciler's
+    ``AlarmGuard``s."""
+    return tuple(
+        GuardAlarms(
+            guard,
             jobs=ports.jobs,
             alarms=ports.alarms,
             policies=ports.policies,
@@ -72,13 +82,6 @@ def alarm_guards(ports: Ports) -> tuple[IdleAlarmsReaction, ProgressAlarmsReacti
             clock=ports.clock,
             naming=ports.naming,
             instances=ports.instances,
-        ),
-        ProgressAlarmsReaction(
-            jobs=ports.jobs,
-            alarms=ports.alarms,  # type: ignore[arg-type]  # one lifecycle port for both until the guards merge
-            policies=ports.policies,
-            audit=ports.audit,
-            clock=ports.clock,
-            naming=ports.naming,
-        ),
+        )
+        for guard in ports.guards
     )

@@ -1,7 +1,7 @@
 """The composition root as a value: what every function builds once per Lambda container.
 
 A ``Root`` is built from settings, a boto3 session and a clock (plus optional sinks for the audit records
-and the business metrics). It builds the shared pieces on first use and caches them: one boto3 client
+and the business metrics, and the alarm guards to run: the registered ones unless told otherwise). It builds the shared pieces on first use and caches them: one boto3 client
 per service, the policy store, the audit sink, the idempotency records, the notifier. Each function's
 own services are built by a builder of its module (``composition/job_events.py`` ...), on its first
 invocation, and cached in the root too (``root.service(builder)``): a function imports only what it uses.
@@ -30,7 +30,8 @@ from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
-from sagemaker_governance.domain.idle import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
+from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.service.idempotency import OnceAuditSink, OnceNotifier, deliver
 from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.settings import Settings
@@ -68,6 +69,7 @@ class Root:
         *,
         audit: AuditSink | None = None,
         metrics: BusinessMetricsPort | None = None,
+        guards: tuple[Guard[Any], ...] = GUARDS,
     ) -> None:
         self.settings = settings
         self.session = session
@@ -76,6 +78,7 @@ class Root:
         self._clients: dict[str, Any] = {}
         self._services: dict[Callable[[Root], Any], Any] = {}
         self.metrics: BusinessMetricsPort = metrics or EmfBusinessMetrics()
+        self.guards = guards  # the registered alarm guards (domain/guards/registry.py); tests add their own
 
     @classmethod
     def from_environment(cls) -> Root:

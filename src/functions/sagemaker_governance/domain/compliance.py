@@ -8,6 +8,7 @@ evaluation leaves at least one audit record.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,6 +21,16 @@ COMPLIANCE_RULE_ID = "compliance"
 # Compliance tags a job it has evaluated (value: when); the reconciler evaluates a job in progress that
 # lacks it (its Starting event was lost, or it started before governance was deployed), exactly once.
 EVALUATED_TAG = "smgov:compliance-evaluated"
+
+
+class ComplianceCode(StrEnum):
+    """The decision codes of compliance (the rule that decided is the decision's ``rule``)."""
+
+    STOP = "compliance.stop.violation"  # a rule with on_violation: stop is violated
+    NOTIFY = "compliance.notify.violation"  # a rule with on_violation: notify is violated
+    EXEMPTED = "compliance.skip.exempted"  # violated, but an exemption covers the job and rule
+    INCONCLUSIVE = "compliance.skip.inconclusive"  # the rule could not decide (data missing)
+    COMPLIANT = "compliance.pass.compliant"  # every rule passed
 
 
 def was_evaluated(tags: dict[str, str] | None) -> bool:
@@ -58,7 +69,13 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
             continue
         if not finding.conclusive:
             decisions.append(
-                Decision(rule=rule.id, action=Action.NONE, mode=mode, reason=f"not evaluated: {finding.message}")
+                Decision(
+                    rule=rule.id,
+                    code=ComplianceCode.INCONCLUSIVE,
+                    action=Action.NONE,
+                    mode=mode,
+                    reason=f"not evaluated: {finding.message}",
+                )
             )
             continue
         planned = Action.STOP if rule.on_violation == "stop" else Action.NOTIFY
@@ -69,6 +86,7 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
             decisions.append(
                 Decision(
                     rule=rule.id,
+                    code=ComplianceCode.EXEMPTED,
                     action=Action.NONE,
                     mode=mode,
                     reason=f"exempt: {finding.message}",
@@ -80,6 +98,7 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
         decisions.append(
             Decision(
                 rule=rule.id,
+                code=ComplianceCode.STOP if planned is Action.STOP else ComplianceCode.NOTIFY,
                 action=planned,
                 mode=mode,
                 reason=finding.message,
@@ -91,6 +110,7 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
         decisions.append(
             Decision(
                 rule=COMPLIANCE_RULE_ID,
+                code=ComplianceCode.COMPLIANT,
                 action=Action.NONE,
                 mode=effective.mode,
                 reason=f"compliant with {evaluated} rule(s)",

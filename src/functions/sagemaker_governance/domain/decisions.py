@@ -28,11 +28,16 @@ class Action(StrEnum):
 
 
 class Decision(BaseModel):
-    """One governance decision about one job."""
+    """One governance decision about one job.
+
+    ``code`` says what was decided and why, machine-readably and stably (``idle.stop.idle``,
+    ``resume.skip.not-transient``): each capability defines its codes once (a ``StrEnum``), the README
+    lists them all (a test checks). Match on the code, never on the English of ``reason``."""
 
     model_config = ConfigDict(frozen=True)
 
     rule: str
+    code: str = Field(pattern=r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){2,}$")
     action: Action
     mode: Mode
     reason: str
@@ -52,6 +57,7 @@ class Decision(BaseModel):
         """The stable shape ``smgov explain --json`` prints for this decision."""
         out: dict[str, Any] = {
             "rule": self.rule,
+            "code": self.code,
             "action": self.action.value,
             "mode": self.mode.value,
             "reason": self.reason,

@@ -17,15 +17,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.idle import IdlePolicy
+from sagemaker_governance.domain.guards.idle import IDLE
+from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
-from sagemaker_governance.domain.progress import ProgressPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 
@@ -75,7 +75,47 @@ class Exemption(BaseModel):
         return f"{self.reason} (until {self.expires.isoformat()})"
 
 
-class Policy(BaseModel):
+class _PolicyHead(BaseModel):
+    """The policy's fields before the guards' sections (``Policy`` has the whole schema)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = Field(default=POLICY_VERSION, ge=1, le=POLICY_VERSION)
+    mode: Mode = Mode.AUDIT
+    notify_in_audit_mode: bool = Field(
+        default=False, description="Also tell owners what enforce mode would have done."
+    )
+    team_tag: str = Field(default="team", min_length=1)
+    owner_tag: str = Field(default="owner", min_length=1)
+    rules: tuple[Rule, ...] = ()
+    exemptions: tuple[Exemption, ...] = ()
+    resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
+    spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
+
+
+# One section per registered guard (``idle``, ``progress``: domain/guards/registry.py), validated by the
+# guard's config model: registering a guard is all it takes to give it a policy section.
+if TYPE_CHECKING:
+    _WithGuardSections = _PolicyHead
+else:
+    _WithGuardSections = create_model(
+        "_WithGuardSections",
+        __base__=_PolicyHead,
+        **{
+            guard.section: (
+                guard.config_type,
+                Field(
+                    default_factory=guard.config_type,
+                    description=f"The {guard.title} (domain/guards/{guard.name}.py).",
+                ),
+            )
+            for guard in GUARDS
+            if guard.section is not None
+        },
+    )
+
+
+class Policy(_WithGuardSections):
     """The effective governance policy.
 
     Example:
@@ -97,26 +137,6 @@ class Policy(BaseModel):
                 patterns: ["ml.g5.*", "ml.p5.*"]
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    version: int = Field(default=POLICY_VERSION, ge=1, le=POLICY_VERSION)
-    mode: Mode = Mode.AUDIT
-    notify_in_audit_mode: bool = Field(
-        default=False, description="Also tell owners what enforce mode would have done."
-    )
-    team_tag: str = Field(default="team", min_length=1)
-    owner_tag: str = Field(default="owner", min_length=1)
-    rules: tuple[Rule, ...] = ()
-    exemptions: tuple[Exemption, ...] = ()
-    resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
-    spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
-    idle: IdlePolicy = Field(
-        default_factory=IdlePolicy,
-        description="The idle guard (domain/idle.py); defaults calibrated in docs/calibration.md.",
-    )
-    progress: ProgressPolicy = Field(
-        default_factory=ProgressPolicy, description="The progress guard (domain/progress.py)."
-    )
     teams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-team overrides: any policy field except teams and exemptions."
     )
@@ -178,6 +198,11 @@ class Policy(BaseModel):
                 continue
             return exemption, expired
         return None, expired
+
+    def price_table(self) -> dict[str, float]:
+        """USD per instance-hour for every guard's savings estimate: the built-in table, extended or
+        overridden by the idle section's ``prices`` (where the document has always kept them)."""
+        return IDLE.config(self).price_table()
 
     def digest(self) -> str:
         """A short content hash: audit records name the exact policy that decided."""

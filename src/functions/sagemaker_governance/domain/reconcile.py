@@ -35,6 +35,13 @@ _STEP: Final = (math.sqrt(5) - 1) / 2  # the golden-ratio rotation: the most eve
 EVALUATION_GRACE: Final = timedelta(minutes=15)
 
 
+class ReconcilerCode(StrEnum):
+    """The reconciler's own decision codes (missing alarms and unevaluated jobs are repaired by the guard
+    and compliance themselves, with their codes and trigger ``reconciler``)."""
+
+    ORPHAN_ALARM = "reconciler.delete.orphan-alarm"  # the job ended or is gone; its alarms were left behind
+
+
 class RepairKind(StrEnum):
     ORPHAN_ALARM = "orphan-alarm"  # an alarm of a job that has ended or no longer exists: deleted
     MISSING_ALARM = "missing-alarm"  # a job in Training without its alarm(s): created

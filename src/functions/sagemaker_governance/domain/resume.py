@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -79,6 +80,46 @@ def _compiled(patterns: Mapping[str, str | None]) -> Mapping[str, str | None]:
         except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
             raise ValueError(f"pattern {name!r} is not a regular expression: {exc}") from exc
     return patterns
+
+
+class ResumeCode(StrEnum):
+    """Auto-resume's decision codes."""
+
+    CLONE = "resume.clone.transient"  # failed for a transient reason after long enough: clone
+    DISABLED = "resume.skip.disabled"
+    NOT_FAILED = "resume.skip.not-failed"
+    NOT_TRANSIENT = "resume.skip.not-transient"  # the failure reason matches no transient pattern
+    TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
+    BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
+    ORCHESTRATED = "resume.skip.orchestrated"  # a tuning/AutoML/labeling job, Pipelines step or Batch job owns it
+    BUDGET_SPENT = "resume.skip.budget-spent"  # max_attempts reached for the lineage
+    NO_CHECKPOINT = "resume.skip.no-checkpoint"
+    NOT_CLONABLE = "resume.skip.not-clonable"  # the job's description cannot be turned into a request
+    ROLE_NOT_ALLOWED = "resume.skip.role-not-allowed"  # governance may not pass the job's role
+    JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
+
+
+class SpotCode(StrEnum):
+    """Spot fallback's decision codes."""
+
+    CLONE_INTERRUPTED = "spot.clone.max-interruptions"  # interrupted max_interruptions times: clone On-Demand
+    STOP_INTERRUPTED = "spot.stop.max-interruptions"  # ... and stop the Spot job
+    CLONE_MAX_WAIT = "spot.clone.max-wait"  # ended with MaxWaitTimeExceeded: clone On-Demand
+    DISABLED = "spot.skip.disabled"
+    NOT_SPOT = "spot.skip.not-spot"
+    NO_FALLBACK_ON_MAX_WAIT = "spot.skip.no-fallback-on-max-wait"
+    NOT_IN_PROGRESS = "spot.skip.not-in-progress"
+    BELOW_THRESHOLD = "spot.skip.below-threshold"  # fewer interruptions than max_interruptions
+    BAD_LINEAGE = "spot.skip.bad-lineage"
+    ORCHESTRATED = "spot.skip.orchestrated"  # its orchestrator retries it
+    BUDGET_SPENT = "spot.skip.budget-spent"
+    NO_CHECKPOINT = "spot.skip.no-checkpoint"
+    NOT_CLONABLE = "spot.skip.not-clonable"
+    ROLE_NOT_ALLOWED = "spot.skip.role-not-allowed"
+    JOB_GONE = "spot.skip.job-gone"
+
+
+Codes = type[ResumeCode] | type[SpotCode]
 
 
 class ResumePolicy(BaseModel):
@@ -170,14 +211,17 @@ def _short(text: str | None) -> str:
     return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
 
-def _none(rule: str, mode: Mode, reason: str, evidence: dict[str, Any]) -> CloneDecision:
+def _none(rule: str, code: str, mode: Mode, reason: str, evidence: dict[str, Any]) -> CloneDecision:
     return CloneDecision(
-        decisions=(Decision(rule=rule, action=Action.NONE, mode=mode, reason=reason, evidence=evidence),)
+        decisions=(
+            Decision(rule=rule, code=code, action=Action.NONE, mode=mode, reason=reason, evidence=evidence),
+        )
     )
 
 
 def _plan(
     rule: str,
+    codes: Codes,
     mode: Mode,
     *,
     job: TrainingJob,
@@ -196,6 +240,7 @@ def _plan(
         evidence.update(owner.evidence())
         return _none(
             rule,
+            codes.ORCHESTRATED,
             mode,
             f"not resumed: the job belongs to a {owner.kind} ({owner.identity}), which retries it itself",
             evidence,
@@ -203,7 +248,7 @@ def _plan(
     try:
         lineage = Lineage.of(job.name, tags)
     except LineageError as exc:
-        return _none(rule, mode, f"not resumed: {exc}", evidence)
+        return _none(rule, codes.BAD_LINEAGE, mode, f"not resumed: {exc}", evidence)
     retries = sagemaker_retries(job, description)
     evidence.update({"root_job": lineage.root, "attempt": lineage.next_attempt, "max_attempts": max_attempts})
     evidence.update(retries.evidence())
@@ -215,6 +260,7 @@ def _plan(
         )
         return _none(
             rule,
+            codes.BUDGET_SPENT,
             mode,
             f"not resumed: the retry budget of lineage {lineage.root} is spent "
             f"({lineage.attempt} of {max_attempts} attempt(s) made{inside})",
@@ -223,6 +269,7 @@ def _plan(
     if require_checkpoint and not job.checkpoint_s3_uri:
         return _none(
             rule,
+            codes.NO_CHECKPOINT,
             mode,
             "not resumed: the job has no CheckpointConfig, so a clone would start from scratch",
             evidence,
@@ -230,11 +277,12 @@ def _plan(
     try:
         plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand)
     except ClonePlanError as exc:
-        return _none(rule, mode, f"not resumed: {exc}", evidence)
+        return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())
     if not role_allowed(job.role_arn, ctx.role_patterns):
         return _none(
             rule,
+            codes.ROLE_NOT_ALLOWED,
             mode,
             f"not resumed: governance may not pass role {job.role_arn} to SageMaker "
             f"(allowed: {', '.join(ctx.role_patterns) or 'none'})",
@@ -257,14 +305,21 @@ def decide_resume(
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
     if not resume.enabled:
-        return _none(RESUME_RULE_ID, mode, "auto-resume is disabled by policy", evidence)
+        return _none(RESUME_RULE_ID, ResumeCode.DISABLED, mode, "auto-resume is disabled by policy", evidence)
     if job.status != "Failed":
-        return _none(RESUME_RULE_ID, mode, f"not resumed: the job is {job.status}, not Failed", evidence)
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.NOT_FAILED,
+            mode,
+            f"not resumed: the job is {job.status}, not Failed",
+            evidence,
+        )
     pattern = resume.match(job.failure_reason)
     evidence["matched_pattern"] = pattern
     if pattern is None:
         return _none(
             RESUME_RULE_ID,
+            ResumeCode.NOT_TRANSIENT,
             mode,
             "not resumed: the failure reason is not classified as transient "
             f"({_short(job.failure_reason) or 'no FailureReason'})",
@@ -277,12 +332,14 @@ def decide_resume(
     if first_attempt and hours < resume.min_training_hours:
         return _none(
             RESUME_RULE_ID,
+            ResumeCode.TOO_SHORT,
             mode,
             f"not resumed: it trained {hours:g} h, less than the {resume.min_training_hours:g} h worth resuming",
             evidence,
         )
     planned = _plan(
         RESUME_RULE_ID,
+        ResumeCode,
         mode,
         job=job,
         description=description,
@@ -298,6 +355,7 @@ def decide_resume(
         return planned
     decision = Decision(
         rule=RESUME_RULE_ID,
+        code=ResumeCode.CLONE,
         action=Action.CLONE,
         mode=mode,
         reason=(
@@ -348,19 +406,24 @@ def decide_spot(
         "secondary_status": job.secondary_status,
     }
     if not spot.enabled:
-        return _none(SPOT_RULE_ID, mode, "Spot fallback is disabled by policy", evidence)
+        return _none(SPOT_RULE_ID, SpotCode.DISABLED, mode, "Spot fallback is disabled by policy", evidence)
     if not job.spot:
-        return _none(SPOT_RULE_ID, mode, "not a Managed Spot job: no fallback", evidence)
+        return _none(SPOT_RULE_ID, SpotCode.NOT_SPOT, mode, "not a Managed Spot job: no fallback", evidence)
     ended = is_spot_max_wait(job)
     if ended:
         if not spot.fallback_on_max_wait:
             return _none(
-                SPOT_RULE_ID, mode, "MaxWaitTimeExceeded: the policy does not fall back to On-Demand", evidence
+                SPOT_RULE_ID,
+                SpotCode.NO_FALLBACK_ON_MAX_WAIT,
+                mode,
+                "MaxWaitTimeExceeded: the policy does not fall back to On-Demand",
+                evidence,
             )
         reason, why = ResumeReason.SPOT_MAX_WAIT, "ran out of Spot wait time (MaxWaitTimeExceeded)"
     elif job.status != "InProgress":
         return _none(
             SPOT_RULE_ID,
+            SpotCode.NOT_IN_PROGRESS,
             mode,
             f"the job is {job.status}/{job.secondary_status} now: nothing to fall back from",
             evidence,
@@ -368,6 +431,7 @@ def decide_spot(
     elif interruptions < spot.max_interruptions:
         return _none(
             SPOT_RULE_ID,
+            SpotCode.BELOW_THRESHOLD,
             mode,
             f"interrupted {interruptions} time(s); falls back to On-Demand at {spot.max_interruptions}",
             evidence,
@@ -376,6 +440,7 @@ def decide_spot(
         reason, why = ResumeReason.SPOT_INTERRUPTED, f"was interrupted {interruptions} time(s)"
     planned = _plan(
         SPOT_RULE_ID,
+        SpotCode,
         mode,
         job=job,
         description=description,
@@ -392,6 +457,7 @@ def decide_spot(
     where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
     clone = Decision(
         rule=SPOT_RULE_ID,
+        code=SpotCode.CLONE_MAX_WAIT if ended else SpotCode.CLONE_INTERRUPTED,
         action=Action.CLONE,
         mode=mode,
         reason=f"Spot job {why}: resume On-Demand as {planned.name}{where}",
@@ -402,6 +468,7 @@ def decide_spot(
         return CloneDecision(decisions=(clone,), plan=planned)
     stop = Decision(
         rule=SPOT_RULE_ID,
+        code=SpotCode.STOP_INTERRUPTED,
         action=Action.STOP,
         mode=mode,
         reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",

@@ -8,6 +8,7 @@ template's content filters must deliver every state some reaction applies to (a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -18,6 +19,10 @@ from sagemaker_governance.service.ports import Clock, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 ROUTER_RULE_ID = "event-router"
+
+
+class RouterCode(StrEnum):
+    NO_REACTION = "router.skip.no-reaction"  # no capability acts on this state change
 
 
 class Reaction(Protocol):
@@ -50,6 +55,7 @@ class JobEventsService:
         policy = self._policies.current()
         decision = Decision(
             rule=ROUTER_RULE_ID,
+            code=RouterCode.NO_REACTION,
             action=Action.NONE,
             mode=policy.mode,
             reason=f"no governance action for {job.status}/{job.secondary_status}",

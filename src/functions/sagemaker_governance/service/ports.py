@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
+from sagemaker_governance.domain.guards.base import AlarmPlan
+from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -35,3 +37,41 @@ class PolicySource(Protocol):
 class EvaluationMarksPort(Protocol):
     def mark(self, arn: str, key: str, value: str) -> None:
         """Tag the job (``AddTags``): compliance leaves a mark the reconciler reads."""
+
+
+# ---- the alarm guards' alarms: one port per function's grant ---------------------------------------
+
+
+class AlarmLifecyclePort(Protocol):
+    """The job-events function (and the reconciler) manage the guards' alarms' lifecycle."""
+
+    def put(self, plan: AlarmPlan) -> None:
+        """Create or update (upsert) every alarm of the plan, in its order."""
+
+    def delete(self, names: Sequence[str]) -> list[str]:
+        """Delete the named alarms in order; return those that existed. A missing alarm is success."""
+
+    def reset(self, names: Sequence[str], reason: str) -> None:
+        """Set metric alarms back to ``OK`` so that they notify again if the condition still holds."""
+
+
+class AlarmOwnershipPort(Protocol):
+    """The stopper reads an alarm's tags (existence and ownership) and resets alarms' state."""
+
+    def tags(self, name: str) -> dict[str, str] | None:
+        """The alarm's tags, or ``None`` when no such alarm exists."""
+
+    def reset(self, names: Sequence[str], reason: str) -> None: ...
+
+
+class AlarmArmingPort(Protocol):
+    """The stopper turns alarms' actions on and off (a guard's verdict to arm or disarm)."""
+
+    def enable_actions(self, names: Sequence[str]) -> None: ...
+
+    def disable_actions(self, names: Sequence[str]) -> None: ...
+
+
+class InstanceCatalogPort(Protocol):
+    def facts(self, instance_type: str) -> InstanceFacts:
+        """What is known of the type's GPUs (``unknown`` with the reason when nobody can say); never raises."""

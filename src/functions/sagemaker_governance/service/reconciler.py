@@ -37,6 +37,7 @@ from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
     RECONCILER_RULE_ID,
     JobSummary,
+    ReconcilerCode,
     RepairKind,
     WorkItem,
     deletion_order,
@@ -208,6 +209,7 @@ class ReconcilerService:
         state = f"is {job.status}" if job is not None else "no longer exists"
         decision = Decision(
             rule=RECONCILER_RULE_ID,
+            code=ReconcilerCode.ORPHAN_ALARM,
             action=Action.DELETE_ALARM,
             mode=policy.for_job(subject).mode,
             reason=f"the job {state} but its alarms were left behind (a lost event): deleted",

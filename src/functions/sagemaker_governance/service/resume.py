@@ -31,6 +31,9 @@ from sagemaker_governance.domain.resume import (
     SPOT_RULE_ID,
     CloneContext,
     CloneDecision,
+    Codes,
+    ResumeCode,
+    SpotCode,
     decide_resume,
     decide_spot,
     is_resume_trigger,
@@ -49,6 +52,7 @@ class _CloneReaction:
     rule: str = ""
     kind: str = ""  # notification kind
     metric: BusinessMetric  # counted for each clone created
+    codes: Codes
 
     def __init__(
         self,
@@ -96,6 +100,7 @@ class _CloneReaction:
         except JobNotFound:
             decision = Decision(
                 rule=self.rule,
+                code=self.codes.JOB_GONE,
                 action=Action.NONE,
                 mode=policy.for_job(job).mode,
                 reason="the job no longer exists",
@@ -217,6 +222,7 @@ class AutoResumeReaction(_CloneReaction):
     rule = RESUME_RULE_ID
     kind = "resume"
     metric = BusinessMetric.JOBS_RESUMED
+    codes = ResumeCode
 
     def applies(self, job: TrainingJob) -> bool:
         return is_resume_trigger(job)
@@ -238,6 +244,7 @@ class SpotFallbackReaction(_CloneReaction):
     rule = SPOT_RULE_ID
     kind = "spot-fallback"
     metric = BusinessMetric.SPOT_FALLBACKS
+    codes = SpotCode
 
     def applies(self, job: TrainingJob) -> bool:
         return is_spot_trigger(job)

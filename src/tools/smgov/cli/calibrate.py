@@ -49,7 +49,7 @@ def find_traces(explicit: str | None, base: Path | None = None) -> tuple[Path | 
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from sagemaker_governance.domain.idle import IdlePolicy
+    from sagemaker_governance.domain.guards.idle import IdlePolicy
     from smgov.simulation.calibration import calibrate
     from smgov.simulation.calibration_report import DEFAULT_FIELDS, render_markdown
     from smgov.simulation.traces import TraceFormatError
@@ -87,7 +87,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(
             "the data choose other defaults than the shipped ones ("
             + ", ".join(f"{k}={v:g}" for k, v in current_defaults.items())
-            + "): update domain/idle.py, settings.py, template.yaml and the README (see docs/calibration.md)",
+            + "): update domain/guards/idle.py, settings.py, template.yaml and the README (see docs/calibration.md)",
             file=sys.stderr,
         )
         return EXIT_DIFFERENT

@@ -160,7 +160,7 @@ def _print_explained(result: dict[str, Any]) -> None:
 
 def _naming(cfg: Settings | None = None) -> Any:
     """The alarm names and topic the deployed stack would use (from the same settings)."""
-    from sagemaker_governance.domain.idle import AlarmNaming
+    from sagemaker_governance.domain.guards.base import AlarmNaming
 
     cfg = cfg or Settings.from_env()
     # Offline there is no stack: name the topic the way CloudFormation names it (less its random suffix).

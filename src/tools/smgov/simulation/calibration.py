@@ -3,9 +3,9 @@
 Each trace (``../shared/gpu_traces``, read in place, never copied) is converted to what SageMaker
 would publish (``traces.per_minute``: one ``GPUUtilization`` value per minute, summed over the host's
 GPUs) and replayed, minute by minute, through the simulator's CloudWatch alarm evaluator
-(``simulation/alarms.py``) with the alarm the real planner builds (``domain/idle.plan_idle_alarm``: the
+(``simulation/alarms.py``) with the alarm the real planner builds (``domain/guards/idle.IdleGuard.plan``: the
 per-GPU threshold scaled by the instance type's GPU count). Each ``ALARM`` notification goes to the
-real stopper decision (``domain/idle.decide_idle_stop``): inside the grace period it resets the alarm
+real stopper decision (``domain/guards/idle.IdleGuard.judge``): inside the grace period it resets the alarm
 (``SetAlarmState OK``, as the idle stopper does) and the evaluator fires again a period later while the
 job is still idle; after it, the job is stopped.
 
@@ -24,17 +24,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.idle import (
-    HOST_DIMENSION,
-    METRIC_NAME,
-    NAMESPACE,
-    AlarmNaming,
-    AlarmPlan,
-    IdlePolicy,
-    Verdict,
-    decide_idle_stop,
-    plan_idle_alarm,
-)
+from sagemaker_governance.domain.guards.base import NAMESPACE, AlarmNaming, AlarmPlan, Notice, Verdict
+from sagemaker_governance.domain.guards.idle import HOST_DIMENSION, IDLE, METRIC_NAME, IdlePolicy, IdleRole
 from sagemaker_governance.domain.instances import instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
@@ -186,30 +177,32 @@ def replay(
             "TrainingStartTime": started,
         }
     )
-    plan = plan_idle_alarm(job, idle, NAMING)
+    plan = IDLE.plan(job, idle, NAMING)
     if not isinstance(plan, AlarmPlan):
         raise ValueError(f"{instance_type}: the planner creates no alarm ({plan.reason})")
     store = MetricStore()
     fired: list[Transition] = []
     evaluator = AlarmEvaluator(store, epoch=started, account="0", region="us-east-1", on_transition=fired.append)
-    for request in plan.metric_alarms:
+    for request in plan.metric_requests:
         evaluator.upsert(request, 0)
-    if plan.composite_alarm is not None:
-        evaluator.upsert(plan.composite_alarm, 0)
+    if plan.composite_request is not None:
+        evaluator.upsert(plan.composite_request, 0)
+    notifying = plan.name_of(IdleRole.NOTIFYING)
     key = metric_key(NAMESPACE, METRIC_NAME, [{"Name": HOST_DIMENSION, "Value": f"{JOB_NAME}/algo-1"}])
     for minute in range(len(series.values) + 1):  # the last evaluation sees the last minute
         store.publish(key, minute, series.values[minute] if minute < len(series.values) else None)
         evaluator.run_due(minute)
-        notifications = [t for t in fired if t.alarm["AlarmName"] == plan.names.notifying and t.new_state == ALARM]
+        notifications = [t for t in fired if t.alarm["AlarmName"] == notifying and t.new_state == ALARM]
         fired.clear()
         if not notifications:
             continue
         now = started + timedelta(minutes=minute)
-        verdict = decide_idle_stop(job, idle, Mode.ENFORCE, now, alarm_changed_at=now).verdict
+        notice = Notice(job=job, mode=Mode.ENFORCE, now=now, naming=NAMING, alarm_changed_at=now)
+        verdict = IDLE.judge(IdleRole.NOTIFYING, notice, idle).verdict
         moment = series.start + 60 * minute
         if verdict is Verdict.STOP and (ignore_before is None or moment >= ignore_before):
             return Stop(minute, moment)
-        for name in plan.names.metric_alarms:  # what the stopper does: SetAlarmState OK
+        for name in plan.metric_alarm_names:  # what the stopper does: SetAlarmState OK
             evaluator.set_state(name, OK, minute)
     return None
 

@@ -2,7 +2,7 @@
 
 The document is generated (``make calibrate``); it holds derived numbers only, never trace data. Its
 chosen defaults sit between two markers as a YAML block, so a test can check that the shipped defaults
-(``domain/idle.IdlePolicy``, ``settings.Settings``, ``template.yaml``) equal them.
+(``domain/guards/idle.IdlePolicy``, ``settings.Settings``, ``template.yaml``) equal them.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def _method(cal: Calibration) -> list[str]:
         "skipped takes the previous value; a longer gap would be a missing datapoint."
     )
     add(
-        "- **The alarm.** For each grid cell the real planner (`domain/idle.py::plan_idle_alarm`) builds the "
+        "- **The alarm.** For each grid cell the real planner (`domain/guards/idle.py`, `IdleGuard.plan`) builds the "
         "alarm for a one-host job on the instance type named below: threshold = percent per GPU x that "
         "type's GPU count, `LessThanThreshold`, every period of the window idle (`DatapointsToAlarm` = "
         "`EvaluationPeriods`, 60 s periods), missing data not breaching."
@@ -180,7 +180,7 @@ def _method(cal: Calibration) -> list[str]:
     add(
         "- **The evaluator.** The series is published minute by minute into the simulator's metric store and "
         "the alarm is evaluated by `simulation/alarms.py` (CloudWatch's M-of-N and missing-data rules). Each "
-        "`ALARM` goes to the real stopper decision (`domain/idle.py::decide_idle_stop`): within the grace "
+        "`ALARM` goes to the real stopper decision (`domain/guards/idle.py`, `IdleGuard.judge`): within the grace "
         "period the alarm is reset to `OK` and fires again a minute later if the job is still idle; after it, "
         "the job is stopped."
     )

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sagemaker_governance.domain.idle import IDLE_RULE_ID
+from sagemaker_governance.domain.guards.idle import IDLE_RULE_ID
 from smgov.simulation.alarms import AlarmEvaluator, Transition, alarm_subject
 from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, deploy, flatten

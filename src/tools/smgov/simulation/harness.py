@@ -69,6 +69,7 @@ class LocalAccount:
         *,
         log_audit: bool = True,
         metrics: MemoryBusinessMetrics | None = None,
+        guards: tuple[Any, ...] | None = None,
     ) -> None:
         import boto3
 
@@ -80,8 +81,9 @@ class LocalAccount:
         self.environment = dict(environment)
         self.audit = MemoryAuditSink(forward=LogAuditSink().write if log_audit else None)
         self.metrics = metrics if metrics is not None else MemoryBusinessMetrics()
+        extra: dict[str, Any] = {} if guards is None else {"guards": guards}  # default: the registered ones
         self.root = Root(
-            Settings.from_env(), boto3.session.Session(), clock, audit=self.audit, metrics=self.metrics
+            Settings.from_env(), boto3.session.Session(), clock, audit=self.audit, metrics=self.metrics, **extra
         )
         self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
         self.sagemaker.attach(self.root.client("sagemaker"))
@@ -116,6 +118,7 @@ def local_account(
     topic_name: str = "governance-notifications",
     log_audit: bool = True,
     metrics: MemoryBusinessMetrics | None = None,
+    guards: tuple[Any, ...] | None = None,
 ) -> Iterator[LocalAccount]:
     """moto + the SageMaker double + the functions' environment, for the duration of the block."""
     from moto import mock_aws
@@ -135,6 +138,6 @@ def local_account(
             **environment,
         }
         with patched_env(env):
-            account = LocalAccount(clock, env, log_audit=log_audit, metrics=metrics)
+            account = LocalAccount(clock, env, log_audit=log_audit, metrics=metrics, guards=guards)
             with provide(account.root):
                 yield account

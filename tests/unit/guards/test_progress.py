@@ -9,21 +9,16 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.idle import AlarmNaming
-from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.progress import (
-    NoProgressAlarm,
-    ProgressAlarmPlan,
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.progress import (
+    PROGRESS,
+    ProgressCode,
     ProgressPolicy,
     ProgressRole,
-    ProgressVerdict,
-    decide_progress_arming,
-    decide_progress_stop,
     normalize_metric_name,
-    plan_progress_alarms,
-    progress_role,
 )
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
 from smgov.simulation.alarms import MetricAlarm, decide
 from tests.builders import job
 
@@ -40,10 +35,14 @@ def with_metrics(*names: str, **overrides: Any) -> TrainingJob:
     return job(AlgorithmSpecification=spec, **overrides)
 
 
-def plan(j: TrainingJob, **policy: Any) -> ProgressAlarmPlan:
-    result = plan_progress_alarms(j, ProgressPolicy(**policy), NAMING)
-    assert isinstance(result, ProgressAlarmPlan), result
+def plan(j: TrainingJob, **policy: Any) -> AlarmPlan:
+    result = PROGRESS.plan(j, ProgressPolicy(**policy), NAMING)
+    assert isinstance(result, AlarmPlan), result
     return result
+
+
+def metrics(p: AlarmPlan) -> tuple[str, ...]:
+    return tuple(p.evidence["metrics"])
 
 
 # ---- which jobs are watched ------------------------------------------------------------------------
@@ -60,7 +59,7 @@ def plan(j: TrainingJob, **policy: Any) -> ProgressAlarmPlan:
     ],
 )
 def test_common_train_loss_names_are_progress_signals_by_default(defined: str, watched: str) -> None:
-    assert plan(with_metrics(defined, "validation:accuracy")).metrics == (watched,)
+    assert metrics(plan(with_metrics(defined, "validation:accuracy"))) == (watched,)
 
 
 def test_names_compare_case_insensitively_with_separators_equal() -> None:
@@ -69,14 +68,14 @@ def test_names_compare_case_insensitively_with_separators_equal() -> None:
 
 
 def test_a_job_without_metric_definitions_gets_no_progress_alarm() -> None:
-    result = plan_progress_alarms(job(), ProgressPolicy(), NAMING)
-    assert isinstance(result, NoProgressAlarm)
-    assert "defines no training metrics" in result.reason
+    result = PROGRESS.plan(job(), ProgressPolicy(), NAMING)
+    assert isinstance(result, NoAlarm) and result.code == ProgressCode.NO_METRIC_DEFINITIONS
+    assert not PROGRESS.watchable(job())
 
 
 def test_a_job_whose_metrics_are_not_progress_signals_gets_no_progress_alarm() -> None:
-    result = plan_progress_alarms(with_metrics("validation:accuracy", "epoch_time"), ProgressPolicy(), NAMING)
-    assert isinstance(result, NoProgressAlarm)
+    result = PROGRESS.plan(with_metrics("validation:accuracy", "epoch_time"), ProgressPolicy(), NAMING)
+    assert isinstance(result, NoAlarm) and result.code == ProgressCode.NO_PROGRESS_METRIC
     assert result.evidence["defined_metrics"] == ["validation:accuracy", "epoch_time"]
 
 
@@ -84,8 +83,8 @@ def test_a_team_names_its_own_progress_metric() -> None:
     policy = Policy.model_validate({"teams": {"nlp": {"progress": {"metric_names": ["tokens_per_second"]}}}})
     j = with_metrics("tokens/per/second", "train:loss", tags={"team": "nlp"})
     effective = policy.for_job(j)
-    assert plan(j, **effective.progress.model_dump()).metrics == ("tokens/per/second",)
-    assert plan(j).metrics == ("train:loss",)  # the default names for everybody else
+    assert metrics(plan(j, **effective.progress.model_dump())) == ("tokens/per/second",)
+    assert metrics(plan(j)) == ("train:loss",)  # the default names for everybody else
 
 
 def test_policy_bounds() -> None:
@@ -102,7 +101,7 @@ def test_policy_bounds() -> None:
 
 def test_the_stall_alarm_is_created_disarmed_and_breaches_on_missing_data() -> None:
     p = plan(with_metrics("train:loss"), window_minutes=90)
-    stall, armer = p.requests
+    stall, armer = p.metric_requests
     assert stall["AlarmName"] == "gov-idle-job-1.progress"
     assert stall["ActionsEnabled"] is False
     assert stall["AlarmActions"] == ["arn:aws:sns:us-east-1:1:alarms"]
@@ -121,7 +120,7 @@ def test_the_stall_alarm_is_created_disarmed_and_breaches_on_missing_data() -> N
 
 def test_several_progress_metrics_any_datapoint_counts() -> None:
     p = plan(with_metrics("train:loss", "loss"))
-    stall = p.stall_alarm
+    stall = p.metric_requests[0]
     assert [q["MetricStat"]["Metric"]["MetricName"] for q in stall["Metrics"] if "MetricStat" in q] == [
         "train:loss",
         "loss",
@@ -143,23 +142,24 @@ def _evaluate(request: dict[str, Any], values: list[float | None]) -> str:
 
 
 def test_with_cloudwatch_semantics_the_stall_alarm_fires_only_when_the_whole_range_is_silent() -> None:
-    stall = plan(with_metrics("train:loss"), window_minutes=10).stall_alarm
+    stall = plan(with_metrics("train:loss"), window_minutes=10).metric_requests[0]
     assert _evaluate(stall, [None] * 12) == "ALARM"
     assert _evaluate(stall, [1.0] + [None] * 11) == "OK"  # one datapoint (SampleCount) in range
     assert _evaluate(stall, [None] * 11 + [3.0]) == "OK"
 
 
 def test_with_cloudwatch_semantics_the_armer_fires_on_the_first_datapoint_only() -> None:
-    armer = plan(with_metrics("train:loss")).armer_alarm
+    armer = plan(with_metrics("train:loss")).metric_requests[1]
     assert _evaluate(armer, [None, None, None]) == "OK"  # a regex that never matches: never armed
     assert _evaluate(armer, [None, None, 1.0]) == "ALARM"
 
 
 def test_roles_come_from_the_name_for_the_tagged_job() -> None:
-    assert progress_role("gov-idle-job-1.progress", "job-1", NAMING) is ProgressRole.STALL
-    assert progress_role("gov-idle-job-1.progress-armer", "job-1", NAMING) is ProgressRole.ARMER
-    assert progress_role("gov-idle-job-1", "job-1", NAMING) is None
-    assert progress_role("gov-idle-job-2.progress", "job-1", NAMING) is None
+    assert PROGRESS.role_of("gov-idle-job-1.progress", "job-1", NAMING) == ProgressRole.STALL
+    assert PROGRESS.role_of("gov-idle-job-1.progress-armer", "job-1", NAMING) == ProgressRole.ARMER
+    assert PROGRESS.role_of("gov-idle-job-1", "job-1", NAMING) is None
+    assert PROGRESS.role_of("gov-idle-job-2.progress", "job-1", NAMING) is None
+    assert PROGRESS.stops_from(ProgressRole.STALL) and not PROGRESS.stops_from(ProgressRole.ARMER)
 
 
 # ---- the stopper's decisions -----------------------------------------------------------------------
@@ -176,62 +176,84 @@ def training(started: datetime, *, status: str = "InProgress", secondary: str = 
     )
 
 
-def stop_verdict(j: TrainingJob, *, changed: datetime = NOW, **kw: Any) -> ProgressVerdict:
-    exempted = kw.pop("exempted_by", None)
-    return decide_progress_stop(
-        j, ProgressPolicy(**kw), Mode.ENFORCE, NOW, alarm_changed_at=changed, exempted_by=exempted
-    ).verdict
+def judge(
+    role: ProgressRole,
+    j: TrainingJob,
+    mode: Mode = Mode.ENFORCE,
+    *,
+    changed: datetime | None = NOW,
+    exempted_by: str | None = None,
+    metric_names: tuple[str, ...] | None = None,
+    **kw: Any,
+) -> GuardVerdict:
+    notice = Notice(
+        job=j,
+        mode=mode,
+        now=NOW,
+        naming=NAMING,
+        alarm_changed_at=changed,
+        exempted_by=exempted_by,
+        metric_names=metric_names,
+    )
+    return PROGRESS.judge(role, notice, ProgressPolicy(**kw))
+
+
+def stop_verdict(j: TrainingJob, **kw: Any) -> str:
+    return judge(ProgressRole.STALL, j, **kw).decision.code
 
 
 def test_armed_and_silent_for_the_window_while_training_is_stopped_with_evidence() -> None:
-    result = decide_progress_stop(
-        training(NOW - timedelta(hours=5)),
-        ProgressPolicy(window_minutes=60),
-        Mode.ENFORCE,
-        NOW,
-        alarm_changed_at=NOW,
-        evidence={"metrics": ["train:loss"]},
+    result = judge(
+        ProgressRole.STALL, training(NOW - timedelta(hours=5)), window_minutes=60, metric_names=("train:loss",)
     )
-    assert result.verdict is ProgressVerdict.STOP
+    assert result.verdict is Verdict.STOP and result.decision.code == ProgressCode.STOP
     assert result.decision.rule == "progress-guard"
     assert result.decision.action is Action.STOP and result.decision.acts
     assert result.decision.evidence["window_minutes"] == 60
     assert result.decision.evidence["last_datapoint_before"] == (NOW - timedelta(minutes=60)).isoformat()
-    assert "train:loss" in result.decision.reason
+    assert result.decision.evidence["metrics"] == ["train:loss"]
+    assert result.reset == result.arm == result.disarm == ()
 
 
 def test_not_stopped_when_not_training_ended_stale_early_disabled_or_exempted() -> None:
     long_ago = NOW - timedelta(hours=5)
-    assert stop_verdict(training(long_ago, secondary="Uploading")) is ProgressVerdict.NOT_TRAINING
-    assert stop_verdict(training(long_ago, status="Completed")) is ProgressVerdict.ALREADY_ENDED
-    assert stop_verdict(training(long_ago), changed=NOW - timedelta(minutes=30)) is ProgressVerdict.STALE
-    assert stop_verdict(training(NOW - timedelta(minutes=30)), window_minutes=60) is ProgressVerdict.TOO_EARLY
-    assert stop_verdict(training(long_ago), enabled=False) is ProgressVerdict.DISABLED
-    assert stop_verdict(training(long_ago), exempted_by="INC-1") is ProgressVerdict.EXEMPTED
+    assert stop_verdict(training(long_ago, secondary="Uploading")) == ProgressCode.NOT_TRAINING
+    assert stop_verdict(training(long_ago, status="Completed")) == ProgressCode.ALREADY_ENDED
+    assert stop_verdict(training(long_ago), changed=NOW - timedelta(minutes=30)) == ProgressCode.STALE
+    assert stop_verdict(training(NOW - timedelta(minutes=30)), window_minutes=60) == ProgressCode.TOO_EARLY
+    assert stop_verdict(training(long_ago), enabled=False) == ProgressCode.DISABLED
+    assert stop_verdict(training(long_ago), exempted_by="INC-1") == ProgressCode.EXEMPTED
 
 
 def test_audit_mode_records_only() -> None:
-    result = decide_progress_stop(
-        training(NOW - timedelta(hours=5)), ProgressPolicy(), Mode.AUDIT, NOW, alarm_changed_at=NOW
-    )
-    assert result.verdict is ProgressVerdict.STOP and not result.decision.acts
+    result = judge(ProgressRole.STALL, training(NOW - timedelta(hours=5)), Mode.AUDIT)
+    assert result.decision.code == ProgressCode.STOP and not result.decision.acts
+
+
+def test_too_early_and_stale_reset_the_stall_alarm() -> None:
+    long_ago = NOW - timedelta(hours=5)
+    early = judge(ProgressRole.STALL, training(NOW - timedelta(minutes=30)), window_minutes=60)
+    stale = judge(ProgressRole.STALL, training(long_ago), changed=NOW - timedelta(minutes=30))
+    assert early.reset == stale.reset == ("gov-idle-job-1.progress",)
 
 
 def test_arming_only_while_training_and_enabled() -> None:
     started = NOW - timedelta(minutes=5)
-    assert decide_progress_arming(training(started), ProgressPolicy(), Mode.AUDIT).verdict is ProgressVerdict.ARM
-    assert (
-        decide_progress_arming(training(started, secondary="Downloading"), ProgressPolicy(), Mode.ENFORCE).verdict
-        is ProgressVerdict.NOT_TRAINING
-    )
-    assert (
-        decide_progress_arming(training(started, status="Stopped"), ProgressPolicy(), Mode.ENFORCE).verdict
-        is ProgressVerdict.ALREADY_ENDED
-    )
-    assert (
-        decide_progress_arming(training(started), ProgressPolicy(enabled=False), Mode.ENFORCE).verdict
-        is ProgressVerdict.DISABLED
-    )
+
+    def arming(j: TrainingJob, mode: Mode = Mode.ENFORCE, **kw: Any) -> str:
+        return judge(ProgressRole.ARMER, j, mode, **kw).decision.code
+
+    assert arming(training(started), Mode.AUDIT) == ProgressCode.ARM
+    assert arming(training(started, secondary="Downloading")) == ProgressCode.ARM_NOT_TRAINING
+    assert arming(training(started, status="Stopped")) == ProgressCode.ARM_ALREADY_ENDED
+    assert arming(training(started), enabled=False) == ProgressCode.ARM_DISABLED
+
+
+def test_arming_resets_then_arms_the_stall_alarm_and_disarms_the_armer() -> None:
+    verdict = judge(ProgressRole.ARMER, training(NOW - timedelta(minutes=5)), Mode.AUDIT)
+    assert verdict.verdict is Verdict.ARM and verdict.decision.action is Action.ARM_ALARM
+    assert verdict.reset == verdict.arm == ("gov-idle-job-1.progress",)
+    assert verdict.disarm == ("gov-idle-job-1.progress-armer",)
 
 
 # ---- explain and the sample alarm messages ---------------------------------------------------------
@@ -264,6 +286,6 @@ def test_sample_alarm_messages_parse_and_name_their_role(sample: str, role: str)
 
     ((_, message),) = alarm_notifications(load_event(sample))
     naming = AlarmNaming(prefix="sagemaker-governance-idle-", managed_by="sagemaker-governance")
-    assert progress_role(message.alarm_name, "llama-pretrain-7b-nccl", naming) is ProgressRole(role)
+    assert PROGRESS.role_of(message.alarm_name, "llama-pretrain-7b-nccl", naming) == ProgressRole(role)
     assert message.trigger is not None and message.trigger.metric_name == "train:loss"
     assert message.changed_at is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import botocore.session
@@ -12,16 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.idle import (
-    AlarmNaming,
-    AlarmPlan,
-    IdlePolicy,
-    NoAlarm,
-    alarm_names,
-    plan_idle_alarm,
-)
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole, grace_remaining
 from sagemaker_governance.domain.instances import GPU_COUNTS
+from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.pricing import estimate_savings
 from tests.builders import job
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:gov-AlarmTopic"
@@ -35,18 +33,18 @@ def assert_valid(operation: str, request: dict[str, Any]) -> None:
 
 
 def assert_plan_valid(plan: AlarmPlan) -> None:
-    for request in plan.metric_alarms:
+    for request in plan.metric_requests:
         assert_valid("PutMetricAlarm", request)
         stats = [q for q in request.get("Metrics", []) if "MetricStat" in q]
         assert len(stats) <= 10
         assert request["TreatMissingData"] == "notBreaching"
-    if plan.composite_alarm is not None:
-        assert_valid("PutCompositeAlarm", plan.composite_alarm)
+    if plan.composite_request is not None:
+        assert_valid("PutCompositeAlarm", plan.composite_request)
 
 
 def hosts_watched(plan: AlarmPlan) -> list[str]:
     out = []
-    for request in plan.metric_alarms:
+    for request in plan.metric_requests:
         for dim in request.get("Dimensions", []):
             out.append(dim["Value"])
         for query in request.get("Metrics", []):
@@ -56,7 +54,7 @@ def hosts_watched(plan: AlarmPlan) -> list[str]:
 
 
 def planned(**resource_config: Any) -> AlarmPlan:
-    plan = plan_idle_alarm(job("train-1", ResourceConfig=resource_config), IdlePolicy(), NAMING)
+    plan = IDLE.plan(job("train-1", ResourceConfig=resource_config), IdlePolicy(), NAMING)
     assert isinstance(plan, AlarmPlan), plan
     assert_plan_valid(plan)
     return plan
@@ -64,8 +62,8 @@ def planned(**resource_config: Any) -> AlarmPlan:
 
 def test_one_gpu_job_gets_a_single_metric_alarm() -> None:
     plan = planned(InstanceType="ml.g5.2xlarge", InstanceCount=1)
-    (request,) = plan.metric_alarms
-    assert plan.composite_alarm is None
+    (request,) = plan.metric_requests
+    assert plan.composite_request is None
     assert request["AlarmName"] == "gov-idle-train-1"
     assert request["Namespace"] == "/aws/sagemaker/TrainingJobs"
     assert request["MetricName"] == "GPUUtilization"
@@ -80,12 +78,12 @@ def test_one_gpu_job_gets_a_single_metric_alarm() -> None:
 
 def test_eight_gpu_host_threshold_is_scaled_by_eight() -> None:
     plan = planned(InstanceType="ml.p4d.24xlarge", InstanceCount=1)
-    assert plan.metric_alarms[0]["Threshold"] == 8.0
+    assert plan.metric_requests[0]["Threshold"] == 8.0
 
 
 def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
     plan = planned(InstanceType="ml.g5.12xlarge", InstanceCount=2)
-    (request,) = plan.metric_alarms
+    (request,) = plan.metric_requests
     assert "MetricName" not in request
     assert hosts_watched(plan) == ["train-1/algo-1", "train-1/algo-2"]
     expression = [q for q in request["Metrics"] if q.get("ReturnData")]
@@ -102,13 +100,13 @@ def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
 
 def test_sixteen_hosts_use_child_alarms_and_one_composite() -> None:
     plan = planned(InstanceType="ml.p4d.24xlarge", InstanceCount=16)
-    first, second = plan.metric_alarms
+    first, second = plan.metric_requests
     assert first["AlarmName"] == "gov-idle-train-1.hosts-1-10"
     assert second["AlarmName"] == "gov-idle-train-1.hosts-11-16"
     assert hosts_watched(plan) == [f"train-1/algo-{n}" for n in range(1, 17)]
     assert first["AlarmActions"] == [] and second["AlarmActions"] == []
     assert first["Threshold"] == second["Threshold"] == 8.0
-    composite = plan.composite_alarm
+    composite = plan.composite_request
     assert composite is not None
     assert composite["AlarmName"] == "gov-idle-train-1"
     assert (
@@ -116,8 +114,8 @@ def test_sixteen_hosts_use_child_alarms_and_one_composite() -> None:
     )
     assert composite["AlarmActions"] == [TOPIC]
     assert set(plan.request()) == {"PutMetricAlarm", "PutCompositeAlarm"}
-    names = alarm_names("train-1", 16, NAMING)
-    assert names.all[0] == "gov-idle-train-1"  # composite first when deleting
+    assert plan.names[0] == "gov-idle-train-1"  # composite first when deleting
+    assert IDLE.owned_alarms("train-1", 16, NAMING) == plan.names
 
 
 def test_heterogeneous_cluster_covers_every_host_and_scales_by_the_gpu_group() -> None:
@@ -128,7 +126,7 @@ def test_heterogeneous_cluster_covers_every_host_and_scales_by_the_gpu_group() -
         ]
     )
     assert hosts_watched(plan) == [f"train-1/algo-{n}" for n in range(1, 7)]
-    assert plan.metric_alarms[0]["Threshold"] == 8.0
+    assert plan.metric_requests[0]["Threshold"] == 8.0
     assert "scaling_note" in plan.evidence
 
 
@@ -140,28 +138,29 @@ def test_mixed_gpu_groups_scale_by_the_smallest_so_a_busy_small_host_never_looks
         ]
     )
     # A fully busy 1-GPU host reads 100: with an 8x scaling a 20% team floor (160) would call it idle.
-    assert plan.metric_alarms[0]["Threshold"] == 1.0
+    assert plan.metric_requests[0]["Threshold"] == 1.0
 
 
 @pytest.mark.parametrize(
-    ("instance_type", "why"),
+    ("instance_type", "code", "why"),
     [
-        ("ml.m5.xlarge", "CPU-only"),
-        ("ml.trn1.32xlarge", "Trainium"),
-        ("ml.inf2.24xlarge", "Inferentia"),
-        ("ml.p9.48xlarge", "cannot size"),
+        ("ml.m5.xlarge", IdleCode.NO_GPU, "CPU-only"),
+        ("ml.trn1.32xlarge", IdleCode.NO_GPU, "Trainium"),
+        ("ml.inf2.24xlarge", IdleCode.NO_GPU, "Inferentia"),
+        ("ml.p9.48xlarge", IdleCode.UNKNOWN_INSTANCE, "unknown instance family"),
     ],
 )
-def test_jobs_without_gpu_utilization_get_no_alarm_and_a_reason(instance_type: str, why: str) -> None:
-    plan = plan_idle_alarm(
+def test_jobs_without_gpu_utilization_get_no_alarm_and_a_reason(instance_type: str, code: str, why: str) -> None:
+    plan = IDLE.plan(
         job("train-1", ResourceConfig={"InstanceType": instance_type, "InstanceCount": 2}), IdlePolicy(), NAMING
     )
     assert isinstance(plan, NoAlarm)
-    assert why in plan.reason
+    assert plan.code == code
+    assert why in plan.evidence["instance_types"][instance_type]
 
 
 def test_unknown_group_in_a_heterogeneous_cluster_means_no_alarm() -> None:
-    plan = plan_idle_alarm(
+    plan = IDLE.plan(
         job(
             "train-1",
             ResourceConfig={
@@ -174,7 +173,7 @@ def test_unknown_group_in_a_heterogeneous_cluster_means_no_alarm() -> None:
         IdlePolicy(),
         NAMING,
     )
-    assert isinstance(plan, NoAlarm)
+    assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE
 
 
 def test_team_override_requires_a_minimum_utilization() -> None:
@@ -184,21 +183,21 @@ def test_team_override_requires_a_minimum_utilization() -> None:
     nlp_job = job(
         "train-1", tags={"team": "nlp"}, ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
     )
-    plan = plan_idle_alarm(nlp_job, policy.for_job(nlp_job).idle, NAMING)
+    plan = IDLE.plan(nlp_job, policy.for_job(nlp_job).idle, NAMING)
     assert isinstance(plan, AlarmPlan)
-    assert plan.metric_alarms[0]["Threshold"] == 240.0
+    assert plan.metric_requests[0]["Threshold"] == 240.0
     other = job(
         "train-2", tags={"team": "cv"}, ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
     )
-    plan = plan_idle_alarm(other, policy.for_job(other).idle, NAMING)
-    assert isinstance(plan, AlarmPlan) and plan.metric_alarms[0]["Threshold"] == 4.0
+    plan = IDLE.plan(other, policy.for_job(other).idle, NAMING)
+    assert isinstance(plan, AlarmPlan) and plan.metric_requests[0]["Threshold"] == 4.0
 
 
 def test_window_and_grace_come_from_the_policy() -> None:
     idle = IdlePolicy(period_seconds=300, evaluation_periods=6, datapoints_to_alarm=5, grace_minutes=45)
-    plan = plan_idle_alarm(job("train-1"), idle, NAMING)
+    plan = IDLE.plan(job("train-1"), idle, NAMING)
     assert isinstance(plan, AlarmPlan)
-    request = plan.metric_alarms[0]
+    request = plan.metric_requests[0]
     assert (request["Period"], request["EvaluationPeriods"], request["DatapointsToAlarm"]) == (300, 6, 5)
     assert plan.evidence["grace_minutes"] == 45
 
@@ -234,13 +233,13 @@ _GPU_TYPES = [f"ml.{family}.{size}" for family, sizes in GPU_COUNTS.items() for 
     hosts=st.integers(min_value=1, max_value=120),
     threshold=st.floats(min_value=0.1, max_value=100),
     periods=st.integers(min_value=1, max_value=60),
-    name=st.from_regex(r"[a-zA-Z0-9](-?[a-zA-Z0-9]){0,40}", fullmatch=True),
+    name=st.from_regex(r"[a-zA-Z0-9](-?[a-zA-Z0-9]){0,31}", fullmatch=True),  # job names: at most 63
 )
 def test_every_planned_request_passes_botocore_validation(
     instance_type: str, hosts: int, threshold: float, periods: int, name: str
 ) -> None:
     idle = IdlePolicy(threshold_percent=threshold, evaluation_periods=periods, datapoints_to_alarm=periods)
-    plan = plan_idle_alarm(
+    plan = IDLE.plan(
         job(name, ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts}), idle, NAMING
     )
     assert isinstance(plan, AlarmPlan)
@@ -252,6 +251,125 @@ def test_every_planned_request_passes_botocore_validation(
 
 def test_the_validation_helper_does_catch_a_bad_request() -> None:
     plan = planned(InstanceType="ml.g5.2xlarge", InstanceCount=1)
-    bad = {**plan.metric_alarms[0], "EvaluationPeriods": "thirty", "AlarmName": "x" * 256}
+    bad = {**plan.metric_requests[0], "EvaluationPeriods": "thirty", "AlarmName": "x" * 256}
     with pytest.raises(AssertionError):
         assert_valid("PutMetricAlarm", bad)
+
+
+# ---- the stopper's judgement of the notifying alarm --------------------------------------------
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def training_job(started: datetime, *, status: str = "InProgress", secondary: str = "Training") -> TrainingJob:
+    millis = str(int(started.timestamp() * 1000))
+    return job(
+        TrainingJobStatus=status,
+        SecondaryStatus=secondary,
+        TrainingStartTime=millis,
+        SecondaryStatusTransitions=[
+            {"Status": "Starting", "StartTime": str(int((started - timedelta(minutes=5)).timestamp() * 1000))},
+            {"Status": "Training", "StartTime": millis},
+        ],
+    )
+
+
+def judge(j: TrainingJob, mode: Mode = Mode.ENFORCE, *, changed_at: datetime = NOW, **kw: Any) -> GuardVerdict:
+    notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=changed_at)
+    return IDLE.judge(IdleRole.NOTIFYING, notice, IdlePolicy(**kw))
+
+
+def decide(j: TrainingJob, mode: Mode = Mode.ENFORCE, **kw: Any) -> str:
+    return judge(j, mode, **kw).decision.code
+
+
+def test_idle_after_grace_is_stopped() -> None:
+    assert decide(training_job(NOW - timedelta(hours=2))) == IdleCode.STOP
+
+
+def test_within_grace_is_not_stopped() -> None:
+    j = training_job(NOW - timedelta(minutes=10))
+    assert decide(j) == IdleCode.GRACE
+    assert grace_remaining(j, IdlePolicy(), NOW) == timedelta(minutes=10)
+
+
+def test_spot_restart_starts_a_new_grace_period() -> None:
+    # Given a job that trained for hours, was interrupted and re-entered Training 5 minutes ago
+    first = NOW - timedelta(hours=3)
+    j = job(
+        SecondaryStatus="Training",
+        SecondaryStatusTransitions=[
+            {"Status": "Training", "StartTime": str(int(first.timestamp() * 1000))},
+            {"Status": "Interrupted", "StartTime": str(int((NOW - timedelta(minutes=30)).timestamp() * 1000))},
+            {"Status": "Training", "StartTime": str(int((NOW - timedelta(minutes=5)).timestamp() * 1000))},
+        ],
+    )
+    assert decide(j) == IdleCode.GRACE
+
+
+@pytest.mark.parametrize("secondary", ["Uploading", "Interrupted", "Downloading", "Restarting"])
+def test_other_phases_are_never_stopped(secondary: str) -> None:
+    assert decide(training_job(NOW - timedelta(hours=2), secondary=secondary)) == IdleCode.NOT_TRAINING
+
+
+@pytest.mark.parametrize("status", ["Completed", "Failed", "Stopped", "Stopping"])
+def test_a_job_that_ended_is_already_done(status: str) -> None:
+    assert (
+        decide(training_job(NOW - timedelta(hours=2), status=status, secondary=status)) == IdleCode.ALREADY_ENDED
+    )
+
+
+def test_an_old_notification_is_not_acted_on() -> None:
+    assert decide(training_job(NOW - timedelta(hours=2)), changed_at=NOW - timedelta(hours=1)) == IdleCode.STALE
+
+
+def test_disabled_guard_does_nothing() -> None:
+    assert decide(training_job(NOW - timedelta(hours=2)), enabled=False) == IdleCode.DISABLED
+
+
+def test_audit_mode_decides_the_same_but_does_not_act() -> None:
+    verdict = judge(training_job(NOW - timedelta(hours=2)), Mode.AUDIT)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.action is Action.STOP
+    assert verdict.decision.code == IdleCode.STOP
+    assert not verdict.decision.acts
+
+
+def test_too_early_and_stale_reset_the_metric_alarms_and_stop_does_not() -> None:
+    assert judge(training_job(NOW - timedelta(minutes=10))).reset == ("gov-idle-job-1",)
+    stale = judge(training_job(NOW - timedelta(hours=2)), changed_at=NOW - timedelta(hours=1))
+    assert stale.reset == ("gov-idle-job-1",)
+    stop = judge(training_job(NOW - timedelta(hours=2)))
+    assert stop.reset == stop.arm == stop.disarm == ()
+
+
+def test_an_exempted_job_is_judged_idle_but_not_stopped() -> None:
+    job_ = training_job(NOW - timedelta(hours=2))
+    notice = Notice(job=job_, mode=Mode.ENFORCE, now=NOW, naming=NAMING, exempted_by="INC-1")
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, IdlePolicy())
+    assert verdict.verdict is Verdict.EXEMPTED and verdict.decision.code == IdleCode.EXEMPTED
+    assert verdict.decision.action is Action.STOP and not verdict.decision.acts
+
+
+def test_only_the_notifying_alarm_acts() -> None:
+    assert IDLE.role_of("gov-idle-train-1", "train-1", NAMING) == IdleRole.NOTIFYING
+    assert IDLE.role_of("gov-idle-train-1.hosts-1-10", "train-1", NAMING) == IdleRole.CHILD
+    assert IDLE.role_of("gov-idle-train-10", "train-1", NAMING) is None
+    assert IDLE.acts_on(IdleRole.NOTIFYING) and not IDLE.acts_on(IdleRole.CHILD)
+
+
+def test_savings_are_remaining_runtime_times_instances_times_price() -> None:
+    # 24 h allowed, 2 h elapsed, 2 x ml.g5.12xlarge at a team price of 10 USD/h -> 22 h x 2 x 10
+    j = job(
+        TrainingStartTime=str(int((NOW - timedelta(hours=2)).timestamp() * 1000)),
+        ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2},
+        StoppingCondition={"MaxRuntimeInSeconds": 86_400},
+    )
+    estimate = estimate_savings(j, {**IdlePolicy(prices={"ml.g5.12xlarge": 10.0}).price_table()}, NOW)
+    assert estimate.usd == pytest.approx(440.0)
+    assert estimate.evidence()["remaining_runtime_seconds"] == 22 * 3600
+
+
+def test_unpriced_instance_types_are_named_not_guessed() -> None:
+    j = job(ResourceConfig={"InstanceType": "ml.g6e.48xlarge", "InstanceCount": 1})
+    estimate = estimate_savings(j, IdlePolicy().price_table(), NOW)
+    assert estimate.usd == 0 and estimate.unpriced_types == ("ml.g6e.48xlarge",)

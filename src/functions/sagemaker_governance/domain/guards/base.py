@@ -1,0 +1,501 @@
+"""What every alarm guard shares: the shape of a guard, alarm names and tags, the alarm requests' metric
+math, the preconditions of a judgement, and the verdict that tells the stopper what to do.
+
+A guard watches a training job with CloudWatch alarms of its own (named ``<prefix><job><mark>``, tagged
+with the job and the stack) and judges the notifications they send:
+
+* ``plan(job, config, naming)``: the exact requests of the alarms it wants for the job (each with a
+  *role*: notifying, child, stall, armer ...), or why it wants none;
+* ``owned_alarms(job, hosts, naming)``: every alarm name it may have created for the job, in deletion
+  order (what the lifecycle deletes when the job ends);
+* ``role_of(alarm, job, naming)``: which of its alarms a name is, if any; ``acts_on(role)``: whether a
+  notification of that role is judged at all (a child alarm has no action);
+* ``judge(role, notice, config)``: a pure function of the facts (the job as re-read just now, the
+  notification, the policy) returning a ``GuardVerdict``: the ``Decision`` and what to do (stop, reset
+  these alarms, arm or disarm these alarms, nothing).
+
+The service layer runs one lifecycle (``service/guard_alarms.py``) and one notification router
+(``service/guard_stopper.py``) for every guard; nothing there knows a guard by name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sagemaker_governance.domain.clone import is_valid_job_name
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.job import TrainingJob
+
+NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
+MAX_METRICS_PER_ALARM: Final = 10  # CloudWatch: at most 10 MetricStat queries in one metric alarm
+TAG_JOB: Final = "smgov:training-job"
+TAG_MANAGED_BY: Final = "smgov:managed-by"
+STALE_AFTER: Final = timedelta(minutes=15)  # an older notification is not acted on (the alarm is reset)
+
+
+# ---- names and tags --------------------------------------------------------------------------------
+
+
+class AlarmNaming(BaseModel):
+    """How this stack names, tags and wires its alarms (every guard's: one prefix for the IAM scope and
+    the alarm topic's policy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prefix: str = Field(min_length=1, max_length=160)
+    managed_by: str = Field(min_length=1, max_length=256)
+    alarm_topic_arn: str | None = None
+
+    def alarm_name(self, job_name: str, mark: str = "") -> str:
+        """``<prefix><job><mark>``: job names cannot contain ``.``, so a mark starting with one never
+        makes the name of another job's alarm."""
+        return f"{self.prefix}{job_name}{mark}"
+
+    def owns(self, alarm_name: str) -> bool:
+        return alarm_name.startswith(self.prefix)
+
+    def tags(self, job_name: str) -> list[dict[str, str]]:
+        return [{"Key": TAG_JOB, "Value": job_name}, {"Key": TAG_MANAGED_BY, "Value": self.managed_by}]
+
+    @property
+    def actions(self) -> list[str]:
+        """The alarm actions of a notifying alarm: the alarm topic (none when there is no topic)."""
+        return [self.alarm_topic_arn] if self.alarm_topic_arn else []
+
+
+def alarm_tags_identify(tags: Mapping[str, str], naming: AlarmNaming) -> str | None:
+    """The training job an alarm belongs to, if its tags say this stack manages it (and name a job: a tag
+    edited by hand into something that cannot be a job name identifies nothing)."""
+    if tags.get(TAG_MANAGED_BY) != naming.managed_by:
+        return None
+    job = tags.get(TAG_JOB)
+    return job if isinstance(job, str) and is_valid_job_name(job) else None
+
+
+def host_chunks(host_count: int, size: int = MAX_METRICS_PER_ALARM) -> list[tuple[int, int]]:
+    """``algo-1..algo-N`` in runs of at most ``size`` (first, last), 1-based inclusive."""
+    return [(first, min(first + size - 1, host_count)) for first in range(1, host_count + 1, size)]
+
+
+# ---- the alarms a guard plans ----------------------------------------------------------------------
+
+
+class AlarmKind(StrEnum):
+    METRIC = "metric"  # PutMetricAlarm
+    COMPOSITE = "composite"  # PutCompositeAlarm
+
+
+class PlannedAlarm(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    kind: AlarmKind
+    request: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.request["AlarmName"])
+
+
+class AlarmPlan(BaseModel):
+    """The exact requests that create (or update: both calls are upserts) one guard's alarms of one job,
+    in creation order (a composite alarm after its children; an armer after what it arms)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_name: str
+    what: str = Field(description="What these alarms are, for messages: 'idle alarms'.")
+    alarms: tuple[PlannedAlarm, ...]
+    evidence: dict[str, Any]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Deletion order: composite alarms first (a child cannot be deleted while one depends on it)."""
+        composites = [a.name for a in self.alarms if a.kind is AlarmKind.COMPOSITE]
+        return (*composites, *(a.name for a in self.alarms if a.kind is AlarmKind.METRIC))
+
+    @property
+    def metric_alarm_names(self) -> tuple[str, ...]:
+        """The metric alarms (what ``DescribeAlarms`` lists, what ``SetAlarmState`` resets)."""
+        return tuple(a.name for a in self.alarms if a.kind is AlarmKind.METRIC)
+
+    @property
+    def metric_requests(self) -> tuple[dict[str, Any], ...]:
+        """The ``PutMetricAlarm`` requests, in order."""
+        return tuple(a.request for a in self.alarms if a.kind is AlarmKind.METRIC)
+
+    @property
+    def composite_request(self) -> dict[str, Any] | None:
+        """The ``PutCompositeAlarm`` request, if the plan has one."""
+        return next((a.request for a in self.alarms if a.kind is AlarmKind.COMPOSITE), None)
+
+    def name_of(self, role: str) -> str:
+        """The name of the (first) alarm of ``role``."""
+        return next(a.name for a in self.alarms if a.role == role)
+
+    def request(self) -> dict[str, Any]:
+        """What `smgov explain` shows under ``alarm``: the one request itself, or every request by call."""
+        if len(self.alarms) == 1:
+            return dict(self.alarms[0].request)
+        shown: dict[str, Any] = {"PutMetricAlarm": [dict(r) for r in self.metric_requests]}
+        if self.composite_request is not None:
+            shown["PutCompositeAlarm"] = dict(self.composite_request)
+        return shown
+
+
+class AlarmCode(StrEnum):
+    """The codes of the alarm lifecycle's decisions, the same for every guard: a decision's code is
+    ``<guard name>.<code>`` (``idle.alarm.create``)."""
+
+    CREATE = "alarm.create"  # the job (re)entered Training: create (upsert) and reset its alarms
+    EXEMPTED = "alarm.exempted"  # an exemption covers the job: no alarm
+    DISABLED = "alarm.disabled"  # the guard is off for this job's policy
+    JOB_GONE = "alarm.job-gone"  # the job no longer exists when re-read
+    LATE_EVENT = "alarm.late-event"  # the job has already ended when re-read
+    DELETE = "alarm.delete"  # the job ended: delete its alarms
+
+
+class NoAlarm(BaseModel):
+    """Why a guard wants no alarm for a job; ``code`` is the guard's (``idle.alarm.no-gpu``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    reason: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class MetricQuery(BaseModel):
+    """One metric an alarm reads: ``Id`` in the alarm's metric math, name, dimensions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    metric_name: str
+    dimensions: tuple[tuple[str, str], ...]
+
+    def metric(self) -> dict[str, Any]:
+        dimensions = [{"Name": name, "Value": value} for name, value in self.dimensions]
+        return {"Namespace": NAMESPACE, "MetricName": self.metric_name, "Dimensions": dimensions}
+
+
+class Combined(BaseModel):
+    """How an alarm over several metrics combines them: metric math ``<function>([m1, m2, ...])``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    function: str  # MAX, SUM ...
+    label: str
+
+
+def metric_alarm_request(
+    name: str,
+    *,
+    description: str,
+    actions: list[str],
+    actions_enabled: bool,
+    evaluation_periods: int,
+    datapoints_to_alarm: int,
+    threshold: float,
+    comparison: str,
+    treat_missing_data: str,
+    tags: list[dict[str, str]],
+    queries: Sequence[MetricQuery],
+    stat: str,
+    period: int,
+    combined: Combined,
+    single_metric: bool,
+) -> dict[str, Any]:
+    """A ``PutMetricAlarm`` request over ``queries`` (at most ``MAX_METRICS_PER_ALARM``): a plain
+    single-metric alarm when ``single_metric``, else metric math that ``combined`` them."""
+    request: dict[str, Any] = {
+        "AlarmName": name,
+        "AlarmDescription": description[:1024],
+        "ActionsEnabled": actions_enabled,
+        "AlarmActions": actions,
+        "EvaluationPeriods": evaluation_periods,
+        "DatapointsToAlarm": datapoints_to_alarm,
+        "Threshold": threshold,
+        "ComparisonOperator": comparison,
+        "TreatMissingData": treat_missing_data,
+        "Tags": tags,
+    }
+    if single_metric:
+        request.update(queries[0].metric(), Statistic=stat, Period=period)
+        return request
+    metrics: list[dict[str, Any]] = [
+        {"Id": q.id, "MetricStat": {"Metric": q.metric(), "Period": period, "Stat": stat}, "ReturnData": False}
+        for q in queries
+    ]
+    metrics.append(
+        {
+            "Id": combined.id,
+            "Expression": f"{combined.function}([" + ", ".join(q.id for q in queries) + "])",
+            "Label": combined.label,
+            "ReturnData": True,
+        }
+    )
+    request["Metrics"] = metrics
+    return request
+
+
+# ---- judging a notification ------------------------------------------------------------------------
+
+
+def training_started_at(job: TrainingJob) -> datetime | None:
+    """When the job last entered ``Training`` (a Spot restart starts the clock again)."""
+    starts = [t.start_time for t in job.transitions if t.status == "Training" and t.start_time is not None]
+    if starts:
+        return max(starts)
+    return job.training_start_time
+
+
+def is_training(job: TrainingJob) -> bool:
+    return job.status == "InProgress" and job.secondary_status == "Training"
+
+
+class Verdict(StrEnum):
+    """What the stopper does with a guard's judgement (and which audit outcome it records)."""
+
+    STOP = "stop"  # stop the job (enforce) or record that it would be (audit)
+    ARM = "arm"  # change the guard's alarms (reset, arm, disarm) and record it done
+    ALREADY_ENDED = "already-ended"  # nothing to stop
+    DISABLED = "disabled"  # the policy no longer wants the guard for this job
+    NOT_TRAINING = "not-training"  # e.g. Uploading, Interrupted: the signal is expected to be quiet
+    STALE = "stale"  # the notification is too old to act on
+    TOO_EARLY = "too-early"  # (re)entered Training too recently to judge
+    EXEMPTED = "exempted"  # a policy exemption covers the job
+    VETOED = "vetoed"  # a review of the verdict to stop found evidence against it (service StopReview)
+
+
+class Notice(BaseModel):
+    """The facts a guard judges a notification by (gathered by the stopper; the job was re-read)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job: TrainingJob
+    mode: Mode
+    now: datetime
+    naming: AlarmNaming
+    alarm_changed_at: datetime | None = None
+    exempted_by: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict, description="From the alarm message.")
+    savings: dict[str, Any] = Field(default_factory=dict, description="The estimate if the job is stopped.")
+    metric_names: tuple[str, ...] | None = Field(default=None, description="The metrics the alarm read.")
+
+
+class GuardVerdict(BaseModel):
+    """A guard's judgement: the decision (recorded in the audit), and what the stopper must do."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    decision: Decision
+    reset: tuple[str, ...] = ()  # alarms to set back to OK (first), with ``reset_reason``
+    reset_reason: str = ""
+    arm: tuple[str, ...] = ()  # alarms whose actions to enable (second)
+    disarm: tuple[str, ...] = ()  # alarms whose actions to disable (last)
+
+    @property
+    def stops(self) -> bool:
+        return self.verdict is Verdict.STOP
+
+
+class Judgement:
+    """Builds the verdicts of one judgement: the guard's rule, the mode and the evidence are shared."""
+
+    def __init__(self, rule: str, mode: Mode, evidence: Mapping[str, Any]) -> None:
+        self.rule = rule
+        self.mode = mode
+        self.evidence = dict(evidence)
+
+    def __call__(
+        self,
+        verdict: Verdict,
+        action: Action,
+        code: str,
+        reason: str,
+        *,
+        remedy: str | None = None,
+        exempted_by: str | None = None,
+        **effects: Any,
+    ) -> GuardVerdict:
+        decision = Decision(
+            rule=self.rule,
+            code=code,
+            action=action,
+            mode=self.mode,
+            reason=reason,
+            remedy=remedy,
+            evidence=self.evidence,
+            exempted_by=exempted_by,
+        )
+        return GuardVerdict(verdict=verdict, decision=decision, **effects)
+
+    def stop(
+        self, code: str, exempted_code: str, reason: str, *, remedy: str | None, exempted_by: str | None
+    ) -> GuardVerdict:
+        """The verdict to stop: ``STOP``, or ``EXEMPTED`` (same action, not acted on) under an exemption."""
+        if exempted_by is not None:
+            return self(
+                Verdict.EXEMPTED, Action.STOP, exempted_code, reason, remedy=remedy, exempted_by=exempted_by
+            )
+        return self(Verdict.STOP, Action.STOP, code, reason, remedy=remedy)
+
+
+class Stale(NamedTuple):
+    """How a guard treats a stale notification: reset these alarms, with this reason; "still" = "idle"."""
+
+    reset: tuple[str, ...]
+    reset_reason: str
+    still: str
+
+
+def preconditions(
+    judgement: Judgement,
+    notice: Notice,
+    *,
+    enabled: bool,
+    title: str,
+    codes: Mapping[Verdict, str],
+    not_training: str,
+    ended: tuple[Action, str] = (Action.STOP, "nothing to stop"),
+    stale: Stale | None = None,
+) -> GuardVerdict | None:
+    """The checks every guard makes first, in order: the job has already ended; the guard is disabled;
+    the job is not ``Training`` (``not_training`` says why that is fine); the notification is stale
+    (checked when ``stale`` is given). ``None``: none applies."""
+    job = notice.job
+    if job.status != "InProgress":
+        action, what = ended
+        return judgement(
+            Verdict.ALREADY_ENDED, action, codes[Verdict.ALREADY_ENDED], f"the job is already {job.status}; {what}"
+        )
+    if not enabled:
+        return judgement(
+            Verdict.DISABLED,
+            Action.NONE,
+            codes[Verdict.DISABLED],
+            f"the {title} is disabled for this job's policy",
+        )
+    if job.secondary_status != "Training":
+        return judgement(
+            Verdict.NOT_TRAINING,
+            Action.NONE,
+            codes[Verdict.NOT_TRAINING],
+            f"the job is {job.secondary_status}, not Training: {not_training}",
+        )
+    changed = notice.alarm_changed_at
+    if stale is not None and changed is not None and notice.now - changed > STALE_AFTER:
+        return judgement(
+            Verdict.STALE,
+            Action.NONE,
+            codes[Verdict.STALE],
+            f"the alarm notification is from {changed.isoformat()}, too old to act on; the alarm is reset and "
+            f"fires again if the job is still {stale.still}",
+            reset=stale.reset,
+            reset_reason=stale.reset_reason,
+        )
+    return None
+
+
+# ---- the guard -------------------------------------------------------------------------------------
+
+
+class GuardConfig(BaseModel):
+    """A guard's policy section: every guard can be switched off and given its own mode."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    mode: Mode | None = Field(default=None, description="Overrides the policy mode for this guard only.")
+
+    def mode_or(self, default: Mode) -> Mode:
+        return self.mode or default
+
+
+C = TypeVar("C", bound=GuardConfig)
+
+
+class Sections(Protocol):
+    """What a guard reads of the (effective) policy: its mode, and its section by name (``Policy``, which
+    holds a section per registered guard, imports the guards: they do not import it)."""
+
+    @property
+    def mode(self) -> Mode: ...
+
+
+class Guard(ABC, Generic[C]):
+    """One alarm guard. Subclasses declare the class attributes and implement the abstract methods;
+    registering an instance in ``domain/guards/registry.py`` plugs it into the policy (its ``section``),
+    the job-events lifecycle, the stopper and the reconciler."""
+
+    name: ClassVar[str]  # "idle": its decision codes start with it; its stop notifications are "idle-stop"
+    rule_id: ClassVar[str]  # the rule in audit records, exemptions and metrics: "idle-guard"
+    section: ClassVar[str | None]  # its policy section ("idle"); None: always its defaults
+    config_type: ClassVar[type[GuardConfig]]
+    title: ClassVar[str]  # "idle guard"
+    what: ClassVar[str]  # its alarms in messages: "idle alarms"
+    rearm_reason: ClassVar[str]  # StateReason of the reset after (re)creating its alarms
+    sized_by_hosts: ClassVar[bool] = False  # its alarm names depend on the job's host count
+
+    def code(self, code: AlarmCode) -> str:
+        return f"{self.name}.{code.value}"
+
+    # ---- policy ---------------------------------------------------------------------------------
+
+    def config(self, policy: Sections) -> C:
+        """This guard's section of the (effective) policy; its defaults when it has no section."""
+        if self.section is None:
+            return self.config_type()  # type: ignore[return-value]
+        return getattr(policy, self.section)  # type: ignore[no-any-return]
+
+    def mode(self, policy: Sections) -> Mode:
+        return self.config(policy).mode_or(policy.mode)
+
+    # ---- alarms ---------------------------------------------------------------------------------
+
+    def watchable(self, job: TrainingJob) -> bool:
+        """Whether the job can have alarms of this guard at all, from the event alone (no re-read): a job
+        that cannot is neither re-read on Training nor has alarms deleted when it ends."""
+        return True
+
+    @abstractmethod
+    def plan(self, job: TrainingJob, config: C, naming: AlarmNaming) -> AlarmPlan | NoAlarm: ...
+
+    @abstractmethod
+    def watching(self, job: TrainingJob, config: C, plan: AlarmPlan) -> str:
+        """The reason of the decision to create ``plan``: what the alarms watch."""
+
+    @abstractmethod
+    def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
+        """Every alarm this guard may have created for the job, in deletion order."""
+
+    @abstractmethod
+    def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
+        """Which of this guard's alarms ``alarm_name`` is for ``job_name`` (None: not one of them)."""
+
+    def acts_on(self, role: str) -> bool:
+        """Whether a notification of this role is judged (an alarm without actions never notifies)."""
+        return True
+
+    # ---- judging --------------------------------------------------------------------------------
+
+    def stops_from(self, role: str) -> bool:
+        """Whether a notification of this role may stop the job (its decisions carry the savings estimate
+        and its exemptions apply)."""
+        return True
+
+    @abstractmethod
+    def judge(self, role: str, notice: Notice, config: C) -> GuardVerdict: ...
+
+    @abstractmethod
+    def symptom(self, config: C) -> tuple[str, str]:
+        """What a stop tells the owner: (after "was stopped: ", after "Training job <name> ")."""

@@ -1,0 +1,386 @@
+"""The idle guard: the policy section, and the pure planner of the CloudWatch alarms that watch a job.
+
+The alarm watches ``/aws/sagemaker/TrainingJobs`` ``GPUUtilization`` (dimension ``Host`` =
+``<job>/algo-<n>``), which SageMaker publishes per host as the sum over its GPUs (0-100 x GPU count).
+
+* **Every host** is watched: the alarm's value is ``MAX`` over the hosts (metric math), so the job is in
+  breach only when its busiest host is idle. One host: a plain single-metric alarm.
+* **More than 10 hosts** (CloudWatch allows 10 metrics in one alarm): one child metric alarm per 10
+  hosts, without actions, and a composite alarm ``ALARM(c1) AND ALARM(c2) ...`` that notifies the alarm
+  topic: all hosts must be idle, exactly as with one alarm.
+* **Threshold** = per-GPU percent x GPU count. Heterogeneous clusters assign host names randomly across
+  instance groups, so the planner cannot know which ``algo-n`` has how many GPUs. It scales by the
+  *smallest* GPU count of the GPU groups: a host with more GPUs then needs even less per-GPU activity to
+  count as busy, so a busy host can never look idle (do no harm). CPU, Trainium and Inferentia hosts
+  publish no ``GPUUtilization``; ``MAX`` ignores them.
+* **Missing data never stops a job**: ``TreatMissingData=notBreaching`` on every metric alarm.
+* No GPU at all, or an instance type we cannot size: no alarm, with the reason.
+
+Nothing here talks to AWS: the planner returns the exact request documents, the service sends them; the
+stopper's judgement of the notifying alarm's ``ALARM`` is ``IdleGuard.judge``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import Field, field_validator, model_validator
+
+from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.guards.base import (
+    MAX_METRICS_PER_ALARM,
+    AlarmKind,
+    AlarmNaming,
+    AlarmPlan,
+    Combined,
+    Guard,
+    GuardConfig,
+    GuardVerdict,
+    Judgement,
+    MetricQuery,
+    NoAlarm,
+    Notice,
+    PlannedAlarm,
+    Stale,
+    Verdict,
+    host_chunks,
+    metric_alarm_request,
+    preconditions,
+    training_started_at,
+)
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.pricing import DEFAULT_PRICES
+
+IDLE_RULE_ID: Final = "idle-guard"
+METRIC_NAME: Final = "GPUUtilization"
+HOST_DIMENSION: Final = "Host"
+HOSTS_PER_ALARM: Final = MAX_METRICS_PER_ALARM
+MAX_ALARM_RULE_LENGTH: Final = 10_240  # PutCompositeAlarm AlarmRule limit
+COMPARISON: Final = "LessThanThreshold"
+CHILD_MARK: Final = ".hosts-"  # job names cannot contain ".", so child names never collide with a job's
+RESET_REASON: Final = "sagemaker-governance: reset by the idle stopper (grace period or stale notification)"
+
+
+class IdleRole(StrEnum):
+    NOTIFYING = "notifying"  # the alarm with the topic action (the only one for up to 10 hosts)
+    CHILD = "child"  # above 10 hosts: one metric alarm per 10 hosts, no action, under the composite
+
+
+class IdleCode(StrEnum):
+    """The idle guard's decision codes (and the lifecycle's: ``idle.alarm.*``, ``guards.base.AlarmCode``)."""
+
+    STOP = "idle.stop.idle"
+    ALREADY_ENDED = "idle.skip.already-ended"
+    DISABLED = "idle.skip.disabled"
+    NOT_TRAINING = "idle.skip.not-training"
+    STALE = "idle.skip.stale"
+    GRACE = "idle.skip.grace"
+    EXEMPTED = "idle.skip.exempted"
+    NO_INSTANCES = "idle.alarm.no-instances"
+    UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
+    NO_GPU = "idle.alarm.no-gpu"
+    TOO_MANY_HOSTS = "idle.alarm.too-many-hosts"
+
+
+_JUDGED: Final = {
+    Verdict.ALREADY_ENDED: IdleCode.ALREADY_ENDED,
+    Verdict.DISABLED: IdleCode.DISABLED,
+    Verdict.NOT_TRAINING: IdleCode.NOT_TRAINING,
+    Verdict.STALE: IdleCode.STALE,
+}
+
+
+class IdlePolicy(GuardConfig):
+    """The idle guard: stop a training job whose GPUs have been idle for a whole window.
+
+    A job is idle when the GPU utilization of its busiest host stays below ``threshold_percent`` per GPU
+    in ``datapoints_to_alarm`` of ``evaluation_periods`` periods of ``period_seconds``, after a start-up
+    grace period of ``grace_minutes`` from the moment the job (re)entered ``Training``. ``mode``
+    overrides the policy's mode for this guard only; ``prices`` (USD per instance-hour) extend or replace
+    the built-in price table used for the estimated-savings metric.
+
+    The defaults (1 % per GPU, 30 one-minute periods all idle, 20-minute grace) were chosen by replaying
+    real GPU traces of healthy jobs through the alarm for a grid of thresholds and windows: see
+    docs/calibration.md (``make calibrate``); a test keeps them equal to the document's.
+
+    Example:
+        idle:
+          enabled: true
+          mode: enforce
+          threshold_percent: 1
+          period_seconds: 60
+          evaluation_periods: 30
+          datapoints_to_alarm: 30
+          grace_minutes: 20
+          prices: {ml.p4d.24xlarge: 37.69}
+    """
+
+    threshold_percent: float = Field(default=1.0, gt=0, le=100, description="Per GPU, percent.")
+    period_seconds: int = Field(default=60, ge=60, le=3600)
+    evaluation_periods: int = Field(default=30, ge=1, le=1440)
+    datapoints_to_alarm: int = Field(default=30, ge=1, le=1440)
+    grace_minutes: int = Field(default=20, ge=0, le=1440)
+    prices: dict[str, float] = Field(default_factory=dict, description="Instance type -> USD per hour.")
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _whole_minutes(cls, value: int) -> int:
+        if value % 60:
+            raise ValueError("period_seconds must be a multiple of 60 (GPUUtilization is published per minute)")
+        return value
+
+    @field_validator("prices")
+    @classmethod
+    def _positive_prices(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = sorted(k for k, v in value.items() if not 0 <= v < math.inf)
+        if bad:
+            raise ValueError(f"prices must be finite numbers >= 0: {', '.join(bad)}")
+        return value
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> IdlePolicy:
+        if self.datapoints_to_alarm > self.evaluation_periods:
+            raise ValueError("datapoints_to_alarm cannot exceed evaluation_periods")
+        if self.period_seconds * self.evaluation_periods > 86_400:
+            raise ValueError("period_seconds x evaluation_periods cannot exceed one day (CloudWatch limit)")
+        return self
+
+    @property
+    def window_minutes(self) -> float:
+        return self.period_seconds * self.evaluation_periods / 60
+
+    def price_table(self) -> dict[str, float]:
+        return {**DEFAULT_PRICES, **self.prices}
+
+
+def alarm_names(job_name: str, host_count: int, naming: AlarmNaming) -> tuple[str, tuple[str, ...]]:
+    """The notifying alarm's name and the metric alarms' names (the notifying alarm itself for up to 10
+    hosts, else one child per 10 hosts under a composite alarm of that name)."""
+    notifying = naming.alarm_name(job_name)
+    if host_count <= HOSTS_PER_ALARM:
+        return notifying, (notifying,)
+    children = tuple(naming.alarm_name(job_name, f"{CHILD_MARK}{a}-{b}") for a, b in host_chunks(host_count))
+    return notifying, children
+
+
+def grace_remaining(job: TrainingJob, idle: IdlePolicy, now: datetime) -> timedelta | None:
+    """Time left in the start-up grace period; ``None`` when it is over. Unknown start: all of it."""
+    started = training_started_at(job)
+    grace = timedelta(minutes=idle.grace_minutes)
+    if started is None:
+        return grace
+    left = started + grace - now
+    return left if left > timedelta(0) else None
+
+
+class IdleGuard(Guard[IdlePolicy]):
+    """Stops a job whose busiest host's GPUs stayed idle for a whole window after its grace period."""
+
+    name = "idle"
+    rule_id = IDLE_RULE_ID
+    section = "idle"
+    config_type = IdlePolicy
+    title = "idle guard"
+    what = "idle alarms"
+    rearm_reason = "sagemaker-governance: the training job (re)entered Training; idle evaluation starts afresh"
+    sized_by_hosts = True
+    uses_instance_facts = True  # its plan takes ``resolved`` facts (EC2's) for types the table lacks
+
+    # ---- alarms ---------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        job: TrainingJob,
+        config: IdlePolicy,
+        naming: AlarmNaming,
+        resolved: Mapping[str, InstanceFacts] | None = None,
+    ) -> AlarmPlan | NoAlarm:
+        """The alarms that watch ``job``'s GPUs under ``config``, or why there are none. ``resolved``: facts
+        the service learnt elsewhere (EC2) for instance types our table does not know (issue 16 item 3)."""
+        idle = config
+        groups = job.instance_groups
+        facts = {
+            group.instance_type: (resolved or {}).get(group.instance_type) or instance_facts(group.instance_type)
+            for group in groups
+        }
+        described = {t: f.note for t, f in facts.items()}
+        if not groups or job.total_instance_count < 1:
+            return NoAlarm(code=IdleCode.NO_INSTANCES, reason="the job names no instances; nothing to watch")
+        unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
+        if unknown:
+            return NoAlarm(
+                code=IdleCode.UNKNOWN_INSTANCE,
+                reason=f"cannot size the GPUs of {', '.join(unknown)}: no alarm rather than a wrong threshold",
+                evidence={"instance_types": described},
+            )
+        gpu_counts = sorted({f.gpus for f in facts.values() if f.publishes_gpu_utilization})
+        if not gpu_counts:
+            return NoAlarm(
+                code=IdleCode.NO_GPU,
+                reason="no instance of this job publishes GPUUtilization ("
+                + "; ".join(f"{t}: {note}" for t, note in described.items())
+                + ")",
+                evidence={"instance_types": described},
+            )
+        gpus = gpu_counts[0]
+        threshold = round(idle.threshold_percent * gpus, 6)
+        hosts = job.total_instance_count
+        notifying, metric_alarms = alarm_names(job.name, hosts, naming)
+        composite = hosts > HOSTS_PER_ALARM
+        evidence: dict[str, Any] = {
+            "threshold_percent_per_gpu": idle.threshold_percent,
+            "gpus_per_host_for_scaling": gpus,
+            "threshold": threshold,
+            "hosts": hosts,
+            "window": f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} x {idle.period_seconds}s",
+            "grace_minutes": idle.grace_minutes,
+            "alarms": [notifying, *metric_alarms] if composite else list(metric_alarms),
+        }
+        if len(gpu_counts) > 1 or len(groups) > 1:
+            evidence["scaling_note"] = (
+                "heterogeneous cluster: hosts are assigned to groups at random, so the threshold is scaled by "
+                "the smallest GPU count of the GPU groups; hosts without GPUs publish no data and are ignored"
+            )
+            if composite and len(gpu_counts) < len(groups):
+                evidence["coverage_note"] = (
+                    "a child alarm whose hosts all turn out to be non-GPU hosts has no data and stays OK, so the "
+                    "composite alarm may never fire for this job (missing data never stops a job)"
+                )
+        description = (
+            f"sagemaker-governance idle guard for training job {job.name}: the busiest of {hosts} host(s) below "
+            f"{threshold:g} GPUUtilization ({idle.threshold_percent:g}% per GPU x {gpus} GPU(s)) in "
+            f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s. "
+            f"Managed by {naming.managed_by}; changes are overwritten."
+        )
+
+        def metric_alarm(name: str, first: int, last: int, actions: list[str]) -> dict[str, Any]:
+            return metric_alarm_request(
+                name,
+                description=description,
+                actions=actions,
+                actions_enabled=True,
+                evaluation_periods=idle.evaluation_periods,
+                datapoints_to_alarm=idle.datapoints_to_alarm,
+                threshold=threshold,
+                comparison=COMPARISON,
+                treat_missing_data="notBreaching",
+                tags=naming.tags(job.name),
+                queries=[
+                    MetricQuery(
+                        id=f"m{n}", metric_name=METRIC_NAME, dimensions=((HOST_DIMENSION, f"{job.name}/algo-{n}"),)
+                    )
+                    for n in range(first, last + 1)
+                ],
+                stat="Average",
+                period=idle.period_seconds,
+                combined=Combined(
+                    id="busiest",
+                    function="MAX",
+                    label=f"GPUUtilization of the busiest host (algo-{first}..algo-{last})",
+                ),
+                single_metric=hosts == 1,
+            )
+
+        if not composite:
+            alarm = PlannedAlarm(
+                role=IdleRole.NOTIFYING,
+                kind=AlarmKind.METRIC,
+                request=metric_alarm(notifying, 1, hosts, naming.actions),
+            )
+            return AlarmPlan(job_name=job.name, what=self.what, alarms=(alarm,), evidence=evidence)
+        children = tuple(
+            PlannedAlarm(role=IdleRole.CHILD, kind=AlarmKind.METRIC, request=metric_alarm(name, first, last, []))
+            for name, (first, last) in zip(metric_alarms, host_chunks(hosts), strict=True)
+        )
+        rule = " AND ".join(f'ALARM("{name}")' for name in metric_alarms)
+        if len(rule) > MAX_ALARM_RULE_LENGTH:
+            return NoAlarm(
+                code=IdleCode.TOO_MANY_HOSTS,
+                reason=f"{hosts} hosts need {len(metric_alarms)} child alarms: more than one composite "
+                "alarm rule can hold; no alarm",
+                evidence=evidence,
+            )
+        composite_request: dict[str, Any] = {
+            "AlarmName": notifying,
+            "AlarmDescription": description[:1024],
+            "ActionsEnabled": True,
+            "AlarmActions": naming.actions,
+            "AlarmRule": rule,
+            "Tags": naming.tags(job.name),
+        }
+        top = PlannedAlarm(role=IdleRole.NOTIFYING, kind=AlarmKind.COMPOSITE, request=composite_request)
+        return AlarmPlan(job_name=job.name, what=self.what, alarms=(*children, top), evidence=evidence)
+
+    def watching(self, job: TrainingJob, config: IdlePolicy, plan: AlarmPlan) -> str:
+        return (
+            f"watching GPU utilization of {job.total_instance_count} host(s): below "
+            f"{config.threshold_percent:g}% per GPU for {config.window_minutes:g} minutes after a "
+            f"{config.grace_minutes}-minute grace period counts as idle"
+        )
+
+    def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
+        notifying, metric_alarms = alarm_names(job_name, hosts, naming)
+        return (notifying, *metric_alarms) if hosts > HOSTS_PER_ALARM else metric_alarms
+
+    def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
+        head = naming.alarm_name(job_name)
+        if alarm_name == head:
+            return IdleRole.NOTIFYING
+        return IdleRole.CHILD if alarm_name.startswith(f"{head}{CHILD_MARK}") else None
+
+    def acts_on(self, role: str) -> bool:
+        return role == IdleRole.NOTIFYING
+
+    # ---- judging --------------------------------------------------------------------------------
+
+    def judge(self, role: str, notice: Notice, config: IdlePolicy) -> GuardVerdict:
+        """The notifying alarm went to ALARM: what to do with the job (as re-read just now)."""
+        idle, job, now = config, notice.job, notice.now
+        judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
+        _, metric_alarms = alarm_names(job.name, job.total_instance_count, notice.naming)
+        early = preconditions(
+            judgement,
+            notice,
+            enabled=idle.enabled,
+            title=self.title,
+            codes=_JUDGED,
+            not_training="low GPU use is expected; the alarm is re-armed when the job next enters Training",
+            stale=Stale(metric_alarms, RESET_REASON, "idle"),
+        )
+        if early is not None:
+            return early
+        left = grace_remaining(job, idle, now)
+        if left is not None:
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                IdleCode.GRACE,
+                f"within the {idle.grace_minutes}-minute start-up grace period ({left.total_seconds() / 60:.0f} "
+                "min left); the alarm is reset and fires again if the job is still idle",
+                reset=metric_alarms,
+                reset_reason=RESET_REASON,
+            )
+        window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
+        reason = (
+            f"GPU utilization stayed below {idle.threshold_percent:g}% per GPU on every host in {window} "
+            f"after the {idle.grace_minutes}-minute grace period"
+        )
+        remedy = (
+            "If the job was stalled (hung collective, dead data loader, waiting on input), fix it and relaunch "
+            "from its last checkpoint. If long low-GPU phases are expected, ask the platform team for a team "
+            "override of the idle guard."
+        )
+        return judgement.stop(
+            IdleCode.STOP, IdleCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
+        )
+
+    def symptom(self, config: IdlePolicy) -> tuple[str, str]:
+        return "its GPUs were idle", "looks idle"
+
+
+IDLE: Final = IdleGuard()

@@ -1,0 +1,230 @@
+"""The alarm guards' lifecycle, one for every guard: create a job's alarms when it enters Training, delete
+them when it ends (the guard says which alarms: ``domain/guards``).
+
+* ``InProgress``/``Training`` (first start, Spot restart, duplicate delivery): re-read the job and create
+  the guard's alarms only if it is still ``InProgress`` (a late event must not leave an alarm for an
+  ended job). ``PutMetricAlarm``/``PutCompositeAlarm`` are upserts; the metric alarms are then reset to
+  ``OK`` so that a job that restarted training is judged afresh (an update alone keeps the old state and
+  would never notify again; a guard whose alarms start disarmed is disarmed again).
+  A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
+* ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
+  success); a job it could never watch had none: no call, no record.
+
+Alarms are created in audit mode too: it is the stopper that only records in audit mode. Each guard's
+``GuardAlarms`` is also the reconciler's ``AlarmGuard`` (the alarms it wants for a job now, and how to
+create them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import JobNotFound
+from sagemaker_governance.domain.guards.base import (
+    AlarmCode,
+    AlarmNaming,
+    AlarmPlan,
+    Guard,
+    GuardConfig,
+    NoAlarm,
+    is_training,
+)
+from sagemaker_governance.domain.instances import Accelerator, instance_facts
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.observability import logger
+from sagemaker_governance.service.ports import (
+    AlarmLifecyclePort,
+    Clock,
+    InstanceCatalogPort,
+    JobsPort,
+    PolicySource,
+)
+from sagemaker_governance.service.recording import Trigger, record_decision
+
+
+class GuardAlarms:
+    """One guard's alarms through a job's life (a job-events ``Reaction``, a reconciler ``AlarmGuard``)."""
+
+    def __init__(
+        self,
+        guard: Guard[Any],
+        *,
+        jobs: JobsPort,
+        alarms: AlarmLifecyclePort,
+        policies: PolicySource,
+        audit: AuditSink,
+        clock: Clock,
+        naming: AlarmNaming,
+        instances: InstanceCatalogPort | None = None,
+    ) -> None:
+        self.guard = guard
+        self._jobs = jobs
+        self._alarms = alarms
+        self._policies = policies
+        self._audit = audit
+        self._clock = clock
+        self._naming = naming
+        self._instances = instances
+
+    def _plan(self, job: TrainingJob, config: Any) -> AlarmPlan | NoAlarm:
+        """The guard's plan, with EC2's facts for instance types our table does not know (issue 16 item 3)."""
+        if self._instances is None or not getattr(self.guard, "uses_instance_facts", False):
+            return self.guard.plan(job, config, self._naming)
+        resolved = {
+            group.instance_type: self._instances.facts(group.instance_type)
+            for group in job.instance_groups
+            if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN
+        }
+        plan: AlarmPlan | NoAlarm = self.guard.plan(job, config, self._naming, resolved=resolved)  # type: ignore[call-arg]
+        return plan
+
+    def applies(self, job: TrainingJob) -> bool:
+        return is_training(job) or job.is_terminal
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        policy = self._policies.current()
+        if job.is_terminal:
+            return self._delete(job, policy, trigger)
+        return [self._create(job, policy, trigger)]
+
+    # ---- Training: create ------------------------------------------------------------------------
+
+    def _create(self, event_job: TrainingJob, policy: Policy, trigger: Trigger) -> Decision:
+        guard = self.guard
+        if not guard.watchable(event_job):
+            unwatched = guard.plan(event_job, guard.config(policy.for_job(event_job)), self._naming)
+            if isinstance(unwatched, NoAlarm):
+                decision = self._none(policy, event_job, unwatched.code, unwatched.reason)
+                return self._record(decision, event_job, policy, trigger, Outcome.NO_ACTION)
+        try:
+            job = self._jobs.get_job(event_job.name)
+        except JobNotFound:
+            decision = self._none(
+                policy,
+                event_job,
+                guard.code(AlarmCode.JOB_GONE),
+                f"the job no longer exists; no {guard.what} created",
+            )
+            return self._record(decision, event_job, policy, trigger, Outcome.SKIPPED)
+        effective = policy.for_job(job)
+        config = guard.config(effective)
+        mode = config.mode_or(effective.mode)
+        if job.status != "InProgress":
+            reason = f"the job is already {job.status} (late Training event); no alarm created"
+            decision = self._none(policy, job, guard.code(AlarmCode.LATE_EVENT), reason)
+            return self._record(decision, job, policy, trigger, Outcome.SKIPPED)
+        if not config.enabled:
+            reason = f"the {guard.title} is disabled for this job's policy"
+            decision = self._none(policy, job, guard.code(AlarmCode.DISABLED), reason)
+            return self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
+        plan = self._plan(job, config)
+        if isinstance(plan, NoAlarm):
+            decision = Decision(
+                rule=guard.rule_id,
+                code=plan.code,
+                action=Action.NONE,
+                mode=mode,
+                reason=plan.reason,
+                evidence=plan.evidence,
+            )
+            return self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
+        exemption, expired = effective.exemption_for(job, guard.rule_id, self._clock())
+        for old in expired:
+            logger.warning("exemption ignored", job=job.name, note=f"expired exemption: {old.label()}")
+        decision = Decision(
+            rule=guard.rule_id,
+            code=guard.code(AlarmCode.CREATE if exemption is None else AlarmCode.EXEMPTED),
+            action=Action.CREATE_ALARM,
+            mode=mode,
+            reason=guard.watching(job, config, plan),
+            evidence=plan.evidence,
+            request=plan.request(),
+            exempted_by=exemption.label() if exemption else None,
+        )
+        if exemption is not None:
+            return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
+        self._alarms.put(plan)
+        self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
+        return self._record(decision, job, policy, trigger, Outcome.DONE)
+
+    # ---- the reconciler's view (service/reconciler.py: an ``AlarmGuard``) ------------------------
+
+    @property
+    def alarm_prefix(self) -> str:
+        return self._naming.prefix
+
+    def watches(self, job_name: str, alarm_name: str) -> bool:
+        return self.guard.role_of(alarm_name, job_name, self._naming) is not None
+
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+        """The metric alarms (what ``DescribeAlarms`` lists) this guard wants for ``job`` now: none when
+        the job is not training, the guard is off for it, it has nothing to watch, or it is exempt.
+        (Whether an alarm is armed is the stopper's business, not compared here.)"""
+        if not is_training(job):
+            return ()
+        effective = policy.for_job(job)
+        config = self.guard.config(effective)
+        if not config.enabled:
+            return ()
+        plan = self._plan(job, config)
+        if not isinstance(plan, AlarmPlan):
+            return ()
+        exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
+        return () if exemption is not None else plan.metric_alarm_names
+
+    def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """Create the job's alarms as its Training event would (the job is re-read first)."""
+        return [self._create(job, self._policies.current(), trigger)]
+
+    # ---- terminal: delete ------------------------------------------------------------------------
+
+    def _delete(self, job: TrainingJob, policy: Policy, trigger: Trigger) -> list[Decision]:
+        guard = self.guard
+        if not guard.watchable(job):
+            return []
+        hosts = job.total_instance_count
+        if guard.sized_by_hosts and hosts == 0:  # an event without ResourceConfig: ask SageMaker
+            try:
+                hosts = self._jobs.get_job(job.name).total_instance_count
+            except JobNotFound:
+                hosts = 1
+        names = guard.owned_alarms(job.name, hosts, self._naming)
+        deleted = self._alarms.delete(names)
+        decision = Decision(
+            rule=guard.rule_id,
+            code=guard.code(AlarmCode.DELETE),
+            action=Action.DELETE_ALARM,
+            mode=self._mode(policy, job),
+            reason=(
+                f"the job is {job.status}: its {guard.what} are deleted"
+                if deleted
+                else f"the job is {job.status}: no {guard.what} to delete"
+            ),
+            evidence={"deleted": deleted},
+            request={"AlarmNames": list(names)},
+        )
+        outcome = Outcome.DONE if deleted else Outcome.ALREADY_DONE
+        return [self._record(decision, job, policy, trigger, outcome)]
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def _mode(self, policy: Policy, job: TrainingJob) -> Mode:
+        effective = policy.for_job(job)
+        config: GuardConfig = self.guard.config(effective)
+        return config.mode_or(effective.mode)
+
+    def _none(self, policy: Policy, job: TrainingJob, code: str, reason: str) -> Decision:
+        return Decision(
+            rule=self.guard.rule_id, code=code, action=Action.NONE, mode=self._mode(policy, job), reason=reason
+        )
+
+    def _record(
+        self, decision: Decision, job: TrainingJob, policy: Policy, trigger: Trigger, outcome: Outcome
+    ) -> Decision:
+        record_decision(
+            self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=self._clock()
+        )
+        return decision

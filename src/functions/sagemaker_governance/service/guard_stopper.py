@@ -1,0 +1,268 @@
+"""The alarm guards' stopper: act on a guard alarm's ``ALARM`` notification, for every guard.
+
+A pipeline, each step able to end it (an ignored notification is logged; every decision about a job
+writes one audit record):
+
+1. **verify** the notification: ``ALARM``, our account, our alarm-name prefix, and the alarm really exists
+   in CloudWatch tagged as managed by this stack; the job comes from its tag (never parsed out of the
+   name);
+2. **route**: find the guard and the role of the alarm (``Guard.role_of``); an alarm whose role does not
+   act (a child alarm has no action) is ignored;
+3. **re-read** the job (``DescribeTrainingJob``);
+4. **judge**: the guard decides from the facts (``Guard.judge``: pure);
+5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
+   before anything is stopped (by default every verdict is accepted; issue 17's judge reads the job's
+   metrics and logs here);
+6. **act**: reset, arm, disarm the alarms the verdict names; stop the job if the verdict says so and the
+   decision acts (enforce mode, not exempt);
+7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.guards.base import (
+    AlarmNaming,
+    Guard,
+    GuardVerdict,
+    Notice,
+    Verdict,
+    alarm_tags_identify,
+)
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.pricing import estimate_savings
+from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.observability import logger
+from sagemaker_governance.service.ports import (
+    AlarmArmingPort,
+    AlarmOwnershipPort,
+    Clock,
+    JobsPort,
+    NotifierPort,
+    PolicySource,
+)
+from sagemaker_governance.service.recording import Trigger, record_decision
+
+# What the stopper records when the verdict is not to stop (a stop's outcome depends on the stop).
+_OUTCOMES = {
+    Verdict.ARM: Outcome.DONE,
+    Verdict.ALREADY_ENDED: Outcome.ALREADY_DONE,
+    Verdict.EXEMPTED: Outcome.EXEMPTED,
+    Verdict.DISABLED: Outcome.NO_ACTION,
+    Verdict.NOT_TRAINING: Outcome.SKIPPED,
+    Verdict.STALE: Outcome.SKIPPED,
+    Verdict.TOO_EARLY: Outcome.SKIPPED,
+    Verdict.VETOED: Outcome.SKIPPED,
+}
+
+
+class StopReview(Protocol):
+    """Confirms or vetoes a guard's verdict to stop, before the stopper acts on it.
+
+    Return ``verdict`` itself to confirm it (its decision may carry more evidence), or a verdict of kind
+    ``Verdict.VETOED`` (its own decision and code; it may reset alarms) to veto the stop."""
+
+    def review(self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict) -> GuardVerdict: ...
+
+
+class AcceptEveryStop:
+    """The default review: a guard's verdict to stop stands."""
+
+    def review(self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict) -> GuardVerdict:
+        return verdict
+
+
+@dataclass(frozen=True)
+class StopperResult:
+    alarm: str
+    outcome: str
+    reason: str
+    job: str | None = None
+    action: str | None = None
+    code: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+class GuardStopper:
+    def __init__(
+        self,
+        *,
+        guards: tuple[Guard[Any], ...],
+        jobs: JobsPort,
+        alarms: AlarmOwnershipPort,
+        arming: AlarmArmingPort,
+        notifier: NotifierPort,
+        policies: PolicySource,
+        audit: AuditSink,
+        metrics: BusinessMetricsPort,
+        clock: Clock,
+        naming: AlarmNaming,
+        account_id: str,
+        review: StopReview | None = None,
+    ) -> None:
+        self._guards = guards
+        self._jobs = jobs
+        self._alarms = alarms
+        self._arming = arming
+        self._notifier = notifier
+        self._policies = policies
+        self._audit = audit
+        self._metrics = metrics
+        self._clock = clock
+        self._naming = naming
+        self._account_id = account_id
+        self._review = review or AcceptEveryStop()
+
+    def handle(self, message: AlarmNotification, message_id: str | None = None) -> StopperResult:
+        name = message.alarm_name
+        # 1. verify
+        if message.new_state != "ALARM":
+            return self._ignore(name, f"state {message.new_state}: only ALARM is acted on")
+        if message.account_id != self._account_id or not self._naming.owns(name):
+            return self._ignore(name, "not a guard alarm of this stack (account or name prefix)")
+        tags = self._alarms.tags(name)
+        if tags is None:
+            return self._ignore(name, "the alarm does not exist (any more)")
+        job_name = alarm_tags_identify(tags, self._naming)
+        if job_name is None:
+            return self._ignore(name, "the alarm is not tagged as managed by this stack")
+        # 2. route
+        routed = self._route(name, job_name)
+        if routed is None:
+            return self._ignore(name, f"no guard acts on this alarm of {job_name} (a child alarm has no action)")
+        guard, role = routed
+        # 3. re-read
+        try:
+            job = self._jobs.get_job(job_name)
+        except JobNotFound:
+            return self._ignore(name, f"training job {job_name} does not exist")
+        return self._judge_and_act(guard, role, job, message, message_id)
+
+    def _route(self, alarm_name: str, job_name: str) -> tuple[Guard[Any], str] | None:
+        for guard in self._guards:
+            role = guard.role_of(alarm_name, job_name, self._naming)
+            if role is not None:
+                return (guard, role) if guard.acts_on(role) else None
+        return None
+
+    def _judge_and_act(
+        self, guard: Guard[Any], role: str, job: TrainingJob, message: AlarmNotification, message_id: str | None
+    ) -> StopperResult:
+        now = self._clock()
+        policy = self._policies.current()
+        effective = policy.for_job(job)
+        config = guard.config(effective)
+        stops = guard.stops_from(role)
+        exemption = effective.exemption_for(job, guard.rule_id, now)[0] if stops else None
+        savings = estimate_savings(job, effective.price_table(), now) if stops else None
+        notice = Notice(
+            job=job,
+            mode=config.mode_or(effective.mode),
+            now=now,
+            naming=self._naming,
+            alarm_changed_at=message.changed_at,
+            exempted_by=exemption.label() if exemption else None,
+            evidence=message.evidence(),
+            savings=savings.evidence() if savings is not None else {},
+            metric_names=_metric_names(message),
+        )
+        # 4. judge, 5. review a stop
+        verdict = guard.judge(role, notice, config)
+        if verdict.stops:
+            verdict = self._review.review(guard, role, notice, verdict)
+        # 6. act
+        outcome = self._act(job, verdict)
+        # 7. record, count, tell
+        decision = verdict.decision
+        trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
+        record_decision(self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=now)
+        if verdict.stops:
+            if outcome is Outcome.DONE and savings is not None:
+                self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=guard.rule_id)
+            if outcome is Outcome.DONE or (outcome is Outcome.AUDIT_ONLY and effective.notify_in_audit_mode):
+                self._notify(
+                    guard,
+                    job,
+                    verdict,
+                    outcome,
+                    config=config,
+                    team_tag=effective.team_tag,
+                    owner_tag=effective.owner_tag,
+                )
+        return StopperResult(
+            alarm=message.alarm_name,
+            job=job.name,
+            action=decision.action.value,
+            outcome=outcome.value,
+            reason=decision.reason,
+            code=decision.code,
+        )
+
+    def _act(self, job: TrainingJob, verdict: GuardVerdict) -> Outcome:
+        if verdict.reset:
+            self._alarms.reset(verdict.reset, verdict.reset_reason)
+        if verdict.arm:
+            self._arming.enable_actions(verdict.arm)
+        if verdict.disarm:
+            self._arming.disable_actions(verdict.disarm)
+        if not verdict.stops:
+            return _OUTCOMES[verdict.verdict]
+        if not verdict.decision.acts:
+            return Outcome.AUDIT_ONLY
+        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+
+    def _notify(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        outcome: Outcome,
+        *,
+        config: Any,
+        team_tag: str,
+        owner_tag: str,
+    ) -> None:
+        stopped = outcome is Outcome.DONE
+        was, looks = guard.symptom(config)
+        self._notifier.publish(
+            Notification(
+                kind=f"{guard.name}-stop",
+                job_name=job.name,
+                job_arn=job.arn,
+                team=job.tag(team_tag),
+                owner=job.tag(owner_tag),
+                headline=(
+                    f"Training job {job.name} was stopped: {was}"
+                    if stopped
+                    else f"Training job {job.name} {looks} (audit mode: not stopped)"
+                ),
+                outcome="stopped" if stopped else "would-stop (audit mode)",
+                items=Notification.items_from([verdict.decision]),
+            )
+        )
+
+    def _ignore(self, alarm: str, reason: str) -> StopperResult:
+        logger.info("alarm notification ignored", alarm=alarm, reason=reason)
+        return StopperResult(alarm=alarm, outcome="ignored", reason=reason)
+
+
+def _metric_names(message: AlarmNotification) -> tuple[str, ...] | None:
+    """The metrics the alarm read (None when the message has no trigger)."""
+    trigger = message.trigger
+    if trigger is None:
+        return None
+    if trigger.metric_name:
+        return (trigger.metric_name,)
+    return tuple(
+        q.metric_stat.metric.metric_name
+        for q in trigger.metrics
+        if q.metric_stat is not None and q.metric_stat.metric.metric_name
+    )
