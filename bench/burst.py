@@ -11,7 +11,7 @@ sleeps, and jobs that never got their alarm (lost).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,7 +33,7 @@ class BurstSimulation(Simulation):
         self.on_invocation(self._hook_client)
 
     @contextmanager
-    def _hook_client(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> Iterator[None]:
+    def _hook_client(self, function: DeployedFunction, event: Any, trigger: str) -> Iterator[None]:
         if not self._hooked:
             self.account.root.client("cloudwatch").meta.events.register(
                 "after-call.cloudwatch.PutMetricAlarm", self._written

@@ -106,7 +106,7 @@ class MeasuredSimulation(Simulation):
         self.on_call(self._alarm_call)
 
     @contextmanager
-    def _measured(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> Iterator[None]:
+    def _measured(self, function: DeployedFunction, event: Any, trigger: str) -> Iterator[None]:
         scheduled = trigger.startswith("schedule:")
         before = Counter(self.aws_calls) if scheduled else None
         start = time.process_time()

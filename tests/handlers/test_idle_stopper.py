@@ -110,7 +110,7 @@ def test_within_grace_the_alarm_is_reset_and_the_job_kept(acct: LocalAccount, cl
     assert acct.sagemaker.stop_requests == []
     assert acct.cloudwatch.state(alarm) == "OK"  # fires again if the job is still idle after the grace
     (record,) = stop_records(acct)
-    assert record.outcome.value == "skipped" and "grace" in record.reason
+    assert record.outcome.value == "skipped" and record.code == "idle.skip.grace"
     # Still idle after the grace period: the next notification stops it
     clock.advance(minutes=30)
     fire(acct, alarm)

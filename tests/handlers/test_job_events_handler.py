@@ -116,11 +116,12 @@ def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_outp
     lines = [json.loads(line) for line in log_output.getvalue().splitlines() if '"governance decision"' in line]
     (line,) = lines
     audit = line["audit"]
-    assert audit["schema"] == "smgov.audit/1"
+    assert audit["schema"] == "smgov.audit/2"
     for field in (
         "job_name",
         "job_arn",
         "rule",
+        "code",
         "action",
         "mode",
         "outcome",
@@ -129,3 +130,4 @@ def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_outp
         "event_id",
     ):
         assert field in audit
+    assert audit["code"] == "compliance.stop.violation"

@@ -72,7 +72,7 @@ def test_a_job_without_metric_definitions_gets_no_progress_alarm(acct: LocalAcco
     assert STALL not in acct.cloudwatch.alarms and ARMER not in acct.cloudwatch.alarms
     (record,) = progress_records(acct)
     assert (record.action, record.outcome.value) == ("none", "no-action")
-    assert "defines no training metrics" in record.reason
+    assert record.code == "progress.alarm.no-metric-definitions"
 
 
 def test_the_first_datapoint_arms_the_stall_alarm_and_switches_the_armer_off(acct: LocalAccount) -> None:

@@ -63,6 +63,8 @@ def without_failure_destinations(template: dict[str, Any]) -> dict[str, Any]:
         if res["Type"] == "AWS::Serverless::Function":
             res["Properties"].get("EventInvokeConfig", {}).pop("DestinationConfig", None)
             res["Properties"].pop("DeadLetterQueue", None)
+        elif res["Type"] == "AWS::SQS::Queue":  # a queue between a source and a function: no redrive
+            res["Properties"].pop("RedrivePolicy", None)
     return out
 
 

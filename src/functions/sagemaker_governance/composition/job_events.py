@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
@@ -22,8 +24,10 @@ ADAPTERS: tuple[type, ...] = (
     PolicyStore,
     SageMakerLauncher,
     CloudWatchAlarmLifecycle,
+    Ec2InstanceCatalog,
     SageMakerJobMarks,
     IdempotencyTable,
+    EventSourceMappingPoller,  # Lambda polls the function's queue with its role
 )
 
 

@@ -5,7 +5,11 @@
   Lambda SNS event shape;
 - schedules: ``rate(...)`` rules fire on the virtual clock;
 - Lambda's asynchronous invocation: a failing invocation is retried ``MaximumRetryAttempts`` times,
-  then goes to the on-failure destination (or dead-letter queue), else it is lost.
+  then goes to the on-failure destination (or dead-letter queue), else it is lost;
+- an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
+  ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
+  record (exception, or listed in the partial batch response) is received again up to the queue's
+  ``maxReceiveCount``, then the queue's redrive policy dead-letters it.
 
 With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
 state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
@@ -24,17 +28,25 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from smgov.simulation.deploy import DeployedFunction, Deployment, flatten
+from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, flatten
 from smgov.simulation.engine.clock import Uuids, VirtualClock
 from smgov.simulation.engine.counters import Counters, Invocation, SnsMessage
 from smgov.simulation.faults import CrashingAuditSink, FaultInjector
 from smgov.simulation.harness import ACCOUNT, REGION, LocalContext
-from smgov.simulation.messages import is_state_change, scheduled_event, sns_lambda_event, sns_record
+from smgov.simulation.messages import (
+    is_state_change,
+    scheduled_event,
+    sns_lambda_event,
+    sns_record,
+    sqs_lambda_event,
+    sqs_record,
+)
 
 MAX_INVOCATIONS_PER_MINUTE = 20_000
-SnsDelivery = list[tuple[DeployedFunction, dict[str, Any]]]
+# (function, what it receives: the Lambda SNS event, or the queue's message body; the queue between)
+SnsDelivery = list[tuple[DeployedFunction, Any, QueueDelivery | None]]
 # Wraps each delivery to a function (all its attempts): (function, event, trigger) -> context manager.
-InvocationHook = Callable[[DeployedFunction, Mapping[str, Any], str], contextlib.AbstractContextManager[Any]]
+InvocationHook = Callable[[DeployedFunction, Any, str], contextlib.AbstractContextManager[Any]]
 
 
 class SimulationError(RuntimeError):
@@ -165,14 +177,20 @@ class Delivery:
                     copy["id"] = self.uuids.next()
                 self._hold("event", copy, self.faults.delay("duplicate", 0))
         for function, route in targets:
-            self.invoke(function, event, f"rule:{route.name}")
+            self.invoke(function, event, f"rule:{route.name}", route.queue)
 
     def _deliver_sns(self, item: SnsMessage, *, faulty: bool) -> None:
         assert self.deployment is not None
         topic, subject, message, attributes = item
         self.counters.notifications[topic.rsplit(":", 1)[-1]] += 1
-        deliveries = [
-            (function, self.sns_event(topic, subject, message, attributes))
+        deliveries: SnsDelivery = [
+            (
+                function,
+                self.sns_event(topic, subject, message, attributes)
+                if sns_route.queue is None
+                else self.sns_notification(topic, subject, message, attributes, sns_route.queue),
+                sns_route.queue,
+            )
             for function in self.deployment.functions.values()
             for sns_route in function.sns_routes
             if sns_route.topic_arn == topic and sns_route.matches(attributes, message)
@@ -188,8 +206,19 @@ class Delivery:
         self._send_sns(deliveries)
 
     def _send_sns(self, deliveries: SnsDelivery) -> None:
-        for function, envelope in deliveries:
-            self.invoke(function, envelope, "sns")
+        for function, envelope, queue in deliveries:
+            self.invoke(function, envelope, "sns", queue)
+
+    def sns_notification(
+        self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any], queue: QueueDelivery
+    ) -> Any:
+        """What SNS sends an SQS subscriber: the message itself (raw delivery), else the JSON notification."""
+        if queue.raw_message_delivery:
+            return message
+        record = self.sns_event(topic, subject, message, attributes)["Records"][0]["Sns"]
+        record["SigningCertURL"] = record.pop("SigningCertUrl")  # as SNS spells them for SQS
+        record["UnsubscribeURL"] = record.pop("UnsubscribeUrl")
+        return record
 
     def sns_event(
         self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any]
@@ -209,13 +238,17 @@ class Delivery:
 
     # ---- Lambda --------------------------------------------------------------------------------
 
-    def invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    def invoke(
+        self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
+    ) -> None:
+        """Invoke ``function`` with ``event`` (through ``queue``: ``event`` is the message body, sent as
+        SQS records)."""
         with contextlib.ExitStack() as hooks:
             for hook in self.hooks:
                 hooks.enter_context(hook(function, event, trigger))
-            self._invoke(function, event, trigger)
+            self._invoke(function, event, trigger, queue)
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    def _invoke(self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None) -> None:
         now = self.clock.now
         if self._invocation_minute != now:
             self._invocation_minute, self._invocations_now = now, 0
@@ -228,9 +261,16 @@ class Delivery:
             self.environment.update(changed)
         counters = self.counters
         counters.deliveries["delivered"] += 1
-        for attempt in range(function.retries + 1):
+        attempts, on_failure = function.retries + 1, function.on_failure
+        body, message_id = "", ""
+        if queue is not None:  # the queue's redrive policy, not Lambda's asynchronous retries
+            attempts = queue.max_receive_count or function.retries + 1
+            on_failure = queue.dead_letter_arn
+            body, message_id = event if isinstance(event, str) else json.dumps(event), self.uuids.next()
+        for attempt in range(attempts):
             counters.invocations[function.logical_id] += 1
-            error = self._attempt(function, event)
+            payload = event if queue is None else self._sqs_event(queue, body, message_id, attempt + 1)
+            error = self._attempt(function, payload, queue)
             self.after_invocation()
             if error is None:
                 counters.deliveries["processed"] += 1
@@ -238,21 +278,34 @@ class Delivery:
             counters.errors.append(
                 Invocation(self.clock.now, function.logical_id, trigger, f"attempt {attempt + 1}: {error}")
             )
-        if function.on_failure:
+        if on_failure:
             counters.deliveries["dead_lettered"] += 1
             counters.notifications["dead-letter-queue"] += 1
         else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
             counters.deliveries["lost"] += 1
 
-    def _attempt(self, function: DeployedFunction, event: Mapping[str, Any]) -> str | None:
-        """One invocation attempt; the error it ended with (None: success)."""
+    def _sqs_event(self, queue: QueueDelivery, body: str, message_id: str, receive_count: int) -> dict[str, Any]:
+        """An event source mapping's invocation: a batch of one SQS record (the simulator does not batch)."""
+        record = sqs_record(
+            queue.queue_arn, body, message_id=message_id, sent_at=self.clock(), receive_count=receive_count
+        )
+        return sqs_lambda_event([record])
+
+    def _attempt(
+        self, function: DeployedFunction, event: Mapping[str, Any], queue: QueueDelivery | None = None
+    ) -> str | None:
+        """One invocation attempt; the error it ended with (None: success, or for a queue no record in
+        the partial batch response's ``batchItemFailures``)."""
         context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
         if self.crasher is not None:
             self.crasher.arm()
         try:
             with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # Powertools: "no application metrics"
-                function.handler(json.loads(json.dumps(event)), context)
+                response = function.handler(json.loads(json.dumps(event)), context)
+            failed = response.get("batchItemFailures") if isinstance(response, Mapping) else None
+            if queue is not None and queue.reports_item_failures and failed:
+                return "the record is in the partial batch response's batchItemFailures"
             return None
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
