@@ -409,7 +409,9 @@ def _cards(totals: Totals, jobs: int) -> str:
             "" if fraction is None else "good" if fraction >= 0.9 else "bad",
         )
         cards += _card(
-            "unexpected outcomes", str(totals.unexpected_outcomes), "good" if not totals.unexpected_outcomes else "bad"
+            "unexpected outcomes",
+            str(totals.unexpected_outcomes),
+            "good" if not totals.unexpected_outcomes else "bad",
         )
     return f'<div class="cards">{cards}</div>'
 
