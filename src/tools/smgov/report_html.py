@@ -24,7 +24,7 @@ Input: the object ``smgov simulate --json`` prints (extra keys are ignored), or 
       "totals": {"cost_usd": ..., "baseline_cost_usd": ..., "saved_usd": ...,
                  "false_stops": 0, "missed_stalls": 0,
                  "recoverable_waste_usd": ..., "recovered_usd": ...,   # optional: recovered fraction cards
-                 "unexpected_outcomes": 0}
+                 "unexpected_outcomes": 0, "known_gaps": 0}   # optional: expectations, known gaps
     }
 
 Actions may carry ``"outcome": "audit-only"`` (drawn as "stop (audit)"). ``series`` may also be the
@@ -109,6 +109,7 @@ class Totals(_Model):
     recoverable_waste_usd: NonNegativeFloat | None = None  # absent in reports of older versions
     recovered_usd: NonNegativeFloat | None = None
     unexpected_outcomes: NonNegativeInt = 0
+    known_gaps: NonNegativeInt = 0
 
     @property
     def recovered_fraction(self) -> float | None:
@@ -413,6 +414,8 @@ def _cards(totals: Totals, jobs: int) -> str:
             str(totals.unexpected_outcomes),
             "good" if not totals.unexpected_outcomes else "bad",
         )
+    if totals.known_gaps:
+        cards += _card("known gaps (decided wrong today)", str(totals.known_gaps), "bad")
     return f'<div class="cards">{cards}</div>'
 
 
@@ -455,6 +458,7 @@ def _overall(reports: Sequence[SimulationReport], totals: Totals | None) -> str:
             recoverable_waste_usd=sum(r.totals.recoverable_waste_usd or 0.0 for r in reports),
             recovered_usd=sum(r.totals.recovered_usd or 0.0 for r in reports),
             unexpected_outcomes=sum(r.totals.unexpected_outcomes for r in reports),
+            known_gaps=sum(r.totals.known_gaps for r in reports),
         )
     jobs = sum(len(r.jobs) for r in reports)
     links = " · ".join(f'<a href="#scenario-{i}">{_e(r.scenario)}</a>' for i, r in enumerate(reports))

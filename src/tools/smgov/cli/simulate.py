@@ -127,16 +127,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
             print(recovery_line(totals))
         print(f"(simulated in {time.perf_counter() - started:.1f}s wall time, seed {args.seed})")
-    if args.check and any(_failed(r, faulty=faults is not None and faults.enabled) for r in reports):
+    if args.check and any(check_failed(r, faulty=faults is not None and faults.enabled) for r in reports):
         return EXIT_CHECK_FAILED
     return EXIT_OK
 
 
-def _failed(report: dict[str, Any], *, faulty: bool) -> bool:
+def check_failed(report: dict[str, Any], *, faulty: bool) -> bool:
     """``--check``: an invariant broken (a false stop or missed stall included), an outcome other than
-    the one the scenario expects, or, without injected faults (crashes and throttling make function
-    errors expected), any function error."""
-    if any(report["invariants"].values()) or report["totals"]["missed_stalls"]:
+    the one the scenario expects (unless the scenario marks it as a known gap of the service of today:
+    the report shows those), or, without injected faults (crashes and throttling make function errors
+    expected), any function error."""
+    if any(report["invariants"].values()):
         return True
     if report["totals"].get("unexpected_outcomes"):
         return True
