@@ -111,10 +111,11 @@ def render(results: dict[str, Any]) -> str:
     if sim is not None:
         out.append(
             f"Simulator speed (wall clock): the demo ({len(sim['demo_scenarios'])} scenarios) "
-            f"{sim['demo_seconds']} s (goal < {sim['demo_target_seconds']} s) "
+            f"{sim['demo_seconds']} s, CPU {sim.get('demo_cpu_seconds', '?')} s (goal < {sim['demo_target_seconds']} s) "
             f"{_ok(sim['demo_seconds'] < sim['demo_target_seconds'])}; a {sim['fleet_jobs']:,}-job fleet "
             f"({sim['fleet_jobs_run']:,} jobs with clones, {sim['fleet_lambda_invocations']:,} invocations, "
-            f"{sim['fleet_aws_calls']:,} AWS calls) {sim['fleet_seconds']} s (goal < {sim['fleet_target_seconds']} s) "
+            f"{sim['fleet_aws_calls']:,} AWS calls) {sim['fleet_seconds']} s, CPU {sim.get('fleet_cpu_seconds', '?')} s "
+            f"(goal < {sim['fleet_target_seconds']} s) "
             f"{_ok(sim['fleet_seconds'] < sim['fleet_target_seconds'])}"
         )
         out.append("")
