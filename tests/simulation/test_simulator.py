@@ -206,6 +206,8 @@ def test_an_alarm_created_by_a_function_fires_and_its_sns_subscriber_stops_the_s
         "recovered_usd": held["saved_usd"],
         "recovered_fraction": pytest.approx(held["saved_usd"] / (8 * 30 * (72 * 60 - 3 - 60 - 10) / 60), abs=1e-3),
         "unexpected_outcomes": 0,
+        "known_gaps": 0,
+        "known_gaps_closed": 0,
     }
     counters = report["counters"]
     assert counters["lambda_invocations"] == {
