@@ -45,6 +45,9 @@ class CloudWatchAlarmLifecycle:
             "cloudwatch:SetAlarmState",
         }
     )
+    # Granted on Resource "*" only: the PutCompositeAlarm API reference requires a permission "scoped to
+    # *" (conditioned on the alarm topic as its only action, in the template).
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutCompositeAlarm"})
 
     def __init__(self, client: Any) -> None:
         self._client = client
