@@ -260,3 +260,32 @@ def test_the_composite_rule_parses_as_cloudwatch_documents_it() -> None:
     plan = plan_of(InstanceGroups=HETEROGENEOUS)
     composite = CompositeAlarm.from_description({**plan.composite_request, "AlarmArn": "arn:x"})
     assert composite.children() == set(plan.metric_alarm_names)
+
+
+# ---- what the reconciler repairs: the set of a job's alarms, judged from their names -----------------
+
+
+@pytest.mark.parametrize(
+    ("observed", "incomplete"),
+    [
+        (["gov-idle-train-1"], False),  # up to 10 hosts: one alarm
+        (["gov-idle-train-1", "gov-idle-train-1.hosts-1-10", "gov-idle-train-1.hosts-11-12"], False),
+        (["gov-idle-train-1.hosts-1-10", "gov-idle-train-1.hosts-11-12"], True),  # the composite is gone
+        (["gov-idle-train-1.hosts-1-10"], True),  # creation failed after the first child
+        (["gov-idle-train-1", "gov-idle-train-1.hosts-1-10", "gov-idle-train-1.hosts-21-25"], True),  # a gap
+        (["gov-idle-train-1", "gov-idle-train-1.hosts-x-y"], False),  # not a child name: ignored
+    ],
+)
+def test_a_jobs_idle_alarms_are_incomplete_without_their_composite_or_with_a_gap(
+    observed: list[str], incomplete: bool
+) -> None:
+    assert IDLE.incomplete("train-1", observed, NAMING) is incomplete
+
+
+@pytest.mark.parametrize("hosts", [1, 10, 11, 20, 21, 999, 1000])
+def test_every_complete_plan_is_judged_complete(hosts: int) -> None:
+    plan = plan_of(hosts)
+    assert isinstance(plan, AlarmPlan)
+    assert not IDLE.incomplete("train-1", plan.names, NAMING)
+    if hosts > MAX_METRICS_PER_ALARM:  # and without its composite, incomplete
+        assert IDLE.incomplete("train-1", plan.metric_alarm_names, NAMING)

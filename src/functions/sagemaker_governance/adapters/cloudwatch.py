@@ -138,7 +138,9 @@ class CloudWatchAlarmArming:
 
 
 class CloudWatchAlarmInventory:
-    """The names of this stack's metric alarms, through every page of ``DescribeAlarms`` (the reconciler)."""
+    """The names of this stack's alarms, metric and composite, through every page of ``DescribeAlarms`` (the
+    reconciler). ``AlarmTypes`` names both: without it "only metric alarms are returned, even if composite
+    alarms ... exist" (its API reference), and a lost composite alarm could never be noticed."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
     # Granted on Resource "*" only: see the module docstring.
@@ -148,14 +150,17 @@ class CloudWatchAlarmInventory:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    def metric_alarm_names(self, prefix: str) -> list[str]:
+    def alarm_names(self, prefix: str) -> list[str]:
         names: list[str] = []
         try:
             pages = self._client.get_paginator("describe_alarms").paginate(
-                AlarmNamePrefix=prefix, AlarmTypes=["MetricAlarm"], PaginationConfig={"PageSize": self.PAGE_SIZE}
+                AlarmNamePrefix=prefix,
+                AlarmTypes=["MetricAlarm", "CompositeAlarm"],
+                PaginationConfig={"PageSize": self.PAGE_SIZE},
             )
             for page in pages:
                 names += [alarm["AlarmName"] for alarm in page.get("MetricAlarms", [])]
+                names += [alarm["AlarmName"] for alarm in page.get("CompositeAlarms", [])]
         except ClientError as exc:
             raise AdapterError(f"DescribeAlarms {prefix}* failed: {exc}") from exc
         return names

@@ -38,7 +38,7 @@ stopper's judgement of the notifying alarm's ``ALARM`` is ``IdleGuard.judge``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -209,6 +209,14 @@ def alarm_names(job_name: str, host_count: int, naming: AlarmNaming) -> tuple[st
         return notifying, (notifying,)
     children = tuple(naming.alarm_name(job_name, f"{CHILD_MARK}{a}-{b}") for a, b in host_chunks(host_count))
     return notifying, children
+
+
+def _child_range(alarm_name: str, stem: str) -> tuple[int, int] | None:
+    """``(first, last)`` of a child alarm named ``<stem><first>-<last>``; None for any other name."""
+    if not alarm_name.startswith(stem):
+        return None
+    first, _, last = alarm_name[len(stem) :].partition("-")
+    return (int(first), int(last)) if first.isdigit() and last.isdigit() else None
 
 
 def grace_remaining(job: TrainingJob, idle: IdlePolicy, now: datetime) -> timedelta | None:
@@ -390,6 +398,20 @@ class IdleGuard(Guard[IdlePolicy]):
     def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
         notifying, metric_alarms = alarm_names(job_name, hosts, naming)
         return (notifying, *metric_alarms) if hosts > HOSTS_PER_ALARM else metric_alarms
+
+    def incomplete(self, job_name: str, observed: Collection[str], naming: AlarmNaming) -> bool:
+        """The composite alarm is gone while children remain (deleted by hand, or its creation failed after
+        the children's), or a child is missing between others. CloudWatch refuses to delete an alarm a
+        composite alarm's rule names (the DeleteAlarms API reference: a composite in a cycle cannot be
+        deleted "because there is always still a composite alarm that depends on" it), so a last child
+        cannot go missing while its composite exists; a plain alarm of up to 10 hosts is complete alone."""
+        head = naming.alarm_name(job_name)
+        ranges = sorted(
+            r for r in (_child_range(name, f"{head}{CHILD_MARK}") for name in observed) if r is not None
+        )
+        if not ranges:
+            return head not in observed
+        return head not in observed or ranges != host_chunks(ranges[-1][1])
 
     def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
         head = naming.alarm_name(job_name)
