@@ -64,8 +64,11 @@ class CloudWatchAlarmLifecycle:
             raise AdapterError(f"creating the {plan.what} of {plan.job_name} failed: {exc}") from exc
 
     def delete(self, names: Sequence[str]) -> list[str]:
-        """Delete in the given order (a composite before its children). DeleteAlarms deletes nothing
-        when one name is missing, so a batch that fails that way is retried name by name."""
+        """Delete in the given order (a composite before its children; at most one composite per call, as
+        the DeleteAlarms API reference allows: a job has one). Its reference says the alarms with correct
+        names "are still deleted" when some are not found, and does not say whether the call then fails; a
+        batch that fails that way is retried name by name, so every alarm is gone either way (the names
+        reported deleted may then omit some the batch call deleted)."""
         deleted: list[str] = []
         for start in range(0, len(names), DELETE_BATCH):
             batch = list(names[start : start + DELETE_BATCH])
