@@ -100,7 +100,7 @@ class GuardAlarms:
                 decision = self._none(policy, event_job, unwatched.code, unwatched.reason)
                 return self._record(decision, event_job, policy, trigger, Outcome.NO_ACTION)
         try:
-            job = self._jobs.get_job(event_job.name)
+            job = self._jobs.get_job(event_job.name, event_job.tags)  # the event's tags: no ListTags
         except JobNotFound:
             decision = self._none(
                 policy,
