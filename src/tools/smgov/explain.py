@@ -28,7 +28,7 @@ class FixedPolicy:
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
 
-    def current(self) -> Policy:
+    def current(self, max_age_seconds: float | None = None) -> Policy:
         return self._policy
 
 

@@ -33,7 +33,10 @@ class NotifierPort(Protocol):
 
 
 class PolicySource(Protocol):
-    def current(self) -> Policy: ...
+    def current(self, max_age_seconds: float | None = None) -> Policy:
+        """The effective policy; ``max_age_seconds``: the caller accepts a document read that long ago
+        (more than the store's own cache time), to spare a read (the alarm lifecycle: guard_alarms.py)."""
+        ...
 
 
 class EvaluationMarksPort(Protocol):
