@@ -183,7 +183,7 @@ def explain_schedule(
         jobs=ports.jobs,
         inventory=_Listed([summary] if summary.status == "InProgress" else []),
         alarm_inventory=_Listed([]),
-        alarms=ports.alarms,  # type: ignore[arg-type]
+        alarms=ports.alarms,
         guards=alarm_guards(ports),
         compliance=compliance_service(ports),
         policies=ports.policies,
