@@ -23,6 +23,7 @@ ADAPTERS: tuple[type, ...] = (
 
 
 def build(root: Root) -> GuardStopper:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     cloudwatch = root.client("cloudwatch")
     return GuardStopper(
         guards=root.guards,

@@ -56,6 +56,7 @@ def assemble(
 
 
 def build(root: Root) -> JobEventsService:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     sagemaker = root.client("sagemaker")
     return assemble(
         Ports.of(root),
