@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,8 @@ class Notification(BaseModel):
     outcome: str
     items: tuple[NotificationItem, ...] = ()
     related_job: str | None = None
+    # Why a failed job was resumed: its failure class, the matched log line(s) and host (auto-resume).
+    diagnosis: dict[str, Any] | None = None
 
     @staticmethod
     def items_from(decisions: tuple[Decision, ...] | list[Decision]) -> tuple[NotificationItem, ...]:

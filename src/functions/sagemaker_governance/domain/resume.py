@@ -5,19 +5,28 @@ in; a ``CloneDecision`` out: the decisions to audit, the planned clone, and whet
 
 When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 
-- it failed for a reason classified as transient: ``resume.transient_patterns`` is a map of name ->
-  regular expression (searched case-insensitively in ``FailureReason``; the first match is recorded).
-  The defaults cover SageMaker's own internal errors, capacity errors and instance-health failures,
-  anchored on the error class SageMaker puts first so a user's traceback that merely *mentions* one
-  of them does not match. ``AlgorithmError`` (the user's code) and other ``ClientError`` reasons are
-  not resumable unless a team opts in (add e.g. ``algorithm-error: "^AlgorithmError"``); set a
-  pattern to ``null`` to switch a default off;
+- its failure is of a class whose verdict is *resume* (``domain/failures.py``): the ``FailureReason`` and
+  the last lines of each host's log stream, read only at failure, are classified by the failure taxonomy
+  (hardware, interconnect, capacity and SageMaker-internal faults resume by default; user code and unknown
+  do not). Teams add signatures and change a class's verdict (``resume.signatures``, ``resume.classes``);
+  the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
+  alone decides, and the evidence says so;
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
   timestamps (days included). A clone made by governance inherits its lineage's qualification, so a
   clone that fails again while starting (e.g. on capacity) is still resumed within the budget;
 - the lineage's retry budget is not spent (attempt number from the lineage tags);
 - it has a ``CheckpointConfig`` (``require_checkpoint``, default true): otherwise the clone would start
-  from scratch.
+  from scratch;
+- its checkpoint location holds objects written during the failed attempt, when that can be checked
+  (``ListObjectsV2``, only on the buckets the deployment names): otherwise ``require_checkpoint_progress``
+  says whether to skip it or to resume anyway (from older checkpoints, or from scratch), and the decision
+  says which;
+- it is not a lemon: a clone that fails with the same hardware or interconnect fault on the same host
+  position as its source (tag ``smgov:failure``) counts double against the budget (tag
+  ``smgov:repeat-faults`` carries the extra count down the lineage);
+- its backoff has passed: the n-th clone of a lineage waits ``backoff_minutes`` x 2^(n-2) (at most
+  ``max_backoff_minutes``) after the previous attempt ended. Lambda never sleeps: the decision is
+  ``resume.defer.backoff`` and the reconciler re-evaluates the job once it is due.
 
 Spot fallback (``decide_spot``): a Managed Spot job whose ``SecondaryStatusTransitions`` hold
 ``spot.max_interruptions`` ``Interrupted`` entries is stopped and resumed On-Demand; a Spot job that
@@ -26,16 +35,17 @@ ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when ``spot.fallback_on_
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.clone import (
+    TAG_FAILURE,
+    TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
     Lineage,
@@ -46,6 +56,19 @@ from sagemaker_governance.domain.clone import (
     role_allowed,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.failures import (
+    UNKNOWN,
+    CheckpointProgress,
+    Diagnosis,
+    FailureEvidence,
+    Signature,
+    Taxonomy,
+    Verdict,
+    builtin_taxonomy,
+    check_class_names,
+    check_team_signatures,
+    classify,
+)
 from sagemaker_governance.domain.job import TrainingJob
 
 RESUME_RULE_ID: Final = "auto-resume"
@@ -54,37 +77,20 @@ MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
 INTERRUPTED: Final = "Interrupted"
 _REASON_CHARS: Final = 300
 
-# name -> regex, searched case-insensitively in FailureReason (see the module docstring).
-DEFAULT_TRANSIENT_PATTERNS: Final[dict[str, str | None]] = {
-    "instance-health": r"^(InternalServerError|ClientError)\b.*\b(hardware (failure|fault|issue|error)|health ?checks?|unhealthy instances?)\b",
-    "internal-server-error": r"^InternalServerError\b",
-    "capacity-error": r"^(CapacityError|InsufficientCapacityError)\b",
-    "insufficient-capacity": r"^ClientError\b.*\binsufficient capacity\b",
-}
-
-
-def _compiled(patterns: Mapping[str, str | None]) -> Mapping[str, str | None]:
-    for name, regex in patterns.items():
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", name):
-            raise ValueError(f"pattern name {name!r} must be kebab-case (a-z, 0-9, -)")
-        if regex is None:
-            continue
-        if not regex.strip():
-            raise ValueError(f"pattern {name!r} is empty (use null to switch it off)")
-        try:
-            re.compile(regex)
-        except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
-            raise ValueError(f"pattern {name!r} is not a regular expression: {exc}") from exc
-    return patterns
-
 
 class ResumeCode(StrEnum):
     """Auto-resume's decision codes."""
 
-    CLONE = "resume.clone.transient"  # failed for a transient reason after long enough: clone
+    CLONE = "resume.clone.transient"  # failed for a resumable reason after long enough: clone
+    # ... although the failed attempt wrote no checkpoint (require_checkpoint_progress: false)
+    CLONE_WITHOUT_PROGRESS = "resume.clone.without-checkpoint-progress"
+    DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but the lineage's backoff has not passed yet
     DISABLED = "resume.skip.disabled"
     NOT_FAILED = "resume.skip.not-failed"
-    NOT_TRANSIENT = "resume.skip.not-transient"  # the failure reason matches no transient pattern
+    USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
+    UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
+    CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
+    NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
     TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
     BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
     BUDGET_SPENT = "resume.skip.budget-spent"  # max_attempts reached for the lineage
@@ -126,9 +132,16 @@ class ResumePolicy(BaseModel):
           min_training_hours: 2
           max_attempts: 3            # clones per lineage
           require_checkpoint: true
-          transient_patterns:        # merged by name over the defaults; null switches one off
-            algorithm-error: "^AlgorithmError: .*NCCL"
-            capacity-error: null
+          require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
+          backoff_minutes: 10        # before the 2nd clone; doubles for each further one
+          max_backoff_minutes: 240
+          classes:                   # verdict per failure class, over the taxonomy's defaults
+            capacity: skip
+          signatures:                # added to the built-in taxonomy (never replacing it)
+            - id: my-plugin-transport
+              class: interconnect
+              pattern: "MYPLUGIN: transport to rank [0-9]+ lost"
+              where: log
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -138,19 +151,41 @@ class ResumePolicy(BaseModel):
     min_training_hours: float = Field(default=1.0, ge=0, le=672)
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
-    transient_patterns: dict[str, str | None] = Field(default_factory=lambda: dict(DEFAULT_TRANSIENT_PATTERNS))
+    require_checkpoint_progress: bool = Field(
+        default=True,
+        description="Skip a job whose failed attempt wrote no checkpoint (false: resume it anyway and say so).",
+    )
+    backoff_minutes: float = Field(default=10, ge=0, le=1440, description="Wait before the 2nd clone (0: none).")
+    max_backoff_minutes: float = Field(default=240, ge=0, le=10080)
+    classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
+    signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
+    log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
+    log_hosts: int = Field(default=8, ge=1, le=64, description="Most hosts whose log tails are read.")
 
-    _patterns = field_validator("transient_patterns")(_compiled)
+    _classes = field_validator("classes")(check_class_names)
+    _signatures = field_validator("signatures")(check_team_signatures)
 
-    def match(self, failure_reason: str | None) -> str | None:
-        """The name of the first transient pattern ``failure_reason`` matches, if any."""
-        text = (failure_reason or "").strip()
-        if not text:
-            return None
-        for name, regex in self.transient_patterns.items():
-            if regex is not None and re.search(regex, text, flags=re.IGNORECASE | re.DOTALL):
-                return name
-        return None
+    @model_validator(mode="before")
+    @classmethod
+    def _no_transient_patterns(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "transient_patterns" in data:
+            raise ValueError(
+                "transient_patterns was replaced by the failure taxonomy: add a pattern as "
+                "signatures: [{id: my-name, class: interconnect, pattern: '...'}] and change a class's "
+                "verdict with classes: {capacity: skip} (README: Why a job was (not) resumed)"
+            )
+        return data
+
+    def taxonomy(self) -> Taxonomy:
+        """The built-in failure taxonomy with this policy's signatures and class verdicts."""
+        return builtin_taxonomy().with_team(self.signatures, self.classes)
+
+    def backoff(self, attempt: int) -> timedelta:
+        """How long the ``attempt``-th clone waits after the previous attempt ended (the first: none)."""
+        if attempt < 2 or self.backoff_minutes <= 0:
+            return timedelta(0)
+        minutes = min(self.max_backoff_minutes, self.backoff_minutes * 2 ** min(attempt - 2, 20))
+        return timedelta(minutes=minutes)
 
 
 class SpotPolicy(BaseModel):
@@ -227,20 +262,32 @@ def _plan(
     reason: ResumeReason,
     on_demand: bool,
     evidence: dict[str, Any],
+    fault: str | None = None,
 ) -> ClonePlan | CloneDecision:
-    """The checks both capabilities share, then the plan; a ``none`` decision says which check failed."""
+    """The checks both capabilities share, then the plan; a ``none`` decision says which check failed.
+
+    ``fault`` is this failure's lemon key (``<class>@<host>``): when it equals the one this job was cloned
+    for (tag ``smgov:failure``), the fault recurred on the same host position and counts double."""
     try:
         lineage = Lineage.of(job.name, tags)
     except LineageError as exc:
         return _none(rule, codes.BAD_LINEAGE, mode, f"not resumed: {exc}", evidence)
+    strikes = repeat_faults(tags)
+    repeated = fault is not None and lineage.attempt > 0 and tags.get(TAG_FAILURE) == fault
+    if repeated:
+        strikes += 1
+        evidence["repeated_fault"] = fault
     evidence.update({"root_job": lineage.root, "attempt": lineage.next_attempt, "max_attempts": max_attempts})
-    if lineage.next_attempt > max_attempts:
+    if strikes:
+        evidence["repeat_faults"] = strikes
+    if lineage.next_attempt + strikes > max_attempts:
+        counted = f", {strikes} more for faults that recurred on the same host" if strikes else ""
         return _none(
             rule,
             codes.BUDGET_SPENT,
             mode,
             f"not resumed: the retry budget of lineage {lineage.root} is spent "
-            f"({lineage.attempt} of {max_attempts} attempt(s) made)",
+            f"({lineage.attempt} of {max_attempts} attempt(s) made{counted})",
             evidence,
         )
     if require_checkpoint and not job.checkpoint_s3_uri:
@@ -252,7 +299,8 @@ def _plan(
             evidence,
         )
     try:
-        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand)
+        marks = {TAG_FAILURE: fault or "", TAG_STRIKES: str(strikes) if strikes else ""}
+        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand, marks=marks)
     except ClonePlanError as exc:
         return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())
@@ -268,6 +316,29 @@ def _plan(
     return plan
 
 
+def repeat_faults(tags: Mapping[str, str]) -> int:
+    """The extra budget a lineage has spent on recurring faults (tag ``smgov:repeat-faults``; 0 if unreadable)."""
+    raw = tags.get(TAG_STRIKES, "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 2 else 0
+
+
+def ended_at(job: TrainingJob) -> datetime | None:
+    """When the job's attempt ended: ``TrainingEndTime``, else the last transition, else ``LastModifiedTime``."""
+    if job.training_end_time is not None:
+        return job.training_end_time
+    starts = [t.start_time for t in job.transitions if t.start_time is not None]
+    return max(starts) if starts else job.last_modified_time
+
+
+def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
+    cls = diagnosis.failure_class
+    code = {"user-code": ResumeCode.USER_CODE, UNKNOWN: ResumeCode.UNKNOWN}.get(cls, ResumeCode.CLASS_SKIPPED)
+    where = f" on {diagnosis.host}" if diagnosis.host else ""
+    what = f"{cls} ({diagnosis.signature}{where})" if diagnosis.signature else cls
+    basis = " (from FailureReason alone: the logs could not be read)" if diagnosis.basis != "logs" else ""
+    return _none(RESUME_RULE_ID, code, mode, f"not resumed: the failure is classified as {what}{basis}", evidence)
+
+
 def decide_resume(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -276,8 +347,13 @@ def decide_resume(
     resume: ResumePolicy,
     default_mode: Mode,
     ctx: CloneContext,
+    failure: FailureEvidence | None = None,
+    checkpoint: CheckpointProgress | None = None,
 ) -> CloneDecision:
-    """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring)."""
+    """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
+
+    ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
+    decides); ``checkpoint`` what the checkpoint location holds (None: not checked)."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -291,17 +367,12 @@ def decide_resume(
             f"not resumed: the job is {job.status}, not Failed",
             evidence,
         )
-    pattern = resume.match(job.failure_reason)
-    evidence["matched_pattern"] = pattern
-    if pattern is None:
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.NOT_TRANSIENT,
-            mode,
-            "not resumed: the failure reason is not classified as transient "
-            f"({_short(job.failure_reason) or 'no FailureReason'})",
-            evidence,
-        )
+    diagnosis = classify(
+        job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
+    )
+    evidence["diagnosis"] = diagnosis.evidence()
+    if diagnosis.verdict is not Verdict.RESUME:
+        return _not_resumable(diagnosis, mode, evidence)
     try:
         first_attempt = Lineage.of(job.name, tags).attempt == 0
     except LineageError:
@@ -327,18 +398,54 @@ def decide_resume(
         reason=ResumeReason.FAILED,
         on_demand=False,
         evidence=evidence,
+        fault=diagnosis.lemon_key,
     )
     if isinstance(planned, CloneDecision):
         return planned
+    code = ResumeCode.CLONE
+    start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+    if checkpoint is not None and planned.checkpoint_s3_uri:
+        evidence.update(checkpoint.evidence())
+        if checkpoint.checked and checkpoint.written == 0:
+            if resume.require_checkpoint_progress:
+                return _none(
+                    RESUME_RULE_ID,
+                    ResumeCode.NO_CHECKPOINT_PROGRESS,
+                    mode,
+                    f"not resumed: the failed attempt wrote nothing to {planned.checkpoint_s3_uri} "
+                    f"({checkpoint.total} older object(s) there): a clone would redo the same work",
+                    evidence,
+                )
+            code = ResumeCode.CLONE_WITHOUT_PROGRESS
+            start = (
+                f" from the older checkpoint files in {planned.checkpoint_s3_uri} (the failed attempt wrote none)"
+                if checkpoint.total
+                else f" from scratch ({planned.checkpoint_s3_uri} is empty)"
+            )
+    why = f"{diagnosis.failure_class} ({diagnosis.signature}" + (
+        f" on {diagnosis.host})" if diagnosis.host else ")"
+    )
+    wait = resume.backoff(planned.attempt)
+    ended = ended_at(job)
+    if wait and ended is not None and ctx.now < ended + wait:
+        due = ended + wait
+        evidence.update({"backoff_minutes": wait.total_seconds() / 60, "recheck_after": due.isoformat()})
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.DEFER_BACKOFF,
+            mode,
+            f"failed with a resumable fault, {why}: {planned.name} waits until {due:%Y-%m-%d %H:%M} UTC "
+            f"(backoff {wait.total_seconds() / 60:g} min before attempt {planned.attempt}; the reconciler resumes it)",
+            evidence,
+        )
     decision = Decision(
         rule=RESUME_RULE_ID,
-        code=ResumeCode.CLONE,
+        code=code,
         action=Action.CLONE,
         mode=mode,
         reason=(
-            f"failed with a transient error ({pattern}) after {hours:g} h of training: resume as "
-            f"{planned.name} (attempt {planned.attempt} of {resume.max_attempts})"
-            + (f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch")
+            f"failed with a resumable fault, {why}, after {hours:g} h of training: resume as "
+            f"{planned.name} (attempt {planned.attempt} of {resume.max_attempts}){start}"
         ),
         evidence=evidence,
         request=planned.request,
