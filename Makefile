@@ -7,8 +7,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# `sam build` needs the Lambda runtime's interpreter (python3.12) on PATH; pyenv provides it here.
-export PYENV_VERSION ?= 3.11.7:3.12.1:3.13.0
 export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 
@@ -72,11 +70,12 @@ lock: $(STAMP)
 # The Lambda package is read-only, so Python cannot cache bytecode there: without .pyc files every cold
 # start compiles every module it imports. Ship them, compiled by the runtime's Python; `unchecked-hash`
 # pycs are used without comparing source timestamps (which zipping does not keep exactly).
-RUNTIME_PYTHON := $(shell sed -n 's/^ *Runtime: *\(python3\.[0-9]*\).*/\1/p' template.yaml | head -1)
-
+# `sam build` looks the runtime's interpreter (python3.12) up on PATH: smgov.runtime_python finds a working
+# one (a pyenv shim fails whenever PYENV_VERSION names other versions) and it goes first on PATH.
 build: $(STAMP)
-	$(BIN)/sam build --template template.yaml --build-dir .aws-sam/build
-	$(RUNTIME_PYTHON) -m compileall -q --invalidation-mode unchecked-hash .aws-sam/build
+	runtime_python="$$($(BIN)/python -m smgov.runtime_python)"; \
+	PATH="$$(dirname "$$runtime_python"):$$PATH" $(BIN)/sam build --template template.yaml --build-dir .aws-sam/build; \
+	"$$runtime_python" -m compileall -q --invalidation-mode unchecked-hash .aws-sam/build
 
 # Every figure of BENCHMARKS.md: writes bench/results.json and prints the table (a few minutes).
 bench: build

@@ -11,7 +11,8 @@ sleeps, and jobs that never got their alarm (lost).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from smgov.simulation.burst import burst_scenario
@@ -29,14 +30,16 @@ class BurstSimulation(Simulation):
         super().__init__(*args, **kwargs)
         self.alarm_writes: list[float] = []
         self._hooked = False
+        self.on_invocation(self._hook_client)
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    @contextmanager
+    def _hook_client(self, function: DeployedFunction, event: Any, trigger: str) -> Iterator[None]:
         if not self._hooked:
-            self._root.client("cloudwatch").meta.events.register(
+            self.account.root.client("cloudwatch").meta.events.register(
                 "after-call.cloudwatch.PutMetricAlarm", self._written
             )
             self._hooked = True
-        super()._invoke(function, event, trigger)
+        yield
 
     def _written(self, http_response: Any, **_: Any) -> None:
         if http_response is not None and http_response.status_code < 300:

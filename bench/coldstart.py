@@ -29,6 +29,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
 from smgov.simulation.template import REPO_ROOT, load_template
 
 PROBE = Path(__file__).with_name("_probe.py")
@@ -63,11 +64,10 @@ class BenchError(RuntimeError):
 
 
 def runtime_python() -> str:
-    runtime = str(load_template()["Globals"]["Function"]["Runtime"])  # python3.12
-    found = shutil.which(runtime)
-    if found is None:
-        raise BenchError(f"{runtime} is not on PATH (the Makefile sets PYENV_VERSION for pyenv)")
-    return found
+    try:
+        return str(find_runtime_python())  # the template's runtime, python3.12
+    except RuntimePythonNotFound as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def functions() -> dict[str, str]:
@@ -85,7 +85,13 @@ def client_services(function: str) -> list[str]:
     """The boto3 clients a function needs: the service prefixes of its adapters' IAM actions."""
     from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 
-    prefixes = {a.split(":")[0] for adapter in FUNCTION_ADAPTERS[function] for a in adapter.IAM_ACTIONS}  # type: ignore[attr-defined]
+    prefixes = {
+        a.split(":")[0]
+        for adapter in FUNCTION_ADAPTERS[function]
+        # built on first use, not at cold start; or no client at all (Lambda's queue poller)
+        if not getattr(adapter, "LAZY_CLIENT", False) and getattr(adapter, "NEEDS_CLIENT", True)
+        for a in adapter.IAM_ACTIONS  # type: ignore[attr-defined]
+    }
     prefixes |= set(EXTRA_CLIENTS.get(function, ()))
     return sorted(prefixes - {"iam"})  # iam:PassRole is a permission, not a client
 
@@ -116,7 +122,7 @@ def sam_build(template: Path, build_dir: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        env={**build_env(), "SAM_CLI_TELEMETRY": "0"},
         cwd=template.parent,
         check=False,
     )
@@ -159,7 +165,6 @@ def runtime_packages(python: str) -> Iterator[Path]:
 def _run(python: str, args: list[str], pythonpath: list[Path]) -> dict[str, Any]:
     env = {
         "PATH": os.environ["PATH"],
-        **({"PYENV_VERSION": os.environ["PYENV_VERSION"]} if "PYENV_VERSION" in os.environ else {}),
         **CHILD_ENV,
         "PYTHONPATH": os.pathsep.join(map(str, pythonpath)),
     }

@@ -1,6 +1,6 @@
 """Figures from the fleet simulator: invocations and AWS calls per job lifecycle, and what a fleet uses.
 
-``MeasuredSimulation`` is the simulator (``simulation/engine.py``) plus three counters it does not keep:
+``MeasuredSimulation`` is the simulator (``simulation/engine/``) plus three counters it does not keep:
 the CPU time of each invocation, the lifetime of each alarm the service created (with its number of
 metrics, what CloudWatch bills) and the bytes of audit records written.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,24 +102,26 @@ class MeasuredSimulation(Simulation):
         self.scheduled_calls: Counter[str] = Counter()  # the AWS calls those made
         self.alarm_lives: dict[str, AlarmLife] = {}
         self.closed: list[AlarmLife] = []
+        self.on_invocation(self._measured)
+        self.on_call(self._alarm_call)
 
-    def _invoke(self, function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> None:
+    @contextmanager
+    def _measured(self, function: DeployedFunction, event: Any, trigger: str) -> Iterator[None]:
         scheduled = trigger.startswith("schedule:")
         before = Counter(self.aws_calls) if scheduled else None
         start = time.process_time()
-        super()._invoke(function, event, trigger)
+        yield
         self.cpu_ms[function.logical_id].append((time.process_time() - start) * 1000)
         if before is not None:
             self.scheduled[function.logical_id] += 1
             self.scheduled_calls.update(self.aws_calls - before)
 
-    def _count_call(self, params: Mapping[str, Any], model: Any, **kwargs: Any) -> None:
-        super()._count_call(params, model, **kwargs)
-        if model.service_model.service_id.hyphenize() != "cloudwatch":
+    def _alarm_call(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
+        if service != "cloudwatch":
             return
-        if model.name in ("PutMetricAlarm", "PutCompositeAlarm"):
+        if operation in ("PutMetricAlarm", "PutCompositeAlarm"):
             name = params["AlarmName"]
-            if model.name == "PutCompositeAlarm":
+            if operation == "PutCompositeAlarm":
                 kind, metrics = "composite", 0
             else:
                 queries = params.get("Metrics") or []
@@ -128,7 +131,7 @@ class MeasuredSimulation(Simulation):
                 self.alarm_lives[name] = AlarmLife(name, kind, metrics, created=self.now)
             else:
                 life.metrics = metrics
-        elif model.name == "DeleteAlarms":
+        elif operation == "DeleteAlarms":
             for name in params.get("AlarmNames", []):
                 life = self.alarm_lives.pop(name, None)
                 if life is not None:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 from sagemaker_governance.domain.job import TrainingJob
+from smgov.simulation.harness import LocalAccount
+from smgov.simulation.messages import lambda_failure_record
+from tests.conftest import load_event
 
 ACCOUNT = "123456789012"
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:gov-JobEventsFunction-abc"
 
 
 def describe(name: str = "job-1", **overrides: Any) -> dict[str, Any]:
@@ -52,3 +58,41 @@ def create_request(name: str = "job-1", tags: dict[str, str] | None = None, **ov
     }
     request.update(copy.deepcopy(overrides))
     return request
+
+
+def launch_from_sample(account: LocalAccount, sample: str) -> dict[str, Any]:
+    """Register the sample's job with the double (so re-reads see it) and return the sample event."""
+    event = load_event(sample)
+    detail = copy.deepcopy(event["detail"])
+    tags = detail.pop("Tags")
+    pairs = tags.items() if isinstance(tags, dict) else [(t["Key"], t["Value"]) for t in tags]
+    request = {
+        k: detail[k]
+        for k in (
+            "TrainingJobName",
+            "AlgorithmSpecification",
+            "RoleArn",
+            "OutputDataConfig",
+            "ResourceConfig",
+            "StoppingCondition",
+        )
+    }
+    request["Tags"] = [{"Key": k, "Value": v} for k, v in pairs]
+    for optional in ("CheckpointConfig", "EnableManagedSpotTraining"):
+        if optional in detail:
+            request[optional] = detail[optional]
+    account.sagemaker.launch(request)
+    return event
+
+
+def lambda_failure_message() -> dict[str, object]:
+    """An SQS message on the on-failure destination: Lambda gave up on the malformed sample event."""
+    body = lambda_failure_record(
+        load_event("malformed-missing-job-name.json"),
+        function_arn=f"{FUNCTION}:$LATEST",
+        error_type="ValidationError",
+        error_message="1 validation error for TrainingJobStateChange",
+        request_id="r-1",
+        timestamp=datetime(2026, 11, 21, 10, 0, tzinfo=UTC),
+    )
+    return {"MessageId": "m-1", "ReceiptHandle": "h-1", "Body": json.dumps(body)}

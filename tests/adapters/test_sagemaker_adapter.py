@@ -66,3 +66,62 @@ def test_declared_iam_actions_cover_every_call(fake_sagemaker: FakeSageMaker, sa
     adapter.stop("j")
     assert recorder.actions <= SageMakerJobs.IAM_ACTIONS
     assert recorder.actions == SageMakerJobs.IAM_ACTIONS
+
+
+# ---- issue 16 item 4: what botocore drops from DescribeTrainingJob is reported ------------------------
+
+
+def answering_with(body: dict[str, Any]) -> Any:
+    """A real client whose HTTP answer is ``body``: botocore parses it with its own model (the fields it
+    does not model are dropped, as with the runtime's older botocore)."""
+    import json
+
+    from botocore.awsrequest import AWSResponse
+
+    client = boto3.client("sagemaker", region_name="us-east-1")
+
+    class Raw:
+        def __init__(self, data: bytes) -> None:
+            self._data = data
+
+        def stream(self, **_: Any) -> Any:
+            yield self._data
+
+    def send(**_: Any) -> AWSResponse:
+        data = json.dumps(body).encode()
+        return AWSResponse("https://sagemaker", 200, {"content-type": "application/x-amz-json-1.1"}, Raw(data))
+
+    client.meta.events.register("before-send.sagemaker.DescribeTrainingJob", send)
+    return client
+
+
+def test_fields_the_model_does_not_know_are_reported_with_the_description() -> None:
+    # Given AWS answering with a field this botocore's model lacks, at the top level and nested,
+    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+
+    body = {
+        "TrainingJobName": "job-1",
+        "TrainingJobArn": "arn:aws:sagemaker:us-east-1:123456789012:training-job/job-1",
+        "TrainingJobStatus": "Failed",
+        "SecondaryStatus": "Failed",
+        "ResourceConfig": {
+            "InstanceType": "ml.g5.2xlarge",
+            "InstanceCount": 1,
+            "VolumeSizeInGB": 50,
+            "NewKnob": 1,
+        },
+        "FutureConfig": {"Enabled": True},
+        "AlgorithmSpecification": {"TrainingImage": "img:1", "TrainingInputMode": "File"},
+        "CreationTime": 1_700_000_000,
+    }
+    # When the job is described, then botocore dropped them and the adapter says which.
+    description = SageMakerJobs(answering_with(body)).describe("job-1")
+    assert "FutureConfig" not in description and "NewKnob" not in description["ResourceConfig"]
+    assert description[UNMODELLED_FIELDS_KEY] == ["ResourceConfig.NewKnob", "FutureConfig"]
+
+
+def test_a_fully_modelled_answer_has_no_mark() -> None:
+    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+
+    body = {"TrainingJobName": "job-1", "TrainingJobStatus": "Completed", "CreationTime": 1_700_000_000}
+    assert UNMODELLED_FIELDS_KEY not in SageMakerJobs(answering_with(body)).describe("job-1")

@@ -20,8 +20,8 @@ from smgov.audit_queries import unknown_fields
 from smgov.cli import visibility
 from smgov.cli.main import main
 from smgov.simulation.harness import local_account
+from tests.builders import launch_from_sample
 from tests.cli.local_aws import LocalCloudFormation, LocalLogsInsights, clients
-from tests.handlers.test_job_events_handler import launch_from_sample
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 STACK = "sagemaker-governance"
@@ -142,9 +142,21 @@ def test_audit_shows_what_the_real_service_decided(
     # Then the stop of the untagged job is listed with its reason, and the no-op decision is not
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["time", "(UTC)", "job", "team", "rule", "action", "mode", "outcome", "reason"]
+    assert lines[0].split() == [
+        "time",
+        "(UTC)",
+        "job",
+        "team",
+        "rule",
+        "code",
+        "action",
+        "mode",
+        "outcome",
+        "reason",
+    ]
     (row,) = lines[2:]
     assert "untagged-experiment-7" in row and "required-tags" in row and " stop " in row and " done " in row
+    assert " compliance.stop.violation " in row
     assert row.endswith("missing or empty tag(s): cost-center, team")
     # the query went to every log group the stack exports, over the last 7 days
     (query,) = aws.logs.queries.values()
@@ -173,7 +185,7 @@ def test_audit_json_filters_by_rule_and_job(
     assert code == 0
     rows = json.loads(out)
     assert {r["job_name"] for r in rows} == {"llm-pretrain", "vision-resnet"}
-    assert set(rows[0]) == {"timestamp", "job_name", "team", "rule", "action", "mode", "outcome", "reason"}
+    assert set(rows[0]) == {"timestamp", "job_name", "team", "rule", "code", "action", "mode", "outcome", "reason"}
     assert rows[0]["timestamp"] == "2026-11-21 09:00:00.000"
 
     code, out, _ = run(capsys, "audit", "--job", "llm-pretrain", "--json", "--since", "12h")
@@ -181,6 +193,29 @@ def test_audit_json_filters_by_rule_and_job(
     # a named job shows its whole story, "no action" decisions included
     assert sorted(r["rule"] for r in json.loads(out)) == ["event-router", "idle-gpu", "max-runtime"]
     assert aws.logs.queries["q-0002"]["startTime"] == int((NOW - timedelta(hours=12)).timestamp())
+
+
+def test_audit_filters_by_code_and_shows_records_of_schema_1_without_one(
+    aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(
+        aws,
+        log_output,
+        IDLE_GROUP,
+        NOW - timedelta(hours=3),
+        record(job_name="llm-pretrain", code="idle.stop.idle"),
+        record(job_name="vision-resnet", team="vision", code="progress.stop.stalled"),
+        record(job_name="old-job", schema="smgov.audit/1"),  # logged before the upgrade: no code
+    )
+    code, out, _ = run(capsys, "audit", "--code", "idle.stop.idle", "--json")
+    assert code == 0 and [(r["job_name"], r["code"]) for r in json.loads(out)] == [
+        ("llm-pretrain", "idle.stop.idle")
+    ]
+    code, out, _ = run(capsys, "audit")
+    (old,) = [line for line in out.splitlines() if "old-job" in line]
+    assert old.split()[5] == "-"  # the code column of a smgov.audit/1 record
+    code, _, err = run(capsys, "audit", "--code", "Idle Stop")
+    assert code == 2 and "not a decision code" in err
 
 
 def test_audit_only_looks_back_as_far_as_asked(
@@ -259,7 +294,7 @@ def fleet(aws: Aws, log_output: io.StringIO) -> None:
         record(job_name="nlp-a", rule="required-tags", action="none", outcome=Outcome.NO_ACTION),
         record(job_name="nlp-b", rule="required-tags", action="none", outcome=Outcome.NO_ACTION),
         record(job_name="vision-a", team="vision", rule="required-tags", action="none", outcome=Outcome.NO_ACTION),
-        record(job_name="untagged-1", team=None, rule="required-tags", action="stop"),
+        record(job_name="untagged-1", team=None, rule="required-tags", action="stop", schema="smgov.audit/1"),
         record(
             job_name="vision-b",
             team="vision",
@@ -273,10 +308,14 @@ def fleet(aws: Aws, log_output: io.StringIO) -> None:
         log_output,
         IDLE_GROUP,
         at,
-        record(job_name="nlp-a", evidence={"estimated_savings_usd": 16_948.0}),
-        record(job_name="nlp-a", outcome=Outcome.ALREADY_DONE),  # a duplicate alarm: not a second stop
+        record(job_name="nlp-a", code="idle.stop.idle", evidence={"estimated_savings_usd": 16_948.0}),
+        record(job_name="nlp-a", code="idle.stop.idle", outcome=Outcome.ALREADY_DONE),  # not a second stop
         record(
-            job_name="nlp-b", mode="audit", outcome=Outcome.AUDIT_ONLY, evidence={"estimated_savings_usd": 512.5}
+            job_name="nlp-b",
+            code="idle.stop.idle",
+            mode="audit",
+            outcome=Outcome.AUDIT_ONLY,
+            evidence={"estimated_savings_usd": 512.5},
         ),
     )
 
@@ -300,7 +339,12 @@ def test_report_per_team(aws: Aws, log_output: io.StringIO, capsys: pytest.Captu
     assert (teams["vision"]["governed"], teams["vision"]["resumed"], teams["vision"]["stopped"]) == (2, 1, 0)
     assert (teams["(no team tag)"]["governed"], teams["(no team tag)"]["stopped"]) == (1, 1)
     assert report["teams"][0]["team"] == "nlp"  # biggest savings first
-    assert len(aws.logs.queries) == 2
+    assert report["stops_by_code"] == [
+        {"code": "(no code: smgov.audit/1)", "outcome": "done", "jobs": 1, "saved_usd": 0.0},
+        {"code": "idle.stop.idle", "outcome": "audit-only", "jobs": 1, "saved_usd": 512.5},
+        {"code": "idle.stop.idle", "outcome": "done", "jobs": 1, "saved_usd": 16_948.0},
+    ]
+    assert len(aws.logs.queries) == 3
     for query in aws.logs.queries.values():
         assert query["startTime"] == int((NOW - timedelta(days=30)).timestamp())
         assert unknown_fields(query["queryString"]) == set()
@@ -315,6 +359,7 @@ def test_report_table(aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureF
     assert header.split()[:4] == ["team", "governed", "stopped", "resumed"]
     assert first.split()[:5] == ["nlp", "2", "1", "0", "16,948.00"]
     assert "Estimated savings: $16,948.00" in out
+    assert any(line.split()[:4] == ["idle.stop.idle", "done", "1", "16,948.00"] for line in out.splitlines())
 
 
 def test_report_over_an_empty_period(aws: Aws, capsys: pytest.CaptureFixture[str]) -> None:

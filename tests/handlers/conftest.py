@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from smgov.simulation.harness import LocalAccount, local_account
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -13,6 +16,26 @@ ENFORCE = {
     "REQUIRED_TAGS": "team,cost-center",
     "POLICY_PARAMETER_NAME": "/gov/policy",
 }
+PREFIX = "sagemaker-governance-idle-"
+
+
+@dataclass
+class MovableClock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def fire(account: LocalAccount, alarm: str, **kw: Any) -> dict[str, Any]:
+    """CloudWatch's evaluation puts the alarm in ALARM and SNS delivers the notification to the stopper."""
+    account.cloudwatch.set_state(alarm, kw.get("new_state", "ALARM"))
+    event = account.cloudwatch.sns_event([account.cloudwatch.notification(alarm, **kw)])
+    result: dict[str, Any] = account.invoke(stopper, event)
+    return result
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, NOW
-from tests.handlers.test_idle_stopper import MovableClock
+from tests.handlers.conftest import ENFORCE, NOW, MovableClock
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}

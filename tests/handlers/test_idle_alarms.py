@@ -62,7 +62,7 @@ def test_late_training_event_for_an_ended_job_creates_nothing(acct: LocalAccount
     acct.invoke(handler, event)
     assert acct.cloudwatch.alarms == {}
     (record,) = idle_records(acct)
-    assert record.outcome.value == "skipped" and "Completed" in record.reason
+    assert record.outcome.value == "skipped" and record.code == "idle.alarm.late-event"
 
 
 def test_training_event_for_an_unknown_job_creates_nothing(acct: LocalAccount) -> None:
@@ -124,7 +124,7 @@ def test_cpu_and_trainium_jobs_get_no_alarm_and_the_reason_is_recorded(
     acct.invoke(handler, start_training(acct, ResourceConfig=resources))
     assert acct.cloudwatch.alarms == {}
     (record,) = idle_records(acct)
-    assert record.action == "none" and "GPUUtilization" in record.reason
+    assert record.action == "none" and record.code == "idle.alarm.no-gpu"
 
 
 def test_team_override_and_disabling_come_from_the_policy_document(acct: LocalAccount) -> None:
@@ -151,3 +151,26 @@ def test_exempted_job_gets_no_alarm(acct: LocalAccount) -> None:
     acct.invoke(handler, start_training(acct, "eval-7"))
     assert acct.cloudwatch.alarms == {}
     assert idle_records(acct)[0].outcome.value == "exempted"
+
+
+def test_a_type_missing_from_the_table_is_sized_by_ec2(acct: LocalAccount) -> None:
+    # Given a job on an NVIDIA type our table does not list (g5g: 1 NVIDIA T4g GPU per EC2), when it
+    # enters Training, then its alarm is created with the threshold scaled by EC2's GPU count.
+    from sagemaker_governance.domain.instances import GPU_COUNTS
+
+    assert "g5g" not in GPU_COUNTS
+    resources = {"InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}
+    result = acct.invoke(handler, start_training(acct, ResourceConfig=resources))
+    (decision,) = [d for d in result["decisions"] if d["rule"] == "idle-guard"]
+    assert decision["action"] == "create-alarm"
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1"]["Threshold"] == 2.0  # 1% x 2 GPUs (g5g.16xlarge)
+
+
+def test_a_type_nobody_can_size_gets_no_alarm_and_says_why(acct: LocalAccount) -> None:
+    # Given a type neither our table nor EC2 knows, then no alarm, and the record says EC2 was asked.
+    resources = {"InstanceType": "ml.g99.12xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}
+    acct.invoke(handler, start_training(acct, ResourceConfig=resources))
+    assert acct.cloudwatch.alarms == {}
+    (record,) = idle_records(acct)
+    assert record.action == "none" and "cannot size" in record.reason
+    assert "EC2" in record.evidence["instance_types"]["ml.g99.12xlarge"]

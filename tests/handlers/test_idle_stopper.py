@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -17,20 +16,7 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.handlers.conftest import ENFORCE, NOW
-
-PREFIX = "sagemaker-governance-idle-"
-
-
-@dataclass
-class MovableClock:
-    now: datetime
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
 
 
 @pytest.fixture
@@ -63,14 +49,6 @@ def training_job_with_alarm(account: LocalAccount, name: str = "job-1", **overri
     account.sagemaker.launch(create_request(name, **overrides), secondary="Training")
     account.invoke(job_events, account.sagemaker.event(name))
     return f"{PREFIX}{name}"
-
-
-def fire(account: LocalAccount, alarm: str, **kw: Any) -> dict[str, Any]:
-    """CloudWatch's evaluation puts the alarm in ALARM and SNS delivers the notification."""
-    account.cloudwatch.set_state(alarm, kw.get("new_state", "ALARM"))
-    event = account.cloudwatch.sns_event([account.cloudwatch.notification(alarm, **kw)])
-    result: dict[str, Any] = account.invoke(stopper, event)
-    return result
 
 
 def stop_records(account: LocalAccount) -> list[Any]:
@@ -132,7 +110,7 @@ def test_within_grace_the_alarm_is_reset_and_the_job_kept(acct: LocalAccount, cl
     assert acct.sagemaker.stop_requests == []
     assert acct.cloudwatch.state(alarm) == "OK"  # fires again if the job is still idle after the grace
     (record,) = stop_records(acct)
-    assert record.outcome.value == "skipped" and "grace" in record.reason
+    assert record.outcome.value == "skipped" and record.code == "idle.skip.grace"
     # Still idle after the grace period: the next notification stops it
     clock.advance(minutes=30)
     fire(acct, alarm)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -11,32 +10,8 @@ from pydantic import ValidationError
 
 from sagemaker_governance.handlers.job_events import handler
 from smgov.simulation.harness import LocalAccount
+from tests.builders import launch_from_sample
 from tests.conftest import load_event
-
-
-def launch_from_sample(account: LocalAccount, sample: str) -> dict[str, Any]:
-    """Register the sample's job with the double (so re-reads see it) and return the sample event."""
-    event = load_event(sample)
-    detail = copy.deepcopy(event["detail"])
-    tags = detail.pop("Tags")
-    pairs = tags.items() if isinstance(tags, dict) else [(t["Key"], t["Value"]) for t in tags]
-    request = {
-        k: detail[k]
-        for k in (
-            "TrainingJobName",
-            "AlgorithmSpecification",
-            "RoleArn",
-            "OutputDataConfig",
-            "ResourceConfig",
-            "StoppingCondition",
-        )
-    }
-    request["Tags"] = [{"Key": k, "Value": v} for k, v in pairs]
-    for optional in ("CheckpointConfig", "EnableManagedSpotTraining"):
-        if optional in detail:
-            request[optional] = detail[optional]
-    account.sagemaker.launch(request)
-    return event
 
 
 def test_compliant_job_is_left_alone_with_one_audit_record(account: LocalAccount) -> None:
@@ -141,11 +116,12 @@ def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_outp
     lines = [json.loads(line) for line in log_output.getvalue().splitlines() if '"governance decision"' in line]
     (line,) = lines
     audit = line["audit"]
-    assert audit["schema"] == "smgov.audit/1"
+    assert audit["schema"] == "smgov.audit/2"
     for field in (
         "job_name",
         "job_arn",
         "rule",
+        "code",
         "action",
         "mode",
         "outcome",
@@ -154,3 +130,4 @@ def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_outp
         "event_id",
     ):
         assert field in audit
+    assert audit["code"] == "compliance.stop.violation"

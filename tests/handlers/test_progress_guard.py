@@ -11,8 +11,7 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, NOW
-from tests.handlers.test_idle_stopper import PREFIX, MovableClock, fire
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
 
 LOSS = {
     "TrainingImage": "img:1",
@@ -73,7 +72,7 @@ def test_a_job_without_metric_definitions_gets_no_progress_alarm(acct: LocalAcco
     assert STALL not in acct.cloudwatch.alarms and ARMER not in acct.cloudwatch.alarms
     (record,) = progress_records(acct)
     assert (record.action, record.outcome.value) == ("none", "no-action")
-    assert "defines no training metrics" in record.reason
+    assert record.code == "progress.alarm.no-metric-definitions"
 
 
 def test_the_first_datapoint_arms_the_stall_alarm_and_switches_the_armer_off(acct: LocalAccount) -> None:

@@ -20,8 +20,7 @@ from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.handlers.conftest import ENFORCE, NOW
-from tests.handlers.test_idle_stopper import PREFIX, MovableClock
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
 
@@ -110,7 +109,7 @@ def test_the_alarm_of_a_job_that_no_longer_exists_is_removed(acct: LocalAccount)
     reconcile(acct)
     assert acct.cloudwatch.alarms == {}
     (record,) = reconciler_records(acct)
-    assert record.job_status == "NotFound" and "no longer exists" in record.reason
+    assert record.job_status == "NotFound" and record.code == "reconciler.delete.orphan-alarm"
 
 
 def test_orphaned_composite_and_child_alarms_are_deleted_composite_first(acct: LocalAccount) -> None:

@@ -146,7 +146,8 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
         "llm-sft-4-r1",
         "resume",
     )
-    assert "internal-server-error" in message["items"][0]["reason"]
+    assert message["items"][0]["code"] == "resume.clone.transient"
+    assert "internal-server-error" in message["items"][0]["reason"]  # the pattern, named to the owner
 
 
 def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, clock: Clock) -> None:
@@ -167,7 +168,7 @@ def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, c
     assert tags_of(account, second)[TAG_ROOT] == root and tags_of(account, second)[TAG_ATTEMPT] == "2"
     last = resume_records(account)[-1]
     assert (last.job_name, last.action, last.outcome.value) == (second, "none", "no-action")
-    assert "retry budget" in last.reason
+    assert last.code == "resume.skip.budget-spent"
 
 
 def test_failures_in_the_users_code_are_not_resumed(account: LocalAccount, clock: Clock) -> None:
@@ -184,7 +185,7 @@ def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None
     launch(account, "short-job")
     account.invoke(handler, fail_after(account, clock, "short-job", hours=2))
     assert account.sagemaker.created == []
-    assert "less than the 24 h" in resume_records(account)[0].reason
+    assert resume_records(account)[0].code == "resume.skip.too-short"
 
 
 def test_audit_mode_records_the_plan_and_creates_nothing(clock: Clock) -> None:
@@ -227,7 +228,7 @@ def test_roles_outside_the_allowed_pattern_are_skipped(clock: Clock) -> None:
         launch(account, "llm-sft-8")
         account.invoke(handler, fail_after(account, clock, "llm-sft-8", hours=26))
         assert account.sagemaker.calls["CreateTrainingJob"] == 0
-        assert "may not pass role" in resume_records(account)[0].reason
+        assert resume_records(account)[0].code == "resume.skip.role-not-allowed"
 
 
 # ---- Spot fallback --------------------------------------------------------------------------------
@@ -266,7 +267,7 @@ def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clo
     launch(account, "bert-spot-2", spot=True, checkpoint=False)
     account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))
     assert account.sagemaker.created == [] and account.sagemaker.stop_requests == []
-    assert "CheckpointConfig" in resume_records(account)[-1].reason
+    assert resume_records(account)[-1].code == "spot.skip.no-checkpoint"
 
 
 def test_when_the_clone_cannot_be_created_the_spot_job_keeps_running(account: LocalAccount, clock: Clock) -> None:

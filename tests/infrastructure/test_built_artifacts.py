@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import boto3
 import pytest
 import yaml
 
+from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
 from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build
@@ -26,15 +26,15 @@ pytestmark = pytest.mark.build
 SAM = Path(sys.executable).with_name("sam")
 ELF_MACHINE = {0xB7: "aarch64", 0x3E: "x86_64"}
 PURE_PYTHON_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
-# (the Lambda Python runtime ships boto3 and these; the layer must not)
+# (the Lambda Python runtime ships boto3 and these; the layer ships its own boto3/botocore, which come
+# first on sys.path as in Lambda: the shim stands for /var/runtime behind them)
 
 
 def runtime_python() -> str:
-    runtime = str(load_template()["Globals"]["Function"]["Runtime"])  # e.g. python3.12
-    found = shutil.which(runtime)
-    if found is None:
-        pytest.fail(f"{runtime} is not on PATH (set PYENV_VERSION, as the Makefile does)")
-    return found
+    try:
+        return str(find_runtime_python())  # the template's runtime, e.g. python3.12
+    except RuntimePythonNotFound as exc:
+        pytest.fail(str(exc))
 
 
 def sam_build(template: Path, build_dir: Path) -> Path:
@@ -51,7 +51,7 @@ def sam_build(template: Path, build_dir: Path) -> Path:
         ],
         check=True,
         capture_output=True,
-        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        env={**build_env(), "SAM_CLI_TELEMETRY": "0"},
         cwd=template.parent,
     )
     return build_dir
@@ -88,9 +88,27 @@ def test_arm64_layer_holds_only_aarch64_binaries_for_the_runtime(arm64_build: Pa
             assert f"cpython-{runtime}-" in path.name, path.name
 
 
-def test_layer_does_not_ship_what_the_runtime_provides(arm64_build: Path) -> None:
-    packages = {p.name for p in (arm64_build / "DependenciesLayer" / "python").iterdir()}
-    assert not {"boto3", "botocore"} & packages
+def _pins(path: Path) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, version = line.split("==", 1)
+            pins[name.strip().lower().replace("_", "-")] = version.split()[0].rstrip("\\").strip()
+    return pins
+
+
+def test_layer_ships_the_botocore_the_tests_use(arm64_build: Path) -> None:
+    # The runtime's botocore is older than ours and drops the response members its model lacks: the layer
+    # ships boto3/botocore, the same versions the tests (and the planner's model checks) run against.
+    layer = arm64_build / "DependenciesLayer" / "python"
+    lock, dev = _pins(REPO_ROOT / "layers/dependencies/requirements.txt"), _pins(REPO_ROOT / "constraints-dev.txt")
+    for package in ("boto3", "botocore"):
+        assert lock[package] == dev[package], package
+        (dist,) = layer.glob(f"{package}-*.dist-info")
+        assert dist.name == f"{package}-{lock[package]}.dist-info"
+    import botocore
+
+    assert botocore.__version__ == lock["botocore"]
 
 
 def runtime_shim(tmp_path: Path) -> Path:
@@ -121,7 +139,8 @@ class Context:
 module_name, function_name = sys.argv[1].rsplit(".", 1)
 handler = getattr(importlib.import_module(module_name), function_name)
 result = handler(json.load(open(sys.argv[2])), Context())
-print(json.dumps({"python": sys.version_info[:2], "result": result}))
+import botocore
+print(json.dumps({"python": sys.version_info[:2], "result": result, "botocore": botocore.__file__}))
 """
 
 
@@ -140,7 +159,6 @@ def run_built_handler(build: Path, function: str, event_file: Path, shim: Path) 
         "REQUIRED_TAGS": "team,cost-center",
         "GOVERNANCE_MODE": "enforce",
         "POWERTOOLS_LOG_LEVEL": "ERROR",
-        **({"PYENV_VERSION": os.environ["PYENV_VERSION"]} if "PYENV_VERSION" in os.environ else {}),
     }
     completed = subprocess.run(
         [runtime_python(), "-s", "-c", HANDLE_SCRIPT, handler_path, str(event_file)],
@@ -163,6 +181,7 @@ def test_job_events_handles_a_sample_from_the_built_artifacts(x86_build: Path, t
     runtime = str(load_template()["Globals"]["Function"]["Runtime"]).removeprefix("python")
     assert ".".join(map(str, out["python"])) == runtime
     assert out["result"]["job"] == "resnet50-imagenet-2025-11-21-10-00-00"
+    assert "DependenciesLayer" in out["botocore"]  # the layer's botocore, not the runtime's
     # (the compliance mark, AddTags, cannot reach AWS here: best effort, it is logged and skipped)
     assert [d["action"] for d in out["result"]["decisions"]] == ["none"]
 

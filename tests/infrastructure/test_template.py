@@ -17,21 +17,21 @@ from tests.infrastructure.conftest import as_list, functions, policy_statements
 SAMPLES = sorted(p.name for p in EVENTS.glob("training-job-*.json"))
 # Which samples each rule must receive; every other sample must not reach it.
 EXPECTED_ROUTES = {
-    ("JobEventsFunction", "JobStarting"): {
+    ("JobEventsFunction", "JobStartingRule"): {
         "training-job-starting.json",
         "training-job-starting-untagged.json",
         "training-job-starting-heterogeneous.json",
         "training-job-starting-spot-no-checkpoint.json",
     },
-    ("JobEventsFunction", "JobEnded"): {
+    ("JobEventsFunction", "JobEndedRule"): {
         "training-job-completed.json",
         "training-job-failed.json",
         "training-job-failed-algorithm-error.json",
         "training-job-stopped.json",
         "training-job-stopped-max-wait.json",
     },
-    ("JobEventsFunction", "JobInterrupted"): {"training-job-interrupted-spot.json"},
-    ("JobEventsFunction", "TrainingStarted"): {"training-job-training.json"},
+    ("JobEventsFunction", "JobInterruptedRule"): {"training-job-interrupted-spot.json"},
+    ("JobEventsFunction", "TrainingStartedRule"): {"training-job-training.json"},
 }
 
 
@@ -56,23 +56,82 @@ def test_filters_ignore_other_sagemaker_events(template: dict[str, Any]) -> None
     assert not any(matches(p, event) for p in eventbridge_patterns(template).values())
 
 
+def _queue_of(template: dict[str, Any], function: str) -> tuple[str, dict[str, Any]] | None:
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            props = resource["Properties"]
+            if props["FunctionName"] == {"Ref": function}:
+                return props["EventSourceArn"]["Fn::GetAtt"][0], props
+    return None
+
+
 def test_both_failure_paths_lead_to_the_dead_letter_queue(template: dict[str, Any]) -> None:
+    # A delivery that cannot reach its target, and an event the function keeps failing, both end in the
+    # dead-letter queue, whichever way the function is invoked (issue 16 item 2).
     dlq = {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
-    allowed_sources = template["Resources"]["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][
-        0
-    ]["Condition"]["ArnEquals"]["aws:SourceArn"]
+    resources = template["Resources"]
+    allowed_sources = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][0][
+        "Condition"
+    ]["ArnEquals"]["aws:SourceArn"]
     for name, function in functions(template).items():
         props = function["Properties"]
-        assert props["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {
-            "Type": "SQS",
-            "Destination": dlq,
-        }, name
+        queued = _queue_of(template, name)
+        if queued is None:  # invoked asynchronously: the on-failure destination
+            assert props["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {
+                "Type": "SQS",
+                "Destination": dlq,
+            }, name
+        else:  # through its queue: the queue's redrive policy; nothing asynchronous to configure
+            queue, _ = queued
+            assert resources[queue]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"] == dlq, name
+            assert resources[queue]["Properties"]["RedrivePolicy"]["maxReceiveCount"] >= 5, name
+            assert "EventInvokeConfig" not in props, name
         for event_name, source in props.get("Events", {}).items():
             if source["Type"] not in ("EventBridgeRule", "Schedule"):
                 continue
             assert source["Properties"]["DeadLetterConfig"] == {"Arn": dlq}, event_name
             assert source["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] >= 1
             assert {"Fn::GetAtt": [f"{name}{event_name}", "Arn"]} in allowed_sources, event_name
+    rules = {k: v for k, v in resources.items() if v["Type"] == "AWS::Events::Rule"}
+    assert rules, "the job-event rules"
+    for rule_name, rule in rules.items():
+        for target in rule["Properties"]["Targets"]:
+            assert target["DeadLetterConfig"] == {"Arn": dlq}, rule_name
+            assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1, rule_name
+        assert {"Fn::GetAtt": [rule_name, "Arn"]} in allowed_sources, rule_name
+    for sub_name, sub in resources.items():
+        if sub["Type"] == "AWS::SNS::Subscription" and sub["Properties"]["Protocol"] == "sqs":
+            assert sub["Properties"]["RedrivePolicy"] == {"deadLetterTargetArn": dlq}, sub_name
+
+
+def test_no_reserved_concurrency_and_bounded_queues(template: dict[str, Any]) -> None:
+    # Reserving any concurrency must leave 100 unreserved in the account: with a quota of 10 or 50 the
+    # stack would not create. Bursts are bounded by the event source mappings instead.
+    resources = template["Resources"]
+    for name, function in functions(template).items():
+        assert "ReservedConcurrentExecutions" not in function["Properties"], name
+    assert "ReservedConcurrentExecutions" not in template["Globals"]["Function"]
+    mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert {m["FunctionName"]["Ref"] for m in mappings} == {"JobEventsFunction", "IdleStopperFunction"}
+    minimum = template["Parameters"]["JobEventsConcurrency"]["MinValue"]
+    assert minimum >= 2  # Lambda's least MaximumConcurrency (botocore: ScalingConfig.MaximumConcurrency min 2)
+    for mapping in mappings:
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "JobEventsConcurrency"}}
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        queue = resources[mapping["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
+        function = resources[mapping["FunctionName"]["Ref"]]["Properties"]
+        timeout = function.get("Timeout", template["Globals"]["Function"]["Timeout"])
+        # "at least six times the timeout that you configure on your function" (Lambda developer guide)
+        assert queue["VisibilityTimeout"] >= 6 * timeout
+
+
+def test_the_lambda_model_accepts_the_mapping_settings() -> None:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("lambda")
+    scaling = model.shape_for("ScalingConfig").members["MaximumConcurrency"]
+    assert scaling.metadata["min"] == 2
+    assert "ReportBatchItemFailures" in model.shape_for("FunctionResponseType").enum
 
 
 def test_dead_letter_queue_has_an_alarm(template: dict[str, Any]) -> None:
@@ -240,12 +299,23 @@ def test_alarm_permissions_are_scoped_to_the_alarm_prefix(template: dict[str, An
     for function in functions(template).values():
         for statement in policy_statements(function):
             if any(a.startswith("cloudwatch:") for a in as_list(statement["Action"])):
+                if as_list(statement["Action"]) == ["cloudwatch:DescribeAlarms"]:
+                    # Listing alone: AWS authorizes DescribeAlarms with a name prefix against alarm:*.
+                    assert statement["Resource"] == "*"
+                    continue
                 assert statement["Resource"]["Fn::Sub"].endswith(":alarm:${AWS::StackName}-idle-*")
 
 
 def test_the_stopper_is_subscribed_to_the_alarm_topic_only(template: dict[str, Any]) -> None:
-    events = template["Resources"]["IdleStopperFunction"]["Properties"]["Events"]
-    assert [e["Properties"]["Topic"] for e in events.values()] == [{"Ref": "AlarmTopic"}]
+    # Through AlarmQueue: the topic's only queue subscription, the stopper's only event source.
+    resources = template["Resources"]
+    assert "Events" not in resources["IdleStopperFunction"]["Properties"]
+    subscriptions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
+    queued = [s for s in subscriptions if s["Protocol"] == "sqs"]
+    assert [(s["TopicArn"], s["Endpoint"]) for s in queued] == [
+        ({"Ref": "AlarmTopic"}, {"Fn::GetAtt": ["AlarmQueue", "Arn"]})
+    ]
+    assert resources["AlarmQueueMapping"]["Properties"]["FunctionName"] == {"Ref": "IdleStopperFunction"}
     alarms = [
         r["Properties"].get("AlarmActions")
         for r in template["Resources"].values()

@@ -17,10 +17,10 @@ from smgov.simulation.alarms import (
     CompositeAlarm,
     MetricAlarm,
     Transition,
-    alarm_message,
     decide,
     evaluate_alarm,
 )
+from smgov.simulation.messages import alarm_notification
 from smgov.simulation.metrics import MetricStore, metric_key
 
 EPOCH = datetime(2026, 12, 24, 18, 0, tzinfo=UTC)
@@ -299,7 +299,7 @@ def test_evaluator_reports_each_transition_once_with_the_real_message_shape() ->
 
 
 def test_metric_math_message_lists_the_queries() -> None:
-    message = alarm_message(
+    message = alarm_notification(
         math_alarm(2),
         old_state=OK,
         new_state=ALARM,

@@ -12,7 +12,7 @@ from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
 from smgov.simulation.report import invariants
 from smgov.simulation.scenario import Scenario, builtin_scenario
-from tests.simulation.test_outcomes import granted, require_idle_guard
+from tests.simulation.capabilities import granted, require_idle_guard
 
 
 def fleet(size: int | None = None) -> Scenario:
@@ -63,6 +63,8 @@ def without_failure_destinations(template: dict[str, Any]) -> dict[str, Any]:
         if res["Type"] == "AWS::Serverless::Function":
             res["Properties"].get("EventInvokeConfig", {}).pop("DestinationConfig", None)
             res["Properties"].pop("DeadLetterQueue", None)
+        elif res["Type"] == "AWS::SQS::Queue":  # a queue between a source and a function: no redrive
+            res["Properties"].pop("RedrivePolicy", None)
     return out
 
 

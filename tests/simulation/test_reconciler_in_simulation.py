@@ -22,7 +22,7 @@ def test_the_reconciler_runs_on_schedule_and_repairs_nothing_when_no_event_is_lo
 def test_a_stalled_job_whose_training_events_are_all_lost_is_still_stopped(template: dict[str, Any]) -> None:
     # Given a deployment whose Training-event rule delivers nothing (every such event lost)
     lossy = copy.deepcopy(template)
-    lossy["Resources"]["JobEventsFunction"]["Properties"]["Events"].pop("TrainingStarted")
+    lossy["Resources"].pop("TrainingStartedRule")
     # When the holiday-weekend job stalls
     result = Simulation(builtin_scenario("holiday-weekend"), template=lossy).run()
     # Then the reconciler created its alarm and the idle guard stopped it

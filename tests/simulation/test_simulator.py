@@ -150,8 +150,8 @@ def test_healthy_jobs_are_never_stopped(compliance_template: dict[str, Any]) -> 
 def test_a_wrong_content_filter_is_a_wrong_simulation_result(compliance_template: dict[str, Any]) -> None:
     # Given the compliance rule filtering on Downloading instead of Starting
     broken = copy.deepcopy(compliance_template)
-    pattern = broken["Resources"]["JobEventsFunction"]["Properties"]["Events"]["JobStarting"]["Properties"]
-    pattern["Pattern"]["detail"]["SecondaryStatus"] = ["Downloading"]
+    pattern = broken["Resources"]["JobStartingRule"]["Properties"]["EventPattern"]
+    pattern["detail"]["SecondaryStatus"] = ["Downloading"]
     report = simulate(builtin_scenario("untagged"), template=broken)
     untagged = next(j for j in report["jobs"] if j["name"] == "untagged-experiment")
     # Then the function sees only Downloading events, where compliance does not apply: the job runs
@@ -163,8 +163,8 @@ def test_a_wrong_content_filter_is_a_wrong_simulation_result(compliance_template
 
 def test_a_filter_that_matches_nothing_invokes_nothing(compliance_template: dict[str, Any]) -> None:
     broken = copy.deepcopy(compliance_template)
-    events = broken["Resources"]["JobEventsFunction"]["Properties"]["Events"]
-    events["JobStarting"]["Properties"]["Pattern"]["detail-type"] = ["SageMaker Processing Job State Change"]
+    rule = broken["Resources"]["JobStartingRule"]["Properties"]
+    rule["EventPattern"]["detail-type"] = ["SageMaker Processing Job State Change"]
     report = simulate(builtin_scenario("untagged"), template=broken)
     assert report["counters"]["lambda_invocations"] == {}
     assert report["totals"]["saved_usd"] == 0
@@ -245,7 +245,7 @@ def test_a_clone_created_by_the_service_runs_from_its_source_checkpoint(
 def test_sns_deliveries_have_the_lambda_sns_event_shape() -> None:
     simulation = Simulation(builtin_scenario("untagged"))
     message = json.dumps({"AlarmName": "a", "NewStateValue": "ALARM"})
-    event = simulation._sns_event("arn:aws:sns:us-east-1:123456789012:t", 'ALARM: "a"', message, {})
+    event = simulation.delivery.sns_event("arn:aws:sns:us-east-1:123456789012:t", 'ALARM: "a"', message, {})
     parsed = SnsModel.model_validate(event)
     assert json.loads(parsed.Records[0].Sns.Message)["NewStateValue"] == "ALARM"
 

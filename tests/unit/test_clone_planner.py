@@ -278,3 +278,63 @@ def test_different_roots_of_one_length_get_different_names(a: str, b: str, attem
     # existing job's lineage tag shows it is not our clone).
     if a != b and len(a) == len(b):
         assert clone_name(a, attempt) != clone_name(b, attempt)
+
+
+# ---- issue 16 item 4: read-only members the model documents, algorithm jobs, fields botocore drops ----
+
+
+def test_read_only_members_come_from_the_model_documentation() -> None:
+    # Given botocore's SageMaker model, when its CreateTrainingJob shapes are read, then the members it
+    # documents as "read-only and isn't accepted in CreateTrainingJob" are found (not a list of ours).
+    from sagemaker_governance.adapters.sagemaker_model import read_only_members
+
+    assert {"ResourceConfig.SelectedInstanceType", "ResourceConfig.SelectedInstanceCount"} <= read_only_members()
+
+
+def test_selected_instance_type_is_dropped_as_expected() -> None:
+    # Given a job launched from InstancePreferences (SageMaker reports what it selected),
+    resources = {
+        "InstancePreferences": [{"InstanceType": "ml.p5.48xlarge"}, {"InstanceType": "ml.p4d.24xlarge"}],
+        "InstanceCount": 2,
+        "VolumeSizeInGB": 100,
+        "SelectedInstanceType": "ml.p4d.24xlarge",
+        "SelectedInstanceCount": 2,
+    }
+    description = failed_description(ResourceConfig=resources)
+    model_accepts = SHAPE.shapes[SHAPE.shapes[SHAPE.root].members["ResourceConfig"]].members
+    if "InstancePreferences" not in model_accepts:
+        pytest.skip("this botocore has no InstancePreferences")
+    # When a clone is planned, then the clone asks again with the preferences, the selection is not
+    # carried (CreateTrainingJob refuses it) and that is not reported as a loss.
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)
+    assert "SelectedInstanceType" not in plan.request["ResourceConfig"]
+    assert "SelectedInstanceCount" not in plan.request["ResourceConfig"]
+    assert plan.request["ResourceConfig"]["InstancePreferences"] == resources["InstancePreferences"]
+    assert plan.unexpected_drops == ()
+    validate_create_request(plan.request)
+
+
+@pytest.mark.parametrize("image", ["", "123456789012.dkr.ecr.us-east-1.amazonaws.com/algo:1"])
+def test_an_algorithm_job_never_names_a_training_image(image: str) -> None:
+    # AlgorithmName and TrainingImage are mutually exclusive (botocore's model); a description of an
+    # algorithm job may carry TrainingImage (empty or resolved): the clone names the algorithm only.
+    algorithm = {"AlgorithmName": "my-algo", "TrainingImage": image, "TrainingInputMode": "File"}
+    plan = plan_clone(
+        failed_description(AlgorithmSpecification=algorithm), TAGS, SHAPE, reason=ResumeReason.FAILED
+    )
+    assert plan.request["AlgorithmSpecification"] == {"AlgorithmName": "my-algo", "TrainingInputMode": "File"}
+    assert "AlgorithmSpecification.TrainingImage" in plan.dropped and plan.unexpected_drops == ()
+    validate_create_request(plan.request)
+
+
+def test_fields_botocore_never_read_are_reported() -> None:
+    # Given a description the adapter marked with fields botocore's model does not know (it dropped them),
+    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+
+    description = {**failed_description(), UNMODELLED_FIELDS_KEY: ["FutureField", "ResourceConfig.NewKnob"]}
+    plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)
+    # then the plan reports them, the mark never reaches the request
+    assert plan.unmodelled == ("FutureField", "ResourceConfig.NewKnob")
+    assert plan.evidence()["fields_unknown_to_botocore"] == ["FutureField", "ResourceConfig.NewKnob"]
+    assert UNMODELLED_FIELDS_KEY not in plan.request and plan.unexpected_drops == ()
+    validate_create_request(plan.request)

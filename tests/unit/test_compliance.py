@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sagemaker_governance.domain.compliance import evaluate_compliance
+from sagemaker_governance.domain.compliance import ComplianceCode, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy_document import build_policy
 from tests.builders import job
@@ -127,4 +127,4 @@ def test_disabled_rule_is_skipped() -> None:
 def test_inconclusive_rule_never_stops() -> None:
     pol = build_policy({"mode": "enforce", "rules": [{"type": "max-runtime", "max_hours": 1}]})
     (decision,) = evaluate_compliance(job(StoppingCondition=None), pol, NOW).decisions
-    assert decision.action is Action.NONE and decision.reason.startswith("not evaluated")
+    assert decision.action is Action.NONE and decision.code == ComplianceCode.INCONCLUSIVE

@@ -6,34 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smgov.dead_letters import parse_dead_letter
+from tests.builders import FUNCTION, lambda_failure_message
 from tests.conftest import load_event
-
-FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:gov-JobEventsFunction-abc"
-
-
-def lambda_failure_record() -> dict[str, object]:
-    event = load_event("malformed-missing-job-name.json")
-    body = {
-        "version": "1.0",
-        "timestamp": "2026-11-21T10:00:00.000Z",
-        "requestContext": {
-            "requestId": "r-1",
-            "functionArn": f"{FUNCTION}:$LATEST",
-            "condition": "RetriesExhausted",
-            "approximateInvokeCount": 3,
-        },
-        "requestPayload": event,
-        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "responsePayload": {
-            "errorMessage": "1 validation error for TrainingJobStateChange",
-            "errorType": "ValidationError",
-        },
-    }
-    return {"MessageId": "m-1", "ReceiptHandle": "h-1", "Body": json.dumps(body)}
 
 
 def test_lambda_destination_record_yields_payload_function_and_error() -> None:
-    letter = parse_dead_letter(lambda_failure_record())
+    letter = parse_dead_letter(lambda_failure_message())
     assert letter.source == "lambda" and letter.attempts == 3
     assert letter.function_arn == f"{FUNCTION}:$LATEST"
     assert letter.error.startswith("ValidationError: 1 validation error")
@@ -79,3 +57,36 @@ def test_unrecognised_body_is_kept_but_not_redrivable() -> None:
 )
 def test_any_message_parses_without_raising(message: dict[str, object]) -> None:
     parse_dead_letter(message)
+
+
+def test_an_eventbridge_failure_to_reach_the_job_events_queue_redrives_to_the_queue() -> None:
+    queue = "arn:aws:sqs:us-east-1:123456789012:gov-JobEventsQueue-1A2B"
+    message = {
+        "MessageId": "m-1",
+        "ReceiptHandle": "r",
+        "Body": json.dumps(
+            {"detail-type": "SageMaker Training Job State Change", "detail": {"TrainingJobName": "j"}}
+        ),
+        "MessageAttributes": {
+            "RULE_ARN": {"StringValue": "arn:aws:events:us-east-1:123456789012:rule/gov-JobStartingRule"},
+            "TARGET_ARN": {"StringValue": queue},
+            "ERROR_CODE": {"StringValue": "SQS.AccessDenied"},
+        },
+    }
+    letter = parse_dead_letter(message)
+    assert (letter.source, letter.queue_arn, letter.function_arn) == ("eventbridge", queue, None)
+    assert letter.redrivable and letter.target == queue and letter.job_name == "j"
+
+
+def test_an_alarm_notification_from_the_alarm_queue_names_its_alarm() -> None:
+    body = json.dumps(
+        {"Type": "Notification", "MessageId": "x", "Subject": 'ALARM: "gov-idle-j"', "Message": "{}"}
+    )
+    message = {
+        "MessageId": "m-2",
+        "ReceiptHandle": "r",
+        "Body": body,
+        "Attributes": {"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:gov-AlarmQueue-9Z"},
+    }
+    letter = parse_dead_letter(message)
+    assert letter.source == "queue" and letter.job_name == 'ALARM: "gov-idle-j"' and letter.redrivable

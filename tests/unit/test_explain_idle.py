@@ -51,7 +51,7 @@ def test_late_event_with_a_describe_of_an_ended_job_creates_nothing() -> None:
     event = load_event("training-job-training.json")
     describe = {**event["detail"], "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed"}
     decision = idle_decision(explain_event(event, Policy(), now=NOW, describe=describe))
-    assert decision["action"] == "none" and "Completed" in decision["reason"]
+    assert decision["action"] == "none" and decision["code"] == "idle.alarm.late-event"
 
 
 def test_cli_prints_the_alarm_with_the_stack_topic(capsys: Any) -> None:

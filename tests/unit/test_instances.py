@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagemaker_governance.domain.instances import Accelerator, instance_facts
+from sagemaker_governance.domain.instances import Accelerator, ec2_instance_type, facts_from_ec2, instance_facts
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,109 @@ def test_instances_without_gpu_utilization(instance_type: str, kind: Accelerator
 @pytest.mark.parametrize("instance_type", ["ml.g5.3xlarge", "ml.p9.48xlarge", "ml.zz", "garbage"])
 def test_unknown_types_are_not_guessed(instance_type: str) -> None:
     assert instance_facts(instance_type).accelerator is Accelerator.UNKNOWN
+
+
+# ---- issue 16 item 3: every GPU type SageMaker training offers is sized; EC2 for the rest ------------
+
+
+def training_instance_types() -> list[str]:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return list(model.shape_for("TrainingInstanceType").enum)
+
+
+def test_every_training_instance_type_of_botocores_model_is_sized() -> None:
+    # Given the instance types CreateTrainingJob accepts (botocore's SageMaker model, AWS's own list),
+    # when each is classified, then none is "unknown": a new GPU family must be added to the table (or
+    # to a documented rule), otherwise its jobs would get no idle guard at all.
+    types = training_instance_types()
+    assert len(types) > 100
+    unknown = [t for t in types if instance_facts(t).accelerator is Accelerator.UNKNOWN]
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "gpus"),
+    [
+        ("ml.g7e.2xlarge", 1),
+        ("ml.g7e.12xlarge", 2),
+        ("ml.g7e.48xlarge", 8),
+        ("ml.g7.24xlarge", 4),
+        ("ml.p6-b300.48xlarge", 8),
+        ("ml.p6e-gb200.36xlarge", 4),
+    ],
+)
+def test_blackwell_families(instance_type: str, gpus: int) -> None:
+    facts = instance_facts(instance_type)
+    assert (facts.accelerator, facts.gpus) == (Accelerator.NVIDIA_GPU, gpus)
+
+
+def test_flexible_cpu_families_are_cpu() -> None:
+    assert instance_facts("ml.m7i-flex.2xlarge").accelerator is Accelerator.CPU
+    assert instance_facts("ml.c8i-flex.16xlarge").accelerator is Accelerator.CPU
+
+
+def gpu_info(*gpus: dict[str, object]) -> dict[str, object]:
+    return {"InstanceType": "g9.12xlarge", "GpuInfo": {"Gpus": list(gpus)}}
+
+
+@pytest.mark.parametrize(
+    ("info", "accelerator", "gpus"),
+    [
+        (gpu_info({"Name": "X", "Manufacturer": "NVIDIA", "Count": 4}), Accelerator.NVIDIA_GPU, 4),
+        (
+            gpu_info({"Manufacturer": "NVIDIA", "Count": 2}, {"Manufacturer": "NVIDIA", "Count": 1}),
+            Accelerator.NVIDIA_GPU,
+            3,
+        ),
+        (gpu_info({"Manufacturer": "AMD", "Count": 1}), Accelerator.UNKNOWN, 0),
+        (gpu_info({"Manufacturer": "NVIDIA", "Count": 1, "GpuPartitionSize": 0.5}), Accelerator.UNKNOWN, 0),
+        (gpu_info({"Manufacturer": "NVIDIA", "Count": 0}), Accelerator.UNKNOWN, 0),
+        ({"InstanceType": "trn9.2xlarge", "NeuronInfo": {"NeuronDevices": []}}, Accelerator.TRAINIUM, 0),
+        ({"InstanceType": "m9.2xlarge", "VCpuInfo": {"DefaultVCpus": 8}}, Accelerator.CPU, 0),
+        (None, Accelerator.UNKNOWN, 0),
+    ],
+)
+def test_facts_from_ec2(info: dict[str, object] | None, accelerator: Accelerator, gpus: int) -> None:
+    # Given EC2's InstanceTypeInfo (None: EC2 does not know the type), then only whole NVIDIA GPUs count.
+    facts = facts_from_ec2("ml.x9.2xlarge", info)
+    assert (facts.accelerator, facts.gpus) == (accelerator, gpus)
+
+
+def test_ec2_name_of_a_sagemaker_type() -> None:
+    assert ec2_instance_type("ml.p6e-gb200.36xlarge") == "p6e-gb200.36xlarge"
+    assert ec2_instance_type("garbage") is None
+
+
+def recorded_ec2_instance_types() -> dict[str, dict[str, object]]:
+    """EC2's DescribeInstanceTypes answers as moto records them from AWS (moto/ec2/resources)."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    import moto
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as data:
+        recorded: dict[str, dict[str, object]] = json.load(data)
+    return recorded
+
+
+def test_the_table_agrees_with_ec2_for_every_training_type_ec2_describes() -> None:
+    # Given EC2's own description of each instance type (recorded by moto from DescribeInstanceTypes),
+    # when our table and EC2 both know a training type, then they agree on its NVIDIA GPU count, and
+    # facts_from_ec2 (what the service does for a type the table lacks) gives the same answer.
+    recorded = recorded_ec2_instance_types()
+    compared = 0
+    for instance_type in training_instance_types():
+        info = recorded.get(instance_type.removeprefix("ml."))
+        if info is None:
+            continue
+        compared += 1
+        ours, ec2 = instance_facts(instance_type), facts_from_ec2(instance_type, info)
+        assert (ours.accelerator is Accelerator.NVIDIA_GPU, ours.gpus) == (
+            ec2.accelerator is Accelerator.NVIDIA_GPU,
+            ec2.gpus,
+        ), instance_type
+    assert compared > 150

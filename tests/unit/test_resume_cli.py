@@ -28,10 +28,12 @@ def test_dry_run_json_prints_only_the_request(tmp_path: Path, capsys: pytest.Cap
     )
     # When resuming by hand in a dry run
     code = main(["resume", "vision-7", "--dry-run", "--json", "--describe-file", describe, "--tags-file", tags])
-    # Then exactly {"request": ...} is printed, and it is a valid CreateTrainingJob request
+    # Then the request is printed, with what the clone cannot carry, and it is a valid CreateTrainingJob request
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert list(out) == ["request"]
+    # (the description's stray nested fields are not in botocore's model of the answer either)
+    assert list(out) == ["request", "fields_unknown_to_botocore"]
+    assert "DebugRuleConfigurations[0].RuleEvaluationStatus" in out["fields_unknown_to_botocore"]
     request = out["request"]
     validate_create_request(request)
     assert request["TrainingJobName"] == "vision-7-r1"
@@ -85,3 +87,59 @@ def test_explain_shows_clone_decisions_with_the_planned_request(capsys: pytest.C
     assert [(d["rule"], d["action"]) for d in decisions] == [("spot-fallback", "clone"), ("spot-fallback", "stop")]
     validate_create_request(decisions[0]["request"])
     assert decisions[0]["request"]["EnableManagedSpotTraining"] is False
+
+
+def test_fields_botocore_does_not_know_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a saved DescribeTrainingJob answer holding a field this botocore's model lacks (newer API),
+    description = {**failed_description("job-a"), "FutureTrainingConfig": {"Enabled": True}}
+    describe, tags = _write(tmp_path / "d.json", description), _write(tmp_path / "t.json", {"team": "x"})
+    # When resuming it in a dry run, then the clone is planned and the field is named as not carried.
+    assert main(["resume", "job-a", "--dry-run", "--describe-file", describe, "--tags-file", tags]) == 0
+    assert "unknown to botocore" in capsys.readouterr().out
+    assert main(["resume", "job-a", "--dry-run", "--json", "--describe-file", describe, "--tags-file", tags]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fields_unknown_to_botocore"] == ["FutureTrainingConfig"]
+    assert "FutureTrainingConfig" not in out["request"]
+
+
+def _launched(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Stand in for CreateTrainingJob (nothing reaches AWS); returns the requests it got."""
+    from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
+    from sagemaker_governance.domain.clone import CreateOutcome
+
+    sent: list[dict[str, Any]] = []
+
+    def create(self: Any, request: dict[str, Any]) -> CreateOutcome:
+        sent.append(request)
+        return CreateOutcome.CREATED
+
+    monkeypatch.setattr(SageMakerLauncher, "create_training_job", create)
+    monkeypatch.setattr("boto3.client", lambda *a, **k: object())
+    return sent
+
+
+def test_force_clones_a_running_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job still in progress, when resumed with --force, then the clone is created anyway
+    sent = _launched(monkeypatch)
+    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus="InProgress"))
+    tags = _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--force", "--describe-file", describe, "--tags-file", tags]) == 0
+    assert [r["TrainingJobName"] for r in sent] == ["job-a-r1"]
+
+
+def test_an_orchestrated_job_is_refused_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a failed child of a tuning job, then smgov resume refuses it (the tuner retries it) and
+    # says who owns it; --force clones it anyway
+    sent = _launched(monkeypatch)
+    owned = failed_description(
+        "job-a", TuningJobArn="arn:aws:sagemaker:us-east-1:123456789012:hyper-parameter-tuning-job/hpo"
+    )
+    describe, tags = _write(tmp_path / "d.json", owned), _write(tmp_path / "t.json", {})
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "hyperparameter tuning job" in capsys.readouterr().err and sent == []
+    assert main(["resume", "job-a", "--force", "--describe-file", describe, "--tags-file", tags]) == 0
+    assert len(sent) == 1

@@ -11,7 +11,9 @@ from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_ROOT
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.resume import (
+    ResumeCode,
     ResumePolicy,
+    SpotCode,
     SpotPolicy,
     decide_resume,
     decide_spot,
@@ -73,7 +75,8 @@ def test_a_job_that_failed_after_26_hours_is_resumed() -> None:
 def test_a_short_run_is_not_worth_resuming() -> None:
     result = resume(failed_description(trained=timedelta(minutes=20)), policy=ResumePolicy(min_training_hours=1))
     (decision,) = result.decisions
-    assert decision.action is Action.NONE and "trained 0.33 h" in decision.reason
+    assert decision.action is Action.NONE and decision.code == ResumeCode.TOO_SHORT
+    assert decision.evidence["training_hours"] == 0.33
     assert result.plan is None
 
 
@@ -91,7 +94,7 @@ def test_non_transient_failures_are_not_resumed(reason: str) -> None:
     (decision,) = resume(failed_description(reason=reason)).decisions
     assert decision.action is Action.NONE
     assert decision.evidence["matched_pattern"] is None
-    assert "not classified as transient" in decision.reason
+    assert decision.code == ResumeCode.NOT_TRANSIENT
 
 
 @pytest.mark.parametrize(
@@ -109,7 +112,7 @@ def test_non_transient_failures_are_not_resumed(reason: str) -> None:
 )
 def test_transient_failures_are_classified_and_recorded(reason: str, pattern: str) -> None:
     (decision,) = resume(failed_description(reason=reason)).decisions
-    assert decision.action is Action.CLONE
+    assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE
     assert decision.evidence["matched_pattern"] == pattern
 
 
@@ -144,7 +147,7 @@ def test_the_retry_budget_stops_the_lineage() -> None:
     tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "2"}
     (decision,) = resume(failed_description("llm-sft-1-r2"), tags, ResumePolicy(max_attempts=2)).decisions
     # Then it is not resumed again
-    assert decision.action is Action.NONE and "retry budget" in decision.reason
+    assert decision.action is Action.NONE and decision.code == ResumeCode.BUDGET_SPENT
     assert decision.evidence["attempt"] == 3 and decision.evidence["max_attempts"] == 2
 
 
@@ -159,9 +162,10 @@ def test_a_clone_inherits_its_lineages_qualification() -> None:
 def test_checkpoints_are_required_by_default() -> None:
     description = failed_description(checkpoint=False)
     (decision,) = resume(description).decisions
-    assert decision.action is Action.NONE and "CheckpointConfig" in decision.reason
+    assert decision.action is Action.NONE and decision.code == ResumeCode.NO_CHECKPOINT
     (decision,) = resume(description, policy=ResumePolicy(require_checkpoint=False)).decisions
-    assert decision.action is Action.CLONE and "from scratch" in decision.reason
+    assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE
+    assert decision.request is not None and "CheckpointConfig" not in decision.request  # from scratch
 
 
 def test_audit_mode_plans_but_does_not_act() -> None:
@@ -174,9 +178,9 @@ def test_audit_mode_plans_but_does_not_act() -> None:
 
 def test_disabled_and_disallowed_roles_do_nothing() -> None:
     (decision,) = resume(failed_description(), policy=ResumePolicy(enabled=False)).decisions
-    assert decision.action is Action.NONE and "disabled" in decision.reason
+    assert decision.action is Action.NONE and decision.code == ResumeCode.DISABLED
     (decision,) = resume(failed_description(), roles=("ml-training-*",)).decisions
-    assert decision.action is Action.NONE and "may not pass role" in decision.reason
+    assert decision.action is Action.NONE and decision.code == ResumeCode.ROLE_NOT_ALLOWED
 
 
 def test_a_job_that_did_not_fail_is_not_resumed() -> None:
@@ -190,12 +194,14 @@ def test_a_job_that_did_not_fail_is_not_resumed() -> None:
 
 def test_below_the_interruption_threshold_nothing_happens() -> None:
     (decision,) = spot(spot_description(interruptions=2)).decisions
-    assert decision.action is Action.NONE and "falls back to On-Demand at 3" in decision.reason
+    assert decision.action is Action.NONE and decision.code == SpotCode.BELOW_THRESHOLD
+    assert decision.evidence["max_interruptions"] == 3
 
 
 def test_at_the_threshold_the_spot_job_is_cloned_on_demand_then_stopped() -> None:
     result = spot(spot_description(interruptions=3))
     assert [d.action for d in result.decisions] == [Action.CLONE, Action.STOP]
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_INTERRUPTED, SpotCode.STOP_INTERRUPTED]
     assert result.stop_source and result.plan is not None
     assert result.plan.request["EnableManagedSpotTraining"] is False
     assert "MaxWaitTimeInSeconds" not in result.plan.request["StoppingCondition"]
@@ -205,7 +211,7 @@ def test_at_the_threshold_the_spot_job_is_cloned_on_demand_then_stopped() -> Non
 def test_spot_without_checkpoint_is_not_moved_unless_the_policy_says_so() -> None:
     description = spot_description(checkpoint=False)
     (decision,) = spot(description).decisions
-    assert decision.action is Action.NONE and "CheckpointConfig" in decision.reason
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_CHECKPOINT
     result = spot(description, SpotPolicy(require_checkpoint=False))
     assert [d.action for d in result.decisions] == [Action.CLONE, Action.STOP]
 
@@ -215,22 +221,22 @@ def test_max_wait_exceeded_falls_back_when_allowed() -> None:
     result = spot(description)
     assert [d.action for d in result.decisions] == [Action.CLONE]  # it has ended: nothing to stop
     assert not result.stop_source
-    assert "MaxWaitTimeExceeded" in result.decisions[0].reason
+    assert result.decisions[0].code == SpotCode.CLONE_MAX_WAIT
     (decision,) = spot(description, SpotPolicy(fallback_on_max_wait=False)).decisions
-    assert decision.action is Action.NONE
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_FALLBACK_ON_MAX_WAIT
 
 
 def test_a_job_no_longer_running_is_not_stopped_or_cloned() -> None:
     description = spot_description(status="Stopping", secondary="Stopping")
     (decision,) = spot(description).decisions
-    assert decision.action is Action.NONE and "nothing to fall back from" in decision.reason
+    assert decision.action is Action.NONE and decision.code == SpotCode.NOT_IN_PROGRESS
 
 
 def test_on_demand_jobs_have_no_spot_fallback() -> None:
     description = spot_description()
     description["EnableManagedSpotTraining"] = False
     (decision,) = spot(description).decisions
-    assert decision.action is Action.NONE and "not a Managed Spot job" in decision.reason
+    assert decision.action is Action.NONE and decision.code == SpotCode.NOT_SPOT
 
 
 # ---- policy defaults from the template ----------------------------------------------------------

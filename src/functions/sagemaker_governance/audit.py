@@ -3,6 +3,9 @@
 Every governance decision, "no action" included, writes exactly one record through the Powertools
 logger (under the ``audit`` key, message ``governance decision``) and one low-cardinality EMF metric
 (``Decisions`` by rule, action and outcome). Change a field's meaning only with a new schema version.
+
+Versions: ``smgov.audit/2`` adds ``code``, the decision's stable machine-readable code (README, "Decision
+codes"). ``smgov.audit/1`` records (no code) still validate: ``code`` is then ``None``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from sagemaker_governance.domain.decisions import Decision
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.observability import NAMESPACE, logger, metrics
 
-AUDIT_SCHEMA: Final = "smgov.audit/1"
+AUDIT_SCHEMA: Final = "smgov.audit/2"
+AUDIT_SCHEMAS: Final = ("smgov.audit/1", "smgov.audit/2")  # what readers accept
 AUDIT_MESSAGE = "governance decision"
 
 
@@ -34,7 +38,7 @@ class Outcome(StrEnum):
 
 
 class AuditRecord(BaseModel):
-    schema_version: Literal["smgov.audit/1"] = Field(default=AUDIT_SCHEMA, alias="schema")
+    schema_version: Literal["smgov.audit/1", "smgov.audit/2"] = Field(default=AUDIT_SCHEMA, alias="schema")
     at: datetime
     trigger: str = Field(description="What caused the decision: job-state-change, alarm, reconcile, ...")
     event_id: str | None
@@ -44,6 +48,7 @@ class AuditRecord(BaseModel):
     team: str | None
     owner: str | None
     rule: str
+    code: str | None = Field(default=None, description="The decision's code (None only in smgov.audit/1).")
     action: str
     mode: str
     outcome: Outcome
@@ -81,6 +86,7 @@ class AuditRecord(BaseModel):
             team=job.tag(team_tag),
             owner=job.tag(owner_tag),
             rule=decision.rule,
+            code=decision.code,
             action=decision.action.value,
             mode=decision.mode.value,
             outcome=outcome,

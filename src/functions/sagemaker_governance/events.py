@@ -1,11 +1,12 @@
 """Inbound contracts: the events our functions accept, modelled with Powertools' parser models.
 
-The idle stopper receives CloudWatch alarm notifications through SNS: the handler unwraps the SNS
-envelope (Powertools ``SnsEnvelope``) and parses each message into ``AlarmNotification``; a message that
-is not JSON, or not an alarm notification, is a validation error like any malformed event.
+Both event-driven functions read an SQS queue (issue 16 item 2): the job-events function gets batches
+whose bodies are EventBridge events, the idle stopper batches whose bodies are SNS notifications (the
+alarm topic's subscription, raw delivery off), each parsed into ``AlarmNotification``. ``sqs_bodies``
+tells such a batch from a direct event (an EventBridge event or an SNS event, still accepted).
 
-A malformed event raises ``pydantic.ValidationError``: the invocation fails, Lambda retries it and then
-sends it to the dead-letter queue. Nothing is silently dropped.
+A malformed event or record raises ``pydantic.ValidationError``: the record (or the invocation) fails, is
+retried, then ends in the dead-letter queue. Nothing is silently dropped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SnsModel
+from aws_lambda_powertools.utilities.parser.models import (
+    EventBridgeModel,
+    SnsModel,
+    SnsNotificationModel,
+    SqsModel,
+)
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.job import TrainingJob
@@ -179,3 +185,27 @@ def alarm_notifications(raw_event: Mapping[str, Any]) -> list[tuple[str | None, 
             (record.Sns.MessageId, AlarmNotification.model_validate_json(text if isinstance(text, str) else ""))
         )
     return out
+
+
+# ---- deliveries through an SQS queue (issue 16 item 2) ---------------------------------------------
+
+
+def sqs_bodies(raw_event: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+    """``(messageId, body)`` of each record when ``raw_event`` is an SQS batch (an event source mapping's
+    invocation), ``None`` when it is not one. Raises ``pydantic.ValidationError`` for a malformed batch."""
+    records = raw_event.get("Records") if isinstance(raw_event, Mapping) else None
+    if not isinstance(records, list) or not records:
+        return None
+    first = records[0]
+    if not isinstance(first, Mapping) or first.get("eventSource") != "aws:sqs":
+        return None
+    batch = SqsModel.model_validate(raw_event)
+    return [(record.messageId, str(record.body)) for record in batch.Records]
+
+
+def queued_alarm_notification(body: str) -> tuple[str, AlarmNotification]:
+    """An SNS notification delivered to SQS (raw delivery off: the body is the SNS JSON envelope) to
+    ``(SNS message id, alarm notification)``. Raises ``pydantic.ValidationError`` when it is not one."""
+    notification = SnsNotificationModel.model_validate_json(body)
+    text = notification.Message
+    return notification.MessageId, AlarmNotification.model_validate_json(text if isinstance(text, str) else "")

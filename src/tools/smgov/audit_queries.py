@@ -36,6 +36,7 @@ EVIDENCE_KEYS: Final[Mapping[str, str]] = {
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows
 _FIELD_RE = re.compile(r"\baudit(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _JOB_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_CODE_RE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){2,}")
 _DURATION_RE = re.compile(r"^\s*([0-9]+)\s*([mhd])\s*$", re.ASCII)
 _UNIT_SECONDS: Final = {"m": 60, "h": 3600, "d": 86_400}
 MAX_LOOKBACK: Final = timedelta(days=3653)  # the longest log retention CloudWatch offers
@@ -106,6 +107,7 @@ DECISION_COLUMNS: Final = (
     "audit.job_name",
     "audit.team",
     "audit.rule",
+    "audit.code",
     "audit.action",
     "audit.mode",
     "audit.outcome",
@@ -114,7 +116,12 @@ DECISION_COLUMNS: Final = (
 
 
 def decisions_query(
-    *, rule: str | None = None, job: str | None = None, include_no_action: bool = False, limit: int = 200
+    *,
+    rule: str | None = None,
+    job: str | None = None,
+    code: str | None = None,
+    include_no_action: bool = False,
+    limit: int = 200,
 ) -> str:
     """The `smgov audit` query: newest decisions first, optionally one rule and/or one job.
 
@@ -125,6 +132,8 @@ def decisions_query(
         raise ValueError(f"not a rule id: {rule!r} (lower-case letters, digits and dashes)")
     if job is not None and not _JOB_NAME_RE.fullmatch(job):
         raise ValueError(f"not a training job name: {job!r}")
+    if code is not None and not _CODE_RE.fullmatch(code):
+        raise ValueError(f"not a decision code: {code!r} (e.g. idle.stop.idle; see the README)")
     if not 1 <= limit <= MAX_ROWS:
         raise ValueError(f"limit must be between 1 and {MAX_ROWS}")
     conditions = [_is_audit_record()]
@@ -134,6 +143,8 @@ def decisions_query(
         conditions.append(f"audit.rule = {_literal(rule)}")
     if job is not None:
         conditions.append(f"audit.job_name = {_literal(job)}")
+    if code is not None:
+        conditions.append(f"audit.code = {_literal(code)}")
     return "\n".join(
         [
             "fields " + ", ".join(DECISION_COLUMNS),
@@ -171,6 +182,42 @@ def actions_query() -> str:
     )
 
 
+def stops_by_code_query() -> str:
+    """Stops (done or audit-only) by decision code: why jobs were stopped, and what that saved."""
+    outcomes = " or ".join(f"audit.outcome = {_literal(o.value)}" for o in REPORTED_OUTCOMES)
+    return "\n".join(
+        [
+            f"filter {_is_audit_record()} and audit.action = {_literal(Action.STOP.value)} and ({outcomes})",
+            "| stats count_distinct(audit.job_name) as jobs, sum(audit.evidence.estimated_savings_usd) as saved"
+            " by audit.code, audit.outcome",
+        ]
+    )
+
+
+class CodeLine(BaseModel):
+    """One line of `smgov report`'s stops by decision code (records of smgov.audit/1 have no code)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    outcome: str
+    jobs: int
+    saved_usd: float
+
+
+def code_lines(rows: Iterable[Row]) -> list[CodeLine]:
+    lines = [
+        CodeLine(
+            code=row.get("audit.code") or NO_CODE,
+            outcome=row.get("audit.outcome", ""),
+            jobs=int(_number(row.get("jobs"))),
+            saved_usd=round(_number(row.get("saved")), 2),
+        )
+        for row in rows
+    ]
+    return sorted(lines, key=lambda line: (-line.jobs, line.code, line.outcome))
+
+
 # ---- results ------------------------------------------------------------------------------------
 
 Row = dict[str, str]
@@ -185,6 +232,7 @@ def rows_from_results(results: Iterable[Sequence[Mapping[str, str]]]) -> list[Ro
 
 
 NO_TEAM: Final = "(no team tag)"
+NO_CODE: Final = "(no code: smgov.audit/1)"
 
 
 class TeamReport(BaseModel):

@@ -1,14 +1,22 @@
 """Reading what lands in the dead-letter queue, whichever path put it there.
 
-Two shapes arrive:
+Three shapes arrive:
 
 - **EventBridge delivery failures** (the rule's ``DeadLetterConfig``): the body is the original event;
   message attributes ``RULE_ARN``, ``TARGET_ARN``, ``ERROR_CODE``, ``ERROR_MESSAGE`` say what failed.
-- **Lambda asynchronous invocation failures** (``EventInvokeConfig`` on-failure destination): the body
-  is an invocation record with ``requestContext.functionArn``, ``requestPayload`` (the original event)
-  and ``responsePayload`` (``errorType``, ``errorMessage``).
+  The target is a function, or (the job-events rules) the job-events queue.
+- **Records a function failed ``maxReceiveCount`` times** (a source queue's redrive policy: the
+  job-events and alarm queues): the body is the message as it was in the source queue (an EventBridge
+  event, or an SNS notification). The system attribute ``DeadLetterQueueSourceArn`` (in SQS's API
+  model) names that queue; without it, the body's shape does (``default_queues``: the stack's
+  job-events queue for an EventBridge event, its alarm queue for an SNS notification, which is also
+  what an alarm-queue subscription's delivery failure holds).
+- **Lambda asynchronous invocation failures** (``EventInvokeConfig`` on-failure destination: the
+  reconciler): the body is an invocation record with ``requestContext.functionArn``, ``requestPayload``
+  (the original event) and ``responsePayload`` (``errorType``, ``errorMessage``).
 
-Both give back the original payload and the function to redrive it to.
+Each gives back the original payload and where to redrive it: the function (invoked again), or the
+source queue (the body sent to it again, so the event source mapping delivers it like the first time).
 """
 
 from __future__ import annotations
@@ -25,16 +33,22 @@ class DeadLetter(BaseModel):
 
     message_id: str
     receipt_handle: str
-    source: Literal["eventbridge", "lambda", "unknown"]
+    source: Literal["eventbridge", "lambda", "queue", "unknown"]
     function_arn: str | None
     error: str
     payload: Any
     job_name: str | None
     attempts: int | None = None
+    queue_arn: str | None = None  # redrive by sending ``body`` to this queue (instead of invoking)
+    body: str = ""
 
     @property
     def redrivable(self) -> bool:
-        return self.function_arn is not None and self.payload is not None
+        return (self.function_arn is not None or self.queue_arn is not None) and self.payload is not None
+
+    @property
+    def target(self) -> str | None:
+        return self.queue_arn or self.function_arn
 
 
 def _attribute(attributes: Mapping[str, Any], name: str) -> str | None:
@@ -56,11 +70,28 @@ def _job_name(payload: Any) -> str | None:
         sns = records[0].get("Sns")
         if isinstance(sns, Mapping) and isinstance(sns.get("Subject"), str):
             return str(sns["Subject"])
+    if payload.get("Type") == "Notification" and isinstance(payload.get("Subject"), str):
+        return str(payload["Subject"])  # an SNS notification as SQS receives it
     return None
 
 
-def parse_dead_letter(message: Mapping[str, Any]) -> DeadLetter:
-    """An SQS message (as ``ReceiveMessage`` returns it) to a ``DeadLetter``; never raises on odd bodies."""
+def _is_queue(arn: str | None) -> bool:
+    return bool(arn) and str(arn).split(":")[2:3] == ["sqs"]
+
+
+def _shape(body: Any) -> str | None:
+    if isinstance(body, Mapping) and "detail-type" in body and "detail" in body:
+        return "eventbridge"
+    if isinstance(body, Mapping) and body.get("Type") == "Notification" and "Message" in body:
+        return "sns"
+    return None
+
+
+def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, str] | None = None) -> DeadLetter:
+    """An SQS message (as ``ReceiveMessage`` returns it) to a ``DeadLetter``; never raises on odd bodies.
+
+    ``default_queues``: body shape (``eventbridge``, ``sns``) -> the queue such a message came from, for
+    a message without ``DeadLetterQueueSourceArn``."""
     body_text = str(message.get("Body") or "")
     raw_attributes = message.get("MessageAttributes")
     attributes: Mapping[str, Any] = raw_attributes if isinstance(raw_attributes, Mapping) else {}
@@ -71,7 +102,10 @@ def parse_dead_letter(message: Mapping[str, Any]) -> DeadLetter:
     common = {
         "message_id": str(message.get("MessageId", "")),
         "receipt_handle": str(message.get("ReceiptHandle", "")),
+        "body": body_text,
     }
+    raw_system = message.get("Attributes")
+    source_queue = raw_system.get("DeadLetterQueueSourceArn") if isinstance(raw_system, Mapping) else None
     if isinstance(body, Mapping) and isinstance(body.get("requestContext"), Mapping):
         context = body["requestContext"]
         response = body.get("responsePayload")
@@ -100,10 +134,26 @@ def parse_dead_letter(message: Mapping[str, Any]) -> DeadLetter:
         return DeadLetter(
             **common,
             source="eventbridge",
-            function_arn=target,
+            function_arn=None if _is_queue(target) else target,
+            queue_arn=target if _is_queue(target) else None,
             error=f"{code}: {_attribute(attributes, 'ERROR_MESSAGE') or ''}".strip(),
             payload=body,
             job_name=_job_name(body),
+        )
+    shape = _shape(body)
+    if not (isinstance(source_queue, str) and _is_queue(source_queue)) and shape in (default_queues or {}):
+        source_queue = (default_queues or {})[str(shape)]
+    if isinstance(source_queue, str) and _is_queue(source_queue):
+        count = raw_system.get("ApproximateReceiveCount") if isinstance(raw_system, Mapping) else None
+        return DeadLetter(
+            **common,
+            source="queue",
+            function_arn=None,
+            queue_arn=source_queue,
+            error="the function failed it on every receive (the source queue's maxReceiveCount)",
+            payload=body,
+            job_name=_job_name(body),
+            attempts=int(count) if isinstance(count, str) and count.isdigit() else None,
         )
     return DeadLetter(
         **common,

@@ -1,4 +1,9 @@
-"""`smgov explain`: run the real job-events service on one event with offline ports."""
+"""`smgov explain`: run the real services on one event with offline ports.
+
+A training job state change (an EventBridge event, or an SQS batch from the job-events queue) goes to the
+job-events service; an alarm notification (an SNS event, or an SQS batch from the alarm queue) to the
+alarm stopper; the reconciler's scheduled event to one reconciler run over the described job.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
 from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.registry import GUARDS
+from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
@@ -64,4 +70,179 @@ def explain_event(
         "job": job.name,
         "status": f"{job.status}/{job.secondary_status}",
         "decisions": [d.explain() for d in decisions],
+    }
+
+
+# ---- other events the functions receive (issue 16 item 8) ------------------------------------------
+
+
+class OfflineAlarms:
+    """An alarm named like this stack's is taken to exist, tagged for the job the description names (the
+    assumption is stated in the result); resets and actions are recorded, not made."""
+
+    def __init__(self, naming: AlarmNaming, job_name: str) -> None:
+        self._naming = naming
+        self._job_name = job_name
+        self.reset_names: list[str] = []
+        self.enabled: list[str] = []
+        self.disabled: list[str] = []
+
+    def tags(self, name: str) -> dict[str, str] | None:
+        from sagemaker_governance.domain.guards.base import TAG_JOB, TAG_MANAGED_BY
+
+        return {TAG_JOB: self._job_name, TAG_MANAGED_BY: self._naming.managed_by}
+
+    def reset(self, names: Any, reason: str) -> None:
+        self.reset_names += list(names)
+
+    def enable_actions(self, names: Any) -> None:
+        self.enabled += list(names)
+
+    def disable_actions(self, names: Any) -> None:
+        self.disabled += list(names)
+
+
+def _job_of(describe: dict[str, Any] | None, what: str) -> TrainingJob:
+    if describe is None:
+        raise ExplainError(f"{what} names a training job: give its DescribeTrainingJob answer with --describe")
+    return TrainingJob.model_validate(describe)
+
+
+class ExplainError(ValueError):
+    """The event cannot be explained offline as given (the message says what is missing)."""
+
+
+def explain_alarm(
+    raw_event: dict[str, Any],
+    policy: Policy,
+    *,
+    now: datetime,
+    describe: dict[str, Any] | None,
+    naming: AlarmNaming,
+) -> dict[str, Any]:
+    """What the alarm stopper would do with an alarm notification (an SNS event, or an SQS batch from the
+    alarm queue), assuming the alarm exists with this stack's tags for the described job."""
+    from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.service.guard_stopper import GuardStopper
+
+    bodies = sqs_bodies(raw_event)
+    messages = (
+        alarm_notifications(raw_event) if bodies is None else [queued_alarm_notification(b) for _, b in bodies]
+    )
+    job = _job_of(describe, "an alarm notification")
+    audit, alarms = MemoryAuditSink(), OfflineAlarms(naming, job.name)
+    jobs = OfflineJobs(job, describe)
+    results = []
+    for message_id, message in messages:
+        stopper = GuardStopper(
+            guards=GUARDS,
+            jobs=jobs,
+            alarms=alarms,
+            arming=alarms,
+            notifier=RecordingNotifier(),
+            policies=FixedPolicy(policy),
+            audit=audit,
+            metrics=MemoryBusinessMetrics(),
+            clock=lambda: now,
+            naming=naming,
+            account_id=message.account_id,
+        )
+        results.append(stopper.handle(message, message_id).as_dict())
+    return {
+        "job": job.name,
+        "status": f"{job.status}/{job.secondary_status}",
+        "assumed": "the alarm exists and carries this stack's tags for the described job",
+        "results": results,
+        "decisions": [_record(r) for r in audit.records],
+        "stopped": jobs.stopped,
+        "alarms_reset": alarms.reset_names,
+    }
+
+
+def explain_schedule(
+    raw_event: dict[str, Any],
+    policy: Policy,
+    *,
+    now: datetime,
+    describe: dict[str, Any] | None,
+    naming: AlarmNaming,
+    interval_minutes: int = 10,
+) -> dict[str, Any]:
+    """What one reconciler run would repair for the described job, were its Starting and Training events
+    lost (offline nothing else can be listed: no other job, none of this stack's alarms)."""
+    from sagemaker_governance.composition.governance import alarm_guards, compliance_service
+    from sagemaker_governance.domain.reconcile import JobSummary
+    from sagemaker_governance.events import ScheduledEvent
+    from sagemaker_governance.service.reconciler import ReconcilerService
+
+    ScheduledEvent.model_validate(raw_event)
+    job = _job_of(describe, "the reconciler's run (offline)")
+    ports = _ports(job, describe, policy, now, naming=naming, fallback=None)
+    summary = JobSummary.model_validate({**(describe or {}), "TrainingJobArn": job.arn or job.name})
+    service = ReconcilerService(
+        jobs=ports.jobs,
+        inventory=_Listed([summary] if summary.status == "InProgress" else []),
+        alarm_inventory=_Listed([]),
+        alarms=ports.alarms,  # type: ignore[arg-type]
+        guards=alarm_guards(ports),
+        compliance=compliance_service(ports),
+        policies=ports.policies,
+        audit=ports.audit,
+        metrics=ports.metrics,
+        clock=ports.clock,
+        interval_minutes=interval_minutes,
+    )
+    from sagemaker_governance.service.recording import Trigger
+
+    report = service.run(Trigger(kind="reconciler", event_id=str(raw_event.get("id", ""))), lambda: 300.0)
+    assert isinstance(ports.audit, MemoryAuditSink)
+    return {
+        "job": job.name,
+        "status": f"{job.status}/{job.secondary_status}",
+        "assumed": "the job is the only one in progress, none of this stack's alarms exists, it was never evaluated",
+        "run": report.as_dict(),
+        "decisions": [_record(r) for r in ports.audit.records],
+    }
+
+
+class _Listed:
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    def in_progress(self) -> list[Any]:
+        return list(self._items)
+
+    def metric_alarm_names(self, prefix: str) -> list[str]:
+        return [str(i) for i in self._items]
+
+
+def _ports(
+    job: TrainingJob,
+    describe: dict[str, Any] | None,
+    policy: Policy,
+    now: datetime,
+    *,
+    naming: AlarmNaming,
+    fallback: dict[str, Any] | None,
+) -> Ports:
+    return Ports(
+        jobs=OfflineJobs(job, describe, fallback=fallback),
+        notifier=RecordingNotifier(),
+        policies=FixedPolicy(policy),
+        audit=MemoryAuditSink(),
+        metrics=MemoryBusinessMetrics(),
+        clock=lambda: now,
+        alarms=RecordingAlarms(),
+        naming=naming,
+        guards=GUARDS,
+    )
+
+
+def _record(record: Any) -> dict[str, Any]:
+    return {
+        "rule": record.rule,
+        "action": record.action,
+        "mode": record.mode,
+        "outcome": record.outcome.value,
+        "reason": record.reason,
     }

@@ -1,18 +1,76 @@
-"""The policy and the user as the developer tools see them (the CLI, the SDK preflight hook)."""
+"""The policy and the user as the developer tools see them (the CLI, the SDK preflight hook).
+
+The base policy comes from the deploy-time settings the functions would get: the template's Parameter
+defaults (``template.yaml``'s ``Globals`` environment, resolved), or a deployed stack's parameter values
+(``--stack NAME``: CloudFormation ``DescribeStacks``), with any of those variables set in the caller's
+environment on top. Without this an untagged job looked compliant in the CLI (the code's own defaults
+have no required tags) and was not once deployed (the template requires ``team`` and ``cost-center``).
+"""
 
 from __future__ import annotations
 
 import getpass
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import build_policy, parse_document
 from sagemaker_governance.settings import Settings
 
+DEFAULT_STACK = "sagemaker-governance"
+
+
+def template_environment(
+    parameters: Mapping[str, str] | None = None,
+    template: Mapping[str, Any] | None = None,
+    stack_name: str = DEFAULT_STACK,
+) -> dict[str, str]:
+    """The functions' ``Globals`` environment with the template's Parameter defaults (``parameters`` over
+    them). Variables that name resources (topics, the account) are left out: only a deployment knows them."""
+    if template is None:
+        from smgov.simulation.template import TEMPLATE_PATH, load_template
+
+        if not TEMPLATE_PATH.exists():  # installed without the repository: the code's defaults
+            return {}
+        template = load_template()
+    values = {name: str(spec.get("Default", "")) for name, spec in template.get("Parameters", {}).items()}
+    values.update({k: str(v) for k, v in (parameters or {}).items() if k in values})
+    pseudo = {"AWS::StackName": stack_name}
+    out: dict[str, str] = {}
+    variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    for key, node in variables.items():
+        if isinstance(node, Mapping) and "Ref" in node and (node["Ref"] in values or node["Ref"] in pseudo):
+            out[key] = values[node["Ref"]] if node["Ref"] in values else pseudo[node["Ref"]]
+        elif (
+            isinstance(node, Mapping)
+            and isinstance(node.get("Fn::Sub"), str)
+            and "${AWS::StackName}" in node["Fn::Sub"]
+        ):
+            text = node["Fn::Sub"].replace("${AWS::StackName}", stack_name)
+            if "${" not in text:
+                out[key] = text
+        elif isinstance(node, str | int | float | bool):
+            out[key] = str(node)
+    return out
+
+
+def deployed_settings(stack: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """What the functions read: the template's defaults, or ``stack``'s parameters; then the environment."""
+    parameters: dict[str, str] = {}
+    if stack:
+        from smgov.adapters.cloudformation import StackOutputs
+
+        parameters = StackOutputs.connect().parameters(stack)
+    env = template_environment(parameters, stack_name=stack or DEFAULT_STACK)
+    env.update(os.environ if environ is None else environ)
+    return Settings.from_env(env)
+
 
 def load_policy(path: str | None, settings: Settings | None = None) -> Policy:
-    """Deploy-time defaults (from the environment, as the functions read them) plus an optional document."""
-    base = (settings or Settings.from_env()).base_policy_document()
+    """The deploy-time defaults (``deployed_settings``) plus an optional document."""
+    base = (settings or deployed_settings()).base_policy_document()
     if path is None:
         return build_policy(base)
     return build_policy(base, parse_document(Path(path).read_text()))

@@ -1,9 +1,10 @@
 """CloudWatch alarms of the alarm guards: upsert, delete, read tags, reset state, arm, list.
 
-AWS returns composite alarms from ``DescribeAlarms`` only to callers allowed on ``Resource: "*"``. So
-the stopper reads an alarm's existence and ownership with ``ListTagsForResource``, and the reconciler
-lists only *metric* alarms (every job's alarms include at least one), with ``DescribeAlarms`` scoped to
-this stack's alarm-name prefix like every other call here.
+``DescribeAlarms`` cannot be scoped to this stack's alarms: with ``AlarmNamePrefix`` AWS authorizes it
+against ``alarm:*`` (a grant on ``alarm:<prefix>*`` is denied, aws-samples/amazon-cloudwatch-auto-alarms
+issue 1), and its API reference says composite alarms are returned only when the permission is "scoped
+to ``*``". So only the reconciler lists alarms (``Resource: "*"``, read-only, justified in the template);
+the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be scoped.
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ class CloudWatchAlarmInventory:
     """The names of this stack's metric alarms, through every page of ``DescribeAlarms`` (the reconciler)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
+    # Granted on Resource "*" only: see the module docstring.
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
     PAGE_SIZE = 100  # the API's maximum
 
     def __init__(self, client: Any) -> None:

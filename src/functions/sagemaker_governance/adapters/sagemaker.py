@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
+from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.reconcile import JobSummary
+from sagemaker_governance.observability import logger
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -20,14 +24,30 @@ def _is_not_found(exc: ClientError) -> bool:
 
 
 class SageMakerJobs:
+    """Reads, tags and stops training jobs.
+
+    ``describe`` also reports what botocore dropped: the raw JSON of a ``DescribeTrainingJob`` answer is
+    kept (botocore's ``before-parse`` event) and compared with the model, and the paths the model does
+    not know are returned under ``UNMODELLED_FIELDS_KEY`` (the clone planner reports them).
+    """
+
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"}
     )
 
     def __init__(self, client: Any) -> None:
         self._client = client
+        self._raw: bytes | None = None
+        events = getattr(getattr(client, "meta", None), "events", None)
+        if events is not None:
+            events.register("before-parse.sagemaker.DescribeTrainingJob", self._keep_raw)
+
+    def _keep_raw(self, response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+        body = (response_dict or {}).get("body")
+        self._raw = body if isinstance(body, bytes) else None
 
     def describe(self, name: str) -> dict[str, Any]:
+        self._raw = None
         try:
             response: dict[str, Any] = self._client.describe_training_job(TrainingJobName=name)
         except ClientError as exc:
@@ -35,7 +55,20 @@ class SageMakerJobs:
                 raise JobNotFound(name) from exc
             raise AdapterError(f"DescribeTrainingJob {name} failed: {exc}") from exc
         response.pop("ResponseMetadata", None)
+        unmodelled = self._unmodelled()
+        if unmodelled:
+            logger.warning("fields unknown to botocore", job=name, fields=unmodelled)
+            response[UNMODELLED_FIELDS_KEY] = unmodelled
         return response
+
+    def _unmodelled(self) -> list[str]:
+        raw, self._raw = self._raw, None
+        if not raw:
+            return []
+        try:
+            return unmodelled_paths(json.loads(raw), self._client.meta.service_model)
+        except (ValueError, RecursionError):  # not JSON: botocore's parser will have said so
+            return []
 
     def list_tags(self, arn: str) -> dict[str, str]:
         """Every page of ``ListTags``."""

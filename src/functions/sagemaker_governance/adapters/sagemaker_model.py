@@ -7,6 +7,8 @@ validation on a planned request (the CLI's dry run, tests, and the launcher befo
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -19,6 +21,16 @@ from sagemaker_governance.domain.clone import InvalidCloneRequest, RequestShape,
 
 CREATE_OPERATION = "CreateTrainingJob"
 DESCRIBE_OPERATION = "DescribeTrainingJob"
+# How the model documents a member that the shared shape has but CreateTrainingJob refuses, e.g.
+# ResourceConfig.SelectedInstanceType: "This field is read-only and isn't accepted in CreateTrainingJob
+# requests." (a test lists what this finds in the installed model).
+_NOT_ACCEPTED = re.compile(
+    r"(?:is|are)n[\u2019']t accepted in CreateTrainingJob|not accepted in CreateTrainingJob"
+)
+
+
+def _text(documentation: str | None) -> str:
+    return re.sub(r"<[^>]+>", "", documentation or "")
 
 
 @cache
@@ -37,7 +49,12 @@ def _collect(shape: Shape, shapes: dict[str, ShapeNode]) -> str:
     if kind == "structure":
         shapes[name] = ShapeNode(kind="structure")  # placeholder first: recursive shapes terminate
         members = {member: _collect(sub, shapes) for member, sub in shape.members.items()}  # type: ignore[attr-defined]
-        shapes[name] = ShapeNode(kind="structure", members=members)
+        read_only = frozenset(
+            member
+            for member, sub in shape.members.items()  # type: ignore[attr-defined]
+            if _NOT_ACCEPTED.search(_text(sub.documentation))
+        )
+        shapes[name] = ShapeNode(kind="structure", members=members, read_only_members=read_only)
     elif kind == "list":
         shapes[name] = ShapeNode(kind="list")
         item = _collect(shape.member, shapes)  # type: ignore[attr-defined]
@@ -90,3 +107,35 @@ def validate_create_request(request: dict[str, Any], model: ServiceModel | None 
         validate_parameters(request, shape)
     except ParamValidationError as exc:
         raise InvalidCloneRequest(f"{CREATE_OPERATION} request is invalid: {exc}") from exc
+
+
+def read_only_members(model: ServiceModel | None = None) -> set[str]:
+    """``Shape.Member`` of every member the model documents as not accepted by CreateTrainingJob."""
+    shape = create_training_job_shape(model)
+    return {f"{name}.{member}" for name, node in shape.shapes.items() for member in node.read_only_members}
+
+
+def unmodelled_paths(value: Any, model: ServiceModel | None = None) -> list[str]:
+    """Paths of a raw ``DescribeTrainingJob`` answer (the JSON AWS sent) that botocore's model of the answer
+    does not know: what botocore drops while parsing, so no clone can carry it."""
+    model = model or sagemaker_model()
+    out: list[str] = []
+    _walk(value, _structure(model.operation_model(DESCRIBE_OPERATION).output_shape, "output"), "", out)
+    return out
+
+
+def _walk(value: Any, shape: Shape, path: str, out: list[str]) -> None:
+    if shape.type_name == "structure" and isinstance(value, Mapping):
+        members = shape.members  # type: ignore[attr-defined]
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in members:
+                out.append(where)
+            else:
+                _walk(item, members[key], where, out)
+    elif shape.type_name == "list" and isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk(item, shape.member, f"{path}[{index}]", out)  # type: ignore[attr-defined]
+    elif shape.type_name == "map" and isinstance(value, Mapping):
+        for key, item in value.items():
+            _walk(item, shape.value, f"{path}.{key}", out)  # type: ignore[attr-defined]

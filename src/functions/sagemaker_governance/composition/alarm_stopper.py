@@ -5,6 +5,7 @@ from __future__ import annotations
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.composition.root import Root, freeze_imports
@@ -17,6 +18,7 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmOwnership,
     CloudWatchAlarmArming,
     IdempotencyTable,
+    EventSourceMappingPoller,  # Lambda polls the function's queue with its role
 )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
@@ -22,6 +23,7 @@ from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     Clock,
     EvaluationMarksPort,
+    InstanceCatalogPort,
     JobsPort,
     NotifierPort,
     PolicySource,
@@ -40,6 +42,8 @@ class Ports:
     naming: AlarmNaming
     guards: tuple[Guard[Any], ...]
     marks: EvaluationMarksPort | None = None
+    # EC2's answers for instance types our GPU table does not know (None: offline, the table alone)
+    instances: InstanceCatalogPort | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -54,6 +58,7 @@ class Ports:
             naming=root.alarm_naming,
             guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
+            instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
         )
 
 
@@ -76,6 +81,7 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             audit=ports.audit,
             clock=ports.clock,
             naming=ports.naming,
+            instances=ports.instances,
         )
         for guard in ports.guards
     )

@@ -6,8 +6,10 @@ from typing import Any
 
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import IdempotencyTable
 from sagemaker_governance.adapters.policy_store import PolicyStore
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
@@ -27,8 +29,10 @@ ADAPTERS: tuple[type, ...] = (
     PolicyStore,
     SageMakerLauncher,
     CloudWatchAlarmLifecycle,
+    Ec2InstanceCatalog,
     SageMakerJobMarks,
     IdempotencyTable,
+    EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
 )

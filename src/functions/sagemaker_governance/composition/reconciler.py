@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory, CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
@@ -15,6 +16,7 @@ ADAPTERS: tuple[type, ...] = (
     SnsNotifier,
     PolicyStore,
     CloudWatchAlarmLifecycle,
+    Ec2InstanceCatalog,
     SageMakerJobInventory,
     CloudWatchAlarmInventory,
     SageMakerJobMarks,

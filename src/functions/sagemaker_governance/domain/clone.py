@@ -42,6 +42,9 @@ class ShapeNode:
     members: Mapping[str, str] = field(default_factory=dict)
     item: str | None = None
     min_length: int | None = None  # strings, lists and maps: the model's "min"
+    # Members the model documents as returned by DescribeTrainingJob but not accepted by CreateTrainingJob
+    # (e.g. ResourceConfig.SelectedInstanceType): dropped, as expected.
+    read_only_members: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -59,11 +62,19 @@ class RequestShape:
 
     def prune(self, value: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
         """``value`` reduced to what the shape accepts, and the paths of everything dropped."""
-        dropped: list[str] = []
-        pruned = self._prune(value, self.root, "", dropped)
-        return (pruned if isinstance(pruned, dict) else {}), tuple(dropped)
+        pruned, dropped, _ = self.prune_with_expected(value)
+        return pruned, dropped
 
-    def _prune(self, value: Any, shape_name: str, path: str, dropped: list[str]) -> Any:
+    def prune_with_expected(
+        self, value: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], tuple[str, ...], frozenset[str]]:
+        """Like :meth:`prune`, plus which dropped paths are documented read-only members."""
+        dropped: list[str] = []
+        expected: set[str] = set()
+        pruned = self._prune(value, self.root, "", dropped, expected)
+        return (pruned if isinstance(pruned, dict) else {}), tuple(dropped), frozenset(expected)
+
+    def _prune(self, value: Any, shape_name: str, path: str, dropped: list[str], expected: set[str]) -> Any:
         node = self.shapes[shape_name]
         if value is None:
             return _MISSING
@@ -76,10 +87,12 @@ class RequestShape:
             for key, item in value.items():
                 where = f"{path}.{key}" if path else str(key)
                 member = node.members.get(key)
-                if member is None:
+                if member is None or key in node.read_only_members:
                     dropped.append(where)
+                    if member is not None:
+                        expected.add(where)
                     continue
-                kept = self._prune(item, member, where, dropped)
+                kept = self._prune(item, member, where, dropped, expected)
                 if kept is not _MISSING:
                     out[key] = kept
         elif node.kind == "list":
@@ -88,7 +101,7 @@ class RequestShape:
                 return _MISSING
             out = []
             for index, item in enumerate(value):
-                kept = self._prune(item, node.item, f"{path}[{index}]", dropped)
+                kept = self._prune(item, node.item, f"{path}[{index}]", dropped, expected)
                 if kept is not _MISSING:
                     out.append(kept)
         elif node.kind == "map":
@@ -97,7 +110,7 @@ class RequestShape:
                 return _MISSING
             out = {}
             for key, item in value.items():
-                kept = self._prune(item, node.item, f"{path}.{key}", dropped)
+                kept = self._prune(item, node.item, f"{path}.{key}", dropped, expected)
                 if kept is not _MISSING:
                     out[key] = kept
         elif isinstance(value, Mapping | list | tuple):
@@ -113,6 +126,10 @@ class RequestShape:
 
 
 _MISSING: Final = object()
+
+# Set by the SageMaker adapter on a DescribeTrainingJob answer: the paths botocore's model did not know.
+# Not an AWS member name (those are PascalCase words), so it never collides with one.
+UNMODELLED_FIELDS_KEY: Final = "smgov:unmodelled-fields"
 
 
 # ---- names --------------------------------------------------------------------------------------
@@ -226,6 +243,9 @@ class ClonePlan:
     request: dict[str, Any]
     dropped: tuple[str, ...] = ()  # paths the description held that the request cannot carry
     unexpected_drops: tuple[str, ...] = ()  # of those, the ones that are not known read-only fields
+    # Paths AWS returned that the reading botocore's model does not know (it drops them when parsing):
+    # the clone cannot carry what was never read (adapters/sagemaker.py finds them in the raw answer).
+    unmodelled: tuple[str, ...] = ()
 
     @property
     def checkpoint_s3_uri(self) -> str | None:
@@ -243,7 +263,14 @@ class ClonePlan:
         }
         if self.unexpected_drops:
             out["fields_not_carried"] = list(self.unexpected_drops)
+        if self.unmodelled:
+            out["fields_unknown_to_botocore"] = list(self.unmodelled)
         return out
+
+    @property
+    def not_carried(self) -> tuple[str, ...]:
+        """Everything of the source the clone may lack: unexpected drops and fields botocore never read."""
+        return self.unexpected_drops + self.unmodelled
 
 
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
@@ -284,8 +311,18 @@ def plan_clone(
     if name == source:
         raise ClonePlanError(f"lineage tags of {source} would name the clone after itself")
 
-    request, dropped = shape.prune(description)
+    unmodelled = tuple(str(p) for p in description.get(UNMODELLED_FIELDS_KEY) or ())
+    source_fields = {k: v for k, v in description.items() if k != UNMODELLED_FIELDS_KEY}
+    request, dropped, expected = shape.prune_with_expected(source_fields)
     request["TrainingJobName"] = name
+    # AlgorithmName and TrainingImage are mutually exclusive ("If you specify a value for the
+    # AlgorithmName parameter, you can't specify a value for TrainingImage", botocore's SageMaker model);
+    # a description of an algorithm job may still carry TrainingImage (empty, or the algorithm's image).
+    algorithm = request.get("AlgorithmSpecification")
+    if isinstance(algorithm, dict) and algorithm.get("AlgorithmName") and "TrainingImage" in algorithm:
+        request["AlgorithmSpecification"] = {k: v for k, v in algorithm.items() if k != "TrainingImage"}
+        image_path = "AlgorithmSpecification.TrainingImage"
+        dropped, expected = (*dropped, image_path), expected | {image_path}
 
     spot = bool(request.get("EnableManagedSpotTraining"))
     if on_demand and spot:
@@ -315,7 +352,13 @@ def plan_clone(
         )
     request["Tags"] = [{"Key": k, "Value": v} for k, v in {**clone_tags, **lineage_tags}.items()]
 
-    unexpected = tuple(path for path in dropped if path.split(".", 1)[0].split("[", 1)[0] not in shape.read_only)
+    unexpected = tuple(
+        path
+        for path in dropped
+        if path not in expected
+        and path not in unmodelled  # reported once, as unknown to botocore
+        and path.split(".", 1)[0].split("[", 1)[0] not in shape.read_only
+    )
     return ClonePlan(
         source=source,
         name=name,
@@ -326,6 +369,7 @@ def plan_clone(
         request=request,
         dropped=dropped,
         unexpected_drops=unexpected,
+        unmodelled=unmodelled,
     )
 
 

@@ -4,16 +4,19 @@ SageMaker publishes ``GPUUtilization`` per host as the *sum* over the host's GPU
 so a per-GPU threshold must be scaled by the exact GPU count of the instance type. Only NVIDIA GPU
 instances publish it: AWS Trainium and Inferentia accelerators and CPU instances do not.
 
-The table lists every size of the current GPU families SageMaker training offers. A type we do not know
-is reported as ``unknown``: the idle guard then creates no alarm rather than guessing a GPU count (a
-wrong, too-large count would make a busy job look idle).
+The table lists every size of the GPU families SageMaker training offers (a test checks it against the
+``TrainingInstanceType`` enum of botocore's SageMaker model). A type the table and the rules below do not
+know is ``unknown``; the service then asks EC2 (``DescribeInstanceTypes`` of the type without ``ml.``,
+:func:`facts_from_ec2`) and, when EC2 cannot answer either, creates no alarm rather than guessing a GPU
+count: a wrong, too-large count would make a busy job look idle.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,12 +47,20 @@ GPU_COUNTS: Final[dict[str, dict[str, int]]] = {
     "p5e": {"48xlarge": 8},
     "p5en": {"48xlarge": 8},
     "p6-b200": {"48xlarge": 8},
+    # Blackwell families (2025-26), as EC2's DescribeInstanceTypes reports them (a test compares the
+    # whole table with a recorded copy of its answers); p6e-gb200, which EC2 sells only in UltraServers,
+    # as AWS's SageMaker HyperPod CLI lists it (aws/sagemaker-hyperpod-cli, training/constants.py).
+    "g7": {"2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8},
+    "g7e": {"2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8},
+    "p6-b300": {"48xlarge": 8},
+    "p6e-gb200": {"36xlarge": 4},
 }
 
 TRAINIUM_FAMILIES: Final = frozenset({"trn1", "trn1n", "trn2"})
 INFERENTIA_FAMILIES: Final = frozenset({"inf1", "inf2"})
-# General purpose, compute, memory optimised and burstable families: no accelerator at all.
-_CPU_FAMILY = re.compile(r"^(m|c|r|t|x|z)[0-9]+[a-z]*$")
+# General purpose, compute, memory optimised and burstable families, flexible ones included
+# (``m7i-flex``): no accelerator at all.
+_CPU_FAMILY = re.compile(r"^(m|c|r|t|x|z)[0-9]+[a-z]*(-flex)?$")
 _TYPE = re.compile(r"^(?:ml\.)?(?P<family>[a-z0-9-]+)\.(?P<size>[a-z0-9]+)$")
 
 
@@ -108,4 +119,57 @@ def instance_facts(instance_type: str) -> InstanceFacts:
         )
     return InstanceFacts(
         instance_type=instance_type, accelerator=Accelerator.UNKNOWN, note=f"unknown instance family {family!r}"
+    )
+
+
+def ec2_instance_type(instance_type: str) -> str | None:
+    """The EC2 name of a SageMaker instance type (``ml.g7e.12xlarge`` -> ``g7e.12xlarge``), if it is one."""
+    name = instance_type.strip().lower()
+    match = _TYPE.match(name)
+    return f"{match['family']}.{match['size']}" if match is not None else None
+
+
+def facts_from_ec2(instance_type: str, info: Mapping[str, Any] | None) -> InstanceFacts:
+    """What EC2's ``DescribeInstanceTypes`` says about the type (``info``: its ``InstanceTypeInfo``;
+    ``None``: EC2 does not know the type).
+
+    Only a whole number of NVIDIA GPUs is trusted: a fractional GPU (``GpuPartitionSize`` < 1) or another
+    manufacturer stays ``unknown`` (what SageMaker publishes as ``GPUUtilization`` there is not
+    documented). No ``GpuInfo`` means no GPU: Neuron accelerators are named as such, the rest is CPU.
+    """
+    if info is None:
+        return InstanceFacts(
+            instance_type=instance_type,
+            accelerator=Accelerator.UNKNOWN,
+            note="unknown instance type: neither our table nor EC2's DescribeInstanceTypes knows it",
+        )
+    gpus = list((info.get("GpuInfo") or {}).get("Gpus") or [])
+    if gpus:
+        nvidia = [g for g in gpus if str(g.get("Manufacturer", "")).upper() == "NVIDIA"]
+        whole = all(float(g.get("GpuPartitionSize", 1) or 1) >= 1 for g in nvidia)
+        count = sum(int(g.get("Count", 0) or 0) for g in nvidia)
+        if len(nvidia) != len(gpus) or not whole or count < 1:
+            return InstanceFacts(
+                instance_type=instance_type,
+                accelerator=Accelerator.UNKNOWN,
+                note="EC2 reports GPUs that are not whole NVIDIA GPUs; their GPUUtilization is not documented",
+            )
+        return InstanceFacts(
+            instance_type=instance_type,
+            accelerator=Accelerator.NVIDIA_GPU,
+            gpus=count,
+            note=f"{count} NVIDIA GPU{'s' if count > 1 else ''} (EC2 DescribeInstanceTypes)",
+        )
+    if info.get("NeuronInfo"):
+        family = (ec2_instance_type(instance_type) or "").split(".", 1)[0]
+        kind = Accelerator.INFERENTIA if family.startswith("inf") else Accelerator.TRAINIUM
+        return InstanceFacts(
+            instance_type=instance_type,
+            accelerator=kind,
+            note="AWS Neuron accelerators publish no GPUUtilization (EC2 DescribeInstanceTypes)",
+        )
+    return InstanceFacts(
+        instance_type=instance_type,
+        accelerator=Accelerator.CPU,
+        note="EC2 DescribeInstanceTypes reports no GPU",
     )

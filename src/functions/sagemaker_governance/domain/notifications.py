@@ -1,7 +1,12 @@
-"""The versioned message we publish to people. Decision code builds it; the SNS adapter renders it."""
+"""The versioned message we publish to people. Decision code builds it; the SNS adapter renders it.
+
+Kinds and outcomes are enums; every headline is rendered by ``headline`` below, and nowhere else.
+``smgov.notification/1`` items gained ``code`` (the decision's code), an optional field.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,10 +16,64 @@ from sagemaker_governance.domain.decisions import Decision
 NOTIFICATION_SCHEMA: Final = "smgov.notification/1"
 
 
+class NotificationKind(StrEnum):
+    """What a message is about (an SNS message attribute subscribers can filter on). An alarm guard's
+    stops are ``<guard name>-stop`` (``guard_stop``): the two built-in guards' are listed here."""
+
+    COMPLIANCE = "compliance"
+    RESUME = "resume"
+    SPOT_FALLBACK = "spot-fallback"
+    IDLE_STOP = "idle-stop"
+    PROGRESS_STOP = "progress-stop"
+
+    @staticmethod
+    def guard_stop(guard_name: str) -> str:
+        return f"{guard_name}-stop"
+
+
+class NotificationOutcome(StrEnum):
+    """What happened to the job (an SNS message attribute too)."""
+
+    STOPPED = "stopped"
+    WOULD_STOP = "would-stop (audit mode)"
+    ALREADY_ENDED = "already-ended"
+    NOTIFIED = "notified"
+    RESUMED = "resumed"
+    WOULD_RESUME = "would-resume (audit mode)"
+
+
+def headline(
+    kind: str,
+    outcome: NotificationOutcome,
+    job_name: str,
+    *,
+    symptom: tuple[str, str] = ("", ""),
+    clone: str | None = None,
+    on_demand: bool = False,
+) -> str:
+    """Every message's headline. A guard's stop names its ``symptom``: (after "was stopped: ", after the
+    job's name in audit mode); a clone names the new job."""
+    job = f"Training job {job_name}"
+    if kind in (NotificationKind.RESUME, NotificationKind.SPOT_FALLBACK):
+        verb = "was resumed" if outcome is NotificationOutcome.RESUMED else "would be resumed"
+        return f"{job} {verb}{' On-Demand' if on_demand else ''} as {clone}"
+    if kind == NotificationKind.COMPLIANCE:
+        if outcome is NotificationOutcome.STOPPED:
+            return f"{job} was stopped: it violates governance policy"
+        if outcome is NotificationOutcome.NOTIFIED:
+            return f"{job}: governance warning"
+        return f"{job} violates governance policy"
+    was, looks = symptom
+    if outcome is NotificationOutcome.STOPPED:
+        return f"{job} was stopped: {was}"
+    return f"{job} {looks} (audit mode: not stopped)"
+
+
 class NotificationItem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     rule: str
+    code: str | None = None
     action: str
     mode: str
     reason: str
@@ -25,13 +84,13 @@ class Notification(BaseModel):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     schema_version: Literal["smgov.notification/1"] = Field(default=NOTIFICATION_SCHEMA, alias="schema")
-    kind: str = Field(description="compliance, idle-stop, resume, spot-fallback, ...")
+    kind: str = Field(description="A NotificationKind: compliance, idle-stop, resume, spot-fallback, ...")
     job_name: str
     job_arn: str | None = None
     team: str | None = None
     owner: str | None = None
     headline: str
-    outcome: str
+    outcome: NotificationOutcome
     items: tuple[NotificationItem, ...] = ()
     related_job: str | None = None
     # Why a failed job was resumed: its failure class, the matched log line(s) and host (auto-resume).
@@ -41,7 +100,12 @@ class Notification(BaseModel):
     def items_from(decisions: tuple[Decision, ...] | list[Decision]) -> tuple[NotificationItem, ...]:
         return tuple(
             NotificationItem(
-                rule=d.rule, action=d.action.value, mode=d.mode.value, reason=d.reason, remedy=d.remedy
+                rule=d.rule,
+                code=d.code,
+                action=d.action.value,
+                mode=d.mode.value,
+                reason=d.reason,
+                remedy=d.remedy,
             )
             for d in decisions
         )

@@ -14,7 +14,10 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
   timestamps (days included). A clone made by governance inherits its lineage's qualification, so a
   clone that fails again while starting (e.g. on capacity) is still resumed within the budget;
-- the lineage's retry budget is not spent (attempt number from the lineage tags);
+- no orchestrator owns the job (a tuning, AutoML or labeling job, a Pipelines step, an AWS Batch service
+  job: ``domain/orchestrators.py`` says how each is recognised); it retries the job itself;
+- the lineage's retry budget is not spent (attempt number from the lineage tags, plus the retries
+  SageMaker already made inside the job under its ``RetryStrategy``);
 - it has a ``CheckpointConfig`` (``require_checkpoint``, default true): otherwise the clone would start
   from scratch;
 - its checkpoint location holds objects written during the failed attempt, when that can be checked
@@ -70,6 +73,7 @@ from sagemaker_governance.domain.failures import (
     classify,
 )
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
@@ -93,6 +97,7 @@ class ResumeCode(StrEnum):
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
     TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
     BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
+    ORCHESTRATED = "resume.skip.orchestrated"  # a tuning/AutoML/labeling job, Pipelines step or Batch job owns it
     BUDGET_SPENT = "resume.skip.budget-spent"  # max_attempts reached for the lineage
     NO_CHECKPOINT = "resume.skip.no-checkpoint"
     NOT_CLONABLE = "resume.skip.not-clonable"  # the job's description cannot be turned into a request
@@ -112,6 +117,7 @@ class SpotCode(StrEnum):
     NOT_IN_PROGRESS = "spot.skip.not-in-progress"
     BELOW_THRESHOLD = "spot.skip.below-threshold"  # fewer interruptions than max_interruptions
     BAD_LINEAGE = "spot.skip.bad-lineage"
+    ORCHESTRATED = "spot.skip.orchestrated"  # its orchestrator retries it
     BUDGET_SPENT = "spot.skip.budget-spent"
     NO_CHECKPOINT = "spot.skip.no-checkpoint"
     NOT_CLONABLE = "spot.skip.not-clonable"
@@ -268,6 +274,16 @@ def _plan(
 
     ``fault`` is this failure's lemon key (``<class>@<host>``): when it equals the one this job was cloned
     for (tag ``smgov:failure``), the fault recurred on the same host position and counts double."""
+    owner = orchestrator_of(description, tags)
+    if owner is not None:
+        evidence.update(owner.evidence())
+        return _none(
+            rule,
+            codes.ORCHESTRATED,
+            mode,
+            f"not resumed: the job belongs to a {owner.kind} ({owner.identity}), which retries it itself",
+            evidence,
+        )
     try:
         lineage = Lineage.of(job.name, tags)
     except LineageError as exc:
@@ -277,17 +293,24 @@ def _plan(
     if repeated:
         strikes += 1
         evidence["repeated_fault"] = fault
+    retries = sagemaker_retries(job, description)
     evidence.update({"root_job": lineage.root, "attempt": lineage.next_attempt, "max_attempts": max_attempts})
+    evidence.update(retries.evidence())
     if strikes:
         evidence["repeat_faults"] = strikes
-    if lineage.next_attempt + strikes > max_attempts:
+    if lineage.next_attempt + strikes + retries.count > max_attempts:
         counted = f", {strikes} more for faults that recurred on the same host" if strikes else ""
+        inside = (
+            f" and {retries.count} retr{'y' if retries.count == 1 else 'ies'} inside SageMaker"
+            if retries.count
+            else ""
+        )
         return _none(
             rule,
             codes.BUDGET_SPENT,
             mode,
             f"not resumed: the retry budget of lineage {lineage.root} is spent "
-            f"({lineage.attempt} of {max_attempts} attempt(s) made{counted})",
+            f"({lineage.attempt} of {max_attempts} attempt(s) made{counted}{inside})",
             evidence,
         )
     if require_checkpoint and not job.checkpoint_s3_uri:

@@ -1,4 +1,11 @@
-"""SNS (CloudWatch idle-alarm notifications) -> stop idle training jobs."""
+"""CloudWatch idle- and progress-alarm notifications -> stop idle or stalled training jobs.
+
+The notifications arrive through ``AlarmQueue`` (AlarmTopic -> SQS -> the event source mapping, whose
+``ScalingConfig.MaximumConcurrency`` bounds a burst): a batch of SQS records, each body one SNS
+notification (raw delivery off). The answer is a partial batch response (only failed records return to
+the queue; when every record failed the invocation fails). A plain SNS event (``sam local invoke -e
+events/idle-alarm-*.json``) is handled as before.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +14,46 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.composition.alarm_stopper import stopper_service as service
-from sagemaker_governance.composition.root import current
-from sagemaker_governance.events import AlarmNotification, alarm_notifications
+from sagemaker_governance.composition.root import Root, current
+from sagemaker_governance.events import (
+    AlarmNotification,
+    alarm_notifications,
+    queued_alarm_notification,
+    sqs_bodies,
+)
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import alarm_delivery_key
+
+
+def _deliver(
+    root: Root, message: AlarmNotification, message_id: str | None, context: LambdaContext
+) -> dict[str, Any]:
+    logger.append_keys(alarm=message.alarm_name, message_id=message_id)
+    stopper = service(root)
+
+    def process() -> dict[str, Any]:
+        return stopper.handle(message, message_id).as_dict()
+
+    return root.process_once(alarm_delivery_key(message, message_id), context, process)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     root = current()
-    stopper = service(root)
-    results = []
-    for message_id, message in alarm_notifications(event):
-        logger.append_keys(alarm=message.alarm_name, message_id=message_id)
-
-        def process(message: AlarmNotification = message, message_id: str | None = message_id) -> dict[str, Any]:
-            return stopper.handle(message, message_id).as_dict()
-
-        results.append(root.process_once(alarm_delivery_key(message, message_id), context, process))
-    return {"results": results}
+    bodies = sqs_bodies(event)
+    if bodies is None:
+        return {"results": [_deliver(root, message, mid, context) for mid, message in alarm_notifications(event)]}
+    failures: list[dict[str, str]] = []
+    errors: list[Exception] = []
+    for record_id, body in bodies:
+        try:
+            message_id, message = queued_alarm_notification(body)
+            _deliver(root, message, message_id, context)
+        except Exception as exc:  # the record goes back to the queue; the others are done
+            logger.exception("alarm notification failed", record_id=record_id)
+            failures.append({"itemIdentifier": record_id})
+            errors.append(exc)
+    if errors and len(errors) == len(bodies):
+        raise errors[0]  # all failed: the invocation fails (same effect: the whole batch returns)
+    return {"batchItemFailures": failures}

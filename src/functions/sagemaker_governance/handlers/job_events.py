@@ -1,28 +1,53 @@
-"""EventBridge ``SageMaker Training Job State Change`` -> governance decisions."""
+"""EventBridge ``SageMaker Training Job State Change`` -> governance decisions.
+
+The events arrive through ``JobEventsQueue`` (EventBridge rules -> SQS -> the event source mapping, whose
+``ScalingConfig.MaximumConcurrency`` bounds a burst): a batch of SQS records, each body one EventBridge
+event. The answer is a partial batch response: only the records that failed go back to the queue (and,
+after the queue's ``maxReceiveCount``, to the dead-letter queue); when every record failed the invocation
+fails (same effect). A plain EventBridge event (``sam local invoke -e events/...``, a redrive by
+``Invoke``) is handled as a single delivery.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.composition.job_events import job_events_service as service
-from sagemaker_governance.composition.root import current
-from sagemaker_governance.events import TrainingJobStateChange
+from sagemaker_governance.composition.root import Root, current
+from sagemaker_governance.events import TrainingJobStateChange, sqs_bodies
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import job_delivery_key
 
 
-@logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
-@event_parser(model=TrainingJobStateChange)
-def handler(event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
+def _deliver(root: Root, event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)
-    root = current()
 
     def process() -> dict[str, Any]:
         decisions = service(root).handle(event)
         return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
 
     return root.process_once(job_delivery_key(event.detail), context, process)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    root = current()
+    bodies = sqs_bodies(event)
+    if bodies is None:
+        return _deliver(root, TrainingJobStateChange.model_validate(event), context)
+    failures: list[dict[str, str]] = []
+    errors: list[Exception] = []
+    for message_id, body in bodies:
+        logger.append_keys(message_id=message_id)
+        try:
+            _deliver(root, TrainingJobStateChange.model_validate_json(body), context)
+        except Exception as exc:  # the record goes back to the queue; the others are done
+            logger.exception("job event failed", message_id=message_id)
+            failures.append({"itemIdentifier": message_id})
+            errors.append(exc)
+    if errors and len(errors) == len(bodies):
+        raise errors[0]  # all failed: the invocation fails (same effect: the whole batch returns)
+    return {"batchItemFailures": failures}

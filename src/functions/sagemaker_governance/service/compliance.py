@@ -15,7 +15,7 @@ from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceResu
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
@@ -130,23 +130,23 @@ class ComplianceService:
     def _notify(self, job: TrainingJob, result: ComplianceResult, policy: Policy, stopped: Outcome | None) -> None:
         effective = policy.for_job(job)
         if stopped is Outcome.DONE:
-            headline, outcome = (
-                f"Training job {job.name} was stopped: it violates governance policy",
-                "stopped",
-            )
+            outcome = NotificationOutcome.STOPPED
         elif result.stops or any(d.action is Action.STOP for d in result.violations):
-            headline = f"Training job {job.name} violates governance policy"
-            outcome = "already-ended" if stopped is Outcome.ALREADY_DONE else "would-stop (audit mode)"
+            outcome = (
+                NotificationOutcome.ALREADY_ENDED
+                if stopped is Outcome.ALREADY_DONE
+                else NotificationOutcome.WOULD_STOP
+            )
         else:
-            headline, outcome = f"Training job {job.name}: governance warning", "notified"
+            outcome = NotificationOutcome.NOTIFIED
         self._notifier.publish(
             Notification(
-                kind="compliance",
+                kind=NotificationKind.COMPLIANCE,
                 job_name=job.name,
                 job_arn=job.arn,
                 team=job.tag(effective.team_tag),
                 owner=job.tag(effective.owner_tag),
-                headline=headline,
+                headline=headline(NotificationKind.COMPLIANCE, outcome, job.name),
                 outcome=outcome,
                 items=Notification.items_from(result.violations),
             )

@@ -31,10 +31,17 @@ from sagemaker_governance.domain.guards.base import (
     NoAlarm,
     is_training,
 )
+from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.ports import AlarmLifecyclePort, Clock, JobsPort, PolicySource
+from sagemaker_governance.service.ports import (
+    AlarmLifecyclePort,
+    Clock,
+    InstanceCatalogPort,
+    JobsPort,
+    PolicySource,
+)
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 
@@ -51,6 +58,7 @@ class GuardAlarms:
         audit: AuditSink,
         clock: Clock,
         naming: AlarmNaming,
+        instances: InstanceCatalogPort | None = None,
     ) -> None:
         self.guard = guard
         self._jobs = jobs
@@ -59,6 +67,19 @@ class GuardAlarms:
         self._audit = audit
         self._clock = clock
         self._naming = naming
+        self._instances = instances
+
+    def _plan(self, job: TrainingJob, config: Any) -> AlarmPlan | NoAlarm:
+        """The guard's plan, with EC2's facts for instance types our table does not know (issue 16 item 3)."""
+        if self._instances is None or not getattr(self.guard, "uses_instance_facts", False):
+            return self.guard.plan(job, config, self._naming)
+        resolved = {
+            group.instance_type: self._instances.facts(group.instance_type)
+            for group in job.instance_groups
+            if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN
+        }
+        plan: AlarmPlan | NoAlarm = self.guard.plan(job, config, self._naming, resolved=resolved)  # type: ignore[call-arg]
+        return plan
 
     def applies(self, job: TrainingJob) -> bool:
         return is_training(job) or job.is_terminal
@@ -99,7 +120,7 @@ class GuardAlarms:
             reason = f"the {guard.title} is disabled for this job's policy"
             decision = self._none(policy, job, guard.code(AlarmCode.DISABLED), reason)
             return self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
-        plan = guard.plan(job, config, self._naming)
+        plan = self._plan(job, config)
         if isinstance(plan, NoAlarm):
             decision = Decision(
                 rule=guard.rule_id,
@@ -148,7 +169,7 @@ class GuardAlarms:
         config = self.guard.config(effective)
         if not config.enabled:
             return ()
-        plan = self.guard.plan(job, config, self._naming)
+        plan = self._plan(job, config)
         if not isinstance(plan, AlarmPlan):
             return ()
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())

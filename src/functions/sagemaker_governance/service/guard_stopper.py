@@ -35,7 +35,7 @@ from sagemaker_governance.domain.guards.base import (
     alarm_tags_identify,
 )
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.events import AlarmNotification
 from sagemaker_governance.observability import logger
@@ -230,21 +230,17 @@ class GuardStopper:
         team_tag: str,
         owner_tag: str,
     ) -> None:
-        stopped = outcome is Outcome.DONE
-        was, looks = guard.symptom(config)
+        said = NotificationOutcome.STOPPED if outcome is Outcome.DONE else NotificationOutcome.WOULD_STOP
+        kind = NotificationKind.guard_stop(guard.name)
         self._notifier.publish(
             Notification(
-                kind=f"{guard.name}-stop",
+                kind=kind,
                 job_name=job.name,
                 job_arn=job.arn,
                 team=job.tag(team_tag),
                 owner=job.tag(owner_tag),
-                headline=(
-                    f"Training job {job.name} was stopped: {was}"
-                    if stopped
-                    else f"Training job {job.name} {looks} (audit mode: not stopped)"
-                ),
-                outcome="stopped" if stopped else "would-stop (audit mode)",
+                headline=headline(kind, said, job.name, symptom=guard.symptom(config)),
+                outcome=said,
                 items=Notification.items_from([verdict.decision]),
             )
         )

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.guards.base import AlarmPlan
+from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -86,3 +87,8 @@ class AlarmArmingPort(Protocol):
     def enable_actions(self, names: Sequence[str]) -> None: ...
 
     def disable_actions(self, names: Sequence[str]) -> None: ...
+
+
+class InstanceCatalogPort(Protocol):
+    def facts(self, instance_type: str) -> InstanceFacts:
+        """What is known of the type's GPUs (``unknown`` with the reason when nobody can say); never raises."""

@@ -25,7 +25,7 @@ from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.resume import (
     RESUME_RULE_ID,
@@ -58,7 +58,7 @@ class LauncherPort(Protocol):
 
 class _CloneReaction:
     rule: str = ""
-    kind: str = ""  # notification kind
+    kind: NotificationKind  # of the message sent when a clone is created
     metric: BusinessMetric  # counted for each clone created
     codes: Codes
 
@@ -140,7 +140,7 @@ class _CloneReaction:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
             if effective.notify_in_audit_mode:
-                self._notify(job, effective, result, plan, "would-resume (audit mode)")
+                self._notify(job, effective, result, plan, NotificationOutcome.WOULD_RESUME)
             return
         try:
             created = self._launcher.create_training_job(plan.request)
@@ -174,7 +174,7 @@ class _CloneReaction:
             self._record(stop, job, policy, trigger, stopped)
         if clone_outcome is Outcome.DONE:
             self._count(plan)
-            self._notify(job, effective, result, plan, "resumed")
+            self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
 
     def _source_of(self, clone_name: str) -> str | None:
         """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of), if any."""
@@ -209,10 +209,14 @@ class _CloneReaction:
         self._metrics.emit(self.metric, reason=plan.reason.value)
 
     def _notify(
-        self, job: TrainingJob, effective: Policy, result: CloneDecision, plan: ClonePlan, outcome: str
+        self,
+        job: TrainingJob,
+        effective: Policy,
+        result: CloneDecision,
+        plan: ClonePlan,
+        outcome: NotificationOutcome,
     ) -> None:
-        verb = "was resumed" if outcome == "resumed" else "would be resumed"
-        on_demand = " On-Demand" if plan.on_demand and job.spot else ""
+        on_demand = plan.on_demand and job.spot
         self._notifier.publish(
             Notification(
                 kind=self.kind,
@@ -220,7 +224,7 @@ class _CloneReaction:
                 job_arn=job.arn,
                 team=job.tag(effective.team_tag),
                 owner=job.tag(effective.owner_tag),
-                headline=f"Training job {job.name} {verb}{on_demand} as {plan.name}",
+                headline=headline(self.kind, outcome, job.name, clone=plan.name, on_demand=on_demand),
                 outcome=outcome,
                 items=Notification.items_from(result.decisions),
                 related_job=plan.name,
@@ -233,7 +237,7 @@ class AutoResumeReaction(_CloneReaction):
     """On ``Failed``: resume a long-running job that failed for a transient reason."""
 
     rule = RESUME_RULE_ID
-    kind = "resume"
+    kind = NotificationKind.RESUME
     metric = BusinessMetric.JOBS_RESUMED
     codes = ResumeCode
 
@@ -293,7 +297,7 @@ class SpotFallbackReaction(_CloneReaction):
     """On ``Interrupted`` and on ``MaxWaitTimeExceeded``: move a Managed Spot job to On-Demand."""
 
     rule = SPOT_RULE_ID
-    kind = "spot-fallback"
+    kind = NotificationKind.SPOT_FALLBACK
     metric = BusinessMetric.SPOT_FALLBACKS
     codes = SpotCode
 

@@ -1,4 +1,5 @@
-"""The deployed stack's outputs: where the CLI finds the audit log groups and the dashboard."""
+"""The deployed stack's outputs and parameters: where the CLI finds the audit log groups and the dashboard,
+and the settings its functions run with (``--stack``)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ class StackOutputs:
 
     def outputs(self, stack_name: str) -> dict[str, str]:
         """``OutputKey -> OutputValue`` of a stack."""
+        stack = self._stack(stack_name)
+        return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
+
+    def _stack(self, stack_name: str) -> dict[str, Any]:
         try:
             response = self._client.describe_stacks(StackName=stack_name)
         except ClientError as exc:
@@ -44,7 +49,17 @@ class StackOutputs:
         stacks = response.get("Stacks", [])
         if not stacks:
             raise StackNotFound(f"stack {stack_name!r} not found in this account and region")
-        return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", []) if "OutputValue" in o}
+        stack: dict[str, Any] = stacks[0]
+        return stack
+
+    def parameters(self, stack_name: str) -> dict[str, str]:
+        """``ParameterKey -> ParameterValue`` of a stack (what its functions' environment was built from)."""
+        stack = self._stack(stack_name)
+        return {
+            p["ParameterKey"]: p.get("ResolvedValue", p["ParameterValue"])
+            for p in stack.get("Parameters", [])
+            if "ParameterValue" in p and p["ParameterValue"] != "****"  # NoEcho values are masked
+        }
 
     def audit_log_groups(self, stack_name: str) -> list[str]:
         """Every function log group the stack exports (outputs named ``<Function>LogGroupName``)."""

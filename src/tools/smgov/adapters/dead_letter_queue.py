@@ -1,8 +1,10 @@
-"""The dead-letter queue, for operators (`smgov dlq`): peek, redrive to the function, delete."""
+"""The dead-letter queue, for operators (`smgov dlq`): peek, redrive (to the function or to the source
+queue), delete."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
@@ -15,13 +17,23 @@ MAX_BATCH = 10
 
 class DeadLetterQueue:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "lambda:InvokeFunction"}
+        {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "lambda:InvokeFunction",
+            "sqs:GetQueueUrl",  # redrive to a source queue
+            "sqs:SendMessage",
+        }
     )
 
-    def __init__(self, sqs: Any, lambda_client: Any, queue_url: str) -> None:
+    def __init__(
+        self, sqs: Any, lambda_client: Any, queue_url: str, source_queues: Mapping[str, str] | None = None
+    ) -> None:
         self._sqs = sqs
         self._lambda = lambda_client
         self._queue_url = queue_url
+        self._source_queues = dict(source_queues or {})  # body shape -> the queue it came from
 
     def peek(self, limit: int = 100, visibility_seconds: int = 30) -> list[DeadLetter]:
         """Up to ``limit`` messages, hidden for ``visibility_seconds`` while we look, then visible again."""
@@ -33,6 +45,7 @@ class DeadLetterQueue:
                     MaxNumberOfMessages=min(MAX_BATCH, limit - len(letters)),
                     VisibilityTimeout=visibility_seconds,
                     MessageAttributeNames=["All"],
+                    MessageSystemAttributeNames=["DeadLetterQueueSourceArn", "ApproximateReceiveCount"],
                     WaitTimeSeconds=0,
                 )
             except ClientError as exc:
@@ -42,7 +55,7 @@ class DeadLetterQueue:
             if not fresh:
                 break
             for message in fresh:
-                letters[message["MessageId"]] = parse_dead_letter(message)
+                letters[message["MessageId"]] = parse_dead_letter(message, self._source_queues)
         return list(letters.values())
 
     def release(self, letter: DeadLetter) -> None:
@@ -52,18 +65,24 @@ class DeadLetterQueue:
         )
 
     def redrive(self, letter: DeadLetter) -> None:
-        """Invoke the function asynchronously with the original payload, then delete the message.
-
-        The message is deleted only after Lambda accepted the invocation; if that fails it stays.
-        """
-        if not letter.redrivable or letter.function_arn is None:
-            raise AdapterError(f"message {letter.message_id} has no function or payload to redrive")
-        try:
-            self._lambda.invoke(
-                FunctionName=letter.function_arn,
-                InvocationType="Event",
-                Payload=json.dumps(letter.payload).encode(),
-            )
-        except ClientError as exc:
-            raise AdapterError(f"Invoke {letter.function_arn} failed: {exc}") from exc
+        """Send the original message back to its queue, or invoke the function asynchronously with the
+        original payload; then delete the message (only once the queue or Lambda accepted it)."""
+        if not letter.redrivable:
+            raise AdapterError(f"message {letter.message_id} has no function, queue or payload to redrive")
+        if letter.queue_arn is not None:
+            name, account = letter.queue_arn.rsplit(":", 2)[-1], letter.queue_arn.split(":")[4]
+            try:
+                url = self._sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+                self._sqs.send_message(QueueUrl=url, MessageBody=letter.body)
+            except ClientError as exc:
+                raise AdapterError(f"SendMessage to {letter.queue_arn} failed: {exc}") from exc
+        else:
+            try:
+                self._lambda.invoke(
+                    FunctionName=letter.function_arn,
+                    InvocationType="Event",
+                    Payload=json.dumps(letter.payload).encode(),
+                )
+            except ClientError as exc:
+                raise AdapterError(f"Invoke {letter.function_arn} failed: {exc}") from exc
         self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=letter.receipt_handle)

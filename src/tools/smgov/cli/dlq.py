@@ -12,17 +12,24 @@ from sagemaker_governance.domain.errors import AdapterError
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
 
 
-def queue_url_from_stack(stack: str) -> str:
+def stack_outputs(stack: str) -> dict[str, str]:
     outputs = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
-    for output in outputs:
-        if output["OutputKey"] == "DeadLetterQueueUrl":
-            return str(output["OutputValue"])
-    raise SystemExit(f"stack {stack} has no DeadLetterQueueUrl output")
+    return {str(o["OutputKey"]): str(o["OutputValue"]) for o in outputs}
 
 
 def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
-    url = args.queue_url or queue_url_from_stack(args.stack)
-    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url)
+    sources: dict[str, str] = {}
+    url = args.queue_url
+    if url is None:
+        outputs = stack_outputs(args.stack)
+        if "DeadLetterQueueUrl" not in outputs:
+            raise SystemExit(f"stack {args.stack} has no DeadLetterQueueUrl output")
+        url = outputs["DeadLetterQueueUrl"]
+        # where a message without DeadLetterQueueSourceArn came from, by the shape of its body
+        for shape, key in (("eventbridge", "JobEventsQueueArn"), ("sns", "AlarmQueueArn")):
+            if key in outputs:
+                sources[shape] = outputs[key]
+    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources)
 
 
 def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None) -> int:
@@ -45,7 +52,7 @@ def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None)
         print(
             f"{letter.message_id:<38} {letter.source:<11} {(letter.job_name or '-')[:32]:<32} {letter.error[:100]}"
         )
-    print(f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their function.")
+    print(f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their queue or function.")
     return 0
 
 
@@ -62,7 +69,7 @@ def cmd_dlq_redrive(args: argparse.Namespace, queue: DeadLetterQueue | None = No
             print(f"skip {letter.message_id}: {letter.source} message with nothing to redrive (left in the queue)")
             continue
         if args.dry_run:
-            print(f"would redrive {letter.message_id} ({letter.job_name or '-'}) to {letter.function_arn}")
+            print(f"would redrive {letter.message_id} ({letter.job_name or '-'}) to {letter.target}")
             continue
         try:
             queue.redrive(letter)
@@ -71,7 +78,7 @@ def cmd_dlq_redrive(args: argparse.Namespace, queue: DeadLetterQueue | None = No
             queue.release(letter)  # visible again at once for the next attempt
             print(f"failed {letter.message_id}: {exc}", file=sys.stderr)
             continue
-        print(f"redrove {letter.message_id} ({letter.job_name or '-'}) to {letter.function_arn}")
+        print(f"redrove {letter.message_id} ({letter.job_name or '-'}) to {letter.target}")
     return 1 if failures else 0
 
 
@@ -80,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dlq_sub = dlq.add_subparsers(dest="dlq_command", required=True)
     for name, func, text in (
         ("list", cmd_dlq_list, "show what failed, with the error (messages stay in the queue)"),
-        ("redrive", cmd_dlq_redrive, "invoke the function again with each original event, then delete it"),
+        ("redrive", cmd_dlq_redrive, "send each original event back to its queue or function, then delete it"),
     ):
         command = dlq_sub.add_parser(name, help=text)
         where = command.add_mutually_exclusive_group()

@@ -19,7 +19,7 @@ from sagemaker_governance.domain.policy_document import (
 )
 from sagemaker_governance.settings import Settings
 from smgov.cli import dlq
-from smgov.cli.output import EXIT_OK, EXIT_USAGE, fail
+from smgov.cli.output import EXIT_OK, EXIT_USAGE, deployed_settings_or_exit, fail
 from smgov.cli.resume import add_parser as add_resume_parser
 from smgov.local_policy import load_policy
 
@@ -47,9 +47,15 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """The deploy-time settings: the template's Parameter defaults, or ``--stack``'s parameters."""
+    settings: Settings = deployed_settings_or_exit(getattr(args, "stack", None))
+    return settings
+
+
 def cmd_policy_show(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file)
+        policy = load_policy(args.file, _settings(args))
         if args.team:
             policy = policy.for_team(args.team)
     except PolicyDocumentError as exc:
@@ -65,25 +71,82 @@ def cmd_policy_show(args: argparse.Namespace) -> int:
 # ---- explain ------------------------------------------------------------------------------------
 
 
+def _event_kind(raw: Any) -> str:
+    """``state-change``, ``alarm`` or ``schedule``: which function the event is for."""
+    if isinstance(raw, dict) and raw.get("detail-type") == "Scheduled Event":
+        return "schedule"
+    records = raw.get("Records") if isinstance(raw, dict) else None
+    if isinstance(records, list) and records and isinstance(records[0], dict):
+        first = records[0]
+        if first.get("EventSource") == "aws:sns":
+            return "alarm"
+        body = first.get("body")
+        if (
+            first.get("eventSource") == "aws:sqs"
+            and isinstance(body, str)
+            and '"Type"' in body
+            and '"Notification"' in body
+        ):
+            return "alarm"
+    return "state-change"
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from smgov.explain import explain_event
+    from smgov.explain import ExplainError, explain_alarm, explain_event, explain_schedule
 
     raw_event = _read_json(args.event_file)
     describe = _read_json(args.describe) if args.describe else None
+    settings = _settings(args)
     try:
-        policy = load_policy(args.policy)
+        policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+    kind, now, naming = _event_kind(raw_event), datetime.now(UTC), _naming(settings)
     try:
-        result = explain_event(raw_event, policy, now=datetime.now(UTC), describe=describe, naming=_naming())
+        if kind == "alarm":
+            result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming)
+        elif kind == "schedule":
+            result = explain_schedule(
+                raw_event,
+                policy,
+                now=now,
+                describe=describe,
+                naming=naming,
+                interval_minutes=settings.reconcile_interval_minutes,
+            )
+        else:
+            results = [
+                explain_event(event, policy, now=now, describe=describe, naming=naming)
+                for event in _state_changes(raw_event)
+            ]
+            result = results[0] if len(results) == 1 else {"batch": results}
+    except ExplainError as exc:
+        return fail(f"{args.event_file}: {exc}", EXIT_USAGE)
     except ValidationError as exc:
-        return fail(
-            f"{args.event_file}: not a training job state change event:\n  - " + "\n  - ".join(format_errors(exc))
+        what = {"alarm": "an alarm notification", "schedule": "a scheduled event"}.get(
+            kind, "a training job state change event"
         )
+        return fail(f"{args.event_file}: not {what}:\n  - " + "\n  - ".join(format_errors(exc)))
     if args.json:
         print(json.dumps(result, indent=2, default=str))
         return EXIT_OK
+    for one in result.get("batch", [result]):
+        _print_explained(one)
+    return EXIT_OK
+
+
+def _state_changes(raw: Any) -> list[Any]:
+    """The events of an SQS batch from the job-events queue, or the event itself."""
+    from sagemaker_governance.events import sqs_bodies
+
+    bodies = sqs_bodies(raw) if isinstance(raw, dict) else None
+    return [raw] if bodies is None else [json.loads(body) for _, body in bodies]
+
+
+def _print_explained(result: dict[str, Any]) -> None:
     print(f"job: {result['job']}  ({result['status']})")
+    if result.get("assumed"):
+        print(f"  (assumed: {result['assumed']})")
     for decision in result["decisions"]:
         print(f"  [{decision['rule']}] {decision['action']} ({decision['mode']}): {decision['reason']}")
         if decision.get("remedy"):
@@ -93,14 +156,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if decision.get("alarm"):
             names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
             print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
-    return EXIT_OK
 
 
-def _naming() -> Any:
-    """The alarm names and topic the deployed stack would use (from the same environment)."""
+def _naming(cfg: Settings | None = None) -> Any:
+    """The alarm names and topic the deployed stack would use (from the same settings)."""
     from sagemaker_governance.domain.guards.base import AlarmNaming
 
-    cfg = Settings.from_env()
+    cfg = cfg or Settings.from_env()
     # Offline there is no stack: name the topic the way CloudFormation names it (less its random suffix).
     topic = (
         cfg.alarm_topic_arn or f"arn:{cfg.partition}:sns:{cfg.region}:{cfg.account_id}:{cfg.stack_name}-AlarmTopic"
@@ -117,6 +179,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(json_output=args.json)
 
 
+def _stack_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smgov", description="SageMaker training governance tooling.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,10 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", nargs="?")
     show.add_argument("--team", help="resolve this team's override")
     show.add_argument("--json", action="store_true")
+    _stack_option(show)
     show.set_defaults(func=cmd_policy_show)
 
-    explain = sub.add_parser("explain", help="what the service would do with an event (offline)")
+    explain = sub.add_parser(
+        "explain",
+        help="what the service would do with an event (offline): a job state change, an alarm notification "
+        "or the reconciler's schedule, directly or as an SQS batch",
+    )
     explain.add_argument("event_file")
+    _stack_option(explain)
     explain.add_argument("--describe", metavar="DESCRIBE_FILE", help="DescribeTrainingJob response (JSON)")
     explain.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
     explain.add_argument("--json", action="store_true")

@@ -4,7 +4,9 @@
 
 With ``--describe-file`` (a DescribeTrainingJob response) and ``--tags-file`` (a ListTags response, a
 Key/Value list or a tag map) the job is read offline; with ``--dry-run`` nothing is created and
-``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore).
+``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore), plus
+``fields_not_carried`` and ``fields_unknown_to_botocore`` when the clone cannot carry something of the job
+(the second: fields AWS returned that this botocore's model does not know; upgrade botocore).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sagemaker_governance.domain.clone import (
     plan_clone,
 )
 from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_tags
+from sagemaker_governance.domain.orchestrators import orchestrator_of
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -60,6 +63,12 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
         if not isinstance(description, dict):
             raise _UsageError(f"{args.describe_file}: not a DescribeTrainingJob response")
         description.pop("ResponseMetadata", None)
+        from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
+        from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+
+        unmodelled = unmodelled_paths(description)  # what botocore would drop when parsing this answer
+        if unmodelled:
+            description[UNMODELLED_FIELDS_KEY] = unmodelled
         return description, _tags_from(_read_json(args.tags_file), args.tags_file), None
     import boto3
 
@@ -96,11 +105,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _fail(f"cannot resume {args.job_name}: {exc}")
 
     status = description.get("TrainingJobStatus")
+    owner = orchestrator_of(description, tags)
     outcome = "planned (dry run)"
     if not args.dry_run:
-        if status not in TERMINAL_STATUSES:
+        if status not in TERMINAL_STATUSES and not args.force:
             return _fail(
-                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it runs)"
+                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it "
+                "runs), or --force"
+            )
+        if owner is not None and not args.force:
+            return _fail(
+                f"{args.job_name} belongs to a {owner.kind} ({owner.identity}), which retries it itself: "
+                "a clone would run outside its bookkeeping (--force to clone anyway)"
             )
         from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 
@@ -117,14 +133,26 @@ def cmd_resume(args: argparse.Namespace) -> int:
         out: dict[str, Any] = {"request": plan.request}
         if not args.dry_run:
             out["outcome"] = outcome
+        if plan.unexpected_drops:
+            out["fields_not_carried"] = list(plan.unexpected_drops)
+        if plan.unmodelled:
+            out["fields_unknown_to_botocore"] = list(plan.unmodelled)
         print(json.dumps(out, indent=2, default=str))
         return EXIT_OK
     print(f"{args.job_name} -> {plan.name}  (attempt {plan.attempt} of lineage {plan.lineage.root}): {outcome}")
     print(
         f"  on-demand: {'yes' if plan.on_demand else 'no (Spot)'}; checkpoint: {plan.checkpoint_s3_uri or 'none'}"
     )
+    if owner is not None:
+        print(f"  owned by a {owner.kind} ({owner.identity}, {owner.sign}): the service never clones it")
     if plan.unexpected_drops:
         print(f"  not carried over: {', '.join(plan.unexpected_drops)}")
+    if plan.unmodelled:
+        import botocore
+
+        print(
+            f"  not carried over (unknown to botocore {botocore.__version__}; upgrade it): {', '.join(plan.unmodelled)}"
+        )
     return EXIT_OK
 
 
@@ -134,6 +162,11 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("job_name", metavar="JOB_NAME")
     resume.add_argument("--on-demand", action="store_true", help="run the clone On-Demand (not Spot)")
     resume.add_argument("--dry-run", action="store_true", help="plan and print; create nothing")
+    resume.add_argument(
+        "--force",
+        action="store_true",
+        help="clone even a job still in progress, or one an orchestrator (tuning, AutoML, Pipelines, Batch) owns",
+    )
     resume.add_argument("--describe-file", metavar="FILE", help="DescribeTrainingJob response (JSON); offline")
     resume.add_argument("--tags-file", metavar="FILE", help="ListTags response or tag map (JSON); offline")
     resume.add_argument("--json", action="store_true")

@@ -21,14 +21,17 @@ from pydantic import ValidationError
 from sagemaker_governance.domain.errors import AdapterError
 from smgov.audit_queries import (
     DECISION_COLUMNS,
+    CodeLine,
     DurationError,
     Row,
     TeamReport,
     actions_query,
+    code_lines,
     decisions_query,
     governed_jobs_query,
     parse_duration,
     rows_from_results,
+    stops_by_code_query,
     team_report,
 )
 
@@ -102,12 +105,14 @@ def _key(column: str) -> str:
     return column.removeprefix("audit.").removeprefix("@")
 
 
-_AUDIT_HEADERS = ("time (UTC)", "job", "team", "rule", "action", "mode", "outcome", "reason")
+_AUDIT_HEADERS = ("time (UTC)", "job", "team", "rule", "code", "action", "mode", "outcome", "reason")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     try:
-        query = decisions_query(rule=args.rule, job=args.job, include_no_action=args.all, limit=args.limit)
+        query = decisions_query(
+            rule=args.rule, job=args.job, code=args.code, include_no_action=args.all, limit=args.limit
+        )
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     deps = make_dependencies(args.region)
@@ -138,14 +143,24 @@ def report_lines(deps: Dependencies, stack: str, since: timedelta) -> list[TeamR
     return team_report(governed, actions)
 
 
+def report_codes(deps: Dependencies, stack: str, since: timedelta) -> list[CodeLine]:
+    return code_lines(_query(deps, stack, stops_by_code_query(), since))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     deps = make_dependencies(args.region)
     try:
         lines = report_lines(deps, args.stack, args.since)
+        codes = report_codes(deps, args.stack, args.since)
     except (AdapterError, ValueError) as exc:
         return _fail(str(exc))
     if args.json:
-        print(json.dumps({"since": args.since_text, "teams": [line.model_dump() for line in lines]}, indent=2))
+        report = {
+            "since": args.since_text,
+            "teams": [line.model_dump() for line in lines],
+            "stops_by_code": [line.model_dump() for line in codes],
+        }
+        print(json.dumps(report, indent=2))
         return EXIT_OK
     if not lines:
         print(f"no governance decisions in the last {args.since_text}")
@@ -166,6 +181,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"Governance over the last {args.since_text}, per team (the cost tag):")
     print(format_table(table, _REPORT_HEADERS, numeric=range(1, len(_REPORT_HEADERS))))
     print(f"\nEstimated savings: ${total_saved:,.2f}")
+    if codes:
+        rows = [[c.code, c.outcome, str(c.jobs), f"{c.saved_usd:,.2f}"] for c in codes]
+        print("\nStops by decision code (README: Decision codes):")
+        print(format_table(rows, ("code", "outcome", "jobs", "saved USD"), numeric=(2, 3)))
     return EXIT_OK
 
 
@@ -210,6 +229,9 @@ def register(sub: Any) -> None:
     _add_common(audit, "7d")
     audit.add_argument("--rule", help="only this rule id")
     audit.add_argument("--job", help="only this training job (all its decisions)")
+    audit.add_argument(
+        "--code", help="only decisions with this code (e.g. idle.stop.idle; README: Decision codes)"
+    )
     audit.add_argument("--all", action="store_true", help="include decisions that did nothing")
     audit.add_argument("--limit", type=int, default=200, help="most rows to show (default 200, at most 10000)")
     audit.set_defaults(func=_with_since_text(cmd_audit))

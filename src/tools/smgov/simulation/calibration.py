@@ -3,7 +3,7 @@
 Each trace (``../shared/gpu_traces``, read in place, never copied) is converted to what SageMaker
 would publish (``traces.per_minute``: one ``GPUUtilization`` value per minute, summed over the host's
 GPUs) and replayed, minute by minute, through the simulator's CloudWatch alarm evaluator
-(``simulation/alarms.py``) with the alarm the real planner builds (``domain/guards/idle.IdleGuard.plan``: the
+(``simulation/alarms/``) with the alarm the real planner builds (``domain/guards/idle.IdleGuard.plan``: the
 per-GPU threshold scaled by the instance type's GPU count). Each ``ALARM`` notification goes to the
 real stopper decision (``domain/guards/idle.IdleGuard.judge``): inside the grace period it resets the alarm
 (``SetAlarmState OK``, as the idle stopper does) and the evaluator fires again a period later while the

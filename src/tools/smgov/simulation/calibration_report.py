@@ -179,7 +179,7 @@ def _method(cal: Calibration) -> list[str]:
     )
     add(
         "- **The evaluator.** The series is published minute by minute into the simulator's metric store and "
-        "the alarm is evaluated by `simulation/alarms.py` (CloudWatch's M-of-N and missing-data rules). Each "
+        "the alarm is evaluated by `simulation/alarms/` (CloudWatch's M-of-N and missing-data rules). Each "
         "`ALARM` goes to the real stopper decision (`domain/guards/idle.py`, `IdleGuard.judge`): within the grace "
         "period the alarm is reset to `OK` and fires again a minute later if the job is still idle; after it, "
         "the job is stopped."

@@ -7,6 +7,13 @@ merged with its own) and its triggers: EventBridge rule patterns (SAM ``EventBri
 ``CloudWatchEvent`` events and ``AWS::Events::Rule`` targets), SNS subscriptions (SAM ``SNS`` events and
 ``AWS::SNS::Subscription`` with protocol ``lambda``, filter policies included) and ``rate(...)``
 schedules. Routing therefore follows the template itself: a wrong content filter is a wrong route.
+
+A queue between a source and a function (an ``AWS::Events::Rule`` target or an ``AWS::SNS::Subscription``
+with protocol ``sqs`` whose queue an ``AWS::Lambda::EventSourceMapping`` reads) becomes a route with a
+``QueueDelivery``: the function receives SQS batches, a record it fails (an exception, or its id in the
+partial batch response) is received again until the queue's ``maxReceiveCount``, then moved to the
+redrive target. The simulator delivers one record per invocation, at once (it does not model batching,
+the visibility timeout's delay, nor ``MaximumConcurrency``: invocations run one at a time anyway).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moto.events.models import EventPattern
@@ -29,11 +36,24 @@ class DeploymentError(ValueError):
     """The simulator cannot deploy the template as written."""
 
 
+@dataclass(frozen=True)
+class QueueDelivery:
+    """An SQS queue an event source mapping reads for a function."""
+
+    queue_arn: str
+    max_receive_count: int | None  # the queue's redrive policy (None: no redrive, retried until expiry)
+    dead_letter_arn: str | None
+    batch_size: int = 10
+    reports_item_failures: bool = False  # FunctionResponseTypes: [ReportBatchItemFailures]
+    raw_message_delivery: bool = False  # SNS subscriptions only
+
+
 @dataclass
 class EventRoute:
     name: str
     pattern: dict[str, Any]
     matcher: EventPattern
+    queue: QueueDelivery | None = None
 
     def matches(self, event: Mapping[str, Any], flat: Mapping[str, Any] | None = None) -> bool:
         """moto's EventBridge pattern engine; ``flat`` (see ``flatten``) saves re-flattening per route."""
@@ -59,6 +79,7 @@ class SnsRoute:
     topic_arn: str
     filter_policy: dict[str, Any] | None = None
     scope: str | None = None
+    queue: QueueDelivery | None = None
 
     def matches(self, attributes: Mapping[str, Any], message: str) -> bool:
         if not self.filter_policy:
@@ -304,7 +325,17 @@ def deploy(
             _wire_event(function, event_name, source, resolver, notes)
         functions[name] = function
 
+    _wire_sources(active, functions, resolver)
+    return Deployment(stack_name, parameters, functions, resolver.physical, notes)
+
+
+def _wire_sources(
+    active: Mapping[str, Any], functions: Mapping[str, DeployedFunction], resolver: Resolver
+) -> None:
+    """Routes declared outside the functions: ``AWS::Events::Rule`` targets and ``AWS::SNS::Subscription``s,
+    to a function directly or through a queue an event source mapping reads for it."""
     by_arn = {resolver.physical[f]["Arn"]: f for f in functions}
+    consumers = _queue_consumers(active, functions, resolver)
     for name, res in active.items():
         props = res.get("Properties", {})
         if res["Type"] == "AWS::Events::Rule" and props.get("State", "ENABLED") == "ENABLED":
@@ -312,13 +343,55 @@ def deploy(
             for target in resolver.resolve(props.get("Targets", [])):
                 if target.get("Arn") in by_arn and pattern:
                     functions[by_arn[target["Arn"]]].event_routes.append(_event_route(name, pattern))
+                elif target.get("Arn") in consumers and pattern:
+                    consumer, queue = consumers[target["Arn"]]
+                    consumer.event_routes.append(_event_route(name, pattern, queue))
         elif res["Type"] == "AWS::SNS::Subscription":
             resolved = resolver.resolve(props)
+            route = SnsRoute(resolved["TopicArn"], resolved.get("FilterPolicy"), resolved.get("FilterPolicyScope"))
             if resolved.get("Protocol") == "lambda" and resolved.get("Endpoint") in by_arn:
-                functions[by_arn[resolved["Endpoint"]]].sns_routes.append(
-                    SnsRoute(resolved["TopicArn"], resolved.get("FilterPolicy"), resolved.get("FilterPolicyScope"))
-                )
-    return Deployment(stack_name, parameters, functions, resolver.physical, notes)
+                functions[by_arn[resolved["Endpoint"]]].sns_routes.append(route)
+            elif resolved.get("Protocol") == "sqs" and resolved.get("Endpoint") in consumers:
+                consumer, queue = consumers[resolved["Endpoint"]]
+                raw = str(resolved.get("RawMessageDelivery", "false")).lower() == "true"
+                route.queue = replace(queue, raw_message_delivery=raw)
+                consumer.sns_routes.append(route)
+
+
+def _queue_consumers(
+    active: Mapping[str, Any], functions: Mapping[str, DeployedFunction], resolver: Resolver
+) -> dict[str, tuple[DeployedFunction, QueueDelivery]]:
+    """Queue ARN -> the function an ``AWS::Lambda::EventSourceMapping`` invokes with its records."""
+    by_name = {f.function_name: f for f in functions.values()}
+    by_name.update({resolver.physical[f.logical_id]["Arn"]: f for f in functions.values()})
+    redrive: dict[str, Any] = {}
+    for name, res in active.items():
+        if res["Type"] == "AWS::SQS::Queue":
+            redrive[resolver.physical[name]["Arn"]] = resolver.resolve(
+                res.get("Properties", {}).get("RedrivePolicy")
+            )
+    out: dict[str, tuple[DeployedFunction, QueueDelivery]] = {}
+    for res in active.values():
+        if res["Type"] != "AWS::Lambda::EventSourceMapping":
+            continue
+        props = resolver.resolve(res.get("Properties", {}))
+        function = by_name.get(str(props.get("FunctionName")))
+        arn = str(props.get("EventSourceArn", ""))
+        if function is None or arn not in redrive or props.get("Enabled") is False:
+            continue
+        policy = redrive[arn] if isinstance(redrive[arn], Mapping) else {}
+        count = policy.get("maxReceiveCount")
+        out[arn] = (
+            function,
+            QueueDelivery(
+                queue_arn=arn,
+                max_receive_count=int(count) if count is not None else None,
+                dead_letter_arn=policy.get("deadLetterTargetArn"),
+                batch_size=int(props.get("BatchSize", 10)),
+                reports_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+            ),
+        )
+    return out
 
 
 def _failure_destination(props: Mapping[str, Any], globals_: Mapping[str, Any], resolver: Resolver) -> str | None:
@@ -375,8 +448,8 @@ def _create_tables(active: Mapping[str, Any], resolver: Resolver, *, stack_name:
         resolver.physical[name] = {"Ref": table, "Arn": described["TableArn"]}
 
 
-def _event_route(name: str, pattern: dict[str, Any]) -> EventRoute:
-    return EventRoute(name, pattern, EventPattern.load(json.dumps(pattern)))
+def _event_route(name: str, pattern: dict[str, Any], queue: QueueDelivery | None = None) -> EventRoute:
+    return EventRoute(name, pattern, EventPattern.load(json.dumps(pattern)), queue)
 
 
 def _wire_event(

@@ -23,10 +23,19 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+from smgov.simulation.messages import (
+    alarm_notification,
+    alarm_subject,
+    iso_millis,
+    json_body,
+    sns_lambda_event,
+    sns_record,
+)
 
 Clock = Callable[[], datetime]
 MAX_METRIC_STATS = 10
@@ -38,11 +47,6 @@ class CloudWatchError(Exception):
     def __init__(self, code: str, message: str, status: int = 400) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.status = code, message, status
-
-
-def _cw_time(value: datetime) -> str:
-    """CloudWatch's notification timestamp format: ``2025-11-21T11:20:00.000+0000``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}+0000"
 
 
 class FakeCloudWatch:
@@ -104,84 +108,39 @@ class FakeCloudWatch:
     ) -> dict[str, Any]:
         alarm = self.alarms[name]
         now = self.clock()
-        message: dict[str, Any] = {
-            "AlarmName": name,
-            "AlarmDescription": alarm.get("AlarmDescription"),
-            "AWSAccountId": self.account,
-            "AlarmConfigurationUpdatedTimestamp": _cw_time(alarm["AlarmConfigurationUpdatedTimestamp"]),
-            "NewStateValue": new_state,
-            "NewStateReason": reason or _breach_reason(alarm, now),
-            "StateChangeTime": _cw_time(now),
-            "Region": "US East (N. Virginia)",
-            "AlarmArn": self.arn(name),
-            "OldStateValue": old_state,
-            "OKActions": alarm.get("OKActions", []),
-            "AlarmActions": alarm.get("AlarmActions", []),
-            "InsufficientDataActions": alarm.get("InsufficientDataActions", []),
-        }
+        children = []
         if alarm["Kind"] == "composite":
-            message["AlarmRule"] = alarm["AlarmRule"]
-            message["TriggeringChildren"] = [
-                {"Arn": self.arn(child), "State": {"Value": "ALARM", "Timestamp": _cw_time(now)}}
+            children = [
+                {"Arn": self.arn(child), "State": {"Value": "ALARM", "Timestamp": iso_millis(now)}}
                 for child in _CHILD_REF.findall(alarm["AlarmRule"])[:1]
             ]
-            return message
-        trigger: dict[str, Any] = {
-            "Period": alarm.get("Period"),
-            "EvaluationPeriods": alarm["EvaluationPeriods"],
-            "DatapointsToAlarm": alarm.get("DatapointsToAlarm"),
-            "ComparisonOperator": alarm["ComparisonOperator"],
-            "Threshold": float(alarm["Threshold"]),
-            "TreatMissingData": alarm.get("TreatMissingData", "missing"),
-            "EvaluateLowSampleCountPercentile": "",
-        }
-        if "Metrics" in alarm:
-            trigger.pop("Period")
-            trigger["Metrics"] = [_lower_dimensions(query) for query in alarm["Metrics"]]
-        else:
-            trigger.update(
-                MetricName=alarm["MetricName"],
-                Namespace=alarm["Namespace"],
-                StatisticType="Statistic",
-                Statistic=str(alarm.get("Statistic", "")).upper(),
-                Unit=None,
-                Dimensions=[{"value": d["Value"], "name": d["Name"]} for d in alarm.get("Dimensions", [])],
-            )
-        message["Trigger"] = trigger
-        return message
+        return alarm_notification(
+            alarm,
+            old_state=old_state,
+            new_state=new_state,
+            reason=reason or _breach_reason(alarm, now),
+            changed_at=now,
+            account=self.account,
+            region=self.region,
+            triggering_children=children,
+        )
 
     def sns_event(self, messages: Iterable[dict[str, Any] | str], topic_arn: str | None = None) -> dict[str, Any]:
         """The Lambda event SNS delivers for these messages (a dict is sent as JSON, a str as is)."""
         topic = topic_arn or f"arn:aws:sns:{self.region}:{self.account}:governance-alarms"
-        records = []
-        for index, message in enumerate(messages):
-            body = message if isinstance(message, str) else json.dumps(message)
-            subject = (
-                f'ALARM: "{message["AlarmName"]}" in US East (N. Virginia)'[:100]
+        return sns_lambda_event(
+            sns_record(
+                topic,
+                json_body(message),
+                subject=alarm_subject(message["AlarmName"], "ALARM", self.region)
                 if isinstance(message, dict)
-                else None
+                else None,
+                message_id=f"5b4a3c2d-0000-4000-8000-00000000000{index}",
+                subscription_id=f"0f3c5e1a-1111-2222-3333-44445555666{index}",
+                timestamp=self.clock(),
             )
-            records.append(
-                {
-                    "EventSource": "aws:sns",
-                    "EventVersion": "1.0",
-                    "EventSubscriptionArn": f"{topic}:0f3c5e1a-1111-2222-3333-44445555666{index}",
-                    "Sns": {
-                        "Type": "Notification",
-                        "MessageId": f"5b4a3c2d-0000-4000-8000-00000000000{index}",
-                        "TopicArn": topic,
-                        "Subject": subject,
-                        "Message": body,
-                        "Timestamp": self.clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-                        "SignatureVersion": "1",
-                        "Signature": "RkFLRQ==",
-                        "SigningCertUrl": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-fake.pem",
-                        "UnsubscribeUrl": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
-                        "MessageAttributes": {},
-                    },
-                }
-            )
-        return {"Records": records}
+            for index, message in enumerate(messages)
+        )
 
     # ---- the API -------------------------------------------------------------------------------
 
@@ -311,15 +270,6 @@ class FakeCloudWatch:
         if start + size < len(chosen):
             out["NextToken"] = str(start + size)
         return out
-
-
-def _lower_dimensions(query: dict[str, Any]) -> dict[str, Any]:
-    """Notifications spell metric dimensions ``{"value": ..., "name": ...}``."""
-    out = copy.deepcopy(query)
-    metric = out.get("MetricStat", {}).get("Metric")
-    if metric is not None:
-        metric["Dimensions"] = [{"value": d["Value"], "name": d["Name"]} for d in metric.get("Dimensions", [])]
-    return out
 
 
 def _breach_reason(alarm: dict[str, Any], now: datetime) -> str:

@@ -16,10 +16,12 @@ import copy
 import json
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+from smgov.simulation.messages import training_job_state_change
 
 Clock = Callable[[], datetime]
 
@@ -31,10 +33,6 @@ class SageMakerError(Exception):
     def __init__(self, code: str, message: str, status: int = 400) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.status = code, message, status
-
-
-def _millis(value: datetime) -> int:
-    return int(value.timestamp() * 1000)
 
 
 class FakeSageMaker:
@@ -129,21 +127,10 @@ class FakeSageMaker:
     def event(self, name: str, *, event_id: str = "00000000-0000-0000-0000-000000000000") -> dict[str, Any]:
         """The EventBridge event SageMaker would emit for the job's current state (real shape)."""
         job = self.jobs[name]
-        detail: dict[str, Any] = {}
-        for key, value in job.items():
-            detail[key] = _to_event_value(value)
-        detail["Tags"] = {t["Key"]: t["Value"] for t in self.tags.get(job["TrainingJobArn"], [])}
-        return {
-            "version": "0",
-            "id": event_id,
-            "detail-type": "SageMaker Training Job State Change",
-            "source": "aws.sagemaker",
-            "account": self.account,
-            "time": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": self.region,
-            "resources": [job["TrainingJobArn"]],
-            "detail": detail,
-        }
+        tags = {t["Key"]: t["Value"] for t in self.tags.get(job["TrainingJobArn"], [])}
+        return training_job_state_change(
+            job, tags, event_id=event_id, time=self.clock(), region=self.region, account=self.account
+        )
 
     # ---- the API -------------------------------------------------------------------------------
 
@@ -237,14 +224,3 @@ class FakeSageMaker:
         if start + size < len(names):
             out["NextToken"] = str(start + size)
         return out
-
-
-def _to_event_value(value: Any) -> Any:
-    """Events carry timestamps as epoch-millisecond strings."""
-    if isinstance(value, datetime):
-        return str(_millis(value if value.tzinfo else value.replace(tzinfo=UTC)))
-    if isinstance(value, dict):
-        return {k: _to_event_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_event_value(v) for v in value]
-    return value

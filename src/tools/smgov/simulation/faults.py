@@ -23,6 +23,8 @@ engine misbehave the way AWS is allowed to:
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
+Delivery faults (duplicate, reorder, drop) are applied where events are delivered
+(``engine/delivery.py``); throttles and crashes strike inside the invocation.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +42,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash")
 DEFAULT_RATES: dict[str, float] = {"duplicate": 0.2, "reorder": 0.2, "drop": 0.05, "throttle": 0.05, "crash": 0.05}
 REORDER_WINDOW_MINUTES = 3
-STATE_CHANGE = "SageMaker Training Job State Change"
 _ANSWERED = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
 
 
@@ -248,7 +248,3 @@ class Throttler:
         headers["Content-Type"] = "application/x-amz-json-1.1"
         body = json.dumps(parsed, default=_json_default).encode()
         return AWSResponse(url, http.status_code, headers, MockRawResponse(body))
-
-
-def is_state_change(event: Mapping[str, Any]) -> bool:
-    return event.get("detail-type") == STATE_CHANGE

@@ -68,13 +68,45 @@ def function_event_sources(template: dict[str, Any], function: str) -> dict[str,
     return events
 
 
+def _logical(node: Any) -> str | None:
+    """The logical id a ``!Ref X`` / ``!GetAtt X.Arn`` names."""
+    if isinstance(node, dict):
+        if "Ref" in node:
+            return str(node["Ref"])
+        if "Fn::GetAtt" in node:
+            target = node["Fn::GetAtt"]
+            return str(target[0] if isinstance(target, list) else str(target).split(".", 1)[0])
+    return None
+
+
+def queue_consumers(template: dict[str, Any]) -> dict[str, str]:
+    """Queue logical id -> the function an ``AWS::Lambda::EventSourceMapping`` invokes with its records."""
+    out: dict[str, str] = {}
+    for resource in template["Resources"].values():
+        if resource.get("Type") == "AWS::Lambda::EventSourceMapping":
+            props = resource.get("Properties", {})
+            queue, function = _logical(props.get("EventSourceArn")), _logical(props.get("FunctionName"))
+            if queue and function:
+                out[queue] = function
+    return out
+
+
 def eventbridge_patterns(template: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every EventBridge rule pattern routed to a function: ``(function, event name) -> pattern``."""
+    """Every EventBridge rule pattern routed to a function: ``(function, event or rule name) -> pattern``.
+
+    A SAM ``EventBridgeRule`` event on the function, or an ``AWS::Events::Rule`` whose target is the
+    function or a queue an event source mapping reads for it."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
+    consumers = queue_consumers(template)
     for name, resource in template["Resources"].items():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        for event_name, source in resource["Properties"].get("Events", {}).items():
-            if source.get("Type") == "EventBridgeRule":
-                out[(name, event_name)] = source["Properties"]["Pattern"]
+        if resource.get("Type") == "AWS::Serverless::Function":
+            for event_name, source in resource["Properties"].get("Events", {}).items():
+                if source.get("Type") == "EventBridgeRule":
+                    out[(name, event_name)] = source["Properties"]["Pattern"]
+        elif resource.get("Type") == "AWS::Events::Rule":
+            for target in resource.get("Properties", {}).get("Targets", []):
+                logical = _logical(target.get("Arn")) or ""
+                function = consumers.get(logical, logical)
+                if template["Resources"].get(function, {}).get("Type") == "AWS::Serverless::Function":
+                    out[(function, name)] = resource["Properties"]["EventPattern"]
     return out

@@ -23,6 +23,7 @@ stopper's judgement of the notifying alarm's ``ALARM`` is ``IdleGuard.judge``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -51,7 +52,7 @@ from sagemaker_governance.domain.guards.base import (
     preconditions,
     training_started_at,
 )
-from sagemaker_governance.domain.instances import Accelerator, instance_facts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
 
@@ -188,14 +189,25 @@ class IdleGuard(Guard[IdlePolicy]):
     what = "idle alarms"
     rearm_reason = "sagemaker-governance: the training job (re)entered Training; idle evaluation starts afresh"
     sized_by_hosts = True
+    uses_instance_facts = True  # its plan takes ``resolved`` facts (EC2's) for types the table lacks
 
     # ---- alarms ---------------------------------------------------------------------------------
 
-    def plan(self, job: TrainingJob, config: IdlePolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
-        """The alarms that watch ``job``'s GPUs under ``config``, or why there are none."""
+    def plan(
+        self,
+        job: TrainingJob,
+        config: IdlePolicy,
+        naming: AlarmNaming,
+        resolved: Mapping[str, InstanceFacts] | None = None,
+    ) -> AlarmPlan | NoAlarm:
+        """The alarms that watch ``job``'s GPUs under ``config``, or why there are none. ``resolved``: facts
+        the service learnt elsewhere (EC2) for instance types our table does not know (issue 16 item 3)."""
         idle = config
         groups = job.instance_groups
-        facts = {group.instance_type: instance_facts(group.instance_type) for group in groups}
+        facts = {
+            group.instance_type: (resolved or {}).get(group.instance_type) or instance_facts(group.instance_type)
+            for group in groups
+        }
         described = {t: f.note for t, f in facts.items()}
         if not groups or job.total_instance_count < 1:
             return NoAlarm(code=IdleCode.NO_INSTANCES, reason="the job names no instances; nothing to watch")

@@ -1,0 +1,144 @@
+"""The simulated AWS account of a governed run: moto, the deployed template, the handlers' clients.
+
+Inside ``SimulatedAccount``: moto serves every AWS API except SageMaker (the stateful double, attached
+to the handlers' own client); the template's resources exist (``deploy.py``); the handlers' composition
+root uses the virtual clock, an in-memory audit sink (wrapped by the crash fault) and a boto3 session
+whose calls are counted. The simulator's own calls go through another session (not counted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from smgov.simulation.backoff import virtual_backoff
+from smgov.simulation.deploy import Deployment, deploy
+from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.engine.counters import ServiceCalls
+from smgov.simulation.fake_cloudwatch import RequestQuota
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.faults import CrashingAuditSink, FaultInjector, Throttler
+from smgov.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, patched_env
+from smgov.simulation.scenario import Scenario
+
+
+class AccountError(RuntimeError):
+    pass
+
+
+class SimulatedAccount:
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        scenario: Scenario,
+        *,
+        stack_name: str,
+        seed: int,
+        clock: VirtualClock,
+        calls: ServiceCalls,
+        fake: FakeSageMaker,
+        faults: FaultInjector,
+        cloudwatch_tps: float | None,
+    ) -> None:
+        self.template = template
+        self.scenario = scenario
+        self.stack_name = stack_name
+        self.seed = seed
+        self.clock = clock
+        self.calls = calls
+        self.fake = fake
+        self.faults = faults
+        self.cloudwatch_tps = cloudwatch_tps
+        self.deployment: Deployment | None = None
+        self.cloudwatch: Any = None  # the simulator's own CloudWatch client (its calls are not counted)
+        self.environment: dict[str, str] = {}
+        self.audit: Any = None
+        self.crasher: CrashingAuditSink | None = None
+        self.quota: RequestQuota | None = None
+        self.root: Any = None  # the handlers' composition root (composition/root.py) while the account is open
+
+    def alarm_prefix(self) -> str | None:
+        """This stack's alarm-name prefix (None: no idle guard configured in this deployment)."""
+        try:
+            return self.root.alarm_naming.prefix if self.root is not None else None
+        except Exception:  # no idle guard configured in this deployment
+            return None
+
+    @contextmanager
+    def open(self) -> Iterator[SimulatedAccount]:
+        import boto3
+        from moto import mock_aws
+
+        from sagemaker_governance.composition.root import provide
+        from sagemaker_governance.observability import logger
+
+        saved_session = boto3.DEFAULT_SESSION
+        saved_level = logger.log_level
+        with patched_env(DUMMY_CREDENTIALS), mock_aws():
+            own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
+            ssm = own.client("ssm")
+            self.cloudwatch = own.client("cloudwatch")
+            self.deployment = deploy(
+                self.template,
+                self.scenario.parameters,
+                stack_name=self.stack_name,
+                region=REGION,
+                account=ACCOUNT,
+                sns=own.client("sns"),
+                sqs=own.client("sqs"),
+                ssm=ssm,
+                dynamodb=own.client("dynamodb"),  # the idempotency table: the real idempotency path runs
+            )
+            environment = self.deployment.environment()
+            self._put_policy(ssm, environment)
+            with patched_env(environment), virtual_backoff(self.clock.backoff, seed=self.seed):
+                self.environment = dict(environment)
+                boto3.setup_default_session(region_name=REGION)
+                session = boto3.DEFAULT_SESSION
+                assert session is not None
+                self.calls.install(session.events)
+                self.root = self._handlers_root(session)
+                logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
+                try:
+                    with provide(self.root):
+                        yield self
+                finally:
+                    logger.setLevel(saved_level)
+                    self.root = None
+                    boto3.DEFAULT_SESSION = saved_session
+
+    def _handlers_root(self, session: Any) -> Any:
+        """The composition root the handlers run on (``provide``d for the whole run): the functions'
+        settings, ``session`` (its calls are counted), the virtual clock, audit records and business
+        metrics kept in memory; the doubles are attached to its clients."""
+        from sagemaker_governance.audit import MemoryAuditSink
+        from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+        from sagemaker_governance.composition.root import Root
+        from sagemaker_governance.settings import Settings
+
+        self.audit = MemoryAuditSink()
+        self.crasher = CrashingAuditSink(self.audit, self.faults)
+        root = Root(Settings.from_env(), session, self.clock, audit=self.crasher, metrics=MemoryBusinessMetrics())
+        if self.faults.spec.rate("throttle") > 0:
+            throttler = Throttler(self.faults)
+            throttler.install(session.events)
+            throttler.route_sagemaker(root.client("sagemaker"), self.fake)
+        else:
+            self.fake.attach(root.client("sagemaker"))
+        if self.cloudwatch_tps is not None:
+            self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
+            self.quota.attach(root.client("cloudwatch"))
+        return root
+
+    def _put_policy(self, ssm: Any, environment: Mapping[str, str]) -> None:
+        """The scenario's policy document, in the SSM parameter the functions read."""
+        if self.scenario.policy is None:
+            return
+        name = environment.get("POLICY_PARAMETER_NAME")
+        if not name:
+            raise AccountError("the scenario has a policy but no function reads POLICY_PARAMETER_NAME")
+        document = self.scenario.policy
+        text = document if isinstance(document, str) else json.dumps(document)
+        ssm.put_parameter(Name=name, Value=text, Type="String", Overwrite=True)

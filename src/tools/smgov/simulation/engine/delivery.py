@@ -1,0 +1,318 @@
+"""Event delivery: how the platform brings events to the service's functions, faults included.
+
+- EventBridge: a SageMaker state-change event goes to every function whose rule pattern matches;
+- SNS: a message goes to every function subscribed to the topic (filter policies applied), in the
+  Lambda SNS event shape;
+- schedules: ``rate(...)`` rules fire on the virtual clock;
+- Lambda's asynchronous invocation: a failing invocation is retried ``MaximumRetryAttempts`` times,
+  then goes to the on-failure destination (or dead-letter queue), else it is lost;
+- an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
+  ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
+  record (exception, or listed in the partial batch response) is received again up to the queue's
+  ``maxReceiveCount``, then the queue's redrive policy dead-letters it.
+
+With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
+state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import io
+import json
+import os
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, flatten
+from smgov.simulation.engine.clock import Uuids, VirtualClock
+from smgov.simulation.engine.counters import Counters, Invocation, SnsMessage
+from smgov.simulation.faults import CrashingAuditSink, FaultInjector
+from smgov.simulation.harness import ACCOUNT, REGION, LocalContext
+from smgov.simulation.messages import (
+    is_state_change,
+    scheduled_event,
+    sns_lambda_event,
+    sns_record,
+    sqs_lambda_event,
+    sqs_record,
+)
+
+MAX_INVOCATIONS_PER_MINUTE = 20_000
+# (function, what it receives: the Lambda SNS event, or the queue's message body; the queue between)
+SnsDelivery = list[tuple[DeployedFunction, Any, QueueDelivery | None]]
+# Wraps each delivery to a function (all its attempts): (function, event, trigger) -> context manager.
+InvocationHook = Callable[[DeployedFunction, Any, str], contextlib.AbstractContextManager[Any]]
+
+
+class SimulationError(RuntimeError):
+    pass
+
+
+class Delivery:
+    def __init__(
+        self,
+        *,
+        clock: VirtualClock,
+        uuids: Uuids,
+        counters: Counters,
+        faults: FaultInjector,
+        stack_name: str,
+        after_invocation: Callable[[], None],
+    ) -> None:
+        self.clock = clock
+        self.uuids = uuids
+        self.counters = counters
+        self.faults = faults
+        self.stack_name = stack_name
+        self.after_invocation = after_invocation  # the simulator applies what the service did
+        self.deployment: Deployment | None = None  # set when the account is up (governed runs only)
+        self.crasher: CrashingAuditSink | None = None
+        self.environment: dict[str, str] = {}  # the process environment the last invocation ran with
+        self.hooks: list[InvocationHook] = []
+        self.watches_training = False  # some function receives Training events
+        self._events: list[dict[str, Any]] = []
+        self._sns: list[SnsMessage] = []
+        self._held: list[tuple[int, int, str, Any]] = []  # (due minute, seq, kind, item): late deliveries
+        self._seq = 0
+        self._schedules: list[tuple[int, DeployedFunction, str, int]] = []  # (due, function, name, every)
+        self._invocations_now = 0
+        self._invocation_minute = -1
+
+    # ---- queues --------------------------------------------------------------------------------
+
+    def event(self, event: dict[str, Any]) -> None:
+        """An EventBridge event is put on the bus."""
+        self._events.append(event)
+
+    def sns(self, message: SnsMessage) -> None:
+        """A message is published to an SNS topic."""
+        self._sns.append(message)
+
+    @property
+    def pending(self) -> bool:
+        """Late deliveries are still held back."""
+        return bool(self._held)
+
+    def next_held(self) -> int | None:
+        return self._held[0][0] if self._held else None
+
+    # ---- schedules -----------------------------------------------------------------------------
+
+    def add_schedules(self, deployment: Deployment) -> None:
+        for function in deployment.functions.values():
+            for name, every in function.schedules:
+                self._schedules.append((every, function, name, every))
+
+    @property
+    def longest_schedule(self) -> int:
+        return max((every for _, _, _, every in self._schedules), default=0)
+
+    def next_schedule(self) -> int | None:
+        return min(s[0] for s in self._schedules) if self._schedules else None
+
+    def run_schedules(self, minute: int) -> None:
+        for index, (due, function, name, every) in enumerate(list(self._schedules)):
+            if due <= minute:
+                self._schedules[index] = (minute + every, function, name, every)
+                rule = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{self.stack_name}-{function.logical_id}{name}"
+                event = scheduled_event(
+                    rule, event_id=self.uuids.next(), time=self.clock(), region=REGION, account=ACCOUNT
+                )
+                self.invoke(function, event, f"schedule:{name}")
+                self.deliver()
+
+    # ---- delivery ------------------------------------------------------------------------------
+
+    def deliver(self) -> None:
+        """Deliver what is queued: EventBridge events, then SNS messages, then late deliveries now due."""
+        if self.deployment is None:
+            return
+        while True:
+            if self._events:
+                self._deliver_event(self._events.pop(0), faulty=True)
+            elif self._sns:
+                self._deliver_sns(self._sns.pop(0), faulty=True)
+            elif self._held and self._held[0][0] <= self.clock.now:
+                _, _, kind, item = heapq.heappop(self._held)
+                if kind == "event":
+                    self._deliver_event(item, faulty=False)
+                else:
+                    self._send_sns(*item)
+            else:
+                return
+
+    def _hold(self, kind: str, item: Any, delay: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._held, (self.clock.now + delay, self._seq, kind, item))
+
+    def _deliver_event(self, event: dict[str, Any], *, faulty: bool) -> None:
+        assert self.deployment is not None
+        flat = flatten(event)
+        targets = [
+            (function, route)
+            for function in self.deployment.functions.values()
+            for route in function.event_routes
+            if route.matches(event, flat)
+        ]
+        state_change = is_state_change(event)
+        if targets and state_change and event["detail"].get("SecondaryStatus") == "Training":
+            self.watches_training = True
+        if faulty:
+            if state_change and self.faults.draw("drop"):
+                self.faults.injected["drop"] += 1  # EventBridge lost it: no target is invoked
+                return
+            if self.faults.draw("reorder"):
+                self.faults.injected["reorder"] += 1
+                self._hold("event", event, self.faults.delay("reorder", 1))
+                return
+            if state_change and self.faults.draw("duplicate"):
+                self.faults.injected["duplicate"] += 1
+                copy = dict(event)
+                if self.faults.coin("duplicate"):  # SageMaker's repeated emission: same change, new id
+                    copy["id"] = self.uuids.next()
+                self._hold("event", copy, self.faults.delay("duplicate", 0))
+        for function, route in targets:
+            self.invoke(function, event, f"rule:{route.name}", route.queue)
+
+    def _deliver_sns(self, item: SnsMessage, *, faulty: bool) -> None:
+        assert self.deployment is not None
+        topic, subject, message, attributes = item
+        self.counters.notifications[topic.rsplit(":", 1)[-1]] += 1
+        deliveries: SnsDelivery = [
+            (
+                function,
+                self.sns_event(topic, subject, message, attributes)
+                if sns_route.queue is None
+                else self.sns_notification(topic, subject, message, attributes, sns_route.queue),
+                sns_route.queue,
+            )
+            for function in self.deployment.functions.values()
+            for sns_route in function.sns_routes
+            if sns_route.topic_arn == topic and sns_route.matches(attributes, message)
+        ]
+        if faulty and deliveries:
+            if self.faults.draw("reorder"):
+                self.faults.injected["reorder"] += 1
+                self._hold("sns", (deliveries,), self.faults.delay("reorder", 1))
+                return
+            if self.faults.draw("duplicate"):  # SNS redelivers: the same MessageId
+                self.faults.injected["duplicate"] += 1
+                self._hold("sns", (deliveries,), self.faults.delay("duplicate", 0))
+        self._send_sns(deliveries)
+
+    def _send_sns(self, deliveries: SnsDelivery) -> None:
+        for function, envelope, queue in deliveries:
+            self.invoke(function, envelope, "sns", queue)
+
+    def sns_notification(
+        self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any], queue: QueueDelivery
+    ) -> Any:
+        """What SNS sends an SQS subscriber: the message itself (raw delivery), else the JSON notification."""
+        if queue.raw_message_delivery:
+            return message
+        record = self.sns_event(topic, subject, message, attributes)["Records"][0]["Sns"]
+        record["SigningCertURL"] = record.pop("SigningCertUrl")  # as SNS spells them for SQS
+        record["UnsubscribeURL"] = record.pop("UnsubscribeUrl")
+        return record
+
+    def sns_event(
+        self, topic: str, subject: str | None, message: str, attributes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The event SNS delivers to one subscribed function (one record)."""
+        subscription = self.uuids.next()
+        record = sns_record(
+            topic,
+            message,
+            subject=subject,
+            subscription_id=subscription,
+            message_id=self.uuids.next(),
+            timestamp=self.clock(),
+            attributes=attributes,
+        )
+        return sns_lambda_event([record])
+
+    # ---- Lambda --------------------------------------------------------------------------------
+
+    def invoke(
+        self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
+    ) -> None:
+        """Invoke ``function`` with ``event`` (through ``queue``: ``event`` is the message body, sent as
+        SQS records)."""
+        with contextlib.ExitStack() as hooks:
+            for hook in self.hooks:
+                hooks.enter_context(hook(function, event, trigger))
+            self._invoke(function, event, trigger, queue)
+
+    def _invoke(self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None) -> None:
+        now = self.clock.now
+        if self._invocation_minute != now:
+            self._invocation_minute, self._invocations_now = now, 0
+        self._invocations_now += 1
+        if self._invocations_now > MAX_INVOCATIONS_PER_MINUTE:
+            raise SimulationError(f"more than {MAX_INVOCATIONS_PER_MINUTE} invocations at minute {now}: a loop?")
+        changed = {k: v for k, v in function.environment.items() if self.environment.get(k) != v}
+        if changed:
+            os.environ.update(changed)
+            self.environment.update(changed)
+        counters = self.counters
+        counters.deliveries["delivered"] += 1
+        attempts, on_failure = function.retries + 1, function.on_failure
+        body, message_id = "", ""
+        if queue is not None:  # the queue's redrive policy, not Lambda's asynchronous retries
+            attempts = queue.max_receive_count or function.retries + 1
+            on_failure = queue.dead_letter_arn
+            body, message_id = event if isinstance(event, str) else json.dumps(event), self.uuids.next()
+        for attempt in range(attempts):
+            counters.invocations[function.logical_id] += 1
+            payload = event if queue is None else self._sqs_event(queue, body, message_id, attempt + 1)
+            error = self._attempt(function, payload, queue)
+            self.after_invocation()
+            if error is None:
+                counters.deliveries["processed"] += 1
+                return
+            counters.errors.append(
+                Invocation(self.clock.now, function.logical_id, trigger, f"attempt {attempt + 1}: {error}")
+            )
+        if on_failure:
+            counters.deliveries["dead_lettered"] += 1
+            counters.notifications["dead-letter-queue"] += 1
+        else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
+            counters.deliveries["lost"] += 1
+
+    def _sqs_event(self, queue: QueueDelivery, body: str, message_id: str, receive_count: int) -> dict[str, Any]:
+        """An event source mapping's invocation: a batch of one SQS record (the simulator does not batch)."""
+        record = sqs_record(
+            queue.queue_arn, body, message_id=message_id, sent_at=self.clock(), receive_count=receive_count
+        )
+        return sqs_lambda_event([record])
+
+    def _attempt(
+        self, function: DeployedFunction, event: Mapping[str, Any], queue: QueueDelivery | None = None
+    ) -> str | None:
+        """One invocation attempt; the error it ended with (None: success, or for a queue no record in
+        the partial batch response's ``batchItemFailures``)."""
+        context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
+        if self.crasher is not None:
+            self.crasher.arm()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # Powertools: "no application metrics"
+                response = function.handler(json.loads(json.dumps(event)), context)
+            failed = response.get("batchItemFailures") if isinstance(response, Mapping) else None
+            if queue is not None and queue.reports_item_failures and failed:
+                return "the record is in the partial batch response's batchItemFailures"
+            return None
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            frames = traceback.extract_tb(exc.__traceback__)
+            if frames:
+                error += f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})"
+            return error
+        finally:
+            if self.crasher is not None:
+                self.crasher.disarm()

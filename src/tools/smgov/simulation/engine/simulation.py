@@ -1,0 +1,265 @@
+"""One run: one account over virtual minutes, governed by the real service or not at all (baseline).
+
+The clock jumps from one thing that can happen to the next: a job's tick (``lifecycle``), an alarm due
+for evaluation (``alarm_mirror``), a late delivery or a schedule (``delivery``), an invariant check
+(``invariants``). Each minute: the jobs' ticks (each followed by delivery of what it emitted), late
+deliveries, alarm evaluations (and their notifications), schedules, invariant checks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from smgov.simulation.engine.account import SimulatedAccount
+from smgov.simulation.engine.alarm_mirror import AlarmMirror
+from smgov.simulation.engine.clock import Uuids, VirtualClock
+from smgov.simulation.engine.counters import CallListener, Counters, Invocation, ServiceCalls
+from smgov.simulation.engine.delivery import Delivery, InvocationHook
+from smgov.simulation.engine.invariants import ALARM_GRACE_MINUTES, InvariantWatch
+from smgov.simulation.engine.jobs import JobRun
+from smgov.simulation.engine.lifecycle import Lifecycle
+from smgov.simulation.engine.telemetry import Telemetry
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.faults import FaultInjector, FaultSpec
+from smgov.simulation.harness import ACCOUNT, REGION
+from smgov.simulation.metrics import MetricStore
+from smgov.simulation.scenario import Scenario
+from smgov.simulation.template import TEMPLATE_PATH, load_template
+
+STACK_NAME = "smgov-sim"
+TAIL_MINUTES = 90  # keep the clock running this long after the last job ended (alarms, late actions)
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    seed: int
+    governed: bool
+    epoch: datetime
+    jobs: dict[str, JobRun]
+    audit: list[Any]
+    invocations: Counter[str]
+    errors: list[Invocation]
+    aws_calls: Counter[str]
+    notifications: Counter[str]
+    alarm_transitions: list[dict[str, Any]]
+    alarms: dict[str, dict[str, Any]]  # every alarm definition seen, by name (last version)
+    deployment_notes: list[str]
+    minutes: int
+    evaluations: int
+    # CloudWatch quota model (``cloudwatch_tps``): requests allowed/throttled per API, botocore's retry
+    # sleeps and how far the service's clock ran ahead of the minute (empty when the model is off).
+    throttling: dict[str, Any] = field(default_factory=dict)
+    faults: dict[str, Any] = field(default_factory=dict)
+    deliveries: Counter[str] = field(default_factory=Counter)
+    ground_truth: dict[str, list[str]] = field(default_factory=dict)  # invariant -> offending names
+
+
+class Simulation:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int = 0,
+        governed: bool = True,
+        template: Mapping[str, Any] | None = None,
+        template_path: Path | str = TEMPLATE_PATH,
+        cloudwatch_tps: float | None = None,
+        faults: FaultSpec | None = None,
+    ) -> None:
+        """``cloudwatch_tps``: enforce CloudWatch's request-rate quota on ``PutMetricAlarm`` and
+        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota."""
+        self.scenario = scenario
+        self.seed = seed
+        self.governed = governed
+        self.template = template if template is not None else load_template(template_path)
+        self.epoch = scenario.start
+        self.rng = random.Random(seed)
+        self.uuids = Uuids(seed)
+        self.specs = scenario.expand(seed)
+        self.clock = VirtualClock(self.epoch)
+        self.store = MetricStore()
+        self.counters = Counters()
+        self.faults = FaultInjector(faults, seed)
+        self.fake = FakeSageMaker(self.clock, region=REGION, account=ACCOUNT)
+        self.delivery = Delivery(
+            clock=self.clock,
+            uuids=self.uuids,
+            counters=self.counters,
+            faults=self.faults,
+            stack_name=STACK_NAME,
+            after_invocation=self._after_invocation,
+        )
+        self.calls = ServiceCalls(self.counters, published=self.delivery.sns)
+        self.alarms = AlarmMirror(
+            self.store, self.calls, clock=self.clock, account=ACCOUNT, region=REGION, notify=self.delivery.sns
+        )
+        self.lifecycle = Lifecycle(
+            scenario,
+            self.specs,
+            seed=seed,
+            clock=self.clock,
+            fake=self.fake,
+            telemetry=Telemetry(self.store),
+            emit=self._emit,
+        )
+        self.account = SimulatedAccount(
+            self.template,
+            scenario,
+            stack_name=STACK_NAME,
+            seed=seed,
+            clock=self.clock,
+            calls=self.calls,
+            fake=self.fake,
+            faults=self.faults,
+            cloudwatch_tps=cloudwatch_tps,
+        )
+        self.invariants = InvariantWatch(
+            self.lifecycle.jobs,
+            self.alarms.evaluator,
+            alarm_prefix=self.account.alarm_prefix,
+            settle_minutes=lambda: self.alarm_settle_minutes,
+            watching=lambda: self.delivery.watches_training,
+        )
+        if governed:
+            self.lifecycle.on_training = lambda job: self.invariants.entered_training(job, self.now)
+
+    # ---- what others read and extend -----------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return self.clock.now
+
+    @property
+    def jobs(self) -> dict[str, JobRun]:
+        return self.lifecycle.jobs
+
+    @property
+    def aws_calls(self) -> Counter[str]:
+        return self.counters.aws_calls
+
+    def api_seconds(self) -> float:
+        return self.clock.api_seconds()
+
+    def on_invocation(self, hook: InvocationHook) -> None:
+        """Wrap every delivery to a function (all its attempts) in ``hook(function, event, trigger)``."""
+        self.delivery.hooks.append(hook)
+
+    def on_call(self, listener: CallListener) -> None:
+        """Call ``listener(service, operation, params)`` for every AWS call the service makes."""
+        self.calls.listeners.append(listener)
+
+    # ---- running ---------------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        if not self.governed:
+            self._loop()
+            return self._result([])
+        with self.account.open() as account:
+            self.alarms.cloudwatch = account.cloudwatch
+            self.delivery.deployment = account.deployment
+            self.delivery.environment = dict(account.environment)
+            self.delivery.crasher = account.crasher
+            assert account.deployment is not None
+            self.delivery.add_schedules(account.deployment)
+            self._loop()
+            self.invariants.find_orphans(account.cloudwatch)
+            records = list(account.audit.records)
+        return self._result(records)
+
+    def _emit(self, name: str) -> None:
+        if self.governed:
+            self.delivery.event(self.fake.event(name, event_id=self.uuids.next()))
+
+    def _after_invocation(self) -> None:
+        self.lifecycle.after_service()
+        self.alarms.refresh()
+
+    @property
+    def settle_minutes(self) -> int:
+        """How long the clock runs on after the last job ended: alarm evaluations and late actions, and
+        at least two runs of every scheduled function (the reconciler's last chance to repair)."""
+        return max(TAIL_MINUTES, 2 * self.delivery.longest_schedule)
+
+    @property
+    def alarm_settle_minutes(self) -> int:
+        """A GPU job in Training must have its alarm after this long: a moment for the event, plus one
+        period of the slowest schedule (a reconciler repairs a lost Training event on its next run)."""
+        return ALARM_GRACE_MINUTES + self.delivery.longest_schedule
+
+    def _loop(self) -> None:
+        lifecycle, delivery, evaluator = self.lifecycle, self.delivery, self.alarms.evaluator
+        horizon = lifecycle.horizon()
+        while True:
+            candidates = []
+            tick = lifecycle.next_tick()
+            if tick is not None:
+                candidates.append(tick)
+            due = evaluator.next_due() if self.governed else None
+            active = lifecycle.active > 0 or delivery.pending
+            settled = lifecycle.last_end + self.settle_minutes
+            if due is not None and (active or due <= settled):
+                candidates.append(due)
+            next_run = delivery.next_schedule()
+            if next_run is not None and (active or next_run <= settled):
+                candidates.append(next_run)
+            held = delivery.next_held()
+            if held is not None:
+                candidates.append(held)
+            check = self.invariants.next_check()
+            if check is not None and active:
+                candidates.append(check)
+            if not candidates:
+                break
+            minute = min(candidates)
+            if minute > horizon:
+                break
+            self.clock.now = minute
+            lifecycle.run_ticks(minute, delivery.deliver)
+            if self.governed:
+                delivery.deliver()  # late (held) deliveries due now
+                evaluator.run_due(minute)
+                delivery.deliver()
+                delivery.run_schedules(minute)
+                self.invariants.check(minute)
+
+    def _result(self, records: list[Any]) -> RunResult:
+        counters = self.counters
+        return RunResult(
+            scenario=self.scenario,
+            seed=self.seed,
+            governed=self.governed,
+            epoch=self.epoch,
+            jobs=self.jobs,
+            audit=records,
+            invocations=counters.invocations,
+            errors=counters.errors,
+            aws_calls=counters.aws_calls,
+            notifications=counters.notifications,
+            alarm_transitions=self.alarms.transitions,
+            alarms=self.alarms.seen,
+            deployment_notes=self.account.deployment.notes if self.account.deployment else [],
+            minutes=self.now,
+            evaluations=self.alarms.evaluator.evaluations,
+            throttling=self._throttling(),
+            faults=self.faults.report() if self.faults.spec.enabled else {},
+            deliveries=counters.deliveries,
+            ground_truth=self.invariants.ground_truth(records) if self.governed else {},
+        )
+
+    def _throttling(self) -> dict[str, Any]:
+        """botocore's retry sleeps (quota model or throttle faults) and, with the quota model on, its
+        requests allowed/throttled per API; empty when nothing was throttled and the model is off."""
+        quota = self.account.quota
+        if quota is None and not self.clock.sleeps:
+            return {}
+        summary = self.clock.retry_summary()
+        if quota is not None:
+            summary |= {"cloudwatch_tps": self.account.cloudwatch_tps, "requests": quota.summary()}
+        return summary

@@ -1,0 +1,122 @@
+"""The CLI shows what the deployed service does (issue 16 item 8): the template's Parameter defaults (or a
+deployed stack's parameters) when there is no policy document; every event a function receives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from smgov.cli.main import main
+from smgov.local_policy import deployed_settings, template_environment
+from tests.conftest import EVENTS, load_event
+
+
+def test_without_a_document_an_untagged_job_is_what_the_deployed_service_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given no policy document, when an untagged job's Starting event is explained, then the template's
+    # RequiredTags default (team, cost-center) applies: it is not compliant, as once deployed.
+    assert main(["explain", str(EVENTS / "training-job-starting-untagged.json"), "--json"]) == 0
+    decisions = json.loads(capsys.readouterr().out)["decisions"]
+    assert [d["rule"] for d in decisions if d["action"] == "stop"] == ["required-tags"]
+
+
+def test_the_cli_settings_are_the_deployed_functions_environment() -> None:
+    # The CLI's environment equals what the simulator's deployment (CloudFormation's resolution of the
+    # template, parameters at their defaults) gives the functions, for every variable both resolve.
+    import moto
+
+    from smgov.simulation.deploy import deploy
+    from smgov.simulation.template import load_template
+
+    with moto.mock_aws():
+        region = "us-east-1"
+        deployment = deploy(
+            load_template(),
+            {},
+            stack_name="sagemaker-governance",
+            region=region,
+            account="123456789012",
+            sns=boto3.client("sns", region_name=region),
+            sqs=boto3.client("sqs", region_name=region),
+            ssm=boto3.client("ssm", region_name=region),
+        )
+    deployed = deployment.environment()
+    ours = template_environment({}, stack_name="sagemaker-governance")
+    assert ours and {k: deployed[k] for k in ours} == ours
+    assert ours["REQUIRED_TAGS"] == "team,cost-center"
+
+
+def test_a_stacks_parameters_replace_the_defaults() -> None:
+    # Given a stack deployed with RequiredTags="" (no tag rule), when the CLI reads it (DescribeStacks),
+    # then its settings have no required tags, while the defaults do.
+    client = boto3.client("cloudformation", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "gov",
+                    "CreationTime": "2026-01-01T00:00:00Z",
+                    "StackStatus": "CREATE_COMPLETE",
+                    "Parameters": [{"ParameterKey": "RequiredTags", "ParameterValue": ""}],
+                }
+            ]
+        },
+        {"StackName": "gov"},
+    )
+    from smgov.adapters import cloudformation
+
+    with stub, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cloudformation.StackOutputs, "connect", classmethod(lambda cls, region=None: cls(client)))
+        settings = deployed_settings("gov", environ={})
+    assert settings.required_tags == () or not settings.required_tags
+    assert deployed_settings(None, environ={}).required_tags
+
+
+def describe_of(event: dict[str, Any], name: str) -> dict[str, Any]:
+    detail = dict(event["detail"])
+    detail["TrainingJobName"] = name
+    detail["TrainingJobArn"] = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"
+    return detail
+
+
+def test_an_alarm_notification_is_explained_with_the_jobs_description(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the sample idle alarm (job bert-sst2-finetune-42) and that job's description (in Training)
+    describe = tmp_path / "d.json"
+    describe.write_text(json.dumps(describe_of(load_event("training-job-training.json"), "bert-sst2-finetune-42")))
+    for sample in ("idle-alarm-single-metric.json", "sqs-idle-alarm.json"):
+        # When explained, directly or as the alarm queue delivers it, then the stopper's verdict is shown
+        assert main(["explain", str(EVENTS / sample), "--describe", str(describe), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["job"] == "bert-sst2-finetune-42"
+        assert result["decisions"] and {d["rule"] for d in result["decisions"]} == {"idle-guard"}
+        assert "assumed" in result
+
+
+def test_an_alarm_notification_without_a_description_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(EVENTS / "idle-alarm-single-metric.json")]) == 2
+    assert "--describe" in capsys.readouterr().err
+
+
+def test_the_reconcilers_schedule_is_explained_for_the_described_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job in Training (its events lost: no alarm, never evaluated), when the reconciler's scheduled
+    # event is explained, then the run creates its alarms and evaluates it (what a real run would repair)
+    describe = tmp_path / "d.json"
+    job = describe_of(load_event("training-job-training.json"), "lost-events-1")
+    job["CreationTime"] = "2025-11-21T08:00:00Z"
+    describe.write_text(json.dumps(job))
+    assert main(["explain", str(EVENTS / "scheduled-reconcile.json"), "--describe", str(describe), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["run"]["items"] == 1
+    assert {"missing-alarm", "unevaluated-job"} <= set(result["run"]["repairs"])
