@@ -42,10 +42,10 @@ class CheckpointStore:
     def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
         where = split_s3_uri(s3_uri)
         if where is None:
-            return CheckpointProgress.unknown(f"not an S3 URI: {s3_uri}")
+            return CheckpointProgress.out_of_scope(f"not an S3 URI: {s3_uri}")
         bucket, prefix = where
         if not self._pattern or not fnmatchcase(bucket, self._pattern):
-            return CheckpointProgress.unknown(f"bucket {bucket} does not match CheckpointBucketPattern")
+            return CheckpointProgress.out_of_scope(f"bucket {bucket} does not match CheckpointBucketPattern")
         written = total = 0
         latest: datetime | None = None
         since = since if since.tzinfo else since.replace(tzinfo=UTC)

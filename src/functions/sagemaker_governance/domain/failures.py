@@ -35,7 +35,15 @@ from importlib import resources
 from typing import Any, Final
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 UNKNOWN: Final = "unknown"
 REQUIRED_CLASSES: Final = frozenset(
@@ -122,6 +130,14 @@ class Signature(BaseModel):
         except (re.error, RecursionError, OverflowError) as exc:
             raise ValueError(f"not a regular expression: {exc}") from exc
         return value
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped as written (``class``), so a dumped policy validates again (team merges, ``policy show``)."""
+        out: dict[str, Any] = handler(self)
+        if "failure_class" in out:
+            out = {("class" if key == "failure_class" else key): value for key, value in out.items()}
+        return out
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -466,14 +482,29 @@ class CheckpointProgress:
     total: int = 0  # objects seen under the prefix
     latest: datetime | None = None
     note: str | None = None  # why it was not checked, or that the listing was cut short
+    # False: the deployment does not check this location (no CheckpointBucketPattern, or a bucket outside
+    # it); True and not checked: it should have been checked but could not be (denied, throttled, cut).
+    in_scope: bool = True
 
     @classmethod
     def unknown(cls, note: str) -> CheckpointProgress:
+        """The location is in scope but could not be read: progress cannot be confirmed."""
         return cls(checked=False, note=note)
+
+    @classmethod
+    def out_of_scope(cls, note: str) -> CheckpointProgress:
+        """The deployment does not check this location (the documented consequence: resumed on its
+        ``CheckpointConfig`` alone)."""
+        return cls(checked=False, note=note, in_scope=False)
+
+    @property
+    def unreadable(self) -> bool:
+        return self.in_scope and not self.checked
 
     def evidence(self) -> dict[str, Any]:
         if not self.checked:
-            return {"checkpoint_progress": "not checked", "checkpoint_note": self.note}
+            state = "unreadable" if self.in_scope else "not checked"
+            return {"checkpoint_progress": state, "checkpoint_note": self.note}
         out: dict[str, Any] = {
             "checkpoint_progress": "written" if self.written else "none",
             "checkpoint_objects_written": self.written,

@@ -80,6 +80,12 @@ SPOT_RULE_ID: Final = "spot-fallback"
 MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
 INTERRUPTED: Final = "Interrupted"
 _REASON_CHARS: Final = 300
+# The transient patterns built in before the failure taxonomy (now its signatures), and the class a team's
+# own legacy pattern is read as (one whose verdict is resume, as the pattern's was).
+LEGACY_DEFAULTS: Final = frozenset(
+    {"instance-health", "internal-server-error", "capacity-error", "insufficient-capacity"}
+)
+LEGACY_CLASS: Final = "sagemaker-internal"
 
 
 class ResumeCode(StrEnum):
@@ -88,6 +94,8 @@ class ResumeCode(StrEnum):
     CLONE = "resume.clone.transient"  # failed for a resumable reason after long enough: clone
     # ... although the failed attempt wrote no checkpoint (require_checkpoint_progress: false)
     CLONE_WITHOUT_PROGRESS = "resume.clone.without-checkpoint-progress"
+    # ... although its checkpoint location could not be listed (require_checkpoint_progress: false)
+    CLONE_UNCHECKED = "resume.clone.checkpoint-unchecked"
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but the lineage's backoff has not passed yet
     DISABLED = "resume.skip.disabled"
     NOT_FAILED = "resume.skip.not-failed"
@@ -95,6 +103,7 @@ class ResumeCode(StrEnum):
     UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
+    CHECKPOINT_UNREADABLE = "resume.skip.checkpoint-unreadable"  # the listing failed: progress not confirmed
     TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
     BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
     ORCHESTRATED = "resume.skip.orchestrated"  # a tuning/AutoML/labeling job, Pipelines step or Batch job owns it
@@ -161,7 +170,7 @@ class ResumePolicy(BaseModel):
         default=True,
         description="Skip a job whose failed attempt wrote no checkpoint (false: resume it anyway and say so).",
     )
-    backoff_minutes: float = Field(default=10, ge=0, le=1440, description="Wait before the 2nd clone (0: none).")
+    backoff_minutes: float = Field(default=0, ge=0, le=1440, description="Wait before the 2nd clone (0: none).")
     max_backoff_minutes: float = Field(default=240, ge=0, le=10080)
     classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
     signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
@@ -173,13 +182,31 @@ class ResumePolicy(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_transient_patterns(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "transient_patterns" in data:
-            raise ValueError(
-                "transient_patterns was replaced by the failure taxonomy: add a pattern as "
-                "signatures: [{id: my-name, class: interconnect, pattern: '...'}] and change a class's "
-                "verdict with classes: {capacity: skip} (README: Why a job was (not) resumed)"
-            )
+    def _legacy_transient_patterns(cls, data: Any) -> Any:
+        """``transient_patterns`` (before the taxonomy) still loads, so an upgrade never rejects a deployed
+        document: the former defaults are built in now (a ``null`` cannot switch them off any more; use
+        ``classes``), and each custom pattern becomes a *generic* ``FailureReason`` signature of a resumed
+        class, so a specific cause seen in the logs (an out-of-memory error, a shape error) still wins."""
+        if not isinstance(data, Mapping) or "transient_patterns" not in data:
+            return data
+        data = dict(data)
+        legacy = data.pop("transient_patterns") or {}
+        if not isinstance(legacy, Mapping):
+            raise ValueError("transient_patterns must be a map of name -> regular expression")
+        added = [
+            {
+                "id": f"legacy-{name}",
+                "class": LEGACY_CLASS,
+                "pattern": regex,
+                "role": "generic",
+                "where": "reason",
+                "source": f"the team's resume.transient_patterns entry {name!r} (before the failure taxonomy)",
+            }
+            for name, regex in legacy.items()
+            if regex is not None and name not in LEGACY_DEFAULTS
+        ]
+        if added:
+            data["signatures"] = [*added, *(data.get("signatures") or ())]
         return data
 
     def taxonomy(self) -> Taxonomy:
@@ -429,7 +456,22 @@ def decide_resume(
     start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
     if checkpoint is not None and planned.checkpoint_s3_uri:
         evidence.update(checkpoint.evidence())
-        if checkpoint.checked and checkpoint.written == 0:
+        if checkpoint.unreadable:  # do no harm: progress that cannot be confirmed is not assumed
+            if resume.require_checkpoint_progress:
+                return _none(
+                    RESUME_RULE_ID,
+                    ResumeCode.CHECKPOINT_UNREADABLE,
+                    mode,
+                    f"not resumed: the checkpoint location {planned.checkpoint_s3_uri} could not be checked "
+                    f"({checkpoint.note}), so progress since the failed attempt started is not confirmed",
+                    evidence,
+                )
+            code = ResumeCode.CLONE_UNCHECKED
+            start = (
+                f" from checkpoint {planned.checkpoint_s3_uri} (not confirmed: {checkpoint.note}; "
+                "require_checkpoint_progress is off)"
+            )
+        elif checkpoint.checked and checkpoint.written == 0:
             if resume.require_checkpoint_progress:
                 return _none(
                     RESUME_RULE_ID,

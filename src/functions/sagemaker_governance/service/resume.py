@@ -283,9 +283,10 @@ class AutoResumeReaction(_CloneReaction):
         if uri is None:
             return None
         since = job.training_start_time or job.creation_time
-        if self._checkpoints is None or since is None:
-            why = "this deployment names no checkpoint bucket" if self._checkpoints is None else "no start time"
-            return CheckpointProgress.unknown(why)
+        if self._checkpoints is None:
+            return CheckpointProgress.out_of_scope("this deployment names no checkpoint bucket")
+        if since is None:
+            return CheckpointProgress.unknown("the failed attempt's start time is unknown")
         try:
             return self._checkpoints.progress(uri, since)
         except AdapterError as exc:

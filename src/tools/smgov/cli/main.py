@@ -102,6 +102,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     kind, now, naming = _event_kind(raw_event), datetime.now(UTC), _naming(settings)
+    logs = Path(args.logs) if args.logs else None
+    if logs is not None and not logs.exists():
+        return fail(f"--logs {logs}: no such file or folder", EXIT_USAGE)
     try:
         if kind == "alarm":
             result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming)
@@ -116,7 +119,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
         else:
             results = [
-                explain_event(event, policy, now=now, describe=describe, naming=naming)
+                explain_event(event, policy, now=now, describe=describe, naming=naming, logs=logs)
                 for event in _state_changes(raw_event)
             ]
             result = results[0] if len(results) == 1 else {"batch": results}
@@ -153,9 +156,24 @@ def _print_explained(result: dict[str, Any]) -> None:
             print(f"      fix: {decision['remedy']}")
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
+        diagnosis = decision.get("evidence", {}).get("diagnosis")
+        if diagnosis:
+            _print_diagnosis(diagnosis)
         if decision.get("alarm"):
             names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
             print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
+
+
+def _print_diagnosis(diagnosis: dict[str, Any]) -> None:
+    where = f" on {diagnosis['host']}" if diagnosis.get("host") else ""
+    signature = diagnosis.get("signature") or "no signature"
+    print(
+        f"      failure class: {diagnosis['class']} ({signature}{where}; verdict {diagnosis['verdict']}, from {diagnosis['basis']})"
+    )
+    for line in diagnosis.get("lines", []):
+        print(f"        {line['host']}: {line['line']}")
+    for note in diagnosis.get("notes", []):
+        print(f"      note: {note}")
 
 
 def _naming(cfg: Settings | None = None) -> Any:
@@ -212,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     _stack_option(explain)
     explain.add_argument("--describe", metavar="DESCRIBE_FILE", help="DescribeTrainingJob response (JSON)")
     explain.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    explain.add_argument(
+        "--logs",
+        metavar="PATH",
+        help="a failed job's log lines: a file (one host) or a folder with one file per stream (auto-resume's evidence)",
+    )
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
 
