@@ -75,7 +75,9 @@ def test_a_missing_logs_path_is_a_usage_error(capsys: pytest.CaptureFixture[str]
     assert main(["explain", str(EVENTS / "training-job-failed.json"), "--logs", "/nonexistent/x"]) == 2
 
 
-def test_policy_validate_rejects_a_malformed_team_signature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_policy_validate_rejects_a_malformed_team_signature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given a team signature that would backtrack for ever, and one that is fine
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -348,36 +348,6 @@ def test_the_same_fault_on_another_host_is_not_a_lemon() -> None:
     assert decision.code == ResumeCode.CLONE and "repeated_fault" not in decision.evidence
 
 
-def test_the_second_clone_waits_for_its_backoff_and_says_when() -> None:
-    # Given the first clone failed 5 minutes ago and the policy backs off 10 minutes before the 2nd clone
-    description = failed_description("llm-sft-1-r1", reason=ALGORITHM_ERROR)
-    ended = description["TrainingEndTime"]
-    policy = ResumePolicy(backoff_minutes=10, max_attempts=3)
-    (deferred,) = decide(
-        description,
-        evidence(host("algo-2", ECC)),
-        tags=lineage(1),
-        policy=policy,
-        now=ended + timedelta(minutes=5),
-    ).decisions
-    assert deferred.action is Action.NONE and deferred.code == ResumeCode.DEFER_BACKOFF
-    assert deferred.evidence["recheck_after"] == (ended + timedelta(minutes=10)).isoformat()
-    # When it is re-evaluated after the backoff, it is resumed
-    (resumed,) = decide(
-        description,
-        evidence(host("algo-2", ECC)),
-        tags=lineage(1),
-        policy=policy,
-        now=ended + timedelta(minutes=11),
-    ).decisions
-    assert resumed.code == ResumeCode.CLONE
-
-
-def test_backoff_doubles_and_is_capped() -> None:
-    policy = ResumePolicy(backoff_minutes=10, max_backoff_minutes=30)
-    assert [policy.backoff(n).total_seconds() / 60 for n in (1, 2, 3, 4, 5)] == [0, 10, 20, 30, 30]
-
-
 HARDWARE = evidence(host("algo-2", ECC))
 
 
@@ -400,6 +370,14 @@ def test_without_progress_the_policy_may_resume_anyway_and_says_from_what() -> N
         failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=empty, policy=policy
     ).decisions
     assert scratch.code == ResumeCode.CLONE_WITHOUT_PROGRESS and "from scratch" in scratch.reason
+
+
+def test_an_attempt_that_never_trained_is_not_expected_to_have_written_a_checkpoint() -> None:
+    # Given a clone that failed on capacity while Starting (its lineage qualifies it)
+    description = failed_description("llm-sft-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
+    nothing = CheckpointProgress(checked=True, written=0, total=5)
+    (decision,) = decide(description, FailureEvidence(), tags=lineage(1), checkpoint=nothing).decisions
+    assert decision.code == ResumeCode.CLONE and decision.evidence["checkpoint_progress"] == "not expected"
 
 
 def test_progress_written_during_the_attempt_resumes() -> None:

@@ -27,9 +27,6 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 - it is not a lemon: a clone that fails with the same hardware or interconnect fault on the same host
   position as its source (tag ``smgov:failure``) counts double against the budget (tag
   ``smgov:repeat-faults`` carries the extra count down the lineage);
-- its backoff has passed: the n-th clone of a lineage waits ``backoff_minutes`` x 2^(n-2) (at most
-  ``max_backoff_minutes``) after the previous attempt ended. Lambda never sleeps: the decision is
-  ``resume.defer.backoff`` and the reconciler re-evaluates the job once it is due.
 
 Spot fallback (``decide_spot``): a Managed Spot job whose ``SecondaryStatusTransitions`` hold
 ``spot.max_interruptions`` ``Interrupted`` entries is stopped and resumed On-Demand; a Spot job that
@@ -40,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
@@ -96,7 +93,6 @@ class ResumeCode(StrEnum):
     CLONE_WITHOUT_PROGRESS = "resume.clone.without-checkpoint-progress"
     # ... although its checkpoint location could not be listed (require_checkpoint_progress: false)
     CLONE_UNCHECKED = "resume.clone.checkpoint-unchecked"
-    DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but the lineage's backoff has not passed yet
     DISABLED = "resume.skip.disabled"
     NOT_FAILED = "resume.skip.not-failed"
     USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
@@ -148,8 +144,6 @@ class ResumePolicy(BaseModel):
           max_attempts: 3            # clones per lineage
           require_checkpoint: true
           require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
-          backoff_minutes: 10        # before the 2nd clone; doubles for each further one
-          max_backoff_minutes: 240
           classes:                   # verdict per failure class, over the taxonomy's defaults
             capacity: skip
           signatures:                # added to the built-in taxonomy (never replacing it)
@@ -170,8 +164,6 @@ class ResumePolicy(BaseModel):
         default=True,
         description="Skip a job whose failed attempt wrote no checkpoint (false: resume it anyway and say so).",
     )
-    backoff_minutes: float = Field(default=0, ge=0, le=1440, description="Wait before the 2nd clone (0: none).")
-    max_backoff_minutes: float = Field(default=240, ge=0, le=10080)
     classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
     signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
     log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
@@ -212,13 +204,6 @@ class ResumePolicy(BaseModel):
     def taxonomy(self) -> Taxonomy:
         """The built-in failure taxonomy with this policy's signatures and class verdicts."""
         return builtin_taxonomy().with_team(self.signatures, self.classes)
-
-    def backoff(self, attempt: int) -> timedelta:
-        """How long the ``attempt``-th clone waits after the previous attempt ended (the first: none)."""
-        if attempt < 2 or self.backoff_minutes <= 0:
-            return timedelta(0)
-        minutes = min(self.max_backoff_minutes, self.backoff_minutes * 2 ** min(attempt - 2, 20))
-        return timedelta(minutes=minutes)
 
 
 class SpotPolicy(BaseModel):
@@ -372,14 +357,6 @@ def repeat_faults(tags: Mapping[str, str]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 2 else 0
 
 
-def ended_at(job: TrainingJob) -> datetime | None:
-    """When the job's attempt ended: ``TrainingEndTime``, else the last transition, else ``LastModifiedTime``."""
-    if job.training_end_time is not None:
-        return job.training_end_time
-    starts = [t.start_time for t in job.transitions if t.start_time is not None]
-    return max(starts) if starts else job.last_modified_time
-
-
 def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
     cls = diagnosis.failure_class
     code = {"user-code": ResumeCode.USER_CODE, UNKNOWN: ResumeCode.UNKNOWN}.get(cls, ResumeCode.CLASS_SKIPPED)
@@ -454,7 +431,9 @@ def decide_resume(
         return planned
     code = ResumeCode.CLONE
     start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
-    if checkpoint is not None and planned.checkpoint_s3_uri:
+    if checkpoint is not None and planned.checkpoint_s3_uri and hours == 0:
+        evidence["checkpoint_progress"] = "not expected"  # the attempt never trained (e.g. capacity while Starting)
+    elif checkpoint is not None and planned.checkpoint_s3_uri:
         evidence.update(checkpoint.evidence())
         if checkpoint.unreadable:  # do no harm: progress that cannot be confirmed is not assumed
             if resume.require_checkpoint_progress:
@@ -490,19 +469,6 @@ def decide_resume(
     why = f"{diagnosis.failure_class} ({diagnosis.signature}" + (
         f" on {diagnosis.host})" if diagnosis.host else ")"
     )
-    wait = resume.backoff(planned.attempt)
-    ended = ended_at(job)
-    if wait and ended is not None and ctx.now < ended + wait:
-        due = ended + wait
-        evidence.update({"backoff_minutes": wait.total_seconds() / 60, "recheck_after": due.isoformat()})
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.DEFER_BACKOFF,
-            mode,
-            f"failed with a resumable fault, {why}: {planned.name} waits until {due:%Y-%m-%d %H:%M} UTC "
-            f"(backoff {wait.total_seconds() / 60:g} min before attempt {planned.attempt}; the reconciler resumes it)",
-            evidence,
-        )
     decision = Decision(
         rule=RESUME_RULE_ID,
         code=code,

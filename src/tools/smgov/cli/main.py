@@ -188,6 +188,41 @@ def _naming(cfg: Settings | None = None) -> Any:
     return AlarmNaming(prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=topic)
 
 
+# ---- diagnose -----------------------------------------------------------------------------------
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    import boto3
+
+    from sagemaker_governance.domain.errors import AdapterError
+    from smgov.diagnose import diagnose_job
+
+    settings = _settings(args)
+    try:
+        policy = load_policy(args.policy, settings)
+    except PolicyDocumentError as exc:
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+    pattern = settings.checkpoint_bucket_pattern if args.checkpoint_buckets is None else args.checkpoint_buckets
+    try:
+        result = diagnose_job(
+            args.job_name,
+            policy,
+            sagemaker=boto3.client("sagemaker"),
+            logs=boto3.client("logs"),
+            s3=boto3.client("s3") if pattern else None,
+            bucket_pattern=pattern,
+            now=datetime.now(UTC),
+            role_patterns=(settings.clone_role_pattern,),
+        )
+    except AdapterError as exc:
+        return fail(f"{args.job_name}: {exc}")
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _print_explained(result)
+    return EXIT_OK
+
+
 # ---- demo ---------------------------------------------------------------------------------------
 
 
@@ -237,6 +272,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
+
+    diagnose = sub.add_parser(
+        "diagnose",
+        help="why a failed job would (not) be resumed, against the account (read-only: DescribeTrainingJob, "
+        "ListTags, its hosts' log tails, its checkpoint listing)",
+    )
+    diagnose.add_argument("job_name")
+    _stack_option(diagnose)
+    diagnose.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    diagnose.add_argument(
+        "--checkpoint-buckets",
+        metavar="GLOB",
+        help="bucket-name glob whose checkpoint listing may be read (default: the stack's CheckpointBucketPattern)",
+    )
+    diagnose.add_argument("--json", action="store_true")
+    diagnose.set_defaults(func=cmd_diagnose)
 
     dlq.register(sub)
     add_resume_parser(sub)
