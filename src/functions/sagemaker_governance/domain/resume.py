@@ -432,7 +432,8 @@ def decide_resume(
     code = ResumeCode.CLONE
     start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
     if checkpoint is not None and planned.checkpoint_s3_uri and hours == 0:
-        evidence["checkpoint_progress"] = "not expected"  # the attempt never trained (e.g. capacity while Starting)
+        # The attempt never trained (e.g. no capacity while Starting): it could not have written any.
+        evidence["checkpoint_progress"] = "not expected"
     elif checkpoint is not None and planned.checkpoint_s3_uri:
         evidence.update(checkpoint.evidence())
         if checkpoint.unreadable:  # do no harm: progress that cannot be confirmed is not assumed
