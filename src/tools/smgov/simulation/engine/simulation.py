@@ -25,6 +25,7 @@ from smgov.simulation.engine.invariants import ALARM_GRACE_MINUTES, InvariantWat
 from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.engine.lifecycle import Lifecycle
 from smgov.simulation.engine.telemetry import Telemetry
+from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import FaultInjector, FaultSpec
 from smgov.simulation.harness import ACCOUNT, REGION
@@ -109,6 +110,8 @@ class Simulation:
             telemetry=Telemetry(self.store),
             emit=self._emit,
         )
+        self.checkpoint_objects = CheckpointObjects(self.clock.at)  # what S3 lists under each CheckpointConfig
+        self.lifecycle.on_checkpoint = self.checkpoint_objects.save
         self.account = SimulatedAccount(
             self.template,
             scenario,
@@ -119,6 +122,7 @@ class Simulation:
             fake=self.fake,
             faults=self.faults,
             cloudwatch_tps=cloudwatch_tps,
+            checkpoint_objects=self.checkpoint_objects,
         )
         self.invariants = InvariantWatch(
             self.lifecycle.jobs,
