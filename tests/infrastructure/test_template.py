@@ -25,8 +25,7 @@ EXPECTED_ROUTES = {
     },
     ("JobEventsFunction", "JobEndedRule"): {
         "training-job-completed.json",
-        "training-job-failed.json",
-        "training-job-failed-algorithm-error.json",
+        *(name for name in SAMPLES if name.startswith("training-job-failed")),  # one per failure class
         "training-job-stopped.json",
         "training-job-stopped-max-wait.json",
     },

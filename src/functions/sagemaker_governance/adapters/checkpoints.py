@@ -34,6 +34,7 @@ def split_s3_uri(uri: str) -> tuple[str, str] | None:
 
 class CheckpointStore:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"s3:ListBucket"})
+    LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
 
     def __init__(self, client: Any, bucket_pattern: str) -> None:
         self._client = client

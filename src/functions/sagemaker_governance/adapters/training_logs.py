@@ -44,6 +44,7 @@ def _time(millis: Any) -> datetime | None:
 
 class TrainingLogTails:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"logs:DescribeLogStreams", "logs:GetLogEvents"})
+    LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
 
     def __init__(self, client: Any, log_group: str = TRAINING_LOG_GROUP) -> None:
         self._client = client
