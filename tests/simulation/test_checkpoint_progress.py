@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from smgov.simulation.engine.simulation import Simulation
-from smgov.simulation.scenario import Scenario
+from smgov.simulation.scenario import Scenario, builtin_scenario
 
 TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
 FAULT = "AlgorithmError: ExecuteUserScriptError: RuntimeError: CUDA error: uncorrectable ECC error encountered"
@@ -69,3 +69,43 @@ def test_without_a_checkpoint_bucket_pattern_nothing_is_listed() -> None:
     simulation.run()
     assert resume_codes(simulation, "writes-none")[0] == "resume.clone.transient"
     assert simulation.checkpoint_objects.listings == 0
+
+
+# ---- the failure-classes scenario: the targets ------------------------------------------------
+
+EXPECTED = {  # job -> (class, resumed)
+    "gpu-ecc-fault": ("hardware", True),
+    "gpu-fell-off-the-bus": ("hardware", True),
+    "nccl-remote-error": ("interconnect", True),
+    "cuda-out-of-memory": ("user-code", False),
+    "shape-mismatch": ("user-code", False),
+    "nccl-misuse": ("user-code", False),
+    "unexplained-crash": ("unknown", False),
+    "failed-before-any-checkpoint": ("hardware", False),
+}
+
+
+def test_failure_classes_every_fault_resumed_and_completed_no_code_bug_resumed() -> None:
+    # Given the built-in failure-classes scenario (one job per class)
+    simulation = Simulation(builtin_scenario("failure-classes"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = {}
+    for record in audit.records:
+        if record.rule == "auto-resume" and record.job_name in EXPECTED and record.job_name not in first:
+            first[record.job_name] = record
+    # Then each failure is classified as expected: every hardware/interconnect fault with progress is
+    # resumed and its work completes (100%); no code bug or unknown failure is resumed (0%)
+    assert set(first) == set(EXPECTED)
+    for name, (failure_class, resumed) in EXPECTED.items():
+        record = first[name]
+        assert record.evidence["diagnosis"]["class"] == failure_class, name
+        assert (record.action == "clone") == resumed, (name, record.code)
+    assert first["failed-before-any-checkpoint"].code == "resume.skip.no-checkpoint-progress"
+    clones = {r["TrainingJobName"]: r for r in simulation.fake.created}
+    for name, (_, resumed) in EXPECTED.items():
+        clone = f"{name}-r1"
+        assert (clone in clones) == resumed, name
+        if resumed:
+            assert result.jobs[clone].final_status == "Completed", name
