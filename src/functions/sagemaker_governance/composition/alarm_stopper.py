@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
-from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
@@ -17,12 +17,13 @@ ADAPTERS: tuple[type, ...] = (
     PolicyStore,
     CloudWatchAlarmOwnership,
     CloudWatchAlarmArming,
-    IdempotencyTable,
+    DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
 )
 
 
 def build(root: Root) -> GuardStopper:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     cloudwatch = root.client("cloudwatch")
     return GuardStopper(
         guards=root.guards,
