@@ -28,6 +28,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
+from sagemaker_governance.domain.stall_judge import JudgePolicy
 
 POLICY_VERSION = 1
 
@@ -91,6 +92,9 @@ class _PolicyHead(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
     spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
+    judge: JudgePolicy = Field(
+        default_factory=JudgePolicy, description="The stall judge: every signal must agree before a guard stops."
+    )
 
 
 # One section per registered guard (``idle``, ``progress``: domain/guards/registry.py), validated by the

@@ -55,6 +55,7 @@ from sagemaker_governance.domain.guards.base import (
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
+from sagemaker_governance.domain.stall_judge import StallKind
 
 IDLE_RULE_ID: Final = "idle-guard"
 METRIC_NAME: Final = "GPUUtilization"
@@ -378,6 +379,25 @@ class IdleGuard(Guard[IdlePolicy]):
         return judgement.stop(
             IdleCode.STOP, IdleCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
         )
+
+    # ---- the stall judge ------------------------------------------------------------------------
+
+    stall_kind = StallKind.IDLE
+
+    def evidence_window(self, config: IdlePolicy) -> timedelta:
+        return timedelta(minutes=config.window_minutes)
+
+    def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
+        return alarm_names(job.name, job.total_instance_count, naming)[1]
+
+    def stall_threshold(self, job: TrainingJob, config: IdlePolicy, notice: Notice) -> float | None:
+        """The alarm's threshold (from its notification; a composite's has none: the plan's)."""
+        threshold = notice.evidence.get("threshold")
+        if isinstance(threshold, int | float):
+            return float(threshold)
+        plan = self.plan(job, config, notice.naming)
+        value = plan.evidence.get("threshold") if isinstance(plan, AlarmPlan) else None
+        return float(value) if isinstance(value, int | float) else None
 
     def symptom(self, config: IdlePolicy) -> tuple[str, str]:
         return "its GPUs were idle", "looks idle"
