@@ -81,6 +81,7 @@ class IdleCode(StrEnum):
     NOT_TRAINING = "idle.skip.not-training"
     STALE = "idle.skip.stale"
     GRACE = "idle.skip.grace"
+    TOO_EARLY = "idle.skip.too-early"
     EXEMPTED = "idle.skip.exempted"
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
@@ -127,6 +128,17 @@ class IdlePolicy(GuardConfig):
     datapoints_to_alarm: int = Field(default=30, ge=1, le=1440)
     grace_minutes: int = Field(default=20, ge=0, le=1440)
     prices: dict[str, float] = Field(default_factory=dict, description="Instance type -> USD per hour.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_sets_both(cls, data: Any) -> Any:
+        """Only one of ``evaluation_periods`` / ``datapoints_to_alarm`` given: both take its value (idle for
+        the whole window; M-of-N only when a document says so explicitly)."""
+        if isinstance(data, Mapping):
+            given = [k for k in ("evaluation_periods", "datapoints_to_alarm") if k in data]
+            if len(given) == 1:
+                return {**data, "evaluation_periods": data[given[0]], "datapoints_to_alarm": data[given[0]]}
+        return data
 
     @field_validator("period_seconds")
     @classmethod
@@ -363,6 +375,19 @@ class IdleGuard(Guard[IdlePolicy]):
                 IdleCode.GRACE,
                 f"within the {idle.grace_minutes}-minute start-up grace period ({left.total_seconds() / 60:.0f} "
                 "min left); the alarm is reset and fires again if the job is still idle",
+                reset=metric_alarms,
+                reset_reason=RESET_REASON,
+            )
+        started = training_started_at(job)
+        if started is None or now - started < timedelta(minutes=idle.window_minutes):
+            # Idle minutes before Training (Downloading, Starting) must not count towards the window.
+            since = "an unknown time" if started is None else started.isoformat()
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                IdleCode.TOO_EARLY,
+                f"the job (re)entered Training at {since}, less than the {idle.window_minutes:g}-minute window "
+                "ago: idle minutes before Training do not count; the alarm is reset",
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
