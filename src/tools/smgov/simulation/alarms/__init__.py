@@ -11,8 +11,8 @@
 from smgov.simulation.alarms.base import ALARM, INSUFFICIENT_DATA, OK, AlarmDefinitionError
 from smgov.simulation.alarms.composite import CompositeAlarm
 from smgov.simulation.alarms.evaluator import AlarmEvaluator, Transition
-from smgov.simulation.alarms.metric import EXTRA_RANGE, MetricAlarm, MetricQuery, decide, evaluate_alarm
-from smgov.simulation.alarms.metric_math import evaluate_expression
+from smgov.simulation.alarms.metric import EXTRA_RANGE, MetricAlarm, decide, evaluate_alarm
+from smgov.simulation.alarms.metric_math import MetricQuery, evaluate_expression
 
 __all__ = [
     "ALARM",

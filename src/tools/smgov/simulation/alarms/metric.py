@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from smgov.simulation.alarms.base import ALARM, INSUFFICIENT_DATA, OK, AlarmDefinitionError
-from smgov.simulation.alarms.metric_math import evaluate_expression
+from smgov.simulation.alarms.metric_math import MetricQuery, evaluate_expression
 from smgov.simulation.metrics import MetricKey, MetricStore, metric_key
 
 EXTRA_RANGE = 2  # the evaluation range is EvaluationPeriods + 2 periods (the user guide's example: 3 -> 5)
@@ -60,15 +60,6 @@ def _statistic(name: str) -> str:
         return _STATISTICS[name]
     except KeyError as exc:
         raise AlarmDefinitionError(f"statistic {name!r} is not supported by the simulator") from exc
-
-
-@dataclass(frozen=True)
-class MetricQuery:
-    id: str
-    return_data: bool
-    key: MetricKey | None = None
-    statistic: str | None = None
-    expression: str | None = None
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smgov.simulation.alarms.base import AlarmDefinitionError
-
-if TYPE_CHECKING:
-    from smgov.simulation.alarms.metric import MetricQuery
+from smgov.simulation.metrics import MetricKey
 
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?)|([A-Za-z_][A-Za-z0-9_]*)|(\"[^\"]*\"|'[^']*')|(\S))")
 
@@ -37,6 +36,17 @@ def _tokens(text: str) -> tuple[tuple[str, str], ...]:
             out.append(("sym", symbol))
         position = match.end()
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class MetricQuery:
+    """One item of an alarm's ``Metrics``: a metric with its statistic, or an expression over others."""
+
+    id: str
+    return_data: bool
+    key: MetricKey | None = None
+    statistic: str | None = None
+    expression: str | None = None
 
 
 Series = list[float | None]
