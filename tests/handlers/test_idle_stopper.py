@@ -33,6 +33,7 @@ def savings() -> MemoryBusinessMetrics:
 def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
     with local_account(clock, env, metrics=savings) as account:
         account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
+        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
         yield account
 
 
@@ -163,7 +164,9 @@ def test_audit_mode_records_and_does_not_stop(
 
 
 def test_idle_mode_override_enforces_only_the_idle_guard(audit_acct: LocalAccount, clock: MovableClock) -> None:
-    audit_acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="idle: {mode: enforce}")
+    audit_acct.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value="{idle: {mode: enforce}, judge: {enabled: true}}", Overwrite=True
+    )
     alarm = training_job_with_alarm(audit_acct)
     clock.advance(minutes=45)
     fire(audit_acct, alarm)

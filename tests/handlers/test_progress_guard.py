@@ -36,6 +36,7 @@ def savings() -> MemoryBusinessMetrics:
 def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
     with local_account(clock, env, metrics=savings) as account:
         account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
+        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
         yield account
 
 

@@ -78,7 +78,7 @@ def review(
     policy: Policy | None = None,
 ) -> GuardVerdict:
     j = j or training(NOW - timedelta(hours=2))
-    policy = policy or Policy(mode=mode)
+    policy = policy or Policy(mode=mode, judge={"enabled": True})
     notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence={"threshold": 1.0})
     verdict = guard.judge(role, notice, guard.config(policy))
     assert verdict.stops

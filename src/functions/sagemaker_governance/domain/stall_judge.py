@@ -91,6 +91,9 @@ class JudgePolicy(BaseModel):
     less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
     count as progress (default: every metric the job defines; names compare as in the progress guard).
 
+    Off by default for now: the fleet simulator that proves "0 false stops, 0 missed stalls" with it must
+    first publish per-host CPU series and log streams (issue 15); until then turn it on per policy.
+
     Example:
         judge:
           enabled: true
@@ -100,7 +103,7 @@ class JudgePolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = True
+    enabled: bool = False
     cpu_busy_vcpus: float = Field(default=0.5, gt=0, le=1000)
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     progress_metric_names: tuple[str, ...] | None = None
