@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
-from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
@@ -20,7 +20,7 @@ ADAPTERS: tuple[type, ...] = (
     PolicyStore,
     CloudWatchAlarmOwnership,
     CloudWatchAlarmArming,
-    IdempotencyTable,
+    DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
     TrainingLogs,
@@ -28,6 +28,7 @@ ADAPTERS: tuple[type, ...] = (
 
 
 def build(root: Root) -> GuardStopper:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     cloudwatch = root.client("cloudwatch")
     return GuardStopper(
         guards=root.guards,

@@ -234,9 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
     from smgov.cli.simulate import add_parser as add_simulate
 
     add_simulate(sub)
-    from smgov.cli import calibrate
+    from smgov.cli import calibrate, doctor
 
     calibrate.register(sub)
+    doctor.register(sub)
     return parser
 
 

@@ -1,0 +1,615 @@
+"""The checks: each reads one aspect of the deployed stack and returns findings. Read-only: every call is
+a ``Describe``/``Get``/``List`` (or ``iam:SimulatePrincipalPolicy``, which evaluates, never changes).
+
+What each expects comes from this release's ``template.yaml`` (rules and their targets, subscriptions,
+policy statements by ``Sid``, the version) and from the composition root's IAM contract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from smgov.doctor.deployment import Deployment, error_text
+from smgov.doctor.findings import Finding, Status
+from smgov.doctor.iam import check_function_roles
+
+MAX_JOBS = 500  # jobs in progress read by the drift check (each costs a DescribeTrainingJob and a ListTags)
+AWS_ERRORS = (ClientError, BotoCoreError)
+
+
+@dataclass
+class CheckContext:
+    template: Mapping[str, Any]  # this release's template.yaml
+    now: datetime
+    cache: dict[str, Any] = field(default_factory=dict)
+
+
+Check = Callable[[Deployment, CheckContext], list[Finding]]
+
+
+def _resources(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template.get("Resources", {}).items() if v.get("Type") == resource_type}
+
+
+def _referenced(node: Any) -> str | None:
+    """The logical id of ``!Ref X`` or ``!GetAtt X.Arn``."""
+    if isinstance(node, Mapping):
+        if "Ref" in node:
+            return str(node["Ref"])
+        if "Fn::GetAtt" in node:
+            return str(node["Fn::GetAtt"][0])
+    return None
+
+
+def _queue_arn(d: Deployment, logical_id: str) -> str | None:
+    url = d.physical(logical_id)
+    return d.arn("sqs", url.rstrip("/").rsplit("/", 1)[-1]) if url else None
+
+
+def _function_arn(d: Deployment, logical_id: str) -> str | None:
+    name = d.physical(logical_id)
+    return d.arn("lambda", f"function:{name}") if name else None
+
+
+def _target_arn(d: Deployment, template: Mapping[str, Any], logical_id: str) -> str | None:
+    kind = template["Resources"].get(logical_id, {}).get("Type")
+    if kind == "AWS::SQS::Queue":
+        return _queue_arn(d, logical_id)
+    if kind == "AWS::Serverless::Function":
+        return _function_arn(d, logical_id)
+    return d.physical(logical_id)
+
+
+def _local_version(template: Mapping[str, Any]) -> str | None:
+    app = template.get("Metadata", {}).get("AWS::ServerlessRepo::Application", {})
+    return str(app["SemanticVersion"]) if "SemanticVersion" in app else None
+
+
+# ---- stack ----------------------------------------------------------------------------------------
+
+
+def check_stack(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    out: list[Finding] = []
+    healthy = d.status.endswith("_COMPLETE") and "ROLLBACK" not in d.status and "DELETE" not in d.status
+    out.append(Finding("stack", d.stack_name, Status.OK if healthy else Status.FAIL, f"status {d.status}"))
+    local = _local_version(ctx.template)
+    if d.version is None:
+        out.append(
+            Finding(
+                "stack",
+                "version",
+                Status.FAIL,
+                f"outdated: the deployed template has no version (this release is {local})",
+            )
+        )
+    elif local is not None and d.version != local:
+        out.append(
+            Finding("stack", "version", Status.FAIL, f"outdated: deployed {d.version}, this release {local}")
+        )
+    else:
+        out.append(Finding("stack", "version", Status.OK, f"{d.version}"))
+    for logical_id, spec in ctx.template.get("Resources", {}).items():
+        if "Condition" in spec or logical_id in d.resources:
+            continue
+        out.append(
+            Finding("stack", logical_id, Status.FAIL, "missing from the stack (outdated or partly deployed)")
+        )
+    return out
+
+
+# ---- rules, schedule and queues --------------------------------------------------------------------
+
+
+def _expected_rules(template: Mapping[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
+    """Rule logical id -> [(target logical id, dead-letter queue logical id)], SAM schedules included."""
+    rules: dict[str, list[tuple[str, str | None]]] = {}
+    for logical_id, spec in _resources(template, "AWS::Events::Rule").items():
+        targets = []
+        for target in spec.get("Properties", {}).get("Targets", []):
+            dlq = _referenced(target.get("DeadLetterConfig", {}).get("Arn"))
+            targets.append((_referenced(target.get("Arn")) or "?", dlq))
+        rules[logical_id] = targets
+    for fn, spec in _resources(template, "AWS::Serverless::Function").items():
+        for event, source in spec.get("Properties", {}).get("Events", {}).items():
+            if source.get("Type") == "Schedule":
+                dlq = _referenced(source.get("Properties", {}).get("DeadLetterConfig", {}).get("Arn"))
+                rules[f"{fn}{event}"] = [(fn, dlq)]
+    return rules
+
+
+def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    events = d.client("events")
+    out: list[Finding] = []
+    for logical_id, targets in _expected_rules(ctx.template).items():
+        name = d.physical(logical_id)
+        if name is None:
+            out.append(Finding("rules", logical_id, Status.FAIL, "no such rule in the stack"))
+            continue
+        try:
+            state = events.describe_rule(Name=name).get("State")
+            deployed = events.list_targets_by_rule(Rule=name).get("Targets", [])
+        except AWS_ERRORS as exc:
+            out.append(
+                Finding("rules", logical_id, Status.UNKNOWN, f"could not read rule {name}: {error_text(exc)}")
+            )
+            continue
+        problems = [] if state == "ENABLED" else [f"state {state}"]
+        by_arn = {t.get("Arn"): t for t in deployed}
+        for target, dlq in targets:
+            arn = _target_arn(d, ctx.template, target)
+            if arn not in by_arn:
+                problems.append(f"does not target {target} ({arn})")
+                continue
+            dlq_arn = _queue_arn(d, dlq) if dlq else None
+            if dlq_arn and by_arn[arn].get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
+                problems.append(f"delivery failures to {target} do not go to {dlq}")
+        out.append(
+            Finding(
+                "rules",
+                logical_id,
+                Status.FAIL if problems else Status.OK,
+                "; ".join(problems) or f"{name} enabled",
+            )
+        )
+    return out
+
+
+def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    lam = d.client("lambda")
+    out: list[Finding] = []
+    for logical_id, spec in _resources(ctx.template, "AWS::Lambda::EventSourceMapping").items():
+        uuid = d.physical(logical_id)
+        props = spec.get("Properties", {})
+        queue, function = _referenced(props.get("EventSourceArn")), _referenced(props.get("FunctionName"))
+        if uuid is None:
+            out.append(Finding("queues", logical_id, Status.FAIL, "no such event source mapping in the stack"))
+            continue
+        try:
+            mapping = lam.get_event_source_mapping(UUID=uuid)
+        except AWS_ERRORS as exc:
+            out.append(
+                Finding("queues", logical_id, Status.UNKNOWN, f"could not read mapping {uuid}: {error_text(exc)}")
+            )
+            continue
+        problems = []
+        if mapping.get("State") != "Enabled":
+            problems.append(f"state {mapping.get('State')} (the function does not read {queue})")
+        if queue and mapping.get("EventSourceArn") != _queue_arn(d, queue):
+            problems.append(f"reads {mapping.get('EventSourceArn')}, not {queue}")
+        name = d.physical(function) if function else None
+        if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
+            problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
+        out.append(
+            Finding(
+                "queues",
+                logical_id,
+                Status.FAIL if problems else Status.OK,
+                "; ".join(problems) or f"{queue} -> {function}",
+            )
+        )
+    return out
+
+
+# ---- topics: subscriptions and policies ------------------------------------------------------------
+
+
+def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    sns = d.client("sns")
+    out: list[Finding] = []
+    expected_sqs: dict[str, set[str]] = {}
+    for spec in _resources(ctx.template, "AWS::SNS::Subscription").values():
+        props = spec.get("Properties", {})
+        topic, endpoint = _referenced(props.get("TopicArn")), _referenced(props.get("Endpoint"))
+        if props.get("Protocol") == "sqs" and topic and endpoint:
+            expected_sqs.setdefault(topic, set()).add(endpoint)
+    for topic in _resources(ctx.template, "AWS::SNS::Topic"):
+        arn = d.physical(topic)
+        if arn is None:
+            out.append(Finding("subscriptions", topic, Status.FAIL, "no such topic in the stack"))
+            continue
+        try:
+            subs = [
+                s
+                for page in sns.get_paginator("list_subscriptions_by_topic").paginate(TopicArn=arn)
+                for s in page.get("Subscriptions", [])
+            ]
+        except AWS_ERRORS as exc:
+            out.append(
+                Finding("subscriptions", topic, Status.UNKNOWN, f"could not list subscriptions: {error_text(exc)}")
+            )
+            continue
+        for sub in subs:
+            if sub.get("SubscriptionArn") == "PendingConfirmation":
+                out.append(
+                    Finding(
+                        "subscriptions",
+                        f"{topic} {sub.get('Protocol')}:{sub.get('Endpoint')}",
+                        Status.FAIL,
+                        "pending confirmation: nothing is delivered until the recipient confirms",
+                    )
+                )
+        confirmed_sqs = {
+            s.get("Endpoint")
+            for s in subs
+            if s.get("Protocol") == "sqs" and s.get("SubscriptionArn") != "PendingConfirmation"
+        }
+        for queue in sorted(expected_sqs.get(topic, ())):
+            queue_arn = _queue_arn(d, queue)
+            status = Status.OK if queue_arn in confirmed_sqs else Status.FAIL
+            detail = f"delivers to {queue}" if status is Status.OK else f"no confirmed subscription of {queue}"
+            out.append(Finding("subscriptions", topic, status, detail))
+        if not subs:
+            out.append(
+                Finding("subscriptions", topic, Status.WARN, "no subscriptions: nobody receives what it publishes")
+            )
+    return out
+
+
+def _actions(statement: Mapping[str, Any]) -> frozenset[str]:
+    action = statement.get("Action", [])
+    return frozenset([action] if isinstance(action, str) else action)
+
+
+def _signatures(statements: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, frozenset[str]]]:
+    return {str(s.get("Sid")): (str(s.get("Effect")), _actions(s)) for s in statements if s.get("Sid")}
+
+
+def _compare_policy(
+    check: str, subject: str, expected: Iterable[Mapping[str, Any]], deployed_json: str | None
+) -> Finding:
+    if not deployed_json:
+        return Finding(check, subject, Status.FAIL, "no policy")
+    try:
+        deployed = json.loads(deployed_json).get("Statement", [])
+    except ValueError as exc:
+        return Finding(check, subject, Status.FAIL, f"unreadable policy: {exc}")
+    want, have = _signatures(expected), _signatures(deployed if isinstance(deployed, list) else [deployed])
+    problems = []
+    for sid, (effect, actions) in sorted(want.items()):
+        if sid not in have:
+            problems.append(f"statement {sid} missing")
+        elif have[sid] != (effect, actions):
+            problems.append(f"statement {sid} differs ({have[sid][0]} {sorted(have[sid][1])})")
+    return Finding(
+        check,
+        subject,
+        Status.FAIL if problems else Status.OK,
+        "; ".join(problems) or f"{len(want)} statement(s) in place",
+    )
+
+
+def check_policies(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    out: list[Finding] = []
+    sns = d.client("sns")
+    key_logical = next(iter(_resources(ctx.template, "AWS::KMS::Key")), None)
+    key_id = d.physical(key_logical) if key_logical else None
+    for spec in _resources(ctx.template, "AWS::SNS::TopicPolicy").values():
+        props = spec.get("Properties", {})
+        for topic in [_referenced(t) for t in props.get("Topics", [])]:
+            arn = d.physical(topic) if topic else None
+            if arn is None:
+                out.append(Finding("policies", f"{topic}", Status.FAIL, "no such topic in the stack"))
+                continue
+            try:
+                attributes = sns.get_topic_attributes(TopicArn=arn).get("Attributes", {})
+            except AWS_ERRORS as exc:
+                out.append(
+                    Finding("policies", f"{topic}", Status.UNKNOWN, f"could not read the topic: {error_text(exc)}")
+                )
+                continue
+            out.append(
+                _compare_policy(
+                    "policies", f"{topic} policy", props["PolicyDocument"]["Statement"], attributes.get("Policy")
+                )
+            )
+            if key_id and not str(attributes.get("KmsMasterKeyId", "")).endswith(key_id):
+                out.append(
+                    Finding(
+                        "policies",
+                        f"{topic} encryption",
+                        Status.FAIL,
+                        f"not encrypted with the stack's key ({attributes.get('KmsMasterKeyId')})",
+                    )
+                )
+    if key_logical and key_id is None and d.parameter("EncryptWithCustomerKey", "true") == "true":
+        out.append(
+            Finding(
+                "policies", key_logical, Status.FAIL, "EncryptWithCustomerKey is true but the stack has no key"
+            )
+        )
+    if key_logical and key_id:
+        kms = d.client("kms")
+        try:
+            state = kms.describe_key(KeyId=key_id)["KeyMetadata"].get("KeyState")
+            policy = kms.get_key_policy(KeyId=key_id, PolicyName="default").get("Policy")
+        except AWS_ERRORS as exc:
+            out.append(
+                Finding("policies", key_logical, Status.UNKNOWN, f"could not read the key: {error_text(exc)}")
+            )
+            return out
+        if state != "Enabled":
+            out.append(
+                Finding(
+                    "policies",
+                    key_logical,
+                    Status.FAIL,
+                    f"key state {state}: encrypted topics and log groups fail",
+                )
+            )
+        statements = ctx.template["Resources"][key_logical]["Properties"]["KeyPolicy"]["Statement"]
+        out.append(_compare_policy("policies", f"{key_logical} key policy", statements, policy))
+    return out
+
+
+# ---- IAM -------------------------------------------------------------------------------------------
+
+
+def check_iam(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    customer_key = d.parameter("EncryptWithCustomerKey", "true") == "true"
+    return check_function_roles(d, ctx.template, customer_key=customer_key)
+
+
+# ---- operations: reconciler, dead letters ---------------------------------------------------------
+
+
+def check_reconciler(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    group = next(
+        (d.physical(k) for k, v in _resources(ctx.template, "AWS::Logs::LogGroup").items() if "Reconciler" in k),
+        None,
+    )
+    if group is None:
+        return [Finding("reconciler", "ReconcilerLogGroup", Status.FAIL, "no reconciler log group in the stack")]
+    interval = int(d.parameter("ReconcileIntervalMinutes", "10") or 10)
+    window = timedelta(minutes=3 * interval)
+    since = ctx.now - window
+    logs = d.client("logs")
+    latest: tuple[int, str] | None = None
+    try:
+        pages = logs.get_paginator("filter_log_events").paginate(
+            logGroupName=group, startTime=int(since.timestamp() * 1000), filterPattern='"reconcile run"'
+        )
+        for page in pages:
+            for event in page.get("events", []):
+                if latest is None or event["timestamp"] >= latest[0]:
+                    latest = (event["timestamp"], event.get("message", ""))
+    except AWS_ERRORS as exc:
+        return [Finding("reconciler", group, Status.UNKNOWN, f"could not read its log: {error_text(exc)}")]
+    if latest is None:
+        return [
+            Finding(
+                "reconciler",
+                group,
+                Status.FAIL,
+                f"no run in the last {int(window.total_seconds() // 60)} minutes (its schedule is every {interval})",
+            )
+        ]
+    at = datetime.fromtimestamp(latest[0] / 1000, tz=ctx.now.tzinfo).isoformat(timespec="seconds")
+    try:
+        summary = json.loads(latest[1]).get("reconcile", {})
+    except ValueError:
+        return [Finding("reconciler", group, Status.WARN, f"last run at {at}; its summary is unreadable")]
+    errors = int(summary.get("errors", 0) or 0)
+    repairs = summary.get("repairs", {})
+    detail = (
+        f"last run at {at}: {summary.get('visited', '?')} visited, repairs {repairs or 'none'}, {errors} error(s)"
+    )
+    if errors:
+        return [Finding("reconciler", group, Status.FAIL, detail)]
+    if summary.get("stopped_early"):
+        return [
+            Finding(
+                "reconciler",
+                group,
+                Status.WARN,
+                detail + "; stopped early (more than one run to visit everything)",
+            )
+        ]
+    return [Finding("reconciler", group, Status.OK, detail)]
+
+
+def check_dead_letters(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    sqs = d.client("sqs")
+    url = d.physical("DeadLetterQueue")
+    if url is None:
+        return [Finding("dead-letters", "DeadLetterQueue", Status.FAIL, "no dead-letter queue in the stack")]
+    try:
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        ).get("Attributes", {})
+    except AWS_ERRORS as exc:
+        return [
+            Finding(
+                "dead-letters", "DeadLetterQueue", Status.UNKNOWN, f"could not read the queue: {error_text(exc)}"
+            )
+        ]
+    depth = int(attributes.get("ApproximateNumberOfMessages", 0)) + int(
+        attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
+    )
+    if depth:
+        return [
+            Finding(
+                "dead-letters",
+                "DeadLetterQueue",
+                Status.FAIL,
+                f"{depth} message(s): inspect with `smgov dlq list --stack {d.stack_name}`",
+            )
+        ]
+    return [Finding("dead-letters", "DeadLetterQueue", Status.OK, "empty")]
+
+
+# ---- the policy document and drift ----------------------------------------------------------------
+
+
+def _settings(d: Deployment) -> Any:
+    from sagemaker_governance.settings import Settings
+    from smgov.local_policy import template_environment
+
+    env = template_environment(d.parameters, stack_name=d.stack_name)
+    env.setdefault("AWS_REGION", d.region)
+    return Settings.from_env(env)
+
+
+def _policy(d: Deployment, ctx: CheckContext) -> tuple[Any, Finding]:
+    """The effective policy (stack parameters + the SSM document) and the finding about the document."""
+    if "policy" in ctx.cache:
+        cached: tuple[Any, Finding] = ctx.cache["policy"]
+        return cached
+    from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, load_policy_text
+
+    name = d.parameter("PolicyParameterName", "/sagemaker-governance/policy")
+    base = _settings(d).base_policy_document()
+    result: tuple[Any, Finding]
+    try:
+        text = d.client("ssm").get_parameter(Name=name)["Parameter"]["Value"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
+            result = (
+                build_policy(base),
+                Finding("policy", name, Status.OK, "no document: the stack's parameters apply"),
+            )
+        else:
+            result = (None, Finding("policy", name, Status.UNKNOWN, f"could not read it: {error_text(exc)}"))
+    except BotoCoreError as exc:
+        result = (None, Finding("policy", name, Status.UNKNOWN, f"could not read it: {exc}"))
+    else:
+        try:
+            policy = load_policy_text(text, base)
+            result = (
+                policy,
+                Finding(
+                    "policy", name, Status.OK, f"valid (mode {policy.mode.value}, {len(policy.rules)} rule(s))"
+                ),
+            )
+        except PolicyDocumentError as exc:
+            detail = "invalid, the functions keep the last good policy: " + "; ".join(exc.errors)
+            result = (None, Finding("policy", name, Status.FAIL, detail))
+    ctx.cache["policy"] = result
+    return result
+
+
+def check_policy_document(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    return [_policy(d, ctx)[1]]
+
+
+def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    """Alarms versus jobs in Training: a job the guards want watched has its alarms; no alarm outlives its
+    job. Only differences older than two reconciler intervals count (the reconciler repairs the rest)."""
+    from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+    from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.domain.guards.base import AlarmNaming
+    from sagemaker_governance.domain.guards.registry import GUARDS
+    from sagemaker_governance.service.guard_alarms import GuardAlarms
+
+    policy, _ = _policy(d, ctx)
+    if policy is None:
+        return [Finding("drift", "alarms", Status.UNKNOWN, "no valid policy to judge which jobs need alarms")]
+    settings = _settings(d)
+    naming = AlarmNaming(
+        prefix=settings.idle_alarm_prefix, managed_by=d.stack_name, alarm_topic_arn=d.physical("AlarmTopic")
+    )
+    grace = timedelta(minutes=2 * int(d.parameter("ReconcileIntervalMinutes", "10") or 10))
+    sagemaker, cloudwatch = d.client("sagemaker"), d.client("cloudwatch")
+    try:
+        names = [
+            s["TrainingJobName"]
+            for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
+            for s in page.get("TrainingJobSummaries", [])
+        ]
+        alarms = {
+            a["AlarmName"]
+            for page in cloudwatch.get_paginator("describe_alarms").paginate(
+                AlarmNamePrefix=naming.prefix, AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+            )
+            for kind in ("MetricAlarms", "CompositeAlarms")
+            for a in page.get(kind, [])
+        }
+    except AWS_ERRORS as exc:
+        return [Finding("drift", "alarms", Status.UNKNOWN, f"could not list jobs or alarms: {error_text(exc)}")]
+    out: list[Finding] = []
+    if len(names) > MAX_JOBS:
+        out.append(
+            Finding(
+                "drift", "jobs", Status.WARN, f"{len(names)} jobs in progress: only the first {MAX_JOBS} checked"
+            )
+        )
+    jobs_port = SageMakerJobs(sagemaker)
+    unused: Any = None
+    guards = [
+        # Only its reconciler view is used (which alarms a job should have now): no alarm is written,
+        # no policy re-read, nothing audited.
+        GuardAlarms(
+            g, jobs=jobs_port, alarms=unused, policies=unused, audit=unused, clock=lambda: ctx.now, naming=naming
+        )
+        for g in GUARDS
+    ]
+    in_progress = set(names)
+    for name in names[:MAX_JOBS]:
+        try:
+            job = jobs_port.get_job(name)
+        except AdapterError as exc:
+            out.append(Finding("drift", name, Status.UNKNOWN, f"could not read the job: {exc}"))
+            continue
+        since = next((t.start_time for t in reversed(job.transitions) if t.status == "Training"), None)
+        for guard in guards:
+            wanted = set(guard.desired_alarms(job, policy))
+            missing = wanted - alarms
+            if missing and since is not None and ctx.now - since > grace:
+                out.append(
+                    Finding(
+                        "drift",
+                        name,
+                        Status.FAIL,
+                        f"in Training since {since.isoformat(timespec='seconds')} without {guard.guard.rule_id} alarm(s) {sorted(missing)}",
+                    )
+                )
+    for alarm in sorted(alarms):
+        job_name = alarm[len(naming.prefix) :].split(".", 1)[0]  # marks start with "." (never in a job name)
+        if job_name in in_progress:
+            continue
+        out.append(
+            Finding(
+                "drift",
+                alarm,
+                Status.FAIL,
+                f"orphan: its job {job_name} is not in progress (the reconciler deletes it)",
+            )
+        )
+    if not out:
+        out.append(
+            Finding(
+                "drift", "alarms", Status.OK, f"{len(names)} job(s) in progress, {len(alarms)} alarm(s), no drift"
+            )
+        )
+    return out
+
+
+CHECKS: tuple[Check, ...] = (
+    check_stack,
+    check_rules,
+    check_queue_mappings,
+    check_subscriptions,
+    check_policies,
+    check_iam,
+    check_reconciler,
+    check_dead_letters,
+    check_policy_document,
+    check_drift,
+)
+
+
+def run_checks(d: Deployment, ctx: CheckContext, checks: Iterable[Check] = CHECKS) -> list[Finding]:
+    """Every check; one that fails unexpectedly is reported as not checked, and the others still run."""
+    findings: list[Finding] = []
+    for check in checks:
+        try:
+            findings += check(d, ctx)
+        except Exception as exc:  # a bug or an unexpected answer must not hide the other checks' findings
+            name = check.__name__.removeprefix("check_").replace("_", "-")
+            findings.append(Finding(name, "check", Status.UNKNOWN, f"{type(exc).__name__}: {exc}"))
+    return findings

@@ -1,0 +1,229 @@
+"""A deployed stack built in moto from template.yaml's own definitions (rules and targets, mappings,
+subscriptions, topic and key policies, roles granting the contracted actions), so `smgov doctor` has a
+healthy account to find nothing wrong in; each test then breaks one thing. moto has no
+``iam:SimulatePrincipalPolicy``: a botocore ``Stubber`` answers it, for exactly the contracted actions."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+from moto import mock_aws
+
+from smgov.doctor.checks import CheckContext, _expected_rules, _referenced, _resources
+from smgov.doctor.deployment import Deployment
+from smgov.doctor.iam import contracted_actions
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.template import load_template
+
+ACCOUNT, REGION, STACK = "123456789012", "us-east-1", "gov"
+FUNCTIONS = ("JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction")
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    return buffer.getvalue()
+
+
+class IamWithSimulator:
+    """moto's IAM, with ``SimulatePrincipalPolicy`` answered by a stubbed client."""
+
+    def __init__(self, iam: Any, simulator: Any) -> None:
+        self._iam, self.simulator = iam, simulator
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "simulate_principal_policy":
+            return self.simulator.simulate_principal_policy
+        return getattr(self._iam, name)
+
+
+@dataclass
+class Account:
+    deployment: Deployment
+    template: dict[str, Any]
+    now: datetime
+    clients: dict[str, Any]
+    stubber: Stubber
+    sagemaker: FakeSageMaker
+    roles: dict[str, str] = field(default_factory=dict)  # function logical id -> role name
+    decisions: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (function, action) -> result
+
+    def context(self) -> CheckContext:
+        return CheckContext(template=self.template, now=self.now)
+
+    def arm_simulator(self) -> None:
+        """Queue one answer per contracted action, in the order the check asks (functions, then actions)."""
+        for function in FUNCTIONS:
+            for action in sorted(contracted_actions(function, True, self.template["Resources"][function])):
+                result = self.decisions.get(
+                    (function, action), {"EvalActionName": action, "EvalDecision": "allowed"}
+                )
+                self.stubber.add_response(
+                    "simulate_principal_policy",
+                    {"EvaluationResults": [result]},
+                    {
+                        "PolicySourceArn": f"arn:aws:iam::{ACCOUNT}:role/{self.roles[function]}",
+                        "ActionNames": [action],
+                        "ResourceArns": ANY,
+                        "ContextEntries": ANY,
+                    },
+                )
+
+
+def _statements(statements: list[dict[str, Any]], resource: str) -> str:
+    """The template's statements as deployed (Sid, Effect, Action; principal and resource simplified)."""
+    out = [
+        {"Sid": s["Sid"], "Effect": s["Effect"], "Principal": "*", "Action": s["Action"], "Resource": resource}
+        for s in statements
+    ]
+    return json.dumps({"Version": "2012-10-17", "Statement": out})
+
+
+@pytest.fixture
+def account() -> Iterator[Account]:
+    now = datetime.now(UTC).replace(microsecond=0)  # moto's logs refuse events far from its own clock
+    template = load_template()
+    with mock_aws():
+        clients = {
+            s: boto3.client(s, region_name=REGION)
+            for s in ("sqs", "sns", "events", "lambda", "iam", "kms", "logs", "ssm", "cloudwatch", "sagemaker")
+        }
+        simulator = boto3.client("iam", region_name=REGION)
+        stubber = Stubber(simulator)
+        stubber.activate()
+        fake = FakeSageMaker(clock=lambda: now, region=REGION, account=ACCOUNT)
+        fake.attach(clients["sagemaker"])
+        resources = {logical: f"{STACK}-{logical}" for logical in template["Resources"]}
+        queues = {}
+        for logical in _resources(template, "AWS::SQS::Queue"):
+            url = clients["sqs"].create_queue(QueueName=f"{STACK}-{logical}")["QueueUrl"]
+            resources[logical], queues[logical] = url, f"arn:aws:sqs:{REGION}:{ACCOUNT}:{STACK}-{logical}"
+        key_id = clients["kms"].create_key(
+            Policy=_statements(template["Resources"]["GovernanceKey"]["Properties"]["KeyPolicy"]["Statement"], "*")
+        )["KeyMetadata"]["KeyId"]
+        resources["GovernanceKey"] = key_id
+        for logical in _resources(template, "AWS::SNS::Topic"):
+            arn = clients["sns"].create_topic(Name=f"{STACK}-{logical}", Attributes={"KmsMasterKeyId": key_id})[
+                "TopicArn"
+            ]
+            resources[logical] = arn
+        for spec in _resources(template, "AWS::SNS::TopicPolicy").values():
+            for topic in spec["Properties"]["Topics"]:
+                arn = resources[_referenced(topic) or ""]
+                policy = _statements(spec["Properties"]["PolicyDocument"]["Statement"], arn)
+                clients["sns"].set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
+        clients["sns"].subscribe(TopicArn=resources["AlarmTopic"], Protocol="sqs", Endpoint=queues["AlarmQueue"])
+        clients["sns"].subscribe(
+            TopicArn=resources["NotificationsTopic"], Protocol="email", Endpoint="platform@example.com"
+        )
+        roles = {}
+        for function in FUNCTIONS:
+            role = f"{STACK}-{function}Role"
+            clients["iam"].create_role(
+                RoleName=role,
+                AssumeRolePolicyDocument=json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "lambda.amazonaws.com"},
+                                "Action": "sts:AssumeRole",
+                            }
+                        ],
+                    }
+                ),
+            )
+            actions = sorted(contracted_actions(function, True, template["Resources"][function]))
+            clients["iam"].put_role_policy(
+                RoleName=role,
+                PolicyName=f"{function}RolePolicy0",
+                PolicyDocument=json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}],
+                    }
+                ),
+            )
+            name = f"{STACK}-{function}"
+            clients["lambda"].create_function(
+                FunctionName=name,
+                Runtime="python3.12",
+                Role=f"arn:aws:iam::{ACCOUNT}:role/{role}",
+                Handler="index.handler",
+                Code={"ZipFile": _zip()},
+            )
+            resources[function], roles[function] = name, role
+        for logical, spec in _resources(template, "AWS::Lambda::EventSourceMapping").items():
+            props = spec["Properties"]
+            mapping = clients["lambda"].create_event_source_mapping(
+                EventSourceArn=queues[_referenced(props["EventSourceArn"]) or ""],
+                FunctionName=resources[_referenced(props["FunctionName"]) or ""],
+            )
+            resources[logical] = mapping["UUID"]
+        for logical, targets in _expected_rules(template).items():
+            name = f"{STACK}-{logical}"
+            clients["events"].put_rule(Name=name, ScheduleExpression="rate(10 minutes)", State="ENABLED")
+            deployed = []
+            for index, (target, dlq) in enumerate(targets):
+                arn = queues.get(target) or f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{resources[target]}"
+                entry: dict[str, Any] = {"Id": str(index), "Arn": arn}
+                if dlq:
+                    entry["DeadLetterConfig"] = {"Arn": queues[dlq]}
+                deployed.append(entry)
+            clients["events"].put_targets(Rule=name, Targets=deployed)
+            resources[logical] = name
+        group = f"/aws/lambda/{STACK}-reconciler"
+        clients["logs"].create_log_group(logGroupName=group)
+        clients["logs"].create_log_stream(logGroupName=group, logStreamName="run")
+        resources["ReconcilerLogGroup"] = group
+        deployment = Deployment(
+            stack_name=STACK,
+            region=REGION,
+            account=ACCOUNT,
+            partition="aws",
+            status="UPDATE_COMPLETE",
+            parameters={
+                "EncryptWithCustomerKey": "true",
+                "ReconcileIntervalMinutes": "10",
+                "PolicyParameterName": f"/{STACK}/policy",
+            },
+            resources=resources,
+            resource_types={},
+            version=template["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"],
+            client=lambda service: (
+                IamWithSimulator(clients["iam"], simulator) if service == "iam" else clients[service]
+            ),
+        )
+        yield Account(deployment, template, now, clients, stubber, fake, roles)
+
+
+def reconcile_run(account: Account, minutes_ago: int, errors: int = 0) -> None:
+    message = {
+        "level": "INFO",
+        "message": "reconcile run",
+        "reconcile": {"visited": 3, "repairs": {}, "errors": errors, "stopped_early": False},
+    }
+    account.clients["logs"].put_log_events(
+        logGroupName=account.deployment.resources["ReconcilerLogGroup"],
+        logStreamName="run",
+        logEvents=[
+            {
+                "timestamp": int((account.now - timedelta(minutes=minutes_ago)).timestamp() * 1000),
+                "message": json.dumps(message),
+            }
+        ],
+    )
+
+
+Breaker = Callable[[Account], None]

@@ -1,0 +1,280 @@
+"""`smgov doctor` on a deployed account (moto): a healthy stack has no finding to report; each broken
+thing a platform team could meet after deploy is named precisely, and makes the command exit 1."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from smgov.doctor.checks import check_subscriptions, run_checks
+from smgov.doctor.deployment import deployed_version
+from smgov.doctor.findings import DoctorReport, Finding, Status
+from smgov.doctor.permissions import DOCTOR_IAM_ACTIONS
+from tests.builders import create_request
+from tests.doctor.conftest import Account, reconcile_run
+
+
+def problems(account: Account) -> list[tuple[str, str, str]]:
+    account.arm_simulator()
+    findings = run_checks(account.deployment, account.context())
+    return [(f.check, f.subject, f.status.value) for f in findings if f.status is not Status.OK]
+
+
+def detail(account: Account, check: str) -> list[Finding]:
+    account.arm_simulator()
+    return [
+        f
+        for f in run_checks(account.deployment, account.context())
+        if f.check == check and f.status is not Status.OK
+    ]
+
+
+def test_a_healthy_stack_has_nothing_to_report(account: Account) -> None:
+    # Given every resource as the template defines it and a reconciler run 5 minutes ago
+    reconcile_run(account, minutes_ago=5)
+    # When the doctor runs every check, Then nothing is wrong and every simulated action was asked
+    assert problems(account) == []
+    account.stubber.assert_no_pending_responses()
+
+
+# botocore's service names where the IAM prefix differs
+IAM_PREFIX = {"monitoring": "cloudwatch"}
+
+
+def test_every_request_of_a_full_run_is_a_listed_read_only_action(account: Account) -> None:
+    # Given every client of the account records the operations it sends
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "watched-run", minutes_ago=60)
+    sent: set[str] = set()
+
+    def record(model: Any, **_: Any) -> None:
+        prefix = model.service_model.signing_name
+        sent.add(f"{IAM_PREFIX.get(prefix, prefix)}:{model.name}")
+
+    for client in [*account.clients.values(), account.stubber.client]:
+        client.meta.events.register_first("before-call", record)
+    # When the doctor runs every check
+    problems(account)
+    # Then each request is one the documented read-only policy allows
+    assert sent, "nothing recorded"
+    assert sent <= DOCTOR_IAM_ACTIONS, sorted(sent - DOCTOR_IAM_ACTIONS)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert all(action in readme for action in DOCTOR_IAM_ACTIONS)
+
+
+def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    events = account.clients["events"]
+    events.disable_rule(Name=account.deployment.resources["JobEndedRule"])
+    events.remove_targets(Rule=account.deployment.resources["JobStartingRule"], Ids=["0"])
+    found = {f.subject: f.detail for f in detail(account, "rules")}
+    assert set(found) == {"JobEndedRule", "JobStartingRule"}
+    assert "DISABLED" in found["JobEndedRule"]
+    assert "does not target JobEventsQueue" in found["JobStartingRule"]
+
+
+def test_a_disabled_queue_mapping_is_named(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    uuid = account.deployment.resources["AlarmQueueMapping"]
+    account.clients["lambda"].update_event_source_mapping(UUID=uuid, Enabled=False)
+    assert [(f.subject, f.status) for f in detail(account, "queues")] == [("AlarmQueueMapping", Status.FAIL)]
+
+
+def test_dead_letters_fail_with_their_count(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    account.clients["sqs"].send_message(QueueUrl=account.deployment.resources["DeadLetterQueue"], MessageBody="{}")
+    (finding,) = detail(account, "dead-letters")
+    assert finding.status is Status.FAIL and finding.detail.startswith("1 message(s)")
+
+
+def test_no_recent_reconciler_run_fails_and_a_run_with_errors_fails(account: Account) -> None:
+    # Given the last run 45 minutes ago (interval 10: three intervals is the window)
+    reconcile_run(account, minutes_ago=45)
+    (finding,) = detail(account, "reconciler")
+    assert finding.status is Status.FAIL and "no run in the last 30 minutes" in finding.detail
+    # When a recent run reported errors, Then that is the finding
+    reconcile_run(account, minutes_ago=2, errors=3)
+    (finding,) = detail(account, "reconciler")
+    assert finding.status is Status.FAIL and "3 error(s)" in finding.detail
+
+
+def test_a_topic_policy_missing_a_statement_is_named(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    topic = account.deployment.resources["AlarmTopic"]
+    policy = json.loads(account.clients["sns"].get_topic_attributes(TopicArn=topic)["Attributes"]["Policy"])
+    policy["Statement"] = [s for s in policy["Statement"] if s["Sid"] != "NoPublishingByOtherAlarms"]
+    account.clients["sns"].set_topic_attributes(
+        TopicArn=topic, AttributeName="Policy", AttributeValue=json.dumps(policy)
+    )
+    (finding,) = detail(account, "policies")
+    assert finding.subject == "AlarmTopic policy" and "NoPublishingByOtherAlarms missing" in finding.detail
+
+
+def test_a_role_granting_more_than_its_adapters_fails(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    role = account.roles["IdleStopperFunction"]
+    account.clients["iam"].put_role_policy(
+        RoleName=role,
+        PolicyName="extra",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": "*"}],
+            }
+        ),
+    )
+    (finding,) = detail(account, "iam")
+    assert finding.subject == "IdleStopperFunction"
+    assert "grants more than its adapters use: ['sagemaker:CreateTrainingJob']" in finding.detail
+
+
+def test_an_action_an_scp_denies_is_named_with_the_reason(account: Account) -> None:
+    # Given the organization's SCP denies StopTrainingJob to the idle stopper (what the simulator reports)
+    reconcile_run(account, minutes_ago=5)
+    account.decisions[("IdleStopperFunction", "sagemaker:StopTrainingJob")] = {
+        "EvalActionName": "sagemaker:StopTrainingJob",
+        "EvalDecision": "explicitDeny",
+        "OrganizationsDecisionDetail": {"AllowedByOrganizations": False},
+    }
+    (finding,) = detail(account, "iam")
+    assert finding.subject == "IdleStopperFunction"
+    assert "sagemaker:StopTrainingJob" in finding.detail and "service control policy" in finding.detail
+
+
+def test_an_invalid_policy_document_fails_with_its_errors(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    account.clients["ssm"].put_parameter(Name="/gov/policy", Type="String", Value="mode: sometimes\n")
+    found = detail(account, "policy")
+    assert [(f.status, f.subject) for f in found] == [(Status.FAIL, "/gov/policy")]
+    assert "mode" in found[0].detail
+    # drift cannot judge without a valid policy: it says so rather than staying silent
+    assert [f.status for f in detail(account, "drift")] == [Status.UNKNOWN]
+
+
+def _train(account: Account, name: str, minutes_ago: int) -> None:
+    account.sagemaker.launch(create_request(name))
+    account.sagemaker.clock = lambda: account.now - timedelta(minutes=minutes_ago)
+    account.sagemaker.transition(name, "InProgress", "Training")
+    account.sagemaker.clock = lambda: account.now
+
+
+def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account: Account) -> None:
+    # Given a GPU job in Training for an hour with no alarm, and an alarm of this stack for a job long gone
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "unwatched", minutes_ago=60)
+    account.clients["cloudwatch"].put_metric_alarm(
+        AlarmName="gov-idle-gone-job",
+        MetricName="GPUUtilization",
+        Namespace="/aws/sagemaker/TrainingJobs",
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1.0,
+        ComparisonOperator="LessThanThreshold",
+    )
+    found = {f.subject: f for f in detail(account, "drift")}
+    assert found["unwatched"].status is Status.FAIL and "['gov-idle-unwatched']" in found["unwatched"].detail
+    assert (
+        found["gov-idle-gone-job"].status is Status.FAIL
+        and "gone-job is not in progress" in found["gov-idle-gone-job"].detail
+    )
+
+
+def test_drift_a_watched_job_is_fine(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "watched", minutes_ago=60)
+    account.clients["cloudwatch"].put_metric_alarm(
+        AlarmName="gov-idle-watched",
+        MetricName="GPUUtilization",
+        Namespace="/aws/sagemaker/TrainingJobs",
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1.0,
+        ComparisonOperator="LessThanThreshold",
+    )
+    assert detail(account, "drift") == []
+
+
+def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
+    # Given SNS lists the e-mail subscription as pending (what it does until the recipient confirms)
+    sns = boto3.client("sns", region_name="us-east-1")
+    stubber = Stubber(sns)
+    deployment = account.deployment
+    pending = {
+        "SubscriptionArn": "PendingConfirmation",
+        "Protocol": "email",
+        "Endpoint": "ops@example.com",
+        "TopicArn": deployment.resources["NotificationsTopic"],
+        "Owner": "123456789012",
+    }
+    alarm_queue = f"arn:aws:sqs:us-east-1:123456789012:{deployment.resources['AlarmQueue'].rsplit('/', 1)[-1]}"
+    delivered = {
+        "SubscriptionArn": deployment.resources["AlarmTopic"] + ":1",
+        "Protocol": "sqs",
+        "Endpoint": alarm_queue,
+        "TopicArn": deployment.resources["AlarmTopic"],
+        "Owner": "123456789012",
+    }
+    stubber.add_response(
+        "list_subscriptions_by_topic",
+        {"Subscriptions": [pending]},
+        {"TopicArn": deployment.resources["NotificationsTopic"]},
+    )
+    stubber.add_response(
+        "list_subscriptions_by_topic",
+        {"Subscriptions": [delivered]},
+        {"TopicArn": deployment.resources["AlarmTopic"]},
+    )
+    stubber.activate()
+    stubbed = replace(deployment, client=lambda service: sns if service == "sns" else deployment.client(service))
+    # When the subscriptions are checked, Then the pending one fails by protocol and endpoint
+    found = [
+        (f.subject, f.status) for f in check_subscriptions(stubbed, account.context()) if f.status is not Status.OK
+    ]
+    assert found == [("NotificationsTopic email:ops@example.com", Status.FAIL)]
+
+
+def test_drift_leaves_a_job_the_reconciler_has_not_reached_yet(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "just-started", minutes_ago=5)  # under two reconciler intervals
+    assert detail(account, "drift") == []
+
+
+def test_outdated_and_missing_resources_are_failures(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    account.deployment.version = "0.0.9"
+    del account.deployment.resources["DeadLetterQueueAlarm"]
+    found = {(f.subject, f.status) for f in detail(account, "stack")}
+    assert ("version", Status.FAIL) in found and ("DeadLetterQueueAlarm", Status.FAIL) in found
+
+
+@pytest.mark.parametrize(
+    ("body", "version"),
+    [
+        ("Metadata:\n  AWS::ServerlessRepo::Application:\n    SemanticVersion: 1.2.3\n", "1.2.3"),
+        ({"Metadata": {"AWS::ServerlessRepo::Application": {"SemanticVersion": "0.1.0"}}}, "0.1.0"),
+        ("Resources: {}\n", None),
+    ],
+)
+def test_the_deployed_version_is_read_from_yaml_or_json(body: Any, version: str | None) -> None:
+    assert deployed_version(body) == version
+
+
+def test_exit_codes() -> None:
+    ok = Finding("x", "y", Status.OK, "")
+    assert DoctorReport("s", "r", "a", [ok]).exit_code == 0
+    assert DoctorReport("s", "r", "a", [ok, Finding("x", "y", Status.UNKNOWN, "")]).exit_code == 2
+    assert (
+        DoctorReport(
+            "s", "r", "a", [Finding("x", "y", Status.UNKNOWN, ""), Finding("x", "z", Status.FAIL, "")]
+        ).exit_code
+        == 1
+    )
