@@ -157,3 +157,27 @@ def test_the_window_never_starts_before_training() -> None:
     started = END - timedelta(minutes=10)
     assert window_start(END, timedelta(minutes=30), started) == started
     assert window_start(END, timedelta(minutes=30), None) == START
+
+
+def test_cpus_are_judged_per_vcpu_when_the_host_size_is_known() -> None:
+    # Given a 96-vCPU host: a stalled process leaves 3% per vCPU (2.9 busy vCPUs), a CPU phase 20%
+    stalled = host(cpu=288.0).model_copy(update={"vcpus": 96})
+    working = host(cpu=1920.0).model_copy(update={"vcpus": 96})
+    assert judge(StallKind.IDLE, evidence(stalled), POLICY, gpu_threshold=THRESHOLD).confirmed
+    busy = judge(StallKind.IDLE, evidence(working), POLICY, gpu_threshold=THRESHOLD)
+    assert busy.code is JudgeCode.CPU_BUSY
+    assert busy.evidence["hosts"]["job-1/algo-1"]["cpu_percent_per_vcpu"] == 20.0
+
+
+def test_vcpus_follow_the_instance_size() -> None:
+    from sagemaker_governance.domain.instances import vcpus
+
+    sizes = {
+        "ml.g5.xlarge": 4,
+        "ml.g5.12xlarge": 48,
+        "ml.p4d.24xlarge": 96,
+        "ml.p5.48xlarge": 192,
+        "ml.m5.large": 2,
+    }
+    assert {t: vcpus(t) for t in sizes} == sizes
+    assert vcpus("ml.t3.medium") is None and vcpus("nonsense") is None

@@ -14,7 +14,7 @@ module decides, purely, whether the signals agree that the job is stuck:
 The rules (``judge``):
 
 * an **idle** stall (GPUs below the alarm's threshold) is confirmed only when, for the whole window, no
-  GPU came back, no host's CPUs were busy (mean busy vCPUs below ``cpu_busy_vcpus``), no training metric
+  GPU came back, no host's CPUs were busy (mean below ``cpu_busy_percent`` per vCPU), no training metric
   was published and the logs were silent. A CPU phase (download, tokenization, CPU evaluation,
   checkpoint save), a job that still logs or still publishes its metrics is not idle: vetoed.
 * a **hang** (no progress metric, GPUs possibly pinned busy) is confirmed only when no training metric
@@ -27,9 +27,9 @@ The rules (``judge``):
 allocated in a stalled job and in a healthy one alike (one calibration trace sat 25 minutes at 0 % GPU
 with 22 GB allocated).
 
-CPU is judged in busy vCPUs (``CPUUtilization`` / 100: SageMaker publishes the sum over the host's vCPUs,
-0-100 x vCPUs): a single-threaded evaluation keeps one vCPU busy on any host, which per-vCPU percent would
-make 0.5 % on a 192-vCPU host. Per-vCPU percent is recorded when the host's vCPU count is known.
+CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publishes the sum over them,
+0-100 x vCPUs): a stalled process leaves its host at a few percent per vCPU, a CPU phase well above
+``cpu_busy_percent``. Where the vCPU count is unknown, busy vCPUs (``CPUUtilization`` / 100) decide.
 """
 
 from __future__ import annotations
@@ -85,8 +85,10 @@ class JudgePolicy(BaseModel):
     """The stall judge: before a stop for idleness or lack of progress, read the job's metrics and logs
     over the guard's window and stop only when every signal agrees that the job is stuck.
 
-    ``cpu_busy_vcpus``: a host whose CPUs averaged at least this many busy vCPUs over the window
-    (``CPUUtilization`` / 100) is working on the CPU (download, tokenization, evaluation, checkpoint).
+    ``cpu_busy_percent``: a host whose CPUs averaged at least this percent per vCPU over the window
+    (``CPUUtilization`` / the host's vCPUs) is working on the CPU (download, tokenization, evaluation,
+    checkpoint save); a stalled process leaves its host at a few percent. Where the vCPU count is unknown,
+    ``cpu_busy_vcpus`` busy vCPUs (``CPUUtilization`` / 100) count as busy.
     ``min_coverage``: the share of the window's minutes a required series must have a datapoint for;
     less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
     count as progress (default: every metric the job defines; names compare as in the progress guard).
@@ -97,14 +99,15 @@ class JudgePolicy(BaseModel):
     Example:
         judge:
           enabled: true
-          cpu_busy_vcpus: 0.5
+          cpu_busy_percent: 10
           min_coverage: 0.5
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = False
-    cpu_busy_vcpus: float = Field(default=0.5, gt=0, le=1000)
+    cpu_busy_percent: float = Field(default=10.0, gt=0, le=100)
+    cpu_busy_vcpus: float = Field(default=1.0, gt=0, le=1000)
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     progress_metric_names: tuple[str, ...] | None = None
 
@@ -263,19 +266,14 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                     "window",
                     evidence=summary,
                 )
-        cpu_busy = {
-            h.host: round(fmean(values) / 100, 2)
-            for h in evidence.hosts
-            if (values := h.values(CPU)) and fmean(values) / 100 >= policy.cpu_busy_vcpus
-        }
+        cpu_busy = {h.host: load for h in evidence.hosts if (load := _cpu_busy(h, policy)) is not None}
         if cpu_busy:
-            named = ", ".join(f"{host} ({n:g} vCPUs)" for host, n in cpu_busy.items())
+            named = ", ".join(f"{host} ({load})" for host, load in cpu_busy.items())
             return Finding(
                 confirmed=False,
                 code=JudgeCode.CPU_BUSY,
-                reason=f"the CPUs were busy while the GPUs were idle: {named} on average over the window, at "
-                f"least {policy.cpu_busy_vcpus:g} busy vCPUs (a download, tokenization, CPU evaluation or "
-                "checkpoint save is not a stall)",
+                reason=f"the CPUs were busy while the GPUs were idle: {named} on average over the window (a "
+                "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
                 evidence=summary,
             )
     if missing:
@@ -289,7 +287,7 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
     if kind is StallKind.IDLE:
         reason = (
             f"every signal agrees over the {evidence.minutes}-minute window: GPUs idle, CPUs idle (below "
-            f"{policy.cpu_busy_vcpus:g} busy vCPUs per host), no training metric published, no log line"
+            f"{policy.cpu_busy_percent:g}% per vCPU on every host), no training metric published, no log line"
         )
     else:
         reason = (
@@ -297,6 +295,18 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             "no log line, whatever the GPUs do"
         )
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _cpu_busy(host: HostEvidence, policy: JudgePolicy) -> str | None:
+    """How busy the host's CPUs were, if busy: per vCPU when its vCPUs are known, else in busy vCPUs."""
+    values = host.values(CPU)
+    if not values:
+        return None
+    mean = fmean(values)
+    if host.vcpus:
+        per_vcpu = mean / host.vcpus
+        return f"{per_vcpu:.0f}% per vCPU of {host.vcpus}" if per_vcpu >= policy.cpu_busy_percent else None
+    return f"{mean / 100:.1f} busy vCPUs" if mean / 100 >= policy.cpu_busy_vcpus else None
 
 
 def progress_metrics(defined: Sequence[str], names: Sequence[str] | None, normalize: Any) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice, Verdict, training_started_at
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
-from sagemaker_governance.domain.instances import instance_facts
+from sagemaker_governance.domain.instances import instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
     HOST_METRICS,
     Evidence,
@@ -118,9 +118,15 @@ class StallJudge:
         ]
         result = self._metrics.read(queries, start, now)
         missing = list(result.errors)
+        sizes = [vcpus(g.instance_type) for g in job.instance_groups]
+        known = [n for n in sizes if n is not None]
+        # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
+        # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
+        smallest = min(known) if known and len(known) == len(sizes) else None
         host_evidence = tuple(
             HostEvidence(
                 host=host,
+                vcpus=smallest,
                 series={metric: result.values.get(f"h{i}_{m}") for m, metric in enumerate(HOST_METRICS)},
             )
             for i, host in enumerate(hosts)
