@@ -7,6 +7,7 @@ instead of acting: nothing is created, stopped, tagged or published.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -36,8 +37,8 @@ class ReadOnlyJobs:
     def list_tags(self, arn: str) -> dict[str, str]:
         return self._jobs.list_tags(arn)
 
-    def get_job(self, name: str) -> TrainingJob:
-        return self._jobs.get_job(name)
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
+        return self._jobs.get_job(name, tags)
 
     def stop(self, name: str) -> Any:  # pragma: no cover - auto-resume never stops
         raise AssertionError("smgov diagnose is read-only")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,10 +42,11 @@ class OfflineJobs:
     def list_tags(self, arn: str) -> dict[str, str]:
         return dict(self._job.tags or {})
 
-    def get_job(self, name: str) -> TrainingJob:
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
         if self._describe is None:
             return self._job  # the event is the best knowledge we have offline
-        return TrainingJob.model_validate({**self._describe, "Tags": self._job.tags or {}})
+        known = tags if tags is not None else self._job.tags or {}
+        return TrainingJob.model_validate({**self._describe, "Tags": dict(known)})
 
     def stop(self, name: str) -> StopOutcome:
         self.stopped.append(name)

@@ -7,7 +7,7 @@ from typing import Any
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
-from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
@@ -31,7 +31,7 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmLifecycle,
     Ec2InstanceCatalog,
     SageMakerJobMarks,
-    IdempotencyTable,
+    DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
@@ -102,6 +102,7 @@ class _Lazy:
 
 
 def build(root: Root) -> JobEventsService:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     sagemaker = root.client("sagemaker")
     return assemble(
         Ports.of(root),
