@@ -13,7 +13,7 @@ export SAM_CLI_TELEMETRY := 0
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench
+.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench org-package org-deploy
 
 help:
 	@echo "make demo   - create .venv, install, simulate a fleet governed by the service (no AWS account needed)"
@@ -82,6 +82,43 @@ bench: build
 	PYTHONPATH=$(CURDIR):$${PYTHONPATH:-} $(BIN)/python -m bench --compare-bytecode
 
 test: lint typecheck validate checkov build unit
+
+# Across an organization (README "Across an organization"): a service-managed StackSet deploys the
+# expanded member template (StackSets refuse the SAM transform) to OUs in ORG_REGIONS. Needs the AWS CLI,
+# credentials of the StackSet administrator (management or delegated administrator account) and a bucket
+# <ARTIFACT_BUCKET_PREFIX>-<region> in every region, readable by the organization (aws:PrincipalOrgID).
+ORG_REGIONS ?= us-east-1
+ORG_HOME := $(firstword $(ORG_REGIONS))
+ORG_DIR := .aws-sam/org
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+org-package: build
+	@test -n "$(ARTIFACT_BUCKET_PREFIX)" || { echo "set ARTIFACT_BUCKET_PREFIX (buckets <prefix>-<region>)"; exit 2; }
+	mkdir -p $(ORG_DIR)
+	$(BIN)/sam package --template-file .aws-sam/build/template.yaml --region $(ORG_HOME) \
+		--s3-bucket $(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME) --output-template-file $(ORG_DIR)/packaged.yaml
+	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json > $(ORG_DIR)/keys.txt
+	for region in $(ORG_REGIONS); do \
+		[ "$$region" = "$(ORG_HOME)" ] && continue; \
+		for key in $$(cat $(ORG_DIR)/keys.txt); do \
+			aws s3 cp "s3://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME)/$$key" "s3://$(ARTIFACT_BUCKET_PREFIX)-$$region/$$key" \
+				--source-region $(ORG_HOME) --region $$region; \
+		done; \
+	done
+	key="member-$$(sha256sum $(ORG_DIR)/member.json | cut -c1-16).json"; \
+	aws s3 cp $(ORG_DIR)/member.json "s3://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME)/$$key" --region $(ORG_HOME); \
+	echo "https://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME).s3.$(ORG_HOME).amazonaws.com/$$key" > $(ORG_DIR)/member-url.txt
+	@echo "member template: $$(cat $(ORG_DIR)/member-url.txt)"
+
+# ENFORCE_OUS / AUDIT_OUS: comma-separated OU ids (ou-xxxx-yyyyyyyy); CALL_AS=SELF in the management account.
+org-deploy:
+	aws cloudformation deploy --template-file org/stackset.yaml --stack-name sagemaker-governance-org \
+		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides \
+		MemberTemplateURL=$$(cat $(ORG_DIR)/member-url.txt) ArtifactBucketPrefix=$(ARTIFACT_BUCKET_PREFIX) \
+		Regions=$(subst $(space),$(comma),$(ORG_REGIONS)) EnforceOrganizationalUnitIds=$(ENFORCE_OUS) \
+		AuditOrganizationalUnitIds=$(AUDIT_OUS) CallAs=$(or $(CALL_AS),DELEGATED_ADMIN)
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache $(TOOLS)

@@ -1,0 +1,113 @@
+"""Across an organization: the StackSet template (org/stackset.yaml) and the member template it deploys
+(template.yaml, expanded from SAM by `smgov org member-template`) lint clean and say what a service-managed
+StackSet needs: no transform, code read in each member's own region, auto-deployment to OUs, a delegated
+administrator, per-OU parameters that exist in the member template."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.api import ManualArgs, lint, lint_file
+
+from smgov.cli.main import main
+from smgov.org_member import BUCKET_PARAMETER, code_keys, expand
+from smgov.simulation.template import load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKSET = ROOT / "org" / "stackset.yaml"
+REGIONS = ["us-east-1", "eu-west-1"]
+
+
+def packaged_text() -> str:
+    """template.yaml as `sam package` leaves it: code locations are s3:// URIs."""
+    text = (ROOT / "template.yaml").read_text()
+    text = text.replace("CodeUri: src/functions/", "CodeUri: s3://artifacts-us-east-1/0123abcd")
+    return text.replace("ContentUri: layers/dependencies/", "ContentUri: s3://artifacts-us-east-1/4567ef01")
+
+
+@pytest.fixture(scope="module")
+def member() -> dict[str, Any]:
+    from samcli.yamlhelper import yaml_parse
+
+    return expand(yaml_parse(packaged_text()))
+
+
+@pytest.fixture(scope="module")
+def stackset() -> dict[str, Any]:
+    return load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
+
+
+def test_the_stackset_template_lints_clean() -> None:
+    assert [str(m) for m in lint_file(STACKSET, config=ManualArgs(regions=REGIONS))] == []
+
+
+def test_the_member_template_is_plain_cloudformation_and_lints_clean(member: dict[str, Any]) -> None:
+    # Service-managed StackSets refuse macros, AWS::Serverless included (CreateStackSet, Capabilities)
+    assert "Transform" not in member
+    assert not [k for k, v in member["Resources"].items() if v["Type"].startswith("AWS::Serverless::")]
+    assert [str(m) for m in lint(json.dumps(member), regions=REGIONS)] == []
+
+
+def test_member_code_is_read_from_the_members_region(member: dict[str, Any]) -> None:
+    code = [
+        v["Properties"].get("Code") or v["Properties"].get("Content")
+        for v in member["Resources"].values()
+        if v["Type"] in {"AWS::Lambda::Function", "AWS::Lambda::LayerVersion"}
+    ]
+    assert len(code) == 4  # three functions and the layer
+    assert all(c["S3Bucket"] == {"Fn::Sub": "${ArtifactBucketPrefix}-${AWS::Region}"} for c in code)
+    assert code_keys(member) == ["0123abcd", "4567ef01"]
+    assert BUCKET_PARAMETER in member["Parameters"]
+
+
+def test_the_member_keeps_the_governance_stack(member: dict[str, Any]) -> None:
+    # the same template.yaml: every parameter, the version doctor compares, every non-SAM resource
+    source = load_template()
+    assert set(source["Parameters"]) | {BUCKET_PARAMETER} == set(member["Parameters"])
+    assert (
+        member["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"]
+        == (source["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"])
+    )
+    plain = {k for k, v in source["Resources"].items() if not v["Type"].startswith("AWS::Serverless::")}
+    assert plain <= set(member["Resources"])
+
+
+def test_service_managed_auto_deployed_delegated_admin(stackset: dict[str, Any]) -> None:
+    assert stackset["PermissionModel"] == "SERVICE_MANAGED"
+    assert stackset["AutoDeployment"] == {"Enabled": True, "RetainStacksOnAccountRemoval": False}
+    spec = load_template(STACKSET)["Parameters"]["CallAs"]
+    assert set(spec["AllowedValues"]) == {"SELF", "DELEGATED_ADMIN"}
+    assert stackset["Capabilities"] == ["CAPABILITY_IAM"]
+
+
+def test_stackset_and_per_ou_parameters_exist_in_the_member(
+    stackset: dict[str, Any], member: dict[str, Any]
+) -> None:
+    passed = {p["ParameterKey"] for p in stackset["Parameters"]}
+    assert passed <= set(member["Parameters"])
+    overrides = {
+        o["ParameterKey"]
+        for group in stackset["StackInstancesGroup"]
+        for o in group["Fn::If"][1]["ParameterOverrides"]
+    }
+    # an override must name a parameter the StackSet itself sets
+    assert overrides and overrides <= passed
+    modes = {
+        o["ParameterValue"] for g in stackset["StackInstancesGroup"] for o in g["Fn::If"][1]["ParameterOverrides"]
+    }
+    assert modes <= set(load_template()["Parameters"]["GovernanceMode"]["AllowedValues"])
+
+
+def test_cli_writes_the_member_template_and_lists_the_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    packaged = tmp_path / "packaged.yaml"
+    packaged.write_text(packaged_text())
+    assert main(["org", "member-template", str(packaged), "-o", str(tmp_path / "member.json")]) == 0
+    assert capsys.readouterr().out.split() == ["0123abcd", "4567ef01"]
+    assert "Transform" not in json.loads((tmp_path / "member.json").read_text())
+    # an unpackaged template is refused: its local code paths would mean nothing in a member account
+    assert main(["org", "member-template", str(ROOT / "template.yaml"), "-o", str(tmp_path / "x.json")]) == 2
