@@ -111,3 +111,23 @@ def test_cli_writes_the_member_template_and_lists_the_keys(
     assert "Transform" not in json.loads((tmp_path / "member.json").read_text())
     # an unpackaged template is refused: its local code paths would mean nothing in a member account
     assert main(["org", "member-template", str(ROOT / "template.yaml"), "-o", str(tmp_path / "x.json")]) == 2
+
+
+def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str, Any]) -> None:
+    # smgov doctor compares each deployed role with contracted_actions: it must be what SAM really builds
+    # (the adapters' actions, the basic execution role's log writes, the on-failure destination's grant)
+    from smgov.doctor.iam import LAMBDA_BASIC_EXECUTION, contracted_actions
+
+    source = load_template()
+    for function in ("JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction"):
+        role = member["Resources"][f"{function}Role"]["Properties"]
+        granted: set[str] = set()
+        for policy in role.get("Policies", []):
+            for raw in policy["PolicyDocument"]["Statement"]:
+                statement = raw["Fn::If"][1] if "Fn::If" in raw else raw
+                granted |= set(
+                    statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                )
+        assert any(arn.endswith("/AWSLambdaBasicExecutionRole") for arn in role["ManagedPolicyArns"])
+        granted |= LAMBDA_BASIC_EXECUTION
+        assert granted == contracted_actions(function, True, source["Resources"][function]), function

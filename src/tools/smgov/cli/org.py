@@ -32,6 +32,29 @@ def cmd_member_template(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_policy_template(args: argparse.Namespace) -> int:
+    import yaml
+
+    from smgov.local_policy import deployed_settings
+    from smgov.org_policy import OrgPolicyError, effective_documents, stackset_template
+
+    try:
+        spec = yaml.safe_load(Path(args.spec).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        return fail(f"{args.spec}: {exc}", EXIT_USAGE)
+    if not isinstance(spec, dict):
+        return fail(f"{args.spec}: must be a mapping (regions, targets, policy, ous, accounts)", EXIT_USAGE)
+    base = deployed_settings(environ={}).base_policy_document()
+    try:
+        documents = effective_documents(spec, base)
+    except OrgPolicyError as exc:
+        return fail(f"{args.spec}: not distributed\n" + "\n".join(f"  - {e}" for e in exc.errors))
+    Path(args.output).write_text(json.dumps(stackset_template(spec, documents, args.parameter_name), indent=1))
+    for name, text in documents.items():
+        print(f"{name}: valid, {len(text.encode())} bytes")
+    return EXIT_OK
+
+
 def register(sub: Any) -> None:
     org = sub.add_parser("org", help="deploy across an AWS Organization (StackSets)")
     org_sub = org.add_subparsers(dest="org_command", required=True)
@@ -44,3 +67,14 @@ def register(sub: Any) -> None:
     member.add_argument("--output", "-o", required=True, metavar="MEMBER.json")
     member.add_argument("--region", default="us-east-1", help="region the translator assumes (partition only)")
     member.set_defaults(func=cmd_member_template)
+    policy = org_sub.add_parser(
+        "policy-template",
+        help="validate the organization's policy and its per-OU/per-account overrides (every effective "
+        "document), then write the StackSet template that puts each in its accounts' SSM parameter",
+    )
+    policy.add_argument("spec", metavar="ORG_POLICY.yaml")
+    policy.add_argument("--output", "-o", required=True, metavar="POLICY_STACKSET.json")
+    policy.add_argument(
+        "--parameter-name", default="/sagemaker-governance/policy", help="PolicyParameterName of the members"
+    )
+    policy.set_defaults(func=cmd_policy_template)
