@@ -6,14 +6,14 @@ administrator, per-OU parameters that exist in the member template."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.api import ManualArgs, lint, lint_file
 
-from smgov.cli.main import main
-from smgov.org_member import BUCKET_PARAMETER, code_keys, expand
+from smgov.org_member import BUCKET_PARAMETER, code_keys
 from smgov.simulation.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +28,22 @@ def packaged_text() -> str:
     return text.replace("ContentUri: layers/dependencies/", "ContentUri: s3://artifacts-us-east-1/4567ef01")
 
 
-@pytest.fixture(scope="module")
-def member() -> dict[str, Any]:
-    from samcli.yamlhelper import yaml_parse
+def member_template_cli(packaged: Path, output: Path) -> subprocess.CompletedProcess[str]:
+    """`smgov org member-template` in its own process, as a platform team runs it: the SAM translator
+    leaves process-wide state behind that perturbs other tests' Hypothesis strategies."""
+    command = [sys.executable, "-m", "smgov.cli.main", "org", "member-template", str(packaged), "-o", str(output)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
 
-    return expand(yaml_parse(packaged_text()))
+
+@pytest.fixture(scope="module")
+def member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("org")
+    (folder / "packaged.yaml").write_text(packaged_text())
+    result = member_template_cli(folder / "packaged.yaml", folder / "member.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0123abcd", "4567ef01"]  # the keys every regional bucket must hold
+    expanded: dict[str, Any] = json.loads((folder / "member.json").read_text())
+    return expanded
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +51,26 @@ def stackset() -> dict[str, Any]:
     return load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
 
 
+def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint as `make validate` runs it, in its own process (its rule state stays out of other tests)."""
+    command = [str(Path(sys.executable).parent / "cfn-lint"), "--regions", *REGIONS, "--", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+
+
 def test_the_stackset_template_lints_clean() -> None:
-    assert [str(m) for m in lint_file(STACKSET, config=ManualArgs(regions=REGIONS))] == []
+    result = cfn_lint(STACKSET)
+    assert (result.returncode, result.stdout) == (0, "")
 
 
-def test_the_member_template_is_plain_cloudformation_and_lints_clean(member: dict[str, Any]) -> None:
+def test_the_member_template_is_plain_cloudformation_and_lints_clean(
+    member: dict[str, Any], tmp_path: Path
+) -> None:
     # Service-managed StackSets refuse macros, AWS::Serverless included (CreateStackSet, Capabilities)
     assert "Transform" not in member
     assert not [k for k, v in member["Resources"].items() if v["Type"].startswith("AWS::Serverless::")]
-    assert [str(m) for m in lint(json.dumps(member), regions=REGIONS)] == []
+    (tmp_path / "member.json").write_text(json.dumps(member))
+    result = cfn_lint(tmp_path / "member.json")
+    assert (result.returncode, result.stdout) == (0, "")
 
 
 def test_member_code_is_read_from_the_members_region(member: dict[str, Any]) -> None:
@@ -101,16 +123,11 @@ def test_stackset_and_per_ou_parameters_exist_in_the_member(
     assert modes <= set(load_template()["Parameters"]["GovernanceMode"]["AllowedValues"])
 
 
-def test_cli_writes_the_member_template_and_lists_the_keys(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    packaged = tmp_path / "packaged.yaml"
-    packaged.write_text(packaged_text())
-    assert main(["org", "member-template", str(packaged), "-o", str(tmp_path / "member.json")]) == 0
-    assert capsys.readouterr().out.split() == ["0123abcd", "4567ef01"]
-    assert "Transform" not in json.loads((tmp_path / "member.json").read_text())
-    # an unpackaged template is refused: its local code paths would mean nothing in a member account
-    assert main(["org", "member-template", str(ROOT / "template.yaml"), "-o", str(tmp_path / "x.json")]) == 2
+def test_cli_refuses_an_unpackaged_template(tmp_path: Path) -> None:
+    # its local code paths would mean nothing in a member account
+    result = member_template_cli(ROOT / "template.yaml", tmp_path / "x.json")
+    assert result.returncode == 2 and "not a `sam package` output" in result.stderr
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str, Any]) -> None:

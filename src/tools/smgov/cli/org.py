@@ -11,11 +11,12 @@ from smgov.cli.output import EXIT_OK, EXIT_USAGE, fail
 
 
 def cmd_member_template(args: argparse.Namespace) -> int:
-    from samcli.yamlhelper import yaml_parse
-
     from smgov.org_member import code_keys, expand
+    from smgov.simulation.template import load_template
 
-    packaged = yaml_parse(Path(args.packaged).read_text())
+    # Our CloudFormation-aware loader: the SAM CLI's yaml helper re-registers PyYAML's SafeLoader mapping
+    # constructor process-wide (which would let duplicate keys through the policy document's strict loader).
+    packaged = load_template(Path(args.packaged))
     uris = [
         spec.get("Properties", {}).get(key)
         for spec in packaged.get("Resources", {}).values()
