@@ -45,8 +45,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadgroup` hands out tests one by
+# one, except those marked `xdist_group`: a group runs on one worker, so the fixture its tests share (the
+# `sam build`s of tests/conftest.py) is built once. `PYTEST_WORKERS=0 make unit` runs in one process.
+PYTEST_WORKERS ?= auto
+
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 validate: $(STAMP)
 	$(BIN)/sam validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)

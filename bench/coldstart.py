@@ -36,10 +36,9 @@ PROBE = Path(__file__).with_name("_probe.py")
 SAM = Path(sys.executable).with_name("sam")
 BYTECODE_ARGS = ("-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash")
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
-# Clients a composition root builds beyond its adapters' IAM actions. The reconciler inherits
-# IDEMPOTENCY_TABLE_NAME from Globals, so notifier() gives it a DynamoDB-backed OnceNotifier, while its
-# FUNCTION_ADAPTERS (and IAM grants) have no dynamodb action: reported as a finding in BENCHMARKS.md.
-EXTRA_CLIENTS = {"ReconcilerFunction": ("dynamodb",)}
+# Clients a composition root builds beyond its adapters' IAM actions (none since the reconciler's notifier
+# stopped building a DynamoDB client: the delivery ledger is used by the event-driven handlers only).
+EXTRA_CLIENTS: dict[str, tuple[str, ...]] = {}
 CHILD_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",

@@ -74,6 +74,10 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         _require(life["alarms_left"] == 0, f"lifecycles.{label}: {life['alarms_left']} alarm(s) never deleted")
         _require(life["lambda_errors"] == 0, f"lifecycles.{label}: function errors")
     healthy = results["lifecycles"]["healthy"]["target"]
+    _require(
+        healthy.get("aws_calls_ok", True),
+        f"a healthy job makes more than {healthy.get('max_aws_calls')} AWS calls",
+    )
     for key in ("calls_justified", "scheduled_calls_justified"):
         _require("NOT JUSTIFIED" not in healthy[key].values(), f"unjustified calls ({key}): {healthy[key]}")
 

@@ -31,20 +31,23 @@ HEALTHY_CALLS_JUSTIFIED = {
     "ssm:GetParameter": "the policy document (no-redeploy changes): one read per invocation, cached "
     "PolicyCacheSeconds (60 s) within a container; the invocations of one job are minutes apart",
     "sagemaker:DescribeTrainingJob": "on Training, re-read the job: a late or duplicate event must not "
-    "create an alarm for a job that already ended (do no harm)",
-    "sagemaker:ListTags": "part of the re-read: the team tag selects the team's idle policy",
+    "create an alarm for a job that already ended (do no harm); its tags (the team policy) come from the "
+    "event, so no ListTags",
     "cloudwatch:PutMetricAlarm": "create the job's idle alarm (the purpose)",
     "cloudwatch:SetAlarmState": "re-arm to OK after the upsert: without DescribeAlarms (which cannot be "
     "scoped to our alarms) the service cannot tell a new alarm from one a Spot restart left in ALARM",
     "cloudwatch:DeleteAlarms": "delete the alarm when the job ends (the purpose)",
-    "dynamodb:PutItem": "Powertools Idempotency (issue 6): one record per delivered event (EventBridge "
-    "delivers at least once) and one per side effect (each audit record, each notification) so that a "
-    "retried invocation records and notifies once; the per-audit-record ones are the cheapest to give up "
-    "(a duplicate audit line carries the same event_id)",
-    "dynamodb:UpdateItem": "completes each idempotency record with its result (one per PutItem)",
+    "dynamodb:PutItem": "the delivery ledger (docs/resilience.md): one conditional write claims each "
+    "delivered state change, so a duplicate (SageMaker's repeated events, at-least-once delivery) is not "
+    "processed, recorded or notified again; a failed attempt's release (error path only) lets its retry "
+    "skip the audit records and notifications already done",
     "sagemaker:AddTags": "mark the job smgov:compliance-evaluated once compliance evaluated it (issue 6), "
     "so the scheduled reconciler can find jobs whose Starting event was missed; once per job",
 }
+
+
+# Issue 22: a healthy job's lifecycle makes at most this many AWS calls (its own, not the reconciler's).
+MAX_HEALTHY_AWS_CALLS = 10
 
 
 # What the scheduled reconciler (issue 6) reads every ReconcileIntervalMinutes, whatever the fleet.
@@ -203,6 +206,8 @@ def lifecycle_figures() -> dict[str, Any]:
     out["healthy"]["target"] = {
         "max_invocations": 3,
         "invocations_ok": healthy["job_invocations"] <= 3,
+        "max_aws_calls": MAX_HEALTHY_AWS_CALLS,
+        "aws_calls_ok": sum(healthy["job_aws_calls"].values()) <= MAX_HEALTHY_AWS_CALLS,
         "alarm_calls": mutations,
         "only_create_and_delete_of_its_alarm": {
             k: v for k, v in mutations.items() if k not in ("cloudwatch:SetAlarmState",)

@@ -69,3 +69,27 @@ def load_event(name: str) -> dict[str, Any]:
 @pytest.fixture
 def now() -> datetime:
     return datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+# ---- the built artifacts: one `sam build` per test session -------------------------------------------
+# Under pytest-xdist (`make unit`: -n auto --dist loadgroup) a session fixture is built once per worker
+# that uses it: every test marked `build` joins one group, so one worker builds them all.
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("build") is not None:
+            item.add_marker(pytest.mark.xdist_group("sam-build"))
+
+
+@pytest.fixture(scope="session")
+def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An arm64 `sam build` of template.yaml post-processed like `make build` (compiled bytecode): what the
+    tests on the built artifacts inspect and what the quick `make bench` run measures."""
+    from bench.coldstart import compile_bytecode, runtime_python, sam_build
+
+    build = tmp_path_factory.mktemp("arm64") / "build"
+    sam_build(REPO / "template.yaml", build)
+    compile_bytecode(build, runtime_python())
+    return build

@@ -115,3 +115,27 @@ def test_a_missing_document_is_cached_too(ssm: Any) -> None:
     now[0] += timedelta(seconds=61)
     assert policies.current().mode is Mode.ENFORCE
     assert len(reads) == 2
+
+
+def test_a_caller_may_accept_an_older_document(ssm: Any) -> None:
+    # Given a store with a 60 s cache, read at minute 0 (a job's Starting event)
+    from datetime import UTC, datetime, timedelta
+
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    now = [datetime(2026, 11, 21, tzinfo=UTC)]
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameter", lambda **_: reads.append("read"))
+    policies.current()
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: audit\n", Overwrite=True)
+    # When a caller that accepts a 10-minute-old document asks 7 minutes later (its Training event)
+    now[0] += timedelta(minutes=7)
+    # Then it gets the cached document without a read, while a caller with the cache time gets the new one
+    assert policies.current(max_age_seconds=600).mode is Mode.ENFORCE
+    assert len(reads) == 1
+    assert policies.current().mode is Mode.AUDIT
+    assert len(reads) == 2
+    # and a longer cache time wins over a shorter acceptance
+    now[0] += timedelta(seconds=30)
+    assert policies.current(max_age_seconds=10).mode is Mode.AUDIT
+    assert len(reads) == 2

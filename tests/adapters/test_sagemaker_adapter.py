@@ -25,6 +25,17 @@ def test_get_job_reads_every_page_of_tags(fake_sagemaker: FakeSageMaker, sagemak
     assert fake_sagemaker.calls["ListTags"] == 3
 
 
+def test_get_job_with_the_events_tags_reads_no_tags(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
+    # Given a job whose state-change event carried its tags
+    fake_sagemaker.launch(create_request("tagged", tags={"team": "nlp"}))
+    recorder = CallRecorder().attach(sagemaker_client)
+    # When it is re-read with those tags
+    job = SageMakerJobs(sagemaker_client).get_job("tagged", {"team": "from-the-event"})
+    # Then only DescribeTrainingJob is called and the job carries the given tags
+    assert recorder.actions == {"sagemaker:DescribeTrainingJob"}
+    assert job.status == "InProgress" and job.tags == {"team": "from-the-event"}
+
+
 def test_stop_in_progress_job(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
     fake_sagemaker.launch(create_request("running"))
     assert SageMakerJobs(sagemaker_client).stop("running") is StopOutcome.STOPPED

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from bench import schema
-from bench.coldstart import compile_bytecode, runtime_python, sam_build
 from bench.report import render
 from smgov.simulation.template import REPO_ROOT, load_template
 
@@ -53,12 +52,9 @@ def test_schema_check_rejects_a_leaked_alarm() -> None:
 
 
 @pytest.mark.build
-def test_quick_bench_run_writes_sane_results(tmp_path: Path) -> None:
+def test_quick_bench_run_writes_sane_results(arm64_build: Path, tmp_path: Path) -> None:
     # Given an arm64 build post-processed like `make build`, when `python -m bench --quick` runs on it,
     # then it writes results.json with every figure, sane values and the table.
-    build = tmp_path / "build"
-    sam_build(REPO_ROOT / "template.yaml", build)
-    compile_bytecode(build, runtime_python())
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT)])}
     completed = subprocess.run(
@@ -72,7 +68,7 @@ def test_quick_bench_run_writes_sane_results(tmp_path: Path) -> None:
             "--invocations",
             "3",
             "--build-dir",
-            str(build),
+            str(arm64_build),
             "--out",
             str(out),
         ],

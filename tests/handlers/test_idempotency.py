@@ -1,5 +1,5 @@
 """Idempotency through the real handlers: duplicate and reordered deliveries, and a crash between
-acting and recording, against moto's DynamoDB (the Powertools Idempotency table) and the doubles."""
+acting and recording, against moto's DynamoDB (the delivery ledger) and the doubles."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.handlers.conftest import ENFORCE, NOW, MovableClock
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}
+DELIVERY = "job:untagged-1:InProgress:Starting:1:2026-11-21T12:00:00+00:00"  # its state change (job_delivery_key)
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def test_duplicate_deliveries_stop_notify_and_record_once(acct: LocalAccount, cl
     assert acct.sagemaker.stop_requests == ["untagged-1"]
     assert len(inbox_messages(acct, inbox)) == 1
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
-    assert again == result
+    assert again == {"duplicate": DELIVERY} and "decisions" in result  # not processed again
 
 
 def test_a_spot_restart_is_a_new_state_change_not_a_duplicate(acct: LocalAccount, clock: MovableClock) -> None:

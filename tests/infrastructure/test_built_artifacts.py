@@ -21,7 +21,7 @@ import yaml
 from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
 from smgov.simulation.template import REPO_ROOT, load_template
 
-pytestmark = pytest.mark.build
+pytestmark = pytest.mark.build  # (one pytest-xdist worker runs every `build` test: tests/conftest.py)
 
 SAM = Path(sys.executable).with_name("sam")
 ELF_MACHINE = {0xB7: "aarch64", 0x3E: "x86_64"}
@@ -61,11 +61,6 @@ def elf_machine(path: Path) -> str:
     header = path.read_bytes()[:20]
     assert header[:4] == b"\x7fELF", f"{path} is not an ELF file"
     return ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "other")
-
-
-@pytest.fixture(scope="module")
-def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sam_build(REPO_ROOT / "template.yaml", tmp_path_factory.mktemp("arm64"))
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from sagemaker_governance.domain.job import TrainingJob
 TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
 
 
-class TrainingJobStateChange(EventBridgeModel):  # type: ignore[misc]
+class TrainingJobStateChange(EventBridgeModel):
     """``SageMaker Training Job State Change`` from EventBridge; ``detail`` mirrors DescribeTrainingJob."""
 
     source: Literal["aws.sagemaker"]
@@ -36,7 +36,7 @@ class TrainingJobStateChange(EventBridgeModel):  # type: ignore[misc]
     detail: TrainingJob
 
 
-class ScheduledEvent(EventBridgeModel):  # type: ignore[misc]
+class ScheduledEvent(EventBridgeModel):
     """The ``Scheduled Event`` an EventBridge schedule rule sends (the reconciler's trigger)."""
 
     source: Literal["aws.events"]

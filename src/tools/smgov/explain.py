@@ -28,7 +28,7 @@ class FixedPolicy:
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
 
-    def current(self) -> Policy:
+    def current(self, max_age_seconds: float | None = None) -> Policy:
         return self._policy
 
 
@@ -183,7 +183,7 @@ def explain_schedule(
         jobs=ports.jobs,
         inventory=_Listed([summary] if summary.status == "InProgress" else []),
         alarm_inventory=_Listed([]),
-        alarms=ports.alarms,  # type: ignore[arg-type]
+        alarms=ports.alarms,
         guards=alarm_guards(ports),
         compliance=compliance_service(ports),
         policies=ports.policies,
@@ -212,7 +212,7 @@ class _Listed:
     def in_progress(self) -> list[Any]:
         return list(self._items)
 
-    def metric_alarm_names(self, prefix: str) -> list[str]:
+    def alarm_names(self, prefix: str) -> list[str]:
         return [str(i) for i in self._items]
 
 

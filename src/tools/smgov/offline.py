@@ -3,7 +3,7 @@ through these, so its output is what the deployed functions would decide, with n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
@@ -37,10 +37,11 @@ class OfflineJobs:
     def list_tags(self, arn: str) -> dict[str, str]:
         return dict(self._job.tags or {})
 
-    def get_job(self, name: str) -> TrainingJob:
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
         if self._describe is None:
             return self._job  # the event is the best knowledge we have offline
-        return TrainingJob.model_validate({**self._describe, "Tags": self._job.tags or {}})
+        known = tags if tags is not None else self._job.tags or {}
+        return TrainingJob.model_validate({**self._describe, "Tags": dict(known)})
 
     def stop(self, name: str) -> StopOutcome:
         self.stopped.append(name)

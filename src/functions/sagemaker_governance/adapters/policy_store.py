@@ -51,11 +51,11 @@ class PolicyStore:
     def base(self) -> Policy:
         return self._base
 
-    def current(self) -> Policy:
+    def current(self, max_age_seconds: float | None = None) -> Policy:
         if self._provider is None or self._parameter_name is None:
             return self._base
         try:
-            text = self._read()
+            text = self._read(max(self._cache_seconds, max_age_seconds or 0))
         except GetParameterError as exc:
             return self._fallback("policy document could not be read", str(exc))
         if text is None:
@@ -70,12 +70,13 @@ class PolicyStore:
         self._last_good, self._last_text = policy, text
         return policy
 
-    def _read(self) -> str | None:
-        """The document's text, None when the parameter does not exist. Both answers are cached for
-        ``cache_seconds`` (a missing document is an answer too: without caching it, every reaction of an
-        invocation would read SSM again); a failed read is not cached."""
+    def _read(self, max_age: float) -> str | None:
+        """The document's text, None when the parameter does not exist. Both answers are kept for
+        ``max_age`` seconds (``cache_seconds`` unless the caller accepts older; a missing document is an
+        answer too: without caching it, every reaction of an invocation would read SSM again); a failed
+        read is not cached."""
         now = self._clock()
-        fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < self._cache_seconds
+        fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < max_age
         if not fresh:
             assert self._provider is not None and self._parameter_name is not None
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -82,14 +83,16 @@ class SageMakerJobs:
             raise AdapterError(f"ListTags {arn}: unreadable answer: {exc}") from exc
         return tags
 
-    def get_job(self, name: str) -> TrainingJob:
-        """The job as it is now, tags included."""
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
+        """The job as it is now, tags included: ``tags`` when the caller knows them (the state-change event
+        carries the job's tags: no ``ListTags``), else ``ListTags`` (``DescribeTrainingJob`` has none)."""
         description = self.describe(name)
-        arn = description.get("TrainingJobArn")
-        if not isinstance(arn, str) or not arn:
-            raise AdapterError(f"DescribeTrainingJob {name}: the answer has no TrainingJobArn")
-        tags = self.list_tags(arn)
-        return TrainingJob.model_validate({**description, "Tags": tags})
+        if tags is None:
+            arn = description.get("TrainingJobArn")
+            if not isinstance(arn, str) or not arn:
+                raise AdapterError(f"DescribeTrainingJob {name}: the answer has no TrainingJobArn")
+            tags = self.list_tags(arn)
+        return TrainingJob.model_validate({**description, "Tags": dict(tags)})
 
     def stop(self, name: str) -> StopOutcome:
         """Stop a job; a job that is already stopping or has ended counts as success."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
-from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
@@ -26,7 +26,7 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmLifecycle,
     Ec2InstanceCatalog,
     SageMakerJobMarks,
-    IdempotencyTable,
+    DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
 )
 
@@ -56,6 +56,7 @@ def assemble(
 
 
 def build(root: Root) -> JobEventsService:
+    root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     sagemaker = root.client("sagemaker")
     return assemble(
         Ports.of(root),

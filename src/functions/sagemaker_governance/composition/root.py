@@ -25,14 +25,14 @@ from typing import Any, TypeVar
 import boto3
 from botocore.config import Config
 
-from sagemaker_governance.adapters.idempotency import IdempotencyTable
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditSink, LogAuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.domain.guards.registry import GUARDS
-from sagemaker_governance.service.idempotency import OnceAuditSink, OnceNotifier, deliver
+from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, OnceNotifier, deliver
 from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.settings import Settings
 
@@ -52,6 +52,11 @@ CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_
 SERVICE_CONFIGS: dict[str, Config] = {
     "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
 }
+
+
+# How long a delivery's claim is held when the invocation's remaining time is unknown (no Lambda context):
+# the event-driven functions' timeout (template.yaml).
+DEFAULT_HOLD_SECONDS = 300.0
 
 
 def utc_now() -> datetime:
@@ -114,25 +119,21 @@ class Root:
         )
 
     @cached_property
-    def idempotency(self) -> IdempotencyTable | None:
-        """The idempotency records (None when no table is configured: every delivery is processed)."""
+    def idempotency(self) -> DeliveryLedger | None:
+        """The delivery ledger (None when no table is configured: every delivery is processed)."""
         cfg = self.settings
         if cfg.idempotency_table is None:
             return None
-        return IdempotencyTable(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
+        return DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
 
     @cached_property
     def audit(self) -> AuditSink:
-        """The audit sink (the given one, else the log); with idempotency records, once per delivery."""
-        sink = self._audit or LogAuditSink()
-        ledger = self.idempotency
-        return OnceAuditSink(sink, ledger) if ledger is not None else sink
+        """The audit sink (the given one, else the log): each record once per delivery."""
+        return OnceAuditSink(self._audit or LogAuditSink())
 
     def notifier(self) -> NotifierPort:
-        """The SNS notifier; with idempotency records, each notification of a delivery is sent once."""
-        sns = SnsNotifier(self.client("sns"), self.settings.notifications_topic_arn)
-        ledger = self.idempotency
-        return OnceNotifier(sns, ledger) if ledger is not None else sns
+        """The SNS notifier: each notification once per delivery."""
+        return OnceNotifier(SnsNotifier(self.client("sns"), self.settings.notifications_topic_arn))
 
     @cached_property
     def alarm_naming(self) -> AlarmNaming:
@@ -153,12 +154,20 @@ class Root:
         """Drop a built service (tests: what a new container would see)."""
         self._services.pop(build, None)
 
-    def process_once(self, key: str, context: Any, process: Callable[[], R]) -> R:
-        """Run a delivery's processing once per delivery key (handlers call this around the service)."""
-        ledger = self.idempotency
-        if ledger is not None and context is not None:
-            ledger.register_context(context)
-        return deliver(ledger, key, process)
+    def process_once(self, key: str, owner: str | None, context: Any, process: Callable[[], R]) -> R | Duplicate:
+        """Run a delivery's processing once per delivery key (handlers call this around the service).
+
+        ``owner``: who retries this delivery when it fails: the SQS message (its id), else the invocation
+        (``None``: the Lambda request id). Its claim is held for the invocation's remaining time."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return deliver(
+            self.idempotency,
+            key,
+            process,
+            owner=owner or str(getattr(context, "aws_request_id", "") or "local"),
+            now=self.now(),
+            hold_seconds=remaining() / 1000 if callable(remaining) else DEFAULT_HOLD_SECONDS,
+        )
 
 
 _provided: Root | None = None

@@ -3,6 +3,7 @@ codes into these (``raise ... from exc``), the service layer handles them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -21,3 +22,12 @@ class NotOurAlarm(AdapterError):
 class StopOutcome(StrEnum):
     STOPPED = "stopped"
     ALREADY_ENDED = "already-ended"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A delivery ledger's answer to a claim: ``granted`` (process the delivery) or not (a duplicate);
+    ``done``: the effects an earlier attempt of the same delivery completed before it failed."""
+
+    granted: bool
+    done: frozenset[str] = frozenset()

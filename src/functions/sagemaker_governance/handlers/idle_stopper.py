@@ -22,19 +22,25 @@ from sagemaker_governance.events import (
     sqs_bodies,
 )
 from sagemaker_governance.observability import logger, metrics
-from sagemaker_governance.service.idempotency import alarm_delivery_key
+from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key
 
 
 def _deliver(
-    root: Root, message: AlarmNotification, message_id: str | None, context: LambdaContext
+    root: Root,
+    message: AlarmNotification,
+    message_id: str | None,
+    context: LambdaContext,
+    record_id: str | None = None,
 ) -> dict[str, Any]:
+    """One alarm notification (``message_id``: its SNS id; ``record_id``: the SQS message carrying it)."""
     logger.append_keys(alarm=message.alarm_name, message_id=message_id)
     stopper = service(root)
 
     def process() -> dict[str, Any]:
         return stopper.handle(message, message_id).as_dict()
 
-    return root.process_once(alarm_delivery_key(message, message_id), context, process)
+    result = root.process_once(alarm_delivery_key(message, message_id), record_id, context, process)
+    return result.as_dict() if isinstance(result, Duplicate) else result
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -49,7 +55,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for record_id, body in bodies:
         try:
             message_id, message = queued_alarm_notification(body)
-            _deliver(root, message, message_id, context)
+            _deliver(root, message, message_id, context, record_id)
         except Exception as exc:  # the record goes back to the queue; the others are done
             logger.exception("alarm notification failed", record_id=record_id)
             failures.append({"itemIdentifier": record_id})

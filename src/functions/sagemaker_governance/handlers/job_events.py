@@ -18,17 +18,20 @@ from sagemaker_governance.composition.job_events import job_events_service as se
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events import TrainingJobStateChange, sqs_bodies
 from sagemaker_governance.observability import logger, metrics
-from sagemaker_governance.service.idempotency import job_delivery_key
+from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key
 
 
-def _deliver(root: Root, event: TrainingJobStateChange, context: LambdaContext) -> dict[str, Any]:
+def _deliver(
+    root: Root, event: TrainingJobStateChange, message_id: str | None, context: LambdaContext
+) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)
 
     def process() -> dict[str, Any]:
         decisions = service(root).handle(event)
         return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
 
-    return root.process_once(job_delivery_key(event.detail), context, process)
+    result = root.process_once(job_delivery_key(event.detail), message_id, context, process)
+    return result.as_dict() if isinstance(result, Duplicate) else result
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -37,13 +40,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     root = current()
     bodies = sqs_bodies(event)
     if bodies is None:
-        return _deliver(root, TrainingJobStateChange.model_validate(event), context)
+        return _deliver(root, TrainingJobStateChange.model_validate(event), None, context)
     failures: list[dict[str, str]] = []
     errors: list[Exception] = []
     for message_id, body in bodies:
         logger.append_keys(message_id=message_id)
         try:
-            _deliver(root, TrainingJobStateChange.model_validate_json(body), context)
+            _deliver(root, TrainingJobStateChange.model_validate_json(body), message_id, context)
         except Exception as exc:  # the record goes back to the queue; the others are done
             logger.exception("job event failed", message_id=message_id)
             failures.append({"itemIdentifier": message_id})

@@ -13,10 +13,17 @@ them when it ends (the guard says which alarms: ``domain/guards``).
 Alarms are created in audit mode too: it is the stopper that only records in audit mode. Each guard's
 ``GuardAlarms`` is also the reconciler's ``AlarmGuard`` (the alarms it wants for a job now, and how to
 create them).
+
+The lifecycle accepts a policy document read up to ``LIFECYCLE_POLICY_MAX_AGE_SECONDS`` ago (the store's
+own ``PolicyCacheSeconds`` when that is longer): an alarm's thresholds are fixed when it is created anyway,
+and the reconciler compares the stack's alarms with the policy every ``ReconcileIntervalMinutes``. It
+spares a job's ``Training`` event the SSM read its ``Starting`` event made minutes before. Decisions that
+stop a job (compliance, the stopper) keep the store's cache time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -43,6 +50,8 @@ from sagemaker_governance.service.ports import (
     PolicySource,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
+
+LIFECYCLE_POLICY_MAX_AGE_SECONDS = 600  # the reconciler's default interval (ReconcileIntervalMinutes)
 
 
 class GuardAlarms:
@@ -85,7 +94,7 @@ class GuardAlarms:
         return is_training(job) or job.is_terminal
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
-        policy = self._policies.current()
+        policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return [self._create(job, policy, trigger)]
@@ -100,7 +109,7 @@ class GuardAlarms:
                 decision = self._none(policy, event_job, unwatched.code, unwatched.reason)
                 return self._record(decision, event_job, policy, trigger, Outcome.NO_ACTION)
         try:
-            job = self._jobs.get_job(event_job.name)
+            job = self._jobs.get_job(event_job.name, event_job.tags)  # the event's tags: no ListTags
         except JobNotFound:
             decision = self._none(
                 policy,
@@ -159,8 +168,12 @@ class GuardAlarms:
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 
+    def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
+        """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
+        return self.guard.incomplete(job_name, observed, self._naming)
+
     def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
-        """The metric alarms (what ``DescribeAlarms`` lists) this guard wants for ``job`` now: none when
+        """The alarms (metric and composite) this guard wants for ``job`` now: none when
         the job is not training, the guard is off for it, it has nothing to watch, or it is exempt.
         (Whether an alarm is armed is the stopper's business, not compared here.)"""
         if not is_training(job):
@@ -173,11 +186,11 @@ class GuardAlarms:
         if not isinstance(plan, AlarmPlan):
             return ()
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
-        return () if exemption is not None else plan.metric_alarm_names
+        return () if exemption is not None else plan.names
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""
-        return [self._create(job, self._policies.current(), trigger)]
+        return [self._create(job, self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS), trigger)]
 
     # ---- terminal: delete ------------------------------------------------------------------------
 

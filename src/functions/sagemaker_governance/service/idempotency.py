@@ -1,11 +1,26 @@
-"""Exactly-once effects under duplicate deliveries and retries after a crash.
+"""Exactly-once effects under duplicate deliveries and retries after a crash, for one write per delivery.
 
 A *delivery key* names the state change an invocation handles, not the event: SageMaker sends several
 events for one state change (and EventBridge, SNS and Lambda may each deliver one twice), and they all
-carry the same job, status, secondary status and secondary-status transition. While a delivery is
-processed its key is the current one (``delivering``); the audit sink and the notifier are wrapped so
-that each audit record (job, rule, action) and each notification (kind, job) of that delivery happens
-once, even when a retry re-runs the delivery after a crash between acting and recording.
+carry the same job, status, secondary status and secondary-status transition.
+
+**The claim.** Before processing, the handler claims the key in the ledger (one conditional write). A
+delivery whose key is already claimed is a duplicate and is not processed. The claim names its *owner*
+(the SQS message, or the invocation for a direct one), so that the owner's own retry is not taken for a
+duplicate:
+
+- the processing raised: the claim is *released* (rewritten as failed, with the effects that attempt had
+  completed) before the error goes back to Lambda; the retry claims again and learns those effects;
+- the function died without raising (timeout, out of memory): the claim stays; once the invocation's
+  time is over, a retry by the same owner takes it over (the effects of the dead attempt are unknown:
+  an audit record it wrote may be written again, with the same event id);
+- a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
+  meanwhile is skipped.
+
+**The effects.** While a delivery is processed it is the current one (``delivering``); the audit sink and
+the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
+of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
+write per effect: what a failed attempt did travels in its release.
 
 The actions themselves are idempotent by construction (a stop re-reads the job and counts a job that is
 already stopping as done; a clone has a deterministic name), so a retry reaches the same end state and
@@ -14,25 +29,43 @@ records the action once, with the outcome it finds (``already-done`` when the fi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink
+from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import NotifierPort
 
 R = TypeVar("R")
-_current: ContextVar[str | None] = ContextVar("smgov_delivery", default=None)
 
 
 class LedgerPort(Protocol):
-    def deliver(self, key: str, process: Callable[[], R]) -> R: ...
+    def claim(self, key: str, owner: str, now: datetime, hold_seconds: float) -> Claim:
+        """Claim ``key`` for ``owner`` (one conditional write); not granted when another delivery holds it,
+        or ``owner`` itself holds it for less than ``hold_seconds`` (its invocation may still run)."""
+        ...
 
-    def once(self, key: str, effect: Callable[[], None]) -> None: ...
+    def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
+        """The delivery failed: let its retry claim again, and tell it which effects are ``done``."""
+        ...
+
+
+@dataclass
+class _Delivery:
+    key: str
+    done: frozenset[str] = frozenset()
+    effects: list[str] = field(default_factory=list)  # completed by this attempt
+
+
+_current: ContextVar[_Delivery | None] = ContextVar("smgov_delivery", default=None)
 
 
 def job_delivery_key(job: TrainingJob) -> str:
@@ -51,54 +84,87 @@ def alarm_delivery_key(message: AlarmNotification, message_id: str | None) -> st
 
 
 def current_delivery() -> str | None:
-    return _current.get()
+    delivery = _current.get()
+    return delivery.key if delivery is not None else None
 
 
 @contextmanager
-def delivering(key: str) -> Iterator[None]:
-    token = _current.set(key)
+def delivering(key: str, done: frozenset[str] = frozenset()) -> Iterator[_Delivery]:
+    delivery = _Delivery(key, done)
+    token = _current.set(delivery)
     try:
-        yield
+        yield delivery
     finally:
         _current.reset(token)
 
 
-def deliver(ledger: LedgerPort | None, key: str, process: Callable[[], R]) -> R:
+@dataclass(frozen=True)
+class Duplicate:
+    """What a duplicate delivery returns instead of processing."""
+
+    key: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"duplicate": self.key}
+
+
+def deliver(
+    ledger: LedgerPort | None,
+    key: str,
+    process: Callable[[], R],
+    *,
+    owner: str,
+    now: datetime,
+    hold_seconds: float,
+) -> R | Duplicate:
     """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
     if ledger is None:
         return process()
-    with delivering(key):
-        return ledger.deliver(key, process)
+    claim = ledger.claim(key, owner, now, hold_seconds)
+    if not claim.granted:
+        logger.info("duplicate delivery skipped", delivery=key, owner=owner)
+        return Duplicate(key)
+    with delivering(key, claim.done) as delivery:
+        try:
+            return process()
+        except Exception:
+            try:
+                ledger.release(key, owner, now, sorted({*claim.done, *delivery.effects}))
+            except Exception:  # the claim stays: the owner's retry takes it over once the invocation's time is up
+                logger.exception("delivery claim not released", delivery=key)
+            raise
+
+
+def once(effect: str, act: Callable[[], None]) -> bool:
+    """Run ``act`` unless ``effect`` is done for the current delivery (by this attempt or one that failed
+    before it); True if it ran."""
+    delivery = _current.get()
+    if delivery is not None and (effect in delivery.done or effect in delivery.effects):
+        logger.info("effect already done for this delivery", delivery=delivery.key, effect=effect)
+        return False
+    act()
+    if delivery is not None:
+        delivery.effects.append(effect)
+    return True
 
 
 class OnceAuditSink:
     """Writes each audit record of a delivery once: a retry does not record the same action twice."""
 
-    def __init__(self, inner: AuditSink, ledger: LedgerPort) -> None:
+    def __init__(self, inner: AuditSink) -> None:
         self._inner = inner
-        self._ledger = ledger
 
     def write(self, record: AuditRecord) -> None:
-        delivery = _current.get()
-        if delivery is None:
-            self._inner.write(record)
-            return
-        key = f"{delivery}|audit|{record.job_name}|{record.rule}|{record.action}"
-        self._ledger.once(key, lambda: self._inner.write(record))
+        once(f"audit|{record.job_name}|{record.rule}|{record.action}", lambda: self._inner.write(record))
 
 
 class OnceNotifier:
     """Publishes each notification of a delivery once: an owner is not told twice."""
 
-    def __init__(self, inner: NotifierPort, ledger: LedgerPort) -> None:
+    def __init__(self, inner: NotifierPort) -> None:
         self._inner = inner
-        self._ledger = ledger
 
     def publish(self, message: Notification) -> str | None:
-        delivery = _current.get()
-        if delivery is None:
-            return self._inner.publish(message)
         sent: list[str | None] = []
-        key = f"{delivery}|notify|{message.kind}|{message.job_name}"
-        self._ledger.once(key, lambda: sent.append(self._inner.publish(message)))
+        once(f"notify|{message.kind}|{message.job_name}", lambda: sent.append(self._inner.publish(message)))
         return sent[0] if sent else None

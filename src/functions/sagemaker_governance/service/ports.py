@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -21,7 +21,9 @@ class JobsPort(Protocol):
 
     def list_tags(self, arn: str) -> dict[str, str]: ...
 
-    def get_job(self, name: str) -> TrainingJob: ...
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
+        """The job as it is now; ``tags``: its tags when the caller knows them (an event carries them)."""
+        ...
 
     def stop(self, name: str) -> StopOutcome: ...
 
@@ -31,7 +33,10 @@ class NotifierPort(Protocol):
 
 
 class PolicySource(Protocol):
-    def current(self) -> Policy: ...
+    def current(self, max_age_seconds: float | None = None) -> Policy:
+        """The effective policy; ``max_age_seconds``: the caller accepts a document read that long ago
+        (more than the store's own cache time), to spare a read (the alarm lifecycle: guard_alarms.py)."""
+        ...
 
 
 class EvaluationMarksPort(Protocol):

@@ -21,7 +21,7 @@ The service layer runs one lifecycle (``service/guard_alarms.py``) and one notif
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sagemaker_governance.domain.clone import is_valid_job_name
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.stall_judge import StallKind
 
 NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
 MAX_METRICS_PER_ALARM: Final = 10  # CloudWatch: at most 10 MetricStat queries in one metric alarm
@@ -482,6 +483,12 @@ class Guard(ABC, Generic[C]):
     def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
         """Which of this guard's alarms ``alarm_name`` is for ``job_name`` (None: not one of them)."""
 
+    def incomplete(self, job_name: str, observed: Collection[str], naming: AlarmNaming) -> bool:
+        """Whether the alarms of this guard seen for the job (at least one, metric and composite alarms
+        alike) lack one that is always created with them: the reconciler then re-creates the whole plan.
+        Decided from the names alone (no read of the job). By default every owned alarm goes together."""
+        return not set(self.owned_alarms(job_name, 0, naming)) <= set(observed)
+
     def acts_on(self, role: str) -> bool:
         """Whether a notification of this role is judged (an alarm without actions never notifies)."""
         return True
@@ -495,6 +502,22 @@ class Guard(ABC, Generic[C]):
 
     @abstractmethod
     def judge(self, role: str, notice: Notice, config: C) -> GuardVerdict: ...
+
+    # ---- the stall judge (domain/stall_judge.py, service/stall_judge.py) -------------------------
+
+    stall_kind: ClassVar[StallKind | None] = None  # what its stop claims; None: its stops are not judged
+
+    def evidence_window(self, config: C) -> timedelta | None:
+        """How far back the judge reads the job's signals before confirming a stop."""
+        return None
+
+    def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
+        """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""
+        return ()
+
+    def stall_threshold(self, job: TrainingJob, config: C, notice: Notice) -> float | None:
+        """The per-host value below which the alarm's metric counted as stalled (None: not a threshold)."""
+        return None
 
     @abstractmethod
     def symptom(self, config: C) -> tuple[str, str]:

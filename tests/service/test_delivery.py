@@ -1,0 +1,110 @@
+"""The delivery pipeline (service/idempotency.py): claim, process, release; each effect once per delivery."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, deliver
+from tests.builders import job
+
+KEY = "job:job-1:InProgress:Starting:1:-"
+
+
+def record(action: str = "stop") -> AuditRecord:
+    decision = Decision(
+        rule="required-tags",
+        code="compliance.stop.violation",
+        action=Action(action),
+        mode=Mode.ENFORCE,
+        reason="r",
+    )
+    return AuditRecord.of(
+        decision,
+        job=job(),
+        outcome=Outcome.DONE,
+        at=datetime(2026, 11, 21),
+        trigger="job-state-change",
+        event_id="e-1",
+        team_tag="team",
+        owner_tag="owner",
+        policy_digest=None,
+    )
+
+
+def test_a_claimed_delivery_is_processed_once(ledger: Any, calls: Any, now: datetime) -> None:
+    # Given a first delivery that processes
+    first = deliver(ledger, KEY, lambda: calls("process") or "result", owner="m-1", now=now, hold_seconds=60)
+    # When the same state change arrives in another message
+    again = deliver(ledger, KEY, lambda: calls("process") or "result", owner="m-2", now=now, hold_seconds=60)
+    # Then the claim came before the processing, and the duplicate was not processed
+    assert first == "result" and again == Duplicate(KEY)
+    assert calls.log == ["claim m-1", "process", "claim m-2"]
+
+
+def test_a_failed_attempt_releases_with_its_done_effects_and_the_retry_skips_them(
+    ledger: Any, calls: Any, now: datetime
+) -> None:
+    # Given an attempt that wrote its audit record, then failed while notifying
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+
+    def attempt(fail: bool) -> str:
+        audit.write(record())
+        if fail:
+            raise RuntimeError("notify failed")
+        calls("notified")
+        return "ok"
+
+    with pytest.raises(RuntimeError):
+        deliver(ledger, KEY, lambda: attempt(True), owner="m-1", now=now, hold_seconds=60)
+    # When its retry runs (same message)
+    result = deliver(ledger, KEY, lambda: attempt(False), owner="m-1", now=now, hold_seconds=60)
+    # Then the release carried the written record, which the retry did not write again
+    assert result == "ok"
+    assert calls.log == [
+        "claim m-1",
+        "release m-1 ['audit|job-1|required-tags|stop']",
+        "claim m-1",
+        "notified",
+    ]
+    assert len(sink.records) == 1
+
+
+def test_a_claim_held_by_a_running_invocation_is_a_duplicate_until_its_time_is_over(
+    ledger: Any, now: datetime
+) -> None:
+    # Given a claim whose invocation died without raising (nothing released it)
+    ledger.claim(KEY, "m-1", now, 60)
+    # When the same message comes back before, then after, the invocation's time
+    early = deliver(
+        ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=30), hold_seconds=60
+    )
+    late = deliver(ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=61), hold_seconds=60)
+    # Then only the late one takes it over
+    assert early == Duplicate(KEY) and late == "processed"
+
+
+def test_the_same_effect_twice_in_one_delivery_happens_once(ledger: Any, now: datetime) -> None:
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+
+    def process() -> None:
+        audit.write(record())
+        audit.write(record())
+        audit.write(record("none"))
+
+    deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=60)
+    assert [r.action for r in sink.records] == ["stop", "none"]
+
+
+def test_without_a_ledger_every_delivery_is_processed_and_every_effect_written(now: datetime) -> None:
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+    for _ in range(2):
+        deliver(None, KEY, lambda: audit.write(record()), owner="m-1", now=now, hold_seconds=60)
+    assert len(sink.records) == 2
