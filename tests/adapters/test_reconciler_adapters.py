@@ -43,11 +43,32 @@ def test_metric_alarm_names_come_from_every_page_under_the_prefix() -> None:
             ComparisonOperator="LessThanThreshold",
         )
     client.put_composite_alarm(AlarmName="gov-idle-f", AlarmRule='ALARM("gov-idle-a")')
-    names = CloudWatchAlarmInventory(client).metric_alarm_names("gov-idle-")
-    assert names == ["gov-idle-a", "gov-idle-b", "gov-idle-c", "gov-idle-e"]  # no composite, nothing foreign
-    assert cloudwatch.calls["DescribeAlarms"] == 2
+    names = CloudWatchAlarmInventory(client).alarm_names("gov-idle-")
+    # composites too (a lost one is repaired), nothing foreign
+    assert sorted(names) == ["gov-idle-a", "gov-idle-b", "gov-idle-c", "gov-idle-e", "gov-idle-f"]
+    assert cloudwatch.calls["DescribeAlarms"] == 3
     (_, request), *_ = [r for r in cloudwatch.requests if r[0] == "DescribeAlarms"]
-    assert request["AlarmTypes"] == ["MetricAlarm"] and request["AlarmNamePrefix"] == "gov-idle-"
+    assert request["AlarmTypes"] == ["MetricAlarm", "CompositeAlarm"] and request["AlarmNamePrefix"] == "gov-idle-"
+
+
+def test_the_inventory_asks_for_composites_because_aws_omits_them_otherwise() -> None:
+    # DescribeAlarms API reference (botocore's model): without AlarmTypes "only metric alarms are returned,
+    # even if composite alarms ... exist in the account". The fake answers every kind when AlarmTypes is
+    # absent, so this request shape is what has to be right.
+    import re
+
+    import botocore.session
+
+    shape = botocore.session.get_session().get_service_model("cloudwatch").operation_model("DescribeAlarms")
+    assert shape.input_shape is not None
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", shape.input_shape.members["AlarmTypes"].documentation))
+    assert "If you omit this parameter, only metric alarms are returned" in text
+    assert set(shape.input_shape.members["AlarmTypes"].member.enum) >= {"MetricAlarm", "CompositeAlarm"}
+    cloudwatch = FakeCloudWatch(lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    client = cloudwatch.attach(boto3.client("cloudwatch", region_name="us-east-1"))
+    CloudWatchAlarmInventory(client).alarm_names("gov-idle-")
+    (_, request), *_ = [r for r in cloudwatch.requests if r[0] == "DescribeAlarms"]
+    assert {"MetricAlarm", "CompositeAlarm"} <= set(request["AlarmTypes"])
 
 
 def test_mark_tags_the_job(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:

@@ -278,3 +278,26 @@ def test_exit_codes() -> None:
         ).exit_code
         == 1
     )
+
+
+def test_the_iam_probe_of_a_composite_alarm_grant_names_the_topic_once() -> None:
+    # PutCompositeAlarm is granted on "*" (its API reference) with cloudwatch:AlarmActions present
+    # (Null: false) and the alarm topic only: the simulated request must carry the topic as the key's one
+    # value, not "false" from the Null operator (which IAM would then deny).
+    from smgov.doctor.iam import probe_request
+
+    topic = "arn:aws:sns:us-east-1:123456789012:gov-AlarmTopic"
+    statement = {
+        "Effect": "Allow",
+        "Action": "cloudwatch:PutCompositeAlarm",
+        "Resource": "*",
+        "Condition": {
+            "ForAllValues:StringEquals": {"cloudwatch:AlarmActions": topic},
+            "Null": {"cloudwatch:AlarmActions": "false"},
+        },
+    }
+    resource, context = probe_request("cloudwatch:PutCompositeAlarm", [statement])
+    assert resource == "*"
+    assert context == [
+        {"ContextKeyName": "cloudwatch:AlarmActions", "ContextKeyValues": [topic], "ContextKeyType": "stringList"}
+    ]

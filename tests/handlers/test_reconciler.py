@@ -23,6 +23,7 @@ from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
+TWELVE_HOSTS = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50}
 
 
 @pytest.fixture
@@ -113,8 +114,8 @@ def test_the_alarm_of_a_job_that_no_longer_exists_is_removed(acct: LocalAccount)
 
 
 def test_orphaned_composite_and_child_alarms_are_deleted_composite_first(acct: LocalAccount) -> None:
-    # 12 hosts: two child metric alarms and a composite (which DescribeAlarms scoped to our prefix hides)
-    training(acct, ResourceConfig={"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50})
+    # 12 hosts: two child metric alarms and a composite
+    training(acct, ResourceConfig=TWELVE_HOSTS)
     assert len(acct.cloudwatch.alarms) == 3
     acct.sagemaker.transition("job-1", "Failed", "Failed")
     reconcile(acct)
@@ -179,6 +180,47 @@ def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_
     assert acct.sagemaker.stop_requests == ["job-1"]
     assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "Stopping"
     assert repairs.repairs.count("missing-alarm") == 1
+
+
+def test_a_missing_composite_alarm_is_recreated_over_its_children(
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryBusinessMetrics
+) -> None:
+    # Given a 12-host job whose composite alarm was lost (deleted by hand, or its creation failed after
+    # the children's) while its two child alarms remain
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    head = f"{PREFIX}job-1"
+    assert acct.cloudwatch.alarms[head]["Kind"] == "composite"
+    del acct.cloudwatch.alarms[head]
+    children = {f"{head}.hosts-1-10", f"{head}.hosts-11-12"}
+    assert set(acct.cloudwatch.alarms) == children
+    # When the reconciler runs
+    clock.advance(minutes=5)
+    result = reconcile(acct)
+    # Then the composite is back, over the same children, notifying the alarm topic, and that is recorded
+    assert set(acct.cloudwatch.alarms) == {head, *children}
+    composite = acct.cloudwatch.alarms[head]
+    assert composite["Kind"] == "composite" and composite["AlarmActions"]
+    assert result["repairs"] == {"missing-alarm": 1}
+    (record,) = [r for r in reconciler_records(acct) if r.rule == "idle-guard"]
+    assert (record.action, record.outcome.value, record.code) == ("create-alarm", "done", "idle.alarm.create")
+    assert repairs.repairs == ["missing-alarm"]
+    # And the next run finds the set complete: no repair, no re-creation
+    acct.cloudwatch.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    assert "PutCompositeAlarm" not in acct.cloudwatch.calls
+
+
+def test_a_complete_composite_set_is_not_repaired_and_its_job_not_read_for_it(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    clock.advance(hours=1)
+    reconcile(acct)  # learns the job has no progress metric
+    acct.sagemaker.calls.clear()
+    acct.cloudwatch.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
 def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(

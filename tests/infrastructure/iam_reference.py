@@ -59,6 +59,10 @@ RESOURCE_STAR_EXCEPTIONS: Mapping[str, str] = {
         "aws-samples/amazon-cloudwatch-auto-alarms issue 1), and it returns composite alarms only to a "
         "permission scoped to * (DescribeAlarms API reference)"
     ),
+    "cloudwatch:PutCompositeAlarm": (
+        "the PutCompositeAlarm API reference: a composite alarm can be created only with a permission "
+        "scoped to *; held by cloudwatch:AlarmActions (present, the alarm topic only)"
+    ),
 }
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")

@@ -195,14 +195,57 @@ def test_alarm_creation_is_conditioned_on_the_alarm_topic() -> None:
     resolve = Resolver(template, {"UseCustomerKey": True, "HasNotificationEmail": True})
     topic = resolve.ref("AlarmTopic")
     assert template["Globals"]["Function"]["Environment"]["Variables"]["ALARM_TOPIC_ARN"] == {"Ref": "AlarmTopic"}
-    creating = 0
+    creating: dict[str, int] = {"cloudwatch:PutMetricAlarm": 0, "cloudwatch:PutCompositeAlarm": 0}
     for document in DOCUMENTS:
         for statement in as_list(document.policy["Statement"]):
-            actions = set(as_list(statement["Action"]))
-            if actions & {"cloudwatch:PutMetricAlarm", "cloudwatch:PutCompositeAlarm"}:
-                creating += 1
-                assert statement["Condition"] == {"ForAllValues:StringEquals": {"cloudwatch:AlarmActions": topic}}
-    assert creating >= 2  # the job-events function and the reconciler
+            actions = set(as_list(statement["Action"])) & set(creating)
+            for action in actions:
+                creating[action] += 1
+            if actions:
+                assert statement["Condition"]["ForAllValues:StringEquals"] == {"cloudwatch:AlarmActions": topic}
+            if "cloudwatch:PutCompositeAlarm" in actions:  # on "*": it must notify, and only the topic
+                assert statement["Condition"]["Null"] == {"cloudwatch:AlarmActions": "false"}
+    assert min(creating.values()) >= 2  # the job-events function and the reconciler
+
+
+# ---- what AWS's API reference says must be granted on "*" (issue 16 item 6) -------------------------
+
+
+def _scoped_to_star() -> dict[str, str]:
+    """CloudWatch operations whose API reference (botocore's documentation strings) says the permission
+    must be "scoped to *", with that sentence."""
+    import re
+
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("cloudwatch")
+    found: dict[str, str] = {}
+    for name in model.operation_names:
+        text = re.sub(r"<[^>]+>", "", model.operation_model(name).documentation or "")
+        text = re.sub(r"\s+", " ", text)
+        match = re.search(r"[^.]*permission that is scoped to \*[^.]*\.", text)
+        if match:
+            found[f"cloudwatch:{name}"] = match.group(0).strip()
+    return found
+
+
+def test_what_the_api_reference_requires_on_star_is_granted_on_star() -> None:
+    # Given the operations whose API reference requires a permission "scoped to *" (botocore's model:
+    # DescribeAlarms for composite alarms, PutCompositeAlarm)
+    required = _scoped_to_star()
+    assert {"cloudwatch:DescribeAlarms", "cloudwatch:PutCompositeAlarm"} <= set(required), required
+    # Then every document that grants one of them grants it on "*" (a narrower grant is denied by AWS:
+    # a composite alarm could never be created, composites never listed)
+    granted = 0
+    for document in DOCUMENTS:
+        for statement in as_list(document.policy["Statement"]):
+            if statement.get("Effect", "Allow") != "Allow":
+                continue
+            for action in set(as_list(statement["Action"])) & set(required):
+                granted += 1
+                assert as_list(statement["Resource"]) == ["*"], (document.where, action, required[action])
+                assert action in RESOURCE_STAR_EXCEPTIONS, action
+    assert granted >= 3  # PutCompositeAlarm (job events, reconciler), DescribeAlarms (reconciler)
 
 
 def test_clones_may_be_created_on_every_resource_type_create_training_job_names() -> None:

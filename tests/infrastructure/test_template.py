@@ -303,6 +303,14 @@ def test_alarm_permissions_are_scoped_to_the_alarm_prefix(template: dict[str, An
                     # Listing alone: AWS authorizes DescribeAlarms with a name prefix against alarm:*.
                     assert statement["Resource"] == "*"
                     continue
+                if as_list(statement["Action"]) == ["cloudwatch:PutCompositeAlarm"]:
+                    # Alone, on "*" (its API reference), held by its actions: present and the alarm topic only.
+                    assert statement["Resource"] == "*"
+                    assert statement["Condition"] == {
+                        "ForAllValues:StringEquals": {"cloudwatch:AlarmActions": {"Ref": "AlarmTopic"}},
+                        "Null": {"cloudwatch:AlarmActions": "false"},
+                    }
+                    continue
                 assert statement["Resource"]["Fn::Sub"].endswith(":alarm:${AWS::StackName}-idle-*")
 
 

@@ -212,7 +212,7 @@ class _Listed:
     def in_progress(self) -> list[Any]:
         return list(self._items)
 
-    def metric_alarm_names(self, prefix: str) -> list[str]:
+    def alarm_names(self, prefix: str) -> list[str]:
         return [str(i) for i in self._items]
 
 

@@ -45,6 +45,9 @@ class CloudWatchAlarmLifecycle:
             "cloudwatch:SetAlarmState",
         }
     )
+    # Granted on Resource "*" only: the PutCompositeAlarm API reference requires a permission "scoped to
+    # *" (conditioned on the alarm topic as its only action, in the template).
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutCompositeAlarm"})
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -61,8 +64,11 @@ class CloudWatchAlarmLifecycle:
             raise AdapterError(f"creating the {plan.what} of {plan.job_name} failed: {exc}") from exc
 
     def delete(self, names: Sequence[str]) -> list[str]:
-        """Delete in the given order (a composite before its children). DeleteAlarms deletes nothing
-        when one name is missing, so a batch that fails that way is retried name by name."""
+        """Delete in the given order (a composite before its children; at most one composite per call, as
+        the DeleteAlarms API reference allows: a job has one). Its reference says the alarms with correct
+        names "are still deleted" when some are not found, and does not say whether the call then fails; a
+        batch that fails that way is retried name by name, so every alarm is gone either way (the names
+        reported deleted may then omit some the batch call deleted)."""
         deleted: list[str] = []
         for start in range(0, len(names), DELETE_BATCH):
             batch = list(names[start : start + DELETE_BATCH])
@@ -135,7 +141,9 @@ class CloudWatchAlarmArming:
 
 
 class CloudWatchAlarmInventory:
-    """The names of this stack's metric alarms, through every page of ``DescribeAlarms`` (the reconciler)."""
+    """The names of this stack's alarms, metric and composite, through every page of ``DescribeAlarms`` (the
+    reconciler). ``AlarmTypes`` names both: without it "only metric alarms are returned, even if composite
+    alarms ... exist" (its API reference), and a lost composite alarm could never be noticed."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
     # Granted on Resource "*" only: see the module docstring.
@@ -145,14 +153,17 @@ class CloudWatchAlarmInventory:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    def metric_alarm_names(self, prefix: str) -> list[str]:
+    def alarm_names(self, prefix: str) -> list[str]:
         names: list[str] = []
         try:
             pages = self._client.get_paginator("describe_alarms").paginate(
-                AlarmNamePrefix=prefix, AlarmTypes=["MetricAlarm"], PaginationConfig={"PageSize": self.PAGE_SIZE}
+                AlarmNamePrefix=prefix,
+                AlarmTypes=["MetricAlarm", "CompositeAlarm"],
+                PaginationConfig={"PageSize": self.PAGE_SIZE},
             )
             for page in pages:
                 names += [alarm["AlarmName"] for alarm in page.get("MetricAlarms", [])]
+                names += [alarm["AlarmName"] for alarm in page.get("CompositeAlarms", [])]
         except ClientError as exc:
             raise AdapterError(f"DescribeAlarms {prefix}* failed: {exc}") from exc
         return names

@@ -124,7 +124,7 @@ def group_alarms(alarm_names: Iterable[str], prefix: str) -> dict[str, list[str]
 
 def deletion_order(job_name: str, prefix: str, observed: Iterable[str]) -> list[str]:
     """Every alarm of an ended job, the notifying one first: above 10 hosts it is a composite alarm
-    (which a child cannot be deleted before, and which DescribeAlarms scoped to our prefix does not
-    list), so it is always included; a missing alarm is success."""
+    (which a child cannot be deleted before; listed by the reconciler, and included even when the listing
+    missed it); a missing alarm is success. One composite per job: DeleteAlarms takes at most one per call."""
     head = f"{prefix}{job_name}"
     return [head, *sorted(set(observed) - {head})]

@@ -23,6 +23,7 @@ stop a job (compliance, the stopper) keep the store's cache time.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -167,8 +168,12 @@ class GuardAlarms:
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 
+    def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
+        """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
+        return self.guard.incomplete(job_name, observed, self._naming)
+
     def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
-        """The metric alarms (what ``DescribeAlarms`` lists) this guard wants for ``job`` now: none when
+        """The alarms (metric and composite) this guard wants for ``job`` now: none when
         the job is not training, the guard is off for it, it has nothing to watch, or it is exempt.
         (Whether an alarm is armed is the stopper's business, not compared here.)"""
         if not is_training(job):
@@ -181,7 +186,7 @@ class GuardAlarms:
         if not isinstance(plan, AlarmPlan):
             return ()
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
-        return () if exemption is not None else plan.metric_alarm_names
+        return () if exemption is not None else plan.names
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""

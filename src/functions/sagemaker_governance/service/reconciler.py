@@ -5,8 +5,10 @@ Each run compares what exists with what should exist and repairs the difference:
 * **orphan alarm**: an alarm of this stack whose job has ended or no longer exists (its terminal event
   was lost) is deleted. The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
   is still ``InProgress`` (``Stopping`` included) is never deleted, whatever the listing said.
-* **missing alarm**: a job in ``Training`` that none of a guard's alarms watches gets them from the guard
-  itself (the same code as its Training event: the job is re-read, exemptions and the policy apply).
+* **missing alarm**: a job in ``Training`` that none of a guard's alarms watches, or whose guard alarms
+  lack one created with them (the composite alarm over the children of a job above 10 hosts: listed
+  because ``DescribeAlarms`` asks for composites too), gets them from the guard itself (the same code as
+  its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
   Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
@@ -23,7 +25,7 @@ handlers: creating an alarm is an upsert, deleting a missing alarm is success, s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,8 +67,12 @@ class AlarmGuard(Protocol):
         """Whether ``alarm_name`` is one of this guard's alarms for ``job_name``."""
         ...
 
+    def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
+        """Whether this guard's alarms in ``observed`` (some) lack one always created with them."""
+        ...
+
     def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
-        """The metric alarms this guard wants for ``job`` now (none: not wanted)."""
+        """The alarms this guard wants for ``job`` now (none: not wanted)."""
         ...
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
@@ -83,7 +89,9 @@ class JobInventoryPort(Protocol):
 
 
 class AlarmInventoryPort(Protocol):
-    def metric_alarm_names(self, prefix: str) -> list[str]: ...
+    def alarm_names(self, prefix: str) -> list[str]:
+        """Every alarm (metric and composite) whose name starts with ``prefix``."""
+        ...
 
 
 class AlarmDeletionPort(Protocol):
@@ -159,7 +167,7 @@ class ReconcilerService:
         in_progress = self._inventory.in_progress()
         observed: dict[str, set[str]] = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            for job, names in group_alarms(self._alarm_inventory.metric_alarm_names(prefix), prefix).items():
+            for job, names in group_alarms(self._alarm_inventory.alarm_names(prefix), prefix).items():
                 observed.setdefault(job, set()).update(names)
         items = plan_work(in_progress, observed, run_index(self._clock(), self._interval))
         report.jobs_in_progress = len(in_progress)
@@ -224,14 +232,10 @@ class ReconcilerService:
         assert summary is not None
         repairs: list[RepairKind] = []
         job: TrainingJob | None = None
-        # The job is read for its alarms only when some guard has no alarm on it (and may want one).
-        # The guards that have no alarm on the job (the cache key includes them: if one of the others
-        # loses its alarm later, the job is read again).
-        missing = tuple(
-            index
-            for index, guard in enumerate(self._guards)
-            if not any(guard.watches(item.job_name, name) for name in item.alarms)
-        )
+        # The job is read for its alarms only when some guard has no alarm on it (and may want one), or its
+        # alarms are incomplete (a composite alarm gone). Those guards are in the cache key: if one of the
+        # others loses an alarm later, the job is read again.
+        missing = tuple(index for index, guard in enumerate(self._guards) if self._lacks(guard, item))
         unwatched_key = (item.job_name, *self._run_key, missing)
         needs_alarm = summary.in_training and bool(missing) and unwatched_key not in self._unwatched
         if needs_alarm:
@@ -263,6 +267,12 @@ class ReconcilerService:
         return repairs
 
     # ---- helpers -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lacks(guard: AlarmGuard, item: WorkItem) -> bool:
+        """The guard has no alarm on the job, or not all of those created together."""
+        mine = [name for name in item.alarms if guard.watches(item.job_name, name)]
+        return not mine or guard.incomplete(item.job_name, mine)
 
     def _record(
         self, decision: Decision, job: TrainingJob, policy: Policy, trigger: Trigger, outcome: Outcome

@@ -103,6 +103,8 @@ def probe_request(action: str, statements: Iterable[Mapping[str, Any]]) -> tuple
         resource = resource if resource == "*" else resource.replace("*", PROBE)
         entries = []
         for operator, conditions in (statement.get("Condition") or {}).items():
+            if operator == "Null":  # only whether a key is present: the other operators' entries supply it
+                continue
             for key, values in conditions.items():
                 listed = operator.startswith(_LIST_OPERATORS)
                 value = str(_as_list(values)[0]).replace("*", PROBE)

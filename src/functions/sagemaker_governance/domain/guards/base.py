@@ -21,7 +21,7 @@ The service layer runs one lifecycle (``service/guard_alarms.py``) and one notif
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
@@ -481,6 +481,12 @@ class Guard(ABC, Generic[C]):
     @abstractmethod
     def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
         """Which of this guard's alarms ``alarm_name`` is for ``job_name`` (None: not one of them)."""
+
+    def incomplete(self, job_name: str, observed: Collection[str], naming: AlarmNaming) -> bool:
+        """Whether the alarms of this guard seen for the job (at least one, metric and composite alarms
+        alike) lack one that is always created with them: the reconciler then re-creates the whole plan.
+        Decided from the names alone (no read of the job). By default every owned alarm goes together."""
+        return not set(self.owned_alarms(job_name, 0, naming)) <= set(observed)
 
     def acts_on(self, role: str) -> bool:
         """Whether a notification of this role is judged (an alarm without actions never notifies)."""

@@ -4,16 +4,31 @@ The alarm watches ``/aws/sagemaker/TrainingJobs`` ``GPUUtilization`` (dimension 
 ``<job>/algo-<n>``), which SageMaker publishes per host as the sum over its GPUs (0-100 x GPU count).
 
 * **Every host** is watched: the alarm's value is ``MAX`` over the hosts (metric math), so the job is in
-  breach only when its busiest host is idle. One host: a plain single-metric alarm.
+  breach only when its busiest host is idle. An alarm over one host (a one-host job, or the last child of
+  11, 21 ... hosts) is a plain single-metric alarm: ``MAX([m1])`` of one series is no metric math at all.
 * **More than 10 hosts** (CloudWatch allows 10 metrics in one alarm): one child metric alarm per 10
   hosts, without actions, and a composite alarm ``ALARM(c1) AND ALARM(c2) ...`` that notifies the alarm
   topic: all hosts must be idle, exactly as with one alarm.
+* **CloudWatch's limits on a composite** (PutCompositeAlarm API reference, botocore's ``cloudwatch``
+  model): its ``AlarmRule`` names at most 100 child alarms, has at most 500 elements and 10,240
+  characters. A job needing more (over 1,000 hosts, fewer with long names) gets no alarm, with the code
+  ``idle.alarm.too-many-hosts`` and the limits in the evidence. A second level of composites would lift
+  that, but ``DeleteAlarms`` takes at most one composite alarm per call and the reconciler would have to
+  follow two levels: not built for a size no SageMaker training job is known to reach.
+* **Heterogeneous clusters above 10 hosts with hosts that publish no GPUUtilization** (CPU, Trainium,
+  Inferentia groups): SageMaker does not say which ``algo-n`` belongs to which instance group ("log
+  streams ... are not grouped by instance groups", heterogeneous cluster guide), so a child may hold CPU
+  hosts only and never have data. There the children treat missing data as ``missing`` (a child without
+  any data goes to ``INSUFFICIENT_DATA``) and the composite rule is ``(NOT (OK(c1) OR OK(c2) ...)) AND
+  (ALARM(c1) OR ALARM(c2) ...)``: no child whose hosts show GPU activity, and at least one child with
+  idle data. A child without data never blocks the composite, and data missing everywhere never fires it.
 * **Threshold** = per-GPU percent x GPU count. Heterogeneous clusters assign host names randomly across
   instance groups, so the planner cannot know which ``algo-n`` has how many GPUs. It scales by the
   *smallest* GPU count of the GPU groups: a host with more GPUs then needs even less per-GPU activity to
   count as busy, so a busy host can never look idle (do no harm). CPU, Trainium and Inferentia hosts
   publish no ``GPUUtilization``; ``MAX`` ignores them.
-* **Missing data never stops a job**: ``TreatMissingData=notBreaching`` on every metric alarm.
+* **Missing data never stops a job**: ``TreatMissingData=notBreaching`` on every metric alarm (except
+  the heterogeneous children above, where only a child *with* idle data can fire the composite).
 * No GPU at all, or an instance type we cannot size: no alarm, with the reason.
 
 Nothing here talks to AWS: the planner returns the exact request documents, the service sends them; the
@@ -23,7 +38,7 @@ stopper's judgement of the notifying alarm's ``ALARM`` is ``IdleGuard.judge``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -60,10 +75,38 @@ IDLE_RULE_ID: Final = "idle-guard"
 METRIC_NAME: Final = "GPUUtilization"
 HOST_DIMENSION: Final = "Host"
 HOSTS_PER_ALARM: Final = MAX_METRICS_PER_ALARM
-MAX_ALARM_RULE_LENGTH: Final = 10_240  # PutCompositeAlarm AlarmRule limit
+# PutCompositeAlarm's AlarmRule (botocore's cloudwatch model: the member's max length, and its documentation:
+# "can specify as many as 100 'children' alarms", "as many as 500 elements. Elements are child alarms, TRUE or
+# FALSE statements, and parentheses"). Tests read all three back from botocore.
+MAX_ALARM_RULE_LENGTH: Final = 10_240
+MAX_COMPOSITE_CHILDREN: Final = 100
+MAX_ALARM_RULE_ELEMENTS: Final = 500
 COMPARISON: Final = "LessThanThreshold"
 CHILD_MARK: Final = ".hosts-"  # job names cannot contain ".", so child names never collide with a job's
 RESET_REASON: Final = "sagemaker-governance: reset by the idle stopper (grace period or stale notification)"
+
+
+class CompositeRule(StrEnum):
+    """How the composite alarm over more than 10 hosts combines its children."""
+
+    ALL_IDLE = "every child in ALARM"  # every host publishes GPUUtilization
+    IDLE_WHERE_DATA = "no child OK and at least one in ALARM"  # some hosts publish none (heterogeneous)
+
+
+def composite_rule(children: tuple[str, ...], rule: CompositeRule) -> str:
+    """The ``AlarmRule`` over ``children`` (names quoted, as the API reference allows)."""
+    if rule is CompositeRule.ALL_IDLE:
+        return " AND ".join(f'ALARM("{name}")' for name in children)
+    not_ok = " OR ".join(f'OK("{name}")' for name in children)
+    some_idle = " OR ".join(f'ALARM("{name}")' for name in children)
+    return f"(NOT ({not_ok})) AND ({some_idle})"
+
+
+def rule_elements(rule: str) -> int:
+    """The elements of an ``AlarmRule`` as CloudWatch counts them ("child alarms, TRUE or FALSE statements,
+    and parentheses"), counted on the safe side: a function's own parentheses count too."""
+    references = rule.count('("')  # our rules quote every name and hold no TRUE or FALSE
+    return references * 3 + (rule.count("(") - references) * 2
 
 
 class IdleRole(StrEnum):
@@ -168,6 +211,14 @@ def alarm_names(job_name: str, host_count: int, naming: AlarmNaming) -> tuple[st
     return notifying, children
 
 
+def _child_range(alarm_name: str, stem: str) -> tuple[int, int] | None:
+    """``(first, last)`` of a child alarm named ``<stem><first>-<last>``; None for any other name."""
+    if not alarm_name.startswith(stem):
+        return None
+    first, _, last = alarm_name[len(stem) :].partition("-")
+    return (int(first), int(last)) if first.isdigit() and last.isdigit() else None
+
+
 def grace_remaining(job: TrainingJob, idle: IdlePolicy, now: datetime) -> timedelta | None:
     """Time left in the start-up grace period; ``None`` when it is over. Unknown start: all of it."""
     started = training_started_at(job)
@@ -241,15 +292,20 @@ class IdleGuard(Guard[IdlePolicy]):
             "grace_minutes": idle.grace_minutes,
             "alarms": [notifying, *metric_alarms] if composite else list(metric_alarms),
         }
+        silent_hosts = any(not f.publishes_gpu_utilization for f in facts.values())
+        rule_kind = CompositeRule.IDLE_WHERE_DATA if silent_hosts else CompositeRule.ALL_IDLE
         if len(gpu_counts) > 1 or len(groups) > 1:
             evidence["scaling_note"] = (
                 "heterogeneous cluster: hosts are assigned to groups at random, so the threshold is scaled by "
                 "the smallest GPU count of the GPU groups; hosts without GPUs publish no data and are ignored"
             )
-            if composite and len(gpu_counts) < len(groups):
+        if composite:
+            evidence["composite_rule"] = rule_kind.value
+            if rule_kind is CompositeRule.IDLE_WHERE_DATA:
                 evidence["coverage_note"] = (
-                    "a child alarm whose hosts all turn out to be non-GPU hosts has no data and stays OK, so the "
-                    "composite alarm may never fire for this job (missing data never stops a job)"
+                    "some hosts publish no GPUUtilization and SageMaker does not say which algo-n they are: a "
+                    "child alarm without data (INSUFFICIENT_DATA) does not block the composite; at least one "
+                    "child must be in ALARM on idle data, and none OK"
                 )
         description = (
             f"sagemaker-governance idle guard for training job {job.name}: the busiest of {hosts} host(s) below "
@@ -283,7 +339,7 @@ class IdleGuard(Guard[IdlePolicy]):
                     function="MAX",
                     label=f"GPUUtilization of the busiest host (algo-{first}..algo-{last})",
                 ),
-                single_metric=hosts == 1,
+                single_metric=first == last,
             )
 
         if not composite:
@@ -293,18 +349,34 @@ class IdleGuard(Guard[IdlePolicy]):
                 request=metric_alarm(notifying, 1, hosts, naming.actions),
             )
             return AlarmPlan(job_name=job.name, what=self.what, alarms=(alarm,), evidence=evidence)
-        children = tuple(
-            PlannedAlarm(role=IdleRole.CHILD, kind=AlarmKind.METRIC, request=metric_alarm(name, first, last, []))
-            for name, (first, last) in zip(metric_alarms, host_chunks(hosts), strict=True)
-        )
-        rule = " AND ".join(f'ALARM("{name}")' for name in metric_alarms)
-        if len(rule) > MAX_ALARM_RULE_LENGTH:
+        rule = composite_rule(metric_alarms, rule_kind)
+        limits = {
+            "children": (len(metric_alarms), MAX_COMPOSITE_CHILDREN),
+            "rule_elements": (rule_elements(rule), MAX_ALARM_RULE_ELEMENTS),
+            "rule_characters": (len(rule), MAX_ALARM_RULE_LENGTH),
+        }
+        exceeded = {k: {"needed": n, "limit": lim} for k, (n, lim) in limits.items() if n > lim}
+        if exceeded:
             return NoAlarm(
                 code=IdleCode.TOO_MANY_HOSTS,
-                reason=f"{hosts} hosts need {len(metric_alarms)} child alarms: more than one composite "
-                "alarm rule can hold; no alarm",
-                evidence=evidence,
+                reason=f"{hosts} hosts need {len(metric_alarms)} child alarms under one composite alarm, beyond "
+                f"what CloudWatch allows in a composite alarm rule ({', '.join(sorted(exceeded))}); no alarm "
+                "rather than one that watches only some hosts",
+                evidence={  # not the names of alarms that will not exist (a record stays small)
+                    **{k: v for k, v in evidence.items() if k != "alarms"},
+                    "child_alarms_needed": len(metric_alarms),
+                    "composite_limits_exceeded": exceeded,
+                },
             )
+        treat_missing = "missing" if rule_kind is CompositeRule.IDLE_WHERE_DATA else "notBreaching"
+        children = tuple(
+            PlannedAlarm(
+                role=IdleRole.CHILD,
+                kind=AlarmKind.METRIC,
+                request={**metric_alarm(name, first, last, []), "TreatMissingData": treat_missing},
+            )
+            for name, (first, last) in zip(metric_alarms, host_chunks(hosts), strict=True)
+        )
         composite_request: dict[str, Any] = {
             "AlarmName": notifying,
             "AlarmDescription": description[:1024],
@@ -326,6 +398,20 @@ class IdleGuard(Guard[IdlePolicy]):
     def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
         notifying, metric_alarms = alarm_names(job_name, hosts, naming)
         return (notifying, *metric_alarms) if hosts > HOSTS_PER_ALARM else metric_alarms
+
+    def incomplete(self, job_name: str, observed: Collection[str], naming: AlarmNaming) -> bool:
+        """The composite alarm is gone while children remain (deleted by hand, or its creation failed after
+        the children's), or a child is missing between others. CloudWatch refuses to delete an alarm a
+        composite alarm's rule names (the DeleteAlarms API reference: a composite in a cycle cannot be
+        deleted "because there is always still a composite alarm that depends on" it), so a last child
+        cannot go missing while its composite exists; a plain alarm of up to 10 hosts is complete alone."""
+        head = naming.alarm_name(job_name)
+        ranges = sorted(
+            r for r in (_child_range(name, f"{head}{CHILD_MARK}") for name in observed) if r is not None
+        )
+        if not ranges:
+            return head not in observed
+        return head not in observed or ranges != host_chunks(ranges[-1][1])
 
     def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
         head = naming.alarm_name(job_name)
