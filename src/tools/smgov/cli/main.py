@@ -44,6 +44,8 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
         f"{args.file}: ok (mode {policy.mode.value}, {len(policy.rules)} rule(s), "
         f"{len(policy.exemptions)} exemption(s), team overrides: {teams})"
     )
+    for warning in policy.warnings():
+        print(f"  warning: {warning}")
     return EXIT_OK
 
 
