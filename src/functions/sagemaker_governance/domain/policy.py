@@ -8,7 +8,8 @@ Layering (each a plain mapping deep-merged onto the one before, then validated o
 3. the job's team override (``teams.<value of team_tag>``), chosen per job.
 
 Merging rules: mappings merge key by key; ``rules`` merge by ``id`` (an override may change a single
-field of a rule); ``exemptions`` concatenate; any other list or scalar is replaced.
+field of a rule), and so do ``resume.signatures`` (a team adds to the global ones); ``exemptions``
+concatenate; any other list or scalar is replaced.
 """
 
 from __future__ import annotations
@@ -252,7 +253,11 @@ def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict
             }
     for key, value in overlay.items():
         current = merged.get(key)
-        if key == "rules" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
+        if (
+            key in ("rules", "signatures")
+            and isinstance(current, list | tuple)
+            and isinstance(value, list | tuple)
+        ):
             merged[key] = _merge_rules(current, value)
         elif key == "exemptions" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
             merged[key] = [*current, *value]
