@@ -45,13 +45,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadgroup` hands out tests one by
-# one, except those marked `xdist_group`: a group runs on one worker, so the fixture its tests share (the
-# `sam build`s of tests/conftest.py) is built once. `PYTEST_WORKERS=0 make unit` runs in one process.
+# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadfile` hands out whole files, so
+# a module's costly fixtures are built once: the `sam build`s of tests/infrastructure/test_built_artifacts.py
+# (`loadgroup` would be finer, but pytest-xdist 3.8 cannot group under pytest 9: it sets a node id
+# attribute pytest 9 no longer reads). `PYTEST_WORKERS=0 make unit` runs in one process.
 PYTEST_WORKERS ?= auto
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 validate: $(STAMP)
 	$(BIN)/sam validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
