@@ -308,10 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     from smgov.cli.simulate import add_parser as add_simulate
 
     add_simulate(sub)
-    from smgov.cli import calibrate, doctor
+    from smgov.cli import calibrate, doctor, org
 
     calibrate.register(sub)
     doctor.register(sub)
+    org.register(sub)
     return parser
 
 
