@@ -13,7 +13,7 @@ export SAM_CLI_TELEMETRY := 0
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench
+.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench org-package org-deploy
 
 help:
 	@echo "make demo   - create .venv, install, simulate a fleet governed by the service (no AWS account needed)"
@@ -45,13 +45,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadgroup` hands out tests one by
-# one, except those marked `xdist_group`: a group runs on one worker, so the fixture its tests share (the
-# `sam build`s of tests/conftest.py) is built once. `PYTEST_WORKERS=0 make unit` runs in one process.
+# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadfile` hands out whole files, so
+# a module's costly fixtures are built once: the `sam build`s of tests/infrastructure/test_built_artifacts.py
+# (`loadgroup` would be finer, but pytest-xdist 3.8 cannot group under pytest 9: it sets a node id
+# attribute pytest 9 no longer reads). `PYTEST_WORKERS=0 make unit` runs in one process.
 PYTEST_WORKERS ?= auto
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 validate: $(STAMP)
 	$(BIN)/sam validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
@@ -87,6 +88,43 @@ bench: build
 	PYTHONPATH=$(CURDIR):$${PYTHONPATH:-} $(BIN)/python -m bench --compare-bytecode
 
 test: lint typecheck validate checkov build unit
+
+# Across an organization (README "Across an organization"): a service-managed StackSet deploys the
+# expanded member template (StackSets refuse the SAM transform) to OUs in ORG_REGIONS. Needs the AWS CLI,
+# credentials of the StackSet administrator (management or delegated administrator account) and a bucket
+# <ARTIFACT_BUCKET_PREFIX>-<region> in every region, readable by the organization (aws:PrincipalOrgID).
+ORG_REGIONS ?= us-east-1
+ORG_HOME := $(firstword $(ORG_REGIONS))
+ORG_DIR := .aws-sam/org
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+org-package: build
+	@test -n "$(ARTIFACT_BUCKET_PREFIX)" || { echo "set ARTIFACT_BUCKET_PREFIX (buckets <prefix>-<region>)"; exit 2; }
+	mkdir -p $(ORG_DIR)
+	$(BIN)/sam package --template-file .aws-sam/build/template.yaml --region $(ORG_HOME) \
+		--s3-bucket $(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME) --output-template-file $(ORG_DIR)/packaged.yaml
+	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json > $(ORG_DIR)/keys.txt
+	for region in $(ORG_REGIONS); do \
+		[ "$$region" = "$(ORG_HOME)" ] && continue; \
+		for key in $$(cat $(ORG_DIR)/keys.txt); do \
+			aws s3 cp "s3://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME)/$$key" "s3://$(ARTIFACT_BUCKET_PREFIX)-$$region/$$key" \
+				--source-region $(ORG_HOME) --region $$region; \
+		done; \
+	done
+	key="member-$$(sha256sum $(ORG_DIR)/member.json | cut -c1-16).json"; \
+	aws s3 cp $(ORG_DIR)/member.json "s3://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME)/$$key" --region $(ORG_HOME); \
+	echo "https://$(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME).s3.$(ORG_HOME).amazonaws.com/$$key" > $(ORG_DIR)/member-url.txt
+	@echo "member template: $$(cat $(ORG_DIR)/member-url.txt)"
+
+# ENFORCE_OUS / AUDIT_OUS: comma-separated OU ids (ou-xxxx-yyyyyyyy); CALL_AS=SELF in the management account.
+org-deploy:
+	aws cloudformation deploy --template-file org/stackset.yaml --stack-name sagemaker-governance-org \
+		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides \
+		MemberTemplateURL=$$(cat $(ORG_DIR)/member-url.txt) ArtifactBucketPrefix=$(ARTIFACT_BUCKET_PREFIX) \
+		Regions=$(subst $(space),$(comma),$(ORG_REGIONS)) EnforceOrganizationalUnitIds=$(ENFORCE_OUS) \
+		AuditOrganizationalUnitIds=$(AUDIT_OUS) CallAs=$(or $(CALL_AS),DELEGATED_ADMIN)
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache $(TOOLS)

@@ -72,15 +72,8 @@ def now() -> datetime:
 
 
 # ---- the built artifacts: one `sam build` per test session -------------------------------------------
-# Under pytest-xdist (`make unit`: -n auto --dist loadgroup) a session fixture is built once per worker
-# that uses it: every test marked `build` joins one group, so one worker builds them all.
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("build") is not None:
-            item.add_marker(pytest.mark.xdist_group("sam-build"))
+# Under pytest-xdist (`make unit`: -n auto --dist loadfile) each file's tests run on one worker: every test
+# of this build is in tests/infrastructure/test_built_artifacts.py, so one worker builds it, once.
 
 
 @pytest.fixture(scope="session")

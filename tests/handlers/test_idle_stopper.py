@@ -16,6 +16,7 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
 
 
@@ -31,6 +32,8 @@ def savings() -> MemoryBusinessMetrics:
 
 def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
     with local_account(clock, env, metrics=savings) as account:
+        account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
+        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
         yield account
 
 
@@ -48,6 +51,9 @@ def training_job_with_alarm(account: LocalAccount, name: str = "job-1", **overri
     """A job in Training whose idle alarm the real job-events handler created."""
     account.sagemaker.launch(create_request(name, **overrides), secondary="Training")
     account.invoke(job_events, account.sagemaker.event(name))
+    # What the stall judge reads when the alarm fires: every host idle, the job's log stream silent.
+    account.signals.idle(name, hosts=16)  # type: ignore[attr-defined]
+    log_stream(name)
     return f"{PREFIX}{name}"
 
 
@@ -158,7 +164,9 @@ def test_audit_mode_records_and_does_not_stop(
 
 
 def test_idle_mode_override_enforces_only_the_idle_guard(audit_acct: LocalAccount, clock: MovableClock) -> None:
-    audit_acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="idle: {mode: enforce}")
+    audit_acct.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value="{idle: {mode: enforce}, judge: {enabled: true}}", Overwrite=True
+    )
     alarm = training_job_with_alarm(audit_acct)
     clock.advance(minutes=45)
     fire(audit_acct, alarm)
@@ -222,3 +230,29 @@ def test_sample_single_metric_message_stops_its_job(acct: LocalAccount, clock: M
     clock.now = datetime(2025, 11, 21, 10, 41, tzinfo=NOW.tzinfo)
     acct.invoke(stopper, load_event("idle-alarm-single-metric.json"))
     assert acct.sagemaker.stop_requests == ["bert-sst2-finetune-42"]
+
+
+def test_a_cpu_phase_is_not_stopped_and_the_alarm_fires_again_later(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job past its grace period whose GPUs are idle while its CPUs tokenize (3 busy vCPUs)
+    alarm = training_job_with_alarm(acct)
+    acct.signals.set("CPUUtilization", "job-1/algo-1", 300.0)  # type: ignore[attr-defined]
+    clock.advance(hours=1)
+    # When the idle alarm fires
+    result = fire(acct, alarm)
+    # Then the stall judge vetoes the stop, records its evidence and resets the alarm
+    assert result["results"][0]["code"] == "judge.veto.cpu-busy"
+    assert acct.sagemaker.stop_requests == [] and acct.cloudwatch.state(alarm) == "OK"
+    (record,) = [r for r in stop_records(acct) if r.code == "judge.veto.cpu-busy"]
+    assert record.evidence["judge"]["hosts"]["job-1/algo-1"]["busy_vcpus"] == 3.0
+    # And when the CPU phase is over and the job is still idle, the next notification stops it
+    acct.signals.set("CPUUtilization", "job-1/algo-1", 2.0)  # type: ignore[attr-defined]
+    fire(acct, alarm)
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_the_judge_reads_nothing_until_an_alarm_fires(acct: LocalAccount, clock: MovableClock) -> None:
+    training_job_with_alarm(acct)
+    assert acct.signals.reads == 0  # type: ignore[attr-defined]
+    assert acct.cloudwatch.calls["GetMetricData"] == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
 
 LOSS = {
@@ -33,6 +35,8 @@ def savings() -> MemoryBusinessMetrics:
 
 def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
     with local_account(clock, env, metrics=savings) as account:
+        account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
+        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
         yield account
 
 
@@ -49,6 +53,10 @@ def audit_acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[
 def training(account: LocalAccount, name: str = "job-1", **overrides: Any) -> None:
     account.sagemaker.launch(create_request(name, AlgorithmSpecification=LOSS, **overrides), secondary="Training")
     account.invoke(job_events, account.sagemaker.event(name))
+    # A hang at busy GPUs, as the stall judge reads it: GPUs pinned, no metric datapoint, the stream silent.
+    account.signals.set("GPUUtilization", f"{name}/algo-1", 100.0)  # type: ignore[attr-defined]
+    account.signals.set("CPUUtilization", f"{name}/algo-1", 250.0)  # type: ignore[attr-defined]
+    log_stream(name)
 
 
 def progress_records(account: LocalAccount, trigger: str | None = None) -> list[Any]:
@@ -108,6 +116,20 @@ def test_an_armed_stall_alarm_stops_the_job_with_evidence_notification_and_savin
     assert [rule for rule, _ in savings.savings] == ["progress-guard"]
     message = acct.sqs.receive_message(QueueUrl=inbox)["Messages"][0]["Body"]
     assert '"kind": "progress-stop"' in message or '"kind":"progress-stop"' in message
+    assert record.evidence["judge"]["training_metrics"] == {"train:loss": 0}
+
+
+def test_a_job_that_still_logs_is_not_stopped_for_a_silent_metric(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given an armed job whose loss stopped but whose log got a line 10 minutes ago (a long evaluation)
+    training(acct)
+    fire(acct, ARMER)
+    clock.advance(hours=3)
+    log_stream("job-1", lines_at=(clock.now - timedelta(minutes=10),))
+    # When the stall alarm fires
+    result = fire(acct, STALL)
+    # Then the judge vetoes the stop and resets the stall alarm
+    assert result["results"][0]["code"] == "judge.veto.logs-active"
+    assert acct.sagemaker.stop_requests == [] and acct.cloudwatch.state(STALL) == "OK"
 
 
 def test_a_stall_alarm_within_a_window_of_entering_training_is_reset_not_acted_on(

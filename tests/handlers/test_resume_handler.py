@@ -135,7 +135,7 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
         ("auto-resume", "clone", "done"),
         ("auto-resume", "clone", "already-done"),
     ]
-    assert resume_records(account)[0].evidence["matched_pattern"] == "internal-server-error"
+    assert resume_records(account)[0].evidence["diagnosis"]["signature"] == "internal-server-error"
     assert resume_records(account)[0].evidence["training_hours"] == pytest.approx(26)
     assert first["decisions"][0]["request"]["TrainingJobName"] == "llm-sft-4-r1"
     assert second["decisions"][0]["action"] == "clone"
@@ -147,7 +147,8 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
         "resume",
     )
     assert message["items"][0]["code"] == "resume.clone.transient"
-    assert "internal-server-error" in message["items"][0]["reason"]  # the pattern, named to the owner
+    assert "internal-server-error" in message["items"][0]["reason"]  # the signature, named to the owner
+    assert message["diagnosis"]["class"] == "sagemaker-internal"
 
 
 def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, clock: Clock) -> None:
@@ -174,11 +175,19 @@ def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, c
 def test_failures_in_the_users_code_are_not_resumed(account: LocalAccount, clock: Clock) -> None:
     launch(account, "typo-job")
     account.invoke(
-        handler, fail_after(account, clock, "typo-job", hours=30, reason="AlgorithmError: KeyError 'x'")
+        handler,
+        fail_after(
+            account,
+            clock,
+            "typo-job",
+            hours=30,
+            reason="AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'x'\"",
+        ),
     )
     assert account.sagemaker.created == []
     (record,) = resume_records(account)
-    assert (record.action, record.outcome.value, record.evidence["matched_pattern"]) == ("none", "no-action", None)
+    assert (record.action, record.outcome.value, record.code) == ("none", "no-action", "resume.skip.user-code")
+    assert record.evidence["diagnosis"]["signature"] == "python-exception"
 
 
 def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None:

@@ -112,9 +112,12 @@ def template_documents(template: dict[str, Any]) -> list[Document]:
     """Every policy document of the template, for each value of its conditions that changes them."""
     documents: list[Document] = []
     for use_key in (True, False):
-        conditions = {"UseCustomerKey": use_key, "HasNotificationEmail": True}
+        # The first variant also names checkpoint buckets (auto-resume's s3:ListBucket grant), the second not.
+        conditions = {"UseCustomerKey": use_key, "HasNotificationEmail": True, "ChecksCheckpointProgress": use_key}
         resolve = Resolver(template, conditions)
-        suffix = "" if use_key else " (EncryptWithCustomerKey=false)"
+        if use_key:
+            resolve.parameters["CheckpointBucketPattern"] = "example-checkpoints-*"
+        suffix = "" if use_key else " (EncryptWithCustomerKey=false, CheckpointBucketPattern empty)"
         for logical, resource in template["Resources"].items():
             if resource.get("Condition") and not conditions[resource["Condition"]]:
                 continue

@@ -13,6 +13,7 @@ from sagemaker_governance.domain.guards.progress import ProgressCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.reconcile import ReconcilerCode
 from sagemaker_governance.domain.resume import ResumeCode, SpotCode
+from sagemaker_governance.domain.stall_judge import JudgeCode
 from sagemaker_governance.service.job_events import RouterCode
 from tests.conftest import REPO
 
@@ -20,6 +21,7 @@ CAPABILITIES: tuple[type[StrEnum], ...] = (
     ComplianceCode,
     IdleCode,
     ProgressCode,
+    JudgeCode,
     ResumeCode,
     SpotCode,
     ReconcilerCode,

@@ -38,6 +38,7 @@ from sagemaker_governance.adapters.sagemaker_model import create_training_job_sh
 from sagemaker_governance.domain.clone import ClonePlan, ClonePlanError, ResumeReason, plan_clone
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.failures import FailureEvidence, classify
 from sagemaker_governance.domain.guards.base import AlarmNaming, alarm_tags_identify
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
@@ -339,6 +340,8 @@ YAML_TRICKS = [
     "rules: [{id: r, type: required-tags, tags: {a: {pattern: '" + "(" * 3000 + ")" * 3000 + "'}}}]\n",
     "rules: [{id: r, type: required-tags, tags: {a: {pattern: 'a{4294967296}'}}}]\n",
     "resume: {transient_patterns: {x: '" + "(" * 3000 + "'}}\n",
+    "resume: {signatures: [{id: x, class: hardware, pattern: '" + "(" * 3000 + "'}]}\n",
+    "resume: {signatures: [{id: x, class: hardware, pattern: '(a|aa)*(b+)+c'}]}\n",
     "idle: {prices: {ml.p4d.24xlarge: .inf}}\n",
     "idle: {prices: {ml.p4d.24xlarge: .nan}}\n",
     "exemptions: [{job_name_prefix: a, reason: abc, expires: 99999-01-01}]\n",
@@ -393,7 +396,7 @@ def use_policy(policy: Policy) -> None:
     for team in [None, *policy.teams]:
         effective = policy.for_team(team)
         effective.exemption_for(job, "max-instances", NOW)
-        effective.resume.match(job.failure_reason)
+        classify(job.failure_reason, FailureEvidence.unread("fuzz"), effective.resume.taxonomy())
         for guard in GUARDS:
             guard.plan(job, guard.config(effective), NAMING)
     evaluate_compliance(job, policy, NOW)

@@ -63,11 +63,12 @@ def test_a_job_that_failed_after_26_hours_is_resumed() -> None:
     assert (timedelta(hours=26)).seconds == 2 * 3600  # the trap
     # When the policy wants 24 hours of training
     result = resume(description, policy=ResumePolicy(min_training_hours=24))
-    # Then the job is resumed, and the evidence shows the real training time and the matched pattern
+    # Then the job is resumed, and the evidence shows the real training time and the matched signature
     (decision,) = result.decisions
     assert decision.action is Action.CLONE and decision.acts
     assert decision.evidence["training_hours"] == 26
-    assert decision.evidence["matched_pattern"] == "internal-server-error"
+    assert decision.evidence["diagnosis"]["signature"] == "internal-server-error"
+    assert decision.evidence["diagnosis"]["basis"] == "failure-reason"  # no log was read
     assert decision.evidence["clone_name"] == "llm-sft-1-r1"
     assert decision.request == result.plan.request  # type: ignore[union-attr]
 
@@ -81,24 +82,38 @@ def test_a_short_run_is_not_worth_resuming() -> None:
 
 
 @pytest.mark.parametrize(
-    "reason",
+    ("reason", "code", "failure_class"),
     [
-        "AlgorithmError: ExecuteUserScriptError: ExitCode 1 KeyError: 'labels'",
-        "ClientError: Data download failed: s3://bucket/train/ does not exist",
+        (
+            "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'labels'\"\n"
+            'Command "/opt/conda/bin/python3.11 train.py"',
+            ResumeCode.USER_CODE,
+            "user-code",
+        ),
+        (
+            "ClientError: Data download failed: s3://bucket/train/ does not exist",
+            ResumeCode.USER_CODE,
+            "user-code",
+        ),
         # A user's traceback that mentions a transient error class does not make it transient.
-        "AlgorithmError: botocore.exceptions.ClientError: InternalServerError when calling GetObject",
-        "",
+        (
+            "AlgorithmError: botocore.exceptions.ClientError: InternalServerError when calling GetObject",
+            ResumeCode.UNKNOWN,
+            "unknown",
+        ),
+        ("AlgorithmError: ExecuteUserScriptError: ExitCode 1", ResumeCode.UNKNOWN, "unknown"),
+        ("", ResumeCode.UNKNOWN, "unknown"),
     ],
 )
-def test_non_transient_failures_are_not_resumed(reason: str) -> None:
+def test_failures_that_are_not_faults_are_not_resumed(reason: str, code: ResumeCode, failure_class: str) -> None:
     (decision,) = resume(failed_description(reason=reason)).decisions
     assert decision.action is Action.NONE
-    assert decision.evidence["matched_pattern"] is None
-    assert decision.code == ResumeCode.NOT_TRANSIENT
+    assert decision.code == code
+    assert decision.evidence["diagnosis"]["class"] == failure_class
 
 
 @pytest.mark.parametrize(
-    ("reason", "pattern"),
+    ("reason", "signature"),
     [
         ("InternalServerError: We encountered an internal error. Please try again.", "internal-server-error"),
         ("CapacityError: Unable to provision requested ML compute capacity.", "capacity-error"),
@@ -110,36 +125,84 @@ def test_non_transient_failures_are_not_resumed(reason: str) -> None:
         ("ClientError: Training failed due to an instance hardware failure", "instance-health"),
     ],
 )
-def test_transient_failures_are_classified_and_recorded(reason: str, pattern: str) -> None:
+def test_transient_failures_are_classified_and_recorded(reason: str, signature: str) -> None:
     (decision,) = resume(failed_description(reason=reason)).decisions
     assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE
-    assert decision.evidence["matched_pattern"] == pattern
+    assert decision.evidence["diagnosis"]["signature"] == signature
 
 
-def test_a_team_can_opt_in_to_resuming_algorithm_errors() -> None:
+def test_a_team_adds_a_signature_and_keeps_the_defaults() -> None:
+    # Given a team that adds an interconnect signature of its own
     policy = Policy.model_validate(
-        {"teams": {"vision": {"resume": {"transient_patterns": {"nccl": "^AlgorithmError:.*NCCL"}}}}}
+        {
+            "teams": {
+                "vision": {
+                    "resume": {
+                        "signatures": [
+                            {
+                                "id": "nccl-aborted",
+                                "class": "interconnect",
+                                "pattern": "NCCL communicator was aborted",
+                            }
+                        ]
+                    }
+                }
+            }
+        }
     )
     description = failed_description(reason="AlgorithmError: RuntimeError: NCCL communicator was aborted")
     job = as_job(description)
-    assert policy.resume.match(job.failure_reason) is None
-    effective = policy.for_job(job)
-    assert effective.resume.match(job.failure_reason) == "nccl"
-    assert effective.resume.match("InternalServerError: x") == "internal-server-error"  # defaults kept
-    (decision,) = resume(description, policy=effective.resume).decisions
-    assert decision.action is Action.CLONE and decision.evidence["matched_pattern"] == "nccl"
+    # When the global policy and the team's decide
+    (global_decision,) = resume(description, policy=policy.resume).decisions
+    effective = policy.for_job(job).resume
+    (team_decision,) = resume(description, policy=effective).decisions
+    # Then only the team's resumes it, by its signature; the built-in signatures still apply
+    assert global_decision.code == ResumeCode.UNKNOWN
+    assert team_decision.code == ResumeCode.CLONE
+    assert team_decision.evidence["diagnosis"]["signature"] == "nccl-aborted"
+    (internal,) = resume(failed_description(), policy=effective).decisions
+    assert internal.evidence["diagnosis"]["signature"] == "internal-server-error"
 
 
-def test_a_default_pattern_can_be_switched_off() -> None:
-    policy = Policy.model_validate({"resume": {"transient_patterns": {"capacity-error": None}}})
-    assert policy.resume.match("CapacityError: Unable to provision") is None
+def test_a_team_changes_a_class_verdict() -> None:
+    policy = Policy.model_validate({"resume": {"classes": {"capacity": "skip"}}})
+    (decision,) = resume(
+        failed_description(reason="CapacityError: Unable to provision"), policy=policy.resume
+    ).decisions
+    assert decision.code == ResumeCode.CLASS_SKIPPED and decision.evidence["diagnosis"]["class"] == "capacity"
 
 
-def test_bad_patterns_are_rejected_with_their_name() -> None:
+def test_legacy_transient_patterns_still_load_as_generic_reason_signatures() -> None:
+    # Given a document written before the taxonomy (a team's pattern, a default switched off)
+    policy = ResumePolicy.model_validate(
+        {"transient_patterns": {"nccl": "^AlgorithmError:.*NCCL", "capacity-error": None}}
+    )
+    # Then it loads: the team's pattern is a generic FailureReason signature of a resumed class
+    (legacy,) = policy.signatures
+    assert legacy.id == "legacy-nccl" and legacy.where.value == "reason" and legacy.role.value == "generic"
+    (decision,) = resume(
+        failed_description(reason="AlgorithmError: NCCL error: remote process exited"), policy=policy
+    ).decisions
+    assert decision.code == ResumeCode.CLONE
+
+
+def test_bad_team_signatures_are_rejected_and_never_replace_the_defaults() -> None:
     with pytest.raises(ValidationError, match="not a regular expression"):
-        ResumePolicy(transient_patterns={"broken": "(unclosed"})
+        ResumePolicy.model_validate(
+            {"signatures": [{"id": "broken", "class": "hardware", "pattern": "(unclosed"}]}
+        )
     with pytest.raises(ValidationError, match="kebab-case"):
-        ResumePolicy(transient_patterns={"Bad Name": "x"})
+        ResumePolicy.model_validate({"signatures": [{"id": "Bad Name", "class": "hardware", "pattern": "x"}]})
+    with pytest.raises(ValidationError, match="built in"):
+        ResumePolicy.model_validate(
+            {"signatures": [{"id": "cuda-out-of-memory", "class": "hardware", "pattern": "x"}]}
+        )
+    with pytest.raises(ValidationError, match="unknown class"):
+        ResumePolicy.model_validate({"signatures": [{"id": "mine", "class": "cosmic-rays", "pattern": "x"}]})
+    with pytest.raises(ValidationError, match="backtrack"):
+        ResumePolicy.model_validate({"signatures": [{"id": "slow", "class": "hardware", "pattern": "(a+)+$"}]})
+    with pytest.raises(ValidationError, match="unknown class"):
+        ResumePolicy.model_validate({"classes": {"gremlins": "resume"}})
 
 
 def test_the_retry_budget_stops_the_lineage() -> None:

@@ -46,6 +46,9 @@ class Settings(BaseModel):
     spot_fallback_on_max_wait: bool = Field(default=True, alias="SPOT_FALLBACK_ON_MAX_WAIT")
     # The role-name glob governance may pass to SageMaker for clones (the template's iam:PassRole grant).
     clone_role_pattern: str = Field(default="*SageMaker*", min_length=1, alias="CLONE_PASS_ROLE_PATTERN")
+    # The bucket-name glob auto-resume may list to check checkpoint progress (the template's s3:ListBucket
+    # grant); empty: checkpoint progress is not checked.
+    checkpoint_bucket_pattern: str = Field(default="", alias="CHECKPOINT_BUCKET_PATTERN")
     # ---- idle guard
     idle_enabled: bool = Field(default=True, alias="IDLE_GUARD_ENABLED")
     idle_threshold_percent: float = Field(default=1.0, gt=0, le=100, alias="IDLE_THRESHOLD_PERCENT")

@@ -8,6 +8,7 @@ alarm stopper; the reconciler's scheduled event to one reconciler run over the d
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
@@ -21,7 +22,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
-from smgov.offline import OfflineJobs, RecordingAlarms, RecordingLauncher, RecordingNotifier
+from smgov.offline import NoLogs, OfflineJobs, OfflineLogs, RecordingAlarms, RecordingLauncher, RecordingNotifier
 
 
 class FixedPolicy:
@@ -40,10 +41,12 @@ def explain_event(
     describe: dict[str, Any] | None = None,
     clone_role_patterns: tuple[str, ...] | None = None,
     naming: AlarmNaming | None = None,
+    logs: Path | None = None,
 ) -> dict[str, Any]:
     """What the job-events function would decide for ``raw_event`` under ``policy`` at ``now``: the
-    function's own assembly (``composition.job_events.assemble``) on ports that answer from the event and
-    ``describe`` (what a re-read would see) and record instead of acting."""
+    function's own assembly (``composition.job_events.assemble``) on ports that answer from the event,
+    ``describe`` (what a re-read would see) and ``logs`` (the failed job's log lines: a file, or a folder
+    with one file per stream) and record instead of acting."""
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
     if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
@@ -63,7 +66,11 @@ def explain_event(
         guards=GUARDS,
     )
     service = job_events.assemble(
-        ports, launcher=RecordingLauncher(), shape=create_training_job_shape(), role_patterns=clone_role_patterns
+        ports,
+        launcher=RecordingLauncher(),
+        shape=create_training_job_shape(),
+        role_patterns=clone_role_patterns,
+        logs=OfflineLogs(logs) if logs is not None else NoLogs(),
     )
     decisions = service.handle(event)
     return {

@@ -3,11 +3,16 @@ through these, so its output is what the deployed functions would decide, with n
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.failures import FailureEvidence, HostLog, LogLine, host_of_stream
 from sagemaker_governance.domain.guards.base import AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -87,3 +92,68 @@ class RecordingAlarms:
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         self.resets += names
+
+
+# ---- a failed job's logs, from files (`smgov explain --logs`) ------------------------------------------
+
+_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+")
+
+
+def _parse_line(raw: str) -> LogLine:
+    """A line, with its time when it starts with an ISO 8601 timestamp (as `aws logs tail` prints it)."""
+    found = _STAMP.match(raw)
+    if found is None:
+        return LogLine(raw)
+    try:
+        at = datetime.fromisoformat(found[1].replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        return LogLine(raw)
+    return LogLine(raw[found.end() :], at if at.tzinfo else at.replace(tzinfo=UTC))
+
+
+def _read_stream(path: Path) -> list[LogLine]:
+    """A file of lines, or a `GetLogEvents` answer saved as JSON (``{"events": [...]}``)."""
+    text = path.read_text(errors="replace")
+    if path.suffix == ".json":
+        document = json.loads(text)
+        events = document.get("events", []) if isinstance(document, dict) else []
+        out: list[LogLine] = []
+        for event in sorted(events, key=lambda e: e.get("timestamp") or 0):
+            stamp = event.get("timestamp")
+            at = datetime.fromtimestamp(stamp / 1000, tz=UTC) if isinstance(stamp, int | float) else None
+            out += [LogLine(line, at) for line in str(event.get("message", "")).splitlines()]
+        return out
+    return [_parse_line(line) for line in text.splitlines()]
+
+
+class OfflineLogs:
+    """The hosts' log tails from ``path``: a file of log lines (one host, named after the file) or a folder
+    with one file per stream (``algo-1.log``, ``<job>/algo-2-1700000000``, a saved ``GetLogEvents``
+    answer ``algo-3.json``). Lines may start with an ISO 8601 timestamp. Ordered as the deployed reader
+    orders them: the host whose last line came first, first."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        if not self._path.exists():
+            return FailureEvidence.unread(f"{self._path} does not exist")
+        files = sorted(p for p in self._path.rglob("*") if p.is_file()) if self._path.is_dir() else [self._path]
+        if not files:
+            return FailureEvidence.unread(f"no file in {self._path}")
+        read: list[HostLog] = []
+        for path in files:
+            stem = path.name.removesuffix(path.suffix) if path.suffix in (".log", ".txt", ".json") else path.name
+            read.append(
+                HostLog(host=host_of_stream(stem), stream=str(path), lines=tuple(_read_stream(path)[-lines:]))
+            )
+        read.sort(key=lambda h: (h.last_at is None, h.last_at or datetime.max.replace(tzinfo=UTC), h.host))
+        notes = (f"read {hosts} of {len(read)} hosts",) if len(read) > hosts else ()
+        return FailureEvidence(hosts=tuple(read[:hosts]), logs_read=True, notes=notes, hosts_total=len(read))
+
+
+class NoLogs:
+    """``smgov explain`` without ``--logs``: the decision rests on ``FailureReason`` alone, and says so."""
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        return FailureEvidence.unread("no --logs given")

@@ -23,6 +23,13 @@ def render_text(message: Notification) -> str:
     if message.related_job:
         lines.append(f"Related job: {message.related_job}")
     lines.append(f"Outcome: {message.outcome}")
+    if message.diagnosis:
+        diagnosis = message.diagnosis
+        lines += ["", f"Failure class: {diagnosis.get('class')} ({diagnosis.get('signature') or 'no signature'})"]
+        for shown in diagnosis.get("lines") or []:
+            lines.append(f"  {shown.get('host')}: {shown.get('line')}")
+        for note in diagnosis.get("notes") or []:
+            lines.append(f"  note: {note}")
     if message.items:
         lines += ["", "Details:"]
         for item in message.items:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.adapters.training_logs import TrainingLogs
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.service.guard_stopper import GuardStopper
+from sagemaker_governance.service.stall_judge import StallJudge
 
 ADAPTERS: tuple[type, ...] = (
     SageMakerJobs,
@@ -19,6 +22,8 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmArming,
     DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+    CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
+    TrainingLogs,
 )
 
 
@@ -37,6 +42,7 @@ def build(root: Root) -> GuardStopper:
         clock=root.now,
         naming=root.alarm_naming,
         account_id=root.settings.account_id,
+        review=StallJudge(CloudWatchMetricData(cloudwatch), TrainingLogs(root.client("logs"))),
     )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
@@ -11,10 +14,12 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMaker
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.adapters.training_logs import TrainingLogTails
 from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
+from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 
 # The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
@@ -28,31 +33,72 @@ ADAPTERS: tuple[type, ...] = (
     SageMakerJobMarks,
     DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+    TrainingLogTails,
+    CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
 )
 
 
+def clone_reactions(
+    ports: Ports,
+    *,
+    launcher: LauncherPort,
+    shape: RequestShape,
+    role_patterns: tuple[str, ...],
+    logs: FailureLogsPort | None = None,
+    checkpoints: CheckpointsPort | None = None,
+) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
+    """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
+    deferred resumes with the same auto-resume)."""
+    common: dict[str, Any] = {
+        "clock": ports.clock,
+        "shape": shape,
+        "role_patterns": role_patterns,
+        "metrics": ports.metrics,
+    }
+    parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
+    return (
+        AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
+        SpotFallbackReaction(*parts, **common),
+    )
+
+
 def assemble(
-    ports: Ports, *, launcher: LauncherPort, shape: RequestShape, role_patterns: tuple[str, ...]
+    ports: Ports,
+    *,
+    launcher: LauncherPort,
+    shape: RequestShape,
+    role_patterns: tuple[str, ...],
+    logs: FailureLogsPort | None = None,
+    checkpoints: CheckpointsPort | None = None,
 ) -> JobEventsService:
     """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
     fallback launch clones through ``launcher`` (CreateTrainingJob requests of ``shape``, roles matching
-    ``role_patterns``)."""
-    clones = [
-        kind(
-            ports.jobs,
-            launcher,
-            ports.notifier,
-            ports.policies,
-            ports.audit,
-            clock=ports.clock,
-            shape=shape,
-            role_patterns=role_patterns,
-            metrics=ports.metrics,
-        )
-        for kind in (AutoResumeReaction, SpotFallbackReaction)
-    ]
+    ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read)."""
+    clones = clone_reactions(
+        ports, launcher=launcher, shape=shape, role_patterns=role_patterns, logs=logs, checkpoints=checkpoints
+    )
     reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
     return JobEventsService(reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock)
+
+
+def evidence_readers(root: Root) -> dict[str, Any]:
+    """Auto-resume's evidence readers (clients are created on first use: a healthy job pays nothing)."""
+    pattern = root.settings.checkpoint_bucket_pattern
+    return {
+        "logs": TrainingLogTails(_Lazy(root, "logs")),
+        "checkpoints": CheckpointStore(_Lazy(root, "s3"), pattern) if pattern else None,
+    }
+
+
+class _Lazy:
+    """A boto3 client built by the root on its first call (the cold start does not pay for it)."""
+
+    def __init__(self, root: Root, service: str) -> None:
+        self._root = root
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._root.client(self._service), name)
 
 
 def build(root: Root) -> JobEventsService:
@@ -63,6 +109,7 @@ def build(root: Root) -> JobEventsService:
         launcher=SageMakerLauncher(sagemaker),
         shape=create_training_job_shape(sagemaker.meta.service_model),
         role_patterns=(root.settings.clone_role_pattern,),
+        **evidence_readers(root),
     )
 
 

@@ -169,7 +169,11 @@ TAG_ROOT: Final = "smgov:root-job"
 TAG_SOURCE: Final = "smgov:resumed-from"
 TAG_ATTEMPT: Final = "smgov:attempt"
 TAG_REASON: Final = "smgov:resume-reason"
-LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON)
+# Set on a clone when it is known: the source's fault ("<class>@<host>", the lemon rule) and the extra
+# budget the lineage has spent on faults that recurred on the same host position (domain/resume.py).
+TAG_FAILURE: Final = "smgov:failure"
+TAG_STRIKES: Final = "smgov:repeat-faults"
+LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
 MAX_ATTEMPT: Final = 9999
@@ -288,8 +292,10 @@ def plan_clone(
     *,
     reason: ResumeReason,
     on_demand: bool = False,
+    marks: Mapping[str, str] | None = None,
 ) -> ClonePlan:
-    """The ``CreateTrainingJob`` request resuming the described job (see the module docstring)."""
+    """The ``CreateTrainingJob`` request resuming the described job (see the module docstring); ``marks``
+    are further ``smgov:`` tags for the clone (what the next generation needs to know)."""
     source = description.get("TrainingJobName")
     if not isinstance(source, str) or not is_valid_job_name(source):
         shown = repr(source[:80]) if isinstance(source, str) else f"a {type(source).__name__}"
@@ -337,6 +343,7 @@ def plan_clone(
         TAG_SOURCE: source,
         TAG_ATTEMPT: str(attempt),
         TAG_REASON: reason.value,
+        **{key: value for key, value in (marks or {}).items() if key.startswith(TAG_PREFIX) and value},
     }
     if len(clone_tags) + len(lineage_tags) > MAX_TAGS:
         raise ClonePlanError(

@@ -173,3 +173,22 @@ def facts_from_ec2(instance_type: str, info: Mapping[str, Any] | None) -> Instan
         accelerator=Accelerator.CPU,
         note="EC2 DescribeInstanceTypes reports no GPU",
     )
+
+
+_SIZE = re.compile(r"^(?P<n>[0-9]*)xlarge$")
+
+
+def vcpus(instance_type: str) -> int | None:
+    """The vCPUs of an instance type from its size, EC2's naming convention: ``large`` 2, ``xlarge`` 4,
+    ``<n>xlarge`` 4 x n (every ml.* GPU type SageMaker trains on follows it: ml.g5.12xlarge 48,
+    ml.p4d.24xlarge 96, ml.p5.48xlarge 192). ``None`` where the size says nothing (``medium``, ``metal``)."""
+    match = _TYPE.match(instance_type.strip().lower())
+    if match is None:
+        return None
+    size = match["size"]
+    if size == "large":
+        return 2
+    sized = _SIZE.match(size)
+    if sized is None:
+        return None
+    return 4 * int(sized["n"] or 1)

@@ -7,7 +7,7 @@ Kinds and outcomes are enums; every headline is rendered by ``headline`` below, 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,6 +93,8 @@ class Notification(BaseModel):
     outcome: NotificationOutcome
     items: tuple[NotificationItem, ...] = ()
     related_job: str | None = None
+    # Why a failed job was resumed: its failure class, the matched log line(s) and host (auto-resume).
+    diagnosis: dict[str, Any] | None = None
 
     @staticmethod
     def items_from(decisions: tuple[Decision, ...] | list[Decision]) -> tuple[NotificationItem, ...]:

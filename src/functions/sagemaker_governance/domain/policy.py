@@ -8,7 +8,8 @@ Layering (each a plain mapping deep-merged onto the one before, then validated o
 3. the job's team override (``teams.<value of team_tag>``), chosen per job.
 
 Merging rules: mappings merge key by key; ``rules`` merge by ``id`` (an override may change a single
-field of a rule); ``exemptions`` concatenate; any other list or scalar is replaced.
+field of a rule), and so do ``resume.signatures`` (a team adds to the global ones); ``exemptions``
+concatenate; any other list or scalar is replaced.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
+from sagemaker_governance.domain.stall_judge import JudgePolicy
 
 POLICY_VERSION = 1
+MINIMUM_UTILIZATION_PERCENT = 5  # per GPU: from here the calibration traces show healthy jobs stopped
 
 
 class Exemption(BaseModel):
@@ -91,6 +94,9 @@ class _PolicyHead(BaseModel):
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")
     spot: SpotPolicy = Field(default_factory=SpotPolicy, description="Spot to On-Demand fallback.")
+    judge: JudgePolicy = Field(
+        default_factory=JudgePolicy, description="The stall judge: every signal must agree before a guard stops."
+    )
 
 
 # One section per registered guard (``idle``, ``progress``: domain/guards/registry.py), validated by the
@@ -204,6 +210,26 @@ class Policy(_WithGuardSections):
         overridden by the idle section's ``prices`` (where the document has always kept them)."""
         return IDLE.config(self).price_table()
 
+    def warnings(self) -> list[str]:
+        """What is valid but probably not meant (``smgov policy validate`` prints them)."""
+        out: list[str] = []
+        for team, policy in [(None, self), *((t, self.for_team(t)) for t in sorted(self.teams))]:
+            idle = IDLE.config(policy)
+            where = "idle" if team is None else f"teams.{team}.idle"
+            if idle.datapoints_to_alarm < idle.evaluation_periods:
+                out.append(
+                    f"{where}: datapoints_to_alarm {idle.datapoints_to_alarm} < evaluation_periods "
+                    f"{idle.evaluation_periods}: M-of-N, a job idle for any {idle.datapoints_to_alarm} of "
+                    f"{idle.evaluation_periods} periods (not consecutively) is judged idle"
+                )
+            if idle.threshold_percent >= MINIMUM_UTILIZATION_PERCENT:
+                out.append(
+                    f"{where}: threshold_percent {idle.threshold_percent:g} polices minimum utilization, which stops "
+                    "healthy jobs (docs/calibration.md: from 5% per GPU a healthy CPU-bound evaluation is stopped; a "
+                    "job using 1 of 4 GPUs counts as idle); the idle guard is for stalled jobs"
+                )
+        return out
+
     def digest(self) -> str:
         """A short content hash: audit records name the exact policy that decided."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
@@ -211,11 +237,27 @@ class Policy(_WithGuardSections):
 
 
 def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge two policy documents (see the module docstring for the rules)."""
+    """Deep-merge two policy documents (see the module docstring for the rules).
+
+    An idle section that sets only one of ``evaluation_periods`` / ``datapoints_to_alarm`` sets both to
+    that value: "idle for the whole window" stays the meaning unless a document says M-of-N explicitly
+    (issue 17 item 5; ``smgov policy validate`` warns about M-of-N)."""
     merged: dict[str, Any] = dict(base)
+    idle = overlay.get("idle")
+    if isinstance(idle, Mapping):
+        given = [k for k in ("evaluation_periods", "datapoints_to_alarm") if k in idle]
+        if len(given) == 1:
+            overlay = {
+                **overlay,
+                "idle": {**idle, "evaluation_periods": idle[given[0]], "datapoints_to_alarm": idle[given[0]]},
+            }
     for key, value in overlay.items():
         current = merged.get(key)
-        if key == "rules" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
+        if (
+            key in ("rules", "signatures")
+            and isinstance(current, list | tuple)
+            and isinstance(value, list | tuple)
+        ):
             merged[key] = _merge_rules(current, value)
         elif key == "exemptions" and isinstance(current, list | tuple) and isinstance(value, list | tuple):
             merged[key] = [*current, *value]

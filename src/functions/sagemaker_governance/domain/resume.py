@@ -5,13 +5,12 @@ in; a ``CloneDecision`` out: the decisions to audit, the planned clone, and whet
 
 When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 
-- it failed for a reason classified as transient: ``resume.transient_patterns`` is a map of name ->
-  regular expression (searched case-insensitively in ``FailureReason``; the first match is recorded).
-  The defaults cover SageMaker's own internal errors, capacity errors and instance-health failures,
-  anchored on the error class SageMaker puts first so a user's traceback that merely *mentions* one
-  of them does not match. ``AlgorithmError`` (the user's code) and other ``ClientError`` reasons are
-  not resumable unless a team opts in (add e.g. ``algorithm-error: "^AlgorithmError"``); set a
-  pattern to ``null`` to switch a default off;
+- its failure is of a class whose verdict is *resume* (``domain/failures.py``): the ``FailureReason`` and
+  the last lines of each host's log stream, read only at failure, are classified by the failure taxonomy
+  (hardware, interconnect, capacity and SageMaker-internal faults resume by default; user code and unknown
+  do not). Teams add signatures and change a class's verdict (``resume.signatures``, ``resume.classes``);
+  the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
+  alone decides, and the evidence says so;
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
   timestamps (days included). A clone made by governance inherits its lineage's qualification, so a
   clone that fails again while starting (e.g. on capacity) is still resumed within the budget;
@@ -20,7 +19,14 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 - the lineage's retry budget is not spent (attempt number from the lineage tags, plus the retries
   SageMaker already made inside the job under its ``RetryStrategy``);
 - it has a ``CheckpointConfig`` (``require_checkpoint``, default true): otherwise the clone would start
-  from scratch.
+  from scratch;
+- its checkpoint location holds objects written during the failed attempt, when that can be checked
+  (``ListObjectsV2``, only on the buckets the deployment names): otherwise ``require_checkpoint_progress``
+  says whether to skip it or to resume anyway (from older checkpoints, or from scratch), and the decision
+  says which;
+- it is not a lemon: a clone that fails with the same hardware or interconnect fault on the same host
+  position as its source (tag ``smgov:failure``) counts double against the budget (tag
+  ``smgov:repeat-faults`` carries the extra count down the lineage);
 
 Spot fallback (``decide_spot``): a Managed Spot job whose ``SecondaryStatusTransitions`` hold
 ``spot.max_interruptions`` ``Interrupted`` entries is stopped and resumed On-Demand; a Spot job that
@@ -29,16 +35,17 @@ ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when ``spot.fallback_on_
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.clone import (
+    TAG_FAILURE,
+    TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
     Lineage,
@@ -49,6 +56,19 @@ from sagemaker_governance.domain.clone import (
     role_allowed,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.failures import (
+    UNKNOWN,
+    CheckpointProgress,
+    Diagnosis,
+    FailureEvidence,
+    Signature,
+    Taxonomy,
+    Verdict,
+    builtin_taxonomy,
+    check_class_names,
+    check_team_signatures,
+    classify,
+)
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 
@@ -57,38 +77,29 @@ SPOT_RULE_ID: Final = "spot-fallback"
 MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
 INTERRUPTED: Final = "Interrupted"
 _REASON_CHARS: Final = 300
-
-# name -> regex, searched case-insensitively in FailureReason (see the module docstring).
-DEFAULT_TRANSIENT_PATTERNS: Final[dict[str, str | None]] = {
-    "instance-health": r"^(InternalServerError|ClientError)\b.*\b(hardware (failure|fault|issue|error)|health ?checks?|unhealthy instances?)\b",
-    "internal-server-error": r"^InternalServerError\b",
-    "capacity-error": r"^(CapacityError|InsufficientCapacityError)\b",
-    "insufficient-capacity": r"^ClientError\b.*\binsufficient capacity\b",
-}
-
-
-def _compiled(patterns: Mapping[str, str | None]) -> Mapping[str, str | None]:
-    for name, regex in patterns.items():
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", name):
-            raise ValueError(f"pattern name {name!r} must be kebab-case (a-z, 0-9, -)")
-        if regex is None:
-            continue
-        if not regex.strip():
-            raise ValueError(f"pattern {name!r} is empty (use null to switch it off)")
-        try:
-            re.compile(regex)
-        except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
-            raise ValueError(f"pattern {name!r} is not a regular expression: {exc}") from exc
-    return patterns
+# The transient patterns built in before the failure taxonomy (now its signatures), and the class a team's
+# own legacy pattern is read as (one whose verdict is resume, as the pattern's was).
+LEGACY_DEFAULTS: Final = frozenset(
+    {"instance-health", "internal-server-error", "capacity-error", "insufficient-capacity"}
+)
+LEGACY_CLASS: Final = "sagemaker-internal"
 
 
 class ResumeCode(StrEnum):
     """Auto-resume's decision codes."""
 
-    CLONE = "resume.clone.transient"  # failed for a transient reason after long enough: clone
+    CLONE = "resume.clone.transient"  # failed for a resumable reason after long enough: clone
+    # ... although the failed attempt wrote no checkpoint (require_checkpoint_progress: false)
+    CLONE_WITHOUT_PROGRESS = "resume.clone.without-checkpoint-progress"
+    # ... although its checkpoint location could not be listed (require_checkpoint_progress: false)
+    CLONE_UNCHECKED = "resume.clone.checkpoint-unchecked"
     DISABLED = "resume.skip.disabled"
     NOT_FAILED = "resume.skip.not-failed"
-    NOT_TRANSIENT = "resume.skip.not-transient"  # the failure reason matches no transient pattern
+    USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
+    UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
+    CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
+    NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
+    CHECKPOINT_UNREADABLE = "resume.skip.checkpoint-unreadable"  # the listing failed: progress not confirmed
     TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
     BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
     ORCHESTRATED = "resume.skip.orchestrated"  # a tuning/AutoML/labeling job, Pipelines step or Batch job owns it
@@ -132,9 +143,14 @@ class ResumePolicy(BaseModel):
           min_training_hours: 2
           max_attempts: 3            # clones per lineage
           require_checkpoint: true
-          transient_patterns:        # merged by name over the defaults; null switches one off
-            algorithm-error: "^AlgorithmError: .*NCCL"
-            capacity-error: null
+          require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
+          classes:                   # verdict per failure class, over the taxonomy's defaults
+            capacity: skip
+          signatures:                # added to the built-in taxonomy (never replacing it)
+            - id: my-plugin-transport
+              class: interconnect
+              pattern: "MYPLUGIN: transport to rank [0-9]+ lost"
+              where: log
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -144,19 +160,50 @@ class ResumePolicy(BaseModel):
     min_training_hours: float = Field(default=1.0, ge=0, le=672)
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
-    transient_patterns: dict[str, str | None] = Field(default_factory=lambda: dict(DEFAULT_TRANSIENT_PATTERNS))
+    require_checkpoint_progress: bool = Field(
+        default=True,
+        description="Skip a job whose failed attempt wrote no checkpoint (false: resume it anyway and say so).",
+    )
+    classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
+    signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
+    log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
+    log_hosts: int = Field(default=8, ge=1, le=64, description="Most hosts whose log tails are read.")
 
-    _patterns = field_validator("transient_patterns")(_compiled)
+    _classes = field_validator("classes")(check_class_names)
+    _signatures = field_validator("signatures")(check_team_signatures)
 
-    def match(self, failure_reason: str | None) -> str | None:
-        """The name of the first transient pattern ``failure_reason`` matches, if any."""
-        text = (failure_reason or "").strip()
-        if not text:
-            return None
-        for name, regex in self.transient_patterns.items():
-            if regex is not None and re.search(regex, text, flags=re.IGNORECASE | re.DOTALL):
-                return name
-        return None
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_transient_patterns(cls, data: Any) -> Any:
+        """``transient_patterns`` (before the taxonomy) still loads, so an upgrade never rejects a deployed
+        document: the former defaults are built in now (a ``null`` cannot switch them off any more; use
+        ``classes``), and each custom pattern becomes a *generic* ``FailureReason`` signature of a resumed
+        class, so a specific cause seen in the logs (an out-of-memory error, a shape error) still wins."""
+        if not isinstance(data, Mapping) or "transient_patterns" not in data:
+            return data
+        data = dict(data)
+        legacy = data.pop("transient_patterns") or {}
+        if not isinstance(legacy, Mapping):
+            raise ValueError("transient_patterns must be a map of name -> regular expression")
+        added = [
+            {
+                "id": f"legacy-{name}",
+                "class": LEGACY_CLASS,
+                "pattern": regex,
+                "role": "generic",
+                "where": "reason",
+                "source": f"the team's resume.transient_patterns entry {name!r} (before the failure taxonomy)",
+            }
+            for name, regex in legacy.items()
+            if regex is not None and name not in LEGACY_DEFAULTS
+        ]
+        if added:
+            data["signatures"] = [*added, *(data.get("signatures") or ())]
+        return data
+
+    def taxonomy(self) -> Taxonomy:
+        """The built-in failure taxonomy with this policy's signatures and class verdicts."""
+        return builtin_taxonomy().with_team(self.signatures, self.classes)
 
 
 class SpotPolicy(BaseModel):
@@ -233,8 +280,12 @@ def _plan(
     reason: ResumeReason,
     on_demand: bool,
     evidence: dict[str, Any],
+    fault: str | None = None,
 ) -> ClonePlan | CloneDecision:
-    """The checks both capabilities share, then the plan; a ``none`` decision says which check failed."""
+    """The checks both capabilities share, then the plan; a ``none`` decision says which check failed.
+
+    ``fault`` is this failure's lemon key (``<class>@<host>``): when it equals the one this job was cloned
+    for (tag ``smgov:failure``), the fault recurred on the same host position and counts double."""
     owner = orchestrator_of(description, tags)
     if owner is not None:
         evidence.update(owner.evidence())
@@ -249,10 +300,18 @@ def _plan(
         lineage = Lineage.of(job.name, tags)
     except LineageError as exc:
         return _none(rule, codes.BAD_LINEAGE, mode, f"not resumed: {exc}", evidence)
+    strikes = repeat_faults(tags)
+    repeated = fault is not None and lineage.attempt > 0 and tags.get(TAG_FAILURE) == fault
+    if repeated:
+        strikes += 1
+        evidence["repeated_fault"] = fault
     retries = sagemaker_retries(job, description)
     evidence.update({"root_job": lineage.root, "attempt": lineage.next_attempt, "max_attempts": max_attempts})
     evidence.update(retries.evidence())
-    if lineage.next_attempt + retries.count > max_attempts:
+    if strikes:
+        evidence["repeat_faults"] = strikes
+    if lineage.next_attempt + strikes + retries.count > max_attempts:
+        counted = f", {strikes} more for faults that recurred on the same host" if strikes else ""
         inside = (
             f" and {retries.count} retr{'y' if retries.count == 1 else 'ies'} inside SageMaker"
             if retries.count
@@ -263,7 +322,7 @@ def _plan(
             codes.BUDGET_SPENT,
             mode,
             f"not resumed: the retry budget of lineage {lineage.root} is spent "
-            f"({lineage.attempt} of {max_attempts} attempt(s) made{inside})",
+            f"({lineage.attempt} of {max_attempts} attempt(s) made{counted}{inside})",
             evidence,
         )
     if require_checkpoint and not job.checkpoint_s3_uri:
@@ -275,7 +334,8 @@ def _plan(
             evidence,
         )
     try:
-        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand)
+        marks = {TAG_FAILURE: fault or "", TAG_STRIKES: str(strikes) if strikes else ""}
+        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand, marks=marks)
     except ClonePlanError as exc:
         return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())
@@ -291,6 +351,21 @@ def _plan(
     return plan
 
 
+def repeat_faults(tags: Mapping[str, str]) -> int:
+    """The extra budget a lineage has spent on recurring faults (tag ``smgov:repeat-faults``; 0 if unreadable)."""
+    raw = tags.get(TAG_STRIKES, "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 2 else 0
+
+
+def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
+    cls = diagnosis.failure_class
+    code = {"user-code": ResumeCode.USER_CODE, UNKNOWN: ResumeCode.UNKNOWN}.get(cls, ResumeCode.CLASS_SKIPPED)
+    where = f" on {diagnosis.host}" if diagnosis.host else ""
+    what = f"{cls} ({diagnosis.signature}{where})" if diagnosis.signature else cls
+    basis = " (from FailureReason alone: the logs could not be read)" if diagnosis.basis != "logs" else ""
+    return _none(RESUME_RULE_ID, code, mode, f"not resumed: the failure is classified as {what}{basis}", evidence)
+
+
 def decide_resume(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -299,8 +374,13 @@ def decide_resume(
     resume: ResumePolicy,
     default_mode: Mode,
     ctx: CloneContext,
+    failure: FailureEvidence | None = None,
+    checkpoint: CheckpointProgress | None = None,
 ) -> CloneDecision:
-    """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring)."""
+    """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
+
+    ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
+    decides); ``checkpoint`` what the checkpoint location holds (None: not checked)."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -314,17 +394,12 @@ def decide_resume(
             f"not resumed: the job is {job.status}, not Failed",
             evidence,
         )
-    pattern = resume.match(job.failure_reason)
-    evidence["matched_pattern"] = pattern
-    if pattern is None:
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.NOT_TRANSIENT,
-            mode,
-            "not resumed: the failure reason is not classified as transient "
-            f"({_short(job.failure_reason) or 'no FailureReason'})",
-            evidence,
-        )
+    diagnosis = classify(
+        job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
+    )
+    evidence["diagnosis"] = diagnosis.evidence()
+    if diagnosis.verdict is not Verdict.RESUME:
+        return _not_resumable(diagnosis, mode, evidence)
     try:
         first_attempt = Lineage.of(job.name, tags).attempt == 0
     except LineageError:
@@ -350,18 +425,59 @@ def decide_resume(
         reason=ResumeReason.FAILED,
         on_demand=False,
         evidence=evidence,
+        fault=diagnosis.lemon_key,
     )
     if isinstance(planned, CloneDecision):
         return planned
+    code = ResumeCode.CLONE
+    start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+    if checkpoint is not None and planned.checkpoint_s3_uri and hours == 0:
+        # The attempt never trained (e.g. no capacity while Starting): it could not have written any.
+        evidence["checkpoint_progress"] = "not expected"
+    elif checkpoint is not None and planned.checkpoint_s3_uri:
+        evidence.update(checkpoint.evidence())
+        if checkpoint.unreadable:  # do no harm: progress that cannot be confirmed is not assumed
+            if resume.require_checkpoint_progress:
+                return _none(
+                    RESUME_RULE_ID,
+                    ResumeCode.CHECKPOINT_UNREADABLE,
+                    mode,
+                    f"not resumed: the checkpoint location {planned.checkpoint_s3_uri} could not be checked "
+                    f"({checkpoint.note}), so progress since the failed attempt started is not confirmed",
+                    evidence,
+                )
+            code = ResumeCode.CLONE_UNCHECKED
+            start = (
+                f" from checkpoint {planned.checkpoint_s3_uri} (not confirmed: {checkpoint.note}; "
+                "require_checkpoint_progress is off)"
+            )
+        elif checkpoint.checked and checkpoint.written == 0:
+            if resume.require_checkpoint_progress:
+                return _none(
+                    RESUME_RULE_ID,
+                    ResumeCode.NO_CHECKPOINT_PROGRESS,
+                    mode,
+                    f"not resumed: the failed attempt wrote nothing to {planned.checkpoint_s3_uri} "
+                    f"({checkpoint.total} older object(s) there): a clone would redo the same work",
+                    evidence,
+                )
+            code = ResumeCode.CLONE_WITHOUT_PROGRESS
+            start = (
+                f" from the older checkpoint files in {planned.checkpoint_s3_uri} (the failed attempt wrote none)"
+                if checkpoint.total
+                else f" from scratch ({planned.checkpoint_s3_uri} is empty)"
+            )
+    why = f"{diagnosis.failure_class} ({diagnosis.signature}" + (
+        f" on {diagnosis.host})" if diagnosis.host else ")"
+    )
     decision = Decision(
         rule=RESUME_RULE_ID,
-        code=ResumeCode.CLONE,
+        code=code,
         action=Action.CLONE,
         mode=mode,
         reason=(
-            f"failed with a transient error ({pattern}) after {hours:g} h of training: resume as "
-            f"{planned.name} (attempt {planned.attempt} of {resume.max_attempts})"
-            + (f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch")
+            f"failed with a resumable fault, {why}, after {hours:g} h of training: resume as "
+            f"{planned.name} (attempt {planned.attempt} of {resume.max_attempts}){start}"
         ),
         evidence=evidence,
         request=planned.request,

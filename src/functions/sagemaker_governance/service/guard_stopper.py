@@ -11,8 +11,8 @@ writes one audit record):
 3. **re-read** the job (``DescribeTrainingJob``);
 4. **judge**: the guard decides from the facts (``Guard.judge``: pure);
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
-   before anything is stopped (by default every verdict is accepted; issue 17's judge reads the job's
-   metrics and logs here);
+   before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
+   logs here; without a review every verdict is accepted);
 6. **act**: reset, arm, disarm the alarms the verdict names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt);
 7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
@@ -68,13 +68,18 @@ class StopReview(Protocol):
     Return ``verdict`` itself to confirm it (its decision may carry more evidence), or a verdict of kind
     ``Verdict.VETOED`` (its own decision and code; it may reset alarms) to veto the stop."""
 
-    def review(self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict) -> GuardVerdict: ...
+    def review(
+        self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
+        """``policy``: the job's effective policy (its guard section and the judge's settings)."""
 
 
 class AcceptEveryStop:
     """The default review: a guard's verdict to stop stands."""
 
-    def review(self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict) -> GuardVerdict:
+    def review(
+        self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
         return verdict
 
 
@@ -177,7 +182,7 @@ class GuardStopper:
         # 4. judge, 5. review a stop
         verdict = guard.judge(role, notice, config)
         if verdict.stops:
-            verdict = self._review.review(guard, role, notice, verdict)
+            verdict = self._review.review(guard, role, notice, verdict, effective)
         # 6. act
         outcome = self._act(job, verdict)
         # 7. record, count, tell

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
+from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.guards.base import AlarmPlan
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
@@ -26,6 +27,22 @@ class JobsPort(Protocol):
         ...
 
     def stop(self, name: str) -> StopOutcome: ...
+
+
+class FailureLogsPort(Protocol):
+    """The last lines of a failed job's log streams (auto-resume reads them at failure only)."""
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        """The last ``lines`` lines of at most ``hosts`` hosts' latest streams, failing host first.
+        Never raises for what cannot be read: the evidence says what was not read and why."""
+
+
+class CheckpointsPort(Protocol):
+    """What a checkpoint location holds (auto-resume: did the failed attempt write any checkpoint?)."""
+
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        """Objects under ``s3_uri`` and how many were written at or after ``since``; never raises for
+        what cannot be read (``CheckpointProgress.unknown``)."""
 
 
 class NotifierPort(Protocol):

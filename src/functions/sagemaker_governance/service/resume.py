@@ -23,6 +23,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
@@ -40,7 +41,14 @@ from sagemaker_governance.domain.resume import (
     is_spot_trigger,
 )
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.ports import Clock, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.ports import (
+    CheckpointsPort,
+    Clock,
+    FailureLogsPort,
+    JobsPort,
+    NotifierPort,
+    PolicySource,
+)
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 
@@ -66,7 +74,11 @@ class _CloneReaction:
         shape: RequestShape,
         role_patterns: tuple[str, ...],
         metrics: BusinessMetricsPort,
+        logs: FailureLogsPort | None = None,
+        checkpoints: CheckpointsPort | None = None,
     ) -> None:
+        self._logs = logs
+        self._checkpoints = checkpoints
         self._jobs = jobs
         self._launcher = launcher
         self._notifier = notifier
@@ -216,6 +228,7 @@ class _CloneReaction:
                 outcome=outcome,
                 items=Notification.items_from(result.decisions),
                 related_job=plan.name,
+                diagnosis=result.clone.evidence.get("diagnosis") if result.clone is not None else None,
             )
         )
 
@@ -239,7 +252,46 @@ class AutoResumeReaction(_CloneReaction):
         policy: Policy,
         ctx: CloneContext,
     ) -> CloneDecision:
-        return decide_resume(job, description, tags, resume=policy.resume, default_mode=policy.mode, ctx=ctx)
+        resume = policy.resume
+        failure: FailureEvidence | None = None
+        checkpoint: CheckpointProgress | None = None
+        if resume.enabled and job.status == "Failed":  # evidence is read at failure only
+            failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
+            checkpoint = self._read_checkpoint(job)
+        return decide_resume(
+            job,
+            description,
+            tags,
+            resume=resume,
+            default_mode=policy.mode,
+            ctx=ctx,
+            failure=failure,
+            checkpoint=checkpoint,
+        )
+
+    def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
+        if self._logs is None:
+            return FailureEvidence.unread("this deployment does not read training logs")
+        try:
+            return self._logs.tails(job.name, lines=lines, hosts=hosts)
+        except AdapterError as exc:  # do no harm: decide from FailureReason alone, and say why
+            logger.warning("training logs unreadable", job=job.name, error=str(exc))
+            return FailureEvidence.unread(f"the logs could not be read: {exc}")
+
+    def _read_checkpoint(self, job: TrainingJob) -> CheckpointProgress | None:
+        uri = job.checkpoint_s3_uri
+        if uri is None:
+            return None
+        since = job.training_start_time or job.creation_time
+        if self._checkpoints is None:
+            return CheckpointProgress.out_of_scope("this deployment names no checkpoint bucket")
+        if since is None:
+            return CheckpointProgress.unknown("the failed attempt's start time is unknown")
+        try:
+            return self._checkpoints.progress(uri, since)
+        except AdapterError as exc:
+            logger.warning("checkpoint location unreadable", job=job.name, error=str(exc))
+            return CheckpointProgress.unknown(f"the checkpoint location could not be listed: {exc}")
 
 
 class SpotFallbackReaction(_CloneReaction):

@@ -44,6 +44,8 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
         f"{args.file}: ok (mode {policy.mode.value}, {len(policy.rules)} rule(s), "
         f"{len(policy.exemptions)} exemption(s), team overrides: {teams})"
     )
+    for warning in policy.warnings():
+        print(f"  warning: {warning}")
     return EXIT_OK
 
 
@@ -102,6 +104,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     kind, now, naming = _event_kind(raw_event), datetime.now(UTC), _naming(settings)
+    logs = Path(args.logs) if args.logs else None
+    if logs is not None and not logs.exists():
+        return fail(f"--logs {logs}: no such file or folder", EXIT_USAGE)
     try:
         if kind == "alarm":
             result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming)
@@ -116,7 +121,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
         else:
             results = [
-                explain_event(event, policy, now=now, describe=describe, naming=naming)
+                explain_event(event, policy, now=now, describe=describe, naming=naming, logs=logs)
                 for event in _state_changes(raw_event)
             ]
             result = results[0] if len(results) == 1 else {"batch": results}
@@ -153,9 +158,24 @@ def _print_explained(result: dict[str, Any]) -> None:
             print(f"      fix: {decision['remedy']}")
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
+        diagnosis = decision.get("evidence", {}).get("diagnosis")
+        if diagnosis:
+            _print_diagnosis(diagnosis)
         if decision.get("alarm"):
             names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
             print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
+
+
+def _print_diagnosis(diagnosis: dict[str, Any]) -> None:
+    where = f" on {diagnosis['host']}" if diagnosis.get("host") else ""
+    signature = diagnosis.get("signature") or "no signature"
+    print(
+        f"      failure class: {diagnosis['class']} ({signature}{where}; verdict {diagnosis['verdict']}, from {diagnosis['basis']})"
+    )
+    for line in diagnosis.get("lines", []):
+        print(f"        {line['host']}: {line['line']}")
+    for note in diagnosis.get("notes", []):
+        print(f"      note: {note}")
 
 
 def _naming(cfg: Settings | None = None) -> Any:
@@ -168,6 +188,41 @@ def _naming(cfg: Settings | None = None) -> Any:
         cfg.alarm_topic_arn or f"arn:{cfg.partition}:sns:{cfg.region}:{cfg.account_id}:{cfg.stack_name}-AlarmTopic"
     )
     return AlarmNaming(prefix=cfg.idle_alarm_prefix, managed_by=cfg.stack_name, alarm_topic_arn=topic)
+
+
+# ---- diagnose -----------------------------------------------------------------------------------
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    import boto3
+
+    from sagemaker_governance.domain.errors import AdapterError
+    from smgov.diagnose import diagnose_job
+
+    settings = _settings(args)
+    try:
+        policy = load_policy(args.policy, settings)
+    except PolicyDocumentError as exc:
+        return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
+    pattern = settings.checkpoint_bucket_pattern if args.checkpoint_buckets is None else args.checkpoint_buckets
+    try:
+        result = diagnose_job(
+            args.job_name,
+            policy,
+            sagemaker=boto3.client("sagemaker"),
+            logs=boto3.client("logs"),
+            s3=boto3.client("s3") if pattern else None,
+            bucket_pattern=pattern,
+            now=datetime.now(UTC),
+            role_patterns=(settings.clone_role_pattern,),
+        )
+    except AdapterError as exc:
+        return fail(f"{args.job_name}: {exc}")
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _print_explained(result)
+    return EXIT_OK
 
 
 # ---- demo ---------------------------------------------------------------------------------------
@@ -212,8 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
     _stack_option(explain)
     explain.add_argument("--describe", metavar="DESCRIBE_FILE", help="DescribeTrainingJob response (JSON)")
     explain.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    explain.add_argument(
+        "--logs",
+        metavar="PATH",
+        help="a failed job's log lines: a file (one host) or a folder with one file per stream (auto-resume's evidence)",
+    )
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
+
+    diagnose = sub.add_parser(
+        "diagnose",
+        help="why a failed job would (not) be resumed, against the account (read-only: DescribeTrainingJob, "
+        "ListTags, its hosts' log tails, its checkpoint listing)",
+    )
+    diagnose.add_argument("job_name")
+    _stack_option(diagnose)
+    diagnose.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    diagnose.add_argument(
+        "--checkpoint-buckets",
+        metavar="GLOB",
+        help="bucket-name glob whose checkpoint listing may be read (default: the stack's CheckpointBucketPattern)",
+    )
+    diagnose.add_argument("--json", action="store_true")
+    diagnose.set_defaults(func=cmd_diagnose)
 
     dlq.register(sub)
     add_resume_parser(sub)
@@ -232,10 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     from smgov.cli.simulate import add_parser as add_simulate
 
     add_simulate(sub)
-    from smgov.cli import calibrate, doctor
+    from smgov.cli import calibrate, doctor, org
 
     calibrate.register(sub)
     doctor.register(sub)
+    org.register(sub)
     return parser
 
 

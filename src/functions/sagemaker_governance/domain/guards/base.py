@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sagemaker_governance.domain.clone import is_valid_job_name
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.stall_judge import StallKind
 
 NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
 MAX_METRICS_PER_ALARM: Final = 10  # CloudWatch: at most 10 MetricStat queries in one metric alarm
@@ -501,6 +502,22 @@ class Guard(ABC, Generic[C]):
 
     @abstractmethod
     def judge(self, role: str, notice: Notice, config: C) -> GuardVerdict: ...
+
+    # ---- the stall judge (domain/stall_judge.py, service/stall_judge.py) -------------------------
+
+    stall_kind: ClassVar[StallKind | None] = None  # what its stop claims; None: its stops are not judged
+
+    def evidence_window(self, config: C) -> timedelta | None:
+        """How far back the judge reads the job's signals before confirming a stop."""
+        return None
+
+    def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
+        """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""
+        return ()
+
+    def stall_threshold(self, job: TrainingJob, config: C, notice: Notice) -> float | None:
+        """The per-host value below which the alarm's metric counted as stalled (None: not a threshold)."""
+        return None
 
     @abstractmethod
     def symptom(self, config: C) -> tuple[str, str]:

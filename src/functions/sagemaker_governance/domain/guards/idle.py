@@ -70,6 +70,7 @@ from sagemaker_governance.domain.guards.base import (
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
+from sagemaker_governance.domain.stall_judge import StallKind
 
 IDLE_RULE_ID: Final = "idle-guard"
 METRIC_NAME: Final = "GPUUtilization"
@@ -123,6 +124,7 @@ class IdleCode(StrEnum):
     NOT_TRAINING = "idle.skip.not-training"
     STALE = "idle.skip.stale"
     GRACE = "idle.skip.grace"
+    TOO_EARLY = "idle.skip.too-early"
     EXEMPTED = "idle.skip.exempted"
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
@@ -169,6 +171,17 @@ class IdlePolicy(GuardConfig):
     datapoints_to_alarm: int = Field(default=30, ge=1, le=1440)
     grace_minutes: int = Field(default=20, ge=0, le=1440)
     prices: dict[str, float] = Field(default_factory=dict, description="Instance type -> USD per hour.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_sets_both(cls, data: Any) -> Any:
+        """Only one of ``evaluation_periods`` / ``datapoints_to_alarm`` given: both take its value (idle for
+        the whole window; M-of-N only when a document says so explicitly)."""
+        if isinstance(data, Mapping):
+            given = [k for k in ("evaluation_periods", "datapoints_to_alarm") if k in data]
+            if len(given) == 1:
+                return {**data, "evaluation_periods": data[given[0]], "datapoints_to_alarm": data[given[0]]}
+        return data
 
     @field_validator("period_seconds")
     @classmethod
@@ -451,6 +464,19 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
+        started = training_started_at(job)
+        if started is None or now - started < timedelta(minutes=idle.window_minutes):
+            # Idle minutes before Training (Downloading, Starting) must not count towards the window.
+            since = "an unknown time" if started is None else started.isoformat()
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                IdleCode.TOO_EARLY,
+                f"the job (re)entered Training at {since}, less than the {idle.window_minutes:g}-minute window "
+                "ago: idle minutes before Training do not count; the alarm is reset",
+                reset=metric_alarms,
+                reset_reason=RESET_REASON,
+            )
         window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
         reason = (
             f"GPU utilization stayed below {idle.threshold_percent:g}% per GPU on every host in {window} "
@@ -464,6 +490,25 @@ class IdleGuard(Guard[IdlePolicy]):
         return judgement.stop(
             IdleCode.STOP, IdleCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
         )
+
+    # ---- the stall judge ------------------------------------------------------------------------
+
+    stall_kind = StallKind.IDLE
+
+    def evidence_window(self, config: IdlePolicy) -> timedelta:
+        return timedelta(minutes=config.window_minutes)
+
+    def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
+        return alarm_names(job.name, job.total_instance_count, naming)[1]
+
+    def stall_threshold(self, job: TrainingJob, config: IdlePolicy, notice: Notice) -> float | None:
+        """The alarm's threshold (from its notification; a composite's has none: the plan's)."""
+        threshold = notice.evidence.get("threshold")
+        if isinstance(threshold, int | float):
+            return float(threshold)
+        plan = self.plan(job, config, notice.naming)
+        value = plan.evidence.get("threshold") if isinstance(plan, AlarmPlan) else None
+        return float(value) if isinstance(value, int | float) else None
 
     def symptom(self, config: IdlePolicy) -> tuple[str, str]:
         return "its GPUs were idle", "looks idle"

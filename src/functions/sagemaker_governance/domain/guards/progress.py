@@ -58,6 +58,7 @@ from sagemaker_governance.domain.guards.base import (
     training_started_at,
 )
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.stall_judge import StallKind
 
 PROGRESS_RULE_ID: Final = "progress-guard"
 JOB_DIMENSION: Final = "TrainingJobName"
@@ -385,6 +386,16 @@ class ProgressGuard(Guard[ProgressPolicy]):
         return judgement.stop(
             ProgressCode.STOP, ProgressCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
         )
+
+    # ---- the stall judge ------------------------------------------------------------------------
+
+    stall_kind = StallKind.HANG
+
+    def evidence_window(self, config: ProgressPolicy) -> timedelta:
+        return timedelta(minutes=config.window_minutes)
+
+    def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
+        return (progress_alarm_names(job.name, naming)[0],)
 
     def symptom(self, config: ProgressPolicy) -> tuple[str, str]:
         window = config.window_minutes

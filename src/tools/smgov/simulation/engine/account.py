@@ -25,6 +25,7 @@ from smgov.simulation.engine.counters import ServiceCalls
 from smgov.simulation.engine.logs import GROUP as LOG_GROUP
 from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_cloudwatch import RequestQuota
+from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import CrashingAuditSink, FaultInjector, Throttler
 from smgov.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, patched_env
@@ -50,6 +51,7 @@ class SimulatedAccount:
         cloudwatch_tps: float | None,
         cloudwatch: SimulatedCloudWatch,
         logs: LogStreams,
+        checkpoint_objects: CheckpointObjects | None = None,
     ) -> None:
         self.template = template
         self.scenario = scenario
@@ -63,6 +65,7 @@ class SimulatedAccount:
         self.simulated_cloudwatch = cloudwatch
         self.logs = logs
         self.logs_client: Any = None
+        self.checkpoint_objects = checkpoint_objects
         self.deployment: Deployment | None = None
         self.cloudwatch: Any = None  # the simulator's own CloudWatch client (its calls are not counted)
         self.environment: dict[str, str] = {}
@@ -148,6 +151,8 @@ class SimulatedAccount:
             throttler.route_sagemaker(root.client("sagemaker"), self.fake)
         else:
             self.fake.attach(root.client("sagemaker"))
+        if self.checkpoint_objects is not None and root.settings.checkpoint_bucket_pattern:
+            self.checkpoint_objects.attach(root.client("s3"))  # the deployment checks checkpoint progress
         if self.cloudwatch_tps is not None:
             self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
             self.quota.attach(root.client("cloudwatch"))

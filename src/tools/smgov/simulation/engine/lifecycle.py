@@ -53,6 +53,8 @@ class Lifecycle:
         self.on_training: Callable[[JobRun], None] | None = None  # a job entered Training
         self.jobs: dict[str, JobRun] = {}
         self.checkpoints: dict[str, int] = {}  # checkpoint location -> training minutes saved
+        # A checkpoint was written: (location, training minutes it holds, virtual minute it was written).
+        self.on_checkpoint: Callable[[str, int, int], None] | None = None
         self.active = len(specs)  # jobs not yet created or not yet ended
         self.last_end = 0
         self._ticks: list[tuple[int, int, str, int]] = []  # (minute, seq, job, token)
@@ -171,8 +173,23 @@ class Lifecycle:
                     saved = job.progress - job.progress % job.script.checkpoint_every_minutes
                     if job.progress >= job.script.train_minutes:
                         saved = job.progress
-                    self.checkpoints[job.checkpoint_uri] = max(self.checkpoints.get(job.checkpoint_uri, 0), saved)
+                    previous = self.checkpoints.get(job.checkpoint_uri, 0)
+                    self.checkpoints[job.checkpoint_uri] = max(previous, saved)
+                    if saved > previous:
+                        self._saved(job, job.checkpoint_uri, previous, saved)
         job.accrued_at = self.now
+
+    def _saved(self, job: JobRun, uri: str, previous: int, saved: int) -> None:
+        """Each checkpoint written since ``previous`` (at its cadence, the last one at completion), at the
+        virtual minute the job's progress reached it."""
+        if self.on_checkpoint is None:
+            return
+        every = job.script.checkpoint_every_minutes
+        minutes = list(range(previous - previous % every + every, saved + 1, every))
+        if not minutes or minutes[-1] != saved:
+            minutes.append(saved)
+        for minute in minutes:
+            self.on_checkpoint(uri, minute, self.now - (job.progress - minute))
 
     def _publish(self, job: JobRun, activity: Activity) -> None:
         job.activity = activity

@@ -27,6 +27,7 @@ from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.engine.lifecycle import Lifecycle
 from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.telemetry import Telemetry
+from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import FaultInjector, FaultSpec
 from smgov.simulation.harness import ACCOUNT, REGION
@@ -120,6 +121,8 @@ class Simulation:
             logs=self.logs,
             emit=self._emit,
         )
+        self.checkpoint_objects = CheckpointObjects(self.clock.at)  # what S3 lists under each CheckpointConfig
+        self.lifecycle.on_checkpoint = self.checkpoint_objects.save
         self.account = SimulatedAccount(
             self.template,
             scenario,
@@ -134,6 +137,7 @@ class Simulation:
                 self.store, self.clock, delay=scenario.metric_delay_minutes, salt=str(seed)
             ),
             logs=self.logs,
+            checkpoint_objects=self.checkpoint_objects,
         )
         self.invariants = InvariantWatch(
             self.lifecycle.jobs,

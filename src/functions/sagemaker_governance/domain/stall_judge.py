@@ -1,0 +1,332 @@
+"""The stall judge: a guard's alarm is a trigger, this is the judgement (issue 17).
+
+Before a job is stopped for idleness (the idle guard) or for a lack of progress (the progress guard),
+the stopper gathers the job's evidence over the guard's window (``service/stall_judge.py``) and this
+module decides, purely, whether the signals agree that the job is stuck:
+
+* **per host** ``GPUUtilization``, ``GPUMemoryUtilization``, ``CPUUtilization`` and ``MemoryUtilization``
+  (``/aws/sagemaker/TrainingJobs``, dimension ``Host=<job>/algo-<n>``, one-minute Average);
+* **every training metric the job defines** (``MetricDefinitions``, dimension ``TrainingJobName``;
+  SampleCount: any datapoint is a log line that matched, i.e. progress);
+* **log activity**: whether any of the job's own streams (``<job>/algo-<n>-<epoch>``) in
+  ``/aws/sagemaker/TrainingJobs`` received a line in the window.
+
+The rules (``judge``):
+
+* an **idle** stall (GPUs below the alarm's threshold) is confirmed only when, for the whole window, no
+  GPU came back, no host's CPUs were busy (mean below ``cpu_busy_percent`` per vCPU), no training metric
+  was published and the logs were silent. A CPU phase (download, tokenization, CPU evaluation,
+  checkpoint save), a job that still logs or still publishes its metrics is not idle: vetoed.
+* a **hang** (no progress metric, GPUs possibly pinned busy) is confirmed only when no training metric
+  the job defines was published and the logs were silent for the whole window. Busy GPUs or CPUs do not
+  veto a hang: a deadlocked collective spins both.
+* **insufficient evidence never stops**: a failed or throttled read, a required series with too few
+  datapoints, no log stream of the job at all. The verdict names what was missing.
+
+``GPUMemoryUtilization`` and ``MemoryUtilization`` are recorded, never decisive: allocated memory stays
+allocated in a stalled job and in a healthy one alike (one calibration trace sat 25 minutes at 0 % GPU
+with 22 GB allocated).
+
+CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publishes the sum over them,
+0-100 x vCPUs): a stalled process leaves its host at a few percent per vCPU, a CPU phase well above
+``cpu_busy_percent``. Where the vCPU count is unknown, busy vCPUs (``CPUUtilization`` / 100) decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from enum import StrEnum
+from statistics import fmean
+from typing import Any, Final, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GPU: Final = "GPUUtilization"
+GPU_MEMORY: Final = "GPUMemoryUtilization"
+CPU: Final = "CPUUtilization"
+MEMORY: Final = "MemoryUtilization"
+HOST_METRICS: Final = (GPU, GPU_MEMORY, CPU, MEMORY)
+
+
+class MetricRead(NamedTuple):
+    """One series the judge reads: query ``id``, metric name, dimensions, statistic."""
+
+    id: str
+    metric: str
+    dimensions: tuple[tuple[str, str], ...]
+    stat: str
+
+
+class MetricReadResult(NamedTuple):
+    values: dict[str, tuple[float, ...] | None]  # id -> values oldest first (None: not read)
+    errors: tuple[str, ...]
+
+
+class StallKind(StrEnum):
+    """What a guard's alarm claims."""
+
+    IDLE = "idle"  # the GPUs were idle for the window
+    HANG = "hang"  # no progress metric for the window (the GPUs may be busy)
+
+
+class JudgeCode(StrEnum):
+    """The judge's decision codes when it does not confirm a stop (a confirmed stop keeps the guard's
+    own stop code, with the judge's evidence added)."""
+
+    GPU_BUSY = "judge.veto.gpu-busy"
+    CPU_BUSY = "judge.veto.cpu-busy"
+    LOGS_ACTIVE = "judge.veto.logs-active"
+    METRIC_PROGRESS = "judge.veto.metric-progress"
+    INSUFFICIENT = "judge.skip.insufficient-evidence"
+
+
+class JudgePolicy(BaseModel):
+    """The stall judge: before a stop for idleness or lack of progress, read the job's metrics and logs
+    over the guard's window and stop only when every signal agrees that the job is stuck.
+
+    ``cpu_busy_percent``: a host whose CPUs averaged at least this percent per vCPU over the window
+    (``CPUUtilization`` / the host's vCPUs) is working on the CPU (download, tokenization, evaluation,
+    checkpoint save); a stalled process leaves its host at a few percent. Where the vCPU count is unknown,
+    ``cpu_busy_vcpus`` busy vCPUs (``CPUUtilization`` / 100) count as busy.
+    ``min_coverage``: the share of the window's minutes a required series must have a datapoint for;
+    less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
+    count as progress (default: every metric the job defines; names compare as in the progress guard).
+
+    Off by default for now: the fleet simulator that proves "0 false stops, 0 missed stalls" with it must
+    first publish per-host CPU series and log streams (issue 15); until then turn it on per policy.
+
+    Example:
+        judge:
+          enabled: true
+          cpu_busy_percent: 10
+          min_coverage: 0.5
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    cpu_busy_percent: float = Field(default=10.0, gt=0, le=100)
+    cpu_busy_vcpus: float = Field(default=1.0, gt=0, le=1000)
+    min_coverage: float = Field(default=0.5, gt=0, le=1)
+    progress_metric_names: tuple[str, ...] | None = None
+
+
+class HostEvidence(BaseModel):
+    """One host's series over the window, oldest first (None: the read failed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    series: dict[str, tuple[float, ...] | None]
+    vcpus: int | None = None
+
+    def values(self, metric: str) -> tuple[float, ...] | None:
+        return self.series.get(metric)
+
+
+class LogEvidence(BaseModel):
+    """The job's log streams as read: how many exist, and the first line found in the window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    streams: int
+    line_at: datetime | None = None
+    line_stream: str | None = None
+    truncated: bool = False  # the search stopped before it could say "no line"
+
+
+class Evidence(BaseModel):
+    """What the stopper read about a job over ``[start, end)``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: datetime
+    end: datetime
+    hosts: tuple[HostEvidence, ...]
+    gpu_hosts: int = Field(description="How many of the hosts have GPUs (publish GPUUtilization).")
+    metrics: dict[str, int | None] = Field(default_factory=dict, description="Training metric -> datapoints.")
+    logs: LogEvidence | None = None
+    missing: tuple[str, ...] = ()  # reads that failed, with why
+
+    @property
+    def minutes(self) -> int:
+        return max(1, int((self.end - self.start).total_seconds() // 60))
+
+
+class Finding(BaseModel):
+    """The judge's answer: confirm the stop, or not (``code``), with the evidence summary."""
+
+    model_config = ConfigDict(frozen=True)
+
+    confirmed: bool
+    code: JudgeCode | None
+    reason: str
+    evidence: dict[str, Any]
+
+
+def _summary(values: Sequence[float] | None) -> dict[str, Any] | None:
+    if values is None:
+        return None
+    if not values:
+        return {"datapoints": 0}
+    return {"datapoints": len(values), "mean": round(fmean(values), 2), "max": round(max(values), 2)}
+
+
+def summarize(evidence: Evidence) -> dict[str, Any]:
+    """The evidence as recorded in the audit record (per host mean/max per signal; logs; metrics)."""
+    hosts: dict[str, Any] = {}
+    for host in evidence.hosts:
+        signals: dict[str, Any] = {metric: _summary(host.values(metric)) for metric in HOST_METRICS}
+        cpu = host.values(CPU)
+        if cpu:
+            busy = fmean(cpu) / 100
+            signals["busy_vcpus"] = round(busy, 2)
+            if host.vcpus:
+                signals["cpu_percent_per_vcpu"] = round(busy * 100 / host.vcpus, 2)
+        hosts[host.host] = signals
+    out: dict[str, Any] = {
+        "window": {
+            "start": evidence.start.isoformat(),
+            "end": evidence.end.isoformat(),
+            "minutes": evidence.minutes,
+        },
+        "hosts": hosts,
+        "training_metrics": dict(evidence.metrics),
+    }
+    if evidence.logs is not None:
+        logs = evidence.logs
+        out["logs"] = {
+            "streams": logs.streams,
+            "line_in_window_at": logs.line_at.isoformat() if logs.line_at else None,
+            "line_stream": logs.line_stream,
+        }
+    if evidence.missing:
+        out["missing"] = list(evidence.missing)
+    return out
+
+
+def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_threshold: float | None) -> Finding:
+    """Whether the signals agree that the job is stuck. ``gpu_threshold``: the idle alarm's threshold
+    (per host, summed over its GPUs); a GPU value at or above it in the window means the GPUs came back."""
+    summary = summarize(evidence)
+    summary["kind"] = kind.value
+    missing = list(evidence.missing)
+    need = max(1, int(evidence.minutes * policy.min_coverage))
+
+    def thin(metric: str) -> list[str]:
+        out = []
+        for host in evidence.hosts:
+            values = host.values(metric)
+            if values is not None and len(values) < need:
+                out.append(f"{metric} of {host.host}: {len(values)} of {evidence.minutes} minutes")
+        return out
+
+    # What must have been read for each kind (a failed read is already in ``missing``).
+    if kind is StallKind.IDLE:
+        missing += thin(CPU)
+        gpu_thin = thin(GPU)
+        # Hosts without GPUs publish no GPUUtilization: as many hosts may lack it as the job has non-GPU hosts.
+        if len(gpu_thin) > len(evidence.hosts) - evidence.gpu_hosts:
+            missing += gpu_thin
+    if evidence.logs is None:
+        pass  # the failed read is in ``missing``
+    elif evidence.logs.streams == 0:
+        missing.append("no log stream of the job in /aws/sagemaker/TrainingJobs")
+    elif evidence.logs.truncated and evidence.logs.line_at is None:
+        missing.append("the log search ended before it covered the window")
+
+    # Positive signs of life veto even when other evidence is missing: they are facts.
+    published = {name: n for name, n in evidence.metrics.items() if n}
+    if published:
+        named = ", ".join(f"{name} ({n})" for name, n in sorted(published.items()))
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.METRIC_PROGRESS,
+            reason=f"the job published training metrics in the window: {named}; it is making progress",
+            evidence=summary,
+        )
+    logs = evidence.logs
+    if logs is not None and logs.line_at is not None:
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.LOGS_ACTIVE,
+            reason=f"the job wrote a log line at {logs.line_at.isoformat()} ({logs.line_stream}), within the "
+            f"{evidence.minutes}-minute window: it is not silent",
+            evidence=summary,
+        )
+    if kind is StallKind.IDLE:
+        if gpu_threshold is not None:
+            busy = [h.host for h in evidence.hosts if any(v >= gpu_threshold for v in (h.values(GPU) or ()))]
+            if busy:
+                return Finding(
+                    confirmed=False,
+                    code=JudgeCode.GPU_BUSY,
+                    reason=f"GPU utilization came back to {gpu_threshold:g} or more on {', '.join(busy)} in the "
+                    "window",
+                    evidence=summary,
+                )
+        cpu_busy = {h.host: load for h in evidence.hosts if (load := _cpu_busy(h, policy)) is not None}
+        if cpu_busy:
+            named = ", ".join(f"{host} ({load})" for host, load in cpu_busy.items())
+            return Finding(
+                confirmed=False,
+                code=JudgeCode.CPU_BUSY,
+                reason=f"the CPUs were busy while the GPUs were idle: {named} on average over the window (a "
+                "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
+                evidence=summary,
+            )
+    if missing:
+        summary["missing"] = missing
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.INSUFFICIENT,
+            reason="insufficient evidence to confirm the stall (never a stop): " + "; ".join(missing),
+            evidence=summary,
+        )
+    if kind is StallKind.IDLE:
+        reason = (
+            f"every signal agrees over the {evidence.minutes}-minute window: GPUs idle, CPUs idle (below "
+            f"{policy.cpu_busy_percent:g}% per vCPU on every host), no training metric published, no log line"
+        )
+    else:
+        reason = (
+            f"every signal agrees over the {evidence.minutes}-minute window: no training metric published and "
+            "no log line, whatever the GPUs do"
+        )
+    return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _cpu_busy(host: HostEvidence, policy: JudgePolicy) -> str | None:
+    """How busy the host's CPUs were, if busy: per vCPU when its vCPUs are known, else in busy vCPUs."""
+    values = host.values(CPU)
+    if not values:
+        return None
+    mean = fmean(values)
+    if host.vcpus:
+        per_vcpu = mean / host.vcpus
+        return f"{per_vcpu:.0f}% per vCPU of {host.vcpus}" if per_vcpu >= policy.cpu_busy_percent else None
+    return f"{mean / 100:.1f} busy vCPUs" if mean / 100 >= policy.cpu_busy_vcpus else None
+
+
+def progress_metrics(defined: Sequence[str], names: Sequence[str] | None, normalize: Any) -> tuple[str, ...]:
+    """The job's metrics that count as progress: all it defines, or those ``names`` lists."""
+    if names is None:
+        return tuple(dict.fromkeys(defined))
+    wanted = {normalize(n) for n in names}
+    return tuple(dict.fromkeys(d for d in defined if normalize(d) in wanted))
+
+
+def window_start(now: datetime, window: timedelta, started: datetime | None) -> datetime:
+    """The evidence window ``[now - window, now)``, never before the job (re)entered Training."""
+    start = now - window
+    return max(start, started) if started is not None else start
+
+
+def host_names(job_name: str, hosts: int) -> tuple[str, ...]:
+    return tuple(f"{job_name}/algo-{n}" for n in range(1, hosts + 1))
+
+
+def metric_counts(raw: Mapping[str, Sequence[float] | None]) -> dict[str, int | None]:
+    """SampleCount series -> datapoints (``None``: the read failed)."""
+    return {name: (None if values is None else int(sum(values))) for name, values in raw.items()}

@@ -1,0 +1,157 @@
+"""The stall judge at the stopper's ``StopReview`` seam (issue 17): a guard's alarm is a trigger, the
+judge decides.
+
+When a guard's verdict is to stop a job (idle GPUs, no progress metric), the judge reads the job's
+evidence over the guard's window, never before the job (re)entered ``Training``:
+
+* ``GetMetricData`` (one request per 500 series): per host ``GPUUtilization``, ``GPUMemoryUtilization``,
+  ``CPUUtilization``, ``MemoryUtilization`` (one-minute Average), and ``SampleCount`` of every training
+  metric the job defines (or those the policy's ``judge.progress_metric_names`` lists);
+* the job's log streams (``adapters/training_logs.py``: ``DescribeLogStreams`` + ``FilterLogEvents``);
+
+and asks ``domain/stall_judge.judge`` whether every signal agrees. Confirmed: the guard's verdict
+stands, its decision carrying the evidence. Otherwise the verdict is ``VETOED`` with the judge's code,
+reason and evidence, and the guard's alarms are reset: they fire again if the condition persists, and the
+job is judged again then. Reads happen only here, so only when an alarm fired: a healthy job's AWS calls
+do not grow. In audit mode the judge runs just the same: the record says what enforce mode would do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice, Verdict, training_started_at
+from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
+from sagemaker_governance.domain.instances import instance_facts, vcpus
+from sagemaker_governance.domain.stall_judge import (
+    HOST_METRICS,
+    Evidence,
+    HostEvidence,
+    JudgePolicy,
+    LogEvidence,
+    MetricRead,
+    MetricReadResult,
+    host_names,
+    judge,
+    progress_metrics,
+    window_start,
+)
+from sagemaker_governance.observability import logger
+
+RESET_REASON = "sagemaker-governance: the stall judge did not confirm the stop; judged again if it persists"
+
+
+class MetricReadPort(Protocol):
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        """Values by query id, oldest first (None: unread), and the errors."""
+
+
+class LogActivityPort(Protocol):
+    def activity(self, job_name: str, start: datetime, end: datetime) -> LogEvidence:
+        """The job's streams and the first line in the window; raises ``AdapterError``."""
+
+
+class StallJudge:
+    """The ``StopReview`` that reads the job's metrics and logs before a guard's stop is carried out."""
+
+    def __init__(self, metrics: MetricReadPort, logs: LogActivityPort) -> None:
+        self._metrics = metrics
+        self._logs = logs
+
+    def review(
+        self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
+        kind = guard.stall_kind
+        settings: JudgePolicy = getattr(policy, "judge", None) or JudgePolicy()
+        if kind is None or not settings.enabled or policy is None:
+            return verdict
+        config = guard.config(policy)
+        window = guard.evidence_window(config)
+        if window is None:
+            return verdict
+        job, now = notice.job, notice.now
+        evidence = self.gather(job, now, window_start(now, window, training_started_at(job)), settings)
+        finding = judge(kind, evidence, settings, gpu_threshold=guard.stall_threshold(job, config, notice))
+        recorded = {**verdict.decision.evidence, "judge": finding.evidence}
+        if finding.confirmed:
+            decision = verdict.decision.model_copy(
+                update={"evidence": {**recorded, "judge_verdict": finding.reason}}
+            )
+            return verdict.model_copy(update={"decision": decision})
+        assert finding.code is not None
+        logger.info("stop not confirmed by the stall judge", job=job.name, code=finding.code.value)
+        decision = Decision(
+            rule=verdict.decision.rule,
+            code=finding.code.value,
+            action=Action.NONE,
+            mode=verdict.decision.mode,
+            reason=f"{finding.reason}; the {guard.title}'s alarm is reset and the job is judged again if it "
+            "persists",
+            evidence={**recorded, "guard_verdict": verdict.decision.code},
+        )
+        return GuardVerdict(
+            verdict=Verdict.VETOED,
+            decision=decision,
+            reset=guard.rejudge_alarms(job, notice.naming),
+            reset_reason=RESET_REASON,
+        )
+
+    def gather(self, job: Any, now: datetime, start: datetime, settings: JudgePolicy) -> Evidence:
+        """Read the job's evidence over ``[start, now)``; a failed read is recorded in ``missing``."""
+        hosts = host_names(job.name, job.total_instance_count)
+        defined = [d.name for d in job.algorithm.metric_definitions]
+        metrics = progress_metrics(defined, settings.progress_metric_names, normalize_metric_name)
+        queries = [
+            MetricRead(f"h{i}_{m}", metric, (("Host", host),), "Average")
+            for i, host in enumerate(hosts)
+            for m, metric in enumerate(HOST_METRICS)
+        ]
+        queries += [
+            MetricRead(f"t{i}", name, ((JOB_DIMENSION, job.name),), "SampleCount")
+            for i, name in enumerate(metrics)
+        ]
+        result = self._metrics.read(queries, start, now)
+        missing = list(result.errors)
+        sizes = [vcpus(g.instance_type) for g in job.instance_groups]
+        known = [n for n in sizes if n is not None]
+        # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
+        # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
+        smallest = min(known) if known and len(known) == len(sizes) else None
+        host_evidence = tuple(
+            HostEvidence(
+                host=host,
+                vcpus=smallest,
+                series={metric: result.values.get(f"h{i}_{m}") for m, metric in enumerate(HOST_METRICS)},
+            )
+            for i, host in enumerate(hosts)
+        )
+        counts: dict[str, int | None] = {}
+        for i, name in enumerate(metrics):
+            values = result.values.get(f"t{i}")
+            counts[name] = None if values is None else int(sum(values))
+        logs: LogEvidence | None
+        try:
+            logs = self._logs.activity(job.name, start, now)
+        except AdapterError as exc:
+            logs = None
+            missing.append(str(exc))
+        gpu_hosts = sum(
+            g.instance_count
+            for g in job.instance_groups
+            if instance_facts(g.instance_type).publishes_gpu_utilization
+        )
+        return Evidence(
+            start=start,
+            end=now,
+            hosts=host_evidence,
+            gpu_hosts=min(gpu_hosts, len(hosts)) if job.instance_groups else len(hosts),
+            metrics=counts,
+            logs=logs,
+            missing=tuple(missing),
+        )

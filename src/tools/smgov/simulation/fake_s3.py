@@ -1,0 +1,70 @@
+"""The checkpoints simulated jobs write, as S3 would list them (``ListObjectsV2``) on the virtual clock.
+
+A job with a ``CheckpointConfig`` saves its progress every ``checkpoint_every_minutes`` of training; each
+save is one object under its ``S3Uri`` (``step-<training minute>.pt``) whose ``LastModified`` is the
+virtual time it was written. Auto-resume lists the location to see whether the failed attempt wrote any
+(``adapters/checkpoints.py``). moto stamps objects with the wall clock, so this double answers the
+listing instead, after botocore has validated the request (like the SageMaker double); every other S3
+call still goes to moto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+PAGE: int = 1000  # ListObjectsV2's default and largest MaxKeys
+
+
+def split(uri: str) -> tuple[str, str]:
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    return bucket, prefix
+
+
+class CheckpointObjects:
+    def __init__(self, at: Callable[[int], datetime]) -> None:
+        self._at = at  # virtual minute -> datetime
+        self.objects: dict[str, dict[str, datetime]] = {}  # bucket -> key -> LastModified
+        self.listings = 0
+        self._pending: dict[int, dict[str, Any]] = {}
+
+    def save(self, uri: str, training_minute: int, minute: int) -> None:
+        """A checkpoint of ``training_minute`` minutes of work written at virtual ``minute``."""
+        bucket, prefix = split(uri)
+        self.objects.setdefault(bucket, {})[f"{prefix}step-{training_minute:07d}.pt"] = self._at(minute)
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("before-parameter-build.s3.ListObjectsV2", self._capture)
+        client.meta.events.register("before-call.s3.ListObjectsV2", self._list)
+        return client
+
+    def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self._pending[id(model)] = dict(params)
+
+    def _list(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        self.listings += 1
+        request = self._pending.pop(id(model), {})
+        bucket = str(request.get("Bucket") or "")
+        prefix = str(request.get("Prefix") or "")
+        token = str(request.get("ContinuationToken") or "")
+        limit = min(int(request.get("MaxKeys") or PAGE), PAGE)
+        keys = sorted(k for k in self.objects.get(bucket, {}) if k.startswith(prefix) and k > token)
+        page, rest = keys[:limit], keys[limit:]
+        body: dict[str, Any] = {
+            "Name": bucket,
+            "Prefix": prefix,
+            "KeyCount": len(page),
+            "MaxKeys": limit,
+            "IsTruncated": bool(rest),
+            "Contents": [
+                {"Key": key, "LastModified": self.objects[bucket][key], "Size": 1, "StorageClass": "STANDARD"}
+                for key in page
+            ],
+            "ResponseMetadata": {"HTTPStatusCode": 200, "RequestId": "fake"},
+        }
+        if rest:
+            body["NextContinuationToken"] = page[-1]
+        return AWSResponse("https://s3.fake", 200, HTTPHeaders(), None), body

@@ -1,0 +1,166 @@
+"""Auto-resume's evidence readers: the hosts' log tails (moto CloudWatch Logs) and checkpoint progress (moto
+S3); the calls they make match their IAM_ACTIONS; what cannot be read is reported, never raised."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from sagemaker_governance.adapters.checkpoints import CheckpointStore, split_s3_uri
+from sagemaker_governance.adapters.training_logs import TRAINING_LOG_GROUP, TrainingLogTails
+from tests.adapters.conftest import CallRecorder
+
+JOB = "llm-pretrain-7"
+T = int(datetime(2026, 11, 21, 12, 0, tzinfo=UTC).timestamp() * 1000)
+
+
+def write(client: Any, stream: str, lines: list[str], start_ms: int) -> None:
+    client.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
+    client.put_log_events(
+        logGroupName=TRAINING_LOG_GROUP,
+        logStreamName=stream,
+        logEvents=[{"timestamp": start_ms + i * 1000, "message": line} for i, line in enumerate(lines)],
+    )
+
+
+@pytest.fixture
+def logs(aws: None) -> Any:
+    client = boto3.client("logs", region_name="us-east-1")
+    client.create_log_group(logGroupName=TRAINING_LOG_GROUP)
+    return client
+
+
+def test_the_last_lines_of_each_host_are_read_failing_host_first(logs: Any) -> None:
+    # Given two hosts: algo-2 stopped writing 10 minutes before algo-1, and an older stream of algo-1
+    write(logs, f"{JOB}/algo-1-1700000000", ["old container"], T - 3_600_000)
+    write(
+        logs,
+        f"{JOB}/algo-1-1700009000",
+        [f"step {i}" for i in range(300)] + ["Watchdog caught collective operation timeout"],
+        T,
+    )
+    write(
+        logs,
+        f"{JOB}/algo-2-1700009000",
+        ["step 0", "RuntimeError: CUDA error: uncorrectable ECC error encountered"],
+        T - 600_000,
+    )
+    write(logs, "other-job/algo-1-1700009000", ["not ours"], T)
+    recorder = CallRecorder().attach(logs)
+    # When the tails are read, 200 lines per host
+    evidence = TrainingLogTails(logs).tails(JOB, lines=200, hosts=8)
+    # Then the failing host comes first, each host's latest stream's last 200 lines, oldest first
+    assert evidence.logs_read and [h.host for h in evidence.hosts] == ["algo-2", "algo-1"]
+    algo2, algo1 = evidence.hosts
+    assert algo2.lines[-1].text.startswith("RuntimeError: CUDA error")
+    assert (
+        len(algo1.lines) == 200
+        and algo1.lines[-1].text.startswith("Watchdog")
+        and algo1.lines[0].text == "step 101"
+    )
+    assert algo1.lines[-1].at == datetime.fromtimestamp((T + 300_000) / 1000, tz=UTC)
+    assert "old container" not in {line.text for line in algo1.lines}
+    assert recorder.actions <= TrainingLogTails.IAM_ACTIONS
+
+
+def test_only_the_first_hosts_are_read_and_the_evidence_says_so(logs: Any) -> None:
+    for n in range(1, 5):
+        write(logs, f"{JOB}/algo-{n}-1700009000", [f"line of {n}"], T + n * 1000)
+    evidence = TrainingLogTails(logs).tails(JOB, lines=10, hosts=2)
+    assert [h.host for h in evidence.hosts] == ["algo-1", "algo-2"] and evidence.hosts_total == 4
+    assert any("read 2 of 4 hosts" in note for note in evidence.notes)
+
+
+def test_no_log_group_or_no_stream_is_reported_not_raised(aws: None) -> None:
+    client = boto3.client("logs", region_name="us-east-1")
+    missing = TrainingLogTails(client).tails(JOB, lines=10, hosts=2)
+    assert not missing.logs_read and "DescribeLogStreams failed" in missing.notes[0]
+    client.create_log_group(logGroupName=TRAINING_LOG_GROUP)
+    empty = TrainingLogTails(client).tails(JOB, lines=10, hosts=2)
+    assert not empty.logs_read and "no log stream" in empty.notes[0]
+
+
+def test_a_throttled_stream_read_is_a_note_and_the_other_hosts_are_still_read() -> None:
+    client = boto3.client("logs", region_name="us-east-1")
+    stubber = Stubber(client)
+    streams = [
+        {"logStreamName": f"{JOB}/algo-1-1700009000", "creationTime": 1, "lastEventTimestamp": T},
+        {"logStreamName": f"{JOB}/algo-2-1700009000", "creationTime": 1, "lastEventTimestamp": T - 1},
+    ]
+    stubber.add_response(
+        "describe_log_streams",
+        {"logStreams": streams},
+        {"logGroupName": TRAINING_LOG_GROUP, "logStreamNamePrefix": f"{JOB}/"},
+    )
+    stubber.add_client_error("get_log_events", "ThrottlingException", http_status_code=400)
+    stubber.add_response(
+        "get_log_events",
+        {"events": [{"timestamp": T, "message": "step 5"}], "nextBackwardToken": "b/1", "nextForwardToken": "f/1"},
+        {
+            "logGroupName": TRAINING_LOG_GROUP,
+            "logStreamName": f"{JOB}/algo-1-1700009000",
+            "startFromHead": False,
+            "limit": 50,
+        },
+    )
+    stubber.add_response(
+        "get_log_events",
+        {"events": [], "nextBackwardToken": "b/1", "nextForwardToken": "f/1"},
+        {
+            "logGroupName": TRAINING_LOG_GROUP,
+            "logStreamName": f"{JOB}/algo-1-1700009000",
+            "startFromHead": False,
+            "limit": 49,
+            "nextToken": "b/1",
+        },
+    )
+    with stubber:
+        evidence = TrainingLogTails(client).tails(JOB, lines=50, hosts=8)
+    assert [h.host for h in evidence.hosts] == ["algo-1"] and evidence.logs_read
+    assert evidence.notes == ("algo-2: GetLogEvents failed (ThrottlingException)",)
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def s3(aws: None) -> Any:
+    client = boto3.client("s3", region_name="us-east-1")
+    client.create_bucket(Bucket="acme-ckpt-us")
+    for key in ("llm/step-100.pt", "llm/step-200.pt", "other/step-1.pt"):
+        client.put_object(Bucket="acme-ckpt-us", Key=key, Body=b"x")
+    return client
+
+
+def test_objects_written_since_the_attempt_started_are_counted_under_the_prefix(s3: Any) -> None:
+    store = CheckpointStore(s3, "acme-ckpt-*")
+    recorder = CallRecorder().attach(s3)
+    # moto stamps objects with the real time: one start before it, one after
+    before = store.progress("s3://acme-ckpt-us/llm/", datetime.now(UTC) - timedelta(hours=1))
+    after = store.progress("s3://acme-ckpt-us/llm/", datetime.now(UTC) + timedelta(hours=1))
+    assert (before.checked, before.written, before.total) == (True, 2, 2)
+    assert (after.checked, after.written, after.total) == (True, 0, 2)
+    assert recorder.actions == {"s3:ListObjectsV2"}  # authorized by s3:ListBucket (IAM_ACTIONS)
+
+
+def test_a_bucket_outside_the_pattern_is_not_listed(s3: Any) -> None:
+    recorder = CallRecorder().attach(s3)
+    progress = CheckpointStore(s3, "acme-ckpt-*").progress("s3://someone-else/llm/", datetime.now(UTC))
+    assert not progress.checked and not progress.in_scope and not recorder.actions
+
+
+def test_a_listing_that_fails_is_unreadable_not_raised(s3: Any) -> None:
+    progress = CheckpointStore(s3, "acme-ckpt-*").progress("s3://acme-ckpt-gone/llm/", datetime.now(UTC))
+    assert progress.unreadable and "NoSuchBucket" in (progress.note or "")
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [("s3://b/p/q/", ("b", "p/q/")), ("s3://b", ("b", "")), ("file:///x", None), ("s3:///x", None)],
+)
+def test_s3_uris_split_into_bucket_and_prefix(uri: str, expected: tuple[str, str] | None) -> None:
+    assert split_s3_uri(uri) == expected

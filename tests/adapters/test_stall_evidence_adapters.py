@@ -1,0 +1,117 @@
+"""The stall judge's readers against moto (request shapes, paging, error translation)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
+from sagemaker_governance.adapters.training_logs import LOG_GROUP, LogsUnavailable, TrainingLogs
+from sagemaker_governance.domain.stall_judge import MetricRead
+from tests.adapters.conftest import CallRecorder
+
+NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # moto's CloudWatch keeps recent datapoints only
+
+
+def _millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+@pytest.fixture
+def logs(aws: None) -> Any:
+    client = boto3.client("logs", region_name="us-east-1")
+    client.create_log_group(logGroupName=LOG_GROUP)
+    return client
+
+
+def test_a_line_in_the_window_of_the_jobs_own_streams_is_found(logs: Any) -> None:
+    # Given two streams of job-1 (an old line, a recent one) and a busy stream of job-10
+    for stream in ("job-1/algo-1-1700000000", "job-1/algo-2-1700000000", "job-10/algo-1-1700000000"):
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+    at = NOW - timedelta(minutes=5)
+    logs.put_log_events(
+        logGroupName=LOG_GROUP,
+        logStreamName="job-1/algo-2-1700000000",
+        logEvents=[
+            {"timestamp": _millis(NOW - timedelta(hours=2)), "message": "epoch 1"},
+            {"timestamp": _millis(at), "message": "step 90"},
+        ],
+    )
+    logs.put_log_events(
+        logGroupName=LOG_GROUP,
+        logStreamName="job-10/algo-1-1700000000",
+        logEvents=[{"timestamp": _millis(at), "message": "x"}],
+    )
+    recorder = CallRecorder().attach(logs)
+    reader = TrainingLogs(logs)
+    # When the window covers the recent line
+    found = reader.activity("job-1", NOW - timedelta(minutes=30), NOW)
+    # Then it is found, in job-1's stream; another job's streams never count
+    assert found.streams == 2 and found.line_stream == "job-1/algo-2-1700000000"
+    assert found.line_at == at
+    quiet = reader.activity("job-1", NOW - timedelta(minutes=4), NOW)
+    assert quiet.streams == 2 and quiet.line_at is None and not quiet.truncated
+    assert recorder.actions == TrainingLogs.IAM_ACTIONS
+
+
+def test_no_stream_at_all_is_reported_not_read_as_silence(logs: Any) -> None:
+    assert TrainingLogs(logs).activity("job-2", NOW - timedelta(minutes=30), NOW).streams == 0
+
+
+def test_an_unreadable_log_group_raises(aws: None) -> None:
+    client = boto3.client("logs", region_name="us-east-1")  # no log group
+    with pytest.raises(LogsUnavailable, match="ResourceNotFoundException"):
+        TrainingLogs(client).activity("job-1", NOW - timedelta(minutes=30), NOW)
+
+
+def test_empty_pages_with_a_token_are_followed_and_a_cut_short_search_says_so() -> None:
+    client = boto3.client("logs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(client)
+    stubber.add_response("describe_log_streams", {"logStreams": [{"logStreamName": "job-1/algo-1-1"}]})
+    for _ in range(10):
+        stubber.add_response("filter_log_events", {"events": [], "nextToken": "more"})
+    with stubber:
+        found = TrainingLogs(client).activity("job-1", NOW - timedelta(minutes=30), NOW)
+    assert found.truncated and found.line_at is None
+
+
+def test_metric_series_are_read_oldest_first_and_failures_are_reported(aws: None) -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    dims = [{"Name": "Host", "Value": "job-1/algo-1"}]
+    for minute, value in ((3, 10.0), (2, 20.0), (1, 30.0)):
+        cloudwatch.put_metric_data(
+            Namespace="/aws/sagemaker/TrainingJobs",
+            MetricData=[
+                {
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": dims,
+                    "Value": value,
+                    "Timestamp": NOW - timedelta(minutes=minute),
+                }
+            ],
+        )
+    recorder = CallRecorder().attach(cloudwatch)
+    queries = [
+        MetricRead("cpu", "CPUUtilization", (("Host", "job-1/algo-1"),), "Average"),
+        MetricRead("loss", "loss", (("TrainingJobName", "job-1"),), "SampleCount"),
+    ]
+    result = CloudWatchMetricData(cloudwatch).read(
+        queries, NOW - timedelta(minutes=10), NOW + timedelta(minutes=1)
+    )
+    assert result.values["cpu"] == (10.0, 20.0, 30.0)
+    assert result.values["loss"] == ()
+    assert result.errors == ()
+    # CloudWatch signs as `monitoring`; its IAM prefix is `cloudwatch`
+    assert {a.replace("monitoring:", "cloudwatch:") for a in recorder.actions} == CloudWatchMetricData.IAM_ACTIONS
+
+    stubbed = boto3.client("cloudwatch", region_name="us-east-1")
+    stubber = Stubber(stubbed)
+    stubber.add_client_error("get_metric_data", service_error_code="Throttling", http_status_code=400)
+    with stubber:
+        failed = CloudWatchMetricData(stubbed).read(queries, NOW - timedelta(minutes=10), NOW)
+    assert failed.values == {"cpu": None, "loss": None}
+    assert "Throttling" in failed.errors[0]

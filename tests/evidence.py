@@ -1,0 +1,78 @@
+"""What a job's hosts, metrics and logs say, for tests of the stall judge through the real handlers.
+
+``JobSignals`` answers the stopper's ``GetMetricData`` with flat one-minute series per (metric, host or
+job) and gives the job a log stream in moto's CloudWatch Logs (with lines where the test says). It sits
+as the CloudWatch double's ``GetMetricData``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+
+class JobSignals:
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self.values: dict[tuple[str, str], float] = {}
+        self.reads = 0
+
+    def attach(self, fake_cloudwatch: Any) -> JobSignals:
+        """Answer the CloudWatch double's ``GetMetricData`` (it counts the calls)."""
+        fake_cloudwatch._op_GetMetricData = self._answer
+        return self
+
+    def set(self, metric: str, dimension_value: str, value: float) -> None:
+        self.values[(metric, dimension_value)] = value
+
+    def idle(self, job: str, hosts: int = 1) -> None:
+        """GPUs at 0 and CPUs at 0.03 busy vCPUs on every host: a stalled job's telemetry."""
+        for n in range(1, hosts + 1):
+            host = f"{job}/algo-{n}"
+            for metric, value in (
+                ("GPUUtilization", 0.0),
+                ("GPUMemoryUtilization", 30.0),
+                ("CPUUtilization", 3.0),
+                ("MemoryUtilization", 20.0),
+            ):
+                self.set(metric, host, value)
+
+    def _answer(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.reads += 1
+        start, end = params["StartTime"], params["EndTime"]
+        minutes = int((end - start).total_seconds() // 60)
+        results = []
+        for query in params["MetricDataQueries"]:
+            metric = query["MetricStat"]["Metric"]
+            value = self.values.get((metric["MetricName"], metric["Dimensions"][0]["Value"]))
+            stamps = [] if value is None else [start + timedelta(minutes=m) for m in range(minutes)]
+            results.append(
+                {
+                    "Id": query["Id"],
+                    "Timestamps": stamps,
+                    "Values": [value] * len(stamps),
+                    "StatusCode": "Complete",
+                }
+            )
+        return {"MetricDataResults": results, "Messages": []}
+
+
+def log_stream(job: str, host: int = 1, lines_at: tuple[datetime, ...] = ()) -> None:
+    """The job's stream in moto's CloudWatch Logs (created with the group if needed), with these lines."""
+    import boto3
+
+    logs = boto3.client("logs", region_name="us-east-1")
+    if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
+        logs.create_log_group(logGroupName=LOG_GROUP)
+    stream = f"{job}/algo-{host}-1763719200"
+    if not logs.describe_log_streams(logGroupName=LOG_GROUP, logStreamNamePrefix=stream)["logStreams"]:
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+    if lines_at:
+        logs.put_log_events(
+            logGroupName=LOG_GROUP,
+            logStreamName=stream,
+            logEvents=[{"timestamp": int(t.timestamp() * 1000), "message": "step"} for t in lines_at],
+        )

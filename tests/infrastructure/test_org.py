@@ -1,0 +1,150 @@
+"""Across an organization: the StackSet template (org/stackset.yaml) and the member template it deploys
+(template.yaml, expanded from SAM by `smgov org member-template`) lint clean and say what a service-managed
+StackSet needs: no transform, code read in each member's own region, auto-deployment to OUs, a delegated
+administrator, per-OU parameters that exist in the member template."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smgov.org_member import BUCKET_PARAMETER, code_keys
+from smgov.simulation.template import load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKSET = ROOT / "org" / "stackset.yaml"
+REGIONS = ["us-east-1", "eu-west-1"]
+
+
+def packaged_text() -> str:
+    """template.yaml as `sam package` leaves it: code locations are s3:// URIs."""
+    text = (ROOT / "template.yaml").read_text()
+    text = text.replace("CodeUri: src/functions/", "CodeUri: s3://artifacts-us-east-1/0123abcd")
+    return text.replace("ContentUri: layers/dependencies/", "ContentUri: s3://artifacts-us-east-1/4567ef01")
+
+
+def member_template_cli(packaged: Path, output: Path) -> subprocess.CompletedProcess[str]:
+    """`smgov org member-template` in its own process, as a platform team runs it: the SAM translator
+    leaves process-wide state behind that perturbs other tests' Hypothesis strategies."""
+    command = [sys.executable, "-m", "smgov.cli.main", "org", "member-template", str(packaged), "-o", str(output)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("org")
+    (folder / "packaged.yaml").write_text(packaged_text())
+    result = member_template_cli(folder / "packaged.yaml", folder / "member.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0123abcd", "4567ef01"]  # the keys every regional bucket must hold
+    expanded: dict[str, Any] = json.loads((folder / "member.json").read_text())
+    return expanded
+
+
+@pytest.fixture(scope="module")
+def stackset() -> dict[str, Any]:
+    return load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
+
+
+def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint as `make validate` runs it, in its own process (its rule state stays out of other tests)."""
+    command = [str(Path(sys.executable).parent / "cfn-lint"), "--regions", *REGIONS, "--", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_the_stackset_template_lints_clean() -> None:
+    result = cfn_lint(STACKSET)
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_the_member_template_is_plain_cloudformation_and_lints_clean(
+    member: dict[str, Any], tmp_path: Path
+) -> None:
+    # Service-managed StackSets refuse macros, AWS::Serverless included (CreateStackSet, Capabilities)
+    assert "Transform" not in member
+    assert not [k for k, v in member["Resources"].items() if v["Type"].startswith("AWS::Serverless::")]
+    (tmp_path / "member.json").write_text(json.dumps(member))
+    result = cfn_lint(tmp_path / "member.json")
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_member_code_is_read_from_the_members_region(member: dict[str, Any]) -> None:
+    code = [
+        v["Properties"].get("Code") or v["Properties"].get("Content")
+        for v in member["Resources"].values()
+        if v["Type"] in {"AWS::Lambda::Function", "AWS::Lambda::LayerVersion"}
+    ]
+    assert len(code) == 4  # three functions and the layer
+    assert all(c["S3Bucket"] == {"Fn::Sub": "${ArtifactBucketPrefix}-${AWS::Region}"} for c in code)
+    assert code_keys(member) == ["0123abcd", "4567ef01"]
+    assert BUCKET_PARAMETER in member["Parameters"]
+
+
+def test_the_member_keeps_the_governance_stack(member: dict[str, Any]) -> None:
+    # the same template.yaml: every parameter, the version doctor compares, every non-SAM resource
+    source = load_template()
+    assert set(source["Parameters"]) | {BUCKET_PARAMETER} == set(member["Parameters"])
+    assert (
+        member["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"]
+        == (source["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"])
+    )
+    plain = {k for k, v in source["Resources"].items() if not v["Type"].startswith("AWS::Serverless::")}
+    assert plain <= set(member["Resources"])
+
+
+def test_service_managed_auto_deployed_delegated_admin(stackset: dict[str, Any]) -> None:
+    assert stackset["PermissionModel"] == "SERVICE_MANAGED"
+    assert stackset["AutoDeployment"] == {"Enabled": True, "RetainStacksOnAccountRemoval": False}
+    spec = load_template(STACKSET)["Parameters"]["CallAs"]
+    assert set(spec["AllowedValues"]) == {"SELF", "DELEGATED_ADMIN"}
+    assert stackset["Capabilities"] == ["CAPABILITY_IAM"]
+
+
+def test_stackset_and_per_ou_parameters_exist_in_the_member(
+    stackset: dict[str, Any], member: dict[str, Any]
+) -> None:
+    passed = {p["ParameterKey"] for p in stackset["Parameters"]}
+    assert passed <= set(member["Parameters"])
+    overrides = {
+        o["ParameterKey"]
+        for group in stackset["StackInstancesGroup"]
+        for o in group["Fn::If"][1]["ParameterOverrides"]
+    }
+    # an override must name a parameter the StackSet itself sets
+    assert overrides and overrides <= passed
+    modes = {
+        o["ParameterValue"] for g in stackset["StackInstancesGroup"] for o in g["Fn::If"][1]["ParameterOverrides"]
+    }
+    assert modes <= set(load_template()["Parameters"]["GovernanceMode"]["AllowedValues"])
+
+
+def test_cli_refuses_an_unpackaged_template(tmp_path: Path) -> None:
+    # its local code paths would mean nothing in a member account
+    result = member_template_cli(ROOT / "template.yaml", tmp_path / "x.json")
+    assert result.returncode == 2 and "not a `sam package` output" in result.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str, Any]) -> None:
+    # smgov doctor compares each deployed role with contracted_actions: it must be what SAM really builds
+    # (the adapters' actions, the basic execution role's log writes, the on-failure destination's grant)
+    from smgov.doctor.iam import LAMBDA_BASIC_EXECUTION, contracted_actions
+
+    source = load_template()
+    for function in ("JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction"):
+        role = member["Resources"][f"{function}Role"]["Properties"]
+        granted: set[str] = set()
+        for policy in role.get("Policies", []):
+            for raw in policy["PolicyDocument"]["Statement"]:
+                statement = raw["Fn::If"][1] if "Fn::If" in raw else raw
+                granted |= set(
+                    statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                )
+        assert any(arn.endswith("/AWSLambdaBasicExecutionRole") for arn in role["ManagedPolicyArns"])
+        granted |= LAMBDA_BASIC_EXECUTION
+        assert granted == contracted_actions(function, True, source["Resources"][function]), function

@@ -1,0 +1,166 @@
+"""The stall judge at the StopReview seam, with in-memory fakes of its two readers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.guards.base import AlarmNaming, GuardVerdict, Notice, Verdict
+from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
+from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.stall_judge import JudgeCode, LogEvidence, MetricRead, MetricReadResult
+from sagemaker_governance.service.stall_judge import StallJudge
+from tests.builders import job
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
+
+
+class Metrics:
+    """GetMetricData as a table: (metric, dimension value) -> one value a minute; or a failure."""
+
+    def __init__(self, values: dict[tuple[str, str], float], *, error: str | None = None) -> None:
+        self.values, self.error = values, error
+        self.calls: list[tuple[Sequence[MetricRead], datetime, datetime]] = []
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        self.calls.append((queries, start, end))
+        if self.error:
+            return MetricReadResult({q.id: None for q in queries}, (self.error,))
+        minutes = int((end - start).total_seconds() // 60)
+        out: dict[str, tuple[float, ...] | None] = {}
+        for q in queries:
+            value = self.values.get((q.metric, q.dimensions[0][1]))
+            out[q.id] = () if value is None else (value,) * minutes
+        return MetricReadResult(out, ())
+
+
+class Logs:
+    def __init__(self, evidence: LogEvidence | None = None, *, fails: bool = False) -> None:
+        self.evidence = evidence or LogEvidence(streams=1)
+        self.fails = fails
+        self.calls: list[tuple[str, datetime, datetime]] = []
+
+    def activity(self, job_name: str, start: datetime, end: datetime) -> LogEvidence:
+        self.calls.append((job_name, start, end))
+        if self.fails:
+            raise AdapterError("the job's log streams could not be read (ThrottlingException)")
+        return self.evidence
+
+
+def training(started: datetime, **overrides: Any) -> Any:
+    millis = str(int(started.timestamp() * 1000))
+    return job(
+        SecondaryStatus="Training",
+        TrainingStartTime=millis,
+        SecondaryStatusTransitions=[{"Status": "Training", "StartTime": millis}],
+        **overrides,
+    )
+
+
+IDLE_HOST = {("GPUUtilization", "job-1/algo-1"): 0.0, ("CPUUtilization", "job-1/algo-1"): 4.0}
+
+
+def review(
+    guard: Any,
+    role: str,
+    metrics: Metrics,
+    logs: Logs,
+    *,
+    j: Any = None,
+    mode: Mode = Mode.ENFORCE,
+    policy: Policy | None = None,
+) -> GuardVerdict:
+    j = j or training(NOW - timedelta(hours=2))
+    policy = policy or Policy(mode=mode, judge={"enabled": True})
+    notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence={"threshold": 1.0})
+    verdict = guard.judge(role, notice, guard.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, logs).review(guard, role, notice, verdict, policy)
+
+
+def test_an_idle_stop_is_confirmed_with_the_evidence_when_every_signal_is_quiet() -> None:
+    metrics, logs = Metrics(IDLE_HOST), Logs()
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, logs)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    judged = verdict.decision.evidence["judge"]
+    assert judged["hosts"]["job-1/algo-1"]["busy_vcpus"] == 0.04 and judged["window"]["minutes"] == 30
+    # Then it read the 30-minute window: four series per host, the job's streams
+    queries, start, end = metrics.calls[0]
+    assert {q.metric for q in queries} == {
+        "GPUUtilization",
+        "GPUMemoryUtilization",
+        "CPUUtilization",
+        "MemoryUtilization",
+    }
+    assert (start, end) == (NOW - timedelta(minutes=30), NOW) and logs.calls == [("job-1", start, end)]
+
+
+def test_a_cpu_phase_vetoes_the_idle_stop_and_resets_the_alarm() -> None:
+    busy_cpu = {**IDLE_HOST, ("CPUUtilization", "job-1/algo-1"): 180.0}
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(busy_cpu), Logs())
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.CPU_BUSY
+    assert verdict.decision.action is Action.NONE and verdict.reset == ("gov-idle-job-1",)
+    assert verdict.decision.evidence["guard_verdict"] == IdleCode.STOP
+
+
+def test_a_throttled_read_is_insufficient_evidence_never_a_stop_also_in_audit_mode() -> None:
+    for mode in (Mode.ENFORCE, Mode.AUDIT):
+        verdict = review(
+            IDLE,
+            IdleRole.NOTIFYING,
+            Metrics(IDLE_HOST, error="GetMetricData failed (Throttling)"),
+            Logs(),
+            mode=mode,
+        )
+        assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.INSUFFICIENT
+        assert "GetMetricData failed (Throttling)" in verdict.decision.evidence["judge"]["missing"]
+    failed_logs = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(fails=True))
+    assert failed_logs.decision.code == JudgeCode.INSUFFICIENT
+
+
+def test_audit_mode_records_what_enforce_would_do_with_the_evidence() -> None:
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), mode=Mode.AUDIT)
+    assert verdict.stops and not verdict.decision.acts and "judge" in verdict.decision.evidence
+
+
+def progress_job() -> Any:
+    return training(
+        NOW - timedelta(hours=3),
+        AlgorithmSpecification={
+            "TrainingImage": "img:1",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [
+                {"Name": "loss", "Regex": "loss=(\\S+)"},
+                {"Name": "eval_acc", "Regex": "acc=(\\S+)"},
+            ],
+        },
+    )
+
+
+def test_a_hang_at_busy_gpus_is_confirmed_and_any_defined_metric_vetoes_it() -> None:
+    pinned = {("GPUUtilization", "job-1/algo-1"): 100.0, ("CPUUtilization", "job-1/algo-1"): 300.0}
+    confirmed = review(PROGRESS, ProgressRole.STALL, Metrics(pinned), Logs(), j=progress_job())
+    assert confirmed.verdict is Verdict.STOP and confirmed.decision.code == ProgressCode.STOP
+    evaluating = review(
+        PROGRESS, ProgressRole.STALL, Metrics({**pinned, ("eval_acc", "job-1"): 1.0}), Logs(), j=progress_job()
+    )
+    assert evaluating.decision.code == JudgeCode.METRIC_PROGRESS
+    assert evaluating.reset == ("gov-idle-job-1.progress",)
+    line = LogEvidence(streams=1, line_at=NOW - timedelta(minutes=2), line_stream="job-1/algo-1-1")
+    logging = review(PROGRESS, ProgressRole.STALL, Metrics(pinned), Logs(line), j=progress_job())
+    assert logging.decision.code == JudgeCode.LOGS_ACTIVE
+
+
+def test_the_judge_can_be_switched_off_by_the_policy() -> None:
+    metrics = Metrics(IDLE_HOST)
+    verdict = review(
+        IDLE, IdleRole.NOTIFYING, metrics, Logs(), policy=Policy(mode=Mode.ENFORCE, judge={"enabled": False})
+    )
+    assert verdict.verdict is Verdict.STOP and "judge" not in verdict.decision.evidence and metrics.calls == []

@@ -1,0 +1,111 @@
+"""Simulated jobs write their checkpoints where S3 lists them (virtual times), and auto-resume reads the
+listing: a failed attempt that wrote a checkpoint is resumed, one that wrote none is not."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from smgov.simulation.engine.simulation import Simulation
+from smgov.simulation.scenario import Scenario, builtin_scenario
+
+TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
+FAULT = "AlgorithmError: ExecuteUserScriptError: RuntimeError: CUDA error: uncorrectable ECC error encountered"
+
+
+def scenario(*jobs: dict[str, Any], pattern: str = "sim-checkpoints") -> Scenario:
+    parameters = {"GovernanceMode": "enforce", "CheckpointBucketPattern": pattern, "ResumeMinTrainingHours": "1"}
+    return Scenario.model_validate({"name": "test", "parameters": parameters, "jobs": jobs})
+
+
+def job(name: str, **script: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "instance_type": "ml.g5.12xlarge",
+        "instance_count": 1,
+        "price_per_hour": 10,
+        "tags": TAGS,
+        "script": {"train_hours": 6, "failure_reason": FAULT, **script},
+    }
+
+
+def resume_codes(simulation: Simulation, name: str) -> list[str]:
+    audit = simulation.account.audit
+    assert audit is not None
+    return [r.code for r in audit.records if r.rule == "auto-resume" and r.job_name == name]
+
+
+def test_checkpoints_are_written_at_their_cadence_with_virtual_times() -> None:
+    # Given a job that trains 2 hours, checkpointing every 30 minutes (not governed)
+    simulation = Simulation(scenario(job("ckpt", train_hours=2)), governed=False)
+    run = simulation.run().jobs["ckpt"]
+    # Then 4 objects exist, written 30 training minutes apart (Starting 4 + Downloading 3 before training)
+    objects = simulation.checkpoint_objects.objects["sim-checkpoints"]
+    assert sorted(objects) == [f"ckpt/step-{m:07d}.pt" for m in (30, 60, 90, 120)]
+    start = simulation.clock.at(7)
+    assert [objects[k] - start for k in sorted(objects)] == [timedelta(minutes=m) for m in (30, 60, 90, 120)]
+    assert run.final_status == "Completed"
+
+
+def test_a_failed_attempt_with_a_new_checkpoint_is_resumed_and_one_without_is_not() -> None:
+    # Given two jobs failing with a GPU fault after 2.5 h: one checkpoints every 30 min, one every 4 h
+    simulation = Simulation(
+        scenario(
+            job("writes", fail_after_hours=2.5),
+            job("writes-none", fail_after_hours=2.5, checkpoint_every_minutes=240),
+        )
+    )
+    simulation.run()
+    # Then the first is resumed from its checkpoint, the second is not (a clone would redo the work)
+    assert resume_codes(simulation, "writes")[0] == "resume.clone.transient"
+    assert resume_codes(simulation, "writes-none") == ["resume.skip.no-checkpoint-progress"]
+    assert simulation.checkpoint_objects.listings >= 2
+
+
+def test_without_a_checkpoint_bucket_pattern_nothing_is_listed() -> None:
+    simulation = Simulation(
+        scenario(job("writes-none", fail_after_hours=2.5, checkpoint_every_minutes=240), pattern="")
+    )
+    simulation.run()
+    assert resume_codes(simulation, "writes-none")[0] == "resume.clone.transient"
+    assert simulation.checkpoint_objects.listings == 0
+
+
+# ---- the failure-classes scenario: the issue's targets ------------------------------------------------
+
+EXPECTED = {  # job -> (class, resumed)
+    "gpu-ecc-fault": ("hardware", True),
+    "gpu-fell-off-the-bus": ("hardware", True),
+    "nccl-remote-error": ("interconnect", True),
+    "cuda-out-of-memory": ("user-code", False),
+    "shape-mismatch": ("user-code", False),
+    "nccl-misuse": ("user-code", False),
+    "unexplained-crash": ("unknown", False),
+    "failed-before-any-checkpoint": ("hardware", False),
+}
+
+
+def test_failure_classes_every_fault_resumed_and_completed_no_code_bug_resumed() -> None:
+    # Given the built-in failure-classes scenario (one job per class)
+    simulation = Simulation(builtin_scenario("failure-classes"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = {}
+    for record in audit.records:
+        if record.rule == "auto-resume" and record.job_name in EXPECTED and record.job_name not in first:
+            first[record.job_name] = record
+    # Then each failure is classified as expected: every hardware/interconnect fault with progress is
+    # resumed and its work completes (100%); no code bug or unknown failure is resumed (0%)
+    assert set(first) == set(EXPECTED)
+    for name, (failure_class, resumed) in EXPECTED.items():
+        record = first[name]
+        assert record.evidence["diagnosis"]["class"] == failure_class, name
+        assert (record.action == "clone") == resumed, (name, record.code)
+    assert first["failed-before-any-checkpoint"].code == "resume.skip.no-checkpoint-progress"
+    clones = {r["TrainingJobName"]: r for r in simulation.fake.created}
+    for name, (_, resumed) in EXPECTED.items():
+        clone = f"{name}-r1"
+        assert (clone in clones) == resumed, name
+        if resumed:
+            assert result.jobs[clone].final_status == "Completed", name

@@ -1,0 +1,183 @@
+"""The stall judge over evidence (pure): stop only when every signal agrees; missing data never stops."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from sagemaker_governance.domain.stall_judge import (
+    CPU,
+    GPU,
+    GPU_MEMORY,
+    MEMORY,
+    Evidence,
+    HostEvidence,
+    JudgeCode,
+    JudgePolicy,
+    LogEvidence,
+    StallKind,
+    judge,
+    window_start,
+)
+
+END = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+START = END - timedelta(minutes=30)
+POLICY = JudgePolicy()
+THRESHOLD = 8.0  # 1 % per GPU x 8 GPUs
+
+
+def host(
+    n: int = 1,
+    *,
+    gpu: float = 0.0,
+    cpu: float = 5.0,
+    minutes: int = 30,
+    series: dict[str, tuple[float, ...] | None] | None = None,
+) -> HostEvidence:
+    values: dict[str, tuple[float, ...] | None] = {
+        GPU: (gpu,) * minutes,
+        GPU_MEMORY: (40.0,) * minutes,
+        CPU: (cpu,) * minutes,
+        MEMORY: (30.0,) * minutes,
+    }
+    values.update(series or {})
+    return HostEvidence(host=f"job-1/algo-{n}", series=values)
+
+
+def evidence(*hosts: HostEvidence, logs: LogEvidence | None = None, **kw: object) -> Evidence:
+    return Evidence(
+        start=START,
+        end=END,
+        hosts=hosts or (host(),),
+        gpu_hosts=len(hosts or (1,)),
+        logs=logs if logs is not None else LogEvidence(streams=2),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_idle_is_confirmed_when_gpus_cpus_logs_and_metrics_are_all_quiet() -> None:
+    # Given GPUs at 0, CPUs at 0.05 busy vCPUs, no log line, no metric datapoint for 30 minutes
+    found = judge(StallKind.IDLE, evidence(metrics={"loss": 0}), POLICY, gpu_threshold=THRESHOLD)
+    # Then the stop is confirmed, with the evidence
+    assert found.confirmed and found.code is None
+    assert found.evidence["hosts"]["job-1/algo-1"]["busy_vcpus"] == 0.05
+    assert found.evidence["logs"]["streams"] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"cpu": 150.0}, JudgeCode.CPU_BUSY),  # a CPU phase: 1.5 busy vCPUs (download, tokenization, eval)
+        (
+            {"logs": LogEvidence(streams=1, line_at=END - timedelta(minutes=3), line_stream="job-1/algo-1-1")},
+            JudgeCode.LOGS_ACTIVE,
+        ),
+        ({"metrics": {"eval_loss": 1}}, JudgeCode.METRIC_PROGRESS),
+        ({"gpu": 80.0}, JudgeCode.GPU_BUSY),
+    ],
+)
+def test_any_sign_of_life_vetoes_an_idle_stop(change: dict[str, object], code: JudgeCode) -> None:
+    hosts = (host(1), host(2, gpu=float(change.get("gpu", 0.0)), cpu=float(change.get("cpu", 5.0))))  # type: ignore[arg-type]
+    found = judge(
+        StallKind.IDLE,
+        Evidence(
+            start=START,
+            end=END,
+            hosts=hosts,
+            gpu_hosts=2,
+            logs=change.get("logs", LogEvidence(streams=2)),  # type: ignore[arg-type]
+            metrics=change.get("metrics", {}),  # type: ignore[arg-type]
+        ),
+        POLICY,
+        gpu_threshold=THRESHOLD,
+    )
+    assert not found.confirmed and found.code is code
+
+
+def test_a_hang_at_busy_gpus_is_confirmed_when_metrics_and_logs_are_silent() -> None:
+    # Given GPUs pinned at 100 % and CPUs spinning (a deadlocked collective), no metric, no log line
+    found = judge(
+        StallKind.HANG, evidence(host(gpu=800.0, cpu=400.0), metrics={"loss": 0}), POLICY, gpu_threshold=None
+    )
+    assert found.confirmed
+
+
+def test_a_hang_is_vetoed_by_any_metric_the_job_defines_or_a_log_line() -> None:
+    by_metric = judge(StallKind.HANG, evidence(metrics={"loss": 0, "eval_acc": 2}), POLICY, gpu_threshold=None)
+    assert by_metric.code is JudgeCode.METRIC_PROGRESS
+    line = LogEvidence(streams=1, line_at=START + timedelta(minutes=1), line_stream="job-1/algo-1-1")
+    assert judge(StallKind.HANG, evidence(logs=line), POLICY, gpu_threshold=None).code is JudgeCode.LOGS_ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("kind", "build", "what"),
+    [
+        (
+            StallKind.IDLE,
+            lambda: evidence(missing=("GetMetricData failed (Throttling) for 4 series",)),
+            "Throttling",
+        ),
+        (
+            StallKind.HANG,
+            lambda: evidence(logs=None, missing=("logs unreadable (AccessDeniedException)",)),
+            "Access",
+        ),
+        (StallKind.HANG, lambda: evidence(logs=LogEvidence(streams=0)), "no log stream"),
+        (StallKind.HANG, lambda: evidence(logs=LogEvidence(streams=3, truncated=True)), "log search"),
+        (StallKind.IDLE, lambda: evidence(host(cpu=0.0, minutes=3)), "CPUUtilization of job-1/algo-1: 3 of 30"),
+        (StallKind.IDLE, lambda: evidence(host(series={CPU: None})), "GetMetricData"),
+    ],
+)
+def test_missing_or_bad_evidence_never_stops_and_says_what_was_missing(kind, build, what) -> None:  # type: ignore[no-untyped-def]
+    ev = build()
+    if ev.hosts[0].values(CPU) is None:  # an unread series comes with the read's error
+        ev = ev.model_copy(update={"missing": ("GetMetricData failed (InternalError) for 4 series",)})
+    found = judge(kind, ev, POLICY, gpu_threshold=THRESHOLD)
+    assert not found.confirmed and found.code is JudgeCode.INSUFFICIENT
+    assert any(what in m for m in found.evidence["missing"])
+
+
+def test_a_host_without_gpus_may_lack_gpu_data_in_a_heterogeneous_cluster() -> None:
+    cpu_host = host(2, series={GPU: (), GPU_MEMORY: ()})
+    ev = Evidence(start=START, end=END, hosts=(host(1), cpu_host), gpu_hosts=1, logs=LogEvidence(streams=2))
+    assert judge(StallKind.IDLE, ev, POLICY, gpu_threshold=THRESHOLD).confirmed
+    homogeneous = ev.model_copy(update={"gpu_hosts": 2})
+    assert judge(StallKind.IDLE, homogeneous, POLICY, gpu_threshold=THRESHOLD).code is JudgeCode.INSUFFICIENT
+
+
+def test_memory_series_are_recorded_never_decisive() -> None:
+    busy_memory = host(series={GPU_MEMORY: (95.0,) * 30, MEMORY: (90.0,) * 30})
+    found = judge(StallKind.IDLE, evidence(busy_memory), POLICY, gpu_threshold=THRESHOLD)
+    assert found.confirmed
+    assert found.evidence["hosts"]["job-1/algo-1"][GPU_MEMORY] == {"datapoints": 30, "mean": 95.0, "max": 95.0}
+
+
+def test_the_window_never_starts_before_training() -> None:
+    started = END - timedelta(minutes=10)
+    assert window_start(END, timedelta(minutes=30), started) == started
+    assert window_start(END, timedelta(minutes=30), None) == START
+
+
+def test_cpus_are_judged_per_vcpu_when_the_host_size_is_known() -> None:
+    # Given a 96-vCPU host: a stalled process leaves 3% per vCPU (2.9 busy vCPUs), a CPU phase 20%
+    stalled = host(cpu=288.0).model_copy(update={"vcpus": 96})
+    working = host(cpu=1920.0).model_copy(update={"vcpus": 96})
+    assert judge(StallKind.IDLE, evidence(stalled), POLICY, gpu_threshold=THRESHOLD).confirmed
+    busy = judge(StallKind.IDLE, evidence(working), POLICY, gpu_threshold=THRESHOLD)
+    assert busy.code is JudgeCode.CPU_BUSY
+    assert busy.evidence["hosts"]["job-1/algo-1"]["cpu_percent_per_vcpu"] == 20.0
+
+
+def test_vcpus_follow_the_instance_size() -> None:
+    from sagemaker_governance.domain.instances import vcpus
+
+    sizes = {
+        "ml.g5.xlarge": 4,
+        "ml.g5.12xlarge": 48,
+        "ml.p4d.24xlarge": 96,
+        "ml.p5.48xlarge": 192,
+        "ml.m5.large": 2,
+    }
+    assert {t: vcpus(t) for t in sizes} == sizes
+    assert vcpus("ml.t3.medium") is None and vcpus("nonsense") is None

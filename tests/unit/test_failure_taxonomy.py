@@ -1,0 +1,404 @@
+"""The failure taxonomy (data) and the classification of a failure's evidence (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_FAILURE, TAG_ROOT, TAG_STRIKES
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.failures import (
+    REQUIRED_CLASSES,
+    CheckpointProgress,
+    FailureEvidence,
+    HostLog,
+    LogLine,
+    Signature,
+    Taxonomy,
+    Verdict,
+    builtin_taxonomy,
+    classify,
+    host_of_stream,
+)
+from sagemaker_governance.domain.resume import CloneDecision, ResumeCode, ResumePolicy, decide_resume
+from tests.resume_builders import T0, TAGS, as_job, context, failed_description
+
+ALGORITHM_ERROR = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nCommand "/opt/conda/bin/torchrun train.py"'
+AT = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+NOW = T0 + timedelta(days=3)
+
+
+def host(name: str, *lines: str | tuple[str, datetime]) -> HostLog:
+    parsed = tuple(LogLine(line) if isinstance(line, str) else LogLine(line[0], line[1]) for line in lines)
+    return HostLog(host=name, stream=f"job/{name}-1700000000", lines=parsed)
+
+
+def evidence(*hosts: HostLog) -> FailureEvidence:
+    return FailureEvidence(hosts=hosts, logs_read=True, hosts_total=len(hosts))
+
+
+def diagnose(reason: str | None, *hosts: HostLog, taxonomy: Taxonomy | None = None):  # type: ignore[no-untyped-def]
+    return classify(reason, evidence(*hosts), taxonomy or builtin_taxonomy())
+
+
+# ---- the data ----------------------------------------------------------------------------------------
+
+
+def test_the_builtin_taxonomy_is_valid_and_every_signature_cites_its_source() -> None:
+    taxonomy = builtin_taxonomy()
+    assert set(taxonomy.classes) >= REQUIRED_CLASSES
+    assert all(signature.source and len(signature.source) > 20 for signature in taxonomy.signatures)
+    assert taxonomy.verdict("unknown") is Verdict.SKIP and taxonomy.verdict("user-code") is Verdict.SKIP
+    assert taxonomy.verdict("hardware") is Verdict.RESUME and taxonomy.verdict("interconnect") is Verdict.RESUME
+    # every class but unknown has a signature of its own
+    assert {s.failure_class for s in taxonomy.signatures} >= REQUIRED_CLASSES - {"unknown"}
+
+
+def test_a_taxonomy_without_a_required_class_or_with_a_dangling_signature_is_refused() -> None:
+    document = builtin_taxonomy().model_dump(mode="json")
+    broken = {**document, "classes": {k: v for k, v in document["classes"].items() if k != "unknown"}}
+    with pytest.raises(ValidationError, match="classes missing"):
+        Taxonomy.model_validate(broken)
+    dangling = {
+        **document,
+        "signatures": [*document["signatures"], {"id": "x", "class": "gremlins", "pattern": "x"}],
+    }
+    with pytest.raises(ValidationError, match="unknown class"):
+        Taxonomy.model_validate(dangling)
+
+
+@pytest.mark.parametrize(
+    ("line", "failure_class", "signature"),
+    [
+        ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "hardware", "cuda-ecc-uncorrectable"),
+        (
+            "NVRM: Xid (PCI:0000:53:00): 79, pid=1234, GPU has fallen off the bus.",
+            "hardware",
+            "gpu-fallen-off-bus",
+        ),
+        ("NVRM: Xid (PCI:0000:a8:00): 48, pid=991, An uncorrectable double bit error", "hardware", "xid-fatal"),
+        ("RuntimeError: CUDA error: unspecified launch failure", "hardware", "cuda-unspecified-launch-failure"),
+        (
+            "NET/OFI Request 0x7f completed with error. RC: 21. Error: 4 (Interrupted system call)",
+            "interconnect",
+            "efa-transport-error",
+        ),
+        (
+            "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5 ncclRemoteError",
+            "interconnect",
+            "nccl-remote-error",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "user-code",
+            "cuda-out-of-memory",
+        ),
+        (
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x512 and 256x10)",
+            "user-code",
+            "tensor-shape-mismatch",
+        ),
+        ("RuntimeError: expected scalar type Float but found Half", "user-code", "dtype-mismatch"),
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/opt/ml/input/data/train/x.bin'",
+            "user-code",
+            "missing-data",
+        ),
+        ("PermissionError: [Errno 13] Permission denied: '/opt/ml/model/x'", "user-code", "permission-denied"),
+        ("OSError: [Errno 28] No space left on device", "user-code", "disk-full"),
+        ("ValueError: too many values to unpack (expected 2)", "user-code", "python-exception"),
+    ],
+)
+def test_each_class_is_recognised_in_a_hosts_log(line: str, failure_class: str, signature: str) -> None:
+    diagnosis = diagnose(ALGORITHM_ERROR, host("algo-1", "step 100 loss 2.1", line))
+    assert (diagnosis.failure_class, diagnosis.signature) == (failure_class, signature)
+    assert diagnosis.host == "algo-1" and diagnosis.basis == "logs"
+    assert diagnosis.lines[0].host == "algo-1"
+
+
+def test_a_user_code_line_that_merely_mentions_nccl_is_not_a_hardware_fault() -> None:
+    # Given a code bug whose error text names NCCL
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",
+        ),
+    )
+    # Then it is the user's code
+    assert diagnosis.failure_class == "user-code" and diagnosis.verdict is Verdict.SKIP
+    assert diagnosis.signature == "nccl-invalid-usage"
+
+
+def test_oom_on_one_host_wins_over_the_watchdog_timeouts_it_causes_elsewhere() -> None:
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", AT)),
+        host(
+            "algo-2",
+            (
+                "[Rank 8] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9) ran for 600000 milliseconds before timing out.",
+                AT + timedelta(minutes=10),
+            ),
+        ),
+    )
+    assert diagnosis.failure_class == "user-code" and diagnosis.host == "algo-1"
+
+
+def test_a_watchdog_timeout_after_a_peer_fell_silent_is_interconnect() -> None:
+    # Given algo-2 stopped writing 20 minutes before algo-1's watchdog fired (a GPU lost without a word)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            (
+                "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE) ran for 1200000 milliseconds before timing out.",
+                AT + timedelta(minutes=20),
+            ),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT)),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.signature == "nccl-watchdog-timeout"
+    assert any("algo-2 fell silent" in note for note in diagnosis.notes)
+
+
+def test_a_watchdog_timeout_with_no_peer_failure_is_unknown() -> None:
+    # Every host wrote until the end: ranks that disagree on a collective (a deadlock in the code) look the same
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5) ran for 600000 milliseconds", AT),
+        ),
+        host(
+            "algo-2",
+            ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5) ran for 600000 milliseconds", AT),
+        ),
+    )
+    assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
+def test_the_earliest_cause_wins_when_lines_are_timed() -> None:
+    # Given a GPU fault on algo-3 and, later, a data loader error on algo-1 that it provoked
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            (
+                "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/shm/batch'",
+                AT + timedelta(seconds=30),
+            ),
+        ),
+        host("algo-3", ("RuntimeError: CUDA error: uncorrectable ECC error encountered", AT)),
+    )
+    assert diagnosis.failure_class == "hardware" and diagnosis.host == "algo-3"
+    assert diagnosis.conflicts == ("user-code",)
+
+
+def test_without_timestamps_precedence_puts_user_code_first() -> None:
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", "FileNotFoundError: [Errno 2] No such file or directory: 'x'"),
+        host("algo-3", "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+    )
+    assert diagnosis.failure_class == "user-code" and diagnosis.conflicts == ("hardware",)
+
+
+def test_unreadable_logs_leave_the_failure_reason_alone_and_say_so() -> None:
+    diagnosis = classify(
+        "InternalServerError: We encountered an internal error.",
+        FailureEvidence.unread("GetLogEvents failed (ThrottlingException)"),
+        builtin_taxonomy(),
+    )
+    assert diagnosis.failure_class == "sagemaker-internal" and diagnosis.basis == "failure-reason"
+    assert any("ThrottlingException" in note for note in diagnosis.notes)
+    assert any("FailureReason alone" in note for note in diagnosis.notes)
+
+
+def test_nothing_recognised_is_unknown_and_never_resumes() -> None:
+    diagnosis = diagnose(ALGORITHM_ERROR, host("algo-1", "step 1 loss 9.0", "Killed by an unforeseen event"))
+    assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
+def test_a_team_signature_and_verdict_change_the_outcome_but_not_the_defaults() -> None:
+    mine = Signature.model_validate(
+        {
+            "id": "plugin-transport",
+            "class": "interconnect",
+            "pattern": r"MYPLUGIN: transport to rank \d+ lost",
+            "where": "log",
+        }
+    )
+    taxonomy = builtin_taxonomy().with_team([mine], {"unknown": Verdict.RESUME})
+    assert (
+        diagnose(
+            ALGORITHM_ERROR, host("algo-4", "MYPLUGIN: transport to rank 12 lost"), taxonomy=taxonomy
+        ).failure_class
+        == "interconnect"
+    )
+    assert diagnose(ALGORITHM_ERROR, host("algo-1", "hm"), taxonomy=taxonomy).verdict is Verdict.RESUME
+    oom = diagnose(
+        ALGORITHM_ERROR, host("algo-1", "torch.OutOfMemoryError: CUDA out of memory."), taxonomy=taxonomy
+    )
+    assert oom.failure_class == "user-code" and oom.verdict is Verdict.SKIP
+
+
+def test_exit_codes_and_hosts_read_are_part_of_the_evidence() -> None:
+    diagnosis = diagnose(ALGORITHM_ERROR, host("algo-1", "x"), host("algo-2", "y"))
+    shown = diagnosis.evidence()
+    assert shown["exit_codes"] == [1] and shown["hosts_read"] == ["algo-1", "algo-2"]
+
+
+@pytest.mark.parametrize(
+    ("stream", "expected"),
+    [("job/algo-2-1700000000", "algo-2"), ("job/algo-12-1700000000", "algo-12"), ("job/algo-1", "algo-1")],
+)
+def test_the_host_position_is_the_stream_name_without_its_start_time(stream: str, expected: str) -> None:
+    assert host_of_stream(stream, "job") == expected
+
+
+# ---- the decision on the diagnosis -------------------------------------------------------------------
+
+
+def decide(
+    description: dict[str, Any],
+    failure: FailureEvidence | None,
+    *,
+    tags: dict[str, str] | None = None,
+    checkpoint: CheckpointProgress | None = None,
+    policy: ResumePolicy | None = None,
+    now: datetime = NOW,
+) -> CloneDecision:
+    tags = TAGS if tags is None else tags
+    return decide_resume(
+        as_job(description, tags),
+        description,
+        tags,
+        resume=policy or ResumePolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+        failure=failure,
+        checkpoint=checkpoint,
+    )
+
+
+ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+
+
+def test_a_gpu_fault_reported_as_algorithm_error_is_resumed_with_its_evidence() -> None:
+    # Given a job SageMaker reports as AlgorithmError whose algo-2 log shows an ECC error
+    description = failed_description(reason=ALGORITHM_ERROR)
+    # When auto-resume decides with the hosts' tails
+    (decision,) = decide(
+        description, evidence(host("algo-2", "step 10", ECC), host("algo-1", "step 10"))
+    ).decisions
+    # Then it is resumed, and the evidence names the class, the host and the line
+    assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE
+    shown = decision.evidence["diagnosis"]
+    assert (shown["class"], shown["host"], shown["signature"]) == ("hardware", "algo-2", "cuda-ecc-uncorrectable")
+    assert shown["lines"][0] == {"host": "algo-2", "line": ECC}
+    assert decision.request is not None
+    tags = {tag["Key"]: tag["Value"] for tag in decision.request["Tags"]}
+    assert tags[TAG_FAILURE] == "hardware@algo-2"  # what the next generation compares with
+
+
+def test_a_code_bug_is_never_resumed_even_when_the_reason_looks_transient_to_a_legacy_pattern() -> None:
+    policy = ResumePolicy.model_validate({"transient_patterns": {"algorithm-error": "^AlgorithmError"}})
+    description = failed_description(reason=ALGORITHM_ERROR)
+    oom = evidence(host("algo-1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"))
+    (decision,) = decide(description, oom, policy=policy).decisions
+    assert decision.code == ResumeCode.USER_CODE
+
+
+def lineage(attempt: int, failure: str | None = None, strikes: int = 0) -> dict[str, str]:
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: str(attempt)}
+    if failure:
+        tags[TAG_FAILURE] = failure
+    if strikes:
+        tags[TAG_STRIKES] = str(strikes)
+    return tags
+
+
+def test_a_lemon_counts_double_against_the_budget() -> None:
+    # Given the first clone failed with the same GPU fault on the same host position as its source
+    description = failed_description("llm-sft-1-r1", reason=ALGORITHM_ERROR)
+    same = evidence(host("algo-2", ECC))
+    result = decide(description, same, tags=lineage(1, "hardware@algo-2"), policy=ResumePolicy(max_attempts=3))
+    # Then it is resumed (2 of 3 + 1 strike = 3), and the clone carries the strike
+    (decision,) = result.decisions
+    assert decision.code == ResumeCode.CLONE and decision.evidence["repeated_fault"] == "hardware@algo-2"
+    tags = {tag["Key"]: tag["Value"] for tag in decision.request["Tags"]}  # type: ignore[index]
+    assert tags[TAG_STRIKES] == "1"
+    # And when it recurs once more on the same host, the budget is spent one attempt early
+    again = failed_description("llm-sft-1-r2", reason=ALGORITHM_ERROR)
+    (spent,) = decide(
+        again, same, tags=lineage(2, "hardware@algo-2", strikes=1), policy=ResumePolicy(max_attempts=3)
+    ).decisions
+    assert spent.code == ResumeCode.BUDGET_SPENT and spent.evidence["repeat_faults"] == 2
+
+
+def test_the_same_fault_on_another_host_is_not_a_lemon() -> None:
+    description = failed_description("llm-sft-1-r1", reason=ALGORITHM_ERROR)
+    (decision,) = decide(description, evidence(host("algo-5", ECC)), tags=lineage(1, "hardware@algo-2")).decisions
+    assert decision.code == ResumeCode.CLONE and "repeated_fault" not in decision.evidence
+
+
+HARDWARE = evidence(host("algo-2", ECC))
+
+
+def test_no_checkpoint_written_during_the_failed_attempt_skips_by_default() -> None:
+    progress = CheckpointProgress(checked=True, written=0, total=4)
+    (decision,) = decide(failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=progress).decisions
+    assert decision.code == ResumeCode.NO_CHECKPOINT_PROGRESS
+    assert decision.evidence["checkpoint_progress"] == "none" and decision.evidence["checkpoint_objects"] == 4
+
+
+def test_without_progress_the_policy_may_resume_anyway_and_says_from_what() -> None:
+    policy = ResumePolicy(require_checkpoint_progress=False)
+    older = CheckpointProgress(checked=True, written=0, total=4)
+    (decision,) = decide(
+        failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=older, policy=policy
+    ).decisions
+    assert decision.code == ResumeCode.CLONE_WITHOUT_PROGRESS and "older checkpoint" in decision.reason
+    empty = CheckpointProgress(checked=True, written=0, total=0)
+    (scratch,) = decide(
+        failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=empty, policy=policy
+    ).decisions
+    assert scratch.code == ResumeCode.CLONE_WITHOUT_PROGRESS and "from scratch" in scratch.reason
+
+
+def test_an_attempt_that_never_trained_is_not_expected_to_have_written_a_checkpoint() -> None:
+    # Given a clone that failed on capacity while Starting (its lineage qualifies it)
+    description = failed_description("llm-sft-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
+    nothing = CheckpointProgress(checked=True, written=0, total=5)
+    (decision,) = decide(description, FailureEvidence(), tags=lineage(1), checkpoint=nothing).decisions
+    assert decision.code == ResumeCode.CLONE and decision.evidence["checkpoint_progress"] == "not expected"
+
+
+def test_progress_written_during_the_attempt_resumes() -> None:
+    progress = CheckpointProgress(checked=True, written=2, total=6, latest=AT)
+    (decision,) = decide(failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=progress).decisions
+    assert decision.code == ResumeCode.CLONE and decision.evidence["checkpoint_objects_written"] == 2
+
+
+def test_an_unreadable_checkpoint_listing_never_clones_by_default() -> None:
+    unreadable = CheckpointProgress.unknown("ListObjectsV2 on bucket failed (AccessDenied)")
+    (decision,) = decide(failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=unreadable).decisions
+    assert decision.action is Action.NONE and decision.code == ResumeCode.CHECKPOINT_UNREADABLE
+    assert decision.evidence["checkpoint_progress"] == "unreadable"
+    policy = ResumePolicy(require_checkpoint_progress=False)
+    (anyway,) = decide(
+        failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=unreadable, policy=policy
+    ).decisions
+    assert anyway.code == ResumeCode.CLONE_UNCHECKED
+
+
+def test_a_location_the_deployment_does_not_check_resumes_on_its_checkpoint_config() -> None:
+    off = CheckpointProgress.out_of_scope("this deployment names no checkpoint bucket")
+    (decision,) = decide(failed_description(reason=ALGORITHM_ERROR), HARDWARE, checkpoint=off).decisions
+    assert decision.code == ResumeCode.CLONE and decision.evidence["checkpoint_progress"] == "not checked"

@@ -1,0 +1,122 @@
+"""One policy for the organization: every effective document (organization, OU, account) is merged like
+the functions merge the SSM document and validated before anything is written; the StackSet targets each
+account once, with its own document."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sagemaker_governance.domain.policy_document import build_policy
+from smgov.cli.main import main
+from smgov.local_policy import deployed_settings
+from smgov.org_policy import OrgPolicyError, effective_documents, stackset_template
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "org-policy.yaml"
+
+
+@pytest.fixture
+def spec() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    return loaded
+
+
+@pytest.fixture
+def base() -> dict[str, Any]:
+    return deployed_settings(environ={}).base_policy_document()
+
+
+def test_each_target_gets_the_organizations_document_with_its_overrides(
+    spec: dict[str, Any], base: dict[str, Any]
+) -> None:
+    documents = effective_documents(spec, base)
+    policies = {name: build_policy(base, json.loads(text)) for name, text in documents.items()}
+    limit = {name: next(r for r in p.rules if r.id == "max-instances").max for name, p in policies.items()}  # type: ignore[attr-defined]
+    assert limit == {"org": 8, "ou:ou-abcd-prod1234": 16, "account:111122223333": 64}
+    assert policies["ou:ou-abcd-prod1234"].mode.value == "enforce"
+    assert policies["account:111122223333"].mode.value == "audit"  # its OU has no override: the organization's
+
+
+def test_an_invalid_override_is_refused_before_anything_is_written(
+    spec: dict[str, Any], base: dict[str, Any]
+) -> None:
+    spec["ous"]["ou-abcd-prod1234"]["mode"] = "sometimes"
+    spec["accounts"]["111122223333"]["ou"] = "ou-not-a-target"
+    with pytest.raises(OrgPolicyError) as caught:
+        effective_documents(spec, base)
+    assert any(e.startswith("ou:ou-abcd-prod1234: mode") for e in caught.value.errors)
+    assert any("accounts.111122223333.ou" in e for e in caught.value.errors)
+
+
+def test_a_document_over_the_parameter_limit_is_refused(spec: dict[str, Any], base: dict[str, Any]) -> None:
+    spec["policy"]["exemptions"] = [
+        {
+            "job_name_prefix": f"bench-{i:04d}-",
+            "rules": ["max-instances"],
+            "expires": "2026-12-31",
+            "reason": "x" * 40,
+        }
+        for i in range(60)
+    ]
+    with pytest.raises(OrgPolicyError, match="more than 4096"):
+        effective_documents(spec, base)
+
+
+def cfn_lint(template: dict[str, Any], path: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint as `make validate` runs it, in its own process."""
+    path.write_text(json.dumps(template))
+    command = [str(Path(sys.executable).parent / "cfn-lint"), "--regions", "us-east-1", "--", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_the_stackset_targets_every_account_once_and_lints_clean(
+    spec: dict[str, Any], base: dict[str, Any], tmp_path: Path
+) -> None:
+    documents = effective_documents(spec, base)
+    template = stackset_template(spec, documents, "/sagemaker-governance/policy")
+    groups = template["Resources"]["PolicyStackSet"]["Properties"]["StackInstancesGroup"]
+    sandbox = [
+        g["DeploymentTargets"]
+        for g in groups
+        if g["DeploymentTargets"]["OrganizationalUnitIds"] == ["ou-abcd-sand5678"]
+    ]
+    # the OU's group leaves the account out; the account's group is only that account
+    assert {
+        "OrganizationalUnitIds": ["ou-abcd-sand5678"],
+        "Accounts": ["111122223333"],
+        "AccountFilterType": "DIFFERENCE",
+    } in sandbox
+    assert {
+        "OrganizationalUnitIds": ["ou-abcd-sand5678"],
+        "Accounts": ["111122223333"],
+        "AccountFilterType": "INTERSECTION",
+    } in sandbox
+    (account_group,) = [g for g in groups if g["DeploymentTargets"].get("AccountFilterType") == "INTERSECTION"]
+    assert account_group["ParameterOverrides"][0]["ParameterValue"] == documents["account:111122223333"]
+    result = cfn_lint(template, tmp_path / "policy-stackset.json")
+    assert (result.returncode, result.stdout) == (0, "")
+    member = json.loads(template["Resources"]["PolicyStackSet"]["Properties"]["TemplateBody"])
+    result = cfn_lint(member, tmp_path / "policy-member.json")
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_cli_writes_the_template_or_lists_every_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict[str, Any]
+) -> None:
+    out = tmp_path / "policy-stackset.json"
+    assert main(["org", "policy-template", str(EXAMPLE), "-o", str(out)]) == 0
+    assert (
+        json.loads(out.read_text())["Resources"]["PolicyStackSet"]["Properties"]["PermissionModel"]
+        == "SERVICE_MANAGED"
+    )
+    spec["policy"]["mode"] = "sometimes"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(spec))
+    assert main(["org", "policy-template", str(broken), "-o", str(tmp_path / "x.json")]) == 1
+    assert "org: mode" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
