@@ -457,14 +457,14 @@ def test_default_scenarios_meet_every_expected_outcome_or_mark_a_known_gap(name:
 
 
 def _quiet_start(**expect: Any) -> dict[str, Any]:
-    """A healthy job whose script downloads its data for 75 minutes first: the idle guard stops it today."""
-    phase = {"name": "download", "gpu_percent": 0, "duration_minutes": 75, "clock": "restart"}
-    return job("quiet", expect={"stop": False, **expect}, script={"train_hours": 3, "phases": [phase]})
+    """A job the deployed service certainly stops (no cost tags: compliance stops it as it starts), with
+    an expectation that says it must not be stopped."""
+    return job("quiet", tags={}, expect={"stop": False, **expect}, script={"train_hours": 1})
 
 
 def test_a_known_gap_is_reported_as_such_and_does_not_fail_the_check() -> None:
     # Given the same wrong stop, once unmarked and once marked as a known gap of issue 17
-    gap = {"issue": 17, "today": "stopped by the idle guard"}
+    gap = {"issue": 17, "today": "stopped"}
     plain = simulate(scenario(_quiet_start()))
     marked = simulate(scenario(_quiet_start(known_gap=gap)))
     # Then unmarked it is an unexpected outcome, a false stop and a broken invariant: --check fails
