@@ -119,7 +119,9 @@ scalars = st.one_of(
     st.integers(),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=30),
-    st.sampled_from(INTERESTING),
+    # a fresh copy each time: a drawn list or dict is mutated later ("add" below, or by the code under
+    # test), and a shared one would change what the next draw means (hypothesis: FlakyStrategyDefinition)
+    st.sampled_from(INTERESTING).map(copy.deepcopy),
 )
 
 garbage: st.SearchStrategy[Any] = st.one_of(
