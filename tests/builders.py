@@ -10,6 +10,7 @@ from typing import Any
 from sagemaker_governance.domain.job import TrainingJob
 from smgov.simulation.harness import LocalAccount
 from smgov.simulation.messages import lambda_failure_record
+from smgov.simulation.scenario import Scenario
 from tests.conftest import load_event
 
 ACCOUNT = "123456789012"
@@ -96,3 +97,29 @@ def lambda_failure_message() -> dict[str, object]:
         timestamp=datetime(2026, 11, 21, 10, 0, tzinfo=UTC),
     )
     return {"MessageId": "m-1", "ReceiptHandle": "h-1", "Body": json.dumps(body)}
+
+
+# ---- simulator scenarios -------------------------------------------------------------------------
+
+SCENARIO_TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
+
+
+def sim_scenario(*jobs: dict[str, Any], **fields: Any) -> Scenario:
+    """A simulator scenario of ``jobs`` in enforce mode (``fields``: any other scenario field)."""
+    return Scenario.model_validate(
+        {"name": "test", "parameters": {"GovernanceMode": "enforce"}, "jobs": jobs, **fields}
+    )
+
+
+def sim_job(name: str, *, instance_count: int = 1, **fields: Any) -> dict[str, Any]:
+    """A tagged, compliant 3-hour GPU job of a scenario (``fields`` override any of its keys)."""
+    base: dict[str, Any] = {
+        "name": name,
+        "instance_type": "ml.g5.12xlarge",
+        "instance_count": instance_count,
+        "price_per_hour": 10,
+        "tags": SCENARIO_TAGS,
+        "script": {"train_hours": 3},
+    }
+    base.update(fields)
+    return base

@@ -16,33 +16,21 @@ from smgov.simulation.engine import Simulation
 from smgov.simulation.report import simulate
 from smgov.simulation.scenario import (
     DEFAULT_SET,
-    Scenario,
     builtin_names,
     builtin_scenario,
     parse_scenario,
 )
+from tests.builders import SCENARIO_TAGS, sim_job, sim_scenario
 from tests.simulation.toy_guard import IDLE_MINUTES, with_toy_guard
 
-TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
+TAGS = SCENARIO_TAGS
 
 
-def scenario(*jobs: dict[str, Any], **fields: Any) -> Scenario:
-    return Scenario.model_validate(
-        {"name": "test", "parameters": {"GovernanceMode": "enforce"}, "jobs": jobs, **fields}
-    )
+scenario = sim_scenario
 
 
 def job(name: str, **fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": name,
-        "instance_type": "ml.g5.12xlarge",
-        "instance_count": 2,
-        "price_per_hour": 10,
-        "tags": TAGS,
-        "script": {"train_hours": 3},
-    }
-    base.update(fields)
-    return base
+    return sim_job(name, **{"instance_count": 2, **fields})
 
 
 # ---- scenarios -----------------------------------------------------------------------------------

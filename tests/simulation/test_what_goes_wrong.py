@@ -17,29 +17,15 @@ from smgov.simulation.engine import Simulation
 from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.metrics import MetricStore, metric_key, visible_until
 from smgov.simulation.report import recoverable_usd, recovery_line, render, simulate, summarize, unexpected
-from smgov.simulation.scenario import DEFAULT_SET, Expect, Scenario, builtin_scenario
+from smgov.simulation.scenario import DEFAULT_SET, Expect, builtin_scenario
+from tests.builders import SCENARIO_TAGS, sim_job, sim_scenario
 
-TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
+TAGS = SCENARIO_TAGS
 NS = "/aws/sagemaker/TrainingJobs"
 
 
-def scenario(*jobs: dict[str, Any], **fields: Any) -> Scenario:
-    return Scenario.model_validate(
-        {"name": "test", "parameters": {"GovernanceMode": "enforce"}, "jobs": jobs, **fields}
-    )
-
-
-def job(name: str, **fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": name,
-        "instance_type": "ml.g5.12xlarge",
-        "instance_count": 1,
-        "price_per_hour": 10,
-        "tags": TAGS,
-        "script": {"train_hours": 3},
-    }
-    base.update(fields)
-    return base
+scenario = sim_scenario
+job = sim_job
 
 
 def host_metric(sim: Simulation, metric: str, host: str, minute: int) -> float | None:
