@@ -34,6 +34,7 @@ CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publish
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -61,6 +62,7 @@ class MetricRead(NamedTuple):
 class MetricReadResult(NamedTuple):
     values: dict[str, tuple[float, ...] | None]  # id -> values oldest first (None: not read)
     errors: tuple[str, ...]
+    times: Mapping[str, tuple[datetime, ...]] = {}  # id -> the values' minutes (when the reader knows them)
 
 
 class StallKind(StrEnum):
@@ -93,23 +95,34 @@ class JudgePolicy(BaseModel):
     less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
     count as progress (default: every metric the job defines; names compare as in the progress guard).
 
-    Off by default for now: the fleet simulator that proves "0 false stops, 0 missed stalls" with it must
-    first publish per-host CPU series and log streams (issue 15); until then turn it on per policy.
+    **Re-judging after a veto** (``rejudge_factor``, ``max_rejudge_minutes``): a vetoed alarm is not
+    reset to fire again a minute later for as long as the quiet phase lasts. Its window is widened to
+    ``rejudge_factor`` x the quiet stretch seen so far (the minutes since the GPUs were last busy, or since
+    the progress metric was last published), at least the guard's window, at most
+    ``max_rejudge_minutes``, and then it is reset: it fires again only if the job stays quiet that long
+    (a 45-minute CPU evaluation vetoed at minute 30 is judged again at minute 60, i.e. never). The job's
+    own rhythm so widens its window; it comes back to the guard's window when the job (re)enters
+    ``Training``. Once the cap is reached the alarm is left in ``ALARM`` (no reset): it is judged again
+    when the job's GPUs or metric come back and go quiet once more.
 
     Example:
         judge:
           enabled: true
           cpu_busy_percent: 10
           min_coverage: 0.5
+          rejudge_factor: 2
+          max_rejudge_minutes: 240
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = False
+    enabled: bool = True
     cpu_busy_percent: float = Field(default=10.0, gt=0, le=100)
     cpu_busy_vcpus: float = Field(default=1.0, gt=0, le=1000)
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     progress_metric_names: tuple[str, ...] | None = None
+    rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
+    max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
 
 
 class HostEvidence(BaseModel):
@@ -330,3 +343,28 @@ def host_names(job_name: str, hosts: int) -> tuple[str, ...]:
 def metric_counts(raw: Mapping[str, Sequence[float] | None]) -> dict[str, int | None]:
     """SampleCount series -> datapoints (``None``: the read failed)."""
     return {name: (None if values is None else int(sum(values))) for name, values in raw.items()}
+
+
+def quiet_minutes(
+    now: datetime,
+    since: datetime,
+    active: Sequence[tuple[datetime, ...]],
+    *,
+    period: timedelta = timedelta(minutes=1),
+) -> int:
+    """How long the job has been quiet at ``now``: the minutes since the end of the last active period
+    among ``active`` (the times of busy GPU minutes, or of published metric datapoints, per series), or
+    since ``since`` (the start of what was read) when none was active."""
+    last = max((t for times in active for t in times), default=None)
+    quiet_from = max(since, last + period) if last is not None else since
+    return max(0, int((now - quiet_from).total_seconds() // 60))
+
+
+def rejudge_minutes(base: float, quiet: int, policy: JudgePolicy) -> int | None:
+    """The window a vetoed alarm gets before it is reset (``None``: the cap is reached, leave it in ALARM):
+    ``rejudge_factor`` x the quiet stretch so far, at least the guard's window ``base``, at most
+    ``max_rejudge_minutes``."""
+    if quiet >= policy.max_rejudge_minutes:
+        return None
+    wanted = math.ceil(policy.rejudge_factor * quiet)
+    return int(min(policy.max_rejudge_minutes, max(math.ceil(base), wanted)))
