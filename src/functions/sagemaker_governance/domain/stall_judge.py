@@ -41,7 +41,7 @@ from enum import StrEnum
 from statistics import fmean
 from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 GPU: Final = "GPUUtilization"
 GPU_MEMORY: Final = "GPUMemoryUtilization"
@@ -79,6 +79,7 @@ class JudgeCode(StrEnum):
     GPU_BUSY = "judge.veto.gpu-busy"
     CPU_BUSY = "judge.veto.cpu-busy"
     LOGS_ACTIVE = "judge.veto.logs-active"
+    GPU_WORKING = "judge.veto.gpu-working"
     METRIC_PROGRESS = "judge.veto.metric-progress"
     INSUFFICIENT = "judge.skip.insufficient-evidence"
 
@@ -94,6 +95,11 @@ class JudgePolicy(BaseModel):
     ``min_coverage``: the share of the window's minutes a required series must have a datapoint for;
     less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
     count as progress (default: every metric the job defines; names compare as in the progress guard).
+
+    ``gpu_working_percent`` (low, high): a hang is not confirmed while a GPU host's utilization averaged
+    between these percents per GPU over the window. A hung job's GPUs are pinned (a kernel that spins in a
+    collective that never completes: 100 %) or idle (nothing is launched any more: 0 %); a level in
+    between means kernels start and finish, i.e. the job computes, it only logs its metric rarely.
 
     **Re-judging after a veto** (``rejudge_factor``, ``max_rejudge_minutes``): a vetoed alarm is not
     reset to fire again a minute later for as long as the quiet phase lasts. Its window is widened to
@@ -121,8 +127,17 @@ class JudgePolicy(BaseModel):
     cpu_busy_vcpus: float = Field(default=1.0, gt=0, le=1000)
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     progress_metric_names: tuple[str, ...] | None = None
+    gpu_working_percent: tuple[float, float] = (5.0, 95.0)
     rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
     max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
+
+    @field_validator("gpu_working_percent")
+    @classmethod
+    def _working_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        low, high = value
+        if not 0 <= low < high <= 100:
+            raise ValueError("gpu_working_percent: give (low, high) with 0 <= low < high <= 100")
+        return value
 
 
 class HostEvidence(BaseModel):
@@ -133,6 +148,7 @@ class HostEvidence(BaseModel):
     host: str
     series: dict[str, tuple[float, ...] | None]
     vcpus: int | None = None
+    gpus: tuple[int, int] | None = None  # (fewest, most) GPUs this host may have (None: unknown or none)
 
     def values(self, metric: str) -> tuple[float, ...] | None:
         return self.series.get(metric)
@@ -289,6 +305,19 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                 "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
                 evidence=summary,
             )
+    if kind is StallKind.HANG:
+        working = {h.host: level for h in evidence.hosts if (level := _gpu_working(h, policy)) is not None}
+        if working:
+            named = ", ".join(f"{host} ({level})" for host, level in working.items())
+            low, high = policy.gpu_working_percent
+            return Finding(
+                confirmed=False,
+                code=JudgeCode.GPU_WORKING,
+                reason=f"the GPUs worked between {low:g}% and {high:g}% per GPU on average over the window: "
+                f"{named}; a hung job's GPUs are pinned (a collective spinning) or idle, so this job computes "
+                "and only logs its metric rarely",
+                evidence=summary,
+            )
     if missing:
         summary["missing"] = missing
         return Finding(
@@ -308,6 +337,21 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             "no log line, whatever the GPUs do"
         )
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _gpu_working(host: HostEvidence, policy: JudgePolicy) -> str | None:
+    """The host's mean GPU utilization per GPU, if it lies between idle and pinned whatever GPU count it has."""
+    values = host.values(GPU)
+    if not values or host.gpus is None:
+        return None
+    fewest, most = host.gpus
+    mean = fmean(values)
+    low, high = policy.gpu_working_percent
+    if mean / most >= low and mean / fewest < high:
+        return (
+            f"{mean / most:.0f}% per GPU" if fewest == most else f"{mean / most:.0f}-{mean / fewest:.0f}% per GPU"
+        )
+    return None
 
 
 def _cpu_busy(host: HostEvidence, policy: JudgePolicy) -> str | None:

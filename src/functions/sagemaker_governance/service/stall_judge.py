@@ -190,10 +190,15 @@ class StallJudge:
         # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
         # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
         smallest = min(known) if known and len(known) == len(sizes) else None
+        counts_of_gpus = [
+            f.gpus for g in job.instance_groups if (f := instance_facts(g.instance_type)).publishes_gpu_utilization
+        ]
+        gpus = (min(counts_of_gpus), max(counts_of_gpus)) if counts_of_gpus else None
         host_evidence = tuple(
             HostEvidence(
                 host=host,
                 vcpus=smallest,
+                gpus=gpus,
                 series={metric: result.values.get(f"h{i}_{m}") for m, metric in enumerate(HOST_METRICS)},
             )
             for i, host in enumerate(hosts)
