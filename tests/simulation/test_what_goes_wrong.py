@@ -445,7 +445,7 @@ def test_unexpected_outcomes_are_named() -> None:
     assert unexpected(Expect(), failed, {"j": failed}) == []
 
 
-KNOWN_GAP_SCENARIOS = ("long-quiet-phases", "silent-hang")
+KNOWN_GAP_SCENARIOS = ("silent-hang",)
 
 
 @pytest.mark.parametrize("name", [n for n in DEFAULT_SET if n not in ("fleet",)])
