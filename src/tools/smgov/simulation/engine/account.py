@@ -48,7 +48,7 @@ class SimulatedAccount:
         calls: ServiceCalls,
         fake: FakeSageMaker,
         faults: FaultInjector,
-        cloudwatch_tps: float | None,
+        cloudwatch_tps: float | Mapping[str, float] | None,
         cloudwatch: SimulatedCloudWatch,
         logs: LogStreams,
         checkpoint_objects: CheckpointObjects | None = None,
@@ -154,7 +154,12 @@ class SimulatedAccount:
         if self.checkpoint_objects is not None and root.settings.checkpoint_bucket_pattern:
             self.checkpoint_objects.attach(root.client("s3"))  # the deployment checks checkpoint progress
         if self.cloudwatch_tps is not None:
-            self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
+            tps = self.cloudwatch_tps
+            self.quota = (
+                RequestQuota(self.clock.api_seconds, tps)
+                if isinstance(tps, Mapping)
+                else RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, tps)
+            )
             self.quota.attach(root.client("cloudwatch"))
         elif self.faults.spec.rate("throttle") == 0:  # nothing happens in the send loop: answer directly
             self.simulated_cloudwatch.alarms.attach(root.client("cloudwatch"))
