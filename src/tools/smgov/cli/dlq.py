@@ -29,7 +29,7 @@ def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
         for shape, key in (("eventbridge", "JobEventsQueueArn"), ("sns", "AlarmQueueArn")):
             if key in outputs:
                 sources[shape] = outputs[key]
-    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources)
+    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources, boto3.client("events"))
 
 
 def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None) -> int:
