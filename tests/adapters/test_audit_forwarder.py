@@ -159,6 +159,7 @@ def test_the_root_forwards_only_when_the_stack_has_an_audit_bus(aws: None) -> No
         audit=inner_on,
     )
     off = Root(Settings(AUDIT_BUS_NAME=""), boto3.session.Session(region_name=REGION), audit=inner_off)
+    assert on.audit is not None and "events" not in on._clients  # nothing built at cold start
     calls = CallRecorder().attach(on.client("events"))
     # When each writes a record
     on.audit.write(record())

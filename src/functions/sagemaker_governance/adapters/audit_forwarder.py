@@ -33,6 +33,8 @@ FORWARD_BUS_ATTRIBUTE: Final = "SMGOV_AUDIT_BUS"
 
 class AuditForwarder:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"events:PutEvents", "sqs:SendMessage"})
+    # Its clients are built at the first audit record, and only when the stack forwards: not at cold start.
+    LAZY_CLIENT: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sns import SnsNotifier
-from sagemaker_governance.audit import AuditSink, ForwardingAuditSink, LogAuditSink, log_unforwarded
+from sagemaker_governance.audit import AuditRecord, AuditSink, ForwardingAuditSink, LogAuditSink, log_unforwarded
 from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.domain.guards.registry import GUARDS
@@ -152,10 +152,14 @@ class Root:
         """The audit sink (the given one, else the log; then the central bus when this stack forwards):
         each record once per delivery."""
         sink = self._audit or LogAuditSink()
+        if self.settings.audit_bus_name is not None:  # the forwarder (and its clients) at the first record
+            sink = ForwardingAuditSink(sink, self._forward)
+        return OnceAuditSink(sink)
+
+    def _forward(self, record: AuditRecord) -> None:
         forwarder = self.audit_forwarder
         if forwarder is not None:
-            sink = ForwardingAuditSink(sink, forwarder.forward)
-        return OnceAuditSink(sink)
+            forwarder.forward(record)
 
     def notifier(self) -> NotifierPort:
         """The SNS notifier: each notification once per delivery."""
