@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
@@ -35,6 +36,7 @@ ADAPTERS: tuple[type, ...] = (
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
+    AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
 )
 
 
@@ -58,7 +60,7 @@ def clone_reactions(
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     return (
         AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
-        SpotFallbackReaction(*parts, **common),
+        SpotFallbackReaction(*parts, checkpoints=checkpoints, **common),
     )
 
 
@@ -82,7 +84,8 @@ def assemble(
 
 
 def evidence_readers(root: Root) -> dict[str, Any]:
-    """Auto-resume's evidence readers (clients are created on first use: a healthy job pays nothing)."""
+    """Auto-resume's and Spot fallback's evidence readers (clients are created on first use: a healthy job
+    pays nothing)."""
     pattern = root.settings.checkpoint_bucket_pattern
     return {
         "logs": TrainingLogTails(_Lazy(root, "logs")),

@@ -358,6 +358,84 @@ class Fleet(_Model):
     mix: tuple[MixEntry, ...] = Field(min_length=1)
 
 
+AccountId = Annotated[str, Field(pattern=r"^[0-9]{12}$")]
+
+
+class OrgMember(_Model):
+    """One member account of an ``org`` scenario: the jobs it runs and its own parameter overrides."""
+
+    account: AccountId
+    jobs: tuple[str, ...] = Field(min_length=1, description="names of the scenario's jobs run in this account")
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="this member's template Parameter overrides (over the scenario's)"
+    )
+
+
+class OrgSpec(_Model):
+    """An organization (issue 21): every member deploys the stack forwarding its audit records to the
+    audit account's central bus (org/audit-account.yaml's bus, rule and log group)."""
+
+    audit_account: AccountId
+    bus_name: str = "sagemaker-governance-audit"
+    members: tuple[OrgMember, ...] = Field(min_length=1)
+
+    @property
+    def bus_arn(self) -> str:
+        return f"arn:aws:events:us-east-1:{self.audit_account}:event-bus/{self.bus_name}"
+
+    @property
+    def log_group(self) -> str:
+        return f"/aws/events/{self.bus_name}"
+
+
+class MarketPeriod(_Model):
+    """From ``from_hour`` (scenario hours) on: how often Spot reclaims this type, and the wait for it back."""
+
+    from_hour: NonNegativeFloat = 0
+    interruptions_per_hour: NonNegativeFloat = Field(description="per running hour of a job on this type")
+    capacity_wait_minutes: PositiveInt = Field(20, description="unbilled wait for capacity after an interruption")
+
+
+class SpotMarket(_Model):
+    """Spot capacity per instance type, varying over time: interruptions are a Poisson process whose rate
+    follows the type's periods (drawn per job and restart, seeded), and each interruption's capacity wait is
+    the period's. A Spot job whose (first) type is listed here is interrupted by the market (its script's own
+    ``interruptions_*`` still apply too)."""
+
+    types: dict[str, tuple[MarketPeriod, ...]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        for name, periods in self.types.items():
+            hours = [p.from_hour for p in periods]
+            if not periods or hours != sorted(hours) or hours[0] != 0:
+                raise ValueError(f"spot_market.types.{name}: periods from hour 0, in order")
+        return self
+
+    def period(self, instance_type: str, minute: int) -> MarketPeriod | None:
+        periods = self.types.get(instance_type)
+        if not periods:
+            return None
+        return [p for p in periods if p.from_hour * 60 <= minute][-1]
+
+    def next_interruption(self, instance_type: str, minute: int, draw: float) -> int | None:
+        """The first interruption after ``minute`` for a unit-exponential ``draw`` (None: never)."""
+        periods = self.types.get(instance_type)
+        if not periods:
+            return None
+        need, at = draw, float(minute)
+        for index, period in enumerate(periods):
+            end = periods[index + 1].from_hour * 60 if index + 1 < len(periods) else float("inf")
+            if end <= at:
+                continue
+            rate = period.interruptions_per_hour / 60  # per minute
+            if rate > 0 and (end - at) * rate >= need:
+                return max(minute + 1, int(at + need / rate) + 1)
+            need -= (end - at) * rate if end != float("inf") else 0.0
+            at = end
+        return None
+
+
 class Scenario(_Model):
     name: str
     description: str = ""
@@ -377,6 +455,38 @@ class Scenario(_Model):
     )
     jobs: tuple[JobSpec, ...] = ()
     fleet: Fleet | None = None
+    spot_market: SpotMarket | None = Field(None, description="Spot interruptions and capacity waits per type")
+    compare_strategies: bool = Field(
+        False,
+        description="also run always_spot, always_on_demand and count_fallback; the report's totals.strategies",
+    )
+    org: OrgSpec | None = Field(None, description="member accounts and an audit account (one audit view)")
+
+    @model_validator(mode="after")
+    def _org_covers_every_job(self) -> Self:
+        if self.org is None:
+            return self
+        if self.fleet is not None:
+            raise ValueError("org: name each member's jobs; a fleet is not supported")
+        placed = [name for member in self.org.members for name in member.jobs]
+        accounts = [m.account for m in self.org.members]
+        if len(set(accounts)) != len(accounts) or self.org.audit_account in accounts:
+            raise ValueError("org: member accounts must be distinct and differ from the audit account")
+        if sorted(placed) != sorted(j.name for j in self.jobs):
+            raise ValueError("org: every job must run in exactly one member account")
+        return self
+
+    def member(self, account: str) -> Scenario:
+        """The scenario one member account runs: its jobs, its parameters, forwarding to the central bus."""
+        assert self.org is not None
+        (member,) = [m for m in self.org.members if m.account == account]
+        return self.model_copy(
+            update={
+                "jobs": tuple(j for j in self.jobs if j.name in member.jobs),
+                "parameters": {**self.parameters, **member.parameters, "CentralAuditBusArn": self.org.bus_arn},
+                "org": None,
+            }
+        )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Self:
@@ -452,9 +562,10 @@ def _vary(
 
 
 def load_scenario(name_or_file: str) -> Scenario:
-    """A built-in scenario by name, or a YAML file."""
+    """A built-in scenario by name, or a YAML file (a directory of that name, e.g. the repository's org/,
+    is not a scenario file)."""
     path = Path(name_or_file)
-    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+    if path.suffix in (".yaml", ".yml", ".json") or path.is_file():
         return parse_scenario(path.read_text(), source=str(path))
     return builtin_scenario(name_or_file)
 
