@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from sagemaker_governance.domain.compliance import ComplianceCode
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.efficiency import EfficiencyCode
 from sagemaker_governance.domain.guards.base import AlarmCode
 from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.progress import ProgressCode
@@ -26,6 +27,7 @@ CAPABILITIES: tuple[type[StrEnum], ...] = (
     SpotCode,
     ReconcilerCode,
     RouterCode,
+    EfficiencyCode,
 )
 GUARD_PLACEHOLDER = "<guard>"
 
