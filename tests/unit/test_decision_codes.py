@@ -8,6 +8,7 @@ from enum import StrEnum
 from sagemaker_governance.domain.compliance import ComplianceCode
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.efficiency import EfficiencyCode
+from sagemaker_governance.domain.guards.efficiency import EfficiencyGuardCode
 from sagemaker_governance.domain.guards.base import AlarmCode
 from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.progress import ProgressCode
@@ -28,6 +29,7 @@ CAPABILITIES: tuple[type[StrEnum], ...] = (
     ReconcilerCode,
     RouterCode,
     EfficiencyCode,
+    EfficiencyGuardCode,
 )
 GUARD_PLACEHOLDER = "<guard>"
 
