@@ -172,9 +172,8 @@ def _stats(args: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
             elif function == "latest":  # events are in timestamp order
                 if values:
                     result[alias] = values[-1]
-            elif function == "max":
-                if values:
-                    result[alias] = float(max(float(v) for v in values))
+            elif function == "max" and values:  # a time statistic is shown as Insights shows times
+                result[alias] = _timestamp(max(values)) if field == "@timestamp" else max(values)
             elif values:  # sum of no numbers: Insights leaves the statistic out
                 result[alias] = float(sum(float(v) for v in values))
         out.append(result)

@@ -160,6 +160,7 @@ class AlarmCode(StrEnum):
     JOB_GONE = "alarm.job-gone"  # the job no longer exists when re-read
     LATE_EVENT = "alarm.late-event"  # the job has already ended when re-read
     DELETE = "alarm.delete"  # the job ended: delete its alarms
+    DELETE_DEFERRED = "alarm.delete-deferred"  # ... DeleteAlarms throttled: the reconciler deletes them
 
 
 class NoAlarm(BaseModel):
