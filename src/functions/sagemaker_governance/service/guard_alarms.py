@@ -99,6 +99,8 @@ class GuardAlarms:
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
+        if self.guard.quiet_when_disabled and not self.guard.config(policy.for_job(job)).enabled:
+            return []  # the event's tags select the team policy; nothing to create or delete
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return [self._create(job, policy, trigger)]

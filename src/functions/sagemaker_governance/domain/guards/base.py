@@ -285,6 +285,7 @@ class Verdict(StrEnum):
     TOO_EARLY = "too-early"  # (re)entered Training too recently to judge
     EXEMPTED = "exempted"  # a policy exemption covers the job
     VETOED = "vetoed"  # a review of the verdict to stop found evidence against it (service StopReview)
+    NOTIFY = "notify"  # tell the owner (a nudge, no stop); its alarms may be reset to notify again later
 
 
 class Notice(BaseModel):
@@ -458,6 +459,10 @@ class Guard(ABC, Generic[C]):
     what: ClassVar[str]  # its alarms in messages: "idle alarms"
     rearm_reason: ClassVar[str]  # StateReason of the reset after (re)creating its alarms
     sized_by_hosts: ClassVar[bool] = False  # its alarm names depend on the job's host count
+    # Off for a job's policy: the lifecycle makes no call and writes no record for the job (no re-read on
+    # Training, no deletion at the end; the reconciler deletes what a later policy change leaves behind).
+    # For a guard that is off by default, so that it costs nothing where it is not used.
+    quiet_when_disabled: ClassVar[bool] = False
 
     def code(self, code: AlarmCode) -> str:
         return f"{self.name}.{code.value}"
