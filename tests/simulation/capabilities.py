@@ -12,7 +12,7 @@ import pytest
 from moto.events.models import EventPattern
 
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.template import eventbridge_patterns
+from smgov.simulation.template import eventbridge_patterns, logical_id, queue_consumers
 
 
 def probe(status: str, secondary: str, **extra: Any) -> dict[str, Any]:
@@ -57,15 +57,21 @@ def granted(template: dict[str, Any], function: str) -> set[str]:
 
 
 def sns_subscribers(template: dict[str, Any]) -> set[str]:
+    """Functions an SNS topic reaches: subscribed directly (a SAM ``SNS`` event or a ``lambda``
+    subscription) or through an SQS queue a subscription fills and an event source mapping drains."""
+    consumers = queue_consumers(template)
     out = set()
     for name, resource in template["Resources"].items():
         if resource["Type"] == "AWS::Serverless::Function":
             if any(e.get("Type") == "SNS" for e in resource["Properties"].get("Events", {}).values()):
                 out.add(name)
-        elif resource["Type"] == "AWS::SNS::Subscription" and resource["Properties"].get("Protocol") == "lambda":
-            endpoint = resource["Properties"].get("Endpoint")
-            if isinstance(endpoint, dict) and "Fn::GetAtt" in endpoint:
-                out.add(endpoint["Fn::GetAtt"][0])
+        elif resource["Type"] == "AWS::SNS::Subscription":
+            protocol = resource["Properties"].get("Protocol")
+            endpoint = logical_id(resource["Properties"].get("Endpoint"))
+            if protocol == "lambda" and endpoint:
+                out.add(endpoint)
+            elif protocol == "sqs" and endpoint in consumers:
+                out.add(consumers[endpoint])
     return out
 
 

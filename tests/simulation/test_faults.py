@@ -27,6 +27,12 @@ def run(scenario: Scenario, template: dict[str, Any], spec: str | None, seed: in
     return Simulation(scenario, seed=seed, template=template, faults=FaultSpec.parse(spec) if spec else None).run()
 
 
+def known_gaps(result: RunResult) -> set[str]:
+    """The jobs whose scenario marks today's decision as a known gap (their outcome is reported apart,
+    as ``smgov simulate --check`` does): the invariants hold for every other job."""
+    return {spec.name for spec in result.scenario.expand(result.seed) if spec.expect.known_gap is not None}
+
+
 def scheduled_functions(template: dict[str, Any]) -> set[str]:
     return {
         name
@@ -139,7 +145,7 @@ def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[st
     result = run(fleet(100), template, "duplicate,reorder,throttle,crash", seed=seed)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
     # Then every invariant is 0
-    counts, names = invariants(result)
+    counts, names = invariants(result, known_gaps(result))
     assert counts == dict.fromkeys(counts, 0), names
 
 
@@ -151,7 +157,7 @@ def test_invariants_hold_on_the_fleet_under_every_fault(template: dict[str, Any]
     result = run(fleet(), template, "all", seed=seed)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
     # Then after the settle period every invariant is 0
-    counts, names = invariants(result)
+    counts, names = invariants(result, known_gaps(result))
     assert counts == dict.fromkeys(counts, 0), names
 
 
@@ -164,7 +170,7 @@ def test_without_a_reconciler_dropped_events_leave_missing_and_orphan_alarms(tem
     result = run(fleet(40), without_schedules(template), "drop=0.3", seed=1)
     assert result.faults["injected"]["drop"] > 0
     # Then jobs ran in Training unwatched (lost Training events) and alarms outlived their job (lost ends)
-    counts, names = invariants(result)
+    counts, names = invariants(result, known_gaps(result))
     assert counts["missing_alarms"] > 0, names
     assert counts["orphan_alarms"] > 0, names
     # and dropped events are the platform's loss, not lost by the service

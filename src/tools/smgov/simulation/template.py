@@ -68,7 +68,7 @@ def function_event_sources(template: dict[str, Any], function: str) -> dict[str,
     return events
 
 
-def _logical(node: Any) -> str | None:
+def logical_id(node: Any) -> str | None:
     """The logical id a ``!Ref X`` / ``!GetAtt X.Arn`` names."""
     if isinstance(node, dict):
         if "Ref" in node:
@@ -85,7 +85,7 @@ def queue_consumers(template: dict[str, Any]) -> dict[str, str]:
     for resource in template["Resources"].values():
         if resource.get("Type") == "AWS::Lambda::EventSourceMapping":
             props = resource.get("Properties", {})
-            queue, function = _logical(props.get("EventSourceArn")), _logical(props.get("FunctionName"))
+            queue, function = logical_id(props.get("EventSourceArn")), logical_id(props.get("FunctionName"))
             if queue and function:
                 out[queue] = function
     return out
@@ -105,7 +105,7 @@ def eventbridge_patterns(template: dict[str, Any]) -> dict[tuple[str, str], dict
                     out[(name, event_name)] = source["Properties"]["Pattern"]
         elif resource.get("Type") == "AWS::Events::Rule":
             for target in resource.get("Properties", {}).get("Targets", []):
-                logical = _logical(target.get("Arn")) or ""
+                logical = logical_id(target.get("Arn")) or ""
                 function = consumers.get(logical, logical)
                 if template["Resources"].get(function, {}).get("Type") == "AWS::Serverless::Function":
                     out[(function, name)] = resource["Properties"]["EventPattern"]
