@@ -44,6 +44,7 @@ DEFAULT_SET = (
     "long-quiet-phases",
     "silent-hang",
     "hardware-algorithm-error",
+    "failure-classes",
     "fleet",
 )
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
