@@ -14,12 +14,13 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMaker
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.adapters.training_logs import TrainingLogTails
 from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort
+from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort, SpotHealthPort
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 
 # The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
@@ -35,6 +36,7 @@ ADAPTERS: tuple[type, ...] = (
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
+    SpotHealthLedger,
 )
 
 
@@ -46,6 +48,7 @@ def clone_reactions(
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
+    spot_health: SpotHealthPort | None = None,
 ) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
     """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
     deferred resumes with the same auto-resume)."""
@@ -58,7 +61,7 @@ def clone_reactions(
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     return (
         AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
-        SpotFallbackReaction(*parts, checkpoints=checkpoints, **common),
+        SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
     )
 
 
@@ -70,12 +73,19 @@ def assemble(
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
+    spot_health: SpotHealthPort | None = None,
 ) -> JobEventsService:
     """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
     fallback launch clones through ``launcher`` (CreateTrainingJob requests of ``shape``, roles matching
     ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read)."""
     clones = clone_reactions(
-        ports, launcher=launcher, shape=shape, role_patterns=role_patterns, logs=logs, checkpoints=checkpoints
+        ports,
+        launcher=launcher,
+        shape=shape,
+        role_patterns=role_patterns,
+        logs=logs,
+        checkpoints=checkpoints,
+        spot_health=spot_health,
     )
     reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
     return JobEventsService(reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock)
@@ -85,9 +95,11 @@ def evidence_readers(root: Root) -> dict[str, Any]:
     """Auto-resume's and Spot fallback's evidence readers (clients are created on first use: a healthy job
     pays nothing)."""
     pattern = root.settings.checkpoint_bucket_pattern
+    table = root.settings.spot_health_table
     return {
         "logs": TrainingLogTails(_Lazy(root, "logs")),
         "checkpoints": CheckpointStore(_Lazy(root, "s3"), pattern) if pattern else None,
+        "spot_health": SpotHealthLedger(_Lazy(root, "dynamodb"), table) if table else None,
     }
 
 
