@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
-from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
@@ -68,6 +68,7 @@ class FakeAlarms:
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
         self.alarms: dict[str, str] = {}  # name -> state
+        self.throttled = 0  # the next n deletes are refused for the request-rate quota
 
     def put(self, plan: AlarmPlan) -> None:
         for name in plan.metric_alarm_names:
@@ -77,6 +78,9 @@ class FakeAlarms:
     def delete(self, names: Sequence[str]) -> list[str]:
         existed = [n for n in names if n in self.alarms]
         self.calls("delete " + ",".join(names))
+        if self.throttled:
+            self.throttled -= 1
+            raise Throttled("DeleteAlarms throttled: Rate exceeded")
         for name in existed:
             del self.alarms[name]
         return existed

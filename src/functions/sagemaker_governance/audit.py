@@ -35,6 +35,7 @@ class Outcome(StrEnum):
     EXEMPTED = "exempted"  # a policy exemption applied
     SKIPPED = "skipped"  # do no harm: data missing or the job moved on; nothing done, reason says why
     FAILED = "failed"  # the action was attempted and failed (the invocation is retried)
+    DEFERRED = "deferred"  # the action was refused for a rate quota; a later run (the reconciler) does it
 
 
 class AuditRecord(BaseModel):
@@ -128,3 +129,24 @@ class MemoryAuditSink:
         self.records.append(record)
         if self._forward is not None:
             self._forward(record)
+
+
+class ForwardingAuditSink:
+    """Writes each record to ``inner`` (the local log line first), then hands it to ``forward`` (the
+    central audit bus: adapters/audit_forwarder.py). Forwarding never fails the decision: its failures go
+    to the dead-letter queue, or are logged and counted (``log_unforwarded``)."""
+
+    def __init__(self, inner: AuditSink, forward: Callable[[AuditRecord], None]) -> None:
+        self._inner = inner
+        self._forward = forward
+
+    def write(self, record: AuditRecord) -> None:
+        self._inner.write(record)
+        self._forward(record)
+
+
+def log_unforwarded(record: AuditRecord, error: str) -> None:
+    """A record neither forwarded nor dead-lettered: it stays in this log group; say so loudly."""
+    logger.error("audit record not forwarded", job=record.job_name, rule=record.rule, error=error)
+    with single_metric(name="AuditRecordsNotForwarded", unit=MetricUnit.Count, value=1, namespace=NAMESPACE):
+        pass

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
 from sagemaker_governance.domain.guards.base import (
     AlarmNaming,
@@ -59,6 +60,7 @@ _OUTCOMES = {
     Verdict.STALE: Outcome.SKIPPED,
     Verdict.TOO_EARLY: Outcome.SKIPPED,
     Verdict.VETOED: Outcome.SKIPPED,
+    Verdict.NOTIFY: Outcome.DONE,
 }
 
 
@@ -189,6 +191,10 @@ class GuardStopper:
         decision = verdict.decision
         trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
         record_decision(self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=now)
+        if verdict.verdict is Verdict.NOTIFY and (decision.mode is Mode.ENFORCE or effective.notify_in_audit_mode):
+            self._notify_notice(
+                guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
+            )
         if verdict.stops:
             if outcome is Outcome.DONE and savings is not None:
                 self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=guard.rule_id)
@@ -218,6 +224,8 @@ class GuardStopper:
             self._arming.enable_actions(verdict.arm)
         if verdict.disarm:
             self._arming.disable_actions(verdict.disarm)
+        if verdict.verdict is Verdict.NOTIFY and not verdict.decision.acts:
+            return Outcome.AUDIT_ONLY  # audit mode: the notice is recorded (sent only if notify_in_audit_mode)
         if not verdict.stops:
             return _OUTCOMES[verdict.verdict]
         if not verdict.decision.acts:
@@ -246,6 +254,31 @@ class GuardStopper:
                 owner=job.tag(owner_tag),
                 headline=headline(kind, said, job.name, symptom=guard.symptom(config)),
                 outcome=said,
+                items=Notification.items_from([verdict.decision]),
+            )
+        )
+
+    def _notify_notice(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        *,
+        config: Any,
+        team_tag: str,
+        owner_tag: str,
+    ) -> None:
+        """A guard's nudge: the owner gets the evidence and the suggestion (no stop)."""
+        kind = NotificationKind.guard_notice(guard.name)
+        self._notifier.publish(
+            Notification(
+                kind=kind,
+                job_name=job.name,
+                job_arn=job.arn,
+                team=job.tag(team_tag),
+                owner=job.tag(owner_tag),
+                headline=headline(kind, NotificationOutcome.NOTIFIED, job.name, symptom=guard.symptom(config)),
+                outcome=NotificationOutcome.NOTIFIED,
                 items=Notification.items_from([verdict.decision]),
             )
         )

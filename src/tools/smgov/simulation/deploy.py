@@ -12,8 +12,9 @@ A queue between a source and a function (an ``AWS::Events::Rule`` target or an `
 with protocol ``sqs`` whose queue an ``AWS::Lambda::EventSourceMapping`` reads) becomes a route with a
 ``QueueDelivery``: the function receives SQS batches, a record it fails (an exception, or its id in the
 partial batch response) is received again until the queue's ``maxReceiveCount``, then moved to the
-redrive target. The simulator delivers one record per invocation, at once (it does not model batching,
-the visibility timeout's delay, nor ``MaximumConcurrency``: invocations run one at a time anyway).
+redrive target. A failed record is received again when the queue's ``VisibilityTimeout`` has passed, as
+SQS makes it visible again. The simulator delivers one record per invocation (it does not model batching
+nor ``MaximumConcurrency``: invocations run one at a time anyway).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ PSEUDO = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoVa
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 
 
+# CreateQueue's default VisibilityTimeout (the SQS API reference, CreateQueue attributes: 30 seconds).
+DEFAULT_VISIBILITY_TIMEOUT = 30
+
+
 class DeploymentError(ValueError):
     """The simulator cannot deploy the template as written."""
 
@@ -46,6 +51,8 @@ class QueueDelivery:
     batch_size: int = 10
     reports_item_failures: bool = False  # FunctionResponseTypes: [ReportBatchItemFailures]
     raw_message_delivery: bool = False  # SNS subscriptions only
+    # A failed record is received again when its visibility timeout expires (the queue's VisibilityTimeout)
+    visibility_timeout_seconds: int = 30
 
 
 @dataclass
@@ -257,8 +264,10 @@ def deploy(
     sqs: Any,
     ssm: Any,
     dynamodb: Any = None,
+    events: Any = None,
 ) -> Deployment:
-    """Create the template's topics, queues and parameters in moto and wire its functions."""
+    """Create the template's topics, queues and parameters in moto and wire its functions; with
+    ``events``, its own event buses and the rules on them that forward to another bus (one audit view)."""
     parameters = parameter_values(template, overrides)
     resolver = Resolver(
         template,
@@ -297,6 +306,8 @@ def deploy(
     _create_resources(active, resolver, stack_name=stack_name, prefix=prefix, sns=sns, sqs=sqs, ssm=ssm)
     if dynamodb is not None:
         _create_tables(active, resolver, stack_name=stack_name, dynamodb=dynamodb)
+    if events is not None:
+        _create_buses(active, resolver, stack_name=stack_name, events=events)
 
     globals_ = template.get("Globals", {}).get("Function", {})
     functions: dict[str, DeployedFunction] = {}
@@ -365,10 +376,13 @@ def _queue_consumers(
     by_name = {f.function_name: f for f in functions.values()}
     by_name.update({resolver.physical[f.logical_id]["Arn"]: f for f in functions.values()})
     redrive: dict[str, Any] = {}
+    visibility: dict[str, int] = {}
     for name, res in active.items():
         if res["Type"] == "AWS::SQS::Queue":
-            redrive[resolver.physical[name]["Arn"]] = resolver.resolve(
-                res.get("Properties", {}).get("RedrivePolicy")
+            queue_props = resolver.resolve(res.get("Properties", {})) or {}
+            redrive[resolver.physical[name]["Arn"]] = queue_props.get("RedrivePolicy")
+            visibility[resolver.physical[name]["Arn"]] = int(
+                queue_props.get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
             )
     out: dict[str, tuple[DeployedFunction, QueueDelivery]] = {}
     for res in active.values():
@@ -389,6 +403,7 @@ def _queue_consumers(
                 dead_letter_arn=policy.get("deadLetterTargetArn"),
                 batch_size=int(props.get("BatchSize", 10)),
                 reports_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                visibility_timeout_seconds=visibility[arn],
             ),
         )
     return out
@@ -427,6 +442,33 @@ def _create_resources(
             props = resolver.resolve(res.get("Properties", {}))
             ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"))
             resolver.physical[name] = {"Ref": props["Name"]}
+
+
+def _create_buses(active: Mapping[str, Any], resolver: Resolver, *, stack_name: str, events: Any) -> None:
+    """Custom event buses, and the rules on them whose targets are event buses (moto's EventBridge
+    delivers to a bus of another account itself; retries and dead-letter queues are not simulated).
+    Rules on the default bus stay simulator routes (``_wire_sources``)."""
+    for name, res in active.items():
+        if res["Type"] == "AWS::Events::EventBus":
+            bus = resolver.resolve(res.get("Properties", {}).get("Name")) or f"{stack_name}-{name}"
+            arn = events.create_event_bus(Name=bus)["EventBusArn"]
+            resolver.physical[name] = {"Ref": bus, "Arn": arn, "Name": bus}
+    for name, res in active.items():
+        props = res.get("Properties", {})
+        if res["Type"] != "AWS::Events::Rule" or "EventBusName" not in props:
+            continue
+        bus = resolver.resolve(props["EventBusName"])
+        targets = [t for t in resolver.resolve(props.get("Targets", [])) if ":event-bus/" in str(t.get("Arn"))]
+        if not targets:
+            continue
+        rule = f"{stack_name}-{name}"
+        events.put_rule(
+            Name=rule, EventBusName=bus, EventPattern=json.dumps(resolver.resolve(props["EventPattern"]))
+        )
+        events.put_targets(
+            Rule=rule, EventBusName=bus, Targets=[{"Id": t["Id"], "Arn": t["Arn"]} for t in targets]
+        )
+        resolver.physical[name] = {"Ref": rule, "Arn": f"arn:aws:events:::rule/{bus}/{rule}"}
 
 
 def _create_tables(active: Mapping[str, Any], resolver: Resolver, *, stack_name: str, dynamodb: Any) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
 from smgov.simulation.scenario import Expect, JobSpec, Scenario
@@ -161,6 +162,54 @@ def invariants(result: RunResult, known_gaps: Collection[str] = ()) -> tuple[dic
     return counts, {k: v for k, v in names.items() if v}
 
 
+EFFICIENCY_FIGURES = (
+    "gpu_utilization_mean_percent",
+    "gpu_utilization_median_percent",
+    "gpu_under_idle_share",
+    "gpu_memory_utilization_mean_percent",
+    "idle_gpu_hours",
+    "cost_usd",
+    "idle_cost_usd",
+    "spot_savings_usd",
+    "coverage",
+    "period_seconds",
+)
+
+
+def efficiency_by_job(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Each ended job's efficiency record as the service wrote it (its code, figures, what was missing):
+    a figure the record does not have is ``None``, never filled in."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in result.audit:
+        if record.rule != EFFICIENCY_RULE_ID:
+            continue
+        evidence = record.evidence
+        out[record.job_name] = {
+            "code": record.code,
+            **{key: evidence.get(key) for key in EFFICIENCY_FIGURES},
+            "missing": list(evidence.get("missing", [])),
+        }
+    return out
+
+
+def owners_by_job(result: RunResult) -> dict[str, dict[str, str | None]]:
+    """Team, owner and project of each job, as its audit records name them (the chargeback's keys)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for record in result.audit:
+        entry = out.setdefault(record.job_name, {"team": None, "owner": None, "project": None})
+        entry["team"] = entry["team"] or record.team
+        entry["owner"] = entry["owner"] or record.owner
+        entry["project"] = entry["project"] or record.evidence.get("project")
+    return out
+
+
+def _instance_type(spec: JobSpec | None) -> str | None:
+    """The job's instance type (a heterogeneous cluster: its types joined by '+')."""
+    if spec is None:
+        return None
+    return spec.instance_type or "+".join(sorted({g.instance_type for g in spec.instance_groups or ()}))
+
+
 def build_report(governed: RunResult, baseline: RunResult, *, include_series: bool = False) -> dict[str, Any]:
     epoch = governed.epoch
     actions: dict[str, list[dict[str, Any]]] = {}
@@ -175,6 +224,8 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
                 "outcome": record.outcome.value,
             }
         )
+    efficiency = efficiency_by_job(governed)
+    owners = owners_by_job(governed)
     outcomes = stop_outcomes(governed)
     specs: dict[str, JobSpec] = {spec.name: spec for spec in governed.scenario.expand(governed.seed)}
     detection = governed.scenario.detection_minutes
@@ -224,6 +275,9 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "expect": expect.model_dump(exclude_defaults=True, exclude={"known_gap"}),
             "unexpected": wrong,
             "known_gap": gaps.get(name),
+            **owners.get(name, {"team": None, "owner": None, "project": None}),
+            "instance_type": _instance_type(specs.get(job.spec_name or name)),
+            "efficiency": efficiency.get(name),
         }
         if include_series:
             entry["series"] = {
@@ -336,7 +390,10 @@ def simulate(
     faults: FaultSpec | None = None,
 ) -> dict[str, Any]:
     """Run the scenario governed and ungoverned with the same seed; the joined report. ``faults`` are
-    injected into the governed run only (the baseline has no service to disturb)."""
+    injected into the governed run only (the baseline has no service to disturb). An ``org`` scenario
+    runs each member account on its own (simulation/org.py) and reports the organization's audit view."""
+    if scenario.org is not None:
+        return _simulate_org(scenario, seed, template, template_path, include_series=include_series, faults=faults)
     governed = Simulation(scenario, seed=seed, template=template, template_path=template_path, faults=faults).run()
     baseline = Simulation(
         scenario, seed=seed, governed=False, template=template, template_path=template_path
@@ -356,6 +413,32 @@ def simulate(
             "service": governed,
         }
         report["totals"]["strategies"] = {name: strategy_totals(runs[name]) for name in STRATEGIES}
+    return report
+
+
+def _simulate_org(
+    scenario: Scenario,
+    seed: int,
+    template: dict[str, Any] | None,
+    template_path: Path | str,
+    *,
+    include_series: bool,
+    faults: FaultSpec | None,
+) -> dict[str, Any]:
+    from smgov.simulation.org import merge, org_section
+
+    assert scenario.org is not None
+    governed: list[RunResult] = []
+    baseline: list[RunResult] = []
+    for member in scenario.org.members:
+        own = scenario.member(member.account)
+        common: dict[str, Any] = {"seed": seed, "template": template, "template_path": template_path}
+        governed.append(
+            Simulation(own, faults=faults, account=member.account, central=scenario.org, **common).run()
+        )
+        baseline.append(Simulation(own, governed=False, account=member.account, **common).run())
+    report = build_report(merge(scenario, governed), merge(scenario, baseline), include_series=include_series)
+    report["org"] = org_section(scenario, governed)
     return report
 
 

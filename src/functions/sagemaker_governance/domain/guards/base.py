@@ -160,6 +160,7 @@ class AlarmCode(StrEnum):
     JOB_GONE = "alarm.job-gone"  # the job no longer exists when re-read
     LATE_EVENT = "alarm.late-event"  # the job has already ended when re-read
     DELETE = "alarm.delete"  # the job ended: delete its alarms
+    DELETE_DEFERRED = "alarm.delete-deferred"  # ... DeleteAlarms throttled: the reconciler deletes them
 
 
 class NoAlarm(BaseModel):
@@ -274,6 +275,7 @@ class Verdict(StrEnum):
     TOO_EARLY = "too-early"  # (re)entered Training too recently to judge
     EXEMPTED = "exempted"  # a policy exemption covers the job
     VETOED = "vetoed"  # a review of the verdict to stop found evidence against it (service StopReview)
+    NOTIFY = "notify"  # tell the owner (a nudge, no stop); its alarms may be reset to notify again later
 
 
 class Notice(BaseModel):
@@ -446,6 +448,10 @@ class Guard(ABC, Generic[C]):
     what: ClassVar[str]  # its alarms in messages: "idle alarms"
     rearm_reason: ClassVar[str]  # StateReason of the reset after (re)creating its alarms
     sized_by_hosts: ClassVar[bool] = False  # its alarm names depend on the job's host count
+    # Off for a job's policy: the lifecycle makes no call and writes no record for the job (no re-read on
+    # Training, no deletion at the end; the reconciler deletes what a later policy change leaves behind).
+    # For a guard that is off by default, so that it costs nothing where it is not used.
+    quiet_when_disabled: ClassVar[bool] = False
 
     def code(self, code: AlarmCode) -> str:
         return f"{self.name}.{code.value}"
