@@ -48,7 +48,8 @@ def member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def stackset() -> dict[str, Any]:
-    return load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
+    properties: dict[str, Any] = load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
+    return properties
 
 
 def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
