@@ -231,8 +231,9 @@ def test_layer_lock_is_hash_pinned() -> None:
 # ---- `make bench` cannot rot: its quick run on the same arm64 build --------------------------------------
 
 
-def test_quick_bench_run_writes_sane_results(arm64_build: Path, tmp_path: Path) -> None:
-    # Given an arm64 build post-processed like `make build`, when `python -m bench --quick` runs on it,
+def test_quick_bench_run_writes_sane_results(arm64_build: Path, x86_build: Path, tmp_path: Path) -> None:
+    # Given an arm64 build post-processed like `make build` (and this module's x86_64 build of the same
+    # template, for the cold start: no third build), when `python -m bench --quick` runs on it,
     # then it writes results.json with every figure, sane values and the table.
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT)])}
@@ -248,6 +249,8 @@ def test_quick_bench_run_writes_sane_results(arm64_build: Path, tmp_path: Path) 
             "3",
             "--build-dir",
             str(arm64_build),
+            "--x86-build-dir",
+            str(x86_build),
             "--out",
             str(out),
         ],
