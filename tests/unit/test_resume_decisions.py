@@ -256,16 +256,20 @@ def test_a_job_that_did_not_fail_is_not_resumed() -> None:
 # ---- Spot fallback --------------------------------------------------------------------------------
 
 
-def test_below_the_interruption_threshold_nothing_happens() -> None:
+def test_without_economics_below_the_count_rule_nothing_happens() -> None:
+    # Given no checkpoint listing (the economics lack data), When interrupted twice
     (decision,) = spot(spot_description(interruptions=2)).decisions
+    # Then the count rule decides, and the record says why
     assert decision.action is Action.NONE and decision.code == SpotCode.BELOW_THRESHOLD
-    assert decision.evidence["max_interruptions"] == 3
+    assert decision.evidence["count_rule_interruptions"] == 3
+    assert decision.evidence["economics"] == "unavailable"
+    assert "not listed" in decision.evidence["economics_note"]
 
 
-def test_at_the_threshold_the_spot_job_is_cloned_on_demand_then_stopped() -> None:
+def test_without_economics_at_the_count_rule_the_spot_job_is_cloned_on_demand_then_stopped() -> None:
     result = spot(spot_description(interruptions=3))
     assert [d.action for d in result.decisions] == [Action.CLONE, Action.STOP]
-    assert [d.code for d in result.decisions] == [SpotCode.CLONE_INTERRUPTED, SpotCode.STOP_INTERRUPTED]
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
     assert result.stop_source and result.plan is not None
     assert result.plan.request["EnableManagedSpotTraining"] is False
     assert "MaxWaitTimeInSeconds" not in result.plan.request["StoppingCondition"]
@@ -324,6 +328,7 @@ def test_template_parameters_become_the_resume_and_spot_sections() -> None:
     assert policy.spot == SpotPolicy(
         max_interruptions=5, fallback_on_max_wait=False, max_attempts=4, require_checkpoint=False
     )
+    assert Policy.model_validate(Settings.from_env({}).base_policy_document()).spot.max_interruptions == 8
     # the policy document (and a team) may still override them
     assert policy.overlay({"resume": {"enabled": True}}).resume.min_training_hours == 6
 

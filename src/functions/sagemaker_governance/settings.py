@@ -42,7 +42,7 @@ class Settings(BaseModel):
     resume_max_attempts: int = Field(default=2, ge=0, le=20, alias="RESUME_MAX_ATTEMPTS")
     resume_require_checkpoint: bool = Field(default=True, alias="RESUME_REQUIRE_CHECKPOINT")
     spot_fallback: Literal["enabled", "disabled"] = Field(default="enabled", alias="SPOT_FALLBACK")
-    spot_max_interruptions: int = Field(default=3, ge=1, le=100, alias="SPOT_MAX_INTERRUPTIONS")
+    spot_max_interruptions: int = Field(default=8, ge=1, le=100, alias="SPOT_MAX_INTERRUPTIONS")
     spot_fallback_on_max_wait: bool = Field(default=True, alias="SPOT_FALLBACK_ON_MAX_WAIT")
     # The role-name glob governance may pass to SageMaker for clones (the template's iam:PassRole grant).
     clone_role_pattern: str = Field(default="*SageMaker*", min_length=1, alias="CLONE_PASS_ROLE_PATTERN")

@@ -22,7 +22,15 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
-from smgov.offline import NoLogs, OfflineJobs, OfflineLogs, RecordingAlarms, RecordingLauncher, RecordingNotifier
+from smgov.offline import (
+    NoLogs,
+    OfflineCheckpoints,
+    OfflineJobs,
+    OfflineLogs,
+    RecordingAlarms,
+    RecordingLauncher,
+    RecordingNotifier,
+)
 
 
 class FixedPolicy:
@@ -42,11 +50,13 @@ def explain_event(
     clone_role_patterns: tuple[str, ...] | None = None,
     naming: AlarmNaming | None = None,
     logs: Path | None = None,
+    checkpoints: Path | None = None,
 ) -> dict[str, Any]:
     """What the job-events function would decide for ``raw_event`` under ``policy`` at ``now``: the
     function's own assembly (``composition.job_events.assemble``) on ports that answer from the event,
     ``describe`` (what a re-read would see) and ``logs`` (the failed job's log lines: a file, or a folder
-    with one file per stream) and record instead of acting."""
+    with one file per stream), ``checkpoints`` (the job's checkpoint writes: a saved ``ListObjectsV2`` answer
+    or a file of times; Spot fallback's economics) and record instead of acting."""
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
     if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
@@ -71,6 +81,7 @@ def explain_event(
         shape=create_training_job_shape(),
         role_patterns=clone_role_patterns,
         logs=OfflineLogs(logs) if logs is not None else NoLogs(),
+        checkpoints=OfflineCheckpoints(checkpoints) if checkpoints is not None else None,
     )
     decisions = service.handle(event)
     return {

@@ -12,9 +12,15 @@ from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
-from sagemaker_governance.domain.failures import FailureEvidence, HostLog, LogLine, host_of_stream
+from sagemaker_governance.domain.failures import (
+    CheckpointProgress,
+    FailureEvidence,
+    HostLog,
+    LogLine,
+    host_of_stream,
+)
 from sagemaker_governance.domain.guards.base import AlarmPlan
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import TrainingJob, parse_timestamp
 from sagemaker_governance.domain.notifications import Notification
 
 
@@ -157,3 +163,36 @@ class NoLogs:
 
     def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
         return FailureEvidence.unread("no --logs given")
+
+
+class OfflineCheckpoints:
+    """A job's checkpoint writes from ``path``: a saved ``ListObjectsV2`` answer (JSON, ``Contents`` with
+    ``LastModified``) or a text file of ISO 8601 times, one per line (``smgov explain --checkpoints``)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        try:
+            text = self._path.read_text()
+        except OSError as exc:
+            return CheckpointProgress.unknown(f"{self._path}: {exc.strerror}")
+        try:
+            data = json.loads(text)
+            raw = [item.get("LastModified") for item in data.get("Contents") or []]
+        except (json.JSONDecodeError, AttributeError):
+            raw = [line.strip() for line in text.splitlines() if line.strip()]
+        try:
+            times = [t for t in (parse_timestamp(value) for value in raw) if t is not None]
+        except ValueError as exc:
+            return CheckpointProgress.unknown(f"{self._path}: {exc}")
+        if len(times) != len(raw):
+            return CheckpointProgress.unknown(f"{self._path}: an object has no LastModified")
+        written = sorted(t for t in times if t >= since)
+        return CheckpointProgress(
+            checked=True,
+            written=len(written),
+            total=len(times),
+            latest=max(times) if times else None,
+            written_at=tuple(written),
+        )

@@ -49,6 +49,7 @@ class CheckpointStore:
             return CheckpointProgress.out_of_scope(f"bucket {bucket} does not match CheckpointBucketPattern")
         written = total = 0
         latest: datetime | None = None
+        written_at: list[datetime] = []
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(
@@ -65,6 +66,7 @@ class CheckpointStore:
                     latest = modified if latest is None or modified > latest else latest
                     if modified >= since:
                         written += 1
+                        written_at.append(modified)
         except (ClientError, BotoCoreError) as exc:
             code = (
                 exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else type(exc).__name__
@@ -73,4 +75,12 @@ class CheckpointStore:
         if truncated and not written:  # the newest keys may lie beyond the cut: not proof of no progress
             return CheckpointProgress.unknown(f"listing cut after {total} objects, none written yet")
         note = f"listing cut after {total} objects" if truncated else None
-        return CheckpointProgress(checked=True, written=written, total=total, latest=latest, note=note)
+        return CheckpointProgress(
+            checked=True,
+            written=written,
+            total=total,
+            latest=latest,
+            note=note,
+            written_at=tuple(sorted(written_at)),
+            truncated=truncated,
+        )

@@ -58,7 +58,7 @@ def clone_reactions(
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     return (
         AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
-        SpotFallbackReaction(*parts, **common),
+        SpotFallbackReaction(*parts, checkpoints=checkpoints, **common),
     )
 
 
@@ -82,7 +82,8 @@ def assemble(
 
 
 def evidence_readers(root: Root) -> dict[str, Any]:
-    """Auto-resume's evidence readers (clients are created on first use: a healthy job pays nothing)."""
+    """Auto-resume's and Spot fallback's evidence readers (clients are created on first use: a healthy job
+    pays nothing)."""
     pattern = root.settings.checkpoint_bucket_pattern
     return {
         "logs": TrainingLogTails(_Lazy(root, "logs")),

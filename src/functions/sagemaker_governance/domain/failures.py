@@ -485,6 +485,9 @@ class CheckpointProgress:
     # False: the deployment does not check this location (no CheckpointBucketPattern, or a bucket outside
     # it); True and not checked: it should have been checked but could not be (denied, throttled, cut).
     in_scope: bool = True
+    # LastModified of each object written since the attempt started (Spot economics: work kept per stint).
+    written_at: tuple[datetime, ...] = ()
+    truncated: bool = False  # the listing was cut short: ``written_at`` may miss objects
 
     @classmethod
     def unknown(cls, note: str) -> CheckpointProgress:

@@ -28,9 +28,15 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   position as its source (tag ``smgov:failure``) counts double against the budget (tag
   ``smgov:repeat-faults`` carries the extra count down the lineage);
 
-Spot fallback (``decide_spot``): a Managed Spot job whose ``SecondaryStatusTransitions`` hold
-``spot.max_interruptions`` ``Interrupted`` entries is stopped and resumed On-Demand; a Spot job that
-ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when ``spot.fallback_on_max_wait`` allows.
+Spot fallback (``decide_spot``), at each interruption of a Managed Spot job: the cost and time to finish
+on Spot against On-Demand (``domain/spot_economics.py``, from the job's transitions and checkpoint writes)
+decide; the job is stopped and resumed On-Demand when On-Demand is cheaper, when Spot is not expected to
+finish within ``MaxWaitTimeInSeconds`` (or at all), or when the team's deadline slack
+(``spot.max_delay_hours``) is spent. ``spot.max_interruptions`` is a hard cap whatever the numbers say.
+When the numbers cannot be computed (no checkpoint listing, missing or conflicting timestamps) or
+``spot.economics`` is off, the count rule decides (``spot.count_rule_interruptions``) and the evidence
+says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when
+``spot.fallback_on_max_wait`` allows.
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ from sagemaker_governance.domain.failures import (
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
+from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
@@ -113,14 +120,25 @@ class ResumeCode(StrEnum):
 class SpotCode(StrEnum):
     """Spot fallback's decision codes."""
 
-    CLONE_INTERRUPTED = "spot.clone.max-interruptions"  # interrupted max_interruptions times: clone On-Demand
+    CLONE_INTERRUPTED = "spot.clone.max-interruptions"  # the hard cap reached: clone On-Demand
     STOP_INTERRUPTED = "spot.stop.max-interruptions"  # ... and stop the Spot job
+    CLONE_COUNT_RULE = "spot.clone.count-rule"  # no economics (missing data, or off): the count rule reached
+    STOP_COUNT_RULE = "spot.stop.count-rule"
+    CLONE_ON_DEMAND_CHEAPER = "spot.clone.on-demand-cheaper"  # finishing On-Demand costs less than on Spot
+    STOP_ON_DEMAND_CHEAPER = "spot.stop.on-demand-cheaper"
+    CLONE_NO_PROGRESS = "spot.clone.no-progress"  # Spot keeps too little of its work to finish at all
+    STOP_NO_PROGRESS = "spot.stop.no-progress"
+    CLONE_MAX_WAIT_BUDGET = "spot.clone.max-wait-budget"  # Spot would not finish within MaxWaitTimeInSeconds
+    STOP_MAX_WAIT_BUDGET = "spot.stop.max-wait-budget"
+    CLONE_DEADLINE = "spot.clone.deadline"  # the team's deadline slack (max_delay_hours) is spent
+    STOP_DEADLINE = "spot.stop.deadline"
     CLONE_MAX_WAIT = "spot.clone.max-wait"  # ended with MaxWaitTimeExceeded: clone On-Demand
     DISABLED = "spot.skip.disabled"
     NOT_SPOT = "spot.skip.not-spot"
     NO_FALLBACK_ON_MAX_WAIT = "spot.skip.no-fallback-on-max-wait"
     NOT_IN_PROGRESS = "spot.skip.not-in-progress"
-    BELOW_THRESHOLD = "spot.skip.below-threshold"  # fewer interruptions than max_interruptions
+    SPOT_CHEAPER = "spot.skip.spot-cheaper"  # the numbers say: finish on Spot
+    BELOW_THRESHOLD = "spot.skip.below-threshold"  # no economics: fewer interruptions than the count rule
     BAD_LINEAGE = "spot.skip.bad-lineage"
     ORCHESTRATED = "spot.skip.orchestrated"  # its orchestrator retries it
     BUDGET_SPENT = "spot.skip.budget-spent"
@@ -213,7 +231,11 @@ class SpotPolicy(BaseModel):
         spot:
           enabled: true
           mode: audit
-          max_interruptions: 3         # stop and resume On-Demand at the 3rd interruption
+          economics: true              # decide on cost and time to finish (false: the count rule alone)
+          price_factor: 0.35           # Spot price / On-Demand price (from your bill's Spot savings)
+          max_delay_hours: 12          # fall back once Spot would finish 12 h later than On-Demand
+          max_interruptions: 8         # hard cap: On-Demand at the 8th interruption whatever the numbers
+          count_rule_interruptions: 3  # without numbers (missing data): On-Demand at the 3rd
           fallback_on_max_wait: true   # resume On-Demand after MaxWaitTimeExceeded
           max_attempts: 2
           require_checkpoint: true
@@ -223,7 +245,17 @@ class SpotPolicy(BaseModel):
 
     enabled: bool = True
     mode: Mode | None = Field(default=None, description="Overrides the policy's mode for Spot fallback.")
-    max_interruptions: int = Field(default=3, ge=1, le=100)
+    economics: bool = Field(default=True, description="Decide on cost and time to finish (false: count rule).")
+    price_factor: float = Field(
+        default=0.35, gt=0, le=1, description="Spot price as a fraction of On-Demand (0.35: 65% saved)."
+    )
+    max_delay_hours: float | None = Field(
+        default=None, ge=0, le=8760, description="Deadline slack against an uninterrupted run (None: no deadline)."
+    )
+    max_interruptions: int = Field(default=8, ge=1, le=100, description="Hard cap on interruptions.")
+    count_rule_interruptions: int = Field(
+        default=3, ge=1, le=100, description="Interruptions before falling back when the economics lack data."
+    )
     fallback_on_max_wait: bool = True
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
@@ -503,6 +535,87 @@ def is_spot_trigger(job: TrainingJob) -> bool:
     return is_spot_interruption(job) or is_spot_max_wait(job)
 
 
+_FALLBACKS: Final[dict[SpotCode, SpotCode]] = {
+    SpotCode.CLONE_INTERRUPTED: SpotCode.STOP_INTERRUPTED,
+    SpotCode.CLONE_COUNT_RULE: SpotCode.STOP_COUNT_RULE,
+    SpotCode.CLONE_ON_DEMAND_CHEAPER: SpotCode.STOP_ON_DEMAND_CHEAPER,
+    SpotCode.CLONE_NO_PROGRESS: SpotCode.STOP_NO_PROGRESS,
+    SpotCode.CLONE_MAX_WAIT_BUDGET: SpotCode.STOP_MAX_WAIT_BUDGET,
+    SpotCode.CLONE_DEADLINE: SpotCode.STOP_DEADLINE,
+}
+
+
+def _economics(
+    job: TrainingJob,
+    spot: SpotPolicy,
+    now: datetime,
+    *,
+    checkpoint: CheckpointProgress | None,
+    prices: Mapping[str, float] | None,
+    fleet_rate: float | None,
+) -> SpotEstimate | Unknown:
+    """The numbers for this interruption, or why there are none (then the count rule decides)."""
+    if not spot.economics:
+        return Unknown("spot.economics is off")
+    if checkpoint is None:
+        return Unknown("the checkpoint location was not listed (no CheckpointConfig or no checkpoint reader)")
+    if not checkpoint.checked:
+        return Unknown(f"the checkpoint location was not listed: {checkpoint.note}")
+    if checkpoint.truncated:
+        return Unknown("the checkpoint listing was cut short: the last checkpoint of each stint is unknown")
+    return estimate(
+        job,
+        checkpoint.written_at,
+        now,
+        price_factor=spot.price_factor,
+        cluster_price_per_hour=cluster_price(job, dict(prices) if prices else None),
+        fleet_rate_per_hour=fleet_rate,
+    )
+
+
+def _spot_verdict(interruptions: int, spot: SpotPolicy, numbers: SpotEstimate | Unknown) -> tuple[SpotCode, str]:
+    """Which fallback rule (a ``spot.clone.*`` code) applies at this interruption, or ``spot.skip.*``."""
+    if interruptions >= spot.max_interruptions:
+        return SpotCode.CLONE_INTERRUPTED, f"was interrupted {interruptions} time(s), the hard cap"
+    if isinstance(numbers, Unknown):
+        limit = min(spot.count_rule_interruptions, spot.max_interruptions)
+        if interruptions >= limit:
+            return SpotCode.CLONE_COUNT_RULE, (
+                f"was interrupted {interruptions} time(s), the count rule's {limit} "
+                f"(no economics: {numbers.reason})"
+            )
+        return SpotCode.BELOW_THRESHOLD, (
+            f"interrupted {interruptions} time(s); the count rule falls back at {limit} "
+            f"(no economics: {numbers.reason})"
+        )
+    n = numbers
+    if not n.spot_finishes:
+        return SpotCode.CLONE_NO_PROGRESS, (
+            f"keeps {n.efficiency:.0%} of its running time on Spot ({n.history.lost_hours:.2f} h lost in "
+            f"{interruptions} interruption(s)): it is not expected to finish on Spot"
+        )
+    assert n.spot_hours_to_finish is not None and n.spot_cost_units is not None
+    if n.beyond_max_wait:
+        return SpotCode.CLONE_MAX_WAIT_BUDGET, (
+            f"would need {n.spot_hours_to_finish:.1f} h more on Spot, beyond MaxWaitTimeInSeconds "
+            f"({n.history.elapsed_hours:.1f} of {n.max_wait_hours:.1f} h spent)"
+        )
+    if n.on_demand_cheaper:
+        return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
+            f"would cost {n.spot_cost_units:.1f} On-Demand instance-hours equivalent to finish on Spot "
+            f"({n.efficiency:.0%} kept) against {n.on_demand_cost_units:.1f} On-Demand"
+        )
+    if n.slack_spent(spot.max_delay_hours):
+        return SpotCode.CLONE_DEADLINE, (
+            f"would finish {n.delay_so_far_hours + (n.extra_delay_on_spot_hours or 0):.1f} h later than an "
+            f"uninterrupted run on Spot, more than the {spot.max_delay_hours:g} h slack"
+        )
+    return SpotCode.SPOT_CHEAPER, (
+        f"stays on Spot: {n.spot_cost_units:.1f} instance-hours equivalent and {n.spot_hours_to_finish:.1f} h "
+        f"to finish, against {n.on_demand_cost_units:.1f} and {n.on_demand_hours_to_finish:.1f} h On-Demand"
+    )
+
+
 def decide_spot(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -511,9 +624,14 @@ def decide_spot(
     spot: SpotPolicy,
     default_mode: Mode,
     ctx: CloneContext,
+    checkpoint: CheckpointProgress | None = None,
+    prices: Mapping[str, float] | None = None,
+    fleet_rate: float | None = None,
 ) -> CloneDecision:
-    """Fall back to On-Demand: after ``max_interruptions`` interruptions (stop + clone), or after
-    ``MaxWaitTimeExceeded`` (clone)."""
+    """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
+    docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
+    listing (None: not listed); ``prices``: On-Demand USD per instance-hour (for the evidence only);
+    ``fleet_rate``: the instance type's interruptions per running hour across the fleet (None: unknown)."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -526,6 +644,7 @@ def decide_spot(
     if not job.spot:
         return _none(SPOT_RULE_ID, SpotCode.NOT_SPOT, mode, "not a Managed Spot job: no fallback", evidence)
     ended = is_spot_max_wait(job)
+    code = SpotCode.CLONE_MAX_WAIT
     if ended:
         if not spot.fallback_on_max_wait:
             return _none(
@@ -544,16 +663,14 @@ def decide_spot(
             f"the job is {job.status}/{job.secondary_status} now: nothing to fall back from",
             evidence,
         )
-    elif interruptions < spot.max_interruptions:
-        return _none(
-            SPOT_RULE_ID,
-            SpotCode.BELOW_THRESHOLD,
-            mode,
-            f"interrupted {interruptions} time(s); falls back to On-Demand at {spot.max_interruptions}",
-            evidence,
-        )
     else:
-        reason, why = ResumeReason.SPOT_INTERRUPTED, f"was interrupted {interruptions} time(s)"
+        numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet_rate=fleet_rate)
+        evidence.update(numbers.evidence())
+        evidence["count_rule_interruptions"] = spot.count_rule_interruptions
+        code, why = _spot_verdict(interruptions, spot, numbers)
+        if code not in _FALLBACKS:
+            return _none(SPOT_RULE_ID, code, mode, f"Spot job {why}", evidence)
+        reason = ResumeReason.SPOT_INTERRUPTED
     planned = _plan(
         SPOT_RULE_ID,
         SpotCode,
@@ -573,7 +690,7 @@ def decide_spot(
     where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
     clone = Decision(
         rule=SPOT_RULE_ID,
-        code=SpotCode.CLONE_MAX_WAIT if ended else SpotCode.CLONE_INTERRUPTED,
+        code=code,
         action=Action.CLONE,
         mode=mode,
         reason=f"Spot job {why}: resume On-Demand as {planned.name}{where}",
@@ -584,7 +701,7 @@ def decide_spot(
         return CloneDecision(decisions=(clone,), plan=planned)
     stop = Decision(
         rule=SPOT_RULE_ID,
-        code=SpotCode.STOP_INTERRUPTED,
+        code=_FALLBACKS[code],
         action=Action.STOP,
         mode=mode,
         reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",

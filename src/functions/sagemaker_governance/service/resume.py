@@ -3,8 +3,10 @@
 Two reactions share one engine:
 
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
-- ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop at the interruption threshold and
-  resume On-Demand) and on a Spot job that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
+- ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
+  is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
+  for the numbers; the count rule without them) and on a Spot job that ended with ``MaxWaitTimeExceeded``
+  (resume On-Demand).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
@@ -38,6 +40,7 @@ from sagemaker_governance.domain.resume import (
     decide_resume,
     decide_spot,
     is_resume_trigger,
+    is_spot_interruption,
     is_spot_trigger,
 )
 from sagemaker_governance.observability import logger
@@ -313,4 +316,32 @@ class SpotFallbackReaction(_CloneReaction):
         policy: Policy,
         ctx: CloneContext,
     ) -> CloneDecision:
-        return decide_spot(job, description, tags, spot=policy.spot, default_mode=policy.mode, ctx=ctx)
+        spot = policy.spot
+        checkpoint: CheckpointProgress | None = None
+        if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
+            checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
+        return decide_spot(
+            job,
+            description,
+            tags,
+            spot=spot,
+            default_mode=policy.mode,
+            ctx=ctx,
+            checkpoint=checkpoint,
+            prices=policy.price_table(),
+        )
+
+    def _checkpoint_writes(self, job: TrainingJob) -> CheckpointProgress | None:
+        """Every checkpoint the job wrote since it was created (work kept per stint)."""
+        uri = job.checkpoint_s3_uri
+        if uri is None:
+            return None
+        if self._checkpoints is None:
+            return CheckpointProgress.out_of_scope("this deployment names no checkpoint bucket")
+        if job.creation_time is None:
+            return CheckpointProgress.unknown("the job's creation time is unknown")
+        try:
+            return self._checkpoints.progress(uri, job.creation_time)
+        except AdapterError as exc:
+            logger.warning("checkpoint location unreadable", job=job.name, error=str(exc))
+            return CheckpointProgress.unknown(f"the checkpoint location could not be listed: {exc}")

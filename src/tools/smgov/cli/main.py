@@ -94,6 +94,7 @@ def _event_kind(raw: Any) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from sagemaker_governance.domain.job import parse_timestamp
     from smgov.explain import ExplainError, explain_alarm, explain_event, explain_schedule
 
     raw_event = _read_json(args.event_file)
@@ -107,6 +108,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     logs = Path(args.logs) if args.logs else None
     if logs is not None and not logs.exists():
         return fail(f"--logs {logs}: no such file or folder", EXIT_USAGE)
+    checkpoints = Path(args.checkpoints) if args.checkpoints else None
+    if checkpoints is not None and not checkpoints.is_file():
+        return fail(f"--checkpoints {checkpoints}: no such file", EXIT_USAGE)
+    if args.at:
+        try:
+            now = parse_timestamp(args.at) or now
+        except ValueError as exc:
+            return fail(f"--at: {exc}", EXIT_USAGE)
     try:
         if kind == "alarm":
             result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming)
@@ -121,7 +130,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             )
         else:
             results = [
-                explain_event(event, policy, now=now, describe=describe, naming=naming, logs=logs)
+                explain_event(
+                    event, policy, now=now, describe=describe, naming=naming, logs=logs, checkpoints=checkpoints
+                )
                 for event in _state_changes(raw_event)
             ]
             result = results[0] if len(results) == 1 else {"batch": results}
@@ -148,6 +159,21 @@ def _state_changes(raw: Any) -> list[Any]:
     return [raw] if bodies is None else [json.loads(body) for _, body in bodies]
 
 
+SPOT_NUMBERS = (
+    "interruption_rate_per_hour",
+    "lost_work_per_interruption_hours",
+    "capacity_wait_per_interruption_hours",
+    "spot_efficiency",
+    "remaining_work_hours",
+    "spot_cost_usd",
+    "on_demand_cost_usd",
+    "spot_cost_instance_hours",
+    "on_demand_cost_instance_hours",
+    "spot_hours_to_finish",
+    "on_demand_hours_to_finish",
+)
+
+
 def _print_explained(result: dict[str, Any]) -> None:
     print(f"job: {result['job']}  ({result['status']})")
     if result.get("assumed"):
@@ -158,6 +184,14 @@ def _print_explained(result: dict[str, Any]) -> None:
             print(f"      fix: {decision['remedy']}")
         if decision.get("exempted_by"):
             print(f"      exempted by: {decision['exempted_by']}")
+        numbers = decision.get("evidence") or {}
+        if numbers.get("economics") == "computed":
+            print(
+                "      numbers: "
+                + ", ".join(f"{key} {numbers[key]}" for key in SPOT_NUMBERS if numbers.get(key) is not None)
+            )
+        elif numbers.get("economics") == "unavailable":
+            print(f"      count rule: {numbers.get('economics_note')}")
         diagnosis = decision.get("evidence", {}).get("diagnosis")
         if diagnosis:
             _print_diagnosis(diagnosis)
@@ -272,6 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a failed job's log lines: a file (one host) or a folder with one file per stream (auto-resume's evidence)",
     )
+    explain.add_argument(
+        "--checkpoints",
+        metavar="FILE",
+        help="the job's checkpoint writes: a saved ListObjectsV2 answer (JSON) or ISO 8601 times, one per line "
+        "(Spot fallback's economics)",
+    )
+    explain.add_argument("--at", metavar="TIME", help="decide at this time (ISO 8601; default: now)")
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(func=cmd_explain)
 

@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
 from smgov.simulation.scenario import Expect, JobSpec, Scenario
@@ -279,6 +281,51 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
     }
 
 
+STRATEGIES = ("always_spot", "always_on_demand", "count_fallback", "service")
+
+
+def on_demand_variant(scenario: Scenario) -> Scenario:
+    """The scenario with every Spot job launched On-Demand (``always_on_demand``)."""
+    jobs = tuple(job.model_copy(update={"spot": False, "max_wait_hours": None}) for job in scenario.jobs)
+    return scenario.model_copy(update={"jobs": jobs})
+
+
+def count_rule_variant(scenario: Scenario) -> Scenario:
+    """The scenario governed with the count rule alone (``count_fallback``: On-Demand at the third
+    interruption, as before the economics)."""
+    document = scenario.policy
+    if isinstance(document, str):
+        document = yaml.safe_load(document) or {}
+    document = dict(document or {})
+    document["spot"] = {**dict(document.get("spot") or {}), "economics": False, "count_rule_interruptions": 3}
+    return scenario.model_copy(update={"policy": document})
+
+
+def strategy_totals(result: RunResult) -> dict[str, Any]:
+    """What one way of running the fleet cost, and how long each job's work took to complete (hours from
+    its creation to the end of the run that completed it, itself or a clone; a lineage that never completed
+    counts to its last end and in ``incomplete``)."""
+    hours: list[float] = []
+    incomplete = 0
+    for name, job in result.jobs.items():
+        if job.source is not None:
+            continue
+        lineage = _lineage(result.jobs, name)
+        done = [j.ended_at for j in lineage if j.final_status == "Completed" and j.ended_at is not None]
+        if done:
+            end = min(done)
+        else:
+            incomplete += 1
+            end = max((j.ended_at if j.ended_at is not None else result.minutes) for j in lineage)
+        hours.append((end - job.created) / 60)
+    return {
+        "cost_usd": _usd(sum(j.cost for j in result.jobs.values())),
+        "completion_hours": round(sum(hours) / len(hours), 2) if hours else 0.0,
+        "last_completion_hours": round(max(hours), 2) if hours else 0.0,
+        "incomplete": incomplete,
+    }
+
+
 def simulate(
     scenario: Scenario,
     *,
@@ -294,7 +341,22 @@ def simulate(
     baseline = Simulation(
         scenario, seed=seed, governed=False, template=template, template_path=template_path
     ).run()
-    return build_report(governed, baseline, include_series=include_series)
+    report = build_report(governed, baseline, include_series=include_series)
+    if scenario.compare_strategies:  # the same market, run four ways (faults only where the service runs)
+        on_demand = Simulation(
+            on_demand_variant(scenario), seed=seed, governed=False, template=template, template_path=template_path
+        ).run()
+        count = Simulation(
+            count_rule_variant(scenario), seed=seed, template=template, template_path=template_path, faults=faults
+        ).run()
+        runs = {
+            "always_spot": baseline,
+            "always_on_demand": on_demand,
+            "count_fallback": count,
+            "service": governed,
+        }
+        report["totals"]["strategies"] = {name: strategy_totals(runs[name]) for name in STRATEGIES}
+    return report
 
 
 # ---- terminal ------------------------------------------------------------------------------------
@@ -361,6 +423,12 @@ def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
         f"false stops {totals['false_stops']}, missed stalls {totals['missed_stalls']}"
     )
     lines.append("  " + recovery_line(totals))
+    for name, figures in (totals.get("strategies") or {}).items():
+        unfinished = f", {figures['incomplete']} unfinished" if figures["incomplete"] else ""
+        lines.append(
+            f"  strategy {name:<17} cost {_money(figures['cost_usd']):>11}, work completed after "
+            f"{figures['completion_hours']:.2f} h on average (last {figures['last_completion_hours']:.2f} h){unfinished}"
+        )
     counters = report["counters"]
     invocations = ", ".join(f"{k} {v}" for k, v in counters["lambda_invocations"].items()) or "none"
     calls = ", ".join(f"{k} {v}" for k, v in counters["aws_calls"].items()) or "none"
@@ -404,7 +472,7 @@ def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
     totals: Counter[str] = Counter()
     for report in reports:
         for key, value in report["totals"].items():
-            if key != "recovered_fraction":
+            if key != "recovered_fraction" and not isinstance(value, dict):
                 totals[key] += value
     out: dict[str, Any] = {k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()}
     out["recovered_fraction"] = _fraction(totals["recovered_usd"], totals["recoverable_waste_usd"])

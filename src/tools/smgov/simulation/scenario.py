@@ -358,6 +358,54 @@ class Fleet(_Model):
     mix: tuple[MixEntry, ...] = Field(min_length=1)
 
 
+class MarketPeriod(_Model):
+    """From ``from_hour`` (scenario hours) on: how often Spot reclaims this type, and the wait for it back."""
+
+    from_hour: NonNegativeFloat = 0
+    interruptions_per_hour: NonNegativeFloat = Field(description="per running hour of a job on this type")
+    capacity_wait_minutes: PositiveInt = Field(20, description="unbilled wait for capacity after an interruption")
+
+
+class SpotMarket(_Model):
+    """Spot capacity per instance type, varying over time: interruptions are a Poisson process whose rate
+    follows the type's periods (drawn per job and restart, seeded), and each interruption's capacity wait is
+    the period's. A Spot job whose (first) type is listed here is interrupted by the market (its script's own
+    ``interruptions_*`` still apply too)."""
+
+    types: dict[str, tuple[MarketPeriod, ...]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        for name, periods in self.types.items():
+            hours = [p.from_hour for p in periods]
+            if not periods or hours != sorted(hours) or hours[0] != 0:
+                raise ValueError(f"spot_market.types.{name}: periods from hour 0, in order")
+        return self
+
+    def period(self, instance_type: str, minute: int) -> MarketPeriod | None:
+        periods = self.types.get(instance_type)
+        if not periods:
+            return None
+        return [p for p in periods if p.from_hour * 60 <= minute][-1]
+
+    def next_interruption(self, instance_type: str, minute: int, draw: float) -> int | None:
+        """The first interruption after ``minute`` for a unit-exponential ``draw`` (None: never)."""
+        periods = self.types.get(instance_type)
+        if not periods:
+            return None
+        need, at = draw, float(minute)
+        for index, period in enumerate(periods):
+            end = periods[index + 1].from_hour * 60 if index + 1 < len(periods) else float("inf")
+            if end <= at:
+                continue
+            rate = period.interruptions_per_hour / 60  # per minute
+            if rate > 0 and (end - at) * rate >= need:
+                return max(minute + 1, int(at + need / rate) + 1)
+            need -= (end - at) * rate if end != float("inf") else 0.0
+            at = end
+        return None
+
+
 class Scenario(_Model):
     name: str
     description: str = ""
@@ -377,6 +425,11 @@ class Scenario(_Model):
     )
     jobs: tuple[JobSpec, ...] = ()
     fleet: Fleet | None = None
+    spot_market: SpotMarket | None = Field(None, description="Spot interruptions and capacity waits per type")
+    compare_strategies: bool = Field(
+        False,
+        description="also run always_spot, always_on_demand and count_fallback; the report's totals.strategies",
+    )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Self:

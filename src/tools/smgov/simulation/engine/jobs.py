@@ -72,6 +72,8 @@ class JobRun:
     # The training minute its faults count from: 0, or where a clone or a retry resumed (set when it
     # enters Training; None until then).
     fault_origin: int | None = 0
+    spot_type: str | None = None  # a Spot job's (first) instance type: the market that interrupts it
+    market_due: int | None = None  # the market's next interruption of this stint (None: none drawn)
     stalls: list[StallEpisode] = field(default_factory=list)
     token: int = 0
     metrics: tuple[MetricSpec, ...] = ()  # training metrics whose regex matches the log
@@ -186,6 +188,7 @@ def job_from_request(
         checkpoint_uri=(request.get("CheckpointConfig") or {}).get("S3Uri"),
         expect_stop=expect_stop,
         retry_attempts=int((request.get("RetryStrategy") or {}).get("MaximumRetryAttempts", 0)),
+        spot_type=groups[0][0] if spot else None,
         phase_since=now,
         accrued_at=now,
     )

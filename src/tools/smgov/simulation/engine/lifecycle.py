@@ -13,6 +13,7 @@ its source's last checkpoint.
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -214,6 +215,8 @@ class Lifecycle:
             self._publish(job, Activity(name))
         elif phase.publishes is Publication.NOTHING:
             self._publish(job, OFF)
+        if name == "downloading":
+            self._draw_market(job)
         if name == "training":
             if job.checkpoint_uri and job.progress == 0:
                 job.progress = self.checkpoints.get(job.checkpoint_uri, 0)  # resume from the last checkpoint
@@ -266,7 +269,14 @@ class Lifecycle:
         if job.phase in BILLABLE and job.billable >= job.max_runtime:
             self._end(job, "Stopped", "MaxRuntimeExceeded")
             return
-        if job.spot and job.phase in RUNNING and script.interruption_due(now - job.created) == now - job.created:
+        if (
+            job.spot
+            and job.phase in RUNNING
+            and (
+                script.interruption_due(now - job.created) == now - job.created
+                or (job.market_due is not None and job.market_due <= now)
+            )
+        ):
             self._interrupt(job)
             return
         phase = PHASES[job.phase]
@@ -353,7 +363,22 @@ class Lifecycle:
         else:
             self._publish(job, Activity("training", script.phase_at(self._phase_time(job))))
 
+    def _draw_market(self, job: JobRun) -> None:
+        """The market's next interruption of a Spot job's new stint (seeded by the run, the job and the
+        stint, so every strategy of a comparison meets the same market up to where they differ)."""
+        market = self.scenario.spot_market
+        job.market_due = None
+        if market is None or not job.spot or job.spot_type is None:
+            return
+        draw = random.Random(f"{self.seed}-market-{job.name}-{job.interruptions}").expovariate(1.0)
+        job.market_due = market.next_interruption(job.spot_type, self.now, draw)
+
     def _interrupt(self, job: JobRun) -> None:
+        market = self.scenario.spot_market
+        period = market.period(job.spot_type, self.now) if market and job.spot_type else None
+        if period is not None:  # the market's capacity wait now
+            job.script = job.script.model_copy(update={"spot_capacity_wait_minutes": period.capacity_wait_minutes})
+        job.market_due = None
         self._publish(job, OFF)
         self._end_stall(job, recovered=False)
         if job.phase == "training":
@@ -399,4 +424,6 @@ class Lifecycle:
             due = script.interruption_due(now - job.created + 1)
             if due is not None:
                 candidates.append(job.created + due)
+            if job.market_due is not None and job.market_due > now:
+                candidates.append(job.market_due)
         return max(now + 1, min(candidates)) if candidates else now + 1

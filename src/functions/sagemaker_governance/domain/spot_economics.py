@@ -1,0 +1,324 @@
+"""Spot or On-Demand for the rest of a job: the cost and time to finish either way, from what it lived.
+
+Pure. At an interruption the job's ``SecondaryStatusTransitions`` (SageMaker's own timestamps) and the
+write times of the objects under its ``CheckpointConfig.S3Uri`` (``ListObjectsV2``'s ``LastModified``)
+say, for every stint it trained:
+
+- how long it trained, and how much of that was *kept*: the time from the stint's start to the last
+  checkpoint written during it (a restart resumes from there; the rest is lost work);
+- how often it was interrupted per running hour (Downloading + Training, the billed phases);
+- how long each restart cost: the billed download before training, and the unbilled capacity wait
+  (``Interrupted`` and the ``Starting`` after it).
+
+From these, the *Spot efficiency* is the share of a running hour that ends up kept:
+``efficiency = 1 - rate x (lost work per interruption + download per restart)``. The remaining work is
+bounded by ``MaxRuntimeInSeconds`` minus the kept work (a job's own limit on its training time; an
+upper bound, the same on both sides). Then, for the remaining work ``R``:
+
+- Spot: ``R / efficiency`` running hours at ``price_factor`` x the On-Demand price, plus a capacity
+  wait per expected interruption;
+- On-Demand: ``R`` + one download, at the On-Demand price, after one start.
+
+The prices cancel out of the comparison (the same instances on both sides): a missing price only leaves
+the dollar figures out of the evidence. ``fleet_rate`` (the instance type's interruption rate across the
+fleet, when known) is blended into the job's own, which says little after one or two interruptions.
+
+Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
+the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
+the count rule and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from sagemaker_governance.domain.job import StatusTransition, TrainingJob
+
+RUNNING: Final = frozenset({"Downloading", "Training"})  # billed phases (SageMaker bills from Downloading)
+WAITING: Final = frozenset({"Starting", "Interrupted"})  # unbilled: instances not yet (or no longer) there
+MIN_EFFICIENCY: Final = 0.05  # below this, Spot is not expected to finish at all
+# Pseudo-observations of the fleet's rate blended into the job's own (when the fleet's rate is known): the
+# fleet counts as much as this many interruptions of the job itself.
+FLEET_WEIGHT: Final = 2.0
+
+
+def _hours(delta: timedelta) -> float:
+    return delta.total_seconds() / 3600
+
+
+@dataclass(frozen=True)
+class Stint:
+    """One stretch in one secondary status."""
+
+    status: str
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The economics cannot be computed: the count rule decides; ``reason`` says why."""
+
+    reason: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {"economics": "unavailable", "economics_note": self.reason}
+
+
+@dataclass(frozen=True)
+class SpotHistory:
+    """What the job lived on Spot so far (hours), from its transitions and its checkpoint writes."""
+
+    elapsed_hours: float  # since creation
+    running_hours: float  # Downloading + Training
+    training_hours: float
+    kept_hours: float  # training up to the last checkpoint of each stint
+    interruptions: int
+    download_hours_per_start: float
+    wait_hours_per_interruption: float  # Interrupted + the Starting after it (capacity waits)
+    first_start_hours: float  # the first Starting: what an On-Demand clone waits before it runs
+
+    @property
+    def lost_hours(self) -> float:
+        return max(0.0, self.training_hours - self.kept_hours)
+
+    @property
+    def lost_per_interruption(self) -> float:
+        return self.lost_hours / self.interruptions if self.interruptions else 0.0
+
+
+@dataclass(frozen=True)
+class SpotEstimate:
+    """Spot against On-Demand for the rest of one job (hours; USD when the price is known)."""
+
+    history: SpotHistory
+    rate_per_hour: float  # interruptions per running hour used (the job's, blended with the fleet's)
+    job_rate_per_hour: float
+    fleet_rate_per_hour: float | None
+    efficiency: float
+    remaining_work_hours: float
+    spot_running_hours: float | None  # None: Spot is not expected to finish
+    spot_hours_to_finish: float | None
+    on_demand_hours_to_finish: float
+    spot_cost_units: float | None  # On-Demand instance-hours equivalent (x price = USD)
+    on_demand_cost_units: float
+    price_factor: float
+    cluster_price_per_hour: float | None  # On-Demand USD per hour of the whole cluster (None: unpriced)
+    max_wait_hours: float | None
+
+    @property
+    def spot_finishes(self) -> bool:
+        return self.spot_running_hours is not None
+
+    @property
+    def on_demand_cheaper(self) -> bool:
+        return self.spot_cost_units is None or self.on_demand_cost_units < self.spot_cost_units
+
+    @property
+    def delay_so_far_hours(self) -> float:
+        """How much later than an uninterrupted run the job is: elapsed time not turned into kept work."""
+        return max(0.0, self.history.elapsed_hours - self.history.first_start_hours - self.history.kept_hours)
+
+    @property
+    def extra_delay_on_spot_hours(self) -> float | None:
+        if self.spot_hours_to_finish is None:
+            return None
+        return self.spot_hours_to_finish - self.on_demand_hours_to_finish
+
+    @property
+    def beyond_max_wait(self) -> bool:
+        """Spot is expected to end at ``MaxWaitTimeExceeded`` before the work is done."""
+        if self.max_wait_hours is None:
+            return False
+        if self.spot_hours_to_finish is None:
+            return True
+        return self.history.elapsed_hours + self.spot_hours_to_finish > self.max_wait_hours
+
+    def slack_spent(self, max_delay_hours: float | None) -> bool:
+        """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run."""
+        if max_delay_hours is None:
+            return False
+        extra = self.extra_delay_on_spot_hours
+        return extra is None or self.delay_so_far_hours + extra > max_delay_hours
+
+    def _usd(self, units: float | None) -> float | None:
+        if units is None or self.cluster_price_per_hour is None:
+            return None
+        return round(units * self.cluster_price_per_hour, 2)
+
+    def evidence(self) -> dict[str, Any]:
+        h = self.history
+
+        def r(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
+
+        out: dict[str, Any] = {
+            "economics": "computed",
+            "elapsed_hours": r(h.elapsed_hours),
+            "running_hours": r(h.running_hours),
+            "kept_work_hours": r(h.kept_hours),
+            "lost_work_hours": r(h.lost_hours),
+            "lost_work_per_interruption_hours": r(h.lost_per_interruption),
+            "capacity_wait_per_interruption_hours": r(h.wait_hours_per_interruption),
+            "interruption_rate_per_hour": r(self.rate_per_hour),
+            "job_interruption_rate_per_hour": r(self.job_rate_per_hour),
+            "spot_efficiency": r(self.efficiency),
+            "remaining_work_hours": r(self.remaining_work_hours),
+            "spot_hours_to_finish": r(self.spot_hours_to_finish),
+            "on_demand_hours_to_finish": r(self.on_demand_hours_to_finish),
+            "delay_so_far_hours": r(self.delay_so_far_hours),
+            "spot_price_factor": self.price_factor,
+            "spot_cost_instance_hours": r(self.spot_cost_units),
+            "on_demand_cost_instance_hours": r(self.on_demand_cost_units),
+        }
+        if self.fleet_rate_per_hour is not None:
+            out["fleet_interruption_rate_per_hour"] = r(self.fleet_rate_per_hour)
+        if self.cluster_price_per_hour is not None:
+            out["spot_cost_usd"] = self._usd(self.spot_cost_units)
+            out["on_demand_cost_usd"] = self._usd(self.on_demand_cost_units)
+        if self.max_wait_hours is not None:
+            out["max_wait_hours"] = r(self.max_wait_hours)
+        return out
+
+
+def stints(transitions: Sequence[StatusTransition], now: datetime) -> list[Stint] | Unknown:
+    """The job's secondary-status stretches, each with a start and an end (the open one ends ``now``)."""
+    out: list[Stint] = []
+    for index, transition in enumerate(transitions):
+        if transition.start_time is None:
+            return Unknown(f"the {transition.status} transition has no StartTime")
+        end = transition.end_time
+        if end is None:
+            if index != len(transitions) - 1:
+                return Unknown(f"the {transition.status} transition has no EndTime and is not the last")
+            end = max(now, transition.start_time)
+        if end < transition.start_time or (out and transition.start_time < out[-1].start):
+            return Unknown("the status transitions' timestamps are out of order")
+        out.append(Stint(transition.status, transition.start_time, end))
+    return out
+
+
+def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: datetime) -> SpotHistory | Unknown:
+    """The job's Spot history, or why it cannot be read."""
+    if job.creation_time is None:
+        return Unknown("the job's CreationTime is unknown")
+    parts = stints(job.transitions, now)
+    if isinstance(parts, Unknown):
+        return parts
+    if not parts:
+        return Unknown("the job has no status transitions")
+    writes = sorted(checkpoint_times)
+    if writes and (
+        writes[0] < job.creation_time - timedelta(minutes=5) or writes[-1] > now + timedelta(minutes=5)
+    ):
+        return Unknown("checkpoint write times fall outside the job's life (another job writes there?)")
+    training = kept = downloading = 0.0
+    downloads = 0
+    interruptions = waited = 0
+    waits = pending = 0.0
+    after_interruption = False
+    for stint in parts:
+        length = _hours(stint.end - stint.start)
+        if stint.status == "Training":
+            training += length
+            last = [w for w in writes if stint.start <= w <= stint.end]
+            kept += _hours(last[-1] - stint.start) if last else 0.0
+        elif stint.status == "Downloading":
+            downloading += length
+            downloads += 1
+        if stint.status == "Interrupted":
+            interruptions += 1
+            after_interruption, pending = True, 0.0
+        if after_interruption and stint.status in WAITING:
+            pending += length
+        elif after_interruption and stint.status in RUNNING:  # the wait ended: capacity came back
+            waits, waited, after_interruption = waits + pending, waited + 1, False
+    if interruptions == 0:
+        return Unknown("no Interrupted transition on record")
+    first = parts[0]
+    first_start = _hours(first.end - first.start) if first.status == "Starting" else 0.0
+    return SpotHistory(
+        elapsed_hours=max(0.0, _hours(now - job.creation_time)),
+        running_hours=training + downloading,
+        training_hours=training,
+        kept_hours=min(kept, training),
+        interruptions=interruptions,
+        download_hours_per_start=downloading / downloads if downloads else 0.0,
+        # completed waits; before any, the first Starting (a Spot job waits there for capacity too)
+        wait_hours_per_interruption=waits / waited if waited else first_start,
+        first_start_hours=first_start,
+    )
+
+
+def estimate(
+    job: TrainingJob,
+    checkpoint_times: Iterable[datetime] | None,
+    now: datetime,
+    *,
+    price_factor: float,
+    cluster_price_per_hour: float | None = None,
+    fleet_rate_per_hour: float | None = None,
+) -> SpotEstimate | Unknown:
+    """Spot against On-Demand for the rest of ``job`` (``checkpoint_times``: None when not listed)."""
+    if checkpoint_times is None:
+        return Unknown("the checkpoint location was not listed: work kept and lost are unknown")
+    max_runtime = job.stopping.max_runtime_seconds
+    if not max_runtime:
+        return Unknown("no MaxRuntimeInSeconds: the remaining work is unbounded")
+    history = history_of(job, checkpoint_times, now)
+    if isinstance(history, Unknown):
+        return history
+    if history.running_hours <= 0:
+        return Unknown("no running time on record")
+    job_rate = history.interruptions / history.running_hours
+    rate = job_rate
+    if fleet_rate_per_hour is not None:
+        rate = (history.interruptions + FLEET_WEIGHT) / (
+            history.running_hours + FLEET_WEIGHT / max(fleet_rate_per_hour, 1e-6)
+        )
+    restart = history.lost_per_interruption + history.download_hours_per_start
+    efficiency = max(0.0, 1.0 - rate * restart)
+    remaining = max(0.0, max_runtime / 3600 - history.kept_hours)
+    download = history.download_hours_per_start
+    on_demand_running = remaining + download
+    on_demand_time = history.first_start_hours + on_demand_running
+    spot_running = spot_time = spot_cost = None
+    if efficiency >= MIN_EFFICIENCY:
+        spot_running = remaining / efficiency
+        expected_interruptions = rate * spot_running
+        # the wait now under way (this interruption), then one per expected interruption
+        spot_time = spot_running + (1 + expected_interruptions) * history.wait_hours_per_interruption
+        spot_cost = spot_running * price_factor
+    wait = job.stopping.max_wait_seconds
+    return SpotEstimate(
+        history=history,
+        rate_per_hour=rate,
+        job_rate_per_hour=job_rate,
+        fleet_rate_per_hour=fleet_rate_per_hour,
+        efficiency=efficiency,
+        remaining_work_hours=remaining,
+        spot_running_hours=spot_running,
+        spot_hours_to_finish=spot_time,
+        on_demand_hours_to_finish=on_demand_time,
+        spot_cost_units=spot_cost,
+        on_demand_cost_units=on_demand_running,
+        price_factor=price_factor,
+        cluster_price_per_hour=cluster_price_per_hour,
+        max_wait_hours=wait / 3600 if wait else None,
+    )
+
+
+def cluster_price(job: TrainingJob, prices: dict[str, float] | None) -> float | None:
+    """On-Demand USD per hour of the job's whole cluster (None when a type has no price)."""
+    if not prices:
+        return None
+    total = 0.0
+    for group in job.instance_groups:
+        price = prices.get(group.instance_type)
+        if price is None:
+            return None
+        total += price * group.instance_count
+    return total

@@ -1,0 +1,204 @@
+"""Spot decisions on economics (pure): the numbers at an interruption, the rule they pick, and the count
+rule when the numbers cannot be computed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.failures import CheckpointProgress
+from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot
+from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate
+from tests.builders import describe
+from tests.resume_builders import ROLE, T0, TAGS, as_job, context
+
+
+def lived(
+    trained: list[int],
+    *,
+    every: int,
+    wait: int = 10,
+    start: int = 3,
+    download: int = 3,
+    max_runtime_hours: float = 48,
+    max_wait_hours: float = 96,
+    instance_type: str = "ml.g5.12xlarge",
+) -> tuple[dict[str, Any], tuple[datetime, ...], datetime]:
+    """A Spot job interrupted after each training stint of ``trained`` minutes (checkpoints every ``every``
+    minutes of each stint, capacity waits of ``wait`` minutes): its description, its checkpoint write
+    times and the moment of the last interruption."""
+    at, history, writes = T0, [], []
+
+    def step(status: str, minutes: int) -> None:
+        nonlocal at
+        history.append({"Status": status, "StartTime": at, "EndTime": at + timedelta(minutes=minutes)})
+        at += timedelta(minutes=minutes)
+
+    for index, minutes in enumerate(trained):
+        step("Starting", start if index == 0 else wait // 2)
+        step("Downloading", download)
+        writes += [at + timedelta(minutes=m) for m in range(every, minutes + 1, every)]
+        step("Training", minutes)
+        if index < len(trained) - 1:
+            step("Interrupted", wait - wait // 2)
+    history.append({"Status": "Interrupted", "StartTime": at})
+    doc = describe(
+        "bert-spot-1",
+        TrainingJobStatus="InProgress",
+        SecondaryStatus="Interrupted",
+        EnableManagedSpotTraining=True,
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": 2, "VolumeSizeInGB": 50},
+        StoppingCondition={
+            "MaxRuntimeInSeconds": round(max_runtime_hours * 3600),
+            "MaxWaitTimeInSeconds": round(max_wait_hours * 3600),
+        },
+        CreationTime=T0,
+        SecondaryStatusTransitions=history,
+        RoleArn=ROLE,
+        CheckpointConfig={"S3Uri": "s3://ckpt/bert-spot-1/"},
+    )
+    return doc, tuple(writes), at
+
+
+def listed(writes: tuple[datetime, ...]) -> CheckpointProgress:
+    return CheckpointProgress(checked=True, written=len(writes), total=len(writes), written_at=writes)
+
+
+def decide(
+    doc: dict[str, Any],
+    now: datetime,
+    checkpoint: CheckpointProgress | None,
+    policy: SpotPolicy | None = None,
+    prices: dict[str, float] | None = None,
+) -> CloneDecision:
+    return decide_spot(
+        as_job(doc),
+        doc,
+        TAGS,
+        spot=policy or SpotPolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+        checkpoint=checkpoint,
+        prices=prices,
+    )
+
+
+def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> None:
+    # Given 14-hour stints with a checkpoint every 30 minutes (little lost at each interruption)
+    doc, writes, now = lived([14 * 60, 14 * 60, 14 * 60], every=30, max_runtime_hours=60, max_wait_hours=120)
+    # When it is interrupted the third time (the count rule would move it)
+    (decision,) = decide(doc, now, listed(writes)).decisions
+    # Then finishing on Spot is cheaper, and the numbers say so
+    assert decision.action is Action.NONE and decision.code == SpotCode.SPOT_CHEAPER
+    evidence = decision.evidence
+    assert evidence["economics"] == "computed"
+    assert evidence["spot_efficiency"] > 0.95
+    assert evidence["spot_cost_instance_hours"] < evidence["on_demand_cost_instance_hours"]
+    assert evidence["kept_work_hours"] == pytest.approx(42.0, abs=0.01)
+
+
+def test_interruptions_faster_than_the_checkpoints_move_the_job_at_the_first() -> None:
+    # Given a stint of 20 minutes and checkpoints every 30: nothing kept
+    doc, writes, now = lived([20], every=30)
+    result = decide(doc, now, listed(writes))
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_NO_PROGRESS, SpotCode.STOP_NO_PROGRESS]
+    assert result.decisions[0].evidence["spot_efficiency"] < 0.05
+    assert result.stop_source and result.plan is not None
+    assert result.plan.request["EnableManagedSpotTraining"] is False
+
+
+def test_on_demand_is_chosen_when_spot_loses_more_than_its_discount() -> None:
+    # Given half of each hour lost at each interruption, and Spot at 60% of the On-Demand price
+    doc, writes, now = lived([58, 58], every=30, download=10, max_runtime_hours=12, max_wait_hours=400)
+    policy = SpotPolicy(price_factor=0.6)
+    result = decide(doc, now, listed(writes), policy)
+    assert result.decisions[0].code == SpotCode.CLONE_ON_DEMAND_CHEAPER
+    evidence = result.decisions[0].evidence
+    assert evidence["spot_cost_instance_hours"] > evidence["on_demand_cost_instance_hours"]
+    # and at Spot's usual discount, the same history stays on Spot
+    (stay,) = decide(doc, now, listed(writes), SpotPolicy(price_factor=0.3)).decisions
+    assert stay.code == SpotCode.SPOT_CHEAPER
+
+
+def test_spot_that_would_outrun_max_wait_moves_before_it_ends_unfinished() -> None:
+    # Given long capacity waits and a MaxWaitTimeInSeconds close to the runtime
+    doc, writes, now = lived([85, 85], every=20, wait=90, max_runtime_hours=12, max_wait_hours=16)
+    result = decide(doc, now, listed(writes))
+    assert result.decisions[0].code == SpotCode.CLONE_MAX_WAIT_BUDGET
+    assert result.decisions[0].evidence["max_wait_hours"] == 16
+
+
+def test_the_deadline_slack_moves_a_job_spot_would_finish_late() -> None:
+    doc, writes, now = lived([120, 120], every=30, wait=60)
+    (stay,) = decide(doc, now, listed(writes)).decisions
+    assert stay.code == SpotCode.SPOT_CHEAPER
+    result = decide(doc, now, listed(writes), SpotPolicy(max_delay_hours=2))
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_DEADLINE, SpotCode.STOP_DEADLINE]
+
+
+def test_max_interruptions_is_a_hard_cap_whatever_the_numbers() -> None:
+    doc, writes, now = lived([14 * 60] * 3, every=30, max_runtime_hours=60, max_wait_hours=120)
+    result = decide(doc, now, listed(writes), SpotPolicy(max_interruptions=3))
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_INTERRUPTED, SpotCode.STOP_INTERRUPTED]
+    assert result.decisions[0].evidence["economics"] == "computed"  # the numbers are still recorded
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "note"),
+    [
+        (None, "not listed"),
+        (
+            CheckpointProgress.out_of_scope("bucket ckpt does not match CheckpointBucketPattern"),
+            "CheckpointBucket",
+        ),
+        (CheckpointProgress.unknown("ListObjectsV2 on ckpt failed (AccessDenied)"), "AccessDenied"),
+        (CheckpointProgress(checked=True, truncated=True, written_at=()), "cut short"),
+        (CheckpointProgress(checked=True, written_at=(T0 - timedelta(days=2),)), "outside the job's life"),
+    ],
+)
+def test_missing_or_conflicting_data_falls_back_to_the_count_rule_and_says_so(
+    checkpoint: CheckpointProgress | None, note: str
+) -> None:
+    # Given rapid interruptions that the numbers would move at once
+    doc, _, now = lived([20, 20], every=30)
+    (decision,) = decide(doc, now, checkpoint).decisions
+    # Then without the numbers the count rule (3) decides: not yet at 2
+    assert decision.code == SpotCode.BELOW_THRESHOLD
+    assert decision.evidence["economics"] == "unavailable" and note in decision.evidence["economics_note"]
+    doc, _, now = lived([20, 20, 20], every=30)
+    assert decide(doc, now, checkpoint).decisions[0].code == SpotCode.CLONE_COUNT_RULE
+
+
+def test_economics_off_is_the_count_rule() -> None:
+    doc, writes, now = lived([20], every=30)
+    (decision,) = decide(doc, now, listed(writes), SpotPolicy(economics=False)).decisions
+    assert decision.code == SpotCode.BELOW_THRESHOLD and "economics is off" in decision.evidence["economics_note"]
+
+
+def test_dollars_are_in_the_evidence_when_the_type_is_priced() -> None:
+    doc, writes, now = lived([14 * 60] * 2, every=30)
+    (priced,) = decide(doc, now, listed(writes), prices={"ml.g5.12xlarge": 7.09}).decisions
+    assert priced.evidence["on_demand_cost_usd"] == pytest.approx(
+        priced.evidence["on_demand_cost_instance_hours"] * 2 * 7.09, rel=0.01
+    )
+    (unpriced,) = decide(doc, now, listed(writes), prices={}).decisions
+    assert "on_demand_cost_usd" not in unpriced.evidence and unpriced.code == priced.code
+
+
+def test_the_fleet_rate_pulls_a_young_jobs_rate_towards_it() -> None:
+    doc, writes, now = lived([6 * 60], every=30)
+    job = as_job(doc)
+    alone = estimate(job, writes, now, price_factor=0.35)
+    stormy = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=3.0)
+    assert isinstance(alone, SpotEstimate) and isinstance(stormy, SpotEstimate)
+    assert alone.rate_per_hour < stormy.rate_per_hour < 3.0
+    assert stormy.efficiency < alone.efficiency
+
+
+def test_no_interruption_on_record_is_unknown() -> None:
+    doc, writes, now = lived([60], every=30)
+    doc["SecondaryStatusTransitions"] = doc["SecondaryStatusTransitions"][:-1]
+    assert isinstance(estimate(as_job(doc), writes, now, price_factor=0.35), Unknown)
