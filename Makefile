@@ -13,7 +13,7 @@ export SAM_CLI_TELEMETRY := 0
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench org-package org-deploy
+.PHONY: help demo test lint typecheck unit validate build venv clean lock checkov calibrate bench org-package org-deploy org-audit-deploy
 
 help:
 	@echo "make demo   - create .venv, install, simulate a fleet governed by the service (no AWS account needed)"
@@ -65,7 +65,7 @@ $(TOOLS_STAMP): constraints-tools.txt
 	touch $(TOOLS_STAMP)
 
 checkov: $(TOOLS_STAMP)
-	$(TOOLS)/bin/checkov --quiet --compact --skip-download --framework cloudformation --file template.yaml
+	$(TOOLS)/bin/checkov --quiet --compact --skip-download --framework cloudformation --file template.yaml --file org/audit-account.yaml
 
 # Re-pin the Lambda layer (hashes, resolved for the runtime's Python and architecture).
 lock: $(STAMP)
@@ -127,7 +127,13 @@ org-deploy:
 		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides \
 		MemberTemplateURL=$$(cat $(ORG_DIR)/member-url.txt) ArtifactBucketPrefix=$(ARTIFACT_BUCKET_PREFIX) \
 		Regions=$(subst $(space),$(comma),$(ORG_REGIONS)) EnforceOrganizationalUnitIds=$(ENFORCE_OUS) \
-		AuditOrganizationalUnitIds=$(AUDIT_OUS) CallAs=$(or $(CALL_AS),DELEGATED_ADMIN)
+		AuditOrganizationalUnitIds=$(AUDIT_OUS) CallAs=$(or $(CALL_AS),DELEGATED_ADMIN) \
+		CentralAuditBusArn=$(CENTRAL_AUDIT_BUS_ARN)
+
+# One audit view (README "Across an organization"): run with the audit account's credentials.
+org-audit-deploy:
+	aws cloudformation deploy --template-file org/audit-account.yaml --stack-name sagemaker-governance-audit \
+		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides OrganizationId=$(ORGANIZATION_ID)
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache $(TOOLS)

@@ -103,3 +103,93 @@ def test_a_record_the_function_kept_failing_goes_back_to_its_queue(aws: None) ->
     (back,) = sqs.receive_message(QueueUrl=source_url)["Messages"]
     assert back["Body"] == event
     assert sqs.receive_message(QueueUrl=dlq_url).get("Messages", []) == []
+
+
+# ---- one audit view: audit records that did not reach the central bus (issue 21) --------------------
+
+
+def _audit_bus_capture(events: Any, sqs: Any, bus: str) -> str:
+    """The stack's audit bus with a rule copying its events to a queue (the forwarding rule's stand-in)."""
+    from sagemaker_governance.adapters.audit_forwarder import SOURCE
+
+    events.create_event_bus(Name=bus)
+    url = sqs.create_queue(QueueName="forwarded")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="forward", EventBusName=bus, EventPattern=json.dumps({"source": [SOURCE]}))
+    events.put_targets(Rule="forward", EventBusName=bus, Targets=[{"Id": "q", "Arn": arn}])
+    return str(url)
+
+
+def test_an_audit_record_put_events_refused_is_listed_and_redriven_to_the_audit_bus(aws: None) -> None:
+    from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
+    from tests.adapters.test_audit_forwarder import MEMBER_INFO, record
+
+    # Given the forwarder could not put a record (its bus did not exist yet): it is in the DLQ
+    sqs, events = boto3.client("sqs", region_name="us-east-1"), boto3.client("events", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    forwarder = AuditForwarder(events, sqs, bus_name="gov-audit", dead_letter_queue_url=url, member=MEMBER_INFO)
+    forwarder.forward(record("job-x"))
+    dlq = DeadLetterQueue(sqs, None, url, events_client=events)
+    (letter,) = dlq.peek(visibility_seconds=0)
+    # Then it reads as an audit record not forwarded, for its job, redrivable to the audit bus
+    assert (letter.source, letter.job_name, letter.bus, letter.redrivable) == (
+        "audit-forward",
+        "job-x",
+        "gov-audit",
+        True,
+    )
+    # When the bus exists again and the operator redrives
+    forwarded = _audit_bus_capture(events, sqs, "gov-audit")
+    assert cmd_dlq_redrive(args(), dlq) == 0
+    # Then the same record is on the bus (and forwarded by its rule), and the message is gone
+    (message,) = sqs.receive_message(QueueUrl=forwarded)["Messages"]
+    assert json.loads(message["Body"])["detail"]["audit"] == record("job-x").as_log()
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+def test_an_event_the_forwarding_rule_could_not_deliver_goes_back_on_the_stacks_audit_bus(aws: None) -> None:
+    from tests.adapters.test_audit_forwarder import MEMBER_INFO, record
+
+    # Given EventBridge dead-lettered a forwarded event: the central bus refused it (RULE_ARN names the
+    # stack's audit bus, TARGET_ARN the central bus)
+    sqs, events = boto3.client("sqs", region_name="us-east-1"), boto3.client("events", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    event = {
+        "version": "0",
+        "id": "e-1",
+        "detail-type": "Governance Decision",
+        "source": "sagemaker-governance",
+        "account": "111111111111",
+        "time": "2026-11-21T12:00:00Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {"message": "governance decision", "audit": record("job-y").as_log(), "member": MEMBER_INFO},
+    }
+
+    def attribute(value: str) -> dict[str, str]:
+        return {"DataType": "String", "StringValue": value}
+
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps(event),
+        MessageAttributes={
+            "RULE_ARN": attribute("arn:aws:events:us-east-1:111111111111:rule/gov-audit/forward"),
+            "TARGET_ARN": attribute("arn:aws:events:us-east-1:999999999999:event-bus/sagemaker-governance-audit"),
+            "ERROR_CODE": attribute("NO_PERMISSIONS"),
+            "ERROR_MESSAGE": attribute("not authorized"),
+        },
+    )
+    dlq = DeadLetterQueue(sqs, None, url, events_client=events)
+    (letter,) = dlq.peek(visibility_seconds=0)
+    # Then it is an audit record, never a function to invoke, and goes back on the stack's own bus
+    assert (letter.source, letter.job_name, letter.bus, letter.function_arn) == (
+        "audit-forward",
+        "job-y",
+        "gov-audit",
+        None,
+    )
+    assert "NO_PERMISSIONS" in letter.error
+    forwarded = _audit_bus_capture(events, sqs, "gov-audit")
+    assert cmd_dlq_redrive(args(), dlq) == 0
+    (message,) = sqs.receive_message(QueueUrl=forwarded)["Messages"]
+    assert json.loads(message["Body"])["detail"] == event["detail"]

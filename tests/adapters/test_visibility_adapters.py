@@ -107,3 +107,61 @@ def test_missing_credentials_are_an_adapter_error(monkeypatch: pytest.MonkeyPatc
         StackOutputs(session.client("cloudformation")).outputs("s")
     with pytest.raises(AdapterError, match="credentials"):
         LogsInsights(session.client("logs")).run(["/g"], "fields @timestamp", start=END, end=END)
+
+
+def test_stack_set_instances_are_read_page_by_page_with_their_status() -> None:
+    # Given a StackSet of two instances, on two pages, one whose last operation failed
+    import boto3
+    from botocore.stub import Stubber
+
+    from smgov.adapters.cloudformation import StackInstance, StackSetInstances
+
+    client = boto3.client("cloudformation", region_name="us-east-1")
+    recorder = CallRecorder().attach(client)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "list_stack_instances",
+            {
+                "Summaries": [
+                    {
+                        "Account": "111111111111",
+                        "Region": "us-east-1",
+                        "Status": "CURRENT",
+                        "StackInstanceStatus": {"DetailedStatus": "SUCCEEDED"},
+                    }
+                ],
+                "NextToken": "t",
+            },
+            {"StackSetName": "sagemaker-governance", "CallAs": "DELEGATED_ADMIN"},
+        )
+        stub.add_response(
+            "list_stack_instances",
+            {
+                "Summaries": [
+                    {
+                        "Account": "222222222222",
+                        "Region": "eu-west-1",
+                        "Status": "OUTDATED",
+                        "StatusReason": "Access denied",
+                        "StackInstanceStatus": {"DetailedStatus": "FAILED"},
+                    }
+                ]
+            },
+            {"StackSetName": "sagemaker-governance", "CallAs": "DELEGATED_ADMIN", "NextToken": "t"},
+        )
+        instances = StackSetInstances(client).list("sagemaker-governance")
+    assert instances == [
+        StackInstance(account="111111111111", region="us-east-1", status="CURRENT", detailed_status="SUCCEEDED"),
+        StackInstance(
+            account="222222222222",
+            region="eu-west-1",
+            status="OUTDATED",
+            detailed_status="FAILED",
+            reason="Access denied",
+        ),
+    ]
+    assert recorder.actions == StackSetInstances.IAM_ACTIONS
+    with Stubber(client) as stub:
+        stub.add_client_error("list_stack_instances", "StackSetNotFoundException", "no such StackSet")
+        with pytest.raises(AdapterError, match="no such StackSet"):
+            StackSetInstances(client).list("sagemaker-governance", "SELF")

@@ -26,6 +26,7 @@ from smgov.simulation.template import load_template
 
 ACCOUNT, REGION, STACK = "123456789012", "us-east-1", "gov"
 FUNCTIONS = ("JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction")
+CENTRAL_BUS = "arn:aws:events:us-east-1:999999999999:event-bus/sagemaker-governance-audit"
 
 
 def _zip() -> bytes:
@@ -173,16 +174,29 @@ def account() -> Iterator[Account]:
             resources[logical] = mapping["UUID"]
         for logical, targets in _expected_rules(template).items():
             name = f"{STACK}-{logical}"
-            clients["events"].put_rule(Name=name, ScheduleExpression="rate(10 minutes)", State="ENABLED")
+            on_bus: dict[str, str] = {}
+            if "EventBusName" in template["Resources"].get(logical, {}).get("Properties", {}):
+                # the audit forwarder: a rule on the stack's own bus (physical id <bus>|<rule>)
+                bus = f"{STACK}-audit"
+                clients["events"].create_event_bus(Name=bus)
+                resources["AuditBus"], on_bus = bus, {"EventBusName": bus}
+                clients["events"].put_rule(
+                    Name=name, EventPattern='{"source": ["sagemaker-governance"]}', **on_bus
+                )
+            else:
+                clients["events"].put_rule(Name=name, ScheduleExpression="rate(10 minutes)", State="ENABLED")
             deployed = []
             for index, (target, dlq) in enumerate(targets):
-                arn = queues.get(target) or f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{resources[target]}"
+                if target == "CentralAuditBusArn":
+                    arn = CENTRAL_BUS
+                else:
+                    arn = queues.get(target) or f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{resources[target]}"
                 entry: dict[str, Any] = {"Id": str(index), "Arn": arn}
                 if dlq:
                     entry["DeadLetterConfig"] = {"Arn": queues[dlq]}
                 deployed.append(entry)
-            clients["events"].put_targets(Rule=name, Targets=deployed)
-            resources[logical] = name
+            clients["events"].put_targets(Rule=name, Targets=deployed, **on_bus)
+            resources[logical] = f"{on_bus['EventBusName']}|{name}" if on_bus else name
         group = f"/aws/lambda/{STACK}-reconciler"
         clients["logs"].create_log_group(logGroupName=group)
         clients["logs"].create_log_stream(logGroupName=group, logStreamName="run")
@@ -197,6 +211,9 @@ def account() -> Iterator[Account]:
                 "EncryptWithCustomerKey": "true",
                 "ReconcileIntervalMinutes": "10",
                 "PolicyParameterName": f"/{STACK}/policy",
+                # the roles grant every contracted action, the conditional ones included
+                "CheckpointBucketPattern": "example-checkpoints-*",
+                "CentralAuditBusArn": CENTRAL_BUS,
             },
             resources=resources,
             resource_types={},

@@ -301,3 +301,35 @@ def test_the_iam_probe_of_a_composite_alarm_grant_names_the_topic_once() -> None
     assert context == [
         {"ContextKeyName": "cloudwatch:AlarmActions", "ContextKeyValues": [topic], "ContextKeyType": "stringList"}
     ]
+
+
+# ---- one audit view (issue 21): the forwarding rule and its grants, only where forwarding is on ----
+
+
+def test_a_disabled_audit_forwarding_rule_is_named(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    bus, rule = account.deployment.resources["AuditForwardRule"].split("|")
+    account.clients["events"].disable_rule(Name=rule, EventBusName=bus)
+    (finding,) = detail(account, "rules")
+    assert (finding.subject, finding.status) == ("AuditForwardRule", Status.FAIL)
+    assert "DISABLED" in finding.detail
+
+
+def test_without_a_central_bus_nothing_about_forwarding_is_expected(account: Account) -> None:
+    from smgov.doctor.checks import check_rules
+    from smgov.doctor.iam import contracted_actions
+
+    # Given a stack deployed without CentralAuditBusArn: no forwarding rule, no audit bus
+    resources = {
+        k: v for k, v in account.deployment.resources.items() if k not in ("AuditForwardRule", "AuditBus")
+    }
+    parameters = {**account.deployment.parameters, "CentralAuditBusArn": ""}
+    plain = replace(account.deployment, resources=resources, parameters=parameters)
+    # Then the rules check does not ask for the forwarding rule
+    assert "AuditForwardRule" not in {f.subject for f in check_rules(plain, account.context())}
+    # and the functions' roles are expected to grant neither PutEvents nor SendMessage
+    spec = account.template["Resources"]["JobEventsFunction"]
+    off = contracted_actions("JobEventsFunction", True, spec, parameters)
+    on = contracted_actions("JobEventsFunction", True, spec, account.deployment.parameters)
+    assert on - off == {"events:PutEvents", "sqs:SendMessage"}
+    assert contracted_actions("JobEventsFunction", True, spec) == on  # without parameters: all it may grant

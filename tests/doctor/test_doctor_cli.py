@@ -109,7 +109,8 @@ def test_load_deployment_raises_for_a_missing_stack() -> None:
         load_deployment(session, "nope")
 
 
-def test_canary_is_documented_as_not_built(capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_parser().parse_args(["doctor", "--canary"])
-    assert cmd_doctor(args, session=Session()) == 1
-    assert "not built" in capsys.readouterr().err
+def test_canary_needs_its_role_image_and_output(capsys: pytest.CaptureFixture[str]) -> None:
+    # the canary is the one part of doctor that writes: without what it needs it launches nothing
+    args = build_parser().parse_args(["doctor", "--canary", "--canary-image", "i"])
+    assert cmd_doctor(args, session=Session()) == 2
+    assert "--canary-role" in capsys.readouterr().err

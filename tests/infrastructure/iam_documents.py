@@ -21,6 +21,7 @@ PSEUDO = {
     "AWS::URLSuffix": "amazonaws.com",
 }
 KEY_ID = "1234abcd-12ab-34cd-56ef-1234567890ab"
+CENTRAL_BUS = "arn:aws:events:us-east-1:999999999999:event-bus/sagemaker-governance-audit"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ def _physical(template: dict[str, Any], logical: str) -> dict[str, str]:
     if kind == "AWS::Events::Rule":
         arn = f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/{name}"
         return {"Ref": name, "Arn": arn}
+    if kind == "AWS::Events::EventBus":
+        bus = f"{STACK}-audit"
+        return {"Ref": bus, "Arn": f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:event-bus/{bus}", "Name": bus}
+    if kind == "AWS::IAM::Role":
+        return {"Ref": name, "Arn": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"}
     if kind == "AWS::Logs::LogGroup":
         group = resource["Properties"]["LogGroupName"] if resource else name
         return {"Ref": group, "Arn": f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{group}:*"}
@@ -113,11 +119,22 @@ def template_documents(template: dict[str, Any]) -> list[Document]:
     documents: list[Document] = []
     for use_key in (True, False):
         # The first variant also names checkpoint buckets (auto-resume's s3:ListBucket grant), the second not.
-        conditions = {"UseCustomerKey": use_key, "HasNotificationEmail": True, "ChecksCheckpointProgress": use_key}
+        # ... and forwards its audit records to a central bus (CentralAuditBusArn), the second not.
+        conditions = {
+            "UseCustomerKey": use_key,
+            "HasNotificationEmail": True,
+            "ChecksCheckpointProgress": use_key,
+            "ForwardsAudit": use_key,
+        }
         resolve = Resolver(template, conditions)
         if use_key:
             resolve.parameters["CheckpointBucketPattern"] = "example-checkpoints-*"
-        suffix = "" if use_key else " (EncryptWithCustomerKey=false, CheckpointBucketPattern empty)"
+            resolve.parameters["CentralAuditBusArn"] = CENTRAL_BUS
+        suffix = (
+            ""
+            if use_key
+            else " (EncryptWithCustomerKey=false, CheckpointBucketPattern and CentralAuditBusArn empty)"
+        )
         for logical, resource in template["Resources"].items():
             if resource.get("Condition") and not conditions[resource["Condition"]]:
                 continue
@@ -127,6 +144,15 @@ def template_documents(template: dict[str, Any]) -> list[Document]:
                 documents.append(
                     Document(logical + suffix, "identity", {"Version": "2012-10-17", "Statement": statements})
                 )
+            elif kind == "AWS::IAM::Role":
+                for policy in props.get("Policies", []):
+                    documents.append(
+                        Document(
+                            f"{logical}/{policy['PolicyName']}{suffix}",
+                            "identity",
+                            resolve(policy["PolicyDocument"]),
+                        )
+                    )
             elif kind == "AWS::KMS::Key":
                 arn = resolve.get_att(logical, "Arn")
                 documents.append(Document(logical + suffix, "resource", resolve(props["KeyPolicy"]), arn))

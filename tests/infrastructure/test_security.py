@@ -62,7 +62,11 @@ def test_dead_letter_queue_accepts_only_this_stacks_rules(template: dict[str, An
         principal = statement["Principal"]
         assert principal in ({"Service": "events.amazonaws.com"}, {"Service": "sns.amazonaws.com"}), principal
         sources = as_list(statement["Condition"]["ArnEquals"]["aws:SourceArn"])
-        for source in sources:  # our own rules or topics, nothing else
+        for listed in sources:  # our own rules or topics, nothing else
+            source = listed
+            if "Fn::If" in listed:  # a conditional rule (the audit forwarder): its ARN, or nothing
+                _, source, absent = listed["Fn::If"]
+                assert absent == {"Ref": "AWS::NoValue"}
             target = source.get("Ref") or source["Fn::GetAtt"][0]
             assert any(target.startswith(f) for f in functions(template)) or target in template["Resources"], (
                 source

@@ -128,3 +128,24 @@ class MemoryAuditSink:
         self.records.append(record)
         if self._forward is not None:
             self._forward(record)
+
+
+class ForwardingAuditSink:
+    """Writes each record to ``inner`` (the local log line first), then hands it to ``forward`` (the
+    central audit bus: adapters/audit_forwarder.py). Forwarding never fails the decision: its failures go
+    to the dead-letter queue, or are logged and counted (``log_unforwarded``)."""
+
+    def __init__(self, inner: AuditSink, forward: Callable[[AuditRecord], None]) -> None:
+        self._inner = inner
+        self._forward = forward
+
+    def write(self, record: AuditRecord) -> None:
+        self._inner.write(record)
+        self._forward(record)
+
+
+def log_unforwarded(record: AuditRecord, error: str) -> None:
+    """A record neither forwarded nor dead-lettered: it stays in this log group; say so loudly."""
+    logger.error("audit record not forwarded", job=record.job_name, rule=record.rule, error=error)
+    with single_metric(name="AuditRecordsNotForwarded", unit=MetricUnit.Count, value=1, namespace=NAMESPACE):
+        pass

@@ -67,6 +67,11 @@ class Settings(BaseModel):
     idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
     # ---- reconciler (issue 6): its schedule's rate, which orders its runs (domain/reconcile.py)
     reconcile_interval_minutes: int = Field(default=10, ge=1, le=1440, alias="RECONCILE_INTERVAL_MINUTES")
+    # ---- one audit view (issue 21): this stack's audit bus (empty: records are not forwarded), the
+    # dead-letter queue a failed PutEvents goes to, and the version the central view reports
+    audit_bus_name: str | None = Field(default=None, alias="AUDIT_BUS_NAME")
+    dead_letter_queue_url: str | None = Field(default=None, alias="DEAD_LETTER_QUEUE_URL")
+    stack_version: str = Field(default="unknown", alias="STACK_VERSION")
     account_id: str = Field(default="123456789012", alias="ACCOUNT_ID")
     region: str = Field(default="us-east-1", alias="AWS_REGION")
     partition: str = Field(default="aws", alias="PARTITION")
@@ -76,7 +81,13 @@ class Settings(BaseModel):
     )
 
     @field_validator(
-        "policy_parameter_name", "notifications_topic_arn", "alarm_topic_arn", "idempotency_table", mode="before"
+        "policy_parameter_name",
+        "notifications_topic_arn",
+        "alarm_topic_arn",
+        "idempotency_table",
+        "audit_bus_name",
+        "dead_letter_queue_url",
+        mode="before",
     )
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:

@@ -218,15 +218,59 @@ def code_lines(rows: Iterable[Row]) -> list[CodeLine]:
     return sorted(lines, key=lambda line: (-line.jobs, line.code, line.outcome))
 
 
+# ---- the organization's central view (README "One audit view") -----------------------------------
+#
+# In the audit account each record is the EventBridge event a member forwarded, written whole by the
+# central rule's CloudWatch Logs target: the member's log line is its ``detail`` (``detail.message``,
+# ``detail.audit.<field>``) and ``detail.member`` names the sender (account, region, stack, version).
+# The central queries are the member's, every field under ``detail.``.
+
+CENTRAL_PREFIX: Final = "detail."
+_CENTRAL_FIELD_RE = re.compile(r"(?<![\w.@])(audit\.|message\b)")
+MEMBER_COLUMNS: Final = ("detail.member.account", "detail.member.region")
+
+
+def central_query(query: str) -> str:
+    """The same query over the central log group: ``audit.x`` -> ``detail.audit.x``, ``message`` ->
+    ``detail.message``; text inside double quotes (values) is left alone."""
+    parts = query.split('"')
+    for i in range(0, len(parts), 2):  # even parts are outside string literals
+        parts[i] = _CENTRAL_FIELD_RE.sub(lambda m: CENTRAL_PREFIX + m.group(1), parts[i])
+    return '"'.join(parts)
+
+
+def central_decisions_query(**filters: object) -> str:
+    """`smgov audit --org`: the decisions query, with the member (account, region) of each decision."""
+    query = central_query(decisions_query(**filters))  # type: ignore[arg-type]
+    first, rest = query.split("\n", 1)
+    return f"{first}, {', '.join(MEMBER_COLUMNS)}\n{rest}"
+
+
+def members_query() -> str:
+    """Per member (account, region) and version: decisions received, and the newest one's time."""
+    return "\n".join(
+        [
+            f"filter {central_query(_is_audit_record())}",
+            "| stats count(*) as decisions, max(@timestamp) as last_seen"
+            " by detail.member.account, detail.member.region, detail.member.version",
+        ]
+    )
+
+
 # ---- results ------------------------------------------------------------------------------------
 
 Row = dict[str, str]
 
 
-def rows_from_results(results: Iterable[Sequence[Mapping[str, str]]]) -> list[Row]:
-    """GetQueryResults' ``[[{"field", "value"}, ...], ...]`` to plain rows, without Insights' ``@ptr``."""
+def rows_from_results(results: Iterable[Sequence[Mapping[str, str]]], *, strip: str = "") -> list[Row]:
+    """GetQueryResults' ``[[{"field", "value"}, ...], ...]`` to plain rows, without Insights' ``@ptr``;
+    ``strip``: a prefix removed from field names (``detail.``: central rows read like a member's)."""
     return [
-        {cell["field"]: cell.get("value", "") for cell in result if cell.get("field") != "@ptr"}
+        {
+            cell["field"].removeprefix(strip): cell.get("value", "")
+            for cell in result
+            if cell.get("field") != "@ptr"
+        }
         for result in results
     ]
 

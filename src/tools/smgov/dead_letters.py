@@ -11,6 +11,12 @@ Three shapes arrive:
   model) names that queue; without it, the body's shape does (``default_queues``: the stack's
   job-events queue for an EventBridge event, its alarm queue for an SNS notification, which is also
   what an alarm-queue subscription's delivery failure holds).
+- **Audit records not forwarded** (one audit view, issue 21): a record the function's ``PutEvents`` to the
+  stack's audit bus failed (adapters/audit_forwarder.py: the body is the ``PutEvents`` entry, attributes
+  ``SMGOV_AUDIT_FORWARD_ERROR`` and ``SMGOV_AUDIT_BUS``), or an event the forwarding rule could not
+  deliver to the central bus (an EventBridge delivery failure whose target is an event bus; the rule's
+  ARN names the stack's audit bus). Both are redriven by putting the event on the stack's audit bus
+  again, whose rule forwards it.
 - **Lambda asynchronous invocation failures** (``EventInvokeConfig`` on-failure destination: the
   reconciler): the body is an invocation record with ``requestContext.functionArn``, ``requestPayload``
   (the original event) and ``responsePayload`` (``errorType``, ``errorMessage``).
@@ -33,22 +39,26 @@ class DeadLetter(BaseModel):
 
     message_id: str
     receipt_handle: str
-    source: Literal["eventbridge", "lambda", "queue", "unknown"]
+    source: Literal["eventbridge", "lambda", "queue", "audit-forward", "unknown"]
     function_arn: str | None
     error: str
     payload: Any
     job_name: str | None
     attempts: int | None = None
     queue_arn: str | None = None  # redrive by sending ``body`` to this queue (instead of invoking)
+    bus: str | None = None  # redrive by putting the event (``entry``) on this event bus (an audit record)
+    entry: dict[str, Any] | None = None  # the PutEvents entry to put on ``bus``
     body: str = ""
 
     @property
     def redrivable(self) -> bool:
+        if self.bus is not None:
+            return self.entry is not None
         return (self.function_arn is not None or self.queue_arn is not None) and self.payload is not None
 
     @property
     def target(self) -> str | None:
-        return self.queue_arn or self.function_arn
+        return self.bus or self.queue_arn or self.function_arn
 
 
 def _attribute(attributes: Mapping[str, Any], name: str) -> str | None:
@@ -77,6 +87,30 @@ def _job_name(payload: Any) -> str | None:
 
 def _is_queue(arn: str | None) -> bool:
     return bool(arn) and str(arn).split(":")[2:3] == ["sqs"]
+
+
+def _is_bus(arn: str | None) -> bool:
+    return bool(arn) and str(arn).split(":")[2:3] == ["events"] and ":event-bus/" in str(arn)
+
+
+def _audit_entry(event: Any, bus: str) -> dict[str, Any] | None:
+    """The PutEvents entry that puts a forwarded audit event back on ``bus`` (None: not such an event)."""
+    if not isinstance(event, Mapping) or not isinstance(event.get("detail"), Mapping):
+        return None
+    return {
+        "Source": str(event.get("source", "")),
+        "DetailType": str(event.get("detail-type", "")),
+        "Detail": json.dumps(event["detail"], sort_keys=True, separators=(",", ":")),
+        "EventBusName": bus,
+        "Resources": [str(r) for r in event.get("resources") or []],
+    }
+
+
+def _audit_job(detail: Any) -> str | None:
+    audit = detail.get("audit") if isinstance(detail, Mapping) else None
+    return (
+        str(audit["job_name"]) if isinstance(audit, Mapping) and isinstance(audit.get("job_name"), str) else None
+    )
 
 
 def _shape(body: Any) -> str | None:
@@ -128,8 +162,42 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             job_name=_job_name(payload),
             attempts=int(attempts) if isinstance(attempts, int) else None,
         )
+    forward_error = _attribute(attributes, "SMGOV_AUDIT_FORWARD_ERROR")
+    if forward_error is not None and isinstance(body, Mapping):
+        bus = _attribute(attributes, "SMGOV_AUDIT_BUS") or str(body.get("EventBusName", ""))
+        entry = {k: body[k] for k in ("Source", "DetailType", "Detail", "Resources") if k in body}
+        try:
+            detail = json.loads(str(body.get("Detail", "")))
+        except ValueError:
+            detail = None
+        return DeadLetter(
+            **common,
+            source="audit-forward",
+            function_arn=None,
+            error=f"audit record not put on {bus}: {forward_error}",
+            payload=body,
+            job_name=_audit_job(detail),
+            bus=bus or None,
+            entry={**entry, "EventBusName": bus} if bus else None,
+        )
     target = _attribute(attributes, "TARGET_ARN")
-    if target is not None or _attribute(attributes, "RULE_ARN") is not None:
+    rule = _attribute(attributes, "RULE_ARN")
+    if _is_bus(target) and rule is not None and rule.count("/") == 2:
+        # the forwarding rule (on the stack's audit bus: rule/<bus>/<rule>) could not reach the central bus
+        own_bus = rule.split("/")[1]
+        code = _attribute(attributes, "ERROR_CODE") or "Error"
+        return DeadLetter(
+            **common,
+            source="audit-forward",
+            function_arn=None,
+            error=f"not delivered to the central audit bus {target}: {code}: "
+            f"{_attribute(attributes, 'ERROR_MESSAGE') or ''}".strip(),
+            payload=body,
+            job_name=_audit_job(body.get("detail") if isinstance(body, Mapping) else None),
+            bus=own_bus,
+            entry=_audit_entry(body, own_bus),
+        )
+    if target is not None or rule is not None:
         code = _attribute(attributes, "ERROR_CODE") or "Error"
         return DeadLetter(
             **common,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
@@ -24,6 +25,7 @@ ADAPTERS: tuple[type, ...] = (
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
     TrainingLogs,
+    AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
 )
 
 

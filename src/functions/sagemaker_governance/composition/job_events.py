@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
@@ -35,6 +36,7 @@ ADAPTERS: tuple[type, ...] = (
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
+    AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
 )
 
 

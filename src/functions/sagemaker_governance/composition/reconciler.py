@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory, CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.policy_store import PolicyStore
@@ -20,6 +21,7 @@ ADAPTERS: tuple[type, ...] = (
     SageMakerJobInventory,
     CloudWatchAlarmInventory,
     SageMakerJobMarks,
+    AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
 )
 
 

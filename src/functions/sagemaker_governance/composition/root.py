@@ -25,10 +25,11 @@ from typing import Any, TypeVar
 import boto3
 from botocore.config import Config
 
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sns import SnsNotifier
-from sagemaker_governance.audit import AuditSink, LogAuditSink
+from sagemaker_governance.audit import AuditRecord, AuditSink, ForwardingAuditSink, LogAuditSink, log_unforwarded
 from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.domain.guards.registry import GUARDS
@@ -127,9 +128,38 @@ class Root:
         return DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
 
     @cached_property
+    def audit_forwarder(self) -> AuditForwarder | None:
+        """The central audit view's first hop (None when this stack forwards nothing: AUDIT_BUS_NAME empty)."""
+        cfg = self.settings
+        if cfg.audit_bus_name is None:
+            return None
+        return AuditForwarder(
+            self.client("events"),
+            self.client("sqs"),
+            bus_name=cfg.audit_bus_name,
+            dead_letter_queue_url=cfg.dead_letter_queue_url,
+            member={
+                "account": cfg.account_id,
+                "region": cfg.region,
+                "stack": cfg.stack_name,
+                "version": cfg.stack_version,
+            },
+            on_lost=log_unforwarded,
+        )
+
+    @cached_property
     def audit(self) -> AuditSink:
-        """The audit sink (the given one, else the log): each record once per delivery."""
-        return OnceAuditSink(self._audit or LogAuditSink())
+        """The audit sink (the given one, else the log; then the central bus when this stack forwards):
+        each record once per delivery."""
+        sink = self._audit or LogAuditSink()
+        if self.settings.audit_bus_name is not None:  # the forwarder (and its clients) at the first record
+            sink = ForwardingAuditSink(sink, self._forward)
+        return OnceAuditSink(sink)
+
+    def _forward(self, record: AuditRecord) -> None:
+        forwarder = self.audit_forwarder
+        if forwarder is not None:
+            forwarder.forward(record)
 
     def notifier(self) -> NotifierPort:
         """The SNS notifier: each notification once per delivery."""

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.domain.errors import AdapterError
 
@@ -70,3 +71,49 @@ class StackOutputs:
                 f"stack {stack_name!r} has no *{LOG_GROUP_OUTPUT_SUFFIX} outputs: is it sagemaker-governance?"
             )
         return groups
+
+
+class StackInstance(BaseModel):
+    """One account and region of the StackSet: where governance should run (``ListStackInstances``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    account: str
+    region: str
+    status: str  # CURRENT, OUTDATED, INOPERABLE (StackInstanceSummary.Status)
+    detailed_status: str | None = None  # StackInstanceStatus.DetailedStatus: SUCCEEDED, FAILED, ...
+    reason: str | None = None
+
+
+class StackSetInstances:
+    """The StackSet's instances, read in the account that administers it (``--call-as``)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudformation:ListStackInstances"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    @classmethod
+    def connect(cls, region: str | None = None) -> StackSetInstances:
+        import boto3
+
+        return cls(boto3.client("cloudformation", region_name=region, config=CLIENT_CONFIG))
+
+    def list(self, stack_set: str, call_as: str = "DELEGATED_ADMIN") -> list[StackInstance]:
+        try:
+            pages = self._client.get_paginator("list_stack_instances").paginate(
+                StackSetName=stack_set, CallAs=call_as
+            )
+            summaries = [s for page in pages for s in page.get("Summaries", [])]
+        except (ClientError, BotoCoreError) as exc:
+            raise AdapterError(f"ListStackInstances {stack_set} (call as {call_as}) failed: {exc}") from exc
+        return [
+            StackInstance(
+                account=str(s.get("Account", "")),
+                region=str(s.get("Region", "")),
+                status=str(s.get("Status", "")),
+                detailed_status=(s.get("StackInstanceStatus") or {}).get("DetailedStatus"),
+                reason=s.get("StatusReason"),
+            )
+            for s in summaries
+        ]

@@ -24,14 +24,21 @@ class DeadLetterQueue:
             "lambda:InvokeFunction",
             "sqs:GetQueueUrl",  # redrive to a source queue
             "sqs:SendMessage",
+            "events:PutEvents",  # redrive an audit record to the stack's audit bus (one audit view)
         }
     )
 
     def __init__(
-        self, sqs: Any, lambda_client: Any, queue_url: str, source_queues: Mapping[str, str] | None = None
+        self,
+        sqs: Any,
+        lambda_client: Any,
+        queue_url: str,
+        source_queues: Mapping[str, str] | None = None,
+        events_client: Any = None,
     ) -> None:
         self._sqs = sqs
         self._lambda = lambda_client
+        self._events = events_client
         self._queue_url = queue_url
         self._source_queues = dict(source_queues or {})  # body shape -> the queue it came from
 
@@ -64,12 +71,27 @@ class DeadLetterQueue:
             QueueUrl=self._queue_url, ReceiptHandle=letter.receipt_handle, VisibilityTimeout=0
         )
 
+    def _put_event(self, letter: DeadLetter) -> None:
+        if self._events is None:
+            raise AdapterError(f"message {letter.message_id}: no EventBridge client to put it on {letter.bus}")
+        try:
+            response = self._events.put_events(Entries=[letter.entry])
+        except ClientError as exc:
+            raise AdapterError(f"PutEvents to {letter.bus} failed: {exc}") from exc
+        if response.get("FailedEntryCount"):
+            (result,) = response.get("Entries") or [{}]
+            raise AdapterError(
+                f"PutEvents to {letter.bus} failed: {result.get('ErrorCode')}: {result.get('ErrorMessage')}"
+            )
+
     def redrive(self, letter: DeadLetter) -> None:
         """Send the original message back to its queue, or invoke the function asynchronously with the
         original payload; then delete the message (only once the queue or Lambda accepted it)."""
         if not letter.redrivable:
             raise AdapterError(f"message {letter.message_id} has no function, queue or payload to redrive")
-        if letter.queue_arn is not None:
+        if letter.bus is not None and letter.entry is not None:
+            self._put_event(letter)
+        elif letter.queue_arn is not None:
             name, account = letter.queue_arn.rsplit(":", 2)[-1], letter.queue_arn.split(":")[4]
             try:
                 url = self._sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]

@@ -29,7 +29,7 @@ def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
         for shape, key in (("eventbridge", "JobEventsQueueArn"), ("sns", "AlarmQueueArn")):
             if key in outputs:
                 sources[shape] = outputs[key]
-    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources)
+    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources, boto3.client("events"))
 
 
 def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None) -> int:
@@ -47,12 +47,14 @@ def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None)
     if not letters:
         print("the dead-letter queue is empty")
         return 0
-    print(f"{'message':<38} {'source':<11} {'job':<32} error")
+    print(f"{'message':<38} {'source':<13} {'job':<32} error")
     for letter in letters:
         print(
-            f"{letter.message_id:<38} {letter.source:<11} {(letter.job_name or '-')[:32]:<32} {letter.error[:100]}"
+            f"{letter.message_id:<38} {letter.source:<13} {(letter.job_name or '-')[:32]:<32} {letter.error[:100]}"
         )
-    print(f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their queue or function.")
+    print(
+        f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their queue, function or audit bus."
+    )
     return 0
 
 

@@ -1,17 +1,27 @@
-"""`smgov doctor`: read-only checks of a deployed stack; exit 1 with the list of what is wrong."""
+"""`smgov doctor`: read-only checks of a deployed stack; exit 1 with the list of what is wrong.
+``--canary`` (opt-in, the one part that writes) launches a tiny non-compliant job and checks the service
+records it (smgov/doctor/canary.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from smgov.cli.output import EXIT_VIOLATION, fail
+from smgov.cli.output import EXIT_USAGE, fail
 from smgov.local_policy import DEFAULT_STACK
 
 
-def cmd_doctor(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
+def cmd_doctor(
+    args: argparse.Namespace,
+    session: Any = None,
+    now: datetime | None = None,
+    *,
+    sleep: Callable[[float], None] | None = None,
+    monotonic: Callable[[], float] | None = None,
+) -> int:
     import boto3
 
     from smgov.doctor.checks import CheckContext, run_checks
@@ -19,8 +29,10 @@ def cmd_doctor(args: argparse.Namespace, session: Any = None, now: datetime | No
     from smgov.doctor.findings import DoctorReport, Finding, Status
     from smgov.simulation.template import TEMPLATE_PATH, load_template
 
-    if args.canary:
-        return fail("--canary is documented but not built yet (README: smgov doctor)", EXIT_VIOLATION)
+    if args.canary and not (args.canary_role and args.canary_image and args.canary_output):
+        return fail(
+            "--canary needs --canary-role, --canary-image and --canary-output (README: smgov doctor)", EXIT_USAGE
+        )
     session = session or boto3.Session(region_name=args.region)
     region = session.region_name or "?"
     try:
@@ -30,9 +42,32 @@ def cmd_doctor(args: argparse.Namespace, session: Any = None, now: datetime | No
     else:
         template = load_template() if TEMPLATE_PATH.exists() else {}
         context = CheckContext(template=template, now=now or datetime.now(UTC))
-        report = DoctorReport(args.stack, region, deployment.account, run_checks(deployment, context))
+        findings = run_checks(deployment, context)
+        if args.canary:
+            findings += _canary(deployment, args, context.now, sleep, monotonic)
+        report = DoctorReport(args.stack, region, deployment.account, findings)
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.render(verbose=args.verbose))
     return report.exit_code
+
+
+def _canary(
+    deployment: Any,
+    args: argparse.Namespace,
+    now: datetime,
+    sleep: Callable[[float], None] | None,
+    monotonic: Callable[[], float] | None,
+) -> list[Any]:
+    import time
+
+    from smgov.doctor.canary import CanarySpec, run_canary
+
+    spec = CanarySpec(
+        role_arn=args.canary_role,
+        image=args.canary_image,
+        output_s3=args.canary_output,
+        timeout_seconds=args.canary_timeout,
+    )
+    return run_canary(deployment, spec, now=now, sleep=sleep or time.sleep, monotonic=monotonic or time.monotonic)
 
 
 def register(sub: Any) -> None:
@@ -46,9 +81,23 @@ def register(sub: Any) -> None:
     doctor.add_argument("--region", help="the stack's region (default: the AWS configuration's)")
     doctor.add_argument("--json", action="store_true")
     doctor.add_argument("--verbose", "-v", action="store_true", help="list the checks that passed too")
-    doctor.add_argument(
+    canary = doctor.add_argument_group("canary (writes: launches one job; README: smgov doctor)")
+    canary.add_argument(
         "--canary",
         action="store_true",
-        help="launch a tiny non-compliant CPU job and check the service records it (not built yet)",
+        help="also launch a tiny non-compliant CPU training job (ml.m5.large, at most 10 minutes), wait for the "
+        "service's audit record about it and stop it",
+    )
+    canary.add_argument("--canary-role", metavar="ARN", help="the SageMaker execution role the canary runs with")
+    canary.add_argument("--canary-image", metavar="URI", help="any training image of yours (it never gets to run)")
+    canary.add_argument(
+        "--canary-output", metavar="S3_URI", help="S3OutputPath for the canary (nothing is written)"
+    )
+    canary.add_argument(
+        "--canary-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for the record (default 600)",
     )
     doctor.set_defaults(func=cmd_doctor)

@@ -135,10 +135,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def check_failed(report: dict[str, Any], *, faulty: bool) -> bool:
     """``--check``: an invariant broken (a false stop or missed stall included), an outcome other than
     the one the scenario expects (unless the scenario marks it as a known gap of the service of today:
-    the report shows those), or, without injected faults (crashes and throttling make function errors
+    the report shows those), an org scenario's member decision missing from the central view, or, without
+    injected faults (crashes and throttling make function errors
     expected), any function error."""
     if any(report["invariants"].values()):
         return True
     if report["totals"].get("unexpected_outcomes"):
         return True
+    org = report.get("org")  # one audit view: every member decision reached the central log group, or,
+    if org is not None:  # with injected faults, is in its member's dead-letter queue (never lost silently)
+        lost = org["missing_from_central"] - (org["dead_lettered_audit_records"] if faulty else 0)
+        if lost > 0:
+            return True
     return not faulty and bool(report["counters"]["lambda_errors"])

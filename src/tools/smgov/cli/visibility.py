@@ -1,7 +1,10 @@
 """`smgov audit`, `smgov report`, `smgov report-html`: reading what governance did.
 
 ``audit`` and ``report`` find the deployed stack's log groups from its outputs and run Logs Insights
-queries over the audit records; ``report-html`` renders a simulation report (``smgov simulate --json``)
+queries over the audit records. With ``--org`` the source is the organization's central log group (the
+audit account's stack, org/audit-account.yaml): the same queries under ``detail.``, each decision with
+its member account and region, and a members section (who reported, with which version, and every
+StackSet instance that is missing, outdated or silent: smgov/org_view.py). ``report-html`` renders a simulation report (``smgov simulate --json``)
 as one self-contained HTML file.
 """
 
@@ -20,27 +23,36 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.errors import AdapterError
 from smgov.audit_queries import (
+    CENTRAL_PREFIX,
     DECISION_COLUMNS,
+    MEMBER_COLUMNS,
     CodeLine,
     DurationError,
     Row,
     TeamReport,
     actions_query,
+    central_decisions_query,
+    central_query,
     code_lines,
     decisions_query,
     governed_jobs_query,
+    members_query,
     parse_duration,
     rows_from_results,
     stops_by_code_query,
     team_report,
 )
+from smgov.org_view import Members, member_lines
 
 if TYPE_CHECKING:
-    from smgov.adapters.cloudformation import StackOutputs
+    from smgov.adapters.cloudformation import StackOutputs, StackSetInstances
     from smgov.adapters.logs_insights import LogsInsights
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_STACK = "sagemaker-governance"
+DEFAULT_ORG_STACK = "sagemaker-governance-audit"  # the audit account's stack (org/audit-account.yaml)
+DEFAULT_STACK_SET = "sagemaker-governance"  # org/stackset.yaml's StackSetName
+CENTRAL_LOG_GROUP_OUTPUT = "CentralAuditLogGroupName"
 
 
 @dataclass
@@ -50,16 +62,18 @@ class Dependencies:
     stacks: StackOutputs
     insights: LogsInsights
     now: Callable[[], datetime]
+    stack_sets: StackSetInstances | None = None  # --org: the StackSet's instances (who should report)
 
 
 def aws_dependencies(region: str | None) -> Dependencies:
-    from smgov.adapters.cloudformation import StackOutputs
+    from smgov.adapters.cloudformation import StackOutputs, StackSetInstances
     from smgov.adapters.logs_insights import LogsInsights
 
     return Dependencies(
         stacks=StackOutputs.connect(region),
         insights=LogsInsights.connect(region),
         now=lambda: datetime.now(UTC),
+        stack_sets=StackSetInstances.connect(region),
     )
 
 
@@ -91,44 +105,140 @@ def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str], numeric:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def _query(deps: Dependencies, stack: str, query: str, since: timedelta) -> list[Row]:
-    groups = deps.stacks.audit_log_groups(stack)
+@dataclass(frozen=True)
+class Source:
+    """Where the audit records are read: one stack's function log groups, or (``org``) the central log
+    group of the audit account's stack, where every field is under ``detail.``. The queries are the same;
+    ``query`` hands back rows that read like a member's."""
+
+    stack: str
+    org: bool = False
+
+    def log_groups(self, deps: Dependencies) -> list[str]:
+        if not self.org:
+            return deps.stacks.audit_log_groups(self.stack)
+        group = deps.stacks.outputs(self.stack).get(CENTRAL_LOG_GROUP_OUTPUT)
+        if not group:
+            raise AdapterError(
+                f"stack {self.stack!r} has no {CENTRAL_LOG_GROUP_OUTPUT} output: is it org/audit-account.yaml?"
+            )
+        return [group]
+
+    def rewrite(self, query: str) -> str:
+        return central_query(query) if self.org else query
+
+
+def _source(args: argparse.Namespace) -> Source:
+    return Source(args.org_stack, org=True) if args.org else Source(args.stack)
+
+
+def _query(
+    deps: Dependencies, source: Source | str, query: str, since: timedelta, *, rewritten: bool = False
+) -> list[Row]:
+    """Run ``query`` (a member's query; rewritten for the central group unless ``rewritten``)."""
+    src = source if isinstance(source, Source) else Source(source)
+    text = query if rewritten else src.rewrite(query)
     end = deps.now()
-    return rows_from_results(deps.insights.run(groups, query, start=end - since, end=end))
+    results = deps.insights.run(src.log_groups(deps), text, start=end - since, end=end)
+    return rows_from_results(results, strip=CENTRAL_PREFIX if src.org else "")
+
+
+def org_members(deps: Dependencies, args: argparse.Namespace) -> Members:
+    """Who reported to the central view, and every StackSet instance, with what is wrong with each."""
+    from importlib.metadata import version
+
+    rows = _query(deps, _source(args), members_query(), args.since, rewritten=True)
+    instances, error = None, None
+    if not args.stack_set:
+        error = "no --stack-set: members that never reported cannot be listed"
+    elif deps.stack_sets is None:
+        error = "the StackSet's instances cannot be read here"
+    else:
+        try:
+            instances = deps.stack_sets.list(args.stack_set, args.call_as)
+        except AdapterError as exc:
+            error = f"{exc}: members that never reported cannot be listed"
+    return member_lines(
+        rows, instances, release=version("sagemaker-governance"), since_text=args.since_text, instances_error=error
+    )
+
+
+_MEMBER_HEADERS = ("account", "region", "version", "decisions", "last seen (UTC)", "stack instance", "problem")
+
+
+def print_members(members: Members) -> None:
+    print("\nMembers (account and region; README: One audit view):")
+    if members.instances_error:
+        print(f"  note: the StackSet's instances were not read ({members.instances_error})")
+    rows = [
+        [
+            m.account or "-",
+            m.region or "-",
+            m.version or "-",
+            str(m.decisions),
+            m.last_seen or "-",
+            m.instance_status or "-",
+            m.problem or "ok",
+        ]
+        for m in members.members
+    ]
+    if rows:
+        print(format_table(rows, _MEMBER_HEADERS, numeric=(3,)))
+    else:
+        print("  no member reported and none is known")
+    if members.problems:
+        print(f"\n{len(members.problems)} member(s) need attention.")
 
 
 # ---- audit --------------------------------------------------------------------------------------
 
 
 def _key(column: str) -> str:
-    """``audit.job_name`` -> ``job_name``, ``@timestamp`` -> ``timestamp``."""
-    return column.removeprefix("audit.").removeprefix("@")
+    """``audit.job_name`` -> ``job_name``, ``@timestamp`` -> ``timestamp``, ``member.account`` -> ``account``."""
+    return column.removeprefix("audit.").removeprefix("member.").removeprefix("@")
 
 
 _AUDIT_HEADERS = ("time (UTC)", "job", "team", "rule", "code", "action", "mode", "outcome", "reason")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    filters: dict[str, Any] = {
+        "rule": args.rule,
+        "job": args.job,
+        "code": args.code,
+        "include_no_action": args.all,
+        "limit": args.limit,
+    }
     try:
-        query = decisions_query(
-            rule=args.rule, job=args.job, code=args.code, include_no_action=args.all, limit=args.limit
-        )
+        query = central_decisions_query(**filters) if args.org else decisions_query(**filters)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     deps = make_dependencies(args.region)
+    columns = (
+        DECISION_COLUMNS + tuple(c.removeprefix(CENTRAL_PREFIX) for c in MEMBER_COLUMNS)
+        if args.org
+        else DECISION_COLUMNS
+    )
     try:
-        rows = _query(deps, args.stack, query, args.since)
+        rows = _query(deps, _source(args), query, args.since, rewritten=True)
+        members = org_members(deps, args) if args.org else None
     except AdapterError as exc:
         return _fail(str(exc))
-    records = [{_key(column): row.get(column, "") for column in DECISION_COLUMNS} for row in rows]
+    records = [{_key(column): row.get(column, "") for column in columns} for row in rows]
     if args.json:
-        print(json.dumps(records, indent=2))
+        if members is None:
+            print(json.dumps(records, indent=2))
+        else:
+            print(json.dumps({"decisions": records, **members.model_dump()}, indent=2))
         return EXIT_OK
     if not records:
         print(f"no governance decisions in the last {args.since_text} matched")
-        return EXIT_OK
-    table = [[r[_key(c)] or "-" for c in DECISION_COLUMNS] for r in records]
-    print(format_table(table, _AUDIT_HEADERS))
+    else:
+        headers = _AUDIT_HEADERS + (("account", "region") if args.org else ())
+        table = [[r[_key(c)] or "-" for c in columns] for r in records]
+        print(format_table(table, headers))
+    if members is not None:
+        print_members(members)
     return EXIT_OK
 
 
@@ -137,33 +247,39 @@ def cmd_audit(args: argparse.Namespace) -> int:
 _REPORT_HEADERS = ("team", "governed", "stopped", "resumed", "saved USD", "would stop", "would save USD")
 
 
-def report_lines(deps: Dependencies, stack: str, since: timedelta) -> list[TeamReport]:
-    governed = _query(deps, stack, governed_jobs_query(), since)
-    actions = _query(deps, stack, actions_query(), since)
+def report_lines(deps: Dependencies, source: Source | str, since: timedelta) -> list[TeamReport]:
+    governed = _query(deps, source, governed_jobs_query(), since)
+    actions = _query(deps, source, actions_query(), since)
     return team_report(governed, actions)
 
 
-def report_codes(deps: Dependencies, stack: str, since: timedelta) -> list[CodeLine]:
-    return code_lines(_query(deps, stack, stops_by_code_query(), since))
+def report_codes(deps: Dependencies, source: Source | str, since: timedelta) -> list[CodeLine]:
+    return code_lines(_query(deps, source, stops_by_code_query(), since))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     deps = make_dependencies(args.region)
+    source = _source(args)
     try:
-        lines = report_lines(deps, args.stack, args.since)
-        codes = report_codes(deps, args.stack, args.since)
+        lines = report_lines(deps, source, args.since)
+        codes = report_codes(deps, source, args.since)
+        members = org_members(deps, args) if args.org else None
     except (AdapterError, ValueError) as exc:
         return _fail(str(exc))
     if args.json:
-        report = {
+        report: dict[str, Any] = {
             "since": args.since_text,
             "teams": [line.model_dump() for line in lines],
             "stops_by_code": [line.model_dump() for line in codes],
         }
+        if members is not None:
+            report["org"] = members.model_dump()
         print(json.dumps(report, indent=2))
         return EXIT_OK
     if not lines:
         print(f"no governance decisions in the last {args.since_text}")
+        if members is not None:
+            print_members(members)
         return EXIT_OK
     table = [
         [
@@ -185,6 +301,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         rows = [[c.code, c.outcome, str(c.jobs), f"{c.saved_usd:,.2f}"] for c in codes]
         print("\nStops by decision code (README: Decision codes):")
         print(format_table(rows, ("code", "outcome", "jobs", "saved USD"), numeric=(2, 3)))
+    if members is not None:
+        print_members(members)
     return EXIT_OK
 
 
@@ -221,6 +339,26 @@ def _add_common(parser: argparse.ArgumentParser, default_since: str) -> None:
     parser.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed stack (default {DEFAULT_STACK})")
     parser.add_argument("--region", help="AWS region (default: your AWS configuration)")
     parser.add_argument("--json", action="store_true")
+    org = parser.add_argument_group("across an organization (README: One audit view)")
+    org.add_argument(
+        "--org", action="store_true", help="read every member's records from the audit account's central log group"
+    )
+    org.add_argument(
+        "--org-stack",
+        default=DEFAULT_ORG_STACK,
+        help=f"the audit account's stack, org/audit-account.yaml (default {DEFAULT_ORG_STACK})",
+    )
+    org.add_argument(
+        "--stack-set",
+        default=DEFAULT_STACK_SET,
+        help=f"the StackSet whose instances should all report; empty to skip (default {DEFAULT_STACK_SET})",
+    )
+    org.add_argument(
+        "--call-as",
+        default="DELEGATED_ADMIN",
+        choices=("SELF", "DELEGATED_ADMIN"),
+        help="how the StackSet is read: SELF in the management account (default DELEGATED_ADMIN)",
+    )
 
 
 def register(sub: Any) -> None:

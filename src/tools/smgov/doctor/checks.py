@@ -58,6 +58,8 @@ def _function_arn(d: Deployment, logical_id: str) -> str | None:
 
 
 def _target_arn(d: Deployment, template: Mapping[str, Any], logical_id: str) -> str | None:
+    if logical_id in template.get("Parameters", {}):  # a target given as a parameter (the central audit bus)
+        return d.parameter(logical_id) or None
     kind = template["Resources"].get(logical_id, {}).get("Type")
     if kind == "AWS::SQS::Queue":
         return _queue_arn(d, logical_id)
@@ -128,12 +130,19 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     for logical_id, targets in _expected_rules(ctx.template).items():
         name = d.physical(logical_id)
+        spec = ctx.template.get("Resources", {}).get(logical_id, {})
+        if name is None and "Condition" in spec:  # e.g. the audit forwarder without CentralAuditBusArn
+            continue
         if name is None:
             out.append(Finding("rules", logical_id, Status.FAIL, "no such rule in the stack"))
             continue
+        # A rule on a bus of the stack (the audit forwarder) is named as <bus>|<rule> by CloudFormation.
+        bus_ref = _referenced(spec.get("Properties", {}).get("EventBusName"))
+        on_bus = {"EventBusName": d.physical(bus_ref) or ""} if bus_ref else {}
+        rule_name = name.split("|")[-1]
         try:
-            state = events.describe_rule(Name=name).get("State")
-            deployed = events.list_targets_by_rule(Rule=name).get("Targets", [])
+            state = events.describe_rule(Name=rule_name, **on_bus).get("State")
+            deployed = events.list_targets_by_rule(Rule=rule_name, **on_bus).get("Targets", [])
         except AWS_ERRORS as exc:
             out.append(
                 Finding("rules", logical_id, Status.UNKNOWN, f"could not read rule {name}: {error_text(exc)}")

@@ -51,12 +51,29 @@ def sam_actions(function_spec: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(actions)
 
 
-def contracted_actions(function: str, customer_key: bool, function_spec: Mapping[str, Any]) -> frozenset[str]:
-    """The adapters' actions (``KMS_ACTIONS`` only with the customer key) and what SAM adds."""
+# Adapters the template grants only under a condition: the parameter that must be set for the grant.
+CONDITIONAL_ADAPTERS: dict[str, str] = {
+    "CheckpointStore": "CheckpointBucketPattern",  # ChecksCheckpointProgress
+    "AuditForwarder": "CentralAuditBusArn",  # ForwardsAudit
+}
+
+
+def contracted_actions(
+    function: str,
+    customer_key: bool,
+    function_spec: Mapping[str, Any],
+    parameters: Mapping[str, str] | None = None,
+) -> frozenset[str]:
+    """The adapters' actions (``KMS_ACTIONS`` only with the customer key) and what SAM adds. With the
+    deployed stack's ``parameters``, a conditional adapter counts only when its parameter is set (the
+    template grants it only then); without, every adapter counts (what the template can grant)."""
     from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 
     actions: set[str] = set()
     for adapter in FUNCTION_ADAPTERS[function]:
+        condition = CONDITIONAL_ADAPTERS.get(adapter.__name__)
+        if parameters is not None and condition is not None and not parameters.get(condition, "").strip():
+            continue
         actions |= getattr(adapter, "IAM_ACTIONS", frozenset())
         if customer_key:
             actions |= getattr(adapter, "KMS_ACTIONS", frozenset())
@@ -131,6 +148,8 @@ def _denied_by(result: Mapping[str, Any]) -> str:
 def check_function_roles(
     d: Deployment, template: Mapping[str, Any], customer_key: bool, simulator: Any = None
 ) -> list[Finding]:
+    """Each function's role grants exactly its contracted actions (under the stack's parameters) and AWS
+    allows each when it evaluates it."""
     from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 
     iam, lam = d.client("iam"), d.client("lambda")
@@ -147,7 +166,9 @@ def check_function_roles(
         except (ClientError, BotoCoreError, KeyError, ValueError) as exc:
             out.append(Finding("iam", function, Status.UNKNOWN, f"could not read its role: {error_text(exc)}"))
             continue
-        expected = contracted_actions(function, customer_key, template.get("Resources", {}).get(function, {}))
+        expected = contracted_actions(
+            function, customer_key, template.get("Resources", {}).get(function, {}), d.parameters
+        )
         granted = granted_actions(statements)
         problems = []
         if extra := sorted(granted - expected):

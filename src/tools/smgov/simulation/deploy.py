@@ -257,8 +257,10 @@ def deploy(
     sqs: Any,
     ssm: Any,
     dynamodb: Any = None,
+    events: Any = None,
 ) -> Deployment:
-    """Create the template's topics, queues and parameters in moto and wire its functions."""
+    """Create the template's topics, queues and parameters in moto and wire its functions; with
+    ``events``, its own event buses and the rules on them that forward to another bus (one audit view)."""
     parameters = parameter_values(template, overrides)
     resolver = Resolver(
         template,
@@ -297,6 +299,8 @@ def deploy(
     _create_resources(active, resolver, stack_name=stack_name, prefix=prefix, sns=sns, sqs=sqs, ssm=ssm)
     if dynamodb is not None:
         _create_tables(active, resolver, stack_name=stack_name, dynamodb=dynamodb)
+    if events is not None:
+        _create_buses(active, resolver, stack_name=stack_name, events=events)
 
     globals_ = template.get("Globals", {}).get("Function", {})
     functions: dict[str, DeployedFunction] = {}
@@ -427,6 +431,33 @@ def _create_resources(
             props = resolver.resolve(res.get("Properties", {}))
             ssm.put_parameter(Name=props["Name"], Value=str(props["Value"]), Type=props.get("Type", "String"))
             resolver.physical[name] = {"Ref": props["Name"]}
+
+
+def _create_buses(active: Mapping[str, Any], resolver: Resolver, *, stack_name: str, events: Any) -> None:
+    """Custom event buses, and the rules on them whose targets are event buses (moto's EventBridge
+    delivers to a bus of another account itself; retries and dead-letter queues are not simulated).
+    Rules on the default bus stay simulator routes (``_wire_sources``)."""
+    for name, res in active.items():
+        if res["Type"] == "AWS::Events::EventBus":
+            bus = resolver.resolve(res.get("Properties", {}).get("Name")) or f"{stack_name}-{name}"
+            arn = events.create_event_bus(Name=bus)["EventBusArn"]
+            resolver.physical[name] = {"Ref": bus, "Arn": arn, "Name": bus}
+    for name, res in active.items():
+        props = res.get("Properties", {})
+        if res["Type"] != "AWS::Events::Rule" or "EventBusName" not in props:
+            continue
+        bus = resolver.resolve(props["EventBusName"])
+        targets = [t for t in resolver.resolve(props.get("Targets", [])) if ":event-bus/" in str(t.get("Arn"))]
+        if not targets:
+            continue
+        rule = f"{stack_name}-{name}"
+        events.put_rule(
+            Name=rule, EventBusName=bus, EventPattern=json.dumps(resolver.resolve(props["EventPattern"]))
+        )
+        events.put_targets(
+            Rule=rule, EventBusName=bus, Targets=[{"Id": t["Id"], "Arn": t["Arn"]} for t in targets]
+        )
+        resolver.physical[name] = {"Ref": rule, "Arn": f"arn:aws:events:::rule/{bus}/{rule}"}
 
 
 def _create_tables(active: Mapping[str, Any], resolver: Resolver, *, stack_name: str, dynamodb: Any) -> None:

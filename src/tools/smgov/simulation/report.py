@@ -336,7 +336,10 @@ def simulate(
     faults: FaultSpec | None = None,
 ) -> dict[str, Any]:
     """Run the scenario governed and ungoverned with the same seed; the joined report. ``faults`` are
-    injected into the governed run only (the baseline has no service to disturb)."""
+    injected into the governed run only (the baseline has no service to disturb). An ``org`` scenario
+    runs each member account on its own (simulation/org.py) and reports the organization's audit view."""
+    if scenario.org is not None:
+        return _simulate_org(scenario, seed, template, template_path, include_series=include_series, faults=faults)
     governed = Simulation(scenario, seed=seed, template=template, template_path=template_path, faults=faults).run()
     baseline = Simulation(
         scenario, seed=seed, governed=False, template=template, template_path=template_path
@@ -356,6 +359,32 @@ def simulate(
             "service": governed,
         }
         report["totals"]["strategies"] = {name: strategy_totals(runs[name]) for name in STRATEGIES}
+    return report
+
+
+def _simulate_org(
+    scenario: Scenario,
+    seed: int,
+    template: dict[str, Any] | None,
+    template_path: Path | str,
+    *,
+    include_series: bool,
+    faults: FaultSpec | None,
+) -> dict[str, Any]:
+    from smgov.simulation.org import merge, org_section
+
+    assert scenario.org is not None
+    governed: list[RunResult] = []
+    baseline: list[RunResult] = []
+    for member in scenario.org.members:
+        own = scenario.member(member.account)
+        common: dict[str, Any] = {"seed": seed, "template": template, "template_path": template_path}
+        governed.append(
+            Simulation(own, faults=faults, account=member.account, central=scenario.org, **common).run()
+        )
+        baseline.append(Simulation(own, governed=False, account=member.account, **common).run())
+    report = build_report(merge(scenario, governed), merge(scenario, baseline), include_series=include_series)
+    report["org"] = org_section(scenario, governed)
     return report
 
 

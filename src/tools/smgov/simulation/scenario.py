@@ -358,6 +358,36 @@ class Fleet(_Model):
     mix: tuple[MixEntry, ...] = Field(min_length=1)
 
 
+AccountId = Annotated[str, Field(pattern=r"^[0-9]{12}$")]
+
+
+class OrgMember(_Model):
+    """One member account of an ``org`` scenario: the jobs it runs and its own parameter overrides."""
+
+    account: AccountId
+    jobs: tuple[str, ...] = Field(min_length=1, description="names of the scenario's jobs run in this account")
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="this member's template Parameter overrides (over the scenario's)"
+    )
+
+
+class OrgSpec(_Model):
+    """An organization (issue 21): every member deploys the stack forwarding its audit records to the
+    audit account's central bus (org/audit-account.yaml's bus, rule and log group)."""
+
+    audit_account: AccountId
+    bus_name: str = "sagemaker-governance-audit"
+    members: tuple[OrgMember, ...] = Field(min_length=1)
+
+    @property
+    def bus_arn(self) -> str:
+        return f"arn:aws:events:us-east-1:{self.audit_account}:event-bus/{self.bus_name}"
+
+    @property
+    def log_group(self) -> str:
+        return f"/aws/events/{self.bus_name}"
+
+
 class MarketPeriod(_Model):
     """From ``from_hour`` (scenario hours) on: how often Spot reclaims this type, and the wait for it back."""
 
@@ -430,6 +460,33 @@ class Scenario(_Model):
         False,
         description="also run always_spot, always_on_demand and count_fallback; the report's totals.strategies",
     )
+    org: OrgSpec | None = Field(None, description="member accounts and an audit account (one audit view)")
+
+    @model_validator(mode="after")
+    def _org_covers_every_job(self) -> Self:
+        if self.org is None:
+            return self
+        if self.fleet is not None:
+            raise ValueError("org: name each member's jobs; a fleet is not supported")
+        placed = [name for member in self.org.members for name in member.jobs]
+        accounts = [m.account for m in self.org.members]
+        if len(set(accounts)) != len(accounts) or self.org.audit_account in accounts:
+            raise ValueError("org: member accounts must be distinct and differ from the audit account")
+        if sorted(placed) != sorted(j.name for j in self.jobs):
+            raise ValueError("org: every job must run in exactly one member account")
+        return self
+
+    def member(self, account: str) -> Scenario:
+        """The scenario one member account runs: its jobs, its parameters, forwarding to the central bus."""
+        assert self.org is not None
+        (member,) = [m for m in self.org.members if m.account == account]
+        return self.model_copy(
+            update={
+                "jobs": tuple(j for j in self.jobs if j.name in member.jobs),
+                "parameters": {**self.parameters, **member.parameters, "CentralAuditBusArn": self.org.bus_arn},
+                "org": None,
+            }
+        )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Self:
@@ -505,9 +562,10 @@ def _vary(
 
 
 def load_scenario(name_or_file: str) -> Scenario:
-    """A built-in scenario by name, or a YAML file."""
+    """A built-in scenario by name, or a YAML file (a directory of that name, e.g. the repository's org/,
+    is not a scenario file)."""
     path = Path(name_or_file)
-    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+    if path.suffix in (".yaml", ".yml", ".json") or path.is_file():
         return parse_scenario(path.read_text(), source=str(path))
     return builtin_scenario(name_or_file)
 

@@ -29,7 +29,7 @@ from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import CrashingAuditSink, FaultInjector, Throttler
 from smgov.simulation.harness import ACCOUNT, DUMMY_CREDENTIALS, REGION, patched_env
-from smgov.simulation.scenario import Scenario
+from smgov.simulation.scenario import OrgSpec, Scenario
 
 
 class AccountError(RuntimeError):
@@ -52,6 +52,8 @@ class SimulatedAccount:
         cloudwatch: SimulatedCloudWatch,
         logs: LogStreams,
         checkpoint_objects: CheckpointObjects | None = None,
+        account: str = ACCOUNT,
+        central: OrgSpec | None = None,
     ) -> None:
         self.template = template
         self.scenario = scenario
@@ -73,6 +75,12 @@ class SimulatedAccount:
         self.crasher: CrashingAuditSink | None = None
         self.quota: RequestQuota | None = None
         self.root: Any = None  # the handlers' composition root (composition/root.py) while the account is open
+        self.account = account  # moto serves this account id (MOTO_ACCOUNT_ID) while the account is open
+        # One audit view (issue 21): the audit account's bus, rule and log group exist in the same moto;
+        # what reached its log group is read before the account closes.
+        self.central = central
+        self.central_events: list[dict[str, Any]] = []
+        self.dead_lettered_audit: list[dict[str, Any]] = []
 
     def alarm_prefix(self) -> str | None:
         """This stack's alarm-name prefix (None: no idle guard configured in this deployment)."""
@@ -92,26 +100,30 @@ class SimulatedAccount:
         saved_session = boto3.DEFAULT_SESSION
         saved_level = logger.log_level
         with (
-            patched_env(DUMMY_CREDENTIALS),
+            patched_env({**DUMMY_CREDENTIALS, "MOTO_ACCOUNT_ID": self.account}),
             mock_aws(),
             self.simulated_cloudwatch.installed(),
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
+            mock.patch("moto.events.models.unix_time_millis", self._event_millis),
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
             self.cloudwatch = self.simulated_cloudwatch.direct
             self.logs_client = own.client("logs")
             self.logs_client.create_log_group(logGroupName=LOG_GROUP)
+            if self.central is not None:
+                self._open_central(own)
             self.deployment = deploy(
                 self.template,
                 self.scenario.parameters,
                 stack_name=self.stack_name,
                 region=REGION,
-                account=ACCOUNT,
+                account=self.account,
                 sns=own.client("sns"),
                 sqs=own.client("sqs"),
                 ssm=ssm,
                 dynamodb=own.client("dynamodb"),  # the idempotency table: the real idempotency path runs
+                events=own.client("events"),  # the stack's audit bus and its forwarding rule
             )
             environment = self.deployment.environment()
             self._put_policy(ssm, environment)
@@ -128,10 +140,56 @@ class SimulatedAccount:
                 try:
                     with provide(self.root):
                         yield self
+                    if self.central is not None:
+                        self._collect_central(own)
                 finally:
                     logger.setLevel(saved_level)
                     self.root = None
                     boto3.DEFAULT_SESSION = saved_session
+
+    def _open_central(self, own: Any) -> None:
+        """org/audit-account.yaml in the audit account: the central bus, its rule and the log group."""
+        assert self.central is not None
+        central = self.central
+        with patched_env({"MOTO_ACCOUNT_ID": central.audit_account}):
+            events, logs = own.client("events"), own.client("logs")
+            events.create_event_bus(Name=central.bus_name)
+            logs.create_log_group(logGroupName=central.log_group)
+            pattern = {"source": ["sagemaker-governance"], "detail-type": ["Governance Decision"]}
+            events.put_rule(
+                Name=f"{central.bus_name}-to-logs", EventBusName=central.bus_name, EventPattern=json.dumps(pattern)
+            )
+            group_arn = f"arn:aws:logs:{REGION}:{central.audit_account}:log-group:{central.log_group}"
+            events.put_targets(
+                Rule=f"{central.bus_name}-to-logs",
+                EventBusName=central.bus_name,
+                Targets=[{"Id": "CentralAuditLogGroup", "Arn": group_arn}],
+            )
+
+    def _collect_central(self, own: Any) -> None:
+        """What reached the central log group, and what the member dead-lettered instead (nothing lost silently)."""
+        assert self.central is not None and self.deployment is not None
+        with patched_env({"MOTO_ACCOUNT_ID": self.central.audit_account}):
+            logs = own.client("logs")
+            pages = logs.get_paginator("filter_log_events").paginate(logGroupName=self.central.log_group)
+            self.central_events = [json.loads(e["message"]) for page in pages for e in page["events"]]
+        url = self.environment.get("DEAD_LETTER_QUEUE_URL")
+        if url:
+            sqs = own.client("sqs")
+            while True:
+                batch = sqs.receive_message(  # hidden, not deleted: the run is over, nothing reads after us
+                    QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=43200
+                )
+                messages = batch.get("Messages", [])
+                if not messages:
+                    break
+                for message in messages:
+                    if "SMGOV_AUDIT_FORWARD_ERROR" in message.get("MessageAttributes", {}):
+                        self.dead_lettered_audit.append(json.loads(message["Body"]))
+
+    def _event_millis(self, dt: datetime | None = None) -> float:
+        """moto's EventBridge stamps a log-group target's event with this time: the virtual clock's."""
+        return (dt or self.clock().astimezone(UTC).replace(tzinfo=None)).replace(tzinfo=UTC).timestamp() * 1000
 
     def _handlers_root(self, session: Any) -> Any:
         """The composition root the handlers run on (``provide``d for the whole run): the functions'

@@ -47,8 +47,16 @@ def _snake(name: str) -> str:
 
 
 class SimulatedCloudWatch:
-    def __init__(self, store: MetricStore, clock: VirtualClock, *, delay: tuple[int, int], salt: str) -> None:
-        self.alarms = FakeCloudWatch(clock)
+    def __init__(
+        self,
+        store: MetricStore,
+        clock: VirtualClock,
+        *,
+        delay: tuple[int, int],
+        salt: str,
+        account: str = "123456789012",
+    ) -> None:
+        self.alarms = FakeCloudWatch(clock, account=account)
         self.alarms.metrics = self
         self.direct = DirectClient(self.alarms)
         self.store = store

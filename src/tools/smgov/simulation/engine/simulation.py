@@ -32,7 +32,7 @@ from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import FaultInjector, FaultSpec
 from smgov.simulation.harness import ACCOUNT, REGION
 from smgov.simulation.metrics import MetricStore
-from smgov.simulation.scenario import Scenario
+from smgov.simulation.scenario import OrgSpec, Scenario
 from smgov.simulation.template import TEMPLATE_PATH, load_template
 
 STACK_NAME = "smgov-sim"
@@ -62,6 +62,11 @@ class RunResult:
     faults: dict[str, Any] = field(default_factory=dict)
     deliveries: Counter[str] = field(default_factory=Counter)
     ground_truth: dict[str, list[str]] = field(default_factory=dict)  # invariant -> offending names
+    # One audit view (an org scenario's member run): the account, the events that reached the central
+    # log group and the audit records dead-lettered instead
+    account: str = ACCOUNT
+    central_events: list[dict[str, Any]] = field(default_factory=list)
+    dead_lettered_audit: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Simulation:
@@ -75,9 +80,13 @@ class Simulation:
         template_path: Path | str = TEMPLATE_PATH,
         cloudwatch_tps: float | None = None,
         faults: FaultSpec | None = None,
+        account: str = ACCOUNT,
+        central: OrgSpec | None = None,
     ) -> None:
         """``cloudwatch_tps``: enforce CloudWatch's request-rate quota on ``PutMetricAlarm`` and
-        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota."""
+        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota.
+        ``account``: the account id the run is in; ``central``: the organization's audit account (one
+        member of an org scenario: its records are forwarded there)."""
         self.scenario = scenario
         self.seed = seed
         self.governed = governed
@@ -90,7 +99,8 @@ class Simulation:
         self.store = MetricStore()
         self.counters = Counters()
         self.faults = FaultInjector(faults, seed)
-        self.fake = FakeSageMaker(self.clock, region=REGION, account=ACCOUNT)
+        self.account_id = account
+        self.fake = FakeSageMaker(self.clock, region=REGION, account=account)
         self.delivery = Delivery(
             clock=self.clock,
             uuids=self.uuids,
@@ -104,7 +114,7 @@ class Simulation:
             self.store,
             self.calls,
             clock=self.clock,
-            account=ACCOUNT,
+            account=account,
             region=REGION,
             notify=self.delivery.sns,
             delay=scenario.metric_delay_minutes,
@@ -134,10 +144,12 @@ class Simulation:
             faults=self.faults,
             cloudwatch_tps=cloudwatch_tps,
             cloudwatch=SimulatedCloudWatch(
-                self.store, self.clock, delay=scenario.metric_delay_minutes, salt=str(seed)
+                self.store, self.clock, delay=scenario.metric_delay_minutes, salt=str(seed), account=account
             ),
             logs=self.logs,
             checkpoint_objects=self.checkpoint_objects,
+            account=account,
+            central=central,
         )
         self.invariants = InvariantWatch(
             self.lifecycle.jobs,
@@ -270,6 +282,9 @@ class Simulation:
             faults=self.faults.report() if self.faults.spec.enabled else {},
             deliveries=counters.deliveries,
             ground_truth=self.invariants.ground_truth(records) if self.governed else {},
+            account=self.account_id,
+            central_events=list(self.account.central_events),
+            dead_lettered_audit=list(self.account.dead_lettered_audit),
         )
 
     def _throttling(self) -> dict[str, Any]:

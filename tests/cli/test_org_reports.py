@@ -1,0 +1,175 @@
+"""`smgov audit --org` and `smgov report --org` (issue 21 item 2): every member's decisions from the
+audit account's central log group, and every member that should report but is missing, outdated or
+silent named, never left out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
+from sagemaker_governance.audit import Outcome
+from sagemaker_governance.domain.errors import AdapterError
+from smgov.adapters.cloudformation import StackInstance, StackOutputs
+from smgov.adapters.logs_insights import LogsInsights
+from smgov.audit_queries import unknown_fields
+from smgov.cli import visibility
+from smgov.cli.main import main
+from tests.adapters.test_audit_forwarder import record
+from tests.cli.local_aws import LocalLogsInsights, clients
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+CENTRAL_GROUP = "/aws/events/sagemaker-governance-audit"
+RELEASE = "0.1.0"
+A, B, C, D = "111111111111", "222222222222", "333333333333", "444444444444"
+
+
+@dataclass
+class FakeStackSets:
+    instances: list[StackInstance] = field(default_factory=list)
+    error: str | None = None
+    asked: list[tuple[str, str]] = field(default_factory=list)
+
+    def list(self, stack_set: str, call_as: str = "DELEGATED_ADMIN") -> list[StackInstance]:
+        self.asked.append((stack_set, call_as))
+        if self.error:
+            raise AdapterError(self.error)
+        return self.instances
+
+
+@dataclass
+class Org:
+    logs: LocalLogsInsights
+    stack_sets: FakeStackSets
+
+
+@pytest.fixture
+def org(monkeypatch: pytest.MonkeyPatch) -> Iterator[Org]:
+    cfn_client, logs_client, cfn, logs = clients()
+    stack_sets = FakeStackSets()
+    deps = visibility.Dependencies(
+        stacks=StackOutputs(cfn_client),
+        insights=LogsInsights(logs_client, sleep=lambda _: None, monotonic=lambda: 0.0),
+        now=lambda: NOW,
+        stack_sets=stack_sets,  # type: ignore[arg-type]
+    )
+    monkeypatch.setattr(visibility, "make_dependencies", lambda region: deps)
+    cfn.deploy("sagemaker-governance-audit", {"CentralAuditLogGroupName": CENTRAL_GROUP})
+    logs.create_log_group(CENTRAL_GROUP)
+    yield Org(logs, stack_sets)
+
+
+def forwarded(org: Org, account: str, at: datetime, *, version: str = RELEASE, **overrides: Any) -> None:
+    """What the central rule writes: the whole event a member's forwarder put (through the real entry)."""
+    member = {"account": account, "region": "us-east-1", "stack": "sagemaker-governance", "version": version}
+    entry = AuditForwarder(None, None, bus_name="b", dead_letter_queue_url=None, member=member).entry(
+        record(**overrides)
+    )
+    event = {
+        "version": "0",
+        "id": f"id-{len(org.logs.groups[CENTRAL_GROUP])}",
+        "detail-type": entry["DetailType"],
+        "source": entry["Source"],
+        "account": account,
+        "time": at.isoformat(),
+        "region": "us-east-1",
+        "resources": entry["Resources"],
+        "detail": json.loads(entry["Detail"]),
+    }
+    org.logs.put(CENTRAL_GROUP, at, event)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_audit_org_lists_every_members_decisions_and_names_the_silent_and_outdated(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given three members reported (one on an old version), and the StackSet has a fourth instance that
+    # never reported and a fifth whose instance is OUTDATED
+    forwarded(org, A, NOW - timedelta(hours=2), job="vision-a")
+    forwarded(org, B, NOW - timedelta(hours=1), job="nlp-b", team="nlp")
+    forwarded(org, C, NOW - timedelta(hours=3), job="old-c", version="0.0.9")
+    org.stack_sets.instances = [
+        StackInstance(account=a, region="us-east-1", status="CURRENT", detailed_status="SUCCEEDED")
+        for a in (A, B, C, D)
+    ] + [
+        StackInstance(
+            account="555555555555",
+            region="us-east-1",
+            status="OUTDATED",
+            detailed_status="FAILED",
+            reason="ResourceLogicalId:AuditBus, ResourceStatusReason:Access denied",
+        )
+    ]
+    # When the platform team asks for the organization's decisions as JSON
+    code, out = run(capsys, "audit", "--org", "--json")
+    # Then each decision carries its member, and every member is listed with what is wrong
+    assert code == 0
+    report = json.loads(out)
+    assert {(d["job_name"], d["account"]) for d in report["decisions"]} == {
+        ("vision-a", A),
+        ("nlp-b", B),
+        ("old-c", C),
+    }
+    members = {m["account"]: m for m in report["members"]}
+    assert set(members) == {A, B, C, D, "555555555555"}
+    assert members[A]["problem"] is None and members[A]["decisions"] == 1 and members[A]["version"] == RELEASE
+    assert members[C]["problem"].startswith("outdated: reports version 0.0.9")
+    assert members[D]["problem"].startswith("no audit record in the last 7d")
+    assert members["555555555555"]["problem"].startswith("stack instance OUTDATED/FAILED")
+    assert report["instances_read"] is True
+    assert org.stack_sets.asked == [("sagemaker-governance", "DELEGATED_ADMIN")]
+    # and every query went to the central log group, fields under detail.
+    for query in org.logs.queries.values():
+        assert query["logGroupNames"] == [CENTRAL_GROUP]
+        assert "detail.message" in query["queryString"] and unknown_fields(query["queryString"]) == set()
+
+
+def test_audit_org_table_shows_members_and_says_when_the_stackset_cannot_be_read(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forwarded(org, A, NOW - timedelta(hours=2), job="vision-a")
+    org.stack_sets.error = "AccessDenied: not the delegated administrator"
+    code, out = run(capsys, "audit", "--org")
+    assert code == 0
+    assert "vision-a" in out and A in out
+    assert "not the delegated administrator" in out  # said, not silently skipped
+    assert "members that never reported cannot be listed" in out
+
+
+def test_report_org_is_the_team_report_over_every_member(org: Org, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given two members stopped jobs of two teams, one in audit mode
+    forwarded(org, A, NOW - timedelta(days=1), job="vision-a", team="vision")
+    forwarded(org, B, NOW - timedelta(days=2), job="nlp-b", team="nlp", outcome=Outcome.AUDIT_ONLY, mode="audit")
+    org.stack_sets.instances = [StackInstance(account=a, region="us-east-1", status="CURRENT") for a in (A, B)]
+    code, out = run(capsys, "report", "--org", "--json")
+    assert code == 0
+    report = json.loads(out)
+    teams = {t["team"]: t for t in report["teams"]}
+    assert teams["vision"]["stopped"] == 1 and teams["nlp"]["would_stop"] == 1
+    assert [m["problem"] for m in report["org"]["members"]] == [None, None]
+
+
+def test_report_org_with_no_records_still_lists_the_members(org: Org, capsys: pytest.CaptureFixture[str]) -> None:
+    org.stack_sets.instances = [StackInstance(account=A, region="eu-west-1", status="CURRENT")]
+    code, out = run(capsys, "report", "--org")
+    assert code == 0
+    assert "no governance decisions" in out
+    assert A in out and "eu-west-1" in out and "no audit record in the last 30d" in out
+
+
+def test_a_missing_audit_stack_is_an_error_not_an_empty_report(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["audit", "--org", "--org-stack", "nope"])
+    assert code == 1
+    assert "nope" in capsys.readouterr().err
