@@ -53,9 +53,10 @@ def _queue(sqs: Any, name: str) -> tuple[str, str]:
 
 
 def _received(sqs: Any, url: str) -> list[dict[str, Any]]:
-    return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
-        "Messages", []
-    )
+    messages: list[dict[str, Any]] = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    return messages
 
 
 def test_a_record_goes_to_the_stacks_bus_as_the_member_log_line(aws: None) -> None:
@@ -177,7 +178,7 @@ def test_a_member_record_reaches_the_audit_accounts_log_group(aws: None) -> None
         # moto serves each account to credentials of a role assumed in it
         sts = boto3.client("sts", region_name=REGION)
         creds = sts.assume_role(RoleArn=f"arn:aws:iam::{account}:role/test", RoleSessionName="test")["Credentials"]
-        return boto3.client(
+        return boto3.client(  # type: ignore[call-overload]
             service,
             region_name=REGION,
             aws_access_key_id=creds["AccessKeyId"],

@@ -166,7 +166,7 @@ def test_an_event_the_forwarding_rule_could_not_deliver_goes_back_on_the_stacks_
         "detail": {"message": "governance decision", "audit": record("job-y").as_log(), "member": MEMBER_INFO},
     }
 
-    def attribute(value: str) -> dict[str, str]:
+    def attribute(value: str) -> Any:
         return {"DataType": "String", "StringValue": value}
 
     sqs.send_message(
