@@ -16,34 +16,14 @@ from sagemaker_governance.adapters.audit_forwarder import (
     SOURCE,
     AuditForwarder,
 )
-from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, MemoryAuditSink, Outcome
+from sagemaker_governance.audit import AUDIT_MESSAGE, MemoryAuditSink
 from sagemaker_governance.composition.root import Root
 from sagemaker_governance.settings import Settings
 from tests.adapters.conftest import CallRecorder
+from tests.audit_records import MEMBER_INFO, record
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 MEMBER, AUDIT_ACCOUNT, REGION = "111111111111", "999999999999", "us-east-1"
-MEMBER_INFO = {"account": MEMBER, "region": REGION, "stack": "sagemaker-governance", "version": "0.1.0"}
-
-
-def record(job: str = "llm-pretrain", **overrides: Any) -> AuditRecord:
-    base: dict[str, Any] = {
-        "at": NOW,
-        "trigger": "alarm",
-        "event_id": None,
-        "job_name": job,
-        "job_arn": f"arn:aws:sagemaker:{REGION}:{MEMBER}:training-job/{job}",
-        "job_status": "InProgress",
-        "team": "nlp",
-        "owner": "carol",
-        "rule": "idle-gpu",
-        "code": "idle.stop.idle",
-        "action": "stop",
-        "mode": "enforce",
-        "outcome": Outcome.DONE,
-        "reason": "GPU idle for 30 minutes",
-    }
-    return AuditRecord.model_validate({**base, **overrides})
 
 
 def _queue(sqs: Any, name: str) -> tuple[str, str]:
