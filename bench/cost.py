@@ -52,7 +52,10 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
     gb_seconds = sum(cpu_ms[f] / 1000 * memory_mb(f) / 1024 for f in cpu_ms)
     gb_seconds += total_calls * assume["aws_call_round_trip_ms"] / 1000 * largest_gb
     hours = alarm_hours(governed)
-    cloudwatch_calls = sum(v for k, v in calls.items() if k.startswith("cloudwatch:"))
+    # GetMetricData is billed per metric requested, not per request (CloudWatch pricing): apart
+    cloudwatch_calls = sum(
+        v for k, v in calls.items() if k.startswith("cloudwatch:") and k != "cloudwatch:GetMetricData"
+    )
     sns_messages = sum(v for k, v in result.notifications.items() if k != "dead-letter-queue")
     dynamodb_writes = sum(
         v for k, v in calls.items() if k in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
@@ -71,6 +74,7 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
         / assume["hours_per_month"]
         * price["cloudwatch_composite_alarm_month"],
         "cloudwatch_api_calls": cloudwatch_calls * price["cloudwatch_api_request"],
+        "metric_data_reads": governed.metrics_requested * price["cloudwatch_get_metric_data_metric"],
         "sns_publishes": sns_messages * price["sns_publish"],
         "audit_log_ingestion": log_bytes / 1e9 * price["cloudwatch_logs_ingestion_gb"],
         "dynamodb_idempotency": dynamodb_writes * price["dynamodb_write_request_unit"]
@@ -94,6 +98,8 @@ def measure(scenario: str = "fleet", seed: int = 0, size: int | None = None) -> 
             "lambda_cpu_ms": {f: round(v, 1) for f, v in sorted(cpu_ms.items())},
             "gb_seconds": round(gb_seconds, 3),
             **hours,
+            "metrics_requested": governed.metrics_requested,
+            "metric_data_requests": calls.get("cloudwatch:GetMetricData", 0),
             "alarms_created": len(governed.alarms),
             "alarms_left": sum(1 for a in governed.alarms if a.deleted is None),
             "sns_messages": sns_messages,

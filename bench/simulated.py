@@ -43,6 +43,8 @@ HEALTHY_CALLS_JUSTIFIED = {
     "skip the audit records and notifications already done",
     "sagemaker:AddTags": "mark the job smgov:compliance-evaluated once compliance evaluated it (issue 6), "
     "so the scheduled reconciler can find jobs whose Starting event was missed; once per job",
+    "cloudwatch:GetMetricData": "the efficiency record when the job ends (issue 20): its hosts' GPU and GPU "
+    "memory series over its life in one request (2 metrics per host; none for a CPU job)",
 }
 
 
@@ -91,6 +93,7 @@ class Measured:
     audit_bytes: int = 0
     scheduled: dict[str, int] = field(default_factory=dict)
     scheduled_calls: dict[str, int] = field(default_factory=dict)
+    metrics_requested: int = 0  # GetMetricData queries over all requests (CloudWatch bills each)
 
     @property
     def jobs(self) -> int:
@@ -105,6 +108,7 @@ class MeasuredSimulation(Simulation):
         self.scheduled_calls: Counter[str] = Counter()  # the AWS calls those made
         self.alarm_lives: dict[str, AlarmLife] = {}
         self.closed: list[AlarmLife] = []
+        self.metrics_requested = 0
         self.on_invocation(self._measured)
         self.on_call(self._alarm_call)
 
@@ -121,6 +125,9 @@ class MeasuredSimulation(Simulation):
 
     def _alarm_call(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
         if service != "cloudwatch":
+            return
+        if operation == "GetMetricData":
+            self.metrics_requested += len(params.get("MetricDataQueries") or [])
             return
         if operation in ("PutMetricAlarm", "PutCompositeAlarm"):
             name = params["AlarmName"]
@@ -152,6 +159,7 @@ class MeasuredSimulation(Simulation):
             audit_bytes,
             dict(self.scheduled),
             dict(self.scheduled_calls),
+            self.metrics_requested,
         )
 
 
@@ -198,6 +206,7 @@ def lifecycle_figures() -> dict[str, Any]:
             "scheduled_aws_calls": dict(sorted(measured.scheduled_calls.items())),
             "alarms_created": len(measured.alarms),
             "alarms_left": sum(1 for a in measured.alarms if a.deleted is None),
+            "metrics_requested": measured.metrics_requested,
             **alarm_hours(measured),
             "lambda_errors": len(result.errors),
         }

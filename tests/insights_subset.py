@@ -134,7 +134,9 @@ def output_fields(query: str) -> list[str]:
 
 # ---- executing a query over log events ----------------------------------------------------------
 
-_AGGREGATE = re.compile(r"^(count|count_distinct|sum|max)\(([\w.@*]+)\)\s+as\s+(\w+)$")
+# ``max`` and ``latest`` (the value of the event with the latest timestamp): "Functions to use with stats"
+# in the Logs Insights query syntax reference (CWL_QuerySyntax-Stats).
+_AGGREGATE = re.compile(r"^(count|count_distinct|sum|max|latest)\(([\w.@*]+)\)\s+as\s+(\w+)$")
 
 
 def _text(value: Any) -> str:
@@ -175,6 +177,9 @@ def _stats(args: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
                 result[alias] = len(values)
             elif function == "count_distinct":
                 result[alias] = len({json.dumps(v, sort_keys=True) for v in values})
+            elif function == "latest":  # events are in timestamp order
+                if values:
+                    result[alias] = values[-1]
             elif function == "max" and values:  # a time statistic is shown as Insights shows times
                 result[alias] = _timestamp(max(values)) if field == "@timestamp" else max(values)
             elif values:  # sum of no numbers: Insights leaves the statistic out

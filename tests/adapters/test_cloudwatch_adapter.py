@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from tests.builders import job
@@ -111,6 +111,16 @@ def test_delete_failure_other_than_not_found_is_raised() -> None:
         stub.add_client_error("delete_alarms", "ValidationError", "composite alarm(s) depending on it")
         with pytest.raises(AdapterError):
             CloudWatchAlarmLifecycle(cw).delete(["child"])
+
+
+def test_a_delete_still_throttled_after_the_clients_retries_is_reported_as_throttled() -> None:
+    # Given CloudWatch answers DeleteAlarms over its rate quota (a Stubber answers past the retry loop)
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("delete_alarms", "ThrottlingException", "Rate exceeded", http_status_code=400)
+        # Then the caller can tell it from a failure it cannot defer
+        with pytest.raises(Throttled):
+            CloudWatchAlarmLifecycle(cw).delete(["a"])
 
 
 def test_tags_of_a_missing_alarm_is_none_and_other_errors_raise() -> None:

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import boto3
+from moto.sns.utils import FilterPolicyMatcher
 
-from sagemaker_governance.adapters.sns import SnsNotifier, render_text
-from sagemaker_governance.domain.notifications import Notification, NotificationItem
+from sagemaker_governance.adapters.sns import (
+    CHAT_TITLE_LIMIT,
+    SnsNotifier,
+    console_links,
+    publish_request,
+    render_chatbot,
+    render_text,
+)
+from sagemaker_governance.domain.notifications import Notification, NotificationItem, NotificationOutcome
+from smgov.simulation.template import load_template
 from tests.adapters.conftest import CallRecorder
 
 MESSAGE = Notification(
@@ -53,3 +64,84 @@ def test_no_topic_means_no_call() -> None:
 def test_text_rendering_names_the_violation_and_the_fix() -> None:
     text = render_text(MESSAGE)
     assert "missing tag: cost-center" in text and "How to fix: Add cost-center." in text
+
+
+# ---- notifications people read (issue 20 item 4) --------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_every_message_has_a_chatbot_form_for_https_subscribers() -> None:
+    # When a notification is rendered for publishing
+    request = publish_request(MESSAGE, "arn:aws:sns:us-east-1:123456789012:n")
+    forms = json.loads(request["Message"])
+    # Then each protocol has its form: the versioned JSON by default, text by e-mail, Chatbot's over HTTPS
+    assert request["MessageStructure"] == "json" and set(forms) == {"default", "email", "https"}
+    assert json.loads(forms["default"])["schema"] == "smgov.notification/1"
+    chat = json.loads(forms["https"])
+    assert (chat["version"], chat["source"]) == ("1.0", "custom")
+    assert chat["content"]["textType"] == "client-markdown"
+    assert chat["content"]["title"] == MESSAGE.headline
+    assert "missing tag: cost-center" in chat["content"]["description"]
+    assert chat["content"]["nextSteps"][0] == "How to fix: Add cost-center."
+    assert chat["metadata"]["threadId"] == "job-1" and chat["metadata"]["relatedResources"] == [MESSAGE.job_arn]
+    assert chat["metadata"]["additionalContext"]["team"] == "vision"
+
+
+def test_links_to_the_job_its_logs_and_its_metrics() -> None:
+    links = console_links(MESSAGE)
+    assert links["job"] == "https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/job-1"
+    assert "log-group/$252Faws$252Fsagemaker$252FTrainingJobs" in links["logs"] and links["logs"].endswith("job-1")
+    assert "metricsV2" in links["metrics"] and "search=job-1" in links["metrics"]
+    steps = render_chatbot(MESSAGE)["content"]["nextSteps"]
+    assert [s.split(":", 1)[0] for s in steps[1:]] == ["The job", "Its logs", "Its metrics"]
+    assert links["job"] in render_text(MESSAGE)
+    # a China-region job links to that partition's console; no ARN, no links (never a guessed region)
+    china = MESSAGE.model_copy(
+        update={"job_arn": "arn:aws-cn:sagemaker:cn-north-1:123456789012:training-job/job-1"}
+    )
+    assert console_links(china)["job"].startswith("https://cn-north-1.console.amazonaws.cn/")
+    assert console_links(MESSAGE.model_copy(update={"job_arn": None})) == {}
+
+
+def test_a_long_headline_is_capped_in_chat_not_in_the_record() -> None:
+    long = MESSAGE.model_copy(update={"headline": "x" * 600})
+    chat = render_chatbot(long)
+    assert len(chat["content"]["title"]) == CHAT_TITLE_LIMIT and chat["content"]["title"].endswith("…")
+    assert json.loads(json.loads(publish_request(long, "t")["Message"])["default"])["headline"] == "x" * 600
+
+
+def _attributes(message: Notification) -> dict[str, Any]:
+    """The message attributes as SNS hands them to a filter policy."""
+    return {
+        k: {"Type": v["DataType"], "Value": v["StringValue"]}
+        for k, v in publish_request(message, "t")["MessageAttributes"].items()
+    }
+
+
+def test_the_routing_sample_sends_each_team_its_own_and_the_rest_to_the_platform_team() -> None:
+    # Given the documented subscriptions' filter policies
+    resources = load_template(EXAMPLES / "notification-routing.yaml")["Resources"]
+    policies = {
+        name: r["Properties"]["FilterPolicy"]
+        for name, r in resources.items()
+        if r["Type"] == "AWS::SNS::Subscription"
+    }
+    assert all(r["Properties"]["FilterPolicyScope"] == "MessageAttributes" for r in resources.values())
+
+    def routed(message: Notification) -> set[str]:
+        return {
+            name
+            for name, policy in policies.items()
+            if FilterPolicyMatcher(policy, "MessageAttributes").matches(_attributes(message), "")
+        }
+
+    nlp_notice = MESSAGE.model_copy(update={"team": "nlp", "outcome": NotificationOutcome.NOTIFIED})
+    nlp_stop = MESSAGE.model_copy(update={"team": "nlp"})
+    vision_notice = MESSAGE.model_copy(update={"outcome": NotificationOutcome.NOTIFIED})
+    untagged = MESSAGE.model_copy(update={"team": None, "outcome": NotificationOutcome.NOTIFIED})
+    # Then each message reaches exactly the subscriptions meant for it
+    assert routed(nlp_notice) == {"NlpTeam"}
+    assert routed(nlp_stop) == {"NlpTeam", "PlatformTeam"}
+    assert routed(vision_notice) == set()
+    assert routed(untagged) == {"PlatformTeam"}

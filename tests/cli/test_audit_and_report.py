@@ -365,3 +365,83 @@ def test_report_table(aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureF
 def test_report_over_an_empty_period(aws: Aws, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "report")
     assert code == 0 and "no governance decisions in the last 30d" in out
+
+
+# ---- smgov report --by: chargeback ----------------------------------------------------------------
+
+
+def efficiency(job: str, team: str | None, **figures: Any) -> AuditRecord:
+    return record(
+        job_name=job,
+        team=team,
+        job_status="Completed",
+        trigger="job-state-change",
+        rule="efficiency-record",
+        code="efficiency.record.measured",
+        action="none",
+        outcome=Outcome.NO_ACTION,
+        evidence=figures,
+    )
+
+
+def test_chargeback_per_team_from_the_audit_records(
+    aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two nlp jobs and a vision CPU job that ended, one nlp job stopped by the idle guard
+    at = NOW - timedelta(hours=2)
+    write(
+        aws,
+        log_output,
+        JOB_EVENTS_GROUP,
+        at,
+        efficiency("nlp-a", "nlp", cost_usd=100.0, idle_cost_usd=40.0, idle_gpu_hours=8.0,
+                   gpu_utilization_mean_percent=50.0, instance_type="ml.g5.12xlarge", project="llm"),
+        efficiency("nlp-b", "nlp", cost_usd=300.0, idle_cost_usd=0.0, idle_gpu_hours=0.0,
+                   gpu_utilization_mean_percent=90.0, instance_type="ml.p4d.24xlarge", project="llm"),
+        efficiency("vision-cpu", "vision", cost_usd=5.0, instance_type="ml.m5.xlarge"),
+    )  # fmt: skip
+    write(aws, log_output, IDLE_GROUP, at, record(job_name="nlp-a", code="idle.stop.idle",
+                                                 evidence={"estimated_savings_usd": 250.0}))  # fmt: skip
+    # When the chargeback is asked per team, as CSV
+    code, out, _ = run(capsys, "report", "--by", "team", "--format", "csv")
+    # Then spend, idle cost and savings add up per team; a job without utilization is counted, not filled in
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split(",")[:4] == ["team", "spend_usd", "idle_cost_usd", "saved_usd"]
+    rows = {line.split(",")[0]: line.split(",") for line in lines[1:]}
+    assert rows["nlp"][1:6] == ["400.0", "40.0", "250.0", "8.0", "80.0"]  # GPU %: spend-weighted
+    assert rows["vision"][1:4] == ["5.0", "0.0", "0.0"] and rows["vision"][5] == ""
+    assert rows["vision"][7] == "1"  # jobs without metrics
+    for query in aws.logs.queries.values():
+        assert unknown_fields(query["queryString"]) == set()
+    # and per project / instance type from the same records
+    code, out, _ = run(capsys, "report", "--by", "instance-type", "--json")
+    groups = {g["key"]: g for g in json.loads(out)["groups"]}
+    assert groups["ml.p4d.24xlarge"]["spend_usd"] == 300.0 and groups["ml.g5.12xlarge"]["saved_usd"] == 250.0
+
+
+def test_chargeback_from_a_simulation_report(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    report = {
+        "jobs": [
+            {"name": "a", "team": "nlp", "owner": "carol", "project": None, "instance_type": "ml.g5.2xlarge",
+             "cost_usd": 20.0, "saved_usd": 100.0,
+             "efficiency": {"code": "efficiency.record.measured", "cost_usd": 10.0, "idle_cost_usd": 5.0,
+                            "idle_gpu_hours": 3.0, "gpu_utilization_mean_percent": 40.0}},
+            {"name": "b", "team": None, "owner": None, "project": None, "instance_type": "ml.m5.xlarge",
+             "cost_usd": 1.0, "saved_usd": 0.0, "efficiency": None},
+        ]
+    }  # fmt: skip
+    path = tmp_path / "sim.json"
+    path.write_text(json.dumps(report))
+    code, out, _ = run(capsys, "report", "--from-simulation", str(path), "--by", "owner", "--format", "json")
+    assert code == 0
+    groups = {g["key"]: g for g in json.loads(out)["groups"]}
+    # the record's idle share (5 of 10) applied to the simulated spend (20)
+    assert (groups["carol"]["spend_usd"], groups["carol"]["idle_cost_usd"], groups["carol"]["saved_usd"]) == (
+        20.0,
+        10.0,
+        100.0,
+    )
+    assert groups["(none)"]["jobs_without_metrics"] == 1
+    code, out, _ = run(capsys, "report", "--from-simulation", str(tmp_path / "missing.json"))
+    assert code == 2

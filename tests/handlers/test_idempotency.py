@@ -16,6 +16,7 @@ from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, MovableClock
 
 TABLE = "smgov-idempotency"
@@ -205,6 +206,8 @@ def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record
     inbox = acct.notification_inbox()
     acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
     acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")  # what the stall judge reads: a stalled job
+    log_stream("idle-1")
     clock.advance(minutes=90)
     crash = FailOnce(lambda message: message.kind == "idle-stop")
     publish = SnsNotifier.publish

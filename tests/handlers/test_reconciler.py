@@ -20,6 +20,7 @@ from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
@@ -124,6 +125,34 @@ def test_orphaned_composite_and_child_alarms_are_deleted_composite_first(acct: L
     assert record.evidence["deleted"][0] == f"{PREFIX}job-1"  # the composite before its children
 
 
+def test_ended_jobs_alarms_are_deleted_in_batches_of_100_with_one_composite_per_request(
+    acct: LocalAccount,
+) -> None:
+    # Given 120 single-host jobs and two 12-host jobs (a composite over two children each) that ended
+    # while their alarms stayed (deletes deferred under a throttled burst, or lost events)
+    for index in range(120):
+        training(acct, f"job-{index:03d}")
+    training(acct, "big-a", ResourceConfig=TWELVE_HOSTS)
+    training(acct, "big-b", ResourceConfig=TWELVE_HOSTS)
+    for name in [f"job-{index:03d}" for index in range(120)] + ["big-a", "big-b"]:
+        acct.sagemaker.transition(name, "Completed", "Completed")
+    assert len(acct.cloudwatch.alarms) == 126
+    before = len(acct.cloudwatch.requests)
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then every alarm is gone, each job's repair is on the record, and it took a few DeleteAlarms
+    # requests of at most 100 names and one composite each (the double refuses two), not one per job
+    assert acct.cloudwatch.alarms == {}
+    assert result["repairs"] == {"orphan-alarm": 122} and result["errors"] == 0
+    deletes = [
+        params["AlarmNames"] for name, params in acct.cloudwatch.requests[before:] if name == "DeleteAlarms"
+    ]
+    assert 2 <= len(deletes) <= 3
+    assert all(len(names) <= 100 for names in deletes)
+    assert all(sum(name in (f"{PREFIX}big-a", f"{PREFIX}big-b") for name in names) <= 1 for names in deletes)
+    assert len(reconciler_records(acct)) == 122
+
+
 def test_a_job_still_running_never_loses_its_alarm(acct: LocalAccount) -> None:
     # Given jobs in Training, in a Spot restart, and stopping: each has its alarm
     training(acct, "train")
@@ -174,7 +203,10 @@ def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_
     assert result["repairs"] == {"missing-alarm": 1}
     (record,) = [r for r in reconciler_records(acct) if r.rule == "idle-guard"]
     assert (record.action, record.outcome.value) == ("create-alarm", "done")
-    # Then, the job idle past the grace period, the alarm fires and the stopper stops the job
+    # Then, the job idle past the grace period (what the stall judge reads: a stalled job), the alarm fires
+    # and the stopper stops the job
+    JobSignals(clock).attach(acct.cloudwatch).idle("job-1")
+    log_stream("job-1")
     clock.advance(minutes=40)
     fire(acct, f"{PREFIX}job-1")
     assert acct.sagemaker.stop_requests == ["job-1"]

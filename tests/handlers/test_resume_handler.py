@@ -50,8 +50,9 @@ def account(clock: Clock) -> Iterator[LocalAccount]:
 
 
 def resume_records(account: LocalAccount) -> list[Any]:
-    """The audit records of auto-resume and the Spot fallback (the idle guard also acts on ended jobs)."""
-    return [r for r in account.audit.records if r.rule != "idle-guard"]
+    """The audit records of auto-resume and the Spot fallback (the idle guard and the efficiency record
+    also act on ended jobs)."""
+    return [r for r in account.audit.records if r.rule not in ("idle-guard", "efficiency-record")]
 
 
 def messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:

@@ -96,9 +96,10 @@ def all_queries(template: dict[str, Any]) -> dict[str, str]:
 # ---- saved queries ------------------------------------------------------------------------------
 
 
-def test_the_four_saved_queries_exist(template: dict[str, Any]) -> None:
+def test_the_saved_queries_exist(template: dict[str, Any]) -> None:
     assert set(query_definitions(template)) == {
         "AuditActionsByRuleQuery",
+        "AuditChargebackQuery",
         "AuditStoppedJobsQuery",
         "AuditResumesQuery",
         "AuditWouldHaveStoppedQuery",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
-from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -70,6 +70,7 @@ class FakeAlarms:
         self.calls = calls
         self.alarms: dict[str, str] = {}  # name -> state
         self.tagged: dict[str, dict[str, str]] = {}  # name -> its tags
+        self.throttled = 0  # the next n deletes are refused for the request-rate quota
 
     def put(self, plan: AlarmPlan) -> None:
         for name in plan.metric_alarm_names:
@@ -79,6 +80,9 @@ class FakeAlarms:
     def delete(self, names: Sequence[str]) -> list[str]:
         existed = [n for n in names if n in self.alarms]
         self.calls("delete " + ",".join(names))
+        if self.throttled:
+            self.throttled -= 1
+            raise Throttled("DeleteAlarms throttled: Rate exceeded")
         for name in existed:
             del self.alarms[name]
         return existed

@@ -67,3 +67,20 @@ def test_a_terminal_event_deletes_the_jobs_alarms_without_a_reread(
         ("idle.alarm.delete", "done"),
         ("idle.alarm.delete", "already-done"),
     ]
+
+
+def test_a_delete_throttled_past_botocores_retries_is_deferred_and_the_delivery_succeeds(
+    idle_lifecycle: Any, alarms: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the job's alarm exists and CloudWatch still throttles DeleteAlarms after the client's retries
+    alarms.alarms["gov-guard-job-1"] = "OK"
+    alarms.throttled = 1
+    ended = training(TrainingJobStatus="Completed", SecondaryStatus="Completed")
+    # When the job's Completed event is handled
+    (decision,) = idle_lifecycle.react(ended, TRIGGER)
+    # Then nothing is raised (the delivery succeeds), the alarm is still there for the reconciler, and
+    # the decision is on the record as deferred, with its own code and the names it could not delete
+    assert decision.code == "idle.alarm.delete-deferred"
+    assert alarms.alarms == {"gov-guard-job-1": "OK"}
+    assert [(r.code, r.outcome.value) for r in audit.records] == [("idle.alarm.delete-deferred", "deferred")]
+    assert "throttled" in audit.records[0].evidence

@@ -216,3 +216,29 @@ def test_smgov_simulate_faults_reports_faults_and_invariants(capsys: pytest.Capt
     )
     assert report["deliveries"]["delivered"] == report["deliveries"]["processed"]
     assert main(["simulate", "--scenario", "holiday-weekend", "--faults", "flood"]) == 2
+
+
+def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(template: dict[str, Any]) -> None:
+    # Given every invocation crashing, and the job-events queue as the template declares it
+    queue = next(
+        res["Properties"]
+        for res in template["Resources"].values()
+        if res["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in res["Properties"]
+    )
+    every = queue["VisibilityTimeout"] // 60
+    receives = queue["RedrivePolicy"]["maxReceiveCount"]
+    result = run(builtin_scenario("untagged"), template, "crash=1")
+    # Then the first record's receives are one visibility timeout apart, maxReceiveCount of them, and
+    # every queued record ends in the dead-letter queue (none is received at once again, none is lost)
+    queued = [e for e in result.errors if e.function == "JobEventsFunction"]
+    first = queued[0]
+    minutes = [first.minute + k * every for k in range(receives)]
+    for attempt, minute in enumerate(minutes, start=1):
+        assert any(e.minute == minute and e.error.startswith(f"attempt {attempt}:") for e in queued), (
+            attempt,
+            minute,
+        )
+    assert not any(e.error.startswith(f"attempt {receives + 1}:") for e in queued)
+    redelivered = result.deliveries["redelivered"]
+    assert redelivered > 0 and redelivered % (receives - 1) == 0
+    assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]

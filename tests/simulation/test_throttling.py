@@ -101,28 +101,56 @@ def test_the_backoff_hook_is_removed_afterwards() -> None:
     assert endpoint.time is time
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression of issue 15's CloudWatch backend (open): with the quota model on, the 300 DeleteAlarms "
-    "at the burst's end exhaust botocore's retry quota (108 backoff sleeps instead of 178), so 186 "
-    "job-ended deliveries dead-letter; PutMetricAlarm at the start is unaffected",
-)
-def test_a_burst_of_300_jobs_in_one_minute_ends_with_every_alarm_created() -> None:
+@mock_aws
+def test_a_throttled_request_is_not_carried_out() -> None:
+    # Given an alarm, and a DeleteAlarms quota spent by a client that does not retry
+    clock = Clock()
+    quota = RequestQuota(clock, {"DeleteAlarms": 1.0})
+    client = quota.attach(cloudwatch(attempts=1))
+    client.put_metric_alarm(**ALARM)
+    client.delete_alarms(AlarmNames=["missing"])  # spends the one request of this second
+    # When the alarm's delete is throttled
+    with pytest.raises(ClientError):
+        client.delete_alarms(AlarmNames=["a"])
+    # Then CloudWatch refused it: the alarm is still there (moto never saw the request)
+    assert [a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"]] == ["a"]
+
+
+def test_a_burst_of_300_jobs_in_one_minute_ends_with_every_alarm_created_and_deleted() -> None:
     # Given 300 GPU jobs created in the same minute and CloudWatch's default quota (3 requests/second)
     result = Simulation(burst_scenario(300), cloudwatch_tps=3.0).run()
-    # Then CloudWatch throttled the alarm writes, botocore's retries absorbed it (no failed invocation,
-    # no dead letter) and every job got its alarm, deleted again when it completed
+    # Then CloudWatch throttled the alarm writes and deletes, botocore's retries absorbed it (no failed
+    # invocation, no dead letter) and every job got its alarm, deleted again when it completed
     throttling = result.throttling
-    assert throttling["requests"]["PutMetricAlarm"]["throttled"] > 0
-    assert throttling["requests"]["PutMetricAlarm"]["allowed"] == 300
+    requests = throttling["requests"]
+    assert requests["PutMetricAlarm"]["throttled"] > 0 and requests["DeleteAlarms"]["throttled"] > 0
+    assert requests["PutMetricAlarm"]["allowed"] == 300
     assert throttling["retry_sleeps"] > 0
     assert result.errors == []
     assert result.notifications["dead-letter-queue"] == 0
-    outcomes = Counter((r.job_name, r.action, r.outcome.value) for r in result.audit)
-    for name in result.jobs:
-        assert outcomes[(name, "create-alarm", "done")] == 1, name
-        assert outcomes[(name, "delete-alarm", "done")] == 1, name
+    assert result.deliveries["dead_lettered"] == 0
+    created = Counter(r.job_name for r in result.audit if (r.action, r.outcome.value) == ("create-alarm", "done"))
+    deleted = Counter(r.job_name for r in result.audit if (r.action, r.outcome.value) == ("delete-alarm", "done"))
+    assert created == deleted == Counter(list(result.jobs))
+    assert result.ground_truth["orphan_alarms"] == []
     assert len(result.alarms) == 300
     assert all(job.final_status == "Completed" for job in result.jobs.values())
     # The service fell behind by the time 300 writes take at 3 per second, not more than twice that
     assert 100 <= throttling["max_lag_seconds"] <= 200
+
+
+def test_deletes_throttled_past_the_retries_are_deferred_and_the_reconciler_deletes_them_in_batches() -> None:
+    # Given 60 jobs ending together while CloudWatch admits one DeleteAlarms every 10 seconds
+    quota = {"PutMetricAlarm": 3.0, "DeleteAlarms": 0.1}
+    result = Simulation(burst_scenario(60), cloudwatch_tps=quota).run()
+    # Then no delivery failed: the deletes botocore could not get through are recorded as deferred
+    assert result.errors == [] and result.deliveries["dead_lettered"] == 0
+    outcomes = Counter((r.code, r.outcome.value) for r in result.audit if r.action == "delete-alarm")
+    deferred = outcomes[("idle.alarm.delete-deferred", "deferred")]
+    assert deferred > 0
+    # and the reconciler's next run deleted every one of them, with one request per 100 names
+    assert outcomes[("reconciler.delete.orphan-alarm", "done")] == deferred
+    assert outcomes[("idle.alarm.delete", "done")] + deferred == 60
+    assert result.ground_truth["orphan_alarms"] == []
+    allowed = result.throttling["requests"]["DeleteAlarms"]["allowed"]
+    assert allowed == outcomes[("idle.alarm.delete", "done")] + 1

@@ -7,7 +7,9 @@ from enum import StrEnum
 
 from sagemaker_governance.domain.compliance import ComplianceCode
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.efficiency import EfficiencyCode
 from sagemaker_governance.domain.guards.base import AlarmCode
+from sagemaker_governance.domain.guards.efficiency import EfficiencyGuardCode
 from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.progress import ProgressCode
 from sagemaker_governance.domain.guards.registry import GUARDS
@@ -26,6 +28,8 @@ CAPABILITIES: tuple[type[StrEnum], ...] = (
     SpotCode,
     ReconcilerCode,
     RouterCode,
+    EfficiencyCode,
+    EfficiencyGuardCode,
 )
 GUARD_PLACEHOLDER = "<guard>"
 

@@ -59,3 +59,24 @@ def test_cli_prints_the_alarm_with_the_stack_topic(capsys: Any) -> None:
     out = json.loads(capsys.readouterr().out)
     actions = idle_decision(out)["alarm"]["AlarmActions"]
     assert actions == ["arn:aws:sns:us-east-1:123456789012:sagemaker-governance-AlarmTopic"]
+
+
+def test_explain_json_shows_the_exact_messages_a_decision_sends(capsys: Any) -> None:
+    # Given an untagged job's Starting event under a policy that stops non-compliant jobs
+    policy = str(EVENTS.parent / "examples" / "policy.yaml")
+    assert (
+        main(["explain", str(EVENTS / "training-job-starting-untagged.json"), "--policy", policy, "--json"]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    # Then the compliance stop's message is shown as the exact Publish request, each form opened up
+    (message,) = out["notification"]
+    assert (
+        message["MessageStructure"] == "json"
+        and message["MessageAttributes"]["kind"]["StringValue"] == "compliance"
+    )
+    assert message["Message"]["default"]["items"][0]["code"] == "compliance.stop.violation"
+    assert message["Message"]["https"]["source"] == "custom"
+    assert "How to fix:" in message["Message"]["email"]
+    # and a decision that tells nobody shows no message
+    assert main(["explain", str(EVENTS / "training-job-training.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notification"] == []

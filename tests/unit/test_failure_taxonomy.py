@@ -167,6 +167,26 @@ def test_a_watchdog_timeout_after_a_peer_fell_silent_is_interconnect() -> None:
     assert any("algo-2 fell silent" in note for note in diagnosis.notes)
 
 
+def test_a_watchdog_timeout_after_a_peer_fell_silent_names_the_silent_peer_for_the_lemon_rule() -> None:
+    # Given algo-3 fell silent first (its GPU lost), algo-4 a little later, and algo-1 and algo-2 then
+    # report the collective timeout
+    watchdog = (
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77) ran for 1200000 milliseconds"
+    )
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), (watchdog, AT + timedelta(minutes=20))),
+        host("algo-2", ("step 900 loss 1.9", AT), (watchdog, AT + timedelta(minutes=21))),
+        host("algo-4", ("step 901 loss 1.9", AT + timedelta(minutes=2))),
+        host("algo-3", ("step 900 loss 1.9", AT)),
+    )
+    # Then the fault is keyed on the peer that fell silent first, not on the host that reported it
+    assert diagnosis.failure_class == "interconnect"
+    assert diagnosis.host == "algo-3"
+    assert diagnosis.lemon_key == "interconnect@algo-3"
+    assert diagnosis.lines[0].host == "algo-1"  # the evidence still shows who reported it
+
+
 def test_a_watchdog_timeout_with_no_peer_failure_is_unknown() -> None:
     # Every host wrote until the end: ranks that disagree on a collective (a deadlock in the code) look the same
     diagnosis = diagnose(

@@ -9,6 +9,7 @@ import pytest
 from sagemaker_governance.domain.reconcile import (
     EVALUATION_GRACE,
     JobSummary,
+    deletion_batches,
     deletion_order,
     group_alarms,
     job_of_alarm,
@@ -104,3 +105,20 @@ def test_a_clone_does_not_inherit_the_evaluated_mark() -> None:
     from sagemaker_governance.domain.compliance import EVALUATED_TAG
 
     assert copyable_tags({"team": "vision", EVALUATED_TAG: "2026-01-01T00:00:00Z"}) == {"team": "vision"}
+
+
+def test_deletion_batches_hold_100_names_and_at_most_one_group_that_may_hold_a_composite() -> None:
+    # Given ended jobs' alarm groups: single metric alarms, and groups of a composite over its children
+    singles = [["a"]] * 200
+    composite = ["c", "c.1", "c.2"]
+    groups = [composite, *singles[:60], composite, *singles[60:], ["big", *[f"big.{i}" for i in range(120)]]]
+    # When they are packed into DeleteAlarms requests
+    batches = deletion_batches(groups)
+    # Then every group is in exactly one request, in order, and no request has two groups of several alarms
+    assert [i for batch in batches for i in batch] == list(range(len(groups)))
+    for batch in batches:
+        sizes = [len(groups[i]) for i in batch]
+        assert sum(1 for size in sizes if size > 1) <= 1
+        assert sum(sizes) <= 100 or len(batch) == 1  # a group larger than 100 names goes alone
+    assert [len(batch) for batch in batches] == [61, 98, 43, 1]  # [c + 60], [c + 97], [43 singles], [big]
+    assert deletion_batches([]) == []

@@ -197,3 +197,24 @@ def test_several_scenarios_get_overall_totals_first(report: dict[str, Any]) -> N
     assert "$3.00 (75%)" in page
     assert re.search(r'missed stalls</div><div class="value">2<', page)
     assert 'href="#scenario-1"' in page and 'id="scenario-1"' in page
+
+
+def test_efficiency_per_job_and_per_team(report: dict[str, Any]) -> None:
+    # Given two jobs of one team with efficiency records (one with no metrics) and one job of another team
+    jobs = copy.deepcopy(report["jobs"][:3])
+    jobs[0].update(team="nlp", cost_usd=100.0, efficiency={
+        "code": "efficiency.record.measured", "gpu_utilization_mean_percent": 40.0, "idle_gpu_hours": 6.0,
+        "cost_usd": 50.0, "idle_cost_usd": 10.0})  # fmt: skip
+    jobs[1].update(team="nlp", cost_usd=20.0, efficiency={
+        "code": "efficiency.record.no-metrics", "cost_usd": 20.0, "missing": ["GPUUtilization: no datapoint"]})  # fmt: skip
+    jobs[2].update(team="vision", cost_usd=10.0, efficiency=None)
+    page = render_html({**report, "jobs": jobs})
+    # Then the job's section says its utilization, or what is missing, never a made-up figure
+    assert "GPU utilization 40% on average, 6.0 idle GPU-hours" in page
+    assert "efficiency: GPUUtilization: no datapoint" in page
+    # and the team table adds them up: the idle share (10 of 50) of the job's simulated cost (100)
+    teams = page.split("Efficiency per team", 1)[1].split("</table>", 1)[0]
+    nlp = re.search(r"<tr><td>nlp</td>(.*?)</tr>", teams)
+    assert nlp is not None
+    cells = re.findall(r'<td class="n">([^<]*)</td>', nlp.group(1))
+    assert cells == ["2", "$120.00", "$20.00", "6.0", "40%", "1"]

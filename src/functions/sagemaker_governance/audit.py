@@ -35,6 +35,7 @@ class Outcome(StrEnum):
     EXEMPTED = "exempted"  # a policy exemption applied
     SKIPPED = "skipped"  # do no harm: data missing or the job moved on; nothing done, reason says why
     FAILED = "failed"  # the action was attempted and failed (the invocation is retried)
+    DEFERRED = "deferred"  # the action was refused for a rate quota; a later run (the reconciler) does it
 
 
 class AuditRecord(BaseModel):

@@ -31,6 +31,13 @@ EVIDENCE_KEYS: Final[Mapping[str, str]] = {
     "root_job": "the first job of the lineage",
     "attempt": "the clone's attempt number in the lineage",
     "on_demand": "true when the clone runs On-Demand (a Spot fallback)",
+    # the efficiency record of an ended job (rule efficiency-record; chargeback: smgov report --by)
+    "cost_usd": "efficiency record: billable time x instances x hourly price",
+    "idle_cost_usd": "efficiency record: idle host-time x hourly price",
+    "idle_gpu_hours": "efficiency record: GPU-hours of datapoints under the idle percent",
+    "gpu_utilization_mean_percent": "efficiency record: mean GPU utilization per GPU over the job's life",
+    "instance_type": "efficiency record: the job's instance type (none for a heterogeneous cluster)",
+    "project": "efficiency record: the job's project tag (policy project_tag)",
 }
 
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows

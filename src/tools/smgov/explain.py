@@ -64,9 +64,10 @@ def explain_event(
     # Auto-resume and Spot fallback plan from `describe`, or else from the event detail (which mirrors
     # DescribeTrainingJob); the other reactions re-read `describe`, or else see the event's job.
     detail = {k: v for k, v in raw_event.get("detail", {}).items() if k != "Tags"}
+    notifier = RecordingNotifier()
     ports = Ports(
         jobs=OfflineJobs(job, describe, fallback=detail),
-        notifier=RecordingNotifier(),
+        notifier=notifier,
         policies=FixedPolicy(policy),
         audit=MemoryAuditSink(),
         metrics=MemoryBusinessMetrics(),
@@ -88,6 +89,7 @@ def explain_event(
         "job": job.name,
         "status": f"{job.status}/{job.secondary_status}",
         "decisions": [d.explain() for d in decisions],
+        "notification": notifier.explained(),
     }
 
 
@@ -151,13 +153,14 @@ def explain_alarm(
     audit, alarms = MemoryAuditSink(), OfflineAlarms(naming, job.name)
     jobs = OfflineJobs(job, describe)
     results = []
+    notifier = RecordingNotifier()
     for message_id, message in messages:
         stopper = GuardStopper(
             guards=GUARDS,
             jobs=jobs,
             alarms=alarms,
             arming=alarms,
-            notifier=RecordingNotifier(),
+            notifier=notifier,
             policies=FixedPolicy(policy),
             audit=audit,
             metrics=MemoryBusinessMetrics(),
@@ -174,6 +177,7 @@ def explain_alarm(
         "decisions": [_record(r) for r in audit.records],
         "stopped": jobs.stopped,
         "alarms_reset": alarms.reset_names,
+        "notification": notifier.explained(),
     }
 
 
@@ -220,6 +224,7 @@ def explain_schedule(
         "assumed": "the job is the only one in progress, none of this stack's alarms exists, it was never evaluated",
         "run": report.as_dict(),
         "decisions": [_record(r) for r in ports.audit.records],
+        "notification": ports.notifier.explained() if isinstance(ports.notifier, RecordingNotifier) else [],
     }
 
 

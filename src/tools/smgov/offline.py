@@ -67,6 +67,13 @@ class RecordingNotifier:
         self.messages.append(message)
         return None
 
+    def explained(self) -> list[dict[str, Any]]:
+        """The exact ``Publish`` request of each message, its per-protocol forms opened up (e-mail text,
+        the Chatbot custom notification, the versioned JSON): what `smgov explain --json` shows."""
+        from sagemaker_governance.adapters.sns import explained
+
+        return [explained(message) for message in self.messages]
+
 
 class RecordingLauncher:
     """Records the CreateTrainingJob requests it is given instead of sending them."""

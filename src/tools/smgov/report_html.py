@@ -64,8 +64,21 @@ class UtilizationPoint(_Model):
     utilization: NonNegativeFloat
 
 
+class JobEfficiency(_Model):
+    """The job's efficiency record as the service wrote it (``None``: not known; ``missing`` says why)."""
+
+    code: str | None = None
+    gpu_utilization_mean_percent: float | None = None
+    idle_gpu_hours: float | None = None
+    idle_cost_usd: float | None = None
+    cost_usd: float | None = None
+    missing: list[str] = Field(default_factory=list)
+
+
 class JobReport(_Model):
     name: str
+    team: str | None = None
+    efficiency: JobEfficiency | None = None
     final_status: str
     actions: list[TimelineAction] = Field(default_factory=list)
     cost_usd: float
@@ -352,6 +365,65 @@ def _status_class(status: str) -> str:
     return "status-" + "".join(ch for ch in status.lower() if ch.isalnum())
 
 
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
+
+
+def _idle_usd(job: JobReport) -> str:
+    """The record's idle share of its cost, at the report's (simulated) cost of the job."""
+    record = job.efficiency
+    if record is None or record.idle_cost_usd is None or not record.cost_usd:
+        return "n/a"
+    return _usd(record.idle_cost_usd / record.cost_usd * job.cost_usd)
+
+
+def _efficiency_fact(record: JobEfficiency | None) -> str:
+    if record is None:
+        return "no efficiency record (the job has not ended)"
+    if record.gpu_utilization_mean_percent is None:
+        return "efficiency: " + ("; ".join(record.missing) or "no figures")
+    return (
+        f"GPU utilization {_percent(record.gpu_utilization_mean_percent)} on average, "
+        f"{record.idle_gpu_hours or 0:.1f} idle GPU-hours"
+    )
+
+
+def _teams_table(jobs: Sequence[JobReport]) -> str:
+    """Per team: jobs, spend, idle cost (each record's idle share of the simulated cost), idle GPU-hours
+    and GPU utilization (the jobs' means, weighted by their cost)."""
+    teams: dict[str, list[JobReport]] = {}
+    for job in jobs:
+        teams.setdefault(job.team or "(no team tag)", []).append(job)
+    rows = []
+    for team, members in sorted(teams.items(), key=lambda item: -sum(j.cost_usd for j in item[1])):
+        measured = [j for j in members if j.efficiency and j.efficiency.gpu_utilization_mean_percent is not None]
+        weight = sum(j.cost_usd for j in measured)
+        mean = (
+            sum((j.efficiency.gpu_utilization_mean_percent or 0.0) * j.cost_usd for j in measured if j.efficiency)
+            / weight
+            if weight > 0
+            else None
+        )
+        idle = [
+            j.efficiency.idle_cost_usd / j.efficiency.cost_usd * j.cost_usd
+            for j in members
+            if j.efficiency and j.efficiency.idle_cost_usd is not None and j.efficiency.cost_usd
+        ]
+        hours = sum(j.efficiency.idle_gpu_hours or 0.0 for j in members if j.efficiency)
+        rows.append(
+            f'<tr><td>{_e(team)}</td><td class="n">{len(members)}</td>'
+            f'<td class="n">{_e(_usd(sum(j.cost_usd for j in members)))}</td>'
+            f'<td class="n">{_e(_usd(sum(idle)))}</td><td class="n">{hours:.1f}</td>'
+            f'<td class="n">{_e(_percent(mean))}</td><td class="n">{len(members) - len(measured)}</td></tr>'
+        )
+    return (
+        '<h3>Efficiency per team</h3><table class="teams"><thead><tr><th>team</th><th class="n">jobs</th>'
+        '<th class="n">cost</th><th class="n">idle cost</th><th class="n">idle GPU-hours</th>'
+        '<th class="n">GPU utilization</th><th class="n">jobs without metrics</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def _job_section(job: JobReport, anchor: str) -> str:
     facts = [f"cost {_usd(job.cost_usd)}", f"without governance {_usd(job.baseline_cost_usd)}"]
     facts.append(f"saved {_usd(job.saved_usd)}")
@@ -361,6 +433,7 @@ def _job_section(job: JobReport, anchor: str) -> str:
         facts.append(f"stalled at {_clock(job.stalled_at_minute)}")
     if job.stopped_at_minute is not None:
         facts.append(f"stopped at {_clock(job.stopped_at_minute)}")
+    facts.append(_efficiency_fact(job.efficiency))
     items = "".join(
         f"<li>{_e(_clock(a.minute))}: <strong>{_e(a.label)}</strong>"
         + (f" by {_e(a.rule)}" if a.rule else "")
@@ -424,13 +497,16 @@ def _report_body(report: SimulationReport, index: int) -> str:
     rows = "".join(
         f'<tr><td><a href="#job-{index}-{n}">{_e(job.name)}</a></td><td>{_e(job.final_status)}</td>'
         f'<td class="n">{len(job.actions)}</td><td class="n">{_e(_usd(job.cost_usd))}</td>'
-        f'<td class="n">{_e(_usd(job.baseline_cost_usd))}</td><td class="n">{_e(_usd(job.saved_usd))}</td></tr>'
+        f'<td class="n">{_e(_usd(job.baseline_cost_usd))}</td><td class="n">{_e(_usd(job.saved_usd))}</td>'
+        f'<td class="n">{_e(_percent(job.efficiency.gpu_utilization_mean_percent if job.efficiency else None))}</td>'
+        f'<td class="n">{_e(_idle_usd(job))}</td></tr>'
         for n, job in enumerate(report.jobs)
     )
     table = (
         '<table><thead><tr><th>job</th><th>final status</th><th class="n">actions</th><th class="n">cost</th>'
-        f'<th class="n">without governance</th><th class="n">saved</th></tr></thead><tbody>{rows}</tbody></table>'
-    )
+        '<th class="n">without governance</th><th class="n">saved</th><th class="n">GPU utilization</th>'
+        f'<th class="n">idle cost</th></tr></thead><tbody>{rows}</tbody></table>'
+    ) + _teams_table(report.jobs)
     sections = "".join(_job_section(job, f"job-{index}-{n}") for n, job in enumerate(report.jobs))
     description = f'<p class="meta">{_e(report.description)}</p>' if report.description else ""
     return (

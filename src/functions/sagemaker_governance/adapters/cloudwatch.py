@@ -14,14 +14,21 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan
 
-DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names
+DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names (its API model: AlarmNames max 100)
+# The codes botocore's standard retry mode treats as throttling (botocore/retries/standard.py,
+# ThrottledRetryableChecker) that CloudWatch answers a request over its rate quota with.
+_THROTTLING = frozenset({"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"})
 
 
 def _not_found(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") in {"ResourceNotFound", "ResourceNotFoundException"}
+
+
+def _throttled(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in _THROTTLING
 
 
 def _reset(client: Any, names: Sequence[str], reason: str) -> None:
@@ -68,7 +75,8 @@ class CloudWatchAlarmLifecycle:
         the DeleteAlarms API reference allows: a job has one). Its reference says the alarms with correct
         names "are still deleted" when some are not found, and does not say whether the call then fails; a
         batch that fails that way is retried name by name, so every alarm is gone either way (the names
-        reported deleted may then omit some the batch call deleted)."""
+        reported deleted may then omit some the batch call deleted). A request still throttled after
+        botocore's retries raises ``Throttled`` (nothing after it was deleted)."""
         deleted: list[str] = []
         for start in range(0, len(names), DELETE_BATCH):
             batch = list(names[start : start + DELETE_BATCH])
@@ -77,6 +85,8 @@ class CloudWatchAlarmLifecycle:
                 deleted += batch
                 continue
             except ClientError as exc:
+                if _throttled(exc):
+                    raise Throttled(f"DeleteAlarms throttled: {exc}") from exc
                 if not _not_found(exc):
                     raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
             for name in batch:
@@ -84,6 +94,8 @@ class CloudWatchAlarmLifecycle:
                     self._client.delete_alarms(AlarmNames=[name])
                     deleted.append(name)
                 except ClientError as exc:
+                    if _throttled(exc):
+                        raise Throttled(f"DeleteAlarms {name} throttled: {exc}") from exc
                     if not _not_found(exc):
                         raise AdapterError(f"DeleteAlarms {name} failed: {exc}") from exc
         return deleted
@@ -138,6 +150,26 @@ class CloudWatchAlarmArming:
             self._client.disable_alarm_actions(AlarmNames=list(names))
         except ClientError as exc:
             raise AdapterError(f"DisableAlarmActions {', '.join(names)} failed: {exc}") from exc
+
+
+class CloudWatchAlarmWindows:
+    """Widens the window of a guard's existing alarm after the stall judge vetoed its stop (the stopper).
+
+    ``PutMetricAlarm`` on an existing alarm "completely overwrites the previous configuration" and leaves
+    its state unchanged; tags in the request "are ignored" on an update (API reference), so the requests
+    carry none and no ``cloudwatch:TagResource`` is needed."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutMetricAlarm"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def update(self, requests: Sequence[dict[str, Any]]) -> None:
+        for request in requests:
+            try:
+                self._client.put_metric_alarm(**request)
+            except ClientError as exc:
+                raise AdapterError(f"PutMetricAlarm {request.get('AlarmName')} failed: {exc}") from exc
 
 
 class CloudWatchAlarmInventory:

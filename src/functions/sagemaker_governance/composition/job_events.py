@@ -9,6 +9,7 @@ from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
@@ -19,9 +20,11 @@ from sagemaker_governance.adapters.training_logs import TrainingLogTails
 from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
+from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
+from sagemaker_governance.service.stall_judge import MetricReadPort
 
 # The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
 ADAPTERS: tuple[type, ...] = (
@@ -37,6 +40,7 @@ ADAPTERS: tuple[type, ...] = (
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
+    CloudWatchMetricData,  # the efficiency record of a job that ended: one read per GPU job
 )
 
 
@@ -72,14 +76,18 @@ def assemble(
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
+    metric_data: MetricReadPort | None = None,
 ) -> JobEventsService:
     """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
     fallback launch clones through ``launcher`` (CreateTrainingJob requests of ``shape``, roles matching
-    ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read)."""
+    ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read); the
+    efficiency record of an ended job reads ``metric_data`` (None: no record)."""
     clones = clone_reactions(
         ports, launcher=launcher, shape=shape, role_patterns=role_patterns, logs=logs, checkpoints=checkpoints
     )
     reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
+    if metric_data is not None:
+        reactions.append(EfficiencyReaction(ports.jobs, metric_data, ports.policies, ports.audit, ports.clock))
     return JobEventsService(reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock)
 
 
@@ -90,6 +98,7 @@ def evidence_readers(root: Root) -> dict[str, Any]:
     return {
         "logs": TrainingLogTails(_Lazy(root, "logs")),
         "checkpoints": CheckpointStore(_Lazy(root, "s3"), pattern) if pattern else None,
+        "metric_data": CloudWatchMetricData(_Lazy(root, "cloudwatch")),
     }
 
 

@@ -15,6 +15,11 @@ class JobNotFound(AdapterError):
     pass
 
 
+class Throttled(AdapterError):
+    """AWS still refused the request for its request-rate quota after botocore's retries (or botocore's
+    retry quota was spent): the caller may defer the work to a later run instead of failing."""
+
+
 class NotOurAlarm(AdapterError):
     pass
 

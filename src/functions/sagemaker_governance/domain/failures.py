@@ -379,19 +379,22 @@ def _root(matches: Sequence[Match], taxonomy: Taxonomy) -> tuple[Match, tuple[st
     return root, tuple(c for c in classes if c != winner)
 
 
-def _corroborated(consequence: Match, evidence: FailureEvidence, taxonomy: Taxonomy) -> str | None:
-    """Why a consequence on one host counts: a peer whose log fell silent well before it (None: no peer)."""
+def _corroborated(consequence: Match, evidence: FailureEvidence, taxonomy: Taxonomy) -> tuple[str, str] | None:
+    """Why a consequence on one host counts, and the host it points at: the peer whose log fell silent
+    well before it (the earliest to fall silent when several did). None: no such peer."""
     if consequence.at is None:
         return None
     gap = timedelta(minutes=taxonomy.silent_peer_minutes)
-    for peer in evidence.hosts:
-        last = peer.last_at
-        if peer.host != consequence.host and last is not None and last <= consequence.at - gap:
-            minutes = (consequence.at - last).total_seconds() / 60
-            return (
-                f"{peer.host} fell silent {minutes:.0f} min before {consequence.host}'s {consequence.signature.id}"
-            )
-    return None
+    silent = [
+        (peer.last_at, order, peer.host)
+        for order, peer in enumerate(evidence.hosts)
+        if peer.host != consequence.host and peer.last_at is not None and peer.last_at <= consequence.at - gap
+    ]
+    if not silent:
+        return None
+    last, _, peer = min(silent)
+    minutes = (consequence.at - last).total_seconds() / 60
+    return f"{peer} fell silent {minutes:.0f} min before {consequence.host}'s {consequence.signature.id}", peer
 
 
 def _supporting(root: Match, matches: Sequence[Match]) -> tuple[Match, ...]:
@@ -435,6 +438,7 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
     root: Match | None = None
     conflicts: tuple[str, ...] = ()
     failure_class = UNKNOWN
+    cause_host: str | None = None  # the host of the root cause when it is not the matched line's
     if by_role[Role.CAUSE]:
         root, conflicts = _root(by_role[Role.CAUSE], taxonomy)
         failure_class = root.signature.failure_class
@@ -445,10 +449,13 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
             )
     elif by_role[Role.CONSEQUENCE]:
         root = min(by_role[Role.CONSEQUENCE], key=lambda m: (m.at is None, m.at or datetime.max, m.order))
-        why = _corroborated(root, evidence, taxonomy)
-        if why is not None:
+        corroboration = _corroborated(root, evidence, taxonomy)
+        if corroboration is not None:
+            why, faulty = corroboration
             failure_class = root.signature.failure_class
             notes.append(f"corroborated: {why}")
+            # The fault is the silent peer's, not the reporter's: the lemon rule keys on its position.
+            cause_host = faulty
         else:
             notes.append(
                 f"{root.signature.id} with no peer failure to explain it (it may be a deadlock in the code): unknown"
@@ -465,7 +472,7 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
         signature=root.signature.id,
         role=root.signature.role,
         source=root.signature.source,
-        host=None if root.host == REASON_HOST else root.host,
+        host=cause_host or (None if root.host == REASON_HOST else root.host),
         lines=_supporting(root, matches),
         conflicts=conflicts,
         notes=tuple(notes),

@@ -156,6 +156,9 @@ class TrainingJob(_Model):
     training_end_time: datetime | None = Field(default=None, alias="TrainingEndTime")
     last_modified_time: datetime | None = Field(default=None, alias="LastModifiedTime")
     transitions: tuple[StatusTransition, ...] = Field(default=(), alias="SecondaryStatusTransitions")
+    # An ended job's times (DescribeTrainingJob; the efficiency record's cost and Spot savings)
+    billable_seconds: int | None = Field(default=None, alias="BillableTimeInSeconds", ge=0)
+    training_time_seconds: int | None = Field(default=None, alias="TrainingTimeInSeconds", ge=0)
     # None means "not known from this source" (DescribeTrainingJob has no tags; an event may omit them).
     tags: dict[str, str] | None = Field(default=None, validation_alias=AliasChoices("Tags", "tags"))
 

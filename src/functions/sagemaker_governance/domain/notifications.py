@@ -18,17 +18,25 @@ NOTIFICATION_SCHEMA: Final = "smgov.notification/1"
 
 class NotificationKind(StrEnum):
     """What a message is about (an SNS message attribute subscribers can filter on). An alarm guard's
-    stops are ``<guard name>-stop`` (``guard_stop``): the two built-in guards' are listed here."""
+    stops are ``<guard name>-stop`` (``guard_stop``), its notices ``<guard name>-notice``
+    (``guard_notice``): the built-in guards' are listed here."""
 
     COMPLIANCE = "compliance"
     RESUME = "resume"
     SPOT_FALLBACK = "spot-fallback"
     IDLE_STOP = "idle-stop"
     PROGRESS_STOP = "progress-stop"
+    EFFICIENCY_STOP = "efficiency-stop"
+    EFFICIENCY_NOTICE = "efficiency-notice"
 
     @staticmethod
     def guard_stop(guard_name: str) -> str:
         return f"{guard_name}-stop"
+
+    @staticmethod
+    def guard_notice(guard_name: str) -> str:
+        """A guard's nudge (no stop): ``efficiency-notice``."""
+        return f"{guard_name}-notice"
 
 
 class NotificationOutcome(StrEnum):
@@ -64,6 +72,8 @@ def headline(
             return f"{job}: governance warning"
         return f"{job} violates governance policy"
     was, looks = symptom
+    if outcome is NotificationOutcome.NOTIFIED:  # a guard's notice: nothing was stopped
+        return f"{job} {looks}"
     if outcome is NotificationOutcome.STOPPED:
         return f"{job} was stopped: {was}"
     return f"{job} {looks} (audit mode: not stopped)"

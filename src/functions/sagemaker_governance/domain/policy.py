@@ -90,6 +90,11 @@ class _PolicyHead(BaseModel):
     )
     team_tag: str = Field(default="team", min_length=1)
     owner_tag: str = Field(default="owner", min_length=1)
+    project_tag: str = Field(
+        default="project",
+        min_length=1,
+        description="The tag chargeback groups by project (`smgov report --by project`).",
+    )
     rules: tuple[Rule, ...] = ()
     exemptions: tuple[Exemption, ...] = ()
     resume: ResumePolicy = Field(default_factory=ResumePolicy, description="Auto-resume of failed jobs.")

@@ -8,7 +8,11 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   would never notify again; a guard whose alarms start disarmed is disarmed again).
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
-  success); a job it could never watch had none: no call, no record.
+  success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
+  after botocore's retries (many jobs ending together: ``DeleteAlarms`` has a quota of 3 requests per
+  second per account and region) is recorded as deferred, not failed: the delivery succeeds and the
+  reconciler deletes an ended job's leftover alarms on its next run, up to 100 names per request. An
+  ended job's alarm costs nothing in the meantime: the stopper re-reads the job before it acts.
 
 Alarms are created in audit mode too: it is the stopper that only records in audit mode. Each guard's
 ``GuardAlarms`` is also the reconciler's ``AlarmGuard`` (the alarms it wants for a job now, and how to
@@ -28,7 +32,7 @@ from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import JobNotFound
+from sagemaker_governance.domain.errors import JobNotFound, Throttled
 from sagemaker_governance.domain.guards.base import (
     AlarmCode,
     AlarmNaming,
@@ -95,6 +99,8 @@ class GuardAlarms:
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
+        if self.guard.quiet_when_disabled and not self.guard.config(policy.for_job(job)).enabled:
+            return []  # the event's tags select the team policy; nothing to create or delete
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return [self._create(job, policy, trigger)]
@@ -205,7 +211,23 @@ class GuardAlarms:
             except JobNotFound:
                 hosts = 1
         names = guard.owned_alarms(job.name, hosts, self._naming)
-        deleted = self._alarms.delete(names)
+        try:
+            deleted = self._alarms.delete(names)
+        except Throttled as exc:
+            logger.warning("alarm delete deferred", job=job.name, error=str(exc))
+            deferred = Decision(
+                rule=guard.rule_id,
+                code=guard.code(AlarmCode.DELETE_DEFERRED),
+                action=Action.DELETE_ALARM,
+                mode=self._mode(policy, job),
+                reason=(
+                    f"the job is {job.status} but CloudWatch throttled deleting its {guard.what}: "
+                    "the reconciler deletes them on its next run"
+                ),
+                evidence={"throttled": str(exc)[:300]},
+                request={"AlarmNames": list(names)},
+            )
+            return [self._record(deferred, job, policy, trigger, Outcome.DEFERRED)]
         decision = Decision(
             rule=guard.rule_id,
             code=guard.code(AlarmCode.DELETE),

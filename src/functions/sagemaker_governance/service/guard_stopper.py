@@ -13,7 +13,8 @@ writes one audit record):
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
    before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
    logs here; without a review every verdict is accepted);
-6. **act**: reset, arm, disarm the alarms the verdict names; stop the job if the verdict says so and the
+6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
+   names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt);
 7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
 """
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
 from sagemaker_governance.domain.guards.base import (
     AlarmNaming,
@@ -59,6 +61,7 @@ _OUTCOMES = {
     Verdict.STALE: Outcome.SKIPPED,
     Verdict.TOO_EARLY: Outcome.SKIPPED,
     Verdict.VETOED: Outcome.SKIPPED,
+    Verdict.NOTIFY: Outcome.DONE,
 }
 
 
@@ -72,6 +75,11 @@ class StopReview(Protocol):
         self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
     ) -> GuardVerdict:
         """``policy``: the job's effective policy (its guard section and the judge's settings)."""
+
+
+class AlarmWindowsPort(Protocol):
+    def update(self, requests: tuple[dict[str, Any], ...]) -> None:
+        """``PutMetricAlarm`` each request (updates of existing alarms); raises ``AdapterError``."""
 
 
 class AcceptEveryStop:
@@ -112,6 +120,7 @@ class GuardStopper:
         naming: AlarmNaming,
         account_id: str,
         review: StopReview | None = None,
+        windows: AlarmWindowsPort | None = None,
     ) -> None:
         self._guards = guards
         self._jobs = jobs
@@ -125,6 +134,7 @@ class GuardStopper:
         self._naming = naming
         self._account_id = account_id
         self._review = review or AcceptEveryStop()
+        self._windows = windows
 
     def handle(self, message: AlarmNotification, message_id: str | None = None) -> StopperResult:
         name = message.alarm_name
@@ -189,6 +199,10 @@ class GuardStopper:
         decision = verdict.decision
         trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
         record_decision(self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=now)
+        if verdict.verdict is Verdict.NOTIFY and (decision.mode is Mode.ENFORCE or effective.notify_in_audit_mode):
+            self._notify_notice(
+                guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
+            )
         if verdict.stops:
             if outcome is Outcome.DONE and savings is not None:
                 self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=guard.rule_id)
@@ -212,12 +226,16 @@ class GuardStopper:
         )
 
     def _act(self, job: TrainingJob, verdict: GuardVerdict) -> Outcome:
+        if verdict.rewindow and self._windows is not None:
+            self._windows.update(verdict.rewindow)
         if verdict.reset:
             self._alarms.reset(verdict.reset, verdict.reset_reason)
         if verdict.arm:
             self._arming.enable_actions(verdict.arm)
         if verdict.disarm:
             self._arming.disable_actions(verdict.disarm)
+        if verdict.verdict is Verdict.NOTIFY and not verdict.decision.acts:
+            return Outcome.AUDIT_ONLY  # audit mode: the notice is recorded (sent only if notify_in_audit_mode)
         if not verdict.stops:
             return _OUTCOMES[verdict.verdict]
         if not verdict.decision.acts:
@@ -246,6 +264,31 @@ class GuardStopper:
                 owner=job.tag(owner_tag),
                 headline=headline(kind, said, job.name, symptom=guard.symptom(config)),
                 outcome=said,
+                items=Notification.items_from([verdict.decision]),
+            )
+        )
+
+    def _notify_notice(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        *,
+        config: Any,
+        team_tag: str,
+        owner_tag: str,
+    ) -> None:
+        """A guard's nudge: the owner gets the evidence and the suggestion (no stop)."""
+        kind = NotificationKind.guard_notice(guard.name)
+        self._notifier.publish(
+            Notification(
+                kind=kind,
+                job_name=job.name,
+                job_arn=job.arn,
+                team=job.tag(team_tag),
+                owner=job.tag(owner_tag),
+                headline=headline(kind, NotificationOutcome.NOTIFIED, job.name, symptom=guard.symptom(config)),
+                outcome=NotificationOutcome.NOTIFIED,
                 items=Notification.items_from([verdict.decision]),
             )
         )

@@ -3,7 +3,8 @@
 Each run compares what exists with what should exist and repairs the difference:
 
 * **orphan alarm**: an alarm of this stack whose job has ended or no longer exists (its terminal event
-  was lost) is deleted. The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
+  was lost, or its delete was throttled and deferred) is deleted; the ended jobs' alarms of a run are
+  deleted together, up to 100 names per ``DeleteAlarms`` request (``domain/reconcile.py``). The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
   is still ``InProgress`` (``Stopping`` included) is never deleted, whatever the listing said.
 * **missing alarm**: a job in ``Training`` that none of a guard's alarms watches, or whose guard alarms
   lack one created with them (the composite alarm over the children of a job above 10 hosts: listed
@@ -33,7 +34,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -42,6 +43,7 @@ from sagemaker_governance.domain.reconcile import (
     ReconcilerCode,
     RepairKind,
     WorkItem,
+    deletion_batches,
     deletion_order,
     group_alarms,
     plan_work,
@@ -96,6 +98,15 @@ class AlarmInventoryPort(Protocol):
 
 class AlarmDeletionPort(Protocol):
     def delete(self, names: Sequence[str]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """An ended (or vanished) job's leftover alarms, in deletion order."""
+
+    job_name: str
+    job: TrainingJob | None
+    names: list[str]
 
 
 @dataclass
@@ -173,20 +184,26 @@ class ReconcilerService:
         report.jobs_in_progress = len(in_progress)
         report.alarms = sum(len(names) for names in observed.values())
         report.items = len(items)
+        ended: list[Orphan] = []  # ended jobs' alarms, deleted together (DeleteAlarms takes 100 names)
         for item in items:
             if remaining() < self._safety:
                 report.stopped_early = True
                 break
             report.visited.append(item.job_name)
             try:
-                kinds = self._in_progress(item, policy, trigger) if item.listed else self._orphan(item, trigger)
+                if item.listed:
+                    kinds = self._in_progress(item, policy, trigger)
+                else:
+                    orphan = self._orphan(item)
+                    if orphan is not None:
+                        ended.append(orphan)
+                    kinds = []
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("reconcile item failed", job=item.job_name, error=str(exc))
                 continue
-            for kind in kinds:
-                report.repairs[kind.value] += 1
-                self._metrics.emit(BusinessMetric.RECONCILER_REPAIRS, kind=kind.value)
+            self._count(report, kinds)
+        self._count(report, self._delete_orphans(ended, trigger, report))
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
@@ -194,24 +211,62 @@ class ReconcilerService:
 
     # ---- one job -----------------------------------------------------------------------------------
 
-    def _orphan(self, item: WorkItem, trigger: Trigger) -> list[RepairKind]:
-        """A job with alarms that was not listed in progress: delete them if it has really ended."""
+    def _orphan(self, item: WorkItem) -> Orphan | None:
+        """A job with alarms that was not listed in progress: its alarms, if it has really ended."""
         try:
             job = self._jobs.get_job(item.job_name)
         except JobNotFound:
             job = None
         if job is not None and not job.is_terminal:
-            return []  # still running (or started after the listing): its alarms stay
+            return None  # still running (or started after the listing): its alarms stay
         names: list[str] = []
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
             mine = [n for n in item.alarms if n.startswith(prefix)]
             if mine:
                 names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
-        deleted = self._alarms.delete(names)
-        if not deleted:
-            return []  # the event path got there first
+        return Orphan(item.job_name, job, names)
+
+    def _delete_orphans(
+        self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
+    ) -> list[RepairKind]:
+        """Delete ended jobs' alarms, as few ``DeleteAlarms`` requests as the API allows (many jobs ending
+        together, whose deletes CloudWatch throttled at their end, cost a request per 100 alarms, not one
+        per job). A request that fails is retried job by job (e.g. a composite we could not tell); one
+        throttled leaves the rest for the next run."""
+        repairs: list[RepairKind] = []
+        for batch in deletion_batches(orphan.names for orphan in ended):
+            orphans = [ended[index] for index in batch]
+            try:
+                deleted = set(self._alarms.delete([name for orphan in orphans for name in orphan.names]))
+            except Throttled as exc:
+                report.errors += 1
+                logger.warning("orphan alarms deferred", jobs=len(orphans), error=str(exc))
+                break
+            except AdapterError as exc:
+                if len(orphans) == 1:
+                    report.errors += 1
+                    logger.error("reconcile item failed", job=orphans[0].job_name, error=str(exc))
+                    continue
+                deleted = set()
+                for orphan in orphans:
+                    try:
+                        deleted.update(self._alarms.delete(orphan.names))
+                    except AdapterError as one:
+                        report.errors += 1
+                        logger.error("reconcile item failed", job=orphan.job_name, error=str(one))
+                        if isinstance(one, Throttled):
+                            return repairs
+            for orphan in orphans:
+                mine = [name for name in orphan.names if name in deleted]
+                if mine:
+                    self._record_orphan(orphan, mine, trigger)
+                    repairs.append(RepairKind.ORPHAN_ALARM)
+        return repairs
+
+    def _record_orphan(self, orphan: Orphan, deleted: list[str], trigger: Trigger) -> None:
+        job = orphan.job
         subject = job or TrainingJob.model_validate(
-            {"TrainingJobName": item.job_name, "TrainingJobStatus": "NotFound"}
+            {"TrainingJobName": orphan.job_name, "TrainingJobStatus": "NotFound"}
         )
         policy = self._policies.current()
         state = f"is {job.status}" if job is not None else "no longer exists"
@@ -220,12 +275,11 @@ class ReconcilerService:
             code=ReconcilerCode.ORPHAN_ALARM,
             action=Action.DELETE_ALARM,
             mode=policy.for_job(subject).mode,
-            reason=f"the job {state} but its alarms were left behind (a lost event): deleted",
+            reason=f"the job {state} but its alarms were left behind (a lost event or a deferred delete): deleted",
             evidence={"repair": RepairKind.ORPHAN_ALARM.value, "deleted": deleted},
-            request={"AlarmNames": names},
+            request={"AlarmNames": list(orphan.names)},
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)
-        return [RepairKind.ORPHAN_ALARM]
 
     def _in_progress(self, item: WorkItem, policy: Policy, trigger: Trigger) -> list[RepairKind]:
         summary = item.listed
@@ -267,6 +321,11 @@ class ReconcilerService:
         return repairs
 
     # ---- helpers -----------------------------------------------------------------------------------
+
+    def _count(self, report: ReconcileReport, kinds: Sequence[RepairKind]) -> None:
+        for kind in kinds:
+            report.repairs[kind.value] += 1
+            self._metrics.emit(BusinessMetric.RECONCILER_REPAIRS, kind=kind.value)
 
     @staticmethod
     def _lacks(guard: AlarmGuard, item: WorkItem) -> bool:

@@ -42,6 +42,18 @@ from smgov.audit_queries import (
     stops_by_code_query,
     team_report,
 )
+from smgov.chargeback import (
+    ChargebackSource,
+    GroupBy,
+    JobCost,
+    SimulationReportSource,
+    group,
+    job_costs_from_rows,
+    jobs_query,
+    savings_query,
+    to_csv,
+    to_json,
+)
 from smgov.org_view import Members, member_lines
 
 if TYPE_CHECKING:
@@ -257,7 +269,84 @@ def report_codes(deps: Dependencies, source: Source | str, since: timedelta) -> 
     return code_lines(_query(deps, source, stops_by_code_query(), since))
 
 
+class AuditRecordsSource:
+    """Chargeback from a deployed stack's audit records (two Logs Insights queries over its log groups)."""
+
+    def __init__(self, run: Callable[[str], list[Row]]) -> None:
+        self._run = run
+
+    def job_costs(self) -> list[JobCost]:
+        return job_costs_from_rows(self._run(jobs_query()), self._run(savings_query()))
+
+
+def chargeback_source(args: argparse.Namespace) -> tuple[ChargebackSource, str]:
+    """The source of `smgov report --by`: a simulation report file, else the audit records of the stack
+    (or, with ``--org``, of the organization's central log group: the same queries, rewritten)."""
+    if args.from_simulation:
+        report = json.loads(Path(args.from_simulation).read_text())
+        return SimulationReportSource(report), f"simulation report {args.from_simulation}"
+    deps = make_dependencies(args.region)
+    source = _source(args)
+    where = f"organization ({args.org_stack})" if getattr(args, "org", False) else f"stack {args.stack}"
+    return (
+        AuditRecordsSource(lambda query: _query(deps, source, query, args.since)),
+        f"{where}, last {args.since_text}",
+    )
+
+
+_CHARGEBACK_HEADERS = (
+    "spend USD",
+    "idle USD",
+    "saved USD",
+    "idle GPU-h",
+    "GPU %",
+    "jobs",
+    "no metrics",
+    "unpriced",
+)
+
+
+def cmd_chargeback(args: argparse.Namespace) -> int:
+    by = GroupBy(args.by or GroupBy.TEAM.value)
+    try:
+        source, described = chargeback_source(args)
+        lines = group(source.job_costs(), by)
+    except (OSError, json.JSONDecodeError) as exc:
+        return _fail(f"{args.from_simulation}: cannot read a JSON simulation report: {exc}", EXIT_USAGE)
+    except (AdapterError, ValueError) as exc:
+        return _fail(str(exc))
+    form = "json" if args.json else args.format or "table"
+    if form == "csv":
+        sys.stdout.write(to_csv(lines, by))
+        return EXIT_OK
+    if form == "json":
+        print(json.dumps(to_json(lines, by, described), indent=2))
+        return EXIT_OK
+    if not lines:
+        print(f"no ended jobs in {described}")
+        return EXIT_OK
+    table = [
+        [
+            line.key,
+            f"{line.spend_usd:,.2f}",
+            f"{line.idle_cost_usd:,.2f}",
+            f"{line.saved_usd:,.2f}",
+            f"{line.idle_gpu_hours:,.1f}",
+            "-" if line.gpu_utilization_mean_percent is None else f"{line.gpu_utilization_mean_percent:.1f}",
+            str(line.jobs),
+            str(line.jobs_without_metrics),
+            str(line.jobs_unpriced),
+        ]
+        for line in lines
+    ]
+    print(f"Chargeback by {by.value} ({described}):")
+    print(format_table(table, (by.value, *_CHARGEBACK_HEADERS), numeric=range(1, len(_CHARGEBACK_HEADERS) + 1)))
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.by or args.from_simulation or args.format:
+        return cmd_chargeback(args)
     deps = make_dependencies(args.region)
     source = _source(args)
     try:
@@ -374,8 +463,23 @@ def register(sub: Any) -> None:
     audit.add_argument("--limit", type=int, default=200, help="most rows to show (default 200, at most 10000)")
     audit.set_defaults(func=_with_since_text(cmd_audit))
 
-    report = sub.add_parser("report", help="per team: jobs governed, stopped, resumed, estimated savings")
+    report = sub.add_parser(
+        "report",
+        help="per team: jobs governed, stopped, resumed, estimated savings; with --by: chargeback (spend, "
+        "idle cost, saved, GPU efficiency) per team, owner, project or instance type",
+    )
     _add_common(report, "30d")
+    report.add_argument(
+        "--by",
+        choices=[g.value for g in GroupBy],
+        help="chargeback: group the ended jobs' efficiency records by this (default team)",
+    )
+    report.add_argument("--format", choices=("table", "csv", "json"), help="chargeback output (default table)")
+    report.add_argument(
+        "--from-simulation",
+        metavar="FILE",
+        help="chargeback from a simulation report (`smgov simulate --json`) instead of the stack's audit records",
+    )
     report.set_defaults(func=_with_since_text(cmd_report))
 
     html = sub.add_parser("report-html", help="render a simulation report (JSON) as a self-contained HTML page")

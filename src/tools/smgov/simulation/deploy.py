@@ -12,8 +12,9 @@ A queue between a source and a function (an ``AWS::Events::Rule`` target or an `
 with protocol ``sqs`` whose queue an ``AWS::Lambda::EventSourceMapping`` reads) becomes a route with a
 ``QueueDelivery``: the function receives SQS batches, a record it fails (an exception, or its id in the
 partial batch response) is received again until the queue's ``maxReceiveCount``, then moved to the
-redrive target. The simulator delivers one record per invocation, at once (it does not model batching,
-the visibility timeout's delay, nor ``MaximumConcurrency``: invocations run one at a time anyway).
+redrive target. A failed record is received again when the queue's ``VisibilityTimeout`` has passed, as
+SQS makes it visible again. The simulator delivers one record per invocation (it does not model batching
+nor ``MaximumConcurrency``: invocations run one at a time anyway).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ PSEUDO = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoVa
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 
 
+# CreateQueue's default VisibilityTimeout (the SQS API reference, CreateQueue attributes: 30 seconds).
+DEFAULT_VISIBILITY_TIMEOUT = 30
+
+
 class DeploymentError(ValueError):
     """The simulator cannot deploy the template as written."""
 
@@ -46,6 +51,8 @@ class QueueDelivery:
     batch_size: int = 10
     reports_item_failures: bool = False  # FunctionResponseTypes: [ReportBatchItemFailures]
     raw_message_delivery: bool = False  # SNS subscriptions only
+    # A failed record is received again when its visibility timeout expires (the queue's VisibilityTimeout)
+    visibility_timeout_seconds: int = 30
 
 
 @dataclass
@@ -369,10 +376,13 @@ def _queue_consumers(
     by_name = {f.function_name: f for f in functions.values()}
     by_name.update({resolver.physical[f.logical_id]["Arn"]: f for f in functions.values()})
     redrive: dict[str, Any] = {}
+    visibility: dict[str, int] = {}
     for name, res in active.items():
         if res["Type"] == "AWS::SQS::Queue":
-            redrive[resolver.physical[name]["Arn"]] = resolver.resolve(
-                res.get("Properties", {}).get("RedrivePolicy")
+            queue_props = resolver.resolve(res.get("Properties", {})) or {}
+            redrive[resolver.physical[name]["Arn"]] = queue_props.get("RedrivePolicy")
+            visibility[resolver.physical[name]["Arn"]] = int(
+                queue_props.get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
             )
     out: dict[str, tuple[DeployedFunction, QueueDelivery]] = {}
     for res in active.values():
@@ -393,6 +403,7 @@ def _queue_consumers(
                 dead_letter_arn=policy.get("deadLetterTargetArn"),
                 batch_size=int(props.get("BatchSize", 10)),
                 reports_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                visibility_timeout_seconds=visibility[arn],
             ),
         )
     return out

@@ -5,8 +5,8 @@ here (tests attach it to a client; the simulator serves moto's CloudWatch alarm 
 ``engine/cloudwatch_backend.py``). botocore still validates every request against the real API model
 first; the double then enforces the service rules the idle guard depends on (10 metrics per alarm, a
 composite's children must exist, at most 100 of them and 10,240 characters of rule, a child cannot be
-deleted while its composite exists, DeleteAlarms deletes nothing when one name is missing, tags are set
-only on creation, an update keeps the alarm's state).
+deleted while its composite exists, one DeleteAlarms deletes at most one composite and nothing when one
+name is missing, tags are set only on creation, an update keeps the alarm's state).
 
 Tests and the simulator read ``alarms`` and build the SNS notification CloudWatch would publish when an
 alarm changes state (``notification`` / ``sns_event``), in the real message shapes.
@@ -30,6 +30,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from smgov.simulation.faults import ANSWERED_URL
 from smgov.simulation.messages import (
     alarm_notification,
     alarm_subject,
@@ -216,6 +217,9 @@ class FakeCloudWatch:
 
     def _op_DeleteAlarms(self, params: dict[str, Any]) -> dict[str, Any]:
         names = params["AlarmNames"]
+        composites = [n for n in names if n in self.alarms and self.alarms[n]["Kind"] == "composite"]
+        if len(composites) > 1:  # the DeleteAlarms API reference: "no more than one composite alarm"
+            raise CloudWatchError("ValidationError", "DeleteAlarms accepts at most one composite alarm per call")
         missing = [n for n in names if n not in self.alarms]
         if missing:
             raise CloudWatchError("ResourceNotFound", f"{', '.join(missing)} not found", 404)
@@ -369,13 +373,17 @@ class RequestQuota:
 
     def _check(self, request: Any, event_name: str, **_: Any) -> AWSResponse | None:
         api = event_name.rsplit(".", 1)[-1]
-        if api not in self.rates or self._take(api):
+        if request.url == ANSWERED_URL or api not in self.rates or self._take(api):
             return None  # within the quota: let the request through to whatever answers it
         body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
         headers = HTTPHeaders()
         headers["Content-Type"] = "application/x-amz-json-1.0"
         headers["x-amzn-RequestId"] = f"throttled-{sum(self.throttled.values())}"
-        return AWSResponse(request.url, 400, headers, _Body(body))
+        url = request.url
+        # botocore asks every before-send handler and takes the first answer: moto's stubber, asked after
+        # us, must not carry out a request CloudWatch refused (a throttled DeleteAlarms deletes nothing).
+        request.url = ANSWERED_URL
+        return AWSResponse(url, 400, headers, _Body(body))
 
     def summary(self) -> dict[str, dict[str, int]]:
         return {

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash")
 DEFAULT_RATES: dict[str, float] = {"duplicate": 0.2, "reorder": 0.2, "drop": 0.05, "throttle": 0.05, "crash": 0.05}
 REORDER_WINDOW_MINUTES = 3
-_ANSWERED = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
+ANSWERED_URL = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
 
 
 class FaultSpec(BaseModel):
@@ -206,12 +206,12 @@ class Throttler:
             return None
         self.injector.injected["throttle"] += 1
         url = request.url
-        request.url = _ANSWERED  # moto's stubber, called after us, must not execute a throttled request
+        request.url = ANSWERED_URL  # moto's stubber, called after us, must not execute a throttled request
         service = model.service_model
         return throttling_response(getattr(service, "resolved_protocol", service.protocol), url)
 
     def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
-        if request.url == _ANSWERED:
+        if request.url == ANSWERED_URL:
             return None
         model = getattr(request, "context", {}).get("smgov_operation")
         if model is None:
@@ -237,7 +237,7 @@ class Throttler:
         if throttled is not None:
             return throttled
         url = request.url
-        request.url = _ANSWERED
+        request.url = ANSWERED_URL
         http, parsed = self._fake._answer(model=model, params={})
         parsed = dict(parsed)
         parsed.pop("ResponseMetadata", None)

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
 from smgov.simulation.scenario import Expect, JobSpec, Scenario
@@ -161,6 +162,54 @@ def invariants(result: RunResult, known_gaps: Collection[str] = ()) -> tuple[dic
     return counts, {k: v for k, v in names.items() if v}
 
 
+EFFICIENCY_FIGURES = (
+    "gpu_utilization_mean_percent",
+    "gpu_utilization_median_percent",
+    "gpu_under_idle_share",
+    "gpu_memory_utilization_mean_percent",
+    "idle_gpu_hours",
+    "cost_usd",
+    "idle_cost_usd",
+    "spot_savings_usd",
+    "coverage",
+    "period_seconds",
+)
+
+
+def efficiency_by_job(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Each ended job's efficiency record as the service wrote it (its code, figures, what was missing):
+    a figure the record does not have is ``None``, never filled in."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in result.audit:
+        if record.rule != EFFICIENCY_RULE_ID:
+            continue
+        evidence = record.evidence
+        out[record.job_name] = {
+            "code": record.code,
+            **{key: evidence.get(key) for key in EFFICIENCY_FIGURES},
+            "missing": list(evidence.get("missing", [])),
+        }
+    return out
+
+
+def owners_by_job(result: RunResult) -> dict[str, dict[str, str | None]]:
+    """Team, owner and project of each job, as its audit records name them (the chargeback's keys)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for record in result.audit:
+        entry = out.setdefault(record.job_name, {"team": None, "owner": None, "project": None})
+        entry["team"] = entry["team"] or record.team
+        entry["owner"] = entry["owner"] or record.owner
+        entry["project"] = entry["project"] or record.evidence.get("project")
+    return out
+
+
+def _instance_type(spec: JobSpec | None) -> str | None:
+    """The job's instance type (a heterogeneous cluster: its types joined by '+')."""
+    if spec is None:
+        return None
+    return spec.instance_type or "+".join(sorted({g.instance_type for g in spec.instance_groups or ()}))
+
+
 def build_report(governed: RunResult, baseline: RunResult, *, include_series: bool = False) -> dict[str, Any]:
     epoch = governed.epoch
     actions: dict[str, list[dict[str, Any]]] = {}
@@ -175,6 +224,8 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
                 "outcome": record.outcome.value,
             }
         )
+    efficiency = efficiency_by_job(governed)
+    owners = owners_by_job(governed)
     outcomes = stop_outcomes(governed)
     specs: dict[str, JobSpec] = {spec.name: spec for spec in governed.scenario.expand(governed.seed)}
     detection = governed.scenario.detection_minutes
@@ -224,6 +275,9 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "expect": expect.model_dump(exclude_defaults=True, exclude={"known_gap"}),
             "unexpected": wrong,
             "known_gap": gaps.get(name),
+            **owners.get(name, {"team": None, "owner": None, "project": None}),
+            "instance_type": _instance_type(specs.get(job.spec_name or name)),
+            "efficiency": efficiency.get(name),
         }
         if include_series:
             entry["series"] = {

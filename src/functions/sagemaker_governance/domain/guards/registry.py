@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from sagemaker_governance.domain.guards.base import Guard
+from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 
-GUARDS: Final[tuple[Guard[Any], ...]] = (IDLE, PROGRESS)
+GUARDS: Final[tuple[Guard[Any], ...]] = (IDLE, PROGRESS, EFFICIENCY)

@@ -48,7 +48,7 @@ class SimulatedAccount:
         calls: ServiceCalls,
         fake: FakeSageMaker,
         faults: FaultInjector,
-        cloudwatch_tps: float | None,
+        cloudwatch_tps: float | Mapping[str, float] | None,
         cloudwatch: SimulatedCloudWatch,
         logs: LogStreams,
         checkpoint_objects: CheckpointObjects | None = None,
@@ -93,9 +93,11 @@ class SimulatedAccount:
     def open(self) -> Iterator[SimulatedAccount]:
         import boto3
         from moto import mock_aws
+        from moto.logs.responses import LogsResponse
 
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
+        from smgov.simulation.engine.moto_logs import honoring_prefix
 
         saved_session = boto3.DEFAULT_SESSION
         saved_level = logger.log_level
@@ -105,6 +107,7 @@ class SimulatedAccount:
             self.simulated_cloudwatch.installed(),
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
+            mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
@@ -212,7 +215,12 @@ class SimulatedAccount:
         if self.checkpoint_objects is not None and root.settings.checkpoint_bucket_pattern:
             self.checkpoint_objects.attach(root.client("s3"))  # the deployment checks checkpoint progress
         if self.cloudwatch_tps is not None:
-            self.quota = RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, self.cloudwatch_tps)
+            tps = self.cloudwatch_tps
+            self.quota = (
+                RequestQuota(self.clock.api_seconds, tps)
+                if isinstance(tps, Mapping)
+                else RequestQuota.cloudwatch_alarm_writes(self.clock.api_seconds, tps)
+            )
             self.quota.attach(root.client("cloudwatch"))
         elif self.faults.spec.rate("throttle") == 0:  # nothing happens in the send loop: answer directly
             self.simulated_cloudwatch.alarms.attach(root.client("cloudwatch"))

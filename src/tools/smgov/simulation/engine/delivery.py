@@ -8,8 +8,8 @@
   then goes to the on-failure destination (or dead-letter queue), else it is lost;
 - an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
   ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
-  record (exception, or listed in the partial batch response) is received again up to the queue's
-  ``maxReceiveCount``, then the queue's redrive policy dead-letters it.
+  record (exception, or listed in the partial batch response) is received again when the queue's
+  ``VisibilityTimeout`` has passed, up to its ``maxReceiveCount``, then the redrive policy dead-letters it.
 
 With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
 state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
@@ -21,10 +21,12 @@ import contextlib
 import heapq
 import io
 import json
+import math
 import os
 import traceback
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,18 @@ InvocationHook = Callable[[DeployedFunction, Any, str], contextlib.AbstractConte
 
 class SimulationError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class QueuedRecord:
+    """An SQS record on its way to a function: its body, id and how many times it has been received."""
+
+    function: DeployedFunction
+    trigger: str
+    queue: QueueDelivery
+    body: str
+    message_id: str
+    receive_count: int = 1
 
 
 class Delivery:
@@ -141,6 +155,8 @@ class Delivery:
                 _, _, kind, item = heapq.heappop(self._held)
                 if kind == "event":
                     self._deliver_event(item, faulty=False)
+                elif kind == "sqs":
+                    self._redeliver(item)
                 else:
                     self._send_sns(*item)
             else:
@@ -261,16 +277,13 @@ class Delivery:
             self.environment.update(changed)
         counters = self.counters
         counters.deliveries["delivered"] += 1
-        attempts, on_failure = function.retries + 1, function.on_failure
-        body, message_id = "", ""
         if queue is not None:  # the queue's redrive policy, not Lambda's asynchronous retries
-            attempts = queue.max_receive_count or function.retries + 1
-            on_failure = queue.dead_letter_arn
-            body, message_id = event if isinstance(event, str) else json.dumps(event), self.uuids.next()
-        for attempt in range(attempts):
+            body = event if isinstance(event, str) else json.dumps(event)
+            self._receive(QueuedRecord(function, trigger, queue, body, self.uuids.next()))
+            return
+        for attempt in range(function.retries + 1):
             counters.invocations[function.logical_id] += 1
-            payload = event if queue is None else self._sqs_event(queue, body, message_id, attempt + 1)
-            error = self._attempt(function, payload, queue)
+            error = self._attempt(function, event)
             self.after_invocation()
             if error is None:
                 counters.deliveries["processed"] += 1
@@ -278,11 +291,45 @@ class Delivery:
             counters.errors.append(
                 Invocation(self.clock.now, function.logical_id, trigger, f"attempt {attempt + 1}: {error}")
             )
+        self._give_up(function.on_failure)
+
+    def _receive(self, record: QueuedRecord) -> None:
+        """One receive of an SQS record by the event source mapping. A failed record stays in the queue and
+        becomes visible again when its visibility timeout expires ("Handling errors for an SQS event source
+        in Lambda", Lambda developer guide): it is received again then, until the redrive policy's
+        ``maxReceiveCount`` moves it to the dead-letter queue."""
+        counters, function, queue = self.counters, record.function, record.queue
+        counters.invocations[function.logical_id] += 1
+        event = self._sqs_event(queue, record.body, record.message_id, record.receive_count)
+        error = self._attempt(function, event, queue)
+        self.after_invocation()
+        if error is None:
+            counters.deliveries["processed"] += 1
+            return
+        counters.errors.append(
+            Invocation(
+                self.clock.now, function.logical_id, record.trigger, f"attempt {record.receive_count}: {error}"
+            )
+        )
+        if record.receive_count < (queue.max_receive_count or function.retries + 1):
+            counters.deliveries["redelivered"] += 1
+            later = replace(record, receive_count=record.receive_count + 1)
+            self._hold("sqs", later, max(1, math.ceil(queue.visibility_timeout_seconds / 60)))
+            return
+        self._give_up(queue.dead_letter_arn)
+
+    def _redeliver(self, record: QueuedRecord) -> None:
+        with contextlib.ExitStack() as hooks:
+            for hook in self.hooks:
+                hooks.enter_context(hook(record.function, record.body, record.trigger))
+            self._receive(record)
+
+    def _give_up(self, on_failure: str | None) -> None:
         if on_failure:
-            counters.deliveries["dead_lettered"] += 1
-            counters.notifications["dead-letter-queue"] += 1
+            self.counters.deliveries["dead_lettered"] += 1
+            self.counters.notifications["dead-letter-queue"] += 1
         else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
-            counters.deliveries["lost"] += 1
+            self.counters.deliveries["lost"] += 1
 
     def _sqs_event(self, queue: QueueDelivery, body: str, message_id: str, receive_count: int) -> dict[str, Any]:
         """An event source mapping's invocation: a batch of one SQS record (the simulator does not batch)."""

@@ -78,15 +78,16 @@ class Simulation:
         governed: bool = True,
         template: Mapping[str, Any] | None = None,
         template_path: Path | str = TEMPLATE_PATH,
-        cloudwatch_tps: float | None = None,
+        cloudwatch_tps: float | Mapping[str, float] | None = None,
         faults: FaultSpec | None = None,
         account: str = ACCOUNT,
         central: OrgSpec | None = None,
     ) -> None:
         """``cloudwatch_tps``: enforce CloudWatch's request-rate quota on ``PutMetricAlarm`` and
-        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries; None: no quota.
-        ``account``: the account id the run is in; ``central``: the organization's audit account (one
-        member of an org scenario: its records are forwarded there)."""
+        ``DeleteAlarms`` (3.0 is AWS's default) with botocore's real retries, or a rate per API (e.g.
+        ``{"PutMetricAlarm": 3.0, "DeleteAlarms": 0.2}``); None: no quota. ``account``: the account id the
+        run is in; ``central``: the organization's audit account (one member of an org scenario: its
+        records are forwarded there)."""
         self.scenario = scenario
         self.seed = seed
         self.governed = governed

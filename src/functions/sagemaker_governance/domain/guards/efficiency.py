@@ -1,0 +1,305 @@
+"""The minimum-utilization guard: a nudge first, a stop only after unheeded nudges (issue 20 item 3).
+
+**Separate from the idle guard.** The idle guard stops a job whose GPUs do *nothing* (1 % per GPU by
+default, calibrated on real traces): a stalled job. This guard is about jobs that run but *underuse*
+what they pay for (say under 50 % per GPU for an hour): a data loader that starves the GPUs, a batch
+too small, an instance too big. Raising the idle threshold to police that would stop healthy jobs; this
+guard tells the owner instead, with the evidence and a suggestion, and stops only if the team's policy
+says so, after ``stop_after_notices`` notices went unheeded. Off by default; per team
+(``teams.<team>.efficiency``).
+
+Alarms (``/aws/sagemaker/TrainingJobs`` ``GPUUtilization``, dimension ``Host``, published per host as
+the sum over its GPUs):
+
+* **notice** (``<prefix><job>.efficiency``): the **mean over the job's GPU hosts** (metric math ``AVG``)
+  of 5-minute averages below ``min_gpu_percent`` x GPUs per host in every period of ``window_minutes``.
+  When it fires the owner gets a notice (audit rule ``efficiency``, ``efficiency.notify.below-minimum``)
+  and the alarm is reset: it fires again after another whole window if utilization stays low.
+* **stop** (``<prefix><job>.efficiency-stop``, only when ``stop_after_notices`` > 0): the same signal
+  over ``(stop_after_notices + 1)`` windows in a row, i.e. the job stayed under the minimum through every
+  notice and one window more. Its verdict to stop goes through the stopper's review like any stall's.
+
+**Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
+period without data is never "below the minimum"), the judgement resets the alarms while the job is in
+its grace period or has been in ``Training`` for less than the alarm's window, and a job that is not
+``Training`` is not judged. Jobs of more than 10 GPU hosts get no alarm (one alarm reads at most 10
+metrics; ``efficiency.alarm.too-many-hosts``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import Field, model_validator
+
+from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.guards.base import (
+    MAX_METRICS_PER_ALARM,
+    AlarmKind,
+    AlarmNaming,
+    AlarmPlan,
+    Combined,
+    Guard,
+    GuardConfig,
+    GuardVerdict,
+    Judgement,
+    MetricQuery,
+    NoAlarm,
+    Notice,
+    PlannedAlarm,
+    Stale,
+    Verdict,
+    metric_alarm_request,
+    preconditions,
+    training_started_at,
+)
+from sagemaker_governance.domain.instances import instance_facts
+from sagemaker_governance.domain.job import TrainingJob
+
+EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
+NOTICE_MARK: Final = ".efficiency"  # job names cannot contain ".": never another job's alarm
+STOP_MARK: Final = ".efficiency-stop"
+PERIOD_SECONDS: Final = 300
+RESET_REASON: Final = "sagemaker-governance: efficiency guard (notice sent, grace period or stale notification)"
+
+
+class EfficiencyRole(StrEnum):
+    NOTICE = "notice"
+    STOP = "stop"
+
+
+class EfficiencyGuardCode(StrEnum):
+    """The minimum-utilization guard's codes (its lifecycle's: ``efficiency.alarm.*``)."""
+
+    NOTIFY = "efficiency.notify.below-minimum"
+    STOP = "efficiency.stop.below-minimum"
+    ALREADY_ENDED = "efficiency.skip.already-ended"
+    DISABLED = "efficiency.skip.disabled"
+    NOT_TRAINING = "efficiency.skip.not-training"
+    STALE = "efficiency.skip.stale"
+    GRACE = "efficiency.skip.grace"
+    EXEMPTED = "efficiency.skip.exempted"
+    NO_GPU = "efficiency.alarm.no-gpu"
+    TOO_MANY_HOSTS = "efficiency.alarm.too-many-hosts"
+
+
+_JUDGED: Final = {
+    Verdict.ALREADY_ENDED: EfficiencyGuardCode.ALREADY_ENDED,
+    Verdict.DISABLED: EfficiencyGuardCode.DISABLED,
+    Verdict.NOT_TRAINING: EfficiencyGuardCode.NOT_TRAINING,
+    Verdict.STALE: EfficiencyGuardCode.STALE,
+}
+
+
+class EfficiencyPolicy(GuardConfig):
+    """Minimum GPU utilization, nudging first: tell the owner when the job's GPUs stay below
+    ``min_gpu_percent`` (per GPU, mean over its GPU hosts) for ``window_minutes`` after ``grace_minutes``
+    of ``Training``; stop it only after ``stop_after_notices`` notices (0: never). Separate from the idle
+    guard, which stops stalled jobs. Off by default: turn it on per team.
+
+    Example:
+        efficiency:
+          enabled: true
+          min_gpu_percent: 50
+          window_minutes: 60
+          grace_minutes: 30
+          stop_after_notices: 3
+    """
+
+    enabled: bool = False
+    min_gpu_percent: float = Field(default=50.0, gt=0, le=100, description="Per GPU, percent.")
+    window_minutes: int = Field(default=60, ge=10, le=1440, multiple_of=5)
+    grace_minutes: int = Field(default=30, ge=0, le=1440)
+    stop_after_notices: int = Field(default=0, ge=0, le=23, description="0: notices only, never a stop.")
+
+    @model_validator(mode="after")
+    def _stop_window_fits(self) -> EfficiencyPolicy:
+        if self.stop_after_notices and (self.stop_after_notices + 1) * self.window_minutes > 1440:
+            raise ValueError(
+                "(stop_after_notices + 1) x window_minutes cannot exceed one day (a CloudWatch alarm's window)"
+            )
+        return self
+
+    @property
+    def stop_window_minutes(self) -> int:
+        return (self.stop_after_notices + 1) * self.window_minutes
+
+
+class EfficiencyGuard(Guard[EfficiencyPolicy]):
+    """Tells the owner of a job that underuses its GPUs; stops it after unheeded notices if told to."""
+
+    name = "efficiency"
+    rule_id = EFFICIENCY_GUARD_RULE_ID
+    section = "efficiency"
+    config_type = EfficiencyPolicy
+    title = "minimum-utilization guard"
+    what = "efficiency alarms"
+    rearm_reason = "sagemaker-governance: the training job (re)entered Training; utilization is judged afresh"
+    quiet_when_disabled = True  # off by default: no call at all for a job whose policy does not turn it on
+
+    def watchable(self, job: TrainingJob) -> bool:
+        return any(instance_facts(g.instance_type).publishes_gpu_utilization for g in job.instance_groups)
+
+    def plan(self, job: TrainingJob, config: EfficiencyPolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
+        groups = [g for g in job.instance_groups if instance_facts(g.instance_type).publishes_gpu_utilization]
+        if not groups:
+            return NoAlarm(
+                code=EfficiencyGuardCode.NO_GPU, reason="no instance of this job publishes GPUUtilization"
+            )
+        hosts = job.total_instance_count
+        if hosts > MAX_METRICS_PER_ALARM:
+            return NoAlarm(
+                code=EfficiencyGuardCode.TOO_MANY_HOSTS,
+                reason=f"{hosts} hosts: one alarm reads at most {MAX_METRICS_PER_ALARM} metrics; no efficiency alarm",
+            )
+        # Heterogeneous GPU groups: scale by the largest GPU count, so that no host can look busier than
+        # the minimum asks (a notice errs towards telling, a stop needs the larger evidence anyway).
+        gpus = max(instance_facts(g.instance_type).gpus for g in groups)
+        threshold = round(config.min_gpu_percent * gpus, 6)
+        evidence: dict[str, Any] = {
+            "min_gpu_percent": config.min_gpu_percent,
+            "gpus_per_host_for_scaling": gpus,
+            "threshold": threshold,
+            "hosts": hosts,
+            "window_minutes": config.window_minutes,
+            "grace_minutes": config.grace_minutes,
+        }
+        roles = [(EfficiencyRole.NOTICE, NOTICE_MARK, config.window_minutes)]
+        if config.stop_after_notices:
+            roles.append((EfficiencyRole.STOP, STOP_MARK, config.stop_window_minutes))
+            evidence["stop_after_notices"] = config.stop_after_notices
+        alarms = []
+        for role, mark, minutes in roles:
+            name = naming.alarm_name(job.name, mark)
+            periods = minutes * 60 // PERIOD_SECONDS
+            request = metric_alarm_request(
+                name,
+                description=(
+                    f"sagemaker-governance minimum-utilization guard ({role.value}) for training job {job.name}: "
+                    f"mean GPUUtilization of its GPU hosts below {threshold:g} ({config.min_gpu_percent:g}% per GPU "
+                    f"x {gpus}) for {minutes} minutes. Managed by {naming.managed_by}; changes are overwritten."
+                ),
+                actions=naming.actions,
+                actions_enabled=True,
+                evaluation_periods=periods,
+                datapoints_to_alarm=periods,
+                threshold=threshold,
+                comparison="LessThanThreshold",
+                treat_missing_data="notBreaching",  # a period without data is never below the minimum
+                tags=naming.tags(job.name),
+                queries=[
+                    MetricQuery(
+                        id=f"m{n}", metric_name="GPUUtilization", dimensions=(("Host", f"{job.name}/algo-{n}"),)
+                    )
+                    for n in range(1, hosts + 1)
+                ],
+                stat="Average",
+                period=PERIOD_SECONDS,
+                combined=Combined(id="mean", function="AVG", label="mean GPUUtilization of the GPU hosts"),
+                single_metric=hosts == 1,
+            )
+            alarms.append(PlannedAlarm(role=role, kind=AlarmKind.METRIC, request=request))
+        evidence["alarms"] = [a.name for a in alarms]
+        return AlarmPlan(job_name=job.name, what=self.what, alarms=tuple(alarms), evidence=evidence)
+
+    def watching(self, job: TrainingJob, config: EfficiencyPolicy, plan: AlarmPlan) -> str:
+        stop = (
+            f"; a stop after {config.stop_after_notices} unheeded notice(s)" if config.stop_after_notices else ""
+        )
+        return (
+            f"watching GPU utilization: below {config.min_gpu_percent:g}% per GPU for {config.window_minutes} "
+            f"minutes after a {config.grace_minutes}-minute grace period sends the owner a notice{stop}"
+        )
+
+    def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
+        return (naming.alarm_name(job_name, NOTICE_MARK), naming.alarm_name(job_name, STOP_MARK))
+
+    def incomplete(self, job_name: str, observed: Any, naming: AlarmNaming) -> bool:
+        """The stop alarm exists only when the policy asks for stops: the notice alarm alone is complete."""
+        return naming.alarm_name(job_name, NOTICE_MARK) not in set(observed)
+
+    def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
+        if alarm_name == naming.alarm_name(job_name, NOTICE_MARK):
+            return EfficiencyRole.NOTICE
+        if alarm_name == naming.alarm_name(job_name, STOP_MARK):
+            return EfficiencyRole.STOP
+        return None
+
+    def stops_from(self, role: str) -> bool:
+        return role == EfficiencyRole.STOP
+
+    def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
+        job, now = notice.job, notice.now
+        judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
+        name = notice.naming.alarm_name(job.name, STOP_MARK if role == EfficiencyRole.STOP else NOTICE_MARK)
+        early = preconditions(
+            judgement,
+            notice,
+            enabled=config.enabled,
+            title=self.title,
+            codes=_JUDGED,
+            not_training="utilization is judged in Training only",
+            ended=(Action.NONE, "nothing to tell"),
+            stale=Stale((name,), RESET_REASON, "below the minimum"),
+        )
+        if early is not None:
+            return early
+        window = config.stop_window_minutes if role == EfficiencyRole.STOP else config.window_minutes
+        started = training_started_at(job)
+        needed = timedelta(minutes=config.grace_minutes + window)
+        if started is None or now - started < needed:
+            since = "an unknown time" if started is None else started.isoformat()
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                EfficiencyGuardCode.GRACE,
+                f"the job (re)entered Training at {since}: within the {config.grace_minutes}-minute grace period "
+                f"plus the {window}-minute window; the alarm is reset",
+                reset=(name,),
+                reset_reason=RESET_REASON,
+            )
+        observed = notice.evidence.get("newest_value")
+        measured = f" (last value {observed})" if observed is not None else ""
+        suggestion = (
+            "Check the input pipeline (more data-loader workers, prefetching, faster storage: FastFile or FSx), "
+            "raise the batch size, or move to a smaller instance type; if this job's low utilization is expected, "
+            "ask the platform team for a team override of efficiency.min_gpu_percent."
+        )
+        if role == EfficiencyRole.STOP:
+            reason = (
+                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes: through "
+                f"{config.stop_after_notices} notice(s) and one window more{measured}"
+            )
+            return judgement.stop(
+                EfficiencyGuardCode.STOP,
+                EfficiencyGuardCode.EXEMPTED,
+                reason,
+                remedy=suggestion,
+                exempted_by=notice.exempted_by,
+            )
+        later = (
+            f"; it will be stopped after {config.stop_after_notices} unheeded notice(s)"
+            if config.stop_after_notices
+            else ""
+        )
+        return judgement(
+            Verdict.NOTIFY,
+            Action.NOTIFY,
+            EfficiencyGuardCode.NOTIFY,
+            f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU (mean over its GPU hosts) for "
+            f"{config.window_minutes} minutes{measured}{later}",
+            remedy=suggestion,
+            reset=(name,),
+            reset_reason=RESET_REASON,
+        )
+
+    def symptom(self, config: EfficiencyPolicy) -> tuple[str, str]:
+        return (
+            f"its GPUs stayed below {config.min_gpu_percent:g}% utilization through every notice",
+            f"stayed below {config.min_gpu_percent:g}% GPU utilization",
+        )
+
+
+EFFICIENCY: Final = EfficiencyGuard()

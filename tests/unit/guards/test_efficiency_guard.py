@@ -1,0 +1,149 @@
+"""The minimum-utilization guard: notices first, a stop only after unheeded notices, never in grace or on
+missing data; off by default and silent where it is off."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.validate import ParamValidator
+from pydantic import ValidationError
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.efficiency import (
+    EFFICIENCY,
+    EfficiencyGuardCode,
+    EfficiencyPolicy,
+    EfficiencyRole,
+)
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.service.guard_alarms import GuardAlarms
+from sagemaker_governance.service.recording import Trigger
+from tests.builders import job
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:alarms")
+MODEL = botocore.session.get_session().get_service_model("cloudwatch")
+ON = {"enabled": True, "min_gpu_percent": 50, "window_minutes": 60, "grace_minutes": 30}
+
+
+def training(minutes_ago: float, *, instance_type: str = "ml.g5.12xlarge", count: int = 2, **extra: Any) -> Any:
+    started = NOW - timedelta(minutes=minutes_ago)
+    return job(
+        TrainingJobStatus="InProgress",
+        SecondaryStatus="Training",
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 50},
+        SecondaryStatusTransitions=[{"Status": "Training", "StartTime": started.isoformat()}],
+        TrainingStartTime=started.isoformat(),
+        **extra,
+    )
+
+
+def notice(j: Any, mode: Mode = Mode.ENFORCE) -> Notice:
+    return Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW - timedelta(minutes=1))
+
+
+def test_off_by_default() -> None:
+    assert Policy().efficiency.enabled is False
+
+
+def test_the_notice_alarm_is_the_mean_over_the_gpu_hosts_below_the_minimum_and_never_on_missing_data() -> None:
+    plan = EFFICIENCY.plan(training(0), EfficiencyPolicy(**ON), NAMING)
+    assert isinstance(plan, AlarmPlan)
+    (alarm,) = plan.alarms
+    request = alarm.request
+    assert alarm.role == EfficiencyRole.NOTICE and request["AlarmName"] == "gov-idle-job-1.efficiency"
+    assert not ParamValidator().validate(request, MODEL.operation_model("PutMetricAlarm").input_shape).has_errors()
+    assert request["Threshold"] == 200.0  # 50% per GPU x 4 GPUs of ml.g5.12xlarge
+    assert request["TreatMissingData"] == "notBreaching"
+    assert request["EvaluationPeriods"] == request["DatapointsToAlarm"] == 12  # 60 minutes of 5-minute periods
+    assert [q["Expression"] for q in request["Metrics"] if "Expression" in q] == ["AVG([m1, m2])"]
+
+
+def test_a_stop_alarm_only_when_the_policy_asks_for_stops_over_every_notice_and_a_window_more() -> None:
+    plan = EFFICIENCY.plan(training(0), EfficiencyPolicy(**ON, stop_after_notices=3), NAMING)
+    assert isinstance(plan, AlarmPlan)
+    stop = next(a.request for a in plan.alarms if a.role == EfficiencyRole.STOP)
+    assert stop["AlarmName"] == "gov-idle-job-1.efficiency-stop"
+    assert stop["EvaluationPeriods"] == 48  # (3 + 1) x 60 minutes / 5
+    with pytest.raises(ValidationError):
+        EfficiencyPolicy(**{**ON, "window_minutes": 725}, stop_after_notices=1)  # 2 x 725 min > one day
+
+
+def test_no_alarm_without_gpus_or_beyond_ten_hosts() -> None:
+    cpu = EFFICIENCY.plan(training(0, instance_type="ml.m5.xlarge"), EfficiencyPolicy(**ON), NAMING)
+    many = EFFICIENCY.plan(training(0, count=11), EfficiencyPolicy(**ON), NAMING)
+    assert isinstance(cpu, NoAlarm) and cpu.code == EfficiencyGuardCode.NO_GPU
+    assert isinstance(many, NoAlarm) and many.code == EfficiencyGuardCode.TOO_MANY_HOSTS
+
+
+def test_a_notice_tells_the_owner_and_resets_its_alarm() -> None:
+    verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(120)), EfficiencyPolicy(**ON))
+    assert verdict.verdict is Verdict.NOTIFY and not verdict.stops
+    assert verdict.decision.code == EfficiencyGuardCode.NOTIFY and verdict.decision.action is Action.NOTIFY
+    assert verdict.decision.remedy and verdict.reset == ("gov-idle-job-1.efficiency",)
+
+
+@pytest.mark.parametrize("role", [EfficiencyRole.NOTICE, EfficiencyRole.STOP])
+def test_never_in_the_grace_period_plus_the_window(role: EfficiencyRole) -> None:
+    config = EfficiencyPolicy(**ON, stop_after_notices=2)
+    early = 30 + (60 if role == EfficiencyRole.NOTICE else 180) - 1
+    verdict = EFFICIENCY.judge(role, notice(training(early)), config)
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == EfficiencyGuardCode.GRACE
+    assert verdict.reset
+
+
+def test_the_stop_after_unheeded_notices_is_a_stop_verdict_for_the_stoppers_review() -> None:
+    config = EfficiencyPolicy(**ON, stop_after_notices=2)
+    verdict = EFFICIENCY.judge(EfficiencyRole.STOP, notice(training(30 + 180 + 5)), config)
+    assert verdict.stops and verdict.decision.code == EfficiencyGuardCode.STOP
+    exempt = notice(training(400)).model_copy(update={"exempted_by": "INC-1"})
+    assert EFFICIENCY.judge(EfficiencyRole.STOP, exempt, config).verdict is Verdict.EXEMPTED
+
+
+def test_not_training_or_ended_is_not_judged() -> None:
+    config = EfficiencyPolicy(**ON)
+    uploading = training(120).model_copy(update={"secondary_status": "Uploading"})
+    ended = training(120).model_copy(update={"status": "Completed"})
+    assert EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(uploading), config).verdict is Verdict.NOT_TRAINING
+    done = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(ended), config)
+    assert done.verdict is Verdict.ALREADY_ENDED and done.decision.action is Action.NONE
+
+
+# ---- where it is off it costs nothing --------------------------------------------------------------
+
+
+class Policies:
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.policy = Policy.model_validate(document)
+
+    def current(self, max_age_seconds: float | None = None) -> Policy:
+        return self.policy
+
+
+class Refuses:
+    """Any AWS call is a failure of the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"unexpected call: {name}")
+
+
+def test_off_for_the_team_means_no_call_and_no_record_on_training_or_at_the_end() -> None:
+    audit = MemoryAuditSink()
+    lifecycle = GuardAlarms(
+        EFFICIENCY,
+        jobs=Refuses(),  # type: ignore[arg-type]
+        alarms=Refuses(),  # type: ignore[arg-type]
+        policies=Policies({"teams": {"nlp": {"efficiency": ON}}}),
+        audit=audit,
+        clock=lambda: NOW,
+        naming=NAMING,
+    )
+    vision = training(0)  # tagged team=vision: the guard is on for nlp only
+    assert lifecycle.react(vision, Trigger(kind="job-state-change")) == []
+    assert lifecycle.react(vision.model_copy(update={"status": "Completed"}), Trigger(kind="x")) == []
+    assert audit.records == []

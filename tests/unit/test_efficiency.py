@@ -1,0 +1,218 @@
+"""The efficiency record of an ended job: figures from what was read, never a made-up number."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.audit import MemoryAuditSink, Outcome
+from sagemaker_governance.domain import efficiency
+from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyPlan, read_period
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.stall_judge import MetricReadResult
+from sagemaker_governance.service.efficiency import EfficiencyReaction
+from sagemaker_governance.service.recording import Trigger
+from tests.builders import job as build_job
+
+START = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+PRICES = {"ml.g5.12xlarge": 6.0, "ml.m5.xlarge": 0.25}  # 4 GPUs per g5.12xlarge host
+
+
+def ended(hours: float = 2, *, instance_type: str = "ml.g5.12xlarge", count: int = 1, **extra: Any) -> Any:
+    end = START + timedelta(hours=hours)
+    fields: dict[str, Any] = {
+        "TrainingJobStatus": "Completed",
+        "SecondaryStatus": "Completed",
+        "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 50},
+        "TrainingStartTime": START.isoformat(),
+        "TrainingEndTime": end.isoformat(),
+        "BillableTimeInSeconds": round(hours * 3600),
+        "TrainingTimeInSeconds": round(hours * 3600),
+    }
+    tags = extra.pop("Tags", None)
+    return build_job("train-1", tags, **{**fields, **extra})
+
+
+def read(
+    plan: EfficiencyPlan, values: dict[int, list[float] | None], errors: tuple[str, ...] = ()
+) -> MetricReadResult:
+    """Host index -> GPUUtilization series (sum over the host's 4 GPUs); memory at half of it."""
+    out: dict[str, tuple[float, ...] | None] = {}
+    for i in range(len(plan.hosts)):
+        series = values.get(i, [])
+        out[f"h{i}_0"] = None if series is None else tuple(series)
+        out[f"h{i}_1"] = None if series is None else tuple(v / 2 for v in series)
+    return MetricReadResult(values=out, errors=errors)
+
+
+def planned(job: Any) -> EfficiencyPlan:
+    result = efficiency.plan(job, START + timedelta(days=1), PRICES)
+    assert isinstance(result, EfficiencyPlan)
+    return result
+
+
+def test_a_gpu_job_is_read_once_per_host_and_series_and_measured_per_gpu() -> None:
+    # Given a 2-hour job on one 4-GPU host, busy (320 = 80% per GPU) for 90 minutes, idle for 30
+    job = ended(2)
+    plan = planned(job)
+    assert [q.metric for q in plan.queries] == ["GPUUtilization", "GPUMemoryUtilization"]
+    assert plan.queries[0].dimensions == (("Host", "train-1/algo-1"),) and plan.period_seconds == 60
+    # When the record is made
+    record = efficiency.record(job, plan, read(plan, {0: [320.0] * 90 + [8.0] * 30}), PRICES)
+    # Then the figures are per GPU, idle minutes count 4 GPUs each, and idle cost is their host-time
+    assert record.code is EfficiencyCode.MEASURED
+    assert record.gpu_utilization_mean_percent == pytest.approx((80 * 90 + 2 * 30) / 120, abs=0.01)
+    assert record.gpu_utilization_median_percent == 80.0
+    assert record.gpu_under_idle_share == 0.25
+    assert record.gpu_memory_utilization_mean_percent == pytest.approx((40 * 90 + 1 * 30) / 120, abs=0.01)
+    assert record.idle_gpu_hours == 2.0  # 30 minutes x 4 GPUs
+    assert record.cost_usd == 12.0  # 2 h x 1 host x $6
+    assert record.idle_cost_usd == 3.0  # 0.5 host-hours x $6
+    assert record.coverage == 1.0 and record.missing == ()
+
+
+def test_a_cpu_job_costs_no_read_and_says_what_is_missing() -> None:
+    job = ended(1, instance_type="ml.m5.xlarge")
+    record = efficiency.plan(job, START + timedelta(days=1), PRICES)
+    assert not isinstance(record, EfficiencyPlan)
+    assert record.code is EfficiencyCode.NO_GPU
+    assert record.gpu_utilization_mean_percent is None and record.idle_gpu_hours is None
+    assert record.cost_usd == 0.25
+    assert any("GPUUtilization" in m for m in record.missing)
+
+
+def test_no_datapoint_at_all_gives_no_figure() -> None:
+    job = ended(1)
+    plan = planned(job)
+    record = efficiency.record(job, plan, read(plan, {0: []}), PRICES)
+    assert record.code is EfficiencyCode.NO_METRICS
+    assert record.gpu_utilization_mean_percent is None
+    assert record.idle_gpu_hours is None and record.idle_cost_usd is None
+    assert record.cost_usd == 6.0  # the cost comes from SageMaker's billable time, not from metrics
+
+
+def test_a_failed_read_is_unread_not_idle() -> None:
+    job = ended(1)
+    plan = planned(job)
+    record = efficiency.record(job, plan, read(plan, {0: None}, ("GetMetricData failed (Throttling)",)), PRICES)
+    assert record.code is EfficiencyCode.UNREAD
+    assert record.idle_gpu_hours is None
+    assert "GetMetricData failed (Throttling)" in record.missing
+
+
+def test_a_host_without_datapoints_makes_the_record_partial_and_is_not_counted_idle() -> None:
+    job = ended(1, count=2)
+    plan = planned(job)
+    record = efficiency.record(job, plan, read(plan, {0: [400.0] * 60, 1: []}), PRICES)
+    assert record.code is EfficiencyCode.PARTIAL
+    assert record.gpu_utilization_mean_percent == 100.0 and record.idle_gpu_hours == 0.0
+    assert record.coverage == 0.5
+    assert any("1 of 2 GPU hosts" in m for m in record.missing)
+
+
+def test_spot_savings_and_idle_cost_follow_the_billable_share() -> None:
+    # Given a Spot job trained 2 h, billed 1 h (50% savings), idle for half its datapoints
+    job = ended(2, EnableManagedSpotTraining=True, BillableTimeInSeconds=3600, TrainingTimeInSeconds=7200)
+    plan = planned(job)
+    record = efficiency.record(job, plan, read(plan, {0: [400.0] * 60 + [0.0] * 60}), PRICES)
+    assert record.cost_usd == 6.0
+    assert record.spot_savings_usd == 6.0
+    assert record.idle_cost_usd == 3.0  # 1 idle host-hour x $6 x 1/2 billed
+
+
+def test_an_unpriced_type_has_no_cost_and_is_named() -> None:
+    job = ended(1)
+    plan = planned(job)
+    record = efficiency.record(job, plan, read(plan, {0: [0.0] * 60}), {})
+    assert record.cost_usd is None and record.idle_cost_usd is None
+    assert record.unpriced_instance_types == ("ml.g5.12xlarge",)
+    assert record.idle_gpu_hours == 4.0
+
+
+def test_the_period_follows_cloudwatch_retention_and_the_datapoint_budget() -> None:
+    now = START + timedelta(hours=3)
+    assert read_period(START, START + timedelta(hours=2), now, 2) == 60
+    assert read_period(START, START + timedelta(hours=2), START + timedelta(days=20), 2) == 300
+    assert read_period(START, START + timedelta(hours=2), START + timedelta(days=70), 2) == 3600
+    # 64 hosts x 2 series x 10 days of minutes = 1.8 M datapoints: coarser than a minute, within budget
+    period = read_period(START, START + timedelta(days=10), START + timedelta(days=10), 128)
+    assert period % 60 == 0 and period > 60
+    assert 128 * 10 * 86_400 / period <= efficiency.DATAPOINT_BUDGET
+
+
+def test_a_job_that_never_trained_has_no_read() -> None:
+    job = build_job("train-1", TrainingJobStatus="Failed", SecondaryStatus="Failed")
+    record = efficiency.plan(job, START, PRICES)
+    assert not isinstance(record, EfficiencyPlan) and record.code is EfficiencyCode.NOT_TRAINED
+
+
+# ---- the reaction: one audit record per ended job ---------------------------------------------------
+
+
+class Reads:
+    def __init__(self, values: dict[str, tuple[float, ...] | None]) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self._values = values
+
+    def read(self, queries: Any, start: datetime, end: datetime, period: int = 60) -> MetricReadResult:
+        self.calls.append((len(queries), period))
+        return MetricReadResult(values={q.id: self._values.get(q.id, ()) for q in queries}, errors=())
+
+
+class Jobs:
+    def __init__(self, job: Any) -> None:
+        self.job = job
+        self.reads = 0
+
+    def get_job(self, name: str, tags: Any = None) -> Any:
+        self.reads += 1
+        return self.job
+
+
+class Policies:
+    def current(self, max_age_seconds: float | None = None) -> Policy:
+        return Policy.model_validate({"idle": {"prices": PRICES}})
+
+
+def react(job: Any, reads: Reads, jobs: Jobs | None = None) -> MemoryAuditSink:
+    audit = MemoryAuditSink()
+    reaction = EfficiencyReaction(jobs or Jobs(job), reads, Policies(), audit, lambda: START + timedelta(days=1))  # type: ignore[arg-type]
+    assert reaction.applies(job)
+    reaction.react(job, Trigger(kind="job-state-change", event_id="e-1"))
+    return audit
+
+
+def test_an_ended_gpu_job_gets_one_record_from_one_read() -> None:
+    job = ended(1, Tags={"team": "vision", "owner": "alice", "project": "imagenet"})
+    reads = Reads({"h0_0": (36.0,) * 60, "h0_1": (100.0,) * 60})  # 9% per GPU: idle
+    audit = react(job, reads)
+    assert reads.calls == [(2, 60)]
+    [record] = audit.records
+    assert (record.rule, record.code, record.action) == (EFFICIENCY_RULE_ID, "efficiency.record.measured", "none")
+    assert record.outcome is Outcome.NO_ACTION and record.team == "vision"
+    assert record.evidence["idle_gpu_hours"] == 4.0 and record.evidence["project"] == "imagenet"
+
+
+def test_an_ended_cpu_job_gets_a_record_without_any_read() -> None:
+    reads = Reads({})
+    audit = react(ended(1, instance_type="ml.m5.xlarge"), reads)
+    assert reads.calls == []
+    assert [r.code for r in audit.records] == ["efficiency.record.no-gpu"]
+
+
+def test_an_event_without_training_times_is_completed_from_describe() -> None:
+    event_job = build_job("train-1", TrainingJobStatus="Completed", SecondaryStatus="Completed")
+    jobs = Jobs(ended(1))
+    audit = react(event_job, Reads({"h0_0": (400.0,) * 60}), jobs)
+    assert jobs.reads == 1
+    assert [r.code for r in audit.records] == ["efficiency.record.measured"]
+
+
+def test_metrics_not_arrived_give_a_skipped_record_saying_so() -> None:
+    audit = react(ended(1), Reads({}))
+    [record] = audit.records
+    assert record.code == "efficiency.record.no-metrics" and record.outcome is Outcome.SKIPPED
+    assert "gpu_utilization_mean_percent" not in record.evidence
+    assert record.evidence["missing"]
