@@ -103,7 +103,10 @@ def test_metric_series_are_read_oldest_first_and_failures_are_reported(aws: None
         queries, NOW - timedelta(minutes=10), NOW + timedelta(minutes=1)
     )
     assert result.values["cpu"] == (10.0, 20.0, 30.0)
-    assert result.values["loss"] == ()
+    assert result.times["cpu"] == tuple(
+        NOW - timedelta(minutes=m) for m in (3, 2, 1)
+    )  # when, for the quiet stretch
+    assert result.values["loss"] == () and result.times["loss"] == ()
     assert result.errors == ()
     # CloudWatch signs as `monitoring`; its IAM prefix is `cloudwatch`
     assert {a.replace("monitoring:", "cloudwatch:") for a in recorder.actions} == CloudWatchMetricData.IAM_ACTIONS

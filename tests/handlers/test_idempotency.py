@@ -16,6 +16,7 @@ from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, MovableClock
 
 TABLE = "smgov-idempotency"
@@ -42,10 +43,11 @@ def acct(clock: MovableClock) -> Iterator[LocalAccount]:
 
 def inbox_messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
-    while batch := account.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+    sqs: Any = account.sqs
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
         messages += batch
         for message in batch:
-            account.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     return messages
 
 
@@ -204,6 +206,8 @@ def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record
     inbox = acct.notification_inbox()
     acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
     acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")  # what the stall judge reads: a stalled job
+    log_stream("idle-1")
     clock.advance(minutes=90)
     crash = FailOnce(lambda message: message.kind == "idle-stop")
     publish = SnsNotifier.publish

@@ -246,6 +246,13 @@ def test_a_cpu_phase_is_not_stopped_and_the_alarm_fires_again_later(
     assert acct.sagemaker.stop_requests == [] and acct.cloudwatch.state(alarm) == "OK"
     (record,) = [r for r in stop_records(acct) if r.code == "judge.veto.cpu-busy"]
     assert record.evidence["judge"]["hosts"]["job-1/algo-1"]["busy_vcpus"] == 3.0
+    # And widens the alarm first (PutMetricAlarm, state kept, tags untouched) to twice the quiet stretch so
+    # far, so that it is not judged again every minute of the CPU phase
+    quiet = record.evidence["rejudge"]["quiet_minutes"]
+    assert quiet >= 30 and acct.cloudwatch.alarms[alarm]["EvaluationPeriods"] == min(240, 2 * quiet)
+    puts = [name for name, _ in acct.cloudwatch.requests if name in ("PutMetricAlarm", "SetAlarmState")]
+    assert puts[-2:] == ["PutMetricAlarm", "SetAlarmState"]
+    assert {t["Key"] for t in acct.cloudwatch.tags[alarm]} >= {"smgov:training-job", "smgov:managed-by"}
     # And when the CPU phase is over and the job is still idle, the next notification stops it
     acct.signals.set("CPUUtilization", "job-1/algo-1", 2.0)  # type: ignore[attr-defined]
     fire(acct, alarm)

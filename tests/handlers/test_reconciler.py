@@ -20,6 +20,7 @@ from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
+from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
@@ -202,7 +203,10 @@ def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_
     assert result["repairs"] == {"missing-alarm": 1}
     (record,) = [r for r in reconciler_records(acct) if r.rule == "idle-guard"]
     assert (record.action, record.outcome.value) == ("create-alarm", "done")
-    # Then, the job idle past the grace period, the alarm fires and the stopper stops the job
+    # Then, the job idle past the grace period (what the stall judge reads: a stalled job), the alarm fires
+    # and the stopper stops the job
+    JobSignals(clock).attach(acct.cloudwatch).idle("job-1")
+    log_stream("job-1")
     clock.advance(minutes=40)
     fire(acct, f"{PREFIX}job-1")
     assert acct.sagemaker.stop_requests == ["job-1"]
@@ -390,7 +394,7 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
     trigger = Trigger(kind="reconciler", event_id="test")
     # When each run can only get through 15 items (35 seconds, 20 of them kept as a margin)
     wanted = {f"{PREFIX}lost-{i:03d}" for i in range(60)}
-    runs = []
+    runs: list[Any] = []
     while set(acct.cloudwatch.alarms) != wanted and len(runs) < 100:
         runs.append(service.run(trigger, CountdownBudget(36)))
         clock.advance(minutes=10)

@@ -164,3 +164,64 @@ def test_the_judge_can_be_switched_off_by_the_policy() -> None:
         IDLE, IdleRole.NOTIFYING, metrics, Logs(), policy=Policy(mode=Mode.ENFORCE, judge={"enabled": False})
     )
     assert verdict.verdict is Verdict.STOP and "judge" not in verdict.decision.evidence and metrics.calls == []
+
+
+class TimedMetrics(Metrics):
+    """A reader that says when each value was: one a minute up to ``end``."""
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        result = super().read(queries, start, end, period)
+        times = {
+            qid: tuple(end - timedelta(minutes=len(values) - i) for i in range(len(values)))
+            for qid, values in result.values.items()
+            if values is not None
+        }
+        return MetricReadResult(result.values, result.errors, times)
+
+
+def test_a_veto_widens_the_alarm_to_twice_the_quiet_stretch_so_it_is_not_judged_again_every_minute() -> None:
+    # Given a job in Training for 50 minutes whose GPUs were idle all along while its CPUs download
+    busy_cpu = {**IDLE_HOST, ("CPUUtilization", "job-1/algo-1"): 180.0}
+    metrics = TimedMetrics(busy_cpu)
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), j=training(NOW - timedelta(minutes=50)))
+    # Then the stop is vetoed and the alarm widened to 100 minutes (2 x 50) before it is reset
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.CPU_BUSY
+    (widened,) = verdict.rewindow
+    assert widened["AlarmName"] == "gov-idle-job-1" and "Tags" not in widened
+    assert (widened["EvaluationPeriods"], widened["DatapointsToAlarm"], widened["ActionsEnabled"]) == (
+        100,
+        100,
+        True,
+    )
+    assert verdict.reset == ("gov-idle-job-1",)
+    assert verdict.decision.evidence["rejudge"] == {
+        "quiet_minutes": 50,
+        "window_minutes": 100,
+        "widened": ["gov-idle-job-1"],
+    }
+    assert "widened to 100 minutes" in verdict.decision.reason
+    # The quiet stretch was read as the GPU series since the job entered Training
+    queries, start, _ = metrics.calls[-1]
+    assert {q.metric for q in queries} == {"GPUUtilization"} and start == NOW - timedelta(minutes=50)
+
+
+def test_a_veto_at_the_cap_leaves_the_alarm_in_alarm_instead_of_resetting_it_every_minute() -> None:
+    busy_cpu = {**IDLE_HOST, ("CPUUtilization", "job-1/algo-1"): 180.0}
+    verdict = review(
+        IDLE, IdleRole.NOTIFYING, TimedMetrics(busy_cpu), Logs(), j=training(NOW - timedelta(hours=6))
+    )
+    assert verdict.verdict is Verdict.VETOED and verdict.reset == () and verdict.rewindow == ()
+    assert verdict.decision.evidence["rejudge"]["window_minutes"] is None
+
+
+def test_a_vetoed_hang_widens_the_armed_progress_alarm() -> None:
+    pinned = {("GPUUtilization", "job-1/algo-1"): 100.0, ("CPUUtilization", "job-1/algo-1"): 300.0}
+    line = LogEvidence(streams=1, line_at=NOW - timedelta(minutes=2), line_stream="job-1/algo-1-1")
+    verdict = review(PROGRESS, ProgressRole.STALL, TimedMetrics(pinned), Logs(line), j=progress_job())
+    assert verdict.decision.code == JudgeCode.LOGS_ACTIVE
+    (widened,) = verdict.rewindow
+    # No datapoint of its metrics in the 3 hours since it entered Training: 2 x 180, capped at 240
+    assert widened["AlarmName"] == "gov-idle-job-1.progress" and widened["ActionsEnabled"] is True
+    assert widened["EvaluationPeriods"] == 240

@@ -18,6 +18,8 @@ from sagemaker_governance.domain.stall_judge import (
     LogEvidence,
     StallKind,
     judge,
+    quiet_minutes,
+    rejudge_minutes,
     window_start,
 )
 
@@ -52,7 +54,7 @@ def evidence(*hosts: HostEvidence, logs: LogEvidence | None = None, **kw: object
         hosts=hosts or (host(),),
         gpu_hosts=len(hosts or (1,)),
         logs=logs if logs is not None else LogEvidence(streams=2),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -86,8 +88,8 @@ def test_any_sign_of_life_vetoes_an_idle_stop(change: dict[str, object], code: J
             end=END,
             hosts=hosts,
             gpu_hosts=2,
-            logs=change.get("logs", LogEvidence(streams=2)),  # type: ignore[arg-type]
-            metrics=change.get("metrics", {}),  # type: ignore[arg-type]
+            logs=change.get("logs", LogEvidence(streams=2)),
+            metrics=change.get("metrics", {}),
         ),
         POLICY,
         gpu_threshold=THRESHOLD,
@@ -181,3 +183,44 @@ def test_vcpus_follow_the_instance_size() -> None:
     }
     assert {t: vcpus(t) for t in sizes} == sizes
     assert vcpus("ml.t3.medium") is None and vcpus("nonsense") is None
+
+
+# ---- re-judging after a veto: the window grows with the quiet stretch ---------------------------------
+
+
+def test_the_quiet_stretch_runs_from_the_last_active_minute_or_from_what_was_read() -> None:
+    since = END - timedelta(hours=4)
+    busy = (END - timedelta(minutes=50), END - timedelta(minutes=41))
+    # Given the GPUs of one host last busy in the minute from 41 minutes ago, another never
+    assert quiet_minutes(END, since, [busy, ()]) == 40
+    # Nothing active in what was read: quiet since its start (4 hours, or since Training began)
+    assert quiet_minutes(END, since, [(), ()]) == 240
+
+
+def test_a_vetoed_alarm_is_widened_to_a_multiple_of_the_quiet_stretch_between_the_window_and_the_cap() -> None:
+    policy = JudgePolicy(rejudge_factor=2, max_rejudge_minutes=240)
+    assert rejudge_minutes(30, 31, policy) == 62  # a 45-minute CPU phase vetoed at 31: judged again at 62
+    assert rejudge_minutes(30, 10, policy) == 30  # never below the guard's window
+    assert rejudge_minutes(30, 200, policy) == 240  # never above the cap
+    assert rejudge_minutes(30, 240, policy) is None  # at the cap: left in ALARM, no reset every minute
+
+
+def test_a_hang_is_not_confirmed_while_the_gpus_work_between_idle_and_pinned() -> None:
+    def gpu_host(n: int, per_gpu: float) -> HostEvidence:
+        return host(n, gpu=per_gpu * 8, cpu=2400.0).model_copy(update={"gpus": (8, 8)})
+
+    # Given a job that logs its loss once per long epoch: 88% per GPU, nothing published, logs silent
+    computing = judge(StallKind.HANG, evidence(gpu_host(1, 88)), POLICY, gpu_threshold=None)
+    assert not computing.confirmed and computing.code is JudgeCode.GPU_WORKING
+    assert "88% per GPU" in computing.reason
+    # A hung collective pins the GPUs (and a stuck rank leaves its own idle): confirmed
+    pinned = judge(StallKind.HANG, evidence(gpu_host(1, 100), gpu_host(2, 0)), POLICY, gpu_threshold=None)
+    assert pinned.confirmed
+    # Unknown GPU count: no claim either way (the other signals decide)
+    unknown = judge(StallKind.HANG, evidence(host(1, gpu=704.0)), POLICY, gpu_threshold=None)
+    assert unknown.confirmed
+
+
+def test_the_working_range_must_be_a_range() -> None:
+    with pytest.raises(ValueError, match="gpu_working_percent"):
+        JudgePolicy(gpu_working_percent=(95, 5))

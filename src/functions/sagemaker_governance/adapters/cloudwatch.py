@@ -152,6 +152,26 @@ class CloudWatchAlarmArming:
             raise AdapterError(f"DisableAlarmActions {', '.join(names)} failed: {exc}") from exc
 
 
+class CloudWatchAlarmWindows:
+    """Widens the window of a guard's existing alarm after the stall judge vetoed its stop (the stopper).
+
+    ``PutMetricAlarm`` on an existing alarm "completely overwrites the previous configuration" and leaves
+    its state unchanged; tags in the request "are ignored" on an update (API reference), so the requests
+    carry none and no ``cloudwatch:TagResource`` is needed."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutMetricAlarm"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def update(self, requests: Sequence[dict[str, Any]]) -> None:
+        for request in requests:
+            try:
+                self._client.put_metric_alarm(**request)
+            except ClientError as exc:
+                raise AdapterError(f"PutMetricAlarm {request.get('AlarmName')} failed: {exc}") from exc
+
+
 class CloudWatchAlarmInventory:
     """The names of this stack's alarms, metric and composite, through every page of ``DescribeAlarms`` (the
     reconciler). ``AlarmTypes`` names both: without it "only metric alarms are returned, even if composite

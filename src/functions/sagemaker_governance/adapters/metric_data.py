@@ -36,6 +36,7 @@ class CloudWatchMetricData:
         self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
     ) -> MetricReadResult:
         values: dict[str, tuple[float, ...] | None] = {q.id: None for q in queries}
+        times: dict[str, tuple[datetime, ...]] = {}
         errors: list[str] = []
         for first in range(0, len(queries), MAX_QUERIES):
             chunk = queries[first : first + MAX_QUERIES]
@@ -87,5 +88,7 @@ class CloudWatchMetricData:
                 if status.get(q.id, "Complete") != "Complete":
                     errors.append(f"{q.metric} {dict(q.dimensions)}: {status[q.id]}")
                     continue
-                values[q.id] = tuple(v for _, v in sorted(points[q.id], key=lambda p: p[0]))
-        return MetricReadResult(values=values, errors=tuple(errors))
+                ordered = sorted(points[q.id], key=lambda p: p[0])
+                values[q.id] = tuple(v for _, v in ordered)
+                times[q.id] = tuple(t for t, _ in ordered)
+        return MetricReadResult(values=values, errors=tuple(errors), times=times)

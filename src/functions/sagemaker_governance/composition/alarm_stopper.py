@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
-from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmArming, CloudWatchAlarmOwnership
+from sagemaker_governance.adapters.cloudwatch import (
+    CloudWatchAlarmArming,
+    CloudWatchAlarmOwnership,
+    CloudWatchAlarmWindows,
+)
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
@@ -21,6 +25,7 @@ ADAPTERS: tuple[type, ...] = (
     PolicyStore,
     CloudWatchAlarmOwnership,
     CloudWatchAlarmArming,
+    CloudWatchAlarmWindows,  # the stall judge widens a vetoed alarm's window
     DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
@@ -45,6 +50,7 @@ def build(root: Root) -> GuardStopper:
         naming=root.alarm_naming,
         account_id=root.settings.account_id,
         review=StallJudge(CloudWatchMetricData(cloudwatch), TrainingLogs(root.client("logs"))),
+        windows=CloudWatchAlarmWindows(cloudwatch),
     )
 
 

@@ -34,13 +34,14 @@ CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publish
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from statistics import fmean
 from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 GPU: Final = "GPUUtilization"
 GPU_MEMORY: Final = "GPUMemoryUtilization"
@@ -61,6 +62,7 @@ class MetricRead(NamedTuple):
 class MetricReadResult(NamedTuple):
     values: dict[str, tuple[float, ...] | None]  # id -> values oldest first (None: not read)
     errors: tuple[str, ...]
+    times: Mapping[str, tuple[datetime, ...]] = {}  # id -> the values' minutes (when the reader knows them)
 
 
 class StallKind(StrEnum):
@@ -77,6 +79,7 @@ class JudgeCode(StrEnum):
     GPU_BUSY = "judge.veto.gpu-busy"
     CPU_BUSY = "judge.veto.cpu-busy"
     LOGS_ACTIVE = "judge.veto.logs-active"
+    GPU_WORKING = "judge.veto.gpu-working"
     METRIC_PROGRESS = "judge.veto.metric-progress"
     INSUFFICIENT = "judge.skip.insufficient-evidence"
 
@@ -93,23 +96,48 @@ class JudgePolicy(BaseModel):
     less is insufficient evidence (never a stop). ``progress_metric_names``: the training metrics that
     count as progress (default: every metric the job defines; names compare as in the progress guard).
 
-    Off by default for now: the fleet simulator that proves "0 false stops, 0 missed stalls" with it must
-    first publish per-host CPU series and log streams (issue 15); until then turn it on per policy.
+    ``gpu_working_percent`` (low, high): a hang is not confirmed while a GPU host's utilization averaged
+    between these percents per GPU over the window. A hung job's GPUs are pinned (a kernel that spins in a
+    collective that never completes: 100 %) or idle (nothing is launched any more: 0 %); a level in
+    between means kernels start and finish, i.e. the job computes, it only logs its metric rarely.
+
+    **Re-judging after a veto** (``rejudge_factor``, ``max_rejudge_minutes``): a vetoed alarm is not
+    reset to fire again a minute later for as long as the quiet phase lasts. Its window is widened to
+    ``rejudge_factor`` x the quiet stretch seen so far (the minutes since the GPUs were last busy, or since
+    the progress metric was last published), at least the guard's window, at most
+    ``max_rejudge_minutes``, and then it is reset: it fires again only if the job stays quiet that long
+    (a 45-minute CPU evaluation vetoed at minute 30 is judged again at minute 60, i.e. never). The job's
+    own rhythm so widens its window; it comes back to the guard's window when the job (re)enters
+    ``Training``. Once the cap is reached the alarm is left in ``ALARM`` (no reset): it is judged again
+    when the job's GPUs or metric come back and go quiet once more.
 
     Example:
         judge:
           enabled: true
           cpu_busy_percent: 10
           min_coverage: 0.5
+          rejudge_factor: 2
+          max_rejudge_minutes: 240
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = False
+    enabled: bool = True
     cpu_busy_percent: float = Field(default=10.0, gt=0, le=100)
     cpu_busy_vcpus: float = Field(default=1.0, gt=0, le=1000)
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     progress_metric_names: tuple[str, ...] | None = None
+    gpu_working_percent: tuple[float, float] = (5.0, 95.0)
+    rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
+    max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
+
+    @field_validator("gpu_working_percent")
+    @classmethod
+    def _working_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        low, high = value
+        if not 0 <= low < high <= 100:
+            raise ValueError("gpu_working_percent: give (low, high) with 0 <= low < high <= 100")
+        return value
 
 
 class HostEvidence(BaseModel):
@@ -120,6 +148,7 @@ class HostEvidence(BaseModel):
     host: str
     series: dict[str, tuple[float, ...] | None]
     vcpus: int | None = None
+    gpus: tuple[int, int] | None = None  # (fewest, most) GPUs this host may have (None: unknown or none)
 
     def values(self, metric: str) -> tuple[float, ...] | None:
         return self.series.get(metric)
@@ -276,6 +305,19 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                 "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
                 evidence=summary,
             )
+    if kind is StallKind.HANG:
+        working = {h.host: level for h in evidence.hosts if (level := _gpu_working(h, policy)) is not None}
+        if working:
+            named = ", ".join(f"{host} ({level})" for host, level in working.items())
+            low, high = policy.gpu_working_percent
+            return Finding(
+                confirmed=False,
+                code=JudgeCode.GPU_WORKING,
+                reason=f"the GPUs worked between {low:g}% and {high:g}% per GPU on average over the window: "
+                f"{named}; a hung job's GPUs are pinned (a collective spinning) or idle, so this job computes "
+                "and only logs its metric rarely",
+                evidence=summary,
+            )
     if missing:
         summary["missing"] = missing
         return Finding(
@@ -295,6 +337,21 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             "no log line, whatever the GPUs do"
         )
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _gpu_working(host: HostEvidence, policy: JudgePolicy) -> str | None:
+    """The host's mean GPU utilization per GPU, if it lies between idle and pinned whatever GPU count it has."""
+    values = host.values(GPU)
+    if not values or host.gpus is None:
+        return None
+    fewest, most = host.gpus
+    mean = fmean(values)
+    low, high = policy.gpu_working_percent
+    if mean / most >= low and mean / fewest < high:
+        return (
+            f"{mean / most:.0f}% per GPU" if fewest == most else f"{mean / most:.0f}-{mean / fewest:.0f}% per GPU"
+        )
+    return None
 
 
 def _cpu_busy(host: HostEvidence, policy: JudgePolicy) -> str | None:
@@ -330,3 +387,28 @@ def host_names(job_name: str, hosts: int) -> tuple[str, ...]:
 def metric_counts(raw: Mapping[str, Sequence[float] | None]) -> dict[str, int | None]:
     """SampleCount series -> datapoints (``None``: the read failed)."""
     return {name: (None if values is None else int(sum(values))) for name, values in raw.items()}
+
+
+def quiet_minutes(
+    now: datetime,
+    since: datetime,
+    active: Sequence[tuple[datetime, ...]],
+    *,
+    period: timedelta = timedelta(minutes=1),
+) -> int:
+    """How long the job has been quiet at ``now``: the minutes since the end of the last active period
+    among ``active`` (the times of busy GPU minutes, or of published metric datapoints, per series), or
+    since ``since`` (the start of what was read) when none was active."""
+    last = max((t for times in active for t in times), default=None)
+    quiet_from = max(since, last + period) if last is not None else since
+    return max(0, int((now - quiet_from).total_seconds() // 60))
+
+
+def rejudge_minutes(base: float, quiet: int, policy: JudgePolicy) -> int | None:
+    """The window a vetoed alarm gets before it is reset (``None``: the cap is reached, leave it in ALARM):
+    ``rejudge_factor`` x the quiet stretch so far, at least the guard's window ``base``, at most
+    ``max_rejudge_minutes``."""
+    if quiet >= policy.max_rejudge_minutes:
+        return None
+    wanted = math.ceil(policy.rejudge_factor * quiet)
+    return int(min(policy.max_rejudge_minutes, max(math.ceil(base), wanted)))

@@ -13,7 +13,8 @@ writes one audit record):
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
    before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
    logs here; without a review every verdict is accepted);
-6. **act**: reset, arm, disarm the alarms the verdict names; stop the job if the verdict says so and the
+6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
+   names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt);
 7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
 """
@@ -76,6 +77,11 @@ class StopReview(Protocol):
         """``policy``: the job's effective policy (its guard section and the judge's settings)."""
 
 
+class AlarmWindowsPort(Protocol):
+    def update(self, requests: tuple[dict[str, Any], ...]) -> None:
+        """``PutMetricAlarm`` each request (updates of existing alarms); raises ``AdapterError``."""
+
+
 class AcceptEveryStop:
     """The default review: a guard's verdict to stop stands."""
 
@@ -114,6 +120,7 @@ class GuardStopper:
         naming: AlarmNaming,
         account_id: str,
         review: StopReview | None = None,
+        windows: AlarmWindowsPort | None = None,
     ) -> None:
         self._guards = guards
         self._jobs = jobs
@@ -127,6 +134,7 @@ class GuardStopper:
         self._naming = naming
         self._account_id = account_id
         self._review = review or AcceptEveryStop()
+        self._windows = windows
 
     def handle(self, message: AlarmNotification, message_id: str | None = None) -> StopperResult:
         name = message.alarm_name
@@ -218,6 +226,8 @@ class GuardStopper:
         )
 
     def _act(self, job: TrainingJob, verdict: GuardVerdict) -> Outcome:
+        if verdict.rewindow and self._windows is not None:
+            self._windows.update(verdict.rewindow)
         if verdict.reset:
             self._alarms.reset(verdict.reset, verdict.reset_reason)
         if verdict.arm:

@@ -18,8 +18,9 @@ do not grow. In audit mode the judge runs just the same: the record says what en
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.domain.decisions import Action, Decision
@@ -28,6 +29,7 @@ from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice,
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
 from sagemaker_governance.domain.instances import instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
+    GPU,
     HOST_METRICS,
     Evidence,
     HostEvidence,
@@ -35,9 +37,12 @@ from sagemaker_governance.domain.stall_judge import (
     LogEvidence,
     MetricRead,
     MetricReadResult,
+    StallKind,
     host_names,
     judge,
     progress_metrics,
+    quiet_minutes,
+    rejudge_minutes,
     window_start,
 )
 from sagemaker_governance.observability import logger
@@ -86,21 +91,83 @@ class StallJudge:
             return verdict.model_copy(update={"decision": decision})
         assert finding.code is not None
         logger.info("stop not confirmed by the stall judge", job=job.name, code=finding.code.value)
+        base = window.total_seconds() / 60
+        threshold = guard.stall_threshold(job, config, notice)
+        quiet = self.quiet(kind, job, now, settings, threshold)
+        minutes = rejudge_minutes(base, quiet, settings) if quiet is not None else math.ceil(base)
+        rewindow = guard.widened(job, config, notice.naming, minutes) if minutes and minutes > base else ()
+        if quiet is not None:
+            recorded["rejudge"] = {
+                "quiet_minutes": quiet,
+                "window_minutes": minutes,
+                "widened": [r["AlarmName"] for r in rewindow],
+            }
+        if minutes is None:
+            then = (
+                f"the job has been quiet for {quiet} minutes, the judge's cap ({settings.max_rejudge_minutes}): "
+                f"the {guard.title}'s alarm stays in ALARM and the job is judged again when it is busy and goes "
+                "quiet once more"
+            )
+        elif rewindow:
+            then = (
+                f"the {guard.title}'s alarm is widened to {minutes} minutes ({settings.rejudge_factor:g} x the "
+                f"{quiet} quiet minutes so far) and reset: the job is judged again if it stays quiet that long"
+            )
+        else:
+            then = f"the {guard.title}'s alarm is reset and the job is judged again if it persists"
         decision = Decision(
             rule=verdict.decision.rule,
             code=finding.code.value,
             action=Action.NONE,
             mode=verdict.decision.mode,
-            reason=f"{finding.reason}; the {guard.title}'s alarm is reset and the job is judged again if it "
-            "persists",
+            reason=f"{finding.reason}; {then}",
             evidence={**recorded, "guard_verdict": verdict.decision.code},
         )
         return GuardVerdict(
             verdict=Verdict.VETOED,
             decision=decision,
-            reset=guard.rejudge_alarms(job, notice.naming),
+            rewindow=rewindow,
+            reset=guard.rejudge_alarms(job, notice.naming) if minutes is not None else (),
             reset_reason=RESET_REASON,
         )
+
+    def quiet(
+        self, kind: StallKind, job: Any, now: datetime, settings: JudgePolicy, threshold: float | None
+    ) -> int | None:
+        """How long the job has been quiet (GPUs below ``threshold`` on every host, or no datapoint of its
+        progress metrics), read back at most ``max_rejudge_minutes`` and never before it (re)entered
+        Training; ``None`` when the read failed (then the alarm is only reset, as before)."""
+        since = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), training_started_at(job))
+        if kind is StallKind.IDLE:
+            queries = [
+                MetricRead(f"g{i}", GPU, (("Host", host),), "Average")
+                for i, host in enumerate(host_names(job.name, job.total_instance_count))
+            ]
+        else:
+            defined = [d.name for d in job.algorithm.metric_definitions]
+            names = progress_metrics(defined, settings.progress_metric_names, normalize_metric_name)
+            queries = [
+                MetricRead(f"t{i}", name, ((JOB_DIMENSION, job.name),), "SampleCount")
+                for i, name in enumerate(names)
+            ]
+        if not queries:
+            return None
+        result = self._metrics.read(queries, since, now)
+        if result.errors or any(result.values.get(q.id) is None for q in queries):
+            return None
+        active: list[tuple[datetime, ...]] = []
+        for q in queries:
+            values = result.values.get(q.id) or ()
+            times = result.times.get(q.id, ())
+            if len(times) != len(values):
+                return None  # a reader that cannot say when: no widening
+            if kind is StallKind.IDLE:
+                active.append(
+                    tuple(t for t, v in zip(times, values, strict=True) if threshold is None or v >= threshold)
+                )
+            else:
+                active.append(tuple(t for t, v in zip(times, values, strict=True) if v > 0))
+        return quiet_minutes(now, since, active)
 
     def gather(self, job: Any, now: datetime, start: datetime, settings: JudgePolicy) -> Evidence:
         """Read the job's evidence over ``[start, now)``; a failed read is recorded in ``missing``."""
@@ -123,10 +190,15 @@ class StallJudge:
         # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
         # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
         smallest = min(known) if known and len(known) == len(sizes) else None
+        counts_of_gpus = [
+            f.gpus for g in job.instance_groups if (f := instance_facts(g.instance_type)).publishes_gpu_utilization
+        ]
+        gpus = (min(counts_of_gpus), max(counts_of_gpus)) if counts_of_gpus else None
         host_evidence = tuple(
             HostEvidence(
                 host=host,
                 vcpus=smallest,
+                gpus=gpus,
                 series={metric: result.values.get(f"h{i}_{m}") for m, metric in enumerate(HOST_METRICS)},
             )
             for i, host in enumerate(hosts)

@@ -35,6 +35,7 @@ from sagemaker_governance.domain.stall_judge import StallKind
 
 NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
 MAX_METRICS_PER_ALARM: Final = 10  # CloudWatch: at most 10 MetricStat queries in one metric alarm
+MAX_EVALUATION_SECONDS: Final = 86_400  # CloudWatch: EvaluationPeriods x Period at most one day
 TAG_JOB: Final = "smgov:training-job"
 TAG_MANAGED_BY: Final = "smgov:managed-by"
 STALE_AFTER: Final = timedelta(minutes=15)  # an older notification is not acted on (the alarm is reset)
@@ -248,6 +249,15 @@ def metric_alarm_request(
     return request
 
 
+def _query_period(request: Mapping[str, Any]) -> int | None:
+    """The period of a metric-math alarm's queries (its request has no top-level ``Period``)."""
+    for query in request.get("Metrics", ()):
+        stat = query.get("MetricStat")
+        if stat and stat.get("Period"):
+            return int(stat["Period"])
+    return None
+
+
 # ---- judging a notification ------------------------------------------------------------------------
 
 
@@ -301,6 +311,7 @@ class GuardVerdict(BaseModel):
 
     verdict: Verdict
     decision: Decision
+    rewindow: tuple[dict[str, Any], ...] = ()  # PutMetricAlarm updates of existing alarms (before the reset)
     reset: tuple[str, ...] = ()  # alarms to set back to OK (first), with ``reset_reason``
     reset_reason: str = ""
     arm: tuple[str, ...] = ()  # alarms whose actions to enable (second)
@@ -524,6 +535,37 @@ class Guard(ABC, Generic[C]):
     def stall_threshold(self, job: TrainingJob, config: C, notice: Notice) -> float | None:
         """The per-host value below which the alarm's metric counted as stalled (None: not a threshold)."""
         return None
+
+    def widened(
+        self, job: TrainingJob, config: C, naming: AlarmNaming, minutes: int
+    ) -> tuple[dict[str, Any], ...]:
+        """The ``PutMetricAlarm`` updates that give the alarms ``rejudge_alarms`` names a window of ``minutes``
+        (the stall judge's re-judging after a veto): the guard's own requests with more evaluation periods
+        (an M-of-N alarm keeps its ratio), armed (they fired), without tags (an update ignores them, and
+        needs no ``cloudwatch:TagResource``). Empty when the guard plans no alarm for the job now."""
+        plan = self.plan(job, config, naming)
+        if not isinstance(plan, AlarmPlan):
+            return ()
+        wanted = set(self.rejudge_alarms(job, naming))
+        out: list[dict[str, Any]] = []
+        for alarm in plan.alarms:
+            if alarm.kind is not AlarmKind.METRIC or alarm.name not in wanted:
+                continue
+            request = {k: v for k, v in alarm.request.items() if k != "Tags"}
+            period = int(request.get("Period") or _query_period(request) or 60)
+            periods = min(max(1, -(-minutes * 60 // period)), MAX_EVALUATION_SECONDS // period)
+            ratio = request["DatapointsToAlarm"] / request["EvaluationPeriods"]
+            request.update(
+                EvaluationPeriods=periods,
+                DatapointsToAlarm=max(1, min(periods, round(periods * ratio))),
+                ActionsEnabled=True,
+                AlarmDescription=(
+                    f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes after a veto of the stall "
+                    "judge; back to the guard's window when the job (re)enters Training."
+                )[:1024],
+            )
+            out.append(request)
+        return tuple(out)
 
     @abstractmethod
     def symptom(self, config: C) -> tuple[str, str]:

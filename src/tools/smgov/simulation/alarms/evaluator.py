@@ -65,6 +65,7 @@ class AlarmEvaluator:
         self.salt = salt
         self.returns_at_once = returns_at_once
         self._returned: dict[str, int] = {}
+        self._changed: dict[str, datetime] = {}  # alarm -> its last StateChangeTime
         self.epoch = epoch
         self.account = account
         self.region = region
@@ -220,12 +221,22 @@ class AlarmEvaluator:
         now: int,
         children: Sequence[Mapping[str, Any]] = (),
     ) -> None:
+        # Every state change has its own StateChangeTime (CloudWatch stamps it to the millisecond): an alarm
+        # that returns to ALARM in the minute it was reset (``returns_at_once``) changes state a moment later
+        # than its reset, never at the same instant as its previous ALARM (a consumer that keys deliveries by
+        # the state change would otherwise take the new one for a duplicate of the old).
+        name = str(raw.get("AlarmName", ""))
+        changed_at = self.epoch + timedelta(minutes=now)
+        last = self._changed.get(name)
+        if last is not None and changed_at <= last:
+            changed_at = last + timedelta(seconds=1)
+        self._changed[name] = changed_at
         message = alarm_notification(
             raw,
             old_state=old,
             new_state=new,
             reason=reason,
-            changed_at=self.epoch + timedelta(minutes=now),
+            changed_at=changed_at,
             account=self.account,
             region=self.region,
             triggering_children=children,

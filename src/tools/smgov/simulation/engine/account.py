@@ -93,9 +93,11 @@ class SimulatedAccount:
     def open(self) -> Iterator[SimulatedAccount]:
         import boto3
         from moto import mock_aws
+        from moto.logs.responses import LogsResponse
 
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
+        from smgov.simulation.engine.moto_logs import honoring_prefix
 
         saved_session = boto3.DEFAULT_SESSION
         saved_level = logger.log_level
@@ -105,6 +107,7 @@ class SimulatedAccount:
             self.simulated_cloudwatch.installed(),
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
+            mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")

@@ -1,0 +1,44 @@
+"""``FilterLogEvents`` with ``logStreamNamePrefix`` in the simulated account, as CloudWatch Logs answers it.
+
+moto's ``FilterLogEvents`` ignores ``logStreamNamePrefix`` and searches every stream of the group, so a
+reader that asks for one training job's streams (``<job>/``) is given any job's lines: in a simulated
+fleet, the stall judge saw other jobs' log lines as the stalled job's (and vetoed real stalls as "logs
+active"). The CloudWatch Logs API reference: ``logStreamNamePrefix`` "Filters the results to include
+only events from log streams that have names starting with this prefix"; it cannot be given together
+with ``logStreamNames``. Installed by ``SimulatedAccount.open``: the prefix becomes the list of the
+group's streams whose names start with it (none: no events), then moto answers as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def honoring_prefix(original: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A replacement for ``moto.logs.responses.LogsResponse.filter_log_events``."""
+
+    def filter_log_events(self: Any) -> str:
+        prefix = self._get_param("logStreamNamePrefix")
+        if not prefix or self._get_param("logStreamNames"):
+            return original(self)
+        group = self.logs_backend.groups.get(self._get_param("logGroupName"))
+        if group is None:
+            return original(self)  # moto's own ResourceNotFoundException
+        names = [name for name in group.streams if name.startswith(prefix)]
+        if not names:
+            return json.dumps({"events": [], "searchedLogStreams": []})
+        events, token, searched = self.logs_backend.filter_log_events(
+            self._get_param("logGroupName"),
+            names,
+            self._get_param("startTime"),
+            self._get_param("endTime"),
+            self._get_param("limit"),
+            self._get_param("nextToken"),
+            self._get_param("filterPattern"),
+            self._get_param("interleaved", False),
+        )
+        return json.dumps({"events": events, "nextToken": token, "searchedLogStreams": searched})
+
+    return filter_log_events
