@@ -5,16 +5,14 @@ On-Demand when the team opted in)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot, decide_spot_start
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal, StormPolicy, signals_of
-from tests.builders import describe
-from tests.resume_builders import ROLE, T0, TAGS, as_job, context
-from tests.unit.test_spot_economics import listed, lived
-
-TYPE = "ml.g5.12xlarge"
+from tests.resume_builders import T0, TAGS, as_job, context
+from tests.spot_builders import TYPE, listed, lived, starting
 
 
 def signal(
@@ -77,7 +75,7 @@ def test_the_fleet_rate_is_the_mean_of_each_jobs_latest_rate_and_leaves_out_the_
 
 
 def spot(
-    doc: dict,
+    doc: dict[str, Any],
     now: datetime,
     fleet: FleetHealth | Unknown | None,
     policy: SpotPolicy | None = None,
@@ -120,21 +118,6 @@ def test_a_stormy_fleet_rate_makes_the_numbers_move_a_young_job_sooner() -> None
     # Then the same job moves On-Demand now
     assert moved.decisions[0].action is Action.CLONE
     assert moved.decisions[0].evidence["fleet_interruption_rate_per_hour"] == 3.0
-
-
-def starting(name: str = "new-spot-1") -> dict:
-    return describe(
-        name,
-        TrainingJobStatus="InProgress",
-        SecondaryStatus="Starting",
-        EnableManagedSpotTraining=True,
-        ResourceConfig={"InstanceType": TYPE, "InstanceCount": 2, "VolumeSizeInGB": 50},
-        StoppingCondition={"MaxRuntimeInSeconds": 36_000, "MaxWaitTimeInSeconds": 72_000},
-        CreationTime=T0,
-        SecondaryStatusTransitions=[{"Status": "Starting", "StartTime": T0}],
-        RoleArn=ROLE,
-        CheckpointConfig={"S3Uri": f"s3://ckpt/{name}/"},
-    )
 
 
 def start(fleet: FleetHealth | Unknown) -> CloneDecision:

@@ -18,7 +18,7 @@ from sagemaker_governance.service.resume import SpotFallbackReaction
 from smgov.explain import FixedPolicy
 from smgov.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
 from tests.resume_builders import T0, as_job, shape, spot_description
-from tests.unit.test_spot_health import TYPE, starting
+from tests.spot_builders import TYPE, starting
 
 TRIGGER = Trigger(kind="event", event_id="e-1")
 
