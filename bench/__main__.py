@@ -75,7 +75,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     step("size")
     results["size"] = size.measure(build_dir)
     step("cold start")
-    results["cold_start"] = coldstart.measure(args.runs or (3 if quick else 21), build_dir=build_dir)
+    x86_build = Path(args.x86_build_dir) if args.x86_build_dir else None
+    results["cold_start"] = coldstart.measure(
+        args.runs or (3 if quick else 21), build_dir=build_dir, x86_build=x86_build
+    )
     if args.compare_bytecode and results["cold_start"]["bytecode"]:
         step("cold start without bytecode (what a plain `sam build` ships)")
         results["cold_start_source_only"] = coldstart.measure(
@@ -102,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, help="cold-start runs per function (default 21; quick 3)")
     parser.add_argument("--invocations", type=int, help="warm invocations per event type (default 200; quick 5)")
     parser.add_argument("--build-dir", help="the arm64 `sam build` output (default .aws-sam/build)")
+    parser.add_argument(
+        "--x86-build-dir",
+        help="an x86_64 `sam build` of the same template for the cold start (default: one is made)",
+    )
     parser.add_argument(
         "--compare-bytecode",
         action="store_true",

@@ -34,7 +34,14 @@ from smgov.simulation.template import REPO_ROOT, load_template
 
 PROBE = Path(__file__).with_name("_probe.py")
 SAM = Path(sys.executable).with_name("sam")
-BYTECODE_ARGS = ("-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash")
+BYTECODE_ARGS = (
+    "-m",
+    "compileall",
+    "-q",
+    "-f",
+    "--invalidation-mode",
+    "unchecked-hash",
+)  # -f: over any older .pyc
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
 # Clients a composition root builds beyond its adapters' IAM actions (none since the reconciler's notifier
 # stopped building a DynamoDB client: the delivery ledger is used by the event-driven handlers only).
@@ -130,8 +137,18 @@ def sam_build(template: Path, build_dir: Path) -> None:
 
 
 @contextmanager
-def x86_artifacts(bytecode: bool, python: str) -> Iterator[Path]:
-    """An x86_64 build of the template (same code, same layer lock), post-processed like the arm64 one."""
+def x86_artifacts(bytecode: bool, python: str, given: Path | None = None) -> Iterator[Path]:
+    """An x86_64 build of the template (same code, same layer lock), post-processed like the arm64 one.
+
+    ``given``: an x86_64 build made already from the same template (the tests on the built artifacts have
+    one): it is byte-compiled in place when the arm64 build is, never built again."""
+    if given is not None:
+        if not bytecode and any(given.rglob("*.pyc")):
+            raise BenchError(f"{given} holds compiled bytecode: it cannot stand for a plain `sam build`")
+        if bytecode:
+            compile_bytecode(given, python)
+        yield given
+        return
     with TemporaryDirectory(prefix="smgov-bench-") as tmp:
         work = Path(tmp)
         template = work / "template.yaml"
@@ -182,15 +199,18 @@ def _median(values: list[float]) -> float:
     return round(statistics.median(values), 1)
 
 
-def measure(runs: int, *, bytecode: bool | None = None, build_dir: Path | None = None) -> dict[str, Any]:
-    """Medians over ``runs`` alternating handler/baseline runs, per function."""
+def measure(
+    runs: int, *, bytecode: bool | None = None, build_dir: Path | None = None, x86_build: Path | None = None
+) -> dict[str, Any]:
+    """Medians over ``runs`` alternating handler/baseline runs, per function (``x86_build``: an x86_64
+    build of the template to load, else one is made)."""
     python = runtime_python()
     arm64 = build_dir or REPO_ROOT / ".aws-sam" / "build"
     if bytecode is None:
         bytecode = has_bytecode(arm64)
     handlers = functions()
     results: dict[str, Any] = {}
-    with x86_artifacts(bytecode, python) as build, runtime_packages(python) as shim:
+    with x86_artifacts(bytecode, python, x86_build) as build, runtime_packages(python) as shim:
         for function, handler_path in handlers.items():
             module = handler_path.rsplit(".", 1)[0]
             services = client_services(function)

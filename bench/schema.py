@@ -39,8 +39,20 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         "burst",
     ):
         _require(key in results, f"missing figure {key}")
+    _check_cold_start(results["cold_start"], functions)
+    _check_warm_and_memory(results)
+    _check_lifecycles(results["lifecycles"])
+    _check_cost_and_burst(results["cost"], results["burst"])
+    simulator = results.get("simulator")  # results of older runs lack it
+    if simulator is not None:
+        _positive(simulator["demo_seconds"], "simulator.demo_seconds")
+        _positive(simulator["fleet_seconds"], "simulator.fleet_seconds")
+        _require(simulator["fleet_jobs_run"] >= simulator["fleet_jobs"], "simulator: fewer jobs run than drawn")
+    for name, a in results["size"]["artifacts"].items():
+        _require(0 < a["zipped_mb"] <= a["unzipped_mb"], f"size.{name}: zipped vs unzipped")
 
-    cold = results["cold_start"]
+
+def _check_cold_start(cold: dict[str, Any], functions: set[str] | None) -> None:
     _require(cold["runs"] >= 1 and isinstance(cold["bytecode"], bool), "cold_start: runs/bytecode")
     if functions is not None:
         _require(set(cold["functions"]) == functions, f"cold_start covers {sorted(cold['functions'])}")
@@ -51,6 +63,8 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         _require(abs(f["ratio"] - f["init_cpu_ms"] / f["baseline_init_cpu_ms"]) < 0.01, f"{name}: ratio")
         _require(f["clients"] and f["python"].startswith("3."), f"cold_start.{name}: clients/python")
 
+
+def _check_warm_and_memory(results: dict[str, Any]) -> None:
     for kind in EVENT_TYPES:
         w = results["warm"]["event_types"][kind]
         _positive(w["p50_ms"], f"warm.{kind}.p50_ms")
@@ -63,8 +77,10 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         if m["estimated_peak_mb"] is not None:
             _require(m["estimated_peak_mb"] >= m["rss_after_init_mb"], f"memory.{name}: peak < RSS after init")
 
+
+def _check_lifecycles(lifecycles: dict[str, Any]) -> None:
     for label in LIFECYCLES:
-        life = results["lifecycles"][label]
+        life = lifecycles[label]
         _require(life["invocations_total"] == sum(life["invocations"].values()) > 0, f"lifecycles.{label}")
         _require(life["aws_calls_total"] == sum(life["aws_calls"].values()), f"lifecycles.{label}: calls")
         _require(
@@ -73,7 +89,7 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         )
         _require(life["alarms_left"] == 0, f"lifecycles.{label}: {life['alarms_left']} alarm(s) never deleted")
         _require(life["lambda_errors"] == 0, f"lifecycles.{label}: function errors")
-    healthy = results["lifecycles"]["healthy"]["target"]
+    healthy = lifecycles["healthy"]["target"]
     _require(
         healthy.get("aws_calls_ok", True),
         f"a healthy job makes more than {healthy.get('max_aws_calls')} AWS calls",
@@ -81,7 +97,8 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
     for key in ("calls_justified", "scheduled_calls_justified"):
         _require("NOT JUSTIFIED" not in healthy[key].values(), f"unjustified calls ({key}): {healthy[key]}")
 
-    cost = results["cost"]
+
+def _check_cost_and_burst(cost: dict[str, Any], burst: dict[str, Any]) -> None:
     for line in COST_LINES:
         _require(cost["per_1000_jobs_usd"][line] >= 0, f"cost.{line}")
     _positive(cost["spent_per_1000_jobs_usd"], "cost.spent_per_1000_jobs_usd")
@@ -89,8 +106,6 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
         abs(sum(cost["per_1000_jobs_usd"].values()) - cost["spent_per_1000_jobs_usd"]) < 0.01, "cost: lines add up"
     )
     _require(cost["usage"]["alarms_left"] == 0 and cost["usage"]["lambda_errors"] == 0, "cost: fleet run clean")
-
-    burst = results["burst"]
     if burst["result"] is None:
         _require(bool(burst.get("reason")), "burst: null without a reason")
     else:
@@ -98,12 +113,3 @@ def check(results: dict[str, Any], functions: set[str] | None = None) -> None:
             _require(isinstance(r["lost"], int) and r["lost"] >= 0, f"burst.{size}.lost")
             _require(r["alarms"] + r["lost"] >= r["jobs"], f"burst.{size}: alarms + lost < jobs")
             _positive(r["minutes_until_all_alarms"], f"burst.{size}.minutes_until_all_alarms")
-
-    simulator = results.get("simulator")  # results of older runs lack it
-    if simulator is not None:
-        _positive(simulator["demo_seconds"], "simulator.demo_seconds")
-        _positive(simulator["fleet_seconds"], "simulator.fleet_seconds")
-        _require(simulator["fleet_jobs_run"] >= simulator["fleet_jobs"], "simulator: fewer jobs run than drawn")
-
-    for name, a in results["size"]["artifacts"].items():
-        _require(0 < a["zipped_mb"] <= a["unzipped_mb"], f"size.{name}: zipped vs unzipped")

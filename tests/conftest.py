@@ -76,12 +76,25 @@ def now() -> datetime:
 # of this build is in tests/infrastructure/test_built_artifacts.py, so one worker builds it, once.
 
 
+# `make test` runs `make build` just before pytest and names its output in SMGOV_ARM64_BUILD: the tests
+# inspect that build instead of making the same one again (a `sam build` of the layer takes a minute or
+# more). Run alone, pytest builds its own.
+ARM64_BUILD_VARIABLE = "SMGOV_ARM64_BUILD"
+
+
 @pytest.fixture(scope="session")
 def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An arm64 `sam build` of template.yaml post-processed like `make build` (compiled bytecode): what the
     tests on the built artifacts inspect and what the quick `make bench` run measures."""
-    from bench.coldstart import compile_bytecode, runtime_python, sam_build
+    from bench.coldstart import compile_bytecode, has_bytecode, runtime_python, sam_build
 
+    given = os.environ.get(ARM64_BUILD_VARIABLE)
+    if given:
+        build = Path(given)
+        assert (build / "template.yaml").is_file() and has_bytecode(build), (
+            f"{ARM64_BUILD_VARIABLE}={given} is not a `make build` output"
+        )
+        return build
     build = tmp_path_factory.mktemp("arm64") / "build"
     sam_build(REPO / "template.yaml", build)
     compile_bytecode(build, runtime_python())

@@ -56,55 +56,61 @@ def _tokens(expression: str) -> list[tuple[str, str]]:
     return tokens
 
 
-def matches(expression: str, line: Mapping[str, Any]) -> bool:
-    """Evaluate one ``filter`` expression against a flattened log line."""
-    tokens = _tokens(expression)
-    fields = flatten(line)
-    position = 0
+class _Filter:
+    """A recursive-descent reading of one ``filter`` expression over a flattened log line."""
 
-    def peek() -> tuple[str, str] | None:
-        return tokens[position] if position < len(tokens) else None
+    def __init__(self, expression: str, line: Mapping[str, Any]) -> None:
+        self.expression = expression
+        self.tokens = _tokens(expression)
+        self.fields = flatten(line)
+        self.position = 0
 
-    def take() -> tuple[str, str]:
-        nonlocal position
-        token = tokens[position]
-        position += 1
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        token = self.tokens[self.position]
+        self.position += 1
         return token
 
-    def primary() -> bool:
-        token = take()
+    def primary(self) -> bool:
+        token = self.take()
         if token == ("paren", "("):
-            value = disjunction()
-            if take() != ("paren", ")"):
-                raise ValueError(f"unbalanced parentheses in {expression!r}")
+            value = self.disjunction()
+            if self.take() != ("paren", ")"):
+                raise ValueError(f"unbalanced parentheses in {self.expression!r}")
             return value
         if token[0] != "word":
-            raise ValueError(f"expected a field in {expression!r}, got {token[1]!r}")
-        op, literal = take(), take()
+            raise ValueError(f"expected a field in {self.expression!r}, got {token[1]!r}")
+        op, literal = self.take(), self.take()
         if op[0] != "op" or literal[0] != "str":
-            raise ValueError(f'expected `field = "text"` in {expression!r}')
-        actual = fields.get(token[1])
+            raise ValueError(f'expected `field = "text"` in {self.expression!r}')
+        actual = self.fields.get(token[1])
         actual_text = None if actual is None else (actual if isinstance(actual, str) else json.dumps(actual))
         equal = actual_text == literal[1][1:-1]
         return equal if op[1] == "=" else (actual is not None and not equal)
 
-    def conjunction() -> bool:
-        value = primary()
-        while peek() == ("word", "and"):
-            take()
-            value = primary() and value
+    def conjunction(self) -> bool:
+        value = self.primary()
+        while self.peek() == ("word", "and"):
+            self.take()
+            value = self.primary() and value
         return value
 
-    def disjunction() -> bool:
-        value = conjunction()
-        while peek() == ("word", "or"):
-            take()
-            value = conjunction() or value
+    def disjunction(self) -> bool:
+        value = self.conjunction()
+        while self.peek() == ("word", "or"):
+            self.take()
+            value = self.conjunction() or value
         return value
 
-    result = disjunction()
-    if position != len(tokens):
-        raise ValueError(f"unexpected {tokens[position][1]!r} in {expression!r}")
+
+def matches(expression: str, line: Mapping[str, Any]) -> bool:
+    """Evaluate one ``filter`` expression against a flattened log line."""
+    parser = _Filter(expression, line)
+    result = parser.disjunction()
+    if parser.position != len(parser.tokens):
+        raise ValueError(f"unexpected {parser.tokens[parser.position][1]!r} in {expression!r}")
     return result
 
 
@@ -164,7 +170,9 @@ def _stats(args: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     for key, members in groups.items():
         result: dict[str, Any] = {f: v for f, v in zip(by, key, strict=True) if v is not None}
         for function, field, alias in aggregates:
-            values = [m[field] for m in members if m.get(field) is not None] if field != "*" else members
+            values: list[Any] = (
+                members if field == "*" else [m[field] for m in members if m.get(field) is not None]
+            )
             if function == "count":
                 result[alias] = len(values)
             elif function == "count_distinct":

@@ -16,34 +16,14 @@ from sagemaker_governance.adapters.audit_forwarder import (
     SOURCE,
     AuditForwarder,
 )
-from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, MemoryAuditSink, Outcome
+from sagemaker_governance.audit import AUDIT_MESSAGE, MemoryAuditSink
 from sagemaker_governance.composition.root import Root
 from sagemaker_governance.settings import Settings
 from tests.adapters.conftest import CallRecorder
+from tests.audit_records import MEMBER_INFO, record
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 MEMBER, AUDIT_ACCOUNT, REGION = "111111111111", "999999999999", "us-east-1"
-MEMBER_INFO = {"account": MEMBER, "region": REGION, "stack": "sagemaker-governance", "version": "0.1.0"}
-
-
-def record(job: str = "llm-pretrain", **overrides: Any) -> AuditRecord:
-    base: dict[str, Any] = {
-        "at": NOW,
-        "trigger": "alarm",
-        "event_id": None,
-        "job_name": job,
-        "job_arn": f"arn:aws:sagemaker:{REGION}:{MEMBER}:training-job/{job}",
-        "job_status": "InProgress",
-        "team": "nlp",
-        "owner": "carol",
-        "rule": "idle-gpu",
-        "code": "idle.stop.idle",
-        "action": "stop",
-        "mode": "enforce",
-        "outcome": Outcome.DONE,
-        "reason": "GPU idle for 30 minutes",
-    }
-    return AuditRecord.model_validate({**base, **overrides})
 
 
 def _queue(sqs: Any, name: str) -> tuple[str, str]:
@@ -53,9 +33,10 @@ def _queue(sqs: Any, name: str) -> tuple[str, str]:
 
 
 def _received(sqs: Any, url: str) -> list[dict[str, Any]]:
-    return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
-        "Messages", []
-    )
+    messages: list[dict[str, Any]] = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    return messages
 
 
 def test_a_record_goes_to_the_stacks_bus_as_the_member_log_line(aws: None) -> None:
@@ -177,7 +158,7 @@ def test_a_member_record_reaches_the_audit_accounts_log_group(aws: None) -> None
         # moto serves each account to credentials of a role assumed in it
         sts = boto3.client("sts", region_name=REGION)
         creds = sts.assume_role(RoleArn=f"arn:aws:iam::{account}:role/test", RoleSessionName="test")["Credentials"]
-        return boto3.client(
+        return boto3.client(  # type: ignore[call-overload]
             service,
             region_name=REGION,
             aws_access_key_id=creds["AccessKeyId"],

@@ -122,7 +122,7 @@ def _audit_bus_capture(events: Any, sqs: Any, bus: str) -> str:
 
 def test_an_audit_record_put_events_refused_is_listed_and_redriven_to_the_audit_bus(aws: None) -> None:
     from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
-    from tests.adapters.test_audit_forwarder import MEMBER_INFO, record
+    from tests.audit_records import MEMBER_INFO, record
 
     # Given the forwarder could not put a record (its bus did not exist yet): it is in the DLQ
     sqs, events = boto3.client("sqs", region_name="us-east-1"), boto3.client("events", region_name="us-east-1")
@@ -148,7 +148,7 @@ def test_an_audit_record_put_events_refused_is_listed_and_redriven_to_the_audit_
 
 
 def test_an_event_the_forwarding_rule_could_not_deliver_goes_back_on_the_stacks_audit_bus(aws: None) -> None:
-    from tests.adapters.test_audit_forwarder import MEMBER_INFO, record
+    from tests.audit_records import MEMBER_INFO, record
 
     # Given EventBridge dead-lettered a forwarded event: the central bus refused it (RULE_ARN names the
     # stack's audit bus, TARGET_ARN the central bus)
@@ -166,7 +166,7 @@ def test_an_event_the_forwarding_rule_could_not_deliver_goes_back_on_the_stacks_
         "detail": {"message": "governance decision", "audit": record("job-y").as_log(), "member": MEMBER_INFO},
     }
 
-    def attribute(value: str) -> dict[str, str]:
+    def attribute(value: str) -> Any:
         return {"DataType": "String", "StringValue": value}
 
     sqs.send_message(

@@ -59,7 +59,7 @@ def test_the_inventory_asks_for_composites_because_aws_omits_them_otherwise() ->
 
     import botocore.session
 
-    shape = botocore.session.get_session().get_service_model("cloudwatch").operation_model("DescribeAlarms")
+    shape: Any = botocore.session.get_session().get_service_model("cloudwatch").operation_model("DescribeAlarms")
     assert shape.input_shape is not None
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", shape.input_shape.members["AlarmTypes"].documentation))
     assert "If you omit this parameter, only metric alarms are returned" in text

@@ -87,7 +87,7 @@ def answering_with(body: dict[str, Any]) -> Any:
     does not model are dropped, as with the runtime's older botocore)."""
     import json
 
-    from botocore.awsrequest import AWSResponse
+    from botocore.awsrequest import AWSResponse, HTTPHeaders
 
     client = boto3.client("sagemaker", region_name="us-east-1")
 
@@ -100,7 +100,9 @@ def answering_with(body: dict[str, Any]) -> Any:
 
     def send(**_: Any) -> AWSResponse:
         data = json.dumps(body).encode()
-        return AWSResponse("https://sagemaker", 200, {"content-type": "application/x-amz-json-1.1"}, Raw(data))
+        headers = HTTPHeaders()
+        headers["content-type"] = "application/x-amz-json-1.1"
+        return AWSResponse("https://sagemaker", 200, headers, Raw(data))
 
     client.meta.events.register("before-send.sagemaker.DescribeTrainingJob", send)
     return client

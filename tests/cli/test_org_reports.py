@@ -20,7 +20,7 @@ from smgov.adapters.logs_insights import LogsInsights
 from smgov.audit_queries import unknown_fields
 from smgov.cli import visibility
 from smgov.cli.main import main
-from tests.adapters.test_audit_forwarder import record
+from tests.audit_records import record
 from tests.cli.local_aws import LocalLogsInsights, clients
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -95,7 +95,7 @@ def account() -> Iterator[Account]:
     now = datetime.now(UTC).replace(microsecond=0)  # moto's logs refuse events far from its own clock
     template = load_template()
     with mock_aws():
-        clients = {
+        clients: dict[str, Any] = {
             s: boto3.client(s, region_name=REGION)
             for s in ("sqs", "sns", "events", "lambda", "iam", "kms", "logs", "ssm", "cloudwatch", "sagemaker")
         }

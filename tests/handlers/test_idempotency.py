@@ -43,10 +43,11 @@ def acct(clock: MovableClock) -> Iterator[LocalAccount]:
 
 def inbox_messages(account: LocalAccount, queue_url: str) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
-    while batch := account.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+    sqs: Any = account.sqs
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
         messages += batch
         for message in batch:
-            account.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     return messages
 
 

@@ -394,7 +394,7 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
     trigger = Trigger(kind="reconciler", event_id="test")
     # When each run can only get through 15 items (35 seconds, 20 of them kept as a margin)
     wanted = {f"{PREFIX}lost-{i:03d}" for i in range(60)}
-    runs = []
+    runs: list[Any] = []
     while set(acct.cloudwatch.alarms) != wanted and len(runs) < 100:
         runs.append(service.run(trigger, CountdownBudget(36)))
         clock.advance(minutes=10)

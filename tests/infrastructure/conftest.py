@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,3 +30,12 @@ def policy_statements(function: dict[str, Any]) -> list[dict[str, Any]]:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+REGIONS = ["us-east-1", "eu-west-1"]  # the organization templates' regions, as `make org-package` is told
+
+
+def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint as `make validate` runs it, in its own process (its rule state stays out of other tests)."""
+    command = [str(Path(sys.executable).parent / "cfn-lint"), "--regions", *REGIONS, "--", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)

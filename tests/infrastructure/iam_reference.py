@@ -141,6 +141,7 @@ def check_statement(statement: Mapping[str, Any], document: Document) -> list[st
                     )
                 matched |= set(types)
                 continue
+            assert resource is not None, f"{sid}: a resource policy's statement without the resource's ARN"
             found = resource_types_for(action, resource)
             if not found:
                 problems.append(f"{sid}: {action} supports no resource type matching {resource}")

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from bench import schema
-from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
+from bench.coldstart import sam_build
+from smgov.runtime_python import RuntimePythonNotFound, find_runtime_python
 from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build  # (one file: under `--dist loadfile` one pytest-xdist worker runs them all)
 
-SAM = Path(sys.executable).with_name("sam")
 ELF_MACHINE = {0xB7: "aarch64", 0x3E: "x86_64"}
 PURE_PYTHON_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 # (the Lambda Python runtime ships boto3 and these; the layer ships its own boto3/botocore, which come
@@ -37,26 +37,6 @@ def runtime_python() -> str:
         return str(find_runtime_python())  # the template's runtime, e.g. python3.12
     except RuntimePythonNotFound as exc:
         pytest.fail(str(exc))
-
-
-def sam_build(template: Path, build_dir: Path) -> Path:
-    subprocess.run(
-        [
-            str(SAM),
-            "build",
-            "--template",
-            str(template),
-            "--build-dir",
-            str(build_dir),
-            "--base-dir",
-            str(REPO_ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        env={**build_env(), "SAM_CLI_TELEMETRY": "0"},
-        cwd=template.parent,
-    )
-    return build_dir
 
 
 def elf_machine(path: Path) -> str:
@@ -71,7 +51,8 @@ def x86_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = (REPO_ROOT / "template.yaml").read_text().replace("arm64", "x86_64")
     template = workdir / "template.yaml"
     template.write_text(text)
-    return sam_build(template, workdir / "build")
+    sam_build(template, workdir / "build")
+    return workdir / "build"
 
 
 def test_arm64_layer_holds_only_aarch64_binaries_for_the_runtime(arm64_build: Path) -> None:
@@ -231,8 +212,9 @@ def test_layer_lock_is_hash_pinned() -> None:
 # ---- `make bench` cannot rot: its quick run on the same arm64 build --------------------------------------
 
 
-def test_quick_bench_run_writes_sane_results(arm64_build: Path, tmp_path: Path) -> None:
-    # Given an arm64 build post-processed like `make build`, when `python -m bench --quick` runs on it,
+def test_quick_bench_run_writes_sane_results(arm64_build: Path, x86_build: Path, tmp_path: Path) -> None:
+    # Given an arm64 build post-processed like `make build` (and this module's x86_64 build of the same
+    # template, for the cold start: no third build), when `python -m bench --quick` runs on it,
     # then it writes results.json with every figure, sane values and the table.
     out = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT)])}
@@ -248,6 +230,8 @@ def test_quick_bench_run_writes_sane_results(arm64_build: Path, tmp_path: Path) 
             "3",
             "--build-dir",
             str(arm64_build),
+            "--x86-build-dir",
+            str(x86_build),
             "--out",
             str(out),
         ],

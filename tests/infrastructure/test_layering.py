@@ -200,3 +200,44 @@ def test_a_function_imports_only_what_it_uses(handler: str) -> None:
     )
     assert {m for m in NOT_LOADED[handler] if m in loaded} == set()
     assert not any(m == "smgov" or m.startswith("smgov.") for m in loaded)
+
+
+# ---- tests share helpers and fixtures, never each other ------------------------------------------
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def imported_test_modules(path: Path) -> list[str]:
+    """The test modules (``test_*``) a file of the test tree imports: shared code belongs in a helper
+    module (``builders.py``, ``evidence.py`` ...) or a ``conftest.py``, never in another test module
+    (importing one runs its tests' module code twice and ties two suites together)."""
+    return sorted(
+        name
+        for name in imports(path) | {f"{n.module}.{a.name}" for n in _from_imports(path) for a in n.names}
+        if any(part.startswith("test_") for part in name.split("."))
+    )
+
+
+def _from_imports(path: Path) -> list[ast.ImportFrom]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom) and n.module]
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    offending = {
+        str(path.relative_to(TESTS)): found
+        for path in TESTS.rglob("*.py")
+        if (found := imported_test_modules(path))
+    }
+    assert offending == {}
+
+
+def test_the_test_import_check_sees_an_imported_test_module(tmp_path: Path) -> None:
+    helper = tmp_path / "test_b.py"
+    helper.write_text(
+        "from tests.unit.test_policy import NOW\nfrom tests import builders\nimport tests.unit.test_x\n"
+    )
+    assert imported_test_modules(helper) == [
+        "tests.unit.test_policy",
+        "tests.unit.test_policy.NOW",
+        "tests.unit.test_x",
+    ]

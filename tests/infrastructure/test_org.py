@@ -15,10 +15,10 @@ import pytest
 
 from smgov.org_member import BUCKET_PARAMETER, code_keys
 from smgov.simulation.template import load_template
+from tests.infrastructure.conftest import cfn_lint
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKSET = ROOT / "org" / "stackset.yaml"
-REGIONS = ["us-east-1", "eu-west-1"]
 
 
 def packaged_text() -> str:
@@ -48,13 +48,8 @@ def member(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def stackset() -> dict[str, Any]:
-    return load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
-
-
-def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
-    """cfn-lint as `make validate` runs it, in its own process (its rule state stays out of other tests)."""
-    command = [str(Path(sys.executable).parent / "cfn-lint"), "--regions", *REGIONS, "--", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    properties: dict[str, Any] = load_template(STACKSET)["Resources"]["GovernanceStackSet"]["Properties"]
+    return properties
 
 
 def test_the_stackset_template_lints_clean() -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from smgov.audit_queries import central_query, unknown_fields
 from smgov.simulation.template import load_template
+from tests.infrastructure.conftest import cfn_lint
 from tests.infrastructure.iam_documents import ACCOUNT, PARTITION, REGION, Document
 from tests.infrastructure.iam_reference import check_document
-from tests.infrastructure.test_org import cfn_lint
 from tests.insights_subset import execute, flatten
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +163,7 @@ def test_central_queries_reference_only_real_fields(central: dict[str, Any]) -> 
 def test_central_queries_find_a_forwarded_record(central: dict[str, Any], log_output: Any) -> None:
     # Given the event a member forwarded, written whole into the central log group
     from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
-    from tests.adapters.test_audit_forwarder import MEMBER_INFO, record
+    from tests.audit_records import MEMBER_INFO, record
 
     entry = AuditForwarder(None, None, bus_name="b", dead_letter_queue_url=None, member=MEMBER_INFO).entry(
         record()

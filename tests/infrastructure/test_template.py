@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from moto.events.models import EventPattern
@@ -35,7 +35,7 @@ EXPECTED_ROUTES = {
 
 
 def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
-    return bool(EventPattern.load(json.dumps(pattern)).matches_event(event))
+    return bool(EventPattern.load(json.dumps(pattern)).matches_event(cast(Any, event)))
 
 
 def test_every_rule_has_an_expected_route(template: dict[str, Any]) -> None:
@@ -130,7 +130,7 @@ def test_no_reserved_concurrency_and_bounded_queues(template: dict[str, Any]) ->
 def test_the_lambda_model_accepts_the_mapping_settings() -> None:
     import botocore.session
 
-    model = botocore.session.get_session().get_service_model("lambda")
+    model: Any = botocore.session.get_session().get_service_model("lambda")
     scaling = model.shape_for("ScalingConfig").members["MaximumConcurrency"]
     assert scaling.metadata["min"] == 2
     assert "ReportBatchItemFailures" in model.shape_for("FunctionResponseType").enum
@@ -211,7 +211,7 @@ def test_iam_actions_equal_what_the_adapters_declare(template: dict[str, Any]) -
         declared = set().union(
             *(
                 adapter.IAM_ACTIONS | getattr(adapter, "KMS_ACTIONS", frozenset())
-                for adapter in FUNCTION_ADAPTERS[name]
+                for adapter in cast(tuple[Any, ...], FUNCTION_ADAPTERS[name])
             )
         )
         assert granted == declared, name

@@ -78,7 +78,7 @@ def log_line(rec: AuditRecord, log_output: io.StringIO) -> dict[str, Any]:
     LogAuditSink().write(rec)
     lines = [json.loads(line) for line in log_output.getvalue()[start:].splitlines() if line.strip()]
     (line,) = [line for line in lines if line.get("message") == AUDIT_MESSAGE]
-    return line
+    return dict(line)
 
 
 def all_queries(template: dict[str, Any]) -> dict[str, str]:
@@ -256,36 +256,49 @@ def emitted_metric_names(root: Path = SRC) -> set[str]:
         if path.name == "business_metrics.py":
             continue
         tree = ast.parse(path.read_text())
-        constants: dict[str, set[str]] = {}  # every string a name is assigned (class attributes differ per class)
-        for node in ast.walk(tree):
-            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[union-attr]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        constants.setdefault(target.id, set()).add(value.value)
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
+        names |= _metric_call_names(tree, _string_constants(tree))
+        names |= {
+            BusinessMetric[node.attr].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "BusinessMetric"
+            and node.attr in BusinessMetric.__members__
+        }
+    return names
+
+
+def _string_constants(tree: ast.AST) -> dict[str, set[str]]:
+    """Every string each name is assigned in a module (class attributes differ per class: all of them)."""
+    constants: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    constants.setdefault(target.id, set()).add(node.value.value)
+    return constants
+
+
+def _metric_call_names(tree: ast.AST, constants: dict[str, set[str]]) -> set[str]:
+    """The ``name=`` of the module's ``add_metric`` / ``single_metric`` calls."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if func not in ("add_metric", "single_metric"):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg != "name":
                 continue
-            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if func not in ("add_metric", "single_metric"):
-                continue
-            for keyword in node.keywords:
-                if keyword.arg != "name":
-                    continue
-                if isinstance(keyword.value, ast.Constant):
-                    names.add(str(keyword.value.value))
-                elif isinstance(keyword.value, ast.Name | ast.Attribute):
-                    key = keyword.value.id if isinstance(keyword.value, ast.Name) else keyword.value.attr
-                    names |= {v for v in constants.get(key, {f"<unresolved {key}>"}) if v}
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "BusinessMetric"
-                and node.attr in BusinessMetric.__members__
-            ):
-                names.add(BusinessMetric[node.attr].value)
+            if isinstance(keyword.value, ast.Constant):
+                names.add(str(keyword.value.value))
+            elif isinstance(keyword.value, ast.Name | ast.Attribute):
+                key = keyword.value.id if isinstance(keyword.value, ast.Name) else keyword.value.attr
+                names |= {v for v in constants.get(key, {f"<unresolved {key}>"}) if v}
     return names
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -33,7 +33,7 @@ def require_sagemaker_sdk() -> ModuleType:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"the SageMaker SDK must be installed in CI (make test installs .[dev,sdk]): {exc}")
         pytest.skip("the SageMaker SDK is not installed: pip install -e '.[dev,sdk]'")
-    return train
+    return cast(ModuleType, train)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.settings import Settings
@@ -68,6 +69,7 @@ class FakeAlarms:
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
         self.alarms: dict[str, str] = {}  # name -> state
+        self.tagged: dict[str, dict[str, str]] = {}  # name -> its tags
         self.throttled = 0  # the next n deletes are refused for the request-rate quota
 
     def put(self, plan: AlarmPlan) -> None:
@@ -89,6 +91,31 @@ class FakeAlarms:
         for name in names:
             self.calls(f"reset {name}")
             self.alarms[name] = "OK"
+
+    # ``AlarmOwnershipPort`` and ``AlarmArmingPort`` (the stopper's view of the same alarms)
+
+    def tags(self, name: str) -> dict[str, str] | None:
+        self.calls(f"tags {name}")
+        return dict(self.tagged.get(name, {})) if name in self.alarms else None
+
+    def enable_actions(self, names: Sequence[str]) -> None:
+        self.calls("arm " + ",".join(names))
+
+    def disable_actions(self, names: Sequence[str]) -> None:
+        self.calls("disarm " + ",".join(names))
+
+
+class FakeNotifier:
+    """``NotifierPort``: keeps what it would publish."""
+
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
+        self.sent: list[Notification] = []
+
+    def publish(self, message: Notification) -> str | None:
+        self.calls(f"notify {message.kind} {message.job_name}")
+        self.sent.append(message)
+        return f"m-{len(self.sent)}"
 
 
 class FixedPolicies:
@@ -139,6 +166,11 @@ def jobs(calls: Calls) -> FakeJobs:
 @pytest.fixture
 def alarms(calls: Calls) -> FakeAlarms:
     return FakeAlarms(calls)
+
+
+@pytest.fixture
+def notifier(calls: Calls) -> FakeNotifier:
+    return FakeNotifier(calls)
 
 
 @pytest.fixture

@@ -240,11 +240,11 @@ def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(t
     first = queued[0]
     minutes = [first.minute + k * every for k in range(receives)]
     for attempt, minute in enumerate(minutes, start=1):
-        assert any(e.minute == minute and e.error.startswith(f"attempt {attempt}:") for e in queued), (
+        assert any(e.minute == minute and (e.error or "").startswith(f"attempt {attempt}:") for e in queued), (
             attempt,
             minute,
         )
-    assert not any(e.error.startswith(f"attempt {receives + 1}:") for e in queued)
+    assert not any((e.error or "").startswith(f"attempt {receives + 1}:") for e in queued)
     redelivered = result.deliveries["redelivered"]
     assert redelivered > 0 and redelivered % (receives - 1) == 0
     assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]

@@ -241,7 +241,7 @@ def test_sns_deliveries_have_the_lambda_sns_event_shape() -> None:
     message = json.dumps({"AlarmName": "a", "NewStateValue": "ALARM"})
     event = simulation.delivery.sns_event("arn:aws:sns:us-east-1:123456789012:t", 'ALARM: "a"', message, {})
     parsed = SnsModel.model_validate(event)
-    assert json.loads(parsed.Records[0].Sns.Message)["NewStateValue"] == "ALARM"
+    assert json.loads(str(parsed.Records[0].Sns.Message))["NewStateValue"] == "ALARM"
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def test_subscriptions_with_filter_policies_and_schedules_follow_the_template(
     assert invocations["ComplianceWatcher"] == 1
     notes = [e for e in toy_guard.CALLS if "Records" in e]
     assert len(notes) == 1
-    assert json.loads(SnsModel.model_validate(notes[0]).Records[0].Sns.Message)["kind"] == "compliance"
+    assert json.loads(str(SnsModel.model_validate(notes[0]).Records[0].Sns.Message))["kind"] == "compliance"
     # and the schedule fires every two virtual hours while jobs run (the tagged job runs ~8 h: 4 runs),
     # then twice more in the settle period after the last job ended (a reconciler's last chances)
     ticks = [e for e in toy_guard.CALLS if e.get("detail-type") == "Scheduled Event"]

@@ -95,9 +95,10 @@ def test_the_backoff_hook_is_removed_afterwards() -> None:
 
     import botocore.endpoint
 
+    endpoint: Any = botocore.endpoint
     with virtual_backoff(lambda _seconds: None):
-        assert botocore.endpoint.time is not time
-    assert botocore.endpoint.time is time
+        assert endpoint.time is not time
+    assert endpoint.time is time
 
 
 @mock_aws

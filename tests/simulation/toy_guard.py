@@ -94,7 +94,7 @@ def on_failed(event: dict[str, Any], context: Any) -> None:
 
 def with_toy_guard(template: dict[str, Any], *, resume: bool = False) -> dict[str, Any]:
     """The template plus the toy guard's topic and two functions (a copy)."""
-    out = json.loads(json.dumps(template))
+    out: dict[str, Any] = json.loads(json.dumps(template))
     resources = out["Resources"]
     resources["ToyAlarmTopic"] = {"Type": "AWS::SNS::Topic", "Properties": {}}
     common = {"CodeUri": "tests/", "Environment": {"Variables": {"TOY_ALARM_TOPIC_ARN": {"Ref": "ToyAlarmTopic"}}}}

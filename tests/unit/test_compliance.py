@@ -111,7 +111,7 @@ def test_exemption_is_valid_through_its_expiry_day() -> None:
 
 def test_team_override_replaces_the_rule_for_that_team_only() -> None:
     pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.p5.*"]}]}})
-    p5 = {"ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1}}
+    p5: dict[str, Any] = {"ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1}}
     vision = evaluate_compliance(job(**p5), pol, NOW)
     nlp = evaluate_compliance(job(tags={"team": "nlp", "cost-center": "cc"}, **p5), pol, NOW)
     assert vision.decisions[0].action is Action.NONE

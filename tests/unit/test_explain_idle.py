@@ -15,12 +15,12 @@ from smgov.explain import explain_event
 from tests.conftest import EVENTS, load_event
 
 NOW = datetime(2025, 11, 21, 10, 30, tzinfo=UTC)
-MODEL = botocore.session.get_session().get_service_model("cloudwatch")
+MODEL: Any = botocore.session.get_session().get_service_model("cloudwatch")
 
 
 def idle_decision(result: dict[str, Any]) -> dict[str, Any]:
     (decision,) = [d for d in result["decisions"] if d["rule"] == "idle-guard"]
-    return decision
+    return dict(decision)
 
 
 def test_training_event_explains_the_exact_put_metric_alarm_request() -> None:

@@ -40,6 +40,7 @@ from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failures import FailureEvidence, classify
 from sagemaker_governance.domain.guards.base import AlarmNaming, alarm_tags_identify
+from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.policy import Policy
@@ -61,9 +62,10 @@ BASE_POLICY = Settings.from_env({"REQUIRED_TAGS": "team,cost-center"}).base_poli
 
 # Each test's budget: the whole module stays around 20 s on a shared 2-core machine. Deeper runs:
 # `HYPOTHESIS_PROFILE=fuzz-deep pytest tests/unit/test_fuzz_parsers.py` (see tests/conftest.py).
-_DEEP = settings.default.max_examples > 100  # the fuzz-deep profile
-FEW = settings(max_examples=settings.default.max_examples // 5 if _DEEP else 50)
-SOME = settings(max_examples=settings.default.max_examples if _DEEP else 120)
+_DEFAULT = settings()  # the loaded profile (tests/conftest.py)
+_DEEP = _DEFAULT.max_examples > 100  # the fuzz-deep profile
+FEW = settings(max_examples=_DEFAULT.max_examples // 5 if _DEEP else 50)
+SOME = settings(max_examples=_DEFAULT.max_examples if _DEEP else 120)
 
 JOB_EVENTS = [*sorted(p.name for p in EVENTS.glob("training-job-*.json")), "malformed-missing-job-name.json"]
 ALARM_EVENTS = sorted(p.name for p in EVENTS.glob("idle-alarm-*.json"))
@@ -436,8 +438,8 @@ def test_duplicate_keys_are_rejected_naming_the_key() -> None:
             """
         )
     )
-    assert policy.for_team("vision").idle.grace_minutes == 30
-    assert policy.for_team("vision").idle.threshold_percent == 2
+    assert IDLE.config(policy.for_team("vision")).grace_minutes == 30
+    assert IDLE.config(policy.for_team("vision")).threshold_percent == 2
 
 
 # ---- dead letters (SQS messages of the dead-letter queue) ----------------------------------------

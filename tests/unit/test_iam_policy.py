@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
@@ -85,7 +86,7 @@ def _str_not_like(value: Any, patterns: list[str]) -> bool:
     return value is None or not any(fnmatchcase(value, p) for p in patterns)
 
 
-OPERATORS = {
+OPERATORS: dict[str, Callable[[Any, list[str]], bool]] = {
     # negated operators are true when the key is absent; several values mean "none of them"
     "StringNotLike": _str_not_like,
     "StringNotEquals": lambda v, p: v is None or v not in p,
@@ -286,11 +287,11 @@ def test_scope_partition_region_account(now: datetime) -> None:
 
 
 def test_size_limits_are_enforced_on_the_minified_document(now: datetime) -> None:
-    many = {f"tag-{i:02d}-{'x' * 40}": {} for i in range(40)}
+    many: dict[str, dict[str, Any]] = {f"tag-{i:02d}-{'x' * 40}": {} for i in range(40)}
     pol = policy(rules=[{"id": "required-tags", "tags": many}])
     with pytest.raises(IamPolicyTooLarge, match="Service Control Policy may hold at most 5120"):
         derive_iam_policy(pol, now, target="scp")
-    fewer = {f"tag-{i:02d}": {} for i in range(20)}
+    fewer: dict[str, dict[str, Any]] = {f"tag-{i:02d}": {} for i in range(20)}
     derivation = derive_iam_policy(policy(rules=[{"id": "required-tags", "tags": fewer}]), now, target="scp")
     assert derivation.size == len(derivation.minified()) <= 5120
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sagemaker_governance.domain.instances import Accelerator, ec2_instance_type, facts_from_ec2, instance_facts
@@ -74,7 +76,8 @@ def training_instance_types() -> list[str]:
     import botocore.session
 
     model = botocore.session.get_session().get_service_model("sagemaker")
-    return list(model.shape_for("TrainingInstanceType").enum)
+    shape: Any = model.shape_for("TrainingInstanceType")
+    return list(shape.enum)
 
 
 def test_every_training_instance_type_of_botocores_model_is_sized() -> None:

@@ -44,7 +44,7 @@ OWNED = [
 
 def test_the_owner_fields_are_botocores() -> None:
     # The fields we read are members of DescribeTrainingJob's answer in botocore's model (AWS's own).
-    model = botocore.session.get_session().get_service_model("sagemaker")
+    model: Any = botocore.session.get_session().get_service_model("sagemaker")
     members = model.operation_model("DescribeTrainingJob").output_shape.members
     assert {"TuningJobArn", "AutoMLJobArn", "LabelingJobArn", "RetryStrategy"} <= set(members)
     doc = model.shape_for("RetryStrategy").members["MaximumRetryAttempts"].documentation

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from sagemaker_governance.domain.policy_document import build_policy
+from sagemaker_governance.domain.rules.max_instances import MaxInstanceCount
 from smgov.cli.main import main
 from smgov.local_policy import deployed_settings
 from smgov.org_policy import OrgPolicyError, effective_documents, stackset_template
@@ -37,7 +38,7 @@ def test_each_target_gets_the_organizations_document_with_its_overrides(
 ) -> None:
     documents = effective_documents(spec, base)
     policies = {name: build_policy(base, json.loads(text)) for name, text in documents.items()}
-    limit = {name: next(r for r in p.rules if r.id == "max-instances").max for name, p in policies.items()}  # type: ignore[attr-defined]
+    limit = {name: next(r.max for r in p.rules if isinstance(r, MaxInstanceCount)) for name, p in policies.items()}
     assert limit == {"org": 8, "ou:ou-abcd-prod1234": 16, "account:111122223333": 64}
     assert policies["ou:ou-abcd-prod1234"].mode.value == "enforce"
     assert policies["account:111122223333"].mode.value == "audit"  # its OU has no override: the organization's

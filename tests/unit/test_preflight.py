@@ -236,7 +236,7 @@ def test_defaults_can_be_switched_off(now: datetime) -> None:
 def test_defaults_never_overwrite_and_never_duplicate_keys(
     existing: dict[str, str], defaults: dict[str, str]
 ) -> None:
-    pol = Policy(preflight=PreflightPolicy(tag_defaults=defaults))
+    pol = Policy.model_validate({"preflight": PreflightPolicy(tag_defaults=defaults)})
     req = {"TrainingJobName": "j", "Tags": [{"Key": k, "Value": v} for k, v in existing.items()]}
     snapshot = copy.deepcopy(req)
     out, filled = fill_tag_defaults(req, pol, "user1")

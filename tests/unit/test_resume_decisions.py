@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -25,12 +26,12 @@ NOW = T0 + timedelta(days=3)
 
 
 def resume(
-    description: dict,
-    tags: dict | None = None,
+    description: dict[str, Any],
+    tags: dict[str, str] | None = None,
     policy: ResumePolicy | None = None,
     mode: Mode = Mode.ENFORCE,
-    roles=("*SageMaker*",),
-):  # type: ignore[no-untyped-def]
+    roles: tuple[str, ...] = ("*SageMaker*",),
+) -> Any:
     tags = TAGS if tags is None else tags
     return decide_resume(
         as_job(description, tags),
@@ -42,7 +43,7 @@ def resume(
     )
 
 
-def spot(description: dict, policy: SpotPolicy | None = None, tags: dict | None = None):  # type: ignore[no-untyped-def]
+def spot(description: dict[str, Any], policy: SpotPolicy | None = None, tags: dict[str, str] | None = None) -> Any:
     tags = TAGS if tags is None else tags
     return decide_spot(
         as_job(description, tags),
@@ -70,7 +71,7 @@ def test_a_job_that_failed_after_26_hours_is_resumed() -> None:
     assert decision.evidence["diagnosis"]["signature"] == "internal-server-error"
     assert decision.evidence["diagnosis"]["basis"] == "failure-reason"  # no log was read
     assert decision.evidence["clone_name"] == "llm-sft-1-r1"
-    assert decision.request == result.plan.request  # type: ignore[union-attr]
+    assert result.plan is not None and decision.request == result.plan.request
 
 
 def test_a_short_run_is_not_worth_resuming() -> None:

@@ -12,59 +12,8 @@ from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.failures import CheckpointProgress
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate
-from tests.builders import describe
-from tests.resume_builders import ROLE, T0, TAGS, as_job, context
-
-
-def lived(
-    trained: list[int],
-    *,
-    every: int,
-    wait: int = 10,
-    start: int = 3,
-    download: int = 3,
-    max_runtime_hours: float = 48,
-    max_wait_hours: float = 96,
-    instance_type: str = "ml.g5.12xlarge",
-) -> tuple[dict[str, Any], tuple[datetime, ...], datetime]:
-    """A Spot job interrupted after each training stint of ``trained`` minutes (checkpoints every ``every``
-    minutes of each stint, capacity waits of ``wait`` minutes): its description, its checkpoint write
-    times and the moment of the last interruption."""
-    at, history, writes = T0, [], []
-
-    def step(status: str, minutes: int) -> None:
-        nonlocal at
-        history.append({"Status": status, "StartTime": at, "EndTime": at + timedelta(minutes=minutes)})
-        at += timedelta(minutes=minutes)
-
-    for index, minutes in enumerate(trained):
-        step("Starting", start if index == 0 else wait // 2)
-        step("Downloading", download)
-        writes += [at + timedelta(minutes=m) for m in range(every, minutes + 1, every)]
-        step("Training", minutes)
-        if index < len(trained) - 1:
-            step("Interrupted", wait - wait // 2)
-    history.append({"Status": "Interrupted", "StartTime": at})
-    doc = describe(
-        "bert-spot-1",
-        TrainingJobStatus="InProgress",
-        SecondaryStatus="Interrupted",
-        EnableManagedSpotTraining=True,
-        ResourceConfig={"InstanceType": instance_type, "InstanceCount": 2, "VolumeSizeInGB": 50},
-        StoppingCondition={
-            "MaxRuntimeInSeconds": round(max_runtime_hours * 3600),
-            "MaxWaitTimeInSeconds": round(max_wait_hours * 3600),
-        },
-        CreationTime=T0,
-        SecondaryStatusTransitions=history,
-        RoleArn=ROLE,
-        CheckpointConfig={"S3Uri": "s3://ckpt/bert-spot-1/"},
-    )
-    return doc, tuple(writes), at
-
-
-def listed(writes: tuple[datetime, ...]) -> CheckpointProgress:
-    return CheckpointProgress(checked=True, written=len(writes), total=len(writes), written_at=writes)
+from tests.resume_builders import T0, TAGS, as_job, context
+from tests.spot_builders import listed, lived
 
 
 def decide(

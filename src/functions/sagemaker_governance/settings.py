@@ -64,6 +64,8 @@ class Settings(BaseModel):
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
     # ---- idempotency (issue 6): the Powertools Idempotency table; None = no deduplication (local tools)
     idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
+    # ---- the fleet's Spot health ledger (issue 19); None: not recorded, not read
+    spot_health_table: str | None = Field(default=None, alias="SPOT_HEALTH_TABLE_NAME")
     idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
     # ---- reconciler (issue 6): its schedule's rate, which orders its runs (domain/reconcile.py)
     reconcile_interval_minutes: int = Field(default=10, ge=1, le=1440, alias="RECONCILE_INTERVAL_MINUTES")

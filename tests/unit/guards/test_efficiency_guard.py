@@ -27,7 +27,7 @@ from tests.builders import job
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:alarms")
-MODEL = botocore.session.get_session().get_service_model("cloudwatch")
+MODEL: Any = botocore.session.get_session().get_service_model("cloudwatch")
 ON = {"enabled": True, "min_gpu_percent": 50, "window_minutes": 60, "grace_minutes": 30}
 
 
@@ -48,7 +48,7 @@ def notice(j: Any, mode: Mode = Mode.ENFORCE) -> Notice:
 
 
 def test_off_by_default() -> None:
-    assert Policy().efficiency.enabled is False
+    assert EFFICIENCY.config(Policy()).enabled is False
 
 
 def test_the_notice_alarm_is_the_mean_over_the_gpu_hosts_below_the_minimum_and_never_on_missing_data() -> None:
@@ -136,8 +136,8 @@ def test_off_for_the_team_means_no_call_and_no_record_on_training_or_at_the_end(
     audit = MemoryAuditSink()
     lifecycle = GuardAlarms(
         EFFICIENCY,
-        jobs=Refuses(),  # type: ignore[arg-type]
-        alarms=Refuses(),  # type: ignore[arg-type]
+        jobs=Refuses(),
+        alarms=Refuses(),
         policies=Policies({"teams": {"nlp": {"efficiency": ON}}}),
         audit=audit,
         clock=lambda: NOW,

@@ -24,7 +24,7 @@ from tests.builders import job
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:gov-AlarmTopic"
 NAMING = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn=TOPIC)
-CLOUDWATCH = botocore.session.get_session().get_service_model("cloudwatch")
+CLOUDWATCH: Any = botocore.session.get_session().get_service_model("cloudwatch")
 
 
 def assert_valid(operation: str, request: dict[str, Any]) -> None:
@@ -183,13 +183,13 @@ def test_team_override_requires_a_minimum_utilization() -> None:
     nlp_job = job(
         "train-1", tags={"team": "nlp"}, ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
     )
-    plan = IDLE.plan(nlp_job, policy.for_job(nlp_job).idle, NAMING)
+    plan = IDLE.plan(nlp_job, IDLE.config(policy.for_job(nlp_job)), NAMING)
     assert isinstance(plan, AlarmPlan)
     assert plan.metric_requests[0]["Threshold"] == 240.0
     other = job(
         "train-2", tags={"team": "cv"}, ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
     )
-    plan = IDLE.plan(other, policy.for_job(other).idle, NAMING)
+    plan = IDLE.plan(other, IDLE.config(policy.for_job(other)), NAMING)
     assert isinstance(plan, AlarmPlan) and plan.metric_requests[0]["Threshold"] == 4.0
 
 
@@ -221,7 +221,7 @@ def test_invalid_idle_policies_are_rejected(fields: dict[str, Any]) -> None:
 def test_docstring_example_is_a_valid_policy() -> None:
     doc = IdlePolicy.__doc__ or ""
     example = yaml.safe_load(doc.split("Example:", 1)[1])
-    assert Policy.model_validate(example).idle.prices == {"ml.p4d.24xlarge": 37.69}
+    assert IDLE.config(Policy.model_validate(example)).prices == {"ml.p4d.24xlarge": 37.69}
 
 
 _GPU_TYPES = [f"ml.{family}.{size}" for family, sizes in GPU_COUNTS.items() for size in sizes]

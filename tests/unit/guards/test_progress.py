@@ -83,7 +83,7 @@ def test_a_team_names_its_own_progress_metric() -> None:
     policy = Policy.model_validate({"teams": {"nlp": {"progress": {"metric_names": ["tokens_per_second"]}}}})
     j = with_metrics("tokens/per/second", "train:loss", tags={"team": "nlp"})
     effective = policy.for_job(j)
-    assert metrics(plan(j, **effective.progress.model_dump())) == ("tokens/per/second",)
+    assert metrics(plan(j, **PROGRESS.config(effective).model_dump())) == ("tokens/per/second",)
     assert metrics(plan(j)) == ("train:loss",)  # the default names for everybody else
 
 
@@ -266,7 +266,7 @@ def test_explain_shows_both_progress_alarm_requests_valid_for_the_cloudwatch_api
     from smgov.explain import explain_event
     from tests.conftest import load_event
 
-    model = botocore.session.get_session().get_service_model("cloudwatch")
+    model: Any = botocore.session.get_session().get_service_model("cloudwatch")
     result = explain_event(load_event("training-job-training.json"), Policy(), now=NOW)
     (decision,) = [d for d in result["decisions"] if d["rule"] == "progress-guard"]
     assert decision["action"] == "create-alarm"

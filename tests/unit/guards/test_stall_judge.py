@@ -54,7 +54,7 @@ def evidence(*hosts: HostEvidence, logs: LogEvidence | None = None, **kw: object
         hosts=hosts or (host(),),
         gpu_hosts=len(hosts or (1,)),
         logs=logs if logs is not None else LogEvidence(streams=2),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -88,8 +88,8 @@ def test_any_sign_of_life_vetoes_an_idle_stop(change: dict[str, object], code: J
             end=END,
             hosts=hosts,
             gpu_hosts=2,
-            logs=change.get("logs", LogEvidence(streams=2)),  # type: ignore[arg-type]
-            metrics=change.get("metrics", {}),  # type: ignore[arg-type]
+            logs=change.get("logs", LogEvidence(streams=2)),
+            metrics=change.get("metrics", {}),
         ),
         POLICY,
         gpu_threshold=THRESHOLD,

@@ -1,8 +1,10 @@
 """The effective policy: deploy-time defaults plus the optional SSM policy document.
 
-Read through Powertools parameters with a short cache. A broken document never switches governance
-off: it is logged, counted (``PolicyLoadErrors``) and the last good policy is kept (or, if no document
-was ever good in this container, the deploy-time defaults).
+Read with ``GetParameter`` (a ``String`` parameter: no decryption) and kept for ``cache_seconds`` on the
+injected clock. (Powertools' parameters utility did the reading before: its cache was never used, every
+read was forced, and importing it loaded all its providers into every function's cold start.) A broken
+document never switches governance off: it is logged, counted (``PolicyLoadErrors``) and the last good
+policy is kept (or, if no document was ever good in this container, the deploy-time defaults).
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from aws_lambda_powertools.utilities.parameters import SSMProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
 from sagemaker_governance.observability import logger
@@ -36,10 +38,9 @@ class PolicyStore:
         self._base_document = dict(base_document)
         self._base = build_policy(self._base_document)  # deploy-time defaults: validated at start-up
         self._parameter_name = parameter_name
-        self._provider = SSMProvider(boto3_client=ssm_client) if parameter_name and ssm_client else None
+        self._ssm = ssm_client if parameter_name else None
         self._cache_seconds = cache_seconds
-        # The cache runs on the injected clock (the simulator's virtual minutes, tests), and Powertools
-        # does the fetching: on expiry we force a fresh read.
+        # The cache runs on the injected clock (the simulator's virtual minutes, tests).
         self._clock = clock or (lambda: datetime.now(UTC))
         self._metrics = metrics or EmfBusinessMetrics()
         self._fetched_at: datetime | None = None
@@ -52,11 +53,11 @@ class PolicyStore:
         return self._base
 
     def current(self, max_age_seconds: float | None = None) -> Policy:
-        if self._provider is None or self._parameter_name is None:
+        if self._ssm is None or self._parameter_name is None:
             return self._base
         try:
             text = self._read(max(self._cache_seconds, max_age_seconds or 0))
-        except GetParameterError as exc:
+        except AdapterError as exc:
             return self._fallback("policy document could not be read", str(exc))
         if text is None:
             logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
@@ -78,16 +79,22 @@ class PolicyStore:
         now = self._clock()
         fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < max_age
         if not fresh:
-            assert self._provider is not None and self._parameter_name is not None
-            try:
-                value = self._provider.get(self._parameter_name, force_fetch=True)
-            except GetParameterError as exc:
-                if "ParameterNotFound" not in str(exc) and "not found" not in str(exc).lower():
-                    raise
-                value = None
-            self._cached_text = None if value is None else value if isinstance(value, str) else str(value)
+            self._cached_text = self._get_parameter()
             self._fetched_at = now
         return self._cached_text
+
+    def _get_parameter(self) -> str | None:
+        """The parameter's value; None when it does not exist; ``AdapterError`` when it cannot be read."""
+        assert self._ssm is not None
+        try:
+            answer = self._ssm.get_parameter(Name=self._parameter_name, WithDecryption=False)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
+                return None
+            raise AdapterError(str(exc)) from exc
+        except BotoCoreError as exc:  # no answer at all (connection, timeout, retries exhausted)
+            raise AdapterError(str(exc)) from exc
+        return str(answer["Parameter"]["Value"])
 
     def _fallback(self, message: str, detail: str) -> Policy:
         kept = "last good document" if self._last_good is not None else "deploy-time defaults"

@@ -16,13 +16,14 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMaker
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.adapters.sns import SnsNotifier
+from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.adapters.training_logs import TrainingLogTails
 from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
-from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort
+from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort, SpotHealthPort
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 from sagemaker_governance.service.stall_judge import MetricReadPort
 
@@ -39,6 +40,7 @@ ADAPTERS: tuple[type, ...] = (
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
+    SpotHealthLedger,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
     CloudWatchMetricData,  # the efficiency record of a job that ended: one read per GPU job
 )
@@ -52,6 +54,7 @@ def clone_reactions(
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
+    spot_health: SpotHealthPort | None = None,
 ) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
     """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
     deferred resumes with the same auto-resume)."""
@@ -64,7 +67,7 @@ def clone_reactions(
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     return (
         AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
-        SpotFallbackReaction(*parts, checkpoints=checkpoints, **common),
+        SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
     )
 
 
@@ -76,6 +79,7 @@ def assemble(
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
+    spot_health: SpotHealthPort | None = None,
     metric_data: MetricReadPort | None = None,
 ) -> JobEventsService:
     """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
@@ -83,7 +87,13 @@ def assemble(
     ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read); the
     efficiency record of an ended job reads ``metric_data`` (None: no record)."""
     clones = clone_reactions(
-        ports, launcher=launcher, shape=shape, role_patterns=role_patterns, logs=logs, checkpoints=checkpoints
+        ports,
+        launcher=launcher,
+        shape=shape,
+        role_patterns=role_patterns,
+        logs=logs,
+        checkpoints=checkpoints,
+        spot_health=spot_health,
     )
     reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
     if metric_data is not None:
@@ -95,9 +105,11 @@ def evidence_readers(root: Root) -> dict[str, Any]:
     """Auto-resume's and Spot fallback's evidence readers (clients are created on first use: a healthy job
     pays nothing)."""
     pattern = root.settings.checkpoint_bucket_pattern
+    table = root.settings.spot_health_table
     return {
         "logs": TrainingLogTails(_Lazy(root, "logs")),
         "checkpoints": CheckpointStore(_Lazy(root, "s3"), pattern) if pattern else None,
+        "spot_health": SpotHealthLedger(_Lazy(root, "dynamodb"), table) if table else None,
         "metric_data": CloudWatchMetricData(_Lazy(root, "cloudwatch")),
     }
 

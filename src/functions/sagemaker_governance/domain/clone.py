@@ -185,6 +185,7 @@ class ResumeReason(StrEnum):
     FAILED = "failed-transient"
     SPOT_INTERRUPTED = "spot-interrupted"
     SPOT_MAX_WAIT = "spot-max-wait"
+    SPOT_STORM = "spot-storm"
     MANUAL = "manual"
 
 

@@ -78,11 +78,14 @@ from sagemaker_governance.domain.failures import (
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
+from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
 MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
 INTERRUPTED: Final = "Interrupted"
+STARTING: Final = frozenset({"Starting", "Pending"})  # before any instance bills
+BILLED_OR_INTERRUPTED: Final = frozenset({"Downloading", "Training", "Uploading", "Interrupted", "Restarting"})
 _REASON_CHARS: Final = 300
 # The transient patterns built in before the failure taxonomy (now its signatures), and the class a team's
 # own legacy pattern is read as (one whose verdict is resume, as the pattern's was).
@@ -133,6 +136,10 @@ class SpotCode(StrEnum):
     CLONE_DEADLINE = "spot.clone.deadline"  # the team's deadline slack (max_delay_hours) is spent
     STOP_DEADLINE = "spot.stop.deadline"
     CLONE_MAX_WAIT = "spot.clone.max-wait"  # ended with MaxWaitTimeExceeded: clone On-Demand
+    CLONE_STORM = "spot.clone.storm"  # a new Spot job of a type in a storm: start it On-Demand (opt-in)
+    STOP_STORM = "spot.stop.storm"  # ... and stop the Spot job before it bills
+    NO_STORM = "spot.skip.no-storm"  # a new Spot job, its type is not in a storm
+    HEALTH_UNKNOWN = "spot.skip.health-unknown"  # a new Spot job, the fleet's Spot health could not be read
     DISABLED = "spot.skip.disabled"
     NOT_SPOT = "spot.skip.not-spot"
     NO_FALLBACK_ON_MAX_WAIT = "spot.skip.no-fallback-on-max-wait"
@@ -236,6 +243,11 @@ class SpotPolicy(BaseModel):
           max_delay_hours: 12          # fall back once Spot would finish 12 h later than On-Demand
           max_interruptions: 8         # hard cap: On-Demand at the 8th interruption whatever the numbers
           count_rule_interruptions: 3  # without numbers (missing data): On-Demand at the 3rd
+          storm:                       # the fleet's Spot health per instance type
+            window_hours: 1
+            interrupted_jobs: 3        # 3 jobs of a type interrupted within the hour: a storm
+            count_rule_interruptions: 1  # in a storm, without numbers: On-Demand at the 1st (default: unset)
+            move_new_jobs: false       # opt-in: a new Spot job of a stormy type starts On-Demand
           fallback_on_max_wait: true   # resume On-Demand after MaxWaitTimeExceeded
           max_attempts: 2
           require_checkpoint: true
@@ -256,6 +268,7 @@ class SpotPolicy(BaseModel):
     count_rule_interruptions: int = Field(
         default=3, ge=1, le=100, description="Interruptions before falling back when the economics lack data."
     )
+    storm: StormPolicy = Field(default_factory=StormPolicy, description="The fleet's Spot health.")
     fallback_on_max_wait: bool = True
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
@@ -573,16 +586,22 @@ def _economics(
     )
 
 
-def _spot_verdict(interruptions: int, spot: SpotPolicy, numbers: SpotEstimate | Unknown) -> tuple[SpotCode, str]:
-    """Which fallback rule (a ``spot.clone.*`` code) applies at this interruption, or ``spot.skip.*``."""
+def _spot_verdict(
+    interruptions: int, spot: SpotPolicy, numbers: SpotEstimate | Unknown, *, storm: bool = False
+) -> tuple[SpotCode, str]:
+    """Which fallback rule (a ``spot.clone.*`` code) applies at this interruption, or ``spot.skip.*``.
+    In a storm of the job's instance type the count rule moves sooner (``spot.storm.count_rule_interruptions``)."""
     if interruptions >= spot.max_interruptions:
         return SpotCode.CLONE_INTERRUPTED, f"was interrupted {interruptions} time(s), the hard cap"
     if isinstance(numbers, Unknown):
         limit = min(spot.count_rule_interruptions, spot.max_interruptions)
+        storm = storm and spot.storm.count_rule_interruptions is not None
+        if storm and spot.storm.count_rule_interruptions is not None:
+            limit = min(limit, spot.storm.count_rule_interruptions)
+        rule = "the count rule's (its type is in a Spot storm)" if storm else "the count rule's"
         if interruptions >= limit:
             return SpotCode.CLONE_COUNT_RULE, (
-                f"was interrupted {interruptions} time(s), the count rule's {limit} "
-                f"(no economics: {numbers.reason})"
+                f"was interrupted {interruptions} time(s), {rule} {limit} (no economics: {numbers.reason})"
             )
         return SpotCode.BELOW_THRESHOLD, (
             f"interrupted {interruptions} time(s); the count rule falls back at {limit} "
@@ -626,12 +645,12 @@ def decide_spot(
     ctx: CloneContext,
     checkpoint: CheckpointProgress | None = None,
     prices: Mapping[str, float] | None = None,
-    fleet_rate: float | None = None,
+    fleet: FleetHealth | Unknown | None = None,
 ) -> CloneDecision:
     """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
     docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
     listing (None: not listed); ``prices``: On-Demand USD per instance-hour (for the evidence only);
-    ``fleet_rate``: the instance type's interruptions per running hour across the fleet (None: unknown)."""
+    ``fleet``: the instance type's Spot health across the fleet (None: not read; ``Unknown``: unreadable)."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -664,10 +683,16 @@ def decide_spot(
             evidence,
         )
     else:
+        health = fleet if isinstance(fleet, FleetHealth) else None
+        if isinstance(fleet, Unknown):
+            evidence["fleet_health"] = f"unavailable: {fleet.reason}"
+        elif health is not None:
+            evidence.update(health.evidence())
+        fleet_rate = health.fleet_rate_per_hour if health is not None else None
         numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet_rate=fleet_rate)
         evidence.update(numbers.evidence())
         evidence["count_rule_interruptions"] = spot.count_rule_interruptions
-        code, why = _spot_verdict(interruptions, spot, numbers)
+        code, why = _spot_verdict(interruptions, spot, numbers, storm=health is not None and health.storm)
         if code not in _FALLBACKS:
             return _none(SPOT_RULE_ID, code, mode, f"Spot job {why}", evidence)
         reason = ResumeReason.SPOT_INTERRUPTED
@@ -705,6 +730,94 @@ def decide_spot(
         action=Action.STOP,
         mode=mode,
         reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
+        evidence=dict(evidence),
+    )
+    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
+
+
+def is_new_spot_start(job: TrainingJob) -> bool:
+    """A Spot job starting for the first time (never interrupted, never billed): a storm may move it."""
+    return (
+        job.spot
+        and job.status == "InProgress"
+        and job.secondary_status in STARTING
+        and not any(t.status in BILLED_OR_INTERRUPTED for t in job.transitions)
+    )
+
+
+def storm_move_wanted(spot: SpotPolicy) -> bool:
+    """The team moves new Spot jobs of a stormy type On-Demand (``spot.storm.move_new_jobs``, opt-in)."""
+    return spot.enabled and spot.storm.enabled and spot.storm.move_new_jobs
+
+
+def decide_spot_start(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    *,
+    spot: SpotPolicy,
+    default_mode: Mode,
+    ctx: CloneContext,
+    fleet: FleetHealth | Unknown,
+) -> CloneDecision:
+    """A new Spot job of an instance type in a storm starts On-Demand instead, before it bills (clone, then
+    stop the Spot job while it is still ``Starting``), when the team opted in."""
+    mode = spot.mode or default_mode
+    evidence: dict[str, Any] = {"secondary_status": job.secondary_status}
+    if isinstance(fleet, Unknown):
+        evidence["fleet_health"] = f"unavailable: {fleet.reason}"
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.HEALTH_UNKNOWN,
+            mode,
+            f"stays on Spot: the fleet's Spot health could not be read ({fleet.reason})",
+            evidence,
+        )
+    evidence.update(fleet.evidence())
+    if not fleet.storm:
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.NO_STORM,
+            mode,
+            f"stays on Spot: {fleet.instance_type} is not in a Spot storm "
+            f"({fleet.interrupted_jobs} job(s) interrupted in {fleet.window_hours:g} h)",
+            evidence,
+        )
+    planned = _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
+        reason=ResumeReason.SPOT_STORM,
+        on_demand=True,
+        evidence=evidence,
+    )
+    if isinstance(planned, CloneDecision):
+        return planned
+    why = (
+        f"{fleet.instance_type} is in a Spot storm ({fleet.interrupted_jobs} job(s) interrupted, "
+        f"{fleet.max_wait_jobs} out of Spot wait time in {fleet.window_hours:g} h)"
+    )
+    clone = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.CLONE_STORM,
+        action=Action.CLONE,
+        mode=mode,
+        reason=f"new Spot job: {why}: start it On-Demand as {planned.name} before it bills",
+        evidence=evidence,
+        request=planned.request,
+    )
+    stop = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.STOP_STORM,
+        action=Action.STOP,
+        mode=mode,
+        reason=f"new Spot job: {why}: stop it while it starts, its On-Demand clone {planned.name} takes over",
         evidence=dict(evidence),
     )
     return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)

@@ -21,6 +21,7 @@ from sagemaker_governance.events import (
     queued_alarm_notification,
     sqs_bodies,
 )
+from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key
 
@@ -50,16 +51,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bodies = sqs_bodies(event)
     if bodies is None:
         return {"results": [_deliver(root, message, mid, context) for mid, message in alarm_notifications(event)]}
-    failures: list[dict[str, str]] = []
-    errors: list[Exception] = []
-    for record_id, body in bodies:
-        try:
-            message_id, message = queued_alarm_notification(body)
-            _deliver(root, message, message_id, context, record_id)
-        except Exception as exc:  # the record goes back to the queue; the others are done
-            logger.exception("alarm notification failed", record_id=record_id)
-            failures.append({"itemIdentifier": record_id})
-            errors.append(exc)
-    if errors and len(errors) == len(bodies):
-        raise errors[0]  # all failed: the invocation fails (same effect: the whole batch returns)
-    return {"batchItemFailures": failures}
+
+    def deliver(record_id: str, body: str) -> None:
+        message_id, message = queued_alarm_notification(body)
+        _deliver(root, message, message_id, context, record_id)
+
+    return partial_batch(bodies, deliver, failed="alarm notification failed", key="record_id")

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sagemaker_governance.composition.job_events import job_events_service as service
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events import TrainingJobStateChange, sqs_bodies
+from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key
 
@@ -41,16 +42,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bodies = sqs_bodies(event)
     if bodies is None:
         return _deliver(root, TrainingJobStateChange.model_validate(event), None, context)
-    failures: list[dict[str, str]] = []
-    errors: list[Exception] = []
-    for message_id, body in bodies:
+
+    def deliver(message_id: str, body: str) -> None:
         logger.append_keys(message_id=message_id)
-        try:
-            _deliver(root, TrainingJobStateChange.model_validate_json(body), message_id, context)
-        except Exception as exc:  # the record goes back to the queue; the others are done
-            logger.exception("job event failed", message_id=message_id)
-            failures.append({"itemIdentifier": message_id})
-            errors.append(exc)
-    if errors and len(errors) == len(bodies):
-        raise errors[0]  # all failed: the invocation fails (same effect: the whole batch returns)
-    return {"batchItemFailures": failures}
+        _deliver(root, TrainingJobStateChange.model_validate_json(body), message_id, context)
+
+    return partial_batch(bodies, deliver, failed="job event failed", key="message_id")

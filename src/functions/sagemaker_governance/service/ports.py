@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -13,6 +13,7 @@ from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.spot_health import SpotSignal
 
 Clock = Callable[[], datetime]
 
@@ -43,6 +44,14 @@ class CheckpointsPort(Protocol):
     def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
         """Objects under ``s3_uri`` and how many were written at or after ``since``; never raises for
         what cannot be read (``CheckpointProgress.unknown``)."""
+
+
+class SpotHealthPort(Protocol):
+    """The fleet's Spot health ledger (``adapters/spot_health.py``)."""
+
+    def record(self, signals: Iterable[SpotSignal]) -> None: ...
+
+    def recent(self, instance_type: str, since: datetime) -> list[SpotSignal]: ...
 
 
 class NotifierPort(Protocol):

@@ -18,6 +18,7 @@ job is stopped only while it is still ``InProgress``.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -39,10 +40,15 @@ from sagemaker_governance.domain.resume import (
     SpotCode,
     decide_resume,
     decide_spot,
+    decide_spot_start,
+    is_new_spot_start,
     is_resume_trigger,
     is_spot_interruption,
     is_spot_trigger,
+    storm_move_wanted,
 )
+from sagemaker_governance.domain.spot_economics import Unknown
+from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
@@ -51,6 +57,7 @@ from sagemaker_governance.service.ports import (
     JobsPort,
     NotifierPort,
     PolicySource,
+    SpotHealthPort,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -79,7 +86,9 @@ class _CloneReaction:
         metrics: BusinessMetricsPort,
         logs: FailureLogsPort | None = None,
         checkpoints: CheckpointsPort | None = None,
+        spot_health: SpotHealthPort | None = None,
     ) -> None:
+        self._spot_health = spot_health
         self._logs = logs
         self._checkpoints = checkpoints
         self._jobs = jobs
@@ -306,7 +315,12 @@ class SpotFallbackReaction(_CloneReaction):
     codes = SpotCode
 
     def applies(self, job: TrainingJob) -> bool:
-        return is_spot_trigger(job)
+        return is_spot_trigger(job) or (self._spot_health is not None and is_new_spot_start(job))
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        if is_new_spot_start(job) and not storm_move_wanted(self._policies.current().for_job(job).spot):
+            return []  # a new Spot job of a team that does not move them: no AWS call at all
+        return super().react(job, trigger)
 
     def _decide(
         self,
@@ -317,6 +331,15 @@ class SpotFallbackReaction(_CloneReaction):
         ctx: CloneContext,
     ) -> CloneDecision:
         spot = policy.spot
+        if is_new_spot_start(job):
+            start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
+            return decide_spot_start(
+                job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet
+            )
+        fleet: FleetHealth | Unknown | None = None
+        if spot.enabled and job.spot and is_spot_trigger(job) and spot.storm.enabled:
+            self._record_signals(job, ctx.now)
+            fleet = self._fleet(job, spot.storm, ctx.now)
         checkpoint: CheckpointProgress | None = None
         if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
             checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
@@ -329,7 +352,34 @@ class SpotFallbackReaction(_CloneReaction):
             ctx=ctx,
             checkpoint=checkpoint,
             prices=policy.price_table(),
+            fleet=fleet,
         )
+
+    def _record_signals(self, job: TrainingJob, now: datetime) -> None:
+        """Write this Spot event to the fleet's ledger (do no harm: a failed write is logged, not raised)."""
+        if self._spot_health is None:
+            return
+        signals = signals_of(job, now)
+        if isinstance(signals, Unknown) or not signals:
+            return
+        try:
+            self._spot_health.record(signals)
+        except AdapterError as exc:
+            logger.warning("spot health not recorded", job=job.name, error=str(exc))
+
+    def _fleet(self, job: TrainingJob, storm: StormPolicy, now: datetime) -> FleetHealth | Unknown | None:
+        """The job's instance type over the window (None: no ledger in this deployment)."""
+        instance_type = spot_type(job)
+        if self._spot_health is None:
+            return None
+        if instance_type is None:
+            return Unknown("the job's instance type is unknown")
+        try:
+            signals = self._spot_health.recent(instance_type, now - timedelta(hours=storm.window_hours))
+        except AdapterError as exc:
+            logger.warning("spot health unreadable", job=job.name, error=str(exc))
+            return Unknown(f"the ledger could not be read: {exc}")
+        return FleetHealth.of(instance_type, signals, now, storm, exclude_job=job.name)
 
     def _checkpoint_writes(self, job: TrainingJob) -> CheckpointProgress | None:
         """Every checkpoint the job wrote since it was created (work kept per stint)."""

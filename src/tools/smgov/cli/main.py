@@ -18,7 +18,7 @@ from sagemaker_governance.domain.policy_document import (
     format_errors,
 )
 from sagemaker_governance.settings import Settings
-from smgov.cli import dlq
+from smgov.cli import dlq, spot_health
 from smgov.cli.output import EXIT_OK, EXIT_USAGE, deployed_settings_or_exit, fail
 from smgov.cli.resume import add_parser as add_resume_parser
 from smgov.local_policy import load_policy
@@ -333,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(func=cmd_diagnose)
 
     dlq.register(sub)
+    spot_health.register(sub)
     add_resume_parser(sub)
     from smgov.cli import iam_policy, preflight
 

@@ -1,0 +1,202 @@
+"""Fleet Spot health: what the Spot events of every job say about an instance type right now.
+
+Pure. The job-events function writes one ``SpotSignal`` per Spot event (an interruption, a capacity wait
+that ended, a ``MaxWaitTimeExceeded``) to a ledger keyed by instance type (``adapters/spot_health.py``);
+``FleetHealth.of`` aggregates the signals of a sliding window into the type's health: how many jobs were
+interrupted, the fleet's interruption rate (the mean of each job's own latest rate per running hour), the
+mean capacity wait, how many jobs ran out of Spot wait time, and whether that is a **storm** by the policy's
+thresholds (``spot.storm``).
+
+A signal's key is the transition it comes from (its start time and the job), so a duplicate or late event
+writes the same item again: the ledger counts each interruption once.
+
+SageMaker's ``DescribeTrainingJob`` does not say in which Availability Zone a job ran, so signals are per
+instance type; ``az`` is carried when a caller knows it (none does today).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.spot_economics import RUNNING, WAITING, Unknown, stints
+
+INTERRUPTED: Final = "Interrupted"
+MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
+
+
+class SignalKind(StrEnum):
+    INTERRUPTION = "interruption"
+    CAPACITY_WAIT = "capacity-wait"
+    MAX_WAIT_EXCEEDED = "max-wait-exceeded"
+
+
+@dataclass(frozen=True)
+class SpotSignal:
+    """One Spot event of one job on one instance type."""
+
+    instance_type: str
+    kind: SignalKind
+    at: datetime  # the transition's start (its identity, with the job)
+    job: str
+    rate_per_hour: float | None = None  # the job's interruptions per running hour so far (interruptions)
+    wait_minutes: float | None = None  # how long the wait lasted (capacity waits)
+    az: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Unique per transition: a duplicate event rewrites the same item."""
+        return f"{self.at.isoformat()}#{self.kind.value}#{self.job}"
+
+
+class StormPolicy(BaseModel):
+    """When an instance type is in a Spot storm (``spot.storm``), and what follows.
+
+    Example:
+        spot:
+          storm:
+            window_hours: 1
+            interrupted_jobs: 3          # 3 jobs of the type interrupted within the hour ...
+            max_wait_jobs: 2             # ... or 2 that ran out of Spot wait time
+            count_rule_interruptions: 1  # in a storm, without the economics: On-Demand at the 1st (default: unset)
+            move_new_jobs: true          # opt-in: new Spot jobs of the type start On-Demand instead
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(default=True, description="Record and read the fleet's Spot health.")
+    window_hours: float = Field(default=1.0, gt=0, le=168, description="The sliding window.")
+    interrupted_jobs: int = Field(
+        default=3, ge=1, le=10_000, description="Distinct jobs interrupted in the window."
+    )
+    max_wait_jobs: int = Field(default=2, ge=1, le=10_000, description="Jobs that hit MaxWaitTimeExceeded.")
+    count_rule_interruptions: int | None = Field(
+        default=None, ge=1, le=100, description="In a storm, without numbers: fall back here (None: as usual)."
+    )
+    move_new_jobs: bool = Field(
+        default=False, description="Move a new Spot job of a stormy type to On-Demand while it starts (opt-in)."
+    )
+
+
+@dataclass(frozen=True)
+class FleetHealth:
+    """One instance type over the window."""
+
+    instance_type: str
+    window_hours: float
+    interruptions: int
+    interrupted_jobs: int
+    max_wait_jobs: int
+    capacity_waits: int
+    mean_wait_minutes: float | None
+    fleet_rate_per_hour: float | None
+    storm: bool
+
+    @classmethod
+    def of(
+        cls,
+        instance_type: str,
+        signals: Iterable[SpotSignal],
+        now: datetime,
+        policy: StormPolicy,
+        *,
+        exclude_job: str | None = None,
+    ) -> FleetHealth:
+        """The type's health over the window ending ``now``; ``exclude_job``: the job deciding (its own
+        interruptions are already in its own rate: the fleet is the *other* jobs)."""
+        since = now - timedelta(hours=policy.window_hours)
+        recent = [
+            s
+            for s in signals
+            if s.instance_type == instance_type and since <= s.at <= now and s.job != exclude_job
+        ]
+        interruptions = [s for s in recent if s.kind is SignalKind.INTERRUPTION]
+        waits = [
+            s.wait_minutes for s in recent if s.kind is SignalKind.CAPACITY_WAIT and s.wait_minutes is not None
+        ]
+        max_waits = {s.job for s in recent if s.kind is SignalKind.MAX_WAIT_EXCEEDED}
+        latest: dict[str, SpotSignal] = {}
+        for signal in sorted(interruptions, key=lambda s: s.at):
+            if signal.rate_per_hour is not None:
+                latest[signal.job] = signal
+        rates = [s.rate_per_hour for s in latest.values() if s.rate_per_hour is not None]
+        jobs = {s.job for s in interruptions}
+        return cls(
+            instance_type=instance_type,
+            window_hours=policy.window_hours,
+            interruptions=len(interruptions),
+            interrupted_jobs=len(jobs),
+            max_wait_jobs=len(max_waits),
+            capacity_waits=len(waits),
+            mean_wait_minutes=sum(waits) / len(waits) if waits else None,
+            fleet_rate_per_hour=sum(rates) / len(rates) if rates else None,
+            storm=len(jobs) >= policy.interrupted_jobs or len(max_waits) >= policy.max_wait_jobs,
+        )
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "fleet_instance_type": self.instance_type,
+            "fleet_window_hours": self.window_hours,
+            "fleet_interruptions": self.interruptions,
+            "fleet_interrupted_jobs": self.interrupted_jobs,
+            "fleet_max_wait_jobs": self.max_wait_jobs,
+            "fleet_storm": self.storm,
+        }
+        if self.mean_wait_minutes is not None:
+            out["fleet_mean_capacity_wait_minutes"] = round(self.mean_wait_minutes, 1)
+        if self.fleet_rate_per_hour is not None:
+            out["fleet_interruption_rate_per_hour"] = round(self.fleet_rate_per_hour, 3)
+        return out
+
+
+def spot_type(job: TrainingJob) -> str | None:
+    """The instance type whose Spot market the job depends on (its first instance group's)."""
+    groups = job.instance_groups
+    return groups[0].instance_type if groups else None
+
+
+def signals_of(job: TrainingJob, now: datetime) -> list[SpotSignal] | Unknown:
+    """The ledger entries of this Spot event: the latest interruption (with the job's rate so far), the
+    latest capacity wait that has ended (an ``Interrupted`` and the waiting after it, up to running again)
+    and a ``MaxWaitTimeExceeded`` end. At most three writes, each idempotent."""
+    instance_type = spot_type(job)
+    if instance_type is None:
+        return Unknown("the job's instance type is unknown")
+    parts = stints(job.transitions, now)
+    if isinstance(parts, Unknown):
+        return parts
+    out: list[SpotSignal] = []
+    running = 0.0
+    interruptions = 0
+    latest: SpotSignal | None = None
+    wait_start: datetime | None = None
+    wait: SpotSignal | None = None
+    for stint in parts:
+        if stint.status in RUNNING:
+            if wait_start is not None:  # capacity came back
+                minutes = (stint.start - wait_start).total_seconds() / 60
+                wait = SpotSignal(
+                    instance_type, SignalKind.CAPACITY_WAIT, wait_start, job.name, wait_minutes=minutes
+                )
+                wait_start = None
+            running += (stint.end - stint.start).total_seconds() / 3600
+        elif stint.status == INTERRUPTED:
+            interruptions += 1
+            rate = interruptions / running if running > 0 else None
+            latest = SpotSignal(instance_type, SignalKind.INTERRUPTION, stint.start, job.name, rate)
+            wait_start = stint.start
+        elif stint.status not in WAITING:
+            wait_start = None
+    if latest is not None and job.secondary_status == INTERRUPTED:
+        out.append(latest)
+    if wait is not None:
+        out.append(wait)
+    if job.secondary_status == MAX_WAIT_EXCEEDED and parts:
+        out.append(SpotSignal(instance_type, SignalKind.MAX_WAIT_EXCEEDED, parts[-1].start, job.name))
+    return out

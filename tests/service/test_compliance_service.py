@@ -1,0 +1,129 @@
+"""Compliance (service/compliance.py) on in-memory ports: decide from the event, re-read before a stop,
+stop, record, tell, mark. Order and branches, asserted by decision code and outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
+from sagemaker_governance.domain.notifications import NotificationOutcome
+from sagemaker_governance.domain.policy_document import build_policy
+from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.recording import Trigger
+from sagemaker_governance.settings import Settings
+from tests.builders import job
+from tests.service.conftest import NOW, TAGS
+
+TRIGGER = Trigger(kind="job-state-change", event_id="e-1")
+UNTAGGED = {"team": "vision", "owner": "alice"}  # no cost-center
+
+
+class Marks:
+    """``EvaluationMarksPort``: the tags compliance puts on the jobs it evaluated."""
+
+    def __init__(self, calls: Any) -> None:
+        self.calls = calls
+
+    def mark(self, arn: str, key: str, value: str) -> None:
+        self.calls(f"mark {arn.rsplit('/', 1)[-1]} {key}")
+
+
+@pytest.fixture
+def compliance(jobs: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, calls: Any) -> ComplianceService:
+    return ComplianceService(jobs, notifier, policies, audit, lambda: NOW, marks=Marks(calls))
+
+
+def required_tag_policy(mode: str = "enforce") -> Any:
+    settings = Settings.from_env({"REQUIRED_TAGS": "team,cost-center"})
+    return build_policy({**settings.base_policy_document(), "mode": mode})
+
+
+@pytest.fixture(autouse=True)
+def _require_cost_center(policies: Any) -> None:
+    policies.policy = required_tag_policy()
+
+
+def test_a_violation_is_reread_then_stopped_recorded_told_and_marked_in_that_order(
+    compliance: ComplianceService, jobs: Any, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job that starts without its cost-center tag (and SageMaker still says so)
+    jobs.jobs["job-1"] = job(tags=UNTAGGED)
+    # When its first InProgress event is evaluated
+    decisions = compliance.react(job(tags=UNTAGGED), TRIGGER)
+    # Then: re-read before acting, stop, tell the owner, mark the job as evaluated
+    assert calls.log == ["get-job job-1", "stop job-1", "notify compliance job-1", f"mark job-1 {EVALUATED_TAG}"]
+    assert [d.code for d in decisions] == [ComplianceCode.STOP]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
+    assert notifier.sent[0].outcome == "stopped"
+
+
+def test_a_tag_added_before_the_stop_saves_the_job(
+    compliance: ComplianceService, jobs: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the event lacks the tag, but the owner added it since: SageMaker describes the job with it
+    jobs.jobs["job-1"] = job(tags=TAGS)
+    decisions = compliance.react(job(tags=UNTAGGED), TRIGGER)
+    # Then the re-read decides: compliant, no stop, no message
+    assert "stop job-1" not in calls.log and not any(c.startswith("notify") for c in calls.log)
+    assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
+    assert [r.outcome.value for r in audit.records] == ["no-action"]
+
+
+def test_a_job_that_ended_before_the_stop_is_recorded_as_already_done(
+    compliance: ComplianceService, jobs: Any, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    jobs.jobs["job-1"] = job(tags=UNTAGGED, TrainingJobStatus="Failed", SecondaryStatus="Failed")
+    compliance.react(job(tags=UNTAGGED), TRIGGER)
+    assert "stop job-1" not in calls.log
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "already-done")]
+    assert notifier.sent[0].outcome == "already-ended"
+
+
+def test_a_job_gone_before_the_stop_is_recorded_as_skipped_and_nobody_is_told(
+    compliance: ComplianceService, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    compliance.react(job(tags=UNTAGGED), TRIGGER)
+    assert calls.log == ["get-job job-1"]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "skipped")]
+    assert notifier.sent == []
+
+
+def test_a_compliant_job_reads_nothing_stops_nothing_and_is_marked(
+    compliance: ComplianceService, audit: MemoryAuditSink, calls: Any
+) -> None:
+    decisions = compliance.react(job(tags=TAGS), TRIGGER)
+    assert calls.log == [f"mark job-1 {EVALUATED_TAG}"]
+    assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
+    assert [r.outcome.value for r in audit.records] == ["no-action"]
+
+
+@pytest.mark.parametrize(("notify_in_audit_mode", "told"), [(False, []), (True, [NotificationOutcome.WOULD_STOP])])
+def test_audit_mode_records_what_enforce_would_stop_and_stops_nothing(
+    compliance: ComplianceService,
+    jobs: Any,
+    policies: Any,
+    notifier: Any,
+    audit: MemoryAuditSink,
+    calls: Any,
+    notify_in_audit_mode: bool,
+    told: list[NotificationOutcome],
+) -> None:
+    policies.policy = required_tag_policy("audit").overlay({"notify_in_audit_mode": notify_in_audit_mode})
+    jobs.jobs["job-1"] = job(tags=UNTAGGED)
+    compliance.react(job(tags=UNTAGGED), TRIGGER)
+    assert "stop job-1" not in calls.log
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "audit-only")]
+    assert [m.outcome for m in notifier.sent] == told
+
+
+def test_an_event_without_tags_reads_them_once(
+    compliance: ComplianceService, jobs: Any, calls: Any, audit: MemoryAuditSink
+) -> None:
+    # Given an event whose payload carries no tags (EventBridge omits them at times)
+    jobs.jobs["job-1"] = job(tags=TAGS)
+    event_job = job(tags=TAGS).model_copy(update={"tags": None})
+    compliance.react(event_job, TRIGGER)
+    assert calls.log[0].startswith("list-tags ") and [r.code for r in audit.records] == [ComplianceCode.COMPLIANT]

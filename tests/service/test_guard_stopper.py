@@ -1,0 +1,211 @@
+"""The guards' stopper pipeline (service/guard_stopper.py) on in-memory ports: verify -> route -> re-read
+-> judge -> review -> act -> record, count, tell. Order and branches, asserted by decision code."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.guards.base import TAG_JOB, TAG_MANAGED_BY, AlarmNaming, GuardVerdict, Verdict
+from sagemaker_governance.domain.guards.idle import IdleCode
+from sagemaker_governance.domain.guards.registry import GUARDS
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy_document import build_policy
+from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.service.guard_stopper import GuardStopper, StopReview
+from sagemaker_governance.settings import Settings
+from tests.builders import job
+from tests.service.conftest import NOW
+
+ACCOUNT = "123456789012"
+ALARM = "gov-guard-job-1"
+
+
+def training(hours: float = 2.0, **overrides: Any) -> TrainingJob:
+    """A one-GPU job in Training for ``hours``."""
+    started = str(int((NOW - timedelta(hours=hours)).timestamp() * 1000))
+    fields = {
+        "SecondaryStatus": "Training",
+        "TrainingStartTime": started,
+        "SecondaryStatusTransitions": [{"Status": "Training", "StartTime": started}],
+    }
+    return job("job-1", **{**fields, **overrides})
+
+
+def notification(name: str = ALARM, *, state: str = "ALARM", account: str = ACCOUNT) -> AlarmNotification:
+    at = (NOW - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+    return AlarmNotification.model_validate(
+        {
+            "AlarmName": name,
+            "AWSAccountId": account,
+            "NewStateValue": state,
+            "StateChangeTime": at,
+            "Trigger": {"MetricName": "GPUUtilization", "Threshold": 1.0},
+        }
+    )
+
+
+class Veto:
+    """A ``StopReview`` that vetoes every stop (what the stall judge does on a sign of life)."""
+
+    def __init__(self) -> None:
+        self.reviewed: list[str] = []
+
+    def review(
+        self, guard: Any, role: str, notice: Any, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
+        self.reviewed.append(verdict.decision.code)
+        decision = verdict.decision.model_copy(update={"code": "test.veto", "action": Action.NONE})
+        return GuardVerdict(
+            verdict=Verdict.VETOED, decision=decision, reset=(ALARM,), reset_reason="a sign of life"
+        )
+
+
+@pytest.fixture
+def metrics() -> MemoryBusinessMetrics:
+    return MemoryBusinessMetrics()
+
+
+@pytest.fixture
+def stopper_with(
+    jobs: Any, alarms: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, metrics: Any, naming: AlarmNaming
+) -> Any:
+    """``GuardStopper`` on the fakes with every registered guard; ``review``: the StopReview (None: accept)."""
+
+    def build(review: StopReview | None = None) -> GuardStopper:
+        return GuardStopper(
+            guards=GUARDS,
+            jobs=jobs,
+            alarms=alarms,
+            arming=alarms,
+            notifier=notifier,
+            policies=policies,
+            audit=audit,
+            metrics=metrics,
+            clock=lambda: NOW,
+            naming=naming,
+            account_id=ACCOUNT,
+            review=review,
+        )
+
+    return build
+
+
+@pytest.fixture
+def idle_alarm(alarms: Any) -> str:
+    """The idle alarm of job-1, in ALARM and tagged as this stack's."""
+    alarms.alarms[ALARM] = "ALARM"
+    alarms.tagged[ALARM] = {TAG_JOB: "job-1", TAG_MANAGED_BY: "gov"}
+    return ALARM
+
+
+def test_an_idle_alarm_stops_the_job_then_records_counts_and_tells_in_that_order(
+    stopper_with: Any, jobs: Any, idle_alarm: str, audit: MemoryAuditSink, metrics: Any, notifier: Any, calls: Any
+) -> None:
+    # Given an idle GPU job two hours into Training and its alarm in ALARM
+    jobs.jobs["job-1"] = training()
+    # When the notification arrives
+    result = stopper_with().handle(notification(), "msg-1")
+    # Then: verify the alarm (its tags), re-read the job, stop it, then tell the owner
+    assert calls.log == [f"tags {ALARM}", "get-job job-1", "stop job-1", "notify idle-stop job-1"]
+    assert (result.code, result.outcome) == (IdleCode.STOP, "done")
+    # one audit record with the stop's code, the delivery's id as its trigger; savings counted once
+    (record,) = audit.records
+    assert (record.code, record.outcome.value, record.trigger, record.event_id) == (
+        IdleCode.STOP,
+        "done",
+        "idle-alarm",
+        "msg-1",
+    )
+    assert [rule for rule, _ in metrics.savings] == ["idle-guard"]
+    assert notifier.sent[0].outcome == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("message", "tagged", "exists"),
+    [
+        (notification(state="OK"), True, True),  # only ALARM is acted on
+        (notification(account="999999999999"), True, True),  # another account's alarm
+        (notification("other-stack-job-1"), True, True),  # not our prefix
+        (notification(), True, False),  # deleted since it fired
+        (notification(), False, True),  # ours by name, not by tag
+    ],
+)
+def test_a_notification_that_fails_verification_touches_nothing(
+    stopper_with: Any, jobs: Any, alarms: Any, audit: MemoryAuditSink, message: Any, tagged: bool, exists: bool
+) -> None:
+    jobs.jobs["job-1"] = training()
+    if exists:
+        alarms.alarms[ALARM] = "ALARM"
+    if tagged:
+        alarms.tagged[ALARM] = {TAG_JOB: "job-1", TAG_MANAGED_BY: "gov"}
+    result = stopper_with().handle(message)
+    assert result.outcome == "ignored" and result.code is None
+    assert not [c for c in alarms.calls.log if c.startswith(("get-job", "stop", "reset", "notify"))]
+    assert audit.records == []
+
+
+def test_a_job_gone_when_reread_is_ignored_without_a_record(
+    stopper_with: Any, idle_alarm: str, audit: MemoryAuditSink, calls: Any
+) -> None:
+    result = stopper_with().handle(notification())
+    assert result.outcome == "ignored" and calls.log == [f"tags {ALARM}", "get-job job-1"]
+    assert audit.records == []
+
+
+def test_a_job_that_ended_meanwhile_is_recorded_not_stopped(
+    stopper_with: Any, jobs: Any, idle_alarm: str, audit: MemoryAuditSink, calls: Any, notifier: Any
+) -> None:
+    jobs.jobs["job-1"] = training(TrainingJobStatus="Completed", SecondaryStatus="Completed")
+    result = stopper_with().handle(notification())
+    assert result.code == IdleCode.ALREADY_ENDED and "stop job-1" not in calls.log
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(IdleCode.ALREADY_ENDED, "already-done")]
+    assert notifier.sent == []
+
+
+def test_a_vetoed_stop_resets_the_alarm_and_stops_nothing(
+    stopper_with: Any, jobs: Any, idle_alarm: str, audit: MemoryAuditSink, metrics: Any, notifier: Any, calls: Any
+) -> None:
+    # Given a review that finds a sign of life
+    jobs.jobs["job-1"] = training()
+    veto = Veto()
+    # When the guard's verdict is to stop
+    result = stopper_with(veto).handle(notification())
+    # Then the review saw the guard's stop; its veto is what is done and recorded: reset, no stop, no message
+    assert veto.reviewed == [IdleCode.STOP]
+    assert calls.log == [f"tags {ALARM}", "get-job job-1", f"reset {ALARM}"]
+    assert (result.code, result.outcome) == ("test.veto", "skipped")
+    assert [r.code for r in audit.records] == ["test.veto"]
+    assert metrics.savings == [] and notifier.sent == []
+
+
+def test_audit_mode_records_the_stop_it_would_make_and_stops_nothing(
+    stopper_with: Any, jobs: Any, idle_alarm: str, policies: Any, audit: MemoryAuditSink, metrics: Any, calls: Any
+) -> None:
+    policies.policy = build_policy({**Settings().base_policy_document(), "mode": "audit"})
+    jobs.jobs["job-1"] = training()
+    result = stopper_with().handle(notification())
+    assert (result.code, result.outcome) == (IdleCode.STOP, "audit-only")
+    assert "stop job-1" not in calls.log and metrics.savings == []
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(IdleCode.STOP, "audit-only")]
+
+
+def test_an_exempted_job_is_recorded_as_exempted_and_runs_on(
+    stopper_with: Any, jobs: Any, idle_alarm: str, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    document = {
+        **Settings().base_policy_document(),
+        "mode": "enforce",
+        "exemptions": [{"job_name_prefix": "job-", "reason": "benchmark", "expires": "2099-01-01"}],
+    }
+    policies.policy = build_policy(document)
+    jobs.jobs["job-1"] = training()
+    result = stopper_with().handle(notification())
+    assert result.code == IdleCode.EXEMPTED and "stop job-1" not in calls.log
+    assert json.dumps([r.outcome.value for r in audit.records]) == '["exempted"]'

@@ -1,0 +1,149 @@
+"""The fleet's Spot health (pure): the signals a Spot event writes, the health of a type over a sliding
+window, storms, and what they change in Spot decisions (running jobs decide sooner, new jobs may start
+On-Demand when the team opted in)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot, decide_spot_start
+from sagemaker_governance.domain.spot_economics import Unknown
+from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal, StormPolicy, signals_of
+from tests.resume_builders import T0, TAGS, as_job, context
+from tests.spot_builders import TYPE, listed, lived, starting
+
+
+def signal(
+    job: str, minutes: int, kind: SignalKind = SignalKind.INTERRUPTION, rate: float | None = 0.5
+) -> SpotSignal:
+    return SpotSignal(TYPE, kind, T0 + timedelta(minutes=minutes), job, rate_per_hour=rate)
+
+
+def health(*signals: SpotSignal, now_minutes: int = 60, **policy: object) -> FleetHealth:
+    return FleetHealth.of(TYPE, signals, T0 + timedelta(minutes=now_minutes), StormPolicy.model_validate(policy))
+
+
+def test_an_interruption_writes_itself_with_the_jobs_rate_and_the_last_wait_that_ended() -> None:
+    # Given a job interrupted twice (the first wait ended 10 minutes later)
+    doc, _, now = lived([60, 60], every=30, wait=10)
+    signals = signals_of(as_job(doc), now)
+    assert not isinstance(signals, Unknown)
+    kinds = {s.kind: s for s in signals}
+    assert set(kinds) == {SignalKind.INTERRUPTION, SignalKind.CAPACITY_WAIT}
+    assert kinds[SignalKind.INTERRUPTION].at == now  # the current interruption
+    assert kinds[SignalKind.INTERRUPTION].rate_per_hour is not None
+    assert kinds[SignalKind.CAPACITY_WAIT].wait_minutes == 10
+    # and the same event again writes the same keys (the ledger counts it once)
+    again = signals_of(as_job(doc), now + timedelta(minutes=3))
+    assert not isinstance(again, Unknown)
+    assert {s.key for s in again} == {s.key for s in signals}
+
+
+def test_max_wait_exceeded_is_a_signal() -> None:
+    doc, _, now = lived([60], every=30)
+    doc["TrainingJobStatus"], doc["SecondaryStatus"] = "Stopped", "MaxWaitTimeExceeded"
+    doc["SecondaryStatusTransitions"][-1]["EndTime"] = now
+    doc["SecondaryStatusTransitions"].append({"Status": "MaxWaitTimeExceeded", "StartTime": now, "EndTime": now})
+    signals = signals_of(as_job(doc), now)
+    assert not isinstance(signals, Unknown)
+    assert [s.kind for s in signals] == [SignalKind.MAX_WAIT_EXCEEDED]
+
+
+def test_three_jobs_interrupted_within_the_window_are_a_storm_and_older_ones_do_not_count() -> None:
+    assert health(signal("a", 10), signal("b", 20), signal("c", 30)).storm
+    assert not health(signal("a", 10), signal("a", 20), signal("b", 30)).storm  # two distinct jobs
+    old = health(signal("a", -50), signal("b", 20), signal("c", 30), now_minutes=60)
+    assert not old.storm and old.interruptions == 2
+
+
+def test_jobs_out_of_spot_wait_time_are_a_storm_too() -> None:
+    fleet = health(signal("a", 5, SignalKind.MAX_WAIT_EXCEEDED), signal("b", 6, SignalKind.MAX_WAIT_EXCEEDED))
+    assert fleet.storm and fleet.max_wait_jobs == 2
+
+
+def test_the_fleet_rate_is_the_mean_of_each_jobs_latest_rate_and_leaves_out_the_deciding_job() -> None:
+    signals = (
+        signal("a", 10, rate=0.2),
+        signal("a", 40, rate=1.0),
+        signal("b", 20, rate=3.0),
+        signal("me", 30, rate=9),
+    )
+    fleet = FleetHealth.of(TYPE, signals, T0 + timedelta(hours=1), StormPolicy(), exclude_job="me")
+    assert fleet.fleet_rate_per_hour == 2.0 and fleet.interrupted_jobs == 2
+
+
+def spot(
+    doc: dict[str, Any],
+    now: datetime,
+    fleet: FleetHealth | Unknown | None,
+    policy: SpotPolicy | None = None,
+    **kwargs: object,
+) -> CloneDecision:
+    return decide_spot(
+        as_job(doc),
+        doc,
+        TAGS,
+        spot=policy or SpotPolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+        fleet=fleet,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_in_a_storm_a_running_job_without_numbers_moves_at_its_first_interruption_when_the_team_says() -> None:
+    doc, _, now = lived([60], every=30)
+    storm = health(signal("a", 10), signal("b", 20), signal("c", 30))
+    sooner = SpotPolicy.model_validate({"storm": {"count_rule_interruptions": 1}})
+    # by default a storm leaves the count rule as it is (the numbers, when there are some, move sooner)
+    assert spot(doc, now, storm).decisions[0].code == SpotCode.BELOW_THRESHOLD
+    assert spot(doc, now, health(signal("a", 10)), sooner).decisions[0].code == SpotCode.BELOW_THRESHOLD
+    result = spot(doc, now, storm, sooner)
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
+    assert result.decisions[0].evidence["fleet_storm"] is True
+
+
+def test_a_stormy_fleet_rate_makes_the_numbers_move_a_young_job_sooner() -> None:
+    # Given a job interrupted once after 3 hours with checkpoints every 30 minutes, 1 hour capacity waits
+    doc, writes, now = lived([180], every=30, wait=60, start=60, max_runtime_hours=20, max_wait_hours=30)
+    alone = spot(doc, now, None, checkpoint=listed(writes))
+    assert alone.decisions[0].code == SpotCode.SPOT_CHEAPER
+    # When the other jobs of its type are interrupted three times an hour
+    stormy = FleetHealth.of(
+        TYPE, [signal(j, 10 + i, rate=3.0) for i, j in enumerate("abc")], now, StormPolicy(window_hours=168)
+    )
+    moved = spot(doc, now, stormy, checkpoint=listed(writes))
+    # Then the same job moves On-Demand now
+    assert moved.decisions[0].action is Action.CLONE
+    assert moved.decisions[0].evidence["fleet_interruption_rate_per_hour"] == 3.0
+
+
+def start(fleet: FleetHealth | Unknown) -> CloneDecision:
+    doc = starting()
+    policy = SpotPolicy.model_validate({"storm": {"move_new_jobs": True}})
+    return decide_spot_start(
+        as_job(doc),
+        doc,
+        TAGS,
+        spot=policy,
+        default_mode=Mode.ENFORCE,
+        ctx=context(T0 + timedelta(minutes=2)),
+        fleet=fleet,
+    )
+
+
+def test_a_new_spot_job_of_a_stormy_type_starts_on_demand_before_it_bills() -> None:
+    result = start(health(signal("a", 10), signal("b", 20), signal("c", 30)))
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_STORM, SpotCode.STOP_STORM]
+    assert result.stop_source and result.plan is not None
+    assert result.plan.request["EnableManagedSpotTraining"] is False
+    assert result.plan.request["ResourceConfig"]["InstanceType"] == TYPE  # the same instances
+
+
+def test_without_a_storm_or_without_the_ledger_a_new_spot_job_stays() -> None:
+    (calm,) = start(health(signal("a", 10))).decisions
+    assert calm.code == SpotCode.NO_STORM and calm.action is Action.NONE
+    (unknown,) = start(Unknown("the ledger could not be read: throttled")).decisions
+    assert unknown.code == SpotCode.HEALTH_UNKNOWN and "throttled" in unknown.evidence["fleet_health"]

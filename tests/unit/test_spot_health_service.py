@@ -1,0 +1,118 @@
+"""Spot fallback with the fleet's Spot health ledger (in-memory fakes): only Spot events write and read it,
+a failing ledger never blocks a decision, and a new Spot job of a stormy type is moved On-Demand before it
+bills only when its team opted in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
+from sagemaker_governance.service.recording import Trigger
+from sagemaker_governance.service.resume import SpotFallbackReaction
+from smgov.explain import FixedPolicy
+from smgov.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
+from tests.resume_builders import T0, as_job, shape, spot_description
+from tests.spot_builders import TYPE, starting
+
+TRIGGER = Trigger(kind="event", event_id="e-1")
+
+
+class FakeHealth:
+    def __init__(self, signals: list[SpotSignal] | None = None, fail: bool = False) -> None:
+        self.signals = list(signals or [])
+        self.fail = fail
+        self.written: list[SpotSignal] = []
+        self.reads: list[tuple[str, datetime]] = []
+
+    def record(self, signals: Iterable[SpotSignal]) -> None:
+        if self.fail:
+            raise AdapterError("ProvisionedThroughputExceededException")
+        self.written += list(signals)
+
+    def recent(self, instance_type: str, since: datetime) -> list[SpotSignal]:
+        self.reads.append((instance_type, since))
+        if self.fail:
+            raise AdapterError("ProvisionedThroughputExceededException")
+        return [s for s in self.signals if s.instance_type == instance_type and s.at >= since]
+
+
+def reaction(
+    description: dict[str, Any], health: FakeHealth, policy: dict[str, Any], now: datetime
+) -> tuple[Any, ...]:
+    job = as_job(description)
+    jobs, launcher, audit = OfflineJobs(job, description), RecordingLauncher(), MemoryAuditSink()
+    spot = SpotFallbackReaction(
+        jobs,
+        launcher,
+        RecordingNotifier(),
+        FixedPolicy(Policy.model_validate({"mode": "enforce", **policy})),
+        audit,
+        clock=lambda: now,
+        shape=shape(),
+        role_patterns=("*SageMaker*",),
+        metrics=MemoryBusinessMetrics(),
+        spot_health=health,
+    )
+    return job, spot, jobs, launcher, audit
+
+
+def storm(now: datetime) -> list[SpotSignal]:
+    return [
+        SpotSignal(TYPE, SignalKind.INTERRUPTION, now - timedelta(minutes=m), f"j{m}", 1.5) for m in (5, 9, 14)
+    ]
+
+
+def test_an_interruption_writes_the_ledger_and_reads_its_type() -> None:
+    description = spot_description(interruptions=1)
+    description["ResourceConfig"]["InstanceType"] = TYPE
+    now = T0 + timedelta(hours=2)
+    health = FakeHealth()
+    job, spot, *_ = reaction(description, health, {}, now)
+    (decision,) = spot.react(job, TRIGGER)
+    assert [s.kind for s in health.written] == [SignalKind.INTERRUPTION]
+    assert health.reads == [(TYPE, now - timedelta(hours=1))]
+    assert decision.evidence["fleet_storm"] is False
+
+
+def test_an_unreadable_ledger_never_blocks_the_decision_and_is_said() -> None:
+    description = spot_description(interruptions=3)
+    job, spot, _, launcher, _ = reaction(description, FakeHealth(fail=True), {}, T0 + timedelta(hours=6))
+    clone, _ = spot.react(job, TRIGGER)
+    assert clone.code == "spot.clone.count-rule" and len(launcher.requests) == 1
+    assert clone.evidence["fleet_health"].startswith("unavailable")
+
+
+def test_a_new_spot_job_of_a_team_that_did_not_opt_in_costs_no_call() -> None:
+    now = T0 + timedelta(minutes=2)
+    health = FakeHealth(storm(now))
+    job, spot, _, launcher, audit = reaction(starting(), health, {}, now)
+    assert spot.applies(job)
+    assert spot.react(job, TRIGGER) == []
+    assert health.reads == [] and launcher.requests == [] and audit.records == []
+
+
+def test_in_a_storm_a_new_spot_job_of_an_opted_in_team_starts_on_demand_once() -> None:
+    now = T0 + timedelta(minutes=2)
+    health = FakeHealth(storm(now))
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, jobs, launcher, _ = reaction(starting(), health, opted, now)
+    clone, stop = spot.react(job, TRIGGER)
+    assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
+    assert [r["EnableManagedSpotTraining"] for r in launcher.requests] == [False]
+    assert jobs.stopped == ["new-spot-1"]
+    assert health.written == []  # a start is no Spot signal
+
+
+def test_without_a_storm_the_opted_in_new_job_stays_on_spot() -> None:
+    now = T0 + timedelta(minutes=2)
+    job, spot, jobs, launcher, _ = reaction(
+        starting(), FakeHealth(), {"spot": {"storm": {"move_new_jobs": True}}}, now
+    )
+    (decision,) = spot.react(job, TRIGGER)
+    assert decision.code == "spot.skip.no-storm" and launcher.requests == [] and jobs.stopped == []
