@@ -225,3 +225,34 @@ def test_a_vetoed_hang_widens_the_armed_progress_alarm() -> None:
     # No datapoint of its metrics in the 3 hours since it entered Training: 2 x 180, capped at 240
     assert widened["AlarmName"] == "gov-idle-job-1.progress" and widened["ActionsEnabled"] is True
     assert widened["EvaluationPeriods"] == 240
+
+
+PINNED_HOST = {("GPUUtilization", "job-1/algo-1"): 100.0, ("CPUUtilization", "job-1/algo-1"): 400.0}
+
+
+def test_an_idle_alarm_fired_by_pinned_gpus_is_judged_as_a_hang_and_confirmed_on_silence() -> None:
+    # Given the idle alarm fired because the job's one GPU stayed pinned at 100% (its pinned trigger), and
+    # the job defines no training metric and wrote no log line in the window
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), Logs())
+    # Then the judge judges a hang (busy CPUs do not veto it) and the stop says so
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+    assert verdict.decision.evidence["judge"]["trigger"] == "pinned"
+    assert "pinned" in verdict.decision.reason or "95%" in verdict.decision.reason
+
+
+def test_a_pinned_job_that_logs_is_vetoed_and_its_alarm_left_in_alarm() -> None:
+    # Given the same pinned GPU, but a log line in the window (a healthy job computing at full GPU)
+    logs = Logs(LogEvidence(streams=1, line_at=NOW - timedelta(minutes=3), line_stream="job-1/algo-1-1"))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs)
+    # Then no stop; the alarm is neither reset (it would fire again at once, a judgement a minute) nor widened
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+    assert verdict.reset == () and verdict.rewindow == ()
+    assert "stays in ALARM" in verdict.decision.reason
+
+
+def test_a_pinned_trigger_is_no_stop_while_the_gpus_work_between_idle_and_pinned() -> None:
+    # Given a window whose GPU averaged 60% (pinned minutes and computing minutes): the job computes
+    working = {**PINNED_HOST, ("GPUUtilization", "job-1/algo-1"): 60.0}
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(working), Logs())
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
+    assert verdict.reset == ()

@@ -20,6 +20,7 @@ from smgov.simulation.alarms import (
     decide,
     evaluate_alarm,
 )
+from smgov.simulation.alarms.metric_math import evaluate_expression
 from smgov.simulation.messages import alarm_notification
 from smgov.simulation.metrics import MetricStore, metric_key
 
@@ -317,3 +318,12 @@ def test_metric_math_message_lists_the_queries() -> None:
         "Label": "busiest host",
     }
     assert trigger["Metrics"][1]["MetricStat"]["Metric"]["Dimensions"] == [{"value": "job/algo-1", "name": "Host"}]
+
+
+def test_comparisons_and_if_follow_cloudwatch_metric_math() -> None:
+    # Comparison operators give 1 or 0 per datapoint; IF picks per datapoint; a missing datapoint stays missing
+    values = {"a": [100.0, 96.0, None, 40.0], "b": [99.0, 20.0, 99.0, 97.0]}
+    assert evaluate_expression("MIN([a, b]) >= 95", values, 4, ()) == [1.0, 0.0, 1.0, 0.0]
+    assert evaluate_expression("IF(MIN([a, b]) >= 95, 0, MAX([a, b]))", values, 4, ()) == [0.0, 96.0, 0.0, 97.0]
+    assert evaluate_expression("IF(a < 50, 1, 2)", values, 4, ()) == [2.0, 2.0, None, 1.0]
+    assert evaluate_expression("1 + 2 == 3", {}, 1, ()) == 1.0

@@ -60,8 +60,15 @@ def planned(**resource_config: Any) -> AlarmPlan:
     return plan
 
 
+def planned_without_pinned(**resource_config: Any) -> AlarmPlan:
+    plan = IDLE.plan(job("train-1", ResourceConfig=resource_config), IdlePolicy(pinned_percent=None), NAMING)
+    assert isinstance(plan, AlarmPlan), plan
+    assert_plan_valid(plan)
+    return plan
+
+
 def test_one_gpu_job_gets_a_single_metric_alarm() -> None:
-    plan = planned(InstanceType="ml.g5.2xlarge", InstanceCount=1)
+    plan = planned_without_pinned(InstanceType="ml.g5.2xlarge", InstanceCount=1)
     (request,) = plan.metric_requests
     assert plan.composite_request is None
     assert request["AlarmName"] == "gov-idle-train-1"
@@ -82,7 +89,7 @@ def test_eight_gpu_host_threshold_is_scaled_by_eight() -> None:
 
 
 def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
-    plan = planned(InstanceType="ml.g5.12xlarge", InstanceCount=2)
+    plan = planned_without_pinned(InstanceType="ml.g5.12xlarge", InstanceCount=2)
     (request,) = plan.metric_requests
     assert "MetricName" not in request
     assert hosts_watched(plan) == ["train-1/algo-1", "train-1/algo-2"]
@@ -96,6 +103,29 @@ def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
         }
     ]
     assert request["Threshold"] == 4.0
+
+
+@pytest.mark.parametrize(("hosts", "ids"), [(1, "m1"), (2, "m1, m2")])
+def test_the_pinned_trigger_makes_a_minute_where_every_host_is_pinned_breach(hosts: int, ids: str) -> None:
+    # Given the default policy (pinned_percent 95) and 4-GPU hosts
+    plan = planned(InstanceType="ml.g5.12xlarge", InstanceCount=hosts)
+    (request,) = plan.metric_requests
+    # Then the alarm reads metric math even over one host: 0 (below the idle threshold) while every host is
+    # at or above 95% x 4 GPUs, else the busiest host's value; the idle threshold is unchanged
+    (expression,) = [q for q in request["Metrics"] if q.get("ReturnData")]
+    assert expression["Expression"] == f"IF(MIN([{ids}]) >= 380, 0, MAX([{ids}]))"
+    assert request["Threshold"] == 4.0 and request["ComparisonOperator"] == "LessThanThreshold"
+    assert plan.evidence["pinned_threshold"] == 380.0
+    assert "pinned" in request["AlarmDescription"]
+
+
+def test_no_pinned_trigger_at_or_below_the_idle_threshold_or_without_the_judge() -> None:
+    plan = IDLE.plan(job("train-1"), IdlePolicy(threshold_percent=96), NAMING)
+    assert isinstance(plan, AlarmPlan) and "pinned_threshold" not in plan.evidence
+    # The judge off: the guard's config drops the trigger (the alarm alone never stops busy GPUs)
+    policy = Policy.model_validate({"judge": {"enabled": False}})
+    assert IDLE.config(policy).pinned_percent is None
+    assert IDLE.config(Policy()).pinned_percent == 95.0
 
 
 def test_sixteen_hosts_use_child_alarms_and_one_composite() -> None:
@@ -195,7 +225,7 @@ def test_team_override_requires_a_minimum_utilization() -> None:
 
 def test_window_and_grace_come_from_the_policy() -> None:
     idle = IdlePolicy(period_seconds=300, evaluation_periods=6, datapoints_to_alarm=5, grace_minutes=45)
-    plan = IDLE.plan(job("train-1"), idle, NAMING)
+    plan = IDLE.plan(job("train-1"), idle.model_copy(update={"pinned_percent": None}), NAMING)
     assert isinstance(plan, AlarmPlan)
     request = plan.metric_requests[0]
     assert (request["Period"], request["EvaluationPeriods"], request["DatapointsToAlarm"]) == (300, 6, 5)

@@ -61,8 +61,10 @@ def rule_doc() -> str:
 
 
 def plan_of(hosts: int = 0, *, naming: AlarmNaming = NAMING, name: str = "train-1", **resource: Any) -> Any:
+    """The idle alarms without the pinned trigger (tested in test_idle.py): what is checked here is how
+    hosts are grouped and combined."""
     config = resource or {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": hosts}
-    return IDLE.plan(job(name, ResourceConfig=config), IdlePolicy(), naming)
+    return IDLE.plan(job(name, ResourceConfig=config), IdlePolicy(pinned_percent=None), naming)
 
 
 # ---- the limits, as AWS states them ---------------------------------------------------------------
@@ -289,3 +291,26 @@ def test_every_complete_plan_is_judged_complete(hosts: int) -> None:
     assert not IDLE.incomplete("train-1", plan.names, NAMING)
     if hosts > MAX_METRICS_PER_ALARM:  # and without its composite, incomplete
         assert IDLE.incomplete("train-1", plan.metric_alarm_names, NAMING)
+
+
+@pytest.mark.parametrize(
+    ("load", "fires", "why"),
+    [
+        ({n: 800.0 for n in range(1, 13)}, True, "every host pinned at 100% of 8 GPUs: the hang trigger"),
+        ({n: 760.0 for n in range(1, 13)}, True, "every host at 95% per GPU, the trigger's level"),
+        ({n: 800.0 for n in range(1, 13)} | {7: 700.0}, False, "one host below 95% per GPU: computing"),
+        ({n: 400.0 for n in range(1, 13)}, False, "every host at 50% per GPU: computing"),
+    ],
+)
+def test_the_pinned_trigger_fires_only_when_every_host_is_pinned(
+    load: dict[int, float], fires: bool, why: str
+) -> None:
+    # Given 12 hosts of 8 GPUs (two children and a composite) with the default pinned trigger (95% per GPU)
+    plan = IDLE.plan(
+        job("train-1", ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 12}),
+        IdlePolicy(),
+        NAMING,
+    )
+    assert isinstance(plan, AlarmPlan)
+    # Then the simulator's CloudWatch evaluates the IF/MIN metric math: pinned everywhere breaches
+    assert (run(plan, load)["gov-idle-train-1"] == ALARM) is fires, why

@@ -82,17 +82,26 @@ class StallJudge:
             return verdict
         job, now = notice.job, notice.now
         evidence = self.gather(job, now, window_start(now, window, training_started_at(job)), settings)
-        finding = judge(kind, evidence, settings, gpu_threshold=guard.stall_threshold(job, config, notice))
+        threshold = guard.stall_threshold(job, config, notice)
+        pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
+        if pinned:
+            kind = StallKind.HANG  # the alarm fired on pinned GPUs: what it claims is a hang
+        finding = judge(kind, evidence, settings, gpu_threshold=threshold)
         recorded = {**verdict.decision.evidence, "judge": finding.evidence}
+        if pinned:
+            recorded["judge"] = {**finding.evidence, "trigger": "pinned"}
         if finding.confirmed:
+            if pinned:
+                verdict = guard.hang_verdict(verdict, config)
             decision = verdict.decision.model_copy(
                 update={"evidence": {**recorded, "judge_verdict": finding.reason}}
             )
             return verdict.model_copy(update={"decision": decision})
         assert finding.code is not None
         logger.info("stop not confirmed by the stall judge", job=job.name, code=finding.code.value)
+        if pinned:
+            return self._pinned_veto(guard, verdict, finding.code.value, finding.reason, recorded)
         base = window.total_seconds() / 60
-        threshold = guard.stall_threshold(job, config, notice)
         quiet = self.quiet(kind, job, now, settings, threshold)
         minutes = rejudge_minutes(base, quiet, settings) if quiet is not None else math.ceil(base)
         rewindow = guard.widened(job, config, notice.naming, minutes) if minutes and minutes > base else ()
@@ -130,6 +139,38 @@ class StallJudge:
             reset=guard.rejudge_alarms(job, notice.naming) if minutes is not None else (),
             reset_reason=RESET_REASON,
         )
+
+    @staticmethod
+    def pinned_claim(
+        kind: StallKind, evidence: Evidence, idle_threshold: float | None, pinned_threshold: float | None
+    ) -> bool:
+        """Whether an idle alarm fired on pinned GPUs rather than idle ones: it has a pinned trigger and a
+        GPU host was at or above the idle threshold in the window (so the window was not all idle)."""
+        if kind is not StallKind.IDLE or pinned_threshold is None or idle_threshold is None:
+            return False
+        return any(v >= idle_threshold for h in evidence.hosts for v in (h.values(GPU) or ()))
+
+    @staticmethod
+    def _pinned_veto(
+        guard: Guard[Any], verdict: GuardVerdict, code: str, reason: str, recorded: dict[str, Any]
+    ) -> GuardVerdict:
+        """A pinned trigger the judge did not confirm: the alarm is left in ALARM (not reset, not widened).
+        A reset would bring it back to ALARM at once for as long as the GPUs stay pinned (a judgement a
+        minute); left alone, it goes back to OK by itself when a minute is neither pinned nor idle, and fires
+        again (the job is judged again) once the GPUs stay pinned or idle for a whole window once more."""
+        then = (
+            f"the {guard.title}'s alarm stays in ALARM while the GPUs stay pinned; the job is judged again when "
+            "they are pinned or idle for a whole window once more"
+        )
+        decision = Decision(
+            rule=verdict.decision.rule,
+            code=code,
+            action=Action.NONE,
+            mode=verdict.decision.mode,
+            reason=f"{reason}; {then}",
+            evidence={**recorded, "guard_verdict": verdict.decision.code},
+        )
+        return GuardVerdict(verdict=Verdict.VETOED, decision=decision)
 
     def quiet(
         self, kind: StallKind, job: Any, now: datetime, settings: JudgePolicy, threshold: float | None

@@ -67,7 +67,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     from smgov.simulation.deploy import DeploymentError
     from smgov.simulation.faults import FaultSpec
-    from smgov.simulation.report import recovery_line, render, simulate, summarize
+    from smgov.simulation.report import recovery_line, render, simulate, stall_to_stop_line, summarize
     from smgov.simulation.scenario import (
         DEFAULT_SET,
         builtin_names,
@@ -126,6 +126,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 f"missed stalls {totals['missed_stalls']}"
             )
             print(recovery_line(totals))
+            if totals.get("stall_to_stop_minutes"):
+                print(stall_to_stop_line(totals["stall_to_stop_minutes"]))
         print(f"(simulated in {time.perf_counter() - started:.1f}s wall time, seed {args.seed})")
     if args.check and any(check_failed(r, faulty=faults is not None and faults.enabled) for r in reports):
         return EXIT_CHECK_FAILED

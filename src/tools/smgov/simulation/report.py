@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import yaml
@@ -263,6 +264,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "saved_usd": _usd(baseline_cost - job.cost),
             "stalled_at_minute": job.first_stall,
             "stopped_at_minute": stopped,
+            "stall_kind": stall_kind(spec) if job.first_stall is not None else None,
             "baseline_final_status": (base.final_secondary if base is not None and job.source is None else None),
             "resumed_from": job.source,
             "instances": job.instance_count,
@@ -312,6 +314,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "unexpected_outcomes": surprises,
             "known_gaps": sum(gap["open"] for gap in gaps.values()),
             "known_gaps_closed": sum(not gap["open"] for gap in gaps.values()),
+            "stall_to_stop_minutes": stall_to_stop(jobs),
         },
         "counters": {
             "lambda_invocations": dict(sorted(governed.invocations.items())),
@@ -506,6 +509,8 @@ def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
         f"false stops {totals['false_stops']}, missed stalls {totals['missed_stalls']}"
     )
     lines.append("  " + recovery_line(totals))
+    if totals.get("stall_to_stop_minutes"):
+        lines.append("  " + stall_to_stop_line(totals["stall_to_stop_minutes"]))
     for name, figures in (totals.get("strategies") or {}).items():
         unfinished = f", {figures['incomplete']} unfinished" if figures["incomplete"] else ""
         lines.append(
@@ -550,6 +555,39 @@ def recovery_line(totals: dict[str, Any]) -> str:
     return line
 
 
+def stall_kind(spec: JobSpec | None) -> str | None:
+    """What a job's scripted stall looks like: ``idle`` (GPUs below 5 %), ``hang`` (pinned at 90 % or more:
+    a collective spinning), ``other`` in between (None: a clone, or no spec)."""
+    if spec is None:
+        return None
+    level = spec.script.stall_gpu_percent
+    return "idle" if level < 5 else "hang" if level >= 90 else "other"
+
+
+def stall_to_stop_line(figures: dict[str, dict[str, Any]]) -> str:
+    """``stall to stop: hang median 31 min (max 31, 1 job); idle ...``"""
+    shown = "; ".join(
+        f"{kind} median {f['median']:g} min (max {f['max']}, {f['jobs']} job{'s' if f['jobs'] != 1 else ''})"
+        for kind, f in figures.items()
+    )
+    return f"stall to stop: {shown}"
+
+
+def stall_to_stop(jobs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """From a job's first stall to the service's stop, by stall kind: the median and the jobs counted (each
+    job the service stopped at or after its first stall)."""
+    minutes: dict[str, list[int]] = {}
+    for job in jobs:
+        stalled, stopped, kind = job["stalled_at_minute"], job["stopped_at_minute"], job.get("stall_kind")
+        if stalled is None or stopped is None or kind is None or stopped < stalled:
+            continue
+        minutes.setdefault(kind, []).append(stopped - stalled)
+    return {
+        kind: {"median": median(values), "max": max(values), "jobs": len(values)}
+        for kind, values in sorted(minutes.items())
+    }
+
+
 def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals over several scenarios (the default set)."""
     totals: Counter[str] = Counter()
@@ -559,4 +597,5 @@ def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 totals[key] += value
     out: dict[str, Any] = {k: round(v, 2) if isinstance(v, float) else v for k, v in totals.items()}
     out["recovered_fraction"] = _fraction(totals["recovered_usd"], totals["recoverable_waste_usd"])
+    out["stall_to_stop_minutes"] = stall_to_stop([job for report in reports for job in report["jobs"]])
     return out

@@ -536,6 +536,15 @@ class Guard(ABC, Generic[C]):
         """The per-host value below which the alarm's metric counted as stalled (None: not a threshold)."""
         return None
 
+    def pinned_threshold(self, job: TrainingJob, config: C, notice: Notice) -> float | None:
+        """The per-host value at or above which every host counted as pinned busy, when the guard's alarm
+        also fires on pinned GPUs (a hang trigger: the judge then judges a hang); None: it does not."""
+        return None
+
+    def hang_verdict(self, verdict: GuardVerdict, config: C) -> GuardVerdict:
+        """The stop verdict when the judge confirmed a hang behind a pinned trigger (default: unchanged)."""
+        return verdict
+
     def widened(
         self, job: TrainingJob, config: C, naming: AlarmNaming, minutes: int
     ) -> tuple[dict[str, Any], ...]:

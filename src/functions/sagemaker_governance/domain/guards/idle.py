@@ -60,6 +60,7 @@ from sagemaker_governance.domain.guards.base import (
     NoAlarm,
     Notice,
     PlannedAlarm,
+    Sections,
     Stale,
     Verdict,
     host_chunks,
@@ -103,6 +104,20 @@ def composite_rule(children: tuple[str, ...], rule: CompositeRule) -> str:
     return f"(NOT ({not_ok})) AND ({some_idle})"
 
 
+def pinned_expression(metrics: list[dict[str, Any]], pinned: float, first: int, last: int) -> dict[str, Any]:
+    """The alarm's value with the pinned trigger: the busiest host's GPUUtilization, but 0 (breaching) in a
+    minute where every host is at or above ``pinned``. CloudWatch metric math: ``MIN``/``MAX`` over a list
+    of series are series, comparison operators return 1 or 0 and ``IF(condition, a, b)`` picks per
+    datapoint (CloudWatch user guide, "Metric math syntax and functions", "Using IF expressions")."""
+    ids = ", ".join(m["Id"] for m in metrics if "MetricStat" in m)
+    return {
+        "Id": "busiest",
+        "Expression": f"IF(MIN([{ids}]) >= {pinned:g}, 0, MAX([{ids}]))",
+        "Label": f"GPUUtilization of the busiest host (algo-{first}..algo-{last}); 0 while every host is pinned",
+        "ReturnData": True,
+    }
+
+
 def rule_elements(rule: str) -> int:
     """The elements of an ``AlarmRule`` as CloudWatch counts them ("child alarms, TRUE or FALSE statements,
     and parentheses"), counted on the safe side: a function's own parentheses count too."""
@@ -126,6 +141,7 @@ class IdleCode(StrEnum):
     GRACE = "idle.skip.grace"
     TOO_EARLY = "idle.skip.too-early"
     EXEMPTED = "idle.skip.exempted"
+    HUNG = "idle.stop.hung"  # the pinned trigger: GPUs pinned busy, no training metric, logs silent
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
     NO_GPU = "idle.alarm.no-gpu"
@@ -153,6 +169,13 @@ class IdlePolicy(GuardConfig):
     real GPU traces of healthy jobs through the alarm for a grid of thresholds and windows: see
     docs/calibration.md (``make calibrate``); a test keeps them equal to the document's.
 
+    ``pinned_percent`` (95 % per GPU; ``null``: off) makes the same alarm the **trigger for hangs** of jobs
+    that no progress metric watches: a minute in which every host is at or above it counts as breaching
+    too (metric math ``IF(MIN(hosts) >= pinned, 0, MAX(hosts))``), so a cluster pinned busy for the whole
+    window fires the alarm and the stall judge decides, from the job's training metrics and log lines,
+    whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
+    job: with the judge off (``judge.enabled: false``) the pinned trigger is off too.
+
     Example:
         idle:
           enabled: true
@@ -162,6 +185,7 @@ class IdlePolicy(GuardConfig):
           evaluation_periods: 30
           datapoints_to_alarm: 30
           grace_minutes: 20
+          pinned_percent: 95
           prices: {ml.p4d.24xlarge: 37.69}
     """
 
@@ -170,6 +194,13 @@ class IdlePolicy(GuardConfig):
     evaluation_periods: int = Field(default=30, ge=1, le=1440)
     datapoints_to_alarm: int = Field(default=30, ge=1, le=1440)
     grace_minutes: int = Field(default=20, ge=0, le=1440)
+    pinned_percent: float | None = Field(
+        default=95.0,
+        gt=0,
+        le=100,
+        description="Per GPU, percent: every host at or above it for the window also fires the alarm (a hang "
+        "trigger for the stall judge); null: off.",
+    )
     prices: dict[str, float] = Field(default_factory=dict, description="Instance type -> USD per hour.")
 
     @model_validator(mode="before")
@@ -255,6 +286,15 @@ class IdleGuard(Guard[IdlePolicy]):
     sized_by_hosts = True
     uses_instance_facts = True  # its plan takes ``resolved`` facts (EC2's) for types the table lacks
 
+    def config(self, policy: Sections) -> IdlePolicy:
+        """The idle section; without the pinned trigger when the stall judge is off (the alarm alone must
+        never stop a job whose GPUs are busy)."""
+        idle = super().config(policy)
+        judge = getattr(policy, "judge", None)
+        if idle.pinned_percent is not None and judge is not None and not judge.enabled:
+            return idle.model_copy(update={"pinned_percent": None})
+        return idle
+
     # ---- alarms ---------------------------------------------------------------------------------
 
     def plan(
@@ -293,6 +333,12 @@ class IdleGuard(Guard[IdlePolicy]):
             )
         gpus = gpu_counts[0]
         threshold = round(idle.threshold_percent * gpus, 6)
+        # No pinned trigger at or below the idle threshold (a pinned minute would then be an idle one too).
+        pinned = (
+            None
+            if idle.pinned_percent is None or idle.pinned_percent <= idle.threshold_percent
+            else round(idle.pinned_percent * gpus, 6)
+        )
         hosts = job.total_instance_count
         notifying, metric_alarms = alarm_names(job.name, hosts, naming)
         composite = hosts > HOSTS_PER_ALARM
@@ -305,6 +351,9 @@ class IdleGuard(Guard[IdlePolicy]):
             "grace_minutes": idle.grace_minutes,
             "alarms": [notifying, *metric_alarms] if composite else list(metric_alarms),
         }
+        if pinned is not None:
+            evidence["pinned_percent_per_gpu"] = idle.pinned_percent
+            evidence["pinned_threshold"] = pinned
         silent_hosts = any(not f.publishes_gpu_utilization for f in facts.values())
         rule_kind = CompositeRule.IDLE_WHERE_DATA if silent_hosts else CompositeRule.ALL_IDLE
         if len(gpu_counts) > 1 or len(groups) > 1:
@@ -323,12 +372,18 @@ class IdleGuard(Guard[IdlePolicy]):
         description = (
             f"sagemaker-governance idle guard for training job {job.name}: the busiest of {hosts} host(s) below "
             f"{threshold:g} GPUUtilization ({idle.threshold_percent:g}% per GPU x {gpus} GPU(s)) in "
-            f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s. "
-            f"Managed by {naming.managed_by}; changes are overwritten."
+            f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
+            + (
+                ""
+                if pinned is None
+                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned, a hang "
+                "trigger the stall judge decides)"
+            )
+            + f". Managed by {naming.managed_by}; changes are overwritten."
         )
 
         def metric_alarm(name: str, first: int, last: int, actions: list[str]) -> dict[str, Any]:
-            return metric_alarm_request(
+            request = metric_alarm_request(
                 name,
                 description=description,
                 actions=actions,
@@ -352,8 +407,11 @@ class IdleGuard(Guard[IdlePolicy]):
                     function="MAX",
                     label=f"GPUUtilization of the busiest host (algo-{first}..algo-{last})",
                 ),
-                single_metric=first == last,
+                single_metric=first == last and pinned is None,
             )
+            if pinned is not None:
+                request["Metrics"][-1] = pinned_expression(request["Metrics"], pinned, first, last)
+            return request
 
         if not composite:
             alarm = PlannedAlarm(
@@ -509,6 +567,29 @@ class IdleGuard(Guard[IdlePolicy]):
         plan = self.plan(job, config, notice.naming)
         value = plan.evidence.get("threshold") if isinstance(plan, AlarmPlan) else None
         return float(value) if isinstance(value, int | float) else None
+
+    def pinned_threshold(self, job: TrainingJob, config: IdlePolicy, notice: Notice) -> float | None:
+        """The per-host value at or above which every host counted as pinned (None: no pinned trigger)."""
+        plan = self.plan(job, config, notice.naming)
+        value = plan.evidence.get("pinned_threshold") if isinstance(plan, AlarmPlan) else None
+        return float(value) if isinstance(value, int | float) else None
+
+    def hang_verdict(self, verdict: GuardVerdict, config: IdlePolicy) -> GuardVerdict:
+        """The stop verdict when the alarm fired on pinned GPUs (not idle ones) and the judge confirmed a hang."""
+        reason = (
+            f"every host's GPUs stayed at or above {config.pinned_percent:g}% per GPU for the "
+            f"{config.window_minutes:g}-minute window while the job published no training metric and wrote no "
+            "log line: a hang (a collective spinning), not computation"
+        )
+        remedy = (
+            "Look for a hung collective (NCCL timeout, a rank that died) or a deadlock; fix it and relaunch from "
+            "the last checkpoint. A job that computes at full GPU for long stretches without a log line should log "
+            "a line (or define a training metric) at least every few minutes."
+        )
+        decision = verdict.decision.model_copy(
+            update={"code": IdleCode.HUNG.value, "reason": reason, "remedy": remedy}
+        )
+        return verdict.model_copy(update={"decision": decision})
 
     def symptom(self, config: IdlePolicy) -> tuple[str, str]:
         return "its GPUs were idle", "looks idle"

@@ -1,5 +1,7 @@
 """CloudWatch metric math over the simulator's datapoints: ``MAX([m1, m2])``, ``MIN``, ``AVG``, ``SUM``,
-``FILL``, ``METRICS()``, ``ABS`` and arithmetic. Scalars are floats, time series lists, arrays lists of
+``FILL``, ``METRICS()``, ``ABS``, arithmetic, comparison operators (1 for true, 0 for false) and
+``IF(condition, a, b)`` (per datapoint: ``a`` where the condition is non-zero, else ``b``; missing where the
+condition is missing). Scalars are floats, time series lists, arrays lists of
 lists (``MAX([m1, m2])`` is a series, ``MAX(m1)`` a scalar)."""
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 from smgov.simulation.alarms.base import AlarmDefinitionError
 from smgov.simulation.metrics import MetricKey
 
-_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?)|([A-Za-z_][A-Za-z0-9_]*)|(\"[^\"]*\"|'[^']*')|(\S))")
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?)|([A-Za-z_][A-Za-z0-9_]*)|(\"[^\"]*\"|'[^']*')|(>=|<=|==|!=|\S))")
+_COMPARISONS = (">=", "<=", "==", "!=", ">", "<")
 
 
 @cache
@@ -57,7 +60,7 @@ def evaluate_expression(
 ) -> Any:
     """Evaluate a metric-math expression: scalars are floats, time series lists, arrays lists of lists."""
     parser = _ExpressionParser(_tokens(expression), values, buckets, queries, expression)
-    result = parser.expr()
+    result = parser.comparison()
     if parser.position != len(parser.tokens):
         raise AlarmDefinitionError(f"unexpected {parser.tokens[parser.position][1]!r} in {expression!r}")
     return result
@@ -84,6 +87,13 @@ class _ExpressionParser:
             raise AlarmDefinitionError(f"expected {symbol or 'a value'} in {self.text!r}")
         self.position += 1
         return token
+
+    def comparison(self) -> Any:
+        left = self.expr()
+        while (token := self._peek()) is not None and token[0] == "sym" and token[1] in _COMPARISONS:
+            self._take()
+            left = _arith(token[1], left, self.expr())
+        return left
 
     def expr(self) -> Any:
         left = self.term()
@@ -114,7 +124,7 @@ class _ExpressionParser:
         if kind == "str":
             return text
         if (kind, text) == ("sym", "("):
-            inner = self.expr()
+            inner = self.comparison()
             self._take(")")
             return inner
         if (kind, text) == ("sym", "["):
@@ -129,10 +139,10 @@ class _ExpressionParser:
                 self._take()
                 args: list[Any] = []
                 if self._peek() != ("sym", ")"):
-                    args.append(self.expr())
+                    args.append(self.comparison())
                     while self._peek() == ("sym", ","):
                         self._take()
-                        args.append(self.expr())
+                        args.append(self.comparison())
                 self._take(")")
                 return self.call(text.upper(), args)
             if text.upper() in ("REPEAT", "LINEAR"):
@@ -156,6 +166,8 @@ class _ExpressionParser:
             return _map(args[0], abs)
         if name == "FILL" and len(args) == 2:
             return _fill(args[0], args[1])
+        if name == "IF" and len(args) in (2, 3):
+            return _if(args[0], args[1], args[2] if len(args) == 3 else None)
         raise AlarmDefinitionError(f"{self.text!r}: function {name} with {len(args)} argument(s) is not supported")
 
 
@@ -212,10 +224,25 @@ def _fill(value: Any, filler: Any) -> Any:
     return [filler if v is None else v for v in out]
 
 
+def _if(condition: Any, then: Any, otherwise: Any) -> Any:
+    """``IF(condition, then, otherwise)`` per datapoint (a scalar condition picks a whole argument)."""
+    if not isinstance(condition, list):
+        return None if condition is None else (then if condition else otherwise)
+    if _is_array(condition):
+        raise AlarmDefinitionError("IF over an array of series is not supported by the simulator")
+
+    def at(value: Any, i: int) -> Any:
+        return value[i] if isinstance(value, list) else value
+
+    return [None if c is None else (at(then, i) if c else at(otherwise, i)) for i, c in enumerate(condition)]
+
+
 def _arith(op: str, left: Any, right: Any) -> Any:
     def apply(a: float | None, b: float | None) -> float | None:
         if a is None or b is None:
             return None
+        if op in _COMPARISONS:
+            return float({">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op])
         if op == "+":
             return a + b
         if op == "-":
