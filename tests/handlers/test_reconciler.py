@@ -464,3 +464,33 @@ def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAcco
     # When the reconciler runs, every alarm of the job is gone
     reconcile(acct)
     assert acct.cloudwatch.alarms == {}
+
+
+def test_a_guard_alarm_left_in_alarm_is_reset_after_rearm_minutes_so_the_job_is_judged_again(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a training job whose idle alarm the stall judge left in ALARM (a vetoed pinned trigger)
+    training(acct)
+    alarm = f"{PREFIX}job-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    # When the reconciler runs 29 minutes later: nothing (judge.rearm_minutes is 30)
+    clock.advance(minutes=29)
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.cloudwatch.state(alarm) == "ALARM"
+    # Then, 31 minutes after, it resets the alarm (it fires again if the GPUs are still pinned) and says so
+    clock.advance(minutes=2)
+    assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
+    assert acct.cloudwatch.state(alarm) == "OK"
+    (record,) = [r for r in reconciler_records(acct) if r.code == "reconciler.rearm.stale-alarm"]
+    assert record.evidence["alarms"] == [alarm]
+
+
+def test_an_alarm_whose_actions_are_off_is_never_reset(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job's alarm in ALARM with its actions off (a progress alarm not armed yet): it must stay
+    training(acct)
+    alarm = f"{PREFIX}job-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    acct.cloudwatch.alarms[alarm]["ActionsEnabled"] = False
+    clock.advance(minutes=45)
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.cloudwatch.state(alarm) == "ALARM"

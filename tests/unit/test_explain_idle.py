@@ -31,7 +31,9 @@ def test_training_event_explains_the_exact_put_metric_alarm_request() -> None:
     report = ParamValidator().validate(alarm, MODEL.operation_model("PutMetricAlarm").input_shape)
     assert not report.has_errors(), report.generate_report()
     assert alarm["Threshold"] == 4.0  # ml.g5.12xlarge: 4 GPUs x 1%
-    assert [q["Expression"] for q in alarm["Metrics"] if q.get("ReturnData")] == ["MAX([m1, m2])"]
+    assert [q["Expression"] for q in alarm["Metrics"] if q.get("ReturnData")] == [
+        "IF(MIN([m1, m2]) >= 380, 0, MAX([m1, m2]))"  # the pinned trigger: 95% x 4 GPUs
+    ]
 
 
 def test_terminal_event_explains_the_deletion() -> None:

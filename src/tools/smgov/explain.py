@@ -20,6 +20,7 @@ from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import AlarmListing
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
 from smgov.offline import (
@@ -237,6 +238,9 @@ class _Listed:
 
     def alarm_names(self, prefix: str) -> list[str]:
         return [str(i) for i in self._items]
+
+    def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        return [AlarmListing(name=str(i)) for i in self._items]
 
 
 def _ports(

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan
+from sagemaker_governance.domain.reconcile import AlarmListing
 
 DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names (its API model: AlarmNames max 100)
 # The codes botocore's standard retry mode treats as throttling (botocore/retries/standard.py,
@@ -186,7 +187,12 @@ class CloudWatchAlarmInventory:
         self._client = client
 
     def alarm_names(self, prefix: str) -> list[str]:
-        names: list[str] = []
+        return [listing.name for listing in self.alarm_states(prefix)]
+
+    def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        """Every alarm under ``prefix`` with its state, when it last changed and whether its actions are on
+        (all in the same ``DescribeAlarms`` pages: no extra request)."""
+        listings: list[AlarmListing] = []
         try:
             pages = self._client.get_paginator("describe_alarms").paginate(
                 AlarmNamePrefix=prefix,
@@ -194,8 +200,15 @@ class CloudWatchAlarmInventory:
                 PaginationConfig={"PageSize": self.PAGE_SIZE},
             )
             for page in pages:
-                names += [alarm["AlarmName"] for alarm in page.get("MetricAlarms", [])]
-                names += [alarm["AlarmName"] for alarm in page.get("CompositeAlarms", [])]
+                for alarm in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]:
+                    listings.append(
+                        AlarmListing(
+                            name=alarm["AlarmName"],
+                            state=alarm.get("StateValue"),
+                            updated=alarm.get("StateUpdatedTimestamp"),
+                            actions_enabled=bool(alarm.get("ActionsEnabled", True)),
+                        )
+                    )
         except ClientError as exc:
             raise AdapterError(f"DescribeAlarms {prefix}* failed: {exc}") from exc
-        return names
+        return listings

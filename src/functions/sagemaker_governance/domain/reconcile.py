@@ -40,12 +40,37 @@ class ReconcilerCode(StrEnum):
     and compliance themselves, with their codes and trigger ``reconciler``)."""
 
     ORPHAN_ALARM = "reconciler.delete.orphan-alarm"  # the job ended or is gone; its alarms were left behind
+    STALE_ALARM = "reconciler.rearm.stale-alarm"  # a guard alarm left in ALARM too long: reset, judged again
 
 
 class RepairKind(StrEnum):
     ORPHAN_ALARM = "orphan-alarm"  # an alarm of a job that has ended or no longer exists: deleted
     MISSING_ALARM = "missing-alarm"  # a job in Training without its alarm(s): created
     UNEVALUATED_JOB = "unevaluated-job"  # a job in progress that compliance never evaluated: evaluated
+    STALE_ALARM = "stale-alarm"  # a judged guard alarm left in ALARM longer than judge.rearm_minutes: reset
+
+
+class AlarmListing(BaseModel):
+    """One alarm as ``DescribeAlarms`` lists it: what the reconciler needs of its state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    state: str | None = None
+    updated: datetime | None = None  # StateUpdatedTimestamp
+    actions_enabled: bool = True
+
+
+def left_in_alarm(listing: AlarmListing, now: datetime, older_than: timedelta) -> bool:
+    """Whether an alarm has sat in ``ALARM`` (with its actions on) for at least ``older_than``: the stall
+    judge left it there (a vetoed pinned trigger, the re-judging cap) and nothing will make it notify again
+    while the condition lasts. An alarm whose actions are off (a progress alarm not yet armed) never is."""
+    return (
+        listing.state == "ALARM"
+        and listing.actions_enabled
+        and listing.updated is not None
+        and now - listing.updated >= older_than
+    )
 
 
 class JobSummary(BaseModel):

@@ -109,7 +109,10 @@ class JudgePolicy(BaseModel):
     (a 45-minute CPU evaluation vetoed at minute 30 is judged again at minute 60, i.e. never). The job's
     own rhythm so widens its window; it comes back to the guard's window when the job (re)enters
     ``Training``. Once the cap is reached the alarm is left in ``ALARM`` (no reset): it is judged again
-    when the job's GPUs or metric come back and go quiet once more.
+    when the job's GPUs or metric come back and go quiet once more, or after ``rearm_minutes``: the
+    scheduled reconciler resets a judged guard alarm (with its actions on) that has sat in ``ALARM`` that
+    long while the job trains, so it fires again and the job is judged again (a vetoed pinned trigger is
+    left in ``ALARM`` too: a job that stays pinned is judged once per ``rearm_minutes``, not once a minute).
 
     Example:
         judge:
@@ -118,6 +121,7 @@ class JudgePolicy(BaseModel):
           min_coverage: 0.5
           rejudge_factor: 2
           max_rejudge_minutes: 240
+          rearm_minutes: 30
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,6 +134,7 @@ class JudgePolicy(BaseModel):
     gpu_working_percent: tuple[float, float] = (5.0, 95.0)
     rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
     max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
+    rearm_minutes: int = Field(default=30, ge=10, le=1440)
 
     @field_validator("gpu_working_percent")
     @classmethod

@@ -174,6 +174,17 @@ class GuardAlarms:
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 
+    def rejudged(self, job_name: str, alarm_name: str) -> bool:
+        """An alarm of this guard whose notification the stall judge decides (the notifying idle alarm, the
+        progress stall alarm), not a child or an armer."""
+        role = self.guard.role_of(alarm_name, job_name, self._naming)
+        return (
+            role is not None
+            and self.guard.stall_kind is not None
+            and self.guard.acts_on(role)
+            and self.guard.stops_from(role)
+        )
+
     def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
         """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
         return self.guard.incomplete(job_name, observed, self._naming)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -39,6 +40,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
     RECONCILER_RULE_ID,
+    AlarmListing,
     JobSummary,
     ReconcilerCode,
     RepairKind,
@@ -46,6 +48,7 @@ from sagemaker_governance.domain.reconcile import (
     deletion_batches,
     deletion_order,
     group_alarms,
+    left_in_alarm,
     plan_work,
     run_index,
 )
@@ -54,6 +57,7 @@ from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 RECONCILER_TRIGGER = "reconciler"
+REARM_REASON = "sagemaker-governance: left in ALARM since the stall judge's last judgement; reset to judge again"
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
@@ -81,6 +85,11 @@ class AlarmGuard(Protocol):
         """Create them (re-reading the job), recording the decision."""
         ...
 
+    def rejudged(self, job_name: str, alarm_name: str) -> bool:
+        """Whether ``alarm_name`` is one of this guard's alarms whose ALARM the stall judge decides (so one
+        left in ALARM is reset to be judged again)."""
+        ...
+
 
 class ComplianceEvaluator(Protocol):
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
@@ -91,13 +100,15 @@ class JobInventoryPort(Protocol):
 
 
 class AlarmInventoryPort(Protocol):
-    def alarm_names(self, prefix: str) -> list[str]:
-        """Every alarm (metric and composite) whose name starts with ``prefix``."""
+    def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        """Every alarm (metric and composite) whose name starts with ``prefix``, with its state."""
         ...
 
 
 class AlarmDeletionPort(Protocol):
     def delete(self, names: Sequence[str]) -> list[str]: ...
+
+    def reset(self, names: Sequence[str], reason: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -167,6 +178,7 @@ class ReconcilerService:
         # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
         self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
         self._run_key = ("", "")
+        self._listings: dict[str, AlarmListing] = {}  # this run's DescribeAlarms listing, by name
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -177,8 +189,11 @@ class ReconcilerService:
         self._run_key = (policy.digest(), self._clock().date().isoformat())
         in_progress = self._inventory.in_progress()
         observed: dict[str, set[str]] = {}
+        self._listings = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            for job, names in group_alarms(self._alarm_inventory.alarm_names(prefix), prefix).items():
+            listings = self._alarm_inventory.alarm_states(prefix)
+            self._listings.update({listing.name: listing for listing in listings})
+            for job, names in group_alarms([listing.name for listing in listings], prefix).items():
                 observed.setdefault(job, set()).update(names)
         items = plan_work(in_progress, observed, run_index(self._clock(), self._interval))
         report.jobs_in_progress = len(in_progress)
@@ -289,6 +304,8 @@ class ReconcilerService:
         # The job is read for its alarms only when some guard has no alarm on it (and may want one), or its
         # alarms are incomplete (a composite alarm gone). Those guards are in the cache key: if one of the
         # others loses an alarm later, the job is read again.
+        if summary.in_training and self._rearm(item, policy, trigger):
+            repairs.append(RepairKind.STALE_ALARM)
         missing = tuple(index for index, guard in enumerate(self._guards) if self._lacks(guard, item))
         unwatched_key = (item.job_name, *self._run_key, missing)
         needs_alarm = summary.in_training and bool(missing) and unwatched_key not in self._unwatched
@@ -319,6 +336,41 @@ class ReconcilerService:
             if not wanted:
                 self._unwatched.add(unwatched_key)
         return repairs
+
+    def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
+        """Reset the job's judged guard alarms that have sat in ALARM for ``judge.rearm_minutes`` (a pinned
+        trigger the judge vetoed, a re-judging cap): each fires again at once if its condition lasts, and
+        the job is judged again. Nothing else would make such an alarm notify while the job stays pinned."""
+        older = timedelta(minutes=policy.judge.rearm_minutes)
+        now = self._clock()
+        stale = sorted(
+            name
+            for name in item.alarms
+            if (listing := self._listings.get(name)) is not None
+            and left_in_alarm(listing, now, older)
+            and any(guard.rejudged(item.job_name, name) for guard in self._guards)
+        )
+        if not stale:
+            return False
+        self._alarms.reset(stale, REARM_REASON)
+        summary = item.listed
+        assert summary is not None
+        subject = TrainingJob.model_validate(
+            {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
+        )
+        since = {name: listing.updated.isoformat() for name in stale if (listing := self._listings[name]).updated}
+        decision = Decision(
+            rule=RECONCILER_RULE_ID,
+            code=ReconcilerCode.STALE_ALARM,
+            action=Action.ARM_ALARM,
+            mode=policy.mode,
+            reason=f"the job is training and its guard alarm(s) sat in ALARM for {policy.judge.rearm_minutes}+ "
+            "minutes after the stall judge's last judgement: reset, so the job is judged again if the condition "
+            "lasts",
+            evidence={"repair": RepairKind.STALE_ALARM.value, "alarms": stale, "in_alarm_since": since},
+        )
+        self._record(decision, subject, policy, trigger, Outcome.DONE)
+        return True
 
     # ---- helpers -----------------------------------------------------------------------------------
 
