@@ -117,20 +117,22 @@ def require_progress_guard(template: dict[str, Any]) -> None:
         pytest.skip("no SNS-subscribed function may arm alarms: no progress guard deployed")
 
 
-def test_a_hang_at_full_gpu_utilization_is_stopped_by_the_progress_guard_only(template: dict[str, Any]) -> None:
+def test_a_hang_at_full_gpu_utilization_is_stopped_within_the_progress_window(template: dict[str, Any]) -> None:
     require_progress_guard(template)
     report = simulate(builtin_scenario("nccl-hang"), template=template)
     assert report["counters"]["lambda_errors"] == 0, report["errors"]
     jobs = {j["name"]: j for j in report["jobs"]}
     hung = jobs["llm-nccl-hang"]
-    # Given a hang at 100% GPU utilization: the idle guard never fires, the progress guard stops it
+    # Given a hang at 100% GPU utilization of a job pinned at 95% before it hung: the progress guard would
+    # stop it after its window; the idle alarm's pinned trigger (re-armed by the reconciler every
+    # judge.rearm_minutes while the job stays pinned) and the stall judge stop it sooner
     window = 120  # ProgressWindowMinutes' default
     assert hung["stalled_at_minute"] is not None
     assert hung["stopped_at_minute"] is not None, "the hung job was never stopped"
     delay = builtin_scenario("nccl-hang").metric_delay_minutes[1]  # datapoints arrive late
     assert hung["stopped_at_minute"] <= hung["stalled_at_minute"] + window + 2 + delay
     stops = [a for a in hung["actions"] if a["action"] == "stop"]
-    assert [a["rule"] for a in stops] == ["progress-guard"]
+    assert len(stops) == 1 and stops[0]["rule"] in ("progress-guard", "idle-guard")
     # A regex that never matches publishes nothing: never armed, never stopped
     never = jobs["regex-never-matches"]
     assert never["final_status"] == "Completed" and never["stopped_at_minute"] is None
