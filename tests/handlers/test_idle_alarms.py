@@ -36,7 +36,11 @@ def test_training_creates_one_alarm_and_records_it(acct: LocalAccount) -> None:
     assert decision["action"] == "create-alarm"
     assert decision["alarm"]["AlarmName"] == f"{PREFIX}job-1"
     alarm = acct.cloudwatch.alarms[f"{PREFIX}job-1"]
-    assert alarm["Threshold"] == 1.0 and alarm["Dimensions"] == [{"Name": "Host", "Value": "job-1/algo-1"}]
+    # one host, read through metric math for the pinned trigger (0 while the host is at 95% or more)
+    (stat,) = [q["MetricStat"] for q in alarm["Metrics"] if "MetricStat" in q]
+    assert alarm["Threshold"] == 1.0 and stat["Metric"]["Dimensions"] == [
+        {"Name": "Host", "Value": "job-1/algo-1"}
+    ]
     assert alarm["AlarmActions"] == [acct.environment["ALARM_TOPIC_ARN"]]
     assert acct.cloudwatch.tags[f"{PREFIX}job-1"] == [
         {"Key": "smgov:training-job", "Value": "job-1"},

@@ -196,6 +196,7 @@ def test_an_alarm_created_by_a_function_fires_and_its_sns_subscriber_stops_the_s
         "unexpected_outcomes": 0,
         "known_gaps": 0,
         "known_gaps_closed": 0,
+        "stall_to_stop_minutes": {"idle": {"median": IDLE_MINUTES, "max": IDLE_MINUTES, "jobs": 1}},
     }
     counters = report["counters"]
     assert counters["lambda_invocations"] == {
