@@ -109,3 +109,22 @@ def test_failure_classes_every_fault_resumed_and_completed_no_code_bug_resumed()
         assert (clone in clones) == resumed, name
         if resumed:
             assert result.jobs[clone].final_status == "Completed", name
+
+
+def test_a_gpu_fault_that_recurs_on_the_same_host_is_charged_double_and_resumed_once() -> None:
+    # Given the failure-classes scenario's lemon: an ECC error on algo-1 in the job and again in its clone
+    simulation = Simulation(builtin_scenario("failure-classes"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = resume_codes(simulation, "ecc-fault-recurs")
+    clone = [r for r in audit.records if r.rule == "auto-resume" and r.job_name == "ecc-fault-recurs-r1"]
+    # Then the job is resumed once, the host named by its failing log stream
+    assert first[0] == "resume.clone.transient"
+    # and the clone's identical fault (class and host position) spends the rest of the budget of 2
+    (record,) = clone
+    assert record.code == "resume.skip.budget-spent"
+    assert record.evidence["diagnosis"]["host"] == "algo-1"
+    assert record.evidence["repeated_fault"] == "hardware@algo-1"
+    assert record.evidence["repeat_faults"] == 1
+    assert "ecc-fault-recurs-r2" not in result.jobs

@@ -128,8 +128,10 @@ def unexpected(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -> list[str
         out.append("not resumed")
     if expect.resume is False and clones:
         out.append(f"resumed as {clones[0].name}")
+    lineage = _lineage(jobs, job.name)
+    if expect.clones is not None and len(lineage) - 1 != expect.clones:
+        out.append(f"{len(lineage) - 1} clone(s) in its lineage (expected {expect.clones})")
     if expect.complete is not None:
-        lineage = _lineage(jobs, job.name)
         completed = any(j.final_status == "Completed" for j in lineage)
         if completed != expect.complete:
             out.append("completed" if completed else "did not complete")

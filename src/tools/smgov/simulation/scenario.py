@@ -291,6 +291,9 @@ class Expect(_Model):
     )
     resume: bool | None = Field(None, description="the service should (true) or must not (false) clone it")
     complete: bool | None = Field(None, description="its work should end Completed (itself or a clone)")
+    clones: NonNegativeInt | None = Field(
+        None, description="exactly this many clones in its lineage (the service's resumes, all generations)"
+    )
     note: str = Field("", description="why this is the right outcome")
     known_gap: KnownGap | None = Field(None, description="the service of today gets this job wrong (see KnownGap)")
 
