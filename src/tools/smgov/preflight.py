@@ -166,11 +166,15 @@ def preflight_request(
     job = job_from_request(to_send)
     result = evaluate_compliance(job, policy, now)
     effective = policy.for_job(job)
+    # A declared window (smgov:idle-minutes, smgov:progress-minutes) the service would ignore: a warning
+    # now rather than a surprise at the first idle phase (domain/tolerance.py).
+    team = policy.for_team(job.tag(policy.team_tag))
+    ignored = tuple(d.decision(team.mode) for d in team.declared_tolerance(job) if not d.applied)
     return PreflightOutcome(
         job_name=job.name,
         request=to_send,
         filled_tags=filled,
-        decisions=result.decisions,
+        decisions=(*result.decisions, *ignored),
         notes=result.notes,
         refuse_on="any" if strict else effective.preflight.refuse_on,
         policy_digest=policy.digest(),

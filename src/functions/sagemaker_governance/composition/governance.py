@@ -82,6 +82,7 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             clock=ports.clock,
             naming=ports.naming,
             instances=ports.instances,
+            notifier=ports.notifier,
         )
         for guard in ports.guards
     )

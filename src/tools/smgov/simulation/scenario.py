@@ -42,6 +42,7 @@ DEFAULT_SET = (
     "spot-interruptions",
     "failures",
     "long-quiet-phases",
+    "declared-tolerance",
     "silent-hang",
     "hardware-algorithm-error",
     "failure-classes",
