@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from smgov.audit_queries import central_query, unknown_fields
-from smgov.simulation.template import load_template
+from smgov.cfn_template import load_template
 from tests.infrastructure.conftest import cfn_lint
 from tests.infrastructure.iam_documents import ACCOUNT, PARTITION, REGION, Document
 from tests.infrastructure.iam_reference import check_document
