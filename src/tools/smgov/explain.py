@@ -139,11 +139,19 @@ def explain_alarm(
     now: datetime,
     describe: dict[str, Any] | None,
     naming: AlarmNaming,
+    evidence: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the alarm stopper would do with an alarm notification (an SNS event, or an SQS batch from the
-    alarm queue), assuming the alarm exists with this stack's tags for the described job."""
+    alarm queue), assuming the alarm exists with this stack's tags for the described job. ``evidence``: the
+    stall judge's reads (``smgov.stall_evidence``: the metric series per host and signal, the training
+    metrics' datapoints, the job's log streams and lines); the judge then reviews every stop as deployed,
+    and each decision shows its inputs and verdict under ``judge``. Without it no stop is judged (said in
+    ``assumed``)."""
     from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.observability import logger
     from sagemaker_governance.service.guard_stopper import GuardStopper
+    from sagemaker_governance.service.stall_judge import StallJudge
+    from smgov.stall_evidence import OfflineLogActivity, OfflineMetricData, load_evidence
 
     bodies = sqs_bodies(raw_event)
     messages = (
@@ -152,33 +160,57 @@ def explain_alarm(
     job = _job_of(describe, "an alarm notification")
     audit, alarms = MemoryAuditSink(), OfflineAlarms(naming, job.name)
     jobs = OfflineJobs(job, describe)
-    results = []
+    results: list[dict[str, Any]] = []
     notifier = RecordingNotifier()
-    for message_id, message in messages:
-        stopper = GuardStopper(
-            guards=GUARDS,
-            jobs=jobs,
-            alarms=alarms,
-            arming=alarms,
-            notifier=notifier,
-            policies=FixedPolicy(policy),
-            audit=audit,
-            metrics=MemoryBusinessMetrics(),
-            clock=lambda: now,
-            naming=naming,
-            account_id=message.account_id,
-        )
-        results.append(stopper.handle(message, message_id).as_dict())
+    review = None
+    if evidence is not None:
+        read = load_evidence(evidence)
+        review = StallJudge(OfflineMetricData(read), OfflineLogActivity(read))
+    saved_level = logger.log_level
+    logger.setLevel("WARNING")  # the service's info logs would mix into what is printed (and --json)
+    try:
+        for message_id, message in messages:
+            stopper = GuardStopper(
+                guards=GUARDS,
+                jobs=jobs,
+                alarms=alarms,
+                arming=alarms,
+                notifier=notifier,
+                policies=FixedPolicy(policy),
+                audit=audit,
+                metrics=MemoryBusinessMetrics(),
+                clock=lambda: now,
+                naming=naming,
+                account_id=message.account_id,
+                review=review,
+            )
+            results.append(stopper.handle(message, message_id).as_dict())
+    finally:
+        logger.setLevel(saved_level)
+    assumed = "the alarm exists and carries this stack's tags for the described job"
+    if review is None:
+        assumed += "; no --evidence: a stop is not reviewed by the stall judge (deployed, it reads the job first)"
     return {
         "job": job.name,
         "status": f"{job.status}/{job.secondary_status}",
-        "assumed": "the alarm exists and carries this stack's tags for the described job",
+        "assumed": assumed,
         "results": results,
-        "decisions": [_record(r) for r in audit.records],
+        "decisions": [_record(r, judge=True) for r in audit.records],
         "stopped": jobs.stopped,
         "alarms_reset": alarms.reset_names,
         "notification": notifier.explained(),
     }
+
+
+def alarm_time(raw_event: dict[str, Any]) -> datetime | None:
+    """When the (first) alarm of a notification changed state: what ``--evidence`` is judged as at."""
+    from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+
+    bodies = sqs_bodies(raw_event)
+    messages = (
+        alarm_notifications(raw_event) if bodies is None else [queued_alarm_notification(b) for _, b in bodies]
+    )
+    return next((m.changed_at for _, m in messages if m.changed_at is not None), None)
 
 
 def explain_schedule(
@@ -261,11 +293,19 @@ def _ports(
     )
 
 
-def _record(record: Any) -> dict[str, Any]:
-    return {
+def _record(record: Any, *, judge: bool = False) -> dict[str, Any]:
+    out = {
         "rule": record.rule,
+        "code": record.code,
         "action": record.action,
         "mode": record.mode,
         "outcome": record.outcome.value,
         "reason": record.reason,
     }
+    if judge:
+        from smgov.stall_evidence import judged
+
+        shown = judged(record.code or "", record.reason, record.evidence or {})
+        if shown is not None:
+            out["judge"] = shown
+    return out
