@@ -464,3 +464,57 @@ def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAcco
     # When the reconciler runs, every alarm of the job is gone
     reconcile(acct)
     assert acct.cloudwatch.alarms == {}
+
+
+EFFICIENCY_WITH_STOPS = "efficiency: {enabled: true, min_gpu_percent: 50, window_minutes: 60, grace_minutes: 30, stop_after_notices: 1}"
+
+
+def test_a_large_jobs_idle_and_efficiency_composites_are_deleted_one_composite_per_request(
+    acct: LocalAccount,
+) -> None:
+    # Given a 12-host job watched by the idle guard (a composite) and the minimum-utilization guard with
+    # stops (a notice composite and a stop composite, each over two children), whose end event was lost
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    kinds = [alarm["Kind"] for alarm in acct.cloudwatch.alarms.values()]
+    assert kinds.count("composite") == 3 and len(kinds) == 9
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    before = len(acct.cloudwatch.requests)
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then every alarm is gone without an error: the double refuses a request with two composites
+    assert acct.cloudwatch.alarms == {} and result["errors"] == 0
+    deletes = [p["AlarmNames"] for name, p in acct.cloudwatch.requests[before:] if name == "DeleteAlarms"]
+    heads = {f"{PREFIX}job-1", f"{PREFIX}job-1.efficiency", f"{PREFIX}job-1.efficiency-stop"}
+    assert len(deletes) == 3 and all(sum(n in heads for n in names) == 1 for names in deletes)
+    (record,) = reconciler_records(acct)  # one repair record for the job
+    assert len(record.evidence["deleted"]) == 9
+
+
+def test_a_large_jobs_efficiency_composites_are_deleted_by_its_end_event(acct: LocalAccount) -> None:
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))
+    assert acct.cloudwatch.alarms == {}
+
+
+def test_a_large_jobs_notice_composite_tells_the_owner_and_resets_its_children(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a 12-host job under the minimum-utilization guard, 95 minutes into Training
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    clock.advance(minutes=95)
+    head = f"{PREFIX}job-1.efficiency"
+    for child in (f"{head}.hosts-1-10", f"{head}.hosts-11-12"):
+        acct.cloudwatch.set_state(child, "ALARM")
+    # When its notice composite fires
+    fire(acct, head)
+    # Then the owner is told (not stopped), and the children are set back to OK to fire after another window
+    (decision,) = [r for r in acct.audit.records if r.rule == "efficiency" and r.trigger != "job-state-change"]
+    assert decision.code == "efficiency.notify.below-minimum"
+    assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "InProgress"
+    assert {acct.cloudwatch.alarms[c]["StateValue"] for c in (f"{head}.hosts-1-10", f"{head}.hosts-11-12")} == {
+        "OK"
+    }

@@ -35,6 +35,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
+from sagemaker_governance.domain.guards.base import deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -231,37 +232,55 @@ class ReconcilerService:
     ) -> list[RepairKind]:
         """Delete ended jobs' alarms, as few ``DeleteAlarms`` requests as the API allows (many jobs ending
         together, whose deletes CloudWatch throttled at their end, cost a request per 100 alarms, not one
-        per job). A request that fails is retried job by job (e.g. a composite we could not tell); one
+        per job). A request that fails is retried unit by unit (e.g. a composite we could not tell); one
         throttled leaves the rest for the next run."""
         repairs: list[RepairKind] = []
-        for batch in deletion_batches(orphan.names for orphan in ended):
-            orphans = [ended[index] for index in batch]
+        # Each job's alarms in units (an alarm with its children: DeleteAlarms takes one composite per request).
+        units = [(index, unit) for index, orphan in enumerate(ended) for unit in deletion_units(orphan.names)]
+        deleted: dict[int, set[str]] = {}
+        for batch in deletion_batches(unit for _, unit in units):
+            chosen = [units[index] for index in batch]
             try:
-                deleted = set(self._alarms.delete([name for orphan in orphans for name in orphan.names]))
+                gone = set(self._alarms.delete([name for _, unit in chosen for name in unit]))
             except Throttled as exc:
                 report.errors += 1
-                logger.warning("orphan alarms deferred", jobs=len(orphans), error=str(exc))
+                logger.warning("orphan alarms deferred", jobs=len({i for i, _ in chosen}), error=str(exc))
                 break
             except AdapterError as exc:
-                if len(orphans) == 1:
+                if len(chosen) == 1:
                     report.errors += 1
-                    logger.error("reconcile item failed", job=orphans[0].job_name, error=str(exc))
+                    logger.error("reconcile item failed", job=ended[chosen[0][0]].job_name, error=str(exc))
                     continue
-                deleted = set()
-                for orphan in orphans:
-                    try:
-                        deleted.update(self._alarms.delete(orphan.names))
-                    except AdapterError as one:
-                        report.errors += 1
-                        logger.error("reconcile item failed", job=orphan.job_name, error=str(one))
-                        if isinstance(one, Throttled):
-                            return repairs
-            for orphan in orphans:
-                mine = [name for name in orphan.names if name in deleted]
-                if mine:
-                    self._record_orphan(orphan, mine, trigger)
-                    repairs.append(RepairKind.ORPHAN_ALARM)
+                gone, throttled = self._delete_one_by_one(chosen, ended, report)
+                for index, unit in chosen:
+                    deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+                if throttled:
+                    break
+                continue
+            for index, unit in chosen:
+                deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+        for index, orphan in enumerate(ended):
+            mine = [name for name in orphan.names if name in deleted.get(index, ())]
+            if mine:
+                self._record_orphan(orphan, mine, trigger)
+                repairs.append(RepairKind.ORPHAN_ALARM)
         return repairs
+
+    def _delete_one_by_one(
+        self, chosen: Sequence[tuple[int, list[str]]], ended: Sequence[Orphan], report: ReconcileReport
+    ) -> tuple[set[str], bool]:
+        """A failed request's units again, one request each: what was deleted, and whether one was throttled
+        (the rest is left for the next run)."""
+        gone: set[str] = set()
+        for index, unit in chosen:
+            try:
+                gone.update(self._alarms.delete(unit))
+            except AdapterError as one:
+                report.errors += 1
+                logger.error("reconcile item failed", job=ended[index].job_name, error=str(one))
+                if isinstance(one, Throttled):
+                    return gone, True
+        return gone, False
 
     def _record_orphan(self, orphan: Orphan, deleted: list[str], trigger: Trigger) -> None:
         job = orphan.job
