@@ -60,6 +60,12 @@ DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notifi
 Budget = Callable[[], float]  # seconds left before the function's deadline
 
 
+class LostEndRecorder(Protocol):
+    """Writes what a job's end event would have (the efficiency record), once per job."""
+
+    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
+
+
 class AlarmGuard(Protocol):
     """A guard that watches training jobs with alarms named ``<alarm_prefix><job>[.<suffix>]``."""
 
@@ -119,9 +125,10 @@ class ReconcileReport:
     repairs: Counter[str] = field(default_factory=Counter)
     errors: int = 0
     stopped_early: bool = False
+    efficiency_records: int = 0  # ended jobs' records written here (their end event lost)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "jobs_in_progress": self.jobs_in_progress,
             "alarms": self.alarms,
             "items": self.items,
@@ -130,6 +137,9 @@ class ReconcileReport:
             "errors": self.errors,
             "stopped_early": self.stopped_early,
         }
+        if self.efficiency_records:
+            shown["efficiency_records"] = self.efficiency_records
+        return shown
 
 
 class ReconcilerService:
@@ -148,6 +158,7 @@ class ReconcilerService:
         clock: Clock,
         interval_minutes: int,
         safety_seconds: float = DEFAULT_SAFETY_SECONDS,
+        lost_ends: LostEndRecorder | None = None,
     ) -> None:
         self._jobs = jobs
         self._inventory = inventory
@@ -161,6 +172,7 @@ class ReconcilerService:
         self._clock = clock
         self._interval = interval_minutes
         self._safety = safety_seconds
+        self._lost_ends = lost_ends
         # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
@@ -198,6 +210,7 @@ class ReconcilerService:
                     orphan = self._orphan(item)
                     if orphan is not None:
                         ended.append(orphan)
+                        self._record_lost_end(orphan, trigger, report)
                     kinds = []
             except AdapterError as exc:
                 report.errors += 1
@@ -226,6 +239,20 @@ class ReconcilerService:
             if mine:
                 names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
         return Orphan(item.job_name, job, names)
+
+    def _record_lost_end(self, orphan: Orphan, trigger: Trigger, report: ReconcileReport) -> None:
+        """An ended job's alarms were left behind: its end event may be lost, and with it the job's
+        efficiency record, written here once (service/efficiency.py: the same ledger key as the event
+        path's). A failed read is logged and counted; the alarms are deleted all the same."""
+        if self._lost_ends is None or orphan.job is None:
+            return
+        try:
+            written = self._lost_ends.record_lost_end(orphan.job, trigger)
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
+            return
+        report.efficiency_records += len(written)
 
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
