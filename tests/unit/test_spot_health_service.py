@@ -116,3 +116,40 @@ def test_without_a_storm_the_opted_in_new_job_stays_on_spot() -> None:
     )
     (decision,) = spot.react(job, TRIGGER)
     assert decision.code == "spot.skip.no-storm" and launcher.requests == [] and jobs.stopped == []
+
+
+def test_in_a_storm_an_opted_in_spot_job_waiting_in_pending_starts_on_demand_before_it_bills() -> None:
+    # Given a new Spot job that went from Starting to Pending (waiting for capacity, nothing billed yet)
+    now = T0 + timedelta(minutes=6)
+    description = starting()
+    description["SecondaryStatus"] = "Pending"
+    description["SecondaryStatusTransitions"] = [
+        {"Status": "Starting", "StartTime": T0, "EndTime": T0 + timedelta(minutes=4)},
+        {"Status": "Pending", "StartTime": T0 + timedelta(minutes=4)},
+    ]
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, jobs, launcher, _ = reaction(description, FakeHealth(storm(now)), opted, now)
+    # When its Pending event arrives in a storm of its type
+    clone, stop = spot.react(job, TRIGGER)
+    # Then it is cloned On-Demand and stopped, as on Starting
+    assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
+    assert [r["EnableManagedSpotTraining"] for r in launcher.requests] == [False]
+    assert jobs.stopped == ["new-spot-1"]
+
+
+def test_a_spot_job_back_in_pending_after_an_interruption_is_not_a_new_start() -> None:
+    # Given a Spot job that trained, was interrupted and now waits in Pending
+    now = T0 + timedelta(hours=2)
+    description = starting()
+    description["SecondaryStatus"] = "Pending"
+    description["SecondaryStatusTransitions"] = [
+        {"Status": "Starting", "StartTime": T0, "EndTime": T0 + timedelta(minutes=4)},
+        {"Status": "Training", "StartTime": T0 + timedelta(minutes=4), "EndTime": T0 + timedelta(hours=1)},
+        {"Status": "Interrupted", "StartTime": T0 + timedelta(hours=1), "EndTime": T0 + timedelta(hours=1.5)},
+        {"Status": "Pending", "StartTime": T0 + timedelta(hours=1.5)},
+    ]
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, _, launcher, _ = reaction(description, FakeHealth(storm(now)), opted, now)
+    # Then the storm move does not apply (its interruptions decide, at the Interrupted event)
+    assert not spot.applies(job)
+    assert launcher.requests == []

@@ -635,6 +635,35 @@ def _spot_verdict(
     )
 
 
+def _plan_on_demand(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    spot: SpotPolicy,
+    mode: Mode,
+    ctx: CloneContext,
+    evidence: dict[str, Any],
+    *,
+    reason: ResumeReason,
+    require_checkpoint: bool,
+) -> ClonePlan | CloneDecision:
+    """The shared checks, then an On-Demand clone's plan (Spot fallback's ``_plan``)."""
+    return _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=require_checkpoint,
+        reason=reason,
+        on_demand=True,
+        evidence=evidence,
+    )
+
+
 def decide_spot(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -696,19 +725,16 @@ def decide_spot(
         if code not in _FALLBACKS:
             return _none(SPOT_RULE_ID, code, mode, f"Spot job {why}", evidence)
         reason = ResumeReason.SPOT_INTERRUPTED
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+    planned = _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=spot.require_checkpoint,
+        ctx,
+        evidence,
         reason=reason,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=spot.require_checkpoint,
     )
     if isinstance(planned, CloneDecision):
         return planned
@@ -783,19 +809,16 @@ def decide_spot_start(
             f"({fleet.interrupted_jobs} job(s) interrupted in {fleet.window_hours:g} h)",
             evidence,
         )
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+    planned = _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
+        ctx,
+        evidence,
         reason=ResumeReason.SPOT_STORM,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
     )
     if isinstance(planned, CloneDecision):
         return planned
