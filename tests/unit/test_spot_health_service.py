@@ -17,7 +17,7 @@ from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import SpotFallbackReaction
 from smgov.explain import FixedPolicy
 from smgov.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
-from tests.resume_builders import T0, as_job, shape, spot_description
+from tests.resume_builders import T0, TAGS, as_job, shape, spot_description
 from tests.spot_builders import TYPE, starting
 
 TRIGGER = Trigger(kind="event", event_id="e-1")
@@ -43,9 +43,13 @@ class FakeHealth:
 
 
 def reaction(
-    description: dict[str, Any], health: FakeHealth, policy: dict[str, Any], now: datetime
+    description: dict[str, Any],
+    health: FakeHealth,
+    policy: dict[str, Any],
+    now: datetime,
+    tags: dict[str, str] | None = None,
 ) -> tuple[Any, ...]:
-    job = as_job(description)
+    job = as_job(description, tags)
     jobs, launcher, audit = OfflineJobs(job, description), RecordingLauncher(), MemoryAuditSink()
     spot = SpotFallbackReaction(
         jobs,
@@ -153,3 +157,21 @@ def test_a_spot_job_back_in_pending_after_an_interruption_is_not_a_new_start() -
     # Then the storm move does not apply (its interruptions decide, at the Interrupted event)
     assert not spot.applies(job)
     assert launcher.requests == []
+
+
+def test_the_ledger_is_read_for_each_alternative_only_when_the_job_opted_in() -> None:
+    # Given a team that lists two alternatives, and an interrupted job of its own type
+    now = T0 + timedelta(hours=2)
+    policy = {"spot": {"fallbacks": [{"instance_type": "ml.g6.12xlarge"}, {"instance_type": "ml.p4d.24xlarge"}]}}
+    description = spot_description(interruptions=1)
+    description["ResourceConfig"]["InstanceType"] = TYPE
+    # When the job does not carry the opt-in tag: only its own type is read
+    health = FakeHealth()
+    job, spot, *_ = reaction(description, health, policy, now)
+    spot.react(job, TRIGGER)
+    assert [t for t, _ in health.reads] == [TYPE]
+    # When it does: each alternative's type is read too, in order
+    health = FakeHealth()
+    job, spot, *_ = reaction(description, health, policy, now, {**TAGS, "spot-fallbacks": "allow"})
+    spot.react(job, TRIGGER)
+    assert [t for t, _ in health.reads] == [TYPE, "ml.g6.12xlarge", "ml.p4d.24xlarge"]
