@@ -36,7 +36,9 @@ finish within ``MaxWaitTimeInSeconds`` (or at all), or when the team's deadline 
 When the numbers cannot be computed (no checkpoint listing, missing or conflicting timestamps) or
 ``spot.economics`` is off, the count rule decides (``spot.count_rule_interruptions``) and the evidence
 says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when
-``spot.fallback_on_max_wait`` allows.
+``spot.fallback_on_max_wait`` allows. A job leaving Spot on its own type for its cost, its progress or
+``MaxWaitTimeInSeconds`` first tries the team's ``spot.fallbacks`` on Spot, when it opted in
+(``domain/spot_alternatives.py``): the first allowed, storm-free type cheaper to finish than On-Demand.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ Two reactions share one engine:
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
-  for the numbers; the count rule without them) and on a Spot job that ended with ``MaxWaitTimeExceeded``
-  (resume On-Demand).
+  for the numbers; the count rule without them; on Spot on another type first when the team lists
+  ``spot.fallbacks`` and the job opted in: each alternative's Spot health is read too) and on a Spot job
+  that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
