@@ -21,8 +21,8 @@ import yaml
 
 from bench import schema
 from bench.coldstart import sam_build
+from smgov.cfn_template import REPO_ROOT, load_template
 from smgov.runtime_python import RuntimePythonNotFound, find_runtime_python
-from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build  # (one file: under `--dist loadfile` one pytest-xdist worker runs them all)
 
