@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import SCHEMA
-from smgov.simulation.template import REPO_ROOT
+from smgov.cfn_template import REPO_ROOT
 
 
 def machine() -> dict[str, Any]:

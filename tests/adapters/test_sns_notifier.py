@@ -16,7 +16,7 @@ from sagemaker_governance.adapters.sns import (
     render_text,
 )
 from sagemaker_governance.domain.notifications import Notification, NotificationItem, NotificationOutcome
-from smgov.simulation.template import load_template
+from smgov.cfn_template import load_template
 from tests.adapters.conftest import CallRecorder
 
 MESSAGE = Notification(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench import schema
-from smgov.simulation.template import REPO_ROOT, load_template
+from smgov.cfn_template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build
 

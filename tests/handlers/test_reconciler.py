@@ -21,15 +21,10 @@ from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
 from tests.evidence import JobSignals, log_stream
-from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
+from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
 TWELVE_HOSTS = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50}
-
-
-@pytest.fixture
-def clock() -> MovableClock:
-    return MovableClock(NOW)
 
 
 @pytest.fixture

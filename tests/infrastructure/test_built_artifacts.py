@@ -17,8 +17,8 @@ import boto3
 import pytest
 import yaml
 
+from smgov.cfn_template import REPO_ROOT, load_template
 from smgov.runtime_python import RuntimePythonNotFound, find_runtime_python
-from smgov.simulation.template import REPO_ROOT, load_template
 
 pytestmark = pytest.mark.build  # (the builds are shared by the test session's workers: tests/conftest.py)
 

@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
+from smgov.cfn_template import TEMPLATE_PATH
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
 from smgov.simulation.scenario import Expect, JobSpec, Scenario
-from smgov.simulation.template import TEMPLATE_PATH
 
 ACTED = {"done", "already-done", "audit-only"}
 INVARIANTS = ("orphan_alarms", "missing_alarms", "duplicate_clones", "missed_stops", "false_stops", "lost_events")
