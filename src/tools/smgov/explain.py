@@ -7,11 +7,15 @@ alarm stopper; the reconciler's scheduled event to one reconciler run over the d
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
+from sagemaker_governance.adapters.spot_health import signal_of
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
@@ -20,6 +24,7 @@ from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.spot_health import SpotSignal
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
 from smgov.offline import (
@@ -41,6 +46,19 @@ class FixedPolicy:
         return self._policy
 
 
+@dataclass(frozen=True)
+class SavedReads:
+    """What the function would read, saved in files: ``logs`` (the failed job's log lines: a file, or a
+    folder with one file per stream), ``checkpoints`` (the job's checkpoint writes: a saved
+    ``ListObjectsV2`` answer or a file of times; Spot fallback's economics), ``spot_health`` (a saved
+    DynamoDB ``Query`` answer of the Spot health ledger: the fleet's health of the job's type and of the
+    team's alternatives). None: not read."""
+
+    logs: Path | None = None
+    checkpoints: Path | None = None
+    spot_health: Path | None = None
+
+
 def explain_event(
     raw_event: dict[str, Any],
     policy: Policy,
@@ -49,16 +67,16 @@ def explain_event(
     describe: dict[str, Any] | None = None,
     clone_role_patterns: tuple[str, ...] | None = None,
     naming: AlarmNaming | None = None,
-    logs: Path | None = None,
-    checkpoints: Path | None = None,
+    saved: SavedReads | None = None,
 ) -> dict[str, Any]:
     """What the job-events function would decide for ``raw_event`` under ``policy`` at ``now``: the
     function's own assembly (``composition.job_events.assemble``) on ports that answer from the event,
-    ``describe`` (what a re-read would see) and ``logs`` (the failed job's log lines: a file, or a folder
-    with one file per stream), ``checkpoints`` (the job's checkpoint writes: a saved ``ListObjectsV2`` answer
-    or a file of times; Spot fallback's economics) and record instead of acting."""
+    ``describe`` (what a re-read would see) and the ``saved`` reads (``SavedReads``), and record instead
+    of acting."""
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
+    saved = saved or SavedReads()
+    logs, checkpoints, spot_health = saved.logs, saved.checkpoints, saved.spot_health
     if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
         clone_role_patterns = (Settings.from_env().clone_role_pattern,)
     # Auto-resume and Spot fallback plan from `describe`, or else from the event detail (which mirrors
@@ -83,6 +101,7 @@ def explain_event(
         role_patterns=clone_role_patterns,
         logs=OfflineLogs(logs) if logs is not None else NoLogs(),
         checkpoints=OfflineCheckpoints(checkpoints) if checkpoints is not None else None,
+        spot_health=SavedSpotHealth(spot_health) if spot_health is not None else None,
     )
     decisions = service.handle(event)
     return {
@@ -91,6 +110,27 @@ def explain_event(
         "decisions": [d.explain() for d in decisions],
         "notification": notifier.explained(),
     }
+
+
+class SavedSpotHealth:
+    """The Spot health ledger as a saved ``Query`` answer (``{"Items": [...]}``, DynamoDB's attribute-value
+    items, of one or more instance types): read as the deployed ledger reads it; nothing is written."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ExplainError(f"{path}: not a saved DynamoDB Query answer: {exc}") from exc
+        items = raw.get("Items") if isinstance(raw, dict) else None
+        if not isinstance(items, list):
+            raise ExplainError(f"{path}: a saved DynamoDB Query answer has a list under Items")
+        self._signals = [s for s in (signal_of(i) for i in items if isinstance(i, dict)) if s is not None]
+
+    def record(self, signals: Iterable[SpotSignal]) -> None:
+        return None
+
+    def recent(self, instance_type: str, since: datetime) -> list[SpotSignal]:
+        return [s for s in self._signals if s.instance_type == instance_type and s.at >= since]
 
 
 # ---- other events the functions receive (issue 16 item 8) ------------------------------------------

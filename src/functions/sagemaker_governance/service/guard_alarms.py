@@ -40,11 +40,13 @@ from sagemaker_governance.domain.guards.base import (
     Guard,
     GuardConfig,
     NoAlarm,
+    deletion_units,
     is_training,
 )
 from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import deletion_batches
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
@@ -211,8 +213,13 @@ class GuardAlarms:
             except JobNotFound:
                 hosts = 1
         names = guard.owned_alarms(job.name, hosts, self._naming)
+        # DeleteAlarms takes at most one composite alarm per request: a guard with several composites (one
+        # per role above 10 hosts) deletes them in as many requests; every other plan in one.
+        units = deletion_units(names)
         try:
-            deleted = self._alarms.delete(names)
+            deleted: list[str] = []
+            for batch in deletion_batches(units):
+                deleted += self._alarms.delete([name for index in batch for name in units[index]])
         except Throttled as exc:
             logger.warning("alarm delete deferred", job=job.name, error=str(exc))
             deferred = Decision(

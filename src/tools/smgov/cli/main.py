@@ -95,7 +95,7 @@ def _event_kind(raw: Any) -> str:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.job import parse_timestamp
-    from smgov.explain import ExplainError, explain_alarm, explain_event, explain_schedule
+    from smgov.explain import ExplainError, SavedReads, explain_alarm, explain_event, explain_schedule
 
     raw_event = _read_json(args.event_file)
     describe = _read_json(args.describe) if args.describe else None
@@ -131,7 +131,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         else:
             results = [
                 explain_event(
-                    event, policy, now=now, describe=describe, naming=naming, logs=logs, checkpoints=checkpoints
+                    event,
+                    policy,
+                    now=now,
+                    describe=describe,
+                    naming=naming,
+                    saved=SavedReads(
+                        logs=logs,
+                        checkpoints=checkpoints,
+                        spot_health=Path(args.spot_health) if args.spot_health else None,
+                    ),
                 )
                 for event in _state_changes(raw_event)
             ]
@@ -192,6 +201,12 @@ def _print_explained(result: dict[str, Any]) -> None:
             )
         elif numbers.get("economics") == "unavailable":
             print(f"      count rule: {numbers.get('economics_note')}")
+        for alternative in numbers.get("alternatives") or ():
+            print(
+                f"      alternative {alternative['instance_type']}: {alternative['verdict']}, {alternative['note']}"
+            )
+        if numbers.get("alternatives_not_tried"):
+            print(f"      alternatives not tried: {numbers['alternatives_not_tried']}")
         diagnosis = decision.get("evidence", {}).get("diagnosis")
         if diagnosis:
             _print_diagnosis(diagnosis)
@@ -311,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the job's checkpoint writes: a saved ListObjectsV2 answer (JSON) or ISO 8601 times, one per line "
         "(Spot fallback's economics)",
+    )
+    explain.add_argument(
+        "--spot-health",
+        metavar="FILE",
+        help="the fleet's Spot health: a saved DynamoDB Query answer of the ledger (JSON; Spot fallback's storm "
+        "and alternatives)",
     )
     explain.add_argument("--at", metavar="TIME", help="decide at this time (ISO 8601; default: now)")
     explain.add_argument("--json", action="store_true")

@@ -276,7 +276,9 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "unexpected": wrong,
             "known_gap": gaps.get(name),
             **owners.get(name, {"team": None, "owner": None, "project": None}),
-            "instance_type": _instance_type(specs.get(job.spec_name or name)),
+            "instance_type": "+".join(sorted(set(job.instance_types)))
+            if job.instance_types
+            else _instance_type(specs.get(job.spec_name or name)),
             "efficiency": efficiency.get(name),
         }
         if include_series:
