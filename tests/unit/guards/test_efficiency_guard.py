@@ -137,11 +137,11 @@ def test_above_ten_hosts_with_stops_two_composites_deleted_one_per_request() -> 
     assert all(batch[0] in heads for batch in batches)  # a composite before its children
 
 
-def test_above_ten_hosts_a_notice_resets_the_children_and_only_the_composites_act() -> None:
+def test_above_ten_hosts_the_grace_period_resets_the_children_and_only_the_composites_act() -> None:
     config = EfficiencyPolicy(**ON)
-    verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(120, count=12)), config)
+    verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(60, count=12)), config)
     head = "gov-idle-job-1.efficiency"
-    assert verdict.verdict is Verdict.NOTIFY
+    assert verdict.verdict is Verdict.TOO_EARLY  # a composite follows its children: they are what is reset
     assert verdict.reset == (f"{head}.hosts-1-10", f"{head}.hosts-11-12")
     assert EFFICIENCY.role_of(f"{head}.hosts-1-10", "job-1", NAMING) == EfficiencyRole.NOTICE_CHILD
     assert EFFICIENCY.role_of(f"{head}-stop.hosts-1-10", "job-1", NAMING) == EfficiencyRole.STOP_CHILD
@@ -180,11 +180,12 @@ def test_beyond_what_a_composite_alarm_rule_allows_no_alarm() -> None:
     assert "children" in many.evidence["composite_limits_exceeded"]
 
 
-def test_a_notice_tells_the_owner_and_resets_its_alarm() -> None:
+def test_a_notice_tells_the_owner_and_leaves_its_alarm_in_alarm() -> None:
+    # one notice per stretch below the minimum: a reset alarm returns to ALARM within seconds
     verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(120)), EfficiencyPolicy(**ON))
     assert verdict.verdict is Verdict.NOTIFY and not verdict.stops
     assert verdict.decision.code == EfficiencyGuardCode.NOTIFY and verdict.decision.action is Action.NOTIFY
-    assert verdict.decision.remedy and verdict.reset == ("gov-idle-job-1.efficiency",)
+    assert verdict.decision.remedy and verdict.reset == ()
 
 
 @pytest.mark.parametrize("role", [EfficiencyRole.NOTICE, EfficiencyRole.STOP])

@@ -14,10 +14,14 @@ the sum over its GPUs):
 * **notice** (``<prefix><job>.efficiency``): the **mean over the job's GPU hosts** (metric math ``AVG``)
   of 5-minute averages below ``min_gpu_percent`` x GPUs per host in every period of ``window_minutes``.
   When it fires the owner gets a notice (audit rule ``efficiency``, ``efficiency.notify.below-minimum``)
-  and the alarm is reset: it fires again after another whole window if utilization stays low.
+  and the alarm stays in ``ALARM``: an alarm acts only when its state changes, so the owner is told once
+  per stretch below the minimum, and again only after utilization recovered and then stayed low for
+  another whole window. (A reset would not wait a window: after ``SetAlarmState`` an alarm "returns to
+  its actual state quickly, often within seconds", its API reference, and would notify every period.)
 * **stop** (``<prefix><job>.efficiency-stop``, only when ``stop_after_notices`` > 0): the same signal
-  over ``(stop_after_notices + 1)`` windows in a row, i.e. the job stayed under the minimum through every
-  notice and one window more. Its verdict to stop goes through the stopper's review like any stall's.
+  over ``(stop_after_notices + 1)`` windows in a row: the job stayed under the minimum for that long
+  (its owner told after the first). Its verdict to stop goes through the stopper's review like any
+  stall's.
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"), the judgement resets the alarms while the job is in
@@ -81,7 +85,7 @@ EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
 NOTICE_MARK: Final = ".efficiency"  # job names cannot contain ".": never another job's alarm
 STOP_MARK: Final = ".efficiency-stop"
 PERIOD_SECONDS: Final = 300
-RESET_REASON: Final = "sagemaker-governance: efficiency guard (notice sent, grace period or stale notification)"
+RESET_REASON: Final = "sagemaker-governance: efficiency guard (grace period or stale notification)"
 
 
 class EfficiencyRole(StrEnum):
@@ -117,8 +121,8 @@ _JUDGED: Final = {
 class EfficiencyPolicy(GuardConfig):
     """Minimum GPU utilization, nudging first: tell the owner when the job's GPUs stay below
     ``min_gpu_percent`` (per GPU, mean over its GPU hosts) for ``window_minutes`` after ``grace_minutes``
-    of ``Training``; stop it only after ``stop_after_notices`` notices (0: never). Separate from the idle
-    guard, which stops stalled jobs. Off by default: turn it on per team.
+    of ``Training``; stop it only when it stays below for ``stop_after_notices`` + 1 windows in a row
+    (0: never). Separate from the idle guard, which stops stalled jobs. Off by default: turn it on per team.
 
     Example:
         efficiency:
@@ -133,7 +137,9 @@ class EfficiencyPolicy(GuardConfig):
     min_gpu_percent: float = Field(default=50.0, gt=0, le=100, description="Per GPU, percent.")
     window_minutes: int = Field(default=60, ge=10, le=1440, multiple_of=5)
     grace_minutes: int = Field(default=30, ge=0, le=1440)
-    stop_after_notices: int = Field(default=0, ge=0, le=23, description="0: notices only, never a stop.")
+    stop_after_notices: int = Field(
+        default=0, ge=0, le=23, description="N > 0: stop after N + 1 windows below in a row; 0: never a stop."
+    )
 
     @model_validator(mode="after")
     def _stop_window_fits(self) -> EfficiencyPolicy:
@@ -385,8 +391,9 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
         if role == EfficiencyRole.STOP:
             reason = (
-                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes: through "
-                f"{config.stop_after_notices} notice(s) and one window more{measured}"
+                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes "
+                f"({config.stop_after_notices + 1} windows of {config.window_minutes} in a row; its owner was told "
+                f"after the first){measured}"
             )
             return judgement.stop(
                 EfficiencyGuardCode.STOP,
@@ -396,7 +403,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 exempted_by=notice.exempted_by,
             )
         later = (
-            f"; it will be stopped after {config.stop_after_notices} unheeded notice(s)"
+            f"; it will be stopped if it stays below for {config.stop_window_minutes} minutes in a row"
             if config.stop_after_notices
             else ""
         )
@@ -407,13 +414,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU (mean over its GPU hosts) for "
             f"{config.window_minutes} minutes{measured}{later}",
             remedy=suggestion,
-            reset=metric_alarms,
-            reset_reason=RESET_REASON,
         )
 
     def symptom(self, config: EfficiencyPolicy) -> tuple[str, str]:
         return (
-            f"its GPUs stayed below {config.min_gpu_percent:g}% utilization through every notice",
+            f"its GPUs stayed below {config.min_gpu_percent:g}% utilization for {config.stop_window_minutes} "
+            "minutes in a row, after a notice to its owner",
             f"stayed below {config.min_gpu_percent:g}% GPU utilization",
         )
 
