@@ -29,8 +29,8 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from smgov.cfn_template import REPO_ROOT, load_template
 from smgov.runtime_python import RuntimePythonNotFound, build_env, find_runtime_python
-from smgov.simulation.template import REPO_ROOT, load_template
 
 PROBE = Path(__file__).with_name("_probe.py")
 SAM = Path(sys.executable).with_name("sam")

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.simulated import alarm_hours, fleet_run
+from smgov.cfn_template import load_template
 from smgov.simulation.report import build_report
-from smgov.simulation.template import load_template
 
 PRICES = Path(__file__).with_name("prices.json")
 

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from smgov.simulation.template import REPO_ROOT, load_template
+from smgov.cfn_template import REPO_ROOT, load_template
 
 UNZIPPED_LIMIT_MB = 250  # function + all its layers, unzipped
 DIRECT_UPLOAD_LIMIT_MB = 50  # a zip uploaded directly (sam deploy goes through S3)

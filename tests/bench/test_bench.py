@@ -10,7 +10,7 @@ import pytest
 
 from bench import schema
 from bench.report import render
-from smgov.simulation.template import REPO_ROOT, load_template
+from smgov.cfn_template import REPO_ROOT, load_template
 
 RESULTS = REPO_ROOT / "bench" / "results.json"
 

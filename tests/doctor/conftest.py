@@ -18,11 +18,11 @@ import pytest
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
-from smgov.doctor.checks import CheckContext, _expected_rules, _referenced, _resources
+from smgov.cfn_template import load_template, referenced_id, resources_of_type
+from smgov.doctor.checks import CheckContext, _expected_rules
 from smgov.doctor.deployment import Deployment
 from smgov.doctor.iam import contracted_actions
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.template import load_template
 
 ACCOUNT, REGION, STACK = "123456789012", "us-east-1", "gov"
 FUNCTIONS = ("JobEventsFunction", "IdleStopperFunction", "ReconcilerFunction")
@@ -106,21 +106,21 @@ def account() -> Iterator[Account]:
         fake.attach(clients["sagemaker"])
         resources = {logical: f"{STACK}-{logical}" for logical in template["Resources"]}
         queues = {}
-        for logical in _resources(template, "AWS::SQS::Queue"):
+        for logical in resources_of_type(template, "AWS::SQS::Queue"):
             url = clients["sqs"].create_queue(QueueName=f"{STACK}-{logical}")["QueueUrl"]
             resources[logical], queues[logical] = url, f"arn:aws:sqs:{REGION}:{ACCOUNT}:{STACK}-{logical}"
         key_id = clients["kms"].create_key(
             Policy=_statements(template["Resources"]["GovernanceKey"]["Properties"]["KeyPolicy"]["Statement"], "*")
         )["KeyMetadata"]["KeyId"]
         resources["GovernanceKey"] = key_id
-        for logical in _resources(template, "AWS::SNS::Topic"):
+        for logical in resources_of_type(template, "AWS::SNS::Topic"):
             arn = clients["sns"].create_topic(Name=f"{STACK}-{logical}", Attributes={"KmsMasterKeyId": key_id})[
                 "TopicArn"
             ]
             resources[logical] = arn
-        for spec in _resources(template, "AWS::SNS::TopicPolicy").values():
+        for spec in resources_of_type(template, "AWS::SNS::TopicPolicy").values():
             for topic in spec["Properties"]["Topics"]:
-                arn = resources[_referenced(topic) or ""]
+                arn = resources[referenced_id(topic) or ""]
                 policy = _statements(spec["Properties"]["PolicyDocument"]["Statement"], arn)
                 clients["sns"].set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
         clients["sns"].subscribe(TopicArn=resources["AlarmTopic"], Protocol="sqs", Endpoint=queues["AlarmQueue"])
@@ -165,11 +165,11 @@ def account() -> Iterator[Account]:
                 Code={"ZipFile": _zip()},
             )
             resources[function], roles[function] = name, role
-        for logical, spec in _resources(template, "AWS::Lambda::EventSourceMapping").items():
+        for logical, spec in resources_of_type(template, "AWS::Lambda::EventSourceMapping").items():
             props = spec["Properties"]
             mapping = clients["lambda"].create_event_source_mapping(
-                EventSourceArn=queues[_referenced(props["EventSourceArn"]) or ""],
-                FunctionName=resources[_referenced(props["FunctionName"]) or ""],
+                EventSourceArn=queues[referenced_id(props["EventSourceArn"]) or ""],
+                FunctionName=resources[referenced_id(props["FunctionName"]) or ""],
             )
             resources[logical] = mapping["UUID"]
         for logical, targets in _expected_rules(template).items():

@@ -165,12 +165,10 @@ def _train(account: Account, name: str, minutes_ago: int) -> None:
     account.sagemaker.clock = lambda: account.now
 
 
-def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account: Account) -> None:
-    # Given a GPU job in Training for an hour with no alarm, and an alarm of this stack for a job long gone
-    reconcile_run(account, minutes_ago=5)
-    _train(account, "unwatched", minutes_ago=60)
+def _idle_alarm(account: Account, name: str) -> None:
+    """An alarm named as this stack names its idle alarms (prefix `gov-idle-`)."""
     account.clients["cloudwatch"].put_metric_alarm(
-        AlarmName="gov-idle-gone-job",
+        AlarmName=name,
         MetricName="GPUUtilization",
         Namespace="/aws/sagemaker/TrainingJobs",
         Statistic="Maximum",
@@ -179,6 +177,13 @@ def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account:
         Threshold=1.0,
         ComparisonOperator="LessThanThreshold",
     )
+
+
+def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account: Account) -> None:
+    # Given a GPU job in Training for an hour with no alarm, and an alarm of this stack for a job long gone
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "unwatched", minutes_ago=60)
+    _idle_alarm(account, "gov-idle-gone-job")
     found = {f.subject: f for f in detail(account, "drift")}
     assert found["unwatched"].status is Status.FAIL and "['gov-idle-unwatched']" in found["unwatched"].detail
     assert (
@@ -190,16 +195,7 @@ def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account:
 def test_drift_a_watched_job_is_fine(account: Account) -> None:
     reconcile_run(account, minutes_ago=5)
     _train(account, "watched", minutes_ago=60)
-    account.clients["cloudwatch"].put_metric_alarm(
-        AlarmName="gov-idle-watched",
-        MetricName="GPUUtilization",
-        Namespace="/aws/sagemaker/TrainingJobs",
-        Statistic="Maximum",
-        Period=60,
-        EvaluationPeriods=1,
-        Threshold=1.0,
-        ComparisonOperator="LessThanThreshold",
-    )
+    _idle_alarm(account, "gov-idle-watched")
     assert detail(account, "drift") == []
 
 

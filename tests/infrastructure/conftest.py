@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from smgov.simulation.template import load_template
+from smgov.cfn_template import load_template
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,12 @@ import pytest
 
 from sagemaker_governance.domain.guards.idle import IdlePolicy
 from sagemaker_governance.settings import Settings
+from smgov.cfn_template import load_template
 from smgov.simulation.calibration_report import (
     DEFAULT_FIELDS,
     CalibrationDocumentError,
     chosen_defaults,
 )
-from smgov.simulation.template import load_template
 from tests.conftest import REPO
 
 DOC = REPO / "docs" / "calibration.md"

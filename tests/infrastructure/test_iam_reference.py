@@ -35,7 +35,7 @@ def accepted(document: Document, issue: str, detail: Any) -> str | None:
 
 
 def _documents() -> list[Document]:
-    from smgov.simulation.template import load_template
+    from smgov.cfn_template import load_template
 
     return template_documents(load_template())
 
@@ -189,7 +189,7 @@ def test_every_resource_star_exception_is_still_needed() -> None:
 
 
 def test_alarm_creation_is_conditioned_on_the_alarm_topic() -> None:
-    from smgov.simulation.template import load_template
+    from smgov.cfn_template import load_template
 
     template = load_template()
     resolve = Resolver(template, {"UseCustomerKey": True, "HasNotificationEmail": True})

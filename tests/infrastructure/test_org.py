@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from smgov.cfn_template import load_template
 from smgov.org_member import BUCKET_PARAMETER, code_keys
-from smgov.simulation.template import load_template
 from tests.infrastructure.conftest import cfn_lint
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,13 +6,14 @@ policy document checked against AWS's authorization reference."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from smgov.audit_queries import central_query, unknown_fields
-from smgov.simulation.template import load_template
+from smgov.cfn_template import load_template
 from tests.infrastructure.conftest import cfn_lint
 from tests.infrastructure.iam_documents import ACCOUNT, PARTITION, REGION, Document
 from tests.infrastructure.iam_reference import check_document
@@ -107,6 +108,17 @@ def test_every_failure_path_ends_in_a_dead_letter_queue(central: dict[str, Any],
             "Resource": {"Ref": "CentralAuditBusArn"},
         }
     ]
+
+
+def test_the_central_dead_letter_alarm_notifies_the_operators_topic_when_given(central: dict[str, Any]) -> None:
+    alarm = central["Resources"]["CentralDeadLetterQueueAlarm"]["Properties"]
+    assert alarm["AlarmActions"] == {
+        "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
+    }
+    assert central["Conditions"]["HasAlarmTopic"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}]}
+    pattern = re.compile(central["Parameters"]["AlarmTopicArn"]["AllowedPattern"])
+    assert pattern.fullmatch("") and pattern.fullmatch("arn:aws:sns:eu-west-1:123456789012:platform-oncall")
+    assert not pattern.fullmatch("arn:aws:sqs:eu-west-1:123456789012:queue")  # an alarm action here is a topic
 
 
 def test_members_forward_what_the_central_rule_and_bus_policy_accept(

@@ -11,8 +11,9 @@ from typing import Any, cast
 import pytest
 from moto.events.models import EventPattern
 
+from smgov.cfn_template import referenced_id
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.template import eventbridge_patterns, logical_id, queue_consumers
+from smgov.simulation.template import eventbridge_patterns, queue_consumers
 
 
 def probe(status: str, secondary: str, **extra: Any) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def sns_subscribers(template: dict[str, Any]) -> set[str]:
                 out.add(name)
         elif resource["Type"] == "AWS::SNS::Subscription":
             protocol = resource["Properties"].get("Protocol")
-            endpoint = logical_id(resource["Properties"].get("Endpoint"))
+            endpoint = referenced_id(resource["Properties"].get("Endpoint"))
             if protocol == "lambda" and endpoint:
                 out.add(endpoint)
             elif protocol == "sqs" and endpoint in consumers:

@@ -317,3 +317,30 @@ def test_metric_math_message_lists_the_queries() -> None:
         "Label": "busiest host",
     }
     assert trigger["Metrics"][1]["MetricStat"]["Metric"]["Dimensions"] == [{"value": "job/algo-1", "name": "Host"}]
+
+
+def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_returns() -> None:
+    # Given a child alarm in ALARM on idle data and a composite over it, in ALARM too
+    store = MetricStore()
+    seen: list[Transition] = []
+    evaluator = AlarmEvaluator(
+        store, epoch=EPOCH, account="123456789012", region="us-east-1", on_transition=seen.append,
+        returns_at_once=True,
+    )  # fmt: skip
+    key = metric_key(NS, NAME, host("job", 1))
+    evaluator.upsert(single(), now=0)
+    evaluator.upsert({"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}, now=0)
+    for minute in range(40):
+        store.publish(key, minute, 0.0)
+        if evaluator.next_due() == minute:
+            evaluator.run_due(minute)
+    assert evaluator.states == {"idle-job": ALARM, "both": ALARM}
+    seen.clear()
+    # When the service resets the child (SetAlarmState OK) while its data still breaches
+    evaluator.set_state("idle-job", OK, now=40)
+    # Then the composite, evaluated on its child's change, leaves ALARM and notifies again as it returns
+    assert [(t.alarm["AlarmName"], t.old_state, t.new_state) for t in seen] == [
+        ("both", ALARM, OK),
+        ("idle-job", OK, ALARM),
+        ("both", OK, ALARM),
+    ]

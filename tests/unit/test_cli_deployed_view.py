@@ -31,8 +31,8 @@ def test_the_cli_settings_are_the_deployed_functions_environment() -> None:
     # template, parameters at their defaults) gives the functions, for every variable both resolve.
     import moto
 
+    from smgov.cfn_template import load_template
     from smgov.simulation.deploy import deploy
-    from smgov.simulation.template import load_template
 
     with moto.mock_aws():
         region = "us-east-1"

@@ -30,7 +30,7 @@ def template_environment(
     """The functions' ``Globals`` environment with the template's Parameter defaults (``parameters`` over
     them). Variables that name resources (topics, the account) are left out: only a deployment knows them."""
     if template is None:
-        from smgov.simulation.template import TEMPLATE_PATH, load_template
+        from smgov.cfn_template import TEMPLATE_PATH, load_template
 
         if not TEMPLATE_PATH.exists():  # installed without the repository: the code's defaults
             return {}

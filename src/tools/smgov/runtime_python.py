@@ -32,7 +32,7 @@ class RuntimePythonNotFound(RuntimeError):
 
 def template_runtime() -> str:
     """The template's ``Globals.Function.Runtime`` (e.g. ``python3.12``)."""
-    from smgov.simulation.template import load_template
+    from smgov.cfn_template import load_template
 
     return str(load_template()["Globals"]["Function"]["Runtime"])
 

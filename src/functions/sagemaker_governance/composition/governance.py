@@ -19,6 +19,7 @@ from sagemaker_governance.composition.root import Root
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.guard_alarms import GuardAlarms
+from sagemaker_governance.service.idempotency import LedgerPort
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     Clock,
@@ -44,6 +45,9 @@ class Ports:
     marks: EvaluationMarksPort | None = None
     # EC2's answers for instance types our GPU table does not know (None: offline, the table alone)
     instances: InstanceCatalogPort | None = None
+    # The delivery ledger (None: no table): the reconciler writes a lost end event's efficiency record
+    # under that event's delivery key (service/efficiency.py)
+    ledger: LedgerPort | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -59,6 +63,7 @@ class Ports:
             guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
             instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
+            ledger=root.idempotency,
         )
 
 
@@ -82,6 +87,7 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             clock=ports.clock,
             naming=ports.naming,
             instances=ports.instances,
+            notifier=ports.notifier,
         )
         for guard in ports.guards
     )

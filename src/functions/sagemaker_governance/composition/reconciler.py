@@ -5,11 +5,14 @@ from __future__ import annotations
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory, CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
 from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.reconciler import ReconcilerService
 
 ADAPTERS: tuple[type, ...] = (
@@ -22,6 +25,8 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmInventory,
     SageMakerJobMarks,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
+    CloudWatchMetricData,  # the efficiency record of a job whose end event was lost
+    DeliveryLedger,  # ... written once: the same ledger key as the job-events function's
 )
 
 
@@ -39,6 +44,14 @@ def build(root: Root) -> ReconcilerService:
         metrics=root.metrics,
         clock=root.now,
         interval_minutes=root.settings.reconcile_interval_minutes,
+        lost_ends=EfficiencyReaction(
+            ports.jobs,
+            CloudWatchMetricData(root.client("cloudwatch")),
+            ports.policies,
+            ports.audit,
+            ports.clock,
+            ledger=ports.ledger,
+        ),
     )
 
 

@@ -36,12 +36,14 @@ finish within ``MaxWaitTimeInSeconds`` (or at all), or when the team's deadline 
 When the numbers cannot be computed (no checkpoint listing, missing or conflicting timestamps) or
 ``spot.economics`` is off, the count rule decides (``spot.count_rule_interruptions``) and the evidence
 says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when
-``spot.fallback_on_max_wait`` allows.
+``spot.fallback_on_max_wait`` allows. A job leaving Spot on its own type for its cost, its progress or
+``MaxWaitTimeInSeconds`` first tries the team's ``spot.fallbacks`` on Spot, when it opted in
+(``domain/spot_alternatives.py``): the first allowed, storm-free type cheaper to finish than On-Demand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -77,6 +79,12 @@ from sagemaker_governance.domain.failures import (
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
+from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
+from sagemaker_governance.domain.spot_alternatives import (
+    MAX_ALTERNATIVES,
+    SpotAlternative,
+    choose,
+)
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
 from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy
 
@@ -137,6 +145,9 @@ class SpotCode(StrEnum):
     STOP_DEADLINE = "spot.stop.deadline"
     CLONE_MAX_WAIT = "spot.clone.max-wait"  # ended with MaxWaitTimeExceeded: clone On-Demand
     CLONE_STORM = "spot.clone.storm"  # a new Spot job of a type in a storm: start it On-Demand (opt-in)
+    # leaving Spot on its own type, it goes on Spot on another type first (spot.fallbacks + job tag opt-in)
+    CLONE_ALTERNATIVE = "spot.clone.alternative"
+    STOP_ALTERNATIVE = "spot.stop.alternative"
     STOP_STORM = "spot.stop.storm"  # ... and stop the Spot job before it bills
     NO_STORM = "spot.skip.no-storm"  # a new Spot job, its type is not in a storm
     HEALTH_UNKNOWN = "spot.skip.health-unknown"  # a new Spot job, the fleet's Spot health could not be read
@@ -249,6 +260,10 @@ class SpotPolicy(BaseModel):
             count_rule_interruptions: 1  # in a storm, without numbers: On-Demand at the 1st (default: unset)
             move_new_jobs: false       # opt-in: a new Spot job of a stormy type starts On-Demand
           fallback_on_max_wait: true   # resume On-Demand after MaxWaitTimeExceeded
+          fallbacks:                   # opt-in: on Spot on these types, in order, before On-Demand
+            - instance_type: ml.p4de.24xlarge
+              relative_speed: 1.0      # the job's pace there against its own type
+          fallback_job_tag: spot-fallbacks   # ... for jobs tagged spot-fallbacks=allow (null: every job)
           max_attempts: 2
           require_checkpoint: true
     """
@@ -270,6 +285,17 @@ class SpotPolicy(BaseModel):
     )
     storm: StormPolicy = Field(default_factory=StormPolicy, description="The fleet's Spot health.")
     fallback_on_max_wait: bool = True
+    fallbacks: tuple[SpotAlternative, ...] = Field(
+        default=(),
+        max_length=MAX_ALTERNATIVES,
+        description="Instance types to try on Spot, in order, before On-Demand (empty: straight On-Demand).",
+    )
+    fallback_job_tag: str | None = Field(
+        default="spot-fallbacks",
+        min_length=1,
+        max_length=128,
+        description="The tag a job carries (value allow) to move to another type (None: every job may).",
+    )
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
 
@@ -326,6 +352,7 @@ def _plan(
     on_demand: bool,
     evidence: dict[str, Any],
     fault: str | None = None,
+    instance_type: str | None = None,
 ) -> ClonePlan | CloneDecision:
     """The checks both capabilities share, then the plan; a ``none`` decision says which check failed.
 
@@ -380,7 +407,15 @@ def _plan(
         )
     try:
         marks = {TAG_FAILURE: fault or "", TAG_STRIKES: str(strikes) if strikes else ""}
-        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand, marks=marks)
+        plan = plan_clone(
+            description,
+            tags,
+            ctx.shape,
+            reason=reason,
+            on_demand=on_demand,
+            marks=marks,
+            instance_type=instance_type,
+        )
     except ClonePlanError as exc:
         return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())
@@ -558,6 +593,14 @@ _FALLBACKS: Final[dict[SpotCode, SpotCode]] = {
 }
 
 
+# The reasons to leave Spot on the job's own type after which another type on Spot may still pay: not the
+# hard cap (On-Demand whatever the numbers), the count rule (no numbers to compare) or the deadline (a
+# new start costs time).
+_ALTERNATIVE_TRIGGERS: Final = frozenset(
+    {SpotCode.CLONE_ON_DEMAND_CHEAPER, SpotCode.CLONE_NO_PROGRESS, SpotCode.CLONE_MAX_WAIT_BUDGET}
+)
+
+
 def _economics(
     job: TrainingJob,
     spot: SpotPolicy,
@@ -635,6 +678,108 @@ def _spot_verdict(
     )
 
 
+def _plan_on_demand(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    spot: SpotPolicy,
+    mode: Mode,
+    ctx: CloneContext,
+    evidence: dict[str, Any],
+    *,
+    reason: ResumeReason,
+    require_checkpoint: bool,
+) -> ClonePlan | CloneDecision:
+    """The shared checks, then an On-Demand clone's plan (Spot fallback's ``_plan``)."""
+    return _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=require_checkpoint,
+        reason=reason,
+        on_demand=True,
+        evidence=evidence,
+    )
+
+
+def _alternative_move(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    spot: SpotPolicy,
+    mode: Mode,
+    ctx: CloneContext,
+    evidence: dict[str, Any],
+    *,
+    code: SpotCode,
+    why: str,
+    numbers: SpotEstimate | Unknown,
+    prices: Mapping[str, float] | None,
+    health: Mapping[str, FleetHealth | Unknown] | None,
+    rules: Sequence[AllowedInstanceTypes],
+) -> CloneDecision | None:
+    """Leaving Spot on its own type, the job tries ``spot.fallbacks`` first: stop it and resume it on Spot
+    on the first alternative that pays (clone first, as always); None: On-Demand, as before."""
+    if not spot.fallbacks or code not in _ALTERNATIVE_TRIGGERS:
+        return None
+    choice = choose(
+        job,
+        tags,
+        alternatives=spot.fallbacks,
+        tag_key=spot.fallback_job_tag,
+        numbers=numbers,
+        prices=prices,
+        health=health or {},
+        rules=rules,
+    )
+    evidence.update(choice.evidence())
+    if choice.chosen is None:
+        return None
+    kind = choice.chosen.instance_type
+    evidence["moved_because"] = code.value
+    planned = _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=spot.require_checkpoint,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        on_demand=False,
+        evidence=evidence,
+        instance_type=kind,
+    )
+    if isinstance(planned, CloneDecision):
+        return planned
+    where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+    clone = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.CLONE_ALTERNATIVE,
+        action=Action.CLONE,
+        mode=mode,
+        reason=f"Spot job {why}: resume on Spot on {kind} as {planned.name}{where} (cheaper than On-Demand)",
+        evidence=evidence,
+        request=planned.request,
+    )
+    stop = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.STOP_ALTERNATIVE,
+        action=Action.STOP,
+        mode=mode,
+        reason=f"Spot job {why}: stop it, its Spot clone {planned.name} on {kind} takes over",
+        evidence=dict(evidence),
+    )
+    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
+
+
 def decide_spot(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -646,11 +791,15 @@ def decide_spot(
     checkpoint: CheckpointProgress | None = None,
     prices: Mapping[str, float] | None = None,
     fleet: FleetHealth | Unknown | None = None,
+    alternatives_health: Mapping[str, FleetHealth | Unknown] | None = None,
+    allowed_types: Sequence[AllowedInstanceTypes] = (),
 ) -> CloneDecision:
     """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
     docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
-    listing (None: not listed); ``prices``: On-Demand USD per instance-hour (for the evidence only);
-    ``fleet``: the instance type's Spot health across the fleet (None: not read; ``Unknown``: unreadable)."""
+    listing (None: not listed); ``prices``: On-Demand USD per instance-hour (the evidence, and comparing
+    another type); ``fleet``: the instance type's Spot health across the fleet (None: not read;
+    ``Unknown``: unreadable); ``alternatives_health``: the same for each of ``spot.fallbacks``;
+    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them)."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -664,6 +813,7 @@ def decide_spot(
         return _none(SPOT_RULE_ID, SpotCode.NOT_SPOT, mode, "not a Managed Spot job: no fallback", evidence)
     ended = is_spot_max_wait(job)
     code = SpotCode.CLONE_MAX_WAIT
+    alternative: CloneDecision | None = None
     if ended:
         if not spot.fallback_on_max_wait:
             return _none(
@@ -696,19 +846,31 @@ def decide_spot(
         if code not in _FALLBACKS:
             return _none(SPOT_RULE_ID, code, mode, f"Spot job {why}", evidence)
         reason = ResumeReason.SPOT_INTERRUPTED
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+        alternative = _alternative_move(
+            job,
+            description,
+            tags,
+            spot,
+            mode,
+            ctx,
+            evidence,
+            code=code,
+            why=why,
+            numbers=numbers,
+            prices=prices,
+            health=alternatives_health,
+            rules=allowed_types,
+        )
+    planned = alternative or _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=spot.require_checkpoint,
+        ctx,
+        evidence,
         reason=reason,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=spot.require_checkpoint,
     )
     if isinstance(planned, CloneDecision):
         return planned
@@ -783,19 +945,16 @@ def decide_spot_start(
             f"({fleet.interrupted_jobs} job(s) interrupted in {fleet.window_hours:g} h)",
             evidence,
         )
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+    planned = _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
+        ctx,
+        evidence,
         reason=ResumeReason.SPOT_STORM,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
     )
     if isinstance(planned, CloneDecision):
         return planned

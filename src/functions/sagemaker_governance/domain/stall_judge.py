@@ -48,6 +48,8 @@ GPU_MEMORY: Final = "GPUMemoryUtilization"
 CPU: Final = "CPUUtilization"
 MEMORY: Final = "MemoryUtilization"
 HOST_METRICS: Final = (GPU, GPU_MEMORY, CPU, MEMORY)
+# The shortest window a job may declare (domain/tolerance.py): the progress guard's own minimum window.
+MIN_DECLARED_MINUTES: Final = 10
 
 
 class MetricRead(NamedTuple):
@@ -111,6 +113,11 @@ class JudgePolicy(BaseModel):
     ``Training``. Once the cap is reached the alarm is left in ``ALARM`` (no reset): it is judged again
     when the job's GPUs or metric come back and go quiet once more.
 
+    **Declared tolerance** (``max_declared_minutes``, ``domain/tolerance.py``): a job tagged
+    ``smgov:idle-minutes`` or ``smgov:progress-minutes`` gets that guard window (and so that evidence
+    window) when the value is a whole number of minutes from 10 to ``max_declared_minutes``; anything else
+    is ignored and the owner told. 0: this team accepts no declaration.
+
     Example:
         judge:
           enabled: true
@@ -118,6 +125,7 @@ class JudgePolicy(BaseModel):
           min_coverage: 0.5
           rejudge_factor: 2
           max_rejudge_minutes: 240
+          max_declared_minutes: 240
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,6 +138,7 @@ class JudgePolicy(BaseModel):
     gpu_working_percent: tuple[float, float] = (5.0, 95.0)
     rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
     max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
+    max_declared_minutes: int = Field(default=240, ge=0, le=1440)
 
     @field_validator("gpu_working_percent")
     @classmethod
@@ -137,6 +146,15 @@ class JudgePolicy(BaseModel):
         low, high = value
         if not 0 <= low < high <= 100:
             raise ValueError("gpu_working_percent: give (low, high) with 0 <= low < high <= 100")
+        return value
+
+    @field_validator("max_declared_minutes")
+    @classmethod
+    def _declared_cap(cls, value: int) -> int:
+        if 0 < value < MIN_DECLARED_MINUTES:
+            raise ValueError(
+                f"max_declared_minutes: 0 (no declared tolerance) or at least {MIN_DECLARED_MINUTES} minutes"
+            )
         return value
 
 

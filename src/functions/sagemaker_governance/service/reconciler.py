@@ -35,6 +35,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
+from sagemaker_governance.domain.guards.base import deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -57,6 +58,12 @@ RECONCILER_TRIGGER = "reconciler"
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
+
+
+class LostEndRecorder(Protocol):
+    """Writes what a job's end event would have (the efficiency record), once per job."""
+
+    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
 
 
 class AlarmGuard(Protocol):
@@ -118,9 +125,10 @@ class ReconcileReport:
     repairs: Counter[str] = field(default_factory=Counter)
     errors: int = 0
     stopped_early: bool = False
+    efficiency_records: int = 0  # ended jobs' records written here (their end event lost)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "jobs_in_progress": self.jobs_in_progress,
             "alarms": self.alarms,
             "items": self.items,
@@ -129,6 +137,9 @@ class ReconcileReport:
             "errors": self.errors,
             "stopped_early": self.stopped_early,
         }
+        if self.efficiency_records:
+            shown["efficiency_records"] = self.efficiency_records
+        return shown
 
 
 class ReconcilerService:
@@ -147,6 +158,7 @@ class ReconcilerService:
         clock: Clock,
         interval_minutes: int,
         safety_seconds: float = DEFAULT_SAFETY_SECONDS,
+        lost_ends: LostEndRecorder | None = None,
     ) -> None:
         self._jobs = jobs
         self._inventory = inventory
@@ -160,6 +172,7 @@ class ReconcilerService:
         self._clock = clock
         self._interval = interval_minutes
         self._safety = safety_seconds
+        self._lost_ends = lost_ends
         # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
@@ -197,6 +210,7 @@ class ReconcilerService:
                     orphan = self._orphan(item)
                     if orphan is not None:
                         ended.append(orphan)
+                        self._record_lost_end(orphan, trigger, report)
                     kinds = []
             except AdapterError as exc:
                 report.errors += 1
@@ -226,42 +240,74 @@ class ReconcilerService:
                 names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
         return Orphan(item.job_name, job, names)
 
+    def _record_lost_end(self, orphan: Orphan, trigger: Trigger, report: ReconcileReport) -> None:
+        """An ended job's alarms were left behind: its end event may be lost, and with it the job's
+        efficiency record, written here once (service/efficiency.py: the same ledger key as the event
+        path's). A failed read is logged and counted; the alarms are deleted all the same."""
+        if self._lost_ends is None or orphan.job is None:
+            return
+        try:
+            written = self._lost_ends.record_lost_end(orphan.job, trigger)
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
+            return
+        report.efficiency_records += len(written)
+
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
     ) -> list[RepairKind]:
         """Delete ended jobs' alarms, as few ``DeleteAlarms`` requests as the API allows (many jobs ending
         together, whose deletes CloudWatch throttled at their end, cost a request per 100 alarms, not one
-        per job). A request that fails is retried job by job (e.g. a composite we could not tell); one
+        per job). A request that fails is retried unit by unit (e.g. a composite we could not tell); one
         throttled leaves the rest for the next run."""
         repairs: list[RepairKind] = []
-        for batch in deletion_batches(orphan.names for orphan in ended):
-            orphans = [ended[index] for index in batch]
+        # Each job's alarms in units (an alarm with its children: DeleteAlarms takes one composite per request).
+        units = [(index, unit) for index, orphan in enumerate(ended) for unit in deletion_units(orphan.names)]
+        deleted: dict[int, set[str]] = {}
+        for batch in deletion_batches(unit for _, unit in units):
+            chosen = [units[index] for index in batch]
             try:
-                deleted = set(self._alarms.delete([name for orphan in orphans for name in orphan.names]))
+                gone = set(self._alarms.delete([name for _, unit in chosen for name in unit]))
             except Throttled as exc:
                 report.errors += 1
-                logger.warning("orphan alarms deferred", jobs=len(orphans), error=str(exc))
+                logger.warning("orphan alarms deferred", jobs=len({i for i, _ in chosen}), error=str(exc))
                 break
             except AdapterError as exc:
-                if len(orphans) == 1:
+                if len(chosen) == 1:
                     report.errors += 1
-                    logger.error("reconcile item failed", job=orphans[0].job_name, error=str(exc))
+                    logger.error("reconcile item failed", job=ended[chosen[0][0]].job_name, error=str(exc))
                     continue
-                deleted = set()
-                for orphan in orphans:
-                    try:
-                        deleted.update(self._alarms.delete(orphan.names))
-                    except AdapterError as one:
-                        report.errors += 1
-                        logger.error("reconcile item failed", job=orphan.job_name, error=str(one))
-                        if isinstance(one, Throttled):
-                            return repairs
-            for orphan in orphans:
-                mine = [name for name in orphan.names if name in deleted]
-                if mine:
-                    self._record_orphan(orphan, mine, trigger)
-                    repairs.append(RepairKind.ORPHAN_ALARM)
+                gone, throttled = self._delete_one_by_one(chosen, ended, report)
+                for index, unit in chosen:
+                    deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+                if throttled:
+                    break
+                continue
+            for index, unit in chosen:
+                deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+        for index, orphan in enumerate(ended):
+            mine = [name for name in orphan.names if name in deleted.get(index, ())]
+            if mine:
+                self._record_orphan(orphan, mine, trigger)
+                repairs.append(RepairKind.ORPHAN_ALARM)
         return repairs
+
+    def _delete_one_by_one(
+        self, chosen: Sequence[tuple[int, list[str]]], ended: Sequence[Orphan], report: ReconcileReport
+    ) -> tuple[set[str], bool]:
+        """A failed request's units again, one request each: what was deleted, and whether one was throttled
+        (the rest is left for the next run)."""
+        gone: set[str] = set()
+        for index, unit in chosen:
+            try:
+                gone.update(self._alarms.delete(unit))
+            except AdapterError as one:
+                report.errors += 1
+                logger.error("reconcile item failed", job=ended[index].job_name, error=str(one))
+                if isinstance(one, Throttled):
+                    return gone, True
+        return gone, False
 
     def _record_orphan(self, orphan: Orphan, deleted: list[str], trigger: Trigger) -> None:
         job = orphan.job

@@ -5,8 +5,9 @@ Two reactions share one engine:
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
-  for the numbers; the count rule without them) and on a Spot job that ended with ``MaxWaitTimeExceeded``
-  (resume On-Demand).
+  for the numbers; the count rule without them; on Spot on another type first when the team lists
+  ``spot.fallbacks`` and the job opted in: each alternative's Spot health is read too) and on a Spot job
+  that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
@@ -38,6 +39,7 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
+    SpotPolicy,
     decide_resume,
     decide_spot,
     decide_spot_start,
@@ -47,6 +49,8 @@ from sagemaker_governance.domain.resume import (
     is_spot_trigger,
     storm_move_wanted,
 )
+from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
+from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy, signals_of, spot_type
 from sagemaker_governance.observability import logger
@@ -341,8 +345,10 @@ class SpotFallbackReaction(_CloneReaction):
             self._record_signals(job, ctx.now)
             fleet = self._fleet(job, spot.storm, ctx.now)
         checkpoint: CheckpointProgress | None = None
+        alternatives: dict[str, FleetHealth | Unknown] = {}
         if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
             checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
+            alternatives = self._alternatives_health(job, tags, spot, ctx.now)
         return decide_spot(
             job,
             description,
@@ -353,7 +359,22 @@ class SpotFallbackReaction(_CloneReaction):
             checkpoint=checkpoint,
             prices=policy.price_table(),
             fleet=fleet,
+            alternatives_health=alternatives,
+            allowed_types=[r for r in policy.rules if isinstance(r, AllowedInstanceTypes)],
         )
+
+    def _alternatives_health(
+        self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy, now: datetime
+    ) -> dict[str, FleetHealth | Unknown]:
+        """The Spot health of each type the team lists to try before On-Demand, read only for a job that
+        opted in (one ledger Query per type; the deciding job left out)."""
+        if not spot.fallbacks or not spot.storm.enabled or not opted_in(tags, spot.fallback_job_tag):
+            return {}
+        out: dict[str, FleetHealth | Unknown] = {}
+        for alternative in spot.fallbacks:
+            health = self._fleet_of(alternative.instance_type, job.name, spot.storm, now)
+            out[alternative.instance_type] = health or Unknown("no Spot health ledger")
+        return out
 
     def _record_signals(self, job: TrainingJob, now: datetime) -> None:
         """Write this Spot event to the fleet's ledger (do no harm: a failed write is logged, not raised)."""
@@ -374,12 +395,19 @@ class SpotFallbackReaction(_CloneReaction):
             return None
         if instance_type is None:
             return Unknown("the job's instance type is unknown")
+        return self._fleet_of(instance_type, job.name, storm, now)
+
+    def _fleet_of(
+        self, instance_type: str, job_name: str, storm: StormPolicy, now: datetime
+    ) -> FleetHealth | Unknown | None:
+        if self._spot_health is None:
+            return None
         try:
             signals = self._spot_health.recent(instance_type, now - timedelta(hours=storm.window_hours))
         except AdapterError as exc:
-            logger.warning("spot health unreadable", job=job.name, error=str(exc))
+            logger.warning("spot health unreadable", job=job_name, error=str(exc))
             return Unknown(f"the ledger could not be read: {exc}")
-        return FleetHealth.of(instance_type, signals, now, storm, exclude_job=job.name)
+        return FleetHealth.of(instance_type, signals, now, storm, exclude_job=job_name)
 
     def _checkpoint_writes(self, job: TrainingJob) -> CheckpointProgress | None:
         """Every checkpoint the job wrote since it was created (work kept per stint)."""

@@ -24,10 +24,10 @@ def cmd_doctor(
 ) -> int:
     import boto3
 
+    from smgov.cfn_template import TEMPLATE_PATH, load_template
     from smgov.doctor.checks import CheckContext, run_checks
     from smgov.doctor.deployment import DeploymentUnreadable, load_deployment
     from smgov.doctor.findings import DoctorReport, Finding, Status
-    from smgov.simulation.template import TEMPLATE_PATH, load_template
 
     if args.canary and not (args.canary_role and args.canary_image and args.canary_output):
         return fail(

@@ -11,8 +11,8 @@ from smgov.cli.output import EXIT_OK, EXIT_USAGE, fail
 
 
 def cmd_member_template(args: argparse.Namespace) -> int:
+    from smgov.cfn_template import load_template
     from smgov.org_member import code_keys, expand
-    from smgov.simulation.template import load_template
 
     # Our CloudFormation-aware loader: the SAM CLI's yaml helper re-registers PyYAML's SafeLoader mapping
     # constructor process-wide (which would let duplicate keys through the policy document's strict loader).

@@ -65,6 +65,7 @@ def add_parser(sub: Any) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from smgov.cfn_template import TEMPLATE_PATH, load_template
     from smgov.simulation.deploy import DeploymentError
     from smgov.simulation.faults import FaultSpec
     from smgov.simulation.report import recovery_line, render, simulate, summarize
@@ -74,7 +75,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         builtin_scenario,
         load_scenario,
     )
-    from smgov.simulation.template import TEMPLATE_PATH, load_template
 
     if args.list:
         for name in builtin_names():

@@ -15,6 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smgov.cfn_template import referenced_id, resources_of_type
 from smgov.doctor.deployment import Deployment, error_text
 from smgov.doctor.findings import Finding, Status
 from smgov.doctor.iam import check_function_roles
@@ -31,20 +32,6 @@ class CheckContext:
 
 
 Check = Callable[[Deployment, CheckContext], list[Finding]]
-
-
-def _resources(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in template.get("Resources", {}).items() if v.get("Type") == resource_type}
-
-
-def _referenced(node: Any) -> str | None:
-    """The logical id of ``!Ref X`` or ``!GetAtt X.Arn``."""
-    if isinstance(node, Mapping):
-        if "Ref" in node:
-            return str(node["Ref"])
-        if "Fn::GetAtt" in node:
-            return str(node["Fn::GetAtt"][0])
-    return None
 
 
 def _queue_arn(d: Deployment, logical_id: str) -> str | None:
@@ -111,16 +98,16 @@ def check_stack(d: Deployment, ctx: CheckContext) -> list[Finding]:
 def _expected_rules(template: Mapping[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
     """Rule logical id -> [(target logical id, dead-letter queue logical id)], SAM schedules included."""
     rules: dict[str, list[tuple[str, str | None]]] = {}
-    for logical_id, spec in _resources(template, "AWS::Events::Rule").items():
+    for logical_id, spec in resources_of_type(template, "AWS::Events::Rule").items():
         targets = []
         for target in spec.get("Properties", {}).get("Targets", []):
-            dlq = _referenced(target.get("DeadLetterConfig", {}).get("Arn"))
-            targets.append((_referenced(target.get("Arn")) or "?", dlq))
+            dlq = referenced_id(target.get("DeadLetterConfig", {}).get("Arn"))
+            targets.append((referenced_id(target.get("Arn")) or "?", dlq))
         rules[logical_id] = targets
-    for fn, spec in _resources(template, "AWS::Serverless::Function").items():
+    for fn, spec in resources_of_type(template, "AWS::Serverless::Function").items():
         for event, source in spec.get("Properties", {}).get("Events", {}).items():
             if source.get("Type") == "Schedule":
-                dlq = _referenced(source.get("Properties", {}).get("DeadLetterConfig", {}).get("Arn"))
+                dlq = referenced_id(source.get("Properties", {}).get("DeadLetterConfig", {}).get("Arn"))
                 rules[f"{fn}{event}"] = [(fn, dlq)]
     return rules
 
@@ -137,7 +124,7 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
             out.append(Finding("rules", logical_id, Status.FAIL, "no such rule in the stack"))
             continue
         # A rule on a bus of the stack (the audit forwarder) is named as <bus>|<rule> by CloudFormation.
-        bus_ref = _referenced(spec.get("Properties", {}).get("EventBusName"))
+        bus_ref = referenced_id(spec.get("Properties", {}).get("EventBusName"))
         on_bus = {"EventBusName": d.physical(bus_ref) or ""} if bus_ref else {}
         rule_name = name.split("|")[-1]
         try:
@@ -158,24 +145,17 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
             dlq_arn = _queue_arn(d, dlq) if dlq else None
             if dlq_arn and by_arn[arn].get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
                 problems.append(f"delivery failures to {target} do not go to {dlq}")
-        out.append(
-            Finding(
-                "rules",
-                logical_id,
-                Status.FAIL if problems else Status.OK,
-                "; ".join(problems) or f"{name} enabled",
-            )
-        )
+        out.append(Finding.from_problems("rules", logical_id, problems, f"{name} enabled"))
     return out
 
 
 def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
     lam = d.client("lambda")
     out: list[Finding] = []
-    for logical_id, spec in _resources(ctx.template, "AWS::Lambda::EventSourceMapping").items():
+    for logical_id, spec in resources_of_type(ctx.template, "AWS::Lambda::EventSourceMapping").items():
         uuid = d.physical(logical_id)
         props = spec.get("Properties", {})
-        queue, function = _referenced(props.get("EventSourceArn")), _referenced(props.get("FunctionName"))
+        queue, function = referenced_id(props.get("EventSourceArn")), referenced_id(props.get("FunctionName"))
         if uuid is None:
             out.append(Finding("queues", logical_id, Status.FAIL, "no such event source mapping in the stack"))
             continue
@@ -194,14 +174,7 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
         name = d.physical(function) if function else None
         if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
             problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
-        out.append(
-            Finding(
-                "queues",
-                logical_id,
-                Status.FAIL if problems else Status.OK,
-                "; ".join(problems) or f"{queue} -> {function}",
-            )
-        )
+        out.append(Finding.from_problems("queues", logical_id, problems, f"{queue} -> {function}"))
     return out
 
 
@@ -212,12 +185,12 @@ def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
     sns = d.client("sns")
     out: list[Finding] = []
     expected_sqs: dict[str, set[str]] = {}
-    for spec in _resources(ctx.template, "AWS::SNS::Subscription").values():
+    for spec in resources_of_type(ctx.template, "AWS::SNS::Subscription").values():
         props = spec.get("Properties", {})
-        topic, endpoint = _referenced(props.get("TopicArn")), _referenced(props.get("Endpoint"))
+        topic, endpoint = referenced_id(props.get("TopicArn")), referenced_id(props.get("Endpoint"))
         if props.get("Protocol") == "sqs" and topic and endpoint:
             expected_sqs.setdefault(topic, set()).add(endpoint)
-    for topic in _resources(ctx.template, "AWS::SNS::Topic"):
+    for topic in resources_of_type(ctx.template, "AWS::SNS::Topic"):
         arn = d.physical(topic)
         if arn is None:
             out.append(Finding("subscriptions", topic, Status.FAIL, "no such topic in the stack"))
@@ -285,22 +258,17 @@ def _compare_policy(
             problems.append(f"statement {sid} missing")
         elif have[sid] != (effect, actions):
             problems.append(f"statement {sid} differs ({have[sid][0]} {sorted(have[sid][1])})")
-    return Finding(
-        check,
-        subject,
-        Status.FAIL if problems else Status.OK,
-        "; ".join(problems) or f"{len(want)} statement(s) in place",
-    )
+    return Finding.from_problems(check, subject, problems, f"{len(want)} statement(s) in place")
 
 
 def check_policies(d: Deployment, ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     sns = d.client("sns")
-    key_logical = next(iter(_resources(ctx.template, "AWS::KMS::Key")), None)
+    key_logical = next(iter(resources_of_type(ctx.template, "AWS::KMS::Key")), None)
     key_id = d.physical(key_logical) if key_logical else None
-    for spec in _resources(ctx.template, "AWS::SNS::TopicPolicy").values():
+    for spec in resources_of_type(ctx.template, "AWS::SNS::TopicPolicy").values():
         props = spec.get("Properties", {})
-        for topic in [_referenced(t) for t in props.get("Topics", [])]:
+        for topic in [referenced_id(t) for t in props.get("Topics", [])]:
             arn = d.physical(topic) if topic else None
             if arn is None:
                 out.append(Finding("policies", f"{topic}", Status.FAIL, "no such topic in the stack"))
@@ -369,7 +337,11 @@ def check_iam(d: Deployment, ctx: CheckContext) -> list[Finding]:
 
 def check_reconciler(d: Deployment, ctx: CheckContext) -> list[Finding]:
     group = next(
-        (d.physical(k) for k, v in _resources(ctx.template, "AWS::Logs::LogGroup").items() if "Reconciler" in k),
+        (
+            d.physical(k)
+            for k, v in resources_of_type(ctx.template, "AWS::Logs::LogGroup").items()
+            if "Reconciler" in k
+        ),
         None,
     )
     if group is None:

@@ -22,6 +22,11 @@ class Finding:
     status: Status
     detail: str
 
+    @classmethod
+    def from_problems(cls, check: str, subject: str, problems: list[str], ok_detail: str) -> Finding:
+        """FAIL listing every problem found, or OK with ``ok_detail`` when there is none."""
+        return cls(check, subject, Status.FAIL if problems else Status.OK, "; ".join(problems) or ok_detail)
+
     def as_dict(self) -> dict[str, str]:
         return {"check": self.check, "subject": self.subject, "status": self.status.value, "detail": self.detail}
 

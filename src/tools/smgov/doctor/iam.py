@@ -194,8 +194,6 @@ def check_function_roles(
                     denied.append(f"{action} on {resource} ({_denied_by(result)})")
         if denied:
             problems.append("denied when AWS evaluates it: " + "; ".join(denied))
-        detail = (
-            "; ".join(problems) or f"{role_arn.rsplit('/', 1)[-1]} allows exactly its {len(expected)} action(s)"
-        )
-        out.append(Finding("iam", function, Status.FAIL if problems else Status.OK, detail))
+        ok_detail = f"{role_arn.rsplit('/', 1)[-1]} allows exactly its {len(expected)} action(s)"
+        out.append(Finding.from_problems("iam", function, problems, ok_detail))
     return out

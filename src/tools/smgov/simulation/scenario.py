@@ -42,9 +42,11 @@ DEFAULT_SET = (
     "spot-interruptions",
     "failures",
     "long-quiet-phases",
+    "declared-tolerance",
     "silent-hang",
     "hardware-algorithm-error",
     "failure-classes",
+    "efficiency-nudges",
     "fleet",
 )
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
@@ -294,6 +296,10 @@ class Expect(_Model):
     clones: NonNegativeInt | None = Field(
         None, description="exactly this many clones in its lineage (the service's resumes, all generations)"
     )
+    notices_min: NonNegativeInt | None = Field(
+        None, description="at least this many minimum-utilization notices to its owner (efficiency guard)"
+    )
+    notices_max: NonNegativeInt | None = Field(None, description="at most this many of them")
     note: str = Field("", description="why this is the right outcome")
     known_gap: KnownGap | None = Field(None, description="the service of today gets this job wrong (see KnownGap)")
 

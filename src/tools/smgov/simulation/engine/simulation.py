@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from smgov.cfn_template import TEMPLATE_PATH, load_template
 from smgov.simulation.engine.account import SimulatedAccount
 from smgov.simulation.engine.alarm_mirror import AlarmMirror
 from smgov.simulation.engine.clock import Uuids, VirtualClock
@@ -33,7 +34,6 @@ from smgov.simulation.faults import FaultInjector, FaultSpec
 from smgov.simulation.harness import ACCOUNT, REGION
 from smgov.simulation.metrics import MetricStore
 from smgov.simulation.scenario import OrgSpec, Scenario
-from smgov.simulation.template import TEMPLATE_PATH, load_template
 
 STACK_NAME = "smgov-sim"
 TAIL_MINUTES = 90  # keep the clock running this long after the last job ended (alarms, late actions)
