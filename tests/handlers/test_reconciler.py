@@ -247,7 +247,7 @@ def test_a_complete_composite_set_is_not_repaired_and_its_job_not_read_for_it(
     acct.sagemaker.calls.clear()
     acct.cloudwatch.calls.clear()
     assert reconcile(acct)["repairs"] == {}
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2}  # in progress, and failed (deferred resumes)
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
@@ -261,13 +261,13 @@ def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(
     assert reconcile(acct)["repairs"] == {}
     # the job has its idle alarm but no progress alarm: it is read once, to learn it has no progress
     # metric (the warm container remembers that)
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1, "ListTags": 1, "DescribeTrainingJob": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2, "ListTags": 1, "DescribeTrainingJob": 1}
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
     acct.sagemaker.calls.clear()
     acct.cloudwatch.calls.clear()
     assert reconcile(acct)["repairs"] == {}
     # the next run on the warm container reads nothing about the job: both facts are remembered
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2}  # in progress, and failed (deferred resumes)
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
@@ -361,7 +361,9 @@ def test_every_page_of_jobs_and_alarms_is_read(acct: LocalAccount, clock: Movabl
     # When the reconciler runs
     result = reconcile(acct)
     # Then every page was read and everything repaired
-    assert acct.sagemaker.calls["ListTrainingJobs"] == 3
+    assert (
+        acct.sagemaker.calls["ListTrainingJobs"] == 4
+    )  # 3 pages in progress, 1 of failed jobs (deferred resumes)
     assert acct.cloudwatch.calls["DescribeAlarms"] == 3
     assert result["repairs"] == {"orphan-alarm": 5, "missing-alarm": 5}
     assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost-{i}" for i in range(5)}

@@ -1,7 +1,8 @@
 """Auto-resume's use case (service/resume.py) on in-memory ports: re-read -> read the evidence (logs, then the
 checkpoint location) -> decide -> clone -> record -> count -> tell. Order and branches, asserted by decision
 code: budget spent, owned by an orchestrator, no checkpoint progress, a lemon, SageMaker's own retries, a
-duplicate event, a clone name already taken, a job gone, a launch that fails."""
+backoff that defers the resume (the job tagged for the reconciler), a duplicate event, a clone name already
+taken, a job gone, a launch that fails."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusiness
 from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
+    TAG_RESUME_AFTER,
     TAG_ROOT,
     TAG_SOURCE,
     TAG_STRIKES,
@@ -106,6 +108,21 @@ class FakeCheckpoints:
         return self.answer
 
 
+class FakeMarks:
+    """``EvaluationMarksPort``: tags written on jobs (``AddTags``)."""
+
+    def __init__(self, calls: Calls, sagemaker: FakeSageMaker) -> None:
+        self.calls = calls
+        self.sagemaker = sagemaker
+        self.error: AdapterError | None = None
+
+    def mark(self, arn: str, key: str, value: str) -> None:
+        self.calls(f"tag {arn.rsplit('/', 1)[-1]} {key}={value}")
+        if self.error is not None:
+            raise self.error
+        self.sagemaker.tags.setdefault(arn, {})[key] = value
+
+
 def ecc_on(host: str, job_name: str = "llm-sft-1") -> FailureEvidence:
     """An ECC error in ``host``'s log tail, the other host healthy until the end."""
     other = "algo-1" if host != "algo-1" else "algo-2"
@@ -137,6 +154,7 @@ class World:
         self.logs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
         written = CheckpointProgress(checked=True, written=3, total=5)
         self.checkpoints = FakeCheckpoints(self.calls, progress or written)
+        self.marks = FakeMarks(self.calls, self.sagemaker)
         self.reaction = AutoResumeReaction(
             self.sagemaker,
             self.sagemaker,
@@ -149,6 +167,7 @@ class World:
             metrics=self.metrics,
             logs=self.logs,
             checkpoints=self.checkpoints,
+            marks=self.marks,
         )
 
     def failed(self, name: str = "llm-sft-1", tags: dict[str, str] | None = None, **overrides: Any) -> TrainingJob:
@@ -361,3 +380,67 @@ def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     assert decision.code == "resume.skip.budget-spent"
     assert decision.evidence["sagemaker_retries"] == 2
     assert world.sagemaker.created == []
+
+
+# ---- backing off between attempts ------------------------------------------------------------------------
+
+
+def recent_failure(minutes_ago: int) -> dict[str, Any]:
+    """Overrides that make the job fail ``minutes_ago`` before NOW (after 26 h of training)."""
+    failed = NOW - timedelta(minutes=minutes_ago)
+    start = failed - timedelta(hours=26, minutes=7)
+    history = transitions(
+        ("Starting", timedelta(minutes=3)),
+        ("Downloading", timedelta(minutes=4)),
+        ("Training", timedelta(hours=26)),
+        ("Failed", timedelta(0)),
+        start=start,
+    )
+    return {
+        "SecondaryStatusTransitions": history,
+        "CreationTime": start,
+        "TrainingStartTime": history[1]["StartTime"],
+        "TrainingEndTime": failed,
+        "LastModifiedTime": failed,
+    }
+
+
+def test_a_second_attempt_within_its_backoff_is_tagged_for_the_reconciler_and_not_cloned() -> None:
+    # Given the first clone failed 5 minutes ago (the second attempt waits 15 minutes by default)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the evidence is read and the decision made, the job tagged with when it may be resumed, nothing
+    # created and nobody told yet
+    due = (NOW + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert world.calls.log[-1] == f"tag llm-sft-1-r1 {TAG_RESUME_AFTER}={due}"
+    assert decision.code == "resume.defer.backoff"
+    assert world.codes() == [("resume.defer.backoff", "deferred")]
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+
+
+def test_once_due_the_same_reaction_clones() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(15))
+    (decision,) = world.reaction.react(job, Trigger(kind="reconciler", event_id="run-1"))
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r2"]
+    assert decision.evidence["backoff_minutes"] == 15
+
+
+def test_a_deferral_that_cannot_be_tagged_fails_for_the_retry() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    world.marks.error = AdapterError("AddTags throttled")
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.defer.backoff", "failed")]
+
+
+def test_a_deferral_in_audit_mode_is_recorded_only() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"), policy={"mode": "audit"})
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.defer.backoff"
+    assert world.codes() == [("resume.defer.backoff", "audit-only")]
+    assert not any(c.startswith("tag") for c in world.calls.log)

@@ -128,3 +128,24 @@ def test_a_gpu_fault_that_recurs_on_the_same_host_is_charged_double_and_resumed_
     assert record.evidence["repeated_fault"] == "hardware@algo-1"
     assert record.evidence["repeat_faults"] == 1
     assert "ecc-fault-recurs-r2" not in result.jobs
+
+
+def test_a_second_attempt_waits_its_backoff_and_the_reconciler_resumes_it() -> None:
+    # Given the failures scenario's fault that recurs in every clone (default backoff: 0, 15, 60 minutes)
+    simulation = Simulation(builtin_scenario("failures"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = result.jobs["fault-repeats-in-clones-r1"]
+    second = result.jobs["fault-repeats-in-clones-r2"]
+    records = [r for r in audit.records if r.rule == "auto-resume" and r.job_name == first.name]
+    # Then the first clone's failure is deferred by its event (nothing cloned at once) ...
+    assert (records[0].code, records[0].outcome) == ("resume.defer.backoff", "deferred")
+    assert records[0].trigger == "job-state-change"
+    # ... and the reconciler clones it once the 15 minutes have passed, within one of its runs (10 min)
+    assert (records[-1].code, records[-1].trigger) == ("resume.clone.transient", "reconciler")
+    assert first.ended_at is not None
+    assert 15 <= second.created - first.ended_at <= 15 + 10
+    # and the source's own first clone did not wait
+    source = result.jobs["fault-repeats-in-clones"]
+    assert source.ended_at is not None and first.created - source.ended_at <= 1

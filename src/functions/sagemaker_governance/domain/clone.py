@@ -173,6 +173,9 @@ TAG_REASON: Final = "smgov:resume-reason"
 # budget the lineage has spent on faults that recurred on the same host position (domain/resume.py).
 TAG_FAILURE: Final = "smgov:failure"
 TAG_STRIKES: Final = "smgov:repeat-faults"
+# Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
+# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (``smgov:`` tags are ours).
+TAG_RESUME_AFTER: Final = "smgov:resume-after"
 LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")

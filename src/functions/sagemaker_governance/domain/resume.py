@@ -26,7 +26,14 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   says which;
 - it is not a lemon: a clone that fails with the same hardware or interconnect fault on the same host
   position as its source (tag ``smgov:failure``) counts double against the budget (tag
-  ``smgov:repeat-faults`` carries the extra count down the lineage);
+  ``smgov:repeat-faults`` carries the extra count down the lineage); the host is the one whose log stream
+  holds the matched line (``FailureReason`` names none);
+- its backoff has elapsed: the attempt number picks a delay from ``backoff_minutes`` (the last entry for
+  later attempts), counted from the failure. Before that the decision is ``resume.defer.backoff``: the job
+  is tagged ``smgov:resume-after`` and the scheduled reconciler, which lists recently failed jobs, resumes
+  it once the time has come (the same decision, re-made on the job as it is then; the clone's name is
+  deterministic, so a late event and the reconciler cannot clone twice). A failure time that cannot be
+  read is not guessed: the job is not resumed.
 
 Spot fallback (``decide_spot``), at each interruption of a Managed Spot job: the cost and time to finish
 on Spot against On-Demand (``domain/spot_economics.py``, from the job's transitions and checkpoint writes)
@@ -45,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
@@ -53,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
+    TAG_RESUME_AFTER,
     TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
@@ -60,6 +68,7 @@ from sagemaker_governance.domain.clone import (
     LineageError,
     RequestShape,
     ResumeReason,
+    clone_name,
     plan_clone,
     role_allowed,
 )
@@ -101,6 +110,7 @@ LEGACY_DEFAULTS: Final = frozenset(
     {"instance-health", "internal-server-error", "capacity-error", "insufficient-capacity"}
 )
 LEGACY_CLASS: Final = "sagemaker-internal"
+MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
 
 
 class ResumeCode(StrEnum):
@@ -126,6 +136,8 @@ class ResumeCode(StrEnum):
     NOT_CLONABLE = "resume.skip.not-clonable"  # the job's description cannot be turned into a request
     ROLE_NOT_ALLOWED = "resume.skip.role-not-allowed"  # governance may not pass the job's role
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
+    DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
+    FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
 
 
 class SpotCode(StrEnum):
@@ -178,6 +190,7 @@ class ResumePolicy(BaseModel):
           mode: enforce              # omitted: the policy's mode
           min_training_hours: 2
           max_attempts: 3            # clones per lineage
+          backoff_minutes: [0, 15, 60]   # wait before the 1st, 2nd, 3rd (and later) clone, from the failure
           require_checkpoint: true
           require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
           classes:                   # verdict per failure class, over the taxonomy's defaults
@@ -195,6 +208,12 @@ class ResumePolicy(BaseModel):
     mode: Mode | None = Field(default=None, description="Overrides the policy's mode for auto-resume.")
     min_training_hours: float = Field(default=1.0, ge=0, le=672)
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
+    backoff_minutes: tuple[int, ...] = Field(
+        default=(0, 15, 60),
+        min_length=1,
+        max_length=20,
+        description="Minutes from the failure before clone 1, 2, ... (the last entry for later ones).",
+    )
     require_checkpoint: bool = True
     require_checkpoint_progress: bool = Field(
         default=True,
@@ -207,6 +226,17 @@ class ResumePolicy(BaseModel):
 
     _classes = field_validator("classes")(check_class_names)
     _signatures = field_validator("signatures")(check_team_signatures)
+
+    @field_validator("backoff_minutes")
+    @classmethod
+    def _backoff(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(minutes < 0 or minutes > MAX_BACKOFF_MINUTES for minutes in value):
+            raise ValueError(f"each backoff is 0 to {MAX_BACKOFF_MINUTES} minutes")
+        return value
+
+    def backoff_for(self, attempt: int) -> int:
+        """Minutes to wait from the failure before clone ``attempt`` (1, 2, ...)."""
+        return self.backoff_minutes[min(max(attempt, 1), len(self.backoff_minutes)) - 1]
 
     @model_validator(mode="before")
     @classmethod
@@ -314,6 +344,7 @@ class CloneDecision:
     decisions: tuple[Decision, ...]
     plan: ClonePlan | None = None
     stop_source: bool = False
+    resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
 
     @property
     def clone(self) -> Decision | None:
@@ -446,6 +477,50 @@ def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -
     return _none(RESUME_RULE_ID, code, mode, f"not resumed: the failure is classified as {what}{basis}", evidence)
 
 
+def _backoff(
+    job: TrainingJob,
+    planned: ClonePlan,
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    why: str,
+    evidence: dict[str, Any],
+) -> CloneDecision | None:
+    """``resume.defer.backoff`` while the attempt's backoff runs (or a skip when the failure time is
+    unknown); None: clone now."""
+    wait = resume.backoff_for(planned.attempt)
+    if not wait:
+        return None
+    failed_at = failure_time(job)
+    evidence["backoff_minutes"] = wait
+    if failed_at is None:
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.FAILURE_TIME_UNKNOWN,
+            mode,
+            f"not resumed: attempt {planned.attempt} waits {wait} min after the failure, and the failure "
+            "time cannot be read (no Failed transition, TrainingEndTime or LastModifiedTime)",
+            evidence,
+        )
+    due = failed_at + timedelta(minutes=wait)
+    evidence["resume_after"] = due.isoformat()
+    if now >= due:
+        return None
+    deferred = Decision(
+        rule=RESUME_RULE_ID,
+        code=ResumeCode.DEFER_BACKOFF,
+        action=Action.NONE,
+        mode=mode,
+        reason=(
+            f"failed with a resumable fault, {why}: attempt {planned.attempt} of {resume.max_attempts} "
+            f"waits {wait} min after the failure, until {due:%Y-%m-%d %H:%M} UTC; the reconciler "
+            f"resumes it then as {planned.name}"
+        ),
+        evidence=evidence,
+    )
+    return CloneDecision(decisions=(deferred,), resume_after=due)
+
+
 def decide_resume(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -550,6 +625,7 @@ def decide_resume(
     why = f"{diagnosis.failure_class} ({diagnosis.signature}" + (
         f" on {diagnosis.host})" if diagnosis.host else ")"
     )
+    waiting = _backoff(job, planned, resume, mode, ctx.now, why, evidence)  # adds its evidence first
     decision = Decision(
         rule=RESUME_RULE_ID,
         code=code,
@@ -562,7 +638,39 @@ def decide_resume(
         evidence=evidence,
         request=planned.request,
     )
-    return CloneDecision(decisions=(decision,), plan=planned)
+    return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def failure_time(job: TrainingJob) -> datetime | None:
+    """When the job failed: its ``Failed`` transition, else ``TrainingEndTime``, else ``LastModifiedTime``."""
+    failed = [t.start_time for t in job.transitions if t.status == "Failed" and t.start_time is not None]
+    return failed[-1] if failed else job.training_end_time or job.last_modified_time
+
+
+def resume_after_tag(moment: datetime) -> str:
+    """The ``smgov:resume-after`` tag value (UTC, to the second; a valid SageMaker tag value)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class DeferredResume:
+    """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
+
+    due: datetime
+    clone: str
+
+    @classmethod
+    def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
+        """None: not deferred, or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        raw = tags.get(TAG_RESUME_AFTER)
+        if not raw:
+            return None
+        try:
+            due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            lineage = Lineage.of(job_name, tags)
+            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
+        except (ValueError, LineageError):
+            return None
 
 
 def is_spot_interruption(job: TrainingJob) -> bool:

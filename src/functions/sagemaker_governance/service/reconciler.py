@@ -11,6 +11,12 @@ Each run compares what exists with what should exist and repairs the difference:
   because ``DescribeAlarms`` asks for composites too), gets them from the guard itself (the same code as
   its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
   Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
+* **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
+  the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
+  for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
+  yet: the same auto-resume reaction as its ``Failed`` event, which re-reads the job and its evidence and
+  decides again. ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
+  ``ListTags`` per failed job find them; nothing else is read for a job that is not due.
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
   deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
@@ -28,6 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -50,6 +57,7 @@ from sagemaker_governance.domain.reconcile import (
     plan_work,
     run_index,
 )
+from sagemaker_governance.domain.resume import DeferredResume
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -95,6 +103,18 @@ class ComplianceEvaluator(Protocol):
 
 class JobInventoryPort(Protocol):
     def in_progress(self) -> list[JobSummary]: ...
+
+
+class FailedJobsPort(Protocol):
+    def failed_since(self, since: datetime) -> list[JobSummary]:
+        """The jobs that failed (last modified) at or after ``since``."""
+        ...
+
+
+class DeferredResumer(Protocol):
+    """Auto-resume's reaction (service/resume.py): re-reads the job and decides again."""
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
 
 
 class AlarmInventoryPort(Protocol):
@@ -159,7 +179,11 @@ class ReconcilerService:
         interval_minutes: int,
         safety_seconds: float = DEFAULT_SAFETY_SECONDS,
         lost_ends: LostEndRecorder | None = None,
+        failed: FailedJobsPort | None = None,
+        resume: DeferredResumer | None = None,
     ) -> None:
+        self._failed = failed
+        self._resume = resume
         self._jobs = jobs
         self._inventory = inventory
         self._alarm_inventory = alarm_inventory
@@ -218,6 +242,8 @@ class ReconcilerService:
                 continue
             self._count(report, kinds)
         self._count(report, self._delete_orphans(ended, trigger, report))
+        if not report.stopped_early:
+            self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
@@ -365,6 +391,60 @@ class ReconcilerService:
             if not wanted:
                 self._unwatched.add(unwatched_key)
         return repairs
+
+    # ---- deferred resumes ------------------------------------------------------------------------
+
+    def _lookback(self, policy: Policy) -> timedelta:
+        """How far back a deferred resume can have failed: the longest backoff of the policy and its teams,
+        plus three runs (a run that failed or stopped early is made up by the next)."""
+        policies = [policy, *(policy.for_team(team) for team in policy.teams)]
+        longest = max(max(p.resume.backoff_minutes) for p in policies)
+        return timedelta(minutes=longest + 3 * self._interval)
+
+    def _deferred_resumes(
+        self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
+    ) -> list[RepairKind]:
+        if self._failed is None or self._resume is None:
+            return []
+        now = self._clock()
+        try:
+            failed = self._failed.failed_since(now - self._lookback(policy))
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("failed jobs not listed", error=str(exc))
+            return []
+        repairs: list[RepairKind] = []
+        for summary in failed:
+            if remaining() < self._safety:
+                report.stopped_early = True
+                break
+            try:
+                tags = self._jobs.list_tags(summary.arn)
+                deferred = DeferredResume.of(summary.name, tags)
+                if deferred is None or now < deferred.due or self._exists(deferred.clone):
+                    continue
+                job = TrainingJob.model_validate(
+                    {
+                        "TrainingJobName": summary.name,
+                        "TrainingJobArn": summary.arn,
+                        "TrainingJobStatus": summary.status,
+                    }
+                )
+                decisions = self._resume.react(job, trigger)
+            except AdapterError as exc:
+                report.errors += 1
+                logger.error("deferred resume failed", job=summary.name, error=str(exc))
+                continue
+            if any(d.action is Action.CLONE and d.acts for d in decisions):
+                repairs.append(RepairKind.DEFERRED_RESUME)
+        return repairs
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self._jobs.describe(name)
+        except JobNotFound:
+            return False
+        return True
 
     # ---- helpers -----------------------------------------------------------------------------------
 

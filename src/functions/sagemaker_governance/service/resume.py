@@ -2,7 +2,10 @@
 
 Two reactions share one engine:
 
-- ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
+- ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason; when
+  its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
+  outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
+  has come (``service/reconciler.py``);
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -24,8 +27,8 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
-from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
-from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
@@ -47,6 +50,7 @@ from sagemaker_governance.domain.resume import (
     is_resume_trigger,
     is_spot_interruption,
     is_spot_trigger,
+    resume_after_tag,
     storm_move_wanted,
 )
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
@@ -57,6 +61,7 @@ from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
+    EvaluationMarksPort,
     FailureLogsPort,
     JobsPort,
     NotifierPort,
@@ -91,8 +96,10 @@ class _CloneReaction:
         logs: FailureLogsPort | None = None,
         checkpoints: CheckpointsPort | None = None,
         spot_health: SpotHealthPort | None = None,
+        marks: EvaluationMarksPort | None = None,
     ) -> None:
         self._spot_health = spot_health
+        self._marks = marks  # tags a deferred job for the reconciler (None: cannot, the record says so)
         self._logs = logs
         self._checkpoints = checkpoints
         self._jobs = jobs
@@ -147,6 +154,9 @@ class _CloneReaction:
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
     ) -> None:
+        if result.resume_after is not None:
+            self._defer(result, job, policy, trigger)
+            return
         clone, stop, plan = result.clone, result.stop, result.plan
         if clone is None or plan is None:
             for decision in result.decisions:
@@ -191,6 +201,27 @@ class _CloneReaction:
         if clone_outcome is Outcome.DONE:
             self._count(plan)
             self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
+
+    def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
+        """Remember a resume that waits for its backoff on the job itself (``AddTags``), where the reconciler
+        finds it. A tag that cannot be written is a failure (the delivery is retried), never a silent loss."""
+        (decision,) = result.decisions
+        assert result.resume_after is not None
+        if decision.mode is not Mode.ENFORCE:
+            self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
+            return
+        if self._marks is None or not job.arn:
+            reason = f"{decision.reason} (not remembered: this deployment cannot tag the job)"
+            self._record(decision, job, policy, trigger, Outcome.NO_ACTION, reason=reason)
+            return
+        value = resume_after_tag(result.resume_after)
+        try:
+            self._marks.mark(job.arn, TAG_RESUME_AFTER, value)
+        except AdapterError as exc:
+            reason = f"{decision.reason} (failed: {TAG_RESUME_AFTER} not written: {exc})"
+            self._record(decision, job, policy, trigger, Outcome.FAILED, reason=reason)
+            raise
+        self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
     def _source_of(self, clone_name: str) -> str | None:
         """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of), if any."""
