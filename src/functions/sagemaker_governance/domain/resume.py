@@ -867,22 +867,50 @@ def _alternative_move(
     )
     if isinstance(planned, CloneDecision):
         return planned
-    where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
+        code=SpotCode.CLONE_ALTERNATIVE,
+        reason=f"Spot job {why}: resume on Spot on {kind} as {planned.name}{_where(planned)} (cheaper than On-Demand)",
+        stop_code=SpotCode.STOP_ALTERNATIVE,
+        stop_reason=f"Spot job {why}: stop it, its Spot clone {planned.name} on {kind} takes over",
+    )
+
+
+def _where(planned: ClonePlan) -> str:
+    return f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+
+
+def _spot_clone(
+    planned: ClonePlan,
+    mode: Mode,
+    evidence: dict[str, Any],
+    *,
+    code: SpotCode,
+    reason: str,
+    stop_code: SpotCode | None,
+    stop_reason: str,
+) -> CloneDecision:
+    """A Spot clone's decisions: the clone, and (unless the source has ended) the stop of the source it
+    takes over from."""
     clone = Decision(
         rule=SPOT_RULE_ID,
-        code=SpotCode.CLONE_ALTERNATIVE,
+        code=code,
         action=Action.CLONE,
         mode=mode,
-        reason=f"Spot job {why}: resume on Spot on {kind} as {planned.name}{where} (cheaper than On-Demand)",
+        reason=reason,
         evidence=evidence,
         request=planned.request,
     )
+    if stop_code is None:
+        return CloneDecision(decisions=(clone,), plan=planned)
     stop = Decision(
         rule=SPOT_RULE_ID,
-        code=SpotCode.STOP_ALTERNATIVE,
+        code=stop_code,
         action=Action.STOP,
         mode=mode,
-        reason=f"Spot job {why}: stop it, its Spot clone {planned.name} on {kind} takes over",
+        reason=stop_reason,
         evidence=dict(evidence),
     )
     return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
@@ -982,27 +1010,15 @@ def decide_spot(
     )
     if isinstance(planned, CloneDecision):
         return planned
-    where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
-    clone = Decision(
-        rule=SPOT_RULE_ID,
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
         code=code,
-        action=Action.CLONE,
-        mode=mode,
-        reason=f"Spot job {why}: resume On-Demand as {planned.name}{where}",
-        evidence=evidence,
-        request=planned.request,
+        reason=f"Spot job {why}: resume On-Demand as {planned.name}{_where(planned)}",
+        stop_code=None if ended else _FALLBACKS[code],
+        stop_reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
     )
-    if ended:
-        return CloneDecision(decisions=(clone,), plan=planned)
-    stop = Decision(
-        rule=SPOT_RULE_ID,
-        code=_FALLBACKS[code],
-        action=Action.STOP,
-        mode=mode,
-        reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
-        evidence=dict(evidence),
-    )
-    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
 
 
 def is_new_spot_start(job: TrainingJob) -> bool:
@@ -1070,21 +1086,12 @@ def decide_spot_start(
         f"{fleet.instance_type} is in a Spot storm ({fleet.interrupted_jobs} job(s) interrupted, "
         f"{fleet.max_wait_jobs} out of Spot wait time in {fleet.window_hours:g} h)"
     )
-    clone = Decision(
-        rule=SPOT_RULE_ID,
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
         code=SpotCode.CLONE_STORM,
-        action=Action.CLONE,
-        mode=mode,
         reason=f"new Spot job: {why}: start it On-Demand as {planned.name} before it bills",
-        evidence=evidence,
-        request=planned.request,
+        stop_code=SpotCode.STOP_STORM,
+        stop_reason=f"new Spot job: {why}: stop it while it starts, its On-Demand clone {planned.name} takes over",
     )
-    stop = Decision(
-        rule=SPOT_RULE_ID,
-        code=SpotCode.STOP_STORM,
-        action=Action.STOP,
-        mode=mode,
-        reason=f"new Spot job: {why}: stop it while it starts, its On-Demand clone {planned.name} takes over",
-        evidence=dict(evidence),
-    )
-    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
