@@ -15,6 +15,7 @@ from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
 from smgov.sdk import GovernanceWarning, install_preflight, spot_health_reader
 from tests.sdk.conftest import NOW, SentRequests, request_file
+from tests.spot_builders import create_spot_health_table
 
 TABLE = "spot-health"
 TYPE = "ml.g5.12xlarge"
@@ -23,18 +24,7 @@ TYPE = "ml.g5.12xlarge"
 def ledger(session: boto3.Session, jobs: int) -> None:
     """The deployed table's key schema, with ``jobs`` other jobs of TYPE interrupted minutes ago."""
     client = session.client("dynamodb")
-    client.create_table(
-        TableName=TABLE,
-        KeySchema=[
-            {"AttributeName": "instance_type", "KeyType": "HASH"},
-            {"AttributeName": "signal", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "instance_type", "AttributeType": "S"},
-            {"AttributeName": "signal", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_spot_health_table(client, TABLE)
     SpotHealthLedger(client, TABLE).record(
         SpotSignal(TYPE, SignalKind.INTERRUPTION, NOW - timedelta(minutes=5 + n), f"other-{n}", 1.2)
         for n in range(jobs)
