@@ -45,14 +45,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist loadfile` hands out whole files, so
-# a module's costly fixtures are built once: the `sam build`s of tests/infrastructure/test_built_artifacts.py
-# (`loadgroup` would be finer, but pytest-xdist 3.8 cannot group under pytest 9: it sets a node id
-# attribute pytest 9 no longer reads). `PYTEST_WORKERS=0 make unit` runs in one process.
+# On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist worksteal` hands tests out in
+# chunks and lets an idle worker take the rest of a busy one's chunk, so the few long tests (fleets under
+# faults, the quick bench) do not leave a core idle at the end. The costly fixtures do not depend on the
+# distribution: the `sam build`s are made once per session for every worker (tests/conftest.py,
+# `shared_build`); a module-scoped fixture is at worst built once per worker. `PYTEST_WORKERS=0 make unit`
+# runs in one process.
 PYTEST_WORKERS ?= auto
 
 unit: $(STAMP)
-	SMGOV_ARM64_BUILD=$(SMGOV_ARM64_BUILD) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	SMGOV_ARM64_BUILD=$(SMGOV_ARM64_BUILD) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 validate: $(STAMP)
 	$(BIN)/sam validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
     def step(name: str) -> None:
-        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        print(f"bench: {name} ... ({time.monotonic() - started:.0f} s in)", file=sys.stderr, flush=True)
 
     step("size")
     results["size"] = size.measure(build_dir)

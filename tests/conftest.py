@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,9 +72,31 @@ def now() -> datetime:
     return datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
-# ---- the built artifacts: one `sam build` per test session -------------------------------------------
-# Under pytest-xdist (`make unit`: -n auto --dist loadfile) each file's tests run on one worker: every test
-# of this build is in tests/infrastructure/test_built_artifacts.py, so one worker builds it, once.
+# ---- the built artifacts: one `sam build` of each architecture per test session ----------------------
+# Under pytest-xdist (`make unit`: -n auto --dist worksteal) the tests that need a build run on any worker
+# (tests/infrastructure/test_built_artifacts.py, tests/bench/test_quick_bench.py): the first worker to need
+# a build makes it, under a lock in the directory the workers share, and the others wait for it and read
+# the same one (none writes to it, except the quick bench's bytecode, compiled in place as `make build`
+# compiles the arm64 build).
+
+
+def shared_build(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """``make(build_dir)`` once per test session, whichever worker asks first; its output for every worker."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: the session's directory
+    build = root / f"shared-{name}" / "build"
+    build.parent.mkdir(exist_ok=True)
+    done = build.parent / "done"
+    with (build.parent / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if `make` fails
+        if not done.exists():
+            if build.exists():  # a worker that failed half-way: start again
+                shutil.rmtree(build)
+            make(build)
+            done.touch()
+    return build
 
 
 # `make test` runs `make build` just before pytest and names its output in SMGOV_ARM64_BUILD: the tests
@@ -95,7 +118,23 @@ def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f"{ARM64_BUILD_VARIABLE}={given} is not a `make build` output"
         )
         return build
-    build = tmp_path_factory.mktemp("arm64") / "build"
-    sam_build(REPO / "template.yaml", build)
-    compile_bytecode(build, runtime_python())
-    return build
+
+    def make(build: Path) -> None:
+        sam_build(REPO / "template.yaml", build)
+        compile_bytecode(build, runtime_python())
+
+    return shared_build(tmp_path_factory, "arm64", make)
+
+
+@pytest.fixture(scope="session")
+def x86_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An x86_64 `sam build` of the same template: this machine can run its compiled modules (the built
+    handlers' tests, the quick bench's cold start)."""
+    from bench.coldstart import sam_build
+
+    def make(build: Path) -> None:
+        template = build.parent / "template.yaml"
+        template.write_text((REPO / "template.yaml").read_text().replace("arm64", "x86_64"))
+        sam_build(template, build)
+
+    return shared_build(tmp_path_factory, "x86_64", make)

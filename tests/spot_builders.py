@@ -1,4 +1,5 @@
-"""Builders for Spot fallback tests: a Spot job's lived history (stints, checkpoint writes), a new Spot job."""
+"""Builders for Spot fallback tests: a Spot job's lived history (stints, checkpoint writes), a new Spot job,
+the fleet's Spot health ledger table."""
 
 from __future__ import annotations
 
@@ -75,4 +76,20 @@ def starting(name: str = "new-spot-1") -> dict[str, Any]:
         SecondaryStatusTransitions=[{"Status": "Starting", "StartTime": T0}],
         RoleArn=ROLE,
         CheckpointConfig={"S3Uri": f"s3://ckpt/{name}/"},
+    )
+
+
+def create_spot_health_table(client: Any, name: str) -> None:
+    """The Spot health ledger's table with the template's key schema (instance type, signal)."""
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "instance_type", "AttributeType": "S"},
+            {"AttributeName": "signal", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "instance_type", "KeyType": "HASH"},
+            {"AttributeName": "signal", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
     )

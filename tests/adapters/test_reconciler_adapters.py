@@ -12,7 +12,7 @@ from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks
 from sagemaker_governance.domain.errors import AdapterError
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
-from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.fake_sagemaker import FakeSageMaker, SageMakerError
 from tests.builders import create_request
 
 
@@ -25,6 +25,33 @@ def test_in_progress_jobs_come_from_every_page(fake_sagemaker: FakeSageMaker, sa
     assert sorted(j.name for j in jobs) == [f"job-{i}" for i in range(1, 8)]
     assert {j.name for j in jobs if j.in_training} == {"job-1", "job-3", "job-5", "job-7"}
     assert fake_sagemaker.calls["ListTrainingJobs"] == 3  # 7 in progress, 3 per page
+
+
+def test_failed_jobs_since_a_time_come_from_every_page() -> None:
+    # Given jobs that failed at 08:00 and 10:00 and one that completed at 10:00 (pages of 2)
+    now = [datetime(2026, 11, 23, 8, 0, tzinfo=UTC)]
+    fake = FakeSageMaker(clock=lambda: now[0])
+    client = fake.attach(boto3.client("sagemaker", region_name="us-east-1"))
+    fake.list_page_size = 2
+    for name in ("old", "new-1", "new-2", "new-3", "done"):
+        fake.launch(create_request(name), secondary="Training")
+    fake.transition("old", "Failed", "Failed", failure_reason="InternalServerError")
+    now[0] = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    for name in ("new-1", "new-2", "new-3"):
+        fake.transition(name, "Failed", "Failed", failure_reason="InternalServerError")
+    fake.transition("done", "Completed", "Completed")
+    # When the reconciler asks for the jobs that failed since 09:00
+    jobs = SageMakerJobInventory(client).failed_since(datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+    # Then it gets the three recent failures, from both pages, with their last modification
+    assert sorted(j.name for j in jobs) == ["new-1", "new-2", "new-3"]
+    assert {j.last_modified_time for j in jobs} == {now[0]}
+    assert fake.calls["ListTrainingJobs"] == 2
+
+
+def test_a_failed_listing_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
+    fake_sagemaker.fail_next["ListTrainingJobs"] = SageMakerError("ThrottlingException", "Rate exceeded")
+    with pytest.raises(AdapterError):
+        SageMakerJobInventory(sagemaker_client).failed_since(datetime(2026, 11, 23, tzinfo=UTC))
 
 
 def test_metric_alarm_names_come_from_every_page_under_the_prefix() -> None:
@@ -79,8 +106,6 @@ def test_mark_tags_the_job(fake_sagemaker: FakeSageMaker, sagemaker_client: Any)
 
 
 def test_a_failed_mark_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
-    from smgov.simulation.fake_sagemaker import SageMakerError
-
     fake_sagemaker.fail_next["AddTags"] = SageMakerError("ValidationException", "too many tags")
     with pytest.raises(AdapterError, match="AddTags"):
         SageMakerJobMarks(sagemaker_client).mark("arn:aws:sagemaker:us-east-1:1:training-job/x", "k", "v")

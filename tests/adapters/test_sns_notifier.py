@@ -8,6 +8,9 @@ import boto3
 from moto.sns.utils import FilterPolicyMatcher
 
 from sagemaker_governance.adapters.sns import (
+    CHAT_DESCRIPTION_LIMIT,
+    CHAT_KEYWORDS,
+    CHAT_NEXT_STEPS,
     CHAT_TITLE_LIMIT,
     SnsNotifier,
     console_links,
@@ -145,3 +148,62 @@ def test_the_routing_sample_sends_each_team_its_own_and_the_rest_to_the_platform
     assert routed(nlp_stop) == {"NlpTeam", "PlatformTeam"}
     assert routed(vision_notice) == set()
     assert routed(untagged) == {"PlatformTeam"}
+
+
+# ---- the custom notification's limits (the Chatbot page's "Parameter details"), one test each ------------
+
+LONGEST_JOB = "j" * 63  # CreateTrainingJob: a job name has at most 63 characters
+WORST = Notification(
+    kind="efficiency-notice",
+    job_name=LONGEST_JOB,
+    job_arn=f"arn:aws:sagemaker:ap-southeast-2:123456789012:training-job/{LONGEST_JOB}",
+    team="t" * 256,  # a tag value may hold 256 characters
+    owner="o" * 256,
+    headline="h" * 1000,
+    outcome="notified",
+    items=tuple(
+        NotificationItem(rule=f"rule-{n}", action="notify", mode="enforce", reason="r" * 2000, remedy="f" * 2000)
+        for n in range(12)
+    ),
+)
+
+
+def test_chatbot_version_and_source_are_the_schemas_constants() -> None:
+    chat = render_chatbot(WORST)
+    assert (
+        chat["version"] == "1.0"
+        and chat["source"] == "custom"
+        and chat["content"]["textType"] == "client-markdown"
+    )
+    assert set(chat) == {"version", "source", "content", "metadata"}  # no field the schema does not define
+    assert set(chat["content"]) == {"textType", "title", "description", "nextSteps", "keywords"}
+    assert set(chat["metadata"]) <= {"threadId", "summary", "eventType", "relatedResources", "additionalContext"}
+
+
+def test_chatbot_title_at_most_250_characters() -> None:
+    assert len(render_chatbot(WORST)["content"]["title"]) <= 250
+
+
+def test_chatbot_description_at_most_8000_characters() -> None:
+    description = render_chatbot(WORST)["content"]["description"]
+    assert len(description) <= 8000 and len(description) == CHAT_DESCRIPTION_LIMIT  # our tighter cap
+
+
+def test_chatbot_each_next_step_at_most_350_characters_and_links_whole() -> None:
+    steps = render_chatbot(WORST)["content"]["nextSteps"]
+    assert len(steps) == CHAT_NEXT_STEPS and all(len(step) <= 350 for step in steps)
+    # the console links of the longest job name fit whole (a cut link would lead nowhere)
+    worst_links = render_chatbot(WORST.model_copy(update={"items": ()}))["content"]["nextSteps"]
+    assert [s.split(": ", 1)[1] for s in worst_links] == list(console_links(WORST).values())
+    assert all(len(step) <= 350 for step in worst_links)
+
+
+def test_chatbot_each_keyword_at_most_75_characters() -> None:
+    keywords = render_chatbot(WORST)["content"]["keywords"]
+    assert 0 < len(keywords) <= CHAT_KEYWORDS and all(len(k) <= 75 for k in keywords)
+
+
+def test_chatbot_additional_context_maps_strings_to_strings() -> None:
+    context = render_chatbot(WORST)["metadata"]["additionalContext"]
+    assert context and all(isinstance(k, str) and isinstance(v, str) for k, v in context.items())
+    assert all(isinstance(r, str) for r in render_chatbot(WORST)["metadata"]["relatedResources"])

@@ -14,6 +14,7 @@ from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
 from tests.adapters.conftest import NOW, CallRecorder
+from tests.spot_builders import create_spot_health_table
 
 TABLE = "spot-health"
 
@@ -21,18 +22,7 @@ TABLE = "spot-health"
 @pytest.fixture
 def dynamodb(aws: None) -> Iterator[Any]:
     client = boto3.client("dynamodb", region_name="us-east-1")
-    client.create_table(  # the template's key schema
-        TableName=TABLE,
-        AttributeDefinitions=[
-            {"AttributeName": "instance_type", "AttributeType": "S"},
-            {"AttributeName": "signal", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "instance_type", "KeyType": "HASH"},
-            {"AttributeName": "signal", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_spot_health_table(client, TABLE)
     yield client
 
 

@@ -51,3 +51,36 @@ def test_the_text_output_shows_the_numbers(capsys: pytest.CaptureFixture[str]) -
     assert main(["explain", SAMPLE, "--at", AT, "--checkpoints", WRITES]) == 0
     out = capsys.readouterr().out
     assert "numbers:" in out and "spot_efficiency" in out
+
+
+ALTERNATIVES = """
+idle:
+  prices: {ml.g6.12xlarge: 5.752}
+spot:
+  price_factor: 0.99
+  fallback_job_tag: null
+  fallbacks:
+    - instance_type: ml.p4d.24xlarge
+    - instance_type: ml.g6.12xlarge
+"""
+
+
+def test_the_alternatives_considered_are_shown_with_the_ledger_saved_from_dynamodb(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a Spot price close to On-Demand (finishing On-Demand is cheaper), two alternatives, and a
+    # saved ledger Query in which the first alternative's type is in a storm
+    (tmp_path / "policy.yaml").write_text(ALTERNATIVES)
+    ledger = str(EVENTS / "spot-health-query.json")
+    args = ["--checkpoints", WRITES, "--policy", str(tmp_path / "policy.yaml"), "--spot-health", ledger]
+    clone, stop = spot_decisions(capsys, *args)
+    # Then the storm type is passed over and the job resumes on Spot on the second
+    assert (clone["code"], stop["code"]) == ("spot.clone.alternative", "spot.stop.alternative")
+    assert [(a["instance_type"], a["verdict"]) for a in clone["evidence"]["alternatives"]] == [
+        ("ml.p4d.24xlarge", "storm"),
+        ("ml.g6.12xlarge", "chosen"),
+    ]
+    # and the text output lists each alternative with its verdict
+    assert main(["explain", SAMPLE, "--at", AT, *args]) == 0
+    out = capsys.readouterr().out
+    assert "alternative ml.p4d.24xlarge: storm" in out and "alternative ml.g6.12xlarge: chosen" in out

@@ -16,6 +16,7 @@ from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
 from smgov.cli.main import build_parser
 from smgov.cli.spot_health import cmd_spot_health
+from tests.spot_builders import create_spot_health_table
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -24,18 +25,7 @@ NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 def table() -> Iterator[Any]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName="t",
-            AttributeDefinitions=[
-                {"AttributeName": "instance_type", "AttributeType": "S"},
-                {"AttributeName": "signal", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "instance_type", "KeyType": "HASH"},
-                {"AttributeName": "signal", "KeyType": "RANGE"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_spot_health_table(client, "t")
         ledger = SpotHealthLedger(client, "t")
         ledger.record(
             [

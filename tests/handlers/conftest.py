@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from smgov.simulation.harness import LocalAccount, local_account
+from tests.evidence import JobSignals
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 ENFORCE = {
@@ -28,6 +30,27 @@ class MovableClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(NOW)
+
+
+@pytest.fixture
+def savings() -> MemoryBusinessMetrics:
+    """The business metrics the handlers emit (the stopper's savings, the reconciler's repairs)."""
+    return MemoryBusinessMetrics()
+
+
+def judged_account(
+    clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]
+) -> Iterator[LocalAccount]:
+    """A local account whose jobs publish the signals the stall judge reads, with the judge enabled."""
+    with local_account(clock, env, metrics=savings) as account:
+        account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
+        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
+        yield account
 
 
 def fire(account: LocalAccount, alarm: str, **kw: Any) -> dict[str, Any]:

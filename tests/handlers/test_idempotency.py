@@ -17,16 +17,11 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.evidence import JobSignals, log_stream
-from tests.handlers.conftest import ENFORCE, NOW, MovableClock
+from tests.handlers.conftest import ENFORCE, MovableClock
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}
 DELIVERY = "job:untagged-1:InProgress:Starting:1:2026-11-21T12:00:00+00:00"  # its state change (job_delivery_key)
-
-
-@pytest.fixture
-def clock() -> MovableClock:
-    return MovableClock(NOW)
 
 
 @pytest.fixture

@@ -13,38 +13,21 @@ from pydantic import ValidationError
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
-from smgov.simulation.harness import LocalAccount, local_account
+from smgov.simulation.harness import LocalAccount
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.evidence import JobSignals, log_stream
-from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire
-
-
-@pytest.fixture
-def clock() -> MovableClock:
-    return MovableClock(NOW)
-
-
-@pytest.fixture
-def savings() -> MemoryBusinessMetrics:
-    return MemoryBusinessMetrics()
-
-
-def _account(clock: MovableClock, savings: MemoryBusinessMetrics, env: dict[str, str]) -> Iterator[LocalAccount]:
-    with local_account(clock, env, metrics=savings) as account:
-        account.signals = JobSignals(clock).attach(account.cloudwatch)  # type: ignore[attr-defined]
-        account.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: true}", Type="String")
-        yield account
+from tests.evidence import log_stream
+from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire, judged_account
 
 
 @pytest.fixture
 def acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
-    yield from _account(clock, savings, ENFORCE)
+    yield from judged_account(clock, savings, ENFORCE)
 
 
 @pytest.fixture
 def audit_acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
-    yield from _account(clock, savings, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
+    yield from judged_account(clock, savings, {**ENFORCE, "GOVERNANCE_MODE": "audit"})
 
 
 def training_job_with_alarm(account: LocalAccount, name: str = "job-1", **overrides: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from pydantic import ValidationError
 
@@ -21,15 +22,10 @@ from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import load_event
 from tests.evidence import JobSignals, log_stream
-from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock
+from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"
 TWELVE_HOSTS = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50}
-
-
-@pytest.fixture
-def clock() -> MovableClock:
-    return MovableClock(NOW)
 
 
 @pytest.fixture
@@ -251,7 +247,7 @@ def test_a_complete_composite_set_is_not_repaired_and_its_job_not_read_for_it(
     acct.sagemaker.calls.clear()
     acct.cloudwatch.calls.clear()
     assert reconcile(acct)["repairs"] == {}
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2}  # in progress, and failed (deferred resumes)
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
@@ -265,13 +261,13 @@ def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(
     assert reconcile(acct)["repairs"] == {}
     # the job has its idle alarm but no progress alarm: it is read once, to learn it has no progress
     # metric (the warm container remembers that)
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1, "ListTags": 1, "DescribeTrainingJob": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2, "ListTags": 1, "DescribeTrainingJob": 1}
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
     acct.sagemaker.calls.clear()
     acct.cloudwatch.calls.clear()
     assert reconcile(acct)["repairs"] == {}
     # the next run on the warm container reads nothing about the job: both facts are remembered
-    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 1}
+    assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2}  # in progress, and failed (deferred resumes)
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
@@ -365,7 +361,9 @@ def test_every_page_of_jobs_and_alarms_is_read(acct: LocalAccount, clock: Movabl
     # When the reconciler runs
     result = reconcile(acct)
     # Then every page was read and everything repaired
-    assert acct.sagemaker.calls["ListTrainingJobs"] == 3
+    assert (
+        acct.sagemaker.calls["ListTrainingJobs"] == 4
+    )  # 3 pages in progress, 1 of failed jobs (deferred resumes)
     assert acct.cloudwatch.calls["DescribeAlarms"] == 3
     assert result["repairs"] == {"orphan-alarm": 5, "missing-alarm": 5}
     assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost-{i}" for i in range(5)}
@@ -494,3 +492,121 @@ def test_an_alarm_whose_actions_are_off_is_never_reset(acct: LocalAccount, clock
     clock.advance(minutes=45)
     assert reconcile(acct)["repairs"] == {}
     assert acct.cloudwatch.state(alarm) == "ALARM"
+
+
+EFFICIENCY_WITH_STOPS = "efficiency: {enabled: true, min_gpu_percent: 50, window_minutes: 60, grace_minutes: 30, stop_after_notices: 1}"
+
+
+def test_a_large_jobs_idle_and_efficiency_composites_are_deleted_one_composite_per_request(
+    acct: LocalAccount,
+) -> None:
+    # Given a 12-host job watched by the idle guard (a composite) and the minimum-utilization guard with
+    # stops (a notice composite and a stop composite, each over two children), whose end event was lost
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    kinds = [alarm["Kind"] for alarm in acct.cloudwatch.alarms.values()]
+    assert kinds.count("composite") == 3 and len(kinds) == 9
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    before = len(acct.cloudwatch.requests)
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then every alarm is gone without an error: the double refuses a request with two composites
+    assert acct.cloudwatch.alarms == {} and result["errors"] == 0
+    deletes = [p["AlarmNames"] for name, p in acct.cloudwatch.requests[before:] if name == "DeleteAlarms"]
+    heads = {f"{PREFIX}job-1", f"{PREFIX}job-1.efficiency", f"{PREFIX}job-1.efficiency-stop"}
+    assert len(deletes) == 3 and all(sum(n in heads for n in names) == 1 for names in deletes)
+    (record,) = reconciler_records(acct)  # one repair record for the job
+    assert len(record.evidence["deleted"]) == 9
+
+
+def test_a_large_jobs_efficiency_composites_are_deleted_by_its_end_event(acct: LocalAccount) -> None:
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))
+    assert acct.cloudwatch.alarms == {}
+
+
+def test_a_large_jobs_notice_composite_tells_the_owner_once(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a 12-host job under the minimum-utilization guard, 95 minutes into Training
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    clock.advance(minutes=95)
+    head = f"{PREFIX}job-1.efficiency"
+    for child in (f"{head}.hosts-1-10", f"{head}.hosts-11-12"):
+        acct.cloudwatch.set_state(child, "ALARM")
+    # When its notice composite fires
+    fire(acct, head)
+    # Then the owner is told (not stopped), and the alarms stay in ALARM (told once per stretch below)
+    (decision,) = [r for r in acct.audit.records if r.rule == "efficiency" and r.trigger != "job-state-change"]
+    assert decision.code == "efficiency.notify.below-minimum"
+    assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "InProgress"
+    assert {acct.cloudwatch.alarms[c]["StateValue"] for c in (f"{head}.hosts-1-10", f"{head}.hosts-11-12")} == {
+        "ALARM"
+    }
+
+
+# ---- the efficiency record of a job whose end event was lost (issue 20) ---------------------------
+
+TABLE = "smgov-idempotency"
+
+
+@pytest.fixture
+def ledger_acct(clock: MovableClock, repairs: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
+    with local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": TABLE}, metrics=repairs) as account:
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName=TABLE,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield account
+
+
+def efficiency_records(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.rule == "efficiency-record"]
+
+
+def test_a_lost_end_event_still_gets_one_efficiency_record_and_a_late_event_no_second(
+    ledger_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a GPU job that trained for an hour and completed, its Completed event lost
+    training(ledger_acct)
+    clock.advance(minutes=60)
+    ledger_acct.sagemaker.transition("job-1", "Completed", "Completed")
+    # When the reconciler finds its alarm left behind (twice: a later run too)
+    first = reconcile(ledger_acct)
+    reconcile(ledger_acct)
+    # Then the job's efficiency record is written once, by the reconciler, as the event path writes it
+    (record,) = efficiency_records(ledger_acct)
+    assert record.trigger == "reconciler" and record.code.startswith("efficiency.record.")
+    assert first["efficiency_records"] == 1 and first["repairs"] == {"orphan-alarm": 1}
+    # And when the lost event arrives late after all, it writes no second record
+    ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("job-1"))
+    assert len(efficiency_records(ledger_acct)) == 1
+
+
+def test_after_a_deferred_delete_the_reconciler_writes_no_second_record(
+    ledger_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose end event was handled (its record written) but whose alarm stayed (a deferred delete)
+    training(ledger_acct)
+    clock.advance(minutes=30)
+    ledger_acct.sagemaker.transition("job-1", "Completed", "Completed")
+    alarm = dict(ledger_acct.cloudwatch.alarms)
+    ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("job-1"))
+    assert len(efficiency_records(ledger_acct)) == 1
+    ledger_acct.cloudwatch.alarms.update(alarm)  # as if DeleteAlarms had been throttled
+    # When the reconciler deletes the orphan alarm
+    result = reconcile(ledger_acct)
+    # Then it writes no record of its own
+    assert result["repairs"] == {"orphan-alarm": 1} and "efficiency_records" not in result
+    assert len(efficiency_records(ledger_acct)) == 1
+
+
+def test_without_a_ledger_the_reconciler_writes_no_efficiency_record(acct: LocalAccount) -> None:
+    # It could not tell whether the event path wrote one (chargeback would count the job twice)
+    training(acct)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    reconcile(acct)
+    assert efficiency_records(acct) == []

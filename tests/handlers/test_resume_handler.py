@@ -161,6 +161,7 @@ def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, c
     # When each clone fails too (the first on capacity right away, the second after training)
     first = account.sagemaker.created[-1]["TrainingJobName"]
     account.sagemaker.transition(first, "Failed", "Failed", failure_reason="CapacityError: Unable to provision")
+    clock.advance(minutes=15)  # the second attempt's backoff (the event arrives once it has elapsed)
     account.invoke(handler, account.sagemaker.event(first))
     second = account.sagemaker.created[-1]["TrainingJobName"]
     account.invoke(handler, fail_after(account, clock, second, hours=3))

@@ -3,7 +3,6 @@
 - the arm64 layer holds aarch64 binaries only (and every compiled module is for the runtime's Python);
 - the functions import and handle a sample event from the built artifacts on the runtime's Python
   (an x86_64 build of the same template, since this machine cannot execute aarch64 code).
-- `make bench` cannot rot: its quick run measures the arm64 build (no timing asserted).
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +17,10 @@ import boto3
 import pytest
 import yaml
 
-from bench import schema
-from bench.coldstart import sam_build
 from smgov.cfn_template import REPO_ROOT, load_template
 from smgov.runtime_python import RuntimePythonNotFound, find_runtime_python
 
-pytestmark = pytest.mark.build  # (one file: under `--dist loadfile` one pytest-xdist worker runs them all)
+pytestmark = pytest.mark.build  # (the builds are shared by the test session's workers: tests/conftest.py)
 
 ELF_MACHINE = {0xB7: "aarch64", 0x3E: "x86_64"}
 PURE_PYTHON_RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
@@ -43,16 +39,6 @@ def elf_machine(path: Path) -> str:
     header = path.read_bytes()[:20]
     assert header[:4] == b"\x7fELF", f"{path} is not an ELF file"
     return ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "other")
-
-
-@pytest.fixture(scope="module")
-def x86_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    workdir = tmp_path_factory.mktemp("x86")
-    text = (REPO_ROOT / "template.yaml").read_text().replace("arm64", "x86_64")
-    template = workdir / "template.yaml"
-    template.write_text(text)
-    sam_build(template, workdir / "build")
-    return workdir / "build"
 
 
 def test_arm64_layer_holds_only_aarch64_binaries_for_the_runtime(arm64_build: Path) -> None:
@@ -207,47 +193,3 @@ def test_layer_lock_is_hash_pinned() -> None:
         assert "==" in line and line.endswith("\\"), f"not pinned with hashes: {line}"
     assert sum("--hash=sha256:" in line for line in lines) >= len(requirements)
     assert json.dumps(requirements)  # readable in failure output
-
-
-# ---- `make bench` cannot rot: its quick run on the same arm64 build --------------------------------------
-
-
-def test_quick_bench_run_writes_sane_results(arm64_build: Path, x86_build: Path, tmp_path: Path) -> None:
-    # Given an arm64 build post-processed like `make build` (and this module's x86_64 build of the same
-    # template, for the cold start: no third build), when `python -m bench --quick` runs on it,
-    # then it writes results.json with every figure, sane values and the table.
-    out = tmp_path / "results.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT)])}
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--runs",
-            "1",
-            "--invocations",
-            "3",
-            "--build-dir",
-            str(arm64_build),
-            "--x86-build-dir",
-            str(x86_build),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    results = json.loads(out.read_text())
-    schema.check(
-        results,
-        functions={k for k, v in load_template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"},
-    )
-    assert results["mode"] == "quick"
-    assert results["cold_start"]["bytecode"] is True
-    assert all(a["pyc_files"] > 0 for a in results["size"]["artifacts"].values())
-    assert "Warm latency" in completed.stdout and "Size" in completed.stdout

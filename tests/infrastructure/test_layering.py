@@ -184,8 +184,12 @@ NOT_LOADED = {
         "sagemaker_governance.service.resume",
         "sagemaker_governance.service.reconciler",
     ),
-    # the reconciler never clones
-    "sagemaker_governance.handlers.reconciler": ("sagemaker_governance.service.resume",),
+    # the reconciler clones only deferred resumes (auto-resume's backoff) and writes the efficiency record
+    # only of a job whose end event was lost: no Spot fallback's ledger, no queue
+    "sagemaker_governance.handlers.reconciler": (
+        "sagemaker_governance.adapters.spot_health",
+        "sagemaker_governance.adapters.queue",
+    ),
     "sagemaker_governance.handlers.job_events": ("sagemaker_governance.service.reconciler",),
 }
 

@@ -30,6 +30,7 @@ EXPECTED_ROUTES = {
         "training-job-stopped-max-wait.json",
     },
     ("JobEventsFunction", "JobInterruptedRule"): {"training-job-interrupted-spot.json"},
+    ("JobEventsFunction", "JobPendingSpotRule"): {"training-job-pending-spot.json"},
     ("JobEventsFunction", "TrainingStartedRule"): {"training-job-training.json"},
 }
 
@@ -193,6 +194,22 @@ def test_the_content_filters_cover_what_the_clone_reactions_handle(template: dic
         "training-job-stopped-max-wait.json",
     }
     assert handled <= routed
+
+
+def test_a_spot_job_waiting_in_pending_reaches_the_storm_move_and_an_on_demand_one_does_not(
+    template: dict[str, Any],
+) -> None:
+    # Given the Pending sample (a Spot job waiting for capacity, never billed) and its On-Demand twin
+    from sagemaker_governance.domain.job import TrainingJob
+    from sagemaker_governance.domain.resume import is_new_spot_start
+
+    event = json.loads((EVENTS / "training-job-pending-spot.json").read_text())
+    on_demand = {**event, "detail": {**event["detail"], "EnableManagedSpotTraining": False}}
+    patterns = eventbridge_patterns(template)
+    # Then the Spot job is a new start the storm move acts on, and only it is routed
+    assert is_new_spot_start(TrainingJob.model_validate(event["detail"]))
+    assert matches(patterns[("JobEventsFunction", "JobPendingSpotRule")], event)
+    assert not any(matches(p, on_demand) for p in patterns.values())
 
 
 def test_pass_role_is_limited_to_sagemaker(template: dict[str, Any]) -> None:

@@ -394,3 +394,26 @@ def test_outputs_let_the_cli_find_log_groups_and_the_dashboard(template: dict[st
     assert outputs["GovernanceDashboardName"]["Value"] == {"Ref": "GovernanceDashboard"}
     assert "${GovernanceDashboard}" in outputs["GovernanceDashboardUrl"]["Value"]["Fn::Sub"]
     assert outputs["SavedQueriesFolder"]["Value"] == {"Fn::Sub": "${AWS::StackName}/"}
+
+
+def test_the_spot_health_panel_reads_the_ledger_evidence_of_spot_decisions(
+    template: dict[str, Any], log_output: io.StringIO
+) -> None:
+    # Given the dashboard's Spot health panel
+    (query,) = [
+        w["properties"]["query"]
+        for w in dashboard(template)["widgets"]
+        if w["type"] == "log" and w["properties"]["title"].startswith("Spot health")
+    ]
+    # Then it selects Spot fallback decisions (any action: most say stay on Spot) and groups them by type
+    spot = record(rule="spot-fallback", action="none", outcome=Outcome.NO_ACTION)
+    assert selects(query, log_line(spot, log_output))
+    assert not selects(query, log_line(record(rule="idle-gpu"), log_output))
+    assert query.rstrip().split("| sort")[0].endswith("by audit.evidence.fleet_instance_type ")
+
+
+def test_the_fleet_evidence_keys_the_panel_reads_are_what_a_spot_decision_writes() -> None:
+    from sagemaker_governance.domain.spot_health import FleetHealth
+
+    health = FleetHealth("ml.p4d.24xlarge", 1.0, 4, 3, 1, 2, 12.5, 1.2, storm=True)
+    assert {k for k in EVIDENCE_KEYS if k.startswith("fleet_")} <= set(health.evidence())

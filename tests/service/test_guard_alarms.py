@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.idle import IDLE
+from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
 from sagemaker_governance.service.recording import Trigger
 from tests.builders import job
@@ -84,3 +89,87 @@ def test_a_delete_throttled_past_botocores_retries_is_deferred_and_the_delivery_
     assert alarms.alarms == {"gov-guard-job-1": "OK"}
     assert [(r.code, r.outcome.value) for r in audit.records] == [("idle.alarm.delete-deferred", "deferred")]
     assert "throttled" in audit.records[0].evidence
+
+
+# ---- declared tolerance (domain/tolerance.py) ------------------------------------------------------
+
+
+def lifecycle_with_notifier(
+    guard: Any, jobs: Any, alarms: Any, policy: Any, audit: MemoryAuditSink, notifier: Any
+) -> Any:
+    from sagemaker_governance.service.guard_alarms import GuardAlarms
+    from tests.service.conftest import NOW, FixedPolicies
+
+    naming = AlarmNaming(prefix="gov-guard-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
+    return GuardAlarms(
+        guard,
+        jobs=jobs,
+        alarms=alarms,
+        policies=FixedPolicies(policy),
+        audit=audit,
+        clock=lambda: NOW,
+        naming=naming,
+        notifier=notifier,
+    )
+
+
+def test_a_declared_idle_window_is_applied_and_recorded_and_nobody_is_told(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
+) -> None:
+    # Given a job that declares a 90-minute idle window (the team's cap is the default 240)
+    tags = {"team": "rl", "owner": "alice", "smgov:idle-minutes": "90"}
+    jobs.jobs["job-1"] = training(tags=tags)
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, Policy(mode=Mode.ENFORCE), audit, notifier)
+    # When its Training event arrives
+    decisions = lifecycle.react(training(tags=tags), TRIGGER)
+    # Then the alarm watches 90 periods, the declaration is on the record, and no message is sent
+    assert [d.code for d in decisions] == ["judge.tolerance.applied", "idle.alarm.create"]
+    assert decisions[1].request is not None and decisions[1].request["EvaluationPeriods"] == 90
+    (applied,) = [r for r in audit.records if r.code == "judge.tolerance.applied"]
+    assert applied.evidence["declared_minutes"] == 90 and applied.evidence["team_window_minutes"] == 30
+    assert notifier.sent == []
+
+
+def test_an_over_cap_declaration_is_ignored_and_the_owner_told_once(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
+) -> None:
+    # Given a job whose progress tag exceeds its team's cap of 180 minutes
+    tags = {"team": "rl", "owner": "alice", "smgov:progress-minutes": "600"}
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"rl": {"judge": {"max_declared_minutes": 180}}}})
+    definitions = {
+        "TrainingImage": "img:1",
+        "TrainingInputMode": "File",
+        "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(\\S+)"}],
+    }
+    jobs.jobs["job-1"] = training(tags=tags, AlgorithmSpecification=definitions)
+    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, policy, audit, notifier)
+    # When its Training event arrives
+    decisions = lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
+    # Then the team's 120-minute window stays, the ignored tag is recorded and the owner is told
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    assert decisions[1].request is not None
+    assert decisions[1].request["PutMetricAlarm"][0]["EvaluationPeriods"] == 120
+    (message,) = notifier.sent
+    assert message.kind == "tolerance-ignored" and message.owner == "alice"
+    assert [i.code for i in message.items] == ["judge.tolerance.ignored"]
+    # and after a Spot restart (a second Training transition) it is recorded again, not told again
+    restarted = [
+        *TRAINING,
+        {"Status": "Interrupted", "StartTime": "1763720000000"},
+        {"Status": "Training", "StartTime": "1763720500000"},
+    ]
+    jobs.jobs["job-1"] = training(
+        tags=tags, AlgorithmSpecification=definitions, SecondaryStatusTransitions=restarted
+    )
+    lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
+    assert len(notifier.sent) == 1
+    assert [r.code for r in audit.records].count("judge.tolerance.ignored") == 2
+
+
+def test_a_job_without_the_tags_gets_no_tolerance_record(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
+) -> None:
+    jobs.jobs["job-1"] = training()
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, Policy(mode=Mode.ENFORCE), audit, notifier)
+    assert [d.code for d in lifecycle.react(training(), TRIGGER)] == ["idle.alarm.create"]
+    assert notifier.sent == []

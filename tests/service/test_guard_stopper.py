@@ -209,3 +209,18 @@ def test_an_exempted_job_is_recorded_as_exempted_and_runs_on(
     result = stopper_with().handle(notification())
     assert result.code == IdleCode.EXEMPTED and "stop job-1" not in calls.log
     assert json.dumps([r.outcome.value for r in audit.records]) == '["exempted"]'
+
+
+def test_a_declared_idle_window_holds_at_the_stopper_with_the_tags_of_the_reread(
+    stopper_with: Any, jobs: Any, idle_alarm: str, calls: Any
+) -> None:
+    # Given a job 45 minutes into Training that declares a 60-minute idle window (ListTags of the re-read)
+    jobs.jobs["job-1"] = training(hours=0.75, tags={"team": "rl", "owner": "alice", "smgov:idle-minutes": "60"})
+    # When its idle alarm (of the default 30 minutes, e.g. created before the tag was read) notifies
+    result = stopper_with().handle(notification(), "msg-1")
+    # Then the stopper judges by the declared window: too early, nothing stopped, no extra call
+    assert result.code == IdleCode.TOO_EARLY and "stop job-1" not in calls.log
+    assert calls.log[:2] == [f"tags {ALARM}", "get-job job-1"]
+    # while the same job without the tag is stopped
+    jobs.jobs["job-1"] = training(hours=0.75)
+    assert stopper_with().handle(notification(), "msg-2").code == IdleCode.STOP

@@ -27,7 +27,12 @@ def compliance_only(template: dict[str, Any]) -> dict[str, Any]:
     own mechanics are tested on it with exact counters, and the toy guard stands in for the idle guard."""
     out: dict[str, Any] = copy.deepcopy(template)
     resources = out["Resources"]
-    for rule in ("TrainingStartedRule", "JobEndedRule", "JobInterruptedRule"):  # JobStartingRule stays
+    for rule in (
+        "TrainingStartedRule",
+        "JobEndedRule",
+        "JobInterruptedRule",
+        "JobPendingSpotRule",
+    ):  # JobStartingRule stays
         resources.pop(rule)
     resources.pop("IdleStopperFunction")
     resources.pop("AlarmQueueMapping")  # it invokes the stopper

@@ -327,3 +327,30 @@ def test_comparisons_and_if_follow_cloudwatch_metric_math() -> None:
     assert evaluate_expression("IF(MIN([a, b]) >= 95, 0, MAX([a, b]))", values, 4, ()) == [0.0, 96.0, 0.0, 97.0]
     assert evaluate_expression("IF(a < 50, 1, 2)", values, 4, ()) == [2.0, 2.0, None, 1.0]
     assert evaluate_expression("1 + 2 == 3", {}, 1, ()) == 1.0
+
+
+def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_returns() -> None:
+    # Given a child alarm in ALARM on idle data and a composite over it, in ALARM too
+    store = MetricStore()
+    seen: list[Transition] = []
+    evaluator = AlarmEvaluator(
+        store, epoch=EPOCH, account="123456789012", region="us-east-1", on_transition=seen.append,
+        returns_at_once=True,
+    )  # fmt: skip
+    key = metric_key(NS, NAME, host("job", 1))
+    evaluator.upsert(single(), now=0)
+    evaluator.upsert({"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}, now=0)
+    for minute in range(40):
+        store.publish(key, minute, 0.0)
+        if evaluator.next_due() == minute:
+            evaluator.run_due(minute)
+    assert evaluator.states == {"idle-job": ALARM, "both": ALARM}
+    seen.clear()
+    # When the service resets the child (SetAlarmState OK) while its data still breaches
+    evaluator.set_state("idle-job", OK, now=40)
+    # Then the composite, evaluated on its child's change, leaves ALARM and notifies again as it returns
+    assert [(t.alarm["AlarmName"], t.old_state, t.new_state) for t in seen] == [
+        ("both", ALARM, OK),
+        ("idle-job", OK, ALARM),
+        ("both", OK, ALARM),
+    ]

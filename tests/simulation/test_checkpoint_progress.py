@@ -109,3 +109,43 @@ def test_failure_classes_every_fault_resumed_and_completed_no_code_bug_resumed()
         assert (clone in clones) == resumed, name
         if resumed:
             assert result.jobs[clone].final_status == "Completed", name
+
+
+def test_a_gpu_fault_that_recurs_on_the_same_host_is_charged_double_and_resumed_once() -> None:
+    # Given the failure-classes scenario's lemon: an ECC error on algo-1 in the job and again in its clone
+    simulation = Simulation(builtin_scenario("failure-classes"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = resume_codes(simulation, "ecc-fault-recurs")
+    clone = [r for r in audit.records if r.rule == "auto-resume" and r.job_name == "ecc-fault-recurs-r1"]
+    # Then the job is resumed once, the host named by its failing log stream
+    assert first[0] == "resume.clone.transient"
+    # and the clone's identical fault (class and host position) spends the rest of the budget of 2
+    (record,) = clone
+    assert record.code == "resume.skip.budget-spent"
+    assert record.evidence["diagnosis"]["host"] == "algo-1"
+    assert record.evidence["repeated_fault"] == "hardware@algo-1"
+    assert record.evidence["repeat_faults"] == 1
+    assert "ecc-fault-recurs-r2" not in result.jobs
+
+
+def test_a_second_attempt_waits_its_backoff_and_the_reconciler_resumes_it() -> None:
+    # Given the failures scenario's fault that recurs in every clone (default backoff: 0, 15, 60 minutes)
+    simulation = Simulation(builtin_scenario("failures"))
+    result = simulation.run()
+    audit = simulation.account.audit
+    assert audit is not None
+    first = result.jobs["fault-repeats-in-clones-r1"]
+    second = result.jobs["fault-repeats-in-clones-r2"]
+    records = [r for r in audit.records if r.rule == "auto-resume" and r.job_name == first.name]
+    # Then the first clone's failure is deferred by its event (nothing cloned at once) ...
+    assert (records[0].code, records[0].outcome) == ("resume.defer.backoff", "deferred")
+    assert records[0].trigger == "job-state-change"
+    # ... and the reconciler clones it once the 15 minutes have passed, within one of its runs (10 min)
+    assert (records[-1].code, records[-1].trigger) == ("resume.clone.transient", "reconciler")
+    assert first.ended_at is not None
+    assert 15 <= second.created - first.ended_at <= 15 + 10
+    # and the source's own first clone did not wait
+    source = result.jobs["fault-repeats-in-clones"]
+    assert source.ended_at is not None and first.created - source.ended_at <= 1

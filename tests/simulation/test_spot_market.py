@@ -66,6 +66,13 @@ def test_the_service_costs_less_than_the_count_rule_and_on_demand_and_finishes_n
     assert report["invariants"]["duplicate_clones"] == 0
     # and the economics decided (not the count rule): jobs stayed on Spot past three interruptions
     assert any(j["interruptions"] > 3 and j["final_status"] == "Completed" for j in report["jobs"])
+    # and the storm jobs that opted in continued on Spot on the calm alternative type, the others On-Demand
+    clones = {j["resumed_from"]: j for j in report["jobs"] if j["resumed_from"]}
+    for name in ("storm-llm-d", "storm-llm-e"):  # team nlp, tagged spot-fallbacks=allow
+        assert clones[name]["instance_type"] == "ml.p4de.24xlarge" and clones[name]["spot"] is True
+        assert clones[name]["final_status"] == "Completed"
+    vision = clones["storm-vision-f"]  # team vision lists no alternative
+    assert vision["instance_type"] == "ml.p4d.24xlarge" and vision["spot"] is False
 
 
 def test_without_strategies_the_report_has_none() -> None:

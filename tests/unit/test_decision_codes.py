@@ -16,6 +16,7 @@ from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.reconcile import ReconcilerCode
 from sagemaker_governance.domain.resume import ResumeCode, SpotCode
 from sagemaker_governance.domain.stall_judge import JudgeCode
+from sagemaker_governance.domain.tolerance import ToleranceCode
 from sagemaker_governance.service.job_events import RouterCode
 from tests.conftest import REPO
 
@@ -24,6 +25,7 @@ CAPABILITIES: tuple[type[StrEnum], ...] = (
     IdleCode,
     ProgressCode,
     JudgeCode,
+    ToleranceCode,
     ResumeCode,
     SpotCode,
     ReconcilerCode,

@@ -278,3 +278,23 @@ def test_invalid_tag_defaults_are_rejected_with_the_reason(defaults: dict[str, s
 def test_unknown_preflight_fields_are_rejected() -> None:
     with pytest.raises(ValidationError, match="refuse"):
         Policy.model_validate({"preflight": {"refuse": "always"}})
+
+
+def test_a_declared_window_the_service_would_ignore_is_a_warning_before_launch(now: datetime) -> None:
+    # Given a compliant request that declares a 9-hour idle window (over the default cap of 240 minutes)
+    # and a valid 180-minute progress window
+    compliant = request("compliant.json")
+    compliant["Tags"] = [
+        *compliant["Tags"],
+        {"Key": "smgov:idle-minutes", "Value": "540"},
+        {"Key": "smgov:progress-minutes", "Value": "180"},
+    ]
+    # When it is checked
+    outcome = preflight_request(compliant, example_policy(), now, user="carol")
+    # Then it is launched with one warning, the ignored tag with its fix; the valid one says nothing
+    assert not outcome.refused
+    (warning,) = outcome.warnings
+    assert (warning.code, warning.rule) == ("judge.tolerance.ignored", "idle-guard") and warning.remedy
+    assert "smgov:idle-minutes" in outcome.render_text()
+    # and a strict preflight refuses it
+    assert preflight_request(compliant, example_policy(), now, user="carol", strict=True).refused

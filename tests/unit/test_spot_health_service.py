@@ -17,7 +17,7 @@ from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import SpotFallbackReaction
 from smgov.explain import FixedPolicy
 from smgov.offline import OfflineJobs, RecordingLauncher, RecordingNotifier
-from tests.resume_builders import T0, as_job, shape, spot_description
+from tests.resume_builders import T0, TAGS, as_job, shape, spot_description
 from tests.spot_builders import TYPE, starting
 
 TRIGGER = Trigger(kind="event", event_id="e-1")
@@ -43,9 +43,13 @@ class FakeHealth:
 
 
 def reaction(
-    description: dict[str, Any], health: FakeHealth, policy: dict[str, Any], now: datetime
+    description: dict[str, Any],
+    health: FakeHealth,
+    policy: dict[str, Any],
+    now: datetime,
+    tags: dict[str, str] | None = None,
 ) -> tuple[Any, ...]:
-    job = as_job(description)
+    job = as_job(description, tags)
     jobs, launcher, audit = OfflineJobs(job, description), RecordingLauncher(), MemoryAuditSink()
     spot = SpotFallbackReaction(
         jobs,
@@ -116,3 +120,58 @@ def test_without_a_storm_the_opted_in_new_job_stays_on_spot() -> None:
     )
     (decision,) = spot.react(job, TRIGGER)
     assert decision.code == "spot.skip.no-storm" and launcher.requests == [] and jobs.stopped == []
+
+
+def test_in_a_storm_an_opted_in_spot_job_waiting_in_pending_starts_on_demand_before_it_bills() -> None:
+    # Given a new Spot job that went from Starting to Pending (waiting for capacity, nothing billed yet)
+    now = T0 + timedelta(minutes=6)
+    description = starting()
+    description["SecondaryStatus"] = "Pending"
+    description["SecondaryStatusTransitions"] = [
+        {"Status": "Starting", "StartTime": T0, "EndTime": T0 + timedelta(minutes=4)},
+        {"Status": "Pending", "StartTime": T0 + timedelta(minutes=4)},
+    ]
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, jobs, launcher, _ = reaction(description, FakeHealth(storm(now)), opted, now)
+    # When its Pending event arrives in a storm of its type
+    clone, stop = spot.react(job, TRIGGER)
+    # Then it is cloned On-Demand and stopped, as on Starting
+    assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
+    assert [r["EnableManagedSpotTraining"] for r in launcher.requests] == [False]
+    assert jobs.stopped == ["new-spot-1"]
+
+
+def test_a_spot_job_back_in_pending_after_an_interruption_is_not_a_new_start() -> None:
+    # Given a Spot job that trained, was interrupted and now waits in Pending
+    now = T0 + timedelta(hours=2)
+    description = starting()
+    description["SecondaryStatus"] = "Pending"
+    description["SecondaryStatusTransitions"] = [
+        {"Status": "Starting", "StartTime": T0, "EndTime": T0 + timedelta(minutes=4)},
+        {"Status": "Training", "StartTime": T0 + timedelta(minutes=4), "EndTime": T0 + timedelta(hours=1)},
+        {"Status": "Interrupted", "StartTime": T0 + timedelta(hours=1), "EndTime": T0 + timedelta(hours=1.5)},
+        {"Status": "Pending", "StartTime": T0 + timedelta(hours=1.5)},
+    ]
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, _, launcher, _ = reaction(description, FakeHealth(storm(now)), opted, now)
+    # Then the storm move does not apply (its interruptions decide, at the Interrupted event)
+    assert not spot.applies(job)
+    assert launcher.requests == []
+
+
+def test_the_ledger_is_read_for_each_alternative_only_when_the_job_opted_in() -> None:
+    # Given a team that lists two alternatives, and an interrupted job of its own type
+    now = T0 + timedelta(hours=2)
+    policy = {"spot": {"fallbacks": [{"instance_type": "ml.g6.12xlarge"}, {"instance_type": "ml.p4d.24xlarge"}]}}
+    description = spot_description(interruptions=1)
+    description["ResourceConfig"]["InstanceType"] = TYPE
+    # When the job does not carry the opt-in tag: only its own type is read
+    health = FakeHealth()
+    job, spot, *_ = reaction(description, health, policy, now)
+    spot.react(job, TRIGGER)
+    assert [t for t, _ in health.reads] == [TYPE]
+    # When it does: each alternative's type is read too, in order
+    health = FakeHealth()
+    job, spot, *_ = reaction(description, health, policy, now, {**TAGS, "spot-fallbacks": "allow"})
+    spot.react(job, TRIGGER)
+    assert [t for t, _ in health.reads] == [TYPE, "ml.g6.12xlarge", "ml.p4d.24xlarge"]

@@ -38,6 +38,12 @@ EVIDENCE_KEYS: Final[Mapping[str, str]] = {
     "gpu_utilization_mean_percent": "efficiency record: mean GPU utilization per GPU over the job's life",
     "instance_type": "efficiency record: the job's instance type (none for a heterogeneous cluster)",
     "project": "efficiency record: the job's project tag (policy project_tag)",
+    # the fleet's Spot health as a Spot decision read it (rule spot-fallback; the deciding job excluded)
+    "fleet_instance_type": "Spot decision: the instance type whose ledger was read",
+    "fleet_interruptions": "Spot decision: interruptions of other jobs of the type in the window",
+    "fleet_interrupted_jobs": "Spot decision: distinct other jobs of the type interrupted in the window",
+    "fleet_max_wait_jobs": "Spot decision: other jobs of the type that ran out of Spot wait time in the window",
+    "fleet_mean_capacity_wait_minutes": "Spot decision: mean capacity wait of the type in the window",
 }
 
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows

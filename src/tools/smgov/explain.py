@@ -7,11 +7,15 @@ alarm stopper; the reconciler's scheduled event to one reconciler run over the d
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
+from sagemaker_governance.adapters.spot_health import signal_of
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
@@ -21,6 +25,7 @@ from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import AlarmListing
+from sagemaker_governance.domain.spot_health import SpotSignal
 from sagemaker_governance.events import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
 from smgov.offline import (
@@ -42,6 +47,19 @@ class FixedPolicy:
         return self._policy
 
 
+@dataclass(frozen=True)
+class SavedReads:
+    """What the function would read, saved in files: ``logs`` (the failed job's log lines: a file, or a
+    folder with one file per stream), ``checkpoints`` (the job's checkpoint writes: a saved
+    ``ListObjectsV2`` answer or a file of times; Spot fallback's economics), ``spot_health`` (a saved
+    DynamoDB ``Query`` answer of the Spot health ledger: the fleet's health of the job's type and of the
+    team's alternatives). None: not read."""
+
+    logs: Path | None = None
+    checkpoints: Path | None = None
+    spot_health: Path | None = None
+
+
 def explain_event(
     raw_event: dict[str, Any],
     policy: Policy,
@@ -50,16 +68,16 @@ def explain_event(
     describe: dict[str, Any] | None = None,
     clone_role_patterns: tuple[str, ...] | None = None,
     naming: AlarmNaming | None = None,
-    logs: Path | None = None,
-    checkpoints: Path | None = None,
+    saved: SavedReads | None = None,
 ) -> dict[str, Any]:
     """What the job-events function would decide for ``raw_event`` under ``policy`` at ``now``: the
     function's own assembly (``composition.job_events.assemble``) on ports that answer from the event,
-    ``describe`` (what a re-read would see) and ``logs`` (the failed job's log lines: a file, or a folder
-    with one file per stream), ``checkpoints`` (the job's checkpoint writes: a saved ``ListObjectsV2`` answer
-    or a file of times; Spot fallback's economics) and record instead of acting."""
+    ``describe`` (what a re-read would see) and the ``saved`` reads (``SavedReads``), and record instead
+    of acting."""
     event = TrainingJobStateChange.model_validate(raw_event)
     job = event.detail
+    saved = saved or SavedReads()
+    logs, checkpoints, spot_health = saved.logs, saved.checkpoints, saved.spot_health
     if clone_role_patterns is None:  # the deployed default, or CLONE_PASS_ROLE_PATTERN when set
         clone_role_patterns = (Settings.from_env().clone_role_pattern,)
     # Auto-resume and Spot fallback plan from `describe`, or else from the event detail (which mirrors
@@ -84,6 +102,7 @@ def explain_event(
         role_patterns=clone_role_patterns,
         logs=OfflineLogs(logs) if logs is not None else NoLogs(),
         checkpoints=OfflineCheckpoints(checkpoints) if checkpoints is not None else None,
+        spot_health=SavedSpotHealth(spot_health) if spot_health is not None else None,
     )
     decisions = service.handle(event)
     return {
@@ -92,6 +111,27 @@ def explain_event(
         "decisions": [d.explain() for d in decisions],
         "notification": notifier.explained(),
     }
+
+
+class SavedSpotHealth:
+    """The Spot health ledger as a saved ``Query`` answer (``{"Items": [...]}``, DynamoDB's attribute-value
+    items, of one or more instance types): read as the deployed ledger reads it; nothing is written."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ExplainError(f"{path}: not a saved DynamoDB Query answer: {exc}") from exc
+        items = raw.get("Items") if isinstance(raw, dict) else None
+        if not isinstance(items, list):
+            raise ExplainError(f"{path}: a saved DynamoDB Query answer has a list under Items")
+        self._signals = [s for s in (signal_of(i) for i in items if isinstance(i, dict)) if s is not None]
+
+    def record(self, signals: Iterable[SpotSignal]) -> None:
+        return None
+
+    def recent(self, instance_type: str, since: datetime) -> list[SpotSignal]:
+        return [s for s in self._signals if s.instance_type == instance_type and s.at >= since]
 
 
 # ---- other events the functions receive (issue 16 item 8) ------------------------------------------
@@ -140,11 +180,19 @@ def explain_alarm(
     now: datetime,
     describe: dict[str, Any] | None,
     naming: AlarmNaming,
+    evidence: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the alarm stopper would do with an alarm notification (an SNS event, or an SQS batch from the
-    alarm queue), assuming the alarm exists with this stack's tags for the described job."""
+    alarm queue), assuming the alarm exists with this stack's tags for the described job. ``evidence``: the
+    stall judge's reads (``smgov.stall_evidence``: the metric series per host and signal, the training
+    metrics' datapoints, the job's log streams and lines); the judge then reviews every stop as deployed,
+    and each decision shows its inputs and verdict under ``judge``. Without it no stop is judged (said in
+    ``assumed``)."""
     from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.observability import logger
     from sagemaker_governance.service.guard_stopper import GuardStopper
+    from sagemaker_governance.service.stall_judge import StallJudge
+    from smgov.stall_evidence import OfflineLogActivity, OfflineMetricData, load_evidence
 
     bodies = sqs_bodies(raw_event)
     messages = (
@@ -153,33 +201,57 @@ def explain_alarm(
     job = _job_of(describe, "an alarm notification")
     audit, alarms = MemoryAuditSink(), OfflineAlarms(naming, job.name)
     jobs = OfflineJobs(job, describe)
-    results = []
+    results: list[dict[str, Any]] = []
     notifier = RecordingNotifier()
-    for message_id, message in messages:
-        stopper = GuardStopper(
-            guards=GUARDS,
-            jobs=jobs,
-            alarms=alarms,
-            arming=alarms,
-            notifier=notifier,
-            policies=FixedPolicy(policy),
-            audit=audit,
-            metrics=MemoryBusinessMetrics(),
-            clock=lambda: now,
-            naming=naming,
-            account_id=message.account_id,
-        )
-        results.append(stopper.handle(message, message_id).as_dict())
+    review = None
+    if evidence is not None:
+        read = load_evidence(evidence)
+        review = StallJudge(OfflineMetricData(read), OfflineLogActivity(read))
+    saved_level = logger.log_level
+    logger.setLevel("WARNING")  # the service's info logs would mix into what is printed (and --json)
+    try:
+        for message_id, message in messages:
+            stopper = GuardStopper(
+                guards=GUARDS,
+                jobs=jobs,
+                alarms=alarms,
+                arming=alarms,
+                notifier=notifier,
+                policies=FixedPolicy(policy),
+                audit=audit,
+                metrics=MemoryBusinessMetrics(),
+                clock=lambda: now,
+                naming=naming,
+                account_id=message.account_id,
+                review=review,
+            )
+            results.append(stopper.handle(message, message_id).as_dict())
+    finally:
+        logger.setLevel(saved_level)
+    assumed = "the alarm exists and carries this stack's tags for the described job"
+    if review is None:
+        assumed += "; no --evidence: a stop is not reviewed by the stall judge (deployed, it reads the job first)"
     return {
         "job": job.name,
         "status": f"{job.status}/{job.secondary_status}",
-        "assumed": "the alarm exists and carries this stack's tags for the described job",
+        "assumed": assumed,
         "results": results,
-        "decisions": [_record(r) for r in audit.records],
+        "decisions": [_record(r, judge=True) for r in audit.records],
         "stopped": jobs.stopped,
         "alarms_reset": alarms.reset_names,
         "notification": notifier.explained(),
     }
+
+
+def alarm_time(raw_event: dict[str, Any]) -> datetime | None:
+    """When the (first) alarm of a notification changed state: what ``--evidence`` is judged as at."""
+    from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+
+    bodies = sqs_bodies(raw_event)
+    messages = (
+        alarm_notifications(raw_event) if bodies is None else [queued_alarm_notification(b) for _, b in bodies]
+    )
+    return next((m.changed_at for _, m in messages if m.changed_at is not None), None)
 
 
 def explain_schedule(
@@ -265,11 +337,19 @@ def _ports(
     )
 
 
-def _record(record: Any) -> dict[str, Any]:
-    return {
+def _record(record: Any, *, judge: bool = False) -> dict[str, Any]:
+    out = {
         "rule": record.rule,
+        "code": record.code,
         "action": record.action,
         "mode": record.mode,
         "outcome": record.outcome.value,
         "reason": record.reason,
     }
+    if judge:
+        from smgov.stall_evidence import judged
+
+        shown = judged(record.code or "", record.reason, record.evidence or {})
+        if shown is not None:
+            out["judge"] = shown
+    return out

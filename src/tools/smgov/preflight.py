@@ -9,15 +9,17 @@ are thin shells over ``preflight_request``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal, spot_type
 
 # A job that is about to start: what the State Change event says right after CreateTrainingJob.
 PREFLIGHT_STATUS = "InProgress"
@@ -61,6 +63,59 @@ def fill_tag_defaults(
     return {**request, "Tags": tags}, filled
 
 
+class SpotHealthReader(Protocol):
+    """Read-only access to the fleet's Spot health ledger (``SpotHealthLedger.recent``)."""
+
+    def recent(self, instance_type: str, since: datetime) -> list[SpotSignal]: ...
+
+
+def on_demand_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The same request On-Demand: no Managed Spot, no ``MaxWaitTimeInSeconds`` (valid with Spot only)."""
+    stopping = {k: v for k, v in (request.get("StoppingCondition") or {}).items() if k != "MaxWaitTimeInSeconds"}
+    return {**request, "EnableManagedSpotTraining": False, "StoppingCondition": stopping}
+
+
+def spot_storm_check(
+    request: Mapping[str, Any], job: TrainingJob, policy: Policy, now: datetime, reader: SpotHealthReader | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A Spot request of an instance type in a storm: warn, or switch it to On-Demand
+    (``spot.storm.preflight``). The request to send, and what was found (None: not a Spot request, no
+    reader, or the check is off)."""
+    spot = policy.for_job(job).spot
+    storm = spot.storm
+    kind = spot_type(job)
+    if reader is None or not job.spot or kind is None or not (spot.enabled and storm.enabled):
+        return dict(request), None
+    if storm.preflight == "off":
+        return dict(request), None
+    try:
+        signals = reader.recent(kind, now - timedelta(hours=storm.window_hours))
+    except AdapterError as exc:  # do no harm: launch as asked, and say why nothing was checked
+        return dict(request), {
+            "instance_type": kind,
+            "action": "unchecked",
+            "note": f"Spot health unreadable: {exc}",
+        }
+    health = FleetHealth.of(kind, signals, now, storm)
+    found: dict[str, Any] = {**health.evidence(), "instance_type": kind, "action": "none"}
+    if not health.storm:
+        return dict(request), found
+    window = (
+        f"{health.interrupted_jobs} job(s) interrupted, {health.max_wait_jobs} out of Spot wait time in "
+        f"{health.window_hours:g} h"
+    )
+    if storm.preflight == "on-demand":
+        found.update(
+            action="switched-to-on-demand", note=f"{kind} is in a Spot storm ({window}): launched On-Demand"
+        )
+        return on_demand_request(request), found
+    found.update(
+        action="warn",
+        note=f"{kind} is in a Spot storm ({window}): expect interruptions and capacity waits, or launch On-Demand",
+    )
+    return dict(request), found
+
+
 class PreflightOutcome(BaseModel):
     """The verdict on one request: what to send, what the rules decided, and whether to refuse."""
 
@@ -73,6 +128,12 @@ class PreflightOutcome(BaseModel):
     notes: tuple[str, ...] = ()
     refuse_on: Literal["enforced", "any"]
     policy_digest: str
+    spot_health: dict[str, Any] | None = None  # the instance type's fleet Spot health, when it was read
+
+    @property
+    def spot_storm_warning(self) -> str | None:
+        health = self.spot_health or {}
+        return str(health["note"]) if health.get("action") in ("warn", "switched-to-on-demand") else None
 
     @property
     def violations(self) -> tuple[Decision, ...]:
@@ -98,7 +159,9 @@ class PreflightOutcome(BaseModel):
         """The stable shape ``smgov preflight --json`` prints."""
         return {
             "job": self.job_name,
-            "verdict": "refused" if self.refused else ("warnings" if self.warnings else "ok"),
+            "verdict": "refused"
+            if self.refused
+            else ("warnings" if self.warnings or self.spot_storm_warning else "ok"),
             "refuse_on": self.refuse_on,
             "policy_digest": self.policy_digest,
             "violations": [d.explain() for d in self.blocking],
@@ -107,15 +170,17 @@ class PreflightOutcome(BaseModel):
             "not_evaluated": [d.reason for d in self.decisions if d.reason.startswith("not evaluated")],
             "exempted": [d.explain() for d in self.decisions if d.exempted_by],
             "notes": list(self.notes),
+            "spot_health": self.spot_health,
         }
 
     def render_text(self) -> str:
         """What a developer reads: each violation with its fix."""
         if self.refused:
             head = f"training job {self.job_name!r} refused by governance preflight: {len(self.blocking)} violation(s)"
-        elif self.warnings:
+        elif self.warnings or self.spot_storm_warning:
             head = (
-                f"training job {self.job_name!r} passes governance preflight with {len(self.warnings)} warning(s)"
+                f"training job {self.job_name!r} passes governance preflight with "
+                f"{len(self.warnings) + bool(self.spot_storm_warning)} warning(s)"
             )
         else:
             head = f"training job {self.job_name!r} passes governance preflight"
@@ -133,6 +198,10 @@ class PreflightOutcome(BaseModel):
                 lines.append(f"  note [{d.rule}]: {d.reason}")
         lines.extend(f"  filled tag {key}={value!r} (policy default)" for key, value in self.filled_tags.items())
         lines.extend(f"  note: {note}" for note in self.notes)
+        if self.spot_storm_warning:
+            lines.append(f"  warning [spot-health]: {self.spot_storm_warning}")
+        elif self.spot_health and self.spot_health.get("action") == "unchecked":
+            lines.append(f"  note [spot-health]: {self.spot_health['note']}")
         return "\n".join(lines)
 
 
@@ -156,22 +225,31 @@ def preflight_request(
     user: str | None = None,
     fill_defaults: bool = True,
     strict: bool = False,
+    spot_health: SpotHealthReader | None = None,
 ) -> PreflightOutcome:
     """Fill policy tag defaults, then evaluate the request with the compliance rules the Lambdas run.
 
     ``strict`` refuses on any violation whatever the policy's ``preflight.refuse_on`` says.
+    ``spot_health``: the fleet's Spot health ledger (read-only); a Spot request of a type in a storm is
+    warned about or switched to On-Demand (``spot.storm.preflight``).
     """
     job_from_request(request)  # malformed input (e.g. Tags) fails here, as a ValidationError naming the field
     to_send, filled = fill_tag_defaults(request, policy, user) if fill_defaults else (dict(request), {})
     job = job_from_request(to_send)
+    to_send, storm = spot_storm_check(to_send, job, policy, now, spot_health)
     result = evaluate_compliance(job, policy, now)
     effective = policy.for_job(job)
+    # A declared window (smgov:idle-minutes, smgov:progress-minutes) the service would ignore: a warning
+    # now rather than a surprise at the first idle phase (domain/tolerance.py).
+    team = policy.for_team(job.tag(policy.team_tag))
+    ignored = tuple(d.decision(team.mode) for d in team.declared_tolerance(job) if not d.applied)
     return PreflightOutcome(
         job_name=job.name,
         request=to_send,
         filled_tags=filled,
-        decisions=result.decisions,
+        decisions=(*result.decisions, *ignored),
         notes=result.notes,
         refuse_on="any" if strict else effective.preflight.refuse_on,
         policy_digest=policy.digest(),
+        spot_health=storm,
     )

@@ -19,6 +19,11 @@ skipping validation.)
     trainer = ModelTrainer(..., sagemaker_session=governed_sagemaker_session("policy.yaml"))
     trainer.train()                                        # same check, same exception
 
+With ``spot_health=spot_health_reader(session)`` the hook also reads the fleet's Spot health ledger (the
+one ``smgov spot-health`` shows; read-only, one ``Query`` of the request's instance type) before a Managed
+Spot launch: a type in a storm is warned about (``GovernanceWarning``) or, when the policy says
+``spot.storm.preflight: on-demand``, the request is switched to On-Demand before it is sent.
+
 The SDK itself is the optional extra ``sagemaker-governance[sdk]``; only ``governed_sagemaker_session``
 needs it. This module never runs in a Lambda function.
 """
@@ -35,7 +40,7 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy
 from smgov.local_policy import current_user, load_policy
-from smgov.preflight import GovernanceViolation, PreflightOutcome, preflight_request
+from smgov.preflight import GovernanceViolation, PreflightOutcome, SpotHealthReader, preflight_request
 
 EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
 UNIQUE_ID = "sagemaker-governance-preflight"
@@ -47,6 +52,7 @@ __all__ = [
     "PreflightHook",
     "governed_sagemaker_session",
     "install_preflight",
+    "spot_health_reader",
     "uninstall_preflight",
 ]
 
@@ -72,12 +78,14 @@ class PreflightHook:
         strict: bool = False,
         fill_defaults: bool = True,
         clock: Callable[[], datetime] | None = None,
+        spot_health: SpotHealthReader | None = None,
     ) -> None:
         self.policy = policy
         self.user = user if user is not None else current_user()
         self.strict = strict
         self.fill_defaults = fill_defaults
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.spot_health = spot_health
         self.last_outcome: PreflightOutcome | None = None
 
     def __call__(self, params: dict[str, Any], model: Any = None, **_: Any) -> None:
@@ -89,6 +97,7 @@ class PreflightHook:
                 user=self.user,
                 fill_defaults=self.fill_defaults,
                 strict=self.strict,
+                spot_health=self.spot_health,
             )
         except (ValidationError, ValueError) as exc:
             # A request governance cannot read: let botocore's own validation report it (it runs right
@@ -106,7 +115,10 @@ class PreflightHook:
             raise GovernanceViolation(outcome)
         if "Tags" in outcome.request and outcome.filled_tags:
             params["Tags"] = outcome.request["Tags"]
-        if outcome.warnings:
+        if (outcome.spot_health or {}).get("action") == "switched-to-on-demand":
+            params["EnableManagedSpotTraining"] = False
+            params["StoppingCondition"] = outcome.request["StoppingCondition"]
+        if outcome.warnings or outcome.spot_storm_warning:
             warnings.warn(outcome.render_text(), GovernanceWarning, stacklevel=2)
 
 
@@ -130,6 +142,23 @@ def _event_emitter(target: Any) -> Any:
     raise TypeError(f"expected a boto3 Session, a botocore Session or a client, got {type(target).__name__}")
 
 
+def spot_health_reader(
+    session: Any, *, table: str | None = None, stack: str = "sagemaker-governance"
+) -> SpotHealthReader:
+    """The fleet's Spot health ledger, read-only, through ``session`` (a boto3 Session): ``table``, or the
+    ``SpotHealthTableName`` output of ``stack`` (as ``smgov spot-health`` finds it). The developer's
+    credentials need ``dynamodb:Query`` on the table (and ``cloudformation:DescribeStacks`` without
+    ``table``)."""
+    from sagemaker_governance.adapters.spot_health import SpotHealthLedger
+
+    if table is None:
+        outputs = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+        table = next((str(o["OutputValue"]) for o in outputs if o.get("OutputKey") == "SpotHealthTableName"), None)
+        if table is None:
+            raise ValueError(f"stack {stack} has no SpotHealthTableName output")
+    return SpotHealthLedger(session.client("dynamodb"), table)
+
+
 def install_preflight(
     target: Any,
     policy: Policy | str | Path | None = None,
@@ -138,16 +167,23 @@ def install_preflight(
     strict: bool = False,
     fill_defaults: bool = True,
     clock: Callable[[], datetime] | None = None,
+    spot_health: SpotHealthReader | None = None,
 ) -> PreflightHook:
     """Check every ``CreateTrainingJob`` sent through ``target`` against ``policy``.
 
     ``target``: a boto3 ``Session`` or botocore session (clients created from it *afterwards* get the
     hook; botocore copies the event system into each client) or a client. ``policy``: a ``Policy``, a
     policy document path (merged over the defaults, as ``smgov policy show`` does), or None for the
-    defaults. Installing twice on the same target replaces the first hook.
+    defaults. Installing twice on the same target replaces the first hook. ``spot_health``: the fleet's
+    Spot health ledger (``spot_health_reader``), read before a Managed Spot launch (None: not read).
     """
     hook = PreflightHook(
-        _resolve_policy(policy), user=user, strict=strict, fill_defaults=fill_defaults, clock=clock
+        _resolve_policy(policy),
+        user=user,
+        strict=strict,
+        fill_defaults=fill_defaults,
+        clock=clock,
+        spot_health=spot_health,
     )
     events = _event_emitter(target)
     events.unregister(EVENT, unique_id=UNIQUE_ID)
@@ -167,6 +203,7 @@ def governed_sagemaker_session(
     strict: bool = False,
     fill_defaults: bool = True,
     clock: Callable[[], datetime] | None = None,
+    spot_health: SpotHealthReader | None = None,
     **session_kwargs: Any,
 ) -> Any:
     """A SageMaker SDK v3 ``Session`` whose boto3 session carries the preflight hook.
@@ -183,5 +220,13 @@ def governed_sagemaker_session(
         ) from exc
 
     boto_session = boto_session or boto3.Session()
-    install_preflight(boto_session, policy, user=user, strict=strict, fill_defaults=fill_defaults, clock=clock)
+    install_preflight(
+        boto_session,
+        policy,
+        user=user,
+        strict=strict,
+        fill_defaults=fill_defaults,
+        clock=clock,
+        spot_health=spot_health,
+    )
     return Session(boto_session=boto_session, **session_kwargs)

@@ -74,18 +74,118 @@ def test_a_stop_alarm_only_when_the_policy_asks_for_stops_over_every_notice_and_
         EfficiencyPolicy(**{**ON, "window_minutes": 725}, stop_after_notices=1)  # 2 x 725 min > one day
 
 
-def test_no_alarm_without_gpus_or_beyond_ten_hosts() -> None:
+def test_no_alarm_without_gpus() -> None:
     cpu = EFFICIENCY.plan(training(0, instance_type="ml.m5.xlarge"), EfficiencyPolicy(**ON), NAMING)
-    many = EFFICIENCY.plan(training(0, count=11), EfficiencyPolicy(**ON), NAMING)
     assert isinstance(cpu, NoAlarm) and cpu.code == EfficiencyGuardCode.NO_GPU
+
+
+def valid(operation: str, request: dict[str, Any]) -> bool:
+    shape = MODEL.operation_model(operation).input_shape
+    return not ParamValidator().validate(request, shape).has_errors()
+
+
+def test_above_ten_hosts_one_alarm_per_ten_hosts_under_a_composite_that_notifies() -> None:
+    # Given a 23-host job (one metric alarm reads at most 10 metrics)
+    plan = EFFICIENCY.plan(training(0, count=23), EfficiencyPolicy(**ON), NAMING)
+    # Then the notice is a composite alarm over three children (1-10, 11-20, 21-23), each the mean of its hosts
+    assert isinstance(plan, AlarmPlan)
+    head = "gov-idle-job-1.efficiency"
+    children = [f"{head}.hosts-1-10", f"{head}.hosts-11-20", f"{head}.hosts-21-23"]
+    assert [a.name for a in plan.alarms] == [*children, head]
+    assert plan.composite_request is not None and valid("PutCompositeAlarm", plan.composite_request)
+    assert plan.composite_request["AlarmRule"] == " AND ".join(f'ALARM("{c}")' for c in children)
+    assert plan.composite_request["AlarmActions"] == NAMING.actions
+    for request in plan.metric_requests:
+        assert valid("PutMetricAlarm", request)
+        assert request["AlarmActions"] == [] and request["Threshold"] == 200.0
+        assert request["TreatMissingData"] == "notBreaching"
+    first, _, last = plan.metric_requests
+    hosts = [q["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for q in first["Metrics"] if "MetricStat" in q]
+    assert hosts == [f"job-1/algo-{n}" for n in range(1, 11)]
+    assert [q["Expression"] for q in last["Metrics"] if "Expression" in q] == ["AVG([m21, m22, m23])"]
+    assert plan.names[0] == head  # deleted before its children
+
+
+def test_every_group_below_the_minimum_means_the_jobs_mean_is_below_it() -> None:
+    """What the composite claims: the AND of "group mean < t" implies "job mean < t" (a weighted mean of
+    values below t is below t); the converse does not hold, so a job with one busy group is not told."""
+    threshold = 200.0
+    groups = [[150.0] * 10, [190.0] * 10, [199.0] * 3]
+    means = [sum(g) / len(g) for g in groups]
+    job_mean = sum(sum(g) for g in groups) / sum(len(g) for g in groups)
+    assert all(m < threshold for m in means) and job_mean < threshold
+    busy = [[100.0] * 10, [100.0] * 10, [390.0] * 3]  # job mean 177: below, but one group is busy
+    assert sum(map(sum, busy)) / 23 < threshold and not all(sum(g) / len(g) < threshold for g in busy)
+
+
+def test_above_ten_hosts_with_stops_two_composites_deleted_one_per_request() -> None:
+    from sagemaker_governance.domain.guards.base import deletion_units
+    from sagemaker_governance.domain.reconcile import deletion_batches
+
+    plan = EFFICIENCY.plan(training(0, count=12), EfficiencyPolicy(**ON, stop_after_notices=2), NAMING)
+    assert isinstance(plan, AlarmPlan)
+    composites = [a for a in plan.alarms if a.kind.value == "composite"]
+    assert [a.role for a in composites] == [EfficiencyRole.NOTICE, EfficiencyRole.STOP]
+    stop_child = next(a.request for a in plan.alarms if a.role == EfficiencyRole.STOP_CHILD)
+    assert stop_child["EvaluationPeriods"] == 36  # (2 + 1) x 60 minutes of 5-minute periods
+    owned = EFFICIENCY.owned_alarms("job-1", 12, NAMING)
+    assert set(owned) == {a.name for a in plan.alarms}
+    units = deletion_units(owned)
+    batches = [[name for i in batch for name in units[i]] for batch in deletion_batches(units)]
+    heads = {a.name for a in composites}
+    assert all(sum(name in heads for name in batch) == 1 for batch in batches)
+    assert all(batch[0] in heads for batch in batches)  # a composite before its children
+
+
+def test_above_ten_hosts_the_grace_period_resets_the_children_and_only_the_composites_act() -> None:
+    config = EfficiencyPolicy(**ON)
+    verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(60, count=12)), config)
+    head = "gov-idle-job-1.efficiency"
+    assert verdict.verdict is Verdict.TOO_EARLY  # a composite follows its children: they are what is reset
+    assert verdict.reset == (f"{head}.hosts-1-10", f"{head}.hosts-11-12")
+    assert EFFICIENCY.role_of(f"{head}.hosts-1-10", "job-1", NAMING) == EfficiencyRole.NOTICE_CHILD
+    assert EFFICIENCY.role_of(f"{head}-stop.hosts-1-10", "job-1", NAMING) == EfficiencyRole.STOP_CHILD
+    assert not EFFICIENCY.acts_on(EfficiencyRole.NOTICE_CHILD) and EFFICIENCY.acts_on(EfficiencyRole.STOP)
+
+
+def test_a_lost_composite_or_child_makes_the_set_incomplete() -> None:
+    head = "gov-idle-job-1.efficiency"
+    children = [f"{head}.hosts-1-10", f"{head}.hosts-11-12"]
+    assert not EFFICIENCY.incomplete("job-1", [head, *children], NAMING)
+    assert EFFICIENCY.incomplete("job-1", children, NAMING)  # the composite is gone
+    assert EFFICIENCY.incomplete("job-1", [head, children[1]], NAMING)  # a child between others is gone
+    assert EFFICIENCY.incomplete("job-1", [head, *children, f"{head}-stop.hosts-1-10"], NAMING)
+    assert not EFFICIENCY.incomplete("job-1", ["gov-idle-job-1.efficiency"], NAMING)  # up to 10 hosts
+
+
+def test_a_heterogeneous_cluster_above_ten_hosts_never_waits_on_a_child_without_gpus() -> None:
+    groups = [
+        {"InstanceGroupName": "gpu", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 8},
+        {"InstanceGroupName": "cpu", "InstanceType": "ml.c5.4xlarge", "InstanceCount": 8},
+    ]
+    j = job(
+        TrainingJobStatus="InProgress",
+        SecondaryStatus="Training",
+        ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 50},
+    )
+    plan = EFFICIENCY.plan(j, EfficiencyPolicy(**ON), NAMING)
+    assert isinstance(plan, AlarmPlan) and plan.composite_request is not None
+    assert plan.composite_request["AlarmRule"].startswith("(NOT (OK(")
+    assert {r["TreatMissingData"] for r in plan.metric_requests} == {"missing"}
+
+
+def test_beyond_what_a_composite_alarm_rule_allows_no_alarm() -> None:
+    many = EFFICIENCY.plan(training(0, count=1001), EfficiencyPolicy(**ON), NAMING)
     assert isinstance(many, NoAlarm) and many.code == EfficiencyGuardCode.TOO_MANY_HOSTS
+    assert "children" in many.evidence["composite_limits_exceeded"]
 
 
-def test_a_notice_tells_the_owner_and_resets_its_alarm() -> None:
+def test_a_notice_tells_the_owner_and_leaves_its_alarm_in_alarm() -> None:
+    # one notice per stretch below the minimum: a reset alarm returns to ALARM within seconds
     verdict = EFFICIENCY.judge(EfficiencyRole.NOTICE, notice(training(120)), EfficiencyPolicy(**ON))
     assert verdict.verdict is Verdict.NOTIFY and not verdict.stops
     assert verdict.decision.code == EfficiencyGuardCode.NOTIFY and verdict.decision.action is Action.NOTIFY
-    assert verdict.decision.remedy and verdict.reset == ("gov-idle-job-1.efficiency",)
+    assert verdict.decision.remedy and verdict.reset == ()
 
 
 @pytest.mark.parametrize("role", [EfficiencyRole.NOTICE, EfficiencyRole.STOP])

@@ -19,22 +19,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sagemaker_governance.domain.guards.base import (
+    MAX_ALARM_RULE_ELEMENTS,
+    MAX_ALARM_RULE_LENGTH,
+    MAX_COMPOSITE_CHILDREN,
     MAX_METRICS_PER_ALARM,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
-    NoAlarm,
-)
-from sagemaker_governance.domain.guards.idle import (
-    IDLE,
-    MAX_ALARM_RULE_ELEMENTS,
-    MAX_ALARM_RULE_LENGTH,
-    MAX_COMPOSITE_CHILDREN,
     CompositeRule,
-    IdleCode,
-    IdlePolicy,
+    NoAlarm,
     rule_elements,
 )
+from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy
 from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, CompositeAlarm
 from smgov.simulation.metrics import MetricStore, metric_key
 from tests.builders import job

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -129,6 +130,28 @@ class SageMakerJobInventory:
                 jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
         except ClientError as exc:
             raise AdapterError(f"ListTrainingJobs failed: {exc}") from exc
+        return jobs
+
+    def failed_since(self, since: datetime) -> list[JobSummary]:
+        """Every job that failed and was last modified at or after ``since`` (deferred resumes), newest first:
+        ``StatusEquals`` and ``LastModifiedTimeAfter`` are ListTrainingJobs request members (botocore's
+        SageMaker model); the time is checked here again for an answer that ignored it."""
+        jobs: list[JobSummary] = []
+        try:
+            pages = self._client.get_paginator("list_training_jobs").paginate(
+                StatusEquals="Failed",
+                LastModifiedTimeAfter=since,
+                SortBy="CreationTime",
+                SortOrder="Descending",
+                PaginationConfig={"PageSize": self.PAGE_SIZE},
+            )
+            for page in pages:
+                for item in page.get("TrainingJobSummaries", []):
+                    summary = JobSummary.model_validate(item)
+                    if summary.last_modified_time is None or summary.last_modified_time >= since:
+                        jobs.append(summary)
+        except (ClientError, BotoCoreError) as exc:
+            raise AdapterError(f"ListTrainingJobs (Failed) failed: {exc}") from exc
         return jobs
 
 

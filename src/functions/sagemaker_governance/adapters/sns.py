@@ -14,6 +14,8 @@ for the others):
   ``eventType``, ``relatedResources``, ``additionalContext``), as the Chatbot administrator guide's
   "Custom notifications" page (custom-notifs, "Event schema" and "Parameter details") defines them.
   Chatbot subscribes to a topic over HTTPS, so an other HTTPS subscriber (a webhook) gets this form too.
+  Its limits (title 250 characters, description 8,000, each next step 350, each keyword 75) are kept by
+  capping each field (``CHATBOT_*``); no optional ``id`` is set (Chatbot does not need one to render).
 
 Message attributes ``kind``, ``outcome``, ``team`` and ``owner`` let each subscription filter (SNS
 subscription filter policies, ``FilterPolicyScope: MessageAttributes``): per-team chat channels,
@@ -33,9 +35,15 @@ from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import Notification
 
 SUBJECT_LIMIT: Final = 100  # SNS Publish: Subject, at most 100 characters
-# Our own bounds for a chat message (a headline, a few lines, a few steps): the Chatbot page gives the
-# schema, and chat clients truncate long messages; the complete record is the versioned JSON.
-CHAT_TITLE_LIMIT: Final = 250
+# The custom notification's limits ("Parameter details" of the Chatbot page): ``title`` at most 250
+# characters, ``description`` at most 8,000, each ``nextSteps`` item at most 350, each ``keywords`` item at
+# most 75; ``additionalContext`` maps strings to strings. Within them, our own bounds for a chat message
+# (a headline, a few lines, a few steps): the complete record is the versioned JSON.
+CHATBOT_TITLE_MAX: Final = 250
+CHATBOT_DESCRIPTION_MAX: Final = 8000
+CHATBOT_NEXT_STEP_MAX: Final = 350
+CHATBOT_KEYWORD_MAX: Final = 75
+CHAT_TITLE_LIMIT: Final = CHATBOT_TITLE_MAX
 CHAT_DESCRIPTION_LIMIT: Final = 3000
 CHAT_NEXT_STEPS: Final = 8
 CHAT_KEYWORDS: Final = 5
@@ -148,8 +156,8 @@ def render_chatbot(message: Notification) -> dict[str, Any]:
             "textType": "client-markdown",
             "title": _cap(message.headline, CHAT_TITLE_LIMIT),
             "description": _cap("\n".join(description), CHAT_DESCRIPTION_LIMIT),
-            "nextSteps": steps[:CHAT_NEXT_STEPS],
-            "keywords": keywords[:CHAT_KEYWORDS],
+            "nextSteps": [_cap(step, CHATBOT_NEXT_STEP_MAX) for step in steps[:CHAT_NEXT_STEPS]],
+            "keywords": [_cap(word, CHATBOT_KEYWORD_MAX) for word in keywords[:CHAT_KEYWORDS]],
         },
         "metadata": metadata,
     }

@@ -1,5 +1,6 @@
 """What the job-events function and the reconciler share: the ports their use cases act through, and
-the assembly of compliance and the alarm guards on them.
+the assembly of compliance, the alarm guards and auto-resume on them (the reconciler carries out the
+resumes that waited for their backoff with the job-events function's auto-resume).
 
 ``Ports.of(root)`` builds the AWS adapters from the root's clients; `smgov explain` assembles the same
 services on offline ports (answers from files, records instead of acting).
@@ -16,18 +17,24 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMaker
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.composition.root import Root
+from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.guard_alarms import GuardAlarms
+from sagemaker_governance.service.idempotency import LedgerPort
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
+    CheckpointsPort,
     Clock,
     EvaluationMarksPort,
+    FailureLogsPort,
     InstanceCatalogPort,
     JobsPort,
     NotifierPort,
     PolicySource,
+    SpotHealthPort,
 )
+from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,9 @@ class Ports:
     marks: EvaluationMarksPort | None = None
     # EC2's answers for instance types our GPU table does not know (None: offline, the table alone)
     instances: InstanceCatalogPort | None = None
+    # The delivery ledger (None: no table): the reconciler writes a lost end event's efficiency record
+    # under that event's delivery key (service/efficiency.py)
+    ledger: LedgerPort | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -59,6 +69,7 @@ class Ports:
             guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
             instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
+            ledger=root.idempotency,
         )
 
 
@@ -82,6 +93,43 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             clock=ports.clock,
             naming=ports.naming,
             instances=ports.instances,
+            notifier=ports.notifier,
         )
         for guard in ports.guards
     )
+
+
+def clone_reactions(
+    ports: Ports,
+    *,
+    launcher: LauncherPort,
+    shape: RequestShape,
+    role_patterns: tuple[str, ...],
+    logs: FailureLogsPort | None = None,
+    checkpoints: CheckpointsPort | None = None,
+    spot_health: SpotHealthPort | None = None,
+) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
+    """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
+    deferred resumes with the same auto-resume)."""
+    common: dict[str, Any] = {
+        "clock": ports.clock,
+        "shape": shape,
+        "role_patterns": role_patterns,
+        "metrics": ports.metrics,
+    }
+    parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
+    return (
+        AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common),
+        SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
+    )
+
+
+class LazyClient:
+    """A boto3 client built by the root on its first call (the cold start does not pay for it)."""
+
+    def __init__(self, root: Root, service: str) -> None:
+        self._root = root
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._root.client(self._service), name)

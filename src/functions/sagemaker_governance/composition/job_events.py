@@ -18,13 +18,19 @@ from sagemaker_governance.adapters.sagemaker_model import create_training_job_sh
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.adapters.training_logs import TrainingLogTails
-from sagemaker_governance.composition.governance import Ports, alarm_guards, compliance_service
+from sagemaker_governance.composition.governance import (
+    LazyClient,
+    Ports,
+    alarm_guards,
+    clone_reactions,
+    compliance_service,
+)
 from sagemaker_governance.composition.root import Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort, SpotHealthPort
-from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
+from sagemaker_governance.service.resume import LauncherPort
 from sagemaker_governance.service.stall_judge import MetricReadPort
 
 # The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
@@ -44,31 +50,6 @@ ADAPTERS: tuple[type, ...] = (
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
     CloudWatchMetricData,  # the efficiency record of a job that ended: one read per GPU job
 )
-
-
-def clone_reactions(
-    ports: Ports,
-    *,
-    launcher: LauncherPort,
-    shape: RequestShape,
-    role_patterns: tuple[str, ...],
-    logs: FailureLogsPort | None = None,
-    checkpoints: CheckpointsPort | None = None,
-    spot_health: SpotHealthPort | None = None,
-) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
-    """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
-    deferred resumes with the same auto-resume)."""
-    common: dict[str, Any] = {
-        "clock": ports.clock,
-        "shape": shape,
-        "role_patterns": role_patterns,
-        "metrics": ports.metrics,
-    }
-    parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
-    return (
-        AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, **common),
-        SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
-    )
 
 
 def assemble(
@@ -107,22 +88,11 @@ def evidence_readers(root: Root) -> dict[str, Any]:
     pattern = root.settings.checkpoint_bucket_pattern
     table = root.settings.spot_health_table
     return {
-        "logs": TrainingLogTails(_Lazy(root, "logs")),
-        "checkpoints": CheckpointStore(_Lazy(root, "s3"), pattern) if pattern else None,
-        "spot_health": SpotHealthLedger(_Lazy(root, "dynamodb"), table) if table else None,
-        "metric_data": CloudWatchMetricData(_Lazy(root, "cloudwatch")),
+        "logs": TrainingLogTails(LazyClient(root, "logs")),
+        "checkpoints": CheckpointStore(LazyClient(root, "s3"), pattern) if pattern else None,
+        "spot_health": SpotHealthLedger(LazyClient(root, "dynamodb"), table) if table else None,
+        "metric_data": CloudWatchMetricData(LazyClient(root, "cloudwatch")),
     }
-
-
-class _Lazy:
-    """A boto3 client built by the root on its first call (the cold start does not pay for it)."""
-
-    def __init__(self, root: Root, service: str) -> None:
-        self._root = root
-        self._service = service
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._root.client(self._service), name)
 
 
 def build(root: Root) -> JobEventsService:

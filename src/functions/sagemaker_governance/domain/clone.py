@@ -173,6 +173,9 @@ TAG_REASON: Final = "smgov:resume-reason"
 # budget the lineage has spent on faults that recurred on the same host position (domain/resume.py).
 TAG_FAILURE: Final = "smgov:failure"
 TAG_STRIKES: Final = "smgov:repeat-faults"
+# Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
+# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (``smgov:`` tags are ours).
+TAG_RESUME_AFTER: Final = "smgov:resume-after"
 LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
@@ -186,6 +189,7 @@ class ResumeReason(StrEnum):
     SPOT_INTERRUPTED = "spot-interrupted"
     SPOT_MAX_WAIT = "spot-max-wait"
     SPOT_STORM = "spot-storm"
+    SPOT_ALTERNATIVE = "spot-alternative"  # on Spot on another instance type (spot.fallbacks)
     MANUAL = "manual"
 
 
@@ -294,9 +298,11 @@ def plan_clone(
     reason: ResumeReason,
     on_demand: bool = False,
     marks: Mapping[str, str] | None = None,
+    instance_type: str | None = None,
 ) -> ClonePlan:
     """The ``CreateTrainingJob`` request resuming the described job (see the module docstring); ``marks``
-    are further ``smgov:`` tags for the clone (what the next generation needs to know)."""
+    are further ``smgov:`` tags for the clone (what the next generation needs to know); ``instance_type``
+    moves a single-type cluster to another type (the instance count as it is)."""
     source = description.get("TrainingJobName")
     if not isinstance(source, str) or not is_valid_job_name(source):
         shown = repr(source[:80]) if isinstance(source, str) else f"a {type(source).__name__}"
@@ -325,6 +331,12 @@ def plan_clone(
         image_path = "AlgorithmSpecification.TrainingImage"
         dropped, expected = (*dropped, image_path), expected | {image_path}
 
+    if instance_type is not None:
+        resources = dict(request.get("ResourceConfig") or {})
+        if resources.get("InstanceGroups") or not resources.get("InstanceType"):
+            raise ClonePlanError("only a single-type cluster moves to another instance type")
+        resources["InstanceType"] = instance_type
+        request["ResourceConfig"] = resources
     spot = bool(request.get("EnableManagedSpotTraining"))
     if on_demand and spot:
         request["EnableManagedSpotTraining"] = False

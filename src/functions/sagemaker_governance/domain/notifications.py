@@ -28,6 +28,7 @@ class NotificationKind(StrEnum):
     PROGRESS_STOP = "progress-stop"
     EFFICIENCY_STOP = "efficiency-stop"
     EFFICIENCY_NOTICE = "efficiency-notice"
+    TOLERANCE_IGNORED = "tolerance-ignored"  # a job's declared window (smgov:idle-minutes ...) was ignored
 
     @staticmethod
     def guard_stop(guard_name: str) -> str:
@@ -72,6 +73,8 @@ def headline(
             return f"{job}: governance warning"
         return f"{job} violates governance policy"
     was, looks = symptom
+    if kind == NotificationKind.TOLERANCE_IGNORED:  # symptom: ("", the tag)
+        return f"{job}: its tag {looks} was ignored (the team's window applies)"
     if outcome is NotificationOutcome.NOTIFIED:  # a guard's notice: nothing was stopped
         return f"{job} {looks}"
     if outcome is NotificationOutcome.STOPPED:

@@ -24,12 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.guards.idle import IDLE
+from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
 from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 from sagemaker_governance.domain.stall_judge import JudgePolicy
+from sagemaker_governance.domain.tolerance import Declaration, read_declarations, window_overlay
 
 POLICY_VERSION = 1
 MINIMUM_UTILIZATION_PERCENT = 5  # per GPU: from here the calibration traces show healthy jobs stopped
@@ -191,7 +193,17 @@ class Policy(_WithGuardSections):
         return Policy.model_validate(merged)
 
     def for_job(self, job: TrainingJob) -> Policy:
-        return self.for_team(job.tag(self.team_tag))
+        """The job's team policy, with the guard windows the job declares within the team's cap
+        (``smgov:idle-minutes``, ``smgov:progress-minutes``: domain/tolerance.py)."""
+        team = self.for_team(job.tag(self.team_tag))
+        document: dict[str, Any] = {}
+        for declaration in team.declared_tolerance(job):
+            document.update(window_overlay(declaration, getattr(team, declaration.section, None)))
+        return team.overlay(document) if document else team
+
+    def declared_tolerance(self, job: TrainingJob) -> tuple[Declaration, ...]:
+        """The job's declared windows judged against this policy's cap (call it on the team's policy)."""
+        return read_declarations(job.tags, self.judge.max_declared_minutes)
 
     def mode_for(self, rule_id: str, rule_mode: Mode | None) -> Mode:
         return rule_mode or self.mode
@@ -233,12 +245,35 @@ class Policy(_WithGuardSections):
                     "healthy jobs (docs/calibration.md: from 5% per GPU a healthy CPU-bound evaluation is stopped; a "
                     "job using 1 of 4 GPUs counts as idle); the idle guard is for stalled jobs"
                 )
+            out += _tolerance_warnings(policy, "judge" if team is None else f"teams.{team}.judge")
         return out
 
     def digest(self) -> str:
         """A short content hash: audit records name the exact policy that decided."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _tolerance_warnings(policy: Policy, where: str) -> list[str]:
+    """What a team's cap on declared windows (domain/tolerance.py) probably does not mean."""
+    judge = policy.judge
+    cap = judge.max_declared_minutes
+    if cap == 0:
+        return []
+    out: list[str] = []
+    windows = {"idle": IDLE.config(policy).window_minutes, "progress": PROGRESS.config(policy).window_minutes}
+    shorter = [f"{name} {window:g}" for name, window in windows.items() if window >= cap]
+    if shorter:
+        out.append(
+            f"{where}.max_declared_minutes {cap} is not above the team's window ({', '.join(shorter)} minutes): a "
+            "job's smgov:idle-minutes / smgov:progress-minutes can only shorten it"
+        )
+    if cap > judge.max_rejudge_minutes:
+        out.append(
+            f"{where}.max_declared_minutes {cap} exceeds max_rejudge_minutes {judge.max_rejudge_minutes}: a job "
+            "that declares a longer window is not re-judged on a wider one after a veto"
+        )
+    return out
 
 
 def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ class RepairKind(StrEnum):
     ORPHAN_ALARM = "orphan-alarm"  # an alarm of a job that has ended or no longer exists: deleted
     MISSING_ALARM = "missing-alarm"  # a job in Training without its alarm(s): created
     UNEVALUATED_JOB = "unevaluated-job"  # a job in progress that compliance never evaluated: evaluated
+    DEFERRED_RESUME = "deferred-resume"  # a failed job whose resume waited for its backoff: resumed now
     STALE_ALARM = "stale-alarm"  # a judged guard alarm left in ALARM longer than judge.rearm_minutes: reset
 
 
@@ -83,8 +84,9 @@ class JobSummary(BaseModel):
     status: str = Field(alias="TrainingJobStatus", min_length=1)
     secondary_status: str | None = Field(default=None, alias="SecondaryStatus")
     creation_time: datetime | None = Field(default=None, alias="CreationTime")
+    last_modified_time: datetime | None = Field(default=None, alias="LastModifiedTime")
 
-    _times = field_validator("creation_time", mode="before")(parse_timestamp)
+    _times = field_validator("creation_time", "last_modified_time", mode="before")(parse_timestamp)
 
     @property
     def in_training(self) -> bool:

@@ -26,7 +26,14 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   says which;
 - it is not a lemon: a clone that fails with the same hardware or interconnect fault on the same host
   position as its source (tag ``smgov:failure``) counts double against the budget (tag
-  ``smgov:repeat-faults`` carries the extra count down the lineage);
+  ``smgov:repeat-faults`` carries the extra count down the lineage); the host is the one whose log stream
+  holds the matched line (``FailureReason`` names none);
+- its backoff has elapsed: the attempt number picks a delay from ``backoff_minutes`` (the last entry for
+  later attempts), counted from the failure. Before that the decision is ``resume.defer.backoff``: the job
+  is tagged ``smgov:resume-after`` and the scheduled reconciler, which lists recently failed jobs, resumes
+  it once the time has come (the same decision, re-made on the job as it is then; the clone's name is
+  deterministic, so a late event and the reconciler cannot clone twice). A failure time that cannot be
+  read is not guessed: the job is not resumed.
 
 Spot fallback (``decide_spot``), at each interruption of a Managed Spot job: the cost and time to finish
 on Spot against On-Demand (``domain/spot_economics.py``, from the job's transitions and checkpoint writes)
@@ -36,14 +43,16 @@ finish within ``MaxWaitTimeInSeconds`` (or at all), or when the team's deadline 
 When the numbers cannot be computed (no checkpoint listing, missing or conflicting timestamps) or
 ``spot.economics`` is off, the count rule decides (``spot.count_rule_interruptions``) and the evidence
 says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when
-``spot.fallback_on_max_wait`` allows.
+``spot.fallback_on_max_wait`` allows. A job leaving Spot on its own type for its cost, its progress or
+``MaxWaitTimeInSeconds`` first tries the team's ``spot.fallbacks`` on Spot, when it opted in
+(``domain/spot_alternatives.py``): the first allowed, storm-free type cheaper to finish than On-Demand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
@@ -51,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
+    TAG_RESUME_AFTER,
     TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
@@ -58,6 +68,7 @@ from sagemaker_governance.domain.clone import (
     LineageError,
     RequestShape,
     ResumeReason,
+    clone_name,
     plan_clone,
     role_allowed,
 )
@@ -77,6 +88,12 @@ from sagemaker_governance.domain.failures import (
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
+from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
+from sagemaker_governance.domain.spot_alternatives import (
+    MAX_ALTERNATIVES,
+    SpotAlternative,
+    choose,
+)
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
 from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy
 
@@ -93,6 +110,7 @@ LEGACY_DEFAULTS: Final = frozenset(
     {"instance-health", "internal-server-error", "capacity-error", "insufficient-capacity"}
 )
 LEGACY_CLASS: Final = "sagemaker-internal"
+MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
 
 
 class ResumeCode(StrEnum):
@@ -118,6 +136,8 @@ class ResumeCode(StrEnum):
     NOT_CLONABLE = "resume.skip.not-clonable"  # the job's description cannot be turned into a request
     ROLE_NOT_ALLOWED = "resume.skip.role-not-allowed"  # governance may not pass the job's role
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
+    DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
+    FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
 
 
 class SpotCode(StrEnum):
@@ -137,6 +157,9 @@ class SpotCode(StrEnum):
     STOP_DEADLINE = "spot.stop.deadline"
     CLONE_MAX_WAIT = "spot.clone.max-wait"  # ended with MaxWaitTimeExceeded: clone On-Demand
     CLONE_STORM = "spot.clone.storm"  # a new Spot job of a type in a storm: start it On-Demand (opt-in)
+    # leaving Spot on its own type, it goes on Spot on another type first (spot.fallbacks + job tag opt-in)
+    CLONE_ALTERNATIVE = "spot.clone.alternative"
+    STOP_ALTERNATIVE = "spot.stop.alternative"
     STOP_STORM = "spot.stop.storm"  # ... and stop the Spot job before it bills
     NO_STORM = "spot.skip.no-storm"  # a new Spot job, its type is not in a storm
     HEALTH_UNKNOWN = "spot.skip.health-unknown"  # a new Spot job, the fleet's Spot health could not be read
@@ -167,6 +190,7 @@ class ResumePolicy(BaseModel):
           mode: enforce              # omitted: the policy's mode
           min_training_hours: 2
           max_attempts: 3            # clones per lineage
+          backoff_minutes: [0, 15, 60]   # wait before the 1st, 2nd, 3rd (and later) clone, from the failure
           require_checkpoint: true
           require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
           classes:                   # verdict per failure class, over the taxonomy's defaults
@@ -184,6 +208,12 @@ class ResumePolicy(BaseModel):
     mode: Mode | None = Field(default=None, description="Overrides the policy's mode for auto-resume.")
     min_training_hours: float = Field(default=1.0, ge=0, le=672)
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
+    backoff_minutes: tuple[int, ...] = Field(
+        default=(0, 15, 60),
+        min_length=1,
+        max_length=20,
+        description="Minutes from the failure before clone 1, 2, ... (the last entry for later ones).",
+    )
     require_checkpoint: bool = True
     require_checkpoint_progress: bool = Field(
         default=True,
@@ -196,6 +226,17 @@ class ResumePolicy(BaseModel):
 
     _classes = field_validator("classes")(check_class_names)
     _signatures = field_validator("signatures")(check_team_signatures)
+
+    @field_validator("backoff_minutes")
+    @classmethod
+    def _backoff(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(minutes < 0 or minutes > MAX_BACKOFF_MINUTES for minutes in value):
+            raise ValueError(f"each backoff is 0 to {MAX_BACKOFF_MINUTES} minutes")
+        return value
+
+    def backoff_for(self, attempt: int) -> int:
+        """Minutes to wait from the failure before clone ``attempt`` (1, 2, ...)."""
+        return self.backoff_minutes[min(max(attempt, 1), len(self.backoff_minutes)) - 1]
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +290,10 @@ class SpotPolicy(BaseModel):
             count_rule_interruptions: 1  # in a storm, without numbers: On-Demand at the 1st (default: unset)
             move_new_jobs: false       # opt-in: a new Spot job of a stormy type starts On-Demand
           fallback_on_max_wait: true   # resume On-Demand after MaxWaitTimeExceeded
+          fallbacks:                   # opt-in: on Spot on these types, in order, before On-Demand
+            - instance_type: ml.p4de.24xlarge
+              relative_speed: 1.0      # the job's pace there against its own type
+          fallback_job_tag: spot-fallbacks   # ... for jobs tagged spot-fallbacks=allow (null: every job)
           max_attempts: 2
           require_checkpoint: true
     """
@@ -270,6 +315,17 @@ class SpotPolicy(BaseModel):
     )
     storm: StormPolicy = Field(default_factory=StormPolicy, description="The fleet's Spot health.")
     fallback_on_max_wait: bool = True
+    fallbacks: tuple[SpotAlternative, ...] = Field(
+        default=(),
+        max_length=MAX_ALTERNATIVES,
+        description="Instance types to try on Spot, in order, before On-Demand (empty: straight On-Demand).",
+    )
+    fallback_job_tag: str | None = Field(
+        default="spot-fallbacks",
+        min_length=1,
+        max_length=128,
+        description="The tag a job carries (value allow) to move to another type (None: every job may).",
+    )
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
 
@@ -288,6 +344,7 @@ class CloneDecision:
     decisions: tuple[Decision, ...]
     plan: ClonePlan | None = None
     stop_source: bool = False
+    resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
 
     @property
     def clone(self) -> Decision | None:
@@ -326,6 +383,7 @@ def _plan(
     on_demand: bool,
     evidence: dict[str, Any],
     fault: str | None = None,
+    instance_type: str | None = None,
 ) -> ClonePlan | CloneDecision:
     """The checks both capabilities share, then the plan; a ``none`` decision says which check failed.
 
@@ -380,7 +438,15 @@ def _plan(
         )
     try:
         marks = {TAG_FAILURE: fault or "", TAG_STRIKES: str(strikes) if strikes else ""}
-        plan = plan_clone(description, tags, ctx.shape, reason=reason, on_demand=on_demand, marks=marks)
+        plan = plan_clone(
+            description,
+            tags,
+            ctx.shape,
+            reason=reason,
+            on_demand=on_demand,
+            marks=marks,
+            instance_type=instance_type,
+        )
     except ClonePlanError as exc:
         return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())
@@ -409,6 +475,50 @@ def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -
     what = f"{cls} ({diagnosis.signature}{where})" if diagnosis.signature else cls
     basis = " (from FailureReason alone: the logs could not be read)" if diagnosis.basis != "logs" else ""
     return _none(RESUME_RULE_ID, code, mode, f"not resumed: the failure is classified as {what}{basis}", evidence)
+
+
+def _backoff(
+    job: TrainingJob,
+    planned: ClonePlan,
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    why: str,
+    evidence: dict[str, Any],
+) -> CloneDecision | None:
+    """``resume.defer.backoff`` while the attempt's backoff runs (or a skip when the failure time is
+    unknown); None: clone now."""
+    wait = resume.backoff_for(planned.attempt)
+    if not wait:
+        return None
+    failed_at = failure_time(job)
+    evidence["backoff_minutes"] = wait
+    if failed_at is None:
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.FAILURE_TIME_UNKNOWN,
+            mode,
+            f"not resumed: attempt {planned.attempt} waits {wait} min after the failure, and the failure "
+            "time cannot be read (no Failed transition, TrainingEndTime or LastModifiedTime)",
+            evidence,
+        )
+    due = failed_at + timedelta(minutes=wait)
+    evidence["resume_after"] = due.isoformat()
+    if now >= due:
+        return None
+    deferred = Decision(
+        rule=RESUME_RULE_ID,
+        code=ResumeCode.DEFER_BACKOFF,
+        action=Action.NONE,
+        mode=mode,
+        reason=(
+            f"failed with a resumable fault, {why}: attempt {planned.attempt} of {resume.max_attempts} "
+            f"waits {wait} min after the failure, until {due:%Y-%m-%d %H:%M} UTC; the reconciler "
+            f"resumes it then as {planned.name}"
+        ),
+        evidence=evidence,
+    )
+    return CloneDecision(decisions=(deferred,), resume_after=due)
 
 
 def decide_resume(
@@ -515,6 +625,7 @@ def decide_resume(
     why = f"{diagnosis.failure_class} ({diagnosis.signature}" + (
         f" on {diagnosis.host})" if diagnosis.host else ")"
     )
+    waiting = _backoff(job, planned, resume, mode, ctx.now, why, evidence)  # adds its evidence first
     decision = Decision(
         rule=RESUME_RULE_ID,
         code=code,
@@ -527,7 +638,39 @@ def decide_resume(
         evidence=evidence,
         request=planned.request,
     )
-    return CloneDecision(decisions=(decision,), plan=planned)
+    return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def failure_time(job: TrainingJob) -> datetime | None:
+    """When the job failed: its ``Failed`` transition, else ``TrainingEndTime``, else ``LastModifiedTime``."""
+    failed = [t.start_time for t in job.transitions if t.status == "Failed" and t.start_time is not None]
+    return failed[-1] if failed else job.training_end_time or job.last_modified_time
+
+
+def resume_after_tag(moment: datetime) -> str:
+    """The ``smgov:resume-after`` tag value (UTC, to the second; a valid SageMaker tag value)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class DeferredResume:
+    """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
+
+    due: datetime
+    clone: str
+
+    @classmethod
+    def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
+        """None: not deferred, or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        raw = tags.get(TAG_RESUME_AFTER)
+        if not raw:
+            return None
+        try:
+            due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            lineage = Lineage.of(job_name, tags)
+            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
+        except (ValueError, LineageError):
+            return None
 
 
 def is_spot_interruption(job: TrainingJob) -> bool:
@@ -556,6 +699,14 @@ _FALLBACKS: Final[dict[SpotCode, SpotCode]] = {
     SpotCode.CLONE_MAX_WAIT_BUDGET: SpotCode.STOP_MAX_WAIT_BUDGET,
     SpotCode.CLONE_DEADLINE: SpotCode.STOP_DEADLINE,
 }
+
+
+# The reasons to leave Spot on the job's own type after which another type on Spot may still pay: not the
+# hard cap (On-Demand whatever the numbers), the count rule (no numbers to compare) or the deadline (a
+# new start costs time).
+_ALTERNATIVE_TRIGGERS: Final = frozenset(
+    {SpotCode.CLONE_ON_DEMAND_CHEAPER, SpotCode.CLONE_NO_PROGRESS, SpotCode.CLONE_MAX_WAIT_BUDGET}
+)
 
 
 def _economics(
@@ -635,6 +786,136 @@ def _spot_verdict(
     )
 
 
+def _plan_on_demand(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    spot: SpotPolicy,
+    mode: Mode,
+    ctx: CloneContext,
+    evidence: dict[str, Any],
+    *,
+    reason: ResumeReason,
+    require_checkpoint: bool,
+) -> ClonePlan | CloneDecision:
+    """The shared checks, then an On-Demand clone's plan (Spot fallback's ``_plan``)."""
+    return _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=require_checkpoint,
+        reason=reason,
+        on_demand=True,
+        evidence=evidence,
+    )
+
+
+def _alternative_move(
+    job: TrainingJob,
+    description: Mapping[str, Any],
+    tags: Mapping[str, str],
+    spot: SpotPolicy,
+    mode: Mode,
+    ctx: CloneContext,
+    evidence: dict[str, Any],
+    *,
+    code: SpotCode,
+    why: str,
+    numbers: SpotEstimate | Unknown,
+    prices: Mapping[str, float] | None,
+    health: Mapping[str, FleetHealth | Unknown] | None,
+    rules: Sequence[AllowedInstanceTypes],
+) -> CloneDecision | None:
+    """Leaving Spot on its own type, the job tries ``spot.fallbacks`` first: stop it and resume it on Spot
+    on the first alternative that pays (clone first, as always); None: On-Demand, as before."""
+    if not spot.fallbacks or code not in _ALTERNATIVE_TRIGGERS:
+        return None
+    choice = choose(
+        job,
+        tags,
+        alternatives=spot.fallbacks,
+        tag_key=spot.fallback_job_tag,
+        numbers=numbers,
+        prices=prices,
+        health=health or {},
+        rules=rules,
+    )
+    evidence.update(choice.evidence())
+    if choice.chosen is None:
+        return None
+    kind = choice.chosen.instance_type
+    evidence["moved_because"] = code.value
+    planned = _plan(
+        SPOT_RULE_ID,
+        SpotCode,
+        mode,
+        job=job,
+        description=description,
+        tags=tags,
+        ctx=ctx,
+        max_attempts=spot.max_attempts,
+        require_checkpoint=spot.require_checkpoint,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        on_demand=False,
+        evidence=evidence,
+        instance_type=kind,
+    )
+    if isinstance(planned, CloneDecision):
+        return planned
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
+        code=SpotCode.CLONE_ALTERNATIVE,
+        reason=f"Spot job {why}: resume on Spot on {kind} as {planned.name}{_where(planned)} (cheaper than On-Demand)",
+        stop_code=SpotCode.STOP_ALTERNATIVE,
+        stop_reason=f"Spot job {why}: stop it, its Spot clone {planned.name} on {kind} takes over",
+    )
+
+
+def _where(planned: ClonePlan) -> str:
+    return f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
+
+
+def _spot_clone(
+    planned: ClonePlan,
+    mode: Mode,
+    evidence: dict[str, Any],
+    *,
+    code: SpotCode,
+    reason: str,
+    stop_code: SpotCode | None,
+    stop_reason: str,
+) -> CloneDecision:
+    """A Spot clone's decisions: the clone, and (unless the source has ended) the stop of the source it
+    takes over from."""
+    clone = Decision(
+        rule=SPOT_RULE_ID,
+        code=code,
+        action=Action.CLONE,
+        mode=mode,
+        reason=reason,
+        evidence=evidence,
+        request=planned.request,
+    )
+    if stop_code is None:
+        return CloneDecision(decisions=(clone,), plan=planned)
+    stop = Decision(
+        rule=SPOT_RULE_ID,
+        code=stop_code,
+        action=Action.STOP,
+        mode=mode,
+        reason=stop_reason,
+        evidence=dict(evidence),
+    )
+    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
+
+
 def decide_spot(
     job: TrainingJob,
     description: Mapping[str, Any],
@@ -646,11 +927,15 @@ def decide_spot(
     checkpoint: CheckpointProgress | None = None,
     prices: Mapping[str, float] | None = None,
     fleet: FleetHealth | Unknown | None = None,
+    alternatives_health: Mapping[str, FleetHealth | Unknown] | None = None,
+    allowed_types: Sequence[AllowedInstanceTypes] = (),
 ) -> CloneDecision:
     """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
     docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
-    listing (None: not listed); ``prices``: On-Demand USD per instance-hour (for the evidence only);
-    ``fleet``: the instance type's Spot health across the fleet (None: not read; ``Unknown``: unreadable)."""
+    listing (None: not listed); ``prices``: On-Demand USD per instance-hour (the evidence, and comparing
+    another type); ``fleet``: the instance type's Spot health across the fleet (None: not read;
+    ``Unknown``: unreadable); ``alternatives_health``: the same for each of ``spot.fallbacks``;
+    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them)."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -664,6 +949,7 @@ def decide_spot(
         return _none(SPOT_RULE_ID, SpotCode.NOT_SPOT, mode, "not a Managed Spot job: no fallback", evidence)
     ended = is_spot_max_wait(job)
     code = SpotCode.CLONE_MAX_WAIT
+    alternative: CloneDecision | None = None
     if ended:
         if not spot.fallback_on_max_wait:
             return _none(
@@ -696,43 +982,43 @@ def decide_spot(
         if code not in _FALLBACKS:
             return _none(SPOT_RULE_ID, code, mode, f"Spot job {why}", evidence)
         reason = ResumeReason.SPOT_INTERRUPTED
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+        alternative = _alternative_move(
+            job,
+            description,
+            tags,
+            spot,
+            mode,
+            ctx,
+            evidence,
+            code=code,
+            why=why,
+            numbers=numbers,
+            prices=prices,
+            health=alternatives_health,
+            rules=allowed_types,
+        )
+    planned = alternative or _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=spot.require_checkpoint,
+        ctx,
+        evidence,
         reason=reason,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=spot.require_checkpoint,
     )
     if isinstance(planned, CloneDecision):
         return planned
-    where = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
-    clone = Decision(
-        rule=SPOT_RULE_ID,
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
         code=code,
-        action=Action.CLONE,
-        mode=mode,
-        reason=f"Spot job {why}: resume On-Demand as {planned.name}{where}",
-        evidence=evidence,
-        request=planned.request,
+        reason=f"Spot job {why}: resume On-Demand as {planned.name}{_where(planned)}",
+        stop_code=None if ended else _FALLBACKS[code],
+        stop_reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
     )
-    if ended:
-        return CloneDecision(decisions=(clone,), plan=planned)
-    stop = Decision(
-        rule=SPOT_RULE_ID,
-        code=_FALLBACKS[code],
-        action=Action.STOP,
-        mode=mode,
-        reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
-        evidence=dict(evidence),
-    )
-    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)
 
 
 def is_new_spot_start(job: TrainingJob) -> bool:
@@ -783,19 +1069,16 @@ def decide_spot_start(
             f"({fleet.interrupted_jobs} job(s) interrupted in {fleet.window_hours:g} h)",
             evidence,
         )
-    planned = _plan(
-        SPOT_RULE_ID,
-        SpotCode,
+    planned = _plan_on_demand(
+        job,
+        description,
+        tags,
+        spot,
         mode,
-        job=job,
-        description=description,
-        tags=tags,
-        ctx=ctx,
-        max_attempts=spot.max_attempts,
-        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
+        ctx,
+        evidence,
         reason=ResumeReason.SPOT_STORM,
-        on_demand=True,
-        evidence=evidence,
+        require_checkpoint=False,  # nothing trained yet: the clone starts where the job would have
     )
     if isinstance(planned, CloneDecision):
         return planned
@@ -803,21 +1086,12 @@ def decide_spot_start(
         f"{fleet.instance_type} is in a Spot storm ({fleet.interrupted_jobs} job(s) interrupted, "
         f"{fleet.max_wait_jobs} out of Spot wait time in {fleet.window_hours:g} h)"
     )
-    clone = Decision(
-        rule=SPOT_RULE_ID,
+    return _spot_clone(
+        planned,
+        mode,
+        evidence,
         code=SpotCode.CLONE_STORM,
-        action=Action.CLONE,
-        mode=mode,
         reason=f"new Spot job: {why}: start it On-Demand as {planned.name} before it bills",
-        evidence=evidence,
-        request=planned.request,
+        stop_code=SpotCode.STOP_STORM,
+        stop_reason=f"new Spot job: {why}: stop it while it starts, its On-Demand clone {planned.name} takes over",
     )
-    stop = Decision(
-        rule=SPOT_RULE_ID,
-        code=SpotCode.STOP_STORM,
-        action=Action.STOP,
-        mode=mode,
-        reason=f"new Spot job: {why}: stop it while it starts, its On-Demand clone {planned.name} takes over",
-        evidence=dict(evidence),
-    )
-    return CloneDecision(decisions=(clone, stop), plan=planned, stop_source=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +66,7 @@ class StormPolicy(BaseModel):
             max_wait_jobs: 2             # ... or 2 that ran out of Spot wait time
             count_rule_interruptions: 1  # in a storm, without the economics: On-Demand at the 1st (default: unset)
             move_new_jobs: true          # opt-in: new Spot jobs of the type start On-Demand instead
+            preflight: warn              # the SDK preflight before launch: warn, on-demand (switch) or off
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -81,6 +82,10 @@ class StormPolicy(BaseModel):
     )
     move_new_jobs: bool = Field(
         default=False, description="Move a new Spot job of a stormy type to On-Demand while it starts (opt-in)."
+    )
+    preflight: Literal["warn", "on-demand", "off"] = Field(
+        default="warn",
+        description="The SDK preflight, for a Spot job of a stormy type: warn, switch it to On-Demand, or off.",
     )
 
 

@@ -48,6 +48,8 @@ GPU_MEMORY: Final = "GPUMemoryUtilization"
 CPU: Final = "CPUUtilization"
 MEMORY: Final = "MemoryUtilization"
 HOST_METRICS: Final = (GPU, GPU_MEMORY, CPU, MEMORY)
+# The shortest window a job may declare (domain/tolerance.py): the progress guard's own minimum window.
+MIN_DECLARED_MINUTES: Final = 10
 
 
 class MetricRead(NamedTuple):
@@ -114,6 +116,11 @@ class JudgePolicy(BaseModel):
     long while the job trains, so it fires again and the job is judged again (a vetoed pinned trigger is
     left in ``ALARM`` too: a job that stays pinned is judged once per ``rearm_minutes``, not once a minute).
 
+    **Declared tolerance** (``max_declared_minutes``, ``domain/tolerance.py``): a job tagged
+    ``smgov:idle-minutes`` or ``smgov:progress-minutes`` gets that guard window (and so that evidence
+    window) when the value is a whole number of minutes from 10 to ``max_declared_minutes``; anything else
+    is ignored and the owner told. 0: this team accepts no declaration.
+
     Example:
         judge:
           enabled: true
@@ -122,6 +129,7 @@ class JudgePolicy(BaseModel):
           rejudge_factor: 2
           max_rejudge_minutes: 240
           rearm_minutes: 30
+          max_declared_minutes: 240
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -135,6 +143,7 @@ class JudgePolicy(BaseModel):
     rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
     max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
     rearm_minutes: int = Field(default=30, ge=10, le=1440)
+    max_declared_minutes: int = Field(default=240, ge=0, le=1440)
 
     @field_validator("gpu_working_percent")
     @classmethod
@@ -142,6 +151,15 @@ class JudgePolicy(BaseModel):
         low, high = value
         if not 0 <= low < high <= 100:
             raise ValueError("gpu_working_percent: give (low, high) with 0 <= low < high <= 100")
+        return value
+
+    @field_validator("max_declared_minutes")
+    @classmethod
+    def _declared_cap(cls, value: int) -> int:
+        if 0 < value < MIN_DECLARED_MINUTES:
+            raise ValueError(
+                f"max_declared_minutes: 0 (no declared tolerance) or at least {MIN_DECLARED_MINUTES} minutes"
+            )
         return value
 
 

@@ -9,6 +9,9 @@ events/idle-alarm-*.json``) is handled as before.
 
 from __future__ import annotations
 
+from sagemaker_governance.handlers import _imports  # first: the collector pauses during the imports
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -24,6 +27,8 @@ from sagemaker_governance.events import (
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key
+
+_imports.imports_done()
 
 
 def _deliver(

@@ -10,6 +10,9 @@ fails (same effect). A plain EventBridge event (``sam local invoke -e events/...
 
 from __future__ import annotations
 
+from sagemaker_governance.handlers import _imports  # first: the collector pauses during the imports
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -20,6 +23,8 @@ from sagemaker_governance.events import TrainingJobStateChange, sqs_bodies
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key
+
+_imports.imports_done()
 
 
 def _deliver(

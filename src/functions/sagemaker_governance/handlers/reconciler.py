@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from sagemaker_governance.handlers import _imports  # first: the collector pauses during the imports
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools.utilities.parser import event_parser
@@ -13,6 +16,8 @@ from sagemaker_governance.events import ScheduledEvent
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.reconciler import RECONCILER_TRIGGER
 from sagemaker_governance.service.recording import Trigger
+
+_imports.imports_done()
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -8,6 +8,17 @@ on; the record is evidence for chargeback (`smgov report --by team`) and for the
 An event without the job's training times or instances (a partial detail) is completed from
 ``DescribeTrainingJob``; a job that never trained (no ``TrainingStartTime``) or publishes no
 ``GPUUtilization`` (a CPU job) costs no read at all: its record says what is missing.
+
+**Once per job, whichever path writes it.** When its end event is lost, the reconciler finds the job by
+its leftover alarms and writes the same record (``record_lost_end``, trigger ``reconciler``) under the
+very delivery key the end event claims (``job_delivery_key``, the delivery ledger): it claims the key,
+writes the record and releases the key with the record among the delivery's done effects. A late end
+event then claims the released key as a retry would, runs every other reaction (alarm deletion,
+auto-resume) and skips the record (``OnceAuditSink``). The other way round, an end event that was handled
+(its key claimed, its alarms' delete deferred) leaves the reconciler nothing to claim: no second record.
+The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (two hours by
+default, longer than EventBridge retries an event). Without a ledger the reconciler writes no record: it
+could not tell whether the event path did.
 """
 
 from __future__ import annotations
@@ -21,7 +32,10 @@ from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyRecord
 from sagemaker_governance.domain.errors import JobNotFound
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.observability import logger
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
+from sagemaker_governance.service.idempotency import LedgerPort, audit_effect, job_delivery_key
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 from sagemaker_governance.service.stall_judge import MetricReadPort
@@ -46,12 +60,14 @@ class EfficiencyReaction:
         policies: PolicySource,
         audit: AuditSink,
         clock: Clock,
+        ledger: LedgerPort | None = None,
     ) -> None:
         self._jobs = jobs
         self._metrics = metrics
         self._policies = policies
         self._audit = audit
         self._clock = clock
+        self._ledger = ledger
 
     def applies(self, job: TrainingJob) -> bool:
         return job.is_terminal
@@ -62,7 +78,32 @@ class EfficiencyReaction:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
         job = self._complete(job)
+        return [self._write(job, self.measure(job, policy.price_table(), now), policy, trigger, now)]
+
+    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """The reconciler found ``job`` ended with its alarms left behind (its end event may be lost): its
+        record under the end event's delivery key, unless that delivery was handled. Nothing without a
+        ledger. Measured before the claim: a failed read claims nothing."""
+        ledger = self._ledger
+        if ledger is None or not job.is_terminal:
+            return []
+        policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
+        now = self._clock()
         result = self.measure(job, policy.price_table(), now)
+        key = job_delivery_key(job)
+        owner = f"reconciler:{now.isoformat()}"  # a later run that finds the job again is another owner
+        effect = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value)
+        claim = ledger.claim(key, owner, now, 0.0)
+        if not claim.granted or effect in claim.done:
+            logger.info("efficiency record left to the end event's delivery", job=job.name, delivery=key)
+            return []
+        decision = self._write(job, result, policy, trigger, now)
+        ledger.release(key, owner, now, sorted({*claim.done, effect}))
+        return [decision]
+
+    def _write(
+        self, job: TrainingJob, result: EfficiencyRecord, policy: Policy, trigger: Trigger, now: datetime
+    ) -> Decision:
         effective = policy.for_job(job)
         evidence = result.evidence()
         project = job.tag(effective.project_tag)
@@ -79,7 +120,7 @@ class EfficiencyReaction:
         record_decision(
             self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=_OUTCOMES[result.code], at=now
         )
-        return [decision]
+        return decision
 
     def measure(self, job: TrainingJob, prices: Mapping[str, float], now: datetime) -> EfficiencyRecord:
         """The record: the planned read, done (one request, paged), and turned into figures."""

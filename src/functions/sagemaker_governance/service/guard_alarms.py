@@ -14,6 +14,14 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   reconciler deletes an ended job's leftover alarms on its next run, up to 100 names per request. An
   ended job's alarm costs nothing in the meantime: the stopper re-reads the job before it acts.
 
+A job may declare its own window for a guard (``smgov:idle-minutes``, ``smgov:progress-minutes``, within
+the team's ``judge.max_declared_minutes``: ``domain/tolerance.py``). The effective policy applies it; when
+the guard's alarms are created, one more record says whether the declaration was applied
+(``judge.tolerance.applied``) or ignored (``judge.tolerance.ignored``), and an ignored one is told to the
+owner at the job's first entry into ``Training`` (a Spot restart does not tell again; in audit mode only
+with ``notify_in_audit_mode``). A job without
+these tags gets neither.
+
 Alarms are created in audit mode too: it is the stopper that only records in audit mode. Each guard's
 ``GuardAlarms`` is also the reconciler's ``AlarmGuard`` (the alarms it wants for a job now, and how to
 create them).
@@ -40,17 +48,21 @@ from sagemaker_governance.domain.guards.base import (
     Guard,
     GuardConfig,
     NoAlarm,
+    deletion_units,
     is_training,
 )
 from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import deletion_batches
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     Clock,
     InstanceCatalogPort,
     JobsPort,
+    NotifierPort,
     PolicySource,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -72,8 +84,10 @@ class GuardAlarms:
         clock: Clock,
         naming: AlarmNaming,
         instances: InstanceCatalogPort | None = None,
+        notifier: NotifierPort | None = None,
     ) -> None:
         self.guard = guard
+        self._notifier = notifier
         self._jobs = jobs
         self._alarms = alarms
         self._policies = policies
@@ -103,11 +117,21 @@ class GuardAlarms:
             return []  # the event's tags select the team policy; nothing to create or delete
         if job.is_terminal:
             return self._delete(job, policy, trigger)
-        return [self._create(job, policy, trigger)]
+        return self._create(job, policy, trigger)
 
     # ---- Training: create ------------------------------------------------------------------------
 
-    def _create(self, event_job: TrainingJob, policy: Policy, trigger: Trigger) -> Decision:
+    def _create(self, event_job: TrainingJob, policy: Policy, trigger: Trigger) -> list[Decision]:
+        created = self._create_alarms(event_job, policy, trigger)
+        decision, job = created if isinstance(created, tuple) else (created, None)
+        if job is None:
+            return [decision]
+        return [*self._tolerance(job, policy, trigger, decision), decision]
+
+    def _create_alarms(
+        self, event_job: TrainingJob, policy: Policy, trigger: Trigger
+    ) -> Decision | tuple[Decision, TrainingJob]:
+        """The create decision, with the job as re-read when its alarms were created (or are exempt)."""
         guard = self.guard
         if not guard.watchable(event_job):
             unwatched = guard.plan(event_job, guard.config(policy.for_job(event_job)), self._naming)
@@ -163,7 +187,38 @@ class GuardAlarms:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
         self._alarms.put(plan)
         self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
-        return self._record(decision, job, policy, trigger, Outcome.DONE)
+        return self._record(decision, job, policy, trigger, Outcome.DONE), job
+
+    # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
+
+    def _tolerance(self, job: TrainingJob, policy: Policy, trigger: Trigger, created: Decision) -> list[Decision]:
+        """The record of the job's declaration for this guard, if it has one; an ignored one is told to the
+        owner once (at the first entry into Training)."""
+        team = policy.for_team(job.tag(policy.team_tag))
+        declared = [d for d in team.declared_tolerance(job) if d.section == self.guard.section]
+        if not declared:
+            return []
+        declaration = declared[0]
+        decision = declaration.decision(created.mode, getattr(self.guard.config(team), "window_minutes", None))
+        outcome = Outcome.DONE if declaration.applied else Outcome.NO_ACTION
+        self._record(decision, job, policy, trigger, outcome)
+        first_training = sum(1 for t in job.transitions if t.status == "Training") <= 1
+        tells = decision.mode is Mode.ENFORCE or team.notify_in_audit_mode
+        if not declaration.applied and first_training and tells and self._notifier is not None:
+            kind = NotificationKind.TOLERANCE_IGNORED
+            self._notifier.publish(
+                Notification(
+                    kind=kind,
+                    job_name=job.name,
+                    job_arn=job.arn,
+                    team=job.tag(team.team_tag),
+                    owner=job.tag(team.owner_tag),
+                    headline=headline(kind, NotificationOutcome.NOTIFIED, job.name, symptom=("", declaration.tag)),
+                    outcome=NotificationOutcome.NOTIFIED,
+                    items=Notification.items_from([decision]),
+                )
+            )
+        return [decision]
 
     # ---- the reconciler's view (service/reconciler.py: an ``AlarmGuard``) ------------------------
 
@@ -207,7 +262,7 @@ class GuardAlarms:
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""
-        return [self._create(job, self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS), trigger)]
+        return self._create(job, self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS), trigger)
 
     # ---- terminal: delete ------------------------------------------------------------------------
 
@@ -222,8 +277,13 @@ class GuardAlarms:
             except JobNotFound:
                 hosts = 1
         names = guard.owned_alarms(job.name, hosts, self._naming)
+        # DeleteAlarms takes at most one composite alarm per request: a guard with several composites (one
+        # per role above 10 hosts) deletes them in as many requests; every other plan in one.
+        units = deletion_units(names)
         try:
-            deleted = self._alarms.delete(names)
+            deleted: list[str] = []
+            for batch in deletion_batches(units):
+                deleted += self._alarms.delete([name for index in batch for name in units[index]])
         except Throttled as exc:
             logger.warning("alarm delete deferred", job=job.name, error=str(exc))
             deferred = Decision(

@@ -148,6 +148,11 @@ def once(effect: str, act: Callable[[], None]) -> bool:
     return True
 
 
+def audit_effect(job_name: str, rule: str, action: str) -> str:
+    """The effect name of an audit record in a delivery's ``done`` list."""
+    return f"audit|{job_name}|{rule}|{action}"
+
+
 class OnceAuditSink:
     """Writes each audit record of a delivery once: a retry does not record the same action twice."""
 
@@ -155,7 +160,7 @@ class OnceAuditSink:
         self._inner = inner
 
     def write(self, record: AuditRecord) -> None:
-        once(f"audit|{record.job_name}|{record.rule}|{record.action}", lambda: self._inner.write(record))
+        once(audit_effect(record.job_name, record.rule, record.action), lambda: self._inner.write(record))
 
 
 class OnceNotifier:

@@ -11,6 +11,12 @@ Each run compares what exists with what should exist and repairs the difference:
   because ``DescribeAlarms`` asks for composites too), gets them from the guard itself (the same code as
   its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
   Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
+* **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
+  the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
+  for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
+  yet: the same auto-resume reaction as its ``Failed`` event, which re-reads the job and its evidence and
+  decides again. ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
+  ``ListTags`` per failed job find them; nothing else is read for a job that is not due.
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
   deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
@@ -28,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -36,6 +42,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
+from sagemaker_governance.domain.guards.base import deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -52,6 +59,7 @@ from sagemaker_governance.domain.reconcile import (
     plan_work,
     run_index,
 )
+from sagemaker_governance.domain.resume import DeferredResume
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -61,6 +69,12 @@ REARM_REASON = "sagemaker-governance: left in ALARM since the stall judge's last
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
+
+
+class LostEndRecorder(Protocol):
+    """Writes what a job's end event would have (the efficiency record), once per job."""
+
+    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
 
 
 class AlarmGuard(Protocol):
@@ -99,6 +113,18 @@ class JobInventoryPort(Protocol):
     def in_progress(self) -> list[JobSummary]: ...
 
 
+class FailedJobsPort(Protocol):
+    def failed_since(self, since: datetime) -> list[JobSummary]:
+        """The jobs that failed (last modified) at or after ``since``."""
+        ...
+
+
+class DeferredResumer(Protocol):
+    """Auto-resume's reaction (service/resume.py): re-reads the job and decides again."""
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
+
+
 class AlarmInventoryPort(Protocol):
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         """Every alarm (metric and composite) whose name starts with ``prefix``, with its state."""
@@ -129,9 +155,10 @@ class ReconcileReport:
     repairs: Counter[str] = field(default_factory=Counter)
     errors: int = 0
     stopped_early: bool = False
+    efficiency_records: int = 0  # ended jobs' records written here (their end event lost)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "jobs_in_progress": self.jobs_in_progress,
             "alarms": self.alarms,
             "items": self.items,
@@ -140,6 +167,9 @@ class ReconcileReport:
             "errors": self.errors,
             "stopped_early": self.stopped_early,
         }
+        if self.efficiency_records:
+            shown["efficiency_records"] = self.efficiency_records
+        return shown
 
 
 class ReconcilerService:
@@ -158,7 +188,12 @@ class ReconcilerService:
         clock: Clock,
         interval_minutes: int,
         safety_seconds: float = DEFAULT_SAFETY_SECONDS,
+        lost_ends: LostEndRecorder | None = None,
+        failed: FailedJobsPort | None = None,
+        resume: DeferredResumer | None = None,
     ) -> None:
+        self._failed = failed
+        self._resume = resume
         self._jobs = jobs
         self._inventory = inventory
         self._alarm_inventory = alarm_inventory
@@ -171,6 +206,7 @@ class ReconcilerService:
         self._clock = clock
         self._interval = interval_minutes
         self._safety = safety_seconds
+        self._lost_ends = lost_ends
         # Jobs known to be evaluated (tag seen, or evaluated here): a warm container skips their tag read.
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
@@ -212,6 +248,7 @@ class ReconcilerService:
                     orphan = self._orphan(item)
                     if orphan is not None:
                         ended.append(orphan)
+                        self._record_lost_end(orphan, trigger, report)
                     kinds = []
             except AdapterError as exc:
                 report.errors += 1
@@ -219,6 +256,8 @@ class ReconcilerService:
                 continue
             self._count(report, kinds)
         self._count(report, self._delete_orphans(ended, trigger, report))
+        if not report.stopped_early:
+            self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
@@ -241,42 +280,74 @@ class ReconcilerService:
                 names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
         return Orphan(item.job_name, job, names)
 
+    def _record_lost_end(self, orphan: Orphan, trigger: Trigger, report: ReconcileReport) -> None:
+        """An ended job's alarms were left behind: its end event may be lost, and with it the job's
+        efficiency record, written here once (service/efficiency.py: the same ledger key as the event
+        path's). A failed read is logged and counted; the alarms are deleted all the same."""
+        if self._lost_ends is None or orphan.job is None:
+            return
+        try:
+            written = self._lost_ends.record_lost_end(orphan.job, trigger)
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
+            return
+        report.efficiency_records += len(written)
+
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
     ) -> list[RepairKind]:
         """Delete ended jobs' alarms, as few ``DeleteAlarms`` requests as the API allows (many jobs ending
         together, whose deletes CloudWatch throttled at their end, cost a request per 100 alarms, not one
-        per job). A request that fails is retried job by job (e.g. a composite we could not tell); one
+        per job). A request that fails is retried unit by unit (e.g. a composite we could not tell); one
         throttled leaves the rest for the next run."""
         repairs: list[RepairKind] = []
-        for batch in deletion_batches(orphan.names for orphan in ended):
-            orphans = [ended[index] for index in batch]
+        # Each job's alarms in units (an alarm with its children: DeleteAlarms takes one composite per request).
+        units = [(index, unit) for index, orphan in enumerate(ended) for unit in deletion_units(orphan.names)]
+        deleted: dict[int, set[str]] = {}
+        for batch in deletion_batches(unit for _, unit in units):
+            chosen = [units[index] for index in batch]
             try:
-                deleted = set(self._alarms.delete([name for orphan in orphans for name in orphan.names]))
+                gone = set(self._alarms.delete([name for _, unit in chosen for name in unit]))
             except Throttled as exc:
                 report.errors += 1
-                logger.warning("orphan alarms deferred", jobs=len(orphans), error=str(exc))
+                logger.warning("orphan alarms deferred", jobs=len({i for i, _ in chosen}), error=str(exc))
                 break
             except AdapterError as exc:
-                if len(orphans) == 1:
+                if len(chosen) == 1:
                     report.errors += 1
-                    logger.error("reconcile item failed", job=orphans[0].job_name, error=str(exc))
+                    logger.error("reconcile item failed", job=ended[chosen[0][0]].job_name, error=str(exc))
                     continue
-                deleted = set()
-                for orphan in orphans:
-                    try:
-                        deleted.update(self._alarms.delete(orphan.names))
-                    except AdapterError as one:
-                        report.errors += 1
-                        logger.error("reconcile item failed", job=orphan.job_name, error=str(one))
-                        if isinstance(one, Throttled):
-                            return repairs
-            for orphan in orphans:
-                mine = [name for name in orphan.names if name in deleted]
-                if mine:
-                    self._record_orphan(orphan, mine, trigger)
-                    repairs.append(RepairKind.ORPHAN_ALARM)
+                gone, throttled = self._delete_one_by_one(chosen, ended, report)
+                for index, unit in chosen:
+                    deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+                if throttled:
+                    break
+                continue
+            for index, unit in chosen:
+                deleted.setdefault(index, set()).update(n for n in unit if n in gone)
+        for index, orphan in enumerate(ended):
+            mine = [name for name in orphan.names if name in deleted.get(index, ())]
+            if mine:
+                self._record_orphan(orphan, mine, trigger)
+                repairs.append(RepairKind.ORPHAN_ALARM)
         return repairs
+
+    def _delete_one_by_one(
+        self, chosen: Sequence[tuple[int, list[str]]], ended: Sequence[Orphan], report: ReconcileReport
+    ) -> tuple[set[str], bool]:
+        """A failed request's units again, one request each: what was deleted, and whether one was throttled
+        (the rest is left for the next run)."""
+        gone: set[str] = set()
+        for index, unit in chosen:
+            try:
+                gone.update(self._alarms.delete(unit))
+            except AdapterError as one:
+                report.errors += 1
+                logger.error("reconcile item failed", job=ended[index].job_name, error=str(one))
+                if isinstance(one, Throttled):
+                    return gone, True
+        return gone, False
 
     def _record_orphan(self, orphan: Orphan, deleted: list[str], trigger: Trigger) -> None:
         job = orphan.job
@@ -304,8 +375,6 @@ class ReconcilerService:
         # The job is read for its alarms only when some guard has no alarm on it (and may want one), or its
         # alarms are incomplete (a composite alarm gone). Those guards are in the cache key: if one of the
         # others loses an alarm later, the job is read again.
-        if summary.in_training and self._rearm(item, policy, trigger):
-            repairs.append(RepairKind.STALE_ALARM)
         missing = tuple(index for index, guard in enumerate(self._guards) if self._lacks(guard, item))
         unwatched_key = (item.job_name, *self._run_key, missing)
         needs_alarm = summary.in_training and bool(missing) and unwatched_key not in self._unwatched
@@ -335,6 +404,10 @@ class ReconcilerService:
                     repairs.append(RepairKind.MISSING_ALARM)
             if not wanted:
                 self._unwatched.add(unwatched_key)
+        # Last, on its own: a failed reset (throttled past botocore's retries) must not cost the job the repairs
+        # above; the alarm is still in ALARM at the next run, which resets it then.
+        if summary.in_training and self._rearm(item, policy, trigger):
+            repairs.append(RepairKind.STALE_ALARM)
         return repairs
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
@@ -352,7 +425,11 @@ class ReconcilerService:
         )
         if not stale:
             return False
-        self._alarms.reset(stale, REARM_REASON)
+        try:
+            self._alarms.reset(stale, REARM_REASON)
+        except AdapterError as exc:
+            logger.warning("stale guard alarms not reset: the next run tries again", job=item.job_name, error=str(exc))
+            return False
         summary = item.listed
         assert summary is not None
         subject = TrainingJob.model_validate(
@@ -370,6 +447,60 @@ class ReconcilerService:
             evidence={"repair": RepairKind.STALE_ALARM.value, "alarms": stale, "in_alarm_since": since},
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)
+        return True
+
+    # ---- deferred resumes ------------------------------------------------------------------------
+
+    def _lookback(self, policy: Policy) -> timedelta:
+        """How far back a deferred resume can have failed: the longest backoff of the policy and its teams,
+        plus three runs (a run that failed or stopped early is made up by the next)."""
+        policies = [policy, *(policy.for_team(team) for team in policy.teams)]
+        longest = max(max(p.resume.backoff_minutes) for p in policies)
+        return timedelta(minutes=longest + 3 * self._interval)
+
+    def _deferred_resumes(
+        self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
+    ) -> list[RepairKind]:
+        if self._failed is None or self._resume is None:
+            return []
+        now = self._clock()
+        try:
+            failed = self._failed.failed_since(now - self._lookback(policy))
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("failed jobs not listed", error=str(exc))
+            return []
+        repairs: list[RepairKind] = []
+        for summary in failed:
+            if remaining() < self._safety:
+                report.stopped_early = True
+                break
+            try:
+                tags = self._jobs.list_tags(summary.arn)
+                deferred = DeferredResume.of(summary.name, tags)
+                if deferred is None or now < deferred.due or self._exists(deferred.clone):
+                    continue
+                job = TrainingJob.model_validate(
+                    {
+                        "TrainingJobName": summary.name,
+                        "TrainingJobArn": summary.arn,
+                        "TrainingJobStatus": summary.status,
+                    }
+                )
+                decisions = self._resume.react(job, trigger)
+            except AdapterError as exc:
+                report.errors += 1
+                logger.error("deferred resume failed", job=summary.name, error=str(exc))
+                continue
+            if any(d.action is Action.CLONE and d.acts for d in decisions):
+                repairs.append(RepairKind.DEFERRED_RESUME)
+        return repairs
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self._jobs.describe(name)
+        except JobNotFound:
+            return False
         return True
 
     # ---- helpers -----------------------------------------------------------------------------------

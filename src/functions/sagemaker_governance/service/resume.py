@@ -2,11 +2,15 @@
 
 Two reactions share one engine:
 
-- ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason;
+- ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason; when
+  its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
+  outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
+  has come (``service/reconciler.py``);
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
-  for the numbers; the count rule without them) and on a Spot job that ended with ``MaxWaitTimeExceeded``
-  (resume On-Demand).
+  for the numbers; the count rule without them; on Spot on another type first when the team lists
+  ``spot.fallbacks`` and the job opted in: each alternative's Spot health is read too) and on a Spot job
+  that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
@@ -23,8 +27,8 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
-from sagemaker_governance.domain.clone import TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
-from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
@@ -38,6 +42,7 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
+    SpotPolicy,
     decide_resume,
     decide_spot,
     decide_spot_start,
@@ -45,14 +50,18 @@ from sagemaker_governance.domain.resume import (
     is_resume_trigger,
     is_spot_interruption,
     is_spot_trigger,
+    resume_after_tag,
     storm_move_wanted,
 )
+from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
+from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
+    EvaluationMarksPort,
     FailureLogsPort,
     JobsPort,
     NotifierPort,
@@ -87,8 +96,10 @@ class _CloneReaction:
         logs: FailureLogsPort | None = None,
         checkpoints: CheckpointsPort | None = None,
         spot_health: SpotHealthPort | None = None,
+        marks: EvaluationMarksPort | None = None,
     ) -> None:
         self._spot_health = spot_health
+        self._marks = marks  # tags a deferred job for the reconciler (None: cannot, the record says so)
         self._logs = logs
         self._checkpoints = checkpoints
         self._jobs = jobs
@@ -143,6 +154,9 @@ class _CloneReaction:
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
     ) -> None:
+        if result.resume_after is not None:
+            self._defer(result, job, policy, trigger)
+            return
         clone, stop, plan = result.clone, result.stop, result.plan
         if clone is None or plan is None:
             for decision in result.decisions:
@@ -187,6 +201,27 @@ class _CloneReaction:
         if clone_outcome is Outcome.DONE:
             self._count(plan)
             self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
+
+    def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
+        """Remember a resume that waits for its backoff on the job itself (``AddTags``), where the reconciler
+        finds it. A tag that cannot be written is a failure (the delivery is retried), never a silent loss."""
+        (decision,) = result.decisions
+        assert result.resume_after is not None
+        if decision.mode is not Mode.ENFORCE:
+            self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
+            return
+        if self._marks is None or not job.arn:
+            reason = f"{decision.reason} (not remembered: this deployment cannot tag the job)"
+            self._record(decision, job, policy, trigger, Outcome.NO_ACTION, reason=reason)
+            return
+        value = resume_after_tag(result.resume_after)
+        try:
+            self._marks.mark(job.arn, TAG_RESUME_AFTER, value)
+        except AdapterError as exc:
+            reason = f"{decision.reason} (failed: {TAG_RESUME_AFTER} not written: {exc})"
+            self._record(decision, job, policy, trigger, Outcome.FAILED, reason=reason)
+            raise
+        self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
     def _source_of(self, clone_name: str) -> str | None:
         """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of), if any."""
@@ -341,8 +376,10 @@ class SpotFallbackReaction(_CloneReaction):
             self._record_signals(job, ctx.now)
             fleet = self._fleet(job, spot.storm, ctx.now)
         checkpoint: CheckpointProgress | None = None
+        alternatives: dict[str, FleetHealth | Unknown] = {}
         if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
             checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
+            alternatives = self._alternatives_health(job, tags, spot, ctx.now)
         return decide_spot(
             job,
             description,
@@ -353,7 +390,22 @@ class SpotFallbackReaction(_CloneReaction):
             checkpoint=checkpoint,
             prices=policy.price_table(),
             fleet=fleet,
+            alternatives_health=alternatives,
+            allowed_types=[r for r in policy.rules if isinstance(r, AllowedInstanceTypes)],
         )
+
+    def _alternatives_health(
+        self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy, now: datetime
+    ) -> dict[str, FleetHealth | Unknown]:
+        """The Spot health of each type the team lists to try before On-Demand, read only for a job that
+        opted in (one ledger Query per type; the deciding job left out)."""
+        if not spot.fallbacks or not spot.storm.enabled or not opted_in(tags, spot.fallback_job_tag):
+            return {}
+        out: dict[str, FleetHealth | Unknown] = {}
+        for alternative in spot.fallbacks:
+            health = self._fleet_of(alternative.instance_type, job.name, spot.storm, now)
+            out[alternative.instance_type] = health or Unknown("no Spot health ledger")
+        return out
 
     def _record_signals(self, job: TrainingJob, now: datetime) -> None:
         """Write this Spot event to the fleet's ledger (do no harm: a failed write is logged, not raised)."""
@@ -374,12 +426,19 @@ class SpotFallbackReaction(_CloneReaction):
             return None
         if instance_type is None:
             return Unknown("the job's instance type is unknown")
+        return self._fleet_of(instance_type, job.name, storm, now)
+
+    def _fleet_of(
+        self, instance_type: str, job_name: str, storm: StormPolicy, now: datetime
+    ) -> FleetHealth | Unknown | None:
+        if self._spot_health is None:
+            return None
         try:
             signals = self._spot_health.recent(instance_type, now - timedelta(hours=storm.window_hours))
         except AdapterError as exc:
-            logger.warning("spot health unreadable", job=job.name, error=str(exc))
+            logger.warning("spot health unreadable", job=job_name, error=str(exc))
             return Unknown(f"the ledger could not be read: {exc}")
-        return FleetHealth.of(instance_type, signals, now, storm, exclude_job=job.name)
+        return FleetHealth.of(instance_type, signals, now, storm, exclude_job=job_name)
 
     def _checkpoint_writes(self, job: TrainingJob) -> CheckpointProgress | None:
         """Every checkpoint the job wrote since it was created (work kept per stint)."""

@@ -94,8 +94,7 @@ def _event_kind(raw: Any) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from sagemaker_governance.domain.job import parse_timestamp
-    from smgov.explain import ExplainError, explain_alarm, explain_event, explain_schedule
+    from smgov.explain import ExplainError, SavedReads, explain_alarm, explain_event, explain_schedule
 
     raw_event = _read_json(args.event_file)
     describe = _read_json(args.describe) if args.describe else None
@@ -111,14 +110,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     checkpoints = Path(args.checkpoints) if args.checkpoints else None
     if checkpoints is not None and not checkpoints.is_file():
         return fail(f"--checkpoints {checkpoints}: no such file", EXIT_USAGE)
-    if args.at:
-        try:
-            now = parse_timestamp(args.at) or now
-        except ValueError as exc:
-            return fail(f"--at: {exc}", EXIT_USAGE)
+    try:
+        now, evidence = _when_and_evidence(args, kind, raw_event, now)
+    except SystemExit as exc:  # its message is printed: the exit code is the answer
+        return int(exc.code or 0)
     try:
         if kind == "alarm":
-            result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming)
+            result = explain_alarm(raw_event, policy, now=now, describe=describe, naming=naming, evidence=evidence)
         elif kind == "schedule":
             result = explain_schedule(
                 raw_event,
@@ -131,7 +129,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         else:
             results = [
                 explain_event(
-                    event, policy, now=now, describe=describe, naming=naming, logs=logs, checkpoints=checkpoints
+                    event,
+                    policy,
+                    now=now,
+                    describe=describe,
+                    naming=naming,
+                    saved=SavedReads(
+                        logs=logs,
+                        checkpoints=checkpoints,
+                        spot_health=Path(args.spot_health) if args.spot_health else None,
+                    ),
                 )
                 for event in _state_changes(raw_event)
             ]
@@ -149,6 +156,40 @@ def cmd_explain(args: argparse.Namespace) -> int:
     for one in result.get("batch", [result]):
         _print_explained(one)
     return EXIT_OK
+
+
+def _when_and_evidence(
+    args: argparse.Namespace, kind: str, raw_event: Any, now: datetime
+) -> tuple[datetime, dict[str, Any] | None]:
+    """When to decide (``--at``; with ``--evidence`` the alarm's StateChangeTime, as the judge reads the
+    window before the alarm fired; else now) and the stall judge's reads, checked against their shape."""
+    from sagemaker_governance.domain.job import parse_timestamp
+    from smgov.explain import alarm_time
+    from smgov.stall_evidence import load_evidence
+
+    if args.at:
+        try:
+            now = parse_timestamp(args.at) or now
+        except ValueError as exc:
+            raise SystemExit(fail(f"--at: {exc}", EXIT_USAGE)) from exc
+    if not args.evidence:
+        return now, None
+    if kind != "alarm":
+        raise SystemExit(
+            fail("--evidence is the stall judge's reads: give it with an alarm notification", EXIT_USAGE)
+        )
+    raw = _read_json(args.evidence)
+    try:
+        load_evidence(raw)
+    except ValidationError as exc:
+        errors = "\n  - ".join(format_errors(exc))
+        raise SystemExit(fail(f"{args.evidence}: not the stall judge's evidence:\n  - {errors}")) from exc
+    try:
+        at = None if args.at else alarm_time(raw_event)
+    except ValidationError as exc:
+        errors = "\n  - ".join(format_errors(exc))
+        raise SystemExit(fail(f"{args.event_file}: not an alarm notification:\n  - {errors}")) from exc
+    return at or now, raw
 
 
 def _state_changes(raw: Any) -> list[Any]:
@@ -192,12 +233,73 @@ def _print_explained(result: dict[str, Any]) -> None:
             )
         elif numbers.get("economics") == "unavailable":
             print(f"      count rule: {numbers.get('economics_note')}")
+        for alternative in numbers.get("alternatives") or ():
+            print(
+                f"      alternative {alternative['instance_type']}: {alternative['verdict']}, {alternative['note']}"
+            )
+        if numbers.get("alternatives_not_tried"):
+            print(f"      alternatives not tried: {numbers['alternatives_not_tried']}")
         diagnosis = decision.get("evidence", {}).get("diagnosis")
         if diagnosis:
             _print_diagnosis(diagnosis)
+        if decision.get("judge"):
+            _print_judge(decision["judge"])
         if decision.get("alarm"):
             names = decision.get("evidence", {}).get("alarms") or decision["alarm"].get("AlarmNames", [])
             print(f"      alarm(s): {', '.join(names)} (the exact requests: --json)")
+
+
+def _print_judge(judge: dict[str, Any]) -> None:
+    """The stall judge's verdict and its inputs, one line per host and signal."""
+    verdicts = {"stop": "stop confirmed", "veto": "vetoed", "insufficient-evidence": "insufficient evidence"}
+    signals = judge["signals"]
+    window = signals.get("window", {})
+    print(
+        f"      stall judge: {verdicts.get(judge['verdict'], judge['verdict'])} ({judge['code']}; "
+        f"{signals.get('kind', '?')}, window {window.get('start')} .. {window.get('end')}, "
+        f"{window.get('minutes')} min)"
+    )
+    for host, series in signals.get("hosts", {}).items():
+        print(f"        {host}: " + "; ".join(_signal_summaries(series)))
+    metrics = signals.get("training_metrics") or {}
+    if metrics:
+        named = ", ".join(f"{name} {'unread' if n is None else n}" for name, n in metrics.items())
+        print(f"        training metrics (datapoints): {named}")
+    else:
+        print("        training metrics: none counted (the job defines none the judge reads)")
+    logs = signals.get("logs")
+    if logs is None:
+        print("        logs: not read")
+    elif logs.get("line_in_window_at"):
+        print(
+            f"        logs: {logs['streams']} stream(s), a line at {logs['line_in_window_at']} ({logs['line_stream']})"
+        )
+    else:
+        print(f"        logs: {logs['streams']} stream(s), no line in the window")
+    for missing in signals.get("missing", []):
+        print(f"        missing: {missing}")
+    rejudge = judge.get("rejudge")
+    if rejudge:
+        print(
+            f"        quiet for {rejudge['quiet_minutes']} min: judged again after {rejudge['window_minutes']} min"
+        )
+
+
+def _signal_summaries(series: dict[str, Any]) -> list[str]:
+    """One host's signals as the judge summarized them (mean, max, datapoints; busy vCPUs)."""
+    shown = []
+    for metric, summary in series.items():
+        if isinstance(summary, dict):
+            points = summary.get("datapoints", 0)
+            level = f" mean {summary['mean']:g} max {summary['max']:g}" if points else ""
+            shown.append(f"{metric}{level} ({points} points)")
+        elif summary is None:
+            shown.append(f"{metric} unread")
+        elif metric == "busy_vcpus":
+            shown.append(f"busy vCPUs {summary:g}")
+        elif metric == "cpu_percent_per_vcpu":
+            shown.append(f"CPU {summary:g}% per vCPU")
+    return shown
 
 
 def _print_diagnosis(diagnosis: dict[str, Any]) -> None:
@@ -311,6 +413,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the job's checkpoint writes: a saved ListObjectsV2 answer (JSON) or ISO 8601 times, one per line "
         "(Spot fallback's economics)",
+    )
+    explain.add_argument(
+        "--spot-health",
+        metavar="FILE",
+        help="the fleet's Spot health: a saved DynamoDB Query answer of the ledger (JSON; Spot fallback's storm "
+        "and alternatives)",
+    )
+    explain.add_argument(
+        "--evidence",
+        metavar="FILE",
+        help="with an alarm notification: the stall judge's reads (JSON: metric series per host and signal, "
+        "training metric datapoints, log streams and lines); the stop is judged as deployed, as at the alarm's "
+        "StateChangeTime unless --at",
     )
     explain.add_argument("--at", metavar="TIME", help="decide at this time (ISO 8601; default: now)")
     explain.add_argument("--json", action="store_true")

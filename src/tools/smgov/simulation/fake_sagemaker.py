@@ -206,7 +206,13 @@ class FakeSageMaker:
 
     def _op_ListTrainingJobs(self, params: dict[str, Any]) -> dict[str, Any]:
         wanted = params.get("StatusEquals")
-        names = sorted(n for n, j in self.jobs.items() if wanted is None or j["TrainingJobStatus"] == wanted)
+        after = params.get("LastModifiedTimeAfter")  # a datetime (boto3 serialises it; botocore's model)
+        names = sorted(
+            n
+            for n, j in self.jobs.items()
+            if (wanted is None or j["TrainingJobStatus"] == wanted)
+            and (after is None or j.get("LastModifiedTime") is None or j["LastModifiedTime"] > after)
+        )
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or 100), self.list_page_size)
         page = names[start : start + size]
@@ -215,6 +221,7 @@ class FakeSageMaker:
                 "TrainingJobName": n,
                 "TrainingJobArn": self.jobs[n]["TrainingJobArn"],
                 "CreationTime": self.jobs[n]["CreationTime"],
+                "LastModifiedTime": self.jobs[n].get("LastModifiedTime", self.jobs[n]["CreationTime"]),
                 "TrainingJobStatus": self.jobs[n]["TrainingJobStatus"],
                 "SecondaryStatus": self.jobs[n].get("SecondaryStatus"),
             }

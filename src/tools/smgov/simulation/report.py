@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
+from sagemaker_governance.domain.guards.efficiency import EfficiencyGuardCode
 from smgov.cfn_template import TEMPLATE_PATH
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
@@ -112,9 +113,14 @@ def _lineage(jobs: dict[str, JobRun], name: str) -> list[JobRun]:
     return out
 
 
-def unexpected(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -> list[str]:
-    """How the run differs from the outcome the scenario wrote down for the job."""
+def unexpected(expect: Expect, job: JobRun, jobs: dict[str, JobRun], notices: int = 0) -> list[str]:
+    """How the run differs from the outcome the scenario wrote down for the job (``notices``: the
+    minimum-utilization notices its owner got)."""
     out: list[str] = []
+    if expect.notices_min is not None and notices < expect.notices_min:
+        out.append(f"{notices} efficiency notice(s), expected at least {expect.notices_min}")
+    if expect.notices_max is not None and notices > expect.notices_max:
+        out.append(f"{notices} efficiency notice(s), expected at most {expect.notices_max}")
     stopped = job.stopped_by_service_at
     if expect.stop is True and stopped is None:
         out.append("not stopped")
@@ -129,8 +135,10 @@ def unexpected(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -> list[str
         out.append("not resumed")
     if expect.resume is False and clones:
         out.append(f"resumed as {clones[0].name}")
+    lineage = _lineage(jobs, job.name)
+    if expect.clones is not None and len(lineage) - 1 != expect.clones:
+        out.append(f"{len(lineage) - 1} clone(s) in its lineage (expected {expect.clones})")
     if expect.complete is not None:
-        lineage = _lineage(jobs, job.name)
         completed = any(j.final_status == "Completed" for j in lineage)
         if completed != expect.complete:
             out.append("completed" if completed else "did not complete")
@@ -193,6 +201,11 @@ def efficiency_by_job(result: RunResult) -> dict[str, dict[str, Any]]:
     return out
 
 
+def notices_by_job(result: RunResult) -> Counter[str]:
+    """How many minimum-utilization notices each job's owner got (the efficiency guard's notify decisions)."""
+    return Counter(r.job_name for r in result.audit if r.code == EfficiencyGuardCode.NOTIFY)
+
+
 def owners_by_job(result: RunResult) -> dict[str, dict[str, str | None]]:
     """Team, owner and project of each job, as its audit records name them (the chargeback's keys)."""
     out: dict[str, dict[str, str | None]] = {}
@@ -226,6 +239,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             }
         )
     efficiency = efficiency_by_job(governed)
+    notices = notices_by_job(governed)
     owners = owners_by_job(governed)
     outcomes = stop_outcomes(governed)
     specs: dict[str, JobSpec] = {spec.name: spec for spec in governed.scenario.expand(governed.seed)}
@@ -249,7 +263,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
         recovered_total += recovered
         spec = specs.get(name) if job.source is None else None
         expect = spec.expect if spec is not None else Expect()
-        wrong = unexpected(expect, job, governed.jobs)
+        wrong = unexpected(expect, job, governed.jobs, notices.get(name, 0))
         if expect.known_gap is not None:  # the service of today gets it wrong: reported, not a surprise
             gaps[name] = {**expect.known_gap.model_dump(), "open": bool(wrong), "differences": wrong}
             wrong = []
@@ -278,9 +292,13 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "unexpected": wrong,
             "known_gap": gaps.get(name),
             **owners.get(name, {"team": None, "owner": None, "project": None}),
-            "instance_type": _instance_type(specs.get(job.spec_name or name)),
+            "instance_type": "+".join(sorted(set(job.instance_types)))
+            if job.instance_types
+            else _instance_type(specs.get(job.spec_name or name)),
             "efficiency": efficiency.get(name),
         }
+        if notices.get(name):  # only where the minimum-utilization guard told the owner (others unchanged)
+            entry["efficiency_notices"] = notices[name]
         if include_series:
             entry["series"] = {
                 "unit": "GPUUtilization per GPU (percent) of the busiest GPU host; a host publishes its own "

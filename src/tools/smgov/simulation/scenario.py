@@ -42,9 +42,11 @@ DEFAULT_SET = (
     "spot-interruptions",
     "failures",
     "long-quiet-phases",
+    "declared-tolerance",
     "silent-hang",
     "hardware-algorithm-error",
     "failure-classes",
+    "efficiency-nudges",
     "fleet",
 )
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
@@ -291,6 +293,13 @@ class Expect(_Model):
     )
     resume: bool | None = Field(None, description="the service should (true) or must not (false) clone it")
     complete: bool | None = Field(None, description="its work should end Completed (itself or a clone)")
+    clones: NonNegativeInt | None = Field(
+        None, description="exactly this many clones in its lineage (the service's resumes, all generations)"
+    )
+    notices_min: NonNegativeInt | None = Field(
+        None, description="at least this many minimum-utilization notices to its owner (efficiency guard)"
+    )
+    notices_max: NonNegativeInt | None = Field(None, description="at most this many of them")
     note: str = Field("", description="why this is the right outcome")
     known_gap: KnownGap | None = Field(None, description="the service of today gets this job wrong (see KnownGap)")
 

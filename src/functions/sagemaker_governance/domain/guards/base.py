@@ -85,6 +85,83 @@ def host_chunks(host_count: int, size: int = MAX_METRICS_PER_ALARM) -> list[tupl
     return [(first, min(first + size - 1, host_count)) for first in range(1, host_count + 1, size)]
 
 
+# ---- more than 10 hosts: child alarms under one composite alarm ------------------------------------
+
+# PutCompositeAlarm's AlarmRule (botocore's cloudwatch model: the member's max length, and its documentation:
+# "can specify as many as 100 'children' alarms", "as many as 500 elements. Elements are child alarms, TRUE or
+# FALSE statements, and parentheses"). Tests read all three back from botocore.
+MAX_ALARM_RULE_LENGTH: Final = 10_240
+MAX_COMPOSITE_CHILDREN: Final = 100
+MAX_ALARM_RULE_ELEMENTS: Final = 500
+CHILD_HOSTS_MARK: Final = ".hosts-"  # a child's name: <parent><mark><first>-<last>; job names hold no "."
+
+
+class CompositeRule(StrEnum):
+    """How a composite alarm over more than 10 hosts combines its children (one per 10 hosts)."""
+
+    ALL_IDLE = "every child in ALARM"  # every host publishes GPUUtilization
+    IDLE_WHERE_DATA = "no child OK and at least one in ALARM"  # some hosts publish none (heterogeneous)
+
+
+def composite_rule(children: tuple[str, ...], rule: CompositeRule) -> str:
+    """The ``AlarmRule`` over ``children`` (names quoted, as the API reference allows)."""
+    if rule is CompositeRule.ALL_IDLE:
+        return " AND ".join(f'ALARM("{name}")' for name in children)
+    not_ok = " OR ".join(f'OK("{name}")' for name in children)
+    some_idle = " OR ".join(f'ALARM("{name}")' for name in children)
+    return f"(NOT ({not_ok})) AND ({some_idle})"
+
+
+def rule_elements(rule: str) -> int:
+    """The elements of an ``AlarmRule`` as CloudWatch counts them ("child alarms, TRUE or FALSE statements,
+    and parentheses"), counted on the safe side: a function's own parentheses count too."""
+    references = rule.count('("')  # our rules quote every name and hold no TRUE or FALSE
+    return references * 3 + (rule.count("(") - references) * 2
+
+
+def composite_limits_exceeded(children: Sequence[str], rule: str) -> dict[str, dict[str, int]]:
+    """Which of CloudWatch's limits on a composite alarm rule ``rule`` over ``children`` exceeds (empty: none)."""
+    limits = {
+        "children": (len(children), MAX_COMPOSITE_CHILDREN),
+        "rule_elements": (rule_elements(rule), MAX_ALARM_RULE_ELEMENTS),
+        "rule_characters": (len(rule), MAX_ALARM_RULE_LENGTH),
+    }
+    return {k: {"needed": n, "limit": lim} for k, (n, lim) in limits.items() if n > lim}
+
+
+def child_range(alarm_name: str, stem: str) -> tuple[int, int] | None:
+    """``(first, last)`` of a child alarm named ``<stem><first>-<last>``; None for any other name."""
+    if not alarm_name.startswith(stem):
+        return None
+    first, _, last = alarm_name[len(stem) :].partition("-")
+    return (int(first), int(last)) if first.isdigit() and last.isdigit() else None
+
+
+def deletion_units(names: Sequence[str]) -> list[list[str]]:
+    """``names`` (one job's alarms) split into what must be deleted together: each alarm with its
+    ``<name>.hosts-a-b`` children after it (a composite alarm before the alarms it watches), in the order
+    of ``names``. A unit of one alarm is a metric alarm; a unit of several holds one composite alarm, and
+    ``DeleteAlarms`` takes at most one composite per request (its API reference)."""
+    units: dict[str, list[str]] = {}
+    for name in names:
+        parent = name.split(CHILD_HOSTS_MARK, 1)[0]
+        unit = units.setdefault(parent, [])
+        if name == parent:
+            unit.insert(0, name)
+        elif name not in unit:
+            unit.append(name)
+    return list(units.values())
+
+
+def children_incomplete(parent: str, observed: Collection[str]) -> bool:
+    """Whether the alarms seen of a parent (a plain alarm, or a composite over ``<parent>.hosts-a-b``
+    children) lack one created with them: the parent itself, or a child between others."""
+    ranges = sorted(r for r in (child_range(name, f"{parent}{CHILD_HOSTS_MARK}") for name in observed) if r)
+    if not ranges:
+        return parent not in observed
+    return parent not in observed or ranges != host_chunks(ranges[-1][1])
+
+
 # ---- the alarms a guard plans ----------------------------------------------------------------------
 
 

@@ -14,16 +14,33 @@ the sum over its GPUs):
 * **notice** (``<prefix><job>.efficiency``): the **mean over the job's GPU hosts** (metric math ``AVG``)
   of 5-minute averages below ``min_gpu_percent`` x GPUs per host in every period of ``window_minutes``.
   When it fires the owner gets a notice (audit rule ``efficiency``, ``efficiency.notify.below-minimum``)
-  and the alarm is reset: it fires again after another whole window if utilization stays low.
+  and the alarm stays in ``ALARM``: an alarm acts only when its state changes, so the owner is told once
+  per stretch below the minimum, and again only after utilization recovered and then stayed low for
+  another whole window. (A reset would not wait a window: after ``SetAlarmState`` an alarm "returns to
+  its actual state quickly, often within seconds", its API reference, and would notify every period.)
 * **stop** (``<prefix><job>.efficiency-stop``, only when ``stop_after_notices`` > 0): the same signal
-  over ``(stop_after_notices + 1)`` windows in a row, i.e. the job stayed under the minimum through every
-  notice and one window more. Its verdict to stop goes through the stopper's review like any stall's.
+  over ``(stop_after_notices + 1)`` windows in a row: the job stayed under the minimum for that long
+  (its owner told after the first). Its verdict to stop goes through the stopper's review like any
+  stall's.
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"), the judgement resets the alarms while the job is in
 its grace period or has been in ``Training`` for less than the alarm's window, and a job that is not
-``Training`` is not judged. Jobs of more than 10 GPU hosts get no alarm (one alarm reads at most 10
-metrics; ``efficiency.alarm.too-many-hosts``).
+``Training`` is not judged.
+
+**More than 10 hosts** (one metric alarm reads at most 10 metrics; the alarm limits page: "a maximum of 10
+metrics. This is a hard limit"): each role's alarm is a composite alarm over one child metric alarm per 10
+hosts (``<alarm>.hosts-<first>-<last>``, no actions, the mean of its hosts below the same threshold for the
+same window), ``ALARM(c1) AND ALARM(c2) ...``: every group of hosts below the minimum, so the job's mean
+is below it too (a mean of values below a threshold is below it). The converse does not hold: a job with
+one busy group of hosts is not told (a nudge may be missed, never sent wrongly). Where some hosts publish no
+``GPUUtilization`` (a heterogeneous cluster) the rule is the idle guard's ``no child OK and at least one in
+ALARM`` with children treating missing data as ``missing``. A notice resets the children (the composite
+follows them). Why not one Metrics Insights query alarm over the job's hosts: its ``WHERE`` clause supports
+``=``, ``!=`` and ``AND`` only (Metrics Insights query components and syntax), so one query cannot select
+``<job>/algo-1`` .. ``<job>/algo-N``; and such alarms evaluate the latest 3 hours of data only, 200 per
+Region by default (the alarm limits page), where a stop window may last a day. Beyond what a composite
+rule allows (100 children: over 1,000 hosts) no alarm: ``efficiency.alarm.too-many-hosts``.
 """
 
 from __future__ import annotations
@@ -36,11 +53,13 @@ from pydantic import Field, model_validator
 
 from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.guards.base import (
+    CHILD_HOSTS_MARK,
     MAX_METRICS_PER_ALARM,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
     Combined,
+    CompositeRule,
     Guard,
     GuardConfig,
     GuardVerdict,
@@ -51,6 +70,10 @@ from sagemaker_governance.domain.guards.base import (
     PlannedAlarm,
     Stale,
     Verdict,
+    children_incomplete,
+    composite_limits_exceeded,
+    composite_rule,
+    host_chunks,
     metric_alarm_request,
     preconditions,
     training_started_at,
@@ -62,12 +85,14 @@ EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
 NOTICE_MARK: Final = ".efficiency"  # job names cannot contain ".": never another job's alarm
 STOP_MARK: Final = ".efficiency-stop"
 PERIOD_SECONDS: Final = 300
-RESET_REASON: Final = "sagemaker-governance: efficiency guard (notice sent, grace period or stale notification)"
+RESET_REASON: Final = "sagemaker-governance: efficiency guard (grace period or stale notification)"
 
 
 class EfficiencyRole(StrEnum):
     NOTICE = "notice"
     STOP = "stop"
+    NOTICE_CHILD = "notice-child"  # above 10 hosts: one per 10 hosts, no action, under the notice composite
+    STOP_CHILD = "stop-child"  # ... under the stop composite
 
 
 class EfficiencyGuardCode(StrEnum):
@@ -96,8 +121,8 @@ _JUDGED: Final = {
 class EfficiencyPolicy(GuardConfig):
     """Minimum GPU utilization, nudging first: tell the owner when the job's GPUs stay below
     ``min_gpu_percent`` (per GPU, mean over its GPU hosts) for ``window_minutes`` after ``grace_minutes``
-    of ``Training``; stop it only after ``stop_after_notices`` notices (0: never). Separate from the idle
-    guard, which stops stalled jobs. Off by default: turn it on per team.
+    of ``Training``; stop it only when it stays below for ``stop_after_notices`` + 1 windows in a row
+    (0: never). Separate from the idle guard, which stops stalled jobs. Off by default: turn it on per team.
 
     Example:
         efficiency:
@@ -112,7 +137,9 @@ class EfficiencyPolicy(GuardConfig):
     min_gpu_percent: float = Field(default=50.0, gt=0, le=100, description="Per GPU, percent.")
     window_minutes: int = Field(default=60, ge=10, le=1440, multiple_of=5)
     grace_minutes: int = Field(default=30, ge=0, le=1440)
-    stop_after_notices: int = Field(default=0, ge=0, le=23, description="0: notices only, never a stop.")
+    stop_after_notices: int = Field(
+        default=0, ge=0, le=23, description="N > 0: stop after N + 1 windows below in a row; 0: never a stop."
+    )
 
     @model_validator(mode="after")
     def _stop_window_fits(self) -> EfficiencyPolicy:
@@ -127,6 +154,14 @@ class EfficiencyPolicy(GuardConfig):
         return (self.stop_after_notices + 1) * self.window_minutes
 
 
+def _metric_alarms(name: str, hosts: int) -> tuple[str, ...]:
+    """The metric alarms behind a role's alarm ``name`` (what a reset sets back to OK): itself, or above 10
+    hosts its children (a composite alarm follows its children's states)."""
+    if hosts > MAX_METRICS_PER_ALARM:
+        return tuple(f"{name}{CHILD_HOSTS_MARK}{a}-{b}" for a, b in host_chunks(hosts))
+    return (name,)
+
+
 class EfficiencyGuard(Guard[EfficiencyPolicy]):
     """Tells the owner of a job that underuses its GPUs; stops it after unheeded notices if told to."""
 
@@ -137,6 +172,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
     title = "minimum-utilization guard"
     what = "efficiency alarms"
     rearm_reason = "sagemaker-governance: the training job (re)entered Training; utilization is judged afresh"
+    sized_by_hosts = True  # above 10 hosts its alarms are a composite per role over one child per 10 hosts
     quiet_when_disabled = True  # off by default: no call at all for a job whose policy does not turn it on
 
     def watchable(self, job: TrainingJob) -> bool:
@@ -149,15 +185,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 code=EfficiencyGuardCode.NO_GPU, reason="no instance of this job publishes GPUUtilization"
             )
         hosts = job.total_instance_count
-        if hosts > MAX_METRICS_PER_ALARM:
-            return NoAlarm(
-                code=EfficiencyGuardCode.TOO_MANY_HOSTS,
-                reason=f"{hosts} hosts: one alarm reads at most {MAX_METRICS_PER_ALARM} metrics; no efficiency alarm",
-            )
         # Heterogeneous GPU groups: scale by the largest GPU count, so that no host can look busier than
         # the minimum asks (a notice errs towards telling, a stop needs the larger evidence anyway).
         gpus = max(instance_facts(g.instance_type).gpus for g in groups)
         threshold = round(config.min_gpu_percent * gpus, 6)
+        silent_hosts = len(groups) < len(job.instance_groups)  # CPU/Trainium groups publish no GPUUtilization
+        rule_kind = CompositeRule.IDLE_WHERE_DATA if silent_hosts else CompositeRule.ALL_IDLE
         evidence: dict[str, Any] = {
             "min_gpu_percent": config.min_gpu_percent,
             "gpus_per_host_for_scaling": gpus,
@@ -170,38 +203,105 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         if config.stop_after_notices:
             roles.append((EfficiencyRole.STOP, STOP_MARK, config.stop_window_minutes))
             evidence["stop_after_notices"] = config.stop_after_notices
-        alarms = []
+        composite = hosts > MAX_METRICS_PER_ALARM
+        if composite:
+            evidence["composite_rule"] = rule_kind.value
+            evidence["hosts_note"] = (
+                f"{hosts} hosts: one alarm per {MAX_METRICS_PER_ALARM} hosts (the mean of its hosts) under a "
+                "composite alarm; it fires when every group of hosts is below the minimum, which means the "
+                "job's mean is below it too (a job with one busy group is not told)"
+            )
+        alarms: list[PlannedAlarm] = []
         for role, mark, minutes in roles:
             name = naming.alarm_name(job.name, mark)
             periods = minutes * 60 // PERIOD_SECONDS
-            request = metric_alarm_request(
-                name,
-                description=(
-                    f"sagemaker-governance minimum-utilization guard ({role.value}) for training job {job.name}: "
-                    f"mean GPUUtilization of its GPU hosts below {threshold:g} ({config.min_gpu_percent:g}% per GPU "
-                    f"x {gpus}) for {minutes} minutes. Managed by {naming.managed_by}; changes are overwritten."
-                ),
-                actions=naming.actions,
-                actions_enabled=True,
-                evaluation_periods=periods,
-                datapoints_to_alarm=periods,
-                threshold=threshold,
-                comparison="LessThanThreshold",
-                treat_missing_data="notBreaching",  # a period without data is never below the minimum
-                tags=naming.tags(job.name),
-                queries=[
-                    MetricQuery(
-                        id=f"m{n}", metric_name="GPUUtilization", dimensions=(("Host", f"{job.name}/algo-{n}"),)
-                    )
-                    for n in range(1, hosts + 1)
-                ],
-                stat="Average",
-                period=PERIOD_SECONDS,
-                combined=Combined(id="mean", function="AVG", label="mean GPUUtilization of the GPU hosts"),
-                single_metric=hosts == 1,
+            description = (
+                f"sagemaker-governance minimum-utilization guard ({role.value}) for training job {job.name}: "
+                f"mean GPUUtilization of its GPU hosts below {threshold:g} ({config.min_gpu_percent:g}% per GPU "
+                f"x {gpus}) for {minutes} minutes. Managed by {naming.managed_by}; changes are overwritten."
             )
-            alarms.append(PlannedAlarm(role=role, kind=AlarmKind.METRIC, request=request))
-        evidence["alarms"] = [a.name for a in alarms]
+
+            def request(
+                alarm: str,
+                first: int,
+                last: int,
+                actions: list[str],
+                *,
+                description: str = description,
+                periods: int = periods,
+                missing: str = "notBreaching",
+            ) -> dict[str, Any]:
+                return metric_alarm_request(
+                    alarm,
+                    description=description,
+                    actions=actions,
+                    actions_enabled=True,
+                    evaluation_periods=periods,
+                    datapoints_to_alarm=periods,
+                    threshold=threshold,
+                    comparison="LessThanThreshold",
+                    treat_missing_data=missing,  # a period without data is never below the minimum
+                    tags=naming.tags(job.name),
+                    queries=[
+                        MetricQuery(
+                            id=f"m{n}",
+                            metric_name="GPUUtilization",
+                            dimensions=(("Host", f"{job.name}/algo-{n}"),),
+                        )
+                        for n in range(first, last + 1)
+                    ],
+                    stat="Average",
+                    period=PERIOD_SECONDS,
+                    combined=Combined(
+                        id="mean",
+                        function="AVG",
+                        label="mean GPUUtilization of the GPU hosts"
+                        + (f" (algo-{first}..algo-{last})" if composite else ""),
+                    ),
+                    single_metric=first == last,
+                )
+
+            if not composite:
+                alarms.append(
+                    PlannedAlarm(role=role, kind=AlarmKind.METRIC, request=request(name, 1, hosts, naming.actions))
+                )
+                continue
+            children = tuple(f"{name}{CHILD_HOSTS_MARK}{a}-{b}" for a, b in host_chunks(hosts))
+            rule = composite_rule(children, rule_kind)
+            exceeded = composite_limits_exceeded(children, rule)
+            if exceeded:
+                return NoAlarm(
+                    code=EfficiencyGuardCode.TOO_MANY_HOSTS,
+                    reason=f"{hosts} hosts need {len(children)} child alarms under one composite alarm, beyond what "
+                    f"CloudWatch allows in a composite alarm rule ({', '.join(sorted(exceeded))}); no efficiency alarm",
+                    evidence={
+                        **evidence,
+                        "child_alarms_needed": len(children),
+                        "composite_limits_exceeded": exceeded,
+                    },
+                )
+            # Some hosts publish no GPUUtilization (a heterogeneous cluster): a child of such hosts only has no
+            # data at all (INSUFFICIENT_DATA under ``missing``) and never blocks the composite.
+            missing = "missing" if rule_kind is CompositeRule.IDLE_WHERE_DATA else "notBreaching"
+            child_role = (
+                EfficiencyRole.NOTICE_CHILD if role == EfficiencyRole.NOTICE else EfficiencyRole.STOP_CHILD
+            )
+            alarms += [
+                PlannedAlarm(
+                    role=child_role, kind=AlarmKind.METRIC, request=request(child, a, b, [], missing=missing)
+                )
+                for child, (a, b) in zip(children, host_chunks(hosts), strict=True)
+            ]
+            top = {
+                "AlarmName": name,
+                "AlarmDescription": description[:1024],
+                "ActionsEnabled": True,
+                "AlarmActions": naming.actions,
+                "AlarmRule": rule,
+                "Tags": naming.tags(job.name),
+            }
+            alarms.append(PlannedAlarm(role=role, kind=AlarmKind.COMPOSITE, request=top))
+        evidence["alarms"] = [a.name for a in alarms if a.kind is AlarmKind.COMPOSITE or not composite]
         return AlarmPlan(job_name=job.name, what=self.what, alarms=tuple(alarms), evidence=evidence)
 
     def watching(self, job: TrainingJob, config: EfficiencyPolicy, plan: AlarmPlan) -> str:
@@ -214,18 +314,39 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
 
     def owned_alarms(self, job_name: str, hosts: int, naming: AlarmNaming) -> tuple[str, ...]:
-        return (naming.alarm_name(job_name, NOTICE_MARK), naming.alarm_name(job_name, STOP_MARK))
+        """Each role's alarm, then (above 10 hosts) its children: a composite before the alarms it watches."""
+        names: list[str] = []
+        for mark in (NOTICE_MARK, STOP_MARK):
+            name = naming.alarm_name(job_name, mark)
+            names.append(name)
+            if hosts > MAX_METRICS_PER_ALARM:
+                names += [f"{name}{CHILD_HOSTS_MARK}{a}-{b}" for a, b in host_chunks(hosts)]
+        return tuple(names)
 
     def incomplete(self, job_name: str, observed: Any, naming: AlarmNaming) -> bool:
-        """The stop alarm exists only when the policy asks for stops: the notice alarm alone is complete."""
-        return naming.alarm_name(job_name, NOTICE_MARK) not in set(observed)
+        """The notice alarm (with its children above 10 hosts) is always there; the stop alarm only when the
+        policy asks for stops, and then complete too."""
+        seen = set(observed)
+        notice = naming.alarm_name(job_name, NOTICE_MARK)
+        stop = naming.alarm_name(job_name, STOP_MARK)
+        stop_seen = any(n == stop or n.startswith(f"{stop}{CHILD_HOSTS_MARK}") for n in seen)
+        return children_incomplete(notice, seen) or (stop_seen and children_incomplete(stop, seen))
 
     def role_of(self, alarm_name: str, job_name: str, naming: AlarmNaming) -> str | None:
-        if alarm_name == naming.alarm_name(job_name, NOTICE_MARK):
+        notice = naming.alarm_name(job_name, NOTICE_MARK)
+        stop = naming.alarm_name(job_name, STOP_MARK)
+        if alarm_name == notice:
             return EfficiencyRole.NOTICE
-        if alarm_name == naming.alarm_name(job_name, STOP_MARK):
+        if alarm_name == stop:
             return EfficiencyRole.STOP
+        if alarm_name.startswith(f"{notice}{CHILD_HOSTS_MARK}"):
+            return EfficiencyRole.NOTICE_CHILD
+        if alarm_name.startswith(f"{stop}{CHILD_HOSTS_MARK}"):
+            return EfficiencyRole.STOP_CHILD
         return None
+
+    def acts_on(self, role: str) -> bool:
+        return role in (EfficiencyRole.NOTICE, EfficiencyRole.STOP)
 
     def stops_from(self, role: str) -> bool:
         return role == EfficiencyRole.STOP
@@ -234,6 +355,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         job, now = notice.job, notice.now
         judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
         name = notice.naming.alarm_name(job.name, STOP_MARK if role == EfficiencyRole.STOP else NOTICE_MARK)
+        metric_alarms = _metric_alarms(name, job.total_instance_count)
         early = preconditions(
             judgement,
             notice,
@@ -242,7 +364,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             codes=_JUDGED,
             not_training="utilization is judged in Training only",
             ended=(Action.NONE, "nothing to tell"),
-            stale=Stale((name,), RESET_REASON, "below the minimum"),
+            stale=Stale(metric_alarms, RESET_REASON, "below the minimum"),
         )
         if early is not None:
             return early
@@ -257,7 +379,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 EfficiencyGuardCode.GRACE,
                 f"the job (re)entered Training at {since}: within the {config.grace_minutes}-minute grace period "
                 f"plus the {window}-minute window; the alarm is reset",
-                reset=(name,),
+                reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
         observed = notice.evidence.get("newest_value")
@@ -269,8 +391,9 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
         if role == EfficiencyRole.STOP:
             reason = (
-                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes: through "
-                f"{config.stop_after_notices} notice(s) and one window more{measured}"
+                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes "
+                f"({config.stop_after_notices + 1} windows of {config.window_minutes} in a row; its owner was told "
+                f"after the first){measured}"
             )
             return judgement.stop(
                 EfficiencyGuardCode.STOP,
@@ -280,7 +403,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 exempted_by=notice.exempted_by,
             )
         later = (
-            f"; it will be stopped after {config.stop_after_notices} unheeded notice(s)"
+            f"; it will be stopped if it stays below for {config.stop_window_minutes} minutes in a row"
             if config.stop_after_notices
             else ""
         )
@@ -291,13 +414,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU (mean over its GPU hosts) for "
             f"{config.window_minutes} minutes{measured}{later}",
             remedy=suggestion,
-            reset=(name,),
-            reset_reason=RESET_REASON,
         )
 
     def symptom(self, config: EfficiencyPolicy) -> tuple[str, str]:
         return (
-            f"its GPUs stayed below {config.min_gpu_percent:g}% utilization through every notice",
+            f"its GPUs stayed below {config.min_gpu_percent:g}% utilization for {config.stop_window_minutes} "
+            "minutes in a row, after a notice to its owner",
             f"stayed below {config.min_gpu_percent:g}% GPU utilization",
         )
 

@@ -47,11 +47,16 @@ from pydantic import Field, field_validator, model_validator
 
 from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.guards.base import (
+    CHILD_HOSTS_MARK,
+    MAX_ALARM_RULE_ELEMENTS,
+    MAX_ALARM_RULE_LENGTH,
+    MAX_COMPOSITE_CHILDREN,
     MAX_METRICS_PER_ALARM,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
     Combined,
+    CompositeRule,
     Guard,
     GuardConfig,
     GuardVerdict,
@@ -63,9 +68,12 @@ from sagemaker_governance.domain.guards.base import (
     Sections,
     Stale,
     Verdict,
+    child_range,
+    composite_rule,
     host_chunks,
     metric_alarm_request,
     preconditions,
+    rule_elements,
     training_started_at,
 )
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
@@ -77,31 +85,9 @@ IDLE_RULE_ID: Final = "idle-guard"
 METRIC_NAME: Final = "GPUUtilization"
 HOST_DIMENSION: Final = "Host"
 HOSTS_PER_ALARM: Final = MAX_METRICS_PER_ALARM
-# PutCompositeAlarm's AlarmRule (botocore's cloudwatch model: the member's max length, and its documentation:
-# "can specify as many as 100 'children' alarms", "as many as 500 elements. Elements are child alarms, TRUE or
-# FALSE statements, and parentheses"). Tests read all three back from botocore.
-MAX_ALARM_RULE_LENGTH: Final = 10_240
-MAX_COMPOSITE_CHILDREN: Final = 100
-MAX_ALARM_RULE_ELEMENTS: Final = 500
 COMPARISON: Final = "LessThanThreshold"
-CHILD_MARK: Final = ".hosts-"  # job names cannot contain ".", so child names never collide with a job's
+CHILD_MARK: Final = CHILD_HOSTS_MARK  # job names cannot contain ".", so child names never collide with a job's
 RESET_REASON: Final = "sagemaker-governance: reset by the idle stopper (grace period or stale notification)"
-
-
-class CompositeRule(StrEnum):
-    """How the composite alarm over more than 10 hosts combines its children."""
-
-    ALL_IDLE = "every child in ALARM"  # every host publishes GPUUtilization
-    IDLE_WHERE_DATA = "no child OK and at least one in ALARM"  # some hosts publish none (heterogeneous)
-
-
-def composite_rule(children: tuple[str, ...], rule: CompositeRule) -> str:
-    """The ``AlarmRule`` over ``children`` (names quoted, as the API reference allows)."""
-    if rule is CompositeRule.ALL_IDLE:
-        return " AND ".join(f'ALARM("{name}")' for name in children)
-    not_ok = " OR ".join(f'OK("{name}")' for name in children)
-    some_idle = " OR ".join(f'ALARM("{name}")' for name in children)
-    return f"(NOT ({not_ok})) AND ({some_idle})"
 
 
 def pinned_expression(metrics: list[dict[str, Any]], pinned: float, first: int, last: int) -> dict[str, Any]:
@@ -116,13 +102,6 @@ def pinned_expression(metrics: list[dict[str, Any]], pinned: float, first: int, 
         "Label": f"GPUUtilization of the busiest host (algo-{first}..algo-{last}); 0 while every host is pinned",
         "ReturnData": True,
     }
-
-
-def rule_elements(rule: str) -> int:
-    """The elements of an ``AlarmRule`` as CloudWatch counts them ("child alarms, TRUE or FALSE statements,
-    and parentheses"), counted on the safe side: a function's own parentheses count too."""
-    references = rule.count('("')  # our rules quote every name and hold no TRUE or FALSE
-    return references * 3 + (rule.count("(") - references) * 2
 
 
 class IdleRole(StrEnum):
@@ -253,14 +232,6 @@ def alarm_names(job_name: str, host_count: int, naming: AlarmNaming) -> tuple[st
         return notifying, (notifying,)
     children = tuple(naming.alarm_name(job_name, f"{CHILD_MARK}{a}-{b}") for a, b in host_chunks(host_count))
     return notifying, children
-
-
-def _child_range(alarm_name: str, stem: str) -> tuple[int, int] | None:
-    """``(first, last)`` of a child alarm named ``<stem><first>-<last>``; None for any other name."""
-    if not alarm_name.startswith(stem):
-        return None
-    first, _, last = alarm_name[len(stem) :].partition("-")
-    return (int(first), int(last)) if first.isdigit() and last.isdigit() else None
 
 
 def grace_remaining(job: TrainingJob, idle: IdlePolicy, now: datetime) -> timedelta | None:
@@ -478,7 +449,7 @@ class IdleGuard(Guard[IdlePolicy]):
         cannot go missing while its composite exists; a plain alarm of up to 10 hosts is complete alone."""
         head = naming.alarm_name(job_name)
         ranges = sorted(
-            r for r in (_child_range(name, f"{head}{CHILD_MARK}") for name in observed) if r is not None
+            r for r in (child_range(name, f"{head}{CHILD_MARK}") for name in observed) if r is not None
         )
         if not ranges:
             return head not in observed

@@ -21,10 +21,13 @@ class AllowedInstanceTypes(RuleBase):
     type: Literal["allowed-instance-types"]
     patterns: tuple[str, ...] = Field(min_length=1)
 
+    def allows(self, instance_type: str) -> bool:
+        return any(fnmatchcase(instance_type, p) for p in self.patterns)
+
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
         if not job.instance_types:
             return Finding.unknown(self, "the job's instance types are not known")
-        denied = sorted({t for t in job.instance_types if not any(fnmatchcase(t, p) for p in self.patterns)})
+        denied = sorted({t for t in job.instance_types if not self.allows(t)})
         if not denied:
             return None
         return Finding.of(

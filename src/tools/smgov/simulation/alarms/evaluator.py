@@ -110,6 +110,9 @@ class AlarmEvaluator:
         if at_once:
             self._returned[name] = now
         if alarm is not None:
+            # A composite alarm is evaluated whenever one of its children changes state, a reset too: the
+            # composite over reset children leaves ALARM, and notifies again when they return to it.
+            self._children_changed(name, alarm.arn, now)
             if at_once:
                 self._evaluate(alarm, now)
             else:

@@ -73,6 +73,7 @@ class JobRun:
     # enters Training; None until then).
     fault_origin: int | None = 0
     spot_type: str | None = None  # a Spot job's (first) instance type: the market that interrupts it
+    instance_types: tuple[str, ...] = ()  # of its request (a clone may run on another type than its source)
     market_due: int | None = None  # the market's next interruption of this stint (None: none drawn)
     stalls: list[StallEpisode] = field(default_factory=list)
     token: int = 0
@@ -189,6 +190,7 @@ def job_from_request(
         expect_stop=expect_stop,
         retry_attempts=int((request.get("RetryStrategy") or {}).get("MaximumRetryAttempts", 0)),
         spot_type=groups[0][0] if spot else None,
+        instance_types=tuple(t for t, _, _ in groups),
         phase_since=now,
         accrued_at=now,
     )

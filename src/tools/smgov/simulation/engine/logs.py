@@ -31,8 +31,9 @@ class Stream:
     name: str
     host: str
     cadence: list[list[int | None]] = field(default_factory=list)  # [start, end, every]
-    extra: list[tuple[int, str]] = field(default_factory=list)  # (minute, text): failure tails
-    written_until: int = 0  # lines before this minute are in moto
+    extra: list[tuple[int, str]] = field(default_factory=list)  # (minute, text): failure tails, in order
+    written_until: int = 0  # cadence lines before this minute are in moto
+    extra_put: int = 0  # the first ``extra_put`` failure-tail lines are in moto
     created: bool = False
 
     def minutes(self, start: int, end: int) -> Iterator[int]:
@@ -104,11 +105,19 @@ class LogStreams:
         return sorted(out, key=lambda line: line[0])
 
     def flush(self, logs: Any, now: int) -> int:
-        """Put every stream's lines before ``now`` (within the window) into CloudWatch Logs; the number put."""
+        """Put every stream's lines into CloudWatch Logs (within the window); the number put. Cadence lines
+        before ``now``; failure tails up to ``now`` included: a process writes its last lines before it
+        exits, so they are in CloudWatch Logs by the time SageMaker reports the job ``Failed`` (read in the
+        same virtual minute)."""
         put = 0
         for stream in self.streams.values():
             start = max(stream.written_until, now - WINDOW_MINUTES)
-            lines = self.lines(stream, start, now)
+            host = stream.host.rsplit("/", 1)[-1]
+            lines = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, now)]
+            tails = stream.extra[stream.extra_put :]
+            lines += [(m, text) for m, text in tails if now - WINDOW_MINUTES <= m <= now]
+            stream.extra_put += sum(1 for m, _ in tails if m <= now)
+            lines.sort(key=lambda line: line[0])
             if not stream.created:
                 logs.create_log_stream(logGroupName=GROUP, logStreamName=stream.name)
                 stream.created = True

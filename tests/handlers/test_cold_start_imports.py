@@ -1,0 +1,44 @@
+"""A handler module pauses the garbage collector only while it imports (cold start, BENCHMARKS.md): in a fresh
+interpreter, after the import, the collector runs again and what the imports created is frozen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import gc, importlib, json, sys
+if sys.argv[2] == "paused":
+    gc.disable()
+importlib.import_module(sys.argv[1])
+print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
+"""
+
+HANDLERS = [
+    "sagemaker_governance.handlers.job_events",
+    "sagemaker_governance.handlers.idle_stopper",
+    "sagemaker_governance.handlers.reconciler",
+]
+
+
+def imported(module: str, collector: str) -> dict[str, object]:
+    completed = subprocess.run(
+        [sys.executable, "-c", PROBE, module, collector], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    answer: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return answer
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_the_collector_runs_again_after_a_handler_module_is_imported(module: str) -> None:
+    answer = imported(module, "running")
+    assert answer["enabled"] is True
+    assert isinstance(answer["frozen"], int) and answer["frozen"] > 10_000  # the imports' objects
+
+
+def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
+    assert imported(HANDLERS[0], "paused")["enabled"] is False

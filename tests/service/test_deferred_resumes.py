@@ -1,0 +1,184 @@
+"""The reconciler carries out the resumes auto-resume deferred for their backoff (service/reconciler.py) on
+in-memory ports: list recently failed jobs -> read their tags -> only a due job whose clone does not exist
+is handed to auto-resume (which re-reads and decides again). Order and branches."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_ROOT
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import JobSummary
+from sagemaker_governance.service.reconciler import ReconcilerService
+from sagemaker_governance.service.recording import Trigger
+from tests.service.conftest import NOW, Calls, FixedPolicies
+
+ACCOUNT = "123456789012"
+RUN = Trigger(kind="reconciler", event_id="run-1")
+
+
+def arn(name: str) -> str:
+    return f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/{name}"
+
+
+def due_tag(minutes_from_now: int) -> str:
+    return (NOW + timedelta(minutes=minutes_from_now)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clone_tags(due: str | None, attempt: int = 1) -> dict[str, str]:
+    tags = {TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: str(attempt)}
+    if due is not None:
+        tags[TAG_RESUME_AFTER] = due
+    return tags
+
+
+class World:
+    """The reconciler with no job in progress and no alarm: only its deferred-resume step has work."""
+
+    def __init__(self, policy: dict[str, Any] | None = None) -> None:
+        self.calls = Calls()
+        self.failed: dict[str, dict[str, str]] = {}  # name -> tags
+        self.existing: set[str] = set()
+        self.asked_since: list[datetime] = []
+        self.list_error: AdapterError | None = None
+        self.resumed: list[str] = []
+        self.react_error: AdapterError | None = None
+        self.metrics = MemoryBusinessMetrics()
+        self.service = ReconcilerService(
+            jobs=self,
+            inventory=self,
+            alarm_inventory=self,
+            alarms=self,
+            guards=(),
+            compliance=self,
+            policies=FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
+            audit=MemoryAuditSink(),
+            metrics=self.metrics,
+            clock=lambda: NOW,
+            interval_minutes=10,
+            failed=self,
+            resume=self,
+        )
+
+    def run(self, remaining: float = 300.0) -> Any:
+        return self.service.run(RUN, remaining=lambda: remaining)
+
+    # ---- ports (this world answers them all) -------------------------------------------------------
+
+    def in_progress(self) -> list[JobSummary]:
+        return []
+
+    def alarm_names(self, prefix: str) -> list[str]:
+        return []
+
+    def delete(self, names: Any) -> list[str]:
+        return []
+
+    def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        raise AssertionError("no job to evaluate")
+
+    def failed_since(self, since: datetime) -> list[JobSummary]:
+        self.calls("list-failed")
+        self.asked_since.append(since)
+        if self.list_error is not None:
+            raise self.list_error
+        return [
+            JobSummary.model_validate(
+                {"TrainingJobName": n, "TrainingJobArn": arn(n), "TrainingJobStatus": "Failed"}
+            )
+            for n in self.failed
+        ]
+
+    def list_tags(self, job_arn: str) -> dict[str, str]:
+        name = job_arn.rsplit("/", 1)[-1]
+        self.calls(f"list-tags {name}")
+        return dict(self.failed.get(name, {}))
+
+    def describe(self, name: str) -> dict[str, Any]:
+        self.calls(f"describe {name}")
+        if name not in self.existing:
+            raise JobNotFound(name)
+        return {"TrainingJobName": name}
+
+    def get_job(self, name: str, tags: Any = None) -> TrainingJob:
+        raise AssertionError("not read for a deferred resume")
+
+    def stop(self, name: str) -> StopOutcome:
+        raise AssertionError("never stops")
+
+    def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        self.calls(f"resume {job.name}")
+        if self.react_error is not None:
+            raise self.react_error
+        self.resumed.append(job.name)
+        assert trigger == RUN and job.arn == arn(job.name)
+        clone = Decision(
+            rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=Mode.ENFORCE, reason="r"
+        )
+        return [clone]
+
+
+def test_a_due_job_without_its_clone_is_handed_to_auto_resume() -> None:
+    # Given a failed clone tagged to be resumed 1 minute ago, whose next clone does not exist
+    world = World()
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    report = world.run()
+    # Then its tags are read, the clone's name looked up, and auto-resume runs it
+    assert world.calls.log == [
+        "list-failed",
+        "list-tags llm-sft-1-r1",
+        "describe llm-sft-1-r2",
+        "resume llm-sft-1-r1",
+    ]
+    assert report.repairs == {"deferred-resume": 1}
+    assert [e.dimensions for e in world.metrics.of(BusinessMetric.RECONCILER_REPAIRS)] == [
+        {"kind": "deferred-resume"}
+    ]
+
+
+def test_a_job_not_yet_due_untagged_or_already_resumed_is_left_alone() -> None:
+    world = World()
+    world.failed["early-r1"] = {**clone_tags(due_tag(5)), TAG_ROOT: "early"}
+    world.failed["never-deferred"] = {}
+    world.failed["done-r1"] = {**clone_tags(due_tag(-30)), TAG_ROOT: "done"}
+    world.existing.add("done-r2")
+    report = world.run()
+    assert world.resumed == []
+    assert "describe early-r2" not in world.calls.log  # not due: no further read
+    assert report.repairs == {}
+
+
+def test_the_look_back_covers_the_longest_backoff_of_any_team_and_three_runs() -> None:
+    world = World({"mode": "enforce", "teams": {"nlp": {"resume": {"backoff_minutes": [0, 30, 240]}}}})
+    world.run()
+    assert world.asked_since == [NOW - timedelta(minutes=240 + 3 * 10)]
+
+
+def test_a_listing_that_fails_is_an_error_of_the_run_not_a_crash() -> None:
+    world = World()
+    world.list_error = AdapterError("ListTrainingJobs throttled")
+    report = world.run()
+    assert report.errors == 1 and world.resumed == []
+
+
+def test_one_resume_that_fails_does_not_stop_the_others() -> None:
+    world = World()
+    world.failed["a-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "a"}
+    world.failed["b-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "b"}
+    world.react_error = AdapterError("CreateTrainingJob throttled")
+    report = world.run()
+    assert report.errors == 2
+    assert [c for c in world.calls.log if c.startswith("resume")] == ["resume a-r1", "resume b-r1"]
+
+
+def test_a_run_out_of_time_stops_before_the_deferred_resumes() -> None:
+    world = World()
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    report = world.run(remaining=1.0)
+    assert report.stopped_early and world.calls.log == []

@@ -1,0 +1,446 @@
+"""Auto-resume's use case (service/resume.py) on in-memory ports: re-read -> read the evidence (logs, then the
+checkpoint location) -> decide -> clone -> record -> count -> tell. Order and branches, asserted by decision
+code: budget spent, owned by an orchestrator, no checkpoint progress, a lemon, SageMaker's own retries, a
+backoff that defers the resume (the job tagged for the reconciler), a duplicate event, a clone name already
+taken, a job gone, a launch that fails."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
+from sagemaker_governance.domain.clone import (
+    TAG_ATTEMPT,
+    TAG_FAILURE,
+    TAG_RESUME_AFTER,
+    TAG_ROOT,
+    TAG_SOURCE,
+    TAG_STRIKES,
+    CreateOutcome,
+)
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence, HostLog, LogLine
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.service.recording import Trigger
+from sagemaker_governance.service.resume import AutoResumeReaction
+from tests.resume_builders import T0, TAGS, failed_description, shape, transitions
+from tests.service.conftest import Calls, FakeNotifier, FixedPolicies
+
+NOW = T0 + timedelta(days=3)
+ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1"
+ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+EVENT = Trigger(kind="event", event_id="e-1")
+
+
+class FakeSageMaker:
+    """``JobsPort`` and ``LauncherPort`` over one set of jobs: a created clone exists from then on, so a
+    second ``CreateTrainingJob`` of the same name meets "already exists" as SageMaker answers."""
+
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
+        self.descriptions: dict[str, dict[str, Any]] = {}
+        self.tags: dict[str, dict[str, str]] = {}  # by ARN
+        self.created: list[dict[str, Any]] = []
+        self.launch_error: AdapterError | None = None
+
+    def add(self, description: dict[str, Any], tags: dict[str, str]) -> TrainingJob:
+        self.descriptions[description["TrainingJobName"]] = description
+        self.tags[description["TrainingJobArn"]] = dict(tags)
+        return TrainingJob.model_validate({**description, "Tags": tags})
+
+    def describe(self, name: str) -> dict[str, Any]:
+        self.calls(f"describe {name}")
+        if name not in self.descriptions:
+            raise JobNotFound(name)
+        return dict(self.descriptions[name])
+
+    def list_tags(self, arn: str) -> dict[str, str]:
+        self.calls(f"list-tags {arn.rsplit('/', 1)[-1]}")
+        return dict(self.tags.get(arn, {}))
+
+    def get_job(self, name: str, tags: Any = None) -> TrainingJob:
+        raise AssertionError("auto-resume re-reads with describe and list_tags")
+
+    def stop(self, name: str) -> StopOutcome:
+        self.calls(f"stop {name}")
+        return StopOutcome.STOPPED
+
+    def create_training_job(self, request: dict[str, Any]) -> CreateOutcome:
+        name = request["TrainingJobName"]
+        self.calls(f"create {name}")
+        if self.launch_error is not None:
+            raise self.launch_error
+        if name in self.descriptions:
+            return CreateOutcome.ALREADY_EXISTS
+        self.created.append(request)
+        arn = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"
+        self.descriptions[name] = {
+            "TrainingJobName": name,
+            "TrainingJobArn": arn,
+            "TrainingJobStatus": "InProgress",
+        }
+        self.tags[arn] = {t["Key"]: t["Value"] for t in request.get("Tags", [])}
+        return CreateOutcome.CREATED
+
+
+class FakeLogs:
+    def __init__(self, calls: Calls, evidence: FailureEvidence) -> None:
+        self.calls = calls
+        self.evidence = evidence
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        self.calls(f"logs {job_name}")
+        return self.evidence
+
+
+class FakeCheckpoints:
+    def __init__(self, calls: Calls, progress: CheckpointProgress) -> None:
+        self.calls = calls
+        self.answer = progress
+
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        self.calls(f"list-checkpoints {s3_uri}")
+        return self.answer
+
+
+class FakeMarks:
+    """``EvaluationMarksPort``: tags written on jobs (``AddTags``)."""
+
+    def __init__(self, calls: Calls, sagemaker: FakeSageMaker) -> None:
+        self.calls = calls
+        self.sagemaker = sagemaker
+        self.error: AdapterError | None = None
+
+    def mark(self, arn: str, key: str, value: str) -> None:
+        self.calls(f"tag {arn.rsplit('/', 1)[-1]} {key}={value}")
+        if self.error is not None:
+            raise self.error
+        self.sagemaker.tags.setdefault(arn, {})[key] = value
+
+
+def ecc_on(host: str, job_name: str = "llm-sft-1") -> FailureEvidence:
+    """An ECC error in ``host``'s log tail, the other host healthy until the end."""
+    other = "algo-1" if host != "algo-1" else "algo-2"
+    return FailureEvidence(
+        hosts=(
+            HostLog(host, f"{job_name}/{host}-1700000000", (LogLine("step 900"), LogLine(ECC))),
+            HostLog(other, f"{job_name}/{other}-1700000000", (LogLine("step 900"),)),
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+
+
+class World:
+    """The use case wired to the fakes; ``policy``: an enforce-mode policy unless given."""
+
+    def __init__(
+        self,
+        *,
+        evidence: FailureEvidence | None = None,
+        progress: CheckpointProgress | None = None,
+        policy: dict[str, Any] | None = None,
+    ) -> None:
+        self.calls = Calls()
+        self.sagemaker = FakeSageMaker(self.calls)
+        self.notifier = FakeNotifier(self.calls)
+        self.audit = MemoryAuditSink()
+        self.metrics = MemoryBusinessMetrics()
+        self.logs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
+        written = CheckpointProgress(checked=True, written=3, total=5)
+        self.checkpoints = FakeCheckpoints(self.calls, progress or written)
+        self.marks = FakeMarks(self.calls, self.sagemaker)
+        self.reaction = AutoResumeReaction(
+            self.sagemaker,
+            self.sagemaker,
+            self.notifier,
+            FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
+            self.audit,
+            clock=lambda: NOW,
+            shape=shape(),
+            role_patterns=("*SageMaker*",),
+            metrics=self.metrics,
+            logs=self.logs,
+            checkpoints=self.checkpoints,
+            marks=self.marks,
+        )
+
+    def failed(self, name: str = "llm-sft-1", tags: dict[str, str] | None = None, **overrides: Any) -> TrainingJob:
+        description = failed_description(name, reason=ALGORITHM_ERROR, **overrides)
+        return self.sagemaker.add(description, {**TAGS, **(tags or {})})
+
+    def codes(self) -> list[tuple[str, str]]:
+        return [(r.code or "", r.outcome.value) for r in self.audit.records]
+
+
+def clone_of(source: str, attempt: int, *, failure: str | None = None, strikes: int = 0) -> dict[str, str]:
+    """The lineage tags governance puts on the ``attempt``-th clone of ``source``'s lineage."""
+    tags = {TAG_ROOT: "llm-sft-1", TAG_SOURCE: source, TAG_ATTEMPT: str(attempt)}
+    if failure:
+        tags[TAG_FAILURE] = failure
+    if strikes:
+        tags[TAG_STRIKES] = str(strikes)
+    return tags
+
+
+# ---- the main path -----------------------------------------------------------------------------------
+
+
+def test_a_hardware_fault_is_re_read_diagnosed_checked_cloned_recorded_and_told_in_that_order() -> None:
+    # Given a job failed with an ECC error on algo-2 that wrote checkpoints during the attempt
+    world = World()
+    job = world.failed()
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the job is re-read, its evidence read (logs, then the checkpoint location), the clone created,
+    # and only then the owner told
+    assert world.calls.log == [
+        "describe llm-sft-1",
+        "list-tags llm-sft-1",
+        "logs llm-sft-1",
+        "list-checkpoints s3://bucket/checkpoints/llm-sft-1/",
+        "create llm-sft-1-r1",
+        "notify resume llm-sft-1",
+    ]
+    assert decision.code == "resume.clone.transient"
+    assert world.codes() == [("resume.clone.transient", "done")]
+    # and the clone carries the fault it was made for (the lemon rule's key), the lineage's first attempt
+    (request,) = world.sagemaker.created
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert tags[TAG_FAILURE] == "hardware@algo-2" and tags[TAG_ATTEMPT] == "1"
+    assert TAG_STRIKES not in tags
+    assert len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+
+
+def test_audit_mode_records_what_it_would_do_and_creates_nothing() -> None:
+    world = World(policy={"mode": "audit"})
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    assert decision.code == "resume.clone.transient"
+    assert world.codes() == [("resume.clone.transient", "audit-only")]
+    assert world.sagemaker.created == [] and not any(c.startswith("create") for c in world.calls.log)
+
+
+# ---- duplicates and names already taken ----------------------------------------------------------------
+
+
+def test_a_duplicate_event_finds_its_own_clone_and_does_nothing_twice() -> None:
+    # Given the Failed event was handled once (the clone exists)
+    world = World()
+    job = world.failed()
+    world.reaction.react(job, EVENT)
+    world.calls.log.clear()
+    # When the same event arrives again
+    (decision,) = world.reaction.react(job, Trigger(kind="event", event_id="e-1"))
+    # Then the create meets "already exists", the existing clone is checked to be this job's, and it counts
+    # as done: one clone, one notification, one metric
+    assert world.calls.log[-3:] == ["create llm-sft-1-r1", "describe llm-sft-1-r1", "list-tags llm-sft-1-r1"]
+    assert decision.code == "resume.clone.transient"
+    assert world.codes() == [("resume.clone.transient", "done"), ("resume.clone.transient", "already-done")]
+    assert len(world.sagemaker.created) == 1
+    assert len(world.notifier.sent) == 1 and len(world.metrics.emitted) == 1
+
+
+def test_a_clone_name_held_by_another_job_is_a_failure_not_a_resume() -> None:
+    # Given a job named like the clone exists, made by someone else (no lineage tag of this source)
+    world = World()
+    job = world.failed()
+    world.sagemaker.add(failed_description("llm-sft-1-r1"), dict(TAGS))
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then nothing is claimed: the record says failed, nobody is told it was resumed
+    assert decision.code == "resume.clone.transient"
+    assert world.codes() == [("resume.clone.transient", "failed")]
+    assert world.notifier.sent == [] and world.metrics.emitted == []
+
+
+def test_a_launch_that_fails_is_recorded_and_raised_for_the_retry() -> None:
+    world = World()
+    job = world.failed()
+    world.sagemaker.launch_error = AdapterError("CreateTrainingJob throttled")
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.clone.transient", "failed")]
+    assert world.notifier.sent == []
+
+
+def test_a_job_gone_when_re_read_reads_no_evidence() -> None:
+    world = World()
+    job = world.failed()
+    del world.sagemaker.descriptions["llm-sft-1"]
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.skip.job-gone"
+    assert world.calls.log == ["describe llm-sft-1"]
+    assert world.codes() == [("resume.skip.job-gone", "skipped")]
+
+
+# ---- the branches that do not clone --------------------------------------------------------------------
+
+
+def test_a_spent_budget_creates_nothing() -> None:
+    # Given the lineage's second clone failed (budget: 2 clones)
+    world = World()
+    job = world.failed("llm-sft-1-r2", tags=clone_of("llm-sft-1-r1", 2))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.skip.budget-spent"
+    assert decision.evidence["attempt"] == 3 and decision.evidence["max_attempts"] == 2
+    assert not any(c.startswith("create") for c in world.calls.log)
+    assert world.codes() == [("resume.skip.budget-spent", "no-action")] and world.notifier.sent == []
+
+
+def test_a_job_an_orchestrator_owns_is_never_cloned() -> None:
+    world = World()
+    tuning = "arn:aws:sagemaker:us-east-1:123456789012:hyper-parameter-tuning-job/hpo-1"
+    job = world.failed(TuningJobArn=tuning)
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.skip.orchestrated"
+    assert decision.evidence["orchestrator_id"] == tuning
+    assert not any(c.startswith("create") for c in world.calls.log)
+
+
+def test_an_attempt_that_wrote_no_checkpoint_is_not_cloned() -> None:
+    world = World(progress=CheckpointProgress(checked=True, written=0, total=4))
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    assert decision.code == "resume.skip.no-checkpoint-progress"
+    assert world.calls.log[-1] == "list-checkpoints s3://bucket/checkpoints/llm-sft-1/"
+    assert world.codes() == [("resume.skip.no-checkpoint-progress", "no-action")]
+
+
+def test_a_code_bug_reads_the_logs_but_not_the_checkpoint_decision() -> None:
+    oom = FailureEvidence(
+        hosts=(HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("torch.OutOfMemoryError: CUDA out of memory"),)),),
+        logs_read=True,
+    )
+    world = World(evidence=oom)
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    assert decision.code == "resume.skip.user-code"
+    assert not any(c.startswith("create") for c in world.calls.log)
+
+
+# ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------
+
+
+def test_a_fault_that_recurs_on_the_same_host_counts_double_and_ends_the_lineage() -> None:
+    # Given the first clone, made for an ECC error on algo-2, fails with an ECC error on algo-2 again
+    world = World(evidence=ecc_on("algo-2", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1, failure="hardware@algo-2"))
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the repeat costs one attempt more: 2 clones + 1 strike > the budget of 2, nothing created
+    assert decision.code == "resume.skip.budget-spent"
+    assert decision.evidence["repeated_fault"] == "hardware@algo-2"
+    assert decision.evidence["repeat_faults"] == 1
+    assert world.sagemaker.created == []
+
+
+def test_the_same_fault_on_another_host_is_no_lemon() -> None:
+    # Given the first clone fails with an ECC error on algo-1 (its source's was on algo-2)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1, failure="hardware@algo-2"))
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is resumed as the second attempt, carrying the new fault and no strike
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert request["TrainingJobName"] == "llm-sft-1-r2"
+    assert tags[TAG_FAILURE] == "hardware@algo-1" and TAG_STRIKES not in tags
+
+
+def test_a_strike_is_carried_down_the_lineage() -> None:
+    # Given a budget of 4, the first clone's fault recurred on algo-2 (a strike) and it was resumed
+    world = World(
+        evidence=ecc_on("algo-2", "llm-sft-1-r1"), policy={"mode": "enforce", "resume": {"max_attempts": 4}}
+    )
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1, failure="hardware@algo-2"))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert tags[TAG_STRIKES] == "1"
+
+
+def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
+    # Given a job SageMaker already retried twice inside itself (RetryStrategy: two more Starting after the
+    # first, none after a Spot interruption), and a budget of 2 clones
+    history = transitions(
+        ("Starting", timedelta(minutes=3)),
+        ("Training", timedelta(hours=9)),
+        ("Starting", timedelta(minutes=3)),
+        ("Training", timedelta(hours=9)),
+        ("Starting", timedelta(minutes=3)),
+        ("Training", timedelta(hours=9)),
+        ("Failed", timedelta(0)),
+    )
+    world = World()
+    job = world.failed(RetryStrategy={"MaximumRetryAttempts": 2}, SecondaryStatusTransitions=history)
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the first clone would be attempt 1 + 2 retries > 2: not resumed, and the record says why
+    assert decision.code == "resume.skip.budget-spent"
+    assert decision.evidence["sagemaker_retries"] == 2
+    assert world.sagemaker.created == []
+
+
+# ---- backing off between attempts ------------------------------------------------------------------------
+
+
+def recent_failure(minutes_ago: int) -> dict[str, Any]:
+    """Overrides that make the job fail ``minutes_ago`` before NOW (after 26 h of training)."""
+    failed = NOW - timedelta(minutes=minutes_ago)
+    start = failed - timedelta(hours=26, minutes=7)
+    history = transitions(
+        ("Starting", timedelta(minutes=3)),
+        ("Downloading", timedelta(minutes=4)),
+        ("Training", timedelta(hours=26)),
+        ("Failed", timedelta(0)),
+        start=start,
+    )
+    return {
+        "SecondaryStatusTransitions": history,
+        "CreationTime": start,
+        "TrainingStartTime": history[1]["StartTime"],
+        "TrainingEndTime": failed,
+        "LastModifiedTime": failed,
+    }
+
+
+def test_a_second_attempt_within_its_backoff_is_tagged_for_the_reconciler_and_not_cloned() -> None:
+    # Given the first clone failed 5 minutes ago (the second attempt waits 15 minutes by default)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the evidence is read and the decision made, the job tagged with when it may be resumed, nothing
+    # created and nobody told yet
+    due = (NOW + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert world.calls.log[-1] == f"tag llm-sft-1-r1 {TAG_RESUME_AFTER}={due}"
+    assert decision.code == "resume.defer.backoff"
+    assert world.codes() == [("resume.defer.backoff", "deferred")]
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+
+
+def test_once_due_the_same_reaction_clones() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(15))
+    (decision,) = world.reaction.react(job, Trigger(kind="reconciler", event_id="run-1"))
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r2"]
+    assert decision.evidence["backoff_minutes"] == 15
+
+
+def test_a_deferral_that_cannot_be_tagged_fails_for_the_retry() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    world.marks.error = AdapterError("AddTags throttled")
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.defer.backoff", "failed")]
+
+
+def test_a_deferral_in_audit_mode_is_recorded_only() -> None:
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"), policy={"mode": "audit"})
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(5))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.defer.backoff"
+    assert world.codes() == [("resume.defer.backoff", "audit-only")]
+    assert not any(c.startswith("tag") for c in world.calls.log)

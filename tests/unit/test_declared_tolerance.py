@@ -1,0 +1,116 @@
+"""Declared tolerance (domain/tolerance.py): a job's own guard windows, bounded by the team's cap."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.guards.idle import IDLE
+from sagemaker_governance.domain.guards.progress import PROGRESS
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.tolerance import (
+    TAG_IDLE_MINUTES,
+    TAG_PROGRESS_MINUTES,
+    ToleranceCode,
+    read_declarations,
+)
+from tests.builders import job
+
+TEAM = {"team": "rl", "owner": "alice"}
+
+
+def tagged(**tags: str) -> TrainingJob:
+    return job(tags={**TEAM, **tags})
+
+
+def test_a_valid_declaration_becomes_the_guards_window_for_that_job_only() -> None:
+    # Given the default policy (idle 30 minutes, progress 120 minutes, cap 240)
+    policy = Policy()
+    declared = job(tags={**TEAM, TAG_IDLE_MINUTES: "90", TAG_PROGRESS_MINUTES: "180"})
+    # When the job's effective policy is resolved
+    effective = policy.for_job(declared)
+    # Then its idle window is 90 whole one-minute periods, its progress window 180 minutes
+    idle, progress = IDLE.config(effective), PROGRESS.config(effective)
+    assert (idle.evaluation_periods, idle.datapoints_to_alarm, idle.window_minutes) == (90, 90, 90)
+    assert progress.window_minutes == 180
+    # and the stall judge's evidence window follows the guard's
+    assert IDLE.evidence_window(idle).total_seconds() == 90 * 60
+    # while a job without the tags keeps the team's windows
+    plain = policy.for_job(job(tags=TEAM))
+    assert IDLE.config(plain).window_minutes == 30 and PROGRESS.config(plain).window_minutes == 120
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc", "-30", "0", "5", "241", "90.5", "", " ", "1e3", "\uff19\uff10"],
+    ids=["word", "negative", "zero", "below-floor", "over-cap", "fraction", "empty", "blank", "exponent", "wide"],
+)
+def test_a_bad_value_is_ignored_and_the_team_window_stays(value: str) -> None:
+    policy = Policy()
+    (declaration,) = policy.declared_tolerance(tagged(**{TAG_IDLE_MINUTES: value}))
+    assert declaration.code is ToleranceCode.IGNORED and declaration.minutes is None
+    assert IDLE.config(policy.for_job(tagged(**{TAG_IDLE_MINUTES: value}))).window_minutes == 30
+
+
+def test_the_cap_is_the_teams_and_zero_accepts_nothing() -> None:
+    # Given a team cap of 60 and another team that accepts no declaration
+    policy = Policy.model_validate(
+        {"teams": {"rl": {"judge": {"max_declared_minutes": 60}}, "ops": {"judge": {"max_declared_minutes": 0}}}}
+    )
+    # Then 90 is over the rl team's cap (ignored), 60 is applied
+    (over,) = policy.for_team("rl").declared_tolerance(tagged(**{TAG_PROGRESS_MINUTES: "90"}))
+    assert over.code is ToleranceCode.IGNORED and "cap" in over.reason
+    assert PROGRESS.config(policy.for_job(tagged(**{TAG_PROGRESS_MINUTES: "90"}))).window_minutes == 120
+    assert PROGRESS.config(policy.for_job(tagged(**{TAG_PROGRESS_MINUTES: "60"}))).window_minutes == 60
+    # and the ops team ignores every declaration
+    ops = job(tags={"team": "ops", TAG_PROGRESS_MINUTES: "60"})
+    (none,) = policy.for_team("ops").declared_tolerance(ops)
+    assert none.code is ToleranceCode.IGNORED and PROGRESS.config(policy.for_job(ops)).window_minutes == 120
+
+
+def test_an_m_of_n_idle_window_keeps_its_ratio_and_a_longer_period_counts_whole_periods() -> None:
+    policy = Policy.model_validate(
+        {"idle": {"evaluation_periods": 20, "datapoints_to_alarm": 10, "period_seconds": 120}}
+    )
+    idle = IDLE.config(policy.for_job(tagged(**{TAG_IDLE_MINUTES: "61"})))
+    assert (idle.evaluation_periods, idle.datapoints_to_alarm) == (31, 16)  # ceil(61 / 2), half of it
+
+
+def test_the_cap_is_validated() -> None:
+    with pytest.raises(ValidationError):
+        Policy(judge={"max_declared_minutes": 5})
+    with pytest.raises(ValidationError):
+        Policy(judge={"max_declared_minutes": 1441})
+    assert Policy(judge={"max_declared_minutes": 0}).judge.max_declared_minutes == 0
+
+
+def test_no_tags_no_declaration() -> None:
+    assert read_declarations(None, 240) == () and read_declarations({"team": "rl"}, 240) == ()
+
+
+@given(value=st.text(max_size=12), cap=st.sampled_from([0, 10, 60, 240, 1440]))
+def test_any_tag_value_never_loosens_beyond_the_cap(value: str, cap: int) -> None:
+    """Whatever a developer writes, the window applied is within [10, cap] or the team's own."""
+    policy = Policy(judge={"max_declared_minutes": cap})
+    declared = job(tags={**TEAM, TAG_IDLE_MINUTES: value, TAG_PROGRESS_MINUTES: value})
+    (idle, progress) = policy.declared_tolerance(declared)
+    effective = policy.for_job(declared)
+    for declaration, window in (
+        (idle, IDLE.config(effective).window_minutes),
+        (progress, PROGRESS.config(effective).window_minutes),
+    ):
+        if declaration.minutes is None:
+            assert window in (30, 120)
+        else:
+            assert 10 <= declaration.minutes <= cap and window == declaration.minutes
+
+
+def test_policy_validate_warns_about_a_cap_that_can_only_shorten_or_outruns_rejudging() -> None:
+    assert Policy().warnings() == []
+    low = Policy.model_validate({"teams": {"rl": {"judge": {"max_declared_minutes": 60}}}}).warnings()
+    assert [w for w in low if "teams.rl.judge.max_declared_minutes 60" in w and "progress 120" in w]
+    high = Policy(judge={"max_declared_minutes": 600}).warnings()
+    assert [w for w in high if "exceeds max_rejudge_minutes 240" in w]

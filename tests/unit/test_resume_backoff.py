@@ -1,0 +1,122 @@
+"""Auto-resume backs off between attempts (pure): the attempt number picks a delay counted from the failure;
+before it has elapsed the decision is ``resume.defer.backoff`` with the time it may be resumed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.resume import (
+    DeferredResume,
+    ResumeCode,
+    ResumePolicy,
+    decide_resume,
+    failure_time,
+    resume_after_tag,
+)
+from tests.resume_builders import T0, TAGS, as_job, context, failed_description
+
+TRAINED = timedelta(hours=26)
+FAILED_AT = T0 + timedelta(minutes=7) + TRAINED  # Starting 3 min + Downloading 4 min + Training
+CLONE_1 = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_SOURCE: "llm-sft-1", TAG_ATTEMPT: "1"}
+
+
+def decide(
+    now: datetime, tags: dict[str, str] | None = None, policy: ResumePolicy | None = None, **overrides: Any
+) -> Any:
+    name = "llm-sft-1-r1" if tags is not None else "llm-sft-1"
+    tags = TAGS if tags is None else tags
+    description = failed_description(name, trained=TRAINED, **overrides)
+    return decide_resume(
+        as_job(description, tags),
+        description,
+        tags,
+        resume=policy or ResumePolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+    )
+
+
+def test_the_attempt_number_picks_the_delay_and_the_last_one_repeats() -> None:
+    policy = ResumePolicy(backoff_minutes=(0, 15, 60))
+    assert [policy.backoff_for(attempt) for attempt in (1, 2, 3, 4, 9)] == [0, 15, 60, 60, 60]
+
+
+@pytest.mark.parametrize("bad", [(), (-1,), (0, 1441)])
+def test_a_backoff_out_of_range_is_rejected(bad: tuple[int, ...]) -> None:
+    with pytest.raises(ValidationError):
+        ResumePolicy(backoff_minutes=bad)
+
+
+def test_the_first_clone_does_not_wait_by_default() -> None:
+    (decision,) = decide(FAILED_AT + timedelta(minutes=1)).decisions
+    assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE
+
+
+def test_a_second_attempt_within_its_backoff_is_deferred_until_the_failure_plus_the_delay() -> None:
+    # Given the first clone failed 5 minutes ago and the second attempt waits 15 minutes
+    result = decide(FAILED_AT + timedelta(minutes=5), CLONE_1)
+    (decision,) = result.decisions
+    # Then nothing is cloned now; the decision says when, and names the clone the reconciler will make
+    assert decision.action is Action.NONE and decision.code == ResumeCode.DEFER_BACKOFF
+    assert result.plan is None and result.resume_after == FAILED_AT + timedelta(minutes=15)
+    assert decision.evidence["backoff_minutes"] == 15
+    assert decision.evidence["resume_after"] == (FAILED_AT + timedelta(minutes=15)).isoformat()
+    assert "llm-sft-1-r2" in decision.reason
+
+
+def test_once_the_backoff_has_elapsed_the_same_job_is_cloned() -> None:
+    result = decide(FAILED_AT + timedelta(minutes=15), CLONE_1)
+    (decision,) = result.decisions
+    assert decision.code == ResumeCode.CLONE and result.plan is not None
+    assert result.plan.name == "llm-sft-1-r2" and decision.evidence["backoff_minutes"] == 15
+
+
+def test_a_job_that_would_not_be_resumed_is_not_deferred() -> None:
+    # Given the budget is spent: the skip wins over the backoff (nothing for the reconciler to do)
+    result = decide(FAILED_AT + timedelta(minutes=5), CLONE_1, ResumePolicy(max_attempts=1))
+    assert result.decisions[0].code == ResumeCode.BUDGET_SPENT and result.resume_after is None
+
+
+def test_an_unreadable_failure_time_is_not_guessed() -> None:
+    # Given no Failed transition, no TrainingEndTime and no LastModifiedTime
+    history = [{"Status": "Training", "StartTime": T0}]
+    result = decide(
+        FAILED_AT, CLONE_1, SecondaryStatusTransitions=history, TrainingEndTime=None, LastModifiedTime=None
+    )
+    (decision,) = result.decisions
+    assert decision.code == ResumeCode.FAILURE_TIME_UNKNOWN and decision.action is Action.NONE
+
+
+def test_the_failure_time_falls_back_to_the_end_then_the_last_modification() -> None:
+    ended = T0 + timedelta(hours=2)
+    job = as_job(failed_description(SecondaryStatusTransitions=[], TrainingEndTime=ended, LastModifiedTime=T0))
+    assert failure_time(job) == ended
+    job = as_job(failed_description(SecondaryStatusTransitions=[], TrainingEndTime=None, LastModifiedTime=T0))
+    assert failure_time(job) == T0
+
+
+def test_the_deferral_tag_round_trips_and_names_the_next_clone() -> None:
+    due = datetime(2026, 11, 23, 8, 15, 30, tzinfo=UTC)
+    value = resume_after_tag(due)
+    assert value == "2026-11-23T08:15:30Z"
+    deferred = DeferredResume.of("llm-sft-1-r1", {**CLONE_1, TAG_RESUME_AFTER: value})
+    assert deferred == DeferredResume(due=due, clone="llm-sft-1-r2")
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        {},
+        {TAG_RESUME_AFTER: ""},
+        {TAG_RESUME_AFTER: "tomorrow"},
+        {TAG_RESUME_AFTER: "2026-11-23T08:15:30Z", TAG_ROOT: "llm-sft-1"},  # lineage incomplete
+    ],
+)
+def test_a_missing_or_untrustworthy_deferral_tag_is_no_deferral(tags: dict[str, str]) -> None:
+    assert DeferredResume.of("llm-sft-1-r1", tags) is None
