@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -10,7 +11,7 @@ from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle, CloudWatchAlarmOwnership
 from sagemaker_governance.domain.errors import AdapterError, Throttled
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, AlarmState
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from tests.builders import job
 
@@ -139,3 +140,31 @@ def test_reset_of_a_missing_alarm_is_fine() -> None:
     with Stubber(cw) as stub:
         stub.add_client_error("set_alarm_state", "ResourceNotFound", http_status_code=404)
         CloudWatchAlarmOwnership(cw, arn).reset(["gone"], "x")
+
+
+def test_current_state_reads_the_state_value_and_its_transition_time_of_either_alarm_type() -> None:
+    # Stubber checks every request and answer against botocore's cloudwatch model: StateTransitionedTimestamp
+    # is a member of both MetricAlarm and CompositeAlarm
+    cw = client()
+    moved = datetime(2026, 11, 21, 12, 0, 3, 250000, tzinfo=UTC)
+    updated = moved + timedelta(minutes=7)  # a composite's StateUpdatedTimestamp moves without a state change
+    wanted = {"AlarmNames": ["gov-idle-x"], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
+    composite = {
+        "AlarmName": "gov-idle-x",
+        "StateValue": "ALARM",
+        "StateTransitionedTimestamp": moved,
+        "StateUpdatedTimestamp": updated,
+    }
+    with Stubber(cw) as stub:
+        stub.add_response("describe_alarms", {"CompositeAlarms": [composite], "MetricAlarms": []}, wanted)
+        stub.add_response(
+            "describe_alarms", {"MetricAlarms": [{"AlarmName": "gov-idle-x", "StateValue": "OK"}]}, wanted
+        )
+        stub.add_response("describe_alarms", {"MetricAlarms": [], "CompositeAlarms": []}, wanted)
+        stub.add_client_error("describe_alarms", "Throttling", "Rate exceeded", http_status_code=400)
+        ownership = CloudWatchAlarmOwnership(cw, arn)
+        assert ownership.current_state("gov-idle-x") == AlarmState("ALARM", moved)
+        assert ownership.current_state("gov-idle-x") is None  # no StateTransitionedTimestamp: not guessed
+        assert ownership.current_state("gov-idle-x") is None  # no such alarm
+        with pytest.raises(AdapterError):
+            ownership.current_state("gov-idle-x")

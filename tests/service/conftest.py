@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
-from sagemaker_governance.domain.errors import Claim, JobNotFound, StopOutcome, Throttled
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.errors import AdapterError, Claim, JobNotFound, StopOutcome, Throttled
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, AlarmState
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -71,6 +71,8 @@ class FakeAlarms:
         self.alarms: dict[str, str] = {}  # name -> state
         self.tagged: dict[str, dict[str, str]] = {}  # name -> its tags
         self.throttled = 0  # the next n deletes are refused for the request-rate quota
+        self.changed: dict[str, datetime] = {}  # name -> when its state last changed (none: not known)
+        self.state_unreadable = False  # DescribeAlarms fails
 
     def put(self, plan: AlarmPlan) -> None:
         for name in plan.metric_alarm_names:
@@ -97,6 +99,14 @@ class FakeAlarms:
     def tags(self, name: str) -> dict[str, str] | None:
         self.calls(f"tags {name}")
         return dict(self.tagged.get(name, {})) if name in self.alarms else None
+
+    def current_state(self, name: str) -> AlarmState | None:
+        """``AlarmTransitionsPort``."""
+        self.calls(f"state {name}")
+        if self.state_unreadable:
+            raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
+        changed = self.changed.get(name)
+        return AlarmState(self.alarms[name], changed) if name in self.alarms and changed is not None else None
 
     def enable_actions(self, names: Sequence[str]) -> None:
         self.calls("arm " + ",".join(names))

@@ -14,7 +14,7 @@ from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.reconcile import JobSummary
+from sagemaker_governance.domain.reconcile import AlarmListing, JobSummary
 from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.service.conftest import NOW, Calls, FixedPolicies
@@ -74,11 +74,14 @@ class World:
     def in_progress(self) -> list[JobSummary]:
         return []
 
-    def alarm_names(self, prefix: str) -> list[str]:
+    def alarm_states(self, prefix: str) -> list[AlarmListing]:
         return []
 
     def delete(self, names: Any) -> list[str]:
         return []
+
+    def reset(self, names: Any, reason: str) -> None:
+        raise AssertionError("no alarm to reset")
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         raise AssertionError("no job to evaluate")

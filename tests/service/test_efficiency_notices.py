@@ -8,7 +8,7 @@ from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink, Outcome
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
-from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmState
 from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -22,10 +22,16 @@ ON = {"enabled": True, "min_gpu_percent": 50, "window_minutes": 60, "grace_minut
 
 
 class Alarms:
-    """The alarms exist with this stack's tags; resets are recorded."""
+    """The alarms exist with this stack's tags; resets are recorded; ``now``: the notified alarm's state
+    and when it last changed (``None``: not known)."""
 
-    def __init__(self, calls: Calls) -> None:
+    def __init__(self, calls: Calls, now: AlarmState | None = None) -> None:
         self.calls = calls
+        self.now = now
+
+    def current_state(self, name: str) -> AlarmState | None:
+        self.calls(f"state {name}")
+        return self.now
 
     def tags(self, name: str) -> dict[str, str] | None:
         return {"smgov:training-job": "job-1", "smgov:managed-by": "gov"}
@@ -48,8 +54,14 @@ class Notifier:
 
 
 def run(
-    mark: str, *, mode: str = "enforce", minutes_training: int = 400
+    mark: str,
+    *,
+    mode: str = "enforce",
+    minutes_training: int = 400,
+    changed_minutes_ago: int = 1,
+    alarm_now: tuple[str, timedelta] | None = None,
 ) -> tuple[Calls, MemoryAuditSink, Notifier]:
+    """``alarm_now``: the alarm's state and how long after the notification's change it moved there."""
     calls, audit, notifier = Calls(), MemoryAuditSink(), Notifier()
     jobs = FakeJobs(calls)
     started = (NOW - timedelta(minutes=minutes_training)).isoformat()
@@ -61,7 +73,8 @@ def run(
         TrainingStartTime=started,
         SecondaryStatusTransitions=[{"Status": "Training", "StartTime": started}],
     )
-    alarms = Alarms(calls)
+    changed = NOW - timedelta(minutes=changed_minutes_ago)
+    alarms = Alarms(calls, AlarmState(alarm_now[0], changed + alarm_now[1]) if alarm_now else None)
     stopper = GuardStopper(
         guards=(EFFICIENCY,),
         jobs=jobs,
@@ -74,13 +87,14 @@ def run(
         clock=lambda: NOW,
         naming=AlarmNaming(prefix=PREFIX, managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t"),
         account_id="123456789012",
+        transitions=alarms,
     )
     message = AlarmNotification.model_validate(
         {
             "AlarmName": f"{PREFIX}job-1{mark}",
             "AWSAccountId": "123456789012",
             "NewStateValue": "ALARM",
-            "StateChangeTime": (NOW - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000",
+            "StateChangeTime": changed.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000",
         }
     )
     stopper.handle(message, "msg-1")
@@ -119,3 +133,44 @@ def test_never_a_stop_in_the_grace_period_plus_its_window() -> None:
     calls, audit, notifier = run(".efficiency-stop", minutes_training=30 + 180 - 5)
     assert "stop job-1" not in calls.log and notifier.messages == []
     assert [r.code for r in audit.records] == ["efficiency.skip.grace"]
+
+
+# ---- late and superseded notifications (a redelivery after a failure, a reordered delivery) -------------
+
+
+def test_a_notice_whose_alarm_fired_again_since_is_left_to_the_newer_notification() -> None:
+    # Given a notice alarm that changed state again after this notification and is in ALARM now (e.g. a
+    # composite's second transition while its children were reset, or a retry after a failed delivery)
+    calls, audit, notifier = run(".efficiency", alarm_now=("ALARM", timedelta(seconds=40)))
+    # Then the owner is not told by this one: the newer ALARM's own notification tells them, once
+    assert notifier.messages == [] and not any(line.startswith("reset") for line in calls.log)
+    (record,) = audit.records
+    assert (record.code, record.outcome) == ("efficiency.skip.superseded", Outcome.SKIPPED)
+    assert record.evidence["superseded_code"] == "efficiency.notify.below-minimum"
+
+
+def test_a_late_notice_whose_stretch_has_ended_is_still_sent_saying_when_the_window_ended() -> None:
+    # Given the notice's first delivery failed and came back 30 minutes later (the queue's visibility timeout),
+    # after the job recovered (the alarm went OK): no newer notification will tell this stretch
+    calls, audit, notifier = run(".efficiency", changed_minutes_ago=30, alarm_now=("OK", timedelta(minutes=10)))
+    # Then the owner is told now, as of the window's end, and nothing is reset
+    assert [m.kind for m in notifier.messages] == ["efficiency-notice"]
+    (record,) = audit.records
+    assert record.code == "efficiency.notify.below-minimum"
+    assert (NOW - timedelta(minutes=30)).isoformat() in record.reason and "late" in record.reason
+    assert not any(line.startswith("reset") for line in calls.log)
+
+
+def test_a_late_notice_is_judged_as_of_its_alarm_change_not_of_its_delivery() -> None:
+    # The notification changed state 20 minutes ago, 5 minutes before grace plus window had passed: judged
+    # as of then it is too early (a reset), though 15 minutes later the job would pass
+    _, audit, notifier = run(".efficiency", minutes_training=30 + 60 + 15, changed_minutes_ago=20)
+    assert notifier.messages == [] and [r.code for r in audit.records] == ["efficiency.skip.grace"]
+    # ... and a notification of the same delivery time but changed 10 minutes ago notifies
+    _, audit, notifier = run(".efficiency", minutes_training=30 + 60 + 15, changed_minutes_ago=10)
+    assert [r.code for r in audit.records] == ["efficiency.notify.below-minimum"] and len(notifier.messages) == 1
+
+
+def test_the_stop_alarm_still_treats_a_late_notification_as_stale() -> None:
+    calls, audit, _ = run(".efficiency-stop", changed_minutes_ago=30)
+    assert [r.code for r in audit.records] == ["efficiency.skip.stale"] and "stop job-1" not in calls.log

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -80,6 +80,7 @@ def stopper_with(
 
     def build(review: StopReview | None = None) -> GuardStopper:
         return GuardStopper(
+            transitions=alarms,
             guards=GUARDS,
             jobs=jobs,
             alarms=alarms,
@@ -179,7 +180,7 @@ def test_a_vetoed_stop_resets_the_alarm_and_stops_nothing(
     result = stopper_with(veto).handle(notification())
     # Then the review saw the guard's stop; its veto is what is done and recorded: reset, no stop, no message
     assert veto.reviewed == [IdleCode.STOP]
-    assert calls.log == [f"tags {ALARM}", "get-job job-1", f"reset {ALARM}"]
+    assert calls.log == [f"tags {ALARM}", "get-job job-1", f"state {ALARM}", f"reset {ALARM}"]
     assert (result.code, result.outcome) == ("test.veto", "skipped")
     assert [r.code for r in audit.records] == ["test.veto"]
     assert metrics.savings == [] and notifier.sent == []
@@ -224,3 +225,68 @@ def test_a_declared_idle_window_holds_at_the_stopper_with_the_tags_of_the_reread
     # while the same job without the tag is stopped
     jobs.jobs["job-1"] = training(hours=0.75)
     assert stopper_with().handle(notification(), "msg-2").code == IdleCode.STOP
+
+
+# ---- a notification superseded by a newer state change of its alarm ---------------------------------
+
+
+def changed_at(message: AlarmNotification) -> datetime:
+    assert message.changed_at is not None
+    return message.changed_at
+
+
+def test_a_reset_is_not_made_for_a_notification_its_alarm_has_since_moved_past(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job in its grace period (the guard's verdict: too early, reset the alarm) and a notification
+    # whose alarm changed state again 30 seconds after it (a late retry, a reordered delivery)
+    jobs.jobs["job-1"] = training(hours=0.1)
+    message = notification()
+    alarms.changed[ALARM] = changed_at(message) + timedelta(seconds=30)
+    # When it is judged
+    result = stopper_with().handle(message, "msg-1")
+    # Then the reset is not made (it would make the alarm, judged on its newer notification, fire once more)
+    assert f"reset {ALARM}" not in calls.log and calls.log[-1] == f"state {ALARM}"
+    assert (result.code, result.outcome) == ("idle.skip.superseded", "skipped")
+    (record,) = audit.records
+    assert record.code == "idle.skip.superseded"
+    assert record.evidence["superseded_code"] == IdleCode.GRACE
+    assert record.evidence["alarm_state_now"] == "ALARM"
+
+
+@pytest.mark.parametrize(
+    ("moved", "state_unreadable"),
+    [
+        (timedelta(0), False),  # the alarm's last change is the notification's own
+        (timedelta(milliseconds=400), False),  # ... stamped a moment apart: the same change
+        (None, False),  # the answer has no StateTransitionedTimestamp
+        (timedelta(minutes=5), True),  # DescribeAlarms failed
+    ],
+)
+def test_a_notification_taken_as_current_resets_as_before(
+    stopper_with: Any,
+    jobs: Any,
+    idle_alarm: str,
+    alarms: Any,
+    calls: Any,
+    moved: timedelta | None,
+    state_unreadable: bool,
+) -> None:
+    jobs.jobs["job-1"] = training(hours=0.1)
+    message = notification()
+    if moved is not None:
+        alarms.changed[ALARM] = changed_at(message) + moved
+    alarms.state_unreadable = state_unreadable
+    result = stopper_with().handle(message, "msg-1")
+    assert result.code == IdleCode.GRACE and calls.log[-1] == f"reset {ALARM}"
+
+
+def test_a_stop_is_judged_without_reading_the_alarm_state(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, calls: Any
+) -> None:
+    # A verdict that neither resets nor tells costs no DescribeAlarms (the judge's evidence is read fresh)
+    jobs.jobs["job-1"] = training()
+    message = notification()
+    alarms.changed[ALARM] = changed_at(message) + timedelta(minutes=3)
+    assert stopper_with().handle(message, "msg-1").code == IdleCode.STOP
+    assert f"state {ALARM}" not in calls.log

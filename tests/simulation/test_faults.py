@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from smgov.cli.simulate import check_failed
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
-from smgov.simulation.report import invariants
+from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
 from tests.simulation.capabilities import granted, require_idle_guard
 
@@ -248,3 +249,12 @@ def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(t
     redelivered = result.deliveries["redelivered"]
     assert redelivered > 0 and redelivered % (receives - 1) == 0
     assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]
+
+
+def test_each_owner_is_told_once_per_stretch_below_the_minimum_under_every_fault(template: dict[str, Any]) -> None:
+    # Retries after a crash come back after the alarm queue's 30-minute visibility timeout, reordered
+    # deliveries overtake newer ones, and a reset composite fires once per child that returns: each would
+    # reset an alarm already notified, or tell the owner again, unless the stopper checks the alarm's state
+    # (before that check the 12-host job's owner was told four times, another job's never)
+    report = simulate(builtin_scenario("efficiency-nudges"), template=template, faults=FaultSpec.parse("all"))
+    assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
 from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine import Simulation
 from smgov.simulation.engine.jobs import JobRun
+from smgov.simulation.fake_cloudwatch import FakeCloudWatch
+from smgov.simulation.messages import iso_millis
 from smgov.simulation.metrics import MetricStore, metric_key, visible_until
 from smgov.simulation.report import recoverable_usd, recovery_line, render, simulate, summarize, unexpected
 from smgov.simulation.scenario import DEFAULT_SET, Expect, builtin_scenario
@@ -561,3 +564,40 @@ def test_the_services_reads_see_the_log_streams_and_delayed_metrics() -> None:
     result = seen["metrics"]["MetricDataResults"][0]
     newest = max(result["Timestamps"])
     assert 1 <= (sim.clock.at(seen["now"]) - newest).total_seconds() / 60 - 1 <= 2
+
+
+def test_a_state_change_comes_after_a_reset_the_service_made_seconds_into_the_minute() -> None:
+    # A service whose botocore backed off resets the alarm seconds into the minute; CloudWatch evaluates the
+    # reset alarm after that, so the new state change is stamped later than the reset, never before it
+    evaluator, fired, _ = evaluator_with_idle_alarm(returns_at_once=True)
+    reset_at = evaluator.epoch + timedelta(minutes=10, seconds=7)
+    evaluator.changed_elsewhere = lambda name: reset_at if name == "idle" else None
+    evaluator.set_state("idle", OK, 10)
+    assert fired[-1].message["StateChangeTime"] == iso_millis(reset_at + timedelta(seconds=1))
+
+
+def test_the_double_stamps_a_state_change_as_describe_alarms_reports_it() -> None:
+    # StateTransitionedTimestamp moves only when the state value changes (and the simulator's evaluation
+    # stamps it with its notification's StateChangeTime); StateUpdatedTimestamp moves on every update
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    cloudwatch = FakeCloudWatch(lambda: now[0])
+    request = {"AlarmName": "a", "MetricName": "GPUUtilization", "Namespace": NS, "Statistic": "Average"}
+    cloudwatch._op_PutMetricAlarm(
+        {
+            **request,
+            "Period": 60,
+            "EvaluationPeriods": 1,
+            "Threshold": 1.0,
+            "ComparisonOperator": "LessThanThreshold",
+        }
+    )
+    created = cloudwatch.alarms["a"]["StateTransitionedTimestamp"]
+    fired_at = now[0] + timedelta(minutes=3, milliseconds=1)
+    cloudwatch.record_transition("a", "ALARM", "breaching", at=fired_at)
+    now[0] += timedelta(minutes=5)
+    cloudwatch._op_SetAlarmState({"AlarmName": "a", "StateValue": "ALARM", "StateReason": "again"})
+    alarm = cloudwatch._op_DescribeAlarms({"AlarmNames": ["a"]})["MetricAlarms"][0]
+    assert created == datetime(2026, 1, 1, tzinfo=UTC)
+    assert alarm["StateTransitionedTimestamp"] == fired_at and alarm["StateUpdatedTimestamp"] == now[0]
+    cloudwatch._op_SetAlarmState({"AlarmName": "a", "StateValue": "OK", "StateReason": "reset"})
+    assert cloudwatch.alarms["a"]["StateTransitionedTimestamp"] == now[0]

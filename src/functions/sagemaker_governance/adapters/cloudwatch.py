@@ -4,18 +4,20 @@
 against ``alarm:*`` (a grant on ``alarm:<prefix>*`` is denied, aws-samples/amazon-cloudwatch-auto-alarms
 issue 1), and its API reference says composite alarms are returned only when the permission is "scoped
 to ``*``". So only the reconciler lists alarms (``Resource: "*"``, read-only, justified in the template);
-the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be scoped.
+the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be scoped, and
+(``Resource: "*"`` for the same reason: its alarms may be composite) when that one alarm last changed state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, Throttled
-from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan
+from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmState
 from sagemaker_governance.domain.reconcile import AlarmListing
 
 DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names (its API model: AlarmNames max 100)
@@ -106,11 +108,14 @@ class CloudWatchAlarmLifecycle:
 
 
 class CloudWatchAlarmOwnership:
-    """Reads an alarm's tags (existence and ownership) and resets its state (the stopper)."""
+    """Reads an alarm's tags (existence and ownership) and when it last changed state, and resets its state
+    (the stopper)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"cloudwatch:ListTagsForResource", "cloudwatch:SetAlarmState"}
+        {"cloudwatch:ListTagsForResource", "cloudwatch:SetAlarmState", "cloudwatch:DescribeAlarms"}
     )
+    # Granted on Resource "*" only: see the module docstring.
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:DescribeAlarms"})
 
     def __init__(self, client: Any, arn_of: Callable[[str], str]) -> None:
         self._client = client
@@ -124,6 +129,25 @@ class CloudWatchAlarmOwnership:
                 return None
             raise AdapterError(f"ListTagsForResource {name} failed: {exc}") from exc
         return {tag["Key"]: tag.get("Value", "") for tag in response.get("Tags", [])}
+
+    def current_state(self, name: str) -> AlarmState | None:
+        """``StateValue`` and ``StateTransitionedTimestamp``: "the date and time that the alarm's StateValue
+        most recently changed" (botocore's cloudwatch model, metric and composite alarms alike). Not
+        ``StateUpdatedTimestamp``, which also moves without a change of state (a composite's "even if
+        StateValue doesn't change"): taken for a state change, it would make a current notification look
+        superseded and leave its alarm unreset. An answer without the field gives ``None`` (taken as current).
+        Both alarm types are asked for: without ``AlarmTypes`` a composite alarm is not returned."""
+        try:
+            response = self._client.describe_alarms(
+                AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+            )
+        except ClientError as exc:
+            raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
+        for alarm in [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]:
+            when = alarm.get("StateTransitionedTimestamp")
+            if alarm.get("AlarmName") == name and isinstance(when, datetime):
+                return AlarmState(str(alarm.get("StateValue", "")), when)
+        return None
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
@@ -205,7 +229,9 @@ class CloudWatchAlarmInventory:
                         AlarmListing(
                             name=alarm["AlarmName"],
                             state=alarm.get("StateValue"),
-                            updated=alarm.get("StateUpdatedTimestamp"),
+                            # when its state value last changed; an answer without it gives the time of
+                            # its last update (later, never earlier: a reset only comes later)
+                            updated=alarm.get("StateTransitionedTimestamp") or alarm.get("StateUpdatedTimestamp"),
                             actions_enabled=bool(alarm.get("ActionsEnabled", True)),
                         )
                     )

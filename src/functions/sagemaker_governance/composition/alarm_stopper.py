@@ -37,10 +37,11 @@ ADAPTERS: tuple[type, ...] = (
 def build(root: Root) -> GuardStopper:
     root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     cloudwatch = root.client("cloudwatch")
+    alarms = CloudWatchAlarmOwnership(cloudwatch, root.settings.alarm_arn)
     return GuardStopper(
         guards=root.guards,
         jobs=SageMakerJobs(root.client("sagemaker")),
-        alarms=CloudWatchAlarmOwnership(cloudwatch, root.settings.alarm_arn),
+        alarms=alarms,
         arming=CloudWatchAlarmArming(cloudwatch),
         notifier=root.notifier(),
         policies=root.policy_store,
@@ -51,6 +52,7 @@ def build(root: Root) -> GuardStopper:
         account_id=root.settings.account_id,
         review=StallJudge(CloudWatchMetricData(cloudwatch), TrainingLogs(root.client("logs"))),
         windows=CloudWatchAlarmWindows(cloudwatch),
+        transitions=alarms,  # a notification superseded by a newer state change of its alarm resets nothing
     )
 
 

@@ -58,7 +58,7 @@ class AlarmListing(BaseModel):
 
     name: str
     state: str | None = None
-    updated: datetime | None = None  # StateUpdatedTimestamp
+    updated: datetime | None = None  # StateTransitionedTimestamp (else StateUpdatedTimestamp)
     actions_enabled: bool = True
 
 

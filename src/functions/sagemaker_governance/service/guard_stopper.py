@@ -12,7 +12,12 @@ writes one audit record):
 4. **judge**: the guard decides from the facts (``Guard.judge``: pure);
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
    before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
-   logs here; without a review every verdict is accepted);
+   logs here; without a review every verdict is accepted); a verdict that resets alarms or tells the
+   owner is checked against the alarm's own state (``DescribeAlarms``): a notification superseded by a
+   newer state change of its alarm (a late redelivery, a retry after a failure, a reordered delivery, the
+   second of a composite's transitions while its children are reset) resets nothing, and tells nothing
+   when the alarm is in ``ALARM`` again (``<guard>.skip.superseded``): the newer change is judged on its
+   own notification, and acting on both would tell an owner twice of one stretch;
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt);
@@ -26,15 +31,17 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
-from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
+from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.guards.base import (
+    AlarmCode,
     AlarmNaming,
     Guard,
     GuardVerdict,
     Notice,
     Verdict,
     alarm_tags_identify,
+    superseded,
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
@@ -44,6 +51,7 @@ from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,
     AlarmOwnershipPort,
+    AlarmTransitionsPort,
     Clock,
     JobsPort,
     NotifierPort,
@@ -62,6 +70,7 @@ _OUTCOMES = {
     Verdict.TOO_EARLY: Outcome.SKIPPED,
     Verdict.VETOED: Outcome.SKIPPED,
     Verdict.NOTIFY: Outcome.DONE,
+    Verdict.SUPERSEDED: Outcome.SKIPPED,
 }
 
 
@@ -121,6 +130,7 @@ class GuardStopper:
         account_id: str,
         review: StopReview | None = None,
         windows: AlarmWindowsPort | None = None,
+        transitions: AlarmTransitionsPort | None = None,
     ) -> None:
         self._guards = guards
         self._jobs = jobs
@@ -135,6 +145,7 @@ class GuardStopper:
         self._account_id = account_id
         self._review = review or AcceptEveryStop()
         self._windows = windows
+        self._transitions = transitions
 
     def handle(self, message: AlarmNotification, message_id: str | None = None) -> StopperResult:
         name = message.alarm_name
@@ -193,6 +204,8 @@ class GuardStopper:
         verdict = guard.judge(role, notice, config)
         if verdict.stops:
             verdict = self._review.review(guard, role, notice, verdict, effective)
+        if verdict.reset or verdict.verdict is Verdict.NOTIFY:
+            verdict = self._unless_superseded(guard, message, verdict)
         # 6. act
         outcome = self._act(job, verdict)
         # 7. record, count, tell
@@ -224,6 +237,47 @@ class GuardStopper:
             reason=decision.reason,
             code=decision.code,
         )
+
+    def _unless_superseded(
+        self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
+    ) -> GuardVerdict:
+        """The verdict, or one that does nothing, when the alarm changed state again after the notification's
+        state change: its reset would make an alarm that has since changed state (and fired again, judged on
+        its own notification) fire once more; its notice is told by the newer notification when the alarm is
+        in ``ALARM`` again (a notice superseded by a recovery is still sent: it is the only telling of that
+        stretch). The alarm's state unreadable: the notification is taken as current, as before."""
+        if self._transitions is None:
+            return verdict
+        try:
+            current = self._transitions.current_state(message.alarm_name)
+        except AdapterError as exc:
+            logger.warning("alarm state unreadable: taken as current", alarm=message.alarm_name, error=str(exc))
+            return verdict
+        changed = message.changed_at
+        if current is None or changed is None or not superseded(changed, current):
+            return verdict
+        if verdict.verdict is Verdict.NOTIFY and current.value != "ALARM":
+            return verdict
+        decision = verdict.decision
+        undone = "notice" if verdict.verdict is Verdict.NOTIFY else "reset"
+        reason = (
+            f"the alarm changed state again (to {current.value}) at {current.changed_at.isoformat()}, after this "
+            f"notification's change at {changed.isoformat()}: that newer change is judged on its own notification, "
+            f"so this judgement's {undone} is not made. The judgement was: {decision.reason}"
+        )
+        update = {
+            "code": guard.code(AlarmCode.SUPERSEDED),
+            "action": Action.NONE,
+            "reason": reason,
+            "remedy": None,
+            "evidence": {
+                **decision.evidence,
+                "superseded_code": decision.code,
+                "alarm_state_now": current.value,
+                "alarm_changed_again_at": current.changed_at.isoformat(),
+            },
+        }
+        return GuardVerdict(verdict=Verdict.SUPERSEDED, decision=decision.model_copy(update=update))
 
     def _act(self, job: TrainingJob, verdict: GuardVerdict) -> Outcome:
         if verdict.rewindow and self._windows is not None:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.guards.base import AlarmPlan
+from sagemaker_governance.domain.guards.base import AlarmPlan, AlarmState
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -93,6 +93,14 @@ class AlarmOwnershipPort(Protocol):
         """The alarm's tags, or ``None`` when no such alarm exists."""
 
     def reset(self, names: Sequence[str], reason: str) -> None: ...
+
+
+class AlarmTransitionsPort(Protocol):
+    """The stopper reads an alarm's current state and when it last changed (to tell a notification
+    superseded by a newer state change from the alarm's current one)."""
+
+    def current_state(self, name: str) -> AlarmState | None:
+        """``None`` when the alarm, or the time of its last state change, is not there."""
 
 
 class AlarmArmingPort(Protocol):

@@ -428,7 +428,9 @@ class ReconcilerService:
         try:
             self._alarms.reset(stale, REARM_REASON)
         except AdapterError as exc:
-            logger.warning("stale guard alarms not reset: the next run tries again", job=item.job_name, error=str(exc))
+            logger.warning(
+                "stale guard alarms not reset: the next run tries again", job=item.job_name, error=str(exc)
+            )
             return False
         summary = item.listed
         assert summary is not None

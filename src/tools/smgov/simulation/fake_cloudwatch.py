@@ -104,8 +104,19 @@ class FakeCloudWatch:
 
     def set_state(self, name: str, value: str, reason: str = "set by the test") -> None:
         """What CloudWatch's own evaluation does (tests drive it)."""
-        alarm = self.alarms[name]
-        alarm.update(StateValue=value, StateReason=reason, StateUpdatedTimestamp=self.clock())
+        self._change_state(self.alarms[name], value, reason)
+
+    def record_transition(self, name: str, value: str, reason: str, *, at: datetime) -> None:
+        """The simulator's evaluation changed the alarm's state at ``at`` (its notification's StateChangeTime)."""
+        self._change_state(self._alarm(name), value, reason, at=at)
+
+    def _change_state(self, alarm: dict[str, Any], value: str, reason: str, *, at: datetime | None = None) -> None:
+        """``StateUpdatedTimestamp`` moves on every update, ``StateTransitionedTimestamp`` only when the state
+        value changes (botocore's cloudwatch model documents both fields so)."""
+        now = at or self.clock()
+        if alarm["StateValue"] != value:
+            alarm["StateTransitionedTimestamp"] = now
+        alarm.update(StateValue=value, StateReason=reason, StateUpdatedTimestamp=now)
 
     # ---- the notification CloudWatch would publish -----------------------------------------------
 
@@ -165,6 +176,7 @@ class FakeCloudWatch:
             "StateValue": "INSUFFICIENT_DATA",
             "StateReason": "Unchecked: Initial alarm creation",
             "StateUpdatedTimestamp": now,
+            "StateTransitionedTimestamp": now,
         }
         config = {k: copy.deepcopy(v) for k, v in params.items() if k != "Tags"}
         self.alarms[name] = {
@@ -175,6 +187,7 @@ class FakeCloudWatch:
             "StateValue": state["StateValue"],
             "StateReason": state["StateReason"],
             "StateUpdatedTimestamp": state["StateUpdatedTimestamp"],
+            "StateTransitionedTimestamp": state["StateTransitionedTimestamp"],
         }
         if existing is None:  # tags are applied only when the alarm is created
             self.tags[name] = [dict(t) for t in params.get("Tags", [])]
@@ -251,10 +264,7 @@ class FakeCloudWatch:
         return {"Tags": copy.deepcopy(self.tags.get(name, []))}
 
     def _op_SetAlarmState(self, params: dict[str, Any]) -> dict[str, Any]:
-        alarm = self._alarm(params["AlarmName"])
-        alarm.update(
-            StateValue=params["StateValue"], StateReason=params["StateReason"], StateUpdatedTimestamp=self.clock()
-        )
+        self._change_state(self._alarm(params["AlarmName"]), params["StateValue"], params["StateReason"])
         return {}
 
     def _op_EnableAlarmActions(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,9 @@ MAX_EVALUATION_SECONDS: Final = 86_400  # CloudWatch: EvaluationPeriods x Period
 TAG_JOB: Final = "smgov:training-job"
 TAG_MANAGED_BY: Final = "smgov:managed-by"
 STALE_AFTER: Final = timedelta(minutes=15)  # an older notification is not acted on (the alarm is reset)
+# Two state-change times closer than this are one state change: an alarm notification's ``StateChangeTime``
+# and ``DescribeAlarms``' ``StateTransitionedTimestamp`` name the same instant, both to the millisecond.
+SAME_STATE_CHANGE: Final = timedelta(seconds=1)
 
 
 # ---- names and tags --------------------------------------------------------------------------------
@@ -229,8 +232,8 @@ class AlarmPlan(BaseModel):
 
 
 class AlarmCode(StrEnum):
-    """The codes of the alarm lifecycle's decisions, the same for every guard: a decision's code is
-    ``<guard name>.<code>`` (``idle.alarm.create``)."""
+    """The codes every guard shares (the alarm lifecycle's decisions, and the stopper's superseded
+    notification): a decision's code is ``<guard name>.<code>`` (``idle.alarm.create``)."""
 
     CREATE = "alarm.create"  # the job (re)entered Training: create (upsert) and reset its alarms
     EXEMPTED = "alarm.exempted"  # an exemption covers the job: no alarm
@@ -239,6 +242,9 @@ class AlarmCode(StrEnum):
     LATE_EVENT = "alarm.late-event"  # the job has already ended when re-read
     DELETE = "alarm.delete"  # the job ended: delete its alarms
     DELETE_DEFERRED = "alarm.delete-deferred"  # ... DeleteAlarms throttled: the reconciler deletes them
+    # The stopper, for every guard: the alarm changed state again after the notification it judged, so the
+    # reset that judgement wanted is not made (the newer state change is judged on its own notification).
+    SUPERSEDED = "skip.superseded"
 
 
 class NoAlarm(BaseModel):
@@ -338,6 +344,23 @@ def _query_period(request: Mapping[str, Any]) -> int | None:
 # ---- judging a notification ------------------------------------------------------------------------
 
 
+class AlarmState(NamedTuple):
+    """An alarm's state value and when it last changed (``DescribeAlarms``' ``StateValue`` and
+    ``StateTransitionedTimestamp``)."""
+
+    value: str
+    changed_at: datetime
+
+
+def superseded(changed_at: datetime | None, current: AlarmState | None) -> bool:
+    """Did the alarm change state again after the state change a notification reports? Only when both
+    times are known: a notification without ``StateChangeTime`` or an alarm whose state cannot be read is
+    taken as current (what the stopper did before it could tell)."""
+    if changed_at is None or current is None:
+        return False
+    return current.changed_at - changed_at > SAME_STATE_CHANGE
+
+
 def training_started_at(job: TrainingJob) -> datetime | None:
     """When the job last entered ``Training`` (a Spot restart starts the clock again)."""
     starts = [t.start_time for t in job.transitions if t.status == "Training" and t.start_time is not None]
@@ -363,6 +386,7 @@ class Verdict(StrEnum):
     EXEMPTED = "exempted"  # a policy exemption covers the job
     VETOED = "vetoed"  # a review of the verdict to stop found evidence against it (service StopReview)
     NOTIFY = "notify"  # tell the owner (a nudge, no stop); its alarms may be reset to notify again later
+    SUPERSEDED = "superseded"  # the alarm changed state again since: the judgement's reset is not made
 
 
 class Notice(BaseModel):

@@ -28,6 +28,13 @@ period without data is never "below the minimum"), the judgement resets the alar
 its grace period or has been in ``Training`` for less than the alarm's window, and a job that is not
 ``Training`` is not judged.
 
+**A late notice is still sent.** A notice reports a window that ended when its alarm changed state, so it is
+judged as of that moment (grace and window counted to the alarm's ``StateChangeTime``) and stays true however
+late it is delivered: a notification that comes back after a failed delivery (the alarm queue redelivers
+after its visibility timeout, 30 minutes) tells the owner then, saying when the window ended, instead of
+being reset as stale (the job may have recovered meanwhile, and the stretch would go untold). Only the stop
+alarm's notifications are judged stale after 15 minutes (a stop acts on the job as it is now).
+
 **More than 10 hosts** (one metric alarm reads at most 10 metrics; the alarm limits page: "a maximum of 10
 metrics. This is a hard limit"): each role's alarm is a composite alarm over one child metric alarm per 10
 hosts (``<alarm>.hosts-<first>-<last>``, no actions, the mean of its hosts below the same threshold for the
@@ -35,8 +42,8 @@ same window), ``ALARM(c1) AND ALARM(c2) ...``: every group of hosts below the mi
 is below it too (a mean of values below a threshold is below it). The converse does not hold: a job with
 one busy group of hosts is not told (a nudge may be missed, never sent wrongly). Where some hosts publish no
 ``GPUUtilization`` (a heterogeneous cluster) the rule is the idle guard's ``no child OK and at least one in
-ALARM`` with children treating missing data as ``missing``. A notice resets the children (the composite
-follows them). Why not one Metrics Insights query alarm over the job's hosts: its ``WHERE`` clause supports
+ALARM`` with children treating missing data as ``missing``. A notice resets nothing here either (the
+composite stays in ``ALARM`` with its children). Why not one Metrics Insights query alarm over the job's hosts: its ``WHERE`` clause supports
 ``=``, ``!=`` and ``AND`` only (Metrics Insights query components and syntax), so one query cannot select
 ``<job>/algo-1`` .. ``<job>/algo-N``; and such alarms evaluate the latest 3 hours of data only, 200 per
 Region by default (the alarm limits page), where a stop window may last a day. Beyond what a composite
@@ -55,6 +62,7 @@ from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.guards.base import (
     CHILD_HOSTS_MARK,
     MAX_METRICS_PER_ALARM,
+    STALE_AFTER,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
@@ -364,14 +372,16 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             codes=_JUDGED,
             not_training="utilization is judged in Training only",
             ended=(Action.NONE, "nothing to tell"),
-            stale=Stale(metric_alarms, RESET_REASON, "below the minimum"),
+            stale=Stale(metric_alarms, RESET_REASON, "below the minimum") if role == EfficiencyRole.STOP else None,
         )
         if early is not None:
             return early
         window = config.stop_window_minutes if role == EfficiencyRole.STOP else config.window_minutes
+        # A notice is judged as of its alarm's state change (the end of the window it reports), a stop as of now.
+        as_of = notice.alarm_changed_at if role == EfficiencyRole.NOTICE and notice.alarm_changed_at else now
         started = training_started_at(job)
         needed = timedelta(minutes=config.grace_minutes + window)
-        if started is None or now - started < needed:
+        if started is None or as_of - started < needed:
             since = "an unknown time" if started is None else started.isoformat()
             return judgement(
                 Verdict.TOO_EARLY,
@@ -407,12 +417,13 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             if config.stop_after_notices
             else ""
         )
+        until = f" up to {as_of.isoformat()} (this notice comes late)" if now - as_of > STALE_AFTER else ""
         return judgement(
             Verdict.NOTIFY,
             Action.NOTIFY,
             EfficiencyGuardCode.NOTIFY,
             f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU (mean over its GPU hosts) for "
-            f"{config.window_minutes} minutes{measured}{later}",
+            f"{config.window_minutes} minutes{until}{measured}{later}",
             remedy=suggestion,
         )
 

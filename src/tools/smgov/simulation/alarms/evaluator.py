@@ -66,6 +66,8 @@ class AlarmEvaluator:
         self.returns_at_once = returns_at_once
         self._returned: dict[str, int] = {}
         self._changed: dict[str, datetime] = {}  # alarm -> its last StateChangeTime
+        # alarm -> when its state last changed outside the evaluator (a SetAlarmState by the service), if known
+        self.changed_elsewhere: Callable[[str], datetime | None] = lambda _name: None
         self.epoch = epoch
         self.account = account
         self.region = region
@@ -228,11 +230,16 @@ class AlarmEvaluator:
         # that returns to ALARM in the minute it was reset (``returns_at_once``) changes state a moment later
         # than its reset, never at the same instant as its previous ALARM (a consumer that keys deliveries by
         # the state change would otherwise take the new one for a duplicate of the old).
+        # It also comes after a reset the service made within the minute (a service whose botocore backed off is
+        # seconds into the minute): CloudWatch evaluates the reset alarm after the reset, not before it.
         name = str(raw.get("AlarmName", ""))
         changed_at = self.epoch + timedelta(minutes=now)
         last = self._changed.get(name)
         if last is not None and changed_at <= last:
             changed_at = last + timedelta(seconds=1)
+        elsewhere = self.changed_elsewhere(name)
+        if elsewhere is not None and changed_at <= elsewhere:
+            changed_at = elsewhere + timedelta(seconds=1)
         self._changed[name] = changed_at
         message = alarm_notification(
             raw,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from smgov.simulation.alarms import AlarmEvaluator, Transition
@@ -48,6 +49,7 @@ class AlarmMirror:
         self.region = region
         self.notify = notify
         self.cloudwatch: Any = None  # the simulator's own (uncounted) client, set in the account
+        self.evaluator.changed_elsewhere = self._changed_in_cloudwatch
         self.transitions: list[dict[str, Any]] = []
         self.seen: dict[str, dict[str, Any]] = {}  # every alarm definition seen, by name (last version)
 
@@ -74,17 +76,24 @@ class AlarmMirror:
             if name in found:
                 self.evaluator.set_state(name, state, now)
 
+    def _changed_in_cloudwatch(self, name: str) -> datetime | None:
+        """When the double last saw the alarm's state change (a reset by the service included)."""
+        when = self.cloudwatch.transitioned_at(name) if self.cloudwatch is not None else None
+        return when if isinstance(when, datetime) else None
+
     def _transition(self, transition: Transition) -> None:
         name = transition.alarm["AlarmName"]
         self.transitions.append(
             {"minute": self.clock.now, "alarm": name, "from": transition.old_state, "to": transition.new_state}
         )
         with contextlib.suppress(Exception):  # the alarm may have been deleted in the meantime
-            self.cloudwatch.set_alarm_state(
-                AlarmName=name,
-                StateValue=transition.new_state,
-                StateReason=transition.reason[:1023],
-                StateReasonData=json.dumps(transition.reason_data),
+            # Stamped with the notification's StateChangeTime: DescribeAlarms' StateTransitionedTimestamp and the
+            # notification name the same state change at the same instant.
+            self.cloudwatch.record_transition(
+                name,
+                transition.new_state,
+                transition.reason[:1023],
+                at=datetime.fromisoformat(transition.message["StateChangeTime"]),
             )
         subject = alarm_subject(name, transition.new_state, self.region)
         for action in transition.actions:

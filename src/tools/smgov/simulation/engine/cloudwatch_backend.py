@@ -184,6 +184,15 @@ class DirectClient:
     def set_alarm_state(self, **params: Any) -> dict[str, Any]:
         return self.fake._op_SetAlarmState(dict(params))
 
+    def record_transition(self, name: str, state: str, reason: str, *, at: datetime) -> None:
+        """CloudWatch's own evaluation changed the alarm's state at ``at`` (the notification's time)."""
+        self.fake.record_transition(name, state, reason, at=at)
+
+    def transitioned_at(self, name: str) -> datetime | None:
+        alarm = self.fake.alarms.get(name)
+        when = alarm.get("StateTransitionedTimestamp") if alarm is not None else None
+        return when if isinstance(when, datetime) else None
+
     def get_paginator(self, operation: str) -> DirectClient:
         if operation != "describe_alarms":
             raise ValueError(f"no paginator for {operation}")
