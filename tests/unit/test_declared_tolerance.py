@@ -11,12 +11,8 @@ from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.tolerance import (
-    TAG_IDLE_MINUTES,
-    TAG_PROGRESS_MINUTES,
-    ToleranceCode,
-    read_declarations,
-)
+from sagemaker_governance.domain.stall_judge import TAG_IDLE_MINUTES, TAG_PROGRESS_MINUTES
+from sagemaker_governance.domain.tolerance import ToleranceCode, read_declarations
 from tests.builders import job
 
 TEAM = {"team": "rl", "owner": "alice"}

@@ -364,6 +364,11 @@ def test_audit_mode_decides_the_same_but_does_not_act() -> None:
     assert not verdict.decision.acts
 
 
+def test_the_stop_tells_the_owner_how_to_declare_long_quiet_phases_on_the_job() -> None:
+    remedy = judge(training_job(NOW - timedelta(hours=2)), Mode.ENFORCE).decision.remedy or ""
+    assert "smgov:idle-minutes" in remedy and "judge.max_declared_minutes" in remedy and "from 10 to" in remedy
+
+
 def test_too_early_and_stale_reset_the_metric_alarms_and_stop_does_not() -> None:
     assert judge(training_job(NOW - timedelta(minutes=10))).reset == ("gov-idle-job-1",)
     stale = judge(training_job(NOW - timedelta(hours=2)), changed_at=NOW - timedelta(hours=1))

@@ -210,6 +210,8 @@ def test_armed_and_silent_for_the_window_while_training_is_stopped_with_evidence
     assert result.decision.rule == "progress-guard"
     assert result.decision.action is Action.STOP and result.decision.acts
     assert result.decision.evidence["window_minutes"] == 60
+    # the remedy tells the owner how to declare a job's long quiet phases on the job itself
+    assert "smgov:progress-minutes" in (result.decision.remedy or "")
     assert result.decision.evidence["last_datapoint_before"] == (NOW - timedelta(minutes=60)).isoformat()
     assert result.decision.evidence["metrics"] == ["train:loss"]
     assert result.reset == result.arm == result.disarm == ()

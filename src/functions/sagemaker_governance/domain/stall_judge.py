@@ -50,6 +50,18 @@ MEMORY: Final = "MemoryUtilization"
 HOST_METRICS: Final = (GPU, GPU_MEMORY, CPU, MEMORY)
 # The shortest window a job may declare (domain/tolerance.py): the progress guard's own minimum window.
 MIN_DECLARED_MINUTES: Final = 10
+# The tags a job declares its own guard windows with (domain/tolerance.py reads them).
+TAG_IDLE_MINUTES: Final = "smgov:idle-minutes"
+TAG_PROGRESS_MINUTES: Final = "smgov:progress-minutes"
+
+
+def tolerance_hint(tag: str) -> str:
+    """What a stop message tells the owner of a job with long quiet phases by design: how to declare them."""
+    return (
+        f"If this job has long quiet phases by design, declare them on the job: tag it {tag} with their length in "
+        f"minutes (a whole number from {MIN_DECLARED_MINUTES} to your team's judge.max_declared_minutes, 240 by "
+        "default) and relaunch it from its checkpoint."
+    )
 
 
 class MetricRead(NamedTuple):

@@ -33,10 +33,8 @@ from pydantic import BaseModel, ConfigDict
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.guards.idle import IDLE_RULE_ID, IdlePolicy
 from sagemaker_governance.domain.guards.progress import PROGRESS_RULE_ID, ProgressPolicy
-from sagemaker_governance.domain.stall_judge import MIN_DECLARED_MINUTES
+from sagemaker_governance.domain.stall_judge import MIN_DECLARED_MINUTES, TAG_IDLE_MINUTES, TAG_PROGRESS_MINUTES
 
-TAG_IDLE_MINUTES: Final = "smgov:idle-minutes"
-TAG_PROGRESS_MINUTES: Final = "smgov:progress-minutes"
 # guard section -> the tag that declares its window
 DECLARATION_TAGS: Final = {"idle": TAG_IDLE_MINUTES, "progress": TAG_PROGRESS_MINUTES}
 RULE_IDS: Final = {"idle": IDLE_RULE_ID, "progress": PROGRESS_RULE_ID}  # whose window a tag declares

@@ -79,7 +79,7 @@ from sagemaker_governance.domain.guards.base import (
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
-from sagemaker_governance.domain.stall_judge import StallKind
+from sagemaker_governance.domain.stall_judge import TAG_IDLE_MINUTES, StallKind, tolerance_hint
 
 IDLE_RULE_ID: Final = "idle-guard"
 METRIC_NAME: Final = "GPUUtilization"
@@ -513,8 +513,8 @@ class IdleGuard(Guard[IdlePolicy]):
         )
         remedy = (
             "If the job was stalled (hung collective, dead data loader, waiting on input), fix it and relaunch "
-            "from its last checkpoint. If long low-GPU phases are expected, ask the platform team for a team "
-            "override of the idle guard."
+            f"from its last checkpoint. {tolerance_hint(TAG_IDLE_MINUTES)} Otherwise ask the platform team for a "
+            "team override of the idle guard."
         )
         return judgement.stop(
             IdleCode.STOP, IdleCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by

@@ -58,7 +58,7 @@ from sagemaker_governance.domain.guards.base import (
     training_started_at,
 )
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.stall_judge import StallKind
+from sagemaker_governance.domain.stall_judge import TAG_PROGRESS_MINUTES, StallKind, tolerance_hint
 
 PROGRESS_RULE_ID: Final = "progress-guard"
 JOB_DIMENSION: Final = "TrainingJobName"
@@ -380,8 +380,9 @@ class ProgressGuard(Guard[ProgressPolicy]):
         )
         remedy = (
             "Look for a hung collective (NCCL timeout, a rank that died), a deadlocked data loader or a job "
-            "stuck in a barrier; fix it and relaunch from the last checkpoint. If the job legitimately logs its "
-            "metric less often than the window, ask the platform team for a longer progress.window_minutes."
+            "stuck in a barrier; fix it and relaunch from the last checkpoint. "
+            f"{tolerance_hint(TAG_PROGRESS_MINUTES)} Otherwise ask the platform team for a longer "
+            "progress.window_minutes."
         )
         return judgement.stop(
             ProgressCode.STOP, ProgressCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
