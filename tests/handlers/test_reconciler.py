@@ -610,3 +610,32 @@ def test_without_a_ledger_the_reconciler_writes_no_efficiency_record(acct: Local
     acct.sagemaker.transition("job-1", "Completed", "Completed")
     reconcile(acct)
     assert efficiency_records(acct) == []
+
+
+def test_a_failed_job_whose_end_event_was_lost_gets_its_auto_resume_decision_from_the_reconciler(
+    ledger_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a GPU job that trained for three hours and failed with a transient error, its Failed event lost
+    training(ledger_acct)
+    clock.advance(hours=3)
+    ledger_acct.sagemaker.transition(
+        "job-1", "Failed", "Failed", failure_reason="InternalServerError: We encountered an internal error."
+    )
+    # When the reconciler finds its alarm left behind
+    reconcile(ledger_acct)
+    # Then auto-resume decided about it, as the lost event would have (here: no checkpoint was ever written,
+    # so it is not cloned), once: a second run finds nothing left to repair
+    decided = [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"]
+    assert [r.code for r in decided] and all(r.code.startswith("resume.") for r in decided)
+    reconcile(ledger_acct)
+    assert [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"] == decided
+
+
+def test_a_completed_job_whose_end_event_was_lost_is_not_given_to_auto_resume(
+    ledger_acct: LocalAccount, clock: MovableClock
+) -> None:
+    training(ledger_acct)
+    clock.advance(hours=3)
+    ledger_acct.sagemaker.transition("job-1", "Completed", "Completed")
+    reconcile(ledger_acct)
+    assert not [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"]

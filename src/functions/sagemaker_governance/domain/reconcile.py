@@ -48,6 +48,7 @@ class RepairKind(StrEnum):
     MISSING_ALARM = "missing-alarm"  # a job in Training without its alarm(s): created
     UNEVALUATED_JOB = "unevaluated-job"  # a job in progress that compliance never evaluated: evaluated
     DEFERRED_RESUME = "deferred-resume"  # a failed job whose resume waited for its backoff: resumed now
+    LOST_END_RESUME = "lost-end-resume"  # a failed job whose Failed event was lost: auto-resume decided now
     STALE_ALARM = "stale-alarm"  # a judged guard alarm left in ALARM longer than judge.rearm_minutes: reset
 
 

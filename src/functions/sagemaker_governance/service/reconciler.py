@@ -248,8 +248,9 @@ class ReconcilerService:
                     orphan = self._orphan(item)
                     if orphan is not None:
                         ended.append(orphan)
-                        self._record_lost_end(orphan, trigger, report)
-                    kinds = []
+                        kinds = self._record_lost_end(orphan, trigger, report)
+                    else:
+                        kinds = []
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("reconcile item failed", job=item.job_name, error=str(exc))
@@ -280,19 +281,33 @@ class ReconcilerService:
                 names += [n for n in deletion_order(item.job_name, prefix, mine) if n not in names]
         return Orphan(item.job_name, job, names)
 
-    def _record_lost_end(self, orphan: Orphan, trigger: Trigger, report: ReconcileReport) -> None:
+    def _record_lost_end(self, orphan: Orphan, trigger: Trigger, report: ReconcileReport) -> list[RepairKind]:
         """An ended job's alarms were left behind: its end event may be lost, and with it the job's
         efficiency record, written here once (service/efficiency.py: the same ledger key as the event
-        path's). A failed read is logged and counted; the alarms are deleted all the same."""
+        path's). When the record is written here the end event was never handled, so a *failed* job also
+        never had its auto-resume decision: it is made now, as its ``Failed`` event would have made it (a
+        clone's name is deterministic: a late event creates nothing twice). A failed read is logged and
+        counted; the alarms are deleted all the same."""
         if self._lost_ends is None or orphan.job is None:
-            return
+            return []
         try:
             written = self._lost_ends.record_lost_end(orphan.job, trigger)
         except AdapterError as exc:
             report.errors += 1
             logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
-            return
+            return []
         report.efficiency_records += len(written)
+        if not written or orphan.job.status != "Failed" or self._resume is None:
+            return []
+        try:
+            decisions = self._resume.react(orphan.job, trigger)
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error(
+                "auto-resume of a failed job whose end event was lost failed", job=orphan.job_name, error=str(exc)
+            )
+            return []
+        return [RepairKind.LOST_END_RESUME] if any(d.action is Action.CLONE and d.acts for d in decisions) else []
 
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
