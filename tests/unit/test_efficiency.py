@@ -12,9 +12,11 @@ from sagemaker_governance.domain import efficiency
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyPlan, read_period
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
-from sagemaker_governance.service.efficiency import EfficiencyReaction
+from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
 from sagemaker_governance.service.recording import Trigger
+from smgov.cfn_template import load_template
 from tests.builders import job as build_job
+from tests.service.conftest import Calls, MemoryLedger
 
 START = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 PRICES = {"ml.g5.12xlarge": 6.0, "ml.m5.xlarge": 0.25}  # 4 GPUs per g5.12xlarge host
@@ -216,3 +218,45 @@ def test_metrics_not_arrived_give_a_skipped_record_saying_so() -> None:
     assert record.code == "efficiency.record.no-metrics" and record.outcome is Outcome.SKIPPED
     assert "gpu_utilization_mean_percent" not in record.evidence
     assert record.evidence["missing"]
+
+
+class CrashingAudit(MemoryAuditSink):
+    """The reconciler died at its first audit write (after its ledger claim, before the release)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crashes = 1
+
+    def write(self, record: Any) -> None:
+        if self.crashes:
+            self.crashes -= 1
+            raise RuntimeError("the function died")
+        super().write(record)
+
+
+def test_a_reconciler_run_that_died_before_writing_leaves_the_lost_end_record_to_the_next_run() -> None:
+    # Given the reconciler's first run claimed a lost end's record and died before writing it
+    ledger, audit = MemoryLedger(Calls()), CrashingAudit()
+    now = [START + timedelta(days=1)]
+    reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), audit, lambda: now[0], ledger)  # type: ignore[arg-type]
+    job = ended(1, instance_type="ml.m5.xlarge")
+    run = Trigger(kind="reconciler", event_id="run-1")
+    with pytest.raises(RuntimeError):
+        reaction.record_lost_end(job, run)
+    # When its next run (10 minutes later) finds the job again, the claim is its own to take over
+    now[0] += timedelta(minutes=10)
+    (decision,) = reaction.record_lost_end(job, run)
+    assert [r.code for r in audit.records] == [decision.code]
+    # And a run within the first one's length (an overlapping run) could not have taken it
+    audit2, ledger2 = CrashingAudit(), MemoryLedger(Calls())
+    overlapping = EfficiencyReaction(Jobs(None), Reads({}), Policies(), audit2, lambda: now[0], ledger2)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        overlapping.record_lost_end(job, run)
+    now[0] += timedelta(seconds=60)
+    assert overlapping.record_lost_end(job, run) == [] and audit2.records == []
+
+
+def test_the_reconcilers_claim_is_held_for_its_functions_timeout() -> None:
+
+    timeout = load_template()["Resources"]["ReconcilerFunction"]["Properties"]["Timeout"]
+    assert timeout == RECONCILER_HOLD_SECONDS

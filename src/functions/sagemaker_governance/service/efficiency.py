@@ -49,6 +49,9 @@ _OUTCOMES = {
     EfficiencyCode.UNREAD: Outcome.SKIPPED,
 }
 
+RECONCILER_OWNER = "reconciler"  # the ledger owner of the reconciler's lost-end claims
+RECONCILER_HOLD_SECONDS = 300.0  # the reconciler function's timeout (template.yaml): longer than any run
+
 
 class EfficiencyReaction:
     """Writes the efficiency record of every job that ended."""
@@ -91,9 +94,12 @@ class EfficiencyReaction:
         now = self._clock()
         result = self.measure(job, policy.price_table(), now)
         key = job_delivery_key(job)
-        owner = f"reconciler:{now.isoformat()}"  # a later run that finds the job again is another owner
+        # One owner for every run, holding the claim for a run's length: a run that died between its claim and its
+        # release (before writing the record) leaves a claim the next run can take over; an owner per run would
+        # leave it held until the ledger item expires, and the record (with a failed job's resume) never made.
+        owner = RECONCILER_OWNER
         effect = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value)
-        claim = ledger.claim(key, owner, now, 0.0)
+        claim = ledger.claim(key, owner, now, RECONCILER_HOLD_SECONDS)
         if not claim.granted or effect in claim.done:
             logger.info("efficiency record left to the end event's delivery", job=job.name, delivery=key)
             return []
