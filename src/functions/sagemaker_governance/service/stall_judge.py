@@ -144,11 +144,26 @@ class StallJudge:
     def pinned_claim(
         kind: StallKind, evidence: Evidence, idle_threshold: float | None, pinned_threshold: float | None
     ) -> bool:
-        """Whether an idle alarm fired on pinned GPUs rather than idle ones: it has a pinned trigger and a
-        GPU host was at or above the idle threshold in the window (so the window was not all idle)."""
+        """Whether an idle alarm fired on pinned GPUs rather than idle ones: it has a pinned trigger and, in
+        the window, more minutes had every host at or above the pinned threshold than had every host below
+        the idle threshold (the alarm's metric is 0 in both kinds of minute), or no minute was idle while the
+        GPUs worked. A minute with a host missing or in between counts for neither: one busy minute in an idle
+        window is a sign of life for the idle judgement, not a hang."""
         if kind is not StallKind.IDLE or pinned_threshold is None or idle_threshold is None:
             return False
-        return any(v >= idle_threshold for h in evidence.hosts for v in (h.values(GPU) or ()))
+        series = [h.values(GPU) or () for h in evidence.hosts]
+        if not series:
+            return False
+        pinned = idle = 0
+        for minute in zip(*series, strict=False):
+            if any(v is None for v in minute):
+                continue
+            if all(v >= pinned_threshold for v in minute):
+                pinned += 1
+            elif all(v < idle_threshold for v in minute):
+                idle += 1
+        working = any(v is not None and v >= idle_threshold for values in series for v in values)
+        return pinned > idle or (idle == 0 and working)
 
     @staticmethod
     def _pinned_veto(
