@@ -567,13 +567,20 @@ def efficiency_records(account: LocalAccount) -> list[Any]:
     return [r for r in account.audit.records if r.rule == "efficiency-record"]
 
 
+def ended_with_its_event_lost(
+    account: LocalAccount, clock: MovableClock, minutes: int, status: str, **why: Any
+) -> None:
+    """A GPU job that trained for ``minutes`` and ended in ``status``; its end event never delivered."""
+    training(account)
+    clock.advance(minutes=minutes)
+    account.sagemaker.transition("job-1", status, status, **why)
+
+
 def test_a_lost_end_event_still_gets_one_efficiency_record_and_a_late_event_no_second(
     ledger_acct: LocalAccount, clock: MovableClock
 ) -> None:
     # Given a GPU job that trained for an hour and completed, its Completed event lost
-    training(ledger_acct)
-    clock.advance(minutes=60)
-    ledger_acct.sagemaker.transition("job-1", "Completed", "Completed")
+    ended_with_its_event_lost(ledger_acct, clock, 60, "Completed")
     # When the reconciler finds its alarm left behind (twice: a later run too)
     first = reconcile(ledger_acct)
     reconcile(ledger_acct)
@@ -616,11 +623,8 @@ def test_a_failed_job_whose_end_event_was_lost_gets_its_auto_resume_decision_fro
     ledger_acct: LocalAccount, clock: MovableClock
 ) -> None:
     # Given a GPU job that trained for three hours and failed with a transient error, its Failed event lost
-    training(ledger_acct)
-    clock.advance(hours=3)
-    ledger_acct.sagemaker.transition(
-        "job-1", "Failed", "Failed", failure_reason="InternalServerError: We encountered an internal error."
-    )
+    reason = "InternalServerError: We encountered an internal error."
+    ended_with_its_event_lost(ledger_acct, clock, 180, "Failed", failure_reason=reason)
     # When the reconciler finds its alarm left behind
     reconcile(ledger_acct)
     # Then auto-resume decided about it, as the lost event would have (here: no checkpoint was ever written,
@@ -634,8 +638,6 @@ def test_a_failed_job_whose_end_event_was_lost_gets_its_auto_resume_decision_fro
 def test_a_completed_job_whose_end_event_was_lost_is_not_given_to_auto_resume(
     ledger_acct: LocalAccount, clock: MovableClock
 ) -> None:
-    training(ledger_acct)
-    clock.advance(hours=3)
-    ledger_acct.sagemaker.transition("job-1", "Completed", "Completed")
+    ended_with_its_event_lost(ledger_acct, clock, 180, "Completed")
     reconcile(ledger_acct)
     assert not [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"]
