@@ -136,8 +136,9 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
-                # The service reads CloudWatch Logs: the lines due by now are written first.
-                session.events.register("before-call.cloudwatch-logs", self._flush_logs)
+                # The service reads CloudWatch Logs: the lines due by now are written first (those of the
+                # streams the request names, when it names some).
+                session.events.register("before-parameter-build.cloudwatch-logs", self._flush_logs)
                 self.root = self._handlers_root(session)
                 logger.setLevel("CRITICAL")  # failures are reported, not logged to the terminal
                 try:
@@ -230,8 +231,11 @@ class SimulatedAccount:
         """moto's Logs accepts events of the last 14 days by its clock: the virtual one here."""
         return self.clock().astimezone(UTC).replace(tzinfo=None)
 
-    def _flush_logs(self, **_: Any) -> None:
-        self.logs.flush(self.logs_client, self.clock.now)
+    def _flush_logs(self, params: Mapping[str, Any], **_: Any) -> None:
+        named = params.get("logStreamNames") or ([params["logStreamName"]] if "logStreamName" in params else [])
+        self.logs.flush(
+            self.logs_client, self.clock.now, names=frozenset(named), prefix=params.get("logStreamNamePrefix")
+        )
 
     def _put_policy(self, ssm: Any, environment: Mapping[str, str]) -> None:
         """The scenario's policy document, in the SSM parameter the functions read."""

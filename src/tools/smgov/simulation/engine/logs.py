@@ -8,8 +8,9 @@ the job enters Training (the container starts); while the script trains it write
 and in phases with ``log_every_minutes: 0``). A failing process writes its tail (``failure_tail``).
 
 Lines are kept as cadence segments and written to moto's CloudWatch Logs lazily: whenever the service
-calls a CloudWatch Logs API, every stream's lines of the last ``WINDOW_MINUTES`` that are not there yet
-are put first, so the service reads what CloudWatch would hold (older lines are not written: a reader
+calls a CloudWatch Logs API, the lines of the last ``WINDOW_MINUTES`` that are not there yet are put
+first, in every stream the request can read (those it names or whose names start with its prefix; every
+stream when it names none), so the service reads what CloudWatch would hold (older lines are not written: a reader
 of a long job's full history sees only the recent window).
 """
 
@@ -104,13 +105,15 @@ class LogStreams:
         out += [(m, text) for m, text in stream.extra if start <= m < end]
         return sorted(out, key=lambda line: line[0])
 
-    def flush(self, logs: Any, now: int) -> int:
-        """Put every stream's lines into CloudWatch Logs (within the window); the number put. Cadence lines
+    def flush(self, logs: Any, now: int, *, names: frozenset[str] = frozenset(), prefix: str | None = None) -> int:
+        """Put the streams' lines into CloudWatch Logs (within the window); the number put. Cadence lines
         before ``now``; failure tails up to ``now`` included: a process writes its last lines before it
         exits, so they are in CloudWatch Logs by the time SageMaker reports the job ``Failed`` (read in the
-        same virtual minute)."""
+        same virtual minute). ``names``, ``prefix``: only the streams a request reads (all when neither)."""
         put = 0
         for stream in self.streams.values():
+            if (names and stream.name not in names) or (prefix and not stream.name.startswith(prefix)):
+                continue
             start = max(stream.written_until, now - WINDOW_MINUTES)
             host = stream.host.rsplit("/", 1)[-1]
             lines = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, now)]
