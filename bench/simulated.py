@@ -34,8 +34,6 @@ HEALTHY_CALLS_JUSTIFIED = {
     "create an alarm for a job that already ended (do no harm); its tags (the team policy) come from the "
     "event, so no ListTags",
     "cloudwatch:PutMetricAlarm": "create the job's idle alarm (the purpose)",
-    "cloudwatch:SetAlarmState": "re-arm to OK after the upsert: without DescribeAlarms (which cannot be "
-    "scoped to our alarms) the service cannot tell a new alarm from one a Spot restart left in ALARM",
     "cloudwatch:DeleteAlarms": "delete the alarm when the job ends (the purpose)",
     "dynamodb:PutItem": "the delivery ledger (docs/resilience.md): one conditional write claims each "
     "delivered state change, so a duplicate (SageMaker's repeated events, at-least-once delivery) is not "
@@ -218,9 +216,7 @@ def lifecycle_figures() -> dict[str, Any]:
         "max_aws_calls": MAX_HEALTHY_AWS_CALLS,
         "aws_calls_ok": sum(healthy["job_aws_calls"].values()) <= MAX_HEALTHY_AWS_CALLS,
         "alarm_calls": mutations,
-        "only_create_and_delete_of_its_alarm": {
-            k: v for k, v in mutations.items() if k not in ("cloudwatch:SetAlarmState",)
-        }
+        "only_create_and_delete_of_its_alarm": mutations
         == {"cloudwatch:PutMetricAlarm": 1, "cloudwatch:DeleteAlarms": 1},
         "calls_justified": {k: HEALTHY_CALLS_JUSTIFIED.get(k, "NOT JUSTIFIED") for k in healthy["job_aws_calls"]},
         "scheduled_calls_justified": {

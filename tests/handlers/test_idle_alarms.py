@@ -50,14 +50,17 @@ def test_training_creates_one_alarm_and_records_it(acct: LocalAccount) -> None:
     assert (record.action, record.outcome.value) == ("create-alarm", "done")
 
 
-def test_duplicate_training_events_upsert_and_rearm(acct: LocalAccount) -> None:
+def test_duplicate_training_events_upsert_and_keep_the_alarms_state(acct: LocalAccount) -> None:
     event = start_training(acct)
     acct.invoke(handler, event)
     acct.cloudwatch.set_state(f"{PREFIX}job-1", "ALARM")
     acct.invoke(handler, event)
     assert list(acct.cloudwatch.alarms) == [f"{PREFIX}job-1"]
     assert acct.cloudwatch.calls["PutMetricAlarm"] == 2
-    assert acct.cloudwatch.state(f"{PREFIX}job-1") == "OK"  # re-armed: it notifies again if still idle
+    # the job's first stint: its ALARM came from its own data and was notified (and judged) then; a
+    # duplicate event does not reset it (only a re-entry into Training does: test_guard_alarms)
+    assert acct.cloudwatch.calls["SetAlarmState"] == 0
+    assert acct.cloudwatch.state(f"{PREFIX}job-1") == "ALARM"
 
 
 def test_late_training_event_for_an_ended_job_creates_nothing(acct: LocalAccount) -> None:

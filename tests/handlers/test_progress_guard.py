@@ -52,7 +52,8 @@ def test_training_creates_the_armer_and_a_disarmed_stall_alarm(acct: LocalAccoun
     assert stall["ActionsEnabled"] is False and armer["ActionsEnabled"] is True
     assert stall["MetricName"] == armer["MetricName"] == "train:loss"
     assert stall["Dimensions"] == [{"Name": "TrainingJobName", "Value": "job-1"}]
-    assert acct.cloudwatch.state(STALL) == acct.cloudwatch.state(ARMER) == "OK"
+    # new alarms, as CloudWatch starts them: no reset on the job's first entry into Training
+    assert acct.cloudwatch.state(STALL) == acct.cloudwatch.state(ARMER) == "INSUFFICIENT_DATA"
     (record,) = progress_records(acct)
     assert (record.action, record.outcome.value) == ("create-alarm", "done")
 

@@ -26,19 +26,35 @@ def training(name: str = "job-1", **overrides: Any) -> TrainingJob:
     return job(name, **{"SecondaryStatus": "Training", "SecondaryStatusTransitions": TRAINING, **overrides})
 
 
-def test_training_rereads_the_job_with_the_events_tags_then_creates_then_resets(
+def test_training_rereads_the_job_with_the_events_tags_then_creates(
     idle_lifecycle: Any, jobs: Any, policies: Any, audit: MemoryAuditSink, calls: Any
 ) -> None:
-    # Given a GPU job in Training, as SageMaker describes it
+    # Given a GPU job in Training for the first time, as SageMaker describes it
     jobs.jobs["job-1"] = training()
     # When its Training event arrives
     (decision,) = idle_lifecycle.react(training(), TRIGGER)
-    # Then: re-read (the event's tags, no ListTags), create, then reset to OK; one record, the create code
-    assert calls.log == ["get-job job-1 (event tags)", "put gov-guard-job-1", "reset gov-guard-job-1"]
+    # Then: re-read (the event's tags, no ListTags) and create; no reset (a new alarm starts in
+    # INSUFFICIENT_DATA, and no earlier stint can have left it in ALARM); one record, the create code
+    assert calls.log == ["get-job job-1 (event tags)", "put gov-guard-job-1"]
     assert decision.code == "idle.alarm.create"
     assert [(r.code, r.outcome.value) for r in audit.records] == [("idle.alarm.create", "done")]
     # and the lifecycle accepted a policy document up to 10 minutes old
     assert policies.asked == [LIFECYCLE_POLICY_MAX_AGE_SECONDS]
+
+
+def test_back_in_training_the_alarm_is_upserted_then_reset(idle_lifecycle: Any, jobs: Any, calls: Any) -> None:
+    # Given a job back in Training after a Spot interruption (its alarm kept its state through the pause)
+    restarted = [
+        *TRAINING,
+        {"Status": "Interrupted", "StartTime": "1763720000000"},
+        {"Status": "Training", "StartTime": "1763720500000"},
+    ]
+    jobs.jobs["job-1"] = training(SecondaryStatusTransitions=restarted)
+    # When its second Training event arrives
+    (decision,) = idle_lifecycle.react(training(SecondaryStatusTransitions=restarted), TRIGGER)
+    # Then the alarm is upserted and reset to OK, so a stall of this stint notifies again
+    assert calls.log == ["get-job job-1 (event tags)", "put gov-guard-job-1", "reset gov-guard-job-1"]
+    assert decision.code == "idle.alarm.create"
 
 
 def test_a_late_training_event_of_an_ended_job_creates_nothing(

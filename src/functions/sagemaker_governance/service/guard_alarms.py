@@ -186,7 +186,13 @@ class GuardAlarms:
         if exemption is not None:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
         self._alarms.put(plan)
-        self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
+        if job.count_transitions("Training") > 1:
+            # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and an
+            # ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it was
+            # and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no reset is
+            # needed: an alarm that exists then (the reconciler's repair before a late Training event) holds
+            # the state of this job's own data.
+            self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
         return self._record(decision, job, policy, trigger, Outcome.DONE), job
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
