@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto.logs.responses import LogsResponse
 
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
-from sagemaker_governance.adapters.training_logs import LOG_GROUP, LogsUnavailable, TrainingLogs
+from sagemaker_governance.adapters.training_logs import LOG_GROUP, RHYTHM_PAGES, LogsUnavailable, TrainingLogs
 from sagemaker_governance.domain.stall_judge import MetricRead
+from smgov.simulation.engine.moto_logs import honoring_prefix
 from tests.adapters.conftest import CallRecorder
 
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # moto's CloudWatch keeps recent datapoints only
@@ -77,6 +80,48 @@ def test_empty_pages_with_a_token_are_followed_and_a_cut_short_search_says_so() 
     with stubber:
         found = TrainingLogs(client).activity("job-1", NOW - timedelta(minutes=30), NOW)
     assert found.truncated and found.line_at is None
+
+
+def test_the_rhythm_is_the_times_of_the_jobs_own_lines_across_its_streams(logs: Any) -> None:
+    # Given job-1's two hosts logging every 2 minutes (host 2 a minute later) and, once, a 10-minute gap
+    start = NOW - timedelta(minutes=40)
+    minutes = [*range(0, 20, 2), *range(29, 38, 2)]
+    for host, offset in (("algo-1", 0), ("algo-2", 1)):
+        stream = f"job-1/{host}-1700000000"
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+        events = [
+            {"timestamp": _millis(start + timedelta(minutes=m + offset)), "message": "step"} for m in minutes
+        ]
+        logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream, logEvents=events)
+    logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName="job-10/algo-1-1700000000")
+    logs.put_log_events(
+        logGroupName=LOG_GROUP,
+        logStreamName="job-10/algo-1-1700000000",
+        logEvents=[{"timestamp": _millis(start + timedelta(minutes=25)), "message": "another job"}],
+    )
+    recorder = CallRecorder().attach(logs)
+    # When its rhythm is read over the 40 minutes (moto searching by stream prefix as CloudWatch Logs does)
+    with mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)):
+        rhythm = TrainingLogs(logs).rhythm("job-1", start, NOW)
+    # Then both hosts' lines count, merged in time (gaps of a minute, and 10 from minute 19 to 29); another
+    # job's line never fills a gap
+    assert rhythm.complete and rhythm.lines == 30
+    assert rhythm.longest_gap_seconds == 10 * 60 and rhythm.last_line_at == start + timedelta(minutes=38)
+    assert recorder.actions <= TrainingLogs.IAM_ACTIONS
+
+
+def test_a_rhythm_read_past_its_page_budget_is_incomplete_and_a_failed_one_raises() -> None:
+    client = boto3.client("logs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(client)
+    line = {"logStreamName": "job-1/algo-1-1", "timestamp": _millis(NOW - timedelta(minutes=1)), "message": "x"}
+    for _ in range(RHYTHM_PAGES):
+        stubber.add_response("filter_log_events", {"events": [line], "nextToken": "more"})
+    stubber.add_client_error("filter_log_events", "ThrottlingException")
+    with stubber:
+        cut = TrainingLogs(client).rhythm("job-1", NOW - timedelta(minutes=30), NOW)
+        assert not cut.complete and cut.lines == RHYTHM_PAGES
+        with pytest.raises(LogsUnavailable, match="ThrottlingException"):
+            TrainingLogs(client).rhythm("job-1", NOW - timedelta(minutes=30), NOW)
 
 
 def test_metric_series_are_read_oldest_first_and_failures_are_reported(aws: None) -> None:

@@ -39,6 +39,8 @@ def explain(alarm: str, describe: str, evidence: str, capsys: pytest.CaptureFixt
         ("idle-insufficient.json", IDLE, "insufficient-evidence", "judge.skip.insufficient-evidence", "none"),
         ("hang-stop.json", HANG, "stop", "progress.stop.stalled", "stop"),
         ("hang-veto-gpu-working.json", HANG, "veto", "judge.veto.gpu-working", "none"),
+        ("hang-stop-log-rhythm.json", HANG, "stop", "progress.stop.stalled", "stop"),
+        ("hang-veto-log-rhythm.json", HANG, "veto", "judge.veto.metric-progress", "none"),
     ],
 )
 def test_each_sample_shows_the_judges_verdict_code_and_inputs(
@@ -62,6 +64,25 @@ def test_each_sample_shows_the_judges_verdict_code_and_inputs(
     # and the text names the verdict and the code
     text = explain(alarm, describe, str(SAMPLES / sample), capsys)
     assert "stall judge: " in text and f"({code};" in text
+
+
+@pytest.mark.parametrize(
+    ("sample", "silence", "window"),
+    [
+        ("hang-stop.json", None, 120),
+        ("hang-stop-log-rhythm.json", 20, 20),
+        ("hang-veto-log-rhythm.json", 150, 150),
+    ],
+)
+def test_a_hang_is_judged_over_the_silence_the_jobs_log_rhythm_allows(
+    sample: str, silence: int | None, window: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the hung job's log lines: two only (no rhythm), every 5 minutes, or once 50 minutes apart
+    result = explain(*HANG, str(SAMPLES / sample), capsys, "--json")
+    signals = result["decisions"][0]["judge"]["signals"]
+    # Then the judge shows the rhythm it read and judged over its limit (the guard's window without one)
+    assert signals["rhythm"]["silence_minutes"] == silence
+    assert signals["window"]["minutes"] == window
 
 
 def test_insufficient_evidence_says_what_was_missing(capsys: pytest.CaptureFixture[str]) -> None:

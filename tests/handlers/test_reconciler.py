@@ -464,23 +464,36 @@ def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAcco
     assert acct.cloudwatch.alarms == {}
 
 
-def test_a_guard_alarm_left_in_alarm_is_reset_after_rearm_minutes_so_the_job_is_judged_again(
+def test_a_guard_alarm_left_in_alarm_is_reset_at_the_next_run_so_the_job_is_judged_again(
     acct: LocalAccount, clock: MovableClock
 ) -> None:
     # Given a training job whose idle alarm the stall judge left in ALARM (a vetoed pinned trigger)
     training(acct)
     alarm = f"{PREFIX}job-1"
     acct.cloudwatch.set_state(alarm, "ALARM")
-    # When the reconciler runs 29 minutes later: nothing (judge.rearm_minutes is 30)
-    clock.advance(minutes=29)
-    assert reconcile(acct)["repairs"] == {}
-    assert acct.cloudwatch.state(alarm) == "ALARM"
-    # Then, 31 minutes after, it resets the alarm (it fires again if the GPUs are still pinned) and says so
-    clock.advance(minutes=2)
+    # When the reconciler runs a minute later (judge.rearm_minutes 10, every 10 minutes: by the next run the
+    # alarm would have sat there longer than 10 minutes), it resets it and says so
+    clock.advance(minutes=1)
     assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
     assert acct.cloudwatch.state(alarm) == "OK"
     (record,) = [r for r in reconciler_records(acct) if r.code == "reconciler.rearm.stale-alarm"]
     assert record.evidence["alarms"] == [alarm]
+
+
+def test_a_longer_rearm_waits_for_the_last_run_before_it(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a team that has its pinned jobs judged every 30 minutes at most
+    acct.ssm.put_parameter(Name="/gov/policy", Value="judge: {rearm_minutes: 30}", Type="String")
+    training(acct)
+    alarm = f"{PREFIX}job-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    # When the reconciler runs 19 minutes later: nothing (the next run, at 29, is still within 30)
+    clock.advance(minutes=19)
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.cloudwatch.state(alarm) == "ALARM"
+    # Then at 21 minutes (the next run would be at 31) it resets it
+    clock.advance(minutes=2)
+    assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
+    assert acct.cloudwatch.state(alarm) == "OK"
 
 
 def test_an_alarm_whose_actions_are_off_is_never_reset(acct: LocalAccount, clock: MovableClock) -> None:

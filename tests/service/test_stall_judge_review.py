@@ -12,7 +12,13 @@ from sagemaker_governance.domain.guards.base import AlarmNaming, GuardVerdict, N
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.stall_judge import JudgeCode, LogEvidence, MetricRead, MetricReadResult
+from sagemaker_governance.domain.stall_judge import (
+    JudgeCode,
+    LogEvidence,
+    LogRhythm,
+    MetricRead,
+    MetricReadResult,
+)
 from sagemaker_governance.service.stall_judge import StallJudge
 from tests.builders import job
 
@@ -42,16 +48,37 @@ class Metrics:
 
 
 class Logs:
-    def __init__(self, evidence: LogEvidence | None = None, *, fails: bool = False) -> None:
+    """The job's log: the first line in a window (``evidence``, or found among ``lines``), and the times of
+    its lines (``lines``: the rhythm; None: too few to have one)."""
+
+    def __init__(
+        self,
+        evidence: LogEvidence | None = None,
+        *,
+        fails: bool = False,
+        lines: Sequence[datetime] | None = None,
+        rhythm_fails: bool = False,
+    ) -> None:
         self.evidence = evidence or LogEvidence(streams=1)
-        self.fails = fails
+        self.fails, self.rhythm_fails = fails, rhythm_fails
+        self.lines = lines
         self.calls: list[tuple[str, datetime, datetime]] = []
+        self.rhythm_calls: list[tuple[datetime, datetime]] = []
 
     def activity(self, job_name: str, start: datetime, end: datetime) -> LogEvidence:
         self.calls.append((job_name, start, end))
         if self.fails:
             raise AdapterError("the job's log streams could not be read (ThrottlingException)")
+        if self.lines is not None:
+            first = min((t for t in self.lines if start <= t < end), default=None)
+            return LogEvidence(streams=1, line_at=first, line_stream="job-1/algo-1-1" if first else None)
         return self.evidence
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        self.rhythm_calls.append((start, end))
+        if self.rhythm_fails:
+            raise AdapterError("the job's log lines could not be read (ThrottlingException)")
+        return LogRhythm.of(start, end, self.lines or (), complete=True)
 
 
 def training(started: datetime, **overrides: Any) -> Any:
@@ -256,3 +283,83 @@ def test_a_pinned_trigger_is_no_stop_while_the_gpus_work_between_idle_and_pinned
     verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(working), Logs())
     assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
     assert verdict.reset == ()
+
+
+# ---- the job's log rhythm (a hang is judged over the silence its own log makes unusual) ------------------
+
+
+def every(minutes: float, *, start: datetime, until: datetime) -> list[datetime]:
+    """A log line every ``minutes`` from ``start`` (included) to ``until`` (excluded)."""
+    out, at = [], start
+    while at < until:
+        out.append(at)
+        at += timedelta(minutes=minutes)
+    return out
+
+
+def test_a_pinned_job_that_logged_every_minute_is_judged_hung_after_20_silent_minutes() -> None:
+    # Given a pinned job that logged a line a minute for its first 95 minutes, then nothing for 25
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=every(1, start=started, until=NOW - timedelta(minutes=25)))
+    metrics = Metrics(PINNED_HOST)
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, logs)
+    # Then the rhythm (longest gap 1 minute: 3 x 1, at least 20) judges the last 20 minutes, not the
+    # alarm's 30: silent, so the hang is confirmed
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+    judged = verdict.decision.evidence["judge"]
+    assert judged["rhythm"]["silence_minutes"] == 20 and judged["rhythm"]["longest_gap_minutes"] == 1.0
+    assert judged["window"]["minutes"] == 20
+    # read since the job entered Training, the metrics again over the 20 minutes; the lines are not read
+    # again (the rhythm's read holds them)
+    assert logs.rhythm_calls == [(started, NOW)] and len(logs.calls) == 1
+    assert [(start, end) for _, start, end in metrics.calls] == [
+        (NOW - timedelta(minutes=30), NOW),
+        (NOW - timedelta(minutes=20), NOW),
+    ]
+
+
+def test_fifteen_silent_minutes_of_a_job_that_logs_every_minute_are_no_hang() -> None:
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=every(1, start=started, until=NOW - timedelta(minutes=15)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+    assert verdict.decision.evidence["judge"]["window"]["minutes"] == 20
+
+
+def test_a_job_whose_log_had_a_40_minute_gap_needs_120_silent_minutes() -> None:
+    # Given a pinned job that logs every 5 minutes but once wrote nothing for 40 (a long save that ended),
+    # and has now been silent for 50 minutes: longer than the alarm's 30-minute window
+    started = NOW - timedelta(hours=4)
+    lines = every(5, start=started, until=started + timedelta(minutes=61))
+    lines += every(5, start=started + timedelta(minutes=100), until=NOW - timedelta(minutes=50))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), Logs(lines=lines), j=training(started))
+    # Then its own rhythm says 120 silent minutes (3 x 40): its last line is in that window, no hang
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+    judged = verdict.decision.evidence["judge"]
+    assert judged["rhythm"]["longest_gap_minutes"] == 40.0 and judged["window"]["minutes"] == 120
+
+
+def test_without_a_rhythm_the_hang_is_judged_over_the_alarms_window() -> None:
+    # Given three lines only (too few to say how often the job logs), or a failed read of its lines
+    started = NOW - timedelta(hours=2)
+    few = Logs(lines=every(1, start=started, until=started + timedelta(minutes=3)))
+    failed = Logs(rhythm_fails=True)
+    for logs in (few, failed):
+        verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs)
+        # Then the judge uses the alarm's 30-minute window, as without the rhythm (here: silent, a hang)
+        assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+        judged = verdict.decision.evidence["judge"]
+        assert judged["window"]["minutes"] == 30 and judged["rhythm"]["silence_minutes"] is None
+    assert "ThrottlingException" in verdict.decision.evidence["judge"]["rhythm"]["unread"]
+
+
+def test_a_job_in_training_for_less_than_its_silence_is_judged_since_it_entered_training() -> None:
+    # Given a job back in Training 32 minutes ago whose lines came 2, 2 and 12 minutes apart (rhythm: 36
+    # silent minutes), its last line 16 minutes ago
+    started = NOW - timedelta(minutes=32)
+    lines = [started, started + timedelta(minutes=2), started + timedelta(minutes=4), NOW - timedelta(minutes=16)]
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), Logs(lines=lines), j=training(started))
+    # Then the window is cut at its entry into Training (32 minutes) and holds its last line: no hang
+    judged = verdict.decision.evidence["judge"]
+    assert judged["rhythm"]["silence_minutes"] == 36 and judged["window"]["minutes"] == 32
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.job import parse_timestamp
-from sagemaker_governance.domain.stall_judge import JudgeCode, LogEvidence, MetricRead, MetricReadResult
+from sagemaker_governance.domain.stall_judge import JudgeCode, LogEvidence, LogRhythm, MetricRead, MetricReadResult
 
 
 class _Model(BaseModel):
@@ -144,6 +144,15 @@ class OfflineLogActivity:
             line_at=first.timestamp if first else None,
             line_stream=first.stream if first else None,
         )
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        """The job's lines in the file: a file that holds fewer lines than the job wrote shows longer gaps,
+        so a longer silence is needed to judge it hung (never a shorter one)."""
+        if self._evidence.log_streams is None:
+            raise AdapterError("the evidence file has no log_streams: the job's log lines were not read")
+        prefix = f"{job_name}/"
+        times = [e.timestamp for e in self._evidence.log_events if e.stream.startswith(prefix)]
+        return LogRhythm.of(start, end, times, complete=True)
 
 
 def load_evidence(raw: Mapping[str, Any]) -> StallEvidenceFile:

@@ -16,6 +16,7 @@ from sagemaker_governance.domain.stall_judge import (
     JudgeCode,
     JudgePolicy,
     LogEvidence,
+    LogRhythm,
     StallKind,
     judge,
     quiet_minutes,
@@ -224,3 +225,33 @@ def test_a_hang_is_not_confirmed_while_the_gpus_work_between_idle_and_pinned() -
 def test_the_working_range_must_be_a_range() -> None:
     with pytest.raises(ValueError, match="gpu_working_percent"):
         JudgePolicy(gpu_working_percent=(95, 5))
+
+
+# ---- the job's log rhythm -------------------------------------------------------------------------------
+
+
+def at(minute: float) -> datetime:
+    return START + timedelta(minutes=minute)
+
+
+def test_the_longest_gap_counts_the_quiet_start_but_not_the_current_silence() -> None:
+    # Lines at minutes 6, 8, 10, 12 of a read from minute 0 to 60: the start's 6 minutes are a healthy gap
+    # (it ended), the 48 minutes since the last line are the silence being judged, not a gap
+    rhythm = LogRhythm.of(START, at(60), [at(12), at(6), at(8), at(10), at(61)], complete=True)
+    assert rhythm.lines == 4 and rhythm.longest_gap_seconds == 6 * 60 and rhythm.last_line_at == at(12)
+    assert rhythm.silence_minutes(JudgePolicy()) == 20  # 3 x 6 = 18, at least 20
+    assert rhythm.silence_minutes(JudgePolicy(min_silence_minutes=10)) == 18
+
+
+def test_the_silence_limit_is_capped_and_unknown_without_enough_lines_or_a_complete_read() -> None:
+    sparse = LogRhythm.of(START, at(600), [at(0), at(100), at(200), at(300)], complete=True)
+    assert sparse.silence_minutes(JudgePolicy()) == 240  # 3 x 100, at most max_rejudge_minutes
+    few = LogRhythm.of(START, at(60), [at(1), at(2), at(3)], complete=True)
+    cut = LogRhythm.of(START, at(60), [at(m) for m in range(50)], complete=False)
+    assert few.silence_minutes(JudgePolicy()) is None and cut.silence_minutes(JudgePolicy()) is None
+
+
+def test_the_rhythms_lines_answer_for_log_activity_in_a_shorter_window() -> None:
+    rhythm = LogRhythm.of(START, at(60), [at(m) for m in range(0, 40, 5)], complete=True)
+    assert rhythm.activity(at(30), streams=2) == LogEvidence(streams=2, line_at=at(30))
+    assert rhythm.activity(at(36), streams=2) == LogEvidence(streams=2, line_at=None)

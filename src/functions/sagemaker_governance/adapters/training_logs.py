@@ -15,6 +15,11 @@ log events available" (its API reference): the pages are followed until an event
 
 IAM: both actions on the training-job log group only.
 
+**The job's log rhythm** (the stall judge, when it judges a hang): the times of the job's lines since it
+(re)entered Training, from ``FilterLogEvents`` pages (the prefix, ``startTime``/``endTime``, up to 10,000
+events a page), at most ``RHYTHM_PAGES`` pages; a read cut short says so and the judge then does without
+the rhythm. Only timestamps are kept.
+
 **The last lines of each host's stream** (auto-resume, only when a job failed): for each host, its latest
 stream's last lines. ``GetLogEvents`` with ``startFromHead=false`` returns the latest events first
 (CloudWatch Logs API reference, GetLogEvents), at most ``limit`` per page, and a few pages at most (the API
@@ -38,10 +43,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failures import FailureEvidence, HostLog, LogLine, host_of_stream
-from sagemaker_governance.domain.stall_judge import LogEvidence
+from sagemaker_governance.domain.stall_judge import LogEvidence, LogRhythm
 
 LOG_GROUP: Final = "/aws/sagemaker/TrainingJobs"
 MAX_PAGES: Final = 10
+RHYTHM_PAGES: Final = 5
 STREAMS_PAGE: Final = 50  # DescribeLogStreams' maximum limit
 
 
@@ -92,10 +98,31 @@ class TrainingLogs:
                 request["nextToken"] = token
             return LogEvidence(streams=streams, truncated=True)
         except (ClientError, BotoCoreError) as exc:
-            code = (
-                exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else type(exc).__name__
-            )
-            raise LogsUnavailable(f"the job's log streams in {LOG_GROUP} could not be read ({code})") from exc
+            raise LogsUnavailable(
+                f"the job's log streams in {LOG_GROUP} could not be read ({_error(exc)})"
+            ) from exc
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        """The times of the job's lines in ``[start, end)``, at most ``RHYTHM_PAGES`` pages; raises
+        ``LogsUnavailable``."""
+        request: dict[str, Any] = {
+            "logGroupName": LOG_GROUP,
+            "logStreamNamePrefix": f"{job_name}/",
+            "startTime": _millis(start),
+            "endTime": _millis(end) - 1,  # endTime is inclusive
+        }
+        times: list[datetime] = []
+        try:
+            for _ in range(RHYTHM_PAGES):
+                page = self._client.filter_log_events(**request)
+                times += [t for e in page.get("events", []) if (t := _time(e.get("timestamp"))) is not None]
+                token = page.get("nextToken")
+                if not token:
+                    return LogRhythm.of(start, end, times, complete=True)
+                request["nextToken"] = token
+        except (ClientError, BotoCoreError) as exc:
+            raise LogsUnavailable(f"the job's log lines in {LOG_GROUP} could not be read ({_error(exc)})") from exc
+        return LogRhythm.of(start, end, times, complete=False)
 
 
 # ---- the last lines of a failed job's streams (auto-resume) ----------------------------------------------

@@ -35,6 +35,7 @@ CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publish
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -128,6 +129,15 @@ class JudgePolicy(BaseModel):
     long while the job trains, so it fires again and the job is judged again (a vetoed pinned trigger is
     left in ``ALARM`` too: a job that stays pinned is judged once per ``rearm_minutes``, not once a minute).
 
+    **The job's log rhythm** (``log_rhythm_factor``, ``min_silence_minutes``): a hang (no progress metric,
+    the GPUs pinned or idle) is judged over the silence the job's own logs make unusual, not over the
+    guard's window: ``log_rhythm_factor`` x the longest gap between its log lines since it (re)entered
+    Training (at most ``max_rejudge_minutes`` back), at least ``min_silence_minutes``, at most
+    ``max_rejudge_minutes``. A job that logs every minute is judged hung after 20 silent minutes; one whose
+    log has had a 40-minute gap (a long checkpoint save, an evaluation that prints nothing) only after 120.
+    Where the rhythm cannot be read (too few lines, the read failed or was cut short) the guard's window
+    is used, as without it.
+
     **Declared tolerance** (``max_declared_minutes``, ``domain/tolerance.py``): a job tagged
     ``smgov:idle-minutes`` or ``smgov:progress-minutes`` gets that guard window (and so that evidence
     window) when the value is a whole number of minutes from 10 to ``max_declared_minutes``; anything else
@@ -140,8 +150,10 @@ class JudgePolicy(BaseModel):
           min_coverage: 0.5
           rejudge_factor: 2
           max_rejudge_minutes: 240
-          rearm_minutes: 30
+          rearm_minutes: 10
           max_declared_minutes: 240
+          log_rhythm_factor: 3
+          min_silence_minutes: 20
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -154,8 +166,10 @@ class JudgePolicy(BaseModel):
     gpu_working_percent: tuple[float, float] = (5.0, 95.0)
     rejudge_factor: float = Field(default=2.0, ge=1.0, le=10.0)
     max_rejudge_minutes: int = Field(default=240, ge=10, le=1440)
-    rearm_minutes: int = Field(default=30, ge=10, le=1440)
+    rearm_minutes: int = Field(default=10, ge=10, le=1440)
     max_declared_minutes: int = Field(default=240, ge=0, le=1440)
+    log_rhythm_factor: float = Field(default=3.0, ge=1.0, le=20.0)
+    min_silence_minutes: int = Field(default=20, ge=5, le=1440)
 
     @field_validator("gpu_working_percent")
     @classmethod
@@ -198,6 +212,61 @@ class LogEvidence(BaseModel):
     line_at: datetime | None = None
     line_stream: str | None = None
     truncated: bool = False  # the search stopped before it could say "no line"
+
+
+# The fewest lines whose gaps say anything about a job's rhythm (three gaps).
+MIN_RHYTHM_LINES: Final = 4
+
+
+class LogRhythm(BaseModel):
+    """The job's log lines over ``[start, end)`` as read: how many, the longest gap between two of them
+    (from ``start`` to the first line too: a quiet start that ended is a healthy gap), the last one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: datetime
+    end: datetime
+    lines: int
+    longest_gap_seconds: float = 0.0
+    last_line_at: datetime | None = None
+    complete: bool = True  # False: the read stopped before it covered the window
+    times: tuple[datetime, ...] = Field(default=(), repr=False)  # the lines' times, oldest first
+
+    @classmethod
+    def of(cls, start: datetime, end: datetime, times: Sequence[datetime], *, complete: bool) -> LogRhythm:
+        ordered = tuple(sorted(t for t in times if start <= t < end))
+        gaps = [(b - a).total_seconds() for a, b in zip([start, *ordered], ordered, strict=False)]
+        return cls(
+            start=start,
+            end=end,
+            lines=len(ordered),
+            longest_gap_seconds=max(gaps, default=0.0),
+            last_line_at=ordered[-1] if ordered else None,
+            complete=complete,
+            times=ordered,
+        )
+
+    def activity(self, start: datetime, streams: int) -> LogEvidence:
+        """The log evidence over ``[start, end)`` from the lines read (a complete read: nothing to read again)."""
+        index = bisect_left(self.times, start)
+        return LogEvidence(streams=streams, line_at=self.times[index] if index < len(self.times) else None)
+
+    def silence_minutes(self, policy: JudgePolicy) -> int | None:
+        """How long the job must be silent to be judged hung (``None``: the rhythm is unknown)."""
+        if not self.complete or self.lines < MIN_RHYTHM_LINES:
+            return None
+        wanted = math.ceil(policy.log_rhythm_factor * self.longest_gap_seconds / 60)
+        return int(min(policy.max_rejudge_minutes, max(policy.min_silence_minutes, wanted)))
+
+    def summary(self, policy: JudgePolicy) -> dict[str, Any]:
+        return {
+            "read_from": self.start.isoformat(),
+            "lines": self.lines,
+            "complete": self.complete,
+            "longest_gap_minutes": round(self.longest_gap_seconds / 60, 1),
+            "last_line_at": self.last_line_at.isoformat() if self.last_line_at else None,
+            "silence_minutes": self.silence_minutes(policy),
+        }
 
 
 class Evidence(BaseModel):
@@ -315,8 +384,9 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
         return Finding(
             confirmed=False,
             code=JudgeCode.LOGS_ACTIVE,
-            reason=f"the job wrote a log line at {logs.line_at.isoformat()} ({logs.line_stream}), within the "
-            f"{evidence.minutes}-minute window: it is not silent",
+            reason=f"the job wrote a log line at {logs.line_at.isoformat()}"
+            + (f" ({logs.line_stream})" if logs.line_stream else "")
+            + f", within the {evidence.minutes}-minute window: it is not silent",
             evidence=summary,
         )
     if kind is StallKind.IDLE:

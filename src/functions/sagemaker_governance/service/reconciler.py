@@ -426,10 +426,13 @@ class ReconcilerService:
         return repairs
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
-        """Reset the job's judged guard alarms that have sat in ALARM for ``judge.rearm_minutes`` (a pinned
-        trigger the judge vetoed, a re-judging cap): each fires again at once if its condition lasts, and
-        the job is judged again. Nothing else would make such an alarm notify while the job stays pinned."""
-        older = timedelta(minutes=policy.judge.rearm_minutes)
+        """Reset the job's judged guard alarms left in ALARM (a pinned trigger the judge vetoed, a re-judging
+        cap) that would sit there ``judge.rearm_minutes`` or more before the next run: each fires again at once
+        if its condition lasts, and the job is judged again. Nothing else would make such an alarm notify while
+        the job stays pinned. An alarm is so judged again at most ``rearm_minutes`` after its last judgement,
+        and at every run when that is no longer than the interval (an alarm that went to ALARM seconds after
+        one run would otherwise wait a second interval)."""
+        older = max(timedelta(0), timedelta(minutes=policy.judge.rearm_minutes - self._interval))
         now = self._clock()
         stale = sorted(
             name
@@ -458,9 +461,9 @@ class ReconcilerService:
             code=ReconcilerCode.STALE_ALARM,
             action=Action.ARM_ALARM,
             mode=policy.mode,
-            reason=f"the job is training and its guard alarm(s) sat in ALARM for {policy.judge.rearm_minutes}+ "
-            "minutes after the stall judge's last judgement: reset, so the job is judged again if the condition "
-            "lasts",
+            reason="the job is training and its guard alarm(s) sat in ALARM after the stall judge's last judgement, "
+            f"{policy.judge.rearm_minutes} minutes or more by the next run: reset, so the job is judged again if "
+            "the condition lasts",
             evidence={"repair": RepairKind.STALE_ALARM.value, "alarms": stale, "in_alarm_since": since},
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)

@@ -35,6 +35,7 @@ from sagemaker_governance.domain.stall_judge import (
     HostEvidence,
     JudgePolicy,
     LogEvidence,
+    LogRhythm,
     MetricRead,
     MetricReadResult,
     StallKind,
@@ -45,6 +46,7 @@ from sagemaker_governance.domain.stall_judge import (
     rejudge_minutes,
     window_start,
 )
+from sagemaker_governance.domain.tolerance import read_declarations
 from sagemaker_governance.observability import logger
 
 RESET_REASON = "sagemaker-governance: the stall judge did not confirm the stop; judged again if it persists"
@@ -60,6 +62,10 @@ class MetricReadPort(Protocol):
 class LogActivityPort(Protocol):
     def activity(self, job_name: str, start: datetime, end: datetime) -> LogEvidence:
         """The job's streams and the first line in the window; raises ``AdapterError``."""
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        """The times of the job's log lines in the window (as many as a bounded read gets); raises
+        ``AdapterError``."""
 
 
 class StallJudge:
@@ -81,15 +87,18 @@ class StallJudge:
         if window is None:
             return verdict
         job, now = notice.job, notice.now
-        evidence = self.gather(job, now, window_start(now, window, training_started_at(job)), settings)
+        started = training_started_at(job)
+        evidence = self.gather(job, now, window_start(now, window, started), settings)
         threshold = guard.stall_threshold(job, config, notice)
         pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
         if pinned:
             kind = StallKind.HANG  # the alarm fired on pinned GPUs: what it claims is a hang
+        rhythm = None
+        if kind is StallKind.HANG:
+            declared = window.total_seconds() / 60 if self.declares(job, guard, settings) else 0
+            evidence, rhythm = self.over_rhythm(job, now, started, settings, evidence, at_least=declared)
         finding = judge(kind, evidence, settings, gpu_threshold=threshold)
-        recorded = {**verdict.decision.evidence, "judge": finding.evidence}
-        if pinned:
-            recorded["judge"] = {**finding.evidence, "trigger": "pinned"}
+        recorded = {**verdict.decision.evidence, "judge": self._judged(finding.evidence, pinned, rhythm, settings)}
         if finding.confirmed:
             if pinned:
                 verdict = guard.hang_verdict(verdict, config)
@@ -139,6 +148,62 @@ class StallJudge:
             reset=guard.rejudge_alarms(job, notice.naming) if minutes is not None else (),
             reset_reason=RESET_REASON,
         )
+
+    def rhythm(self, job: Any, now: datetime, started: datetime | None, settings: JudgePolicy) -> LogRhythm | str:
+        """The job's log rhythm since it (re)entered Training, at most ``max_rejudge_minutes`` back; why not
+        when the read failed."""
+        since = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
+        try:
+            return self._logs.rhythm(job.name, since, now)
+        except AdapterError as exc:
+            return str(exc)
+
+    @staticmethod
+    def declares(job: Any, guard: Guard[Any], settings: JudgePolicy) -> bool:
+        """Whether the job declares its own window for this guard (an applied ``smgov:*-minutes`` tag)."""
+        return any(
+            d.applied and d.section == guard.section
+            for d in read_declarations(job.tags, settings.max_declared_minutes)
+        )
+
+    def over_rhythm(
+        self,
+        job: Any,
+        now: datetime,
+        started: datetime | None,
+        settings: JudgePolicy,
+        evidence: Evidence,
+        *,
+        at_least: float = 0,
+    ) -> tuple[Evidence, LogRhythm | str]:
+        """A hang is judged over the silence the job's own log rhythm makes unusual: the evidence again over
+        that window when the rhythm is known (the pinned claim stays the alarm's window's), never shorter
+        than ``at_least`` (the window the job declared for its quiet phases). Cut at the (re)entry into
+        Training, the window still holds the rhythm's last line: a job is never judged hung before it has
+        been silent that long."""
+        rhythm = self.rhythm(job, now, started, settings)
+        silence = rhythm.silence_minutes(settings) if isinstance(rhythm, LogRhythm) else None
+        if silence is not None and isinstance(rhythm, LogRhythm):
+            start = window_start(now, timedelta(minutes=max(silence, at_least)), started)
+            if start != evidence.start:
+                # the lines are read already (a complete read): the metrics again over the limit
+                logs = rhythm.activity(start, evidence.logs.streams) if evidence.logs is not None else None
+                evidence = self.gather(job, now, start, settings, logs=logs)
+        return evidence, rhythm
+
+    @staticmethod
+    def _judged(
+        evidence: dict[str, Any], pinned: bool, rhythm: LogRhythm | str | None, settings: JudgePolicy
+    ) -> dict[str, Any]:
+        """The judge's evidence as recorded: what it read, the trigger (pinned), the job's log rhythm."""
+        judged = dict(evidence)
+        if pinned:
+            judged["trigger"] = "pinned"
+        if isinstance(rhythm, LogRhythm):
+            judged["rhythm"] = rhythm.summary(settings)
+        elif rhythm is not None:
+            judged["rhythm"] = {"unread": rhythm, "silence_minutes": None}
+        return judged
 
     @staticmethod
     def pinned_claim(
@@ -225,8 +290,11 @@ class StallJudge:
                 active.append(tuple(t for t, v in zip(times, values, strict=True) if v > 0))
         return quiet_minutes(now, since, active)
 
-    def gather(self, job: Any, now: datetime, start: datetime, settings: JudgePolicy) -> Evidence:
-        """Read the job's evidence over ``[start, now)``; a failed read is recorded in ``missing``."""
+    def gather(
+        self, job: Any, now: datetime, start: datetime, settings: JudgePolicy, *, logs: LogEvidence | None = None
+    ) -> Evidence:
+        """Read the job's evidence over ``[start, now)`` (the log activity too, unless ``logs`` gives it); a
+        failed read is recorded in ``missing``."""
         hosts = host_names(job.name, job.total_instance_count)
         defined = [d.name for d in job.algorithm.metric_definitions]
         metrics = progress_metrics(defined, settings.progress_metric_names, normalize_metric_name)
@@ -263,12 +331,11 @@ class StallJudge:
         for i, name in enumerate(metrics):
             values = result.values.get(f"t{i}")
             counts[name] = None if values is None else int(sum(values))
-        logs: LogEvidence | None
-        try:
-            logs = self._logs.activity(job.name, start, now)
-        except AdapterError as exc:
-            logs = None
-            missing.append(str(exc))
+        if logs is None:
+            try:
+                logs = self._logs.activity(job.name, start, now)
+            except AdapterError as exc:
+                missing.append(str(exc))
         gpu_hosts = sum(
             g.instance_count
             for g in job.instance_groups

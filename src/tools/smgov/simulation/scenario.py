@@ -44,6 +44,7 @@ DEFAULT_SET = (
     "long-quiet-phases",
     "declared-tolerance",
     "silent-hang",
+    "log-rhythm",
     "hardware-algorithm-error",
     "failure-classes",
     "efficiency-nudges",
