@@ -188,6 +188,9 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialize {type(value).__name__}")
 
 
+FIRST_ATTEMPT_THROTTLED = "smgov_first_attempt_throttled"  # request context: drawn before the send loop
+
+
 class Throttler:
     """Answers a share of the handlers' AWS requests with a throttling error, inside botocore's send
     loop (``before-send``), so the clients' retry configuration is what copes with it."""
@@ -195,6 +198,7 @@ class Throttler:
     def __init__(self, injector: FaultInjector) -> None:
         self.injector = injector
         self._fake: Any = None
+        self._cloudwatch: Any = None
 
     def install(self, session_events: Any) -> None:
         """On the session the handlers' clients are made from (before they are made)."""
@@ -202,7 +206,9 @@ class Throttler:
         session_events.register_first("before-send", self._before_send)
 
     def _throttle(self, request: Any, model: Any) -> AWSResponse | None:
-        if not self.injector.draw("throttle"):
+        # the first attempt of a CloudWatch request is drawn before the send loop (``_cloudwatch_call``)
+        drawn = request.context.pop(FIRST_ATTEMPT_THROTTLED, None) if hasattr(request, "context") else None
+        if not (drawn if drawn is not None else self.injector.draw("throttle")):
             return None
         self.injector.injected["throttle"] += 1
         url = request.url
@@ -221,6 +227,24 @@ class Throttler:
     def _mark(self, model: Any, context: dict[str, Any], **_: Any) -> None:
         """``before-call``: remember the operation on the request context (read back in ``before-send``)."""
         context["smgov_operation"] = model
+
+    def route_cloudwatch(self, client: Any, fake: Any) -> None:
+        """The CloudWatch double answers before the send loop (``before-call``, nothing serialized) when the
+        request's first attempt is not throttled; a throttled one goes through the send loop and moto's wire,
+        so botocore retries it like any other. The first attempt is drawn here rather than at ``before-send``:
+        nothing runs in between, so the throttle faults are the same requests either way."""
+        self._cloudwatch = fake
+        client.meta.events.register("before-parameter-build.cloudwatch.*", fake._capture)
+        client.meta.events.register("before-call.cloudwatch.*", self._cloudwatch_call)
+
+    def _cloudwatch_call(self, model: Any, context: dict[str, Any], **kwargs: Any) -> Any:
+        context["smgov_operation"] = model
+        throttled = self.injector.draw("throttle")
+        if throttled:
+            context[FIRST_ATTEMPT_THROTTLED] = True
+            return None
+        context[FIRST_ATTEMPT_THROTTLED] = False
+        return self._cloudwatch._answer(model=model, context=context, **kwargs)
 
     def route_sagemaker(self, client: Any, fake: Any) -> None:
         """The SageMaker double answers inside the send loop instead of before it (``before-call``), so a

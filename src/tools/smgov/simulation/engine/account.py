@@ -211,6 +211,8 @@ class SimulatedAccount:
             throttler = Throttler(self.faults)
             throttler.install(session.events)
             throttler.route_sagemaker(root.client("sagemaker"), self.fake)
+            if self.cloudwatch_tps is None:  # without the quota model: the double answers, unless throttled
+                throttler.route_cloudwatch(root.client("cloudwatch"), self.simulated_cloudwatch.alarms)
         else:
             self.fake.attach(root.client("sagemaker"))
         if self.checkpoint_objects is not None and root.settings.checkpoint_bucket_pattern:
