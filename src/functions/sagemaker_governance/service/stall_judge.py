@@ -46,7 +46,6 @@ from sagemaker_governance.domain.stall_judge import (
     rejudge_minutes,
     window_start,
 )
-from sagemaker_governance.domain.tolerance import read_declarations
 from sagemaker_governance.observability import logger
 
 RESET_REASON = "sagemaker-governance: the stall judge did not confirm the stop; judged again if it persists"
@@ -95,7 +94,7 @@ class StallJudge:
             kind = StallKind.HANG  # the alarm fired on pinned GPUs: what it claims is a hang
         rhythm = None
         if kind is StallKind.HANG:
-            declared = window.total_seconds() / 60 if self.declares(job, guard, settings) else 0
+            declared = window.total_seconds() / 60 if self.declares(job, guard, policy) else 0
             evidence, rhythm = self.over_rhythm(job, now, started, settings, evidence, at_least=declared)
         finding = judge(kind, evidence, settings, gpu_threshold=threshold)
         recorded = {**verdict.decision.evidence, "judge": self._judged(finding.evidence, pinned, rhythm, settings)}
@@ -159,12 +158,9 @@ class StallJudge:
             return str(exc)
 
     @staticmethod
-    def declares(job: Any, guard: Guard[Any], settings: JudgePolicy) -> bool:
+    def declares(job: Any, guard: Guard[Any], policy: Any) -> bool:
         """Whether the job declares its own window for this guard (an applied ``smgov:*-minutes`` tag)."""
-        return any(
-            d.applied and d.section == guard.section
-            for d in read_declarations(job.tags, settings.max_declared_minutes)
-        )
+        return any(d.applied and d.section == guard.section for d in policy.declared_tolerance(job))
 
     def over_rhythm(
         self,

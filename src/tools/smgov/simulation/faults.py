@@ -207,7 +207,7 @@ class Throttler:
 
     def _throttle(self, request: Any, model: Any) -> AWSResponse | None:
         # the first attempt of a CloudWatch request is drawn before the send loop (``_cloudwatch_call``)
-        drawn = request.context.pop(FIRST_ATTEMPT_THROTTLED, None) if hasattr(request, "context") else None
+        drawn = getattr(request, "context", {}).pop(FIRST_ATTEMPT_THROTTLED, None)
         if not (drawn if drawn is not None else self.injector.draw("throttle")):
             return None
         self.injector.injected["throttle"] += 1
