@@ -91,7 +91,13 @@ bench: build
 
 # The tests on the built artifacts inspect the build `make build` has just made (SMGOV_ARM64_BUILD) rather
 # than making the same one again; `make unit` alone (or plain pytest) builds its own.
-test: lint typecheck validate checkov build
+#
+# The checks and the build before the tests are one process each: they run side by side, one per core
+# (their output kept per check), and then pytest takes every core.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target lint typecheck validate checkov build
 	$(MAKE) --no-print-directory unit SMGOV_ARM64_BUILD=$(CURDIR)/.aws-sam/build
 
 # Across an organization (README "Across an organization"): a service-managed StackSet deploys the
