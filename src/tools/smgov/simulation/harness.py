@@ -124,7 +124,9 @@ def local_account(
     from moto import mock_aws
 
     from sagemaker_governance.composition.root import provide
+    from smgov.simulation.botocore_models import share_models
 
+    share_models()
     with patched_env(DUMMY_CREDENTIALS), mock_aws():
         import boto3
 

@@ -18,6 +18,7 @@ from typing import Any
 from unittest import mock
 
 from smgov.simulation.backoff import virtual_backoff
+from smgov.simulation.botocore_models import share_models
 from smgov.simulation.deploy import Deployment, deploy
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.cloudwatch_backend import SimulatedCloudWatch
@@ -99,6 +100,7 @@ class SimulatedAccount:
         from sagemaker_governance.observability import logger
         from smgov.simulation.engine.moto_logs import honoring_prefix
 
+        share_models()
         saved_session = boto3.DEFAULT_SESSION
         saved_level = logger.log_level
         with (
