@@ -124,10 +124,11 @@ class JudgePolicy(BaseModel):
     (a 45-minute CPU evaluation vetoed at minute 30 is judged again at minute 60, i.e. never). The job's
     own rhythm so widens its window; it comes back to the guard's window when the job (re)enters
     ``Training``. Once the cap is reached the alarm is left in ``ALARM`` (no reset): it is judged again
-    when the job's GPUs or metric come back and go quiet once more, or after ``rearm_minutes``: the
-    scheduled reconciler resets a judged guard alarm (with its actions on) that has sat in ``ALARM`` that
-    long while the job trains, so it fires again and the job is judged again (a vetoed pinned trigger is
-    left in ``ALARM`` too: a job that stays pinned is judged once per ``rearm_minutes``, not once a minute).
+    when the job's GPUs or metric come back and go quiet once more, or within ``rearm_minutes``: the
+    scheduled reconciler resets a judged guard alarm (with its actions on) that would sit in ``ALARM`` that
+    long by its next run while the job trains, so it fires again and the job is judged again (a vetoed
+    pinned trigger is left in ``ALARM`` too: a job that stays pinned is judged at every reconciler run with
+    the default of 10 minutes, not once a minute).
 
     **The job's log rhythm** (``log_rhythm_factor``, ``min_silence_minutes``): a hang (no progress metric,
     the GPUs pinned or idle) is judged over the silence the job's own logs make unusual, not over the
