@@ -576,6 +576,31 @@ def test_a_state_change_comes_after_a_reset_the_service_made_seconds_into_the_mi
     assert fired[-1].message["StateChangeTime"] == iso_millis(reset_at + timedelta(seconds=1))
 
 
+def test_describe_alarms_returns_composite_alarms_only_when_asked_for() -> None:
+    # The DescribeAlarms API reference: without AlarmTypes "only metric alarms are returned, even if
+    # composite alarms exist in the account"; the service's reads name both types
+    cloudwatch = FakeCloudWatch(lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    cloudwatch._op_PutMetricAlarm(
+        {
+            "AlarmName": "child",
+            "MetricName": "GPUUtilization",
+            "Namespace": NS,
+            "Statistic": "Average",
+            "Period": 60,
+            "EvaluationPeriods": 1,
+            "Threshold": 1.0,
+            "ComparisonOperator": "LessThanThreshold",
+        }
+    )
+    cloudwatch._op_PutCompositeAlarm({"AlarmName": "parent", "AlarmRule": 'ALARM("child")'})
+    plain = cloudwatch._op_DescribeAlarms({"AlarmNames": ["child", "parent"]})
+    assert [a["AlarmName"] for a in plain["MetricAlarms"]] == ["child"] and plain["CompositeAlarms"] == []
+    both = cloudwatch._op_DescribeAlarms(
+        {"AlarmNames": ["child", "parent"], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
+    )
+    assert [a["AlarmName"] for a in both["CompositeAlarms"]] == ["parent"]
+
+
 def test_the_double_stamps_a_state_change_as_describe_alarms_reports_it() -> None:
     # StateTransitionedTimestamp moves only when the state value changes (and the simulator's evaluation
     # stamps it with its notification's StateChangeTime); StateUpdatedTimestamp moves on every update

@@ -285,7 +285,9 @@ class FakeCloudWatch:
         names = params.get("AlarmNames")
         prefix = params.get("AlarmNamePrefix", "")
         kinds = {"MetricAlarm": "metric", "CompositeAlarm": "composite"}
-        wanted = {kinds[t] for t in params["AlarmTypes"]} if params.get("AlarmTypes") else set(kinds.values())
+        # Without AlarmTypes "only metric alarms are returned, even if composite alarms exist in the account"
+        # (the DescribeAlarms API reference).
+        wanted = {kinds[t] for t in params["AlarmTypes"]} if params.get("AlarmTypes") else {"metric"}
         chosen = [
             a
             for n, a in sorted(self.alarms.items())

@@ -61,7 +61,9 @@ class AlarmMirror:
         self.calls.alarm_names.clear()
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(names), 100):
-            response = self.cloudwatch.describe_alarms(AlarmNames=names[start : start + 100])
+            response = self.cloudwatch.describe_alarms(
+                AlarmNames=names[start : start + 100], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+            )
             for alarm in [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]:
                 found[alarm["AlarmName"]] = alarm
         now = self.clock.now
