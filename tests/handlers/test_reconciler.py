@@ -646,6 +646,9 @@ def test_a_failed_job_whose_end_event_was_lost_gets_its_auto_resume_decision_fro
     assert [r.code for r in decided] and all(r.code.startswith("resume.") for r in decided)
     reconcile(ledger_acct)
     assert [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"] == decided
+    # and when the lost Failed event arrives late after all, it writes no second auto-resume record
+    ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("job-1"))
+    assert [r for r in ledger_acct.audit.records if r.rule == "auto-resume"] == decided
 
 
 def test_a_completed_job_whose_end_event_was_lost_is_not_given_to_auto_resume(

@@ -9,10 +9,12 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink, Outcome
 from sagemaker_governance.domain import efficiency
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyPlan, read_period
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
+from sagemaker_governance.service.idempotency import audit_effect, job_delivery_key
 from sagemaker_governance.service.recording import Trigger
 from smgov.cfn_template import load_template
 from tests.builders import job as build_job
@@ -254,6 +256,23 @@ def test_a_reconciler_run_that_died_before_writing_leaves_the_lost_end_record_to
         overlapping.record_lost_end(job, run)
     now[0] += timedelta(seconds=60)
     assert overlapping.record_lost_end(job, run) == [] and audit2.records == []
+
+
+def test_what_the_end_event_would_also_have_done_is_released_done_with_the_record() -> None:
+    # Given the reconciler writes a lost end's record and then a failed job's auto-resume decision
+    ledger = MemoryLedger(Calls())
+    reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), MemoryAuditSink(), lambda: START, ledger)  # type: ignore[arg-type]
+    job = ended(1, instance_type="ml.m5.xlarge")
+    resumed = Decision(rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=Mode.ENFORCE, reason="r")
+    decisions = reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), lambda: [resumed])
+    # Then both are returned, and the end event's delivery key is released with both effects done: a late
+    # end event skips the resume's record as it skips the efficiency record
+    assert [d.rule for d in decisions] == ["efficiency-record", "auto-resume"]
+    claim = ledger.claim(job_delivery_key(job), "late-event", START, 0)
+    assert {
+        audit_effect(job.name, "auto-resume", "clone"),
+        audit_effect(job.name, "efficiency-record", "none"),
+    } <= set(claim.done)
 
 
 def test_the_reconcilers_claim_is_held_for_its_functions_timeout() -> None:

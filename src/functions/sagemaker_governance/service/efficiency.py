@@ -23,7 +23,7 @@ could not tell whether the event path did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -83,10 +83,14 @@ class EfficiencyReaction:
         job = self._complete(job)
         return [self._write(job, self.measure(job, policy.price_table(), now), policy, trigger, now)]
 
-    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+    def record_lost_end(
+        self, job: TrainingJob, trigger: Trigger, then: Callable[[], Sequence[Decision]] | None = None
+    ) -> list[Decision]:
         """The reconciler found ``job`` ended with its alarms left behind (its end event may be lost): its
         record under the end event's delivery key, unless that delivery was handled. Nothing without a
-        ledger. Measured before the claim: a failed read claims nothing."""
+        ledger. Measured before the claim: a failed read claims nothing. ``then``: what else the end event
+        would have done (a failed job's auto-resume), run under the same claim, so a late end event finds
+        those records done too and does not write them again."""
         ledger = self._ledger
         if ledger is None or not job.is_terminal:
             return []
@@ -104,8 +108,15 @@ class EfficiencyReaction:
             logger.info("efficiency record left to the end event's delivery", job=job.name, delivery=key)
             return []
         decision = self._write(job, result, policy, trigger, now)
-        ledger.release(key, owner, now, sorted({*claim.done, effect}))
-        return [decision]
+        done = {*claim.done, effect}
+        more: list[Decision] = []
+        try:
+            if then is not None:
+                more = list(then())
+        finally:
+            done |= {audit_effect(job.name, d.rule, d.action.value) for d in more}
+            ledger.release(key, owner, now, sorted(done))
+        return [decision, *more]
 
     def _write(
         self, job: TrainingJob, result: EfficiencyRecord, policy: Policy, trigger: Trigger, now: datetime

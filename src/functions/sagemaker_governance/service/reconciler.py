@@ -74,7 +74,11 @@ Budget = Callable[[], float]  # seconds left before the function's deadline
 class LostEndRecorder(Protocol):
     """Writes what a job's end event would have (the efficiency record), once per job."""
 
-    def record_lost_end(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
+    def record_lost_end(
+        self, job: TrainingJob, trigger: Trigger, then: Callable[[], Sequence[Decision]] | None = None
+    ) -> list[Decision]:
+        """The record (first) and what ``then`` decided, under the end event's claim (none: handled)."""
+        ...
 
 
 class AlarmGuard(Protocol):
@@ -288,25 +292,29 @@ class ReconcilerService:
         never had its auto-resume decision: it is made now, as its ``Failed`` event would have made it (a
         clone's name is deterministic: a late event creates nothing twice). A failed read is logged and
         counted; the alarms are deleted all the same."""
-        if self._lost_ends is None or orphan.job is None:
+        job, resume = orphan.job, self._resume
+        if self._lost_ends is None or job is None:
             return []
+        decisions: list[Decision] = []
+
+        def resumed() -> Sequence[Decision]:
+            # under the end event's claim: a late Failed event then finds the resume's record done too
+            try:
+                decisions.extend(resume.react(job, trigger) if resume is not None else ())
+            except AdapterError as exc:
+                report.errors += 1
+                logger.error(
+                    "auto-resume of a failed job whose end event was lost failed", job=job.name, error=str(exc)
+                )
+            return decisions
+
         try:
-            written = self._lost_ends.record_lost_end(orphan.job, trigger)
+            written = self._lost_ends.record_lost_end(job, trigger, resumed if job.status == "Failed" else None)
         except AdapterError as exc:
             report.errors += 1
             logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
             return []
-        report.efficiency_records += len(written)
-        if not written or orphan.job.status != "Failed" or self._resume is None:
-            return []
-        try:
-            decisions = self._resume.react(orphan.job, trigger)
-        except AdapterError as exc:
-            report.errors += 1
-            logger.error(
-                "auto-resume of a failed job whose end event was lost failed", job=orphan.job_name, error=str(exc)
-            )
-            return []
+        report.efficiency_records += min(1, len(written))
         return [RepairKind.LOST_END_RESUME] if any(d.action is Action.CLONE and d.acts for d in decisions) else []
 
     def _delete_orphans(
