@@ -263,7 +263,9 @@ def test_what_the_end_event_would_also_have_done_is_released_done_with_the_recor
     ledger = MemoryLedger(Calls())
     reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), MemoryAuditSink(), lambda: START, ledger)  # type: ignore[arg-type]
     job = ended(1, instance_type="ml.m5.xlarge")
-    resumed = Decision(rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=Mode.ENFORCE, reason="r")
+    resumed = Decision(
+        rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=Mode.ENFORCE, reason="r"
+    )
     decisions = reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), lambda: [resumed])
     # Then both are returned, and the end event's delivery key is released with both effects done: a late
     # end event skips the resume's record as it skips the efficiency record
