@@ -222,6 +222,26 @@ def test_a_hang_is_not_confirmed_while_the_gpus_work_between_idle_and_pinned() -
     assert unknown.confirmed
 
 
+def test_a_hang_claim_at_idle_gpus_is_vetoed_by_busy_cpus_but_not_at_pinned_ones() -> None:
+    def gpu_host(n: int, per_gpu: float, cpu: float) -> HostEvidence:
+        return host(n, gpu=per_gpu * 8, cpu=cpu).model_copy(update={"gpus": (8, 8), "vcpus": 96})
+
+    # Given no metric and a silent log for the window, the GPUs idle on both hosts and 24 of 96 vCPUs busy
+    # (tokenization, an evaluation on CPU that prints nothing): a CPU phase, not a hang
+    phase = judge(
+        StallKind.HANG, evidence(gpu_host(1, 0, 2400.0), gpu_host(2, 1, 2400.0)), POLICY, gpu_threshold=None
+    )
+    assert not phase.confirmed and phase.code is JudgeCode.CPU_BUSY and "idle" in phase.reason
+    # The same silence with the CPUs idle too (a stuck data loader): a hang
+    stuck = judge(
+        StallKind.HANG, evidence(gpu_host(1, 0, 200.0), gpu_host(2, 0, 200.0)), POLICY, gpu_threshold=None
+    )
+    assert stuck.confirmed
+    # Pinned GPUs with busy CPUs (a collective spinning both): still a hang
+    spinning = judge(StallKind.HANG, evidence(gpu_host(1, 100, 9600.0)), POLICY, gpu_threshold=None)
+    assert spinning.confirmed
+
+
 def test_the_working_range_must_be_a_range() -> None:
     with pytest.raises(ValueError, match="gpu_working_percent"):
         JudgePolicy(gpu_working_percent=(95, 5))

@@ -18,8 +18,10 @@ The rules (``judge``):
   was published and the logs were silent. A CPU phase (download, tokenization, CPU evaluation,
   checkpoint save), a job that still logs or still publishes its metrics is not idle: vetoed.
 * a **hang** (no progress metric, GPUs possibly pinned busy) is confirmed only when no training metric
-  the job defines was published and the logs were silent for the whole window. Busy GPUs or CPUs do not
-  veto a hang: a deadlocked collective spins both.
+  the job defines was published and the logs were silent for the whole window. Pinned GPUs and busy CPUs
+  do not veto a hang: a deadlocked collective spins both. GPUs that work between idle and pinned do; so do
+  busy CPUs while the GPUs are idle on every host (a CPU phase that prints nothing, as the idle judgement
+  also holds).
 * **insufficient evidence never stops**: a failed or throttled read, a required series with too few
   datapoints, no log stream of the job at all. The verdict names what was missing.
 
@@ -411,19 +413,8 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                 "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
                 evidence=summary,
             )
-    if kind is StallKind.HANG:
-        working = {h.host: level for h in evidence.hosts if (level := _gpu_working(h, policy)) is not None}
-        if working:
-            named = ", ".join(f"{host} ({level})" for host, level in working.items())
-            low, high = policy.gpu_working_percent
-            return Finding(
-                confirmed=False,
-                code=JudgeCode.GPU_WORKING,
-                reason=f"the GPUs worked between {low:g}% and {high:g}% per GPU on average over the window: "
-                f"{named}; a hung job's GPUs are pinned (a collective spinning) or idle, so this job computes "
-                "and only logs its metric rarely",
-                evidence=summary,
-            )
+    if kind is StallKind.HANG and (vetoed := _hang_veto(evidence, policy, summary)) is not None:
+        return vetoed
     if missing:
         summary["missing"] = missing
         return Finding(
@@ -443,6 +434,39 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             "no log line, whatever the GPUs do"
         )
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any]) -> Finding | None:
+    """What rules a hang out whatever the metric and the log say: GPUs that worked (neither pinned nor
+    idle), or GPUs idle on every GPU host while CPUs were busy (a CPU phase: tokenization, an evaluation
+    or rollouts on CPU, a download; the idle judgement vetoes it the same way)."""
+    low, high = policy.gpu_working_percent
+    working = {h.host: level for h in evidence.hosts if (level := _gpu_working(h, policy)) is not None}
+    if working:
+        named = ", ".join(f"{host} ({level})" for host, level in working.items())
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.GPU_WORKING,
+            reason=f"the GPUs worked between {low:g}% and {high:g}% per GPU on average over the window: "
+            f"{named}; a hung job's GPUs are pinned (a collective spinning) or idle, so this job computes "
+            "and only logs its metric rarely",
+            evidence=summary,
+        )
+    gpu_means = [(fmean(v), h.gpus[1]) for h in evidence.hosts if (v := h.values(GPU)) and h.gpus is not None]
+    if not gpu_means or any(mean / most >= low for mean, most in gpu_means):
+        return None  # pinned (or unknown): busy CPUs are a spinning collective's, no veto
+    cpu_busy = {h.host: load for h in evidence.hosts if (load := _cpu_busy(h, policy)) is not None}
+    if not cpu_busy:
+        return None
+    named = ", ".join(f"{host} ({load})" for host, load in cpu_busy.items())
+    return Finding(
+        confirmed=False,
+        code=JudgeCode.CPU_BUSY,
+        reason=f"the GPUs were idle (below {low:g}% per GPU) and the CPUs busy: {named} on average over the "
+        "window; a job working on its CPUs (tokenization, an evaluation or rollouts on CPU, a download) is "
+        "not hung",
+        evidence=summary,
+    )
 
 
 def _gpu_working(host: HostEvidence, policy: JudgePolicy) -> str | None:
