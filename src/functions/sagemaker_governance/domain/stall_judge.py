@@ -403,16 +403,15 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                     "window",
                     evidence=summary,
                 )
-        cpu_busy = {h.host: load for h in evidence.hosts if (load := _cpu_busy(h, policy)) is not None}
-        if cpu_busy:
-            named = ", ".join(f"{host} ({load})" for host, load in cpu_busy.items())
-            return Finding(
-                confirmed=False,
-                code=JudgeCode.CPU_BUSY,
-                reason=f"the CPUs were busy while the GPUs were idle: {named} on average over the window (a "
-                "download, tokenization, CPU evaluation or checkpoint save is not a stall)",
-                evidence=summary,
-            )
+        cpu_phase = _cpu_phase(
+            evidence,
+            policy,
+            summary,
+            "the CPUs were busy while the GPUs were idle: {busy} on average over the window (a download, "
+            "tokenization, CPU evaluation or checkpoint save is not a stall)",
+        )
+        if cpu_phase is not None:
+            return cpu_phase
     if kind is StallKind.HANG and (vetoed := _hang_veto(evidence, policy, summary)) is not None:
         return vetoed
     if missing:
@@ -455,18 +454,23 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
     gpu_means = [(fmean(v), h.gpus[1]) for h in evidence.hosts if (v := h.values(GPU)) and h.gpus is not None]
     if not gpu_means or any(mean / most >= low for mean, most in gpu_means):
         return None  # pinned (or unknown): busy CPUs are a spinning collective's, no veto
+    return _cpu_phase(
+        evidence,
+        policy,
+        summary,
+        f"the GPUs were idle (below {low:g}% per GPU) and the CPUs busy: {{busy}} on average over the window; "
+        "a job working on its CPUs (tokenization, an evaluation or rollouts on CPU, a download) is not hung",
+    )
+
+
+def _cpu_phase(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any], reason: str) -> Finding | None:
+    """The ``judge.veto.cpu-busy`` finding when some host's CPUs were busy (``reason`` names them at
+    ``{busy}``); None when every host's were idle."""
     cpu_busy = {h.host: load for h in evidence.hosts if (load := _cpu_busy(h, policy)) is not None}
     if not cpu_busy:
         return None
     named = ", ".join(f"{host} ({load})" for host, load in cpu_busy.items())
-    return Finding(
-        confirmed=False,
-        code=JudgeCode.CPU_BUSY,
-        reason=f"the GPUs were idle (below {low:g}% per GPU) and the CPUs busy: {named} on average over the "
-        "window; a job working on its CPUs (tokenization, an evaluation or rollouts on CPU, a download) is "
-        "not hung",
-        evidence=summary,
-    )
+    return Finding(confirmed=False, code=JudgeCode.CPU_BUSY, reason=reason.format(busy=named), evidence=summary)
 
 
 def _gpu_working(host: HostEvidence, policy: JudgePolicy) -> str | None:
