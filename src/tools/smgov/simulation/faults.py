@@ -207,8 +207,8 @@ class Throttler:
 
     def _throttle(self, request: Any, model: Any) -> AWSResponse | None:
         # the first attempt of a CloudWatch request is drawn before the send loop (``_cloudwatch_call``)
-        drawn = getattr(request, "context", {}).pop(FIRST_ATTEMPT_THROTTLED, None)
-        if not (drawn if drawn is not None else self.injector.draw("throttle")):
+        drawn = getattr(request, "context", {}).pop(FIRST_ATTEMPT_THROTTLED, False)
+        if not (drawn or self.injector.draw("throttle")):
             return None
         self.injector.injected["throttle"] += 1
         url = request.url
@@ -238,12 +238,10 @@ class Throttler:
         client.meta.events.register("before-call.cloudwatch.*", self._cloudwatch_call)
 
     def _cloudwatch_call(self, model: Any, context: dict[str, Any], **kwargs: Any) -> Any:
-        context["smgov_operation"] = model
-        throttled = self.injector.draw("throttle")
-        if throttled:
-            context[FIRST_ATTEMPT_THROTTLED] = True
+        self._mark(model, context)
+        if self.injector.draw("throttle"):
+            context[FIRST_ATTEMPT_THROTTLED] = True  # the send loop throttles this attempt without a draw
             return None
-        context[FIRST_ATTEMPT_THROTTLED] = False
         return self._cloudwatch._answer(model=model, context=context, **kwargs)
 
     def route_sagemaker(self, client: Any, fake: Any) -> None:
