@@ -295,18 +295,17 @@ class ReconcilerService:
         job, resume = orphan.job, self._resume
         if self._lost_ends is None or job is None:
             return []
-        decisions: list[Decision] = []
 
         def resumed() -> Sequence[Decision]:
             # under the end event's claim: a late Failed event then finds the resume's record done too
             try:
-                decisions.extend(resume.react(job, trigger) if resume is not None else ())
+                return resume.react(job, trigger) if resume is not None else []
             except AdapterError as exc:
                 report.errors += 1
                 logger.error(
                     "auto-resume of a failed job whose end event was lost failed", job=job.name, error=str(exc)
                 )
-            return decisions
+                return []
 
         try:
             written = self._lost_ends.record_lost_end(job, trigger, resumed if job.status == "Failed" else None)
@@ -315,7 +314,8 @@ class ReconcilerService:
             logger.error("efficiency record of an ended job failed", job=orphan.job_name, error=str(exc))
             return []
         report.efficiency_records += min(1, len(written))
-        return [RepairKind.LOST_END_RESUME] if any(d.action is Action.CLONE and d.acts for d in decisions) else []
+        resumes = written[1:]  # the record first, then what the resume decided
+        return [RepairKind.LOST_END_RESUME] if any(d.action is Action.CLONE and d.acts for d in resumes) else []
 
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
