@@ -178,8 +178,7 @@ class StallJudge:
         Training, the window still holds the rhythm's last line: a job is never judged hung before it has
         been silent that long."""
         rhythm = self.rhythm(job, now, started, settings)
-        silence = rhythm.silence_minutes(settings) if isinstance(rhythm, LogRhythm) else None
-        if silence is not None and isinstance(rhythm, LogRhythm):
+        if isinstance(rhythm, LogRhythm) and (silence := rhythm.silence_minutes(settings)) is not None:
             start = window_start(now, timedelta(minutes=max(silence, at_least)), started)
             if start != evidence.start:
                 # the lines are read already (a complete read): the metrics again over the limit
