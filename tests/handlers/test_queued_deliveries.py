@@ -94,7 +94,9 @@ def test_the_same_state_change_twice_in_a_batch_acts_once() -> None:
 
 def test_the_sample_batches_parse() -> None:
     # events/sqs-*.json: what the two event source mappings send (real SQS record shapes).
-    from sagemaker_governance.events import TrainingJobStateChange, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.events.alarms import queued_alarm_notification
+    from sagemaker_governance.events.job_state import TrainingJobStateChange
+    from sagemaker_governance.events.queue import sqs_bodies
 
     batch = sqs_bodies(json.loads((EVENTS / "sqs-job-events-batch.json").read_text()))
     assert batch is not None and len(batch) == 2

@@ -12,7 +12,7 @@ from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmState
 from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.service.guard_stopper import GuardStopper
 from tests.builders import job
 from tests.service.conftest import NOW, TAGS, Calls, FakeJobs, FixedPolicies

@@ -17,7 +17,7 @@ from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy_document import build_policy
-from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.service.guard_stopper import GuardStopper, StopReview
 from sagemaker_governance.settings import Settings
 from tests.builders import job

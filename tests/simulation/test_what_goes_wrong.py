@@ -291,7 +291,7 @@ def test_an_alarm_reset_in_the_minute_it_fired_notifies_again_as_a_new_state_cha
     state change (the stopper's idempotency ledger) does not take it for a duplicate of the first. (With
     one timestamp for both, a guard's too-early skip or a judge's veto was the alarm's last word: it sat in
     ALARM without notifying again, a stop made or missed by accident.)"""
-    from sagemaker_governance.events import AlarmNotification
+    from sagemaker_governance.events.alarms import AlarmNotification
     from sagemaker_governance.service.idempotency import alarm_delivery_key
 
     evaluator, fired, _ = evaluator_with_idle_alarm(returns_at_once=False)

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.events import AlarmNotification, alarm_notifications
+from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications
 from tests.conftest import load_event
 
 

@@ -45,7 +45,8 @@ from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob, parse_tags
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, load_policy_text
-from sagemaker_governance.events import AlarmNotification, TrainingJobStateChange, alarm_notifications
+from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications
+from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
 from smgov.cli.resume import cmd_resume
 from smgov.dead_letters import DeadLetter, parse_dead_letter

@@ -26,7 +26,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import AlarmListing
 from sagemaker_governance.domain.spot_health import SpotSignal
-from sagemaker_governance.events import TrainingJobStateChange
+from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
 from smgov.offline import (
     NoLogs,
@@ -188,7 +188,8 @@ def explain_alarm(
     metrics' datapoints, the job's log streams and lines); the judge then reviews every stop as deployed,
     and each decision shows its inputs and verdict under ``judge``. Without it no stop is judged (said in
     ``assumed``)."""
-    from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.events.alarms import alarm_notifications, queued_alarm_notification
+    from sagemaker_governance.events.queue import sqs_bodies
     from sagemaker_governance.observability import logger
     from sagemaker_governance.service.guard_stopper import GuardStopper
     from sagemaker_governance.service.stall_judge import StallJudge
@@ -245,7 +246,8 @@ def explain_alarm(
 
 def alarm_time(raw_event: dict[str, Any]) -> datetime | None:
     """When the (first) alarm of a notification changed state: what ``--evidence`` is judged as at."""
-    from sagemaker_governance.events import alarm_notifications, queued_alarm_notification, sqs_bodies
+    from sagemaker_governance.events.alarms import alarm_notifications, queued_alarm_notification
+    from sagemaker_governance.events.queue import sqs_bodies
 
     bodies = sqs_bodies(raw_event)
     messages = (
@@ -267,7 +269,7 @@ def explain_schedule(
     lost (offline nothing else can be listed: no other job, none of this stack's alarms)."""
     from sagemaker_governance.composition.governance import alarm_guards, compliance_service
     from sagemaker_governance.domain.reconcile import JobSummary
-    from sagemaker_governance.events import ScheduledEvent
+    from sagemaker_governance.events.schedule import ScheduledEvent
     from sagemaker_governance.service.reconciler import ReconcilerService
 
     ScheduledEvent.model_validate(raw_event)

@@ -283,7 +283,7 @@ def test_explain_shows_both_progress_alarm_requests_valid_for_the_cloudwatch_api
     ("sample", "role"), [("progress-alarm-armer.json", "armer"), ("progress-alarm-stalled.json", "stall")]
 )
 def test_sample_alarm_messages_parse_and_name_their_role(sample: str, role: str) -> None:
-    from sagemaker_governance.events import alarm_notifications
+    from sagemaker_governance.events.alarms import alarm_notifications
     from tests.conftest import load_event
 
     ((_, message),) = alarm_notifications(load_event(sample))

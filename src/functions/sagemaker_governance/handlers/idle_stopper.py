@@ -18,12 +18,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.composition.alarm_stopper import stopper_service as service
 from sagemaker_governance.composition.root import Root, current
-from sagemaker_governance.events import (
-    AlarmNotification,
-    alarm_notifications,
-    queued_alarm_notification,
-    sqs_bodies,
-)
+from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications, queued_alarm_notification
+from sagemaker_governance.events.queue import sqs_bodies
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key

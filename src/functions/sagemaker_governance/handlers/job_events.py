@@ -19,7 +19,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.composition.job_events import job_events_service as service
 from sagemaker_governance.composition.root import Root, current
-from sagemaker_governance.events import TrainingJobStateChange, sqs_bodies
+from sagemaker_governance.events.job_state import TrainingJobStateChange
+from sagemaker_governance.events.queue import sqs_bodies
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key

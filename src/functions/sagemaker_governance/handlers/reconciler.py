@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sagemaker_governance.composition.reconciler import reconciler_service as service
 from sagemaker_governance.composition.root import current
-from sagemaker_governance.events import ScheduledEvent
+from sagemaker_governance.events.schedule import ScheduledEvent
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.reconciler import RECONCILER_TRIGGER
 from sagemaker_governance.service.recording import Trigger

@@ -46,7 +46,7 @@ from sagemaker_governance.domain.guards.base import (
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.pricing import estimate_savings
-from sagemaker_governance.events import AlarmNotification
+from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,

@@ -34,15 +34,17 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink
 from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
-from sagemaker_governance.events import AlarmNotification
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import NotifierPort
+
+if TYPE_CHECKING:  # an annotation only: the job-events function and the reconciler never build the alarm models
+    from sagemaker_governance.events.alarms import AlarmNotification
 
 R = TypeVar("R")
 

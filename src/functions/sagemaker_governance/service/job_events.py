@@ -14,7 +14,7 @@ from typing import Protocol
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.events import TrainingJobStateChange
+from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.service.ports import Clock, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 

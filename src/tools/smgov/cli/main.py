@@ -194,7 +194,7 @@ def _when_and_evidence(
 
 def _state_changes(raw: Any) -> list[Any]:
     """The events of an SQS batch from the job-events queue, or the event itself."""
-    from sagemaker_governance.events import sqs_bodies
+    from sagemaker_governance.events.queue import sqs_bodies
 
     bodies = sqs_bodies(raw) if isinstance(raw, dict) else None
     return [raw] if bodies is None else [json.loads(body) for _, body in bodies]

@@ -1,12 +1,9 @@
-"""Inbound contracts: the events our functions accept, modelled with Powertools' parser models.
+"""CloudWatch alarm notifications (SNS): what the guard stopper (IdleStopperFunction) accepts.
 
-Both event-driven functions read an SQS queue (issue 16 item 2): the job-events function gets batches
-whose bodies are EventBridge events, the idle stopper batches whose bodies are SNS notifications (the
-alarm topic's subscription, raw delivery off), each parsed into ``AlarmNotification``. ``sqs_bodies``
-tells such a batch from a direct event (an EventBridge event or an SNS event, still accepted).
-
-A malformed event or record raises ``pydantic.ValidationError``: the record (or the invocation) fails, is
-retried, then ends in the dead-letter queue. Nothing is silently dropped.
+The notifications reach the stopper through its queue (SQS records whose bodies are SNS notifications:
+``queued_alarm_notification``) or as a plain SNS event (``alarm_notifications``). A malformed message
+raises ``pydantic.ValidationError``: the record (or the invocation) fails, is retried, then ends in the
+dead-letter queue.
 """
 
 from __future__ import annotations
@@ -15,36 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from aws_lambda_powertools.utilities.parser.models import (
-    EventBridgeModel,
-    SnsModel,
-    SnsNotificationModel,
-    SqsModel,
-)
+from aws_lambda_powertools.utilities.parser.models import SnsModel, SnsNotificationModel
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
-
-from sagemaker_governance.domain.job import TrainingJob
-
-TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
-
-
-class TrainingJobStateChange(EventBridgeModel):
-    """``SageMaker Training Job State Change`` from EventBridge; ``detail`` mirrors DescribeTrainingJob."""
-
-    source: Literal["aws.sagemaker"]
-    detail_type: Literal["SageMaker Training Job State Change"] = Field(alias="detail-type")
-    detail: TrainingJob
-
-
-class ScheduledEvent(EventBridgeModel):
-    """The ``Scheduled Event`` an EventBridge schedule rule sends (the reconciler's trigger)."""
-
-    source: Literal["aws.events"]
-    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
-    detail: dict[str, Any] = Field(default_factory=dict)
-
-
-# ---- CloudWatch alarm notifications (SNS) -------------------------------------------------------
 
 
 class _AlarmModel(BaseModel):
@@ -185,22 +154,6 @@ def alarm_notifications(raw_event: Mapping[str, Any]) -> list[tuple[str | None, 
             (record.Sns.MessageId, AlarmNotification.model_validate_json(text if isinstance(text, str) else ""))
         )
     return out
-
-
-# ---- deliveries through an SQS queue (issue 16 item 2) ---------------------------------------------
-
-
-def sqs_bodies(raw_event: Mapping[str, Any]) -> list[tuple[str, str]] | None:
-    """``(messageId, body)`` of each record when ``raw_event`` is an SQS batch (an event source mapping's
-    invocation), ``None`` when it is not one. Raises ``pydantic.ValidationError`` for a malformed batch."""
-    records = raw_event.get("Records") if isinstance(raw_event, Mapping) else None
-    if not isinstance(records, list) or not records:
-        return None
-    first = records[0]
-    if not isinstance(first, Mapping) or first.get("eventSource") != "aws:sqs":
-        return None
-    batch = SqsModel.model_validate(raw_event)
-    return [(record.messageId, str(record.body)) for record in batch.Records]
 
 
 def queued_alarm_notification(body: str) -> tuple[str, AlarmNotification]:
