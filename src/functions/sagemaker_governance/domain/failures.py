@@ -34,7 +34,6 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -201,13 +200,20 @@ class Taxonomy(BaseModel):
 
 @cache
 def builtin_taxonomy() -> Taxonomy:
-    """The taxonomy shipped with the package (``data/failure_taxonomy.yaml``), validated once."""
+    """The taxonomy shipped with the package (``data/failure_taxonomy.yaml``), validated once.
+
+    PyYAML is imported here, not with this module: only a failed job's classification and a policy whose
+    validation checks failure classes or signatures read the taxonomy (BENCHMARKS.md, cold start)."""
+    import yaml
+
     text = resources.files("sagemaker_governance.domain").joinpath("data/failure_taxonomy.yaml").read_text()
     return Taxonomy.model_validate(yaml.safe_load(text))
 
 
 def check_team_signatures(signatures: Sequence[Signature]) -> Sequence[Signature]:
     """A team's signatures may not reuse a built-in id and must name a known class."""
+    if not signatures:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
+        return signatures
     builtin = builtin_taxonomy()
     ids = {s.id for s in builtin.signatures}
     seen: set[str] = set()
@@ -226,6 +232,8 @@ def check_team_signatures(signatures: Sequence[Signature]) -> Sequence[Signature
 
 
 def check_class_names(verdicts: Mapping[str, Verdict]) -> Mapping[str, Verdict]:
+    if not verdicts:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
+        return verdicts
     known = builtin_taxonomy().classes
     unknown = [name for name in verdicts if name not in known]
     if unknown:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy, merge_documents
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 
@@ -21,37 +24,47 @@ class PolicyDocumentError(ValueError):
         self.errors = errors
 
 
-class _StrictLoader(yaml.SafeLoader):
+@cache
+def _strict_loader() -> type[yaml.SafeLoader]:
     """``yaml.SafeLoader`` that rejects a key given twice in one mapping (YAML and JSON loaders keep the
-    last silently: a second ``rules:`` would drop the first list). Merge keys (``<<``) still work."""
+    last silently: a second ``rules:`` would drop the first list). Merge keys (``<<``) still work.
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                continue  # an unhashable key: the base constructor reports it
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"duplicate key {key!r}",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep=deep)
+    PyYAML is imported here, at the first document parsed, not with this module: a deployment without a
+    policy document never parses one, and its functions do not load PyYAML at cold start (BENCHMARKS.md)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:
+                    continue  # an unhashable key: the base constructor reports it
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
 
 
 def parse_document(text: str) -> dict[str, Any]:
     """YAML (a superset of JSON) to a mapping; an empty document is an empty mapping."""
     if len(text.encode()) > MAX_DOCUMENT_BYTES:
         raise PolicyDocumentError([f"document is larger than {MAX_DOCUMENT_BYTES} bytes"])
+    import yaml  # at the first document parsed (_strict_loader says why)
+
     try:
-        loaded = yaml.load(text, Loader=_StrictLoader)
+        loaded = yaml.load(text, Loader=_strict_loader())
     except RecursionError as exc:
         raise PolicyDocumentError(["the document is nested too deeply"]) from exc
     except yaml.YAMLError as exc:
