@@ -23,7 +23,8 @@ from sagemaker_governance.domain.failures import (
     classify,
     host_of_stream,
 )
-from sagemaker_governance.domain.resume import CloneDecision, ResumeCode, ResumePolicy, decide_resume
+from sagemaker_governance.domain.recovery_policy import ResumePolicy
+from sagemaker_governance.domain.resume import CloneDecision, ResumeCode, decide_resume
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description
 
 ALGORITHM_ERROR = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nCommand "/opt/conda/bin/torchrun train.py"'

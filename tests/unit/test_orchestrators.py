@@ -10,7 +10,8 @@ import pytest
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
-from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy, decide_resume, decide_spot
+from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
+from sagemaker_governance.domain.resume import decide_resume, decide_spot
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
 NOW = T0 + timedelta(days=3)

@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.recovery_policy import ResumePolicy
 from sagemaker_governance.domain.resume import (
     DeferredResume,
     ResumeCode,
-    ResumePolicy,
     decide_resume,
     failure_time,
     resume_after_tag,

@@ -11,14 +11,8 @@ from pydantic import ValidationError
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_ROOT
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.resume import (
-    ResumeCode,
-    ResumePolicy,
-    SpotCode,
-    SpotPolicy,
-    decide_resume,
-    decide_spot,
-)
+from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
+from sagemaker_governance.domain.resume import ResumeCode, SpotCode, decide_resume, decide_spot
 from sagemaker_governance.settings import Settings
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description
 

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_REASON
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot
+from sagemaker_governance.domain.recovery_policy import SpotPolicy
+from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth

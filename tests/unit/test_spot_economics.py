@@ -10,7 +10,8 @@ import pytest
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.failures import CheckpointProgress
-from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot
+from sagemaker_governance.domain.recovery_policy import SpotPolicy
+from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate
 from tests.resume_builders import T0, TAGS, as_job, context
 from tests.spot_builders import listed, lived

@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.resume import CloneDecision, SpotCode, SpotPolicy, decide_spot, decide_spot_start
+from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
+from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot, decide_spot_start
 from sagemaker_governance.domain.spot_economics import Unknown
-from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal, StormPolicy, signals_of
+from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal, signals_of
 from tests.resume_builders import T0, TAGS, as_job, context
 from tests.spot_builders import TYPE, listed, lived, starting
 

@@ -28,7 +28,7 @@ from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.preflight_policy import PreflightPolicy
-from sagemaker_governance.domain.resume import ResumePolicy, SpotPolicy
+from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules import Rule
 from sagemaker_governance.domain.stall_judge import JudgePolicy
 from sagemaker_governance.domain.tolerance import Declaration, read_declarations, window_overlay

@@ -56,8 +56,6 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
 from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
     TAG_RESUME_AFTER,
@@ -78,24 +76,16 @@ from sagemaker_governance.domain.failures import (
     CheckpointProgress,
     Diagnosis,
     FailureEvidence,
-    Signature,
-    Taxonomy,
     Verdict,
-    builtin_taxonomy,
-    check_class_names,
-    check_team_signatures,
     classify,
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
+from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
-from sagemaker_governance.domain.spot_alternatives import (
-    MAX_ALTERNATIVES,
-    SpotAlternative,
-    choose,
-)
+from sagemaker_governance.domain.spot_alternatives import choose
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
-from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy
+from sagemaker_governance.domain.spot_health import FleetHealth
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
@@ -104,13 +94,6 @@ INTERRUPTED: Final = "Interrupted"
 STARTING: Final = frozenset({"Starting", "Pending"})  # before any instance bills
 BILLED_OR_INTERRUPTED: Final = frozenset({"Downloading", "Training", "Uploading", "Interrupted", "Restarting"})
 _REASON_CHARS: Final = 300
-# The transient patterns built in before the failure taxonomy (now its signatures), and the class a team's
-# own legacy pattern is read as (one whose verdict is resume, as the pattern's was).
-LEGACY_DEFAULTS: Final = frozenset(
-    {"instance-health", "internal-server-error", "capacity-error", "insufficient-capacity"}
-)
-LEGACY_CLASS: Final = "sagemaker-internal"
-MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
 
 
 class ResumeCode(StrEnum):
@@ -179,155 +162,6 @@ class SpotCode(StrEnum):
 
 
 Codes = type[ResumeCode] | type[SpotCode]
-
-
-class ResumePolicy(BaseModel):
-    """Auto-resume of failed jobs (``resume`` section of the policy; teams may override any field).
-
-    Example:
-        resume:
-          enabled: true
-          mode: enforce              # omitted: the policy's mode
-          min_training_hours: 2
-          max_attempts: 3            # clones per lineage
-          backoff_minutes: [0, 15, 60]   # wait before the 1st, 2nd, 3rd (and later) clone, from the failure
-          require_checkpoint: true
-          require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
-          classes:                   # verdict per failure class, over the taxonomy's defaults
-            capacity: skip
-          signatures:                # added to the built-in taxonomy (never replacing it)
-            - id: my-plugin-transport
-              class: interconnect
-              pattern: "MYPLUGIN: transport to rank [0-9]+ lost"
-              where: log
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    mode: Mode | None = Field(default=None, description="Overrides the policy's mode for auto-resume.")
-    min_training_hours: float = Field(default=1.0, ge=0, le=672)
-    max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
-    backoff_minutes: tuple[int, ...] = Field(
-        default=(0, 15, 60),
-        min_length=1,
-        max_length=20,
-        description="Minutes from the failure before clone 1, 2, ... (the last entry for later ones).",
-    )
-    require_checkpoint: bool = True
-    require_checkpoint_progress: bool = Field(
-        default=True,
-        description="Skip a job whose failed attempt wrote no checkpoint (false: resume it anyway and say so).",
-    )
-    classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
-    signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
-    log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
-    log_hosts: int = Field(default=8, ge=1, le=64, description="Most hosts whose log tails are read.")
-
-    _classes = field_validator("classes")(check_class_names)
-    _signatures = field_validator("signatures")(check_team_signatures)
-
-    @field_validator("backoff_minutes")
-    @classmethod
-    def _backoff(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if any(minutes < 0 or minutes > MAX_BACKOFF_MINUTES for minutes in value):
-            raise ValueError(f"each backoff is 0 to {MAX_BACKOFF_MINUTES} minutes")
-        return value
-
-    def backoff_for(self, attempt: int) -> int:
-        """Minutes to wait from the failure before clone ``attempt`` (1, 2, ...)."""
-        return self.backoff_minutes[min(max(attempt, 1), len(self.backoff_minutes)) - 1]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_transient_patterns(cls, data: Any) -> Any:
-        """``transient_patterns`` (before the taxonomy) still loads, so an upgrade never rejects a deployed
-        document: the former defaults are built in now (a ``null`` cannot switch them off any more; use
-        ``classes``), and each custom pattern becomes a *generic* ``FailureReason`` signature of a resumed
-        class, so a specific cause seen in the logs (an out-of-memory error, a shape error) still wins."""
-        if not isinstance(data, Mapping) or "transient_patterns" not in data:
-            return data
-        data = dict(data)
-        legacy = data.pop("transient_patterns") or {}
-        if not isinstance(legacy, Mapping):
-            raise ValueError("transient_patterns must be a map of name -> regular expression")
-        added = [
-            {
-                "id": f"legacy-{name}",
-                "class": LEGACY_CLASS,
-                "pattern": regex,
-                "role": "generic",
-                "where": "reason",
-                "source": f"the team's resume.transient_patterns entry {name!r} (before the failure taxonomy)",
-            }
-            for name, regex in legacy.items()
-            if regex is not None and name not in LEGACY_DEFAULTS
-        ]
-        if added:
-            data["signatures"] = [*added, *(data.get("signatures") or ())]
-        return data
-
-    def taxonomy(self) -> Taxonomy:
-        """The built-in failure taxonomy with this policy's signatures and class verdicts."""
-        return builtin_taxonomy().with_team(self.signatures, self.classes)
-
-
-class SpotPolicy(BaseModel):
-    """Spot to On-Demand fallback (``spot`` section of the policy; teams may override any field).
-
-    Example:
-        spot:
-          enabled: true
-          mode: audit
-          economics: true              # decide on cost and time to finish (false: the count rule alone)
-          price_factor: 0.35           # Spot price / On-Demand price (from your bill's Spot savings)
-          max_delay_hours: 12          # fall back once Spot would finish 12 h later than On-Demand
-          max_interruptions: 8         # hard cap: On-Demand at the 8th interruption whatever the numbers
-          count_rule_interruptions: 3  # without numbers (missing data): On-Demand at the 3rd
-          storm:                       # the fleet's Spot health per instance type
-            window_hours: 1
-            interrupted_jobs: 3        # 3 jobs of a type interrupted within the hour: a storm
-            count_rule_interruptions: 1  # in a storm, without numbers: On-Demand at the 1st (default: unset)
-            move_new_jobs: false       # opt-in: a new Spot job of a stormy type starts On-Demand
-          fallback_on_max_wait: true   # resume On-Demand after MaxWaitTimeExceeded
-          fallbacks:                   # opt-in: on Spot on these types, in order, before On-Demand
-            - instance_type: ml.p4de.24xlarge
-              relative_speed: 1.0      # the job's pace there against its own type
-          fallback_job_tag: spot-fallbacks   # ... for jobs tagged spot-fallbacks=allow (null: every job)
-          max_attempts: 2
-          require_checkpoint: true
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    mode: Mode | None = Field(default=None, description="Overrides the policy's mode for Spot fallback.")
-    economics: bool = Field(default=True, description="Decide on cost and time to finish (false: count rule).")
-    price_factor: float = Field(
-        default=0.35, gt=0, le=1, description="Spot price as a fraction of On-Demand (0.35: 65% saved)."
-    )
-    max_delay_hours: float | None = Field(
-        default=None, ge=0, le=8760, description="Deadline slack against an uninterrupted run (None: no deadline)."
-    )
-    max_interruptions: int = Field(default=8, ge=1, le=100, description="Hard cap on interruptions.")
-    count_rule_interruptions: int = Field(
-        default=3, ge=1, le=100, description="Interruptions before falling back when the economics lack data."
-    )
-    storm: StormPolicy = Field(default_factory=StormPolicy, description="The fleet's Spot health.")
-    fallback_on_max_wait: bool = True
-    fallbacks: tuple[SpotAlternative, ...] = Field(
-        default=(),
-        max_length=MAX_ALTERNATIVES,
-        description="Instance types to try on Spot, in order, before On-Demand (empty: straight On-Demand).",
-    )
-    fallback_job_tag: str | None = Field(
-        default="spot-fallbacks",
-        min_length=1,
-        max_length=128,
-        description="The tag a job carries (value allow) to move to another type (None: every job may).",
-    )
-    max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
-    require_checkpoint: bool = True
 
 
 @dataclass(frozen=True)

@@ -32,27 +32,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.recovery_policy import SpotAlternative
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_economics import MIN_EFFICIENCY, SpotEstimate, Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth
 
 FALLBACK_TAG_VALUE: Final = "allow"
 CHOSEN: Final = "chosen"
-MAX_ALTERNATIVES: Final = 5  # each one is a ledger Query at an interruption of an opted-in job
-
-
-class SpotAlternative(BaseModel):
-    """One instance type to try on Spot before On-Demand (``spot.fallbacks`` entry)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9-]+$")
-    relative_speed: float = Field(
-        default=1.0, gt=0, le=10, description="The job's pace on this type against its own type (1: the same)."
-    )
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Final, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Final
 
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.recovery_policy import StormPolicy
 from sagemaker_governance.domain.spot_economics import RUNNING, WAITING, Unknown, stints
 
 INTERRUPTED: Final = "Interrupted"
@@ -53,40 +52,6 @@ class SpotSignal:
     def key(self) -> str:
         """Unique per transition: a duplicate event rewrites the same item."""
         return f"{self.at.isoformat()}#{self.kind.value}#{self.job}"
-
-
-class StormPolicy(BaseModel):
-    """When an instance type is in a Spot storm (``spot.storm``), and what follows.
-
-    Example:
-        spot:
-          storm:
-            window_hours: 1
-            interrupted_jobs: 3          # 3 jobs of the type interrupted within the hour ...
-            max_wait_jobs: 2             # ... or 2 that ran out of Spot wait time
-            count_rule_interruptions: 1  # in a storm, without the economics: On-Demand at the 1st (default: unset)
-            move_new_jobs: true          # opt-in: new Spot jobs of the type start On-Demand instead
-            preflight: warn              # the SDK preflight before launch: warn, on-demand (switch) or off
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(default=True, description="Record and read the fleet's Spot health.")
-    window_hours: float = Field(default=1.0, gt=0, le=168, description="The sliding window.")
-    interrupted_jobs: int = Field(
-        default=3, ge=1, le=10_000, description="Distinct jobs interrupted in the window."
-    )
-    max_wait_jobs: int = Field(default=2, ge=1, le=10_000, description="Jobs that hit MaxWaitTimeExceeded.")
-    count_rule_interruptions: int | None = Field(
-        default=None, ge=1, le=100, description="In a storm, without numbers: fall back here (None: as usual)."
-    )
-    move_new_jobs: bool = Field(
-        default=False, description="Move a new Spot job of a stormy type to On-Demand while it starts (opt-in)."
-    )
-    preflight: Literal["warn", "on-demand", "off"] = Field(
-        default="warn",
-        description="The SDK preflight, for a Spot job of a stormy type: warn, switch it to On-Demand, or off.",
-    )
 
 
 @dataclass(frozen=True)

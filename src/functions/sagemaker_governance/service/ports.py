@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
@@ -13,7 +13,9 @@ from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.spot_health import SpotSignal
+
+if TYPE_CHECKING:  # annotations only: the guard stopper never loads the Spot health models
+    from sagemaker_governance.domain.spot_health import SpotSignal
 
 Clock = Callable[[], datetime]
 

@@ -34,6 +34,7 @@ from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvid
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     RESUME_RULE_ID,
     SPOT_RULE_ID,
@@ -42,7 +43,6 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
-    SpotPolicy,
     decide_resume,
     decide_spot,
     decide_spot_start,
@@ -56,7 +56,7 @@ from sagemaker_governance.domain.resume import (
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
-from sagemaker_governance.domain.spot_health import FleetHealth, StormPolicy, signals_of, spot_type
+from sagemaker_governance.domain.spot_health import FleetHealth, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     CheckpointsPort,

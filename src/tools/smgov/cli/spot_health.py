@@ -10,7 +10,8 @@ from typing import Any
 
 import boto3
 
-from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal, StormPolicy
+from sagemaker_governance.domain.recovery_policy import StormPolicy
+from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal
 from smgov.cli.dlq import stack_outputs
 
 MAX_PAGES = 20
