@@ -42,3 +42,51 @@ def test_the_collector_runs_again_after_a_handler_module_is_imported(module: str
 
 def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
     assert imported(HANDLERS[0], "paused")["enabled"] is False
+
+
+# What each function does not run, so its cold start does not import it (BENCHMARKS.md, cold start): the
+# other functions' event models, the resume and Spot decisions in the guard stopper, and PyYAML (read at
+# the first policy document parsed or failure classified, never by the imports).
+NOT_IMPORTED = {
+    "sagemaker_governance.handlers.job_events": {
+        "yaml",
+        "sagemaker_governance.events.alarms",
+        "sagemaker_governance.events.schedule",
+    },
+    "sagemaker_governance.handlers.idle_stopper": {
+        "yaml",
+        "sagemaker_governance.events.job_state",
+        "sagemaker_governance.events.schedule",
+        "sagemaker_governance.domain.resume",
+        "sagemaker_governance.domain.spot_economics",
+        "sagemaker_governance.domain.spot_health",
+        "sagemaker_governance.domain.spot_alternatives",
+        "sagemaker_governance.domain.orchestrators",
+    },
+    "sagemaker_governance.handlers.reconciler": {
+        "yaml",
+        "sagemaker_governance.events.alarms",
+        "sagemaker_governance.events.job_state",
+        "sagemaker_governance.events.queue",
+    },
+}
+
+MODULES = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_a_handler_module_does_not_import_what_its_function_does_not_run(module: str) -> None:
+    # Given a fresh interpreter
+    # When it imports the handler module
+    completed = subprocess.run(
+        [sys.executable, "-c", MODULES, module], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    loaded = set(json.loads(completed.stdout.strip().splitlines()[-1]))
+    # Then nothing its function does not run was imported
+    assert module in loaded
+    assert NOT_IMPORTED[module] & loaded == set()
