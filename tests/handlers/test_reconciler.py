@@ -496,6 +496,28 @@ def test_a_longer_rearm_waits_for_the_last_run_before_it(acct: LocalAccount, clo
     assert acct.cloudwatch.state(alarm) == "OK"
 
 
+def test_a_progress_armer_left_in_alarm_with_its_actions_on_is_reset_so_the_guard_is_armed(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose armer fired while its stall alarm stayed disarmed: its notification was lost, or a late
+    # Training event created the alarms again after it fired (PutMetricAlarm keeps the state: it would never
+    # notify again, and the progress guard would never be armed)
+    training(acct, AlgorithmSpecification=LOSS)
+    armer = f"{PREFIX}job-1.progress-armer"
+    acct.cloudwatch.set_state(armer, "ALARM")
+    assert acct.cloudwatch.alarms[armer]["ActionsEnabled"] is True
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] is False
+    # When the reconciler runs: the armer is reset, so the next datapoint notifies and arms the guard
+    clock.advance(minutes=1)
+    assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
+    assert acct.cloudwatch.state(armer) == "OK"
+    # and an armer the stopper disabled after arming (its usual state: in ALARM, actions off) is left alone
+    acct.cloudwatch.set_state(armer, "ALARM")
+    acct.cloudwatch.alarms[armer]["ActionsEnabled"] = False
+    clock.advance(minutes=30)
+    assert reconcile(acct)["repairs"] == {}
+
+
 def test_an_alarm_whose_actions_are_off_is_never_reset(acct: LocalAccount, clock: MovableClock) -> None:
     # Given a job's alarm in ALARM with its actions off (a progress alarm not armed yet): it must stay
     training(acct)

@@ -103,10 +103,14 @@ def review(
     j: Any = None,
     mode: Mode = Mode.ENFORCE,
     policy: Policy | None = None,
+    alarm_minutes: int | None = None,
 ) -> GuardVerdict:
     j = j or training(NOW - timedelta(hours=2))
     policy = policy or Policy(mode=mode, judge={"enabled": True})
-    notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence={"threshold": 1.0})
+    evidence: dict[str, Any] = {"threshold": 1.0}
+    if alarm_minutes is not None:  # the window the notification repeats (a trigger when under the guard's)
+        evidence.update(evaluation_periods=alarm_minutes, period_seconds=60)
+    notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence=evidence)
     verdict = guard.judge(role, notice, guard.config(policy))
     assert verdict.stops
     return StallJudge(metrics, logs).review(guard, role, notice, verdict, policy)
@@ -363,3 +367,106 @@ def test_a_job_in_training_for_less_than_its_silence_is_judged_since_it_entered_
     judged = verdict.decision.evidence["judge"]
     assert judged["rhythm"]["silence_minutes"] == 36 and judged["window"]["minutes"] == 32
     assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+
+
+# ---- the alarm's trigger: it fires before the window, the judge decides --------------------------------
+
+
+def widened_to(verdict: GuardVerdict) -> list[int]:
+    return [r["EvaluationPeriods"] for r in verdict.rewindow]
+
+
+def test_an_idle_trigger_is_never_an_idle_stop_before_the_window_the_alarm_is_moved_to_it() -> None:
+    # Given a job 25 minutes into Training whose idle alarm fired on its 20-minute trigger, every signal
+    # agreeing over those 20 minutes
+    metrics = Metrics(IDLE_HOST)
+    j = training(NOW - timedelta(minutes=25))
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), j=j, alarm_minutes=20)
+    # Then no stop: the alarm is widened to the 30-minute window and reset (judged again if still idle then)
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert verdict.decision.action is Action.NONE and not verdict.stops
+    assert widened_to(verdict) == [30] and verdict.reset == ("gov-idle-job-1",)
+    assert verdict.decision.evidence["rejudge"]["trigger_minutes"] == 20
+    # and it read the 20 minutes the trigger covers, then the window (cut at its entry into Training)
+    assert [(start, end) for _, start, end in metrics.calls] == [
+        (NOW - timedelta(minutes=20), NOW),
+        (NOW - timedelta(minutes=25), NOW),
+    ]
+
+
+def test_idleness_the_evidence_shows_over_the_whole_window_is_stopped_at_the_trigger() -> None:
+    # Given a trigger that fired late (after a lost notification): every signal idle over the whole window
+    metrics = Metrics(IDLE_HOST)
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), alarm_minutes=20)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    assert verdict.decision.evidence["judge"]["window"]["minutes"] == 30
+    # and the widened alarm's own notification (the 30-minute window) is judged as always
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), alarm_minutes=30)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+
+
+def test_a_sign_of_life_in_the_trigger_is_a_veto_and_the_alarm_gets_the_window_at_least() -> None:
+    # Given the trigger fired while the job's CPUs were busy (a CPU phase)
+    busy_cpu = {**IDLE_HOST, ("CPUUtilization", "job-1/algo-1"): 180.0}
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(busy_cpu), Logs(), alarm_minutes=20)
+    # Then the usual veto, and the alarm is never left at the trigger's 20 minutes
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.CPU_BUSY
+    assert widened_to(verdict) and min(widened_to(verdict)) >= 30
+
+
+def test_a_pinned_trigger_stops_a_hang_at_the_jobs_silence_limit_before_the_window() -> None:
+    # Given a job that logged every 5 minutes, silent for the 20 minutes its GPUs have been pinned
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, alarm_minutes=20)
+    # Then the hang is stopped: 20 silent minutes are its rhythm's limit (3 x 5, at least 20)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+    assert verdict.decision.evidence["judge"]["window"]["minutes"] == 20
+    assert "20 minutes" in verdict.decision.reason
+
+
+def test_a_pinned_trigger_without_a_rhythm_waits_for_the_window() -> None:
+    # Given three lines only (no rhythm), the last 25 minutes ago: the window decides, as without a trigger
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=[started, started + timedelta(minutes=1), NOW - timedelta(minutes=25)])
+    metrics = Metrics(PINNED_HOST)
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, logs, alarm_minutes=20)
+    # Then no stop at 20 minutes: the alarm is widened to the 30-minute window
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert widened_to(verdict) == [30] and "30 silent minutes" in verdict.decision.reason
+    # read over the trigger, then over the window the unknown rhythm needs
+    assert [(start, end) for _, start, end in metrics.calls] == [
+        (NOW - timedelta(minutes=20), NOW),
+        (NOW - timedelta(minutes=30), NOW),
+    ]
+
+
+def test_a_pinned_trigger_waits_for_a_longer_rhythm_limit() -> None:
+    # Given a job whose log once had a 12-minute gap (limit 36), silent for the last 25 minutes
+    started = NOW - timedelta(hours=3)
+    lines = every(5, start=started, until=started + timedelta(minutes=60))
+    lines += every(5, start=started + timedelta(minutes=67), until=NOW - timedelta(minutes=25))
+    j = training(started)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), Logs(lines=lines), j=j, alarm_minutes=20)
+    # Then the alarm waits for the 36 minutes the job's own rhythm allows
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert widened_to(verdict) == [36]
+
+
+def test_a_pinned_trigger_of_a_job_that_logs_is_left_in_alarm_as_before() -> None:
+    # Given a pinned job with a line 3 minutes ago: computing, not hung
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=2)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, alarm_minutes=20)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+    assert verdict.reset == () and verdict.rewindow == ()
+
+
+def test_a_pinned_trigger_without_a_rhythm_stops_a_job_silent_for_the_window() -> None:
+    # Given three lines in the job's first minutes and nothing since (two hours): silent for the window
+    started = NOW - timedelta(hours=2)
+    logs = Logs(lines=every(1, start=started, until=started + timedelta(minutes=3)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, alarm_minutes=20)
+    # Then the hang is stopped, judged over the 30-minute window its unknown rhythm needs
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+    assert verdict.decision.evidence["judge"]["window"]["minutes"] == 30

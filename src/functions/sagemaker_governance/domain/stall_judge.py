@@ -98,6 +98,7 @@ class JudgeCode(StrEnum):
     LOGS_ACTIVE = "judge.veto.logs-active"
     GPU_WORKING = "judge.veto.gpu-working"
     METRIC_PROGRESS = "judge.veto.metric-progress"
+    WAIT = "judge.wait.window"  # the signals agree over the trigger's span; a stop needs longer: widened
     INSUFFICIENT = "judge.skip.insufficient-evidence"
 
 

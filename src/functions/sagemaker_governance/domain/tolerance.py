@@ -155,7 +155,8 @@ def window_overlay(declaration: Declaration, config: Any) -> dict[str, Any]:
         periods = min(max(1, math.ceil(minutes * 60 / config.period_seconds)), 86_400 // config.period_seconds)
         ratio = config.datapoints_to_alarm / config.evaluation_periods
         wanted = max(1, min(periods, round(periods * ratio)))
-        return {"idle": {"evaluation_periods": periods, "datapoints_to_alarm": wanted}}
+        # The declared window is the alarm's too (no shorter trigger): the job said how long it may be quiet.
+        return {"idle": {"evaluation_periods": periods, "datapoints_to_alarm": wanted, "trigger_minutes": minutes}}
     if isinstance(config, ProgressPolicy):
         return {"progress": {"window_minutes": minutes}}
     return {}

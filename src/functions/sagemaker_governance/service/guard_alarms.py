@@ -237,14 +237,11 @@ class GuardAlarms:
 
     def rejudged(self, job_name: str, alarm_name: str) -> bool:
         """An alarm of this guard whose notification the stall judge decides (the notifying idle alarm, the
-        progress stall alarm), not a child or an armer."""
+        progress stall alarm), or that arms such an alarm (the progress armer: left in ALARM with its actions
+        on, its notification was lost or came before the alarms were created again, and the guard would never
+        be armed); not a child, not a nudge's alarm."""
         role = self.guard.role_of(alarm_name, job_name, self._naming)
-        return (
-            role is not None
-            and self.guard.stall_kind is not None
-            and self.guard.acts_on(role)
-            and self.guard.stops_from(role)
-        )
+        return role is not None and self.guard.stall_kind is not None and self.guard.acts_on(role)
 
     def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
         """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""

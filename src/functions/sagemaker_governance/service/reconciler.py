@@ -469,9 +469,10 @@ class ReconcilerService:
             code=ReconcilerCode.STALE_ALARM,
             action=Action.ARM_ALARM,
             mode=policy.mode,
-            reason="the job is training and its guard alarm(s) sat in ALARM after the stall judge's last judgement, "
-            f"{policy.judge.rearm_minutes} minutes or more by the next run: reset, so the job is judged again if "
-            "the condition lasts",
+            reason="the job is training and its guard alarm(s) sat in ALARM with their actions on (left there by the "
+            "stall judge's last judgement, or an armer whose notification was lost), "
+            f"{policy.judge.rearm_minutes} minutes or more by the next run: reset, so the job is judged (or its "
+            "guard armed) again if the condition lasts",
             evidence={"repair": RepairKind.STALE_ALARM.value, "alarms": stale, "in_alarm_since": since},
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)

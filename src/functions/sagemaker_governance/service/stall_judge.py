@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError
@@ -32,7 +32,9 @@ from sagemaker_governance.domain.stall_judge import (
     GPU,
     HOST_METRICS,
     Evidence,
+    Finding,
     HostEvidence,
+    JudgeCode,
     JudgePolicy,
     LogEvidence,
     LogRhythm,
@@ -67,6 +69,30 @@ class LogActivityPort(Protocol):
         ``AdapterError``."""
 
 
+class _Case(NamedTuple):
+    """One judgement: the guard and its verdict, what the judge judges (``kind``), the trigger's span (the
+    alarm's window, at most the guard's), what a stop needs (the guard's window; a hang: the job's silence
+    limit), the evidence over the span and over what a stop needs (the same unless a hang), the record."""
+
+    guard: Guard[Any]
+    config: Any
+    notice: Notice
+    verdict: GuardVerdict
+    kind: StallKind
+    settings: JudgePolicy
+    threshold: float | None
+    window: timedelta
+    span: timedelta
+    needed: timedelta
+    over_span: Evidence
+    recorded: dict[str, Any]
+    over_needed: Evidence | None = None
+
+    @property
+    def evidence(self) -> Evidence:
+        return self.over_needed or self.over_span
+
+
 class StallJudge:
     """The ``StopReview`` that reads the job's metrics and logs before a guard's stop is carried out."""
 
@@ -85,34 +111,59 @@ class StallJudge:
         window = guard.evidence_window(config)
         if window is None:
             return verdict
+        span = guard.fired_span(config, notice) or window  # shorter than the window: the alarm is a trigger
         job, now = notice.job, notice.now
         started = training_started_at(job)
-        evidence = self.gather(job, now, window_start(now, window, started), settings)
+        evidence = self.gather(job, now, window_start(now, span, started), settings)
         threshold = guard.stall_threshold(job, config, notice)
         pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
         if pinned:
             kind = StallKind.HANG  # the alarm fired on pinned GPUs: what it claims is a hang
         rhythm = None
+        case = _Case(guard, config, notice, verdict, kind, settings, threshold, window, span, window, evidence, {})
         if kind is StallKind.HANG:
             declared = window.total_seconds() / 60 if self.declares(job, guard, policy) else 0
-            evidence, rhythm = self.over_rhythm(job, now, started, settings, evidence, at_least=declared)
-        finding = judge(kind, evidence, settings, gpu_threshold=threshold)
-        recorded = {**verdict.decision.evidence, "judge": self._judged(finding.evidence, pinned, rhythm, settings)}
+            over, rhythm, needed = self.over_rhythm(
+                job, now, started, settings, evidence, at_least=declared, unknown=window
+            )
+            case = case._replace(needed=needed, over_needed=over)
+        finding = judge(kind, case.evidence, settings, gpu_threshold=threshold)
+        if kind is StallKind.IDLE and span < window and finding.confirmed:
+            # idle over the trigger: idle over the whole window too (a trigger that fired late)?
+            over = self.gather(job, now, window_start(now, window, started), settings)
+            whole = judge(kind, over, settings, gpu_threshold=threshold)
+            if whole.confirmed and now - over.start >= window:
+                case, finding = case._replace(over_needed=over), whole
+        case.recorded.update(verdict.decision.evidence)
+        case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
+        if span < window and (waiting := self._wait(case, finding)) is not None:
+            return waiting
         if finding.confirmed:
             if pinned:
-                verdict = guard.hang_verdict(verdict, config)
+                verdict = guard.hang_verdict(verdict, config, span)
             decision = verdict.decision.model_copy(
-                update={"evidence": {**recorded, "judge_verdict": finding.reason}}
+                update={"evidence": {**case.recorded, "judge_verdict": finding.reason}}
             )
             return verdict.model_copy(update={"decision": decision})
         assert finding.code is not None
         logger.info("stop not confirmed by the stall judge", job=job.name, code=finding.code.value)
         if pinned:
-            return self._pinned_veto(guard, verdict, finding.code.value, finding.reason, recorded)
-        base = window.total_seconds() / 60
-        quiet = self.quiet(kind, job, now, settings, threshold)
+            return self._pinned_veto(guard, verdict, finding.code.value, finding.reason, case.recorded)
+        return self._veto(case, finding)
+
+    def _veto(self, case: _Case, finding: Finding) -> GuardVerdict:
+        """The judge did not confirm the stop: the guard's alarm is widened to the job's quiet stretch so far
+        (``rejudge_minutes``; a trigger to the window at least) and reset, or left in ALARM at the cap."""
+        assert finding.code is not None
+        guard, job, settings = case.guard, case.notice.job, case.settings
+        base = case.window.total_seconds() / 60
+        quiet = self.quiet(case.kind, job, case.notice.now, settings, case.threshold)
         minutes = rejudge_minutes(base, quiet, settings) if quiet is not None else math.ceil(base)
-        rewindow = guard.widened(job, config, notice.naming, minutes) if minutes and minutes > base else ()
+        fired = case.span.total_seconds() / 60  # a trigger is widened to the window at least
+        rewindow = (
+            guard.widened(job, case.config, case.notice.naming, minutes) if minutes and minutes > fired else ()
+        )
+        recorded = case.recorded
         if quiet is not None:
             recorded["rejudge"] = {
                 "quiet_minutes": quiet,
@@ -125,6 +176,11 @@ class StallJudge:
                 f"the {guard.title}'s alarm stays in ALARM and the job is judged again when it is busy and goes "
                 "quiet once more"
             )
+        elif rewindow and minutes <= base:
+            then = (
+                f"the {guard.title}'s alarm is widened from its {fired:g}-minute trigger to the {minutes}-minute "
+                "window and reset: the job is judged again if it stays quiet that long"
+            )
         elif rewindow:
             then = (
                 f"the {guard.title}'s alarm is widened to {minutes} minutes ({settings.rejudge_factor:g} x the "
@@ -133,18 +189,64 @@ class StallJudge:
         else:
             then = f"the {guard.title}'s alarm is reset and the job is judged again if it persists"
         decision = Decision(
-            rule=verdict.decision.rule,
+            rule=case.verdict.decision.rule,
             code=finding.code.value,
             action=Action.NONE,
-            mode=verdict.decision.mode,
+            mode=case.verdict.decision.mode,
             reason=f"{finding.reason}; {then}",
-            evidence={**recorded, "guard_verdict": verdict.decision.code},
+            evidence={**recorded, "guard_verdict": case.verdict.decision.code},
         )
         return GuardVerdict(
             verdict=Verdict.VETOED,
             decision=decision,
             rewindow=rewindow,
-            reset=guard.rejudge_alarms(job, notice.naming) if minutes is not None else (),
+            reset=guard.rejudge_alarms(job, case.notice.naming) if minutes is not None else (),
+            reset_reason=RESET_REASON,
+        )
+
+    @staticmethod
+    def _wait(case: _Case, finding: Finding) -> GuardVerdict | None:
+        """The alarm fired on its trigger (``case.span``, shorter than the guard's window). When every signal
+        agrees over that span but a stop needs longer (idleness: the whole window; a hang: the job's silence
+        limit not reached yet, or a stay in Training shorter than the window an unknown rhythm needs), the
+        alarm is widened to what the stop needs and reset: the job is judged again only if it stays stuck
+        that long. None: judge as usual (a hang silent for its limit is stopped; a sign of life in the span
+        is a veto)."""
+        needed, span, notice = case.needed, case.span, case.notice
+        if finding.confirmed and notice.now - case.evidence.start >= needed:
+            return None  # stuck for what a stop needs (the window; a hang: the job's silence limit): confirmed
+        if case.kind is StallKind.HANG and case.over_span is not case.evidence:
+            finding = judge(case.kind, case.over_span, case.settings, gpu_threshold=case.threshold)
+        if not finding.confirmed or needed <= span:
+            return None
+        minutes = math.ceil(needed.total_seconds() / 60)
+        stop_needs = (
+            f"idleness is stopped only after the {minutes}-minute window"
+            if case.kind is StallKind.IDLE
+            else f"a hang is stopped only after {minutes} silent minutes (the job's log rhythm, or the window "
+            "while the rhythm is unknown)"
+        )
+        rewindow = case.guard.widened(notice.job, case.config, notice.naming, minutes)
+        case.recorded["rejudge"] = {
+            "trigger_minutes": math.ceil(span.total_seconds() / 60),
+            "window_minutes": minutes,
+            "widened": [r["AlarmName"] for r in rewindow],
+        }
+        decision = Decision(
+            rule=case.verdict.decision.rule,
+            code=JudgeCode.WAIT.value,
+            action=Action.NONE,
+            mode=case.verdict.decision.mode,
+            reason=f"the alarm fired on its {span.total_seconds() / 60:g}-minute trigger and every signal agrees "
+            f"so far, but {stop_needs}: the {case.guard.title}'s alarm is widened to {minutes} minutes and reset; "
+            "the job is judged again if it stays stuck that long",
+            evidence={**case.recorded, "guard_verdict": case.verdict.decision.code},
+        )
+        return GuardVerdict(
+            verdict=Verdict.TOO_EARLY,
+            decision=decision,
+            rewindow=rewindow,
+            reset=case.guard.rejudge_alarms(notice.job, notice.naming),
             reset_reason=RESET_REASON,
         )
 
@@ -171,20 +273,26 @@ class StallJudge:
         evidence: Evidence,
         *,
         at_least: float = 0,
-    ) -> tuple[Evidence, LogRhythm | str]:
+        unknown: timedelta,
+    ) -> tuple[Evidence, LogRhythm | str, timedelta]:
         """A hang is judged over the silence the job's own log rhythm makes unusual: the evidence again over
-        that window when the rhythm is known (the pinned claim stays the alarm's window's), never shorter
-        than ``at_least`` (the window the job declared for its quiet phases). Cut at the (re)entry into
-        Training, the window still holds the rhythm's last line: a job is never judged hung before it has
-        been silent that long."""
+        that window when the rhythm is known (the pinned claim stays the alarm's window's), over ``unknown``
+        (the guard's window) when it is not, never shorter than ``at_least`` (the window the job declared for
+        its quiet phases); with that window. Cut at the (re)entry into Training, a known rhythm's window still
+        holds its last line: a job is never judged hung before it has been silent that long."""
         rhythm = self.rhythm(job, now, started, settings)
-        if isinstance(rhythm, LogRhythm) and (silence := rhythm.silence_minutes(settings)) is not None:
-            start = window_start(now, timedelta(minutes=max(silence, at_least)), started)
-            if start != evidence.start:
-                # the lines are read already (a complete read): the metrics again over the limit
-                logs = rhythm.activity(start, evidence.logs.streams) if evidence.logs is not None else None
-                evidence = self.gather(job, now, start, settings, logs=logs)
-        return evidence, rhythm
+        silence = rhythm.silence_minutes(settings) if isinstance(rhythm, LogRhythm) else None
+        needed = max(timedelta(minutes=silence) if silence is not None else unknown, timedelta(minutes=at_least))
+        start = window_start(now, needed, started)
+        if start != evidence.start:
+            # a complete read's lines are read already: the metrics again over the limit
+            logs = (
+                rhythm.activity(start, evidence.logs.streams)
+                if silence is not None and isinstance(rhythm, LogRhythm) and evidence.logs is not None
+                else None
+            )
+            evidence = self.gather(job, now, start, settings, logs=logs)
+        return evidence, rhythm, needed
 
     @staticmethod
     def _judged(

@@ -629,6 +629,11 @@ class Guard(ABC, Generic[C]):
         """How far back the judge reads the job's signals before confirming a stop."""
         return None
 
+    def fired_span(self, config: C, notice: Notice) -> timedelta | None:
+        """How long the condition held when the alarm fired, as far as the judge may count it: the alarm's
+        own window when it is shorter than ``evidence_window`` (a trigger), else that window."""
+        return self.evidence_window(config)
+
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""
         return ()
@@ -642,8 +647,9 @@ class Guard(ABC, Generic[C]):
         also fires on pinned GPUs (a hang trigger: the judge then judges a hang); None: it does not."""
         return None
 
-    def hang_verdict(self, verdict: GuardVerdict, config: C) -> GuardVerdict:
-        """The stop verdict when the judge confirmed a hang behind a pinned trigger (default: unchanged)."""
+    def hang_verdict(self, verdict: GuardVerdict, config: C, span: timedelta) -> GuardVerdict:
+        """The stop verdict when the judge confirmed a hang behind a pinned trigger that fired after ``span``
+        (default: unchanged)."""
         return verdict
 
     def widened(

@@ -104,6 +104,13 @@ def pinned_expression(metrics: list[dict[str, Any]], pinned: float, first: int, 
     }
 
 
+def _trigger_evidence(periods: int, idle: IdlePolicy) -> dict[str, str]:
+    """The plan's evidence of an alarm that is a trigger (fires before the window; the judge decides)."""
+    if periods == idle.evaluation_periods:
+        return {}
+    return {"trigger": f"{periods} x {idle.period_seconds}s (the stall judge decides; a stop needs the window)"}
+
+
 class IdleRole(StrEnum):
     NOTIFYING = "notifying"  # the alarm with the topic action (the only one for up to 10 hosts)
     CHILD = "child"  # above 10 hosts: one metric alarm per 10 hosts, no action, under the composite
@@ -121,6 +128,7 @@ class IdleCode(StrEnum):
     TOO_EARLY = "idle.skip.too-early"
     EXEMPTED = "idle.skip.exempted"
     HUNG = "idle.stop.hung"  # the pinned trigger: GPUs pinned busy, no training metric, logs silent
+    TRIGGER = "idle.skip.trigger"  # the alarm fired on its trigger, and no judge may confirm a hang: wait
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
     NO_GPU = "idle.alarm.no-gpu"
@@ -155,6 +163,15 @@ class IdlePolicy(GuardConfig):
     whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
     job: with the judge off (``judge.enabled: false``) the pinned trigger is off too.
 
+    ``trigger_minutes``: with the pinned trigger on, the alarm fires after this many idle or pinned minutes,
+    before the window, and the stall judge decides: it stops a hang once the job has been silent for its
+    log rhythm's limit (never under ``judge.min_silence_minutes``), and it never stops for idleness before
+    the whole window (an idle trigger is moved to the window: ``judge.wait.window``). ``null`` (the
+    default): ``judge.min_silence_minutes``, the shortest silence a hang is confirmed at. Not shortened: an
+    M-of-N window, a job of more than 10 hosts (its composite alarm's notification does not say its
+    children's window), a job that declares its own window. Equal to the window: the alarm fires after the
+    window only.
+
     Example:
         idle:
           enabled: true
@@ -165,6 +182,7 @@ class IdlePolicy(GuardConfig):
           datapoints_to_alarm: 30
           grace_minutes: 20
           pinned_percent: 95
+          trigger_minutes: null
           prices: {ml.p4d.24xlarge: 37.69}
     """
 
@@ -179,6 +197,14 @@ class IdlePolicy(GuardConfig):
         le=100,
         description="Per GPU, percent: every host at or above it for the window also fires the alarm (a hang "
         "trigger for the stall judge); null: off.",
+    )
+    trigger_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1440,
+        description="With the pinned trigger: the alarm's own window, after which the stall judge is asked (a "
+        "hang is stopped at the job's silence limit, idleness never before the window); null: "
+        "judge.min_silence_minutes.",
     )
     prices: dict[str, float] = Field(default_factory=dict, description="Instance type -> USD per hour.")
 
@@ -219,6 +245,19 @@ class IdlePolicy(GuardConfig):
     @property
     def window_minutes(self) -> float:
         return self.period_seconds * self.evaluation_periods / 60
+
+    def alarm_window(self, *, triggered: bool) -> tuple[int, int]:
+        """The alarm's (evaluation periods, datapoints to alarm): the trigger's when the alarm may be one (the
+        pinned trigger on, not a composite's child: the judge must read the window that fired from the
+        notification) and the trigger is shorter than a whole window (M-of-N keeps its own), else the
+        window's."""
+        whole = (self.evaluation_periods, self.datapoints_to_alarm)
+        if not triggered or self.pinned_percent is None or self.trigger_minutes is None:
+            return whole
+        if self.datapoints_to_alarm != self.evaluation_periods:
+            return whole
+        periods = max(1, min(self.evaluation_periods, math.ceil(self.trigger_minutes * 60 / self.period_seconds)))
+        return periods, periods
 
     def price_table(self) -> dict[str, float]:
         return {**DEFAULT_PRICES, **self.prices}
@@ -264,6 +303,8 @@ class IdleGuard(Guard[IdlePolicy]):
         judge = getattr(policy, "judge", None)
         if idle.pinned_percent is not None and judge is not None and not judge.enabled:
             return idle.model_copy(update={"pinned_percent": None})
+        if idle.trigger_minutes is None and idle.pinned_percent is not None and judge is not None:
+            return idle.model_copy(update={"trigger_minutes": judge.min_silence_minutes})
         return idle
 
     # ---- alarms ---------------------------------------------------------------------------------
@@ -313,6 +354,7 @@ class IdleGuard(Guard[IdlePolicy]):
         hosts = job.total_instance_count
         notifying, metric_alarms = alarm_names(job.name, hosts, naming)
         composite = hosts > HOSTS_PER_ALARM
+        periods, datapoints = idle.alarm_window(triggered=not composite and pinned is not None)
         evidence: dict[str, Any] = {
             "threshold_percent_per_gpu": idle.threshold_percent,
             "gpus_per_host_for_scaling": gpus,
@@ -322,6 +364,7 @@ class IdleGuard(Guard[IdlePolicy]):
             "grace_minutes": idle.grace_minutes,
             "alarms": [notifying, *metric_alarms] if composite else list(metric_alarms),
         }
+        evidence.update(_trigger_evidence(periods, idle))
         if pinned is not None:
             evidence["pinned_percent_per_gpu"] = idle.pinned_percent
             evidence["pinned_threshold"] = pinned
@@ -343,7 +386,7 @@ class IdleGuard(Guard[IdlePolicy]):
         description = (
             f"sagemaker-governance idle guard for training job {job.name}: the busiest of {hosts} host(s) below "
             f"{threshold:g} GPUUtilization ({idle.threshold_percent:g}% per GPU x {gpus} GPU(s)) in "
-            f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
+            f"{datapoints} of {periods} periods of {idle.period_seconds}s"
             + (
                 ""
                 if pinned is None
@@ -359,8 +402,8 @@ class IdleGuard(Guard[IdlePolicy]):
                 description=description,
                 actions=actions,
                 actions_enabled=True,
-                evaluation_periods=idle.evaluation_periods,
-                datapoints_to_alarm=idle.datapoints_to_alarm,
+                evaluation_periods=periods,
+                datapoints_to_alarm=datapoints,
                 threshold=threshold,
                 comparison=COMPARISON,
                 treat_missing_data="notBreaching",
@@ -494,15 +537,29 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset_reason=RESET_REASON,
             )
         started = training_started_at(job)
-        if started is None or now - started < timedelta(minutes=idle.window_minutes):
+        span = self.fired_span(idle, notice)
+        if started is None or now - started < span:
             # Idle minutes before Training (Downloading, Starting) must not count towards the window.
             since = "an unknown time" if started is None else started.isoformat()
             return judgement(
                 Verdict.TOO_EARLY,
                 Action.NONE,
                 IdleCode.TOO_EARLY,
-                f"the job (re)entered Training at {since}, less than the {idle.window_minutes:g}-minute window "
-                "ago: idle minutes before Training do not count; the alarm is reset",
+                f"the job (re)entered Training at {since}, less than the alarm's {span.total_seconds() / 60:g}-"
+                "minute window ago: idle minutes before Training do not count; the alarm is reset",
+                reset=metric_alarms,
+                reset_reason=RESET_REASON,
+            )
+        if span < self.evidence_window(idle) and idle.pinned_percent is None:
+            # A trigger alarm (created while the judge was on) and no judge now: idleness needs the window.
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                IdleCode.TRIGGER,
+                f"the alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge is off: "
+                f"idleness is judged over the {idle.window_minutes:g}-minute window; the alarm is widened to it "
+                "and reset",
+                rewindow=self.widened(job, idle, notice.naming, math.ceil(idle.window_minutes)),
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
@@ -527,6 +584,16 @@ class IdleGuard(Guard[IdlePolicy]):
     def evidence_window(self, config: IdlePolicy) -> timedelta:
         return timedelta(minutes=config.window_minutes)
 
+    def fired_span(self, config: IdlePolicy, notice: Notice) -> timedelta:
+        """The alarm's window as its notification repeats it (a trigger shorter than the guard's window, or a
+        window widened by the judge), at most the guard's window; the guard's window when the notification
+        does not say (a composite alarm: never a trigger)."""
+        window = self.evidence_window(config)
+        periods, seconds = notice.evidence.get("evaluation_periods"), notice.evidence.get("period_seconds")
+        if not isinstance(periods, int) or not isinstance(seconds, int) or periods < 1 or seconds < 1:
+            return window
+        return min(window, timedelta(seconds=periods * seconds))
+
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         return alarm_names(job.name, job.total_instance_count, naming)[1]
 
@@ -545,12 +612,12 @@ class IdleGuard(Guard[IdlePolicy]):
         value = plan.evidence.get("pinned_threshold") if isinstance(plan, AlarmPlan) else None
         return float(value) if isinstance(value, int | float) else None
 
-    def hang_verdict(self, verdict: GuardVerdict, config: IdlePolicy) -> GuardVerdict:
+    def hang_verdict(self, verdict: GuardVerdict, config: IdlePolicy, span: timedelta) -> GuardVerdict:
         """The stop verdict when the alarm fired on pinned GPUs (not idle ones) and the judge confirmed a hang."""
         reason = (
-            f"every host's GPUs stayed at or above {config.pinned_percent:g}% per GPU for the "
-            f"{config.window_minutes:g}-minute window while the job published no training metric and wrote no "
-            "log line: a hang (a collective spinning), not computation"
+            f"every host's GPUs stayed at or above {config.pinned_percent:g}% per GPU for the alarm's "
+            f"{span.total_seconds() / 60:g} minutes while the job published no training metric and wrote no "
+            "log line for as long as its log rhythm allows: a hang (a collective spinning), not computation"
         )
         remedy = (
             "Look for a hung collective (NCCL timeout, a rank that died) or a deadlock; fix it and relaunch from "
