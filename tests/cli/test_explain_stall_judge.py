@@ -164,3 +164,22 @@ def test_the_offline_reader_answers_per_minute_within_the_window_only() -> None:
     # and only the job's own streams count (another job's line is not this job's)
     logs = OfflineLogActivity(read).activity("j", at, at.replace(minute=30))
     assert (logs.streams, logs.line_at) == (1, None)
+
+
+def test_a_trigger_notification_shows_the_judge_waiting_for_the_window(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the idle alarm's 20-minute trigger fired on a job idle (GPU, CPUs, log) since 20 minutes, busy before
+    alarm, describe = "idle-alarm-trigger.json", IDLE[1]
+    result = explain(alarm, describe, str(SAMPLES / "idle-wait-trigger.json"), capsys, "--json")
+    # Then no stop: the judge read the trigger's 20 minutes and widens the alarm to the 30-minute window
+    (decision,) = result["decisions"]
+    assert (decision["code"], decision["action"]) == ("judge.wait.window", "none")
+    judge = decision["judge"]
+    assert judge["verdict"] == "wait" and judge["signals"]["window"]["minutes"] == 20
+    assert judge["rejudge"] == {
+        "trigger_minutes": 20,
+        "window_minutes": 30,
+        "widened": ["sagemaker-governance-idle-bert-sst2-finetune-42"],
+    }
+    # and the text says so
+    text = explain(alarm, describe, str(SAMPLES / "idle-wait-trigger.json"), capsys)
+    assert "waits for the window (judge.wait.window;" in text and "fired on its 20-min trigger" in text

@@ -161,13 +161,16 @@ def load_evidence(raw: Mapping[str, Any]) -> StallEvidenceFile:
 
 def judged(code: str, reason: str, evidence: Mapping[str, Any]) -> dict[str, Any] | None:
     """What ``smgov explain`` shows of a stopper decision: the judge's verdict (``stop``, ``veto``,
-    ``insufficient-evidence``), the decision's code, why, and each signal's summary as the audit record
-    keeps it (``evidence.judge``); None when the judge did not run on this decision."""
+    ``insufficient-evidence``, ``wait``: a trigger the judge widened to what a stop needs), the decision's
+    code, why, and each signal's summary as the audit record keeps it (``evidence.judge``); None when the
+    judge did not run on this decision."""
     signals = evidence.get("judge")
     if not isinstance(signals, Mapping):
         return None
     if code == JudgeCode.INSUFFICIENT:
         verdict = "insufficient-evidence"
+    elif code == JudgeCode.WAIT:
+        verdict = "wait"
     elif code in {c.value for c in JudgeCode}:
         verdict = "veto"
     else:

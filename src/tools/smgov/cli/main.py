@@ -251,7 +251,12 @@ def _print_explained(result: dict[str, Any]) -> None:
 
 def _print_judge(judge: dict[str, Any]) -> None:
     """The stall judge's verdict and its inputs, one line per host and signal."""
-    verdicts = {"stop": "stop confirmed", "veto": "vetoed", "insufficient-evidence": "insufficient evidence"}
+    verdicts = {
+        "stop": "stop confirmed",
+        "veto": "vetoed",
+        "insufficient-evidence": "insufficient evidence",
+        "wait": "waits for the window",
+    }
     signals = judge["signals"]
     window = signals.get("window", {})
     print(
@@ -278,10 +283,15 @@ def _print_judge(judge: dict[str, Any]) -> None:
         print(f"        logs: {logs['streams']} stream(s), no line in the window")
     for missing in signals.get("missing", []):
         print(f"        missing: {missing}")
-    rejudge = judge.get("rejudge")
-    if rejudge:
+    rejudge = judge.get("rejudge") or {}
+    if "quiet_minutes" in rejudge:
         print(
             f"        quiet for {rejudge['quiet_minutes']} min: judged again after {rejudge['window_minutes']} min"
+        )
+    elif "trigger_minutes" in rejudge:
+        print(
+            f"        fired on its {rejudge['trigger_minutes']}-min trigger: judged again after "
+            f"{rejudge['window_minutes']} min"
         )
 
 
