@@ -161,10 +161,12 @@ def test_an_over_cap_declaration_is_ignored_and_the_owner_told_once(
     lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, policy, audit, notifier)
     # When its Training event arrives
     decisions = lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
-    # Then the team's 120-minute window stays, the ignored tag is recorded and the owner is told
+    # Then the team's 120-minute window stays (the alarm its 20-minute trigger, not the tag's 600), the ignored
+    # tag is recorded and the owner is told
     assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
     assert decisions[1].request is not None
-    assert decisions[1].request["PutMetricAlarm"][0]["EvaluationPeriods"] == 120
+    assert decisions[1].request["PutMetricAlarm"][0]["EvaluationPeriods"] == 20
+    assert decisions[1].evidence["window_minutes"] == 120
     (message,) = notifier.sent
     assert message.kind == "tolerance-ignored" and message.owner == "alice"
     assert [i.code for i in message.items] == ["judge.tolerance.ignored"]

@@ -470,3 +470,57 @@ def test_a_pinned_trigger_without_a_rhythm_stops_a_job_silent_for_the_window() -
     # Then the hang is stopped, judged over the 30-minute window its unknown rhythm needs
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
     assert verdict.decision.evidence["judge"]["window"]["minutes"] == 30
+
+
+# ---- the progress guard's trigger: a hang with a GPU pinned is stopped at the job's silence limit ---------
+
+
+def two_host_progress_job(started: datetime) -> Any:
+    j = progress_job()
+    return training(
+        started,
+        AlgorithmSpecification=j.algorithm.model_dump(by_alias=True),
+        ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100},
+    )
+
+
+STUCK_RANK = {  # one host's GPUs spin in the collective, the other's rank is stuck at 0%
+    ("GPUUtilization", "job-1/algo-1"): 800.0,
+    ("GPUUtilization", "job-1/algo-2"): 0.0,
+    ("CPUUtilization", "job-1/algo-1"): 900.0,
+    ("CPUUtilization", "job-1/algo-2"): 90.0,
+}
+
+
+def test_a_progress_trigger_stops_a_stuck_rank_at_the_jobs_silence_limit() -> None:
+    # Given a 2-host job that logged every 5 minutes, then nothing for 21 minutes; its loss stopped too
+    started = NOW - timedelta(hours=3)
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    j = two_host_progress_job(started)
+    verdict = review(PROGRESS, ProgressRole.STALL, Metrics(STUCK_RANK), logs, j=j, alarm_minutes=20)
+    # Then the 20-minute trigger is enough: pinned on one host, idle on the other, silent for its limit
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == ProgressCode.STOP
+    assert verdict.decision.evidence["judge"]["window"]["minutes"] == 20
+    assert "for 20 minutes" in verdict.decision.reason
+
+
+def test_a_progress_trigger_with_every_gpu_idle_waits_for_the_window() -> None:
+    # Given the same silence with every GPU idle: idleness, which a trigger of the progress guard never judges
+    started = NOW - timedelta(hours=3)
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    idle = {key: (0.0 if key[0] == "GPUUtilization" else 20.0) for key in STUCK_RANK}
+    j = two_host_progress_job(started)
+    verdict = review(PROGRESS, ProgressRole.STALL, Metrics(idle), logs, j=j, alarm_minutes=20)
+    # Then no stop before the guard's 120-minute window: the stall alarm is widened to it and reset
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert widened_to(verdict) == [120] and verdict.reset == ("gov-idle-job-1.progress",)
+
+
+def test_a_progress_trigger_without_a_rhythm_waits_for_the_window() -> None:
+    # Given a stuck rank whose log has three lines only, the last 30 minutes ago (no rhythm)
+    started = NOW - timedelta(hours=3)
+    logs = Logs(lines=[started, started + timedelta(minutes=1), NOW - timedelta(minutes=30)])
+    j = two_host_progress_job(started)
+    verdict = review(PROGRESS, ProgressRole.STALL, Metrics(STUCK_RANK), logs, j=j, alarm_minutes=20)
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert widened_to(verdict) == [120]

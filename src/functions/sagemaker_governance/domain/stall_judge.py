@@ -464,6 +464,17 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
     )
 
 
+def gpus_idle(evidence: Evidence, policy: JudgePolicy) -> bool:
+    """Whether no host's GPUs averaged ``gpu_working_percent``'s low bound per GPU or more over the window
+    (every GPU idle, or no GPU series at all): no GPU is pinned, so no collective spins."""
+    low = policy.gpu_working_percent[0]
+    return not any(
+        fmean(values) / host.gpus[1] >= low
+        for host in evidence.hosts
+        if (values := host.values(GPU)) and host.gpus
+    )
+
+
 def _cpu_phase(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any], reason: str) -> Finding | None:
     """The ``judge.veto.cpu-busy`` finding when some host's CPUs were busy (``reason`` names them at
     ``{busy}``); None when every host's were idle."""

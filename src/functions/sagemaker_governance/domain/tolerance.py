@@ -147,7 +147,8 @@ def read_declarations(tags: Mapping[str, str] | None, cap: int) -> tuple[Declara
 def window_overlay(declaration: Declaration, config: Any) -> dict[str, Any]:
     """The policy document fragment that gives the guard of ``declaration`` its declared window, from its
     current ``config``: the idle guard in whole periods (an M-of-N window keeps its ratio), the progress
-    guard in minutes. Empty for an ignored declaration."""
+    guard in minutes; the guard's alarm fires after that window too (no shorter trigger: the job said how
+    long it may be quiet). Empty for an ignored declaration."""
     minutes = declaration.minutes
     if minutes is None:
         return {}
@@ -158,5 +159,5 @@ def window_overlay(declaration: Declaration, config: Any) -> dict[str, Any]:
         # The declared window is the alarm's too (no shorter trigger): the job said how long it may be quiet.
         return {"idle": {"evaluation_periods": periods, "datapoints_to_alarm": wanted, "trigger_minutes": minutes}}
     if isinstance(config, ProgressPolicy):
-        return {"progress": {"window_minutes": minutes}}
+        return {"progress": {"window_minutes": minutes, "trigger_minutes": minutes}}
     return {}

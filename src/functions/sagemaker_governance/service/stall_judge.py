@@ -41,6 +41,7 @@ from sagemaker_governance.domain.stall_judge import (
     MetricRead,
     MetricReadResult,
     StallKind,
+    gpus_idle,
     host_names,
     judge,
     progress_metrics,
@@ -123,6 +124,10 @@ class StallJudge:
         case = _Case(guard, config, notice, verdict, kind, settings, threshold, window, span, window, evidence, {})
         if kind is StallKind.HANG:
             declared = window.total_seconds() / 60 if self.declares(job, guard, policy) else 0
+            if span < window and not pinned and gpus_idle(evidence, settings):
+                # every GPU idle: idleness, which the idle guard judges over its own window; a trigger of the
+                # progress guard does not make it shorter
+                declared = window.total_seconds() / 60
             over, rhythm, needed = self.over_rhythm(
                 job, now, started, settings, evidence, at_least=declared, unknown=window
             )

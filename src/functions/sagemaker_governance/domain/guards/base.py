@@ -631,8 +631,16 @@ class Guard(ABC, Generic[C]):
 
     def fired_span(self, config: C, notice: Notice) -> timedelta | None:
         """How long the condition held when the alarm fired, as far as the judge may count it: the alarm's
-        own window when it is shorter than ``evidence_window`` (a trigger), else that window."""
-        return self.evidence_window(config)
+        window as its notification repeats it (a trigger shorter than ``evidence_window``, or a window the
+        judge widened), at most ``evidence_window``; that window when the notification does not say (a
+        composite alarm: never a trigger)."""
+        window = self.evidence_window(config)
+        periods, seconds = notice.evidence.get("evaluation_periods"), notice.evidence.get("period_seconds")
+        if window is None or not isinstance(periods, int) or not isinstance(seconds, int):
+            return window
+        if periods < 1 or seconds < 1:
+            return window
+        return min(window, timedelta(seconds=periods * seconds))
 
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""

@@ -537,7 +537,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset_reason=RESET_REASON,
             )
         started = training_started_at(job)
-        span = self.fired_span(idle, notice)
+        span = self.fired_span(idle, notice) or self.evidence_window(idle)
         if started is None or now - started < span:
             # Idle minutes before Training (Downloading, Starting) must not count towards the window.
             since = "an unknown time" if started is None else started.isoformat()
@@ -583,16 +583,6 @@ class IdleGuard(Guard[IdlePolicy]):
 
     def evidence_window(self, config: IdlePolicy) -> timedelta:
         return timedelta(minutes=config.window_minutes)
-
-    def fired_span(self, config: IdlePolicy, notice: Notice) -> timedelta:
-        """The alarm's window as its notification repeats it (a trigger shorter than the guard's window, or a
-        window widened by the judge), at most the guard's window; the guard's window when the notification
-        does not say (a composite alarm: never a trigger)."""
-        window = self.evidence_window(config)
-        periods, seconds = notice.evidence.get("evaluation_periods"), notice.evidence.get("period_seconds")
-        if not isinstance(periods, int) or not isinstance(seconds, int) or periods < 1 or seconds < 1:
-            return window
-        return min(window, timedelta(seconds=periods * seconds))
 
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         return alarm_names(job.name, job.total_instance_count, naming)[1]

@@ -104,6 +104,7 @@ class ProgressCode(StrEnum):
     NOT_TRAINING = "progress.skip.not-training"
     STALE = "progress.skip.stale"
     TOO_EARLY = "progress.skip.too-early"
+    TRIGGER = "progress.skip.trigger"  # the stall alarm fired on its trigger and no judge may decide: wait
     EXEMPTED = "progress.skip.exempted"
     NO_METRIC_DEFINITIONS = "progress.alarm.no-metric-definitions"
     NO_PROGRESS_METRIC = "progress.alarm.no-progress-metric"
@@ -132,12 +133,20 @@ class ProgressPolicy(GuardConfig):
     between two log lines of the metric (logging interval x step time, evaluation passes, checkpoint
     saves). ``mode`` overrides the policy's mode for this guard only.
 
+    ``trigger_minutes``: with the stall judge on, the armed stall alarm fires after this many minutes
+    without a datapoint, before the window, and the judge decides: a hang (GPUs pinned on some host, the
+    rest idle) is stopped once the job's log has been silent for its rhythm's limit; without a known rhythm,
+    or with every GPU idle (the idle guard's case), only after the window (the alarm is moved to what a stop
+    needs: ``judge.wait.window``). ``null`` (the default): ``judge.min_silence_minutes``. A job that
+    declares its window (``smgov:progress-minutes``) keeps it as the alarm's.
+
     Example:
         progress:
           enabled: true
           mode: enforce
           metric_names: [train_loss, loss]
           window_minutes: 120
+          trigger_minutes: null
     """
 
     metric_names: tuple[str, ...] = Field(
@@ -145,6 +154,13 @@ class ProgressPolicy(GuardConfig):
     )
     window_minutes: int = Field(
         default=DEFAULT_WINDOW_MINUTES, ge=10, le=1440, description="No datapoint for this long = stalled."
+    )
+    trigger_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1440,
+        description="With the stall judge on: the stall alarm's own window, after which the judge is asked; "
+        "null: judge.min_silence_minutes.",
     )
 
     @field_validator("metric_names")
@@ -154,6 +170,11 @@ class ProgressPolicy(GuardConfig):
         if len(cleaned) != len(value):
             raise ValueError("metric_names cannot contain empty names")
         return cleaned
+
+    @property
+    def alarm_minutes(self) -> int:
+        """The stall alarm's window: the trigger's when set and shorter than the window."""
+        return min(self.window_minutes, self.trigger_minutes or self.window_minutes)
 
     def progress_metrics(self, job: TrainingJob) -> tuple[str, ...]:
         """The job's metric names (as defined, in order) that count as its progress signal."""
@@ -183,6 +204,17 @@ class ProgressGuard(Guard[ProgressPolicy]):
     rearm_reason = (
         "sagemaker-governance: the training job (re)entered Training; the progress guard waits for its metric"
     )
+
+    def config(self, policy: Any) -> ProgressPolicy:
+        """The progress section; its stall alarm a trigger (``judge.min_silence_minutes``) when the stall
+        judge is on and the section sets none (the alarm alone, without a judge, must mean the window)."""
+        progress = super().config(policy)
+        judge = getattr(policy, "judge", None)
+        if judge is None or not judge.enabled:
+            return progress.model_copy(update={"trigger_minutes": None}) if progress.trigger_minutes else progress
+        if progress.trigger_minutes is None:
+            return progress.model_copy(update={"trigger_minutes": judge.min_silence_minutes})
+        return progress
 
     # ---- alarms ---------------------------------------------------------------------------------
 
@@ -249,15 +281,23 @@ class ProgressGuard(Guard[ProgressPolicy]):
                 single_metric=len(queries) == 1,
             )
 
+        if progress.alarm_minutes < window:
+            evidence["trigger_minutes"] = progress.alarm_minutes
         stall = alarm(
             stall_name,
             enabled=False,
-            periods=window,
+            periods=progress.alarm_minutes,
             comparison="LessThanThreshold",
             missing="breaching",
             description=(
                 f"sagemaker-governance progress guard for training job {job.name}: no datapoint of {shown} for "
-                f"{window} minutes while training means the job is stalled. Its actions are enabled only after "
+                f"{window} minutes while training means the job is stalled"
+                + (
+                    ""
+                    if progress.alarm_minutes == window
+                    else f" (the alarm fires after {progress.alarm_minutes}: a trigger the stall judge decides)"
+                )
+                + ". Its actions are enabled only after "
                 f"the metric was published once (alarm {armer_name}). Managed by {naming.managed_by}; changes "
                 "are overwritten."
             ),
@@ -343,9 +383,10 @@ class ProgressGuard(Guard[ProgressPolicy]):
         """The armed stall alarm fired: what to do with the job (as re-read just now)."""
         job, now = notice.job, notice.now
         window = timedelta(minutes=progress.window_minutes)
+        span = self.fired_span(progress, notice) or window  # shorter than the window: a trigger
         facts = {**self._evidence(notice), **notice.savings, "window_minutes": progress.window_minutes}
         if notice.alarm_changed_at is not None:
-            facts["last_datapoint_before"] = (notice.alarm_changed_at - window).isoformat()
+            facts["last_datapoint_before"] = (notice.alarm_changed_at - span).isoformat()
         judgement = Judgement(self.rule_id, notice.mode, facts)
         stall, _ = progress_alarm_names(job.name, notice.naming)
         early = preconditions(
@@ -361,21 +402,34 @@ class ProgressGuard(Guard[ProgressPolicy]):
         if early is not None:
             return early
         started = training_started_at(job)
-        if started is None or now - started < window:
+        if started is None or now - started < span:
             since = "an unknown time" if started is None else started.isoformat()
             return judgement(
                 Verdict.TOO_EARLY,
                 Action.NONE,
                 ProgressCode.TOO_EARLY,
-                f"the job (re)entered Training at {since}, less than the {progress.window_minutes}-minute window "
-                "ago: a stall cannot be established yet; the alarm is reset",
+                f"the job (re)entered Training at {since}, less than the alarm's {span.total_seconds() / 60:g}-"
+                "minute window ago: a stall cannot be established yet; the alarm is reset",
+                reset=(stall,),
+                reset_reason=RESET_REASON,
+            )
+        if span < window and progress.trigger_minutes is None:
+            # A trigger alarm (created while the judge was on) and no judge now: a stall needs the window.
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                ProgressCode.TRIGGER,
+                f"the stall alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge "
+                f"is off: a stall is judged over the {progress.window_minutes}-minute window; the alarm is "
+                "widened to it and reset",
+                rewindow=self.widened(job, progress, notice.naming, progress.window_minutes),
                 reset=(stall,),
                 reset_reason=RESET_REASON,
             )
         metrics = facts.get("metrics") or []
         named = ", ".join(metrics) if metrics else "its progress metric"
         reason = (
-            f"the job published no datapoint of {named} for {progress.window_minutes} minutes while training "
+            f"the job published no datapoint of {named} for {span.total_seconds() / 60:g} minutes while training "
             "(after publishing it before): no training step is completing, although its GPUs may look busy"
         )
         remedy = (

@@ -222,8 +222,11 @@ class Simulation:
     @property
     def alarm_settle_minutes(self) -> int:
         """A GPU job in Training must have its alarm after this long: a moment for the event, plus one
-        period of the slowest schedule (a reconciler repairs a lost Training event on its next run)."""
-        return ALARM_GRACE_MINUTES + self.delivery.longest_schedule
+        period of the slowest schedule (a reconciler repairs a lost Training event on its next run); with
+        crashes injected, one more period: a reconciler run can die, and none is retried (the template's
+        ``EventInvokeConfig.MaximumRetryAttempts: 0``: the next run makes up for it)."""
+        periods = 2 if self.faults.spec.rates.get("crash") else 1
+        return ALARM_GRACE_MINUTES + periods * self.delivery.longest_schedule
 
     def _loop(self) -> None:
         lifecycle, delivery, evaluator = self.lifecycle, self.delivery, self.alarms.evaluator
