@@ -2,7 +2,9 @@
 judge decides.
 
 When a guard's verdict is to stop a job (idle GPUs, no progress metric), the judge reads the job's
-evidence over the guard's window, never before the job (re)entered ``Training``:
+evidence over the window of the alarm that fired (at most the guard's window; a shorter one is a trigger:
+a stop then needs what the guard's window, or for a hang the job's log rhythm, asks for, and the alarm is
+otherwise widened to that: ``judge.wait.window``), never before the job (re)entered ``Training``:
 
 * ``GetMetricData`` (one request per 500 series): per host ``GPUUtilization``, ``GPUMemoryUtilization``,
   ``CPUUtilization``, ``MemoryUtilization`` (one-minute Average), and ``SampleCount`` of every training
