@@ -93,7 +93,7 @@ class _Case(NamedTuple):
 
     @property
     def evidence(self) -> Evidence:
-        return self.over_needed or self.over_span
+        return self.over_needed if self.over_needed is not None else self.over_span
 
 
 class StallJudge:
@@ -125,13 +125,19 @@ class StallJudge:
         rhythm = None
         case = _Case(guard, config, notice, verdict, kind, settings, threshold, window, span, window, evidence, {})
         if kind is StallKind.HANG:
-            declared = window.total_seconds() / 60 if self.declares(job, guard, policy) else 0
-            if span < window and not pinned and gpus_idle(evidence, settings):
-                # every GPU idle: idleness, which the idle guard judges over its own window; a trigger of the
-                # progress guard does not make it shorter
-                declared = window.total_seconds() / 60
+            # the window the job declares; with every GPU idle, the guard's window: idleness, which the idle
+            # guard judges over its own window, a trigger of the progress guard does not make shorter
+            whole_window = self.declares(job, guard, policy) or (
+                span < window and not pinned and gpus_idle(evidence, settings)
+            )
             over, rhythm, needed = self.over_rhythm(
-                job, now, started, settings, evidence, at_least=declared, unknown=window
+                job,
+                now,
+                started,
+                settings,
+                evidence,
+                at_least=window.total_seconds() / 60 if whole_window else 0,
+                unknown=window,
             )
             case = case._replace(needed=needed, over_needed=over)
         finding = judge(kind, case.evidence, settings, gpu_threshold=threshold)
