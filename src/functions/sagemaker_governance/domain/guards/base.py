@@ -20,6 +20,7 @@ The service layer runs one lifecycle (``service/guard_alarms.py``) and one notif
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -537,6 +538,19 @@ class GuardConfig(BaseModel):
 
 
 C = TypeVar("C", bound=GuardConfig)
+T = TypeVar("T", bound=BaseModel)
+
+
+def judged_trigger(config: T, judge: Any) -> T:
+    """A guard section with a ``trigger_minutes`` (its alarm fires before the window, the stall judge
+    decides) as the judge allows it: none without a judge (the alarm alone must mean the whole window), the
+    judge's ``min_silence_minutes`` (the shortest silence a hang is confirmed at) when the section sets none."""
+    trigger = getattr(config, "trigger_minutes", None)
+    if judge is None or not judge.enabled:
+        return config.model_copy(update={"trigger_minutes": None}) if trigger is not None else config
+    if trigger is None:
+        return config.model_copy(update={"trigger_minutes": judge.min_silence_minutes})
+    return config
 
 
 class Sections(Protocol):
@@ -641,6 +655,35 @@ class Guard(ABC, Generic[C]):
         if periods < 1 or seconds < 1:
             return window
         return min(window, timedelta(seconds=periods * seconds))
+
+    def unjudged_trigger(
+        self,
+        judgement: Judgement,
+        notice: Notice,
+        config: C,
+        span: timedelta,
+        *,
+        judged: bool,
+        code: str,
+        reset_reason: str,
+    ) -> GuardVerdict | None:
+        """The verdict on an alarm that fired on its trigger (``span``, shorter than ``evidence_window``: it was
+        created while the stall judge was on) when no judge will decide now (``judged`` false): a stop needs the
+        whole window, so the alarm is widened to it and reset; never a stop. None: not such a case."""
+        window = self.evidence_window(config)
+        if judged or window is None or span >= window:
+            return None
+        minutes = math.ceil(window.total_seconds() / 60)
+        return judgement(
+            Verdict.TOO_EARLY,
+            Action.NONE,
+            code,
+            f"the {self.title}'s alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge "
+            f"is off: a stop needs the {minutes}-minute window; the alarm is widened to it and reset",
+            rewindow=self.widened(notice.job, config, notice.naming, minutes),
+            reset=self.rejudge_alarms(notice.job, notice.naming),
+            reset_reason=reset_reason,
+        )
 
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""

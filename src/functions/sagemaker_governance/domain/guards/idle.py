@@ -71,6 +71,7 @@ from sagemaker_governance.domain.guards.base import (
     child_range,
     composite_rule,
     host_chunks,
+    judged_trigger,
     metric_alarm_request,
     preconditions,
     rule_elements,
@@ -302,10 +303,8 @@ class IdleGuard(Guard[IdlePolicy]):
         idle = super().config(policy)
         judge = getattr(policy, "judge", None)
         if idle.pinned_percent is not None and judge is not None and not judge.enabled:
-            return idle.model_copy(update={"pinned_percent": None})
-        if idle.trigger_minutes is None and idle.pinned_percent is not None and judge is not None:
-            return idle.model_copy(update={"trigger_minutes": judge.min_silence_minutes})
-        return idle
+            idle = idle.model_copy(update={"pinned_percent": None})
+        return judged_trigger(idle, judge)
 
     # ---- alarms ---------------------------------------------------------------------------------
 
@@ -550,19 +549,17 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
-        if span < self.evidence_window(idle) and idle.pinned_percent is None:
-            # A trigger alarm (created while the judge was on) and no judge now: idleness needs the window.
-            return judgement(
-                Verdict.TOO_EARLY,
-                Action.NONE,
-                IdleCode.TRIGGER,
-                f"the alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge is off: "
-                f"idleness is judged over the {idle.window_minutes:g}-minute window; the alarm is widened to it "
-                "and reset",
-                rewindow=self.widened(job, idle, notice.naming, math.ceil(idle.window_minutes)),
-                reset=metric_alarms,
-                reset_reason=RESET_REASON,
-            )
+        unjudged = self.unjudged_trigger(
+            judgement,
+            notice,
+            idle,
+            span,
+            judged=idle.pinned_percent is not None,
+            code=IdleCode.TRIGGER,
+            reset_reason=RESET_REASON,
+        )
+        if unjudged is not None:
+            return unjudged
         window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
         reason = (
             f"GPU utilization stayed below {idle.threshold_percent:g}% per GPU on every host in {window} "

@@ -53,6 +53,7 @@ from sagemaker_governance.domain.guards.base import (
     PlannedAlarm,
     Stale,
     Verdict,
+    judged_trigger,
     metric_alarm_request,
     preconditions,
     training_started_at,
@@ -208,13 +209,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
     def config(self, policy: Any) -> ProgressPolicy:
         """The progress section; its stall alarm a trigger (``judge.min_silence_minutes``) when the stall
         judge is on and the section sets none (the alarm alone, without a judge, must mean the window)."""
-        progress = super().config(policy)
-        judge = getattr(policy, "judge", None)
-        if judge is None or not judge.enabled:
-            return progress.model_copy(update={"trigger_minutes": None}) if progress.trigger_minutes else progress
-        if progress.trigger_minutes is None:
-            return progress.model_copy(update={"trigger_minutes": judge.min_silence_minutes})
-        return progress
+        return judged_trigger(super().config(policy), getattr(policy, "judge", None))
 
     # ---- alarms ---------------------------------------------------------------------------------
 
@@ -413,19 +408,17 @@ class ProgressGuard(Guard[ProgressPolicy]):
                 reset=(stall,),
                 reset_reason=RESET_REASON,
             )
-        if span < window and progress.trigger_minutes is None:
-            # A trigger alarm (created while the judge was on) and no judge now: a stall needs the window.
-            return judgement(
-                Verdict.TOO_EARLY,
-                Action.NONE,
-                ProgressCode.TRIGGER,
-                f"the stall alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge "
-                f"is off: a stall is judged over the {progress.window_minutes}-minute window; the alarm is "
-                "widened to it and reset",
-                rewindow=self.widened(job, progress, notice.naming, progress.window_minutes),
-                reset=(stall,),
-                reset_reason=RESET_REASON,
-            )
+        unjudged = self.unjudged_trigger(
+            judgement,
+            notice,
+            progress,
+            span,
+            judged=progress.trigger_minutes is not None,
+            code=ProgressCode.TRIGGER,
+            reset_reason=RESET_REASON,
+        )
+        if unjudged is not None:
+            return unjudged
         metrics = facts.get("metrics") or []
         named = ", ".join(metrics) if metrics else "its progress metric"
         reason = (
