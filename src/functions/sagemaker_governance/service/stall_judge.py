@@ -142,10 +142,11 @@ class StallJudge:
             case = case._replace(needed=needed, over_needed=over)
         finding = judge(kind, case.evidence, settings, gpu_threshold=threshold)
         if kind is StallKind.IDLE and span < window and finding.confirmed:
-            # idle over the trigger: idle over the whole window too (a trigger that fired late)?
+            # idle over the trigger: idle over the whole window too (a trigger that fired late)? Whether that
+            # reaches back the whole window (not cut at the entry into Training) is ``_wait``'s to ask.
             over = self.gather(job, now, window_start(now, window, started), settings)
             whole = judge(kind, over, settings, gpu_threshold=threshold)
-            if whole.confirmed and now - over.start >= window:
+            if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
