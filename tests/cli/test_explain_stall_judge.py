@@ -183,3 +183,18 @@ def test_a_trigger_notification_shows_the_judge_waiting_for_the_window(capsys: p
     # and the text says so
     text = explain(alarm, describe, str(SAMPLES / "idle-wait-trigger.json"), capsys)
     assert "waits for the window (judge.wait.window;" in text and "fired on its 20-min trigger" in text
+
+
+@pytest.mark.parametrize(("sample", "window"), [("hang-stop-log-rhythm.json", 20), ("hang-stop.json", 120)])
+def test_a_progress_trigger_notification_is_judged_over_the_rhythm_or_the_window(
+    sample: str, window: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the progress guard's 20-minute trigger fired: a job that logged every 5 minutes and has been silent
+    # 27, or one with no rhythm (two lines) silent for hours
+    alarm, describe = "progress-alarm-trigger.json", HANG[1]
+    result = explain(alarm, describe, str(SAMPLES / sample), capsys, "--json")
+    # Then the hang is stopped, judged over the job's rhythm's 20 minutes, or over the whole 120 without one
+    (decision,) = result["decisions"]
+    assert (decision["code"], decision["judge"]["verdict"]) == ("progress.stop.stalled", "stop")
+    assert decision["judge"]["signals"]["window"]["minutes"] == window
+    assert "for 20 minutes" in decision["reason"]
