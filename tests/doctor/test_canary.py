@@ -20,8 +20,10 @@ from smgov.doctor.canary import (
     INSTANCE_TYPE,
     MAX_RUNTIME_SECONDS,
     CanarySpec,
+    NoDefaultImage,
     canary_name,
     canary_request,
+    default_image,
     run_canary,
 )
 from smgov.doctor.deployment import Deployment
@@ -196,3 +198,53 @@ def test_the_cli_wants_everything_the_canary_needs(capsys: pytest.CaptureFixture
     )
     assert cmd_doctor(args) == 2
     assert "--canary-role" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-central-1", "ap-southeast-2"])
+def test_the_default_image_is_sagemakers_own_cpu_image_in_the_region(region: str) -> None:
+    # The SDK's image table, read offline: the scikit-learn training image of the region's ECR
+    image = default_image(region)
+    assert f".dkr.ecr.{region}.amazonaws.com/sagemaker-scikit-learn:" in image and image.endswith("-cpu-py3")
+
+
+def test_a_region_without_a_default_image_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(NoDefaultImage, match="mars-1"):
+        default_image("mars-1")
+
+    class Session:
+        region_name = "mars-1"
+
+    args = argparse.Namespace(
+        canary=True, canary_role="arn:aws:iam::1:role/r", canary_image=None, canary_output="s3://b/o", stack="gov"
+    )
+    # Then nothing is launched and the usage error names the option (exit 2)
+    assert cmd_doctor(args, session=Session()) == 2
+    assert "--canary-image" in capsys.readouterr().err
+
+
+def test_without_an_image_the_canary_runs_sagemakers_own(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a deployed stack (its checks stubbed out: only the canary is under test) and no --canary-image
+    import smgov.doctor.checks
+    import smgov.doctor.deployment
+
+    monkeypatch.setattr(smgov.doctor.deployment, "load_deployment", lambda session, stack: world.deployment())
+    monkeypatch.setattr(smgov.doctor.checks, "run_checks", lambda deployment, context: [])
+
+    class Session:
+        region_name = "us-east-1"
+
+    args = argparse.Namespace(
+        canary=True,
+        canary_role=SPEC.role_arn,
+        canary_image=None,
+        canary_output=SPEC.output_s3,
+        canary_timeout=0.0,
+        stack="gov",
+        json=True,
+        verbose=False,
+    )
+    cmd_doctor(args, session=Session(), now=NOW, sleep=world.sleep, monotonic=world.monotonic)
+    # Then the canary was launched with the region's scikit-learn image, and stopped
+    job = world.clients["sagemaker"].describe_training_job(TrainingJobName=NAME)
+    assert job["AlgorithmSpecification"]["TrainingImage"] == default_image("us-east-1")
+    assert job["TrainingJobStatus"] in ("Stopping", "Stopped")

@@ -29,12 +29,18 @@ def cmd_doctor(
     from smgov.doctor.deployment import DeploymentUnreadable, load_deployment
     from smgov.doctor.findings import DoctorReport, Finding, Status
 
-    if args.canary and not (args.canary_role and args.canary_image and args.canary_output):
-        return fail(
-            "--canary needs --canary-role, --canary-image and --canary-output (README: smgov doctor)", EXIT_USAGE
-        )
+    if args.canary and not (args.canary_role and args.canary_output):
+        return fail("--canary needs --canary-role and --canary-output (README: smgov doctor)", EXIT_USAGE)
     session = session or boto3.Session(region_name=args.region)
     region = session.region_name or "?"
+    image = args.canary_image if args.canary else None
+    if args.canary and not image:
+        from smgov.doctor.canary import NoDefaultImage, default_image
+
+        try:
+            image = default_image(region)
+        except NoDefaultImage as exc:
+            return fail(f"--canary: pass --canary-image ({exc})", EXIT_USAGE)
     try:
         deployment = load_deployment(session, args.stack)
     except DeploymentUnreadable as exc:
@@ -43,8 +49,8 @@ def cmd_doctor(
         template = load_template() if TEMPLATE_PATH.exists() else {}
         context = CheckContext(template=template, now=now or datetime.now(UTC))
         findings = run_checks(deployment, context)
-        if args.canary:
-            findings += _canary(deployment, args, context.now, sleep, monotonic)
+        if args.canary and image:
+            findings += _canary(deployment, args, image, context.now, sleep, monotonic)
         report = DoctorReport(args.stack, region, deployment.account, findings)
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.render(verbose=args.verbose))
     return report.exit_code
@@ -53,6 +59,7 @@ def cmd_doctor(
 def _canary(
     deployment: Any,
     args: argparse.Namespace,
+    image: str,
     now: datetime,
     sleep: Callable[[float], None] | None,
     monotonic: Callable[[], float] | None,
@@ -63,7 +70,7 @@ def _canary(
 
     spec = CanarySpec(
         role_arn=args.canary_role,
-        image=args.canary_image,
+        image=image,
         output_s3=args.canary_output,
         timeout_seconds=args.canary_timeout,
     )
@@ -89,7 +96,11 @@ def register(sub: Any) -> None:
         "service's audit record about it and stop it",
     )
     canary.add_argument("--canary-role", metavar="ARN", help="the SageMaker execution role the canary runs with")
-    canary.add_argument("--canary-image", metavar="URI", help="any training image of yours (it never gets to run)")
+    canary.add_argument(
+        "--canary-image",
+        metavar="URI",
+        help="any training image (it never needs to train; default: SageMaker's scikit-learn image in the region)",
+    )
     canary.add_argument(
         "--canary-output", metavar="S3_URI", help="S3OutputPath for the canary (nothing is written)"
     )

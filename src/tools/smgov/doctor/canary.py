@@ -10,6 +10,12 @@ job cannot run longer even if the clean-up fails. SageMaker bills training per s
 (SageMaker AI pricing page), so a canary costs a few cents at most; in enforce mode the service stops it
 within seconds of ``Starting``, before an instance is up. No input channel: nothing is read.
 
+The image: any training image will do (the job never needs to train). Without one, SageMaker's own
+scikit-learn training image for the stack's region (``default_image``, from the SageMaker SDK's
+``image_uris`` table, which ships with the SDK: no AWS call). The execution role pulls it like any training
+image; the container finds no training script and exits, and ``MaxRuntimeInSeconds`` bounds the job
+either way.
+
 Expected: a ``compliance.*.violation`` record for the canary (``done`` in enforce mode: the service
 stopped it; ``audit-only`` in audit mode). A stack that requires no tags cannot be tested this cheaply: the
 canary is not launched and the finding says why (do no harm).
@@ -44,6 +50,30 @@ IAM_ACTIONS: Final = frozenset(
 )
 AWS_ERRORS = (ClientError, BotoCoreError)
 ENDED = frozenset({"Completed", "Failed", "Stopped"})
+# SageMaker's scikit-learn training image: a CPU image in every region the SDK's table lists.
+DEFAULT_IMAGE_FRAMEWORK: Final = "sklearn"
+DEFAULT_IMAGE_VERSION: Final = "1.2-1"
+
+
+class NoDefaultImage(ValueError):
+    """No default canary image for this region (or the SageMaker SDK is not installed)."""
+
+
+def default_image(region: str) -> str:
+    """SageMaker's scikit-learn training image URI in ``region`` (the SDK's offline ``image_uris`` table)."""
+    try:
+        from sagemaker.core import image_uris
+    except ImportError as exc:  # the `sdk` extra is not installed
+        raise NoDefaultImage(
+            "the SageMaker SDK is not installed (pip install 'sagemaker-governance[sdk]')"
+        ) from exc
+    try:
+        uri = image_uris.retrieve(
+            DEFAULT_IMAGE_FRAMEWORK, region=region, version=DEFAULT_IMAGE_VERSION, instance_type=INSTANCE_TYPE
+        )
+    except ValueError as exc:  # a region the SDK's table does not list
+        raise NoDefaultImage(f"no SageMaker scikit-learn image is listed for {region}: {exc}") from exc
+    return str(uri)
 
 
 @dataclass(frozen=True)
