@@ -145,6 +145,11 @@ class Faults(_Model):
     failure_log: tuple[str, ...] | None = Field(
         None, description="the log tail the failing process writes (None: a traceback ending in failure_reason)"
     )
+    pending_minutes: NonNegativeInt = Field(
+        0,
+        description="minutes in Pending (waiting for compute capacity, unbilled) after each Starting; "
+        "0: no Pending phase",
+    )
     interruptions_at_minutes: tuple[PositiveInt, ...] = Field(
         (), description="Spot interruptions, in minutes since the job was created"
     )

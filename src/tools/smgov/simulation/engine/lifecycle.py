@@ -20,7 +20,7 @@ from typing import Any
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.jobs import JobRun, StallEpisode, job_from_request, source_of, training_request
 from smgov.simulation.engine.logs import LogStreams
-from smgov.simulation.engine.phases import BILLABLE, PHASES, RUNNING, Publication
+from smgov.simulation.engine.phases import BILLABLE, PHASES, RUNNING, Publication, following
 from smgov.simulation.engine.telemetry import OFF, Activity, Telemetry
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.scenario import JobSpec, PhaseTime, Scenario, Script
@@ -297,11 +297,12 @@ class Lifecycle:
             if script.fail_during == job.phase:
                 self._fail(job)
                 return
-            if phase.next is None:
+            after = following(job.phase, script)
+            if after is None:
                 assert phase.ends_as is not None
                 self._end(job, *phase.ends_as)
                 return
-            self._begin(job, phase.next)
+            self._begin(job, after)
         elif phase.publishes is Publication.PHASE:
             self._publish(job, self._activity(job))  # the noise moves on
         self._schedule(job, self._next_tick(job))

@@ -1,12 +1,15 @@
 """The training-job lifecycle as a table: each phase, how long it lasts, what its hosts publish, whether
 it is billed, and what comes next.
 
-SageMaker's own sequence (``SecondaryStatus``): Starting -> Downloading -> Training -> Uploading ->
-Completed; a Spot interruption (``Interrupted``) waits for capacity and starts again; ``StopTrainingJob``
-makes a job Stopping and then Stopped; limits (``MaxRuntimeInSeconds``, ``MaxWaitTimeInSeconds``) and
-failures end it from any running phase. Billable time is Downloading + Training + Uploading (+ the
-Stopping minute when the job was stopped while running); Starting, Spot waits and the Restarting wait
-of a ``RetryStrategy`` retry are not billed.
+SageMaker's own sequence (``SecondaryStatus``): Starting -> [Pending] -> Downloading -> Training ->
+Uploading -> Completed (Pending, "waiting for compute capacity or compute resource provision", only for
+a script with ``pending_minutes``; the order is the one the API reference lists, ``DescribeTrainingJob``);
+a Spot interruption (``Interrupted``) waits for capacity and starts again; ``StopTrainingJob`` makes a job
+Stopping and then Stopped (unbilled from Starting or Pending: no instances up yet); limits
+(``MaxRuntimeInSeconds``, ``MaxWaitTimeInSeconds``) and failures end it from any running phase. Billable
+time is Downloading + Training + Uploading (+ the Stopping minute when the job was stopped while
+running); Starting, Pending, Spot waits and the Restarting wait of a ``RetryStrategy`` retry are not
+billed.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Phase:
     next: str | None  # the phase after ``duration`` (None: the job ends)
     ends_as: tuple[str, str] | None = None  # (status, secondary) when the job ends after this phase
     message: str | None = None  # SageMaker's StatusMessage on entering it
+    skipped: Callable[[Script], bool] | None = None  # the job passes over it (its script has none of it)
 
 
 PHASES: dict[str, Phase] = {
@@ -46,7 +50,12 @@ PHASES: dict[str, Phase] = {
     for phase in (
         Phase(
             "starting", "Starting", lambda s: s.starting_minutes, Publication.NOTHING, billed=False,
-            running=False, next="downloading", message="Launching requested ML instances",
+            running=False, next="pending", message="Launching requested ML instances",
+        ),
+        # Waiting for compute capacity: only a script with ``pending_minutes`` has it (each time it starts).
+        Phase(
+            "pending", "Pending", lambda s: s.pending_minutes, Publication.NOTHING, billed=False, running=False,
+            next="downloading", skipped=lambda s: s.pending_minutes == 0,
         ),
         Phase(
             "downloading", "Downloading", lambda s: s.downloading_minutes, Publication.PHASE, billed=True,
@@ -75,6 +84,15 @@ PHASES: dict[str, Phase] = {
         Phase("ended", None, None, Publication.NOTHING, billed=False, running=False, next=None),
     )
 }  # fmt: skip
+
+
+def following(name: str, script: Script) -> str | None:
+    """The phase after ``name`` for this script: its ``next``, passing over the phases the script skips."""
+    after = PHASES[name].next
+    while after is not None and (skip := PHASES[after].skipped) is not None and skip(script):
+        after = PHASES[after].next
+    return after
+
 
 BILLABLE = frozenset(name for name, phase in PHASES.items() if phase.billed)
 RUNNING = frozenset(name for name, phase in PHASES.items() if phase.running)
