@@ -1,11 +1,17 @@
-"""The Pending phase (SageMaker's "waiting for compute capacity")."""
+"""The Pending phase (SageMaker's "waiting for compute capacity") and the Spot storm move it makes visible:
+a new Spot job of an opted-in team (``spot.storm.move_new_jobs``) is moved On-Demand from its Pending
+event before it bills; a job of a team that has not opted in is left alone."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine.simulation import Simulation
-from smgov.simulation.scenario import Scenario
+from smgov.simulation.scenario import Scenario, builtin_scenario
+from tests.simulation.capabilities import require_spot_fallback
 
 TAGS = {"team": "t", "cost-center": "c", "owner": "o"}
 
@@ -42,3 +48,50 @@ def test_a_script_without_pending_minutes_has_no_pending_phase() -> None:
     simulation = Simulation(one_job(train_hours=1), governed=False)
     simulation.run()
     assert statuses(simulation, "j") == ["Starting", "Downloading", "Training", "Uploading", "Completed"]
+
+
+def test_a_storm_moves_the_opted_in_new_job_from_its_pending_event_and_leaves_the_other_alone(
+    template: dict[str, Any],
+) -> None:
+    require_spot_fallback(template)
+    # Given three jobs of a type interrupted within the hour, then two new Spot jobs of the type waiting in
+    # Pending: one of a team that opted in to spot.storm.move_new_jobs, one of a team that has not
+    simulation = Simulation(builtin_scenario("spot-storm-pending"), template=template)
+    routes: dict[str, set[str]] = {}
+
+    @contextmanager
+    def pending_routes(function: DeployedFunction, event: Mapping[str, Any], trigger: str) -> Iterator[None]:
+        detail = event.get("detail", {}) if isinstance(event, Mapping) else {}
+        if detail.get("SecondaryStatus") == "Pending":
+            routes.setdefault(detail["TrainingJobName"], set()).add(trigger)
+        yield
+
+    simulation.on_invocation(pending_routes)
+    result = simulation.run()
+    assert result.errors == []
+    # Then both jobs' Pending events were emitted and routed by the Spot Pending rule
+    assert routes == {name: {"rule:JobPendingSpotRule"} for name in ("new-spot-opted-in", "new-spot-not-opted-in")}
+    codes = {
+        name: [(r.code, r.evidence.get("secondary_status")) for r in result.audit if r.job_name == name][:4]
+        for name in ("new-spot-opted-in", "new-spot-not-opted-in")
+    }
+    # The opted-in job: no storm yet at its Starting event, a storm at its Pending event: cloned On-Demand,
+    # then stopped while still Pending
+    assert codes["new-spot-opted-in"] == [
+        ("compliance.pass.compliant", None),
+        ("spot.skip.no-storm", "Starting"),
+        ("spot.clone.storm", "Pending"),
+        ("spot.stop.storm", "Pending"),
+    ]
+    moved, clone = result.jobs["new-spot-opted-in"], result.jobs["new-spot-opted-in-r1"]
+    assert (moved.final_status, moved.billable) == ("Stopped", 0)  # never billed
+    assert statuses(simulation, "new-spot-opted-in") == ["Starting", "Pending", "Stopping", "Stopped"]
+    assert clone.source == "new-spot-opted-in" and not clone.spot and clone.final_status == "Completed"
+    # The other team's job: its Pending event leaves one router.skip.no-reaction record, and it stays on Spot
+    assert codes["new-spot-not-opted-in"][:2] == [
+        ("compliance.pass.compliant", None),
+        ("router.skip.no-reaction", None),
+    ]
+    kept = result.jobs["new-spot-not-opted-in"]
+    assert kept.spot and kept.final_status == "Completed" and kept.stopped_by_service_at is None
+    assert "new-spot-not-opted-in-r1" not in result.jobs

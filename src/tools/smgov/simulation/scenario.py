@@ -48,6 +48,7 @@ DEFAULT_SET = (
     "hardware-algorithm-error",
     "failure-classes",
     "efficiency-nudges",
+    "spot-storm-pending",
     "fleet",
 )
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
