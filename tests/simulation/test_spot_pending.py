@@ -95,3 +95,42 @@ def test_a_storm_moves_the_opted_in_new_job_from_its_pending_event_and_leaves_th
     kept = result.jobs["new-spot-not-opted-in"]
     assert kept.spot and kept.final_status == "Completed" and kept.stopped_by_service_at is None
     assert "new-spot-not-opted-in-r1" not in result.jobs
+
+
+def test_a_job_starting_again_after_an_interruption_is_not_new_and_the_storm_does_not_move_it(
+    template: dict[str, Any],
+) -> None:
+    require_spot_fallback(template)
+    # Given the storm scenario and one more job of the opted-in team: it started (through Pending) before the
+    # storm, trained, and is interrupted once the storm is there, so it waits in Pending again
+    scenario = builtin_scenario("spot-storm-pending")
+    trained = {
+        "name": "nlp-trained-then-interrupted",
+        "instance_type": "ml.p4d.24xlarge",
+        "spot": True,
+        "max_runtime_hours": 8,
+        "max_wait_hours": 16,
+        "tags": {"team": "nlp", "cost-center": "cc-4100", "owner": "fay"},
+        "script": {
+            "train_hours": 3,
+            "gpu_percent": 90,
+            "pending_minutes": 5,
+            "interruptions_at_minutes": [75],
+            "spot_capacity_wait_minutes": 10,
+        },
+    }
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    data["jobs"] = [*data["jobs"], trained]
+    simulation = Simulation(Scenario.model_validate(data), template=template)
+    result = simulation.run()
+    assert result.errors == []
+    # Then the storm never moved it, neither at its Starting nor at its Pending after the interruption: its
+    # past training and interruption make it not new
+    codes = [r.code for r in result.audit if r.job_name == "nlp-trained-then-interrupted"]
+    assert "spot.clone.storm" not in codes and "spot.stop.storm" not in codes
+    # and it did start again through Pending (the case under test happened)
+    seen = statuses(simulation, "nlp-trained-then-interrupted")
+    interrupted = seen.index("Interrupted")
+    assert "Pending" in seen[:interrupted] and "Pending" in seen[interrupted:]
+    # while the same run still moves the new job of the team (the storm was there)
+    assert "spot.clone.storm" in [r.code for r in result.audit if r.job_name == "new-spot-opted-in"]
