@@ -71,7 +71,10 @@ def test_metric_math_alarm_of_a_two_host_job(acct: LocalAccount, clock: MovableC
     clock.advance(minutes=45)
     fire(acct, alarm)
     assert acct.sagemaker.stop_requests == ["job-1"]
-    assert stop_records(acct)[0].evidence["expression"] == "IF(MIN([m1, m2]) >= 380, 0, MAX([m1, m2]))"
+    assert (
+        stop_records(acct)[0].evidence["expression"]
+        == "IF(((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4))) >= 1, 0, MAX([m1, m2]))"
+    )
 
 
 def test_composite_alarm_of_a_sixteen_host_job(acct: LocalAccount, clock: MovableClock) -> None:

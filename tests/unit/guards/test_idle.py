@@ -105,15 +105,23 @@ def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
     assert request["Threshold"] == 4.0
 
 
-@pytest.mark.parametrize(("hosts", "ids"), [(1, "m1"), (2, "m1, m2")])
-def test_the_pinned_trigger_makes_a_minute_where_every_host_is_pinned_breach(hosts: int, ids: str) -> None:
+@pytest.mark.parametrize(
+    ("hosts", "condition"),
+    [
+        (1, "MIN([m1]) >= 380"),
+        (2, "((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4))) >= 1"),
+    ],
+)
+def test_the_pinned_trigger_makes_a_minute_where_every_host_is_pinned_breach(hosts: int, condition: str) -> None:
     # Given the default policy (pinned_percent 95) and 4-GPU hosts
     plan = planned(InstanceType="ml.g5.12xlarge", InstanceCount=hosts)
     (request,) = plan.metric_requests
     # Then the alarm reads metric math even over one host: 0 (below the idle threshold) while every host is
-    # at or above 95% x 4 GPUs, else the busiest host's value; the idle threshold is unchanged
+    # at or above 95% x 4 GPUs (and, on several hosts, while one is pinned and another below the idle
+    # threshold: a stuck host), else the busiest host's value; the idle threshold is unchanged
+    ids = ", ".join(f"m{n}" for n in range(1, hosts + 1))
     (expression,) = [q for q in request["Metrics"] if q.get("ReturnData")]
-    assert expression["Expression"] == f"IF(MIN([{ids}]) >= 380, 0, MAX([{ids}]))"
+    assert expression["Expression"] == f"IF({condition}, 0, MAX([{ids}]))"
     assert request["Threshold"] == 4.0 and request["ComparisonOperator"] == "LessThanThreshold"
     assert plan.evidence["pinned_threshold"] == 380.0
     assert "pinned" in request["AlarmDescription"]

@@ -91,16 +91,28 @@ CHILD_MARK: Final = CHILD_HOSTS_MARK  # job names cannot contain ".", so child n
 RESET_REASON: Final = "sagemaker-governance: reset by the idle stopper (grace period or stale notification)"
 
 
-def pinned_expression(metrics: list[dict[str, Any]], pinned: float, first: int, last: int) -> dict[str, Any]:
+def pinned_expression(
+    metrics: list[dict[str, Any]], pinned: float, idle: float, first: int, last: int
+) -> dict[str, Any]:
     """The alarm's value with the pinned trigger: the busiest host's GPUUtilization, but 0 (breaching) in a
-    minute where every host is at or above ``pinned``. CloudWatch metric math: ``MIN``/``MAX`` over a list
-    of series are series, comparison operators return 1 or 0 and ``IF(condition, a, b)`` picks per
-    datapoint (CloudWatch user guide, "Metric math syntax and functions", "Using IF expressions")."""
+    minute where every host is at or above ``pinned``, or (several hosts) where some host is pinned while
+    the least busy is below ``idle``: one stuck host (its GPUs idle) that the others wait for, spinning in
+    the collective. CloudWatch metric math: ``MIN``/``MAX`` over a list of series are series, comparison
+    operators return 1 or 0, arithmetic combines series point by point, and ``IF(condition, a, b)`` picks per
+    datapoint (CloudWatch user guide, "Metric math syntax and functions", "Using IF expressions"). A third
+    host in between (neither pinned nor idle) is not seen here: the stall judge reads every host and vetoes
+    a hang when any host's GPUs worked (``judge.veto.gpu-working``)."""
     ids = ", ".join(m["Id"] for m in metrics if "MetricStat" in m)
+    busiest, least = f"MAX([{ids}])", f"MIN([{ids}])"
+    if first == last:
+        condition, shown = f"{least} >= {pinned:g}", "0 while every host is pinned"
+    else:
+        condition = f"(({busiest} >= {pinned:g}) * (({least} >= {pinned:g}) + ({least} < {idle:g}))) >= 1"
+        shown = "0 while every host is pinned, or some host is pinned and another idle"
     return {
         "Id": "busiest",
-        "Expression": f"IF(MIN([{ids}]) >= {pinned:g}, 0, MAX([{ids}]))",
-        "Label": f"GPUUtilization of the busiest host (algo-{first}..algo-{last}); 0 while every host is pinned",
+        "Expression": f"IF({condition}, 0, {busiest})",
+        "Label": f"GPUUtilization of the busiest host (algo-{first}..algo-{last}); {shown}",
         "ReturnData": True,
     }
 
@@ -159,9 +171,10 @@ class IdlePolicy(GuardConfig):
 
     ``pinned_percent`` (95 % per GPU; ``null``: off) makes the same alarm the **trigger for hangs** of jobs
     that no progress metric watches: a minute in which every host is at or above it counts as breaching
-    too (metric math ``IF(MIN(hosts) >= pinned, 0, MAX(hosts))``), so a cluster pinned busy for the whole
-    window fires the alarm and the stall judge decides, from the job's training metrics and log lines,
-    whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
+    too (metric math ``IF(MIN(hosts) >= pinned, 0, MAX(hosts))``), and so does, on several hosts, a minute
+    in which some host is pinned while another is idle (one stuck host the others wait for), so a cluster
+    pinned busy for the whole window fires the alarm and the stall judge decides, from the job's training
+    metrics and log lines, whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
     job: with the judge off (``judge.enabled: false``) the pinned trigger is off too.
 
     ``trigger_minutes``: with the pinned trigger on, the alarm fires after this many idle or pinned minutes,
@@ -389,8 +402,9 @@ class IdleGuard(Guard[IdlePolicy]):
             + (
                 ""
                 if pinned is None
-                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned, a hang "
-                "trigger the stall judge decides)"
+                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or some "
+                "host pinned while another is below the threshold (a stuck host): a hang trigger the stall judge "
+                "decides"
             )
             + f". Managed by {naming.managed_by}; changes are overwritten."
         )
@@ -423,7 +437,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 single_metric=first == last and pinned is None,
             )
             if pinned is not None:
-                request["Metrics"][-1] = pinned_expression(request["Metrics"], pinned, first, last)
+                request["Metrics"][-1] = pinned_expression(request["Metrics"], pinned, threshold, first, last)
             return request
 
         if not composite:
@@ -602,9 +616,10 @@ class IdleGuard(Guard[IdlePolicy]):
     def hang_verdict(self, verdict: GuardVerdict, config: IdlePolicy, span: timedelta) -> GuardVerdict:
         """The stop verdict when the alarm fired on pinned GPUs (not idle ones) and the judge confirmed a hang."""
         reason = (
-            f"every host's GPUs stayed at or above {config.pinned_percent:g}% per GPU for the alarm's "
-            f"{span.total_seconds() / 60:g} minutes while the job published no training metric and wrote no "
-            "log line for as long as its log rhythm allows: a hang (a collective spinning), not computation"
+            f"the GPUs stayed pinned at or above {config.pinned_percent:g}% per GPU (on every host, or on some "
+            f"while the others were idle: a stuck host) for the alarm's {span.total_seconds() / 60:g} minutes "
+            "while the job published no training metric and wrote no log line for as long as its log rhythm "
+            "allows: a hang (a collective spinning), not computation"
         )
         remedy = (
             "Look for a hung collective (NCCL timeout, a rank that died) or a deadlock; fix it and relaunch from "
