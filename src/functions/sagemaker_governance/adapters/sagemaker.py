@@ -10,9 +10,8 @@ from typing import Any, ClassVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
-from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.job import TrainingJob, parse_tags
+from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
 from sagemaker_governance.domain.reconcile import JobSummary
 from sagemaker_governance.observability import logger
 
