@@ -48,12 +48,16 @@ def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
 # other functions' event models, the resume and Spot decisions in the guard stopper, and PyYAML (read at
 # the first policy document parsed or failure classified, never by the imports). The guard stopper also
 # leaves out the failure classification (it validates the policy's signatures and reads log lines: their
-# own modules), the clone planner and the reconciler's listing models.
+# own modules), the clone planner and the reconciler's listing models; the job-events function the stall
+# judge (it reads metrics for the efficiency record through the same port) and the reconciler's models (it
+# deletes alarms with the same helpers).
 NOT_IMPORTED = {
     "sagemaker_governance.handlers.job_events": {
         "yaml",
         "sagemaker_governance.events.alarms",
         "sagemaker_governance.events.schedule",
+        "sagemaker_governance.service.stall_judge",
+        "sagemaker_governance.domain.reconcile",
     },
     "sagemaker_governance.handlers.idle_stopper": {
         "yaml",
