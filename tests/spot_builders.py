@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sagemaker_governance.domain.failures import CheckpointProgress
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from tests.builders import describe
 from tests.resume_builders import ROLE, T0
 

@@ -110,7 +110,7 @@ def answering_with(body: dict[str, Any]) -> Any:
 
 def test_fields_the_model_does_not_know_are_reported_with_the_description() -> None:
     # Given AWS answering with a field this botocore's model lacks, at the top level and nested,
-    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+    from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY
 
     body = {
         "TrainingJobName": "job-1",
@@ -134,7 +134,7 @@ def test_fields_the_model_does_not_know_are_reported_with_the_description() -> N
 
 
 def test_a_fully_modelled_answer_has_no_mark() -> None:
-    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+    from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY
 
     body = {"TrainingJobName": "job-1", "TrainingJobStatus": "Completed", "CreationTime": 1_700_000_000}
     assert UNMODELLED_FIELDS_KEY not in SageMakerJobs(answering_with(body)).describe("job-1")

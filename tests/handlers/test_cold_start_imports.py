@@ -46,12 +46,18 @@ def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
 
 # What each function does not run, so its cold start does not import it (BENCHMARKS.md, cold start): the
 # other functions' event models, the resume and Spot decisions in the guard stopper, and PyYAML (read at
-# the first policy document parsed or failure classified, never by the imports).
+# the first policy document parsed or failure classified, never by the imports). The guard stopper also
+# leaves out the failure classification (it validates the policy's signatures and reads log lines: their
+# own modules), the clone planner and the reconciler's listing models; the job-events function the stall
+# judge (it reads metrics for the efficiency record through the same port) and the reconciler's models (it
+# deletes alarms with the same helpers).
 NOT_IMPORTED = {
     "sagemaker_governance.handlers.job_events": {
         "yaml",
         "sagemaker_governance.events.alarms",
         "sagemaker_governance.events.schedule",
+        "sagemaker_governance.service.stall_judge",
+        "sagemaker_governance.domain.reconcile",
     },
     "sagemaker_governance.handlers.idle_stopper": {
         "yaml",
@@ -62,6 +68,9 @@ NOT_IMPORTED = {
         "sagemaker_governance.domain.spot_health",
         "sagemaker_governance.domain.spot_alternatives",
         "sagemaker_governance.domain.orchestrators",
+        "sagemaker_governance.domain.failures",
+        "sagemaker_governance.domain.clone",
+        "sagemaker_governance.domain.reconcile",
     },
     "sagemaker_governance.handlers.reconciler": {
         "yaml",

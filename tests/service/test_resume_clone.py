@@ -23,7 +23,7 @@ from sagemaker_governance.domain.clone import (
     CreateOutcome,
 )
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence, HostLog, LogLine
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.service.recording import Trigger

@@ -16,7 +16,6 @@ from sagemaker_governance.adapters.sagemaker_model import (
 )
 from sagemaker_governance.domain.clone import (
     MAX_TAGS,
-    NAME_MAX,
     TAG_ATTEMPT,
     TAG_REASON,
     TAG_ROOT,
@@ -26,10 +25,10 @@ from sagemaker_governance.domain.clone import (
     ResumeReason,
     ShapeNode,
     clone_name,
-    is_valid_job_name,
     plan_clone,
     role_allowed,
 )
+from sagemaker_governance.domain.job import NAME_MAX, is_valid_job_name
 from tests.resume_builders import TAGS, failed_description, rich_description, spot_description
 
 SHAPE = create_training_job_shape()
@@ -329,7 +328,7 @@ def test_an_algorithm_job_never_names_a_training_image(image: str) -> None:
 
 def test_fields_botocore_never_read_are_reported() -> None:
     # Given a description the adapter marked with fields botocore's model does not know (it dropped them),
-    from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+    from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY
 
     description = {**failed_description(), UNMODELLED_FIELDS_KEY: ["FutureField", "ResourceConfig.NewKnob"]}
     plan = plan_clone(description, TAGS, SHAPE, reason=ResumeReason.FAILED)

@@ -10,19 +10,15 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_FAILURE, TAG_ROOT, TAG_STRIKES
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.failures import (
-    REQUIRED_CLASSES,
+from sagemaker_governance.domain.failure_evidence import (
     CheckpointProgress,
     FailureEvidence,
     HostLog,
     LogLine,
-    Signature,
-    Taxonomy,
-    Verdict,
-    builtin_taxonomy,
-    classify,
     host_of_stream,
 )
+from sagemaker_governance.domain.failure_signatures import Signature, Verdict
+from sagemaker_governance.domain.failures import REQUIRED_CLASSES, Taxonomy, builtin_taxonomy, classify
 from sagemaker_governance.domain.recovery_policy import ResumePolicy
 from sagemaker_governance.domain.resume import CloneDecision, ResumeCode, decide_resume
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description

@@ -38,7 +38,8 @@ from sagemaker_governance.adapters.sagemaker_model import create_training_job_sh
 from sagemaker_governance.domain.clone import ClonePlan, ClonePlanError, ResumeReason, plan_clone
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.failures import FailureEvidence, classify
+from sagemaker_governance.domain.failure_evidence import FailureEvidence
+from sagemaker_governance.domain.failures import classify
 from sagemaker_governance.domain.guards.base import AlarmNaming, alarm_tags_identify
 from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.registry import GUARDS

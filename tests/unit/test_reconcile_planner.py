@@ -6,11 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.reconcile import (
     EVALUATION_GRACE,
     JobSummary,
-    deletion_batches,
-    deletion_order,
     group_alarms,
     job_of_alarm,
     plan_work,

@@ -9,7 +9,7 @@ from typing import Any
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence, HostLog, LogLine
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.service.recording import Trigger

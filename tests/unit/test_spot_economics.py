@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.failures import CheckpointProgress
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.recovery_policy import SpotPolicy
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate

@@ -12,7 +12,7 @@ from typing import Any
 
 from sagemaker_governance.domain.clone import CreateOutcome
 from sagemaker_governance.domain.errors import JobNotFound, StopOutcome
-from sagemaker_governance.domain.failures import (
+from sagemaker_governance.domain.failure_evidence import (
     CheckpointProgress,
     FailureEvidence,
     HostLog,

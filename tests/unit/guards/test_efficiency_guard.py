@@ -119,8 +119,8 @@ def test_every_group_below_the_minimum_means_the_jobs_mean_is_below_it() -> None
 
 
 def test_above_ten_hosts_with_stops_two_composites_deleted_one_per_request() -> None:
+    from sagemaker_governance.domain.alarm_deletion import deletion_batches
     from sagemaker_governance.domain.guards.base import deletion_units
-    from sagemaker_governance.domain.reconcile import deletion_batches
 
     plan = EFFICIENCY.plan(training(0, count=12), EfficiencyPolicy(**ON, stop_after_notices=2), NAMING)
     assert isinstance(plan, AlarmPlan)

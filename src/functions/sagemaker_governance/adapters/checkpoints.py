@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sagemaker_governance.domain.failures import CheckpointProgress
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 
 MAX_PAGES: Final = 10
 

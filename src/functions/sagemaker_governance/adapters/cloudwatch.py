@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmState
-from sagemaker_governance.domain.reconcile import AlarmListing
+
+if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports its models (cold start)
+    from sagemaker_governance.domain.reconcile import AlarmListing
 
 DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names (its API model: AlarmNames max 100)
 # The codes botocore's standard retry mode treats as throttling (botocore/retries/standard.py,
@@ -216,6 +218,8 @@ class CloudWatchAlarmInventory:
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         """Every alarm under ``prefix`` with its state, when it last changed and whether its actions are on
         (all in the same ``DescribeAlarms`` pages: no extra request)."""
+        from sagemaker_governance.domain.reconcile import AlarmListing
+
         listings: list[AlarmListing] = []
         try:
             pages = self._client.get_paginator("describe_alarms").paginate(

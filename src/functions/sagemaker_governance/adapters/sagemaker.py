@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
-from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.job import TrainingJob, parse_tags
-from sagemaker_governance.domain.reconcile import JobSummary
+from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
 from sagemaker_governance.observability import logger
+
+if TYPE_CHECKING:  # the listings are the reconciler's: the stopper never imports their models (cold start)
+    from sagemaker_governance.domain.reconcile import JobSummary
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -121,6 +122,8 @@ class SageMakerJobInventory:
         self._client = client
 
     def in_progress(self) -> list[JobSummary]:
+        from sagemaker_governance.domain.reconcile import JobSummary
+
         jobs: list[JobSummary] = []
         try:
             pages = self._client.get_paginator("list_training_jobs").paginate(
@@ -136,6 +139,8 @@ class SageMakerJobInventory:
         """Every job that failed and was last modified at or after ``since`` (deferred resumes), newest first:
         ``StatusEquals`` and ``LastModifiedTimeAfter`` are ListTrainingJobs request members (botocore's
         SageMaker model); the time is checked here again for an answer that ignored it."""
+        from sagemaker_governance.domain.reconcile import JobSummary
+
         jobs: list[JobSummary] = []
         try:
             pages = self._client.get_paginator("list_training_jobs").paginate(

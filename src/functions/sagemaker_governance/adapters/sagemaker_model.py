@@ -3,6 +3,9 @@
 ``create_training_job_shape`` turns the ``CreateTrainingJob`` input shape into the plain
 ``RequestShape`` the clone planner walks; ``validate_create_request`` runs botocore's own parameter
 validation on a planned request (the CLI's dry run, tests, and the launcher before it calls AWS).
+
+The clone planner's types are imported by the functions that build or check a request: the guard
+stopper reads ``unmodelled_paths`` only and never imports the planner (cold start, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -10,14 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import botocore.session
 from botocore.exceptions import ParamValidationError
 from botocore.model import ServiceModel, Shape, StructureShape
 from botocore.validate import validate_parameters
 
-from sagemaker_governance.domain.clone import InvalidCloneRequest, RequestShape, ShapeNode
+if TYPE_CHECKING:
+    from sagemaker_governance.domain.clone import RequestShape, ShapeNode
 
 CREATE_OPERATION = "CreateTrainingJob"
 DESCRIBE_OPERATION = "DescribeTrainingJob"
@@ -40,6 +44,8 @@ def sagemaker_model() -> ServiceModel:
 
 
 def _collect(shape: Shape, shapes: dict[str, ShapeNode]) -> str:
+    from sagemaker_governance.domain.clone import ShapeNode
+
     name = shape.name
     if name in shapes:
         return name
@@ -86,6 +92,8 @@ def _create_input(model: ServiceModel) -> StructureShape:
 
 @cache
 def _shape_of(model: ServiceModel) -> RequestShape:
+    from sagemaker_governance.domain.clone import RequestShape
+
     create = _create_input(model)
     describe = _structure(model.operation_model(DESCRIBE_OPERATION).output_shape, f"{DESCRIBE_OPERATION} output")
     shapes: dict[str, ShapeNode] = {}
@@ -102,6 +110,8 @@ def name_constraints(model: ServiceModel | None = None) -> dict[str, Any]:
 
 def validate_create_request(request: dict[str, Any], model: ServiceModel | None = None) -> None:
     """Raise ``InvalidCloneRequest`` unless botocore would send ``request`` as a CreateTrainingJob."""
+    from sagemaker_governance.domain.clone import InvalidCloneRequest
+
     shape = _create_input(model or sagemaker_model())
     try:
         validate_parameters(request, shape)

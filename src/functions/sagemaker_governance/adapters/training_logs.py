@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.failures import FailureEvidence, HostLog, LogLine, host_of_stream
+from sagemaker_governance.domain.failure_evidence import FailureEvidence, HostLog, LogLine, host_of_stream
 from sagemaker_governance.domain.stall_judge import LogEvidence, LogRhythm
 
 LOG_GROUP: Final = "/aws/sagemaker/TrainingJobs"

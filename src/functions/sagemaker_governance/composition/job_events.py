@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
@@ -31,7 +31,9 @@ from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction
 from sagemaker_governance.service.ports import CheckpointsPort, FailureLogsPort, SpotHealthPort
 from sagemaker_governance.service.resume import LauncherPort
-from sagemaker_governance.service.stall_judge import MetricReadPort
+
+if TYPE_CHECKING:  # annotations only: this function never runs the stall judge (cold start)
+    from sagemaker_governance.service.stall_judge import MetricReadPort
 
 # The adapters this function uses: the template must grant it exactly their IAM actions (a test checks).
 ADAPTERS: tuple[type, ...] = (

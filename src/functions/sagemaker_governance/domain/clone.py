@@ -22,7 +22,6 @@ source resumed On-Demand keeps its own.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,6 +29,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.job import NAME_MAX, UNMODELLED_FIELDS_KEY, is_valid_job_name
 
 # ---- the accepted request shape (read from botocore by an adapter) ------------------------------
 
@@ -127,20 +127,9 @@ class RequestShape:
 
 _MISSING: Final = object()
 
-# Set by the SageMaker adapter on a DescribeTrainingJob answer: the paths botocore's model did not know.
-# Not an AWS member name (those are PascalCase words), so it never collides with one.
-UNMODELLED_FIELDS_KEY: Final = "smgov:unmodelled-fields"
-
-
 # ---- names --------------------------------------------------------------------------------------
 
-NAME_MAX: Final = 63
-NAME_PATTERN: Final = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _HASH_CHARS: Final = 6
-
-
-def is_valid_job_name(name: str) -> bool:
-    return len(name) <= NAME_MAX and NAME_PATTERN.fullmatch(name) is not None
 
 
 def clone_name(root: str, attempt: int) -> str:

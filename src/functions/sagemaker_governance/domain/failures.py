@@ -6,6 +6,10 @@ over the ``FailureReason`` and the last lines of each host's log stream, each ci
 text comes from). A team adds signatures and changes a class's verdict in its policy
 (``ResumePolicy.signatures`` / ``.classes``); it cannot remove a built-in signature, so a team's policy
 never switches the defaults off, and a malformed team pattern is rejected when the policy is validated.
+The schema of a signature and a verdict (``failure_signatures.py``) and the evidence read about a failure
+(``failure_evidence.py``) have their own modules: every function validates the policy's signatures and
+the guard stopper's log-rhythm reader reads the same log lines, but only a failed job is classified (cold
+start, BENCHMARKS.md).
 
 ``classify(reason, evidence, taxonomy)`` finds the root cause:
 
@@ -29,7 +33,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any, Final
@@ -38,11 +41,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    field_validator,
-    model_serializer,
     model_validator,
 )
+
+from sagemaker_governance.domain.failure_evidence import FailureEvidence, LogLine
+from sagemaker_governance.domain.failure_signatures import Role, Signature, Verdict, Where, check_name
 
 UNKNOWN: Final = "unknown"
 REQUIRED_CLASSES: Final = frozenset(
@@ -52,31 +55,9 @@ REQUIRED_CLASSES: Final = frozenset(
 HARDWARE_CLASSES: Final = frozenset({"hardware", "interconnect"})
 REASON_HOST: Final = "FailureReason"  # the "host" of a match found in the FailureReason
 MAX_LINE_CHARS: Final = 2_000  # a line longer than this is searched in its first 2,000 characters
-MAX_PATTERN_CHARS: Final = 400
 _SHOWN_CHARS: Final = 300
 _SHOWN_LINES: Final = 4
-_NAME: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
-# A group that repeats and is itself repeated ("(a+)+", "(\w*)*"): exponential backtracking on a
-# non-matching line. Python's re has no timeout, so such team patterns are refused up front.
-_NESTED_QUANTIFIER: Final = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
 _EXIT_CODE: Final = re.compile(r"\b(?:ExitCode|exit ?code|exitcode)\s*[:=]?\s*(-?\d{1,3})\b", re.IGNORECASE)
-
-
-class Verdict(StrEnum):
-    RESUME = "resume"
-    SKIP = "skip"
-
-
-class Role(StrEnum):
-    CAUSE = "cause"
-    CONSEQUENCE = "consequence"
-    GENERIC = "generic"
-
-
-class Where(StrEnum):
-    REASON = "reason"  # the job's FailureReason
-    LOG = "log"  # the hosts' log lines
-    ANY = "any"
 
 
 class FailureClass(BaseModel):
@@ -84,71 +65,6 @@ class FailureClass(BaseModel):
 
     verdict: Verdict
     description: str = ""
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise ValueError(f"{what} {value!r} must be kebab-case (a-z, 0-9, -; at most 63 characters)")
-    return value
-
-
-class Signature(BaseModel):
-    """One recognisable failure message (built in, or a team's in ``resume.signatures``).
-
-    Example:
-        - id: my-plugin-transport
-          class: interconnect
-          pattern: "MYPLUGIN: transport to rank \\\\d+ lost"
-          where: log            # reason | log | any (default)
-          role: cause           # cause (default) | consequence | generic
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    id: str
-    failure_class: str = Field(alias="class")
-    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS)
-    role: Role = Role.CAUSE
-    where: Where = Where.ANY
-    source: str | None = Field(default=None, description="Where the message text comes from.")
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, value: str) -> str:
-        return _check_name(value, "signature id")
-
-    @field_validator("pattern")
-    @classmethod
-    def _pattern(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the pattern is empty")
-        if _NESTED_QUANTIFIER.search(value):
-            raise ValueError("the pattern repeats a repeated group (e.g. '(a+)+'): it could backtrack for ever")
-        try:
-            re.compile(value, re.IGNORECASE)
-        except (re.error, RecursionError, OverflowError) as exc:
-            raise ValueError(f"not a regular expression: {exc}") from exc
-        return value
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Dumped as written (``class``), so a dumped policy validates again (team merges, ``policy show``)."""
-        out: dict[str, Any] = handler(self)
-        if "failure_class" in out:
-            out = {("class" if key == "failure_class" else key): value for key, value in out.items()}
-        return out
-
-    @property
-    def regex(self) -> re.Pattern[str]:
-        return _compile(self.pattern)
-
-    def applies_to(self, where: Where) -> bool:
-        return self.where is Where.ANY or self.where is where
-
-
-@cache
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
 
 
 class Taxonomy(BaseModel):
@@ -168,7 +84,7 @@ class Taxonomy(BaseModel):
         if missing:
             raise ValueError(f"classes missing: {', '.join(sorted(missing))}")
         for name in self.classes:
-            _check_name(name, "class")
+            check_name(name, "class")
         if set(self.precedence) != set(self.classes) or len(self.precedence) != len(self.classes):
             raise ValueError("precedence must list every class once")
         seen: set[str] = set()
@@ -208,83 +124,6 @@ def builtin_taxonomy() -> Taxonomy:
 
     text = resources.files("sagemaker_governance.domain").joinpath("data/failure_taxonomy.yaml").read_text()
     return Taxonomy.model_validate(yaml.safe_load(text))
-
-
-def check_team_signatures(signatures: Sequence[Signature]) -> Sequence[Signature]:
-    """A team's signatures may not reuse a built-in id and must name a known class."""
-    if not signatures:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
-        return signatures
-    builtin = builtin_taxonomy()
-    ids = {s.id for s in builtin.signatures}
-    seen: set[str] = set()
-    for signature in signatures:
-        if signature.id in ids:
-            raise ValueError(f"signature id {signature.id!r} is built in (built-in signatures cannot be replaced)")
-        if signature.id in seen:
-            raise ValueError(f"duplicate signature id {signature.id!r}")
-        seen.add(signature.id)
-        if signature.failure_class not in builtin.classes:
-            raise ValueError(
-                f"signature {signature.id!r}: unknown class {signature.failure_class!r} "
-                f"(one of {', '.join(builtin.precedence)})"
-            )
-    return signatures
-
-
-def check_class_names(verdicts: Mapping[str, Verdict]) -> Mapping[str, Verdict]:
-    if not verdicts:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
-        return verdicts
-    known = builtin_taxonomy().classes
-    unknown = [name for name in verdicts if name not in known]
-    if unknown:
-        raise ValueError(f"unknown class(es) {', '.join(unknown)} (one of {', '.join(known)})")
-    return verdicts
-
-
-# ---- the evidence -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LogLine:
-    text: str
-    at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class HostLog:
-    """The last lines of one host's log stream (oldest first)."""
-
-    host: str  # "algo-2"
-    stream: str
-    lines: tuple[LogLine, ...]
-    last_event_at: datetime | None = None
-
-    @property
-    def last_at(self) -> datetime | None:
-        times = [line.at for line in self.lines if line.at is not None]
-        return max(times) if times else self.last_event_at
-
-
-@dataclass(frozen=True)
-class FailureEvidence:
-    """What was read about a failure besides its ``FailureReason``: the hosts' tails, failing host first."""
-
-    hosts: tuple[HostLog, ...] = ()
-    logs_read: bool = False  # False: no log could be read (the diagnosis rests on FailureReason alone)
-    notes: tuple[str, ...] = ()  # what could not be read, and why
-    hosts_total: int = 0  # streams found (the latest per host), read or not
-
-    @classmethod
-    def unread(cls, note: str) -> FailureEvidence:
-        return cls(logs_read=False, notes=(note,))
-
-
-def host_of_stream(stream: str, job_name: str | None = None) -> str:
-    """``<job>/algo-2-1700000000`` -> ``algo-2``: the host position, without the container start time."""
-    name = stream.split("/", 1)[1] if "/" in stream else stream
-    if job_name and stream.startswith(job_name + "/"):
-        name = stream[len(job_name) + 1 :]
-    return re.sub(r"-\d{9,}$", "", name) or name
 
 
 # ---- the diagnosis ----------------------------------------------------------------------------------
@@ -486,50 +325,3 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
         notes=tuple(notes),
         **common,
     )
-
-
-@dataclass(frozen=True)
-class CheckpointProgress:
-    """What the checkpoint location holds relative to the failed attempt (``ListObjectsV2``)."""
-
-    checked: bool
-    written: int = 0  # objects written since the attempt started
-    total: int = 0  # objects seen under the prefix
-    latest: datetime | None = None
-    note: str | None = None  # why it was not checked, or that the listing was cut short
-    # False: the deployment does not check this location (no CheckpointBucketPattern, or a bucket outside
-    # it); True and not checked: it should have been checked but could not be (denied, throttled, cut).
-    in_scope: bool = True
-    # LastModified of each object written since the attempt started (Spot economics: work kept per stint).
-    written_at: tuple[datetime, ...] = ()
-    truncated: bool = False  # the listing was cut short: ``written_at`` may miss objects
-
-    @classmethod
-    def unknown(cls, note: str) -> CheckpointProgress:
-        """The location is in scope but could not be read: progress cannot be confirmed."""
-        return cls(checked=False, note=note)
-
-    @classmethod
-    def out_of_scope(cls, note: str) -> CheckpointProgress:
-        """The deployment does not check this location (the documented consequence: resumed on its
-        ``CheckpointConfig`` alone)."""
-        return cls(checked=False, note=note, in_scope=False)
-
-    @property
-    def unreadable(self) -> bool:
-        return self.in_scope and not self.checked
-
-    def evidence(self) -> dict[str, Any]:
-        if not self.checked:
-            state = "unreadable" if self.in_scope else "not checked"
-            return {"checkpoint_progress": state, "checkpoint_note": self.note}
-        out: dict[str, Any] = {
-            "checkpoint_progress": "written" if self.written else "none",
-            "checkpoint_objects_written": self.written,
-            "checkpoint_objects": self.total,
-        }
-        if self.latest is not None:
-            out["checkpoint_latest"] = self.latest.isoformat()
-        if self.note:
-            out["checkpoint_note"] = self.note
-        return out

@@ -10,13 +10,27 @@ governance needs are modelled; unknown fields are tolerated.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+
+# Set by the SageMaker adapter on a DescribeTrainingJob answer: the paths botocore's model did not know.
+# Not an AWS member name (those are PascalCase words), so it never collides with one.
+UNMODELLED_FIELDS_KEY: Final = "smgov:unmodelled-fields"
+
+# A training job's name (CreateTrainingJob's TrainingJobName): the guards check the job an alarm names, the
+# clone planner names clones (domain/clone.py).
+NAME_MAX: Final = 63
+NAME_PATTERN: Final = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+
+
+def is_valid_job_name(name: str) -> bool:
+    return len(name) <= NAME_MAX and NAME_PATTERN.fullmatch(name) is not None
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -10,6 +10,9 @@ until its time budget is spent. No cursor is stored anywhere: by the three-gap t
 of ``N`` consecutive runs leave no gap larger than about ``2.62 / N`` of the ring, so when every run
 gets through at least a fraction ``f`` of the items, each item is visited within ``3 / f`` runs (and a
 run normally gets through all of them). Nothing is lost when a run stops early: the next run looks again.
+
+Deleting an ended job's alarms (their order, the ``DeleteAlarms`` requests) is in ``alarm_deletion.py``:
+the job-events function deletes them too.
 """
 
 from __future__ import annotations
@@ -148,39 +151,3 @@ def group_alarms(alarm_names: Iterable[str], prefix: str) -> dict[str, list[str]
         if job is not None:
             by_job.setdefault(job, []).append(name)
     return by_job
-
-
-def deletion_order(job_name: str, prefix: str, observed: Iterable[str]) -> list[str]:
-    """Every alarm of an ended job, the notifying one first: above 10 hosts it is a composite alarm
-    (which a child cannot be deleted before; listed by the reconciler, and included even when the listing
-    missed it); a missing alarm is success. One composite per job: DeleteAlarms takes at most one per call."""
-    head = f"{prefix}{job_name}"
-    return [head, *sorted(set(observed) - {head})]
-
-
-DELETE_BATCH_NAMES: Final = 100  # DeleteAlarms: "up to 100 alarms in one operation" (its API reference)
-
-
-def deletion_batches(groups: Iterable[Iterable[str]], *, size: int = DELETE_BATCH_NAMES) -> list[list[int]]:
-    """Pack ended jobs' alarm groups (each in ``deletion_order``) into ``DeleteAlarms`` requests, as the
-    indexes of the groups each request deletes. The API reference allows up to 100 names per request, "no
-    more than one composite alarm" among them; only a group of several alarms can hold a composite (its
-    head, over the others), so a request takes at most one such group, and any number of single alarms.
-    A group is never split between requests (its composite goes before its children), unless it alone is
-    larger than ``size`` (then it is a request of its own, which the adapter splits in order)."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    names = 0
-    composite = False
-    for index, group in enumerate(groups):
-        count = len(list(group))
-        several = count > 1
-        if current and (names + count > size or (several and composite)):
-            batches.append(current)
-            current, names, composite = [], 0, False
-        current.append(index)
-        names += count
-        composite = composite or several
-    if current:
-        batches.append(current)
-    return batches

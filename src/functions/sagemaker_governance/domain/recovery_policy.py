@@ -8,20 +8,16 @@ functions that resume or fall back import: the guard stopper never does (cold st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.failures import (
-    Signature,
-    Taxonomy,
-    Verdict,
-    builtin_taxonomy,
-    check_class_names,
-    check_team_signatures,
-)
+from sagemaker_governance.domain.failure_signatures import Signature, Verdict
+
+if TYPE_CHECKING:  # read by the resume decisions only (domain/resume.py), which import it anyway
+    from sagemaker_governance.domain.failures import Taxonomy
 
 # The transient patterns built in before the failure taxonomy (now its signatures), and the class a team's
 # own legacy pattern is read as (one whose verdict is resume, as the pattern's was).
@@ -31,6 +27,43 @@ LEGACY_DEFAULTS: Final = frozenset(
 LEGACY_CLASS: Final = "sagemaker-internal"
 MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
 MAX_ALTERNATIVES: Final = 5  # spot.fallbacks: each one is a ledger Query at an interruption of an opted-in job
+
+
+# The checks of a team's failure signatures and class verdicts against the built-in taxonomy: read (with
+# PyYAML) only when a policy names some, never by a function's imports (cold start, BENCHMARKS.md).
+def check_team_signatures(signatures: Sequence[Signature]) -> Sequence[Signature]:
+    """A team's signatures may not reuse a built-in id and must name a known class."""
+    if not signatures:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
+        return signatures
+    from sagemaker_governance.domain.failures import builtin_taxonomy
+
+    builtin = builtin_taxonomy()
+    ids = {s.id for s in builtin.signatures}
+    seen: set[str] = set()
+    for signature in signatures:
+        if signature.id in ids:
+            raise ValueError(f"signature id {signature.id!r} is built in (built-in signatures cannot be replaced)")
+        if signature.id in seen:
+            raise ValueError(f"duplicate signature id {signature.id!r}")
+        seen.add(signature.id)
+        if signature.failure_class not in builtin.classes:
+            raise ValueError(
+                f"signature {signature.id!r}: unknown class {signature.failure_class!r} "
+                f"(one of {', '.join(builtin.precedence)})"
+            )
+    return signatures
+
+
+def check_class_names(verdicts: Mapping[str, Verdict]) -> Mapping[str, Verdict]:
+    if not verdicts:  # nothing to check: the taxonomy is not read (a policy re-validated from its dump)
+        return verdicts
+    from sagemaker_governance.domain.failures import builtin_taxonomy
+
+    known = builtin_taxonomy().classes
+    unknown = [name for name in verdicts if name not in known]
+    if unknown:
+        raise ValueError(f"unknown class(es) {', '.join(unknown)} (one of {', '.join(known)})")
+    return verdicts
 
 
 class StormPolicy(BaseModel):
@@ -166,6 +199,8 @@ class ResumePolicy(BaseModel):
 
     def taxonomy(self) -> Taxonomy:
         """The built-in failure taxonomy with this policy's signatures and class verdicts."""
+        from sagemaker_governance.domain.failures import builtin_taxonomy
+
         return builtin_taxonomy().with_team(self.signatures, self.classes)
 
 

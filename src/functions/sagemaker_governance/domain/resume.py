@@ -71,14 +71,9 @@ from sagemaker_governance.domain.clone import (
     role_allowed,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.failures import (
-    UNKNOWN,
-    CheckpointProgress,
-    Diagnosis,
-    FailureEvidence,
-    Verdict,
-    classify,
-)
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
+from sagemaker_governance.domain.failure_signatures import Verdict
+from sagemaker_governance.domain.failures import UNKNOWN, Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy

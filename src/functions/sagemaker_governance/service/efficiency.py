@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain import efficiency
@@ -38,7 +39,9 @@ from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_S
 from sagemaker_governance.service.idempotency import LedgerPort, audit_effect, job_delivery_key
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
-from sagemaker_governance.service.stall_judge import MetricReadPort
+
+if TYPE_CHECKING:  # annotations only: the job-events function never runs the stall judge (cold start)
+    from sagemaker_governance.service.stall_judge import MetricReadPort
 
 _OUTCOMES = {
     EfficiencyCode.MEASURED: Outcome.NO_ACTION,

@@ -39,6 +39,7 @@ from collections.abc import Collection
 from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.domain.alarm_deletion import deletion_batches
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import JobNotFound, Throttled
 from sagemaker_governance.domain.guards.base import (
@@ -55,7 +56,6 @@ from sagemaker_governance.domain.instances import Accelerator, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.reconcile import deletion_batches
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
-from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.guards.base import AlarmPlan, AlarmState
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob

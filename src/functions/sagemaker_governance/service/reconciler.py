@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
@@ -52,8 +53,6 @@ from sagemaker_governance.domain.reconcile import (
     ReconcilerCode,
     RepairKind,
     WorkItem,
-    deletion_batches,
-    deletion_order,
     group_alarms,
     left_in_alarm,
     plan_work,

@@ -30,7 +30,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
-from sagemaker_governance.domain.failures import CheckpointProgress, FailureEvidence
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy

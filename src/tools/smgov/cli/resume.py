@@ -64,7 +64,7 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
             raise _UsageError(f"{args.describe_file}: not a DescribeTrainingJob response")
         description.pop("ResponseMetadata", None)
         from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
-        from sagemaker_governance.domain.clone import UNMODELLED_FIELDS_KEY
+        from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY
 
         unmodelled = unmodelled_paths(description)  # what botocore would drop when parsing this answer
         if unmodelled:

@@ -29,9 +29,8 @@ from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sagemaker_governance.domain.clone import is_valid_job_name
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import TrainingJob, is_valid_job_name
 from sagemaker_governance.domain.stall_judge import StallKind
 
 NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
