@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import ClientError
 
+from sagemaker_governance.domain.alarm_deletion import DELETE_BATCH_NAMES
 from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmState
 
 if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports its models (cold start)
     from sagemaker_governance.domain.reconcile import AlarmListing
 
-DELETE_BATCH = 100  # DeleteAlarms takes at most 100 names (its API model: AlarmNames max 100)
 # The codes botocore's standard retry mode treats as throttling (botocore/retries/standard.py,
 # ThrottledRetryableChecker) that CloudWatch answers a request over its rate quota with.
 _THROTTLING = frozenset({"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"})
@@ -83,8 +83,8 @@ class CloudWatchAlarmLifecycle:
         reported deleted may then omit some the batch call deleted). A request still throttled after
         botocore's retries raises ``Throttled`` (nothing after it was deleted)."""
         deleted: list[str] = []
-        for start in range(0, len(names), DELETE_BATCH):
-            batch = list(names[start : start + DELETE_BATCH])
+        for start in range(0, len(names), DELETE_BATCH_NAMES):
+            batch = list(names[start : start + DELETE_BATCH_NAMES])
             try:
                 self._client.delete_alarms(AlarmNames=batch)
                 deleted += batch

@@ -18,7 +18,6 @@ the job-events function deletes them too.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -26,12 +25,11 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_timestamp
+from sagemaker_governance.domain.job import TERMINAL_STATUSES, is_valid_job_name, parse_timestamp
 
 RECONCILER_RULE_ID: Final = "reconciler"
 # A training job name: what CreateTrainingJob accepts. An alarm under our prefix whose remainder is not a
 # job name (followed by an optional ".suffix") is not one of ours and is never touched.
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _STEP: Final = (math.sqrt(5) - 1) / 2  # the golden-ratio rotation: the most even spread of start points
 # Compliance is evaluated by the event path within seconds of a job's start. The reconciler leaves a job
 # alone for this long, so that it does not evaluate a job whose Starting event is still on its way.
@@ -107,7 +105,7 @@ def job_of_alarm(alarm_name: str, prefix: str) -> str | None:
     if not alarm_name.startswith(prefix):
         return None
     job = alarm_name[len(prefix) :].split(".", 1)[0]
-    return job if _JOB_NAME.match(job) else None
+    return job if is_valid_job_name(job) else None
 
 
 class WorkItem(BaseModel):
