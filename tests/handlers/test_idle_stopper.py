@@ -73,7 +73,7 @@ def test_metric_math_alarm_of_a_two_host_job(acct: LocalAccount, clock: MovableC
     assert acct.sagemaker.stop_requests == ["job-1"]
     assert (
         stop_records(acct)[0].evidence["expression"]
-        == "IF(((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4))) >= 1, 0, MAX([m1, m2]))"
+        == "IF(((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4) * (AVG([m1, m2]) >= 190))) >= 1, 0, MAX([m1, m2]))"
     )
 
 

@@ -332,17 +332,19 @@ def test_comparisons_and_if_follow_cloudwatch_metric_math() -> None:
 def test_the_pinned_trigger_breaches_on_pinned_hosts_and_on_a_stuck_host_not_on_work() -> None:
     # The idle alarm's expression over three 4-GPU hosts (pinned 380, idle threshold 4), minute by minute:
     # every host pinned; one idle host while the others are pinned (a stuck host); every host working;
-    # one working host and the others pinned; every host idle (the idle alarm's own breach, below 4)
+    # one working host and the others pinned; one host pinned while the other two idle (a rank-0
+    # evaluation, the others waiting: most hosts are not pinned); every host idle (the idle alarm's own
+    # breach, below 4)
     from sagemaker_governance.domain.guards.idle import pinned_expression
 
     metrics = [{"Id": f"m{n}", "MetricStat": {}} for n in (1, 2, 3)]
     expression = pinned_expression(metrics, 380, 4, 1, 3)["Expression"]
     values = {
-        "m1": [390.0, 395.0, 200.0, 390.0, 0.0],
-        "m2": [385.0, 0.0, 210.0, 250.0, 1.0],
-        "m3": [399.0, 398.0, 190.0, 396.0, 0.0],
+        "m1": [390.0, 395.0, 200.0, 390.0, 399.0, 0.0],
+        "m2": [385.0, 0.0, 210.0, 250.0, 0.0, 1.0],
+        "m3": [399.0, 398.0, 190.0, 396.0, 1.0, 0.0],
     }
-    assert evaluate_expression(expression, values, 5, ()) == [0.0, 0.0, 210.0, 396.0, 1.0]
+    assert evaluate_expression(expression, values, 6, ()) == [0.0, 0.0, 210.0, 396.0, 399.0, 1.0]
 
 
 def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_returns() -> None:

@@ -31,8 +31,9 @@ def test_training_event_explains_the_exact_put_metric_alarm_request() -> None:
     report = ParamValidator().validate(alarm, MODEL.operation_model("PutMetricAlarm").input_shape)
     assert not report.has_errors(), report.generate_report()
     assert alarm["Threshold"] == 4.0  # ml.g5.12xlarge: 4 GPUs x 1%
-    # the pinned trigger (95% x 4 GPUs), and on two hosts the stuck host (one pinned, one below 4)
-    pinned = "(MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4))"
+    # the pinned trigger (95% x 4 GPUs), and on two hosts the stuck host (one pinned, one below 4, the mean
+    # at least half pinned)
+    pinned = "(MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4) * (AVG([m1, m2]) >= 190))"
     assert [q["Expression"] for q in alarm["Metrics"] if q.get("ReturnData")] == [
         f"IF(({pinned}) >= 1, 0, MAX([m1, m2]))"
     ]

@@ -109,7 +109,10 @@ def test_two_hosts_alarm_on_the_busiest_host_with_metric_math() -> None:
     ("hosts", "condition"),
     [
         (1, "MIN([m1]) >= 380"),
-        (2, "((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4))) >= 1"),
+        (
+            2,
+            "((MAX([m1, m2]) >= 380) * ((MIN([m1, m2]) >= 380) + (MIN([m1, m2]) < 4) * (AVG([m1, m2]) >= 190))) >= 1",
+        ),
     ],
 )
 def test_the_pinned_trigger_makes_a_minute_where_every_host_is_pinned_breach(hosts: int, condition: str) -> None:

@@ -95,20 +95,23 @@ def pinned_expression(
     metrics: list[dict[str, Any]], pinned: float, idle: float, first: int, last: int
 ) -> dict[str, Any]:
     """The alarm's value with the pinned trigger: the busiest host's GPUUtilization, but 0 (breaching) in a
-    minute where every host is at or above ``pinned``, or (several hosts) where some host is pinned while
-    the least busy is below ``idle``: one stuck host (its GPUs idle) that the others wait for, spinning in
-    the collective. CloudWatch metric math: ``MIN``/``MAX`` over a list of series are series, comparison
-    operators return 1 or 0, arithmetic combines series point by point, and ``IF(condition, a, b)`` picks per
-    datapoint (CloudWatch user guide, "Metric math syntax and functions", "Using IF expressions"). A third
-    host in between (neither pinned nor idle) is not seen here: the stall judge reads every host and vetoes
-    a hang when any host's GPUs worked (``judge.veto.gpu-working``)."""
+    minute where every host is at or above ``pinned``, or (several hosts) where some host is pinned, the
+    least busy is below ``idle`` and the hosts' mean is at least half of ``pinned`` (most hosts pinned): a
+    stuck host (its GPUs idle) that the others wait for, spinning in the collective; not one host computing
+    while the others wait idle (a rank-0 evaluation). CloudWatch metric math: ``MIN``/``MAX``/``AVG`` over
+    a list of series are series, comparison operators return 1 or 0, arithmetic combines series point by
+    point, and ``IF(condition, a, b)`` picks per datapoint (CloudWatch user guide, "Metric math syntax and
+    functions", "Using IF expressions"). A third host in between (neither pinned nor idle) is not seen
+    here: the stall judge reads every host and vetoes a hang when any host's GPUs worked
+    (``judge.veto.gpu-working``)."""
     ids = ", ".join(m["Id"] for m in metrics if "MetricStat" in m)
-    busiest, least = f"MAX([{ids}])", f"MIN([{ids}])"
+    busiest, least, mean = f"MAX([{ids}])", f"MIN([{ids}])", f"AVG([{ids}])"
     if first == last:
         condition, shown = f"{least} >= {pinned:g}", "0 while every host is pinned"
     else:
-        condition = f"(({busiest} >= {pinned:g}) * (({least} >= {pinned:g}) + ({least} < {idle:g}))) >= 1"
-        shown = "0 while every host is pinned, or some host is pinned and another idle"
+        stuck = f"({least} < {idle:g}) * ({mean} >= {pinned / 2:g})"
+        condition = f"(({busiest} >= {pinned:g}) * (({least} >= {pinned:g}) + {stuck})) >= 1"
+        shown = "0 while every host is pinned, or most are and another idle"
     return {
         "Id": "busiest",
         "Expression": f"IF({condition}, 0, {busiest})",
@@ -172,7 +175,7 @@ class IdlePolicy(GuardConfig):
     ``pinned_percent`` (95 % per GPU; ``null``: off) makes the same alarm the **trigger for hangs** of jobs
     that no progress metric watches: a minute in which every host is at or above it counts as breaching
     too (metric math ``IF(MIN(hosts) >= pinned, 0, MAX(hosts))``), and so does, on several hosts, a minute
-    in which some host is pinned while another is idle (one stuck host the others wait for), so a cluster
+    in which most hosts are pinned while another is idle (one stuck host the others wait for), so a cluster
     pinned busy for the whole window fires the alarm and the stall judge decides, from the job's training
     metrics and log lines, whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
     job: with the judge off (``judge.enabled: false``) the pinned trigger is off too.
@@ -402,8 +405,8 @@ class IdleGuard(Guard[IdlePolicy]):
             + (
                 ""
                 if pinned is None
-                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or some "
-                "host pinned while another is below the threshold (a stuck host): a hang trigger the stall judge "
+                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
+                "hosts pinned while another is below the threshold (a stuck host): a hang trigger the stall judge "
                 "decides"
             )
             + f". Managed by {naming.managed_by}; changes are overwritten."
