@@ -369,6 +369,16 @@ def training_started_at(job: TrainingJob) -> datetime | None:
     return job.training_start_time
 
 
+def trained_less_than(job: TrainingJob, as_of: datetime, needed: timedelta) -> str | None:
+    """When the job last (re)entered ``Training``, as a judgement's reason names it (``an unknown time``
+    when no start is known), if that was less than ``needed`` before ``as_of``; None when it has been in
+    ``Training`` that long (a guard may judge it)."""
+    started = training_started_at(job)
+    if started is not None and as_of - started >= needed:
+        return None
+    return "an unknown time" if started is None else started.isoformat()
+
+
 def is_training(job: TrainingJob) -> bool:
     return job.status == "InProgress" and job.secondary_status == "Training"
 

@@ -84,7 +84,7 @@ from sagemaker_governance.domain.guards.base import (
     host_chunks,
     metric_alarm_request,
     preconditions,
-    training_started_at,
+    trained_less_than,
 )
 from sagemaker_governance.domain.instances import instance_facts
 from sagemaker_governance.domain.job import TrainingJob
@@ -379,10 +379,8 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         window = config.stop_window_minutes if role == EfficiencyRole.STOP else config.window_minutes
         # A notice is judged as of its alarm's state change (the end of the window it reports), a stop as of now.
         as_of = notice.alarm_changed_at if role == EfficiencyRole.NOTICE and notice.alarm_changed_at else now
-        started = training_started_at(job)
         needed = timedelta(minutes=config.grace_minutes + window)
-        if started is None or as_of - started < needed:
-            since = "an unknown time" if started is None else started.isoformat()
+        if (since := trained_less_than(job, as_of, needed)) is not None:
             return judgement(
                 Verdict.TOO_EARLY,
                 Action.NONE,

@@ -75,6 +75,7 @@ from sagemaker_governance.domain.guards.base import (
     metric_alarm_request,
     preconditions,
     rule_elements,
+    trained_less_than,
     training_started_at,
 )
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
@@ -552,11 +553,9 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
-        started = training_started_at(job)
         span = self.fired_span(idle, notice) or self.evidence_window(idle)
-        if started is None or now - started < span:
+        if (since := trained_less_than(job, now, span)) is not None:
             # Idle minutes before Training (Downloading, Starting) must not count towards the window.
-            since = "an unknown time" if started is None else started.isoformat()
             return judgement(
                 Verdict.TOO_EARLY,
                 Action.NONE,

@@ -56,7 +56,7 @@ from sagemaker_governance.domain.guards.base import (
     judged_trigger,
     metric_alarm_request,
     preconditions,
-    training_started_at,
+    trained_less_than,
 )
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.stall_judge import TAG_PROGRESS_MINUTES, StallKind, tolerance_hint
@@ -396,9 +396,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
         )
         if early is not None:
             return early
-        started = training_started_at(job)
-        if started is None or now - started < span:
-            since = "an unknown time" if started is None else started.isoformat()
+        if (since := trained_less_than(job, now, span)) is not None:
             return judgement(
                 Verdict.TOO_EARLY,
                 Action.NONE,
