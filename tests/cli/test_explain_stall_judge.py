@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sagemaker_governance.domain.guards.idle import pinned_expression
 from sagemaker_governance.domain.stall_judge import MetricRead
 from smgov.cli.main import main
 from smgov.stall_evidence import OfflineLogActivity, OfflineMetricData, load_evidence
@@ -198,3 +199,33 @@ def test_a_progress_trigger_notification_is_judged_over_the_rhythm_or_the_window
     assert (decision["code"], decision["judge"]["verdict"]) == ("progress.stop.stalled", "stop")
     assert decision["judge"]["signals"]["window"]["minutes"] == window
     assert "for 20 minutes" in decision["reason"]
+
+
+def test_a_stuck_host_notification_is_judged_a_hang_and_stopped(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the idle alarm of a 4-host job with no training metric fired on its stuck-host trigger: host 3's
+    # GPUs idle while the other three spin at 100%, the log (every 5 minutes before) silent for 23 minutes
+    alarm, describe = "idle-alarm-stuck-host.json", "describe-llm-4x-stuck-host.json"
+    (expression,) = [
+        q["Expression"]
+        for q in json.loads(json.loads((EVENTS / alarm).read_text())["Records"][0]["Sns"]["Message"])["Trigger"][
+            "Metrics"
+        ]
+        if q.get("ReturnData")
+    ]
+    # the sample carries the expression the idle guard plans (4 hosts x 8 GPUs: pinned 760, idle below 8)
+    hosts = [{"Id": f"m{n}", "MetricStat": {}} for n in range(1, 5)]
+    assert expression == pinned_expression(hosts, 760, 8, 1, 4)["Expression"]
+    result = explain(alarm, describe, str(SAMPLES / "hang-stop-stuck-host.json"), capsys, "--json")
+    # Then the judge read the trigger's 20 minutes as a hang (pinned and idle hosts, none in between) and
+    # confirmed it: no metric, no line for the rhythm's limit
+    (decision,) = result["decisions"]
+    assert (decision["code"], decision["action"]) == ("idle.stop.hung", "stop")
+    judge = decision["judge"]
+    assert (judge["verdict"], judge["signals"]["kind"], judge["signals"]["trigger"]) == ("stop", "hang", "pinned")
+    assert judge["signals"]["window"]["minutes"] == 20
+    gpu = {
+        host.rsplit("/", 1)[1]: series["GPUUtilization"]["mean"]
+        for host, series in judge["signals"]["hosts"].items()
+    }
+    assert gpu == {"algo-1": 800, "algo-2": 800, "algo-3": 0, "algo-4": 800}
+    assert "a stuck host" in decision["reason"]
