@@ -50,7 +50,9 @@ def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
 # leaves out the failure classification (it validates the policy's signatures and reads log lines: their
 # own modules), the clone planner and the reconciler's listing models; the job-events function the stall
 # judge (it reads metrics for the efficiency record through the same port) and the reconciler's models (it
-# deletes alarms with the same helpers).
+# deletes alarms with the same helpers). The stopper runs no compliance rule, resume or reconciling; the
+# reconciler clones only deferred resumes and writes the efficiency record only of a job whose end event was
+# lost: no Spot fallback's ledger, no queue. The job-events function does not reconcile.
 NOT_IMPORTED = {
     "sagemaker_governance.handlers.job_events": {
         "yaml",
@@ -58,6 +60,7 @@ NOT_IMPORTED = {
         "sagemaker_governance.events.schedule",
         "sagemaker_governance.service.stall_judge",
         "sagemaker_governance.domain.reconcile",
+        "sagemaker_governance.service.reconciler",
     },
     "sagemaker_governance.handlers.idle_stopper": {
         "yaml",
@@ -71,12 +74,17 @@ NOT_IMPORTED = {
         "sagemaker_governance.domain.failures",
         "sagemaker_governance.domain.clone",
         "sagemaker_governance.domain.reconcile",
+        "sagemaker_governance.service.compliance",
+        "sagemaker_governance.service.resume",
+        "sagemaker_governance.service.reconciler",
     },
     "sagemaker_governance.handlers.reconciler": {
         "yaml",
         "sagemaker_governance.events.alarms",
         "sagemaker_governance.events.job_state",
         "sagemaker_governance.events.queue",
+        "sagemaker_governance.adapters.spot_health",
+        "sagemaker_governance.adapters.queue",
     },
 }
 
@@ -99,3 +107,5 @@ def test_a_handler_module_does_not_import_what_its_function_does_not_run(module:
     # Then nothing its function does not run was imported
     assert module in loaded
     assert NOT_IMPORTED[module] & loaded == set()
+    # and none of the developer tooling (simulator, CLI), which the Lambda artifacts do not hold
+    assert not any(m == "smgov" or m.startswith("smgov.") for m in loaded)

@@ -6,11 +6,7 @@ deployed. No module imports itself through others (no import cycle), in either p
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "functions" / "sagemaker_governance"
@@ -173,37 +169,6 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
-
-
-# ---- each function loads only what it runs ---------------------------------------------------------
-
-NOT_LOADED = {
-    # the stopper acts on alarm notifications: no compliance rules, no clones, no reconciling
-    "sagemaker_governance.handlers.idle_stopper": (
-        "sagemaker_governance.service.compliance",
-        "sagemaker_governance.service.resume",
-        "sagemaker_governance.service.reconciler",
-    ),
-    # the reconciler clones only deferred resumes (auto-resume's backoff) and writes the efficiency record
-    # only of a job whose end event was lost: no Spot fallback's ledger, no queue
-    "sagemaker_governance.handlers.reconciler": (
-        "sagemaker_governance.adapters.spot_health",
-        "sagemaker_governance.adapters.queue",
-    ),
-    "sagemaker_governance.handlers.job_events": ("sagemaker_governance.service.reconciler",),
-}
-
-
-@pytest.mark.parametrize("handler", sorted(NOT_LOADED))
-def test_a_function_imports_only_what_it_uses(handler: str) -> None:
-    script = f"import sys, {handler}; print(','.join(sorted(sys.modules)))"
-    loaded = set(
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-        .stdout.strip()
-        .split(",")
-    )
-    assert {m for m in NOT_LOADED[handler] if m in loaded} == set()
-    assert not any(m == "smgov" or m.startswith("smgov.") for m in loaded)
 
 
 # ---- tests share helpers and fixtures, never each other ------------------------------------------

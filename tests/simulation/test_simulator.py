@@ -59,6 +59,10 @@ def test_bad_scenarios_are_rejected_with_clear_errors() -> None:
         scenario(job("x", script={"train_hours": 1, "fail_after_hours": 2}))
     with pytest.raises(ValidationError, match="extra"):
         parse_scenario("name: x\njobs: []\nwhatever: 1\n")
+    # A name SageMaker's CreateTrainingJob would refuse (the service's own job-name rule)
+    for bad in ("under_score", "-leading-dash", "x" * 64):
+        with pytest.raises(ValidationError, match="name"):
+            scenario(job(bad))
 
 
 # ---- lifecycle and costs (no governance: no AWS at all) ------------------------------------------

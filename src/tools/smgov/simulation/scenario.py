@@ -27,6 +27,8 @@ from pydantic import (
     model_validator,
 )
 
+from sagemaker_governance.domain.job import NAME_MAX, NAME_PATTERN
+
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
 DEFAULT_SET = (
@@ -51,7 +53,6 @@ DEFAULT_SET = (
     "spot-storm-pending",
     "fleet",
 )
-JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 TRANSIENT_FAILURE = "InternalServerError: We encountered an internal error. Please try again."
 
 
@@ -314,7 +315,7 @@ class Expect(_Model):
 class JobSpec(_Model):
     """One training job of the scenario."""
 
-    name: str = Field(pattern=JOB_NAME_PATTERN, max_length=63)
+    name: str = Field(pattern=f"^{NAME_PATTERN.pattern}$", max_length=NAME_MAX)
     start_minute: NonNegativeInt = Field(0, description="minute (from the scenario start) the job is created")
     instance_type: str | None = None
     instance_count: PositiveInt = 1
