@@ -3,12 +3,13 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime
 
+import botocore.session
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.job import TrainingJob, parse_timestamp
+from sagemaker_governance.domain.job import NAME_MAX, NAME_PATTERN, TrainingJob, is_valid_job_name, parse_timestamp
 from tests.builders import describe
 
 
@@ -114,3 +115,12 @@ def test_training_time_sums_spot_restarts() -> None:
 def test_timestamp_parser_never_raises_anything_but_value_error(raw: object) -> None:
     with contextlib.suppress(ValueError):
         parse_timestamp(raw)
+
+
+def test_the_job_name_rule_is_sagemakers_own() -> None:
+    # The guards check the job an alarm names and the clone planner names clones with this rule: it must be
+    # the one CreateTrainingJob enforces (botocore's model of the TrainingJobName shape), not our reading of it
+    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingJobName")
+    assert (NAME_PATTERN.pattern, NAME_MAX) == (shape.metadata["pattern"], shape.metadata["max"])
+    assert is_valid_job_name("a" * 63) and is_valid_job_name("llm-7b-run-2")
+    assert not any(map(is_valid_job_name, ("a" * 64, "-lead", "trail-", "under_score", "dot.ted", "")))

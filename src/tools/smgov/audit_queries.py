@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, Outcome
 from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.job import is_valid_job_name
 from sagemaker_governance.domain.rules.base import RULE_ID_PATTERN
 
 # Evidence keys the queries and reports read. Evidence is free-form per rule; these are the keys the
@@ -48,7 +49,6 @@ EVIDENCE_KEYS: Final[Mapping[str, str]] = {
 
 MAX_ROWS: Final = 10_000  # Logs Insights returns at most this many rows
 _FIELD_RE = re.compile(r"\baudit(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_JOB_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _CODE_RE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){2,}")
 _DURATION_RE = re.compile(r"^\s*([0-9]+)\s*([mhd])\s*$", re.ASCII)
 _UNIT_SECONDS: Final = {"m": 60, "h": 3600, "d": 86_400}
@@ -143,7 +143,7 @@ def decisions_query(
     """
     if rule is not None and not re.fullmatch(RULE_ID_PATTERN.strip("^$"), rule):
         raise ValueError(f"not a rule id: {rule!r} (lower-case letters, digits and dashes)")
-    if job is not None and not _JOB_NAME_RE.fullmatch(job):
+    if job is not None and not is_valid_job_name(job):
         raise ValueError(f"not a training job name: {job!r}")
     if code is not None and not _CODE_RE.fullmatch(code):
         raise ValueError(f"not a decision code: {code!r} (e.g. idle.stop.idle; see the README)")

@@ -10,11 +10,13 @@ draws many jobs from the built-in scenarios' jobs with a seeded random mix.
 from __future__ import annotations
 
 import random
+import re
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Self
 
+import botocore.session
 import yaml
 from pydantic import (
     BaseModel,
@@ -24,10 +26,9 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    field_validator,
     model_validator,
 )
-
-from sagemaker_governance.domain.job import NAME_MAX, NAME_PATTERN
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
@@ -312,10 +313,19 @@ class Expect(_Model):
     known_gap: KnownGap | None = Field(None, description="the service of today gets this job wrong (see KnownGap)")
 
 
+@cache
+def sagemaker_job_name_rule() -> tuple[re.Pattern[str], int]:
+    """SageMaker's rule for a training job's name, from AWS's own reference: botocore's service model of
+    ``CreateTrainingJob`` (shape ``TrainingJobName``). The simulator models AWS, so it does not borrow the
+    service's belief about the rule (``domain/job.py``), which a test holds to the same model."""
+    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingJobName")
+    return re.compile(shape.metadata["pattern"]), int(shape.metadata["max"])
+
+
 class JobSpec(_Model):
     """One training job of the scenario."""
 
-    name: str = Field(pattern=f"^{NAME_PATTERN.pattern}$", max_length=NAME_MAX)
+    name: str = Field(description="a name CreateTrainingJob accepts (SageMaker's rule, from botocore's model)")
     start_minute: NonNegativeInt = Field(0, description="minute (from the scenario start) the job is created")
     instance_type: str | None = None
     instance_count: PositiveInt = 1
@@ -335,6 +345,17 @@ class JobSpec(_Model):
     )
     expect: Expect = Field(default_factory=Expect, description="the right outcome (checked by the report)")
     script: Script
+
+    @field_validator("name")
+    @classmethod
+    def _sagemaker_name(cls, name: str) -> str:
+        pattern, longest = sagemaker_job_name_rule()
+        if len(name) > longest or pattern.fullmatch(name) is None:
+            raise ValueError(
+                f"CreateTrainingJob refuses this name: at most {longest} letters, digits and dashes, starting "
+                "and ending with a letter or digit"
+            )
+        return name
 
     @model_validator(mode="after")
     def _instances(self) -> Self:
