@@ -45,7 +45,8 @@ def add_parser(sub: Any) -> None:
         help=(
             "exit 1 when an invariant is broken (a job stopped by mistake, a stall missed, an orphan or "
             "missing alarm, a duplicate clone, a lost event), an outcome differs from the scenario's "
-            "expect, or, without --faults, a function failed"
+            "expect (with --faults a stop may come one reconciler interval after its stop_within_minutes), "
+            "or, without --faults, a function failed"
         ),
     )
     parser.add_argument(

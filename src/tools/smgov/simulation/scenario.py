@@ -309,6 +309,9 @@ class Expect(_Model):
         None, description="at least this many minimum-utilization notices to its owner (efficiency guard)"
     )
     notices_max: NonNegativeInt | None = Field(None, description="at most this many of them")
+    billed_max_minutes: NonNegativeInt | None = Field(
+        None, description="the job itself billed at most this many minutes (0: moved or stopped before it bills)"
+    )
     note: str = Field("", description="why this is the right outcome")
     known_gap: KnownGap | None = Field(None, description="the service of today gets this job wrong (see KnownGap)")
 

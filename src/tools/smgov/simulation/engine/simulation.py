@@ -67,6 +67,8 @@ class RunResult:
     account: str = ACCOUNT
     central_events: list[dict[str, Any]] = field(default_factory=list)
     dead_lettered_audit: list[dict[str, Any]] = field(default_factory=list)
+    # The reconciler's interval (the longest schedule): how much later a failed delivery or run is repaired.
+    repair_minutes: int = 0
 
 
 class Simulation:
@@ -289,6 +291,7 @@ class Simulation:
             account=self.account_id,
             central_events=list(self.account.central_events),
             dead_lettered_audit=list(self.account.dead_lettered_audit),
+            repair_minutes=self.delivery.longest_schedule,
         )
 
     def _throttling(self) -> dict[str, Any]:
