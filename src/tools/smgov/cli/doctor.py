@@ -1,6 +1,7 @@
 """`smgov doctor`: read-only checks of a deployed stack; exit 1 with the list of what is wrong.
-``--canary`` (opt-in, the one part that writes) launches a tiny non-compliant job and checks the service
-records it (smgov/doctor/canary.py)."""
+``--canary`` (opt-in, writes) launches a tiny non-compliant job and checks the service records it
+(smgov/doctor/canary.py); ``--alarm-canary`` (opt-in, writes) has CloudWatch accept or refuse every alarm
+shape the guards create (smgov/doctor/alarm_canary.py)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def cmd_doctor(
         findings = run_checks(deployment, context)
         if args.canary and image:
             findings += _canary(deployment, args, image, context.now, sleep, monotonic)
+        if getattr(args, "alarm_canary", False):  # a Namespace built by hand may lack it
+            findings += _alarm_canary(deployment, context)
         report = DoctorReport(args.stack, region, deployment.account, findings)
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.render(verbose=args.verbose))
     return report.exit_code
@@ -75,6 +78,17 @@ def _canary(
         timeout_seconds=args.canary_timeout,
     )
     return run_canary(deployment, spec, now=now, sleep=sleep or time.sleep, monotonic=monotonic or time.monotonic)
+
+
+def _alarm_canary(deployment: Any, context: Any) -> list[Any]:
+    from smgov.doctor.alarm_canary import CHECK, run_alarm_canary
+    from smgov.doctor.checks import effective_policy
+    from smgov.doctor.findings import Finding, Status
+
+    policy = effective_policy(deployment, context)  # the `policy` check's own reading, cached
+    if policy is None:
+        return [Finding(CHECK, "alarms", Status.UNKNOWN, "not tried: no valid policy (see the policy finding)")]
+    return run_alarm_canary(deployment, policy, now=context.now)
 
 
 def register(sub: Any) -> None:
@@ -110,5 +124,15 @@ def register(sub: Any) -> None:
         default=600.0,
         metavar="SECONDS",
         help="how long to wait for the record (default 600)",
+    )
+    alarms = doctor.add_argument_group(
+        "alarm canary (writes: creates alarms and deletes them; README: smgov doctor)"
+    )
+    alarms.add_argument(
+        "--alarm-canary",
+        action="store_true",
+        help="also send CloudWatch the alarms the guards would create for four synthetic jobs (1, 4 and 12 GPU "
+        "hosts, 12 hosts with 2 without GPUs), with their actions off, and delete them: fails if CloudWatch "
+        "refuses one",
     )
     doctor.set_defaults(func=cmd_doctor)

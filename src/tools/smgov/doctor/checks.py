@@ -474,6 +474,11 @@ def _policy(d: Deployment, ctx: CheckContext) -> tuple[Any, Finding]:
     return result
 
 
+def effective_policy(d: Deployment, ctx: CheckContext) -> Any:
+    """The effective policy the ``policy`` check read (None: the document is invalid or unreadable)."""
+    return _policy(d, ctx)[0]
+
+
 def check_policy_document(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return [_policy(d, ctx)[1]]
 
