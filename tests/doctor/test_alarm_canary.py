@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE
@@ -149,3 +150,17 @@ def test_without_a_valid_policy_the_alarm_canary_is_not_tried() -> None:
     (finding,) = _alarm_canary(deployed(fake), context)
     assert finding.status is Status.UNKNOWN and "no valid policy" in finding.detail
     assert fake.requests == []
+
+
+class Interrupted(FakeCloudWatch):
+    """The operator presses Ctrl-C while the 12 GPU hosts' composite alarm is being created."""
+
+    def _op_PutCompositeAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_canary_still_deletes_what_it_created() -> None:
+    fake = Interrupted(clock=lambda: NOW)
+    with pytest.raises(KeyboardInterrupt):
+        run_alarm_canary(deployed(fake), build_policy(base()), now=NOW)
+    assert fake.calls["PutMetricAlarm"] > 0 and fake.alarms == {}

@@ -137,9 +137,18 @@ def _configs(guard: Any, policy: Any) -> list[tuple[str, Any]]:
 def _try(cloudwatch: Any, subject: str, plan: Any) -> list[Finding]:
     """Send the plan's requests in order (children before their composite), with the actions off; then
     delete what was created."""
+    created: list[str] = []
+    try:
+        result = _send(cloudwatch, subject, plan, created)
+    finally:  # even when interrupted (the exception goes on after it): nothing created stays behind
+        cleanup = _delete(cloudwatch, subject, plan, created)
+    return [result, *cleanup]
+
+
+def _send(cloudwatch: Any, subject: str, plan: Any, created: list[str]) -> Finding:
+    """The finding of sending the plan; ``created`` collects the names CloudWatch accepted."""
     from sagemaker_governance.domain.guards.base import AlarmKind
 
-    created: list[str] = []
     calls = {"PutMetricAlarm": 0, "PutCompositeAlarm": 0}
     call, name = "", ""
     try:
@@ -172,8 +181,8 @@ def _try(cloudwatch: Any, subject: str, plan: Any) -> list[Finding]:
         result = Finding(CHECK, subject, Status.UNKNOWN, f"not tried: {exc}")
     else:
         shown = ", ".join(f"{n} {call}" for call, n in calls.items() if n)
-        result = Finding(CHECK, subject, Status.OK, f"CloudWatch accepted the {plan.what} ({shown}); deleted")
-    return [result, *_delete(cloudwatch, subject, plan, created)]
+        result = Finding(CHECK, subject, Status.OK, f"CloudWatch accepted the {plan.what} ({shown})")
+    return result
 
 
 def _delete(cloudwatch: Any, subject: str, plan: Any, created: list[str]) -> list[Finding]:
