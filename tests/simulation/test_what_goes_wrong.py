@@ -16,7 +16,7 @@ from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
 from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine import Simulation
 from smgov.simulation.engine.jobs import JobRun
-from smgov.simulation.fake_cloudwatch import FakeCloudWatch
+from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch
 from smgov.simulation.messages import iso_millis
 from smgov.simulation.metrics import MetricStore, metric_key, visible_until
 from smgov.simulation.report import recoverable_usd, recovery_line, render, simulate, summarize, unexpected
@@ -610,6 +610,26 @@ def test_describe_alarms_returns_composite_alarms_only_when_asked_for() -> None:
         {"AlarmNames": ["child", "parent"], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
     )
     assert [a["AlarmName"] for a in both["CompositeAlarms"]] == ["parent"]
+
+
+@pytest.mark.parametrize("ids", [["m-1"], ["M1"], ["1m"], ["m1", "m1"], [""]])
+def test_the_double_refuses_query_ids_cloudwatch_refuses(ids: list[str]) -> None:
+    # MetricDataQuery.Id (botocore's model): letters, numbers and underscore, a lowercase letter first, unique in
+    # a call. botocore checks only its length, so a bad id would reach AWS and every judge read would fail
+    cloudwatch = FakeCloudWatch(lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    stat = {"Metric": {"Namespace": NS, "MetricName": "GPUUtilization"}, "Period": 60, "Stat": "Average"}
+    queries = [{"Id": i, "MetricStat": stat, "ReturnData": n == 0} for n, i in enumerate(ids)]
+    alarm = {"AlarmName": "a", "EvaluationPeriods": 1, "Threshold": 1.0, "ComparisonOperator": "LessThanThreshold"}
+    with pytest.raises(CloudWatchError, match="Id"):
+        cloudwatch._op_PutMetricAlarm({**alarm, "Metrics": queries})
+    with pytest.raises(CloudWatchError, match="Id"):
+        cloudwatch._op_GetMetricData({"MetricDataQueries": queries})
+    good = [
+        {"Id": "h0_1", "MetricStat": stat, "ReturnData": True},
+        {"Id": "t0", "MetricStat": stat, "ReturnData": False},
+    ]
+    cloudwatch._op_PutMetricAlarm({**alarm, "Metrics": good})
+    assert "a" in cloudwatch.alarms
 
 
 def test_the_double_stamps_a_state_change_as_describe_alarms_reports_it() -> None:

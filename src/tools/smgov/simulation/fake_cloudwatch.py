@@ -3,7 +3,8 @@
 moto stores metric alarms but has no ``PutCompositeAlarm``, so the idle guard's alarms are answered
 here (tests attach it to a client; the simulator serves moto's CloudWatch alarm APIs from it, see
 ``engine/cloudwatch_backend.py``). botocore still validates every request against the real API model
-first; the double then enforces the service rules the idle guard depends on (10 metrics per alarm, a
+first; the double then enforces the service rules the idle guard depends on (10 metrics per alarm, query ids
+(letters, numbers and underscore, a lowercase letter first, unique), a
 composite's children must exist, at most 100 of them and 10,240 characters of rule, a child cannot be
 deleted while its composite exists, one DeleteAlarms deletes at most one composite and nothing when one
 name is missing, tags are set only on creation, an update keeps the alarm's state).
@@ -46,6 +47,10 @@ MAX_COMPOSITE_CHILDREN = 100  # a composite alarm watches at most 100 alarms
 MAX_ALARM_RULE = 10_240  # characters of a composite's AlarmRule
 ALARM_WRITE_QUOTAS = ("PutMetricAlarm", "DeleteAlarms")  # 3 requests/second each, per account and region
 _CHILD_REF = re.compile(r'(?:ALARM|OK|INSUFFICIENT_DATA)\(\s*"?([^")]+?)"?\s*\)')
+# MetricDataQuery.Id (GetMetricData, and PutMetricAlarm's Metrics): "The valid characters are letters,
+# numbers, and underscore. The first character must be a lowercase letter", unique within a call
+# (botocore's cloudwatch model documents it; botocore's validation checks only its length).
+_QUERY_ID = re.compile(r"[a-z][A-Za-z0-9_]*")
 
 
 class CloudWatchError(Exception):
@@ -195,6 +200,7 @@ class FakeCloudWatch:
     def _op_PutMetricAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
         metrics = params.get("Metrics")
         if metrics is not None:
+            check_query_ids(metrics, "Metrics")
             if any(k in params for k in ("MetricName", "Namespace", "Dimensions", "Period", "Statistic")):
                 raise CloudWatchError("ValidationError", "Metrics cannot be combined with MetricName etc.")
             stats = [q for q in metrics if "MetricStat" in q]
@@ -248,6 +254,7 @@ class FakeCloudWatch:
         return {}
 
     def _op_GetMetricData(self, params: dict[str, Any]) -> dict[str, Any]:
+        check_query_ids(params["MetricDataQueries"], "MetricDataQueries")
         if self.metrics is None:
             raise CloudWatchError("UnknownOperationException", "the fake holds no metrics")
         return dict(self.metrics.get_metric_data(params))
@@ -401,3 +408,19 @@ class RequestQuota:
         return {
             api: {"allowed": self.allowed[api], "throttled": self.throttled[api]} for api in sorted(self.rates)
         }
+
+
+def check_query_ids(queries: Iterable[Mapping[str, Any]], field: str) -> None:
+    """CloudWatch's rule for ``MetricDataQuery.Id`` (see ``_QUERY_ID``): a ``ValidationError`` otherwise."""
+    seen: set[str] = set()
+    for number, query in enumerate(queries, start=1):
+        ident = str(query.get("Id", ""))
+        if _QUERY_ID.fullmatch(ident) is None:
+            raise CloudWatchError(
+                "ValidationError",
+                f"The value {ident} for parameter {field}.member.{number}.Id is not matching the expected pattern: "
+                "letters, numbers and underscore, starting with a lowercase letter",
+            )
+        if ident in seen:
+            raise CloudWatchError("ValidationError", f"The Id {ident} is used more than once in {field}")
+        seen.add(ident)

@@ -26,7 +26,7 @@ from typing import Any
 from unittest import mock
 
 from smgov.simulation.engine.clock import VirtualClock
-from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch
+from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch, check_query_ids
 from smgov.simulation.metrics import MetricKey, MetricStore, metric_key, visible_until
 
 ALARM_OPERATIONS = (
@@ -109,6 +109,7 @@ class SimulatedCloudWatch:
     def get_metric_data(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``MetricStat`` queries over ``[StartTime, EndTime)``, newest first unless ``ScanBy`` says
         otherwise; a datapoint that has not arrived yet (the ingestion delay) is not returned."""
+        check_query_ids(params.get("MetricDataQueries", []), "MetricDataQueries")
         start, end = self._minute(params["StartTime"]), self._minute(params["EndTime"])
         now = self.clock.now
         ascending = params.get("ScanBy") == "TimestampAscending"
