@@ -152,7 +152,10 @@ class AlgorithmSpecification(_Model):
 class TrainingJob(_Model):
     """A training job: what an event detail or a ``DescribeTrainingJob`` answer says about it."""
 
-    name: str = Field(alias="TrainingJobName", min_length=1, max_length=63)
+    # SageMaker's own name rule: an event naming something else is malformed (rejected, never sent to AWS)
+    name: str = Field(
+        alias="TrainingJobName", min_length=1, max_length=NAME_MAX, pattern=f"^{NAME_PATTERN.pattern}$"
+    )
     arn: str | None = Field(default=None, alias="TrainingJobArn")
     status: str = Field(alias="TrainingJobStatus", min_length=1)
     secondary_status: str | None = Field(default=None, alias="SecondaryStatus")

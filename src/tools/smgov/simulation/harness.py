@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from smgov.simulation import model_rules
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 
@@ -82,9 +83,9 @@ class LocalAccount:
         self.audit = MemoryAuditSink(forward=LogAuditSink().write if log_audit else None)
         self.metrics = metrics if metrics is not None else MemoryBusinessMetrics()
         extra: dict[str, Any] = {} if guards is None else {"guards": guards}  # default: the registered ones
-        self.root = Root(
-            Settings.from_env(), boto3.session.Session(), clock, audit=self.audit, metrics=self.metrics, **extra
-        )
+        session = boto3.session.Session()
+        model_rules.install(session.events)  # what AWS checks of a request and botocore does not
+        self.root = Root(Settings.from_env(), session, clock, audit=self.audit, metrics=self.metrics, **extra)
         self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
         self.sagemaker.attach(self.root.client("sagemaker"))
         # moto has no composite alarms: the idle guard's alarms are answered by a CloudWatch double.

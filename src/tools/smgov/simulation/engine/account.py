@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 from unittest import mock
 
+from smgov.simulation import model_rules
 from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.botocore_models import share_models
 from smgov.simulation.deploy import Deployment, deploy
@@ -138,6 +139,7 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
+                model_rules.install(session.events)  # what AWS checks of a request and botocore does not
                 # The service reads CloudWatch Logs: the lines due by now are written first (those of the
                 # streams the request names, when it names some).
                 session.events.register("before-parameter-build.cloudwatch-logs", self._flush_logs)
