@@ -281,3 +281,33 @@ def test_the_reconcilers_claim_is_held_for_its_functions_timeout() -> None:
 
     timeout = load_template()["Resources"]["ReconcilerFunction"]["Properties"]["Timeout"]
     assert timeout == RECONCILER_HOLD_SECONDS
+
+
+def test_a_large_clusters_record_keeps_the_hosts_that_idled_most_and_sums_up_the_rest() -> None:
+    def host(n: int, idle: float) -> efficiency.HostEfficiency:
+        return efficiency.HostEfficiency(
+            host=f"j/algo-{n}", gpus=8, datapoints=60, gpu_mean_percent=90.0 - idle, gpu_median_percent=90.0,
+            gpu_under_idle_share=0.0, gpu_memory_mean_percent=50.0, gpu_memory_median_percent=50.0,
+            idle_gpu_hours=idle,
+        )  # fmt: skip
+
+    hosts = tuple(host(n, 5.0 if n == 90 else 1.0) for n in range(1, 101))
+    record = efficiency.EfficiencyRecord(
+        code=EfficiencyCode.MEASURED,
+        instance_type="ml.p4d.24xlarge",
+        instances=100,
+        gpu_hosts=100,
+        spot=False,
+        hosts=hosts,
+    )
+    shown = record.evidence()
+    assert len(shown["hosts"]) == 64 and shown["hosts"][0]["host"] == "j/algo-90"
+    assert shown["hosts_omitted"] == {
+        "count": 36, "kept": "the 64 with the most idle GPU-hours", "idle_gpu_hours": 36.0,
+        "gpu_mean_percent_range": [89.0, 89.0],
+    }  # fmt: skip
+    small = efficiency.EfficiencyRecord(
+        code=EfficiencyCode.MEASURED, instance_type=None, instances=3, gpu_hosts=3, spot=False, hosts=hosts[:3]
+    )
+    assert [h["host"] for h in small.evidence()["hosts"]] == ["j/algo-1", "j/algo-2", "j/algo-3"]
+    assert "hosts_omitted" not in small.evidence()

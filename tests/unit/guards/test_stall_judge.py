@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from sagemaker_governance.domain.stall_judge import (
     CPU,
     GPU,
     GPU_MEMORY,
+    MAX_HOSTS_RECORDED,
     MEMORY,
     Evidence,
     HostEvidence,
@@ -275,3 +277,23 @@ def test_the_rhythms_lines_answer_for_log_activity_in_a_shorter_window() -> None
     rhythm = LogRhythm.of(START, at(60), [at(m) for m in range(0, 40, 5)], complete=True)
     assert rhythm.activity(at(30), streams=2) == LogEvidence(streams=2, line_at=at(30))
     assert rhythm.activity(at(36), streams=2) == LogEvidence(streams=2, line_at=None)
+
+
+def test_a_large_clusters_record_keeps_the_busiest_hosts_in_full_and_sums_up_the_rest() -> None:
+    # Given 100 idle hosts, host 77 the least idle (GPU 6 of 8, CPU busier)
+    hosts = [host(n, gpu=6.0 if n == 77 else 0.0, cpu=50.0 if n == 77 else 5.0) for n in range(1, 101)]
+    found = judge(StallKind.IDLE, evidence(*hosts), POLICY, gpu_threshold=THRESHOLD)
+    # Then the record holds 64 hosts, the closest to a veto first among them, and what the other 36 had
+    recorded = found.evidence
+    assert found.confirmed and len(recorded["hosts"]) == MAX_HOSTS_RECORDED == 64
+    assert next(iter(recorded["hosts"])) == "job-1/algo-77"
+    omitted = recorded["hosts_omitted"]
+    assert omitted["count"] == 36
+    assert omitted["signals"][GPU] == {"lowest_mean": 0.0, "highest_mean": 0.0, "max": 0.0}
+    # and a record of any size stays far below the 256 KB of a PutEvents entry
+    assert len(json.dumps(recorded)) < 32_000
+
+
+def test_a_cluster_within_the_limit_is_recorded_host_by_host() -> None:
+    found = judge(StallKind.IDLE, evidence(*(host(n) for n in range(1, 65))), POLICY, gpu_threshold=THRESHOLD)
+    assert len(found.evidence["hosts"]) == 64 and "hosts_omitted" not in found.evidence

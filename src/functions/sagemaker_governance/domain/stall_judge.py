@@ -310,18 +310,16 @@ def _summary(values: Sequence[float] | None) -> dict[str, Any] | None:
     return {"datapoints": len(values), "mean": round(fmean(values), 2), "max": round(max(values), 2)}
 
 
+# Hosts whose evidence one audit record holds in full (about 370 bytes each). Above it the record keeps the
+# busiest and sums up the rest, so that it stays far below the 256 KB of an EventBridge PutEvents entry (the
+# audit forwarder's), an SQS message (its dead-letter fallback) and a CloudWatch Logs event, whatever the
+# cluster's size (a 128-host stop record was 48 KB with every host).
+MAX_HOSTS_RECORDED: Final = 64
+
+
 def summarize(evidence: Evidence) -> dict[str, Any]:
     """The evidence as recorded in the audit record (per host mean/max per signal; logs; metrics)."""
-    hosts: dict[str, Any] = {}
-    for host in evidence.hosts:
-        signals: dict[str, Any] = {metric: _summary(host.values(metric)) for metric in HOST_METRICS}
-        cpu = host.values(CPU)
-        if cpu:
-            busy = fmean(cpu) / 100
-            signals["busy_vcpus"] = round(busy, 2)
-            if host.vcpus:
-                signals["cpu_percent_per_vcpu"] = round(busy * 100 / host.vcpus, 2)
-        hosts[host.host] = signals
+    hosts = _host_summaries(evidence.hosts)
     out: dict[str, Any] = {
         "window": {
             "start": evidence.start.isoformat(),
@@ -331,6 +329,8 @@ def summarize(evidence: Evidence) -> dict[str, Any]:
         "hosts": hosts,
         "training_metrics": dict(evidence.metrics),
     }
+    if len(evidence.hosts) > MAX_HOSTS_RECORDED:
+        out["hosts"], out["hosts_omitted"] = _busiest(evidence.hosts, hosts)
     if evidence.logs is not None:
         logs = evidence.logs
         out["logs"] = {
@@ -341,6 +341,44 @@ def summarize(evidence: Evidence) -> dict[str, Any]:
     if evidence.missing:
         out["missing"] = list(evidence.missing)
     return out
+
+
+def _busiest(all_hosts: Sequence[HostEvidence], hosts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``MAX_HOSTS_RECORDED`` hosts closest to a veto (busiest GPUs, then CPUs, then by name) in full, and
+    what the others had: how many, and per signal the lowest and highest of their means and their maximum."""
+
+    def busy(host: HostEvidence) -> tuple[float, float, str]:
+        gpu, cpu = host.values(GPU), host.values(CPU)
+        return (-(fmean(gpu) if gpu else -1.0), -(fmean(cpu) if cpu else -1.0), host.host)
+
+    ranked = sorted(all_hosts, key=busy)
+    kept = {h.host: hosts[h.host] for h in ranked[:MAX_HOSTS_RECORDED]}
+    rest = [hosts[h.host] for h in ranked[MAX_HOSTS_RECORDED:]]
+    signals: dict[str, Any] = {}
+    for metric in HOST_METRICS:
+        read = [s[metric] for s in rest if s.get(metric) and s[metric].get("datapoints")]
+        if read:
+            signals[metric] = {
+                "lowest_mean": min(r["mean"] for r in read),
+                "highest_mean": max(r["mean"] for r in read),
+                "max": max(r["max"] for r in read),
+            }
+    omitted = {"count": len(rest), "kept": f"the {MAX_HOSTS_RECORDED} busiest (GPU, then CPU)", "signals": signals}
+    return kept, omitted
+
+
+def _host_summaries(all_hosts: Sequence[HostEvidence]) -> dict[str, Any]:
+    hosts: dict[str, Any] = {}
+    for host in all_hosts:
+        signals: dict[str, Any] = {metric: _summary(host.values(metric)) for metric in HOST_METRICS}
+        cpu = host.values(CPU)
+        if cpu:
+            busy = fmean(cpu) / 100
+            signals["busy_vcpus"] = round(busy, 2)
+            if host.vcpus:
+                signals["cpu_percent_per_vcpu"] = round(busy * 100 / host.vcpus, 2)
+        hosts[host.host] = signals
+    return hosts
 
 
 def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_threshold: float | None) -> Finding:
