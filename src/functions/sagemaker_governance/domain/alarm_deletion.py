@@ -7,7 +7,7 @@ reconciler's models (cold start, BENCHMARKS.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 
@@ -45,3 +45,9 @@ def deletion_batches(groups: Iterable[Iterable[str]], *, size: int = DELETE_BATC
     if current:
         batches.append(current)
     return batches
+
+
+def deletion_requests(units: Sequence[Sequence[str]]) -> list[list[str]]:
+    """One job's alarm units (``guards.base.deletion_units``) as the names of each ``DeleteAlarms`` request,
+    in order (``deletion_batches``: at most one composite per request)."""
+    return [[name for index in batch for name in units[index]] for batch in deletion_batches(units)]

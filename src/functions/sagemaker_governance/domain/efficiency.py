@@ -113,20 +113,19 @@ class EfficiencyRecord(BaseModel):
         """The audit record's evidence: the job's figures, then per host (None values left out)."""
         out = self.model_dump(mode="json", exclude={"code", "hosts"}, exclude_none=True)
         out["idle_percent"] = IDLE_PERCENT
-        if self.hosts:
-            # Above MAX_HOSTS_RECORDED (the record's size: stall_judge.py) the hosts that idled most, in full
+        if 0 < len(self.hosts) <= MAX_HOSTS_RECORDED:
+            out["hosts"] = [h.model_dump(mode="json", exclude_none=True) for h in self.hosts]
+        elif self.hosts:  # above MAX_HOSTS_RECORDED (the record's size: stall_judge.py) those that idled most
             ranked = sorted(self.hosts, key=lambda h: (-(h.idle_gpu_hours or 0.0), h.host))
-            kept = ranked[:MAX_HOSTS_RECORDED] if len(ranked) > MAX_HOSTS_RECORDED else list(self.hosts)
-            out["hosts"] = [h.model_dump(mode="json", exclude_none=True) for h in kept]
-            if len(ranked) > MAX_HOSTS_RECORDED:
-                rest = ranked[MAX_HOSTS_RECORDED:]
-                means = [h.gpu_mean_percent for h in rest if h.gpu_mean_percent is not None]
-                out["hosts_omitted"] = {
-                    "count": len(rest),
-                    "kept": f"the {MAX_HOSTS_RECORDED} with the most idle GPU-hours",
-                    "idle_gpu_hours": round(sum(h.idle_gpu_hours or 0.0 for h in rest), 3),
-                    "gpu_mean_percent_range": [min(means), max(means)] if means else None,
-                }
+            out["hosts"] = [h.model_dump(mode="json", exclude_none=True) for h in ranked[:MAX_HOSTS_RECORDED]]
+            rest = ranked[MAX_HOSTS_RECORDED:]
+            means = [h.gpu_mean_percent for h in rest if h.gpu_mean_percent is not None]
+            out["hosts_omitted"] = {
+                "count": len(rest),
+                "kept": f"the {MAX_HOSTS_RECORDED} with the most idle GPU-hours",
+                "idle_gpu_hours": round(sum(h.idle_gpu_hours or 0.0 for h in rest), 3),
+                "gpu_mean_percent_range": [min(means), max(means)] if means else None,
+            }
         return out
 
     def reason(self) -> str:

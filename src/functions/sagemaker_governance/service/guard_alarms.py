@@ -39,7 +39,7 @@ from collections.abc import Collection
 from typing import Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
-from sagemaker_governance.domain.alarm_deletion import deletion_batches
+from sagemaker_governance.domain.alarm_deletion import deletion_requests
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import JobNotFound, Throttled
 from sagemaker_governance.domain.guards.base import (
@@ -282,11 +282,10 @@ class GuardAlarms:
         names = guard.owned_alarms(job.name, hosts, self._naming)
         # DeleteAlarms takes at most one composite alarm per request: a guard with several composites (one
         # per role above 10 hosts) deletes them in as many requests; every other plan in one.
-        units = deletion_units(names)
         try:
             deleted: list[str] = []
-            for batch in deletion_batches(units):
-                deleted += self._alarms.delete([name for index in batch for name in units[index]])
+            for request in deletion_requests(deletion_units(names)):
+                deleted += self._alarms.delete(request)
         except Throttled as exc:
             logger.warning("alarm delete deferred", job=job.name, error=str(exc))
             deferred = Decision(

@@ -191,15 +191,14 @@ def _delete(cloudwatch: Any, subject: str, plan: Any, created: list[str]) -> lis
     if not created:
         return []
     from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
-    from sagemaker_governance.domain.alarm_deletion import deletion_batches
+    from sagemaker_governance.domain.alarm_deletion import deletion_requests
     from sagemaker_governance.domain.errors import AdapterError
     from sagemaker_governance.domain.guards.base import deletion_units
 
-    units = deletion_units([name for name in plan.names if name in created])
     alarms = CloudWatchAlarmLifecycle(cloudwatch)
     try:
-        for batch in deletion_batches(units):
-            alarms.delete([name for index in batch for name in units[index]])
+        for request in deletion_requests(deletion_units([name for name in plan.names if name in created])):
+            alarms.delete(request)
     except (AdapterError, ClientError, BotoCoreError) as exc:
         return [
             Finding(

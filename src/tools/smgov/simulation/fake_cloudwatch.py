@@ -200,7 +200,7 @@ class FakeCloudWatch:
     def _op_PutMetricAlarm(self, params: dict[str, Any]) -> dict[str, Any]:
         metrics = params.get("Metrics")
         if metrics is not None:
-            check_query_ids(metrics, "Metrics")
+            _check_query_ids(metrics, "Metrics")
             if any(k in params for k in ("MetricName", "Namespace", "Dimensions", "Period", "Statistic")):
                 raise CloudWatchError("ValidationError", "Metrics cannot be combined with MetricName etc.")
             stats = [q for q in metrics if "MetricStat" in q]
@@ -254,7 +254,7 @@ class FakeCloudWatch:
         return {}
 
     def _op_GetMetricData(self, params: dict[str, Any]) -> dict[str, Any]:
-        check_query_ids(params["MetricDataQueries"], "MetricDataQueries")
+        _check_query_ids(params["MetricDataQueries"], "MetricDataQueries")
         if self.metrics is None:
             raise CloudWatchError("UnknownOperationException", "the fake holds no metrics")
         return dict(self.metrics.get_metric_data(params))
@@ -410,7 +410,7 @@ class RequestQuota:
         }
 
 
-def check_query_ids(queries: Iterable[Mapping[str, Any]], field: str) -> None:
+def _check_query_ids(queries: Iterable[Mapping[str, Any]], field: str) -> None:
     """CloudWatch's rule for ``MetricDataQuery.Id`` (see ``_QUERY_ID``): a ``ValidationError`` otherwise."""
     seen: set[str] = set()
     for number, query in enumerate(queries, start=1):

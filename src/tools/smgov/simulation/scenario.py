@@ -10,7 +10,6 @@ draws many jobs from the built-in scenarios' jobs with a seeded random mix.
 from __future__ import annotations
 
 import random
-import re
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -29,6 +28,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from smgov.simulation import model_rules
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 INSTANCES_FILE = Path(__file__).resolve().parent / "data" / "instances.yaml"
@@ -317,12 +318,12 @@ class Expect(_Model):
 
 
 @cache
-def sagemaker_job_name_rule() -> tuple[re.Pattern[str], int]:
+def training_job_name_shape() -> Any:
     """SageMaker's rule for a training job's name, from AWS's own reference: botocore's service model of
-    ``CreateTrainingJob`` (shape ``TrainingJobName``). The simulator models AWS, so it does not borrow the
-    service's belief about the rule (``domain/job.py``), which a test holds to the same model."""
-    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingJobName")
-    return re.compile(shape.metadata["pattern"]), int(shape.metadata["max"])
+    ``CreateTrainingJob`` (shape ``TrainingJobName``), checked as every request is (``model_rules``). The
+    simulator models AWS, so it does not borrow the service's belief about the rule (``domain/job.py``),
+    which a test holds to the same model."""
+    return botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingJobName")
 
 
 class JobSpec(_Model):
@@ -352,12 +353,9 @@ class JobSpec(_Model):
     @field_validator("name")
     @classmethod
     def _sagemaker_name(cls, name: str) -> str:
-        pattern, longest = sagemaker_job_name_rule()
-        if len(name) > longest or pattern.fullmatch(name) is None:
-            raise ValueError(
-                f"CreateTrainingJob refuses this name: at most {longest} letters, digits and dashes, starting "
-                "and ending with a letter or digit"
-            )
+        broken = list(model_rules.violations(training_job_name_shape(), name, "name"))
+        if broken:
+            raise ValueError(f"CreateTrainingJob refuses this name: {'; '.join(broken)}")
         return name
 
     @model_validator(mode="after")
