@@ -65,6 +65,13 @@ RESOURCE_STAR_EXCEPTIONS: Mapping[str, str] = {
     ),
 }
 
+# CloudWatch Logs authorizes an action on a log group against the group's ARN *with* a trailing ``:*``
+# (the logs API model, ``LogGroup.arn``: the version "with a trailing :*" is the one to use "in IAM policies
+# when specifying permissions for most API actions. The exceptions are the tagging APIs"); a denial names
+# ``log-group:<name>:log-stream:``. The reference's ARN format has no ``:*``, so a grant on the bare group
+# ARN passes the format check and is denied by AWS: checked apart.
+LOGS_BARE_GROUP_ARN_ACTIONS = frozenset({"logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"})
+
 _PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
 _ACCOUNT_PARTS = {"Partition", "Region", "Account"}
 
@@ -118,6 +125,13 @@ def condition_keys(statement: Mapping[str, Any]) -> Iterator[str]:
         yield from block
 
 
+def _bare_log_group(sid: str, action: str, resource: str, types: list[str]) -> list[str]:
+    """A log-group grant on the group's ARN without ``:*`` (see ``LOGS_BARE_GROUP_ARN_ACTIONS``)."""
+    if types == ["log-group"] and action not in LOGS_BARE_GROUP_ARN_ACTIONS and not resource.endswith(":*"):
+        return [f"{sid}: {action} on a log group needs its ARN with a trailing ':*', not {resource}"]
+    return []
+
+
 def check_statement(statement: Mapping[str, Any], document: Document) -> list[str]:
     """What the reference says is wrong with one statement (an empty list: nothing)."""
     problems: list[str] = []
@@ -145,6 +159,7 @@ def check_statement(statement: Mapping[str, Any], document: Document) -> list[st
             found = resource_types_for(action, resource)
             if not found:
                 problems.append(f"{sid}: {action} supports no resource type matching {resource}")
+            problems += _bare_log_group(sid, action, resource, found)
             matched |= set(found)
         documented = [k for t in matched if t in types for k in types[t]["condition_keys"]]
         prefix = action.split(":", 1)[0]

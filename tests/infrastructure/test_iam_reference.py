@@ -19,7 +19,12 @@ from sagemaker_governance.domain.policy_document import build_policy
 from smgov.iam_policy import derive_iam_policy
 from smgov.local_policy import load_policy
 from tests.infrastructure.iam_documents import STACK, Document, Resolver, as_list, template_documents
-from tests.infrastructure.iam_reference import RESOURCE_STAR_EXCEPTIONS, check_document, check_statement
+from tests.infrastructure.iam_reference import (
+    LOGS_BARE_GROUP_ARN_ACTIONS,
+    RESOURCE_STAR_EXCEPTIONS,
+    check_document,
+    check_statement,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 1, 15, tzinfo=UTC)
@@ -130,6 +135,7 @@ def _one(statement: dict[str, Any], kind: str = "identity") -> list[str]:
 
 
 ALARM = f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{STACK}-idle-*"
+LOG_GROUP = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/TrainingJobs"
 
 
 @pytest.mark.parametrize(
@@ -154,6 +160,10 @@ ALARM = f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{STACK}-idle-*"
             },
             "condition key iam:PassedToService",
         ),
+        (
+            {"Action": "logs:DescribeLogStreams", "Resource": f"{LOG_GROUP}"},
+            "needs its ARN with a trailing ':*'",
+        ),
     ],
 )
 def test_the_checker_catches_what_the_reference_forbids(statement: dict[str, Any], problem: str) -> None:
@@ -173,6 +183,9 @@ def test_the_checker_accepts_what_the_reference_documents() -> None:
     listing = {"Effect": "Allow", "Action": "sagemaker:ListTrainingJobs", "Resource": "*"}
     plan_arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/*"
     assert _one(put) == [] and _one(listing) == []
+    streams = {"Effect": "Allow", "Action": "logs:DescribeLogStreams", "Resource": f"{LOG_GROUP}:*"}
+    tags = {"Effect": "Allow", "Action": "logs:ListTagsForResource", "Resource": LOG_GROUP}
+    assert _one(streams) == [] and _one(tags) == []
     assert _one({"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": plan_arn}) == []
 
 
@@ -264,3 +277,15 @@ def test_clones_may_be_created_on_every_resource_type_create_training_job_names(
             for arn in as_list(statement["Resource"]):
                 granted |= set(resource_types_for("sagemaker:CreateTrainingJob", arn))
     assert granted == wanted
+
+
+def test_the_logs_model_still_names_the_trailing_star_arn_the_one_for_iam_policies() -> None:
+    # The checker's log-group rule rests on this sentence of CloudWatch Logs' own model; if AWS rewrites it,
+    # the rule must be read again.
+    import botocore.session
+
+    model: Any = botocore.session.get_session().get_service_model("logs")
+    text = model.shape_for("LogGroup").members["arn"].documentation
+    assert "trailing <code>:*</code>" in text and "IAM policies" in text, text
+    for action in LOGS_BARE_GROUP_ARN_ACTIONS:  # the exceptions the checker allows are the model's
+        assert f"API_{action.split(':')[1]}.html" in text, action
