@@ -146,6 +146,24 @@ def test_the_period_follows_cloudwatch_retention_and_the_datapoint_budget() -> N
     assert 128 * 10 * 86_400 / period <= efficiency.DATAPOINT_BUDGET
 
 
+@pytest.mark.parametrize(("hosts", "days"), [(50, 20), (100, 28), (200, 16), (400, 70), (8, 60)])
+def test_a_coarser_period_stays_a_multiple_of_what_cloudwatch_keeps_for_the_start(hosts: int, days: int) -> None:
+    # A start 15-63 days back is answered only for a period that is a multiple of 300 s, an older one of 3600 s
+    # (CloudWatch's MetricStat.Period): a large job's period raised for the datapoint budget must stay one.
+    now = START + timedelta(days=days)
+    period = read_period(START, START + timedelta(days=min(days, 14)), now, 2 * hosts)
+    assert period % (3600 if days > 63 else 300) == 0, period
+    assert 2 * hosts * min(days, 14) * 86_400 / period <= efficiency.DATAPOINT_BUDGET
+
+
+def test_the_retention_rule_the_period_follows_is_the_models() -> None:
+    import botocore.session
+
+    model: Any = botocore.session.get_session().get_service_model("cloudwatch")
+    text = model.shape_for("MetricStat").members["Period"].documentation
+    assert "multiple of 300" in text and "multiple of 3600" in text, text
+
+
 def test_a_job_that_never_trained_has_no_read() -> None:
     job = build_job("train-1", TrainingJobStatus="Failed", SecondaryStatus="Failed")
     record = efficiency.plan(job, START, PRICES)

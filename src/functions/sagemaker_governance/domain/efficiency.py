@@ -30,6 +30,7 @@ Governance's own savings are not in this record: a stop's estimate is in the sto
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -167,18 +168,18 @@ def training_window(job: TrainingJob, now: datetime) -> tuple[datetime, datetime
 
 
 def read_period(start: datetime, end: datetime, now: datetime, series: int) -> int:
-    """The finest period (seconds, a multiple of 60) CloudWatch still keeps for ``start`` and that keeps
-    ``series`` series of ``[start, end)`` within ``DATAPOINT_BUDGET`` datapoints."""
-    period = 60
+    """The finest period (seconds) CloudWatch still keeps for ``start`` and that keeps ``series`` series of
+    ``[start, end)`` within ``DATAPOINT_BUDGET`` datapoints: a multiple of the retention's period, since a
+    ``StartTime`` 15 to 63 days back needs a multiple of 300 and one older a multiple of 3600, "or no data
+    points in that time range is returned" (botocore's CloudWatch model, ``MetricStat.Period``)."""
+    base = 60
     for age, coarser in RETENTION:
         if now - start > age:
-            period = coarser
+            base = coarser
             break
     minutes = max(1.0, (end - start).total_seconds() / 60)
-    needed = series * minutes / DATAPOINT_BUDGET
-    if needed > period / 60:
-        period = 60 * int(-(-needed // 1))
-    return period
+    needed_seconds = 60 * series * minutes / DATAPOINT_BUDGET
+    return base * max(1, math.ceil(needed_seconds / base))
 
 
 def _gpu_hosts(job: TrainingJob) -> tuple[int, set[int]]:
