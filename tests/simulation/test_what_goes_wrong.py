@@ -15,6 +15,8 @@ from smgov.cli.simulate import check_failed
 from smgov.simulation.alarms import ALARM, OK, AlarmEvaluator, Transition
 from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine import Simulation
+from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.engine.cloudwatch_backend import SimulatedCloudWatch
 from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch
 from smgov.simulation.messages import iso_millis
@@ -657,3 +659,38 @@ def test_the_double_stamps_a_state_change_as_describe_alarms_reports_it() -> Non
     assert alarm["StateTransitionedTimestamp"] == fired_at and alarm["StateUpdatedTimestamp"] == now[0]
     cloudwatch._op_SetAlarmState({"AlarmName": "a", "StateValue": "OK", "StateReason": "reset"})
     assert cloudwatch.alarms["a"]["StateTransitionedTimestamp"] == now[0]
+
+
+@pytest.mark.parametrize(
+    ("period", "age_days", "answered"),
+    [(60, 14, True), (480, 20, False), (600, 20, True), (300, 70, False), (3600, 70, True)],
+)
+def test_the_double_answers_old_reads_only_at_the_period_cloudwatch_keeps(
+    period: int, age_days: int, answered: bool
+) -> None:
+    # A StartTime 15-63 days back needs a period that is a multiple of 300 s, an older one of 3600 s, or "no
+    # data points in that time range is returned" (botocore's CloudWatch model, MetricStat.Period)
+    store = MetricStore()
+    key = metric_key(NS, "GPUUtilization", [{"Name": "Host", "Value": "j/algo-1"}])
+    for minute in range(0, 180):
+        store.publish(key, minute, 50.0)
+    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    clock.now = age_days * 1440
+    cloudwatch = SimulatedCloudWatch(store, clock, delay=(0, 0), salt="s")
+    stat = {
+        "Metric": {
+            "Namespace": NS,
+            "MetricName": "GPUUtilization",
+            "Dimensions": [{"Name": "Host", "Value": "j/algo-1"}],
+        },
+        "Period": period,
+        "Stat": "Average",
+    }
+    result = cloudwatch.get_metric_data(
+        {
+            "MetricDataQueries": [{"Id": "g", "MetricStat": stat}],
+            "StartTime": clock.at(0),
+            "EndTime": clock.at(180),
+        }
+    )["MetricDataResults"][0]
+    assert bool(result["Values"]) is answered and result["StatusCode"] == "Complete"
