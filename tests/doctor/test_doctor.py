@@ -80,6 +80,9 @@ def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> Non
     assert "does not target JobEventsQueue" in found["JobStartingRule"]
 
 
+GROUP = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/TrainingJobs"
+
+
 def test_a_disabled_queue_mapping_is_named(account: Account) -> None:
     reconcile_run(account, minutes_ago=5)
     uuid = account.deployment.resources["AlarmQueueMapping"]
@@ -297,6 +300,28 @@ def test_the_iam_probe_of_a_composite_alarm_grant_names_the_topic_once() -> None
     assert context == [
         {"ContextKeyName": "cloudwatch:AlarmActions", "ContextKeyValues": [topic], "ContextKeyType": "stringList"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("action", "granted", "asked"),
+    [
+        # a log group's actions: what CloudWatch Logs evaluates, whichever form the grant has (so a grant on
+        # the bare ARN is denied in the simulation, as it would be by the function's first request)
+        ("logs:DescribeLogStreams", f"{GROUP}:*", f"{GROUP}:log-stream:"),
+        ("logs:DescribeLogStreams", GROUP, f"{GROUP}:log-stream:"),
+        ("logs:FilterLogEvents", f"{GROUP}:*", f"{GROUP}:log-stream:"),
+        # a stream's own action and the tagging actions: the grant's resource
+        ("logs:GetLogEvents", f"{GROUP}:log-stream:*", f"{GROUP}:log-stream:smgov-doctor-probe"),
+        ("logs:ListTagsForResource", GROUP, GROUP),
+    ],
+)
+def test_a_log_group_action_is_simulated_on_the_resource_cloudwatch_logs_authorizes(
+    action: str, granted: str, asked: str
+) -> None:
+    from smgov.doctor.iam import probe_request
+
+    resource, _ = probe_request(action, [{"Effect": "Allow", "Action": action, "Resource": granted}])
+    assert resource == asked
 
 
 # ---- one audit view (issue 21): the forwarding rule and its grants, only where forwarding is on ----

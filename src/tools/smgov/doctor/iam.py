@@ -10,6 +10,11 @@ here, not when the first idle job should have been stopped).
 
 The simulated request names a resource of the granting statement (its ``*`` filled in) and the context
 keys its condition tests (e.g. ``iam:PassedToService``), so the simulation asks what the function asks.
+Where AWS authorizes a request against another resource than the grant names, the simulation names
+AWS's: CloudWatch Logs checks a log group's actions against ``log-group:<name>:log-stream:`` (what a
+denial names), which a grant on the group's ARN with its trailing ``:*`` matches and one on the bare
+group ARN does not (the logs API model, ``LogGroup.arn``). A probe built from the grant alone would only
+confirm our own belief.
 """
 
 from __future__ import annotations
@@ -28,6 +33,21 @@ from smgov.doctor.findings import Finding, Status
 LAMBDA_BASIC_EXECUTION = frozenset({"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"})
 PROBE = "smgov-doctor-probe"  # fills the `*` of a granted resource pattern in a simulated request
 _LIST_OPERATORS = ("ForAllValues:", "ForAnyValue:")
+# The CloudWatch Logs actions authorized against the log group's bare ARN (the logs API model, LogGroup.arn:
+# "The permissions for those three actions require the ARN version that doesn't include a trailing :*").
+LOGS_BARE_GROUP_ARN_ACTIONS = frozenset({"logs:TagResource", "logs:UntagResource", "logs:ListTagsForResource"})
+
+
+def as_authorized(action: str, resource: str) -> str:
+    """The resource AWS evaluates ``action`` against, given a resource the grant names (``*`` filled in)."""
+    if (
+        action.startswith("logs:")
+        and action not in LOGS_BARE_GROUP_ARN_ACTIONS
+        and ":log-group:" in resource
+        and ":log-stream:" not in resource
+    ):
+        return f"{resource.removesuffix(':' + PROBE)}:log-stream:"
+    return resource
 
 
 # What SAM adds to a function's role for an EventInvokeConfig destination of each type ("AWS SAM
@@ -117,7 +137,7 @@ def probe_request(action: str, statements: Iterable[Mapping[str, Any]]) -> tuple
         if statement.get("Effect") != "Allow" or action not in _as_list(statement.get("Action", [])):
             continue
         resource = str(_as_list(statement.get("Resource", "*"))[0])
-        resource = resource if resource == "*" else resource.replace("*", PROBE)
+        resource = resource if resource == "*" else as_authorized(action, resource.replace("*", PROBE))
         entries = []
         for operator, conditions in (statement.get("Condition") or {}).items():
             if operator == "Null":  # only whether a key is present: the other operators' entries supply it
