@@ -90,6 +90,22 @@ def _statements(statements: list[dict[str, Any]], resource: str) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": out})
 
 
+def _create_alarms(cloudwatch: Any, template: dict[str, Any]) -> None:
+    """The stack's own alarms, by name and description (their state is what the checks read)."""
+    for logical, spec in resources_of_type(template, "AWS::CloudWatch::Alarm").items():
+        cloudwatch.put_metric_alarm(
+            AlarmName=f"{STACK}-{logical}",
+            AlarmDescription=spec["Properties"]["AlarmDescription"],
+            MetricName="m",
+            Namespace="n",
+            Statistic="Sum",
+            Period=900,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="GreaterThanOrEqualToThreshold",
+        )
+
+
 @pytest.fixture
 def account() -> Iterator[Account]:
     now = datetime.now(UTC).replace(microsecond=0)  # moto's logs refuse events far from its own clock
@@ -127,6 +143,7 @@ def account() -> Iterator[Account]:
         clients["sns"].subscribe(
             TopicArn=resources["NotificationsTopic"], Protocol="email", Endpoint="platform@example.com"
         )
+        _create_alarms(clients["cloudwatch"], template)
         roles = {}
         for function in FUNCTIONS:
             role = f"{STACK}-{function}Role"

@@ -97,6 +97,17 @@ def test_dead_letters_fail_with_their_count(account: Account) -> None:
     assert finding.status is Status.FAIL and finding.detail.startswith("1 message(s)")
 
 
+def test_a_quiet_failure_alarm_in_alarm_fails_with_what_it_means(account: Account) -> None:
+    # Given the evidence-reads alarm in ALARM (reads denied) and the policy alarm quiet
+    reconcile_run(account, minutes_ago=5)
+    name = account.deployment.resources["EvidenceReadsAlarm"]
+    account.clients["cloudwatch"].set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="denied")
+    # When doctor runs, then that alarm is the one problem, and says what it means
+    (finding,) = detail(account, "alarms")
+    assert (finding.subject, finding.status) == ("EvidenceReadsAlarm", Status.FAIL)
+    assert "could not read the evidence its decisions need" in finding.detail
+
+
 def test_no_recent_reconciler_run_fails_and_a_run_with_errors_fails(account: Account) -> None:
     # Given the last run 45 minutes ago (interval 10: three intervals is the window)
     reconcile_run(account, minutes_ago=45)

@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from pydantic import ValidationError
 
-from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount
@@ -249,3 +250,27 @@ def test_the_judge_reads_nothing_until_an_alarm_fires(acct: LocalAccount, clock:
     training_job_with_alarm(acct)
     assert acct.signals.reads == 0  # type: ignore[attr-defined]
     assert acct.cloudwatch.calls["GetMetricData"] == 0
+
+
+def test_log_reads_an_scp_denies_stop_nothing_and_are_counted_for_the_health_alarm(
+    acct: LocalAccount, clock: MovableClock, savings: MemoryBusinessMetrics
+) -> None:
+    # Given an idle job past its window, in an account whose SCP denies the stopper's log reads (CloudWatch Logs
+    # answers AccessDeniedException before any handler sees a byte of the logs)
+    alarm = training_job_with_alarm(acct)
+
+    def denied(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        error = {"Code": "AccessDeniedException", "Message": "explicit deny in a service control policy"}
+        return AWSResponse("https://logs", 400, HTTPHeaders(), None), {"Error": error, "ResponseMetadata": {}}
+
+    acct.root.client("logs").meta.events.register("before-call.cloudwatch-logs.*", denied)
+    clock.advance(minutes=50)
+    # When its idle alarm fires
+    result = fire(acct, alarm)
+    # Then the job is not stopped (insufficient evidence, recorded with the denial), and the failed read is
+    # counted as `denied`: the series EvidenceReadsAlarm watches
+    assert result["results"][0]["code"] == "judge.skip.insufficient-evidence"
+    assert acct.sagemaker.stop_requests == []
+    assert "AccessDeniedException" in json.dumps(stop_records(acct)[-1].evidence)
+    kinds = [e.dimensions["kind"] for e in savings.of(BusinessMetric.EVIDENCE_READ_ERRORS)]
+    assert kinds == ["denied"]

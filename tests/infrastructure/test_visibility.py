@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from sagemaker_governance.adapters.read_failures import ALARMED
 from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, LogAuditSink, Outcome
+from sagemaker_governance.business_metrics import BusinessMetric, EmfBusinessMetrics
 from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.observability import NAMESPACE
 from smgov.audit_queries import (
@@ -372,6 +374,48 @@ def test_pending_metrics_are_not_emitted_yet() -> None:
     """Tripwire for the merge: once the code emits one, drop it from PENDING_METRICS."""
     assert emitted_metric_names() & PENDING_METRICS == set()
     assert {"Decisions", "PolicyLoadErrors", "DecisionsRecorded"} <= emitted_metric_names()
+
+
+def _watched_series(alarm: dict[str, Any]) -> list[dict[str, Any]]:
+    """The metrics an alarm reads: its own, or those of its metric-math queries."""
+    if "MetricName" in alarm:
+        return [{k: alarm[k] for k in ("Namespace", "MetricName", "Dimensions")}]
+    return [q["MetricStat"]["Metric"] for q in alarm["Metrics"] if "MetricStat" in q]
+
+
+@pytest.mark.parametrize(
+    ("alarm_name", "metric", "kinds"),
+    [
+        ("EvidenceReadsAlarm", BusinessMetric.EVIDENCE_READ_ERRORS, {k.value for k in ALARMED}),
+        ("PolicyRejectedAlarm", BusinessMetric.POLICY_LOAD_ERRORS, set()),
+    ],
+)
+def test_the_health_alarms_watch_the_series_the_code_writes(
+    template: dict[str, Any],
+    deployed_env: None,
+    capsys: pytest.CaptureFixture[str],
+    alarm_name: str,
+    metric: BusinessMetric,
+    kinds: set[str],
+) -> None:
+    # An alarm on a series nobody writes never fires: each series the alarm reads must be one the functions'
+    # EMF lines create (namespace, name, every dimension and its value, `service` as deployed).
+    alarm = template["Resources"][alarm_name]["Properties"]
+    watched = _watched_series(alarm)
+    for series in watched:
+        dimensions = {d["Name"]: d["Value"] for d in series["Dimensions"]}
+        EmfBusinessMetrics().emit(metric, **{k: v for k, v in dimensions.items() if k != "service"})
+        (blob,) = [json.loads(t) for t in capsys.readouterr().out.splitlines()]
+        (directive,) = blob["_aws"]["CloudWatchMetrics"]
+        assert (directive["Namespace"], directive["Metrics"][0]["Name"]) == (
+            series["Namespace"],
+            series["MetricName"],
+        )
+        assert set(directive["Dimensions"][0]) == set(dimensions)
+        assert {k: blob[k] for k in dimensions} == dimensions
+    assert {d["Value"] for s in watched for d in s["Dimensions"] if d["Name"] == "kind"} == kinds
+    assert alarm["AlarmActions"] == [{"Ref": "NotificationsTopic"}]
+    assert alarm["TreatMissingData"] == "notBreaching" and alarm["DatapointsToAlarm"] == 1
 
 
 def test_dead_letter_widget_watches_this_stacks_queue(template: dict[str, Any]) -> None:

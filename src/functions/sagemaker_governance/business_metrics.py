@@ -11,6 +11,7 @@ CloudWatch embedded-metric-format lines through Powertools (what the functions r
 | ``JobsResumed`` | Count | ``reason`` | auto-resume created a clone |
 | ``SpotFallbacks`` | Count | ``reason`` | Spot fallback created an On-Demand clone |
 | ``PolicyLoadErrors`` | Count | none | the SSM policy document could not be read or was rejected |
+| ``EvidenceReadErrors`` | Count | ``kind`` | a read that never raises failed (``adapters/read_failures.py``) |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class BusinessMetric(StrEnum):
     JOBS_RESUMED = "JobsResumed"
     SPOT_FALLBACKS = "SpotFallbacks"
     POLICY_LOAD_ERRORS = "PolicyLoadErrors"
+    EVIDENCE_READ_ERRORS = "EvidenceReadErrors"
 
 
 _UNITS: Mapping[BusinessMetric, MetricUnit] = {BusinessMetric.ESTIMATED_SAVINGS_USD: MetricUnit.NoUnit}

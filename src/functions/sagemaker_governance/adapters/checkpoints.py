@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.read_failures import ReadFailures
+from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 
 MAX_PAGES: Final = 10
@@ -36,9 +38,10 @@ class CheckpointStore:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"s3:ListBucket"})
     LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
 
-    def __init__(self, client: Any, bucket_pattern: str) -> None:
+    def __init__(self, client: Any, bucket_pattern: str, metrics: BusinessMetricsPort | None = None) -> None:
         self._client = client
         self._pattern = bucket_pattern
+        self._failures = ReadFailures(metrics)
 
     def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
         where = split_s3_uri(s3_uri)
@@ -68,9 +71,7 @@ class CheckpointStore:
                         written += 1
                         written_at.append(modified)
         except (ClientError, BotoCoreError) as exc:
-            code = (
-                exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else type(exc).__name__
-            )
+            code = self._failures.failed("ListObjectsV2", exc)
             return CheckpointProgress.unknown(f"ListObjectsV2 on {bucket} failed ({code})")
         if truncated and not written:  # the newest keys may lie beyond the cut: not proof of no progress
             return CheckpointProgress.unknown(f"listing cut after {total} objects, none written yet")

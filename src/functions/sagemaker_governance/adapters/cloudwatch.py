@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import ClientError
 
+from sagemaker_governance.adapters.read_failures import THROTTLING_CODES, error_code
 from sagemaker_governance.domain.alarm_deletion import DELETE_BATCH_NAMES
 from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmState
@@ -23,17 +24,13 @@ from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmS
 if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports its models (cold start)
     from sagemaker_governance.domain.reconcile import AlarmListing
 
-# The codes botocore's standard retry mode treats as throttling (botocore/retries/standard.py,
-# ThrottledRetryableChecker) that CloudWatch answers a request over its rate quota with.
-_THROTTLING = frozenset({"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"})
-
 
 def _not_found(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") in {"ResourceNotFound", "ResourceNotFoundException"}
 
 
 def _throttled(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") in _THROTTLING
+    return error_code(exc) in THROTTLING_CODES  # what botocore retried as throttling
 
 
 def _reset(client: Any, names: Sequence[str], reason: str) -> None:

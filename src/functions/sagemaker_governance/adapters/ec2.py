@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.read_failures import ReadFailures, error_code
+from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.domain.instances import (
     Accelerator,
     InstanceFacts,
@@ -36,9 +38,10 @@ class Ec2InstanceCatalog:
     UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"ec2:DescribeInstanceTypes"})
     LAZY_CLIENT: ClassVar[bool] = True  # the client is built on the first unknown type, not at cold start
 
-    def __init__(self, client_factory: Callable[[], Any]) -> None:
+    def __init__(self, client_factory: Callable[[], Any], metrics: BusinessMetricsPort | None = None) -> None:
         self._client_factory = client_factory
         self._answers: dict[str, dict[str, Any] | None] = {}
+        self._failures = ReadFailures(metrics)
 
     def facts(self, instance_type: str) -> InstanceFacts:
         """Our table's facts, or EC2's when the table does not know the type."""
@@ -52,12 +55,11 @@ class Ec2InstanceCatalog:
                     InstanceTypes=[name], IncludeUnsupportedInRegion=True
                 )
             except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code", ""))
-                if code not in _UNKNOWN_TYPE_CODES:
-                    return self._unanswered(instance_type, code or "error")
+                if error_code(exc) not in _UNKNOWN_TYPE_CODES:
+                    return self._unanswered(instance_type, self._failures.failed("DescribeInstanceTypes", exc))
                 self._answers[name] = None
             except BotoCoreError as exc:  # connection, timeout, parameter the client's model lacks
-                return self._unanswered(instance_type, type(exc).__name__)
+                return self._unanswered(instance_type, self._failures.failed("DescribeInstanceTypes", exc))
             else:
                 items = [i for i in response.get("InstanceTypes", []) if i.get("InstanceType") == name]
                 self._answers[name] = items[0] if items else None

@@ -17,6 +17,8 @@ from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.read_failures import ReadFailures
+from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.domain.stall_judge import MetricRead, MetricReadResult
 
 NAMESPACE: Final = "/aws/sagemaker/TrainingJobs"
@@ -29,8 +31,9 @@ class CloudWatchMetricData:
     # No resource-level permission exists for GetMetricData: see the module docstring.
     UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:GetMetricData"})
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, metrics: BusinessMetricsPort | None = None) -> None:
         self._client = client
+        self._failures = ReadFailures(metrics)
 
     def read(
         self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
@@ -77,11 +80,7 @@ class CloudWatchMetricData:
                         break
                     request["NextToken"] = token
             except (ClientError, BotoCoreError) as exc:
-                code = (
-                    exc.response.get("Error", {}).get("Code")
-                    if isinstance(exc, ClientError)
-                    else type(exc).__name__
-                )
+                code = self._failures.failed("GetMetricData", exc)
                 errors.append(f"GetMetricData failed ({code}) for {len(chunk)} series")
                 continue
             for q in chunk:

@@ -41,6 +41,8 @@ from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.read_failures import ReadFailures
+from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failure_evidence import FailureEvidence, HostLog, LogLine, host_of_stream
 from sagemaker_governance.domain.stall_judge import LogEvidence, LogRhythm
@@ -62,8 +64,9 @@ def _millis(moment: datetime) -> int:
 class TrainingLogs:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"logs:DescribeLogStreams", "logs:FilterLogEvents"})
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, metrics: BusinessMetricsPort | None = None) -> None:
         self._client = client
+        self._failures = ReadFailures(metrics)
 
     def activity(self, job_name: str, start: datetime, end: datetime) -> LogEvidence:
         """The job's streams and the first line in ``[start, end)``; raises ``LogsUnavailable``."""
@@ -98,9 +101,8 @@ class TrainingLogs:
                 request["nextToken"] = token
             return LogEvidence(streams=streams, truncated=True)
         except (ClientError, BotoCoreError) as exc:
-            raise LogsUnavailable(
-                f"the job's log streams in {LOG_GROUP} could not be read ({_error(exc)})"
-            ) from exc
+            code = self._failures.failed("DescribeLogStreams/FilterLogEvents", exc)
+            raise LogsUnavailable(f"the job's log streams in {LOG_GROUP} could not be read ({code})") from exc
 
     def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
         """The times of the job's lines in ``[start, end)``, at most ``RHYTHM_PAGES`` pages; raises
@@ -121,7 +123,8 @@ class TrainingLogs:
                     return LogRhythm.of(start, end, times, complete=True)
                 request["nextToken"] = token
         except (ClientError, BotoCoreError) as exc:
-            raise LogsUnavailable(f"the job's log lines in {LOG_GROUP} could not be read ({_error(exc)})") from exc
+            code = self._failures.failed("FilterLogEvents", exc)
+            raise LogsUnavailable(f"the job's log lines in {LOG_GROUP} could not be read ({code})") from exc
         return LogRhythm.of(start, end, times, complete=False)
 
 
@@ -131,12 +134,6 @@ TRAINING_LOG_GROUP: Final = LOG_GROUP
 MAX_STREAMS: Final = 500  # DescribeLogStreams answers 50 per page: at most 10 pages
 MAX_PAGES_PER_STREAM: Final = 3
 MAX_EVENTS_PER_PAGE: Final = 10_000  # GetLogEvents' own limit
-
-
-def _error(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code") or "ClientError")
-    return type(exc).__name__
 
 
 def _time(millis: Any) -> datetime | None:
@@ -149,15 +146,18 @@ class TrainingLogTails:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"logs:DescribeLogStreams", "logs:GetLogEvents"})
     LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
 
-    def __init__(self, client: Any, log_group: str = TRAINING_LOG_GROUP) -> None:
+    def __init__(
+        self, client: Any, log_group: str = TRAINING_LOG_GROUP, metrics: BusinessMetricsPort | None = None
+    ) -> None:
         self._client = client
         self._group = log_group
+        self._failures = ReadFailures(metrics)
 
     def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
         try:
             streams = self._streams(job_name)
         except (ClientError, BotoCoreError) as exc:
-            code = _error(exc)
+            code = self._failures.failed("DescribeLogStreams", exc)
             what = f"no log group {self._group}" if code == "ResourceNotFoundException" else code
             return FailureEvidence.unread(f"DescribeLogStreams failed ({what})")
         if not streams:
@@ -183,7 +183,7 @@ class TrainingLogTails:
             try:
                 events = self._last_events(stream["logStreamName"], lines)
             except (ClientError, BotoCoreError) as exc:
-                notes.append(f"{host}: GetLogEvents failed ({_error(exc)})")
+                notes.append(f"{host}: GetLogEvents failed ({self._failures.failed('GetLogEvents', exc)})")
                 continue
             read.append(
                 HostLog(

@@ -50,7 +50,9 @@ def build(root: Root) -> GuardStopper:
         clock=root.now,
         naming=root.alarm_naming,
         account_id=root.settings.account_id,
-        review=StallJudge(CloudWatchMetricData(cloudwatch), TrainingLogs(root.client("logs"))),
+        review=StallJudge(
+            CloudWatchMetricData(cloudwatch, root.metrics), TrainingLogs(root.client("logs"), root.metrics)
+        ),
         windows=CloudWatchAlarmWindows(cloudwatch),
         transitions=alarms,  # a notification superseded by a newer state change of its alarm resets nothing
     )

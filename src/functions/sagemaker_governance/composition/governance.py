@@ -68,7 +68,9 @@ class Ports:
             naming=root.alarm_naming,
             guards=root.guards,
             marks=SageMakerJobMarks(root.client("sagemaker")),
-            instances=Ec2InstanceCatalog(lambda: root.client("ec2")),  # its client is built on first use
+            instances=Ec2InstanceCatalog(
+                lambda: root.client("ec2"), root.metrics
+            ),  # its client is built on first use
             ledger=root.idempotency,
         )
 

@@ -90,10 +90,10 @@ def evidence_readers(root: Root) -> dict[str, Any]:
     pattern = root.settings.checkpoint_bucket_pattern
     table = root.settings.spot_health_table
     return {
-        "logs": TrainingLogTails(LazyClient(root, "logs")),
-        "checkpoints": CheckpointStore(LazyClient(root, "s3"), pattern) if pattern else None,
+        "logs": TrainingLogTails(LazyClient(root, "logs"), metrics=root.metrics),
+        "checkpoints": CheckpointStore(LazyClient(root, "s3"), pattern, root.metrics) if pattern else None,
         "spot_health": SpotHealthLedger(LazyClient(root, "dynamodb"), table) if table else None,
-        "metric_data": CloudWatchMetricData(LazyClient(root, "cloudwatch")),
+        "metric_data": CloudWatchMetricData(LazyClient(root, "cloudwatch"), root.metrics),
     }
 
 

@@ -53,8 +53,8 @@ def build(root: Root) -> ReconcilerService:
         launcher=SageMakerLauncher(sagemaker),
         shape=create_training_job_shape(sagemaker.meta.service_model),
         role_patterns=(root.settings.clone_role_pattern,),
-        logs=TrainingLogTails(LazyClient(root, "logs")),
-        checkpoints=CheckpointStore(LazyClient(root, "s3"), pattern) if pattern else None,
+        logs=TrainingLogTails(LazyClient(root, "logs"), metrics=root.metrics),
+        checkpoints=CheckpointStore(LazyClient(root, "s3"), pattern, root.metrics) if pattern else None,
     )
     return ReconcilerService(
         jobs=SageMakerJobs(root.client("sagemaker")),
@@ -70,7 +70,7 @@ def build(root: Root) -> ReconcilerService:
         interval_minutes=root.settings.reconcile_interval_minutes,
         lost_ends=EfficiencyReaction(
             ports.jobs,
-            CloudWatchMetricData(root.client("cloudwatch")),
+            CloudWatchMetricData(root.client("cloudwatch"), root.metrics),
             ports.policies,
             ports.audit,
             ports.clock,

@@ -424,6 +424,35 @@ def check_dead_letters(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return [Finding("dead-letters", "DeadLetterQueue", Status.OK, "empty")]
 
 
+# The stack's alarms on what fails quietly by design (README "When the service cannot see"): the
+# dead-letter queue's has its own check above.
+QUIET_FAILURE_ALARMS = ("EvidenceReadsAlarm", "PolicyRejectedAlarm")
+
+
+def check_service_alarms(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    """The service's own alarms on quiet failures: one in ``ALARM`` is a failure, with what it means."""
+    names = {logical: name for logical in QUIET_FAILURE_ALARMS if (name := d.physical(logical))}
+    if not names:
+        return []  # an older stack: its missing resources are the `stack` check's findings
+    try:
+        alarms = d.client("cloudwatch").describe_alarms(AlarmNames=sorted(names.values())).get("MetricAlarms", [])
+    except AWS_ERRORS as exc:
+        return [Finding("alarms", "service alarms", Status.UNKNOWN, f"could not read them: {error_text(exc)}")]
+    by_name = {a.get("AlarmName"): a for a in alarms}
+    out: list[Finding] = []
+    for logical, name in names.items():
+        alarm = by_name.get(name)
+        if alarm is None:
+            out.append(Finding("alarms", logical, Status.FAIL, f"{name} does not exist in CloudWatch"))
+        elif alarm.get("StateValue") == "ALARM":
+            since = alarm.get("StateTransitionedTimestamp") or alarm.get("StateUpdatedTimestamp")
+            meaning = str(alarm.get("AlarmDescription", "")).split(". ", 1)[0]
+            out.append(Finding("alarms", logical, Status.FAIL, f"in ALARM since {since}: {meaning}"))
+        else:
+            out.append(Finding("alarms", logical, Status.OK, str(alarm.get("StateValue"))))
+    return out
+
+
 # ---- the policy document and drift ----------------------------------------------------------------
 
 
@@ -584,6 +613,7 @@ CHECKS: tuple[Check, ...] = (
     check_iam,
     check_reconciler,
     check_dead_letters,
+    check_service_alarms,
     check_policy_document,
     check_drift,
 )
