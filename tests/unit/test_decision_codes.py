@@ -1,4 +1,5 @@
-"""Decision codes are defined once per capability, unique, well-formed, and all in the README table."""
+"""Decision codes are defined once per capability, unique, well-formed, and all in the README table; the
+README's list of actions is the `Action` enum."""
 
 from __future__ import annotations
 
@@ -60,6 +61,14 @@ def test_every_code_is_in_the_readme_table_and_nothing_else() -> None:
     lifecycle = {f"{GUARD_PLACEHOLDER}.{code.value}" for code in AlarmCode}
     expected = {c for c in codes() if c.split(".", 1)[1] not in {code.value for code in AlarmCode}} | lifecycle
     assert documented == expected
+
+
+def test_the_readme_lists_every_action_and_nothing_else() -> None:
+    # Given the sentence of the README that lists a decision's `action` values
+    text = " ".join((REPO / "README.md").read_text().split())
+    (listed,) = re.findall(r"where `action` is one of (.*?)\. ", text)
+    # Then its values are the Action enum's, in its order
+    assert re.findall(r"`([^`]+)`", listed) == [action.value for action in Action]
 
 
 def test_each_capability_prefixes_its_codes_with_its_own_name() -> None:

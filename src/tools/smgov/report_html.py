@@ -12,7 +12,7 @@ Input: the object ``smgov simulate --json`` prints (extra keys are ignored), or 
         {
           "name": "llm-pretrain",
           "final_status": "Stopped",
-          "actions": [{"minute": 12, "action": "create-alarm", "rule": "idle-gpu"}, ...],
+          "actions": [{"minute": 12, "action": "create-alarm", "rule": "idle-guard"}, ...],
           "cost_usd": 412.0, "baseline_cost_usd": 17280.0, "saved_usd": 16868.0,
           "stalled_at_minute": 60,                 # optional: when the script stalls the job
           "stopped_at_minute": 103,                # optional: when governance stopped it
