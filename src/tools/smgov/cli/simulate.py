@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
+# A sentence ends at a period (not an ellipsis's), maybe closing a quote or bracket, before a space or the end.
+SENTENCE_END = re.compile(r"(?<!\.)\.[\"')\]]?(?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` on one line: a period inside a token (`ml.p4d`, `spot.storm`) goes on."""
+    flat = " ".join(text.split())
+    end = SENTENCE_END.search(flat)
+    return flat[: end.end()] if end else flat
 
 
 def add_parser(sub: Any) -> None:
@@ -78,8 +88,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
 
     if args.list:
-        for name in builtin_names():
-            print(f"{name:<18} {builtin_scenario(name).description.split('.')[0]}.")
+        names = builtin_names()
+        width = max(map(len, names), default=0)
+        for name in names:
+            print(f"{name:<{width}}  {first_sentence(builtin_scenario(name).description)}")
         return EXIT_OK
     try:
         scenarios = [load_scenario(s) for s in (args.scenario or DEFAULT_SET)]
