@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from sagemaker_governance.domain.policy_document import (
 )
 from sagemaker_governance.settings import Settings
 from smgov.cli import dlq, spot_health
-from smgov.cli.output import EXIT_OK, EXIT_USAGE, deployed_settings_or_exit, fail
+from smgov.cli.output import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE, deployed_settings_or_exit, fail
 from smgov.cli.resume import add_parser as add_resume_parser
 from smgov.local_policy import load_policy
 
@@ -484,9 +485,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; a reader that leaves early (`smgov ... | head`) ends it quietly, as SIGPIPE would."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)  # argparse ignores a failed write of --help or usage
     code: int = args.func(args)
+    sys.stdout.flush()  # a reader that left is found here, not at the interpreter's exit
     return code
+
+
+def _stdout_to_devnull() -> None:
+    """Send what is still buffered for stdout to /dev/null, so the interpreter's exit does not fail on it."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
 def fail(message: str, code: int = EXIT_VIOLATION) -> int:
