@@ -54,7 +54,8 @@ def test_version_and_license_agree_with_the_package(app: dict[str, Any], project
     # A public SAR application needs a SemanticVersion and a license: ours are the package's.
     assert SEMVER.match(app["SemanticVersion"])
     assert app["SemanticVersion"] == project["version"]
-    assert app["SpdxLicenseId"] == project["license"]["text"]
+    assert app["SpdxLicenseId"] == project["license"]  # an SPDX expression (PEP 639)
+    assert ROOT / app["LicenseUrl"] in {ROOT / f for f in project["license-files"]}
 
 
 def test_license_and_readme_are_local_files_sam_package_uploads(app: dict[str, Any]) -> None:
