@@ -251,6 +251,31 @@ def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(t
     assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]
 
 
+def test_a_storm_move_whose_deciding_interruption_was_dropped_is_out_of_reach_not_unexpected(
+    template: dict[str, Any],
+) -> None:
+    # Given spot-storm-pending under every fault, seed 8: EventBridge drops storm-early-c's Interrupted event
+    # (minute 76), the third interruption of ml.p4d.24xlarge in the hour, so the opted-in job's Pending event
+    # (minute 78) finds two: no storm, and the job stays on Spot and bills
+    report = simulate(
+        builtin_scenario("spot-storm-pending"), seed=8, template=template, faults=FaultSpec.parse("all")
+    )
+    interruption = {
+        "minute": 76,
+        "job": "storm-early-c",
+        "status": "InProgress",
+        "secondary_status": "Interrupted",
+    }
+    assert interruption in report["faults"]["dropped"]
+    job = next(j for j in report["jobs"] if j["name"] == "new-spot-opted-in")
+    # Then the report says what happened and why, and --check passes: the move was out of reach
+    assert job["out_of_reach"]["dropped"] == [interruption]
+    assert "not resumed" in job["out_of_reach"]["differences"]
+    assert job["unexpected"] == [] and job["final_status"] == "Completed"
+    assert report["totals"]["out_of_reach"] == 1
+    assert not check_failed(report, faulty=True)
+
+
 def test_each_owner_is_told_once_per_stretch_below_the_minimum_under_every_fault(template: dict[str, Any]) -> None:
     # Retries after a crash come back after the alarm queue's 30-minute visibility timeout, reordered
     # deliveries overtake newer ones, and a reset composite fires once per child that returns: each would

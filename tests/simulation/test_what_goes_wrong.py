@@ -21,7 +21,15 @@ from smgov.simulation.engine.jobs import JobRun
 from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch
 from smgov.simulation.messages import iso_millis
 from smgov.simulation.metrics import MetricStore, metric_key, visible_until
-from smgov.simulation.report import recoverable_usd, recovery_line, render, simulate, summarize, unexpected
+from smgov.simulation.report import (
+    dropped_before_move,
+    recoverable_usd,
+    recovery_line,
+    render,
+    simulate,
+    summarize,
+    unexpected,
+)
 from smgov.simulation.scenario import DEFAULT_SET, Expect, builtin_scenario
 from tests.builders import SCENARIO_TAGS, sim_job, sim_scenario
 
@@ -459,6 +467,38 @@ def test_unexpected_outcomes_are_named() -> None:
         "billed 12 minutes (expected at most 0)"
     ]
     assert unexpected(Expect(billed_max_minutes=12), moved_late, {"j": moved_late}) == []
+
+
+def dropped(minute: int, job: str, secondary: str, status: str = "InProgress") -> dict[str, Any]:
+    return {"minute": minute, "job": job, "status": status, "secondary_status": secondary}
+
+
+def test_a_move_before_billing_is_out_of_reach_only_when_an_event_it_was_decided_from_was_dropped() -> None:
+    # Given a new Spot job of a storm-hit type, left on Spot: Starting at 0, Pending from 4 (its deciding
+    # event), billed from 44; and the fleet's other Spot jobs of its type and of another type
+    new = run_of("new", instance_types=("ml.p4d.24xlarge",), last_wait_at=4, billed_from=44, billable=120)
+    fleet = {
+        "new": new,
+        "storm": run_of("storm", spot_type="ml.p4d.24xlarge", instance_types=("ml.p4d.24xlarge",)),
+        "other": run_of("other", spot_type="ml.g5.xlarge", instance_types=("ml.g5.xlarge",)),
+    }
+    # Then a Spot interruption of its type dropped before its Pending event took the move away, and so did
+    # its Pending event itself
+    third = dropped(2, "storm", "Interrupted")
+    assert dropped_before_move(new, fleet, [third]) == [third]
+    assert dropped_before_move(new, fleet, [dropped(4, "new", "Pending")]) == [dropped(4, "new", "Pending")]
+    # but not an interruption after the decision, of another type, another event of its type's jobs, its
+    # own Starting (Pending still decided) or its own events once it bills
+    assert dropped_before_move(new, fleet, [dropped(10, "storm", "Interrupted")]) == []
+    assert dropped_before_move(new, fleet, [dropped(2, "other", "Interrupted")]) == []
+    assert dropped_before_move(new, fleet, [dropped(2, "storm", "Training")]) == []
+    assert dropped_before_move(new, fleet, [dropped(0, "new", "Starting")]) == []
+    assert dropped_before_move(new, fleet, [dropped(44, "new", "Downloading")]) == []
+    # and nothing excuses a move made halfway: a job stopped without its clone, or cloned and left running
+    stopped = run_of("new", instance_types=("ml.p4d.24xlarge",), last_wait_at=4, stopped_by_service_at=5)
+    assert dropped_before_move(stopped, {**fleet, "new": stopped}, [third]) == []
+    clone = run_of("new-od", source="new")
+    assert dropped_before_move(new, {**fleet, "new-od": clone}, [third]) == []
 
 
 KNOWN_GAP_SCENARIOS: tuple[str, ...] = ()

@@ -55,7 +55,8 @@ def add_parser(sub: Any) -> None:
         help=(
             "exit 1 when an invariant is broken (a job stopped by mistake, a stall missed, an orphan or "
             "missing alarm, a duplicate clone, a lost event), an outcome differs from the scenario's "
-            "expect (with --faults a stop may come one reconciler interval after its stop_within_minutes), "
+            "expect (with --faults a stop may come one reconciler interval after its stop_within_minutes, "
+            "and a move before billing whose deciding event was dropped is reported out of reach), "
             "or, without --faults, a function failed"
         ),
     )

@@ -12,7 +12,8 @@ engine misbehave the way AWS is allowed to:
 - **drop**: EventBridge loses a SageMaker state-change event entirely: no target is invoked. This is
   the platform's loss, not the service's: it is counted here and *not* in ``lost_events``; what must
   hold despite it is that no alarm is missing, no orphan alarm stays and no stall escapes: the
-  reconciler's job.
+  reconciler's job. Each dropped event is listed (``dropped``: minute, job, status), so the report can
+  say which decision it took away.
 - **throttle**: an AWS API request is answered ``ThrottlingException`` (SageMaker, SSM), ``Throttling``
   (SNS, CloudWatch) in the service's own wire protocol, before it reaches moto or the SageMaker double.
   The handlers' botocore clients see a real throttling response, so botocore's retry logic (mode,
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -90,6 +92,16 @@ class FaultSpec(BaseModel):
         return any(rate > 0 for rate in self.rates.values())
 
 
+@dataclass(frozen=True)
+class DroppedEvent:
+    """A SageMaker state-change event EventBridge never delivered (the drop fault)."""
+
+    minute: int
+    job: str
+    status: str
+    secondary_status: str
+
+
 class InjectedCrash(RuntimeError):
     """The function died after acting, before recording (fault injection)."""
 
@@ -98,6 +110,7 @@ class FaultInjector:
     def __init__(self, spec: FaultSpec | None, seed: int) -> None:
         self.spec = spec or FaultSpec()
         self.injected: Counter[str] = Counter()
+        self.dropped: list[DroppedEvent] = []
         self._rngs = {name: random.Random(f"faults-{seed}-{name}") for name in FAULTS}
 
     def draw(self, name: str) -> bool:
@@ -112,10 +125,13 @@ class FaultInjector:
         return self._rngs[name].random() < 0.5
 
     def report(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rates": {name: self.spec.rate(name) for name in FAULTS if self.spec.rate(name) > 0},
             "injected": {name: self.injected[name] for name in FAULTS if self.spec.rate(name) > 0},
         }
+        if self.spec.rate("drop") > 0:
+            out["dropped"] = [asdict(event) for event in self.dropped]
+        return out
 
 
 # ---- crash ---------------------------------------------------------------------------------------

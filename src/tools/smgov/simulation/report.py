@@ -164,6 +164,63 @@ def _lineage_differences(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -
     return out
 
 
+# What a move before the job bills (``expect.billed_max_minutes``) is decided from, besides the job's own
+# events: the Spot signals of its instance type, a Spot storm being a count of jobs interrupted or out of
+# Spot wait time (``domain/spot_health.py``).
+SPOT_SIGNALS = frozenset({"Interrupted", "MaxWaitTimeExceeded"})
+MOVE_EXPECTATIONS = ("stop", "resume", "clones", "billed_max_minutes")
+
+
+def dropped_before_move(
+    job: JobRun, jobs: dict[str, JobRun], dropped: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The dropped events a move of ``job`` before it bills was to be decided from, when governance left the
+    job untouched (not stopped, no clone): its last event before it bills (``Pending``, else ``Starting``),
+    and the Spot interruptions and wait-outs of jobs of its instance type dropped up to that event.
+
+    Such a move is made from that event, and only the event stream tells the service of a Spot
+    interruption. A dropped event is one EventBridge never delivers (it retries for 24 hours, then gives the
+    event to a dead-letter queue): the move it would have decided is out of reach, not wrong, as nothing
+    brings the event back while the job still waits. An earlier event of the job that was dropped does not
+    count (its last one still decides), nor a Spot signal dropped after the decision."""
+    if job.stopped_by_service_at is not None or any(j.source == job.name for j in jobs.values()):
+        return []
+    decided = job.last_wait_at if job.last_wait_at is not None else job.created
+    until = job.billed_from if job.billed_from is not None else job.ended_at
+    types = set(job.instance_types)
+    out = []
+    for event in dropped:
+        other = jobs.get(event["job"])
+        if event["job"] == job.name:
+            deciding = decided <= event["minute"] and (until is None or event["minute"] < until)
+        else:
+            deciding = (
+                event["minute"] <= decided
+                and event["secondary_status"] in SPOT_SIGNALS
+                and other is not None
+                and other.spot_type in types
+            )
+        if deciding:
+            out.append(event)
+    return out
+
+
+def _out_of_reach(
+    expect: Expect, job: JobRun, governed: RunResult, wrong: list[str], notices: int, late_allowance: int
+) -> tuple[list[str], dict[str, Any] | None]:
+    """The job's differences once those of an expected move before it bills that a dropped event put out
+    of reach are set apart, and those (the dropped events and the move's differences; None: none was)."""
+    dropped: list[dict[str, Any]] = governed.faults.get("dropped", [])
+    if not wrong or expect.billed_max_minutes is None or not dropped:
+        return wrong, None
+    lost = dropped_before_move(job, governed.jobs, dropped)
+    if not lost:
+        return wrong, None
+    relaxed = expect.model_copy(update=dict.fromkeys(MOVE_EXPECTATIONS))
+    rest = unexpected(relaxed, job, governed.jobs, notices, late_allowance)
+    return rest, {"dropped": lost, "differences": [d for d in wrong if d not in rest]}
+
+
 def invariants(result: RunResult, known_gaps: Collection[str] = ()) -> tuple[dict[str, int], dict[str, list[str]]]:
     """The reliability invariants of a governed run (all must be 0) and the names behind each.
 
@@ -287,6 +344,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
         if expect.known_gap is not None:  # the service of today gets it wrong: reported, not a surprise
             gaps[name] = {**expect.known_gap.model_dump(), "open": bool(wrong), "differences": wrong}
             wrong = []
+        wrong, lost = _out_of_reach(expect, job, governed, wrong, notices.get(name, 0), late_allowance)
         surprises += bool(wrong)
         entry: dict[str, Any] = {
             "name": name,
@@ -311,6 +369,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "expect": expect.model_dump(exclude_defaults=True, exclude={"known_gap"}),
             "unexpected": wrong,
             "known_gap": gaps.get(name),
+            **({"out_of_reach": lost} if lost is not None else {}),
             **owners.get(name, {"team": None, "owner": None, "project": None}),
             "instance_type": "+".join(sorted(set(job.instance_types)))
             if job.instance_types
@@ -352,6 +411,7 @@ def build_report(governed: RunResult, baseline: RunResult, *, include_series: bo
             "unexpected_outcomes": surprises,
             "known_gaps": sum(gap["open"] for gap in gaps.values()),
             "known_gaps_closed": sum(not gap["open"] for gap in gaps.values()),
+            **({"out_of_reach": sum("out_of_reach" in j for j in jobs)} if governed.faults else {}),
             "stall_to_stop_minutes": stall_to_stop(jobs),
         },
         "counters": {
@@ -510,14 +570,26 @@ def _happened(job: dict[str, Any]) -> str:
         parts.append("FALSE STOP")
     if job["missed_stall"]:
         parts.append("MISSED STALL")
+    return ", ".join(parts + _expectations(job)) or "-"
+
+
+def _expectations(job: dict[str, Any]) -> list[str]:
+    """How the job's outcome differs from its expectation: unexpected, out of reach, a known gap."""
+    parts = []
     if job.get("unexpected"):
         parts.append("UNEXPECTED: " + "; ".join(job["unexpected"]))
+    lost = job.get("out_of_reach")
+    if lost:
+        events = ", ".join(
+            f"{e['job']} {e['secondary_status'] or e['status']}@{e['minute']}" for e in lost["dropped"]
+        )
+        parts.append(f"OUT OF REACH (dropped: {events}): " + "; ".join(lost["differences"]))
     gap = job.get("known_gap")
     if gap and gap["open"]:
         parts.append(f"KNOWN GAP (issue {gap['issue']}): " + "; ".join(gap["differences"]))
     elif gap:
         parts.append(f"known gap of issue {gap['issue']} CLOSED: expected outcome met, remove its known_gap")
-    return ", ".join(parts) or "-"
+    return parts
 
 
 def render(report: dict[str, Any], *, max_rows: int = 20) -> str:
@@ -584,7 +656,10 @@ def recovery_line(totals: dict[str, Any]) -> str:
         f"{_money(totals.get('recovered_usd', 0.0))} ({share}); "
         + (f"{surprises} job(s) with an UNEXPECTED outcome" if surprises else "every other expected outcome met")
     )
-    if not gaps and not closed:
+    unreachable = totals.get("out_of_reach", 0)
+    if unreachable:
+        line += f"; {unreachable} expected move(s) out of reach: an event it was decided from was dropped"
+    if not gaps and not closed and not unreachable:
         return line.replace("every other expected", "every expected")
     if gaps:
         line += f"; {gaps} known gap(s): job(s) the service of today decides wrong (scenario known_gap)"

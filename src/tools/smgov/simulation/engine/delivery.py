@@ -33,7 +33,7 @@ from typing import Any
 from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, flatten
 from smgov.simulation.engine.clock import Uuids, VirtualClock
 from smgov.simulation.engine.counters import Counters, Invocation, SnsMessage
-from smgov.simulation.faults import CrashingAuditSink, FaultInjector
+from smgov.simulation.faults import CrashingAuditSink, DroppedEvent, FaultInjector
 from smgov.simulation.harness import ACCOUNT, REGION, LocalContext
 from smgov.simulation.messages import (
     is_state_change,
@@ -181,6 +181,15 @@ class Delivery:
         if faulty:
             if state_change and self.faults.draw("drop"):
                 self.faults.injected["drop"] += 1  # EventBridge lost it: no target is invoked
+                detail = event["detail"]
+                self.faults.dropped.append(
+                    DroppedEvent(
+                        self.clock.now,
+                        detail["TrainingJobName"],
+                        detail["TrainingJobStatus"],
+                        detail.get("SecondaryStatus") or "",
+                    )
+                )
                 return
             if self.faults.draw("reorder"):
                 self.faults.injected["reorder"] += 1

@@ -59,6 +59,10 @@ class JobRun:
     stopping_billable: bool = True
     accrued_at: int = 0
     billable: int = 0
+    billed_from: int | None = None  # the minute it began to bill (None: never billed)
+    # Before it first bills, the minute it last entered an unbilled state (Starting, Pending): its last
+    # event before it bills, the one a move before billing is decided from (None: its creation's Starting).
+    last_wait_at: int | None = None
     interruptions: int = 0
     stopped_by_service_at: int | None = None
     final_status: str | None = None

@@ -167,6 +167,8 @@ class Lifecycle:
         dt = self.now - job.accrued_at
         if dt > 0:
             if job.phase in BILLABLE and (job.phase != "stopping" or job.stopping_billable):
+                if job.billed_from is None:
+                    job.billed_from = job.accrued_at
                 job.billable += dt
             if job.phase == "training" and job.stalled_at is None:
                 job.progress = min(job.progress + dt, job.script.train_minutes)
@@ -209,6 +211,8 @@ class Lifecycle:
         phase = PHASES[name]
         leaving = job.phase
         self._enter(job, name)
+        if not phase.billed and job.billed_from is None:
+            job.last_wait_at = self.now
         if leaving == "training":
             self._containers_gone(job)
         if phase.publishes is Publication.PHASE:
