@@ -201,15 +201,19 @@ def test_a_spot_job_waiting_in_pending_reaches_the_storm_move_and_an_on_demand_o
 ) -> None:
     # Given the Pending sample (a Spot job waiting for capacity, never billed) and its On-Demand twin
     from sagemaker_governance.domain.job import TrainingJob
-    from sagemaker_governance.domain.resume import is_new_spot_start
+    from sagemaker_governance.domain.resume import is_new_spot_start, may_be_new_spot_start
 
     event = json.loads((EVENTS / "training-job-pending-spot.json").read_text())
     on_demand = {**event, "detail": {**event["detail"], "EnableManagedSpotTraining": False}}
+    unsaid = {**event, "detail": {k: v for k, v in event["detail"].items() if k != "EnableManagedSpotTraining"}}
     patterns = eventbridge_patterns(template)
+    pending = patterns[("JobEventsFunction", "JobPendingSpotRule")]
     # Then the Spot job is a new start the storm move acts on, and only it is routed
     assert is_new_spot_start(TrainingJob.model_validate(event["detail"]))
-    assert matches(patterns[("JobEventsFunction", "JobPendingSpotRule")], event)
+    assert matches(pending, event)
     assert not any(matches(p, on_demand) for p in patterns.values())
+    # And an event that does not say (no AWS sample shows the field) is routed, to be read again
+    assert matches(pending, unsaid) and may_be_new_spot_start(TrainingJob.model_validate(unsaid["detail"]))
 
 
 def test_pass_role_is_limited_to_sagemaker(template: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine.simulation import Simulation
@@ -134,3 +135,26 @@ def test_a_job_starting_again_after_an_interruption_is_not_new_and_the_storm_doe
     assert "Pending" in seen[:interrupted] and "Pending" in seen[interrupted:]
     # while the same run still moves the new job of the team (the storm was there)
     assert "spot.clone.storm" in [r.code for r in result.audit if r.job_name == "new-spot-opted-in"]
+
+
+def test_events_that_do_not_say_spot_still_move_the_opted_in_job(template: dict[str, Any]) -> None:
+    require_spot_fallback(template)
+    # Given SageMaker events without EnableManagedSpotTraining (no AWS sample or schema of the event shows the
+    # field: the documented sample predates Managed Spot), in the storm scenario
+    from smgov.simulation import fake_sagemaker
+
+    def unsaid(description: Mapping[str, Any], tags: Mapping[str, str], **kw: Any) -> dict[str, Any]:
+        event = state_change(description, tags, **kw)
+        event["detail"].pop("EnableManagedSpotTraining", None)
+        return event
+
+    state_change = fake_sagemaker.training_job_state_change
+    with mock.patch.object(fake_sagemaker, "training_job_state_change", unsaid):
+        result = Simulation(builtin_scenario("spot-storm-pending"), template=template).run()
+    assert result.errors == []
+    # Then the Pending events are routed all the same, DescribeTrainingJob says Spot, and the opted-in job is
+    # moved before it bills while the other team's stays on Spot
+    moved = result.jobs["new-spot-opted-in"]
+    assert (moved.final_status, moved.billable) == ("Stopped", 0)
+    assert result.jobs["new-spot-opted-in-r1"].source == "new-spot-opted-in"
+    assert "new-spot-not-opted-in-r1" not in result.jobs and result.jobs["new-spot-not-opted-in"].spot

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import UTC, datetime
+from typing import Any
 
 import botocore.session
 import pytest
@@ -124,3 +125,25 @@ def test_the_job_name_rule_is_sagemakers_own() -> None:
     assert (NAME_PATTERN.pattern, NAME_MAX) == (shape.metadata["pattern"], shape.metadata["max"])
     assert is_valid_job_name("a" * 63) and is_valid_job_name("llm-7b-run-2")
     assert not any(map(is_valid_job_name, ("a" * 64, "-lead", "trail-", "under_score", "dot.ted", "")))
+
+
+@pytest.mark.parametrize(
+    ("value", "spot", "known"),
+    [(True, True, True), (False, False, True), ("false", False, True), ("True", True, True), (None, False, False)],
+)
+def test_managed_spot_is_read_as_a_boolean_and_its_absence_is_known(value: Any, spot: bool, known: bool) -> None:
+    # bool("false") is True: a string must be read, never cast
+    job = TrainingJob.model_validate(
+        {"TrainingJobName": "j", "TrainingJobStatus": "InProgress", "EnableManagedSpotTraining": value}
+    )
+    assert (job.spot, job.spot_known) == (spot, known)
+    unsaid = TrainingJob.model_validate({"TrainingJobName": "j", "TrainingJobStatus": "InProgress"})
+    assert (unsaid.spot, unsaid.spot_known) == (False, False)
+    assert not unsaid.with_tags({"team": "a"}).spot_known  # a copy keeps what the source said
+
+
+def test_a_managed_spot_value_that_is_no_boolean_is_refused() -> None:
+    with pytest.raises(ValidationError, match="EnableManagedSpotTraining must be a boolean"):
+        TrainingJob.model_validate(
+            {"TrainingJobName": "j", "TrainingJobStatus": "InProgress", "EnableManagedSpotTraining": "yes"}
+        )

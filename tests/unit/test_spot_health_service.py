@@ -11,6 +11,7 @@ from typing import Any
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
 from sagemaker_governance.service.recording import Trigger
@@ -139,6 +140,46 @@ def test_in_a_storm_an_opted_in_spot_job_waiting_in_pending_starts_on_demand_bef
     assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
     assert [r["EnableManagedSpotTraining"] for r in launcher.requests] == [False]
     assert jobs.stopped == ["new-spot-1"]
+
+
+def pending_event(description: dict[str, Any]) -> TrainingJob:
+    """The job as a state-change event may state it: without ``EnableManagedSpotTraining``."""
+    waiting = {**description, "SecondaryStatus": "Pending", "Tags": TAGS}
+    return TrainingJob.model_validate({k: v for k, v in waiting.items() if k != "EnableManagedSpotTraining"})
+
+
+def test_an_event_that_does_not_say_spot_is_read_again_and_a_spot_job_still_moved() -> None:
+    # Given a storm, an opted-in team, and a Pending event that leaves EnableManagedSpotTraining out
+    now = T0 + timedelta(minutes=6)
+    description = {**starting(), "SecondaryStatus": "Pending"}
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    _, spot, jobs, launcher, _ = reaction(description, FakeHealth(storm(now)), opted, now)
+    event = pending_event(description)
+    assert not event.spot_known and not event.spot
+    # When it is handled, then DescribeTrainingJob says Spot, and the job is moved as if the event had said so
+    assert spot.applies(event)
+    clone, stop = spot.react(event, TRIGGER)
+    assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
+    assert jobs.stopped == ["new-spot-1"] and len(launcher.requests) == 1
+
+
+def test_an_event_that_does_not_say_spot_of_an_on_demand_job_decides_and_records_nothing() -> None:
+    now = T0 + timedelta(minutes=6)
+    description = {**starting(), "SecondaryStatus": "Pending", "EnableManagedSpotTraining": False}
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    _, spot, jobs, launcher, audit = reaction(description, FakeHealth(storm(now)), opted, now)
+    event = pending_event(description)
+    assert spot.applies(event)
+    assert spot.react(event, TRIGGER) == []
+    assert launcher.requests == [] and jobs.stopped == [] and audit.records == []
+
+
+def test_an_event_that_says_on_demand_is_not_read_again() -> None:
+    now = T0 + timedelta(minutes=6)
+    description = {**starting(), "SecondaryStatus": "Pending", "EnableManagedSpotTraining": False}
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    job, spot, *_ = reaction(description, FakeHealth(storm(now)), opted, now)
+    assert job.spot_known and not spot.applies(job)
 
 
 def test_a_spot_job_back_in_pending_after_an_interruption_is_not_a_new_start() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 
@@ -194,10 +194,32 @@ class TrainingJob(_Model):
             return str(uri) if uri else None
         raise ValueError("CheckpointConfig must be an object with S3Uri")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _spot_unsaid(cls, data: Any) -> Any:
+        """``EnableManagedSpotTraining: null`` says no more than its absence (``spot_known`` stays False)."""
+        if (
+            isinstance(data, Mapping)
+            and "EnableManagedSpotTraining" in data
+            and data["EnableManagedSpotTraining"] is None
+        ):
+            return {k: v for k, v in data.items() if k != "EnableManagedSpotTraining"}
+        return data
+
     @field_validator("spot", mode="before")
     @classmethod
     def _spot(cls, value: Any) -> bool:
-        return bool(value) if value is not None else False
+        if isinstance(value, str) and value.lower() in ("true", "false"):  # never bool("false")
+            return value.lower() == "true"
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"EnableManagedSpotTraining must be a boolean, got {_short(value)}")
+
+    @property
+    def spot_known(self) -> bool:
+        """Whether the source said if the job is Managed Spot (``EnableManagedSpotTraining`` present):
+        ``DescribeTrainingJob`` does; an event may not, and is then no proof of On-Demand."""
+        return "spot" in self.model_fields_set
 
     # ---- derived facts -------------------------------------------------------------------------
 

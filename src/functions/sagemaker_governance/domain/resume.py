@@ -850,14 +850,26 @@ def decide_spot(
     )
 
 
-def is_new_spot_start(job: TrainingJob) -> bool:
-    """A Spot job starting for the first time (never interrupted, never billed): a storm may move it."""
+def _first_start(job: TrainingJob) -> bool:
+    """Starting for the first time: waiting in ``Starting``/``Pending``, never billed, never interrupted."""
     return (
-        job.spot
-        and job.status == "InProgress"
+        job.status == "InProgress"
         and job.secondary_status in STARTING
         and not any(t.status in BILLED_OR_INTERRUPTED for t in job.transitions)
     )
+
+
+def is_new_spot_start(job: TrainingJob) -> bool:
+    """A Spot job starting for the first time (never interrupted, never billed): a storm may move it."""
+    return job.spot and _first_start(job)
+
+
+def may_be_new_spot_start(job: TrainingJob) -> bool:
+    """``is_new_spot_start``, or a first start whose source did not say whether it is Spot: no sample or
+    schema of AWS shows ``EnableManagedSpotTraining`` in the state-change event (its documented sample
+    predates Managed Spot), so an event without it is read again (``DescribeTrainingJob`` says) rather
+    than taken as On-Demand."""
+    return (job.spot or not job.spot_known) and _first_start(job)
 
 
 def storm_move_wanted(spot: SpotPolicy) -> bool:

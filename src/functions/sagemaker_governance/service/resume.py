@@ -50,6 +50,7 @@ from sagemaker_governance.domain.resume import (
     is_resume_trigger,
     is_spot_interruption,
     is_spot_trigger,
+    may_be_new_spot_start,
     resume_after_tag,
     storm_move_wanted,
 )
@@ -350,11 +351,11 @@ class SpotFallbackReaction(_CloneReaction):
     codes = SpotCode
 
     def applies(self, job: TrainingJob) -> bool:
-        return is_spot_trigger(job) or (self._spot_health is not None and is_new_spot_start(job))
+        return is_spot_trigger(job) or (self._spot_health is not None and may_be_new_spot_start(job))
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
-        if is_new_spot_start(job) and not storm_move_wanted(self._policies.current().for_job(job).spot):
-            return []  # a new Spot job of a team that does not move them: no AWS call at all
+        if may_be_new_spot_start(job) and not storm_move_wanted(self._policies.current().for_job(job).spot):
+            return []  # a new (Spot?) job of a team that does not move them: no AWS call at all
         return super().react(job, trigger)
 
     def _decide(
@@ -366,6 +367,8 @@ class SpotFallbackReaction(_CloneReaction):
         ctx: CloneContext,
     ) -> CloneDecision:
         spot = policy.spot
+        if not job.spot and not is_spot_trigger(job):
+            return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
         if is_new_spot_start(job):
             start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
             return decide_spot_start(
