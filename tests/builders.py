@@ -29,6 +29,7 @@ def describe(name: str = "job-1", **overrides: Any) -> dict[str, Any]:
         "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
         "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50},
         "StoppingCondition": {"MaxRuntimeInSeconds": 86_400},
+        "EnableManagedSpotTraining": False,  # DescribeTrainingJob always says (an event may not: None drops it)
         "CreationTime": "1763719200000",
         "SecondaryStatusTransitions": [{"Status": "Starting", "StartTime": "1763719201000"}],
     }

@@ -127,3 +127,17 @@ def test_an_event_without_tags_reads_them_once(
     event_job = job(tags=TAGS).model_copy(update={"tags": None})
     compliance.react(event_job, TRIGGER)
     assert calls.log[0].startswith("list-tags ") and [r.code for r in audit.records] == [ComplianceCode.COMPLIANT]
+
+
+def test_an_event_that_leaves_out_what_a_rule_needs_is_decided_from_the_job_as_sagemaker_describes_it(
+    compliance: ComplianceService, jobs: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a policy that flags Spot jobs without checkpoints, and an event that does not say whether the job
+    # is Managed Spot (no AWS sample of the event shows the field), of a job that is
+    policies.policy = build_policy({"rules": [{"type": "spot-checkpoint"}]})
+    jobs.jobs["job-1"] = job(tags=TAGS, EnableManagedSpotTraining=True)
+    decisions = compliance.react(job(tags=TAGS, EnableManagedSpotTraining=None), TRIGGER)
+    # Then the job is read again, and the rule decides on what SageMaker says: Spot without checkpoints
+    assert calls.log[0] == "get-job job-1"
+    assert [d.code for d in decisions] == [ComplianceCode.NOTIFY]
+    assert [r.code for r in audit.records] == [ComplianceCode.NOTIFY]

@@ -141,15 +141,14 @@ def test_events_that_do_not_say_spot_still_move_the_opted_in_job(template: dict[
     require_spot_fallback(template)
     # Given SageMaker events without EnableManagedSpotTraining (no AWS sample or schema of the event shows the
     # field: the documented sample predates Managed Spot), in the storm scenario
-    from smgov.simulation import fake_sagemaker
+    from smgov.simulation.messages import training_job_state_change as state_change
 
     def unsaid(description: Mapping[str, Any], tags: Mapping[str, str], **kw: Any) -> dict[str, Any]:
         event = state_change(description, tags, **kw)
         event["detail"].pop("EnableManagedSpotTraining", None)
         return event
 
-    state_change = fake_sagemaker.training_job_state_change
-    with mock.patch.object(fake_sagemaker, "training_job_state_change", unsaid):
+    with mock.patch("smgov.simulation.fake_sagemaker.training_job_state_change", unsaid):
         result = Simulation(builtin_scenario("spot-storm-pending"), template=template).run()
     assert result.errors == []
     # Then the Pending events are routed all the same, DescribeTrainingJob says Spot, and the opted-in job is

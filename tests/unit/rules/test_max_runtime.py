@@ -33,3 +33,15 @@ def test_wait_time_is_ignored_for_on_demand_jobs(ctx: EvaluationContext) -> None
 def test_missing_stopping_condition_is_inconclusive(ctx: EvaluationContext) -> None:
     finding = RULE.evaluate(job(StoppingCondition=None), ctx)
     assert finding is not None and not finding.conclusive
+
+
+def test_a_wait_time_of_a_job_whose_source_does_not_say_spot_is_inconclusive(ctx: EvaluationContext) -> None:
+    unsaid = job(
+        EnableManagedSpotTraining=None,
+        StoppingCondition={"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 72 * 3600},
+    )
+    finding = RULE.evaluate(unsaid, ctx)
+    assert finding is not None and not finding.conclusive
+    # a runtime over its limit is a violation whatever the job is
+    over = job(EnableManagedSpotTraining=None, StoppingCondition={"MaxRuntimeInSeconds": 5 * 86400})
+    assert (finding := RULE.evaluate(over, ctx)) is not None and finding.conclusive

@@ -52,6 +52,11 @@ class ComplianceResult(BaseModel):
     def stops(self) -> bool:
         return any(d.action is Action.STOP and d.acts for d in self.decisions)
 
+    @property
+    def inconclusive(self) -> bool:
+        """A rule could not decide from what the job's source says (e.g. an event that leaves a field out)."""
+        return any(d.code == ComplianceCode.INCONCLUSIVE for d in self.decisions)
+
 
 def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> ComplianceResult:
     effective = policy.for_job(job)

@@ -43,6 +43,8 @@ class MaxRuntime(RuleBase):
                     f"MaxWaitTimeInSeconds is {wait} ({wait / 3600:.1f} h), limit {self.max_wait_hours:g} h"
                 )
         if not problems:
+            if self.max_wait_hours is not None and wait is not None and not job.spot_known:
+                return Finding.unknown(self, "the source does not say whether the job is Managed Spot")
             return None
         limit_seconds = int(self.max_hours * 3600)
         remedy = f"Set StoppingCondition.MaxRuntimeInSeconds <= {limit_seconds}"

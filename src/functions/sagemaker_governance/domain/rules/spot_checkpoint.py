@@ -20,7 +20,11 @@ class SpotCheckpoint(RuleBase):
     on_violation: Literal["stop", "notify"] = "notify"
 
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
-        if not job.spot or job.checkpoint_s3_uri:
+        if job.checkpoint_s3_uri:
+            return None
+        if not job.spot_known:  # an event may leave EnableManagedSpotTraining out: no proof of On-Demand
+            return Finding.unknown(self, "the source does not say whether the job is Managed Spot")
+        if not job.spot:
             return None
         return Finding.of(
             self,
