@@ -147,3 +147,32 @@ def test_a_managed_spot_value_that_is_no_boolean_is_refused() -> None:
         TrainingJob.model_validate(
             {"TrainingJobName": "j", "TrainingJobStatus": "InProgress", "EnableManagedSpotTraining": "yes"}
         )
+
+
+def test_a_job_of_instance_preferences_has_its_groups_once_sagemaker_selected_a_type() -> None:
+    # SageMaker's model: InstancePreferences is mutually exclusive with InstanceType and InstanceGroups;
+    # DescribeTrainingJob returns SelectedInstanceType / SelectedInstanceCount once a type is selected
+    preferences = [
+        {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 2},
+        {"InstanceType": "ml.g6e.48xlarge", "InstanceCount": 4},
+    ]
+    base = {"TrainingJobName": "j", "TrainingJobStatus": "InProgress"}
+    waiting = TrainingJob.model_validate({**base, "ResourceConfig": {"InstancePreferences": preferences}})
+    assert waiting.instance_groups == () and waiting.awaits_instance_selection
+    assert waiting.possible_instance_types == ("ml.p5.48xlarge", "ml.g6e.48xlarge")
+    assert waiting.largest_possible_instance_count == 4
+    selected = {
+        "InstancePreferences": preferences,
+        "SelectedInstanceType": "ml.g6e.48xlarge",
+        "SelectedInstanceCount": 4,
+    }
+    placed = TrainingJob.model_validate({**base, "ResourceConfig": selected})
+    assert [(g.instance_type, g.instance_count) for g in placed.instance_groups] == [("ml.g6e.48xlarge", 4)]
+    assert not placed.awaits_instance_selection and placed.possible_instance_types == ("ml.g6e.48xlarge",)
+
+
+def test_the_instance_preference_fields_are_the_models() -> None:
+    model: Any = botocore.session.get_session().get_service_model("sagemaker")
+    members = model.shape_for("ResourceConfig").members
+    assert {"InstancePreferences", "SelectedInstanceType", "SelectedInstanceCount"} <= set(members)
+    assert {"InstanceType", "InstanceCount"} <= set(members["InstancePreferences"].member.members)

@@ -33,3 +33,36 @@ def test_every_group_of_a_heterogeneous_cluster_is_checked(ctx: EvaluationContex
 def test_glob_is_case_sensitive_and_anchored(ctx: EvaluationContext) -> None:
     finding = RULE.evaluate(job(ResourceConfig={"InstanceType": "ml.m5.xlarge2", "InstanceCount": 1}), ctx)
     assert finding is not None
+
+
+PREFERENCES = [
+    {"InstanceType": "ml.g5.48xlarge", "InstanceCount": 2},
+    {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1},
+]
+
+
+def test_every_instance_preference_is_checked_until_sagemaker_selects_one(ctx: EvaluationContext) -> None:
+    # InstancePreferences (SageMaker's model: mutually exclusive with InstanceType and InstanceGroups): any of
+    # the types may be the one launched, so a type the policy refuses is a violation before the selection
+    waiting = job(ResourceConfig={"InstancePreferences": PREFERENCES})
+    finding = RULE.evaluate(waiting, ctx)
+    assert finding is not None and finding.observed == ["ml.p5.48xlarge"]
+    assert "InstancePreferences" in finding.message
+
+
+def test_once_sagemaker_selected_a_type_only_that_type_counts(ctx: EvaluationContext) -> None:
+    selected = {
+        "InstancePreferences": PREFERENCES,
+        "SelectedInstanceType": "ml.g5.48xlarge",
+        "SelectedInstanceCount": 2,
+    }
+    placed = job(ResourceConfig=selected)
+    assert placed.instance_types == ("ml.g5.48xlarge",) and placed.total_instance_count == 2
+    assert RULE.evaluate(placed, ctx) is None
+    on_p5 = job(ResourceConfig={**selected, "SelectedInstanceType": "ml.p5.48xlarge", "SelectedInstanceCount": 1})
+    finding = RULE.evaluate(on_p5, ctx)
+    assert (
+        finding is not None
+        and finding.observed == ["ml.p5.48xlarge"]
+        and "InstancePreferences" not in finding.message
+    )

@@ -118,11 +118,22 @@ class InstanceGroup(_Model):
     instance_count: int = Field(alias="InstanceCount", ge=0)
 
 
+class InstancePreference(_Model):
+    instance_type: str = Field(alias="InstanceType")
+    instance_count: int = Field(default=0, alias="InstanceCount", ge=0)
+
+
 class ResourceConfig(_Model):
     instance_type: str | None = Field(default=None, alias="InstanceType")
     instance_count: int = Field(default=0, alias="InstanceCount", ge=0)
     instance_groups: tuple[InstanceGroup, ...] = Field(default=(), alias="InstanceGroups")
     keep_alive_seconds: int | None = Field(default=None, alias="KeepAlivePeriodInSeconds")
+    # Flexible instance selection (SageMaker's model, ResourceConfig): an ordered list of types "mutually
+    # exclusive with InstanceType, InstanceGroups ..."; SageMaker launches on the first with capacity and
+    # DescribeTrainingJob then returns SelectedInstanceType / SelectedInstanceCount (read-only).
+    instance_preferences: tuple[InstancePreference, ...] = Field(default=(), alias="InstancePreferences")
+    selected_instance_type: str | None = Field(default=None, alias="SelectedInstanceType")
+    selected_instance_count: int | None = Field(default=None, alias="SelectedInstanceCount", ge=0)
 
 
 class StoppingCondition(_Model):
@@ -229,15 +240,27 @@ class TrainingJob(_Model):
 
     @property
     def instance_groups(self) -> tuple[InstanceGroup, ...]:
-        """Every group of instances: a homogeneous job is one group named after its instance type."""
-        if self.resources.instance_groups:
-            return self.resources.instance_groups
-        if self.resources.instance_type:
+        """Every group of instances: a homogeneous job is one group named after its instance type; a job of
+        ``InstancePreferences`` is one group of the type SageMaker selected, once it has (none before)."""
+        resources = self.resources
+        if resources.instance_groups:
+            return resources.instance_groups
+        if resources.instance_type:
             return (
                 InstanceGroup(
-                    name="default",
-                    instance_type=self.resources.instance_type,
-                    instance_count=self.resources.instance_count,
+                    name="default", instance_type=resources.instance_type, instance_count=resources.instance_count
+                ),
+            )
+        if resources.selected_instance_type:
+            chosen = [
+                p for p in resources.instance_preferences if p.instance_type == resources.selected_instance_type
+            ]
+            count = resources.selected_instance_count
+            if count is None:
+                count = chosen[0].instance_count if chosen else 0
+            return (
+                InstanceGroup(
+                    name="default", instance_type=resources.selected_instance_type, instance_count=count
                 ),
             )
         return ()
@@ -249,6 +272,26 @@ class TrainingJob(_Model):
     @property
     def total_instance_count(self) -> int:
         return sum(group.instance_count for group in self.instance_groups)
+
+    @property
+    def possible_instance_types(self) -> tuple[str, ...]:
+        """The types the job runs on, or before SageMaker selected one of its ``InstancePreferences``, every
+        type it may select (compliance judges each: any of them may be the one launched)."""
+        return self.instance_types or tuple(p.instance_type for p in self.resources.instance_preferences)
+
+    @property
+    def largest_possible_instance_count(self) -> int | None:
+        """``total_instance_count``, or before a selection the largest count among the preferences; None
+        when neither is known."""
+        if self.instance_groups:
+            return self.total_instance_count
+        counts = [p.instance_count for p in self.resources.instance_preferences]
+        return max(counts) if counts else None
+
+    @property
+    def awaits_instance_selection(self) -> bool:
+        """A job of ``InstancePreferences`` that SageMaker has not yet placed on one of them."""
+        return bool(self.resources.instance_preferences) and not self.instance_groups
 
     @property
     def is_heterogeneous(self) -> bool:

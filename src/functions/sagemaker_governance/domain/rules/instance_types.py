@@ -25,14 +25,16 @@ class AllowedInstanceTypes(RuleBase):
         return any(fnmatchcase(instance_type, p) for p in self.patterns)
 
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
-        if not job.instance_types:
+        types = job.possible_instance_types
+        if not types:
             return Finding.unknown(self, "the job's instance types are not known")
-        denied = sorted({t for t in job.instance_types if not self.allows(t)})
+        denied = sorted({t for t in types if not self.allows(t)})
         if not denied:
             return None
+        where = " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
         return Finding.of(
             self,
-            "instance type(s) not allowed: " + ", ".join(denied),
+            "instance type(s) not allowed: " + ", ".join(denied) + where,
             "Use one of " + ", ".join(self.patterns) + ", or ask the platform team for a team override.",
             observed=denied,
             expected=list(self.patterns),

@@ -21,14 +21,16 @@ class MaxInstanceCount(RuleBase):
     max: PositiveInt
 
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
-        if not job.instance_groups:
+        count = job.largest_possible_instance_count
+        if count is None:
             return Finding.unknown(self, "the job's instance count is not known")
-        if job.total_instance_count <= self.max:
+        if count <= self.max:
             return None
+        where = " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
         return Finding.of(
             self,
-            f"{job.total_instance_count} instances requested, at most {self.max} allowed",
+            f"{count} instances requested{where}, at most {self.max} allowed",
             f"Request at most {self.max} instances in total.",
-            observed=job.total_instance_count,
+            observed=count,
             expected=f"<= {self.max}",
         )
