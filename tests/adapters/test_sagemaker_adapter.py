@@ -48,6 +48,31 @@ def test_stopping_an_ended_job_is_success(fake_sagemaker: FakeSageMaker, sagemak
     assert SageMakerJobs(sagemaker_client).stop("done") is StopOutcome.ALREADY_ENDED
 
 
+def test_the_modelled_stop_error_reads_the_jobs_status_like_sagemakers_validation_answer() -> None:
+    # StopTrainingJob's one modelled error is ResourceNotFound (botocore's model); SageMaker answers with
+    # ValidationException in practice: both are settled by the job's own status
+    client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    model: Any = client.meta.service_model
+    assert [e.name for e in model.operation_model("StopTrainingJob").error_shapes] == ["ResourceNotFound"]
+    with Stubber(client) as stub:
+        stub.add_client_error("stop_training_job", service_error_code="ResourceNotFound", http_status_code=400)
+        stub.add_response(
+            "describe_training_job",
+            {
+                "TrainingJobName": "done",
+                "TrainingJobArn": "arn:aws:sagemaker:us-east-1:123456789012:training-job/done",
+                "TrainingJobStatus": "Stopped",
+                "SecondaryStatus": "Stopped",
+                "ModelArtifacts": {"S3ModelArtifacts": "s3://b/m"},
+                "AlgorithmSpecification": {"TrainingInputMode": "File"},
+                "ResourceConfig": {"VolumeSizeInGB": 1},
+                "StoppingCondition": {},
+                "CreationTime": "2026-01-01T00:00:00Z",
+            },
+        )
+        assert SageMakerJobs(client).stop("done") is StopOutcome.ALREADY_ENDED
+
+
 def test_unknown_job_is_translated(sagemaker_client: Any) -> None:
     with pytest.raises(JobNotFound):
         SageMakerJobs(sagemaker_client).describe("nope")

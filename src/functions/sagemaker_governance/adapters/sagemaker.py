@@ -101,7 +101,10 @@ class SageMakerJobs:
         try:
             self._client.stop_training_job(TrainingJobName=name)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ValidationException":
+            # SageMaker answers a job it cannot stop with ValidationException; its model's one error for
+            # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
+            # DescribeTrainingJob raises JobNotFound for a job that does not exist).
+            if exc.response.get("Error", {}).get("Code") not in {"ValidationException", "ResourceNotFound"}:
                 raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
             status = self.describe(name).get("TrainingJobStatus")
             if status in {"Stopping", "Stopped", "Completed", "Failed"}:
