@@ -141,3 +141,17 @@ def test_an_event_that_leaves_out_what_a_rule_needs_is_decided_from_the_job_as_s
     assert calls.log[0] == "get-job job-1"
     assert [d.code for d in decisions] == [ComplianceCode.NOTIFY]
     assert [r.code for r in audit.records] == [ComplianceCode.NOTIFY]
+
+
+@pytest.mark.parametrize("mode", ["enforce", "audit"])
+def test_an_event_with_an_empty_tag_map_is_confirmed_against_sagemaker_before_any_record(
+    compliance: ComplianceService, jobs: Any, policies: Any, notifier: Any, audit: MemoryAuditSink, mode: str
+) -> None:
+    # Given an event whose Tags map is empty (AWS's documented sample event shows "Tags": {}) for a job that
+    # SageMaker lists with all its tags
+    policies.policy = required_tag_policy(mode).overlay({"notify_in_audit_mode": True})
+    jobs.jobs["job-1"] = job(tags=TAGS)
+    decisions = compliance.react(job(tags={}), TRIGGER)
+    # Then it is compliant in either mode: no stop, no "would stop" record, nobody told
+    assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
+    assert [r.code for r in audit.records] == [ComplianceCode.COMPLIANT] and notifier.sent == []

@@ -61,9 +61,11 @@ class ComplianceService:
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
         result = evaluate_compliance(job, policy, self._clock())
-        if result.stops or result.inconclusive:
-            # before a stop (the job may have been fixed since), and when the event left out what a rule
-            # needs: the job as DescribeTrainingJob says it now, evaluated again
+        if result.violations or result.inconclusive:
+            # before any violation is acted on or recorded (a stop, a notice, audit mode's "would stop": the
+            # job may have been fixed since, or the event may show less than the job has, e.g. an empty Tags
+            # map), and when the event left out what a rule needs: the job as DescribeTrainingJob and
+            # ListTags say it now, evaluated again
             fresh = self._reread(job)
             if fresh is None:
                 return self._record_all(result, job, policy, trigger, skipped="the job no longer exists")
