@@ -77,6 +77,12 @@ def test_a_stop_alarm_only_when_the_policy_asks_for_stops_over_every_notice_and_
 def test_no_alarm_without_gpus() -> None:
     cpu = EFFICIENCY.plan(training(0, instance_type="ml.m5.xlarge"), EfficiencyPolicy(**ON), NAMING)
     assert isinstance(cpu, NoAlarm) and cpu.code == EfficiencyGuardCode.NO_GPU
+    assert not EFFICIENCY.watchable(training(0, instance_type="ml.m5.xlarge"))  # the event says: no re-read
+
+
+def test_an_event_that_does_not_say_what_the_job_runs_on_is_read_again() -> None:
+    # No ResourceConfig in the event: no proof of a CPU job (DescribeTrainingJob says, on the re-read)
+    assert EFFICIENCY.watchable(job(SecondaryStatus="Training", ResourceConfig=None))
 
 
 def valid(operation: str, request: dict[str, Any]) -> bool:

@@ -70,7 +70,8 @@ def test_names_compare_case_insensitively_with_separators_equal() -> None:
 def test_a_job_without_metric_definitions_gets_no_progress_alarm() -> None:
     result = PROGRESS.plan(job(), ProgressPolicy(), NAMING)
     assert isinstance(result, NoAlarm) and result.code == ProgressCode.NO_METRIC_DEFINITIONS
-    assert not PROGRESS.watchable(job())
+    assert not PROGRESS.watchable(job())  # its AlgorithmSpecification says it has none: no re-read
+    assert PROGRESS.watchable(job(AlgorithmSpecification=None))  # an event without it says nothing
 
 
 def test_a_job_whose_metrics_are_not_progress_signals_gets_no_progress_alarm() -> None:

@@ -184,6 +184,8 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
     quiet_when_disabled = True  # off by default: no call at all for a job whose policy does not turn it on
 
     def watchable(self, job: TrainingJob) -> bool:
+        if not job.instance_groups:  # the event does not say what the job runs on: DescribeTrainingJob will
+            return True
         return any(instance_facts(g.instance_type).publishes_gpu_utilization for g in job.instance_groups)
 
     def plan(self, job: TrainingJob, config: EfficiencyPolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:

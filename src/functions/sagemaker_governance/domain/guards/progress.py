@@ -214,9 +214,10 @@ class ProgressGuard(Guard[ProgressPolicy]):
     # ---- alarms ---------------------------------------------------------------------------------
 
     def watchable(self, job: TrainingJob) -> bool:
-        """Only a job with metric definitions can publish a progress metric (the event mirrors
-        DescribeTrainingJob: no re-read is needed to know there is nothing to watch)."""
-        return bool(job.algorithm.metric_definitions)
+        """Only a job with metric definitions can publish a progress metric. An event that carries the job's
+        ``AlgorithmSpecification`` says whether it has any (it mirrors DescribeTrainingJob: no re-read); one
+        without it says nothing, and the job is read again."""
+        return bool(job.algorithm.metric_definitions) or "algorithm" not in job.model_fields_set
 
     def plan(self, job: TrainingJob, config: ProgressPolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
         """The progress alarms of ``job`` under ``config``, or why there are none. The stall alarm comes
