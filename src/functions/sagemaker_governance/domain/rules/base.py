@@ -13,6 +13,11 @@ from sagemaker_governance.domain.job import TrainingJob
 RULE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
 
+def preferences_note(job: TrainingJob) -> str:
+    """What a finding on a job still awaiting its instance selection adds: the type is only a candidate."""
+    return " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
+
+
 class EvaluationContext(BaseModel):
     """What a rule may know besides the job: the time, injected so rules stay pure."""
 

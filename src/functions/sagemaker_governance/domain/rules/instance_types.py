@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import Field
 
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
+from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase, preferences_note
 
 
 class AllowedInstanceTypes(RuleBase):
@@ -31,7 +31,7 @@ class AllowedInstanceTypes(RuleBase):
         denied = sorted({t for t in types if not self.allows(t)})
         if not denied:
             return None
-        where = " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
+        where = preferences_note(job)
         return Finding.of(
             self,
             "instance type(s) not allowed: " + ", ".join(denied) + where,

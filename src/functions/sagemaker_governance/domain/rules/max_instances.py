@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import PositiveInt
 
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
+from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase, preferences_note
 
 
 class MaxInstanceCount(RuleBase):
@@ -26,7 +26,7 @@ class MaxInstanceCount(RuleBase):
             return Finding.unknown(self, "the job's instance count is not known")
         if count <= self.max:
             return None
-        where = " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
+        where = preferences_note(job)
         return Finding.of(
             self,
             f"{count} instances requested{where}, at most {self.max} allowed",
