@@ -131,3 +131,20 @@ def test_audit_record_is_one_structured_log_line(account: LocalAccount, log_outp
     ):
         assert field in audit
     assert audit["code"] == "compliance.stop.violation"
+
+
+def test_a_job_that_lets_sagemaker_choose_among_types_the_policy_refuses_is_stopped(account: LocalAccount) -> None:
+    # Given a job of InstancePreferences (p4d, then p5) whose team's policy allows p4d only
+    account.ssm.put_parameter(
+        Name="/gov/policy",
+        Value='rules: [{id: instance-types, type: allowed-instance-types, patterns: ["ml.p4d.24xlarge"]}]',
+        Type="String",
+    )
+    event = launch_from_sample(account, "training-job-starting-instance-preferences.json")
+    # When its Starting event arrives, before SageMaker selected a type
+    result = account.invoke(handler, event)
+    # Then p5 may be the one launched: the job is stopped, and the record says it is a preference
+    assert [d["rule"] for d in result["decisions"]] == ["instance-types"]
+    assert account.sagemaker.stop_requests == ["llm-flex-7"]
+    (record,) = account.audit.records
+    assert "ml.p5.48xlarge (in InstancePreferences" in record.reason

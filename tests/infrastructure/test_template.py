@@ -22,6 +22,7 @@ EXPECTED_ROUTES = {
         "training-job-starting-untagged.json",
         "training-job-starting-heterogeneous.json",
         "training-job-starting-spot-no-checkpoint.json",
+        "training-job-starting-instance-preferences.json",
     },
     ("JobEventsFunction", "JobEndedRule"): {
         "training-job-completed.json",
@@ -30,7 +31,10 @@ EXPECTED_ROUTES = {
         "training-job-stopped-max-wait.json",
     },
     ("JobEventsFunction", "JobInterruptedRule"): {"training-job-interrupted-spot.json"},
-    ("JobEventsFunction", "JobPendingSpotRule"): {"training-job-pending-spot.json"},
+    ("JobEventsFunction", "JobPendingSpotRule"): {
+        "training-job-pending-spot.json",
+        "training-job-pending-spot-field-absent.json",  # no AWS sample shows EnableManagedSpotTraining
+    },
     ("JobEventsFunction", "TrainingStartedRule"): {"training-job-training.json"},
 }
 
