@@ -218,6 +218,10 @@ def account() -> Iterator[Account]:
         clients["logs"].create_log_group(logGroupName=group)
         clients["logs"].create_log_stream(logGroupName=group, logStreamName="run")
         resources["ReconcilerLogGroup"] = group
+        events_group = f"/aws/lambda/{STACK}-job-events"
+        clients["logs"].create_log_group(logGroupName=events_group)
+        clients["logs"].create_log_stream(logGroupName=events_group, logStreamName="events")
+        resources["JobEventsLogGroup"] = events_group
         deployment = Deployment(
             stack_name=STACK,
             region=REGION,

@@ -108,6 +108,39 @@ def test_a_quiet_failure_alarm_in_alarm_fails_with_what_it_means(account: Accoun
     assert "could not read the evidence its decisions need" in finding.detail
 
 
+def test_events_that_leave_out_what_the_service_reads_are_counted(account: Account) -> None:
+    from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
+
+    reconcile_run(account, minutes_ago=5)
+    assert detail(account, "events") == []  # none logged: nothing to say
+    # Given the job-events function's lines for two events that left out EnableManagedSpotTraining (one also
+    # its Tags) in the last day, and one older than the window
+    lines = [
+        (60, ["EnableManagedSpotTraining"]),
+        (120, ["EnableManagedSpotTraining", "Tags"]),
+        (60 * 30, ["Tags"]),
+    ]
+    account.clients["logs"].put_log_events(
+        logGroupName=account.deployment.resources["JobEventsLogGroup"],
+        logStreamName="events",
+        logEvents=[
+            {
+                "timestamp": int((account.now - timedelta(minutes=minutes)).timestamp() * 1000),
+                "message": json.dumps(
+                    {"level": "WARNING", "message": EVENT_SECTIONS_MISSING, "sections": sections}
+                ),
+            }
+            for minutes, sections in sorted(lines, key=lambda line: -line[0])
+        ],
+    )
+    # Then doctor warns with the counts of the last 24 hours: a re-read each, never a wrong decision
+    (finding,) = detail(account, "events")
+    assert finding.status is Status.WARN
+    assert finding.detail.startswith(
+        "2 event(s) of the last 24 hours left out EnableManagedSpotTraining (2), Tags (1)"
+    )
+
+
 def test_no_recent_reconciler_run_fails_and_a_run_with_errors_fails(account: Account) -> None:
     # Given the last run 45 minutes ago (interval 10: three intervals is the window)
     reconcile_run(account, minutes_ago=45)

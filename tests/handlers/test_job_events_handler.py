@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
 from sagemaker_governance.handlers.job_events import handler
 from smgov.simulation.harness import LocalAccount
 from tests.builders import launch_from_sample
@@ -148,3 +150,18 @@ def test_a_job_that_lets_sagemaker_choose_among_types_the_policy_refuses_is_stop
     assert account.sagemaker.stop_requests == ["llm-flex-7"]
     (record,) = account.audit.records
     assert "ml.p5.48xlarge (in InstancePreferences" in record.reason
+
+
+def test_an_event_that_leaves_out_a_section_the_service_reads_says_so(
+    account: LocalAccount, log_output: io.StringIO
+) -> None:
+    # No AWS source documents the whole event: the platform team learns from the log (and `smgov doctor`)
+    event = launch_from_sample(account, "training-job-pending-spot-field-absent.json")
+    account.invoke(handler, event)
+    lines = [json.loads(line) for line in log_output.getvalue().splitlines() if line.startswith("{")]
+    (warning,) = [line for line in lines if line["message"] == EVENT_SECTIONS_MISSING]
+    assert warning["sections"] == ["EnableManagedSpotTraining"] and warning["job"] == "spot-llm-pretrain-7"
+    # and an event that carries every section says nothing
+    log_output.truncate(0)
+    account.invoke(handler, launch_from_sample(account, "training-job-starting.json"))
+    assert EVENT_SECTIONS_MISSING not in log_output.getvalue()

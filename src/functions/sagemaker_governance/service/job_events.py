@@ -13,8 +13,9 @@ from typing import Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING, TrainingJob
 from sagemaker_governance.events.job_state import TrainingJobStateChange
+from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import Clock, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -43,6 +44,9 @@ class JobEventsService:
     def handle(self, event: TrainingJobStateChange) -> list[Decision]:
         job: TrainingJob = event.detail
         trigger = Trigger(kind="job-state-change", event_id=event.id)
+        unsaid = job.unsaid_sections()
+        if unsaid:  # the reactions read such a job again; this line tells the platform team events do this
+            logger.warning(EVENT_SECTIONS_MISSING, sections=list(unsaid), status=job.status)
         decisions: list[Decision] = []
         for reaction in self._reactions:
             if reaction.applies(job):

@@ -424,6 +424,49 @@ def check_dead_letters(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return [Finding("dead-letters", "DeadLetterQueue", Status.OK, "empty")]
 
 
+EVENT_SHAPE_WINDOW = timedelta(hours=24)
+
+
+def check_event_shape(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    """Whether the account's SageMaker events leave out what the service reads (README "The policy
+    document": no AWS source documents the whole event). The job-events function logs each such event; a
+    section left out costs a re-read of the job, never a decision, so this is a `warn` at most."""
+    from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
+
+    group = d.physical("JobEventsLogGroup")
+    if group is None:
+        return [Finding("events", "JobEventsLogGroup", Status.FAIL, "no job-events log group in the stack")]
+    since = int((ctx.now - EVENT_SHAPE_WINDOW).timestamp() * 1000)
+    counts: dict[str, int] = {}
+    events = 0
+    try:
+        pages = (
+            d.client("logs")
+            .get_paginator("filter_log_events")
+            .paginate(logGroupName=group, startTime=since, filterPattern=f'"{EVENT_SECTIONS_MISSING}"')
+        )
+        for page in pages:
+            for event in page.get("events", []):
+                try:
+                    sections = json.loads(event.get("message", "")).get("sections", [])
+                except ValueError:
+                    continue
+                events += 1
+                for section in sections:
+                    counts[section] = counts.get(section, 0) + 1
+    except AWS_ERRORS as exc:
+        return [Finding("events", group, Status.UNKNOWN, f"could not read its log: {error_text(exc)}")]
+    if not events:
+        return [
+            Finding(
+                "events", group, Status.OK, "no event of the last 24 hours left out a section the service reads"
+            )
+        ]
+    left_out = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items()))
+    detail = f"{events} event(s) of the last 24 hours left out {left_out}: each such job is read again (DescribeTrainingJob)"
+    return [Finding("events", group, Status.WARN, detail)]
+
+
 # The stack's alarms on what fails quietly by design (README "When the service cannot see"): the
 # dead-letter queue's has its own check above.
 QUIET_FAILURE_ALARMS = ("EvidenceReadsAlarm", "PolicyRejectedAlarm")
@@ -614,6 +657,7 @@ CHECKS: tuple[Check, ...] = (
     check_reconciler,
     check_dead_letters,
     check_service_alarms,
+    check_event_shape,
     check_policy_document,
     check_drift,
 )
