@@ -139,6 +139,10 @@ def test_events_that_leave_out_what_the_service_reads_are_counted(account: Accou
     assert finding.detail.startswith(
         "2 event(s) of the last 24 hours left out EnableManagedSpotTraining (2), Tags (1)"
     )
+    # and with the functions logging above INFO the lines are not written: not checked, and it says so
+    account.deployment.parameters["LogLevel"] = "WARNING"
+    (finding,) = detail(account, "events")
+    assert finding.status is Status.UNKNOWN and "WARNING" in finding.detail
 
 
 def test_no_recent_reconciler_run_fails_and_a_run_with_errors_fails(account: Account) -> None:

@@ -46,7 +46,7 @@ class JobEventsService:
         trigger = Trigger(kind="job-state-change", event_id=event.id)
         unsaid = job.unsaid_sections()
         if unsaid:  # the reactions read such a job again; this line tells the platform team events do this
-            logger.warning(EVENT_SECTIONS_MISSING, sections=list(unsaid), status=job.status)
+            logger.info(EVENT_SECTIONS_MISSING, sections=list(unsaid), status=job.status)
         decisions: list[Decision] = []
         for reaction in self._reactions:
             if reaction.applies(job):

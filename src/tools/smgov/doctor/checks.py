@@ -436,6 +436,11 @@ def check_event_shape(d: Deployment, ctx: CheckContext) -> list[Finding]:
     group = d.physical("JobEventsLogGroup")
     if group is None:
         return [Finding("events", "JobEventsLogGroup", Status.FAIL, "no job-events log group in the stack")]
+    level = d.parameter("LogLevel", "INFO").upper()
+    if level not in ("DEBUG", "INFO"):  # the function writes these lines at INFO
+        return [
+            Finding("events", group, Status.UNKNOWN, f"the functions log at {level}: the lines are not written")
+        ]
     since = int((ctx.now - EVENT_SHAPE_WINDOW).timestamp() * 1000)
     counts: dict[str, int] = {}
     events = 0
