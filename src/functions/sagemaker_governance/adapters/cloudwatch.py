@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports 
 
 
 def _not_found(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") in {"ResourceNotFound", "ResourceNotFoundException"}
+    return error_code(exc) in {"ResourceNotFound", "ResourceNotFoundException"}
 
 
 def _throttled(exc: ClientError) -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sagemaker_governance.adapters.read_failures import error_code
 from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
@@ -104,7 +105,7 @@ class SageMakerJobs:
             # SageMaker answers a job it cannot stop with ValidationException; its model's one error for
             # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
             # DescribeTrainingJob raises JobNotFound for a job that does not exist).
-            if exc.response.get("Error", {}).get("Code") not in {"ValidationException", "ResourceNotFound"}:
+            if error_code(exc) not in {"ValidationException", "ResourceNotFound"}:
                 raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
             status = self.describe(name).get("TrainingJobStatus")
             if status in {"Stopping", "Stopped", "Completed", "Failed"}:

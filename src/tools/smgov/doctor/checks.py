@@ -8,7 +8,7 @@ policy statements by ``Sid``, the version) and from the composition root's IAM c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -335,6 +335,17 @@ def check_iam(d: Deployment, ctx: CheckContext) -> list[Finding]:
 # ---- operations: reconciler, dead letters ---------------------------------------------------------
 
 
+def _log_events(d: Deployment, group: str, since: datetime, pattern: str) -> Iterator[dict[str, Any]]:
+    """Every event of ``group`` since ``since`` that matches ``pattern`` (every page; raises AWS errors)."""
+    pages = (
+        d.client("logs")
+        .get_paginator("filter_log_events")
+        .paginate(logGroupName=group, startTime=int(since.timestamp() * 1000), filterPattern=pattern)
+    )
+    for page in pages:
+        yield from page.get("events", [])
+
+
 def check_reconciler(d: Deployment, ctx: CheckContext) -> list[Finding]:
     group = next(
         (
@@ -349,16 +360,11 @@ def check_reconciler(d: Deployment, ctx: CheckContext) -> list[Finding]:
     interval = int(d.parameter("ReconcileIntervalMinutes", "10") or 10)
     window = timedelta(minutes=3 * interval)
     since = ctx.now - window
-    logs = d.client("logs")
     latest: tuple[int, str] | None = None
     try:
-        pages = logs.get_paginator("filter_log_events").paginate(
-            logGroupName=group, startTime=int(since.timestamp() * 1000), filterPattern='"reconcile run"'
-        )
-        for page in pages:
-            for event in page.get("events", []):
-                if latest is None or event["timestamp"] >= latest[0]:
-                    latest = (event["timestamp"], event.get("message", ""))
+        for event in _log_events(d, group, since, '"reconcile run"'):
+            if latest is None or event["timestamp"] >= latest[0]:
+                latest = (event["timestamp"], event.get("message", ""))
     except AWS_ERRORS as exc:
         return [Finding("reconciler", group, Status.UNKNOWN, f"could not read its log: {error_text(exc)}")]
     if latest is None:
@@ -428,8 +434,8 @@ EVENT_SHAPE_WINDOW = timedelta(hours=24)
 
 
 def check_event_shape(d: Deployment, ctx: CheckContext) -> list[Finding]:
-    """Whether the account's SageMaker events leave out what the service reads (README "The policy
-    document": no AWS source documents the whole event). The job-events function logs each such event; a
+    """Whether the account's SageMaker events leave out what the service reads (README "After deploy":
+    no AWS source documents the whole event). The job-events function logs each such event; a
     section left out costs a re-read of the job, never a decision, so this is a `warn` at most."""
     from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
 
@@ -441,24 +447,17 @@ def check_event_shape(d: Deployment, ctx: CheckContext) -> list[Finding]:
         return [
             Finding("events", group, Status.UNKNOWN, f"the functions log at {level}: the lines are not written")
         ]
-    since = int((ctx.now - EVENT_SHAPE_WINDOW).timestamp() * 1000)
     counts: dict[str, int] = {}
     events = 0
     try:
-        pages = (
-            d.client("logs")
-            .get_paginator("filter_log_events")
-            .paginate(logGroupName=group, startTime=since, filterPattern=f'"{EVENT_SECTIONS_MISSING}"')
-        )
-        for page in pages:
-            for event in page.get("events", []):
-                try:
-                    sections = json.loads(event.get("message", "")).get("sections", [])
-                except ValueError:
-                    continue
-                events += 1
-                for section in sections:
-                    counts[section] = counts.get(section, 0) + 1
+        for event in _log_events(d, group, ctx.now - EVENT_SHAPE_WINDOW, f'"{EVENT_SECTIONS_MISSING}"'):
+            try:
+                sections = json.loads(event.get("message", "")).get("sections", [])
+            except ValueError:
+                continue
+            events += 1
+            for section in sections:
+                counts[section] = counts.get(section, 0) + 1
     except AWS_ERRORS as exc:
         return [Finding("events", group, Status.UNKNOWN, f"could not read its log: {error_text(exc)}")]
     if not events:

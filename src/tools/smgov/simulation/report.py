@@ -26,6 +26,7 @@ import yaml
 
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
 from sagemaker_governance.domain.guards.efficiency import EfficiencyGuardCode
+from sagemaker_governance.domain.resume import INTERRUPTED, MAX_WAIT_EXCEEDED
 from smgov.cfn_template import TEMPLATE_PATH
 from smgov.simulation.engine import JobRun, RunResult, Simulation
 from smgov.simulation.faults import FaultSpec
@@ -167,7 +168,7 @@ def _lineage_differences(expect: Expect, job: JobRun, jobs: dict[str, JobRun]) -
 # What a move before the job bills (``expect.billed_max_minutes``) is decided from, besides the job's own
 # events: the Spot signals of its instance type, a Spot storm being a count of jobs interrupted or out of
 # Spot wait time (``domain/spot_health.py``).
-SPOT_SIGNALS = frozenset({"Interrupted", "MaxWaitTimeExceeded"})
+SPOT_SIGNALS = frozenset({INTERRUPTED, MAX_WAIT_EXCEEDED})
 MOVE_EXPECTATIONS = ("stop", "resume", "clones", "billed_max_minutes")
 
 
