@@ -35,8 +35,8 @@ def traces() -> dict[str, LoadedTrace]:
 def test_defaults_never_stop_these_healthy_jobs(traces: dict[str, LoadedTrace], label: str) -> None:
     # aucurriculum: 134 min at a median of 29 %, a 22-minute scoring pass at 8-16 %; rectified-point-flow:
     # start-ups at 0 %; slurmmwe: a start-up at 0 % after an earlier run's 7 minutes at 0 %; openad: one of
-    # two GPUs used; balance-budget (before its idle tail): vLLM evaluations and 25 unexplained minutes at
-    # 0 %; ters-gen: a CPU-bound evaluation at 0-4 % for 2.5 h (slow, but progressing)
+    # two GPUs used; balance-budget (before its idle tail): vLLM evaluations and 25 minutes at 0 % after a
+    # run (likely its merged save); ters-gen: a CPU-bound evaluation at 0-4 % for 2.5 h (slow, but progressing)
     loaded = traces[label]
     assert replay(loaded.healthy, DEFAULTS, loaded.spec.instance_type) is None
 
@@ -52,8 +52,8 @@ def test_defaults_catch_the_job_that_ended_while_its_gpu_sat_idle(traces: dict[s
 
 
 def test_a_short_window_would_have_stopped_a_healthy_job(traces: dict[str, LoadedTrace]) -> None:
-    # Why the default window is 30 minutes: at 20 minutes the unexplained 25-minute 0 % stretch of a
-    # healthy fine-tuning job would have been stopped.
+    # Why the default window is 30 minutes: at 20 minutes the 25-minute 0 % stretch at the end of a
+    # healthy fine-tuning run (likely its merged 16-bit save) would have been stopped.
     short = IdlePolicy(evaluation_periods=20, datapoints_to_alarm=20, grace_minutes=15)
     loaded = traces["balance-budget"]
     assert replay(loaded.healthy, short, loaded.spec.instance_type) is not None

@@ -88,8 +88,11 @@ CATALOGUE: tuple[TraceSpec, ...] = (
         "GPU idle for 5.4 h after the job ended",
         phases=(
             Phase("2026-02-02 01:07", "SFT bursts with 2-5 min vLLM evaluations at 0-9 %"),
-            Phase("2026-02-02 01:38", "25 min at 0 % with 22 GB allocated, cause unknown"),
-            Phase("2026-02-02 02:04", "new process: training, then evaluation"),
+            Phase(
+                "2026-02-02 01:38",
+                "25 min at 0 % with 22 GB allocated after the run ended, likely its merged 16-bit save (inferred)",
+            ),
+            Phase("2026-02-02 02:04", "memory freed, the next run loaded: training, then evaluation"),
             Phase("2026-02-02 02:33", "idle tail: the job ended, the logger kept running"),
         ),
         idle_tail_from="2026-02-02 02:33",
