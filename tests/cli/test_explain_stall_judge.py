@@ -37,6 +37,7 @@ def explain(alarm: str, describe: str, evidence: str, capsys: pytest.CaptureFixt
         ("idle-veto-logs-active.json", IDLE, "veto", "judge.veto.logs-active", "none"),
         ("idle-veto-gpu-busy.json", IDLE, "veto", "judge.veto.gpu-busy", "none"),
         ("idle-veto-metric-progress.json", IDLE, "veto", "judge.veto.metric-progress", "none"),
+        ("idle-veto-checkpoint-writes.json", IDLE, "veto", "judge.veto.checkpoint-writes", "none"),
         ("idle-insufficient.json", IDLE, "insufficient-evidence", "judge.skip.insufficient-evidence", "none"),
         ("hang-stop.json", HANG, "stop", "progress.stop.stalled", "stop"),
         ("hang-veto-gpu-working.json", HANG, "veto", "judge.veto.gpu-working", "none"),
@@ -84,6 +85,22 @@ def test_a_hang_is_judged_over_the_silence_the_jobs_log_rhythm_allows(
     # Then the judge shows the rhythm it read and judged over its limit (the guard's window without one)
     assert signals["rhythm"]["silence_minutes"] == silence
     assert signals["window"]["minutes"] == window
+
+
+def test_the_checkpoint_writes_the_judge_counted_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the idle job's reads and its checkpoint listing: one object before the 30-minute window, two in it
+    result = explain(*IDLE, str(SAMPLES / "idle-veto-checkpoint-writes.json"), capsys, "--json")
+    saved = result["decisions"][0]["judge"]["signals"]["checkpoints"]
+    # Then only the two in the window count, and the text names them
+    assert saved["written"] == 2 and saved["latest_written_at"] == "2025-11-21T10:38:52+00:00"
+    text = explain(*IDLE, str(SAMPLES / "idle-veto-checkpoint-writes.json"), capsys)
+    assert "checkpoints: 2 object(s) written since 2025-11-21T10:10:12.345000+00:00" in text
+    # and the same reads without a checkpoint listing (no CheckpointBucketPattern) confirm the stop
+    stop = explain(*IDLE, str(SAMPLES / "idle-stop.json"), capsys, "--json")
+    assert (
+        stop["decisions"][0]["code"] == "idle.stop.idle"
+        and "checkpoints" not in stop["decisions"][0]["judge"]["signals"]
+    )
 
 
 def test_insufficient_evidence_says_what_was_missing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""The stall judge at the StopReview seam, with in-memory fakes of its two readers."""
+"""The stall judge at the StopReview seam, with in-memory fakes of its readers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.guards.base import AlarmNaming, GuardVerdict, Notice, Verdict
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
@@ -81,6 +82,24 @@ class Logs:
         return LogRhythm.of(start, end, self.lines or (), complete=True)
 
 
+class Checkpoints:
+    """ListObjectsV2 on the job's checkpoint location: the objects' LastModified (``unread``: why not)."""
+
+    def __init__(self, written: Sequence[datetime] = (), *, unread: str | None = None) -> None:
+        self.written, self.unread = written, unread
+        self.calls: list[tuple[str, datetime]] = []
+
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        self.calls.append((s3_uri, since))
+        if self.unread:
+            return CheckpointProgress.unknown(self.unread)
+        new = tuple(sorted(t for t in self.written if t >= since))
+        return CheckpointProgress(checked=True, written=len(new), total=len(self.written), written_at=new)
+
+
+CHECKPOINTS = {"CheckpointConfig": {"S3Uri": "s3://ckpt/job-1/"}}
+
+
 def training(started: datetime, **overrides: Any) -> Any:
     millis = str(int(started.timestamp() * 1000))
     return job(
@@ -94,6 +113,10 @@ def training(started: datetime, **overrides: Any) -> Any:
 IDLE_HOST = {("GPUUtilization", "job-1/algo-1"): 0.0, ("CPUUtilization", "job-1/algo-1"): 4.0}
 
 
+def judging(mode: Mode) -> Policy:
+    return Policy(mode=mode, judge={"enabled": True})
+
+
 def review(
     guard: Any,
     role: str,
@@ -101,19 +124,20 @@ def review(
     logs: Logs,
     *,
     j: Any = None,
-    mode: Mode = Mode.ENFORCE,
     policy: Policy | None = None,
     alarm_minutes: int | None = None,
+    checkpoints: Checkpoints | None = None,
 ) -> GuardVerdict:
     j = j or training(NOW - timedelta(hours=2))
-    policy = policy or Policy(mode=mode, judge={"enabled": True})
+    policy = policy or judging(Mode.ENFORCE)
+    mode = policy.mode
     evidence: dict[str, Any] = {"threshold": 1.0}
     if alarm_minutes is not None:  # the window the notification repeats (a trigger when under the guard's)
         evidence.update(evaluation_periods=alarm_minutes, period_seconds=60)
     notice = Notice(job=j, mode=mode, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence=evidence)
     verdict = guard.judge(role, notice, guard.config(policy))
     assert verdict.stops
-    return StallJudge(metrics, logs).review(guard, role, notice, verdict, policy)
+    return StallJudge(metrics, logs, checkpoints).review(guard, role, notice, verdict, policy)
 
 
 def test_an_idle_stop_is_confirmed_with_the_evidence_when_every_signal_is_quiet() -> None:
@@ -148,7 +172,7 @@ def test_a_throttled_read_is_insufficient_evidence_never_a_stop_also_in_audit_mo
             IdleRole.NOTIFYING,
             Metrics(IDLE_HOST, error="GetMetricData failed (Throttling)"),
             Logs(),
-            mode=mode,
+            policy=judging(mode),
         )
         assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.INSUFFICIENT
         assert "GetMetricData failed (Throttling)" in verdict.decision.evidence["judge"]["missing"]
@@ -157,7 +181,7 @@ def test_a_throttled_read_is_insufficient_evidence_never_a_stop_also_in_audit_mo
 
 
 def test_audit_mode_records_what_enforce_would_do_with_the_evidence() -> None:
-    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), mode=Mode.AUDIT)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), policy=judging(Mode.AUDIT))
     assert verdict.stops and not verdict.decision.acts and "judge" in verdict.decision.evidence
 
 
@@ -187,6 +211,60 @@ def test_a_hang_at_busy_gpus_is_confirmed_and_any_defined_metric_vetoes_it() -> 
     line = LogEvidence(streams=1, line_at=NOW - timedelta(minutes=2), line_stream="job-1/algo-1-1")
     logging = review(PROGRESS, ProgressRole.STALL, Metrics(pinned), Logs(line), j=progress_job())
     assert logging.decision.code == JudgeCode.LOGS_ACTIVE
+
+
+def test_files_a_long_save_writes_to_the_checkpoint_location_veto_the_idle_stop() -> None:
+    # A sharded save on a large host: GPUs idle, a few busy cores (4 of 192 vCPUs), the log silent; the
+    # shards it wrote in the last half hour are its sign of life
+    saving = Checkpoints([NOW - timedelta(minutes=40), NOW - timedelta(minutes=6), NOW - timedelta(minutes=2)])
+    j = training(NOW - timedelta(hours=2), **CHECKPOINTS)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), j=j, checkpoints=saving)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.CHECKPOINT_WRITES
+    assert verdict.decision.action is Action.NONE and verdict.reset == ("gov-idle-job-1",)
+    # listed once, since what a stop needs (the 30-minute window): the object of 40 minutes ago is not counted
+    assert saving.calls == [("s3://ckpt/job-1/", NOW - timedelta(minutes=30))]
+    recorded = verdict.decision.evidence["judge"]["checkpoints"]
+    assert recorded["written"] == 2 and recorded["latest_written_at"] == (NOW - timedelta(minutes=2)).isoformat()
+    assert "s3://ckpt/job-1/" in verdict.decision.reason
+
+
+def test_a_save_that_ended_a_window_ago_is_no_sign_of_life_and_the_stall_is_stopped() -> None:
+    saved = Checkpoints([NOW - timedelta(minutes=31)])
+    j = training(NOW - timedelta(hours=2), **CHECKPOINTS)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), j=j, checkpoints=saved)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    assert verdict.decision.evidence["judge"]["checkpoints"]["written"] == 0
+
+
+def test_the_checkpoint_location_is_listed_only_when_every_other_signal_agrees() -> None:
+    saving = Checkpoints([NOW - timedelta(minutes=2)])
+    j = training(NOW - timedelta(hours=2), **CHECKPOINTS)
+    busy_cpu = {**IDLE_HOST, ("CPUUtilization", "job-1/algo-1"): 180.0}
+    vetoed = review(IDLE, IdleRole.NOTIFYING, Metrics(busy_cpu), Logs(), j=j, checkpoints=saving)
+    assert vetoed.decision.code == JudgeCode.CPU_BUSY and saving.calls == []
+    # a job without a checkpoint location: nothing to list, the stop stands
+    plain = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), checkpoints=saving)
+    assert plain.verdict is Verdict.STOP and saving.calls == []
+    assert "checkpoints" not in plain.decision.evidence["judge"]
+
+
+def test_an_unreadable_checkpoint_location_is_recorded_and_never_blocks_a_stop() -> None:
+    denied = Checkpoints(unread="ListObjectsV2 on ckpt failed (AccessDenied)")
+    j = training(NOW - timedelta(hours=2), **CHECKPOINTS)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(IDLE_HOST), Logs(), j=j, checkpoints=denied)
+    assert verdict.verdict is Verdict.STOP
+    assert (
+        verdict.decision.evidence["judge"]["checkpoints"]["unread"]
+        == "ListObjectsV2 on ckpt failed (AccessDenied)"
+    )
+
+
+def test_checkpoint_writes_veto_a_hang_too() -> None:
+    pinned = {("GPUUtilization", "job-1/algo-1"): 100.0, ("CPUUtilization", "job-1/algo-1"): 300.0}
+    j = progress_job().model_copy(update={"checkpoint_s3_uri": "s3://ckpt/job-1/"})
+    saving = Checkpoints([NOW - timedelta(minutes=3)])
+    verdict = review(PROGRESS, ProgressRole.STALL, Metrics(pinned), Logs(), j=j, checkpoints=saving)
+    assert verdict.decision.code == JudgeCode.CHECKPOINT_WRITES and len(saving.calls) == 1
 
 
 def test_the_judge_can_be_switched_off_by_the_policy() -> None:

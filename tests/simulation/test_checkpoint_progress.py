@@ -47,6 +47,23 @@ def test_checkpoints_are_written_at_their_cadence_with_virtual_times() -> None:
     assert run.final_status == "Completed"
 
 
+def test_a_save_phase_writes_its_files_while_it_lasts() -> None:
+    # Given a job whose 20-minute save (training minutes 30-50) writes a shard every 4 minutes
+    save = {"name": "save", "gpu_percent": 0, "duration_minutes": 20, "start_minute": 30}
+    simulation = Simulation(
+        scenario(job("saver", train_hours=2, phases=[{**save, "checkpoint_files_every_minutes": 4}])),
+        governed=False,
+    )
+    simulation.run()
+    simulation.checkpoint_objects.complete()
+    objects = simulation.checkpoint_objects.objects["sim-checkpoints"]
+    # Then the shards land every 4 minutes of the phase (it begins at minute 37: Starting 4 + Downloading 3),
+    # stamped with their virtual times, and none after it ends
+    shards = sorted(k for k in objects if "/shards/" in k)
+    assert shards == [f"saver/shards/{m:07d}.distcp" for m in (41, 45, 49, 53, 57)]
+    assert [objects[k] for k in shards] == [simulation.clock.at(m) for m in (41, 45, 49, 53, 57)]
+
+
 def test_a_failed_attempt_with_a_new_checkpoint_is_resumed_and_one_without_is_not() -> None:
     # Given two jobs failing with a GPU fault after 2.5 h: one checkpoints every 30 min, one every 4 h
     simulation = Simulation(

@@ -185,7 +185,8 @@ def explain_alarm(
     """What the alarm stopper would do with an alarm notification (an SNS event, or an SQS batch from the
     alarm queue), assuming the alarm exists with this stack's tags for the described job. ``evidence``: the
     stall judge's reads (``smgov.stall_evidence``: the metric series per host and signal, the training
-    metrics' datapoints, the job's log streams and lines); the judge then reviews every stop as deployed,
+    metrics' datapoints, the job's log streams and lines, its checkpoint location's objects); the judge then
+    reviews every stop as deployed,
     and each decision shows its inputs and verdict under ``judge``. Without it no stop is judged (said in
     ``assumed``)."""
     from sagemaker_governance.events.alarms import alarm_notifications, queued_alarm_notification
@@ -193,7 +194,7 @@ def explain_alarm(
     from sagemaker_governance.observability import logger
     from sagemaker_governance.service.guard_stopper import GuardStopper
     from sagemaker_governance.service.stall_judge import StallJudge
-    from smgov.stall_evidence import OfflineLogActivity, OfflineMetricData, load_evidence
+    from smgov.stall_evidence import OfflineCheckpoints, OfflineLogActivity, OfflineMetricData, load_evidence
 
     bodies = sqs_bodies(raw_event)
     messages = (
@@ -207,7 +208,8 @@ def explain_alarm(
     review = None
     if evidence is not None:
         read = load_evidence(evidence)
-        review = StallJudge(OfflineMetricData(read), OfflineLogActivity(read))
+        checkpoints = OfflineCheckpoints(read) if read.checkpoint_objects is not None else None
+        review = StallJudge(OfflineMetricData(read), OfflineLogActivity(read), checkpoints)
     saved_level = logger.log_level
     logger.setLevel("WARNING")  # the service's info logs would mix into what is printed (and --json)
     try:

@@ -14,6 +14,10 @@ written by hand::
       "log_streams": ["<job>/algo-1-1763719380"],   # DescribeLogStreams' logStreamName of the job's streams
       "log_events": [                                # FilterLogEvents' events (any, the reader filters)
         {"logStreamName": "<job>/algo-1-1763719380", "timestamp": 1763719800000, "message": "step 10"}
+      ],
+      "checkpoint_objects": [                        # ListObjectsV2's Contents under the job's
+        {"Key": "<prefix>/shard-3.distcp",           #  CheckpointConfig.S3Uri (optional)
+         "LastModified": "2025-11-21T10:36:00Z"}
       ]
     }
 
@@ -21,7 +25,9 @@ Host series (``GPUUtilization``, ``GPUMemoryUtilization``, ``CPUUtilization``, `
 dimension ``Host``) are one-minute values as SageMaker publishes them; a training metric (dimension
 ``TrainingJobName``) lists each datapoint it published (the judge counts them per minute, as its
 ``SampleCount`` read does). A series the file does not name was read and is empty (no datapoint); leave
-out ``log_streams`` to say the log read failed. Only what lies in the judge's window counts, as in AWS.
+out ``log_streams`` to say the log read failed. Leave out ``checkpoint_objects`` for a deployment that
+lists no checkpoint location (no ``CheckpointBucketPattern``): the judge then does not ask. Only what lies
+in the judge's window counts, as in AWS.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.job import parse_timestamp
 from sagemaker_governance.domain.stall_judge import JudgeCode, LogEvidence, LogRhythm, MetricRead, MetricReadResult
 
@@ -82,12 +89,23 @@ class LogEvent(_Model):
         return parse_timestamp(value)
 
 
+class S3Object(_Model):
+    key: str = Field(alias="Key")
+    last_modified: datetime = Field(alias="LastModified")
+
+    @field_validator("last_modified", mode="before")
+    @classmethod
+    def _time(cls, value: Any) -> Any:
+        return parse_timestamp(value)
+
+
 class StallEvidenceFile(_Model):
     """The judge's reads as saved answers (the module docstring has the shape)."""
 
     metrics: tuple[Series, ...] = ()
     log_streams: tuple[str, ...] | None = None
     log_events: tuple[LogEvent, ...] = ()
+    checkpoint_objects: tuple[S3Object, ...] | None = None
 
 
 def _minute(t: datetime) -> datetime:
@@ -153,6 +171,22 @@ class OfflineLogActivity:
         prefix = f"{job_name}/"
         times = [e.timestamp for e in self._evidence.log_events if e.stream.startswith(prefix)]
         return LogRhythm.of(start, end, times, complete=True)
+
+
+class OfflineCheckpoints:
+    """``CheckpointWritesPort`` over the file: the objects under the job's location written since then."""
+
+    def __init__(self, evidence: StallEvidenceFile) -> None:
+        self._objects = evidence.checkpoint_objects or ()
+
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        prefix = s3_uri.removeprefix("s3://").partition("/")[2]
+        under = [o for o in self._objects if o.key.startswith(prefix)]
+        written = tuple(sorted(o.last_modified for o in under if o.last_modified >= since))
+        latest = max((o.last_modified for o in under), default=None)
+        return CheckpointProgress(
+            checked=True, written=len(written), total=len(under), latest=latest, written_at=written
+        )
 
 
 def load_evidence(raw: Mapping[str, Any]) -> StallEvidenceFile:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
+from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmArming,
     CloudWatchAlarmOwnership,
@@ -15,7 +16,7 @@ from sagemaker_governance.adapters.queue import EventSourceMappingPoller
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.adapters.training_logs import TrainingLogs
-from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.composition.root import LazyClient, Root, freeze_imports
 from sagemaker_governance.service.guard_stopper import GuardStopper
 from sagemaker_governance.service.stall_judge import StallJudge
 
@@ -31,12 +32,14 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
     TrainingLogs,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
+    CheckpointStore,  # the stall judge, before a stop; granted only when CheckpointBucketPattern is set
 )
 
 
 def build(root: Root) -> GuardStopper:
     root.idempotency  # noqa: B018  (the delivery ledger its handler claims deliveries in: built with the service)
     cloudwatch = root.client("cloudwatch")
+    pattern = root.settings.checkpoint_bucket_pattern
     alarms = CloudWatchAlarmOwnership(cloudwatch, root.settings.alarm_arn)
     return GuardStopper(
         guards=root.guards,
@@ -51,7 +54,10 @@ def build(root: Root) -> GuardStopper:
         naming=root.alarm_naming,
         account_id=root.settings.account_id,
         review=StallJudge(
-            CloudWatchMetricData(cloudwatch, root.metrics), TrainingLogs(root.client("logs"), root.metrics)
+            CloudWatchMetricData(cloudwatch, root.metrics),
+            TrainingLogs(root.client("logs"), root.metrics),
+            # listed only before a stop: the client is built then, not at cold start
+            CheckpointStore(LazyClient(root, "s3"), pattern, root.metrics) if pattern else None,
         ),
         windows=CloudWatchAlarmWindows(cloudwatch),
         transitions=alarms,  # a notification superseded by a newer state change of its alarm resets nothing

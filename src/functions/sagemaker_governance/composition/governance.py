@@ -124,14 +124,3 @@ def clone_reactions(
         AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common),
         SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
     )
-
-
-class LazyClient:
-    """A boto3 client built by the root on its first call (the cold start does not pay for it)."""
-
-    def __init__(self, root: Root, service: str) -> None:
-        self._root = root
-        self._service = service
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._root.client(self._service), name)

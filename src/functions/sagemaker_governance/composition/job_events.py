@@ -19,13 +19,12 @@ from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.adapters.spot_health import SpotHealthLedger
 from sagemaker_governance.adapters.training_logs import TrainingLogTails
 from sagemaker_governance.composition.governance import (
-    LazyClient,
     Ports,
     alarm_guards,
     clone_reactions,
     compliance_service,
 )
-from sagemaker_governance.composition.root import Root, freeze_imports
+from sagemaker_governance.composition.root import LazyClient, Root, freeze_imports
 from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.service.efficiency import EfficiencyReaction
 from sagemaker_governance.service.job_events import JobEventsService, Reaction

@@ -203,6 +203,17 @@ class Root:
 _provided: Root | None = None
 
 
+class LazyClient:
+    """A boto3 client built by the root on its first call (the cold start does not pay for it)."""
+
+    def __init__(self, root: Root, service: str) -> None:
+        self._root = root
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._root.client(self._service), name)
+
+
 def current() -> Root:
     """The root the handlers use: the provided one, else the container's own (built on first call)."""
     global _provided  # noqa: PLW0603

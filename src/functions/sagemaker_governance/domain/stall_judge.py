@@ -9,7 +9,11 @@ module decides, purely, whether the signals agree that the job is stuck:
 * **every training metric the job defines** (``MetricDefinitions``, dimension ``TrainingJobName``;
   SampleCount: any datapoint is a log line that matched, i.e. progress);
 * **log activity**: whether any of the job's own streams (``<job>/algo-<n>-<epoch>``) in
-  ``/aws/sagemaker/TrainingJobs`` received a line in the window.
+  ``/aws/sagemaker/TrainingJobs`` received a line in the window;
+* **checkpoint writes**, listed last and only when every other signal agrees: whether objects landed
+  under the job's ``CheckpointConfig.S3Uri`` within what a stop needs (the guard's window; a hang: its
+  silence limit). A long save of a large model keeps the GPUs idle and the log silent, and on a large host
+  its few busy cores stay far below ``cpu_busy_percent``: the files it writes are its sign of life.
 
 The rules (``judge``):
 
@@ -30,8 +34,11 @@ allocated in a stalled job and in a healthy one alike (one calibration trace sat
 with 22 GB allocated).
 
 CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publishes the sum over them,
-0-100 x vCPUs): a stalled process leaves its host at a few percent per vCPU, a CPU phase well above
-``cpu_busy_percent``. Where the vCPU count is unknown, busy vCPUs (``CPUUtilization`` / 100) decide.
+0-100 x vCPUs): a stalled process leaves its host at a few percent per vCPU, a CPU phase that keeps many
+cores busy (a parallel download, tokenization, a CPU evaluation) well above ``cpu_busy_percent``. A phase
+of a few busy cores on a large host does not reach it (8 of 192 vCPUs is 4%): there the log, the
+checkpoint writes, the job's declared tolerance or the window protect it, not the CPU. Where the vCPU
+count is unknown, busy vCPUs (``CPUUtilization`` / 100) decide.
 """
 
 from __future__ import annotations
@@ -98,6 +105,7 @@ class JudgeCode(StrEnum):
     LOGS_ACTIVE = "judge.veto.logs-active"
     GPU_WORKING = "judge.veto.gpu-working"
     METRIC_PROGRESS = "judge.veto.metric-progress"
+    CHECKPOINT_WRITES = "judge.veto.checkpoint-writes"
     WAIT = "judge.wait.window"  # the signals agree over the trigger's span; a stop needs longer: widened
     INSUFFICIENT = "judge.skip.insufficient-evidence"
 
@@ -218,6 +226,30 @@ class LogEvidence(BaseModel):
     truncated: bool = False  # the search stopped before it could say "no line"
 
 
+class CheckpointWrites(BaseModel):
+    """The job's checkpoint location (``CheckpointConfig.S3Uri``) as listed before a stop: how many objects
+    were written there since ``since``, the latest of them, or why the listing could not say (``unread``:
+    a bucket outside ``CheckpointBucketPattern``, a denied or throttled read, a listing cut short)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    location: str
+    since: datetime
+    written: int = 0
+    latest_at: datetime | None = None
+    unread: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        if self.unread is not None:
+            return {"location": self.location, "since": self.since.isoformat(), "unread": self.unread}
+        return {
+            "location": self.location,
+            "since": self.since.isoformat(),
+            "written": self.written,
+            "latest_written_at": self.latest_at.isoformat() if self.latest_at else None,
+        }
+
+
 # The fewest lines whose gaps say anything about a job's rhythm (three gaps).
 MIN_RHYTHM_LINES: Final = 4
 
@@ -284,6 +316,8 @@ class Evidence(BaseModel):
     gpu_hosts: int = Field(description="How many of the hosts have GPUs (publish GPUUtilization).")
     metrics: dict[str, int | None] = Field(default_factory=dict, description="Training metric -> datapoints.")
     logs: LogEvidence | None = None
+    # The checkpoint location, listed only when every other signal agrees (None: not listed, or no location)
+    checkpoints: CheckpointWrites | None = None
     missing: tuple[str, ...] = ()  # reads that failed, with why
 
     @property
@@ -338,6 +372,8 @@ def summarize(evidence: Evidence) -> dict[str, Any]:
             "line_in_window_at": logs.line_at.isoformat() if logs.line_at else None,
             "line_stream": logs.line_stream,
         }
+    if evidence.checkpoints is not None:
+        out["checkpoints"] = evidence.checkpoints.summary()
     if evidence.missing:
         out["missing"] = list(evidence.missing)
     return out
@@ -429,6 +465,17 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             reason=f"the job wrote a log line at {logs.line_at.isoformat()}"
             + (f" ({logs.line_stream})" if logs.line_stream else "")
             + f", within the {evidence.minutes}-minute window: it is not silent",
+            evidence=summary,
+        )
+    saved = evidence.checkpoints
+    if saved is not None and saved.written:
+        latest = f" (the latest at {saved.latest_at.isoformat()})" if saved.latest_at else ""
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.CHECKPOINT_WRITES,
+            reason=f"the job wrote {saved.written} object(s) to its checkpoint location {saved.location} since "
+            f"{saved.since.isoformat()}{latest}: it is saving its state (a long save of a large model keeps GPUs "
+            "idle and the log silent), not stalled",
             evidence=summary,
         )
     if kind is StallKind.IDLE:

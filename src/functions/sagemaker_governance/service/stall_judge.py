@@ -10,6 +10,8 @@ otherwise widened to that: ``judge.wait.window``), never before the job (re)ente
   ``CPUUtilization``, ``MemoryUtilization`` (one-minute Average), and ``SampleCount`` of every training
   metric the job defines (or those the policy's ``judge.progress_metric_names`` lists);
 * the job's log streams (``adapters/training_logs.py``: ``DescribeLogStreams`` + ``FilterLogEvents``);
+* last, and only when every other signal agrees, the job's checkpoint location (``adapters/checkpoints.py``:
+  ``ListObjectsV2`` on ``CheckpointConfig.S3Uri``, in the buckets ``CheckpointBucketPattern`` names);
 
 and asks ``domain/stall_judge.judge`` whether every signal agrees. Confirmed: the guard's verdict
 stands, its decision carrying the evidence. Otherwise the verdict is ``VETOED`` with the judge's code,
@@ -27,12 +29,14 @@ from typing import Any, NamedTuple, Protocol
 
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice, Verdict, training_started_at
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
 from sagemaker_governance.domain.instances import instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
     GPU,
     HOST_METRICS,
+    CheckpointWrites,
     Evidence,
     Finding,
     HostEvidence,
@@ -72,6 +76,11 @@ class LogActivityPort(Protocol):
         ``AdapterError``."""
 
 
+class CheckpointWritesPort(Protocol):
+    def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
+        """The objects under ``s3_uri`` written at or after ``since`` (never raises: unread says why)."""
+
+
 class _Case(NamedTuple):
     """One judgement: the guard and its verdict, what the judge judges (``kind``), the trigger's span (the
     alarm's window, at most the guard's), what a stop needs (the guard's window; a hang: the job's silence
@@ -99,9 +108,12 @@ class _Case(NamedTuple):
 class StallJudge:
     """The ``StopReview`` that reads the job's metrics and logs before a guard's stop is carried out."""
 
-    def __init__(self, metrics: MetricReadPort, logs: LogActivityPort) -> None:
+    def __init__(
+        self, metrics: MetricReadPort, logs: LogActivityPort, checkpoints: CheckpointWritesPort | None = None
+    ) -> None:
         self._metrics = metrics
         self._logs = logs
+        self._checkpoints = checkpoints  # None: the deployment lists no checkpoint location
 
     def review(
         self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
@@ -148,6 +160,8 @@ class StallJudge:
             whole = judge(kind, over, settings, gpu_threshold=threshold)
             if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
+        if finding.confirmed:  # every other signal agrees (a stop or a wait follows): is the job saving?
+            case, finding = self._saving(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
         if span < window and (waiting := self._wait(case, finding)) is not None:
@@ -307,6 +321,33 @@ class StallJudge:
             )
             evidence = self.gather(job, now, start, settings, logs=logs)
         return evidence, rhythm, needed
+
+    def _saving(self, case: _Case, finding: Finding) -> tuple[_Case, Finding]:
+        """The case judged again with the job's checkpoint writes since what a stop needs (the guard's
+        window; a hang: its silence limit), never before the evidence's start; unchanged when the job has no
+        checkpoint location or the deployment lists none. Read last: one listing, only before a stop or a
+        wait, never on a veto the other signals already gave."""
+        job, now = case.notice.job, case.notice.now
+        uri = getattr(job, "checkpoint_s3_uri", None)
+        if self._checkpoints is None or not uri:
+            return case, finding
+        evidence = case.evidence
+        since = max(evidence.start, now - case.needed)
+        progress = self._checkpoints.progress(uri, since)
+        if progress.checked:
+            written = [t for t in progress.written_at if t >= since]
+            saving = CheckpointWrites(
+                location=uri, since=since, written=len(written), latest_at=max(written, default=None)
+            )
+        else:
+            saving = CheckpointWrites(location=uri, since=since, unread=progress.note or "not read")
+        evidence = evidence.model_copy(update={"checkpoints": saving})
+        case = (
+            case._replace(over_needed=evidence)
+            if case.over_needed is not None
+            else case._replace(over_span=evidence)
+        )
+        return case, judge(case.kind, evidence, case.settings, gpu_threshold=case.threshold)
 
     @staticmethod
     def _judged(

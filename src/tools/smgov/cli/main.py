@@ -282,6 +282,12 @@ def _print_judge(judge: dict[str, Any]) -> None:
         )
     else:
         print(f"        logs: {logs['streams']} stream(s), no line in the window")
+    saved = signals.get("checkpoints")
+    if saved and saved.get("unread"):
+        print(f"        checkpoints: {saved['location']} not read ({saved['unread']})")
+    elif saved:
+        latest = f", the latest at {saved['latest_written_at']}" if saved.get("latest_written_at") else ""
+        print(f"        checkpoints: {saved['written']} object(s) written since {saved['since']}{latest}")
     for missing in signals.get("missing", []):
         print(f"        missing: {missing}")
     rejudge = judge.get("rejudge") or {}

@@ -3,7 +3,9 @@
 A job with a ``CheckpointConfig`` saves its progress every ``checkpoint_every_minutes`` of training; each
 save is one object under its ``S3Uri`` (``step-<training minute>.pt``) whose ``LastModified`` is the
 virtual time it was written. Auto-resume lists the location to see whether the failed attempt wrote any
-(``adapters/checkpoints.py``). moto stamps objects with the wall clock, so this double answers the
+(``adapters/checkpoints.py``). A script phase with ``checkpoint_files_every_minutes`` (a long save of a
+sharded model) writes one object there every N minutes while it lasts (``shards/<minute>.distcp``), which
+the stall judge lists before a stop. moto stamps objects with the wall clock, so this double answers the
 listing instead, after botocore has validated the request (like the SageMaker double); every other S3
 call still goes to moto.
 """
@@ -25,16 +27,38 @@ def split(uri: str) -> tuple[str, str]:
 
 
 class CheckpointObjects:
-    def __init__(self, at: Callable[[int], datetime]) -> None:
+    def __init__(self, at: Callable[[int], datetime], now: Callable[[], int] = lambda: 0) -> None:
         self._at = at  # virtual minute -> datetime
+        self._now = now  # the current virtual minute
         self.objects: dict[str, dict[str, datetime]] = {}  # bucket -> key -> LastModified
         self.listings = 0
         self._pending: dict[int, dict[str, Any]] = {}
+        self._writers: dict[str, list[list[int | None]]] = {}  # uri -> [start, end (None: open), every]
 
     def save(self, uri: str, training_minute: int, minute: int) -> None:
         """A checkpoint of ``training_minute`` minutes of work written at virtual ``minute``."""
         bucket, prefix = split(uri)
         self.objects.setdefault(bucket, {})[f"{prefix}step-{training_minute:07d}.pt"] = self._at(minute)
+
+    def writing(self, uri: str, every: int | None, minute: int) -> None:
+        """From ``minute`` on, a file lands under ``uri`` every ``every`` minutes (None: no more files)."""
+        segments = self._writers.setdefault(uri, [])
+        if segments and segments[-1][1] is None:
+            segments[-1][1] = minute
+        if every:
+            segments.append([minute, None, every])
+
+    def complete(self) -> None:
+        """The files the writing phases have completed by now, as objects."""
+        now = self._now()
+        for uri, segments in self._writers.items():
+            bucket, prefix = split(uri)
+            keys = self.objects.setdefault(bucket, {})
+            for start, end, every in segments:
+                assert start is not None and every is not None
+                last = now if end is None else min(end, now)
+                for minute in range(start + every, last + 1, every):
+                    keys.setdefault(f"{prefix}shards/{minute:07d}.distcp", self._at(minute))
 
     def attach(self, client: Any) -> Any:
         client.meta.events.register("before-parameter-build.s3.ListObjectsV2", self._capture)
@@ -46,6 +70,7 @@ class CheckpointObjects:
 
     def _list(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         self.listings += 1
+        self.complete()
         request = self._pending.pop(id(model), {})
         bucket = str(request.get("Bucket") or "")
         prefix = str(request.get("Prefix") or "")

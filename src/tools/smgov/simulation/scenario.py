@@ -53,6 +53,7 @@ DEFAULT_SET = (
     "failure-classes",
     "efficiency-nudges",
     "spot-storm-pending",
+    "checkpoint-saves",
     "fleet",
 )
 TRANSIENT_FAILURE = "InternalServerError: We encountered an internal error. Please try again."
@@ -85,6 +86,11 @@ class Phase(_Model):
     clock: PhaseClock = "training"
     log_every_minutes: NonNegativeInt | None = Field(
         None, description="a log line every N minutes during the phase (0: silent; None: as training)"
+    )
+    checkpoint_files_every_minutes: PositiveInt | None = Field(
+        None,
+        description="the phase writes a file to the job's checkpoint location every N minutes (a save of a "
+        "sharded model; one object under CheckpointConfig.S3Uri each, as SageMaker uploads them); None: none",
     )
 
     @model_validator(mode="after")

@@ -56,6 +56,8 @@ class Lifecycle:
         self.checkpoints: dict[str, int] = {}  # checkpoint location -> training minutes saved
         # A checkpoint was written: (location, training minutes it holds, virtual minute it was written).
         self.on_checkpoint: Callable[[str, int, int], None] | None = None
+        # A script phase writes files to the checkpoint location every N minutes from now (None: stops).
+        self.on_files: Callable[[str, int | None, int], None] | None = None
         self.active = len(specs)  # jobs not yet created or not yet ended
         self.last_end = 0
         self._ticks: list[tuple[int, int, str, int]] = []  # (minute, seq, job, token)
@@ -195,6 +197,20 @@ class Lifecycle:
             self.on_checkpoint(uri, minute, self.now - (job.progress - minute))
 
     def _publish(self, job: JobRun, activity: Activity) -> None:
+        before = self._activity(job)
+        if (
+            self.on_files is not None
+            and job.checkpoint_uri
+            and (before.kind, before.phase)
+            != (
+                activity.kind,
+                activity.phase,
+            )
+        ):
+            writes = [a.phase.checkpoint_files_every_minutes for a in (before, activity) if a.phase is not None]
+            if any(writes):  # a phase that writes files began or ended
+                every = activity.phase.checkpoint_files_every_minutes if activity.phase is not None else None
+                self.on_files(job.checkpoint_uri, every if activity.kind == "training" else None, self.now)
         job.activity = activity
         self.telemetry.publish(job, activity, self.now)
 

@@ -134,8 +134,10 @@ class Simulation:
             logs=self.logs,
             emit=self._emit,
         )
-        self.checkpoint_objects = CheckpointObjects(self.clock.at)  # what S3 lists under each CheckpointConfig
+        self.checkpoint_objects = CheckpointObjects(self.clock.at, lambda: self.clock.now)  # S3 under each job's
+        # CheckpointConfig: the checkpoints of its progress, and the files its save phases write
         self.lifecycle.on_checkpoint = self.checkpoint_objects.save
+        self.lifecycle.on_files = self.checkpoint_objects.writing
         self.account = SimulatedAccount(
             self.template,
             scenario,
