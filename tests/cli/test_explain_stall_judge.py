@@ -38,6 +38,7 @@ def explain(alarm: str, describe: str, evidence: str, capsys: pytest.CaptureFixt
         ("idle-veto-gpu-busy.json", IDLE, "veto", "judge.veto.gpu-busy", "none"),
         ("idle-veto-metric-progress.json", IDLE, "veto", "judge.veto.metric-progress", "none"),
         ("idle-veto-checkpoint-writes.json", IDLE, "veto", "judge.veto.checkpoint-writes", "none"),
+        ("idle-veto-disk-writes.json", IDLE, "veto", "judge.veto.disk-writes", "none"),
         ("idle-insufficient.json", IDLE, "insufficient-evidence", "judge.skip.insufficient-evidence", "none"),
         ("hang-stop.json", HANG, "stop", "progress.stop.stalled", "stop"),
         ("hang-veto-gpu-working.json", HANG, "veto", "judge.veto.gpu-working", "none"),

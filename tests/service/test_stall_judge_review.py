@@ -267,6 +267,67 @@ def test_checkpoint_writes_veto_a_hang_too() -> None:
     assert verdict.decision.code == JudgeCode.CHECKPOINT_WRITES and len(saving.calls) == 1
 
 
+class FillingDisk(Metrics):
+    """A job whose hosts' disk use grows by ``per_minute`` points a minute (DiskUtilization), or whose disk
+    read fails (``disk_error``); every other series as in ``Metrics``."""
+
+    def __init__(
+        self, values: dict[tuple[str, str], float], per_minute: float = 0.0, disk_error: str | None = None
+    ) -> None:
+        super().__init__(values)
+        self.per_minute, self.disk_error = per_minute, disk_error
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        if not queries or queries[0].metric != "DiskUtilization":
+            return super().read(queries, start, end, period)
+        self.calls.append((queries, start, end))
+        if self.disk_error:
+            return MetricReadResult({q.id: None for q in queries}, (self.disk_error,))
+        minutes = int((end - start).total_seconds() // 60)
+        return MetricReadResult(
+            {q.id: tuple(20 + self.per_minute * m for m in range(minutes)) for q in queries}, ()
+        )
+
+
+def test_a_disk_that_fills_vetoes_the_idle_stop_a_silent_download_or_local_save() -> None:
+    # A download to local disk (or a save to the local checkpoint path) on a large host: GPUs idle, a few
+    # busy cores, the log silent; the disk grows by 0.05 points a minute (1.45 over the 30 minutes)
+    metrics = FillingDisk(IDLE_HOST, per_minute=0.05)
+    listing = Checkpoints()
+    j = training(NOW - timedelta(hours=2), **CHECKPOINTS)
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), j=j, checkpoints=listing)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.DISK_WRITES
+    assert "job-1/algo-1 (1.45 points)" in verdict.decision.reason and verdict.reset == ("gov-idle-job-1",)
+    disk = verdict.decision.evidence["judge"]["disk"]
+    assert (
+        disk["largest_changes"] == {"job-1/algo-1": 1.45}
+        and disk["since"] == (NOW - timedelta(minutes=30)).isoformat()
+    )
+    # read last, over what a stop needs; the disk already said it, so the checkpoint location is not listed
+    (disk_read,) = [c for c in metrics.calls if c[0][0].metric == "DiskUtilization"]
+    assert disk_read[1:] == (NOW - timedelta(minutes=30), NOW) and listing.calls == []
+
+
+def test_a_disk_that_moves_less_than_the_threshold_is_no_sign_of_life() -> None:
+    metrics = FillingDisk(IDLE_HOST, per_minute=0.01)  # 0.29 points over the window: under 0.5
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs())
+    assert verdict.verdict is Verdict.STOP and verdict.decision.evidence["judge"]["disk"]["largest_changes"] == {
+        "job-1/algo-1": 0.29
+    }
+    # and a team may count smaller writes as a sign of life
+    lower = Policy(mode=Mode.ENFORCE, judge={"enabled": True, "disk_change_percent": 0.2})
+    assert review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), policy=lower).decision.code == JudgeCode.DISK_WRITES
+
+
+def test_a_failed_disk_read_is_recorded_and_never_blocks_a_stop() -> None:
+    metrics = FillingDisk(IDLE_HOST, disk_error="GetMetricData failed (Throttling)")
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs())
+    assert verdict.verdict is Verdict.STOP
+    assert verdict.decision.evidence["judge"]["disk"]["unread"] == "GetMetricData failed (Throttling)"
+
+
 def test_the_judge_can_be_switched_off_by_the_policy() -> None:
     metrics = Metrics(IDLE_HOST)
     verdict = review(
@@ -394,10 +455,13 @@ def test_a_pinned_job_that_logged_every_minute_is_judged_hung_after_20_silent_mi
     # read since the job entered Training, the metrics again over the 20 minutes; the lines are not read
     # again (the rhythm's read holds them)
     assert logs.rhythm_calls == [(started, NOW)] and len(logs.calls) == 1
+    # and, last, before the stop, the hosts' disk use over those 20 minutes
     assert [(start, end) for _, start, end in metrics.calls] == [
         (NOW - timedelta(minutes=30), NOW),
         (NOW - timedelta(minutes=20), NOW),
+        (NOW - timedelta(minutes=20), NOW),
     ]
+    assert {q.metric for q in metrics.calls[-1][0]} == {"DiskUtilization"}
 
 
 def test_fifteen_silent_minutes_of_a_job_that_logs_every_minute_are_no_hang() -> None:
@@ -469,6 +533,7 @@ def test_an_idle_trigger_is_never_an_idle_stop_before_the_window_the_alarm_is_mo
     assert [(start, end) for _, start, end in metrics.calls] == [
         (NOW - timedelta(minutes=20), NOW),
         (NOW - timedelta(minutes=25), NOW),
+        (NOW - timedelta(minutes=25), NOW),  # last, the disk (what a wait needs too)
     ]
 
 

@@ -22,7 +22,7 @@ written by hand::
     }
 
 Host series (``GPUUtilization``, ``GPUMemoryUtilization``, ``CPUUtilization``, ``MemoryUtilization``,
-dimension ``Host``) are one-minute values as SageMaker publishes them; a training metric (dimension
+``DiskUtilization``, dimension ``Host``) are one-minute values as SageMaker publishes them; a training metric (dimension
 ``TrainingJobName``) lists each datapoint it published (the judge counts them per minute, as its
 ``SampleCount`` read does). A series the file does not name was read and is empty (no datapoint); leave
 out ``log_streams`` to say the log read failed. Leave out ``checkpoint_objects`` for a deployment that

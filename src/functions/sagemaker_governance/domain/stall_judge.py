@@ -10,10 +10,11 @@ module decides, purely, whether the signals agree that the job is stuck:
   SampleCount: any datapoint is a log line that matched, i.e. progress);
 * **log activity**: whether any of the job's own streams (``<job>/algo-<n>-<epoch>``) in
   ``/aws/sagemaker/TrainingJobs`` received a line in the window;
-* **checkpoint writes**, listed last and only when every other signal agrees: whether objects landed
-  under the job's ``CheckpointConfig.S3Uri`` within what a stop needs (the guard's window; a hang: its
-  silence limit). A long save of a large model keeps the GPUs idle and the log silent, and on a large host
-  its few busy cores stay far below ``cpu_busy_percent``: the files it writes are its sign of life.
+* **writes**, read last and only when every other signal agrees, within what a stop needs (the guard's
+  window; a hang: its silence limit): objects that landed under the job's ``CheckpointConfig.S3Uri``, and
+  each host's ``DiskUtilization`` moving by ``disk_change_percent`` or more. A long save of a large model
+  or a download inside the script keeps the GPUs idle and the log silent, and on a large host its few
+  busy cores stay far below ``cpu_busy_percent``: what it writes is its sign of life.
 
 The rules (``judge``):
 
@@ -58,6 +59,9 @@ GPU_MEMORY: Final = "GPUMemoryUtilization"
 CPU: Final = "CPUUtilization"
 MEMORY: Final = "MemoryUtilization"
 HOST_METRICS: Final = (GPU, GPU_MEMORY, CPU, MEMORY)
+# Read last, only before a stop (``DiskWrites``): the percent of the host's disk space the job's container
+# uses (SageMaker developer guide, "Amazon SageMaker AI metrics in Amazon CloudWatch", job metrics).
+DISK: Final = "DiskUtilization"
 # The shortest window a job may declare (domain/tolerance.py): the progress guard's own minimum window.
 MIN_DECLARED_MINUTES: Final = 10
 # The tags a job declares its own guard windows with (domain/tolerance.py reads them).
@@ -106,6 +110,7 @@ class JudgeCode(StrEnum):
     GPU_WORKING = "judge.veto.gpu-working"
     METRIC_PROGRESS = "judge.veto.metric-progress"
     CHECKPOINT_WRITES = "judge.veto.checkpoint-writes"
+    DISK_WRITES = "judge.veto.disk-writes"
     WAIT = "judge.wait.window"  # the signals agree over the trigger's span; a stop needs longer: widened
     INSUFFICIENT = "judge.skip.insufficient-evidence"
 
@@ -166,6 +171,12 @@ class JudgePolicy(BaseModel):
           max_declared_minutes: 240
           log_rhythm_factor: 3
           min_silence_minutes: 20
+          disk_change_percent: 0.5
+
+    ``disk_change_percent``: a host whose ``DiskUtilization`` moved by at least this many points (of 100)
+    within what a stop needs is writing to its disk (a save to the checkpoint path, a download) or
+    clearing it: a veto. A stalled process writes nothing; 0.5 points are 150 MB of a 30 GB volume and
+    40 GB of the 8 TB of instance storage an ``ml.p4d.24xlarge`` has.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -182,6 +193,7 @@ class JudgePolicy(BaseModel):
     max_declared_minutes: int = Field(default=240, ge=0, le=1440)
     log_rhythm_factor: float = Field(default=3.0, ge=1.0, le=20.0)
     min_silence_minutes: int = Field(default=20, ge=5, le=1440)
+    disk_change_percent: float = Field(default=0.5, gt=0, le=100)
 
     @field_validator("gpu_working_percent")
     @classmethod
@@ -247,6 +259,32 @@ class CheckpointWrites(BaseModel):
             "since": self.since.isoformat(),
             "written": self.written,
             "latest_written_at": self.latest_at.isoformat() if self.latest_at else None,
+        }
+
+
+class DiskWrites(BaseModel):
+    """Each host's ``DiskUtilization`` since ``since`` as read before a stop, oldest first (a host's None:
+    not read; ``unread``: the read failed, with why)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    since: datetime
+    hosts: dict[str, tuple[float, ...] | None] = Field(default_factory=dict)
+    unread: str | None = None
+
+    def changes(self) -> dict[str, float]:
+        """How far each host's disk use moved (highest minus lowest value), for hosts with two values."""
+        return {h: round(max(v) - min(v), 3) for h, v in self.hosts.items() if v is not None and len(v) >= 2}
+
+    def summary(self) -> dict[str, Any]:
+        if self.unread is not None:
+            return {"since": self.since.isoformat(), "unread": self.unread}
+        moved = sorted(self.changes().items(), key=lambda item: (-item[1], item[0]))
+        return {
+            "since": self.since.isoformat(),
+            "hosts_read": sum(1 for v in self.hosts.values() if v),
+            # the hosts whose disk moved most (at most MAX_HOSTS_RECORDED): points of 100
+            "largest_changes": dict(moved[:MAX_HOSTS_RECORDED]),
         }
 
 
@@ -318,6 +356,7 @@ class Evidence(BaseModel):
     logs: LogEvidence | None = None
     # The checkpoint location, listed only when every other signal agrees (None: not listed, or no location)
     checkpoints: CheckpointWrites | None = None
+    disk: DiskWrites | None = None  # read like the checkpoint location: last, before a stop
     missing: tuple[str, ...] = ()  # reads that failed, with why
 
     @property
@@ -374,6 +413,8 @@ def summarize(evidence: Evidence) -> dict[str, Any]:
         }
     if evidence.checkpoints is not None:
         out["checkpoints"] = evidence.checkpoints.summary()
+    if evidence.disk is not None:
+        out["disk"] = evidence.disk.summary()
     if evidence.missing:
         out["missing"] = list(evidence.missing)
     return out
@@ -467,17 +508,8 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             + f", within the {evidence.minutes}-minute window: it is not silent",
             evidence=summary,
         )
-    saved = evidence.checkpoints
-    if saved is not None and saved.written:
-        latest = f" (the latest at {saved.latest_at.isoformat()})" if saved.latest_at else ""
-        return Finding(
-            confirmed=False,
-            code=JudgeCode.CHECKPOINT_WRITES,
-            reason=f"the job wrote {saved.written} object(s) to its checkpoint location {saved.location} since "
-            f"{saved.since.isoformat()}{latest}: it is saving its state (a long save of a large model keeps GPUs "
-            "idle and the log silent), not stalled",
-            evidence=summary,
-        )
+    if (writing := _writes_veto(evidence, policy, summary)) is not None:
+        return writing
     if kind is StallKind.IDLE:
         if gpu_threshold is not None:
             busy = [h.host for h in evidence.hosts if any(v >= gpu_threshold for v in (h.values(GPU) or ()))]
@@ -519,6 +551,36 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             "no log line, whatever the GPUs do"
         )
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
+
+
+def _writes_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any]) -> Finding | None:
+    """What the job wrote, read last (``judge.veto.checkpoint-writes``, ``judge.veto.disk-writes``): objects
+    under its checkpoint location, or a host's disk use moving by ``disk_change_percent`` or more."""
+    saved = evidence.checkpoints
+    if saved is not None and saved.written:
+        latest = f" (the latest at {saved.latest_at.isoformat()})" if saved.latest_at else ""
+        return Finding(
+            confirmed=False,
+            code=JudgeCode.CHECKPOINT_WRITES,
+            reason=f"the job wrote {saved.written} object(s) to its checkpoint location {saved.location} since "
+            f"{saved.since.isoformat()}{latest}: it is saving its state (a long save of a large model keeps GPUs "
+            "idle and the log silent), not stalled",
+            evidence=summary,
+        )
+    disk = evidence.disk
+    moved = {h: c for h, c in disk.changes().items() if c >= policy.disk_change_percent} if disk else {}
+    if disk is None or not moved:
+        return None
+    named = ", ".join(f"{host} ({change:g} points)" for host, change in sorted(moved.items())[:5])
+    more = f" and {len(moved) - 5} more" if len(moved) > 5 else ""
+    return Finding(
+        confirmed=False,
+        code=JudgeCode.DISK_WRITES,
+        reason=f"the job's disk use moved by {policy.disk_change_percent:g} points or more since "
+        f"{disk.since.isoformat()} on {named}{more}: it is writing to its disk (a save to its checkpoint path, "
+        "a download) or clearing it, not stalled",
+        evidence=summary,
+    )
 
 
 def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any]) -> Finding | None:

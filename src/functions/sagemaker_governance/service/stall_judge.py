@@ -10,8 +10,9 @@ otherwise widened to that: ``judge.wait.window``), never before the job (re)ente
   ``CPUUtilization``, ``MemoryUtilization`` (one-minute Average), and ``SampleCount`` of every training
   metric the job defines (or those the policy's ``judge.progress_metric_names`` lists);
 * the job's log streams (``adapters/training_logs.py``: ``DescribeLogStreams`` + ``FilterLogEvents``);
-* last, and only when every other signal agrees, the job's checkpoint location (``adapters/checkpoints.py``:
-  ``ListObjectsV2`` on ``CheckpointConfig.S3Uri``, in the buckets ``CheckpointBucketPattern`` names);
+* last, and only when every other signal agrees, what the job writes: each host's ``DiskUtilization``
+  (``GetMetricData``) and its checkpoint location (``adapters/checkpoints.py``: ``ListObjectsV2`` on
+  ``CheckpointConfig.S3Uri``, in the buckets ``CheckpointBucketPattern`` names);
 
 and asks ``domain/stall_judge.judge`` whether every signal agrees. Confirmed: the guard's verdict
 stands, its decision carrying the evidence. Otherwise the verdict is ``VETOED`` with the judge's code,
@@ -34,9 +35,11 @@ from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice,
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
 from sagemaker_governance.domain.instances import instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
+    DISK,
     GPU,
     HOST_METRICS,
     CheckpointWrites,
+    DiskWrites,
     Evidence,
     Finding,
     HostEvidence,
@@ -160,8 +163,8 @@ class StallJudge:
             whole = judge(kind, over, settings, gpu_threshold=threshold)
             if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
-        if finding.confirmed:  # every other signal agrees (a stop or a wait follows): is the job saving?
-            case, finding = self._saving(case, finding)
+        if finding.confirmed:  # every other signal agrees (a stop or a wait follows): is the job writing?
+            case, finding = self._writing(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
         if span < window and (waiting := self._wait(case, finding)) is not None:
@@ -322,26 +325,40 @@ class StallJudge:
             evidence = self.gather(job, now, start, settings, logs=logs)
         return evidence, rhythm, needed
 
-    def _saving(self, case: _Case, finding: Finding) -> tuple[_Case, Finding]:
-        """The case judged again with the job's checkpoint writes since what a stop needs (the guard's
-        window; a hang: its silence limit), never before the evidence's start; unchanged when the job has no
-        checkpoint location or the deployment lists none. Read last: one listing, only before a stop or a
-        wait, never on a veto the other signals already gave."""
+    def _writing(self, case: _Case, finding: Finding) -> tuple[_Case, Finding]:
+        """The case judged again with what the job wrote since what a stop needs (the guard's window; a
+        hang: its silence limit), never before the evidence's start: its hosts' disk use and its checkpoint
+        location (when it has one and the deployment lists it). Read last: one ``GetMetricData`` and one
+        listing (none when the disk already moved), only before a stop or a wait, never on a veto the other
+        signals already gave."""
         job, now = case.notice.job, case.notice.now
-        uri = getattr(job, "checkpoint_s3_uri", None)
-        if self._checkpoints is None or not uri:
-            return case, finding
         evidence = case.evidence
         since = max(evidence.start, now - case.needed)
-        progress = self._checkpoints.progress(uri, since)
-        if progress.checked:
-            written = [t for t in progress.written_at if t >= since]
-            saving = CheckpointWrites(
-                location=uri, since=since, written=len(written), latest_at=max(written, default=None)
+        hosts = host_names(job.name, job.total_instance_count)
+        queries = [MetricRead(f"d{i}", DISK, (("Host", host),), "Average") for i, host in enumerate(hosts)]
+        read = self._metrics.read(queries, since, now)
+        disk = (
+            DiskWrites(since=since, unread="; ".join(read.errors))
+            if read.errors
+            else DiskWrites(
+                since=since, hosts={host: read.values.get(q.id) for host, q in zip(hosts, queries, strict=True)}
             )
-        else:
-            saving = CheckpointWrites(location=uri, since=since, unread=progress.note or "not read")
-        evidence = evidence.model_copy(update={"checkpoints": saving})
+        )
+        update: dict[str, Any] = {"disk": disk}
+        uri = getattr(job, "checkpoint_s3_uri", None)
+        moved = any(c >= case.settings.disk_change_percent for c in disk.changes().values())
+        if self._checkpoints is not None and uri and not moved:  # the disk already says: no listing
+            progress = self._checkpoints.progress(uri, since)
+            if progress.checked:
+                written = [t for t in progress.written_at if t >= since]
+                update["checkpoints"] = CheckpointWrites(
+                    location=uri, since=since, written=len(written), latest_at=max(written, default=None)
+                )
+            else:
+                update["checkpoints"] = CheckpointWrites(
+                    location=uri, since=since, unread=progress.note or "not read"
+                )
+        evidence = evidence.model_copy(update=update)
         case = (
             case._replace(over_needed=evidence)
             if case.over_needed is not None

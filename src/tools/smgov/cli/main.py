@@ -282,12 +282,8 @@ def _print_judge(judge: dict[str, Any]) -> None:
         )
     else:
         print(f"        logs: {logs['streams']} stream(s), no line in the window")
-    saved = signals.get("checkpoints")
-    if saved and saved.get("unread"):
-        print(f"        checkpoints: {saved['location']} not read ({saved['unread']})")
-    elif saved:
-        latest = f", the latest at {saved['latest_written_at']}" if saved.get("latest_written_at") else ""
-        print(f"        checkpoints: {saved['written']} object(s) written since {saved['since']}{latest}")
+    for line in _writes(signals):
+        print(f"        {line}")
     for missing in signals.get("missing", []):
         print(f"        missing: {missing}")
     rejudge = judge.get("rejudge") or {}
@@ -300,6 +296,24 @@ def _print_judge(judge: dict[str, Any]) -> None:
             f"        fired on its {rejudge['trigger_minutes']}-min trigger: judged again after "
             f"{rejudge['window_minutes']} min"
         )
+
+
+def _writes(signals: dict[str, Any]) -> list[str]:
+    """What the judge read last, before a stop: the checkpoint location's new objects, the disk's moves."""
+    lines = []
+    saved = signals.get("checkpoints")
+    if saved and saved.get("unread"):
+        lines.append(f"checkpoints: {saved['location']} not read ({saved['unread']})")
+    elif saved:
+        latest = f", the latest at {saved['latest_written_at']}" if saved.get("latest_written_at") else ""
+        lines.append(f"checkpoints: {saved['written']} object(s) written since {saved['since']}{latest}")
+    disk = signals.get("disk")
+    if disk and disk.get("unread"):
+        lines.append(f"disk: not read ({disk['unread']})")
+    elif disk:
+        moved = ", ".join(f"{host} {change:g}" for host, change in disk["largest_changes"].items())
+        lines.append(f"disk: moved since {disk['since']} (points): {moved or 'no host with two datapoints'}")
+    return lines
 
 
 def _signal_summaries(series: dict[str, Any]) -> list[str]:

@@ -87,6 +87,13 @@ class Phase(_Model):
     log_every_minutes: NonNegativeInt | None = Field(
         None, description="a log line every N minutes during the phase (0: silent; None: as training)"
     )
+    disk_growth_percent: float | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="DiskUtilization points the phase adds over its duration, linearly (a save to the local "
+        "checkpoint path, a download to local disk); None: the disk stays as it is",
+    )
     checkpoint_files_every_minutes: PositiveInt | None = Field(
         None,
         description="the phase writes a file to the job's checkpoint location every N minutes (a save of a "
@@ -184,6 +191,7 @@ class Script(Faults):
     gpu_memory_percent: Percent = Field(70.0, description="GPU memory used per GPU while training")
     cpu_percent: Percent = Field(30.0, description="average utilization per vCPU while training")
     memory_percent: Percent = Field(45.0, description="host memory used while training")
+    disk_percent: Percent = Field(10.0, description="DiskUtilization when the job starts (phases add to it)")
     phases: tuple[Phase, ...] = ()
     hosts: tuple[HostProfile, ...] = Field((), description="levels of some hosts (by instance group or number)")
     noise_percent: float = Field(0.0, ge=0, le=50, description="seeded +/- noise on every level (0: none)")

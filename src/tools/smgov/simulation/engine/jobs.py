@@ -83,6 +83,10 @@ class JobRun:
     token: int = 0
     metrics: tuple[MetricSpec, ...] = ()  # training metrics whose regex matches the log
     activity: Any = None  # what its hosts are doing (``telemetry.Activity``; None: nothing yet)
+    disk_base: float | None = None  # DiskUtilization before the phase that writes now (None: the script's)
+    disk_phase: Any = None  # the script phase writing to the disk now (None: none)
+    disk_since: int = 0  # the minute that phase began
+    disk_level: float | None = None  # DiskUtilization its hosts publish now
     published: dict[str, bool] = field(default_factory=dict)  # training metric -> being published
     series: list[list[Any]] = field(default_factory=list)  # [start, end, busiest host's percent per GPU]
     host_series: dict[str, list[list[Any]]] = field(default_factory=dict)  # per host: [start, end, per GPU]

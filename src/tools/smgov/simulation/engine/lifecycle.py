@@ -23,7 +23,7 @@ from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.phases import BILLABLE, PHASES, RUNNING, Publication, following
 from smgov.simulation.engine.telemetry import OFF, Activity, Telemetry
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.scenario import JobSpec, PhaseTime, Scenario, Script
+from smgov.simulation.scenario import JobSpec, Phase, PhaseTime, Scenario, Script
 
 RETRYABLE = "InternalServerError"  # RetryStrategy retries only these failures (API reference)
 
@@ -211,8 +211,27 @@ class Lifecycle:
             if any(writes):  # a phase that writes files began or ended
                 every = activity.phase.checkpoint_files_every_minutes if activity.phase is not None else None
                 self.on_files(job.checkpoint_uri, every if activity.kind == "training" else None, self.now)
+        self._disk(job, activity)
         job.activity = activity
         self.telemetry.publish(job, activity, self.now)
+
+    def _disk(self, job: JobRun, activity: Activity) -> None:
+        """The DiskUtilization the job's hosts publish from now: what it had, plus the writing phase's share
+        so far (linear over the phase); a phase that ends (or a stall that cuts it) keeps what it wrote."""
+        base = job.disk_base if job.disk_base is not None else job.script.disk_percent
+        phase = activity.phase if activity.kind == "training" else None
+        if job.disk_phase is not None and phase is not job.disk_phase:
+            base += self._written(job)
+            job.disk_base, job.disk_phase = base, None
+        if job.disk_phase is None and phase is not None and phase.disk_growth_percent:
+            job.disk_phase, job.disk_since = phase, self.now
+        grown = self._written(job) if job.disk_phase is not None else 0.0
+        job.disk_level = round(min(100.0, base + grown), 3)
+
+    def _written(self, job: JobRun) -> float:
+        phase: Phase = job.disk_phase
+        growth = float(phase.disk_growth_percent or 0.0)
+        return growth * min(1.0, (self.now - job.disk_since) / phase.duration_minutes)
 
     def _activity(self, job: JobRun) -> Activity:
         return job.activity if isinstance(job.activity, Activity) else OFF
@@ -437,6 +456,8 @@ class Lifecycle:
         noise = self.telemetry.next_noise(job, self._activity(job), now)
         if noise is not None:
             candidates.append(noise)
+        if job.disk_phase is not None and job.phase == "training" and job.stalled_at is None:
+            candidates.append(now + 1)  # the disk fills minute by minute while a phase writes
         if job.phase in BILLABLE:
             candidates.append(now + max(0, job.max_runtime - job.billable))
         if job.max_wait is not None:

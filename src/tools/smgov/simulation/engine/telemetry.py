@@ -8,7 +8,9 @@ CloudWatch", training job metrics; AWS re:Post "CPU or GPU utilization greater t
 - ``GPUUtilization``: per-GPU percent x the host's GPUs (0-100 x GPUs); GPU hosts only;
 - ``GPUMemoryUtilization``: per-GPU memory used x GPUs (0-100 x GPUs); GPU hosts only;
 - ``CPUUtilization``: the sum over the host's vCPUs (0-100 x vCPUs);
-- ``MemoryUtilization``: percent of the host's memory (0-100).
+- ``MemoryUtilization``: percent of the host's memory (0-100);
+- ``DiskUtilization``: percent of the host's disk the job uses (0-100): the script's ``disk_percent``, plus
+  what its writing phases (``disk_growth_percent``, linear over the phase) have added.
 
 Levels come from the activity: the lifecycle phase's own levels while downloading or uploading, the
 script's (its current phase, then the host's profile) while training, the stall levels while stalled;
@@ -50,6 +52,7 @@ SIGNALS = (
     Signal("gpu_memory", "GPUMemoryUtilization", "gpu"),
     Signal("cpu", "CPUUtilization", "vcpu"),
     Signal("memory", "MemoryUtilization", "host"),
+    Signal("disk", "DiskUtilization", "host"),
 )
 Levels = dict[str, float]  # signal name -> percent (per GPU, per vCPU or of the host)
 
@@ -154,6 +157,8 @@ class Telemetry:
         busiest: float | None = None
         for host in job.hosts:
             levels = host_levels(script, activity, host)
+            if levels is not None:  # what the job wrote stays on its disk, whatever it does now
+                levels["disk"] = job.disk_level if job.disk_level is not None else script.disk_percent
             for signal in SIGNALS:
                 if signal.per == "gpu" and host.gpus == 0:
                     continue
@@ -178,7 +183,7 @@ class Telemetry:
 
     def _noisy(self, job: JobRun, host: Host, signal: Signal, level: float, now: int) -> float:
         spread = job.script.noise_percent
-        if spread <= 0 or level <= 0:  # an idle GPU reports exactly 0
+        if spread <= 0 or level <= 0 or signal.name == "disk":  # an idle GPU reports 0; the disk only grows
             return level
         interval = now // job.script.noise_every_minutes
         draw = zlib.crc32(f"{self.seed}|{host.name}|{signal.name}|{interval}".encode()) / 0xFFFFFFFF
