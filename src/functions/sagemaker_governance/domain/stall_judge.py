@@ -37,8 +37,8 @@ with 22 GB allocated).
 CPU is judged per vCPU (``CPUUtilization`` / the host's vCPUs: SageMaker publishes the sum over them,
 0-100 x vCPUs): a stalled process leaves its host at a few percent per vCPU, a CPU phase that keeps many
 cores busy (a parallel download, tokenization, a CPU evaluation) well above ``cpu_busy_percent``. A phase
-of a few busy cores on a large host does not reach it (8 of 192 vCPUs is 4%): there the log, the
-checkpoint writes, the job's declared tolerance or the window protect it, not the CPU. Where the vCPU
+of a few busy cores on a large host does not reach it (8 of 192 vCPUs is 4%): there the log, what it
+writes (checkpoint objects, the disk), the job's declared tolerance or the window protect it, not the CPU. Where the vCPU
 count is unknown, busy vCPUs (``CPUUtilization`` / 100) decide.
 """
 
@@ -550,6 +550,10 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             f"every signal agrees over the {evidence.minutes}-minute window: no training metric published and "
             "no log line, whatever the GPUs do"
         )
+    if evidence.disk is not None and evidence.disk.unread is None:
+        reason += f"; no host's disk moved by {policy.disk_change_percent:g} points"
+    if evidence.checkpoints is not None and evidence.checkpoints.unread is None:
+        reason += "; nothing new in its checkpoint location"
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)
 
 
