@@ -276,6 +276,10 @@ class DiskWrites(BaseModel):
         """How far each host's disk use moved (highest minus lowest value), for hosts with two values."""
         return {h: round(max(v) - min(v), 3) for h, v in self.hosts.items() if v is not None and len(v) >= 2}
 
+    def moved(self, points: float) -> dict[str, float]:
+        """The hosts whose disk use moved by ``points`` or more, and by how much."""
+        return {h: c for h, c in self.changes().items() if c >= points}
+
     def summary(self) -> dict[str, Any]:
         if self.unread is not None:
             return {"since": self.since.isoformat(), "unread": self.unread}
@@ -572,7 +576,7 @@ def _writes_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any
             evidence=summary,
         )
     disk = evidence.disk
-    moved = {h: c for h, c in disk.changes().items() if c >= policy.disk_change_percent} if disk else {}
+    moved = disk.moved(policy.disk_change_percent) if disk else {}
     if disk is None or not moved:
         return None
     named = ", ".join(f"{host} ({change:g} points)" for host, change in sorted(moved.items())[:5])

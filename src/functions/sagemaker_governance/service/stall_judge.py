@@ -346,8 +346,8 @@ class StallJudge:
         )
         update: dict[str, Any] = {"disk": disk}
         uri = getattr(job, "checkpoint_s3_uri", None)
-        moved = any(c >= case.settings.disk_change_percent for c in disk.changes().values())
-        if self._checkpoints is not None and uri and not moved:  # the disk already says: no listing
+        # a disk that moved already vetoes: no listing then
+        if self._checkpoints is not None and uri and not disk.moved(case.settings.disk_change_percent):
             progress = self._checkpoints.progress(uri, since)
             if progress.checked:
                 written = [t for t in progress.written_at if t >= since]
