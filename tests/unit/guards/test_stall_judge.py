@@ -13,6 +13,8 @@ from sagemaker_governance.domain.stall_judge import (
     GPU_MEMORY,
     MAX_HOSTS_RECORDED,
     MEMORY,
+    CheckpointWrites,
+    DiskWrites,
     Evidence,
     HostEvidence,
     JudgeCode,
@@ -297,3 +299,40 @@ def test_a_large_clusters_record_keeps_the_busiest_hosts_in_full_and_sums_up_the
 def test_a_cluster_within_the_limit_is_recorded_host_by_host() -> None:
     found = judge(StallKind.IDLE, evidence(*(host(n) for n in range(1, 65))), POLICY, gpu_threshold=THRESHOLD)
     assert len(found.evidence["hosts"]) == 64 and "hosts_omitted" not in found.evidence
+
+
+def test_what_the_job_wrote_vetoes_a_stall_every_other_signal_agreed_on() -> None:
+    # Given every other signal quiet, and then what the stopper read last: its checkpoint location, its disk
+    since = END - timedelta(minutes=30)
+    shard = CheckpointWrites(
+        location="s3://b/job-1/", since=since, written=3, latest_at=END - timedelta(minutes=2)
+    )
+    saving = judge(StallKind.IDLE, evidence(checkpoints=shard), POLICY, gpu_threshold=THRESHOLD)
+    assert saving.code == JudgeCode.CHECKPOINT_WRITES and not saving.confirmed
+    assert saving.evidence["checkpoints"]["written"] == 3
+    filling = DiskWrites(since=since, hosts={"job-1/algo-1": (20.0, 20.4, 20.9), "job-1/algo-2": (20.0, 20.0)})
+    writing = judge(StallKind.HANG, evidence(disk=filling), POLICY, gpu_threshold=THRESHOLD)
+    assert writing.code == JudgeCode.DISK_WRITES and "job-1/algo-1 (0.9 points)" in writing.reason
+    assert writing.evidence["disk"]["largest_changes"] == {"job-1/algo-1": 0.9, "job-1/algo-2": 0.0}
+
+
+def test_writes_that_say_nothing_never_veto_and_never_block_a_stop() -> None:
+    since = END - timedelta(minutes=30)
+    quiet = [
+        CheckpointWrites(location="s3://b/job-1/", since=since),  # listed, nothing new
+        CheckpointWrites(location="s3://b/job-1/", since=since, unread="ListObjectsV2 failed (AccessDenied)"),
+    ]
+    disks = [
+        DiskWrites(since=since, hosts={"job-1/algo-1": (20.0, 20.3)}),  # under 0.5 points
+        DiskWrites(since=since, hosts={"job-1/algo-1": (35.0,)}),  # one datapoint: no move to measure
+        DiskWrites(since=since, unread="GetMetricData failed (Throttling)"),
+    ]
+    for checkpoints in quiet:
+        for disk in disks:
+            found = judge(
+                StallKind.IDLE, evidence(checkpoints=checkpoints, disk=disk), POLICY, gpu_threshold=THRESHOLD
+            )
+            assert found.confirmed, (checkpoints, disk)
+    # and the confirmed reason names what was ruled out when it was read
+    found = judge(StallKind.IDLE, evidence(checkpoints=quiet[0], disk=disks[0]), POLICY, gpu_threshold=THRESHOLD)
+    assert "no host's disk moved by 0.5 points" in found.reason and "nothing new in its checkpoint" in found.reason
