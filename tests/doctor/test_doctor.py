@@ -402,3 +402,48 @@ def test_without_a_central_bus_nothing_about_forwarding_is_expected(account: Acc
     on = contracted_actions("JobEventsFunction", True, spec, account.deployment.parameters)
     assert on - off == {"events:PutEvents", "sqs:SendMessage"}
     assert contracted_actions("JobEventsFunction", True, spec) == on  # without parameters: all it may grant
+
+
+def _disk(account: Account, host: str, values: list[float]) -> None:
+    """DiskUtilization of ``host``, one value a minute up to a minute ago (as SageMaker would publish it)."""
+    account.clients["cloudwatch"].put_metric_data(
+        Namespace="/aws/sagemaker/TrainingJobs",
+        MetricData=[
+            {
+                "MetricName": "DiskUtilization",
+                "Dimensions": [{"Name": "Host", "Value": host}],
+                "Timestamp": account.now - timedelta(minutes=len(values) - i),
+                "Value": value,
+            }
+            for i, value in enumerate(values)
+        ],
+    )
+
+
+def test_disk_says_how_finely_sagemaker_reports_the_disk_the_judge_reads(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    # Given no job in Training: nothing to sample, nothing wrong
+    (quiet,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert quiet.status is Status.OK and "nothing to sample" in quiet.detail
+    # nor a job in Training for 5 minutes only (its disk says nothing yet)
+    _train(account, "fresh", minutes_ago=5)
+    (young,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert young.status is Status.OK and "nothing to sample" in young.detail
+    # Given a job in Training for an hour whose host published no DiskUtilization: the judge's disk read
+    # sees nothing here, said as a warning
+    _train(account, "trains", minutes_ago=60)
+    (silent,) = detail(account, "disk")
+    assert silent.status is Status.WARN and silent.subject == "trains/algo-1"
+    assert "protected by the window alone" in silent.detail
+    # Given its host publishes fractions of a point, then another job's whole points only
+    _disk(account, "trains/algo-1", [31.25, 31.5, 31.75])
+    (fine,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert fine.status is Status.OK and "with fractions of a point" in fine.detail
+
+
+def test_disk_names_whole_points_only(account: Account) -> None:
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "coarse", minutes_ago=60)
+    _disk(account, "coarse/algo-1", [31.0, 31.0, 32.0])
+    (coarse,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert coarse.status is Status.OK and "whole points only" in coarse.detail

@@ -651,6 +651,99 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+# How long a job must have trained for its DiskUtilization to say anything, how far back it is read, and
+# how many jobs in progress the disk check looks through for one.
+DISK_SAMPLE_MINUTES = 10
+DISK_WINDOW = timedelta(minutes=30)
+DISK_MAX_JOBS = 20
+
+
+def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    """Whether SageMaker publishes ``DiskUtilization`` here, and how finely (README "How a stall is judged",
+    disk writes): the stall judge reads it before a stop, and neither its presence on every instance type
+    nor its resolution is documented. One job in Training is sampled (its first host, the last 30
+    minutes). No datapoint is a ``warn``: a save or download that only fills the disk is then protected
+    by the window alone. Whole points only is said in the detail: a smaller move is not seen."""
+    from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+    from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.domain.stall_judge import DISK, host_names
+
+    sagemaker = d.client("sagemaker")
+    try:
+        names = [
+            s["TrainingJobName"]
+            for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
+            for s in page.get("TrainingJobSummaries", [])
+        ]
+    except AWS_ERRORS as exc:
+        return [Finding("disk", DISK, Status.UNKNOWN, f"could not list the jobs in progress: {error_text(exc)}")]
+    jobs = SageMakerJobs(sagemaker)
+    sampled = None
+    for name in names[:DISK_MAX_JOBS]:
+        try:
+            job = jobs.get_job(name)
+        except AdapterError:
+            continue
+        since = next((t.start_time for t in reversed(job.transitions) if t.status == "Training"), None)
+        if (
+            job.secondary_status == "Training"
+            and since
+            and ctx.now - since >= timedelta(minutes=DISK_SAMPLE_MINUTES)
+        ):
+            sampled = job
+            break
+    if sampled is None:
+        return [
+            Finding(
+                "disk",
+                DISK,
+                Status.OK,
+                "no job has been in Training for 10 minutes: nothing to sample (run again while one trains)",
+            )
+        ]
+    host = host_names(sampled.name, 1)[0]
+    try:
+        answer = d.client("cloudwatch").get_metric_data(
+            MetricDataQueries=[
+                {
+                    "Id": "disk",
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": "/aws/sagemaker/TrainingJobs",
+                            "MetricName": DISK,
+                            "Dimensions": [{"Name": "Host", "Value": host}],
+                        },
+                        "Period": 60,
+                        "Stat": "Average",
+                    },
+                }
+            ],
+            StartTime=ctx.now - DISK_WINDOW,
+            EndTime=ctx.now,
+        )
+    except AWS_ERRORS as exc:
+        return [Finding("disk", host, Status.UNKNOWN, f"could not read {DISK}: {error_text(exc)}")]
+    values = [v for r in answer.get("MetricDataResults", []) for v in r.get("Values", [])]
+    if not values:
+        return [
+            Finding(
+                "disk",
+                host,
+                Status.WARN,
+                f"no {DISK} datapoint in the last 30 minutes of a job in Training: the stall judge's disk read "
+                "sees nothing here, so a save or download that only fills the disk is protected by the "
+                "window alone (its checkpoint objects, log and CPU are still read)",
+            )
+        ]
+    whole = all(float(v).is_integer() for v in values)
+    grain = (
+        "in whole points only: a move under 1 point is not seen, so judge.disk_change_percent below 1 acts as 1"
+        if whole
+        else f"with fractions of a point (e.g. {values[0]:g})"
+    )
+    return [Finding("disk", host, Status.OK, f"{len(values)} {DISK} datapoint(s) in the last 30 minutes, {grain}")]
+
+
 CHECKS: tuple[Check, ...] = (
     check_stack,
     check_rules,
@@ -662,6 +755,7 @@ CHECKS: tuple[Check, ...] = (
     check_dead_letters,
     check_service_alarms,
     check_event_shape,
+    check_disk_metric,
     check_policy_document,
     check_drift,
 )

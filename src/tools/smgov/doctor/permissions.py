@@ -33,5 +33,6 @@ DOCTOR_IAM_ACTIONS: Final = frozenset(
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListTags",
         "cloudwatch:DescribeAlarms",
+        "cloudwatch:GetMetricData",
     }
 )
