@@ -349,10 +349,12 @@ class StallJudge:
         # a disk that moved already vetoes: no listing then
         if self._checkpoints is not None and uri and not disk.moved(case.settings.disk_change_percent):
             progress = self._checkpoints.progress(uri, since)
-            if progress.checked:
-                written = [t for t in progress.written_at if t >= since]
+            if progress.checked:  # the port counts only what was written since then
                 update["checkpoints"] = CheckpointWrites(
-                    location=uri, since=since, written=len(written), latest_at=max(written, default=None)
+                    location=uri,
+                    since=since,
+                    written=progress.written,
+                    latest_at=max(progress.written_at, default=None),
                 )
             else:
                 update["checkpoints"] = CheckpointWrites(

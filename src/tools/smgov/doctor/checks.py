@@ -559,6 +559,15 @@ def check_policy_document(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return [_policy(d, ctx)[1]]
 
 
+def _jobs_in_progress(sagemaker: Any) -> list[str]:
+    """The names of the account's training jobs in progress (``ListTrainingJobs``, every page)."""
+    return [
+        s["TrainingJobName"]
+        for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
+        for s in page.get("TrainingJobSummaries", [])
+    ]
+
+
 def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
     """Alarms versus jobs in Training: a job the guards want watched has its alarms; no alarm outlives its
     job. Only differences older than two reconciler intervals count (the reconciler repairs the rest)."""
@@ -578,11 +587,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
     grace = timedelta(minutes=2 * int(d.parameter("ReconcileIntervalMinutes", "10") or 10))
     sagemaker, cloudwatch = d.client("sagemaker"), d.client("cloudwatch")
     try:
-        names = [
-            s["TrainingJobName"]
-            for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
-            for s in page.get("TrainingJobSummaries", [])
-        ]
+        names = _jobs_in_progress(sagemaker)
         alarms = {
             a["AlarmName"]
             for page in cloudwatch.get_paginator("describe_alarms").paginate(
@@ -666,15 +671,13 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
     by the window alone. Whole points only is said in the detail: a smaller move is not seen."""
     from sagemaker_governance.adapters.sagemaker import SageMakerJobs
     from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.domain.guards.base import training_started_at
     from sagemaker_governance.domain.stall_judge import DISK, host_names
 
     sagemaker = d.client("sagemaker")
+    window = int(DISK_WINDOW.total_seconds() // 60)
     try:
-        names = [
-            s["TrainingJobName"]
-            for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
-            for s in page.get("TrainingJobSummaries", [])
-        ]
+        names = _jobs_in_progress(sagemaker)
     except AWS_ERRORS as exc:
         return [Finding("disk", DISK, Status.UNKNOWN, f"could not list the jobs in progress: {error_text(exc)}")]
     jobs = SageMakerJobs(sagemaker)
@@ -684,7 +687,7 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
             job = jobs.get_job(name)
         except AdapterError:
             continue
-        since = next((t.start_time for t in reversed(job.transitions) if t.status == "Training"), None)
+        since = training_started_at(job)
         if (
             job.secondary_status == "Training"
             and since
@@ -698,7 +701,8 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 "disk",
                 DISK,
                 Status.OK,
-                "no job has been in Training for 10 minutes: nothing to sample (run again while one trains)",
+                f"no job has been in Training for {DISK_SAMPLE_MINUTES} minutes: nothing to sample (run again "
+                "while one trains)",
             )
         ]
     host = host_names(sampled.name, 1)[0]
@@ -730,7 +734,7 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 "disk",
                 host,
                 Status.WARN,
-                f"no {DISK} datapoint in the last 30 minutes of a job in Training: the stall judge's disk read "
+                f"no {DISK} datapoint in the last {window} minutes of a job in Training: the stall judge's disk read "
                 "sees nothing here, so a save or download that only fills the disk is protected by the "
                 "window alone (its checkpoint objects, log and CPU are still read)",
             )
@@ -741,7 +745,11 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
         if whole
         else f"with fractions of a point (e.g. {values[0]:g})"
     )
-    return [Finding("disk", host, Status.OK, f"{len(values)} {DISK} datapoint(s) in the last 30 minutes, {grain}")]
+    return [
+        Finding(
+            "disk", host, Status.OK, f"{len(values)} {DISK} datapoint(s) in the last {window} minutes, {grain}"
+        )
+    ]
 
 
 CHECKS: tuple[Check, ...] = (

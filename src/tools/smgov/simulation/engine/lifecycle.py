@@ -198,15 +198,8 @@ class Lifecycle:
 
     def _publish(self, job: JobRun, activity: Activity) -> None:
         before = self._activity(job)
-        if (
-            self.on_files is not None
-            and job.checkpoint_uri
-            and (before.kind, before.phase)
-            != (
-                activity.kind,
-                activity.phase,
-            )
-        ):
+        changed = (before.kind, before.phase) != (activity.kind, activity.phase)
+        if self.on_files is not None and job.checkpoint_uri and changed:
             writes = [a.phase.checkpoint_files_every_minutes for a in (before, activity) if a.phase is not None]
             if any(writes):  # a phase that writes files began or ended
                 every = activity.phase.checkpoint_files_every_minutes if activity.phase is not None else None
