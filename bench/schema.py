@@ -71,6 +71,13 @@ def _check_warm_and_memory(results: dict[str, Any]) -> None:
         _require(w["p99_ms"] >= w["p50_ms"], f"warm.{kind}: p99 < p50")
         _require(w["cpu_p99_ms"] >= w["cpu_p50_ms"] > 0, f"warm.{kind}: cpu percentiles")
         _require(bool(w["aws_calls"]), f"warm.{kind}: no AWS call counted")
+    # The alarm case times a stalled job's stop: the judge read its evidence and the job was stopped (a
+    # double without the judge's signals would time the cheaper "insufficient evidence" skip instead).
+    alarm = results["warm"]["event_types"]["alarm"]["aws_calls"]
+    _require(
+        alarm.get("sagemaker:StopTrainingJob") == 1 and alarm.get("cloudwatch:GetMetricData", 0) >= 1,
+        "warm.alarm: the timed alarm did not read the judge's evidence and stop its job",
+    )
 
     for name, m in results["memory"].items():
         _positive(m["memory_size_mb"], f"memory.{name}.memory_size_mb")

@@ -7,6 +7,12 @@ cannot inflate) are both reported. Each timed
 invocation gets its own job (set up untimed) so every sample takes the same path (a repeated alarm on
 an already stopped job would take the cheaper "already stopped" path), and the clock moves past the
 policy cache between invocations so each one re-reads the policy as it does in production.
+
+The alarm case is a stalled job's alarm: its hosts' metrics (``JobSignals``: GPUs idle, CPUs near 0, the
+disk still) and its log stream (last line before the window) say what the stall judge confirms, and its
+checkpoint location is listed (the deployment names its bucket), so the timed path is the judge's full
+read and the stop, as in an account. (Before 2026-11-27 the CloudWatch double held no metrics there: the
+judge's reads failed and the alarm was skipped for insufficient evidence, a cheaper path than a stop.)
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smgov.simulation.harness import ACCOUNT, LocalAccount, local_account
+from smgov.simulation.job_signals import JobSignals, log_stream
 
 ENVIRONMENT = {
     "GOVERNANCE_MODE": "enforce",
@@ -32,7 +39,10 @@ ENVIRONMENT = {
     "POLICY_PARAMETER_NAME": "/sagemaker-governance/policy",
     "POWERTOOLS_LOG_LEVEL": "WARNING",
     "IDEMPOTENCY_TABLE_NAME": "bench-idempotency",  # as deployed: the Powertools Idempotency path runs
+    "CHECKPOINT_BUCKET_PATTERN": "bench-checkpoints",  # the judge lists a stalled job's checkpoints
 }
+CHECKPOINT_BUCKET = ENVIRONMENT["CHECKPOINT_BUCKET_PATTERN"]
+HOSTS = 2
 GPU_INSTANCE = "ml.g5.12xlarge"
 
 
@@ -54,9 +64,9 @@ def _request(name: str, *, spot: bool = False) -> dict[str, Any]:
         "AlgorithmSpecification": {"TrainingImage": "img:1", "TrainingInputMode": "File"},
         "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerTrainingRole",
         "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
-        "ResourceConfig": {"InstanceType": GPU_INSTANCE, "InstanceCount": 2, "VolumeSizeInGB": 50},
+        "ResourceConfig": {"InstanceType": GPU_INSTANCE, "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
         "StoppingCondition": stopping,
-        "CheckpointConfig": {"S3Uri": f"s3://bucket/checkpoints/{name}/"},
+        "CheckpointConfig": {"S3Uri": f"s3://{CHECKPOINT_BUCKET}/checkpoints/{name}/"},
         "Tags": [{"Key": "team", "Value": "vision"}, {"Key": "cost-center", "Value": "cc-1"}],
     }
     if spot:
@@ -77,6 +87,7 @@ class Cases:
 
         self.account, self.clock = account, clock
         self.job_events, self.stopper = job_events, stopper
+        self.signals = JobSignals(clock).attach(account.cloudwatch)
 
     def starting(self, i: int) -> Prepared:
         name = f"bench-starting-{i}"
@@ -109,7 +120,10 @@ class Cases:
         sagemaker = self.account.sagemaker
         sagemaker.launch(_request(name), secondary="Training")
         self.account.invoke(self.job_events, sagemaker.event(name))  # creates the alarm
-        self.clock.advance(minutes=45)  # past the grace period: the stop path
+        # A stalled job: it logged as it entered Training, then its hosts went quiet.
+        log_stream(name, lines_at=(self.clock.now,))
+        self.signals.idle(name, hosts=HOSTS)
+        self.clock.advance(minutes=45)  # past the grace period and the judge's window: the stop path
         alarm = f"sagemaker-governance-idle-{name}"
         self.account.cloudwatch.set_state(alarm, "ALARM")
         event = self.account.cloudwatch.sns_event([self.account.cloudwatch.notification(alarm)])
@@ -155,7 +169,8 @@ def _measure(invocations: int, memory_samples: int) -> dict[str, Any]:
         )
         logging.getLogger("sagemaker-governance").setLevel(logging.WARNING)
         calls: Counter[str] = Counter()
-        for service in ("sagemaker", "cloudwatch", "sns", "ssm", "dynamodb"):
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=CHECKPOINT_BUCKET)
+        for service in ("sagemaker", "cloudwatch", "sns", "ssm", "dynamodb", "logs", "s3"):
             account.root.client(service).meta.events.register("before-parameter-build", _calls_counter(calls))
         cases = Cases(account, clock)
         for kind in EVENT_TYPES:

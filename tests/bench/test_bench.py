@@ -46,3 +46,11 @@ def test_schema_check_rejects_a_leaked_alarm() -> None:
     results["lifecycles"]["healthy"]["alarms_left"] = 1
     with pytest.raises(ValueError, match="never deleted"):
         schema.check(results)
+
+
+def test_schema_check_rejects_a_warm_alarm_that_did_not_stop() -> None:
+    # The warm alarm row is the stop path: a run whose alarm was skipped (no judge reads, no stop) is not it.
+    results: dict[str, Any] = json.loads(RESULTS.read_text())
+    del results["warm"]["event_types"]["alarm"]["aws_calls"]["sagemaker:StopTrainingJob"]
+    with pytest.raises(ValueError, match="did not read the judge's evidence"):
+        schema.check(results)

@@ -10,7 +10,7 @@ import pytest
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from smgov.simulation.harness import LocalAccount, local_account
-from tests.evidence import JobSignals
+from smgov.simulation.job_signals import JobSignals
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 ENFORCE = {

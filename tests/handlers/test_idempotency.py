@@ -15,8 +15,8 @@ from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
+from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request
-from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, MovableClock
 
 TABLE = "smgov-idempotency"

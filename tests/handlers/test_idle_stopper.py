@@ -15,9 +15,9 @@ from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusiness
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount
+from smgov.simulation.job_signals import log_stream
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.evidence import log_stream
 from tests.handlers.conftest import ENFORCE, NOW, PREFIX, MovableClock, fire, judged_account
 
 

@@ -11,8 +11,8 @@ import pytest
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount
+from smgov.simulation.job_signals import log_stream
 from tests.builders import create_request
-from tests.evidence import log_stream
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock, fire, judged_account
 
 LOSS = {

@@ -19,9 +19,9 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
 from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.harness import LocalAccount, local_account
+from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request
 from tests.conftest import load_event
-from tests.evidence import JobSignals, log_stream
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
 
 SCHEDULED = "scheduled-reconcile.json"

@@ -1,8 +1,11 @@
-"""What a job's hosts, metrics and logs say, for tests of the stall judge through the real handlers.
+"""What a job's hosts, metrics and logs say to the stall judge, in a local account without the simulator.
 
 ``JobSignals`` answers the stopper's ``GetMetricData`` with flat one-minute series per (metric, host or
-job) and gives the job a log stream in moto's CloudWatch Logs (with lines where the test says). It sits
-as the CloudWatch double's ``GetMetricData``.
+job); ``log_stream`` gives the job a log stream in moto's CloudWatch Logs (with lines where the caller
+says). ``JobSignals`` sits as the CloudWatch double's ``GetMetricData``. The handler tests use both to put
+the judge's reads in front of the real stopper; the warm-latency bench uses them so that its alarm takes
+the stop path the judge confirms, as a stalled job's alarm does in an account, not the "insufficient
+evidence" path of a double that holds no metrics. (The simulator has its own metric store and logs.)
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ class JobSignals:
         self.values[(metric, dimension_value)] = value
 
     def idle(self, job: str, hosts: int = 1) -> None:
-        """GPUs at 0 and CPUs at 0.03 busy vCPUs on every host: a stalled job's telemetry."""
+        """GPUs at 0, CPUs at 0.03 busy vCPUs and a disk that does not move on every host: a stalled
+        job's telemetry."""
         for n in range(1, hosts + 1):
             host = f"{job}/algo-{n}"
             for metric, value in (
@@ -37,6 +41,7 @@ class JobSignals:
                 ("GPUMemoryUtilization", 30.0),
                 ("CPUUtilization", 3.0),
                 ("MemoryUtilization", 20.0),
+                ("DiskUtilization", 40.0),
             ):
                 self.set(metric, host, value)
 
