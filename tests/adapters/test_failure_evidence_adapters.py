@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sagemaker_governance.adapters.checkpoints import CheckpointStore, split_s3_uri
+from sagemaker_governance.adapters.checkpoints import CheckpointStore, natural_key, split_s3_uri
 from sagemaker_governance.adapters.training_logs import TRAINING_LOG_GROUP, TrainingLogTails
 from tests.adapters.conftest import CallRecorder
 
@@ -164,3 +164,107 @@ def test_a_listing_that_fails_is_unreadable_not_raised(s3: Any) -> None:
 )
 def test_s3_uris_split_into_bucket_and_prefix(uri: str, expected: tuple[str, str] | None) -> None:
     assert split_s3_uri(uri) == expected
+
+
+# ---- a listing cut short: where a run writes its newest files ---------------------------------------------
+
+OLD, NEW = datetime(2026, 11, 20, tzinfo=UTC), datetime(2026, 11, 21, 12, 30, tzinfo=UTC)
+SINCE = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def _page(
+    keys: list[tuple[str, datetime]], *, token: str | None = None, folders: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    page: dict[str, Any] = {
+        "IsTruncated": token is not None,
+        "Contents": [{"Key": k, "LastModified": t} for k, t in keys],
+        "KeyCount": len(keys) + len(folders),
+    }
+    if token is not None:
+        page["NextContinuationToken"] = token
+    if folders:
+        page["CommonPrefixes"] = [{"Prefix": f} for f in folders]
+    return page
+
+
+def _listing(prefix: str, token: str | None = None, delimiter: bool = False) -> dict[str, Any]:
+    params: dict[str, Any] = {"Bucket": "acme-ckpt-us", "Prefix": prefix, "MaxKeys": 2}
+    if token:
+        params["ContinuationToken"] = token
+    if delimiter:
+        params["Delimiter"] = "/"
+    return params
+
+
+def _cut_listing(stubber: Stubber) -> None:
+    """10,000 objects stand for 4 here (2 pages of 2): every one of them old, and more beyond the cut."""
+    stubber.add_response(
+        "list_objects_v2", _page([("llm/checkpoint-100/0.distcp", OLD)] * 2, token="t1"), _listing("llm/")
+    )
+    stubber.add_response(
+        "list_objects_v2", _page([("llm/checkpoint-100/2.distcp", OLD)] * 2, token="t2"), _listing("llm/", "t1")
+    )
+    # One level down, the run's step folders, in S3's (binary) order across two pages
+    stubber.add_response(
+        "list_objects_v2",
+        _page([], token="f1", folders=("llm/checkpoint-100/", "llm/checkpoint-1500/")),
+        _listing("llm/", delimiter=True),
+    )
+    stubber.add_response(
+        "list_objects_v2", _page([], folders=("llm/checkpoint-900/",)), _listing("llm/", "f1", delimiter=True)
+    )
+
+
+def test_a_cut_listing_finds_what_the_run_writes_in_its_newest_step_folder() -> None:
+    # Given a location whose first 4 keys (the bound) are old checkpoints and the run writing its step 1500
+    client = boto3.client("s3", region_name="us-east-1")
+    stubber = Stubber(client)
+    _cut_listing(stubber)
+    stubber.add_response(
+        "list_objects_v2",
+        _page([("llm/checkpoint-1500/0.distcp", NEW), ("llm/checkpoint-1500/1.distcp", OLD)]),
+        _listing("llm/checkpoint-1500/"),
+    )
+    # When the store is asked what was written since 12:00
+    with stubber:
+        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
+            "s3://acme-ckpt-us/llm/", SINCE
+        )
+        stubber.assert_no_pending_responses()
+    # Then the newest folder by its number (1500, though S3 lists it before 900) proves progress, and the
+    # store stops there: checkpoint-900/ is not listed
+    assert progress.checked and progress.written == 1 and progress.truncated
+    assert progress.written_at == (NEW,)
+    assert "llm/checkpoint-1500/" in (progress.note or "")
+
+
+def test_a_cut_listing_with_nothing_new_in_the_newest_folders_stays_unknown() -> None:
+    # Given the same location where nothing was written since 12:00
+    client = boto3.client("s3", region_name="us-east-1")
+    stubber = Stubber(client)
+    _cut_listing(stubber)
+    for folder in ("llm/checkpoint-1500/", "llm/checkpoint-900/", "llm/checkpoint-100/"):
+        stubber.add_response("list_objects_v2", _page([(f"{folder}0.distcp", OLD)]), _listing(folder))
+    # When the store is asked, then the three newest folders are looked at, newest first, and the answer is
+    # still unknown (the newest files may lie elsewhere): never "nothing written" from a cut listing
+    with stubber:
+        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
+            "s3://acme-ckpt-us/llm/", SINCE
+        )
+        stubber.assert_no_pending_responses()
+    assert progress.unreadable and progress.written == 0
+    assert "cut after 4 objects" in (progress.note or "")
+    assert "llm/checkpoint-1500/, llm/checkpoint-900/, llm/checkpoint-100/" in (progress.note or "")
+
+
+@pytest.mark.parametrize(
+    ("names", "newest_first"),
+    [
+        (["checkpoint-900/", "checkpoint-1500/", "checkpoint-100/"], ["checkpoint-1500/", "checkpoint-900/"]),
+        (["global_step20/", "global_step3/", "latest/"], ["latest/", "global_step20/"]),
+        (["2026-11-21T09-00/", "2026-11-21T10-00/"], ["2026-11-21T10-00/", "2026-11-21T09-00/"]),
+        (["step_000120/", "step_000080/"], ["step_000120/", "step_000080/"]),
+    ],
+)
+def test_step_folders_sort_by_the_numbers_in_their_names(names: list[str], newest_first: list[str]) -> None:
+    assert sorted(names, key=natural_key, reverse=True)[: len(newest_first)] == newest_first

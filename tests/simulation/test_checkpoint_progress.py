@@ -3,7 +3,7 @@ listing: a failed attempt that wrote a checkpoint is resumed, one that wrote non
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smgov.simulation.engine.simulation import Simulation
@@ -166,3 +166,51 @@ def test_a_second_attempt_waits_its_backoff_and_the_reconciler_resumes_it() -> N
     # and the source's own first clone did not wait
     source = result.jobs["fault-repeats-in-clones"]
     assert source.ended_at is not None and first.created - source.ended_at <= 1
+
+
+def test_the_double_lists_keys_and_folders_as_s3_does() -> None:
+    # Given the same keys in moto's S3 (stamped with the wall clock) and in the simulator's double (which
+    # answers the listing on the virtual clock), when both are listed page by page, with and without a
+    # delimiter, then they answer the same keys, common prefixes and pages (S3's binary order; a page
+    # counts keys and prefixes together)
+    import boto3
+    from moto import mock_aws
+
+    from smgov.simulation.fake_s3 import CheckpointObjects
+
+    keys = [
+        "llm/checkpoint-100/0.distcp",
+        "llm/checkpoint-100/1.distcp",
+        "llm/checkpoint-1500/0.distcp",
+        "llm/checkpoint-900/0.distcp",
+        "llm/latest",
+        "llm/z/deep/er.pt",
+        "other/x.pt",
+    ]
+
+    def pages(client: Any, **params: Any) -> list[tuple[list[str], list[str]]]:
+        out = []
+        for page in client.get_paginator("list_objects_v2").paginate(
+            Bucket="sim-checkpoints", Prefix="llm/", PaginationConfig={"PageSize": 2}, **params
+        ):
+            out.append(
+                (
+                    [c["Key"] for c in page.get("Contents", [])],
+                    [p["Prefix"] for p in page.get("CommonPrefixes", [])],
+                )
+            )
+        return out
+
+    with mock_aws():
+        real = boto3.client("s3", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+        real.create_bucket(Bucket="sim-checkpoints")
+        for key in keys:
+            real.put_object(Bucket="sim-checkpoints", Key=key, Body=b"x")
+        fake = CheckpointObjects(lambda minute: datetime(2026, 11, 21, tzinfo=UTC))
+        fake.objects["sim-checkpoints"] = dict.fromkeys(keys, datetime(2026, 11, 21, tzinfo=UTC))
+        double = fake.attach(
+            boto3.client("s3", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+        )
+        for params in ({}, {"Delimiter": "/"}):
+            assert pages(double, **params) == pages(real, **params), params
+        assert fake.listings == 6  # the double answered every page: 3 with the delimiter and 3 without

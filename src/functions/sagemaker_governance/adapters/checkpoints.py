@@ -7,12 +7,23 @@ exactly those buckets, so any other location is reported as not checked rather t
 (``MAX_PAGES`` pages of 1,000 keys): a longer listing is cut short and says so; a written object found
 before the cut is enough to prove progress.
 
+S3 lists keys in UTF-8 binary order, not by age, so the objects a job is writing now may lie beyond the cut.
+A large sharded job (hundreds of files a checkpoint, a checkpoint an hour) passes 10,000 objects within a
+day or two, and its stall judgement or resume check would then read "cut short, none written". Before
+giving that answer the store looks where a run writes its newest files: one level down (``Delimiter``
+``/``), the ``NEWEST_PREFIXES`` "folders" that sort last when the numbers in their names are compared as
+numbers (``checkpoint-1500/`` after ``checkpoint-900/``, ``global_step2000/``, ``step_000120/``, a date).
+An object written since then is proof of progress, as before; finding none there leaves the answer
+unknown (the newest files may lie elsewhere), so the probe can only replace an unknown with proof, never
+turn a listing into "nothing written".
+
 Nothing here raises for what cannot be read (denied, throttled after botocore's retries, no such bucket):
 the answer is ``CheckpointProgress.unknown`` with the reason.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar, Final
@@ -24,6 +35,8 @@ from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 
 MAX_PAGES: Final = 10
+PAGE_SIZE: Final = 1000  # ListObjectsV2's largest MaxKeys
+NEWEST_PREFIXES: Final = 3  # "folders" listed after a cut listing: the newest steps by their names' numbers
 
 
 def split_s3_uri(uri: str) -> tuple[str, str] | None:
@@ -38,10 +51,19 @@ class CheckpointStore:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"s3:ListBucket"})
     LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
 
-    def __init__(self, client: Any, bucket_pattern: str, metrics: BusinessMetricsPort | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket_pattern: str,
+        metrics: BusinessMetricsPort | None = None,
+        *,
+        max_pages: int = MAX_PAGES,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
         self._client = client
         self._pattern = bucket_pattern
         self._failures = ReadFailures(metrics)
+        self._max_pages, self._page_size = max_pages, page_size
 
     def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
         where = split_s3_uri(s3_uri)
@@ -50,38 +72,93 @@ class CheckpointStore:
         bucket, prefix = where
         if not self._pattern or not fnmatchcase(bucket, self._pattern):
             return CheckpointProgress.out_of_scope(f"bucket {bucket} does not match CheckpointBucketPattern")
-        written = total = 0
-        latest: datetime | None = None
-        written_at: list[datetime] = []
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
+        seen = _Seen(since)
         try:
-            pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=bucket, Prefix=prefix, PaginationConfig={"MaxItems": MAX_PAGES * 1000, "PageSize": 1000}
-            )
-            truncated = False
-            for page in pages:
-                truncated = bool(page.get("IsTruncated"))
-                for item in page.get("Contents") or []:
-                    modified = item.get("LastModified")
-                    if not isinstance(modified, datetime):
-                        continue
-                    total += 1
-                    latest = modified if latest is None or modified > latest else latest
-                    if modified >= since:
-                        written += 1
-                        written_at.append(modified)
+            truncated = self._list(bucket, prefix, seen)
+            newest: tuple[str, ...] = ()
+            found_in = None
+            if truncated and not seen.written_at:  # the newest keys may lie beyond the cut: where a run writes?
+                newest = self._newest_prefixes(bucket, prefix)
+                for folder in newest:
+                    self._list(bucket, folder, seen, stop_at_written=True)
+                    if seen.written_at:
+                        found_in = folder
+                        break
         except (ClientError, BotoCoreError) as exc:
             code = self._failures.failed("ListObjectsV2", exc)
             return CheckpointProgress.unknown(f"ListObjectsV2 on {bucket} failed ({code})")
-        if truncated and not written:  # the newest keys may lie beyond the cut: not proof of no progress
-            return CheckpointProgress.unknown(f"listing cut after {total} objects, none written yet")
-        note = f"listing cut after {total} objects" if truncated else None
+        if truncated and not seen.written_at:  # not proof of no progress
+            looked = f"; nothing written under the newest prefixes {', '.join(newest)}" if newest else ""
+            return CheckpointProgress.unknown(f"listing cut after {seen.total} objects, none written yet{looked}")
+        note = None
+        if truncated:
+            note = f"listing cut after {seen.total} objects"
+            if found_in:
+                note += f"; written since found under {found_in}, the newest step prefix by its number"
         return CheckpointProgress(
             checked=True,
-            written=written,
-            total=total,
-            latest=latest,
+            written=len(seen.written_at),
+            total=seen.total,
+            latest=seen.latest,
             note=note,
-            written_at=tuple(sorted(written_at)),
+            written_at=tuple(sorted(seen.written_at)),
             truncated=truncated,
         )
+
+    def _list(self, bucket: str, prefix: str, seen: _Seen, *, stop_at_written: bool = False) -> bool:
+        """Count the objects under ``prefix`` into ``seen``, at most ``max_pages`` pages; whether it was cut
+        short (``stop_at_written``: done at the first page that holds a written object)."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket,
+            Prefix=prefix,
+            PaginationConfig={"MaxItems": self._max_pages * self._page_size, "PageSize": self._page_size},
+        )
+        truncated = False
+        for page in pages:
+            truncated = bool(page.get("IsTruncated"))
+            for item in page.get("Contents") or []:
+                seen.add(item.get("LastModified"), written_only=stop_at_written)
+            if stop_at_written and seen.written_at:
+                break
+        return truncated
+
+    def _newest_prefixes(self, bucket: str, prefix: str) -> tuple[str, ...]:
+        """The ``NEWEST_PREFIXES`` "folders" right under ``prefix`` whose names sort last, numbers compared as
+        numbers (what ``Delimiter`` ``/`` lists of them in ``max_pages`` pages)."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket,
+            Prefix=prefix,
+            Delimiter="/",
+            PaginationConfig={"MaxItems": self._max_pages * self._page_size, "PageSize": self._page_size},
+        )
+        folders = [str(p["Prefix"]) for page in pages for p in page.get("CommonPrefixes") or [] if p.get("Prefix")]
+        return tuple(sorted(folders, key=lambda f: natural_key(f[len(prefix) :]), reverse=True)[:NEWEST_PREFIXES])
+
+
+def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key comparing the runs of digits in ``name`` as numbers: ``step-900`` < ``step-1500``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
+
+
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+class _Seen:
+    """What the listings of one location found: every object, and those written since ``since``."""
+
+    def __init__(self, since: datetime) -> None:
+        self.since = since
+        self.total = 0
+        self.latest: datetime | None = None
+        self.written_at: list[datetime] = []
+
+    def add(self, modified: Any, *, written_only: bool = False) -> None:
+        """One listed object (``written_only``: a second look at keys the first listing may have counted,
+        which counts the written ones only: the first listing found none)."""
+        if not isinstance(modified, datetime) or (written_only and modified < self.since):
+            return
+        self.total += 1
+        self.latest = modified if self.latest is None or modified > self.latest else self.latest
+        if modified >= self.since:
+            self.written_at.append(modified)

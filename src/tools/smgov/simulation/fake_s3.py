@@ -76,8 +76,19 @@ class CheckpointObjects:
         prefix = str(request.get("Prefix") or "")
         token = str(request.get("ContinuationToken") or "")
         limit = min(int(request.get("MaxKeys") or PAGE), PAGE)
-        keys = sorted(k for k in self.objects.get(bucket, {}) if k.startswith(prefix) and k > token)
-        page, rest = keys[:limit], keys[limit:]
+        delimiter = str(request.get("Delimiter") or "")
+        # S3's order (binary) over keys and, with a delimiter, the common prefixes that roll up the keys with
+        # the delimiter after the prefix; a page holds up to MaxKeys of both together
+        entries = sorted(
+            {
+                self._rolled(key, prefix, delimiter)
+                for key in self.objects.get(bucket, {})
+                if key.startswith(prefix)
+            }
+        )
+        entries = [e for e in entries if e > token]
+        page, rest = entries[:limit], entries[limit:]
+        folders = [e for e in page if delimiter and e.endswith(delimiter) and e not in self.objects[bucket]]
         body: dict[str, Any] = {
             "Name": bucket,
             "Prefix": prefix,
@@ -87,9 +98,20 @@ class CheckpointObjects:
             "Contents": [
                 {"Key": key, "LastModified": self.objects[bucket][key], "Size": 1, "StorageClass": "STANDARD"}
                 for key in page
+                if key not in folders
             ],
             "ResponseMetadata": {"HTTPStatusCode": 200, "RequestId": "fake"},
         }
+        if delimiter:
+            body["Delimiter"] = delimiter
+            body["CommonPrefixes"] = [{"Prefix": folder} for folder in folders]
         if rest:
             body["NextContinuationToken"] = page[-1]
         return AWSResponse("https://s3.fake", 200, HTTPHeaders(), None), body
+
+    @staticmethod
+    def _rolled(key: str, prefix: str, delimiter: str) -> str:
+        """The key, or with a delimiter after the prefix, the common prefix it rolls up into."""
+        if not delimiter or (cut := key.find(delimiter, len(prefix))) < 0:
+            return key
+        return key[: cut + len(delimiter)]
