@@ -58,9 +58,9 @@ def test_a_save_phase_writes_its_files_while_it_lasts() -> None:
     simulation.checkpoint_objects.complete()
     objects = simulation.checkpoint_objects.objects["sim-checkpoints"]
     # Then the shards land every 4 minutes of the phase (it begins at minute 37: Starting 4 + Downloading 3),
-    # stamped with their virtual times, and none after it ends
-    shards = sorted(k for k in objects if "/shards/" in k)
-    assert shards == [f"saver/shards/{m:07d}.distcp" for m in (41, 45, 49, 53, 57)]
+    # in the save's own folder, stamped with their virtual times, and none after it ends
+    shards = sorted(k for k in objects if "/save-" in k)
+    assert shards == [f"saver/save-0000037/{m:07d}.distcp" for m in (41, 45, 49, 53, 57)]
     assert [objects[k] for k in shards] == [simulation.clock.at(m) for m in (41, 45, 49, 53, 57)]
 
 

@@ -4,8 +4,10 @@ A job with a ``CheckpointConfig`` saves its progress every ``checkpoint_every_mi
 save is one object under its ``S3Uri`` (``step-<training minute>.pt``) whose ``LastModified`` is the
 virtual time it was written. Auto-resume lists the location to see whether the failed attempt wrote any
 (``adapters/checkpoints.py``). A script phase with ``checkpoint_files_every_minutes`` (a long save of a
-sharded model) writes one object there every N minutes while it lasts (``shards/<minute>.distcp``), which
-the stall judge lists before a stop. moto stamps objects with the wall clock, so this double answers the
+sharded model) writes one object there every N minutes while it lasts, into a folder of its own
+(``save-<first minute>/<minute>.distcp``, as a sharded save writes one step's folder), which the stall
+judge lists before a stop. A job may find its location full already (``earlier(...)``: an earlier run's
+shards, in ``earlier-run/``, dated the day before), more than a listing reads. moto stamps objects with the wall clock, so this double answers the
 listing instead, after botocore has validated the request (like the SageMaker double); every other S3
 call still goes to moto.
 """
@@ -40,6 +42,13 @@ class CheckpointObjects:
         bucket, prefix = split(uri)
         self.objects.setdefault(bucket, {})[f"{prefix}step-{training_minute:07d}.pt"] = self._at(minute)
 
+    def earlier(self, uri: str, count: int, minute: int) -> None:
+        """``count`` objects under ``uri`` written a day before virtual ``minute`` (an earlier run's)."""
+        bucket, prefix = split(uri)
+        keys = self.objects.setdefault(bucket, {})
+        for n in range(count):
+            keys[f"{prefix}earlier-run/{n:06d}.distcp"] = self._at(minute - 1440)
+
     def writing(self, uri: str, every: int | None, minute: int) -> None:
         """From ``minute`` on, a file lands under ``uri`` every ``every`` minutes (None: no more files)."""
         segments = self._writers.setdefault(uri, [])
@@ -58,7 +67,7 @@ class CheckpointObjects:
                 assert start is not None and every is not None
                 last = now if end is None else min(end, now)
                 for minute in range(start + every, last + 1, every):
-                    keys.setdefault(f"{prefix}shards/{minute:07d}.distcp", self._at(minute))
+                    keys.setdefault(f"{prefix}save-{start:07d}/{minute:07d}.distcp", self._at(minute))
 
     def attach(self, client: Any) -> Any:
         client.meta.events.register("before-parameter-build.s3.ListObjectsV2", self._capture)

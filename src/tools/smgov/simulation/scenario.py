@@ -351,6 +351,13 @@ class JobSpec(_Model):
     tags: dict[str, str] = Field(default_factory=dict)
     spot: bool = False
     checkpoint: bool = Field(True, description="the job has a CheckpointConfig (resumes from it)")
+    checkpoint_objects_before: NonNegativeInt = Field(
+        0,
+        le=100_000,
+        description="objects already under the job's CheckpointConfig.S3Uri when it is created, written the day "
+        "before (an earlier run's sharded checkpoints): more than a listing reads, so what the job writes now "
+        "may lie beyond the cut",
+    )
     max_runtime_hours: PositiveFloat = 72
     max_wait_hours: PositiveFloat | None = Field(None, description="Spot only; default max_runtime_hours + 24")
     price_per_hour: PositiveFloat | None = Field(None, description="On-Demand $ per instance-hour (overrides)")

@@ -58,6 +58,8 @@ class Lifecycle:
         self.on_checkpoint: Callable[[str, int, int], None] | None = None
         # A script phase writes files to the checkpoint location every N minutes from now (None: stops).
         self.on_files: Callable[[str, int | None, int], None] | None = None
+        # A job is created into a checkpoint location an earlier run filled: (location, objects, virtual minute).
+        self.on_earlier: Callable[[str, int, int], None] | None = None
         self.active = len(specs)  # jobs not yet created or not yet ended
         self.last_end = 0
         self._ticks: list[tuple[int, int, str, int]] = []  # (minute, seq, job, token)
@@ -137,6 +139,8 @@ class Lifecycle:
         job.spec_name = spec.name
         job.metrics = tuple(m for m in spec.metric_definitions if m.publishes)
         self.jobs[job.name] = job
+        if spec.checkpoint_objects_before and job.checkpoint_uri and self.on_earlier is not None:
+            self.on_earlier(job.checkpoint_uri, spec.checkpoint_objects_before, self.now)
         self.fake.launch(request)
         self.emit(job.name)
         self._schedule(job, self.now + job.script.starting_minutes)

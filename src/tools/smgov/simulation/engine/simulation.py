@@ -138,6 +138,7 @@ class Simulation:
         # CheckpointConfig: the checkpoints of its progress, and the files its save phases write
         self.lifecycle.on_checkpoint = self.checkpoint_objects.save
         self.lifecycle.on_files = self.checkpoint_objects.writing
+        self.lifecycle.on_earlier = self.checkpoint_objects.earlier
         self.account = SimulatedAccount(
             self.template,
             scenario,
