@@ -268,3 +268,17 @@ def test_a_cut_listing_with_nothing_new_in_the_newest_folders_stays_unknown() ->
 )
 def test_step_folders_sort_by_the_numbers_in_their_names(names: list[str], newest_first: list[str]) -> None:
     assert sorted(names, key=natural_key, reverse=True)[: len(newest_first)] == newest_first
+
+
+def test_a_location_without_a_trailing_slash_is_its_folder_not_its_neighbours(aws: None) -> None:
+    # Given numbered trials of one tuning run side by side, trial-1's location given without a trailing /
+    client = boto3.client("s3", region_name="us-east-1")
+    client.create_bucket(Bucket="acme-ckpt-us")
+    for key in ("hpo/trial-1/step-100.pt", "hpo/trial-10/step-900.pt", "hpo/trial-11/step-50.pt"):
+        client.put_object(Bucket="acme-ckpt-us", Key=key, Body=b"x")
+    # When its progress is read, then only its own folder counts: trial-10's and trial-11's files are not its
+    # progress (S3 alone would match them by the prefix's characters)
+    since = datetime.now(UTC) - timedelta(hours=1)
+    progress = CheckpointStore(client, "acme-ckpt-*").progress("s3://acme-ckpt-us/hpo/trial-1", since)
+    assert (progress.checked, progress.written, progress.total) == (True, 1, 1)
+    assert CheckpointStore(client, "acme-ckpt-*").progress("s3://acme-ckpt-us/hpo/trial-1/", since).total == 1

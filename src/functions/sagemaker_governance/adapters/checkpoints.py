@@ -17,6 +17,16 @@ An object written since then is proof of progress, as before; finding none there
 unknown (the newest files may lie elsewhere), so the probe can only replace an unknown with proof, never
 turn a listing into "nothing written".
 
+The location is a folder: a ``S3Uri`` without a trailing ``/`` is listed as ``<prefix>/``. S3 matches a
+prefix by its characters, so ``s3://b/trial-1`` would also list ``trial-10/``, ``trial-11/`` (other jobs'
+checkpoints: the numbered trials of one tuning run, say), and their files would count as this job's
+progress, keeping a stalled job from being stopped or cloning a failed one that wrote nothing. That the
+job's own files land under ``<prefix>/`` is inferred (it is what syncing a folder to that URI writes, like
+``aws s3 sync``; the developer guide does not spell out the keys); were they to land beside it, this
+reader would see none: no veto and no clone, the side that does no harm. SageMaker's own download of the
+location at a job's start does match by characters (it restores ``trial-10``'s files into ``trial-1``:
+syne-tune/syne-tune#363, which ends its URIs with ``/`` for that reason).
+
 Nothing here raises for what cannot be read (denied, throttled after botocore's retries, no such bucket):
 the answer is ``CheckpointProgress.unknown`` with the reason.
 """
@@ -70,6 +80,8 @@ class CheckpointStore:
         if where is None:
             return CheckpointProgress.out_of_scope(f"not an S3 URI: {s3_uri}")
         bucket, prefix = where
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"  # the location's folder, not every key that begins with its characters
         if not self._pattern or not fnmatchcase(bucket, self._pattern):
             return CheckpointProgress.out_of_scope(f"bucket {bucket} does not match CheckpointBucketPattern")
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
