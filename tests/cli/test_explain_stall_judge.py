@@ -14,7 +14,7 @@ import pytest
 from sagemaker_governance.domain.guards.idle import pinned_expression
 from sagemaker_governance.domain.stall_judge import MetricRead
 from smgov.cli.main import main
-from smgov.stall_evidence import OfflineLogActivity, OfflineMetricData, load_evidence
+from smgov.stall_evidence import OfflineCheckpoints, OfflineLogActivity, OfflineMetricData, load_evidence
 from tests.conftest import EVENTS
 
 SAMPLES = EVENTS / "stall-evidence"
@@ -247,3 +247,21 @@ def test_a_stuck_host_notification_is_judged_a_hang_and_stopped(capsys: pytest.C
     }
     assert gpu == {"algo-1": 800, "algo-2": 800, "algo-3": 0, "algo-4": 800}
     assert "a stuck host" in decision["reason"]
+
+
+def test_saved_checkpoint_objects_are_read_as_the_stopper_lists_them() -> None:
+    # Given a saved listing of the prefix "hpo/trial-1" (as `aws s3api list-objects-v2 --prefix` answers it:
+    # trial-10's files too), when explain reads the job's location given without a trailing /, then only its
+    # folder counts, as in the stopper (adapters/checkpoints.py reads the location as its folder)
+    evidence = load_evidence(
+        {
+            "checkpoint_objects": [
+                {"Key": "hpo/trial-1/step-100.pt", "LastModified": "2026-11-21T12:10:00Z"},
+                {"Key": "hpo/trial-10/step-900.pt", "LastModified": "2026-11-21T12:20:00Z"},
+            ]
+        }
+    )
+    progress = OfflineCheckpoints(evidence).progress(
+        "s3://acme/hpo/trial-1", datetime(2026, 11, 21, 12, tzinfo=UTC)
+    )
+    assert (progress.written, progress.total) == (1, 1)

@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sagemaker_governance.adapters.checkpoints import location_folder
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.job import parse_timestamp
@@ -180,7 +181,7 @@ class OfflineCheckpoints:
         self._objects = evidence.checkpoint_objects or ()
 
     def progress(self, s3_uri: str, since: datetime) -> CheckpointProgress:
-        prefix = s3_uri.removeprefix("s3://").partition("/")[2]
+        prefix = location_folder(s3_uri.removeprefix("s3://").partition("/")[2])  # as the stopper lists it
         under = [o for o in self._objects if o.key.startswith(prefix)]
         written = tuple(sorted(o.last_modified for o in under if o.last_modified >= since))
         latest = max((o.last_modified for o in under), default=None)

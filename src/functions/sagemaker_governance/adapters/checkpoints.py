@@ -57,6 +57,11 @@ def split_s3_uri(uri: str) -> tuple[str, str] | None:
     return (bucket, prefix) if bucket else None
 
 
+def location_folder(prefix: str) -> str:
+    """The location's folder (``trial-1`` -> ``trial-1/``), not every key that begins with its characters."""
+    return prefix if not prefix or prefix.endswith("/") else f"{prefix}/"
+
+
 class CheckpointStore:
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"s3:ListBucket"})
     LAZY_CLIENT: ClassVar[bool] = True  # the client is built at the first failed job, not at cold start
@@ -80,8 +85,7 @@ class CheckpointStore:
         if where is None:
             return CheckpointProgress.out_of_scope(f"not an S3 URI: {s3_uri}")
         bucket, prefix = where
-        if prefix and not prefix.endswith("/"):
-            prefix += "/"  # the location's folder, not every key that begins with its characters
+        prefix = location_folder(prefix)
         if not self._pattern or not fnmatchcase(bucket, self._pattern):
             return CheckpointProgress.out_of_scope(f"bucket {bucket} does not match CheckpointBucketPattern")
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
