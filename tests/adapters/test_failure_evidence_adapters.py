@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sagemaker_governance.adapters.checkpoints import CheckpointStore, natural_key, split_s3_uri
+from sagemaker_governance.adapters.checkpoints import CheckpointStore, split_s3_uri, step_rank
 from sagemaker_governance.adapters.training_logs import TRAINING_LOG_GROUP, TrainingLogTails
 from tests.adapters.conftest import CallRecorder
 
@@ -261,13 +261,70 @@ def test_a_cut_listing_with_nothing_new_in_the_newest_folders_stays_unknown() ->
     ("names", "newest_first"),
     [
         (["checkpoint-900/", "checkpoint-1500/", "checkpoint-100/"], ["checkpoint-1500/", "checkpoint-900/"]),
-        (["global_step20/", "global_step3/", "latest/"], ["latest/", "global_step20/"]),
+        (["global_step20/", "latest/", "global_step3/"], ["global_step20/", "global_step3/", "latest/"]),
         (["2026-11-21T09-00/", "2026-11-21T10-00/"], ["2026-11-21T10-00/", "2026-11-21T09-00/"]),
         (["step_000120/", "step_000080/"], ["step_000120/", "step_000080/"]),
+        # what a trainer writes beside its step folders is not where a save writes (Hugging Face's runs/)
+        (
+            ["checkpoint-900/", "runs/", "wandb/", "checkpoint-1500/", "tensorboard/"],
+            ["checkpoint-1500/", "checkpoint-900/"],
+        ),
+        # a digit outside 0-9 that str.isdigit() accepts but int() does not ('²') never raises
+        (["checkpoint-2\u00b21/", "checkpoint-7/"], ["checkpoint-7/", "checkpoint-2\u00b21/"]),
     ],
 )
-def test_step_folders_sort_by_the_numbers_in_their_names(names: list[str], newest_first: list[str]) -> None:
-    assert sorted(names, key=natural_key, reverse=True)[: len(newest_first)] == newest_first
+def test_step_folders_rank_by_the_numbers_in_their_names(names: list[str], newest_first: list[str]) -> None:
+    assert sorted(names, key=step_rank, reverse=True)[: len(newest_first)] == newest_first
+
+
+def test_a_listing_of_short_pages_is_cut_by_pages_not_by_keys() -> None:
+    # Given S3 answering fewer keys than MaxKeys (its API reference allows it): two pages of one key each, both
+    # saying more follow. When the store reads its 2 pages, then the listing is cut there (botocore's MaxItems,
+    # counting keys, would have read on and could trim S3's last page into a listing that looks complete), and
+    # the newest folder is looked into
+    client = boto3.client("s3", region_name="us-east-1")
+    stubber = Stubber(client)
+    stubber.add_response("list_objects_v2", _page([("llm/a/0.pt", OLD)], token="t1"), _listing("llm/"))
+    stubber.add_response("list_objects_v2", _page([("llm/a/1.pt", OLD)], token="t2"), _listing("llm/", "t1"))
+    stubber.add_response(
+        "list_objects_v2", _page([], folders=("llm/a/", "llm/step-9/")), _listing("llm/", delimiter=True)
+    )
+    stubber.add_response("list_objects_v2", _page([("llm/step-9/0.pt", NEW)]), _listing("llm/step-9/"))
+    with stubber:
+        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
+            "s3://acme-ckpt-us/llm/", SINCE
+        )
+        stubber.assert_no_pending_responses()
+    assert progress.truncated and progress.written == 1
+
+
+def test_the_folder_listing_reads_at_most_its_pages() -> None:
+    # Given a cut listing and a location with more pages of folders than the bound, when the store looks for
+    # the newest folders, then it reads 2 pages of them (the Stubber refuses a third request) and looks into
+    # the newest of what it read
+    client = boto3.client("s3", region_name="us-east-1")
+    stubber = Stubber(client)
+    _cut_listing_pages = [("llm/a/0.pt", OLD)] * 2
+    stubber.add_response("list_objects_v2", _page(_cut_listing_pages, token="t1"), _listing("llm/"))
+    stubber.add_response("list_objects_v2", _page(_cut_listing_pages, token="t2"), _listing("llm/", "t1"))
+    stubber.add_response(
+        "list_objects_v2",
+        _page([], token="f1", folders=("llm/step-1/", "llm/step-2/")),
+        _listing("llm/", delimiter=True),
+    )
+    stubber.add_response(
+        "list_objects_v2",
+        _page([], token="f2", folders=("llm/step-3/", "llm/step-4/")),
+        _listing("llm/", "f1", delimiter=True),
+    )
+    for folder in ("llm/step-4/", "llm/step-3/", "llm/step-2/"):
+        stubber.add_response("list_objects_v2", _page([(f"{folder}0.pt", OLD)]), _listing(folder))
+    with stubber:
+        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
+            "s3://acme-ckpt-us/llm/", SINCE
+        )
+        stubber.assert_no_pending_responses()
+    assert progress.unreadable and "llm/step-4/, llm/step-3/, llm/step-2/" in (progress.note or "")
 
 
 def test_a_location_without_a_trailing_slash_is_its_folder_not_its_neighbours(aws: None) -> None:

@@ -4,15 +4,16 @@ Auto-resume lists ``CheckpointConfig.S3Uri`` (bucket and prefix) and counts the 
 ``LastModified`` is at or after the failed attempt's start. Only buckets the deployment names
 (``CheckpointBucketPattern``, a name or glob) are listed: the function's ``s3:ListBucket`` grant names
 exactly those buckets, so any other location is reported as not checked rather than attempted. The listing is bounded
-(``MAX_PAGES`` pages of 1,000 keys): a longer listing is cut short and says so; a written object found
-before the cut is enough to prove progress.
+(``MAX_PAGES`` pages of up to 1,000 keys, counted by page: S3 may answer fewer keys than asked): a longer
+listing is cut short and says so; a written object found before the cut is enough to prove progress.
 
 S3 lists keys in UTF-8 binary order, not by age, so the objects a job is writing now may lie beyond the cut.
 A large sharded job (hundreds of files a checkpoint, a checkpoint an hour) passes 10,000 objects within a
 day or two, and its stall judgement or resume check would then read "cut short, none written". Before
 giving that answer the store looks where a run writes its newest files: one level down (``Delimiter``
 ``/``), the ``NEWEST_PREFIXES`` "folders" that sort last when the numbers in their names are compared as
-numbers (``checkpoint-1500/`` after ``checkpoint-900/``, ``global_step2000/``, ``step_000120/``, a date).
+numbers (``checkpoint-1500/`` after ``checkpoint-900/``, ``global_step2000/``, ``step_000120/``, a date),
+those named with a number first (``runs/`` or ``wandb/`` beside the steps are not where a save writes).
 An object written since then is proof of progress, as before; finding none there leaves the answer
 unknown (the newest files may lie elsewhere), so the probe can only replace an unknown with proof, never
 turn a listing into "nothing written".
@@ -34,6 +35,7 @@ the answer is ``CheckpointProgress.unknown`` with the reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar, Final
@@ -122,16 +124,23 @@ class CheckpointStore:
             truncated=truncated,
         )
 
+    def _pages(self, bucket: str, prefix: str, **extra: str) -> Iterator[dict[str, Any]]:
+        """S3's pages of the listing, at most ``max_pages`` of them. Counted by page, not by key: S3 may answer
+        fewer keys than ``MaxKeys`` (its API reference), and botocore's ``MaxItems`` counts ``Contents`` only
+        and trims a page without saying so in the page (a listing cut there would look complete)."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": self._page_size}, **extra
+        )
+        for number, page in enumerate(pages, start=1):
+            yield page
+            if number >= self._max_pages:
+                return
+
     def _list(self, bucket: str, prefix: str, seen: _Seen, *, stop_at_written: bool = False) -> bool:
         """Count the objects under ``prefix`` into ``seen``, at most ``max_pages`` pages; whether it was cut
         short (``stop_at_written``: done at the first page that holds a written object)."""
-        pages = self._client.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket,
-            Prefix=prefix,
-            PaginationConfig={"MaxItems": self._max_pages * self._page_size, "PageSize": self._page_size},
-        )
         truncated = False
-        for page in pages:
+        for page in self._pages(bucket, prefix):
             truncated = bool(page.get("IsTruncated"))
             for item in page.get("Contents") or []:
                 seen.add(item.get("LastModified"), written_only=stop_at_written)
@@ -140,21 +149,27 @@ class CheckpointStore:
         return truncated
 
     def _newest_prefixes(self, bucket: str, prefix: str) -> tuple[str, ...]:
-        """The ``NEWEST_PREFIXES`` "folders" right under ``prefix`` whose names sort last, numbers compared as
-        numbers (what ``Delimiter`` ``/`` lists of them in ``max_pages`` pages)."""
-        pages = self._client.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket,
-            Prefix=prefix,
-            Delimiter="/",
-            PaginationConfig={"MaxItems": self._max_pages * self._page_size, "PageSize": self._page_size},
-        )
-        folders = [str(p["Prefix"]) for page in pages for p in page.get("CommonPrefixes") or [] if p.get("Prefix")]
-        return tuple(sorted(folders, key=lambda f: natural_key(f[len(prefix) :]), reverse=True)[:NEWEST_PREFIXES])
+        """The ``NEWEST_PREFIXES`` "folders" right under ``prefix`` (what ``Delimiter`` ``/`` lists of them in
+        ``max_pages`` pages) that look newest: those with a number in their name first (a step, an epoch, a
+        date: ``runs/``, ``wandb/`` or ``logs/`` beside ``checkpoint-900/`` are not where a save writes), then
+        by their names with the numbers compared as numbers."""
+        folders = [
+            str(p["Prefix"])
+            for page in self._pages(bucket, prefix, Delimiter="/")
+            for p in page.get("CommonPrefixes") or []
+            if p.get("Prefix")
+        ]
+        return tuple(sorted(folders, key=lambda f: step_rank(f[len(prefix) :]), reverse=True)[:NEWEST_PREFIXES])
+
+
+def step_rank(name: str) -> tuple[bool, tuple[tuple[int, int, str], ...]]:
+    """How new a folder looks by its name (larger: newer): named with a number first, then ``natural_key``."""
+    return any(c.isdecimal() for c in name), natural_key(name)
 
 
 def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
     """Sort key comparing the runs of digits in ``name`` as numbers: ``step-900`` < ``step-1500``."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
+    return tuple((0, int(part), "") if part.isdecimal() else (1, 0, part) for part in _DIGITS.split(name) if part)
 
 
 _DIGITS: Final = re.compile(r"(\d+)")
