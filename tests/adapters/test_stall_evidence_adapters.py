@@ -163,3 +163,33 @@ def test_metric_series_are_read_oldest_first_and_failures_are_reported(aws: None
         failed = CloudWatchMetricData(stubbed).read(queries, NOW - timedelta(minutes=10), NOW)
     assert failed.values == {"cpu": None, "loss": None}
     assert "Throttling" in failed.errors[0]
+
+
+def test_a_query_cloudwatch_left_out_of_its_answer_is_unread_not_an_empty_series() -> None:
+    # Given an answer that holds the CPU query's result but none for the training metric's, when it is read,
+    # then the metric is reported unread (no datapoint would read as "no progress": a hang confirmed on data
+    # that never came), and the CPU series still counts
+    client = boto3.client("cloudwatch", region_name="us-east-1")
+    stubber = Stubber(client)
+    stubber.add_response(
+        "get_metric_data",
+        {
+            "MetricDataResults": [
+                {
+                    "Id": "cpu",
+                    "Timestamps": [NOW - timedelta(minutes=1)],
+                    "Values": [4.0],
+                    "StatusCode": "Complete",
+                }
+            ],
+            "Messages": [{"Code": "InternalError", "Value": "one query could not be answered"}],
+        },
+    )
+    queries = [
+        MetricRead("cpu", "CPUUtilization", (("Host", "job-1/algo-1"),), "Average"),
+        MetricRead("loss", "loss", (("TrainingJobName", "job-1"),), "SampleCount"),
+    ]
+    with stubber:
+        result = CloudWatchMetricData(client).read(queries, NOW - timedelta(minutes=10), NOW)
+    assert result.values["cpu"] == (4.0,) and result.values.get("loss") is None
+    assert result.errors == ("loss {'TrainingJobName': 'job-1'}: no result returned",)

@@ -447,3 +447,44 @@ def test_disk_names_whole_points_only(account: Account) -> None:
     _disk(account, "coarse/algo-1", [31.0, 31.0, 32.0])
     (coarse,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
     assert coarse.status is Status.OK and "whole points only" in coarse.detail
+
+
+def test_a_disk_that_did_not_move_says_nothing_of_its_resolution(account: Account) -> None:
+    # A flat series at a whole value: not "whole points only" (the values might be rounded or not)
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "flat", minutes_ago=60)
+    _disk(account, "flat/algo-1", [31.0] * 5)
+    (flat,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert flat.status is Status.OK and "did not move" in flat.detail and "whole points" not in flat.detail
+
+
+def test_a_disk_read_that_did_not_complete_is_unknown_not_a_missing_metric(account: Account) -> None:
+    # Given CloudWatch answering the disk query with a status other than Complete (the doctor's credentials
+    # may not read what the stopper reads), then the check says it could not tell, not that no datapoint exists
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "trains", minutes_ago=60)
+    from botocore.awsrequest import AWSResponse
+
+    def forbidden(**_: Any) -> Any:
+        answer = {"MetricDataResults": [{"Id": "disk", "StatusCode": "Forbidden", "Timestamps": [], "Values": []}]}
+        return AWSResponse("https://monitoring", 200, {}, None), answer
+
+    account.clients["cloudwatch"].meta.events.register_first("before-call.cloudwatch.GetMetricData", forbidden)
+    (disk,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert disk.status is Status.UNKNOWN and "Forbidden" in disk.detail
+
+
+def test_jobs_that_cannot_be_described_make_the_disk_check_unknown(account: Account) -> None:
+    # Given a job in Training for an hour that DescribeTrainingJob refuses: not "no job has trained", unknown
+    reconcile_run(account, minutes_ago=5)
+    _train(account, "trains", minutes_ago=60)
+    from botocore.exceptions import ClientError
+
+    def denied(model: Any, **_: Any) -> None:
+        if model.name == "DescribeTrainingJob":
+            raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, model.name)
+
+    # first among the handlers the SageMaker double answers with (before-call.sagemaker.*)
+    account.clients["sagemaker"].meta.events.register_first("before-call.sagemaker.*", denied)
+    (disk,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert disk.status is Status.UNKNOWN and "could not describe 1 of the 1 job(s)" in disk.detail

@@ -272,10 +272,14 @@ class FillingDisk(Metrics):
     read fails (``disk_error``); every other series as in ``Metrics``."""
 
     def __init__(
-        self, values: dict[tuple[str, str], float], per_minute: float = 0.0, disk_error: str | None = None
+        self,
+        values: dict[tuple[str, str], float],
+        per_minute: float = 0.0,
+        disk_error: str | None = None,
+        failing: tuple[str, ...] = (),
     ) -> None:
         super().__init__(values)
-        self.per_minute, self.disk_error = per_minute, disk_error
+        self.per_minute, self.disk_error, self.failing = per_minute, disk_error, failing
 
     def read(
         self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
@@ -286,8 +290,13 @@ class FillingDisk(Metrics):
         if self.disk_error:
             return MetricReadResult({q.id: None for q in queries}, (self.disk_error,))
         minutes = int((end - start).total_seconds() // 60)
+        failed = [q for q in queries if dict(q.dimensions)["Host"] in self.failing]
         return MetricReadResult(
-            {q.id: tuple(20 + self.per_minute * m for m in range(minutes)) for q in queries}, ()
+            {
+                q.id: None if q in failed else tuple(20 + self.per_minute * m for m in range(minutes))
+                for q in queries
+            },
+            tuple(f"DiskUtilization {dict(q.dimensions)}: InternalError" for q in failed),
         )
 
 
@@ -326,6 +335,32 @@ def test_a_failed_disk_read_is_recorded_and_never_blocks_a_stop() -> None:
     verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs())
     assert verdict.verdict is Verdict.STOP
     assert verdict.decision.evidence["judge"]["disk"]["unread"] == "GetMetricData failed (Throttling)"
+
+
+IDLE_TWO_HOSTS = {**IDLE_HOST, ("GPUUtilization", "job-1/algo-2"): 0.0, ("CPUUtilization", "job-1/algo-2"): 4.0}
+
+
+def test_a_disk_read_that_fails_for_some_hosts_still_counts_the_hosts_it_read() -> None:
+    # Given a two-host job whose algo-1 disk fills while algo-2's read fails (one query not Complete, or a
+    # throttled batch of a large cluster)
+    metrics = FillingDisk(IDLE_TWO_HOSTS, per_minute=0.05, failing=("job-1/algo-2",))
+    j = training(NOW - timedelta(hours=2), ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2})
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), j=j)
+    # Then algo-1's move vetoes the stop, and the record keeps both what was read and what failed
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.DISK_WRITES
+    disk = verdict.decision.evidence["judge"]["disk"]
+    assert disk["largest_changes"] == {"job-1/algo-1": 1.45} and "algo-2" in disk["unread"]
+
+
+def test_a_stop_names_only_the_disks_it_measured() -> None:
+    # A quiet disk on algo-1, algo-2 unread: the stop says how many hosts' disks it measured, not all of them
+    metrics = FillingDisk(IDLE_TWO_HOSTS, failing=("job-1/algo-2",))
+    j = training(NOW - timedelta(hours=2), ResourceConfig={"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2})
+    verdict = review(IDLE, IdleRole.NOTIFYING, metrics, Logs(), j=j)
+    assert verdict.verdict is Verdict.STOP
+    assert (
+        "no disk moved by 0.5 points on the 1 host(s) of 2 measured" in verdict.decision.evidence["judge_verdict"]
+    )
 
 
 def test_the_judge_can_be_switched_off_by_the_policy() -> None:

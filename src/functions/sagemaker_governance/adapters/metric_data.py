@@ -84,7 +84,10 @@ class CloudWatchMetricData:
                 errors.append(f"GetMetricData failed ({code}) for {len(chunk)} series")
                 continue
             for q in chunk:
-                if status.get(q.id, "Complete") != "Complete":
+                if q.id not in status:  # CloudWatch answers each query asked; one left out was not read
+                    errors.append(f"{q.metric} {dict(q.dimensions)}: no result returned")
+                    continue
+                if status[q.id] != "Complete":
                     errors.append(f"{q.metric} {dict(q.dimensions)}: {status[q.id]}")
                     continue
                 ordered = sorted(points[q.id], key=lambda p: p[0])

@@ -264,7 +264,7 @@ class CheckpointWrites(BaseModel):
 
 class DiskWrites(BaseModel):
     """Each host's ``DiskUtilization`` since ``since`` as read before a stop, oldest first (a host's None:
-    not read; ``unread``: the read failed, with why)."""
+    not read; ``unread``: what failed, with why; the hosts that were read still count)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -280,16 +280,27 @@ class DiskWrites(BaseModel):
         """The hosts whose disk use moved by ``points`` or more, and by how much."""
         return {h: c for h, c in self.changes().items() if c >= points}
 
+    def ruled_out(self, points: float) -> str | None:
+        """What this read rules out when nothing moved, in words: every host measured, or how many of them
+        (None: no host had two values, so nothing is ruled out)."""
+        measured = len(self.changes())
+        if not measured:
+            return None
+        if measured == len(self.hosts) and self.unread is None:
+            return f"no host's disk moved by {points:g} points"
+        return f"no disk moved by {points:g} points on the {measured} host(s) of {len(self.hosts)} measured"
+
     def summary(self) -> dict[str, Any]:
-        if self.unread is not None:
-            return {"since": self.since.isoformat(), "unread": self.unread}
         moved = sorted(self.changes().items(), key=lambda item: (-item[1], item[0]))
-        return {
+        out: dict[str, Any] = {
             "since": self.since.isoformat(),
             "hosts_read": sum(1 for v in self.hosts.values() if v),
             # the hosts whose disk moved most (at most MAX_HOSTS_RECORDED): points of 100
             "largest_changes": dict(moved[:MAX_HOSTS_RECORDED]),
         }
+        if self.unread is not None:
+            out["unread"] = self.unread
+        return out
 
 
 # The fewest lines whose gaps say anything about a job's rhythm (three gaps).
@@ -554,8 +565,8 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
             f"every signal agrees over the {evidence.minutes}-minute window: no training metric published and "
             "no log line, whatever the GPUs do"
         )
-    if evidence.disk is not None and evidence.disk.unread is None:
-        reason += f"; no host's disk moved by {policy.disk_change_percent:g} points"
+    if evidence.disk is not None and (ruled_out := evidence.disk.ruled_out(policy.disk_change_percent)):
+        reason += f"; {ruled_out}"
     if evidence.checkpoints is not None and evidence.checkpoints.unread is None:
         reason += "; nothing new in its checkpoint location"
     return Finding(confirmed=True, code=None, reason=reason, evidence=summary)

@@ -337,12 +337,11 @@ class StallJudge:
         hosts = host_names(job.name, job.total_instance_count)
         queries = [MetricRead(f"d{i}", DISK, (("Host", host),), "Average") for i, host in enumerate(hosts)]
         read = self._metrics.read(queries, since, now)
-        disk = (
-            DiskWrites(since=since, unread="; ".join(read.errors))
-            if read.errors
-            else DiskWrites(
-                since=since, hosts={host: read.values.get(q.id) for host, q in zip(hosts, queries, strict=True)}
-            )
+        # the hosts read are kept beside what failed: a move on any of them is a sign of life
+        disk = DiskWrites(
+            since=since,
+            hosts={host: read.values.get(q.id) for host, q in zip(hosts, queries, strict=True)},
+            unread="; ".join(read.errors) or None,
         )
         update: dict[str, Any] = {"disk": disk}
         uri = getattr(job, "checkpoint_s3_uri", None)

@@ -308,11 +308,13 @@ def _writes(signals: dict[str, Any]) -> list[str]:
         latest = f", the latest at {saved['latest_written_at']}" if saved.get("latest_written_at") else ""
         lines.append(f"checkpoints: {saved['written']} object(s) written since {saved['since']}{latest}")
     disk = signals.get("disk")
-    if disk and disk.get("unread"):
-        lines.append(f"disk: not read ({disk['unread']})")
-    elif disk:
+    if disk and disk.get("largest_changes"):
         moved = ", ".join(f"{host} {change:g}" for host, change in disk["largest_changes"].items())
-        lines.append(f"disk: moved since {disk['since']} (points): {moved or 'no host with two datapoints'}")
+        lines.append(f"disk: moved since {disk['since']} (points): {moved}")
+    elif disk and not disk.get("unread"):
+        lines.append(f"disk: moved since {disk['since']} (points): no host with two datapoints")
+    if disk and disk.get("unread"):  # beside what the hosts read said (records before 2026-11-27: alone)
+        lines.append(f"disk: not read ({disk['unread']})")
     return lines
 
 

@@ -682,10 +682,12 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
         return [Finding("disk", DISK, Status.UNKNOWN, f"could not list the jobs in progress: {error_text(exc)}")]
     jobs = SageMakerJobs(sagemaker)
     sampled = None
+    unread: list[str] = []
     for name in names[:DISK_MAX_JOBS]:
         try:
             job = jobs.get_job(name)
-        except AdapterError:
+        except AdapterError as exc:
+            unread.append(f"{name} ({exc})")
             continue
         since = training_started_at(job)
         if (
@@ -695,14 +697,26 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
         ):
             sampled = job
             break
+    if sampled is None and unread:
+        return [
+            Finding(
+                "disk",
+                DISK,
+                Status.UNKNOWN,
+                f"could not describe {len(unread)} of the {min(len(names), DISK_MAX_JOBS)} job(s) in progress "
+                f"looked at, so whether one has trained for {DISK_SAMPLE_MINUTES} minutes is unknown: "
+                + "; ".join(unread[:3]),
+            )
+        ]
     if sampled is None:
+        looked = f"of the first {DISK_MAX_JOBS} jobs in progress " if len(names) > DISK_MAX_JOBS else ""
         return [
             Finding(
                 "disk",
                 DISK,
                 Status.OK,
-                f"no job has been in Training for {DISK_SAMPLE_MINUTES} minutes: nothing to sample (run again "
-                "while one trains)",
+                f"no job {looked}has been in Training for {DISK_SAMPLE_MINUTES} minutes: nothing to sample (run "
+                "again while one trains)",
             )
         ]
     host = host_names(sampled.name, 1)[0]
@@ -727,7 +741,19 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
         )
     except AWS_ERRORS as exc:
         return [Finding("disk", host, Status.UNKNOWN, f"could not read {DISK}: {error_text(exc)}")]
-    values = [v for r in answer.get("MetricDataResults", []) for v in r.get("Values", [])]
+    results = answer.get("MetricDataResults", [])
+    values = [v for r in results for v in r.get("Values", [])]
+    failed = sorted({str(r.get("StatusCode")) for r in results if r.get("StatusCode", "Complete") != "Complete"})
+    if not values and (failed or not results):  # a read that did not complete says nothing of the metric
+        return [
+            Finding(
+                "disk",
+                host,
+                Status.UNKNOWN,
+                f"{DISK} was not read completely ({', '.join(failed) or 'no result returned'}), with this "
+                "command's credentials: run again",
+            )
+        ]
     if not values:
         return [
             Finding(
@@ -739,12 +765,18 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 "window alone (its checkpoint objects, log and CPU are still read)",
             )
         ]
-    whole = all(float(v).is_integer() for v in values)
-    grain = (
-        "in whole points only: a move under 1 point is not seen, so judge.disk_change_percent below 1 acts as 1"
-        if whole
-        else f"with fractions of a point (e.g. {values[0]:g})"
-    )
+    if any(not float(v).is_integer() for v in values):
+        grain = f"with fractions of a point (e.g. {next(v for v in values if not float(v).is_integer()):g})"
+    elif len(set(values)) > 1:
+        grain = (
+            "in whole points only: a move shows only when it crosses a whole point, so one under 1 point may "
+            "not be seen whatever judge.disk_change_percent says"
+        )
+    else:
+        grain = (
+            f"all at {values[0]:g}: the disk did not move, which says nothing of how finely it is published "
+            "(run again while a job writes to its disk)"
+        )
     return [
         Finding(
             "disk", host, Status.OK, f"{len(values)} {DISK} datapoint(s) in the last {window} minutes, {grain}"
