@@ -480,6 +480,23 @@ def test_a_guard_alarm_left_in_alarm_is_reset_at_the_next_run_so_the_job_is_judg
     assert record.evidence["alarms"] == [alarm]
 
 
+def test_a_composite_left_in_alarm_is_reset_with_its_children(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a 16-host job whose composite idle alarm the stall judge left in ALARM, its children in ALARM too
+    training(acct, ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100})
+    composite = f"{PREFIX}job-1"
+    children = sorted(a for a in acct.cloudwatch.alarms if a.startswith(f"{composite}.hosts-"))
+    assert len(children) == 2
+    for name in (*children, composite):
+        acct.cloudwatch.set_state(name, "ALARM")
+    # When the reconciler re-arms it, then the children are reset with it: a composite reset alone stays in
+    # OK while its children stay in ALARM (SetAlarmState API reference), and would never notify again
+    clock.advance(minutes=1)
+    assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
+    assert {acct.cloudwatch.state(name) for name in (*children, composite)} == {"OK"}
+    (record,) = [r for r in reconciler_records(acct) if r.code == "reconciler.rearm.stale-alarm"]
+    assert record.evidence["alarms"] == [composite] and record.evidence["reset"] == sorted([composite, *children])
+
+
 def test_a_longer_rearm_waits_for_the_last_run_before_it(acct: LocalAccount, clock: MovableClock) -> None:
     # Given a team that has its pinned jobs judged every 30 minutes at most
     acct.ssm.put_parameter(Name="/gov/policy", Value="judge: {rearm_minutes: 30}", Type="String")

@@ -372,3 +372,35 @@ def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_
         ("idle-job", OK, ALARM),
         ("both", OK, ALARM),
     ]
+
+
+def test_a_composite_reset_alone_stays_ok_until_a_child_changes_state_or_it_is_updated() -> None:
+    # Given a child in ALARM on idle data and a composite over it, in ALARM too
+    store = MetricStore()
+    seen: list[Transition] = []
+    evaluator = AlarmEvaluator(
+        store, epoch=EPOCH, account="123456789012", region="us-east-1", on_transition=seen.append,
+        returns_at_once=True,
+    )  # fmt: skip
+    key = metric_key(NS, NAME, host("job", 1))
+    composite = {"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}
+    evaluator.upsert(single(), now=0)
+    evaluator.upsert(composite, now=0)
+    for minute in range(40):
+        store.publish(key, minute, 0.0)
+        if evaluator.next_due() == minute:
+            evaluator.run_due(minute)
+    seen.clear()
+    # When the service resets the composite alone (SetAlarmState OK) while its child stays in ALARM
+    evaluator.set_state("both", OK, now=40)
+    for minute in range(40, 60):
+        store.publish(key, minute, 0.0)
+        if evaluator.next_due() == minute:
+            evaluator.run_due(minute)
+    # Then it stays in OK: "it returns to its actual state only once any of its children alarms change
+    # state" (the SetAlarmState API reference), and nothing notifies
+    assert evaluator.states == {"idle-job": ALARM, "both": OK} and seen == []
+    # "It is also reevaluated if you update its configuration": an update brings it back to ALARM
+    evaluator.upsert(composite, now=60)
+    assert evaluator.states["both"] == ALARM
+    assert [(t.alarm["AlarmName"], t.old_state, t.new_state) for t in seen] == [("both", OK, ALARM)]

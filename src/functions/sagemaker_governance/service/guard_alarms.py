@@ -243,6 +243,10 @@ class GuardAlarms:
         role = self.guard.role_of(alarm_name, job_name, self._naming)
         return role is not None and self.guard.stall_kind is not None and self.guard.acts_on(role)
 
+    def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
+        """What the reconciler resets so that this judged alarm notifies again (a composite: its children too)."""
+        return self.guard.rearm_targets(alarm_name, job_name, observed, self._naming)
+
     def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
         """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
         return self.guard.incomplete(job_name, observed, self._naming)

@@ -450,8 +450,18 @@ class ReconcilerService:
         )
         if not stale:
             return False
+        # a composite notifies again only when a child changes state: its children are reset with it
+        targets = sorted(
+            {
+                target
+                for name in stale
+                for guard in self._guards
+                if guard.rejudged(item.job_name, name)
+                for target in guard.rearm_targets(item.job_name, name, item.alarms)
+            }
+        )
         try:
-            self._alarms.reset(stale, REARM_REASON)
+            self._alarms.reset(targets, REARM_REASON)
         except AdapterError as exc:
             logger.warning(
                 "stale guard alarms not reset: the next run tries again", job=item.job_name, error=str(exc)
@@ -472,7 +482,12 @@ class ReconcilerService:
             "stall judge's last judgement, or an armer whose notification was lost), "
             f"{policy.judge.rearm_minutes} minutes or more by the next run: reset, so the job is judged (or its "
             "guard armed) again if the condition lasts",
-            evidence={"repair": RepairKind.STALE_ALARM.value, "alarms": stale, "in_alarm_since": since},
+            evidence={
+                "repair": RepairKind.STALE_ALARM.value,
+                "alarms": stale,
+                "reset": targets,  # a composite's children with it
+                "in_alarm_since": since,
+            },
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)
         return True

@@ -634,6 +634,13 @@ class Guard(ABC, Generic[C]):
         """Whether a notification of this role is judged (an alarm without actions never notifies)."""
         return True
 
+    def rearm_targets(
+        self, alarm_name: str, job_name: str, observed: Collection[str], naming: AlarmNaming
+    ) -> tuple[str, ...]:
+        """What to reset so that ``alarm_name``, left in ALARM, notifies again if its condition lasts (the
+        reconciler's re-arm). A metric alarm returns to its actual state after a reset: itself."""
+        return (alarm_name,)
+
     # ---- judging --------------------------------------------------------------------------------
 
     def stops_from(self, role: str) -> bool:

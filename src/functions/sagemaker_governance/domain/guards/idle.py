@@ -524,6 +524,18 @@ class IdleGuard(Guard[IdlePolicy]):
     def acts_on(self, role: str) -> bool:
         return role == IdleRole.NOTIFYING
 
+    def rearm_targets(
+        self, alarm_name: str, job_name: str, observed: Collection[str], naming: AlarmNaming
+    ) -> tuple[str, ...]:
+        """The notifying alarm and, above 10 hosts, its children. A composite reset alone stays in OK while
+        its children stay in ALARM: "it returns to its actual state only once any of its children alarms
+        change state" (the SetAlarmState API reference). A child reset returns to ALARM at its next
+        evaluation, a change of state that has the composite evaluated again and notify."""
+        if self.role_of(alarm_name, job_name, naming) != IdleRole.NOTIFYING:
+            return (alarm_name,)
+        children = sorted(a for a in observed if self.role_of(a, job_name, naming) == IdleRole.CHILD)
+        return (alarm_name, *children)
+
     # ---- judging --------------------------------------------------------------------------------
 
     def judge(self, role: str, notice: Notice, config: IdlePolicy) -> GuardVerdict:

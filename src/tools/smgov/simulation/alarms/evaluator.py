@@ -98,9 +98,12 @@ class AlarmEvaluator:
         self._schedule(alarm.name, self._aligned(now + 1, alarm.period))
 
     def set_state(self, name: str, state: str, now: int) -> None:
-        """``SetAlarmState``: the state changes at once, and the alarm returns to its actual state at its
+        """``SetAlarmState``: the state changes at once. A metric alarm returns to its actual state at its
         next evaluation (``returns_at_once``: in the same minute, once per minute; else at its next
-        period), so it notifies again if its condition still holds. (CloudWatch would also run the
+        period), so it notifies again if its condition still holds. A composite alarm does not: "it returns
+        to its actual state only once any of its children alarms change state. It is also reevaluated if
+        you update its configuration" (the SetAlarmState API reference, botocore's cloudwatch model), so a
+        composite reset while its children stay in ALARM stays in OK. (CloudWatch would also run the
         actions of the new state; the service only ever resets to ``OK`` and its alarms have no
         ``OKActions``, so nothing is published for the reset itself.)"""
         alarm = self.metric_alarms.get(name)
@@ -119,11 +122,7 @@ class AlarmEvaluator:
                 self._evaluate(alarm, now)
             else:
                 self._schedule(name, self._aligned(now + 1, alarm.period))
-        elif composite is not None:
-            if at_once:
-                self._evaluate_composite(composite, now)
-            else:
-                self._schedule(name, now + 1)
+        # a composite: evaluated again when a child changes state (``_children_changed``) or it is updated
 
     def remove(self, name: str) -> None:
         self._unwatch(name)
