@@ -702,3 +702,36 @@ def test_a_progress_trigger_without_a_rhythm_waits_for_the_window() -> None:
     verdict = review(PROGRESS, ProgressRole.STALL, Metrics(STUCK_RANK), logs, j=j, alarm_minutes=20)
     assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
     assert widened_to(verdict) == [120]
+
+
+class Hiccup(Metrics):
+    """Pinned GPUs (99% on the one GPU) and busy CPUs, but 0% in the single minute ``at``: a 20-minute mean
+    of 94% (working: a sign of life) within a 40-minute mean of 96.6% (pinned)."""
+
+    def __init__(self, at: datetime) -> None:
+        super().__init__({})
+        self.at = at
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        self.calls.append((queries, start, end))
+        minutes = [start + timedelta(minutes=m) for m in range(int((end - start).total_seconds() // 60))]
+        levels = {"GPUUtilization": lambda t: 0.0 if t == self.at else 99.0, "CPUUtilization": lambda t: 400.0}
+        out: dict[str, tuple[float, ...] | None] = {
+            q.id: tuple(levels[q.metric](t) for t in minutes) if q.metric in levels else () for q in queries
+        }
+        times = {q.id: tuple(minutes) if q.metric in levels else () for q in queries}
+        return MetricReadResult(out, (), times)
+
+
+def test_a_sign_of_life_in_the_triggers_span_is_a_veto_even_when_the_longer_window_agrees() -> None:
+    # Given a team's 60-minute idle window, a job 40 minutes in Training whose log has no line since (its
+    # rhythm unknown: the window decides) and whose GPUs dipped once 10 minutes ago
+    policy = Policy(mode=Mode.ENFORCE, judge={"enabled": True}, idle={"evaluation_periods": 60})
+    j = training(NOW - timedelta(minutes=40))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Hiccup(NOW - timedelta(minutes=10)), Logs(), j=j, policy=policy,
+                     alarm_minutes=20)  # fmt: skip
+    # When its pinned trigger fires after 20 minutes: over the 40 minutes in Training the GPUs look pinned
+    # (a hang, but a stop needs 60 minutes), over the trigger's 20 they worked. Then it is a veto, never a stop
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING

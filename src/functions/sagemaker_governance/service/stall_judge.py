@@ -167,7 +167,8 @@ class StallJudge:
             case, finding = self._writing(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
-        if span < window and (waiting := self._wait(case, finding)) is not None:
+        waiting, finding = self._triggered(case, finding, pinned, rhythm) if span < window else (None, finding)
+        if waiting is not None:
             return waiting
         if finding.confirmed:
             if pinned:
@@ -235,21 +236,35 @@ class StallJudge:
             reset_reason=RESET_REASON,
         )
 
+    def _triggered(
+        self, case: _Case, finding: Finding, pinned: bool, rhythm: LogRhythm | str | None
+    ) -> tuple[GuardVerdict | None, Finding]:
+        """``_wait``, with the judge's record taken from the trigger's span when that span vetoes."""
+        waiting, judged = self._wait(case, finding)
+        if waiting is None and judged is not finding:  # a sign of life in the trigger's span: never a stop
+            case.recorded["judge"] = self._judged(judged.evidence, pinned, rhythm, case.settings)
+        return waiting, judged
+
     @staticmethod
-    def _wait(case: _Case, finding: Finding) -> GuardVerdict | None:
+    def _wait(case: _Case, finding: Finding) -> tuple[GuardVerdict | None, Finding]:
         """The alarm fired on its trigger (``case.span``, shorter than the guard's window). When every signal
         agrees over that span but a stop needs longer (idleness: the whole window; a hang: the job's silence
         limit not reached yet, or a stay in Training shorter than the window an unknown rhythm needs), the
         alarm is widened to what the stop needs and reset: the job is judged again only if it stays stuck
-        that long. None: judge as usual (a hang silent for its limit is stopped; a sign of life in the span
-        is a veto)."""
+        that long. Else no verdict, and the finding to judge by: ``finding`` (a hang silent for its limit is
+        stopped), or the span's own when it shows a sign of life (a veto: the span and the longer window are
+        judged on different means, and the longer window's agreement is no stop while it is too short)."""
         needed, span, notice = case.needed, case.span, case.notice
         if finding.confirmed and notice.now - case.evidence.start >= needed:
-            return None  # stuck for what a stop needs (the window; a hang: the job's silence limit): confirmed
+            return None, finding  # stuck for what a stop needs (the window; a hang: its silence limit)
+        over_span = finding
         if case.kind is StallKind.HANG and case.over_span is not case.evidence:
-            finding = judge(case.kind, case.over_span, case.settings, gpu_threshold=case.threshold)
-        if not finding.confirmed or needed <= span:
-            return None
+            over_span = judge(case.kind, case.over_span, case.settings, gpu_threshold=case.threshold)
+        if not over_span.confirmed:  # the span's sign of life vetoes (the longer window's too, if it has one)
+            return None, over_span if finding.confirmed else finding
+        if needed <= span:
+            return None, finding
+        finding = over_span
         minutes = math.ceil(needed.total_seconds() / 60)
         stop_needs = (
             f"idleness is stopped only after the {minutes}-minute window"
@@ -279,7 +294,7 @@ class StallJudge:
             rewindow=rewindow,
             reset=case.guard.rejudge_alarms(notice.job, notice.naming),
             reset_reason=RESET_REASON,
-        )
+        ), finding
 
     def rhythm(self, job: Any, now: datetime, started: datetime | None, settings: JudgePolicy) -> LogRhythm | str:
         """The job's log rhythm since it (re)entered Training, at most ``max_rejudge_minutes`` back; why not
