@@ -196,6 +196,23 @@ def _listing(prefix: str, token: str | None = None, delimiter: bool = False) -> 
     return params
 
 
+def _stubbed_progress(client: Any, stubber: Stubber) -> Any:
+    """What the store reads of ``s3://acme-ckpt-us/llm/`` since 12:00 (2 pages of 2 keys at most), every
+    stubbed answer used."""
+    with stubber:
+        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
+            "s3://acme-ckpt-us/llm/", SINCE
+        )
+        stubber.assert_no_pending_responses()
+    return progress
+
+
+def _nothing_new_in(stubber: Stubber, folders: tuple[str, ...], file: str) -> None:
+    """Each folder's listing: one old object."""
+    for folder in folders:
+        stubber.add_response("list_objects_v2", _page([(f"{folder}{file}", OLD)]), _listing(folder))
+
+
 def _cut_listing(stubber: Stubber) -> None:
     """10,000 objects stand for 4 here (2 pages of 2): every one of them old, and more beyond the cut."""
     stubber.add_response(
@@ -226,11 +243,7 @@ def test_a_cut_listing_finds_what_the_run_writes_in_its_newest_step_folder() -> 
         _listing("llm/checkpoint-1500/"),
     )
     # When the store is asked what was written since 12:00
-    with stubber:
-        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
-            "s3://acme-ckpt-us/llm/", SINCE
-        )
-        stubber.assert_no_pending_responses()
+    progress = _stubbed_progress(client, stubber)
     # Then the newest folder by its number (1500, though S3 lists it before 900) proves progress, and the
     # store stops there: checkpoint-900/ is not listed
     assert progress.checked and progress.written == 1 and progress.truncated
@@ -243,15 +256,10 @@ def test_a_cut_listing_with_nothing_new_in_the_newest_folders_stays_unknown() ->
     client = boto3.client("s3", region_name="us-east-1")
     stubber = Stubber(client)
     _cut_listing(stubber)
-    for folder in ("llm/checkpoint-1500/", "llm/checkpoint-900/", "llm/checkpoint-100/"):
-        stubber.add_response("list_objects_v2", _page([(f"{folder}0.distcp", OLD)]), _listing(folder))
+    _nothing_new_in(stubber, ("llm/checkpoint-1500/", "llm/checkpoint-900/", "llm/checkpoint-100/"), "0.distcp")
     # When the store is asked, then the three newest folders are looked at, newest first, and the answer is
     # still unknown (the newest files may lie elsewhere): never "nothing written" from a cut listing
-    with stubber:
-        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
-            "s3://acme-ckpt-us/llm/", SINCE
-        )
-        stubber.assert_no_pending_responses()
+    progress = _stubbed_progress(client, stubber)
     assert progress.unreadable and progress.written == 0
     assert "cut after 4 objects" in (progress.note or "")
     assert "llm/checkpoint-1500/, llm/checkpoint-900/, llm/checkpoint-100/" in (progress.note or "")
@@ -290,11 +298,7 @@ def test_a_listing_of_short_pages_is_cut_by_pages_not_by_keys() -> None:
         "list_objects_v2", _page([], folders=("llm/a/", "llm/step-9/")), _listing("llm/", delimiter=True)
     )
     stubber.add_response("list_objects_v2", _page([("llm/step-9/0.pt", NEW)]), _listing("llm/step-9/"))
-    with stubber:
-        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
-            "s3://acme-ckpt-us/llm/", SINCE
-        )
-        stubber.assert_no_pending_responses()
+    progress = _stubbed_progress(client, stubber)
     assert progress.truncated and progress.written == 1
 
 
@@ -317,13 +321,8 @@ def test_the_folder_listing_reads_at_most_its_pages() -> None:
         _page([], token="f2", folders=("llm/step-3/", "llm/step-4/")),
         _listing("llm/", "f1", delimiter=True),
     )
-    for folder in ("llm/step-4/", "llm/step-3/", "llm/step-2/"):
-        stubber.add_response("list_objects_v2", _page([(f"{folder}0.pt", OLD)]), _listing(folder))
-    with stubber:
-        progress = CheckpointStore(client, "acme-ckpt-*", max_pages=2, page_size=2).progress(
-            "s3://acme-ckpt-us/llm/", SINCE
-        )
-        stubber.assert_no_pending_responses()
+    _nothing_new_in(stubber, ("llm/step-4/", "llm/step-3/", "llm/step-2/"), "0.pt")
+    progress = _stubbed_progress(client, stubber)
     assert progress.unreadable and "llm/step-4/, llm/step-3/, llm/step-2/" in (progress.note or "")
 
 

@@ -347,23 +347,36 @@ def test_the_pinned_trigger_breaches_on_pinned_hosts_and_on_a_stuck_host_not_on_
     assert evaluate_expression(expression, values, 6, ()) == [0.0, 0.0, 210.0, 396.0, 399.0, 1.0]
 
 
-def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_returns() -> None:
-    # Given a child alarm in ALARM on idle data and a composite over it, in ALARM too
+COMPOSITE = {"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}
+
+
+def _idle_child_under_a_composite() -> tuple[AlarmEvaluator, MetricStore, list[Transition]]:
+    """A child alarm in ALARM on idle data (40 idle minutes) and a composite over it, in ALARM too; what
+    changed so far forgotten."""
     store = MetricStore()
     seen: list[Transition] = []
     evaluator = AlarmEvaluator(
         store, epoch=EPOCH, account="123456789012", region="us-east-1", on_transition=seen.append,
         returns_at_once=True,
     )  # fmt: skip
-    key = metric_key(NS, NAME, host("job", 1))
     evaluator.upsert(single(), now=0)
-    evaluator.upsert({"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}, now=0)
-    for minute in range(40):
+    evaluator.upsert(COMPOSITE, now=0)
+    _idle_minutes(evaluator, store, range(40))
+    assert evaluator.states == {"idle-job": ALARM, "both": ALARM}
+    seen.clear()
+    return evaluator, store, seen
+
+
+def _idle_minutes(evaluator: AlarmEvaluator, store: MetricStore, minutes: range) -> None:
+    key = metric_key(NS, NAME, host("job", 1))
+    for minute in minutes:
         store.publish(key, minute, 0.0)
         if evaluator.next_due() == minute:
             evaluator.run_due(minute)
-    assert evaluator.states == {"idle-job": ALARM, "both": ALARM}
-    seen.clear()
+
+
+def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_returns() -> None:
+    evaluator, _, seen = _idle_child_under_a_composite()
     # When the service resets the child (SetAlarmState OK) while its data still breaches
     evaluator.set_state("idle-job", OK, now=40)
     # Then the composite, evaluated on its child's change, leaves ALARM and notifies again as it returns
@@ -375,32 +388,14 @@ def test_a_composite_over_a_reset_child_leaves_alarm_and_notifies_again_when_it_
 
 
 def test_a_composite_reset_alone_stays_ok_until_a_child_changes_state_or_it_is_updated() -> None:
-    # Given a child in ALARM on idle data and a composite over it, in ALARM too
-    store = MetricStore()
-    seen: list[Transition] = []
-    evaluator = AlarmEvaluator(
-        store, epoch=EPOCH, account="123456789012", region="us-east-1", on_transition=seen.append,
-        returns_at_once=True,
-    )  # fmt: skip
-    key = metric_key(NS, NAME, host("job", 1))
-    composite = {"AlarmName": "both", "AlarmArn": "arn:both", "AlarmRule": "ALARM(idle-job)"}
-    evaluator.upsert(single(), now=0)
-    evaluator.upsert(composite, now=0)
-    for minute in range(40):
-        store.publish(key, minute, 0.0)
-        if evaluator.next_due() == minute:
-            evaluator.run_due(minute)
-    seen.clear()
+    evaluator, store, seen = _idle_child_under_a_composite()
     # When the service resets the composite alone (SetAlarmState OK) while its child stays in ALARM
     evaluator.set_state("both", OK, now=40)
-    for minute in range(40, 60):
-        store.publish(key, minute, 0.0)
-        if evaluator.next_due() == minute:
-            evaluator.run_due(minute)
+    _idle_minutes(evaluator, store, range(40, 60))
     # Then it stays in OK: "it returns to its actual state only once any of its children alarms change
     # state" (the SetAlarmState API reference), and nothing notifies
     assert evaluator.states == {"idle-job": ALARM, "both": OK} and seen == []
     # "It is also reevaluated if you update its configuration": an update brings it back to ALARM
-    evaluator.upsert(composite, now=60)
+    evaluator.upsert(COMPOSITE, now=60)
     assert evaluator.states["both"] == ALARM
     assert [(t.alarm["AlarmName"], t.old_state, t.new_state) for t in seen] == [("both", OK, ALARM)]
