@@ -463,11 +463,11 @@ def test_a_disk_read_that_did_not_complete_is_unknown_not_a_missing_metric(accou
     # may not read what the stopper reads), then the check says it could not tell, not that no datapoint exists
     reconcile_run(account, minutes_ago=5)
     _train(account, "trains", minutes_ago=60)
-    from botocore.awsrequest import AWSResponse
+    from botocore.awsrequest import AWSResponse, HTTPHeaders
 
     def forbidden(**_: Any) -> Any:
         answer = {"MetricDataResults": [{"Id": "disk", "StatusCode": "Forbidden", "Timestamps": [], "Values": []}]}
-        return AWSResponse("https://monitoring", 200, {}, None), answer
+        return AWSResponse("https://monitoring", 200, HTTPHeaders(), None), answer
 
     account.clients["cloudwatch"].meta.events.register_first("before-call.cloudwatch.GetMetricData", forbidden)
     (disk,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]

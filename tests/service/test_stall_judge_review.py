@@ -728,7 +728,9 @@ class Hiccup(Metrics):
 def test_a_sign_of_life_in_the_triggers_span_is_a_veto_even_when_the_longer_window_agrees() -> None:
     # Given a team's 60-minute idle window, a job 40 minutes in Training whose log has no line since (its
     # rhythm unknown: the window decides) and whose GPUs dipped once 10 minutes ago
-    policy = Policy(mode=Mode.ENFORCE, judge={"enabled": True}, idle={"evaluation_periods": 60})
+    policy = Policy.model_validate(
+        {"mode": "enforce", "judge": {"enabled": True}, "idle": {"evaluation_periods": 60}}
+    )
     j = training(NOW - timedelta(minutes=40))
     verdict = review(IDLE, IdleRole.NOTIFYING, Hiccup(NOW - timedelta(minutes=10)), Logs(), j=j, policy=policy,
                      alarm_minutes=20)  # fmt: skip

@@ -107,6 +107,10 @@ class AlarmGuard(Protocol):
         left in ALARM is reset to be judged again)."""
         ...
 
+    def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
+        """What to reset so that ``alarm_name``, left in ALARM, notifies again (a composite: its children too)."""
+        ...
+
 
 class ComplianceEvaluator(Protocol):
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
