@@ -73,6 +73,8 @@ class FakeAlarms:
         self.throttled = 0  # the next n deletes are refused for the request-rate quota
         self.changed: dict[str, datetime] = {}  # name -> when its state last changed (none: not known)
         self.state_unreadable = False  # DescribeAlarms fails
+        self.descriptions: dict[str, str] = {}  # name -> its AlarmDescription (DescribeAlarms)
+        self.describe_fails = False  # DescribeAlarms of a definition fails
 
     def put(self, plan: AlarmPlan) -> None:
         for name in plan.metric_alarm_names:
@@ -107,6 +109,13 @@ class FakeAlarms:
             raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
         changed = self.changed.get(name)
         return AlarmState(self.alarms[name], changed) if name in self.alarms and changed is not None else None
+
+    def description(self, name: str) -> str | None:
+        """``AlarmTransitionsPort``: what an alarm was planned to watch (``descriptions``)."""
+        self.calls(f"describe {name}")
+        if self.describe_fails:
+            raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
+        return self.descriptions.get(name)
 
     def enable_actions(self, names: Sequence[str]) -> None:
         self.calls("arm " + ",".join(names))

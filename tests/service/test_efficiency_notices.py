@@ -36,6 +36,9 @@ class Alarms:
     def tags(self, name: str) -> dict[str, str] | None:
         return {"smgov:training-job": "job-1", "smgov:managed-by": "gov"}
 
+    def description(self, name: str) -> str | None:
+        return None
+
     def reset(self, names: Any, reason: str) -> None:
         self.calls("reset " + ",".join(names))
 

@@ -12,7 +12,14 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Action
-from sagemaker_governance.domain.guards.base import TAG_JOB, TAG_MANAGED_BY, AlarmNaming, GuardVerdict, Verdict
+from sagemaker_governance.domain.guards.base import (
+    PINNED_TRIGGER_MARK,
+    TAG_JOB,
+    TAG_MANAGED_BY,
+    AlarmNaming,
+    GuardVerdict,
+    Verdict,
+)
 from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
@@ -290,3 +297,70 @@ def test_a_stop_is_judged_without_reading_the_alarm_state(
     alarms.changed[ALARM] = changed_at(message) + timedelta(minutes=3)
     assert stopper_with().handle(message, "msg-1").code == IdleCode.STOP
     assert f"state {ALARM}" not in calls.log
+
+
+# ---- the stall judge switched off: alarms created while it was on also fire on pinned GPUs -----------------
+
+
+def _judge_off(policies: Any) -> None:
+    policies.policy = build_policy(
+        Settings().base_policy_document(), {"mode": "enforce", "judge": {"enabled": False}}
+    )
+
+
+def _pinned_description() -> str:
+    return f"... or every host at or above 380 (95% per GPU: pinned) ...: {PINNED_TRIGGER_MARK}. Managed by gov."
+
+
+def _composite_notification(child: str) -> AlarmNotification:
+    at = (NOW - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+    return AlarmNotification.model_validate(
+        {
+            "AlarmName": ALARM,
+            "AWSAccountId": ACCOUNT,
+            "NewStateValue": "ALARM",
+            "StateChangeTime": at,
+            "AlarmDescription": _pinned_description(),  # the composite's own: planned with the trigger too
+            "AlarmRule": f'ALARM("{child}")',
+            "TriggeringChildren": [{"Arn": f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{child}"}],
+        }
+    )
+
+
+def test_with_the_judge_off_a_metric_alarm_planned_with_the_pinned_trigger_is_replanned_not_a_stop(
+    stopper_with: Any, jobs: Any, idle_alarm: str, policies: Any, calls: Any
+) -> None:
+    # Given the judge switched off, and an alarm whose description says it was created with the pinned trigger
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    message = notification().model_copy(update={"description": _pinned_description()})
+    # When it fires, then the job is not stopped: its alarms are re-created as planned now, and reset
+    result = stopper_with().handle(message, "msg-1")
+    assert result.code == IdleCode.PINNED_UNJUDGED and "stop job-1" not in calls.log
+    # and an alarm without the trigger (re-created so, or created after the change) stops an idle job
+    assert stopper_with().handle(notification(), "msg-2").code == IdleCode.STOP
+
+
+@pytest.mark.usefixtures("idle_alarm")
+@pytest.mark.parametrize(
+    ("child_description", "code"),
+    [
+        (_pinned_description(), IdleCode.PINNED_UNJUDGED),  # the child has the trigger: re-plan
+        ("the busiest of 16 host(s) below 4 GPUUtilization ... Managed by gov.", IdleCode.STOP),  # re-planned
+        (None, IdleCode.PINNED_UNJUDGED),  # the child's definition unread: no stop on it
+    ],
+)
+def test_with_the_judge_off_a_composite_is_judged_by_its_triggering_childs_definition(
+    stopper_with: Any, jobs: Any, alarms: Any, policies: Any, calls: Any, child_description: str | None, code: str
+) -> None:
+    # Given the judge off and a 16-host job's composite firing: its notification does not repeat what its
+    # children watch, so the stopper reads the triggering child's description (one DescribeAlarms)
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training(ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16})
+    child = f"{ALARM}.hosts-1-10"
+    if child_description is None:
+        alarms.describe_fails = True
+    else:
+        alarms.descriptions[child] = child_description
+    result = stopper_with().handle(_composite_notification(child), "msg-1")
+    assert result.code == code and f"describe {child}" in calls.log

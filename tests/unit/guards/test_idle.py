@@ -419,3 +419,22 @@ def test_unpriced_instance_types_are_named_not_guessed() -> None:
     j = job(ResourceConfig={"InstanceType": "ml.g6e.48xlarge", "InstanceCount": 1})
     estimate = estimate_savings(j, IdlePolicy().price_table(), NOW)
     assert estimate.usd == 0 and estimate.unpriced_types == ("ml.g6e.48xlarge",)
+
+
+def test_an_unjudged_pinned_firing_recreates_the_alarms_without_the_trigger_and_never_stops() -> None:
+    # Given the judge off (its config: no pinned trigger) and a firing of an alarm created with it
+    policy = Policy.model_validate({"mode": "enforce", "judge": {"enabled": False}})
+    config = IDLE.config(policy)
+    assert config.pinned_percent is None
+    j = training_job(NOW - timedelta(hours=2))
+    notice = Notice(job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=NOW, unjudged_pinned=True)
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, config)
+    # Then no stop: the alarm is re-created as planned now (no IF(...) pinned expression in its metrics, no
+    # pinned words in its description) over the window, and reset
+    assert verdict.decision.code == IdleCode.PINNED_UNJUDGED and not verdict.stops
+    (request,) = verdict.rewindow
+    assert "IF(" not in str(request.get("Metrics", "")) and "hang trigger" not in request["AlarmDescription"]
+    assert verdict.reset == (request["AlarmName"],)
+    # while the same firing under a judge that is on is judged as before (the stall judge decides)
+    on = IDLE.config(Policy.model_validate({"mode": "enforce"}))
+    assert IDLE.judge(IdleRole.NOTIFYING, notice.model_copy(update={"unjudged_pinned": False}), on).stops

@@ -148,6 +148,20 @@ class CloudWatchAlarmOwnership:
                 return AlarmState(str(alarm.get("StateValue", "")), when)
         return None
 
+    def description(self, name: str) -> str | None:
+        """The alarm's ``AlarmDescription`` (one ``DescribeAlarms``, both alarm types): what a composite's
+        child was planned to watch, which its parent's notification does not repeat."""
+        try:
+            response = self._client.describe_alarms(
+                AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
+            )
+        except ClientError as exc:
+            raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
+        for alarm in [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]:
+            if alarm.get("AlarmName") == name:
+                return str(alarm.get("AlarmDescription") or "") or None
+        return None
+
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
 

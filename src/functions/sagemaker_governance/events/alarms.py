@@ -111,6 +111,12 @@ class AlarmNotification(_AlarmModel):
     trigger: AlarmTrigger | None = Field(default=None, alias="Trigger")
     alarm_rule: str | None = Field(default=None, alias="AlarmRule")
     triggering_children: tuple[TriggeringChild | str, ...] = Field(default=(), alias="TriggeringChildren")
+    description: str | None = Field(default=None, alias="AlarmDescription")
+
+    def triggering_child_names(self) -> tuple[str, ...]:
+        """The names of a composite's triggering children (CloudWatch gives their ARNs, ``...:alarm:<name>``)."""
+        arns = (c.arn if isinstance(c, TriggeringChild) else c for c in self.triggering_children)
+        return tuple(arn.split(":alarm:", 1)[1] if ":alarm:" in arn else arn for arn in arns if arn)
 
     @property
     def is_composite(self) -> bool:

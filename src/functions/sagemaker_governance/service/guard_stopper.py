@@ -34,6 +34,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.guards.base import (
+    PINNED_TRIGGER_MARK,
     AlarmCode,
     AlarmNaming,
     Guard,
@@ -179,6 +180,21 @@ class GuardStopper:
                 return (guard, role) if guard.acts_on(role) else None
         return None
 
+    def _fires_on_pinned(self, message: AlarmNotification) -> bool:
+        """Whether the alarm that fired was planned with the pinned trigger (its description says so; a
+        composite's is its triggering child's, one ``DescribeAlarms``). Unknown (no child named, no reader,
+        the read failed): True, so that no stop is made on it."""
+        if not message.is_composite:
+            return PINNED_TRIGGER_MARK in (message.description or "")
+        children = message.triggering_child_names()
+        if not children or self._transitions is None:
+            return True
+        try:
+            return PINNED_TRIGGER_MARK in (self._transitions.description(children[0]) or "")
+        except AdapterError as exc:
+            logger.warning("alarm definition unread: no stop on it", alarm=children[0], error=str(exc))
+            return True
+
     def _judge_and_act(
         self, guard: Guard[Any], role: str, job: TrainingJob, message: AlarmNotification, message_id: str | None
     ) -> StopperResult:
@@ -199,6 +215,9 @@ class GuardStopper:
             evidence=message.evidence(),
             savings=savings.evidence() if savings is not None else {},
             metric_names=_metric_names(message),
+            unjudged_pinned=guard.stall_kind is not None
+            and not effective.judge.enabled
+            and self._fires_on_pinned(message),
         )
         # 4. judge, 5. review a stop
         verdict = guard.judge(role, notice, config)

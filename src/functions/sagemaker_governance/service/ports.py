@@ -104,6 +104,9 @@ class AlarmTransitionsPort(Protocol):
     def current_state(self, name: str) -> AlarmState | None:
         """``None`` when the alarm, or the time of its last state change, is not there."""
 
+    def description(self, name: str) -> str | None:
+        """The alarm's ``AlarmDescription`` (``None``: no such alarm, or none); raises ``AdapterError``."""
+
 
 class AlarmArmingPort(Protocol):
     """The stopper turns alarms' actions on and off (a guard's verdict to arm or disarm)."""

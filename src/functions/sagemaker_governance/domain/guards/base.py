@@ -42,6 +42,9 @@ STALE_AFTER: Final = timedelta(minutes=15)  # an older notification is not acted
 # Two state-change times closer than this are one state change: an alarm notification's ``StateChangeTime``
 # and ``DescribeAlarms``' ``StateTransitionedTimestamp`` name the same instant, both to the millisecond.
 SAME_STATE_CHANGE: Final = timedelta(seconds=1)
+# What every alarm planned with the pinned trigger says in its description, metric and composite alike: with the
+# stall judge off, a firing of such an alarm cannot be told from idleness (``Notice.unjudged_pinned``).
+PINNED_TRIGGER_MARK: Final = "a hang trigger the stall judge decides"
 
 
 # ---- names and tags --------------------------------------------------------------------------------
@@ -413,6 +416,11 @@ class Notice(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict, description="From the alarm message.")
     savings: dict[str, Any] = Field(default_factory=dict, description="The estimate if the job is stopped.")
     metric_names: tuple[str, ...] | None = Field(default=None, description="The metrics the alarm read.")
+    unjudged_pinned: bool = Field(
+        default=False,
+        description="The stall judge is off and the alarm that fired may also fire on pinned GPUs (planned with "
+        "the pinned trigger while the judge was on, or its definition could not be read).",
+    )
 
 
 class GuardVerdict(BaseModel):

@@ -52,6 +52,7 @@ from sagemaker_governance.domain.guards.base import (
     MAX_ALARM_RULE_LENGTH,
     MAX_COMPOSITE_CHILDREN,
     MAX_METRICS_PER_ALARM,
+    PINNED_TRIGGER_MARK,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
@@ -146,6 +147,7 @@ class IdleCode(StrEnum):
     EXEMPTED = "idle.skip.exempted"
     HUNG = "idle.stop.hung"  # the pinned trigger: GPUs pinned busy, no training metric, logs silent
     TRIGGER = "idle.skip.trigger"  # the alarm fired on its trigger, and no judge may confirm a hang: wait
+    PINNED_UNJUDGED = "idle.skip.pinned-trigger"  # the judge is off; the alarm also fires on pinned GPUs: re-plan
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
     NO_GPU = "idle.alarm.no-gpu"
@@ -407,8 +409,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 ""
                 if pinned is None
                 else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
-                "hosts pinned while another is below the threshold (a stuck host): a hang trigger the stall judge "
-                "decides"
+                f"hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
             )
             + f". Managed by {naming.managed_by}; changes are overwritten."
         )
@@ -588,6 +589,18 @@ class IdleGuard(Guard[IdlePolicy]):
         )
         if unjudged is not None:
             return unjudged
+        if notice.unjudged_pinned:
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                IdleCode.PINNED_UNJUDGED,
+                "the alarm was created while the stall judge was on and also fires on pinned GPUs (a hang trigger); "
+                "with the judge off this firing cannot be told from idleness: the alarms are re-created as planned "
+                "now, without the pinned trigger, and reset; a stop needs them to fire again",
+                rewindow=self.widened(job, idle, notice.naming, math.ceil(idle.window_minutes)),
+                reset=metric_alarms,
+                reset_reason=RESET_REASON,
+            )
         window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
         reason = (
             f"GPU utilization stayed below {idle.threshold_percent:g}% per GPU on every host in {window} "

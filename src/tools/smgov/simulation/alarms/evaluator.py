@@ -252,6 +252,11 @@ class AlarmEvaluator:
         )
         self.on_transition(Transition(raw, old, new, reason, reason_data, now, message))
 
+    def _arn_of(self, ref: str) -> str:
+        """A rule's reference to a child (its name or its ARN) as the child's ARN."""
+        child = self.metric_alarms.get(ref) or self.composites.get(ref)
+        return child.arn if child is not None else ref
+
     def _state_of(self, ref: str) -> str:
         if ref in self.states:
             return self.states[ref]
@@ -273,8 +278,9 @@ class AlarmEvaluator:
         if new == old:
             return
         self.states[composite.name] = new
+        # as CloudWatch names them in the notification: by ARN, whether the rule names a child or its ARN
         children = [
-            {"Arn": ref, "State": {"Value": self._state_of(ref)}}
+            {"Arn": self._arn_of(ref), "State": {"Value": self._state_of(ref)}}
             for kind, ref in rule_refs(composite.rule)
             if self._state_of(ref) == kind
         ]
