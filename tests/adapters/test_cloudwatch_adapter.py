@@ -168,3 +168,21 @@ def test_current_state_reads_the_state_value_and_its_transition_time_of_either_a
         assert ownership.current_state("gov-idle-x") is None  # no such alarm
         with pytest.raises(AdapterError):
             ownership.current_state("gov-idle-x")
+
+
+def test_description_reads_what_an_alarm_of_either_type_was_planned_to_watch() -> None:
+    # A composite's child's description tells the stopper whether it fires on pinned GPUs too (the judge off)
+    cw = client()
+    wanted = {"AlarmNames": ["gov-idle-x.hosts-1-10"], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
+    child = {"AlarmName": "gov-idle-x.hosts-1-10", "AlarmDescription": "idle guard ...: a hang trigger"}
+    with Stubber(cw) as stub:
+        stub.add_response("describe_alarms", {"MetricAlarms": [child], "CompositeAlarms": []}, wanted)
+        stub.add_response("describe_alarms", {"MetricAlarms": [{"AlarmName": child["AlarmName"]}]}, wanted)
+        stub.add_response("describe_alarms", {"MetricAlarms": [], "CompositeAlarms": []}, wanted)
+        stub.add_client_error("describe_alarms", "Throttling", "Rate exceeded", http_status_code=400)
+        ownership = CloudWatchAlarmOwnership(cw, arn)
+        assert ownership.description(child["AlarmName"]) == child["AlarmDescription"]
+        assert ownership.description(child["AlarmName"]) is None  # no description
+        assert ownership.description(child["AlarmName"]) is None  # no such alarm
+        with pytest.raises(AdapterError):
+            ownership.description(child["AlarmName"])

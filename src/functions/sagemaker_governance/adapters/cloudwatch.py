@@ -134,33 +134,31 @@ class CloudWatchAlarmOwnership:
         most recently changed" (botocore's cloudwatch model, metric and composite alarms alike). Not
         ``StateUpdatedTimestamp``, which also moves without a change of state (a composite's "even if
         StateValue doesn't change"): taken for a state change, it would make a current notification look
-        superseded and leave its alarm unreset. An answer without the field gives ``None`` (taken as current).
-        Both alarm types are asked for: without ``AlarmTypes`` a composite alarm is not returned."""
-        try:
-            response = self._client.describe_alarms(
-                AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
-            )
-        except ClientError as exc:
-            raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
-        for alarm in [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]:
-            when = alarm.get("StateTransitionedTimestamp")
-            if alarm.get("AlarmName") == name and isinstance(when, datetime):
-                return AlarmState(str(alarm.get("StateValue", "")), when)
-        return None
+        superseded and leave its alarm unreset. An answer without the field gives ``None`` (taken as current)."""
+        alarm = self._described(name)
+        if alarm is None or not isinstance(when := alarm.get("StateTransitionedTimestamp"), datetime):
+            return None
+        return AlarmState(str(alarm.get("StateValue", "")), when)
 
     def description(self, name: str) -> str | None:
-        """The alarm's ``AlarmDescription`` (one ``DescribeAlarms``, both alarm types): what a composite's
-        child was planned to watch, which its parent's notification does not repeat."""
+        """The alarm's ``AlarmDescription``: what a composite's child was planned to watch, which its parent's
+        notification does not repeat."""
+        alarm = self._described(name)
+        if alarm is None:
+            return None
+        return str(alarm.get("AlarmDescription") or "") or None
+
+    def _described(self, name: str) -> dict[str, Any] | None:
+        """The alarm as ``DescribeAlarms`` gives it (one call). Both alarm types are asked for: without
+        ``AlarmTypes`` a composite alarm is not returned."""
         try:
             response = self._client.describe_alarms(
                 AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
             )
         except ClientError as exc:
             raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
-        for alarm in [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]:
-            if alarm.get("AlarmName") == name:
-                return str(alarm.get("AlarmDescription") or "") or None
-        return None
+        alarms = [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]
+        return next((a for a in alarms if a.get("AlarmName") == name), None)
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
