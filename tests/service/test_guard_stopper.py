@@ -22,6 +22,7 @@ from sagemaker_governance.domain.guards.base import (
 )
 from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.alarms import AlarmNotification
@@ -364,3 +365,57 @@ def test_with_the_judge_off_a_composite_is_judged_by_its_triggering_childs_defin
         alarms.descriptions[child] = child_description
     result = stopper_with().handle(_composite_notification(child), "msg-1")
     assert result.code == code and f"describe {child}" in calls.log
+
+
+def test_a_firing_the_current_plan_has_no_pinned_trigger_for_is_replanned_with_the_judge_on_too(
+    stopper_with: Any, jobs: Any, idle_alarm: str, policies: Any, calls: Any
+) -> None:
+    # Given a team that turned the pinned trigger off (idle.pinned_percent: null) while the judge stays on, and
+    # an alarm created before with the trigger: re-planned once, not judged as idleness every minute
+    policies.policy = build_policy(
+        Settings().base_policy_document(), {"mode": "enforce", "idle": {"pinned_percent": None}}
+    )
+    jobs.jobs["job-1"] = training()
+    message = notification().model_copy(update={"description": _pinned_description()})
+    assert stopper_with(Veto()).handle(message, "msg-1").code == IdleCode.PINNED_UNJUDGED
+
+
+class Catalog:
+    """``InstanceCatalogPort``: EC2's answer for a type our table lacks (4 NVIDIA GPUs)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def facts(self, instance_type: str) -> InstanceFacts:
+        self.asked.append(instance_type)
+        return InstanceFacts(instance_type=instance_type, accelerator=Accelerator.NVIDIA_GPU, gpus=4, note="EC2")
+
+
+class Windows:
+    def __init__(self) -> None:
+        self.updates: list[dict[str, Any]] = []
+
+    def update(self, requests: Any) -> None:
+        self.updates += list(requests)
+
+
+def test_a_job_on_a_type_only_ec2_knows_is_replanned_with_ec2s_facts(
+    jobs: Any, alarms: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, metrics: Any, naming: AlarmNaming,
+    idle_alarm: str,
+) -> None:  # fmt: skip
+    # Given the judge off and a job on a type our table lacks, whose alarm (planned with EC2's facts, as the
+    # job-events function does) carries the pinned trigger
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training(ResourceConfig={"InstanceType": "ml.g5g.16xlarge", "InstanceCount": 2})
+    catalog, windows = Catalog(), Windows()
+    stopper = GuardStopper(
+        guards=GUARDS, jobs=jobs, alarms=alarms, arming=alarms, notifier=notifier, policies=policies, audit=audit,
+        metrics=metrics, clock=lambda: NOW, naming=naming, account_id=ACCOUNT, transitions=alarms,
+        windows=windows, instances=catalog,
+    )  # fmt: skip
+    message = notification().model_copy(update={"description": _pinned_description()})
+    # When it fires, then the alarm is re-created from the same facts (without EC2's, the plan would be "unknown
+    # instance type", nothing re-created, and the alarm would fire again every minute, never a stop)
+    assert stopper.handle(message, "msg-1").code == IdleCode.PINNED_UNJUDGED
+    assert catalog.asked == ["ml.g5g.16xlarge"] and [r["AlarmName"] for r in windows.updates] == [ALARM]
+    assert PINNED_TRIGGER_MARK not in windows.updates[0]["AlarmDescription"]

@@ -9,6 +9,7 @@ from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmOwnership,
     CloudWatchAlarmWindows,
 )
+from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
@@ -33,6 +34,7 @@ ADAPTERS: tuple[type, ...] = (
     TrainingLogs,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
     CheckpointStore,  # the stall judge, before a stop; granted only when CheckpointBucketPattern is set
+    Ec2InstanceCatalog,  # the plan of a job on a type our table lacks, as its alarms were created
 )
 
 
@@ -61,6 +63,8 @@ def build(root: Root) -> GuardStopper:
         ),
         windows=CloudWatchAlarmWindows(cloudwatch),
         transitions=alarms,  # a notification superseded by a newer state change of its alarm resets nothing
+        # a type our table lacks: EC2's facts, as the job's alarms were planned (client built on first use)
+        instances=Ec2InstanceCatalog(lambda: root.client("ec2"), root.metrics),
     )
 
 

@@ -44,6 +44,7 @@ from sagemaker_governance.domain.guards.base import (
     alarm_tags_identify,
     superseded,
 )
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.pricing import estimate_savings
@@ -54,6 +55,7 @@ from sagemaker_governance.service.ports import (
     AlarmOwnershipPort,
     AlarmTransitionsPort,
     Clock,
+    InstanceCatalogPort,
     JobsPort,
     NotifierPort,
     PolicySource,
@@ -132,8 +134,10 @@ class GuardStopper:
         review: StopReview | None = None,
         windows: AlarmWindowsPort | None = None,
         transitions: AlarmTransitionsPort | None = None,
+        instances: InstanceCatalogPort | None = None,
     ) -> None:
         self._guards = guards
+        self._instances = instances  # EC2's facts of types our table lacks, as the job's alarms were planned
         self._jobs = jobs
         self._alarms = alarms
         self._arming = arming
@@ -180,6 +184,17 @@ class GuardStopper:
                 return (guard, role) if guard.acts_on(role) else None
         return None
 
+    def _resolved(self, guard: Guard[Any], job: TrainingJob) -> dict[str, InstanceFacts]:
+        """EC2's facts of the job's instance types our table does not know, for a guard that planned its alarms
+        with them (its thresholds, its pinned trigger and its re-planned windows come from the same plan)."""
+        if self._instances is None or not getattr(guard, "uses_instance_facts", False):
+            return {}
+        return {
+            group.instance_type: self._instances.facts(group.instance_type)
+            for group in job.instance_groups
+            if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN
+        }
+
     def _fires_on_pinned(self, message: AlarmNotification) -> bool:
         """Whether the alarm that fired was planned with the pinned trigger (its description says so; a
         composite's is its triggering child's, one ``DescribeAlarms``). Unknown (no child named, no reader,
@@ -215,8 +230,9 @@ class GuardStopper:
             evidence=message.evidence(),
             savings=savings.evidence() if savings is not None else {},
             metric_names=_metric_names(message),
+            resolved=self._resolved(guard, job),
             unjudged_pinned=guard.stall_kind is not None
-            and not effective.judge.enabled
+            and not guard.plans_pinned_trigger(config)
             and self._fires_on_pinned(message),
         )
         # 4. judge, 5. review a stop

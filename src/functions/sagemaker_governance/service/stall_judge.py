@@ -192,9 +192,7 @@ class StallJudge:
         quiet = self.quiet(case.kind, job, case.notice.now, settings, case.threshold)
         minutes = rejudge_minutes(base, quiet, settings) if quiet is not None else math.ceil(base)
         fired = case.span.total_seconds() / 60  # a trigger is widened to the window at least
-        rewindow = (
-            guard.widened(job, case.config, case.notice.naming, minutes) if minutes and minutes > fired else ()
-        )
+        rewindow = guard.widened(case.notice, case.config, minutes) if minutes and minutes > fired else ()
         recorded = case.recorded
         if quiet is not None:
             recorded["rejudge"] = {
@@ -272,7 +270,7 @@ class StallJudge:
             else f"a hang is stopped only after {minutes} silent minutes (the job's log rhythm, or the window "
             "while the rhythm is unknown)"
         )
-        rewindow = case.guard.widened(notice.job, case.config, notice.naming, minutes)
+        rewindow = case.guard.widened(notice, case.config, minutes)
         case.recorded["rejudge"] = {
             "trigger_minutes": math.ceil(span.total_seconds() / 60),
             "window_minutes": minutes,

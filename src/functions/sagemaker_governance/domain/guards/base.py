@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob, is_valid_job_name
 from sagemaker_governance.domain.stall_judge import StallKind
 
@@ -416,10 +417,15 @@ class Notice(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict, description="From the alarm message.")
     savings: dict[str, Any] = Field(default_factory=dict, description="The estimate if the job is stopped.")
     metric_names: tuple[str, ...] | None = Field(default=None, description="The metrics the alarm read.")
+    resolved: dict[str, InstanceFacts] = Field(
+        default_factory=dict,
+        description="EC2's facts of the job's instance types our table does not know (as its alarms were planned).",
+    )
     unjudged_pinned: bool = Field(
         default=False,
-        description="The stall judge is off and the alarm that fired may also fire on pinned GPUs (planned with "
-        "the pinned trigger while the judge was on, or its definition could not be read).",
+        description="The alarm that fired may also fire on pinned GPUs, which the guard's plan under the current "
+        "policy does not (created while the stall judge was on and the trigger planned, or its definition could "
+        "not be read).",
     )
 
 
@@ -620,6 +626,16 @@ class Guard(ABC, Generic[C]):
     @abstractmethod
     def plan(self, job: TrainingJob, config: C, naming: AlarmNaming) -> AlarmPlan | NoAlarm: ...
 
+    def plans_pinned_trigger(self, config: C) -> bool:
+        """Whether the guard's alarms under ``config`` also fire on pinned GPUs (a hang trigger the judge
+        decides)."""
+        return False
+
+    def plan_for(self, notice: Notice, config: C) -> AlarmPlan | NoAlarm:
+        """The plan of the notified job's alarms as they were created (a guard that plans with EC2's facts
+        for types our table lacks takes them from the notice)."""
+        return self.plan(notice.job, config, notice.naming)
+
     @abstractmethod
     def watching(self, job: TrainingJob, config: C, plan: AlarmPlan) -> str:
         """The reason of the decision to create ``plan``: what the alarms watch."""
@@ -704,7 +720,7 @@ class Guard(ABC, Generic[C]):
             code,
             f"the {self.title}'s alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge "
             f"is off: a stop needs the {minutes}-minute window; the alarm is widened to it and reset",
-            rewindow=self.widened(notice.job, config, notice.naming, minutes),
+            rewindow=self.widened(notice, config, minutes),
             reset=self.rejudge_alarms(notice.job, notice.naming),
             reset_reason=reset_reason,
         )
@@ -727,17 +743,15 @@ class Guard(ABC, Generic[C]):
         (default: unchanged)."""
         return verdict
 
-    def widened(
-        self, job: TrainingJob, config: C, naming: AlarmNaming, minutes: int
-    ) -> tuple[dict[str, Any], ...]:
+    def widened(self, notice: Notice, config: C, minutes: int) -> tuple[dict[str, Any], ...]:
         """The ``PutMetricAlarm`` updates that give the alarms ``rejudge_alarms`` names a window of ``minutes``
         (the stall judge's re-judging after a veto): the guard's own requests with more evaluation periods
         (an M-of-N alarm keeps its ratio), armed (they fired), without tags (an update ignores them, and
         needs no ``cloudwatch:TagResource``). Empty when the guard plans no alarm for the job now."""
-        plan = self.plan(job, config, naming)
+        plan = self.plan_for(notice, config)
         if not isinstance(plan, AlarmPlan):
             return ()
-        wanted = set(self.rejudge_alarms(job, naming))
+        wanted = set(self.rejudge_alarms(notice.job, notice.naming))
         out: list[dict[str, Any]] = []
         for alarm in plan.alarms:
             if alarm.kind is not AlarmKind.METRIC or alarm.name not in wanted:

@@ -528,14 +528,17 @@ class IdleGuard(Guard[IdlePolicy]):
     def rearm_targets(
         self, alarm_name: str, job_name: str, observed: Collection[str], naming: AlarmNaming
     ) -> tuple[str, ...]:
-        """The notifying alarm and, above 10 hosts, its children. A composite reset alone stays in OK while
-        its children stay in ALARM: "it returns to its actual state only once any of its children alarms
-        change state" (the SetAlarmState API reference). A child reset returns to ALARM at its next
-        evaluation, a change of state that has the composite evaluated again and notify."""
+        """The notifying alarm; above 10 hosts, its children instead. A composite reset stays in OK while its
+        children stay in ALARM: "it returns to its actual state only once any of its children alarms change
+        state" (the SetAlarmState API reference). A child reset returns to ALARM at its next evaluation, a
+        change of state that has the composite evaluated again and notify. The composite itself is not
+        reset: were one child's reset to fail after it, the composite would sit in OK, no longer seen as left
+        in ALARM, and never be re-armed; and reset after its children had already returned, it would stay in
+        OK over children in ALARM."""
         if self.role_of(alarm_name, job_name, naming) != IdleRole.NOTIFYING:
             return (alarm_name,)
         children = sorted(a for a in observed if self.role_of(a, job_name, naming) == IdleRole.CHILD)
-        return (alarm_name, *children)
+        return tuple(children) or (alarm_name,)
 
     # ---- judging --------------------------------------------------------------------------------
 
@@ -594,10 +597,11 @@ class IdleGuard(Guard[IdlePolicy]):
                 Verdict.TOO_EARLY,
                 Action.NONE,
                 IdleCode.PINNED_UNJUDGED,
-                "the alarm was created while the stall judge was on and also fires on pinned GPUs (a hang trigger); "
-                "with the judge off this firing cannot be told from idleness: the alarms are re-created as planned "
-                "now, without the pinned trigger, and reset; a stop needs them to fire again",
-                rewindow=self.widened(job, idle, notice.naming, math.ceil(idle.window_minutes)),
+                "the alarm was created with the pinned (hang) trigger, which the current policy does not plan (the "
+                "stall judge off, or idle.pinned_percent null): this firing may be pinned GPUs, not idleness; the "
+                "alarms are re-created as planned now, without the trigger, and reset; a stop needs them to fire "
+                "again",
+                rewindow=self.widened(notice, idle, math.ceil(idle.window_minutes)),
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
@@ -625,18 +629,24 @@ class IdleGuard(Guard[IdlePolicy]):
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         return alarm_names(job.name, job.total_instance_count, naming)[1]
 
+    def plans_pinned_trigger(self, config: IdlePolicy) -> bool:
+        return config.pinned_percent is not None
+
+    def plan_for(self, notice: Notice, config: IdlePolicy) -> AlarmPlan | NoAlarm:
+        return self.plan(notice.job, config, notice.naming, resolved=notice.resolved)
+
     def stall_threshold(self, job: TrainingJob, config: IdlePolicy, notice: Notice) -> float | None:
         """The alarm's threshold (from its notification; a composite's has none: the plan's)."""
         threshold = notice.evidence.get("threshold")
         if isinstance(threshold, int | float):
             return float(threshold)
-        plan = self.plan(job, config, notice.naming)
+        plan = self.plan_for(notice, config)
         value = plan.evidence.get("threshold") if isinstance(plan, AlarmPlan) else None
         return float(value) if isinstance(value, int | float) else None
 
     def pinned_threshold(self, job: TrainingJob, config: IdlePolicy, notice: Notice) -> float | None:
         """The per-host value at or above which every host counted as pinned (None: no pinned trigger)."""
-        plan = self.plan(job, config, notice.naming)
+        plan = self.plan_for(notice, config)
         value = plan.evidence.get("pinned_threshold") if isinstance(plan, AlarmPlan) else None
         return float(value) if isinstance(value, int | float) else None
 
