@@ -438,3 +438,12 @@ def test_an_unjudged_pinned_firing_recreates_the_alarms_without_the_trigger_and_
     # while the same firing under a judge that is on is judged as before (the stall judge decides)
     on = IDLE.config(Policy.model_validate({"mode": "enforce"}))
     assert IDLE.judge(IdleRole.NOTIFYING, notice.model_copy(update={"unjudged_pinned": False}), on).stops
+
+
+def test_the_guard_says_it_plans_the_pinned_trigger_exactly_when_its_plan_has_one() -> None:
+    # (the stopper re-plans an older alarm's pinned trigger when the current plan has none)
+    j = training_job(NOW - timedelta(hours=2))
+    for config in (IdlePolicy(), IdlePolicy(pinned_percent=None), IdlePolicy(threshold_percent=96)):
+        plan = IDLE.plan(j, config, NAMING)
+        assert isinstance(plan, AlarmPlan)
+        assert IDLE.plans_pinned_trigger(config) == ("pinned_threshold" in plan.evidence), config

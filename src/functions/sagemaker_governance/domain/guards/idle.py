@@ -363,12 +363,8 @@ class IdleGuard(Guard[IdlePolicy]):
             )
         gpus = gpu_counts[0]
         threshold = round(idle.threshold_percent * gpus, 6)
-        # No pinned trigger at or below the idle threshold (a pinned minute would then be an idle one too).
-        pinned = (
-            None
-            if idle.pinned_percent is None or idle.pinned_percent <= idle.threshold_percent
-            else round(idle.pinned_percent * gpus, 6)
-        )
+        trigger = idle.pinned_percent if self.plans_pinned_trigger(idle) else None
+        pinned = None if trigger is None else round(trigger * gpus, 6)
         hosts = job.total_instance_count
         notifying, metric_alarms = alarm_names(job.name, hosts, naming)
         composite = hosts > HOSTS_PER_ALARM
@@ -630,7 +626,8 @@ class IdleGuard(Guard[IdlePolicy]):
         return alarm_names(job.name, job.total_instance_count, naming)[1]
 
     def plans_pinned_trigger(self, config: IdlePolicy) -> bool:
-        return config.pinned_percent is not None
+        # none at or below the idle threshold (a pinned minute would then be an idle one too)
+        return config.pinned_percent is not None and config.pinned_percent > config.threshold_percent
 
     def plan_for(self, notice: Notice, config: IdlePolicy) -> AlarmPlan | NoAlarm:
         return self.plan(notice.job, config, notice.naming, resolved=notice.resolved)
