@@ -441,21 +441,21 @@ def test_disk_says_how_finely_sagemaker_reports_the_disk_the_judge_reads(account
     assert fine.status is Status.OK and "with fractions of a point" in fine.detail
 
 
-def test_disk_names_whole_points_only(account: Account) -> None:
+@pytest.mark.parametrize(
+    ("values", "said", "not_said"),
+    [
+        ([31.0, 31.0, 32.0], "whole points only", "did not move"),  # whole values that moved
+        ([31.0] * 5, "did not move", "whole points"),  # a flat series says nothing of the resolution
+    ],
+)
+def test_disk_claims_whole_points_only_from_values_that_moved(
+    account: Account, values: list[float], said: str, not_said: str
+) -> None:
     reconcile_run(account, minutes_ago=5)
     _train(account, "coarse", minutes_ago=60)
-    _disk(account, "coarse/algo-1", [31.0, 31.0, 32.0])
-    (coarse,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
-    assert coarse.status is Status.OK and "whole points only" in coarse.detail
-
-
-def test_a_disk_that_did_not_move_says_nothing_of_its_resolution(account: Account) -> None:
-    # A flat series at a whole value: not "whole points only" (the values might be rounded or not)
-    reconcile_run(account, minutes_ago=5)
-    _train(account, "flat", minutes_ago=60)
-    _disk(account, "flat/algo-1", [31.0] * 5)
-    (flat,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
-    assert flat.status is Status.OK and "did not move" in flat.detail and "whole points" not in flat.detail
+    _disk(account, "coarse/algo-1", values)
+    (disk,) = [f for f in run_checks(account.deployment, account.context()) if f.check == "disk"]
+    assert disk.status is Status.OK and said in disk.detail and not_said not in disk.detail
 
 
 def test_a_disk_read_that_did_not_complete_is_unknown_not_a_missing_metric(account: Account) -> None:
