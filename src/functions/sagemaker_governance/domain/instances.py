@@ -14,7 +14,7 @@ count: a wrong, too-large count would make a busy job look idle.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
@@ -120,6 +120,14 @@ def instance_facts(instance_type: str) -> InstanceFacts:
     return InstanceFacts(
         instance_type=instance_type, accelerator=Accelerator.UNKNOWN, note=f"unknown instance family {family!r}"
     )
+
+
+def resolve_unknown(
+    instance_types: Iterable[str], facts: Callable[[str], InstanceFacts]
+) -> dict[str, InstanceFacts]:
+    """``facts`` (EC2's, through a catalog) of each type our table does not know, by type: what a plan that
+    needs them takes as ``resolved`` (the alarms created, and the stopper judging and re-planning them)."""
+    return {t: facts(t) for t in instance_types if instance_facts(t).accelerator is Accelerator.UNKNOWN}
 
 
 def ec2_instance_type(instance_type: str) -> str | None:

@@ -52,7 +52,7 @@ from sagemaker_governance.domain.guards.base import (
     deletion_units,
     is_training,
 )
-from sagemaker_governance.domain.instances import Accelerator, instance_facts
+from sagemaker_governance.domain.instances import resolve_unknown
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
@@ -100,11 +100,7 @@ class GuardAlarms:
         """The guard's plan, with EC2's facts for instance types our table does not know (issue 16 item 3)."""
         if self._instances is None or not getattr(self.guard, "uses_instance_facts", False):
             return self.guard.plan(job, config, self._naming)
-        resolved = {
-            group.instance_type: self._instances.facts(group.instance_type)
-            for group in job.instance_groups
-            if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN
-        }
+        resolved = resolve_unknown((g.instance_type for g in job.instance_groups), self._instances.facts)
         plan: AlarmPlan | NoAlarm = self.guard.plan(job, config, self._naming, resolved=resolved)  # type: ignore[call-arg]
         return plan
 
@@ -244,7 +240,7 @@ class GuardAlarms:
         return role is not None and self.guard.stall_kind is not None and self.guard.acts_on(role)
 
     def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
-        """What the reconciler resets so that this judged alarm notifies again (a composite: its children too)."""
+        """What the reconciler resets so that this judged alarm notifies again (a composite: its children)."""
         return self.guard.rearm_targets(alarm_name, job_name, observed, self._naming)
 
     def incomplete(self, job_name: str, observed: Collection[str]) -> bool:

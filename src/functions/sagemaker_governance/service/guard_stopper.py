@@ -44,7 +44,7 @@ from sagemaker_governance.domain.guards.base import (
     alarm_tags_identify,
     superseded,
 )
-from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
+from sagemaker_governance.domain.instances import InstanceFacts, resolve_unknown
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.pricing import estimate_savings
@@ -189,11 +189,7 @@ class GuardStopper:
         with them (its thresholds, its pinned trigger and its re-planned windows come from the same plan)."""
         if self._instances is None or not getattr(guard, "uses_instance_facts", False):
             return {}
-        return {
-            group.instance_type: self._instances.facts(group.instance_type)
-            for group in job.instance_groups
-            if instance_facts(group.instance_type).accelerator is Accelerator.UNKNOWN
-        }
+        return resolve_unknown((g.instance_type for g in job.instance_groups), self._instances.facts)
 
     def _fires_on_pinned(self, message: AlarmNotification) -> bool:
         """Whether the alarm that fired was planned with the pinned trigger (its description says so; a

@@ -108,7 +108,7 @@ class AlarmGuard(Protocol):
         ...
 
     def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
-        """What to reset so that ``alarm_name``, left in ALARM, notifies again (a composite: its children too)."""
+        """What to reset so that ``alarm_name``, left in ALARM, notifies again (a composite: its children)."""
         ...
 
 
@@ -454,7 +454,7 @@ class ReconcilerService:
         )
         if not stale:
             return False
-        # a composite notifies again only when a child changes state: its children are reset with it
+        # a composite notifies again only when a child changes state: its children are reset instead of it
         targets = sorted(
             {
                 target
@@ -489,7 +489,7 @@ class ReconcilerService:
             evidence={
                 "repair": RepairKind.STALE_ALARM.value,
                 "alarms": stale,
-                "reset": targets,  # a composite's children with it
+                "reset": targets,  # a composite's children instead of it
                 "in_alarm_since": since,
             },
         )

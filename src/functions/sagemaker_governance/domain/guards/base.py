@@ -43,8 +43,9 @@ STALE_AFTER: Final = timedelta(minutes=15)  # an older notification is not acted
 # Two state-change times closer than this are one state change: an alarm notification's ``StateChangeTime``
 # and ``DescribeAlarms``' ``StateTransitionedTimestamp`` name the same instant, both to the millisecond.
 SAME_STATE_CHANGE: Final = timedelta(seconds=1)
-# What every alarm planned with the pinned trigger says in its description, metric and composite alike: with the
-# stall judge off, a firing of such an alarm cannot be told from idleness (``Notice.unjudged_pinned``).
+# What every alarm planned with the pinned trigger says in its description, metric and composite alike: when the
+# current plan has no such trigger (the stall judge off), a firing of such an alarm cannot be told from idleness
+# (``Notice.unjudged_pinned``).
 PINNED_TRIGGER_MARK: Final = "a hang trigger the stall judge decides"
 
 

@@ -147,7 +147,7 @@ class IdleCode(StrEnum):
     EXEMPTED = "idle.skip.exempted"
     HUNG = "idle.stop.hung"  # the pinned trigger: GPUs pinned busy, no training metric, logs silent
     TRIGGER = "idle.skip.trigger"  # the alarm fired on its trigger, and no judge may confirm a hang: wait
-    PINNED_UNJUDGED = "idle.skip.pinned-trigger"  # the judge is off; the alarm also fires on pinned GPUs: re-plan
+    PINNED_UNJUDGED = "idle.skip.pinned-trigger"  # fired with a pinned trigger the current plan lacks: re-plan
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
     NO_GPU = "idle.alarm.no-gpu"
