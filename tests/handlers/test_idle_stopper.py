@@ -274,3 +274,37 @@ def test_log_reads_an_scp_denies_stop_nothing_and_are_counted_for_the_health_ala
     assert "AccessDeniedException" in json.dumps(stop_records(acct)[-1].evidence)
     kinds = [e.dimensions["kind"] for e in savings.of(BusinessMetric.EVIDENCE_READ_ERRORS)]
     assert kinds == ["denied"]
+
+
+def _whole_window(event: dict[str, Any]) -> dict[str, Any]:
+    """The sample notification of an alarm over the whole 30-minute window (a declared window, or one created
+    when the trigger was off): the judge-off trigger rule (widen to the window) does not apply to it."""
+    message = json.loads(event["Records"][0]["Sns"]["Message"])
+    message["Trigger"].update(EvaluationPeriods=30, DatapointsToAlarm=30)
+    event["Records"][0]["Sns"]["Message"] = json.dumps(message)
+    return event
+
+
+@pytest.mark.parametrize(
+    ("whole_window", "code"),
+    [
+        (False, "idle.skip.trigger"),  # its 20-minute trigger: widened to the window, as before
+        (True, "idle.skip.pinned-trigger"),  # over the window: re-created without the pinned trigger
+    ],
+)
+def test_with_the_judge_off_the_stuck_host_sample_is_never_a_stop(
+    acct: LocalAccount, clock: MovableClock, whole_window: bool, code: str
+) -> None:
+    # Given the sample's 4-host job (its alarm created with the pinned trigger: the sample's description says
+    # so) and a platform team that has since switched the stall judge off
+    clock.now = datetime(2025, 11, 21, 10, 7, tzinfo=NOW.tzinfo)
+    training_job_with_alarm(acct, "llm-4x-stuck-host", InstanceType="ml.p4d.24xlarge", InstanceCount=4)
+    acct.ssm.put_parameter(Name="/gov/policy", Value="judge: {enabled: false}", Type="String", Overwrite=True)
+    clock.now = datetime(2025, 11, 21, 11, 34, tzinfo=NOW.tzinfo)
+    # When the sample notification arrives, then the job is not stopped: its alarm may have fired on pinned
+    # GPUs, which no judge can tell now; the alarm is re-created without the trigger and reset
+    event = load_event("idle-alarm-stuck-host.json")
+    result = acct.invoke(stopper, _whole_window(event) if whole_window else event)
+    assert result["results"][0]["code"] == code
+    assert acct.sagemaker.stop_requests == []
+    assert "hang trigger" not in acct.cloudwatch.alarms[f"{PREFIX}llm-4x-stuck-host"]["AlarmDescription"]
