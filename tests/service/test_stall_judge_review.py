@@ -9,7 +9,14 @@ from typing import Any
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
-from sagemaker_governance.domain.guards.base import AlarmNaming, GuardVerdict, Notice, Verdict
+from sagemaker_governance.domain.guards.base import (
+    WHY_SHORT_SPAN,
+    WHY_VETOED,
+    AlarmNaming,
+    GuardVerdict,
+    Notice,
+    Verdict,
+)
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
 from sagemaker_governance.domain.policy import Policy
@@ -395,6 +402,7 @@ def test_a_veto_widens_the_alarm_to_twice_the_quiet_stretch_so_it_is_not_judged_
     assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.CPU_BUSY
     (widened,) = verdict.rewindow
     assert widened["AlarmName"] == "gov-idle-job-1" and "Tags" not in widened
+    assert f"Widened to 100 minutes {WHY_VETOED};" in widened["AlarmDescription"]
     assert (widened["EvaluationPeriods"], widened["DatapointsToAlarm"], widened["ActionsEnabled"]) == (
         100,
         100,
@@ -564,6 +572,7 @@ def test_an_idle_trigger_is_never_an_idle_stop_before_the_window_the_alarm_is_mo
     assert verdict.decision.action is Action.NONE and not verdict.stops
     assert widened_to(verdict) == [30] and verdict.reset == ("gov-idle-job-1",)
     assert verdict.decision.evidence["rejudge"]["trigger_minutes"] == 20
+    assert WHY_SHORT_SPAN in verdict.rewindow[0]["AlarmDescription"]
     # and it read the 20 minutes the trigger covers, then the window (cut at its entry into Training)
     assert [(start, end) for _, start, end in metrics.calls] == [
         (NOW - timedelta(minutes=20), NOW),

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.base import (
+    WHY_REPLANNED,
+    WHY_VETOED,
+    AlarmNaming,
+    AlarmPlan,
+    GuardVerdict,
+    NoAlarm,
+    Notice,
+    Verdict,
+)
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole, grace_remaining
 from sagemaker_governance.domain.instances import GPU_COUNTS
 from sagemaker_governance.domain.job import TrainingJob
@@ -434,6 +443,7 @@ def test_an_unjudged_pinned_firing_recreates_the_alarms_without_the_trigger_and_
     assert verdict.decision.code == IdleCode.PINNED_UNJUDGED and not verdict.stops
     (request,) = verdict.rewindow
     assert "IF(" not in str(request.get("Metrics", "")) and "hang trigger" not in request["AlarmDescription"]
+    assert WHY_REPLANNED in request["AlarmDescription"] and WHY_VETOED not in request["AlarmDescription"]
     assert verdict.reset == (request["AlarmName"],)
     # while the same firing under a judge that is on is judged as before (the stall judge decides)
     on = IDLE.config(Policy.model_validate({"mode": "enforce"}))

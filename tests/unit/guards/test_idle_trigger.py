@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, Notice, Verdict
+from sagemaker_governance.domain.guards.base import WHY_JUDGE_OFF, AlarmNaming, AlarmPlan, Notice, Verdict
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole
 from sagemaker_governance.domain.policy import Policy
 from tests.builders import job
@@ -101,6 +101,7 @@ def test_a_trigger_without_a_judge_is_widened_to_the_window_never_a_stop() -> No
     verdict = judged(45, 20, Policy.model_validate({"judge": {"enabled": False}}))
     assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == IdleCode.TRIGGER
     assert [r["EvaluationPeriods"] for r in verdict.rewindow] == [30] and verdict.reset == ("gov-idle-job-1",)
+    assert all(WHY_JUDGE_OFF in r["AlarmDescription"] for r in verdict.rewindow)
     # the same alarm at the window is judged as always: a stop
     assert judged(45, 30, Policy.model_validate({"judge": {"enabled": False}})).verdict is Verdict.STOP
 

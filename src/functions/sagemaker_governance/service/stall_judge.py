@@ -31,7 +31,14 @@ from typing import Any, NamedTuple, Protocol
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
-from sagemaker_governance.domain.guards.base import Guard, GuardVerdict, Notice, Verdict, training_started_at
+from sagemaker_governance.domain.guards.base import (
+    WHY_SHORT_SPAN,
+    Guard,
+    GuardVerdict,
+    Notice,
+    Verdict,
+    training_started_at,
+)
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
 from sagemaker_governance.domain.instances import instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
@@ -270,7 +277,7 @@ class StallJudge:
             else f"a hang is stopped only after {minutes} silent minutes (the job's log rhythm, or the window "
             "while the rhythm is unknown)"
         )
-        rewindow = case.guard.widened(notice, case.config, minutes)
+        rewindow = case.guard.widened(notice, case.config, minutes, WHY_SHORT_SPAN)
         case.recorded["rejudge"] = {
             "trigger_minutes": math.ceil(span.total_seconds() / 60),
             "window_minutes": minutes,

@@ -47,6 +47,13 @@ SAME_STATE_CHANGE: Final = timedelta(seconds=1)
 # current plan has no such trigger (the stall judge off), a firing of such an alarm cannot be told from idleness
 # (``Notice.unjudged_pinned``).
 PINNED_TRIGGER_MARK: Final = "a hang trigger the stall judge decides"
+# How a widened alarm's description says why (``Guard.widened``).
+WHY_VETOED: Final = "after a veto of the stall judge"
+WHY_JUDGE_OFF: Final = (
+    "because it fired on its trigger while the stall judge is off (a stop needs the whole window)"
+)
+WHY_SHORT_SPAN: Final = "because the stall judge needs a longer stretch than the trigger's before a stop"
+WHY_REPLANNED: Final = "and re-created as the policy plans now, without the pinned (hang) trigger"
 
 
 # ---- names and tags --------------------------------------------------------------------------------
@@ -721,7 +728,7 @@ class Guard(ABC, Generic[C]):
             code,
             f"the {self.title}'s alarm fired on its {span.total_seconds() / 60:g}-minute trigger and the stall judge "
             f"is off: a stop needs the {minutes}-minute window; the alarm is widened to it and reset",
-            rewindow=self.widened(notice, config, minutes),
+            rewindow=self.widened(notice, config, minutes, WHY_JUDGE_OFF),
             reset=self.rejudge_alarms(notice.job, notice.naming),
             reset_reason=reset_reason,
         )
@@ -744,11 +751,15 @@ class Guard(ABC, Generic[C]):
         (default: unchanged)."""
         return verdict
 
-    def widened(self, notice: Notice, config: C, minutes: int) -> tuple[dict[str, Any], ...]:
+    def widened(
+        self, notice: Notice, config: C, minutes: int, why: str = WHY_VETOED
+    ) -> tuple[dict[str, Any], ...]:
         """The ``PutMetricAlarm`` updates that give the alarms ``rejudge_alarms`` names a window of ``minutes``
-        (the stall judge's re-judging after a veto): the guard's own requests with more evaluation periods
-        (an M-of-N alarm keeps its ratio), armed (they fired), without tags (an update ignores them, and
-        needs no ``cloudwatch:TagResource``). Empty when the guard plans no alarm for the job now."""
+        (the stall judge's re-judging after a veto, or a trigger widened to the window): the guard's own
+        requests with more evaluation periods (an M-of-N alarm keeps its ratio), armed (they fired), without
+        tags (an update ignores them, and needs no ``cloudwatch:TagResource``). ``why`` ends the description's
+        "Widened to N minutes" sentence, for whoever reads the alarm in the console. Empty when the guard
+        plans no alarm for the job now."""
         plan = self.plan_for(notice, config)
         if not isinstance(plan, AlarmPlan):
             return ()
@@ -766,8 +777,8 @@ class Guard(ABC, Generic[C]):
                 DatapointsToAlarm=max(1, min(periods, round(periods * ratio))),
                 ActionsEnabled=True,
                 AlarmDescription=(
-                    f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes after a veto of the stall "
-                    "judge; back to the guard's window when the job (re)enters Training."
+                    f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes {why}; back to the "
+                    "guard's window when the job (re)enters Training."
                 )[:1024],
             )
             out.append(request)

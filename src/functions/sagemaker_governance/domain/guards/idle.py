@@ -53,6 +53,7 @@ from sagemaker_governance.domain.guards.base import (
     MAX_COMPOSITE_CHILDREN,
     MAX_METRICS_PER_ALARM,
     PINNED_TRIGGER_MARK,
+    WHY_REPLANNED,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
@@ -597,7 +598,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 "stall judge off, or idle.pinned_percent null): this firing may be pinned GPUs, not idleness; the "
                 "alarms are re-created as planned now, without the trigger, and reset; a stop needs them to fire "
                 "again",
-                rewindow=self.widened(notice, idle, math.ceil(idle.window_minutes)),
+                rewindow=self.widened(notice, idle, math.ceil(idle.window_minutes), WHY_REPLANNED),
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
