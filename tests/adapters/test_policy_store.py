@@ -2,15 +2,18 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.domain.decisions import Mode
 from tests.adapters.conftest import CallRecorder
 
+NOW = datetime(2026, 11, 27, tzinfo=UTC)
 BASE = {"mode": "audit", "rules": [{"type": "max-instance-count", "max": 4}]}
 NAME = "/sagemaker-governance/policy"
 
@@ -36,7 +39,7 @@ def test_document_is_merged_over_defaults(ssm: Any) -> None:
     recorder = CallRecorder().attach(ssm)
     policy = store(ssm).current()
     assert policy.mode is Mode.ENFORCE and policy.rules[0].max == 8  # type: ignore[union-attr]
-    assert recorder.actions == PolicyStore.IAM_ACTIONS
+    assert recorder.actions == {"ssm:GetParameter"}  # the history only when a document is rejected
 
 
 def test_json_documents_work_too(ssm: Any) -> None:
@@ -64,9 +67,94 @@ def test_a_broken_document_keeps_the_last_good_policy(
     assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
 
 
-def test_a_broken_document_at_cold_start_falls_back_to_defaults(ssm: Any) -> None:
+def test_a_broken_document_never_valid_at_cold_start_falls_back_to_defaults(ssm: Any) -> None:
     ssm.put_parameter(Name=NAME, Type="String", Value="{not: [valid")
     assert store(ssm).current().mode is Mode.AUDIT
+
+
+GOOD = "mode: enforce\nrules:\n  - {id: max-instance-count, max: 8}\nexemptions:\n  - {job_name_prefix: bench-, rules: [max-instance-count], expires: 2099-12-31, reason: INC-1}\n"
+BROKEN = "mode: enforce\nrules: [{type: max-instance-count, max: 0}]\n"
+
+
+def test_a_cold_container_after_a_bad_edit_keeps_the_newest_valid_version_from_the_history(
+    ssm: Any, capsys: pytest.CaptureFixture[str], log_output: io.StringIO
+) -> None:
+    # Given a document that was good (version 1), then an edit that is still good (2), then a bad edit (3)
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD, Overwrite=True)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    recorder = CallRecorder().attach(ssm)
+    history: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameterHistory", lambda **_: history.append("read"))
+    # When a new container reads it (it never saw version 2)
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW)
+    policy = policies.current()
+    # Then version 2 governs (its mode, its rule, its exemption), not the deploy-time defaults, and the
+    # rejection is logged and counted as before, naming what was kept
+    assert policy.mode is Mode.ENFORCE and policy.rules[0].max == 8  # type: ignore[union-attr]
+    assert [e.job_name_prefix for e in policy.exemptions] == ["bench-"]
+    assert "version 2 of the document" in log_output.getvalue()
+    assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
+    assert recorder.actions == PolicyStore.IAM_ACTIONS
+    # and the history is read once, not at every reaction while the document stays bad
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+    assert history == ["read"]
+
+
+def test_a_bad_document_with_no_valid_version_in_its_history_falls_back_to_defaults_reading_it_once(
+    ssm: Any,
+) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value="{not: [valid")
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameterHistory", lambda **_: reads.append("history"))
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW)
+    assert policies.current().mode is Mode.AUDIT and policies.current().mode is Mode.AUDIT
+    assert reads == ["history"]
+
+
+def test_the_history_is_read_in_pages_and_its_newest_valid_version_wins(ssm: Any) -> None:
+    # Given more versions than one page of GetParameterHistory holds (50), the newest valid one the 60th
+    for n in range(1, 61):
+        ssm.put_parameter(
+            Name=NAME,
+            Type="String",
+            Value=f"mode: enforce\nrules: [{{id: max-instance-count, max: {n}}}]\n",
+            Overwrite=True,
+        )
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    policy = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW).current()
+    assert policy.rules[0].max == 60  # type: ignore[union-attr]
+
+
+def test_an_unreadable_history_falls_back_to_defaults_and_is_tried_again(
+    ssm: Any, log_output: io.StringIO
+) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    answers = iter(
+        [ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameterHistory")]
+    )
+
+    def refuse_once(**_: Any) -> None:
+        error = next(answers, None)
+        if error is not None:
+            raise error
+
+    ssm.meta.events.register("before-call.ssm.GetParameterHistory", refuse_once)
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW)
+    assert policies.current().mode is Mode.AUDIT
+    assert "policy document history could not be read" in log_output.getvalue()
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+
+
+def test_a_deleted_document_is_said_once_and_the_defaults_apply(ssm: Any, log_output: io.StringIO) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    policies = store(ssm)
+    assert policies.current().mode is Mode.ENFORCE
+    ssm.delete_parameter(Name=NAME)
+    assert policies.current().mode is Mode.AUDIT and policies.current().mode is Mode.AUDIT
+    assert log_output.getvalue().count("policy document no longer exists") == 1
 
 
 def test_no_parameter_configured_never_calls_ssm() -> None:

@@ -68,8 +68,12 @@ def test_the_bus_policy_agrees_with_the_authorization_reference() -> None:
 
 def test_the_log_group_policy_admits_only_the_central_rule(central: dict[str, Any]) -> None:
     text = central["Resources"]["CentralAuditLogGroupPolicy"]["Properties"]["PolicyDocument"]["Fn::Sub"]
-    (statement,) = json.loads(text)["Statement"]
-    assert statement["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
+    streams, statement = json.loads(text)["Statement"]
+    # EventBridge's CreateLogStream carries no aws:SourceArn: a condition on it would refuse every stream
+    assert streams["Action"] == "logs:CreateLogStream" and "Condition" not in streams
+    assert streams["Resource"] == statement["Resource"] and streams["Principal"] == statement["Principal"]
+    # the writes only from the central rule
+    assert statement["Action"] == "logs:PutLogEvents"
     rule_arn = statement["Condition"]["ArnEquals"]["aws:SourceArn"]
     rule = central["Resources"]["CentralAuditRule"]["Properties"]
     assert rule_arn.endswith("rule/${BusName}/" + rule["Name"]["Fn::Sub"])  # the rule on the central bus
@@ -82,9 +86,8 @@ def test_the_log_group_policy_admits_only_the_central_rule(central: dict[str, An
         "Resource": group,
         "Condition": {"ArnEquals": {"aws:SourceArn": "arn:aws:events:us-east-1:123456789012:rule/b/r"}},
     }
-    assert (
-        check_document(Document("CentralAuditLogGroupPolicy", "resource", {"Statement": [resolved]}, group)) == []
-    )
+    both = {"Statement": [{**streams, "Resource": group}, resolved]}
+    assert check_document(Document("CentralAuditLogGroupPolicy", "resource", both, group)) == []
 
 
 def test_every_failure_path_ends_in_a_dead_letter_queue(central: dict[str, Any], member: dict[str, Any]) -> None:

@@ -24,6 +24,8 @@ def test_single_metric_alarm() -> None:
     assert message.trigger.hosts() == ("bert-sst2-finetune-42/algo-1",)
     evidence = message.evidence()
     assert evidence["threshold"] == 1.0 and evidence["datapoints_to_alarm"] == 30
+    # CloudWatch writes the setting as a padded line ("- TreatMissingData:   notBreaching"): the setting itself
+    assert evidence["treat_missing_data"] == "notBreaching"
     assert "Threshold Crossed" in evidence["state_reason"]
     assert message.changed_at is not None
 

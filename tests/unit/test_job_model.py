@@ -57,6 +57,39 @@ def test_missing_optional_fields_are_fine() -> None:
     assert job.spot is False
 
 
+@pytest.mark.parametrize(
+    ("member", "unsaid"),
+    [
+        (("ResourceConfig", "InstanceGroups"), ()),
+        (("AlgorithmSpecification", "MetricDefinitions"), ()),
+        (("SecondaryStatusTransitions",), ()),
+        (("FailureReason",), ()),
+        (("ResourceConfig",), ("ResourceConfig",)),
+        (("StoppingCondition",), ("StoppingCondition",)),
+        (("AlgorithmSpecification",), ("AlgorithmSpecification",)),
+        (("EnableManagedSpotTraining",), ("EnableManagedSpotTraining",)),
+        (("Tags",), ("Tags",)),
+    ],
+)
+def test_a_member_sent_as_null_reads_as_left_out(member: tuple[str, ...], unsaid: tuple[str, ...]) -> None:
+    # Given an event whose detail writes an absent member as JSON null (SageMaker's events do), nested or not
+    detail: dict[str, Any] = {**describe(), "Tags": {"team": "nlp"}, "FailureReason": "x"}
+    detail["AlgorithmSpecification"] = {"TrainingImage": "img", "MetricDefinitions": [{"Name": "l", "Regex": "l"}]}
+    detail["SecondaryStatusTransitions"] = [{"Status": "Training", "StartTime": 1763719200000}]
+    *path, last = member
+    section = detail
+    for key in path:
+        section[key] = dict(section[key])
+        section = section[key]
+    section[last] = None
+    # Then the event is read (not rejected); a null section is "unsaid", so the job is read again
+    job = TrainingJob.model_validate(detail)
+    assert set(unsaid) <= set(job.unsaid_sections())
+    # while a required member sent as null is still refused
+    with pytest.raises(ValidationError):
+        TrainingJob.model_validate({**describe(), "TrainingJobName": None})
+
+
 def test_heterogeneous_cluster_counts_every_group() -> None:
     job = TrainingJob.model_validate(
         {

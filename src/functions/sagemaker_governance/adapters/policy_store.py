@@ -4,14 +4,18 @@ Read with ``GetParameter`` (a ``String`` parameter: no decryption) and kept for 
 injected clock. (Powertools' parameters utility did the reading before: its cache was never used, every
 read was forced, and importing it loaded all its providers into every function's cold start.) A broken
 document never switches governance off: it is logged, counted (``PolicyLoadErrors``) and the last good
-policy is kept (or, if no document was ever good in this container, the deploy-time defaults).
+policy is kept. A container that never read a good document (every cold start after a bad edit) finds the
+last good one in the parameter's history (``GetParameterHistory``: SSM keeps its last 100 versions), the
+newest version that validates; only when none does (or the history cannot be read) the deploy-time
+defaults apply. Without that, each new container would drop the document's exemptions and team overrides
+and its mode until the document is mended: stops of jobs it exempts, or enforcement switched off.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -21,9 +25,11 @@ from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
 from sagemaker_governance.observability import logger
 
+HISTORY_PAGE: Final = 50  # GetParameterHistory's MaxResults at most (botocore: ssm GetParameterHistoryRequest)
+
 
 class PolicyStore:
-    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"ssm:GetParameter"})
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"ssm:GetParameter", "ssm:GetParameterHistory"})
 
     def __init__(
         self,
@@ -47,6 +53,9 @@ class PolicyStore:
         self._cached_text: str | None = None
         self._last_good: Policy | None = None
         self._last_text: str | None = None
+        # A rejected text whose history holds no valid version (not read again for the same text).
+        self._no_history_for: str | None = None
+        self._seen_document = False
 
     @property
     def base(self) -> Policy:
@@ -60,14 +69,22 @@ class PolicyStore:
         except AdapterError as exc:
             return self._fallback("policy document could not be read", str(exc))
         if text is None:
-            logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
+            if self._seen_document:  # deleted (or renamed) since this container read it: say so, once
+                logger.warning(
+                    "policy document no longer exists; the deploy-time defaults apply",
+                    parameter=self._parameter_name,
+                )
+                self._seen_document = False
+            else:
+                logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
             return self._base
+        self._seen_document = True
         if text == self._last_text and self._last_good is not None:
             return self._last_good
         try:
             policy = build_policy(self._base_document, parse_document(text))
         except PolicyDocumentError as exc:
-            return self._fallback("policy document rejected", "; ".join(exc.errors))
+            return self._fallback("policy document rejected", "; ".join(exc.errors), rejected=text)
         self._last_good, self._last_text = policy, text
         return policy
 
@@ -96,8 +113,57 @@ class PolicyStore:
             raise AdapterError(str(exc)) from exc
         return str(answer["Parameter"]["Value"])
 
-    def _fallback(self, message: str, detail: str) -> Policy:
-        kept = "last good document" if self._last_good is not None else "deploy-time defaults"
-        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
+    def _fallback(self, message: str, detail: str, rejected: str | None = None) -> Policy:
         self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+        kept = "last good document"
+        if self._last_good is None and rejected is not None:
+            version, recovered = self._from_history(rejected)
+            if recovered is not None:  # kept from now on like a document read in this container
+                self._last_good, kept = recovered, f"version {version} of the document (its history)"
+        if self._last_good is None:
+            kept = "deploy-time defaults"
+        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
         return self._last_good or self._base
+
+    def _from_history(self, rejected: str) -> tuple[int, Policy] | tuple[None, None]:
+        """The newest earlier version of the document that validates, with its version number; (None, None)
+        when there is none (remembered for this text) or the history cannot be read (not remembered: the
+        next reaction tries again)."""
+        if rejected == self._no_history_for:
+            return None, None
+        try:
+            versions = self._history()
+        except AdapterError as exc:
+            logger.error(
+                "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
+            )
+            return None, None
+        for entry in sorted(versions, key=lambda v: int(v.get("Version") or 0), reverse=True):
+            value = entry.get("Value")
+            if not isinstance(value, str) or value == rejected:
+                continue
+            try:
+                return int(entry.get("Version") or 0), build_policy(self._base_document, parse_document(value))
+            except PolicyDocumentError:
+                continue
+        self._no_history_for = rejected
+        return None, None
+
+    def _history(self) -> list[dict[str, Any]]:
+        """Every version SSM keeps of the parameter (its last 100), in pages."""
+        assert self._ssm is not None
+        versions: list[dict[str, Any]] = []
+        request: dict[str, Any] = {
+            "Name": self._parameter_name,
+            "WithDecryption": False,
+            "MaxResults": HISTORY_PAGE,
+        }
+        try:
+            while True:
+                page = self._ssm.get_parameter_history(**request)
+                versions.extend(page.get("Parameters") or [])
+                if not page.get("NextToken"):
+                    return versions
+                request["NextToken"] = page["NextToken"]
+        except (ClientError, BotoCoreError) as exc:
+            raise AdapterError(str(exc)) from exc

@@ -111,6 +111,18 @@ def _short(value: Any, limit: int = 80) -> str:
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_unsaid(cls, data: Any) -> Any:
+        """A member sent as JSON ``null`` says no more than its absence. SageMaker's state-change events write
+        absent members as ``null`` (a captured event: ``"FailureReason": null``), so a null list or section
+        (``InstanceGroups``, ``MetricDefinitions``, ``ResourceConfig`` ...) takes its default, and a section
+        left null is "unsaid" (``unsaid_sections``: the job is read again), instead of failing the event.
+        A required member that is null is still an error (it was never said)."""
+        if isinstance(data, Mapping) and any(v is None for v in data.values()):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
 
 class InstanceGroup(_Model):
     name: str = Field(alias="InstanceGroupName")
@@ -217,18 +229,6 @@ class TrainingJob(_Model):
             uri = value.get("S3Uri")
             return str(uri) if uri else None
         raise ValueError("CheckpointConfig must be an object with S3Uri")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _spot_unsaid(cls, data: Any) -> Any:
-        """``EnableManagedSpotTraining: null`` says no more than its absence (``spot_known`` stays False)."""
-        if (
-            isinstance(data, Mapping)
-            and "EnableManagedSpotTraining" in data
-            and data["EnableManagedSpotTraining"] is None
-        ):
-            return {k: v for k, v in data.items() if k != "EnableManagedSpotTraining"}
-        return data
 
     @field_validator("spot", mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import SnsModel, SnsNotificationModel
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 
 class _AlarmModel(BaseModel):
@@ -62,6 +62,15 @@ class AlarmTrigger(_AlarmModel):
     comparison_operator: str | None = Field(default=None, alias="ComparisonOperator")
     threshold: float | None = Field(default=None, alias="Threshold")
     treat_missing_data: str | None = Field(default=None, alias="TreatMissingData")
+
+    @field_validator("treat_missing_data", mode="before")
+    @classmethod
+    def _setting(cls, value: Any) -> Any:
+        """CloudWatch's notifications spell it as a padded line (``"- TreatMissingData:   notBreaching"``,
+        public captures 2019-2024), not the bare setting ``PutMetricAlarm`` takes: its last word."""
+        if isinstance(value, str) and value.split():
+            return value.split()[-1]
+        return value
 
     @property
     def is_metric_math(self) -> bool:

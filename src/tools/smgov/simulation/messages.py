@@ -153,7 +153,8 @@ def _trigger(alarm: Mapping[str, Any]) -> dict[str, Any]:
         "DatapointsToAlarm": int(alarm.get("DatapointsToAlarm") or alarm["EvaluationPeriods"]),
         "ComparisonOperator": alarm["ComparisonOperator"],
         "Threshold": float(alarm["Threshold"]),
-        "TreatMissingData": alarm.get("TreatMissingData") or "missing",
+        # as CloudWatch's notifications spell it: a padded line, not the bare setting
+        "TreatMissingData": f"- TreatMissingData:                    {alarm.get('TreatMissingData') or 'missing'}",
         "EvaluateLowSampleCountPercentile": alarm.get("EvaluateLowSampleCountPercentile") or "",
     }
     if alarm.get("Metrics"):
