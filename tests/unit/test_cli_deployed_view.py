@@ -4,6 +4,8 @@ deployed stack's parameters) when there is no policy document; every event a fun
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,32 +54,51 @@ def test_the_cli_settings_are_the_deployed_functions_environment() -> None:
     assert ours["REQUIRED_TAGS"] == "team,cost-center"
 
 
-def test_a_stacks_parameters_replace_the_defaults() -> None:
-    # Given a stack deployed with RequiredTags="" (no tag rule), when the CLI reads it (DescribeStacks),
-    # then its settings have no required tags, while the defaults do.
+@contextmanager
+def deployed_stack(parameters: dict[str, str], name: str = "gov") -> Iterator[None]:
+    """CloudFormation, for the CLI, answering DescribeStacks for one stack deployed with ``parameters``."""
     client = boto3.client("cloudformation", region_name="us-east-1")
     stub = Stubber(client)
-    stub.add_response(
-        "describe_stacks",
-        {
-            "Stacks": [
-                {
-                    "StackName": "gov",
-                    "CreationTime": "2026-01-01T00:00:00Z",
-                    "StackStatus": "CREATE_COMPLETE",
-                    "Parameters": [{"ParameterKey": "RequiredTags", "ParameterValue": ""}],
-                }
-            ]
-        },
-        {"StackName": "gov"},
-    )
+    stack = {
+        "StackName": name,
+        "CreationTime": "2026-01-01T00:00:00Z",
+        "StackStatus": "CREATE_COMPLETE",
+        "Parameters": [{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+    }
+    stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
     from smgov.adapters import cloudformation
 
     with stub, pytest.MonkeyPatch.context() as patch:
         patch.setattr(cloudformation.StackOutputs, "connect", classmethod(lambda cls, region=None: cls(client)))
+        yield
+        stub.assert_no_pending_responses()
+
+
+def test_a_stacks_parameters_replace_the_defaults() -> None:
+    # Given a stack deployed with RequiredTags="" (no tag rule), when the CLI reads it (DescribeStacks),
+    # then its settings have no required tags, while the defaults do.
+    with deployed_stack({"RequiredTags": ""}):
         settings = deployed_settings("gov", environ={})
     assert settings.required_tags == () or not settings.required_tags
     assert deployed_settings(None, environ={}).required_tags
+
+
+def test_policy_validate_judges_a_document_on_the_stacks_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a document that switches the required-tags rule off for a team (a patch by id: the rule is
+    # the template's, RequiredTags defaults to team,cost-center), and a stack deployed with RequiredTags=""
+    monkeypatch.delenv("REQUIRED_TAGS", raising=False)
+    document = tmp_path / "policy.yaml"
+    document.write_text("teams:\n  research:\n    rules:\n      - id: required-tags\n        enabled: false\n")
+    # When validated against the template's defaults, it is valid
+    assert main(["policy", "validate", str(document)]) == 0
+    capsys.readouterr()
+    # When validated against the stack, then it is invalid as the deployed functions would find it (no such
+    # rule in their base), and the error says which rule id
+    with deployed_stack({"RequiredTags": ""}):
+        assert main(["policy", "validate", str(document), "--stack", "gov"]) == 1
+    assert "rule id 'required-tags' is not in the base policy" in capsys.readouterr().err
 
 
 def describe_of(event: dict[str, Any], name: str) -> dict[str, Any]:

@@ -128,3 +128,19 @@ def test_inconclusive_rule_never_stops() -> None:
     pol = build_policy({"mode": "enforce", "rules": [{"type": "max-runtime", "max_hours": 1}]})
     (decision,) = evaluate_compliance(job(StoppingCondition=None), pol, NOW).decisions
     assert decision.action is Action.NONE and decision.code == ComplianceCode.INCONCLUSIVE
+
+
+def test_instance_preferences_with_one_count_for_the_job_are_judged_on_that_count() -> None:
+    # Given a max-instance-count policy and a job of InstancePreferences whose count is ResourceConfig's only
+    pol = build_policy(
+        {"mode": "enforce", "rules": [{"id": "max-instances", "type": "max-instance-count", "max": 8}]}
+    )
+    preferences = [{"InstanceType": "ml.p5.48xlarge"}, {"InstanceType": "ml.p4d.24xlarge"}]
+    over = job(ResourceConfig={"InstanceCount": 64, "InstancePreferences": preferences})
+    unsaid = job(ResourceConfig={"InstancePreferences": preferences})
+    # When each is evaluated
+    (stop,) = evaluate_compliance(over, pol, NOW).decisions
+    (skip,) = evaluate_compliance(unsaid, pol, NOW).decisions
+    # Then 64 instances stop the job; with no count at all the rule could not decide (never compliant)
+    assert (stop.rule, stop.code, stop.evidence["observed"]) == ("max-instances", ComplianceCode.STOP, 64)
+    assert (skip.rule, skip.code) == ("max-instances", ComplianceCode.INCONCLUSIVE)

@@ -204,6 +204,32 @@ def test_a_job_of_instance_preferences_has_its_groups_once_sagemaker_selected_a_
     assert not placed.awaits_instance_selection and placed.possible_instance_types == ("ml.g6e.48xlarge",)
 
 
+def test_a_selected_preference_without_its_count_has_the_jobs_one_count() -> None:
+    # Given a job of InstancePreferences with one count for the job (ResourceConfig.InstanceCount), placed by
+    # SageMaker, its answer without SelectedInstanceCount
+    preferences = [{"InstanceType": "ml.p5.48xlarge"}, {"InstanceType": "ml.g6e.48xlarge"}]
+    resources = {
+        "InstanceCount": 16,
+        "InstancePreferences": preferences,
+        "SelectedInstanceType": "ml.g6e.48xlarge",
+    }
+    placed = TrainingJob.model_validate({**describe(), "ResourceConfig": resources})
+    # Then its one group is the selected type on the job's 16 instances (what guards, pricing and Spot read)
+    assert [(g.instance_type, g.instance_count) for g in placed.instance_groups] == [("ml.g6e.48xlarge", 16)]
+    assert placed.total_instance_count == placed.largest_possible_instance_count == 16
+
+
+def test_an_instance_count_no_source_says_is_unknown_not_zero() -> None:
+    preferences = [{"InstanceType": "ml.p5.48xlarge"}, {"InstanceType": "ml.g6e.48xlarge"}]
+    for resources in (
+        {"InstancePreferences": preferences},
+        {"InstancePreferences": preferences, "SelectedInstanceType": "ml.p5.48xlarge"},
+        {"InstanceType": "ml.p5.48xlarge"},
+    ):
+        unsaid = TrainingJob.model_validate({**describe(), "ResourceConfig": resources})
+        assert unsaid.largest_possible_instance_count is None, resources
+
+
 def test_the_instance_preference_fields_are_the_models() -> None:
     model: Any = botocore.session.get_session().get_service_model("sagemaker")
     members = model.shape_for("ResourceConfig").members

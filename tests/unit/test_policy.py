@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.policy import Exemption, Policy, merge_documents
@@ -114,6 +115,22 @@ def test_invalid_team_override_is_reported_with_the_team() -> None:
                 "teams": {"vision": {"rules": [{"id": "max-instance-count", "max": 0}]}},
             }
         )
+
+
+def test_a_rule_patch_naming_no_rule_of_the_base_says_so() -> None:
+    # Given a base without a required-tags rule (a stack deployed with RequiredTags=""), and documents that
+    # patch a rule of that id, globally and for a team: a patch without type, as for a rule of the base
+    base = Settings.from_env({"REQUIRED_TAGS": ""}).base_policy_document()
+    patch = {"rules": [{"id": "required-tags", "enabled": False}]}
+    # When each is validated, then the error is the rule's missing type, for that rule id (globally: its code)
+    with pytest.raises(ValidationError) as caught:
+        Policy.model_validate(merge_documents(base, patch))
+    (error,) = caught.value.errors()
+    assert (error["type"], error["ctx"]) == ("rule_type_missing", {"id": "required-tags"})
+    with pytest.raises(
+        PolicyDocumentError, match=r"teams\.research: .*rule id 'required-tags' is not in the base"
+    ):
+        build_policy(base, {"teams": {"research": patch}})
 
 
 def test_exemption_must_match_something() -> None:

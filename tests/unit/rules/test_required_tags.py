@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
@@ -45,3 +47,18 @@ def test_unknown_tags_are_inconclusive_not_a_violation(ctx: EvaluationContext) -
 def test_invalid_pattern_is_a_validation_error() -> None:
     with pytest.raises(ValidationError, match="invalid regular expression"):
         RequiredTags.model_validate({"type": "required-tags", "tags": {"x": {"pattern": "("}}})
+
+
+@pytest.mark.parametrize(
+    ("constraint", "field"),
+    [({"values": []}, "values"), ({"values": ["", " "]}, "values"), ({"pattern": ""}, "pattern")],
+    ids=["no-values", "blank-values", "empty-pattern"],
+)
+def test_a_constraint_no_tag_can_meet_is_a_validation_error(constraint: dict[str, Any], field: str) -> None:
+    # Given a tag constraint that allows no non-empty value (an empty tag counts as missing), which would
+    # stop every job, however tagged
+    # When the rule is validated, then it is rejected, at that constraint's field
+    with pytest.raises(ValidationError) as caught:
+        RequiredTags.model_validate({"type": "required-tags", "tags": {"env": constraint}})
+    (error,) = caught.value.errors()
+    assert (error["loc"], error["type"]) == (("tags", "env", field), "value_error")

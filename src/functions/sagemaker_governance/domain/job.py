@@ -132,12 +132,16 @@ class InstanceGroup(_Model):
 
 class InstancePreference(_Model):
     instance_type: str = Field(alias="InstanceType")
-    instance_count: int = Field(default=0, alias="InstanceCount", ge=0)
+    # SageMaker's model (InstancePreference.InstanceCount): set on every preference, or on none of them and
+    # given once as ResourceConfig.InstanceCount for all; None here is "not on this preference".
+    instance_count: int | None = Field(default=None, alias="InstanceCount", ge=0)
 
 
 class ResourceConfig(_Model):
     instance_type: str | None = Field(default=None, alias="InstanceType")
-    instance_count: int = Field(default=0, alias="InstanceCount", ge=0)
+    # None: the source does not say (optional in SageMaker's model since InstancePreferences; an event may
+    # leave it out), never read as 0 instances
+    instance_count: int | None = Field(default=None, alias="InstanceCount", ge=0)
     instance_groups: tuple[InstanceGroup, ...] = Field(default=(), alias="InstanceGroups")
     keep_alive_seconds: int | None = Field(default=None, alias="KeepAlivePeriodInSeconds")
     # Flexible instance selection (SageMaker's model, ResourceConfig): an ordered list of types "mutually
@@ -146,6 +150,12 @@ class ResourceConfig(_Model):
     instance_preferences: tuple[InstancePreference, ...] = Field(default=(), alias="InstancePreferences")
     selected_instance_type: str | None = Field(default=None, alias="SelectedInstanceType")
     selected_instance_count: int | None = Field(default=None, alias="SelectedInstanceCount", ge=0)
+
+    def preference_count(self, preference: InstancePreference) -> int | None:
+        """The instances a preference launches: its own ``InstanceCount``, or the job's one count
+        (``ResourceConfig.InstanceCount``) that SageMaker applies to every preference; None when neither
+        is given."""
+        return preference.instance_count if preference.instance_count is not None else self.instance_count
 
 
 class StoppingCondition(_Model):
@@ -260,29 +270,29 @@ class TrainingJob(_Model):
     @property
     def instance_groups(self) -> tuple[InstanceGroup, ...]:
         """Every group of instances: a homogeneous job is one group named after its instance type; a job of
-        ``InstancePreferences`` is one group of the type SageMaker selected, once it has (none before)."""
+        ``InstancePreferences`` is one group of the type SageMaker selected, once it has (none before).
+
+        A single group whose count the source does not say counts 0 here (no hosts to watch or price, as a
+        job without instances); the rules read ``largest_possible_instance_count``, None then."""
         resources = self.resources
         if resources.instance_groups:
             return resources.instance_groups
+        instance_type = resources.instance_type or resources.selected_instance_type
+        if not instance_type:
+            return ()
+        count = self._single_group_count()
+        return (InstanceGroup(name="default", instance_type=instance_type, instance_count=count or 0),)
+
+    def _single_group_count(self) -> int | None:
+        """The count of a homogeneous job, or of the type SageMaker selected from ``InstancePreferences``
+        (``SelectedInstanceCount``, else the chosen preference's count, else the job's one count)."""
+        resources = self.resources
         if resources.instance_type:
-            return (
-                InstanceGroup(
-                    name="default", instance_type=resources.instance_type, instance_count=resources.instance_count
-                ),
-            )
-        if resources.selected_instance_type:
-            chosen = [
-                p for p in resources.instance_preferences if p.instance_type == resources.selected_instance_type
-            ]
-            count = resources.selected_instance_count
-            if count is None:
-                count = chosen[0].instance_count if chosen else 0
-            return (
-                InstanceGroup(
-                    name="default", instance_type=resources.selected_instance_type, instance_count=count
-                ),
-            )
-        return ()
+            return resources.instance_count
+        if resources.selected_instance_count is not None:
+            return resources.selected_instance_count
+        chosen = [p for p in resources.instance_preferences if p.instance_type == resources.selected_instance_type]
+        return resources.preference_count(chosen[0]) if chosen else resources.instance_count
 
     @property
     def instance_types(self) -> tuple[str, ...]:
@@ -300,12 +310,16 @@ class TrainingJob(_Model):
 
     @property
     def largest_possible_instance_count(self) -> int | None:
-        """``total_instance_count``, or before a selection the largest count among the preferences; None
-        when neither is known."""
-        if self.instance_groups:
+        """``total_instance_count``, or before a selection the largest count among the preferences (each its
+        own or the job's one count); None when the source does not say a count (never read as 0)."""
+        resources = self.resources
+        if resources.instance_groups:
             return self.total_instance_count
-        counts = [p.instance_count for p in self.resources.instance_preferences]
-        return max(counts) if counts else None
+        if self.instance_groups:
+            return self._single_group_count()
+        counts = [resources.preference_count(p) for p in resources.instance_preferences]
+        known = [count for count in counts if count is not None]
+        return max(known) if known and len(known) == len(counts) else None
 
     @property
     def awaits_instance_selection(self) -> bool:

@@ -35,9 +35,15 @@ def _read_json(path: str) -> Any:
 # ---- policy -------------------------------------------------------------------------------------
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """The deploy-time settings: the template's Parameter defaults, or ``--stack``'s parameters."""
+    settings: Settings = deployed_settings_or_exit(getattr(args, "stack", None))
+    return settings
+
+
 def cmd_policy_validate(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file)
+        policy = load_policy(args.file, _settings(args))
     except PolicyDocumentError as exc:
         return fail(f"{args.file}: invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     teams = ", ".join(sorted(policy.teams)) or "none"
@@ -48,12 +54,6 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
     for warning in policy.warnings():
         print(f"  warning: {warning}")
     return EXIT_OK
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    """The deploy-time settings: the template's Parameter defaults, or ``--stack``'s parameters."""
-    settings: Settings = deployed_settings_or_exit(getattr(args, "stack", None))
-    return settings
 
 
 def cmd_policy_show(args: argparse.Namespace) -> int:
@@ -419,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     policy_sub = policy.add_subparsers(dest="policy_command", required=True)
     validate = policy_sub.add_parser("validate", help="validate a policy document (exit 1 on errors)")
     validate.add_argument("file")
+    _stack_option(validate)
     validate.set_defaults(func=cmd_policy_validate)
     show = policy_sub.add_parser("show", help="print the effective policy (defaults + document)")
     show.add_argument("file", nargs="?")

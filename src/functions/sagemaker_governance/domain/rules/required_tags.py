@@ -17,9 +17,25 @@ class TagConstraint(BaseModel):
     values: tuple[str, ...] | None = None
     pattern: str | None = None
 
+    @field_validator("values")
+    @classmethod
+    def _some_value(cls, values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        # an empty tag counts as missing: a list without a non-empty value allows no tag at all
+        if values is not None and not any(value.strip() for value in values):
+            raise ValueError(
+                "values has no non-empty value (an empty tag counts as missing), so no tag would be allowed: "
+                "list the allowed values, or leave values out to allow any non-empty value"
+            )
+        return values
+
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None and not pattern.strip():
+            raise ValueError(
+                "pattern is empty: it would match only an empty tag, which counts as missing; give a pattern, "
+                "or leave pattern out to allow any non-empty value"
+            )
         if pattern is not None:
             try:
                 re.compile(pattern)
