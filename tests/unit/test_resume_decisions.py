@@ -37,7 +37,12 @@ def resume(
     )
 
 
-def spot(description: dict[str, Any], policy: SpotPolicy | None = None, tags: dict[str, str] | None = None) -> Any:
+def spot(
+    description: dict[str, Any],
+    policy: SpotPolicy | None = None,
+    tags: dict[str, str] | None = None,
+    reported: dict[str, Any] | None = None,
+) -> Any:
     tags = TAGS if tags is None else tags
     return decide_spot(
         as_job(description, tags),
@@ -46,6 +51,7 @@ def spot(description: dict[str, Any], policy: SpotPolicy | None = None, tags: di
         spot=policy or SpotPolicy(),
         default_mode=Mode.ENFORCE,
         ctx=context(NOW),
+        reported=as_job(reported, tags) if reported is not None else None,
     )
 
 
@@ -292,6 +298,45 @@ def test_a_job_no_longer_running_is_not_stopped_or_cloned() -> None:
     description = spot_description(status="Stopping", secondary="Stopping")
     (decision,) = spot(description).decisions
     assert decision.action is Action.NONE and decision.code == SpotCode.NOT_IN_PROGRESS
+
+
+def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> None:
+    # Given the third interruption's event (the count rule's threshold), handled late or retried: the job
+    # re-read is back in Training
+    event = spot_description(interruptions=3)
+    training = spot_description(interruptions=3, secondary="Training")
+    # When Spot fallback decides on it
+    (decision,) = spot(training, reported=event).decisions
+    # Then nothing is cloned or stopped, and the record says the interruption is over
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    assert decision.evidence["secondary_status"] == "Training"
+    assert (
+        decision.evidence["reported_interruption_at"]
+        == event["SecondaryStatusTransitions"][-1]["StartTime"].isoformat()
+    )
+    # and without an event to compare with (a decision by hand), the status alone says the same
+    assert spot(training).decisions[0].code == SpotCode.NO_LONGER_INTERRUPTED
+
+
+def test_an_event_of_an_earlier_interruption_leaves_the_current_one_to_its_own_event() -> None:
+    # Given the event of the third interruption, and the job re-read in its fourth
+    third, fourth = spot_description(interruptions=3), spot_description(interruptions=4)
+    (decision,) = spot(fourth, reported=third).decisions
+    # Then the late event moves nothing; both interruptions are in the record
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    assert decision.evidence["reported_interruption_at"] != decision.evidence["current_interruption_at"]
+    # and the fourth interruption's own event decides as usual (the count rule, no numbers)
+    moved = spot(fourth, reported=fourth)
+    assert [d.code for d in moved.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
+
+
+def test_a_job_that_ended_at_max_wait_is_resumed_whichever_event_brought_the_news() -> None:
+    # Given an interruption's event, and the job re-read after it ended with MaxWaitTimeExceeded
+    event = spot_description(interruptions=1)
+    ended = spot_description(interruptions=1, status="Stopped", secondary="MaxWaitTimeExceeded")
+    # Then it is resumed On-Demand, as its own end event would (nothing to stop)
+    result = spot(ended, reported=event)
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_MAX_WAIT] and not result.stop_source
 
 
 def test_on_demand_jobs_have_no_spot_fallback() -> None:

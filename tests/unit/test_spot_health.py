@@ -121,8 +121,8 @@ def test_a_stormy_fleet_rate_makes_the_numbers_move_a_young_job_sooner() -> None
     assert moved.decisions[0].evidence["fleet_interruption_rate_per_hour"] == 3.0
 
 
-def start(fleet: FleetHealth | Unknown) -> CloneDecision:
-    doc = starting()
+def start(fleet: FleetHealth | Unknown, doc: dict[str, Any] | None = None) -> CloneDecision:
+    doc = doc or starting()
     policy = SpotPolicy.model_validate({"storm": {"move_new_jobs": True}})
     return decide_spot_start(
         as_job(doc),
@@ -148,3 +148,18 @@ def test_without_a_storm_or_without_the_ledger_a_new_spot_job_stays() -> None:
     assert calm.code == SpotCode.NO_STORM and calm.action is Action.NONE
     (unknown,) = start(Unknown("the ledger could not be read: throttled")).decisions
     assert unknown.code == SpotCode.HEALTH_UNKNOWN and "throttled" in unknown.evidence["fleet_health"]
+
+
+def test_a_delayed_start_event_of_a_job_that_bills_by_now_moves_nothing_even_in_a_storm() -> None:
+    # Given a storm, and the job of a start event re-read after it started training
+    stormy = health(signal("a", 10), signal("b", 20), signal("c", 30))
+    doc = starting()
+    doc["SecondaryStatus"] = "Training"
+    doc["SecondaryStatusTransitions"] = [
+        {"Status": "Starting", "StartTime": T0, "EndTime": T0 + timedelta(minutes=3)},
+        {"Status": "Downloading", "StartTime": T0 + timedelta(minutes=3), "EndTime": T0 + timedelta(minutes=5)},
+        {"Status": "Training", "StartTime": T0 + timedelta(minutes=5)},
+    ]
+    # Then the storm move does not apply: it bills already
+    (decision,) = start(stormy, doc).decisions
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_LONGER_STARTING

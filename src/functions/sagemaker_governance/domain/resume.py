@@ -145,6 +145,9 @@ class SpotCode(StrEnum):
     NOT_SPOT = "spot.skip.not-spot"
     NO_FALLBACK_ON_MAX_WAIT = "spot.skip.no-fallback-on-max-wait"
     NOT_IN_PROGRESS = "spot.skip.not-in-progress"
+    # the interruption the event reported is over (the job trains again, or is in a later interruption)
+    NO_LONGER_INTERRUPTED = "spot.skip.no-longer-interrupted"
+    NO_LONGER_STARTING = "spot.skip.no-longer-starting"  # a new job's start event, but the job bills by now
     SPOT_CHEAPER = "spot.skip.spot-cheaper"  # the numbers say: finish on Spot
     BELOW_THRESHOLD = "spot.skip.below-threshold"  # no economics: fewer interruptions than the count rule
     BAD_LINEAGE = "spot.skip.bad-lineage"
@@ -758,13 +761,21 @@ def decide_spot(
     fleet: FleetHealth | Unknown | None = None,
     alternatives_health: Mapping[str, FleetHealth | Unknown] | None = None,
     allowed_types: Sequence[AllowedInstanceTypes] = (),
+    reported: TrainingJob | None = None,
 ) -> CloneDecision:
     """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
     docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
     listing (None: not listed); ``prices``: On-Demand USD per instance-hour (the evidence, and comparing
     another type); ``fleet``: the instance type's Spot health across the fleet (None: not read;
     ``Unknown``: unreadable); ``alternatives_health``: the same for each of ``spot.fallbacks``;
-    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them)."""
+    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them);
+    ``reported``: the job as the triggering event reported it (None: no event).
+
+    A running job is moved only while it is still ``Interrupted`` (``job`` is the re-read) and, when the
+    event names its interruption, in that interruption: a late or retried event (SQS retries after its
+    visibility timeout, EventBridge for up to an hour) whose job trains again is no reason to move it
+    (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
+    the news arrived: it has ended, and its own end event makes the same clone."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -797,6 +808,8 @@ def decide_spot(
             f"the job is {job.status}/{job.secondary_status} now: nothing to fall back from",
             evidence,
         )
+    elif (over := _interruption_over(job, reported, evidence)) is not None:
+        return _none(SPOT_RULE_ID, SpotCode.NO_LONGER_INTERRUPTED, mode, over, evidence)
     else:
         health = fleet if isinstance(fleet, FleetHealth) else None
         if isinstance(fleet, Unknown):
@@ -850,6 +863,35 @@ def decide_spot(
     )
 
 
+def interruption_start(job: TrainingJob) -> datetime | None:
+    """When the job's latest interruption began (its last ``Interrupted`` transition), if it says."""
+    starts = [t.start_time for t in job.transitions if t.status == INTERRUPTED]
+    return starts[-1] if starts else None
+
+
+def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
+    """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
+    None: it is still in that interruption (or in an interruption, when the event does not say which)."""
+    current = interruption_start(job) if job.secondary_status == INTERRUPTED else None
+    seen = interruption_start(reported) if reported is not None else None
+    if seen is not None:
+        evidence["reported_interruption_at"] = seen.isoformat()
+    if current is not None:
+        evidence["current_interruption_at"] = current.isoformat()
+    if job.secondary_status != INTERRUPTED:
+        return (
+            f"the job is {job.status}/{job.secondary_status} now, no longer Interrupted: the interruption "
+            "the event reported is over (a late or retried event), nothing to fall back from"
+        )
+    if seen is not None and current is not None and seen != current:
+        return (
+            f"the job's current interruption (from {current:%Y-%m-%d %H:%M:%S} UTC) is not the one the event "
+            f"reported (from {seen:%Y-%m-%d %H:%M:%S} UTC): that one is over, and the current one's own "
+            "event decides"
+        )
+    return None
+
+
 def _first_start(job: TrainingJob) -> bool:
     """Starting for the first time: waiting in ``Starting``/``Pending``, never billed, never interrupted."""
     return (
@@ -888,9 +930,20 @@ def decide_spot_start(
     fleet: FleetHealth | Unknown,
 ) -> CloneDecision:
     """A new Spot job of an instance type in a storm starts On-Demand instead, before it bills (clone, then
-    stop the Spot job while it is still ``Starting``), when the team opted in."""
+    stop the Spot job while it is still ``Starting``), when the team opted in. ``job`` is the re-read of a
+    job whose start event triggered: one that is past its first ``Starting``/``Pending`` by now (billed,
+    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``)."""
     mode = spot.mode or default_mode
     evidence: dict[str, Any] = {"secondary_status": job.secondary_status}
+    if not is_new_spot_start(job):
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.NO_LONGER_STARTING,
+            mode,
+            f"the job is {job.status}/{job.secondary_status} now, past its first start: a storm moves only a "
+            "new Spot job before it bills (a late start event), and its own events decide the rest",
+            evidence,
+        )
     if isinstance(fleet, Unknown):
         evidence["fleet_health"] = f"unavailable: {fleet.reason}"
         return _none(

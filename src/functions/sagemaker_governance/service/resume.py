@@ -17,7 +17,9 @@ and the decision is made from what SageMaker says now. Safe under duplicate and 
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
 done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
-job is stopped only while it is still ``InProgress``.
+job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
+the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
+new one only while it has not started billing (a delayed start event moves nothing).
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class _CloneReaction:
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         raise NotImplementedError
 
@@ -146,7 +149,7 @@ class _CloneReaction:
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
         effective = policy.for_job(fresh)
         ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
-        result = self._decide(fresh, description, tags, effective, ctx)
+        result = self._decide(fresh, description, tags, effective, ctx, job)
         self._execute(result, fresh, policy, effective, trigger)
         return list(result.decisions)
 
@@ -299,6 +302,7 @@ class AutoResumeReaction(_CloneReaction):
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         resume = policy.resume
         failure: FailureEvidence | None = None
@@ -365,12 +369,15 @@ class SpotFallbackReaction(_CloneReaction):
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         spot = policy.spot
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
-        if is_new_spot_start(job):
-            start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
+        if may_be_new_spot_start(event):  # a first start's event: the storm move, while the job is still new
+            start_fleet: FleetHealth | Unknown = Unknown("not read: the job is past its first start")
+            if is_new_spot_start(job):
+                start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
             return decide_spot_start(
                 job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet
             )
@@ -395,6 +402,7 @@ class SpotFallbackReaction(_CloneReaction):
             fleet=fleet,
             alternatives_health=alternatives,
             allowed_types=[r for r in policy.rules if isinstance(r, AllowedInstanceTypes)],
+            reported=event,
         )
 
     def _alternatives_health(
