@@ -58,7 +58,9 @@ from typing import Any, Final
 
 from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
+    TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_SOURCE,
     TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
@@ -139,6 +141,8 @@ class SpotCode(StrEnum):
     CLONE_ALTERNATIVE = "spot.clone.alternative"
     STOP_ALTERNATIVE = "spot.stop.alternative"
     STOP_STORM = "spot.stop.storm"  # ... and stop the Spot job before it bills
+    # the job's clone exists (a move whose stop failed or never ran) and the job still runs: stop it now
+    STOP_CLONE_EXISTS = "spot.stop.clone-exists"
     NO_STORM = "spot.skip.no-storm"  # a new Spot job, its type is not in a storm
     HEALTH_UNKNOWN = "spot.skip.health-unknown"  # a new Spot job, the fleet's Spot health could not be read
     DISABLED = "spot.skip.disabled"
@@ -177,6 +181,7 @@ class CloneDecision:
     plan: ClonePlan | None = None
     stop_source: bool = False
     resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
+    takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
 
     @property
     def clone(self) -> Decision | None:
@@ -861,6 +866,59 @@ def decide_spot(
         stop_code=None if ended else _FALLBACKS[code],
         stop_reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
     )
+
+
+CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
+
+
+def next_clone_name(job_name: str, tags: Mapping[str, str]) -> str | None:
+    """The name the job's next clone takes (deterministic, ``domain/clone.py``), None when its lineage tags
+    cannot be trusted (no clone is planned then either)."""
+    try:
+        lineage = Lineage.of(job_name, tags)
+    except LineageError:
+        return None
+    name = clone_name(lineage.root, lineage.next_attempt)
+    return name if name != job_name else None
+
+
+def decide_spot_takeover(
+    job: TrainingJob, clone: TrainingJob | None, *, spot: SpotPolicy, default_mode: Mode
+) -> CloneDecision | None:
+    """Finish a move whose clone exists: ``clone`` is the job under ``next_clone_name`` (None: none). When
+    its ``smgov:resumed-from`` tag names ``job``, it is running or done, and ``job`` (the re-read Spot job)
+    still runs, an earlier delivery created the clone and its stop failed or never ran (the delivery is
+    retried after the queue's visibility timeout, when the job may well train again): the job is stopped
+    now whatever a fresh verdict would say (``spot.stop.clone-exists``), since both would bill and write to
+    the same checkpoint location. None: nothing to finish (no such clone, another job's, one that failed or
+    was stopped, or a job no longer running: stopping or stopped is done already)."""
+    if clone is None or not spot.enabled or not job.spot or job.status != "InProgress":
+        return None
+    if clone.tag(TAG_SOURCE) != job.name or clone.status not in CLONE_RUNNING:
+        return None
+    mode = spot.mode or default_mode
+    where = "On-Demand" if not clone.spot else f"on Spot on {', '.join(clone.instance_types) or 'another type'}"
+    evidence: dict[str, Any] = {
+        "secondary_status": job.secondary_status,
+        "interruptions": job.count_transitions(INTERRUPTED),
+        "clone_name": clone.name,
+        "clone_status": f"{clone.status}/{clone.secondary_status}",
+        "clone_resume_reason": clone.tag(TAG_REASON),
+        "on_demand": not clone.spot,
+    }
+    stop = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.STOP_CLONE_EXISTS,
+        action=Action.STOP,
+        mode=mode,
+        reason=(
+            f"Spot job still runs ({job.status}/{job.secondary_status}) while its clone {clone.name} "
+            f"({where}, {clone.status}; tagged {TAG_SOURCE}={job.name}) has taken over: the move was not "
+            "finished (its stop failed or never ran); stop it, whatever a fresh verdict would say"
+        ),
+        evidence=evidence,
+    )
+    return CloneDecision(decisions=(stop,), stop_source=True, takes_over=clone)
 
 
 def interruption_start(job: TrainingJob) -> datetime | None:
