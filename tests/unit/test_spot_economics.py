@@ -74,11 +74,29 @@ def test_on_demand_is_chosen_when_spot_loses_more_than_its_discount() -> None:
 
 
 def test_spot_that_would_outrun_max_wait_moves_before_it_ends_unfinished() -> None:
-    # Given long capacity waits and a MaxWaitTimeInSeconds close to the runtime
-    doc, writes, now = lived([85, 85], every=20, wait=90, max_runtime_hours=12, max_wait_hours=16)
+    # Given 10-hour capacity waits: 13 of its 16 hours of MaxWaitTimeInSeconds are spent
+    doc, writes, now = lived([85, 85], every=20, wait=600, max_runtime_hours=12, max_wait_hours=16)
     result = decide(doc, now, listed(writes))
-    assert result.decisions[0].code == SpotCode.CLONE_MAX_WAIT_BUDGET
-    assert result.decisions[0].evidence["max_wait_hours"] == 16
+    # Then even with no work left the wait under way outlasts it: moved On-Demand now
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_MAX_WAIT_BUDGET, SpotCode.STOP_MAX_WAIT_BUDGET]
+    evidence = result.decisions[0].evidence
+    assert evidence["max_wait_hours"] == 16 and evidence["max_wait_work_bound"] == "lower"
+    assert evidence["max_wait_work_left_hours"] == 0 and evidence["max_wait_finishable_work_hours"] == 0
+
+
+@pytest.mark.parametrize("max_wait_hours", [24, 26, 36])
+def test_max_wait_equal_to_max_runtime_is_no_reason_to_leave_spot(max_wait_hours: int) -> None:
+    # Given a healthy job (one interruption after 4 hours, a checkpoint every 10 minutes) whose
+    # MaxWaitTimeInSeconds equals its MaxRuntimeInSeconds (valid: "equal to or greater than"), or a little more
+    doc, writes, now = lived([240], every=10, max_runtime_hours=24, max_wait_hours=max_wait_hours)
+    (decision,) = decide(doc, now, listed(writes)).decisions
+    # Then it stays on Spot: the upper bound of the work left (MaxRuntime - kept) is no reason to say it
+    # would run out of wait time, only the least work left is (none), and the evidence says which
+    assert decision.action is Action.NONE and decision.code == SpotCode.SPOT_CHEAPER
+    evidence = decision.evidence
+    assert evidence["max_wait_work_bound"] == "lower" and evidence["max_wait_work_left_hours"] == 0
+    assert evidence["remaining_work_hours"] == pytest.approx(20, abs=0.01)  # the upper bound, for the costs
+    assert 0 < evidence["max_wait_finishable_work_hours"] < max_wait_hours
 
 
 def test_the_deadline_slack_moves_a_job_spot_would_finish_late() -> None:

@@ -107,8 +107,9 @@ def test_in_a_storm_a_running_job_without_numbers_moves_at_its_first_interruptio
 
 
 def test_a_stormy_fleet_rate_makes_the_numbers_move_a_young_job_sooner() -> None:
-    # Given a job interrupted once after 3 hours with checkpoints every 30 minutes, 1 hour capacity waits
-    doc, writes, now = lived([180], every=30, wait=60, start=60, max_runtime_hours=20, max_wait_hours=30)
+    # Given a job interrupted once after 3 hours and 10 minutes that had checkpointed after 130 minutes (50
+    # lost), 1 hour capacity waits
+    doc, writes, now = lived([190], every=130, wait=60, start=60, max_runtime_hours=20, max_wait_hours=30)
     alone = spot(doc, now, None, checkpoint=listed(writes))
     assert alone.decisions[0].code == SpotCode.SPOT_CHEAPER
     # When the other jobs of its type are interrupted three times an hour
@@ -116,8 +117,8 @@ def test_a_stormy_fleet_rate_makes_the_numbers_move_a_young_job_sooner() -> None
         TYPE, [signal(j, 10 + i, rate=3.0) for i, j in enumerate("abc")], now, StormPolicy(window_hours=168)
     )
     moved = spot(doc, now, stormy, checkpoint=listed(writes))
-    # Then the same job moves On-Demand now
-    assert moved.decisions[0].action is Action.CLONE
+    # Then the same job moves On-Demand now: at the fleet's rate it would lose more than Spot saves
+    assert moved.decisions[0].code == SpotCode.CLONE_ON_DEMAND_CHEAPER
     assert moved.decisions[0].evidence["fleet_interruption_rate_per_hour"] == 3.0
 
 

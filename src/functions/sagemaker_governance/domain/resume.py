@@ -604,8 +604,9 @@ def _spot_verdict(
     assert n.spot_hours_to_finish is not None and n.spot_cost_units is not None
     if n.beyond_max_wait:
         return SpotCode.CLONE_MAX_WAIT_BUDGET, (
-            f"would need {n.spot_hours_to_finish:.1f} h more on Spot, beyond MaxWaitTimeInSeconds "
-            f"({n.history.elapsed_hours:.1f} of {n.max_wait_hours:.1f} h spent)"
+            f"would run out of MaxWaitTimeInSeconds even with no work left: {n.history.elapsed_hours:.1f} of "
+            f"{n.max_wait_hours:.1f} h spent, and its capacity wait per interruption is "
+            f"{n.history.wait_hours_per_interruption:.1f} h"
         )
     if n.on_demand_cheaper:
         return SpotCode.CLONE_ON_DEMAND_CHEAPER, (

@@ -13,15 +13,26 @@ say, for every stint it trained:
 From these, the *Spot efficiency* is the share of a running hour that ends up kept:
 ``efficiency = 1 - rate x (lost work per interruption + download per restart)``. The remaining work is
 bounded by ``MaxRuntimeInSeconds`` minus the kept work (a job's own limit on its training time; an
-upper bound, the same on both sides). Then, for the remaining work ``R``:
+upper bound, the same on both sides of the cost comparison). Then, for the remaining work ``R``:
 
 - Spot: ``R / efficiency`` running hours at ``price_factor`` x the On-Demand price, plus a capacity
   wait per expected interruption;
 - On-Demand: ``R`` + one download, at the On-Demand price, after one start.
 
 The prices cancel out of the comparison (the same instances on both sides): a missing price only leaves
-the dollar figures out of the evidence. ``fleet_rate`` (the instance type's interruption rate across the
-fleet, when known) is blended into the job's own, which says little after one or two interruptions.
+the dollar figures out of the evidence.
+
+``MaxWaitTimeInSeconds`` is an absolute limit, where the upper bound of the remaining work does not cancel
+out: a job whose ``MaxWaitTimeInSeconds`` equals its ``MaxRuntimeInSeconds`` (valid: it "must be equal to
+or greater than" it, botocore's ``StoppingCondition``; the SDK's default) would always seem to run out after
+any interruption. So the max-wait check takes the *least* work left that the data allow: none (the job's
+total work is unknown; ``MaxRuntimeInSeconds`` bounds it only from above). Spot runs out of wait time only
+when even that cannot be done in time at the job's rates: the capacity wait now under way ends past
+``MaxWaitTimeInSeconds``. Otherwise the existing ``MaxWaitTimeExceeded`` fallback resumes the job if it
+does run out. The evidence says which bound was used and how much work Spot can still finish in time.
+
+``fleet_rate`` (the instance type's interruption rate across the fleet, when known) is blended into the
+job's own, which says little after one or two interruptions.
 
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
@@ -40,6 +51,10 @@ from sagemaker_governance.domain.job import StatusTransition, TrainingJob
 RUNNING: Final = frozenset({"Downloading", "Training"})  # billed phases (SageMaker bills from Downloading)
 WAITING: Final = frozenset({"Starting", "Interrupted"})  # unbilled: instances not yet (or no longer) there
 MIN_EFFICIENCY: Final = 0.05  # below this, Spot is not expected to finish at all
+# The least work a running job may have left, for the absolute MaxWaitTimeInSeconds check (hours): nothing
+# says more (MaxRuntimeInSeconds is an upper bound), so a job is said to run out of Spot wait time only when
+# it could not even get back to work in time.
+WORK_LEFT_AT_LEAST: Final = 0.0
 # Pseudo-observations of the fleet's rate blended into the job's own (when the fleet's rate is known): the
 # fleet counts as much as this many interruptions of the job itself.
 FLEET_WEIGHT: Final = 2.0
@@ -110,6 +125,17 @@ class SpotEstimate:
     max_wait_hours: float | None
 
     @property
+    def max_wait_work_hours(self) -> float | None:
+        """The most work Spot can still finish before ``MaxWaitTimeInSeconds``, at the job's rates (the
+        capacity wait under way, then ``work / efficiency`` running hours and a wait per expected
+        interruption); negative: not even none. None: no ``MaxWaitTimeInSeconds``, or Spot does not finish."""
+        if self.max_wait_hours is None or self.spot_running_hours is None:
+            return None
+        wait = self.history.wait_hours_per_interruption
+        budget = self.max_wait_hours - self.history.elapsed_hours - wait
+        return self.efficiency * budget / (1 + self.rate_per_hour * wait)
+
+    @property
     def spot_finishes(self) -> bool:
         return self.spot_running_hours is not None
 
@@ -130,12 +156,12 @@ class SpotEstimate:
 
     @property
     def beyond_max_wait(self) -> bool:
-        """Spot is expected to end at ``MaxWaitTimeExceeded`` before the work is done."""
+        """Spot is expected to end at ``MaxWaitTimeExceeded`` before the work is done, even with the least
+        work left (``WORK_LEFT_AT_LEAST``), not the upper bound the cost comparison uses."""
         if self.max_wait_hours is None:
             return False
-        if self.spot_hours_to_finish is None:
-            return True
-        return self.history.elapsed_hours + self.spot_hours_to_finish > self.max_wait_hours
+        within = self.max_wait_work_hours
+        return within is None or within < WORK_LEFT_AT_LEAST
 
     def slack_spent(self, max_delay_hours: float | None) -> bool:
         """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run."""
@@ -181,6 +207,10 @@ class SpotEstimate:
             out["on_demand_cost_usd"] = self._usd(self.on_demand_cost_units)
         if self.max_wait_hours is not None:
             out["max_wait_hours"] = r(self.max_wait_hours)
+            out["max_wait_work_bound"] = "lower"  # remaining_work_hours is the upper bound
+            out["max_wait_work_left_hours"] = WORK_LEFT_AT_LEAST
+            within = self.max_wait_work_hours
+            out["max_wait_finishable_work_hours"] = None if within is None else r(max(0.0, within))
         return out
 
 
