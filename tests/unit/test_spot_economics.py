@@ -12,7 +12,7 @@ from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
 from sagemaker_governance.domain.recovery_policy import SpotPolicy
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
-from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate
+from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate, history_of
 from tests.resume_builders import T0, TAGS, as_job, context
 from tests.spot_builders import listed, lived
 
@@ -170,3 +170,52 @@ def test_no_interruption_on_record_is_unknown() -> None:
     doc, writes, now = lived([60], every=30)
     doc["SecondaryStatusTransitions"] = doc["SecondaryStatusTransitions"][:-1]
     assert isinstance(estimate(as_job(doc), writes, now, price_factor=0.35), Unknown)
+
+
+def restarted_through(waiting: str) -> tuple[dict[str, Any], datetime]:
+    """A Spot job that trained 2 h, was interrupted, waited 3 h for capacity in ``waiting`` after its
+    restart's Starting, trained 2 h more and is interrupted again."""
+    doc, _, _ = lived([10], every=5)
+    at, history = T0, []
+    for status, minutes in [
+        ("Starting", 3), ("Downloading", 3), ("Training", 120),
+        ("Interrupted", 5), ("Starting", 5), (waiting, 180),
+        ("Downloading", 3), ("Training", 120),
+    ]:  # fmt: skip
+        history.append({"Status": status, "StartTime": at, "EndTime": at + timedelta(minutes=minutes)})
+        at += timedelta(minutes=minutes)
+    history.append({"Status": "Interrupted", "StartTime": at})
+    doc["SecondaryStatusTransitions"] = history
+    return doc, at
+
+
+def test_a_capacity_wait_in_pending_after_a_restart_counts_as_the_wait_it_is() -> None:
+    # Given the same 3-hour wait for Spot capacity lived in Starting, or in Pending ("waiting for compute
+    # capacity", DescribeTrainingJob's SecondaryStatus) after the restart's Starting
+    waits = {}
+    for waiting in ("Starting", "Pending"):
+        doc, at = restarted_through(waiting)
+        history = history_of(as_job(doc), [at - timedelta(minutes=1)], at + timedelta(minutes=1))
+        assert not isinstance(history, Unknown)
+        waits[waiting] = history.wait_hours_per_interruption
+    # Then both are the same capacity wait: Interrupted 5 + Starting 5 + 180 minutes
+    assert waits["Pending"] == waits["Starting"] == pytest.approx(190 / 60)
+
+
+def test_before_any_wait_has_ended_the_first_starting_and_pending_are_the_wait() -> None:
+    # Given a job that waited 2 hours in Pending for its first capacity, trained and is interrupted once
+    doc, writes, now = lived([120], every=30, start=3)
+    transitions = doc["SecondaryStatusTransitions"]
+    pending = {"Status": "Pending", "StartTime": transitions[0]["EndTime"]}
+    shift = timedelta(hours=2)
+    pending["EndTime"] = pending["StartTime"] + shift
+    for transition in transitions[1:]:
+        transition["StartTime"] += shift
+        if "EndTime" in transition:
+            transition["EndTime"] += shift
+    transitions.insert(1, pending)
+    history = history_of(as_job(doc), [w + shift for w in writes], now + shift)
+    assert not isinstance(history, Unknown)
+    # Then its expected capacity wait is Starting + Pending, and an On-Demand start is still the Starting
+    assert history.wait_hours_per_interruption == pytest.approx(2 + 3 / 60)
+    assert history.first_start_hours == pytest.approx(3 / 60)

@@ -42,6 +42,28 @@ def test_an_interruption_writes_itself_with_the_jobs_rate_and_the_last_wait_that
     assert {s.key for s in again} == {s.key for s in signals}
 
 
+def test_a_capacity_wait_through_pending_after_a_restart_is_a_signal_too() -> None:
+    # Given a job interrupted, restarted (Starting), waiting 3 hours in Pending for capacity, back to
+    # training and interrupted again
+    doc, _, now = lived([60, 60], every=30, wait=10)
+    transitions = doc["SecondaryStatusTransitions"]
+    restart = next(i for i, t in enumerate(transitions) if i and t["Status"] == "Starting")
+    shift = timedelta(hours=3)
+    pending = {"Status": "Pending", "StartTime": transitions[restart]["EndTime"]}
+    pending["EndTime"] = pending["StartTime"] + shift
+    for transition in transitions[restart + 1 :]:
+        transition["StartTime"] += shift
+        if "EndTime" in transition:
+            transition["EndTime"] += shift
+    transitions.insert(restart + 1, pending)
+    # When the second interruption writes its signals
+    signals = signals_of(as_job(doc), now + shift)
+    assert not isinstance(signals, Unknown)
+    # Then the capacity wait runs from the first interruption through Starting and Pending: 3 h 10 min
+    (wait,) = [s for s in signals if s.kind is SignalKind.CAPACITY_WAIT]
+    assert wait.wait_minutes == 190
+
+
 def test_max_wait_exceeded_is_a_signal() -> None:
     doc, _, now = lived([60], every=30)
     doc["TrainingJobStatus"], doc["SecondaryStatus"] = "Stopped", "MaxWaitTimeExceeded"

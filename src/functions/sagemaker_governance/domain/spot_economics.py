@@ -8,7 +8,8 @@ say, for every stint it trained:
   checkpoint written during it (a restart resumes from there; the rest is lost work);
 - how often it was interrupted per running hour (Downloading + Training, the billed phases);
 - how long each restart cost: the billed download before training, and the unbilled capacity wait
-  (``Interrupted`` and the ``Starting`` after it).
+  (``Interrupted`` and the ``Starting`` and ``Pending`` after it: ``Pending`` is "waiting for compute
+  capacity", the ``SecondaryStatus`` of ``DescribeTrainingJob`` in botocore's model).
 
 From these, the *Spot efficiency* is the share of a running hour that ends up kept:
 ``efficiency = 1 - rate x (lost work per interruption + download per restart)``. The remaining work is
@@ -49,7 +50,8 @@ from typing import Any, Final
 from sagemaker_governance.domain.job import StatusTransition, TrainingJob
 
 RUNNING: Final = frozenset({"Downloading", "Training"})  # billed phases (SageMaker bills from Downloading)
-WAITING: Final = frozenset({"Starting", "Interrupted"})  # unbilled: instances not yet (or no longer) there
+# unbilled: instances not yet (or no longer) there; Pending: "waiting for compute capacity" (botocore's model)
+WAITING: Final = frozenset({"Starting", "Pending", "Interrupted"})
 MIN_EFFICIENCY: Final = 0.05  # below this, Spot is not expected to finish at all
 # The least work a running job may have left, for the absolute MaxWaitTimeInSeconds check (hours): nothing
 # says more (MaxRuntimeInSeconds is an upper bound), so a job is said to run out of Spot wait time only when
@@ -93,7 +95,7 @@ class SpotHistory:
     kept_hours: float  # training up to the last checkpoint of each stint
     interruptions: int
     download_hours_per_start: float
-    wait_hours_per_interruption: float  # Interrupted + the Starting after it (capacity waits)
+    wait_hours_per_interruption: float  # Interrupted + the Starting/Pending after it (capacity waits)
     first_start_hours: float  # the first Starting: what an On-Demand clone waits before it runs
 
     @property
@@ -231,6 +233,16 @@ def stints(transitions: Sequence[StatusTransition], now: datetime) -> list[Stint
     return out
 
 
+def _first_wait(parts: Sequence[Stint]) -> float:
+    """The hours before the job first ran: its Starting, and Pending when it waited for capacity there."""
+    hours = 0.0
+    for stint in parts:
+        if stint.status not in WAITING:
+            break
+        hours += _hours(stint.end - stint.start)
+    return hours
+
+
 def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: datetime) -> SpotHistory | Unknown:
     """The job's Spot history, or why it cannot be read."""
     if job.creation_time is None:
@@ -277,8 +289,8 @@ def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: date
         kept_hours=min(kept, training),
         interruptions=interruptions,
         download_hours_per_start=downloading / downloads if downloads else 0.0,
-        # completed waits; before any, the first Starting (a Spot job waits there for capacity too)
-        wait_hours_per_interruption=waits / waited if waited else first_start,
+        # completed waits; before any, the first Starting and Pending (a Spot job waits there for capacity too)
+        wait_hours_per_interruption=waits / waited if waited else _first_wait(parts),
         first_start_hours=first_start,
     )
 

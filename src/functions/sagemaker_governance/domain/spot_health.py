@@ -134,7 +134,8 @@ def spot_type(job: TrainingJob) -> str | None:
 def signals_of(job: TrainingJob, now: datetime) -> list[SpotSignal] | Unknown:
     """The ledger entries of this Spot event: the latest interruption (with the job's rate so far), the
     latest capacity wait that has ended (an ``Interrupted`` and the waiting after it, up to running again)
-    and a ``MaxWaitTimeExceeded`` end. At most three writes, each idempotent."""
+    and a ``MaxWaitTimeExceeded`` end. At most three writes, each idempotent. The wait runs through every
+    unbilled waiting status (``WAITING``: ``Starting``, and ``Pending``, "waiting for compute capacity")."""
     instance_type = spot_type(job)
     if instance_type is None:
         return Unknown("the job's instance type is unknown")
