@@ -10,9 +10,10 @@ import pytest
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
-from sagemaker_governance.domain.recovery_policy import SpotPolicy
+from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
-from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate, history_of
+from sagemaker_governance.domain.spot_economics import FLEET_MAX_HOURS, SpotEstimate, Unknown, estimate, history_of
+from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal
 from tests.resume_builders import T0, TAGS, as_job, context
 from tests.spot_builders import listed, lived
 
@@ -23,6 +24,7 @@ def decide(
     checkpoint: CheckpointProgress | None,
     policy: SpotPolicy | None = None,
     prices: dict[str, float] | None = None,
+    fleet: FleetHealth | None = None,
 ) -> CloneDecision:
     return decide_spot(
         as_job(doc),
@@ -33,7 +35,22 @@ def decide(
         ctx=context(now),
         checkpoint=checkpoint,
         prices=prices,
+        fleet=fleet,
     )
+
+
+def calm_fleet(now: datetime) -> FleetHealth:
+    """Another job of the type: one interruption in 50 running hours."""
+    other = SpotSignal(
+        "ml.g5.12xlarge",
+        SignalKind.INTERRUPTION,
+        now - timedelta(minutes=30),
+        "long-runner",
+        0.02,
+        interruptions=1,
+        running_hours=50,
+    )
+    return FleetHealth.of("ml.g5.12xlarge", [other], now, StormPolicy(), exclude_job="bert-spot-1")
 
 
 def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> None:
@@ -156,14 +173,33 @@ def test_dollars_are_in_the_evidence_when_the_type_is_priced() -> None:
     assert "on_demand_cost_usd" not in unpriced.evidence and unpriced.code == priced.code
 
 
-def test_the_fleet_rate_pulls_a_young_jobs_rate_towards_it() -> None:
+def test_the_fleet_rate_pulls_a_young_jobs_rate_towards_it_as_far_as_its_exposure_goes() -> None:
     doc, writes, now = lived([6 * 60], every=30)
     job = as_job(doc)
     alone = estimate(job, writes, now, price_factor=0.35)
-    stormy = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=3.0)
+    stormy = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=3.0, fleet_exposure_hours=4)
     assert isinstance(alone, SpotEstimate) and isinstance(stormy, SpotEstimate)
     assert alone.rate_per_hour < stormy.rate_per_hour < 3.0
-    assert stormy.efficiency < alone.efficiency
+    assert stormy.efficiency < alone.efficiency and stormy.fleet_weight_hours == 4
+    # the job's own 6 h and the fleet's 4 h, pooled: (1 + 4 x 3) / (6.05 + 4)
+    assert stormy.rate_per_hour == pytest.approx(13 / (6 + 3 / 60 + 4))
+    # a fleet that ran for minutes barely moves it; a huge one weighs FLEET_MAX_HOURS at most
+    brief = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=30.0, fleet_exposure_hours=0.03)
+    huge = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=0.01, fleet_exposure_hours=5000)
+    assert isinstance(brief, SpotEstimate) and isinstance(huge, SpotEstimate)
+    assert brief.rate_per_hour < 2 * alone.rate_per_hour
+    assert huge.fleet_weight_hours == FLEET_MAX_HOURS
+
+
+def test_a_job_that_keeps_nothing_leaves_spot_whatever_a_calm_fleet_says() -> None:
+    # Given a job interrupted three times after 40 minutes each, with checkpoints every 45: nothing kept
+    doc, writes, now = lived([40, 40, 40], every=45)
+    # and a calm fleet (one interruption in 50 running hours of another job)
+    (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions[:1]
+    # Then it is moved for want of progress, by its own numbers, and the evidence shows both efficiencies
+    assert decision.code == SpotCode.CLONE_NO_PROGRESS
+    assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["kept_work_hours"] == 0
+    assert decision.evidence["fleet_interruption_rate_per_hour"] == 0.02
 
 
 def test_no_interruption_on_record_is_unknown() -> None:
@@ -219,3 +255,14 @@ def test_before_any_wait_has_ended_the_first_starting_and_pending_are_the_wait()
     # Then its expected capacity wait is Starting + Pending, and an On-Demand start is still the Starting
     assert history.wait_hours_per_interruption == pytest.approx(2 + 3 / 60)
     assert history.first_start_hours == pytest.approx(3 / 60)
+
+
+def test_one_interruption_minutes_into_the_first_run_is_judged_with_the_fleet_not_alone() -> None:
+    # Given a job interrupted 4 minutes into its first Training (checkpoints every 30: nothing kept yet),
+    # in a calm fleet
+    doc, writes, now = lived([4], every=30)
+    # Then its own 7 minutes of running (all lost) do not say it makes no progress: the fleet's rate is
+    # blended in, and it stays on Spot
+    (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions
+    assert decision.code == SpotCode.SPOT_CHEAPER
+    assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["spot_efficiency"] > 0.9

@@ -553,7 +553,7 @@ def _economics(
     *,
     checkpoint: CheckpointProgress | None,
     prices: Mapping[str, float] | None,
-    fleet_rate: float | None,
+    fleet: FleetHealth | None,
 ) -> SpotEstimate | Unknown:
     """The numbers for this interruption, or why there are none (then the count rule decides)."""
     if not spot.economics:
@@ -570,7 +570,24 @@ def _economics(
         now,
         price_factor=spot.price_factor,
         cluster_price_per_hour=cluster_price(job, dict(prices) if prices else None),
-        fleet_rate_per_hour=fleet_rate,
+        fleet_rate_per_hour=fleet.fleet_rate_per_hour if fleet is not None else None,
+        fleet_exposure_hours=fleet.exposure_hours if fleet is not None else 0.0,
+    )
+
+
+def _count_verdict(interruptions: int, spot: SpotPolicy, numbers: Unknown, *, storm: bool) -> tuple[SpotCode, str]:
+    """Without the numbers: the count rule (sooner in a storm when ``spot.storm.count_rule_interruptions``)."""
+    limit = min(spot.count_rule_interruptions, spot.max_interruptions)
+    storm = storm and spot.storm.count_rule_interruptions is not None
+    if storm and spot.storm.count_rule_interruptions is not None:
+        limit = min(limit, spot.storm.count_rule_interruptions)
+    rule = "the count rule's (its type is in a Spot storm)" if storm else "the count rule's"
+    if interruptions >= limit:
+        return SpotCode.CLONE_COUNT_RULE, (
+            f"was interrupted {interruptions} time(s), {rule} {limit} (no economics: {numbers.reason})"
+        )
+    return SpotCode.BELOW_THRESHOLD, (
+        f"interrupted {interruptions} time(s); the count rule falls back at {limit} (no economics: {numbers.reason})"
     )
 
 
@@ -582,24 +599,18 @@ def _spot_verdict(
     if interruptions >= spot.max_interruptions:
         return SpotCode.CLONE_INTERRUPTED, f"was interrupted {interruptions} time(s), the hard cap"
     if isinstance(numbers, Unknown):
-        limit = min(spot.count_rule_interruptions, spot.max_interruptions)
-        storm = storm and spot.storm.count_rule_interruptions is not None
-        if storm and spot.storm.count_rule_interruptions is not None:
-            limit = min(limit, spot.storm.count_rule_interruptions)
-        rule = "the count rule's (its type is in a Spot storm)" if storm else "the count rule's"
-        if interruptions >= limit:
-            return SpotCode.CLONE_COUNT_RULE, (
-                f"was interrupted {interruptions} time(s), {rule} {limit} (no economics: {numbers.reason})"
-            )
-        return SpotCode.BELOW_THRESHOLD, (
-            f"interrupted {interruptions} time(s); the count rule falls back at {limit} "
-            f"(no economics: {numbers.reason})"
-        )
+        return _count_verdict(interruptions, spot, numbers, storm=storm)
     n = numbers
-    if not n.spot_finishes:
+    if n.no_progress:  # the job's own numbers (once they rest on an hour of running), whatever the fleet's
         return SpotCode.CLONE_NO_PROGRESS, (
-            f"keeps {n.efficiency:.0%} of its running time on Spot ({n.history.lost_hours:.2f} h lost in "
+            f"keeps {n.progress_efficiency:.0%} of its running time on Spot ({n.history.lost_hours:.2f} h lost in "
             f"{interruptions} interruption(s)): it is not expected to finish on Spot"
+        )
+    if not n.spot_finishes:
+        return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
+            f"would keep {n.efficiency:.0%} of its running time at its type's interruption rate in the fleet "
+            f"({n.rate_per_hour:.2f} an hour with the fleet's, {n.job_rate_per_hour:.2f} its own): finishing "
+            "On-Demand costs less"
         )
     assert n.spot_hours_to_finish is not None and n.spot_cost_units is not None
     if n.beyond_max_wait:
@@ -822,8 +833,7 @@ def decide_spot(
             evidence["fleet_health"] = f"unavailable: {fleet.reason}"
         elif health is not None:
             evidence.update(health.evidence())
-        fleet_rate = health.fleet_rate_per_hour if health is not None else None
-        numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet_rate=fleet_rate)
+        numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet=health)
         evidence.update(numbers.evidence())
         evidence["count_rule_interruptions"] = spot.count_rule_interruptions
         code, why = _spot_verdict(interruptions, spot, numbers, storm=health is not None and health.storm)
