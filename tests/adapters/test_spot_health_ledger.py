@@ -27,7 +27,8 @@ def dynamodb(aws: None) -> Iterator[Any]:
 
 
 def signal(job: str, minutes_ago: int, instance_type: str = "ml.p4d.24xlarge") -> SpotSignal:
-    return SpotSignal(instance_type, SignalKind.INTERRUPTION, NOW - timedelta(minutes=minutes_ago), job, 0.75)
+    at = NOW - timedelta(minutes=minutes_ago)
+    return SpotSignal(instance_type, SignalKind.INTERRUPTION, at, job, 0.75, interruptions=3, running_hours=4.0)
 
 
 def test_a_signal_written_twice_is_one_item_and_reads_back_whole(dynamodb: Any) -> None:
@@ -59,3 +60,13 @@ def test_a_missing_table_is_an_adapter_error(aws: None) -> None:
         ledger.record([signal("a", 5)])
     with pytest.raises(AdapterError):
         ledger.recent("ml.p4d.24xlarge", NOW)
+
+
+def test_an_item_of_an_older_ledger_without_counts_still_reads(dynamodb: Any) -> None:
+    # Given an interruption written before the counts were (a rate only)
+    ledger = SpotHealthLedger(dynamodb, TABLE)
+    old = SpotSignal("ml.p4d.24xlarge", SignalKind.INTERRUPTION, NOW - timedelta(minutes=5), "a", 0.75)
+    ledger.record([old])
+    # Then it reads back as it was: no counts (the fleet's rate leaves it out, storms count it)
+    (read,) = ledger.recent("ml.p4d.24xlarge", NOW - timedelta(hours=1))
+    assert read == old and read.interruptions is None and read.running_hours is None

@@ -294,6 +294,37 @@ def test_when_the_clone_cannot_be_created_the_spot_job_keeps_running(account: Lo
     ]
 
 
+def test_when_the_stop_fails_the_retry_finishes_the_move_though_the_job_trains_again(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a Spot job at its third interruption: the On-Demand clone is created, then StopTrainingJob is
+    # throttled and the delivery fails
+    inbox = account.notification_inbox()
+    launch(account, "bert-spot-5", spot=True)
+    event = interrupt(account, clock, "bert-spot-5", 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-5-r1"]
+    assert account.sagemaker.stop_requests == []
+    # When the delivery is retried 30 minutes later (the queue's visibility timeout), the Spot job having
+    # got capacity back and training again
+    clock.advance(minutes=30)
+    account.sagemaker.transition("bert-spot-5", "InProgress", "Starting")
+    account.sagemaker.transition("bert-spot-5", "InProgress", "Training")
+    account.invoke(handler, event)
+    # Then the move is finished: the Spot job is stopped, no second clone, and the owner is told once
+    assert account.sagemaker.stop_requests == ["bert-spot-5"]
+    assert len(account.sagemaker.created) == 1
+    assert [(r.code, r.outcome.value) for r in resume_records(account)][-1] == ("spot.stop.clone-exists", "done")
+    (message,) = messages(account, inbox)
+    assert (message["job_name"], message["related_job"]) == ("bert-spot-5", "bert-spot-5-r1")
+    assert message["items"][0]["code"] == "spot.stop.clone-exists"
+    # and a duplicate afterwards finds the job stopping: nothing more
+    account.invoke(handler, event)
+    assert account.sagemaker.stop_requests == ["bert-spot-5"]
+
+
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-4", spot=True)
     interrupt(account, clock, "bert-spot-4", 1)

@@ -8,11 +8,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_ROOT
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
-from sagemaker_governance.domain.resume import ResumeCode, SpotCode, decide_resume, decide_spot
+from sagemaker_governance.domain.resume import (
+    ResumeCode,
+    SpotCode,
+    decide_resume,
+    decide_spot,
+    decide_spot_takeover,
+    next_clone_name,
+)
 from sagemaker_governance.settings import Settings
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description
 
@@ -37,7 +44,12 @@ def resume(
     )
 
 
-def spot(description: dict[str, Any], policy: SpotPolicy | None = None, tags: dict[str, str] | None = None) -> Any:
+def spot(
+    description: dict[str, Any],
+    policy: SpotPolicy | None = None,
+    tags: dict[str, str] | None = None,
+    reported: dict[str, Any] | None = None,
+) -> Any:
     tags = TAGS if tags is None else tags
     return decide_spot(
         as_job(description, tags),
@@ -46,6 +58,7 @@ def spot(description: dict[str, Any], policy: SpotPolicy | None = None, tags: di
         spot=policy or SpotPolicy(),
         default_mode=Mode.ENFORCE,
         ctx=context(NOW),
+        reported=as_job(reported, tags) if reported is not None else None,
     )
 
 
@@ -292,6 +305,88 @@ def test_a_job_no_longer_running_is_not_stopped_or_cloned() -> None:
     description = spot_description(status="Stopping", secondary="Stopping")
     (decision,) = spot(description).decisions
     assert decision.action is Action.NONE and decision.code == SpotCode.NOT_IN_PROGRESS
+
+
+def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> None:
+    # Given the third interruption's event (the count rule's threshold), handled late or retried: the job
+    # re-read is back in Training
+    event = spot_description(interruptions=3)
+    training = spot_description(interruptions=3, secondary="Training")
+    # When Spot fallback decides on it
+    (decision,) = spot(training, reported=event).decisions
+    # Then nothing is cloned or stopped, and the record says the interruption is over
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    assert decision.evidence["secondary_status"] == "Training"
+    assert (
+        decision.evidence["reported_interruption_at"]
+        == event["SecondaryStatusTransitions"][-1]["StartTime"].isoformat()
+    )
+    # and without an event to compare with (a decision by hand), the status alone says the same
+    assert spot(training).decisions[0].code == SpotCode.NO_LONGER_INTERRUPTED
+
+
+def test_an_event_of_an_earlier_interruption_leaves_the_current_one_to_its_own_event() -> None:
+    # Given the event of the third interruption, and the job re-read in its fourth
+    third, fourth = spot_description(interruptions=3), spot_description(interruptions=4)
+    (decision,) = spot(fourth, reported=third).decisions
+    # Then the late event moves nothing; both interruptions are in the record
+    assert decision.action is Action.NONE and decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    assert decision.evidence["reported_interruption_at"] != decision.evidence["current_interruption_at"]
+    # and the fourth interruption's own event decides as usual (the count rule, no numbers)
+    moved = spot(fourth, reported=fourth)
+    assert [d.code for d in moved.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
+
+
+def test_a_job_that_ended_at_max_wait_is_resumed_whichever_event_brought_the_news() -> None:
+    # Given an interruption's event, and the job re-read after it ended with MaxWaitTimeExceeded
+    event = spot_description(interruptions=1)
+    ended = spot_description(interruptions=1, status="Stopped", secondary="MaxWaitTimeExceeded")
+    # Then it is resumed On-Demand, as its own end event would (nothing to stop)
+    result = spot(ended, reported=event)
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_MAX_WAIT] and not result.stop_source
+
+
+def clone_of(source: str, status: str = "InProgress", **tags: str) -> Any:
+    """The job under ``<source>-r1``, as DescribeTrainingJob and ListTags say (an On-Demand clone)."""
+    doc = spot_description(f"{source}-r1", interruptions=0, secondary="Training")
+    doc.update(TrainingJobStatus=status, EnableManagedSpotTraining=False)
+    lineage = {TAG_ROOT: source, TAG_ATTEMPT: "1", TAG_SOURCE: source, TAG_REASON: "spot-interrupted"}
+    return as_job(doc, {**TAGS, **lineage, **tags})
+
+
+def takeover(source: dict[str, Any], clone: Any, mode: Mode = Mode.ENFORCE) -> Any:
+    return decide_spot_takeover(as_job(source), clone, spot=SpotPolicy(), default_mode=mode)
+
+
+def test_a_move_whose_clone_exists_is_finished_by_stopping_the_spot_job_whatever_it_does_now() -> None:
+    # Given a Spot job training again (a fresh verdict would move nothing) and its On-Demand clone running
+    training = spot_description(interruptions=3, secondary="Training")
+    assert next_clone_name("bert-spot-1", TAGS) == "bert-spot-1-r1"
+    result = takeover(training, clone_of("bert-spot-1"))
+    # Then the move is finished: a stop of the Spot job, with its own code, handing over to the clone
+    assert result is not None and result.stop_source and result.plan is None
+    (stop,) = result.decisions
+    assert (stop.action, stop.code) == (Action.STOP, SpotCode.STOP_CLONE_EXISTS) and stop.acts
+    assert stop.evidence["clone_name"] == "bert-spot-1-r1" and stop.evidence["on_demand"] is True
+    assert result.takes_over is not None and result.takes_over.name == "bert-spot-1-r1"
+    # and in audit mode it is only recorded
+    (audited,) = takeover(training, clone_of("bert-spot-1"), Mode.AUDIT).decisions
+    assert audited.code == SpotCode.STOP_CLONE_EXISTS and not audited.acts
+
+
+def test_only_a_running_clone_of_this_very_job_finishes_a_move() -> None:
+    training = spot_description(interruptions=3, secondary="Training")
+    assert takeover(training, None) is None  # no job under the clone's name
+    # a job under the name, but another job's clone, or nobody's: not ours to finish
+    assert takeover(training, clone_of("bert-spot-1", **{TAG_SOURCE: "someone-else"})) is None
+    not_ours = clone_of("bert-spot-1")
+    assert takeover(training, not_ours.with_tags(TAGS)) is None
+    # our clone, but it failed or was stopped: the Spot job is all there is, it keeps running
+    assert takeover(training, clone_of("bert-spot-1", status="Failed")) is None
+    assert takeover(training, clone_of("bert-spot-1", status="Stopped")) is None
+    # the Spot job already stopping or stopped: the move is finished
+    stopping = spot_description(interruptions=3, status="Stopping", secondary="Stopping")
+    assert takeover(stopping, clone_of("bert-spot-1")) is None
 
 
 def test_on_demand_jobs_have_no_spot_fallback() -> None:

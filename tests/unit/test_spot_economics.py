@@ -10,9 +10,10 @@ import pytest
 
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress
-from sagemaker_governance.domain.recovery_policy import SpotPolicy
+from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
-from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, estimate
+from sagemaker_governance.domain.spot_economics import FLEET_MAX_HOURS, SpotEstimate, Unknown, estimate, history_of
+from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal
 from tests.resume_builders import T0, TAGS, as_job, context
 from tests.spot_builders import listed, lived
 
@@ -23,6 +24,7 @@ def decide(
     checkpoint: CheckpointProgress | None,
     policy: SpotPolicy | None = None,
     prices: dict[str, float] | None = None,
+    fleet: FleetHealth | None = None,
 ) -> CloneDecision:
     return decide_spot(
         as_job(doc),
@@ -33,7 +35,22 @@ def decide(
         ctx=context(now),
         checkpoint=checkpoint,
         prices=prices,
+        fleet=fleet,
     )
+
+
+def calm_fleet(now: datetime) -> FleetHealth:
+    """Another job of the type: one interruption in 50 running hours."""
+    other = SpotSignal(
+        "ml.g5.12xlarge",
+        SignalKind.INTERRUPTION,
+        now - timedelta(minutes=30),
+        "long-runner",
+        0.02,
+        interruptions=1,
+        running_hours=50,
+    )
+    return FleetHealth.of("ml.g5.12xlarge", [other], now, StormPolicy(), exclude_job="bert-spot-1")
 
 
 def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> None:
@@ -74,11 +91,29 @@ def test_on_demand_is_chosen_when_spot_loses_more_than_its_discount() -> None:
 
 
 def test_spot_that_would_outrun_max_wait_moves_before_it_ends_unfinished() -> None:
-    # Given long capacity waits and a MaxWaitTimeInSeconds close to the runtime
-    doc, writes, now = lived([85, 85], every=20, wait=90, max_runtime_hours=12, max_wait_hours=16)
+    # Given 10-hour capacity waits: 13 of its 16 hours of MaxWaitTimeInSeconds are spent
+    doc, writes, now = lived([85, 85], every=20, wait=600, max_runtime_hours=12, max_wait_hours=16)
     result = decide(doc, now, listed(writes))
-    assert result.decisions[0].code == SpotCode.CLONE_MAX_WAIT_BUDGET
-    assert result.decisions[0].evidence["max_wait_hours"] == 16
+    # Then even with no work left the wait under way outlasts it: moved On-Demand now
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_MAX_WAIT_BUDGET, SpotCode.STOP_MAX_WAIT_BUDGET]
+    evidence = result.decisions[0].evidence
+    assert evidence["max_wait_hours"] == 16 and evidence["max_wait_work_bound"] == "lower"
+    assert evidence["max_wait_work_left_hours"] == 0 and evidence["max_wait_finishable_work_hours"] == 0
+
+
+@pytest.mark.parametrize("max_wait_hours", [24, 26, 36])
+def test_max_wait_equal_to_max_runtime_is_no_reason_to_leave_spot(max_wait_hours: int) -> None:
+    # Given a healthy job (one interruption after 4 hours, a checkpoint every 10 minutes) whose
+    # MaxWaitTimeInSeconds equals its MaxRuntimeInSeconds (valid: "equal to or greater than"), or a little more
+    doc, writes, now = lived([240], every=10, max_runtime_hours=24, max_wait_hours=max_wait_hours)
+    (decision,) = decide(doc, now, listed(writes)).decisions
+    # Then it stays on Spot: the upper bound of the work left (MaxRuntime - kept) is no reason to say it
+    # would run out of wait time, only the least work left is (none), and the evidence says which
+    assert decision.action is Action.NONE and decision.code == SpotCode.SPOT_CHEAPER
+    evidence = decision.evidence
+    assert evidence["max_wait_work_bound"] == "lower" and evidence["max_wait_work_left_hours"] == 0
+    assert evidence["remaining_work_hours"] == pytest.approx(20, abs=0.01)  # the upper bound, for the costs
+    assert 0 < evidence["max_wait_finishable_work_hours"] < max_wait_hours
 
 
 def test_the_deadline_slack_moves_a_job_spot_would_finish_late() -> None:
@@ -138,17 +173,96 @@ def test_dollars_are_in_the_evidence_when_the_type_is_priced() -> None:
     assert "on_demand_cost_usd" not in unpriced.evidence and unpriced.code == priced.code
 
 
-def test_the_fleet_rate_pulls_a_young_jobs_rate_towards_it() -> None:
+def test_the_fleet_rate_pulls_a_young_jobs_rate_towards_it_as_far_as_its_exposure_goes() -> None:
     doc, writes, now = lived([6 * 60], every=30)
     job = as_job(doc)
     alone = estimate(job, writes, now, price_factor=0.35)
-    stormy = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=3.0)
+    stormy = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=3.0, fleet_exposure_hours=4)
     assert isinstance(alone, SpotEstimate) and isinstance(stormy, SpotEstimate)
     assert alone.rate_per_hour < stormy.rate_per_hour < 3.0
-    assert stormy.efficiency < alone.efficiency
+    assert stormy.efficiency < alone.efficiency and stormy.fleet_weight_hours == 4
+    # the job's own 6 h and the fleet's 4 h, pooled: (1 + 4 x 3) / (6.05 + 4)
+    assert stormy.rate_per_hour == pytest.approx(13 / (6 + 3 / 60 + 4))
+    # a fleet that ran for minutes barely moves it; a huge one weighs FLEET_MAX_HOURS at most
+    brief = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=30.0, fleet_exposure_hours=0.03)
+    huge = estimate(job, writes, now, price_factor=0.35, fleet_rate_per_hour=0.01, fleet_exposure_hours=5000)
+    assert isinstance(brief, SpotEstimate) and isinstance(huge, SpotEstimate)
+    assert brief.rate_per_hour < 2 * alone.rate_per_hour
+    assert huge.fleet_weight_hours == FLEET_MAX_HOURS
+
+
+def test_a_job_that_keeps_nothing_leaves_spot_whatever_a_calm_fleet_says() -> None:
+    # Given a job interrupted three times after 40 minutes each, with checkpoints every 45: nothing kept
+    doc, writes, now = lived([40, 40, 40], every=45)
+    # and a calm fleet (one interruption in 50 running hours of another job)
+    (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions[:1]
+    # Then it is moved for want of progress, by its own numbers, and the evidence shows both efficiencies
+    assert decision.code == SpotCode.CLONE_NO_PROGRESS
+    assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["kept_work_hours"] == 0
+    assert decision.evidence["fleet_interruption_rate_per_hour"] == 0.02
 
 
 def test_no_interruption_on_record_is_unknown() -> None:
     doc, writes, now = lived([60], every=30)
     doc["SecondaryStatusTransitions"] = doc["SecondaryStatusTransitions"][:-1]
     assert isinstance(estimate(as_job(doc), writes, now, price_factor=0.35), Unknown)
+
+
+def restarted_through(waiting: str) -> tuple[dict[str, Any], datetime]:
+    """A Spot job that trained 2 h, was interrupted, waited 3 h for capacity in ``waiting`` after its
+    restart's Starting, trained 2 h more and is interrupted again."""
+    doc, _, _ = lived([10], every=5)
+    at, history = T0, []
+    for status, minutes in [
+        ("Starting", 3), ("Downloading", 3), ("Training", 120),
+        ("Interrupted", 5), ("Starting", 5), (waiting, 180),
+        ("Downloading", 3), ("Training", 120),
+    ]:  # fmt: skip
+        history.append({"Status": status, "StartTime": at, "EndTime": at + timedelta(minutes=minutes)})
+        at += timedelta(minutes=minutes)
+    history.append({"Status": "Interrupted", "StartTime": at})
+    doc["SecondaryStatusTransitions"] = history
+    return doc, at
+
+
+def test_a_capacity_wait_in_pending_after_a_restart_counts_as_the_wait_it_is() -> None:
+    # Given the same 3-hour wait for Spot capacity lived in Starting, or in Pending ("waiting for compute
+    # capacity", DescribeTrainingJob's SecondaryStatus) after the restart's Starting
+    waits = {}
+    for waiting in ("Starting", "Pending"):
+        doc, at = restarted_through(waiting)
+        history = history_of(as_job(doc), [at - timedelta(minutes=1)], at + timedelta(minutes=1))
+        assert not isinstance(history, Unknown)
+        waits[waiting] = history.wait_hours_per_interruption
+    # Then both are the same capacity wait: Interrupted 5 + Starting 5 + 180 minutes
+    assert waits["Pending"] == waits["Starting"] == pytest.approx(190 / 60)
+
+
+def test_before_any_wait_has_ended_the_first_starting_and_pending_are_the_wait() -> None:
+    # Given a job that waited 2 hours in Pending for its first capacity, trained and is interrupted once
+    doc, writes, now = lived([120], every=30, start=3)
+    transitions = doc["SecondaryStatusTransitions"]
+    pending = {"Status": "Pending", "StartTime": transitions[0]["EndTime"]}
+    shift = timedelta(hours=2)
+    pending["EndTime"] = pending["StartTime"] + shift
+    for transition in transitions[1:]:
+        transition["StartTime"] += shift
+        if "EndTime" in transition:
+            transition["EndTime"] += shift
+    transitions.insert(1, pending)
+    history = history_of(as_job(doc), [w + shift for w in writes], now + shift)
+    assert not isinstance(history, Unknown)
+    # Then its expected capacity wait is Starting + Pending, and an On-Demand start is still the Starting
+    assert history.wait_hours_per_interruption == pytest.approx(2 + 3 / 60)
+    assert history.first_start_hours == pytest.approx(3 / 60)
+
+
+def test_one_interruption_minutes_into_the_first_run_is_judged_with_the_fleet_not_alone() -> None:
+    # Given a job interrupted 4 minutes into its first Training (checkpoints every 30: nothing kept yet),
+    # in a calm fleet
+    doc, writes, now = lived([4], every=30)
+    # Then its own 7 minutes of running (all lost) do not say it makes no progress: the fleet's rate is
+    # blended in, and it stays on Spot
+    (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions
+    assert decision.code == SpotCode.SPOT_CHEAPER
+    assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["spot_efficiency"] > 0.9

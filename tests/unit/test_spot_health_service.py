@@ -216,3 +216,36 @@ def test_the_ledger_is_read_for_each_alternative_only_when_the_job_opted_in() ->
     job, spot, *_ = reaction(description, health, policy, now, {**TAGS, "spot-fallbacks": "allow"})
     spot.react(job, TRIGGER)
     assert [t for t, _ in health.reads] == [TYPE, "ml.g6.12xlarge", "ml.p4d.24xlarge"]
+
+
+def test_a_delayed_start_event_of_a_job_interrupted_since_moves_nothing() -> None:
+    # Given an opted-in team in a storm, and a new Spot job's start event delivered hours late: the job
+    # re-read has trained and been interrupted three times (the count rule's threshold) and trains again
+    now = T0 + timedelta(hours=4)
+    event = as_job(starting("bert-spot-1"))
+    description = spot_description(interruptions=3, secondary="Training")
+    description["ResourceConfig"]["InstanceType"] = TYPE
+    opted = {"spot": {"storm": {"move_new_jobs": True}}}
+    _, spot, jobs, launcher, audit = reaction(description, FakeHealth(storm(now)), opted, now)
+    assert spot.applies(event)
+    # When the start event is handled
+    (decision,) = spot.react(event, TRIGGER)
+    # Then nothing is cloned or stopped: the storm move is for a job before it bills
+    assert decision.code == "spot.skip.no-longer-starting"
+    assert launcher.requests == [] and jobs.stopped == []
+    assert [r.code for r in audit.records] == ["spot.skip.no-longer-starting"]
+
+
+def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> None:
+    # Given the third interruption's event (the count rule's threshold), retried 30 minutes later: the job
+    # re-read trains again
+    now = T0 + timedelta(hours=4)
+    event = as_job(spot_description(interruptions=3))
+    description = spot_description(interruptions=3, secondary="Training")
+    _, spot, jobs, launcher, audit = reaction(description, FakeHealth(), {}, now)
+    # When the event is handled
+    (decision,) = spot.react(event, TRIGGER)
+    # Then nothing is cloned or stopped, and the one record says why
+    assert decision.code == "spot.skip.no-longer-interrupted"
+    assert launcher.requests == [] and jobs.stopped == []
+    assert [r.code for r in audit.records] == ["spot.skip.no-longer-interrupted"]

@@ -2,7 +2,8 @@
 
 One item per Spot signal: partition key ``instance_type`` (the type's market), sort key ``signal`` (the
 transition's ISO 8601 start, the kind and the job: a duplicate event rewrites the same item), the job's
-rate or the wait's minutes, and ``expiration`` (the table's TTL attribute, epoch seconds: DynamoDB deletes
+rate with its interruptions and running hours so far (the fleet pools them) or the wait's minutes, and
+``expiration`` (the table's TTL attribute, epoch seconds: DynamoDB deletes
 an expired item within a few days, not at once, so reads bound the window themselves;
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html).
 
@@ -51,6 +52,10 @@ def item_of(signal: SpotSignal) -> dict[str, Any]:
         item["wait_minutes"] = {"N": repr(round(signal.wait_minutes, 3))}
     if signal.az:
         item["az"] = {"S": signal.az}
+    if signal.interruptions is not None:
+        item["interruptions"] = {"N": str(signal.interruptions)}
+    if signal.running_hours is not None:
+        item["running_hours"] = {"N": repr(round(signal.running_hours, 6))}
     return item
 
 
@@ -61,6 +66,8 @@ def signal_of(item: dict[str, Any]) -> SpotSignal | None:
         at = datetime.fromisoformat(item["at"]["S"])
         rate = item.get("rate_per_hour", {}).get("N")
         wait = item.get("wait_minutes", {}).get("N")
+        count = item.get("interruptions", {}).get("N")
+        running = item.get("running_hours", {}).get("N")
         return SpotSignal(
             instance_type=item["instance_type"]["S"],
             kind=kind,
@@ -69,6 +76,8 @@ def signal_of(item: dict[str, Any]) -> SpotSignal | None:
             rate_per_hour=float(rate) if rate is not None else None,
             wait_minutes=float(wait) if wait is not None else None,
             az=item.get("az", {}).get("S"),
+            interruptions=int(count) if count is not None else None,
+            running_hours=float(running) if running is not None else None,
         )
     except (KeyError, ValueError, TypeError):
         return None

@@ -58,7 +58,9 @@ from typing import Any, Final
 
 from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
+    TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_SOURCE,
     TAG_STRIKES,
     ClonePlan,
     ClonePlanError,
@@ -139,12 +141,17 @@ class SpotCode(StrEnum):
     CLONE_ALTERNATIVE = "spot.clone.alternative"
     STOP_ALTERNATIVE = "spot.stop.alternative"
     STOP_STORM = "spot.stop.storm"  # ... and stop the Spot job before it bills
+    # the job's clone exists (a move whose stop failed or never ran) and the job still runs: stop it now
+    STOP_CLONE_EXISTS = "spot.stop.clone-exists"
     NO_STORM = "spot.skip.no-storm"  # a new Spot job, its type is not in a storm
     HEALTH_UNKNOWN = "spot.skip.health-unknown"  # a new Spot job, the fleet's Spot health could not be read
     DISABLED = "spot.skip.disabled"
     NOT_SPOT = "spot.skip.not-spot"
     NO_FALLBACK_ON_MAX_WAIT = "spot.skip.no-fallback-on-max-wait"
     NOT_IN_PROGRESS = "spot.skip.not-in-progress"
+    # the interruption the event reported is over (the job trains again, or is in a later interruption)
+    NO_LONGER_INTERRUPTED = "spot.skip.no-longer-interrupted"
+    NO_LONGER_STARTING = "spot.skip.no-longer-starting"  # a new job's start event, but the job bills by now
     SPOT_CHEAPER = "spot.skip.spot-cheaper"  # the numbers say: finish on Spot
     BELOW_THRESHOLD = "spot.skip.below-threshold"  # no economics: fewer interruptions than the count rule
     BAD_LINEAGE = "spot.skip.bad-lineage"
@@ -174,6 +181,7 @@ class CloneDecision:
     plan: ClonePlan | None = None
     stop_source: bool = False
     resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
+    takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
 
     @property
     def clone(self) -> Decision | None:
@@ -545,7 +553,7 @@ def _economics(
     *,
     checkpoint: CheckpointProgress | None,
     prices: Mapping[str, float] | None,
-    fleet_rate: float | None,
+    fleet: FleetHealth | None,
 ) -> SpotEstimate | Unknown:
     """The numbers for this interruption, or why there are none (then the count rule decides)."""
     if not spot.economics:
@@ -562,7 +570,24 @@ def _economics(
         now,
         price_factor=spot.price_factor,
         cluster_price_per_hour=cluster_price(job, dict(prices) if prices else None),
-        fleet_rate_per_hour=fleet_rate,
+        fleet_rate_per_hour=fleet.fleet_rate_per_hour if fleet is not None else None,
+        fleet_exposure_hours=fleet.exposure_hours if fleet is not None else 0.0,
+    )
+
+
+def _count_verdict(interruptions: int, spot: SpotPolicy, numbers: Unknown, *, storm: bool) -> tuple[SpotCode, str]:
+    """Without the numbers: the count rule (sooner in a storm when ``spot.storm.count_rule_interruptions``)."""
+    limit = min(spot.count_rule_interruptions, spot.max_interruptions)
+    storm = storm and spot.storm.count_rule_interruptions is not None
+    if storm and spot.storm.count_rule_interruptions is not None:
+        limit = min(limit, spot.storm.count_rule_interruptions)
+    rule = "the count rule's (its type is in a Spot storm)" if storm else "the count rule's"
+    if interruptions >= limit:
+        return SpotCode.CLONE_COUNT_RULE, (
+            f"was interrupted {interruptions} time(s), {rule} {limit} (no economics: {numbers.reason})"
+        )
+    return SpotCode.BELOW_THRESHOLD, (
+        f"interrupted {interruptions} time(s); the count rule falls back at {limit} (no economics: {numbers.reason})"
     )
 
 
@@ -574,30 +599,25 @@ def _spot_verdict(
     if interruptions >= spot.max_interruptions:
         return SpotCode.CLONE_INTERRUPTED, f"was interrupted {interruptions} time(s), the hard cap"
     if isinstance(numbers, Unknown):
-        limit = min(spot.count_rule_interruptions, spot.max_interruptions)
-        storm = storm and spot.storm.count_rule_interruptions is not None
-        if storm and spot.storm.count_rule_interruptions is not None:
-            limit = min(limit, spot.storm.count_rule_interruptions)
-        rule = "the count rule's (its type is in a Spot storm)" if storm else "the count rule's"
-        if interruptions >= limit:
-            return SpotCode.CLONE_COUNT_RULE, (
-                f"was interrupted {interruptions} time(s), {rule} {limit} (no economics: {numbers.reason})"
-            )
-        return SpotCode.BELOW_THRESHOLD, (
-            f"interrupted {interruptions} time(s); the count rule falls back at {limit} "
-            f"(no economics: {numbers.reason})"
-        )
+        return _count_verdict(interruptions, spot, numbers, storm=storm)
     n = numbers
-    if not n.spot_finishes:
+    if n.no_progress:  # the job's own numbers (once they rest on an hour of running), whatever the fleet's
         return SpotCode.CLONE_NO_PROGRESS, (
-            f"keeps {n.efficiency:.0%} of its running time on Spot ({n.history.lost_hours:.2f} h lost in "
+            f"keeps {n.progress_efficiency:.0%} of its running time on Spot ({n.history.lost_hours:.2f} h lost in "
             f"{interruptions} interruption(s)): it is not expected to finish on Spot"
+        )
+    if not n.spot_finishes:
+        return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
+            f"would keep {n.efficiency:.0%} of its running time at its type's interruption rate in the fleet "
+            f"({n.rate_per_hour:.2f} an hour with the fleet's, {n.job_rate_per_hour:.2f} its own): finishing "
+            "On-Demand costs less"
         )
     assert n.spot_hours_to_finish is not None and n.spot_cost_units is not None
     if n.beyond_max_wait:
         return SpotCode.CLONE_MAX_WAIT_BUDGET, (
-            f"would need {n.spot_hours_to_finish:.1f} h more on Spot, beyond MaxWaitTimeInSeconds "
-            f"({n.history.elapsed_hours:.1f} of {n.max_wait_hours:.1f} h spent)"
+            f"would run out of MaxWaitTimeInSeconds even with no work left: {n.history.elapsed_hours:.1f} of "
+            f"{n.max_wait_hours:.1f} h spent, and its capacity wait per interruption is "
+            f"{n.history.wait_hours_per_interruption:.1f} h"
         )
     if n.on_demand_cheaper:
         return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
@@ -758,13 +778,21 @@ def decide_spot(
     fleet: FleetHealth | Unknown | None = None,
     alternatives_health: Mapping[str, FleetHealth | Unknown] | None = None,
     allowed_types: Sequence[AllowedInstanceTypes] = (),
+    reported: TrainingJob | None = None,
 ) -> CloneDecision:
     """Fall back to On-Demand at an interruption when the numbers say so (stop + clone; see the module
     docstring), or after ``MaxWaitTimeExceeded`` (clone). ``checkpoint``: the checkpoint location's
     listing (None: not listed); ``prices``: On-Demand USD per instance-hour (the evidence, and comparing
     another type); ``fleet``: the instance type's Spot health across the fleet (None: not read;
     ``Unknown``: unreadable); ``alternatives_health``: the same for each of ``spot.fallbacks``;
-    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them)."""
+    ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them);
+    ``reported``: the job as the triggering event reported it (None: no event).
+
+    A running job is moved only while it is still ``Interrupted`` (``job`` is the re-read) and, when the
+    event names its interruption, in that interruption: a late or retried event (SQS retries after its
+    visibility timeout, EventBridge for up to an hour) whose job trains again is no reason to move it
+    (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
+    the news arrived: it has ended, and its own end event makes the same clone."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
     evidence: dict[str, Any] = {
@@ -797,14 +825,15 @@ def decide_spot(
             f"the job is {job.status}/{job.secondary_status} now: nothing to fall back from",
             evidence,
         )
+    elif (over := _interruption_over(job, reported, evidence)) is not None:
+        return _none(SPOT_RULE_ID, SpotCode.NO_LONGER_INTERRUPTED, mode, over, evidence)
     else:
         health = fleet if isinstance(fleet, FleetHealth) else None
         if isinstance(fleet, Unknown):
             evidence["fleet_health"] = f"unavailable: {fleet.reason}"
         elif health is not None:
             evidence.update(health.evidence())
-        fleet_rate = health.fleet_rate_per_hour if health is not None else None
-        numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet_rate=fleet_rate)
+        numbers = _economics(job, spot, ctx.now, checkpoint=checkpoint, prices=prices, fleet=health)
         evidence.update(numbers.evidence())
         evidence["count_rule_interruptions"] = spot.count_rule_interruptions
         code, why = _spot_verdict(interruptions, spot, numbers, storm=health is not None and health.storm)
@@ -850,6 +879,88 @@ def decide_spot(
     )
 
 
+CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
+
+
+def next_clone_name(job_name: str, tags: Mapping[str, str]) -> str | None:
+    """The name the job's next clone takes (deterministic, ``domain/clone.py``), None when its lineage tags
+    cannot be trusted (no clone is planned then either)."""
+    try:
+        lineage = Lineage.of(job_name, tags)
+    except LineageError:
+        return None
+    name = clone_name(lineage.root, lineage.next_attempt)
+    return name if name != job_name else None
+
+
+def decide_spot_takeover(
+    job: TrainingJob, clone: TrainingJob | None, *, spot: SpotPolicy, default_mode: Mode
+) -> CloneDecision | None:
+    """Finish a move whose clone exists: ``clone`` is the job under ``next_clone_name`` (None: none). When
+    its ``smgov:resumed-from`` tag names ``job``, it is running or done, and ``job`` (the re-read Spot job)
+    still runs, an earlier delivery created the clone and its stop failed or never ran (the delivery is
+    retried after the queue's visibility timeout, when the job may well train again): the job is stopped
+    now whatever a fresh verdict would say (``spot.stop.clone-exists``), since both would bill and write to
+    the same checkpoint location. None: nothing to finish (no such clone, another job's, one that failed or
+    was stopped, or a job no longer running: stopping or stopped is done already)."""
+    if clone is None or not spot.enabled or not job.spot or job.status != "InProgress":
+        return None
+    if clone.tag(TAG_SOURCE) != job.name or clone.status not in CLONE_RUNNING:
+        return None
+    mode = spot.mode or default_mode
+    where = "On-Demand" if not clone.spot else f"on Spot on {', '.join(clone.instance_types) or 'another type'}"
+    evidence: dict[str, Any] = {
+        "secondary_status": job.secondary_status,
+        "interruptions": job.count_transitions(INTERRUPTED),
+        "clone_name": clone.name,
+        "clone_status": f"{clone.status}/{clone.secondary_status}",
+        "clone_resume_reason": clone.tag(TAG_REASON),
+        "on_demand": not clone.spot,
+    }
+    stop = Decision(
+        rule=SPOT_RULE_ID,
+        code=SpotCode.STOP_CLONE_EXISTS,
+        action=Action.STOP,
+        mode=mode,
+        reason=(
+            f"Spot job still runs ({job.status}/{job.secondary_status}) while its clone {clone.name} "
+            f"({where}, {clone.status}; tagged {TAG_SOURCE}={job.name}) has taken over: the move was not "
+            "finished (its stop failed or never ran); stop it, whatever a fresh verdict would say"
+        ),
+        evidence=evidence,
+    )
+    return CloneDecision(decisions=(stop,), stop_source=True, takes_over=clone)
+
+
+def interruption_start(job: TrainingJob) -> datetime | None:
+    """When the job's latest interruption began (its last ``Interrupted`` transition), if it says."""
+    starts = [t.start_time for t in job.transitions if t.status == INTERRUPTED]
+    return starts[-1] if starts else None
+
+
+def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
+    """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
+    None: it is still in that interruption (or in an interruption, when the event does not say which)."""
+    current = interruption_start(job) if job.secondary_status == INTERRUPTED else None
+    seen = interruption_start(reported) if reported is not None else None
+    if seen is not None:
+        evidence["reported_interruption_at"] = seen.isoformat()
+    if current is not None:
+        evidence["current_interruption_at"] = current.isoformat()
+    if job.secondary_status != INTERRUPTED:
+        return (
+            f"the job is {job.status}/{job.secondary_status} now, no longer Interrupted: the interruption "
+            "the event reported is over (a late or retried event), nothing to fall back from"
+        )
+    if seen is not None and current is not None and seen != current:
+        return (
+            f"the job's current interruption (from {current:%Y-%m-%d %H:%M:%S} UTC) is not the one the event "
+            f"reported (from {seen:%Y-%m-%d %H:%M:%S} UTC): that one is over, and the current one's own "
+            "event decides"
+        )
+    return None
+
+
 def _first_start(job: TrainingJob) -> bool:
     """Starting for the first time: waiting in ``Starting``/``Pending``, never billed, never interrupted."""
     return (
@@ -888,9 +999,20 @@ def decide_spot_start(
     fleet: FleetHealth | Unknown,
 ) -> CloneDecision:
     """A new Spot job of an instance type in a storm starts On-Demand instead, before it bills (clone, then
-    stop the Spot job while it is still ``Starting``), when the team opted in."""
+    stop the Spot job while it is still ``Starting``), when the team opted in. ``job`` is the re-read of a
+    job whose start event triggered: one that is past its first ``Starting``/``Pending`` by now (billed,
+    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``)."""
     mode = spot.mode or default_mode
     evidence: dict[str, Any] = {"secondary_status": job.secondary_status}
+    if not is_new_spot_start(job):
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.NO_LONGER_STARTING,
+            mode,
+            f"the job is {job.status}/{job.secondary_status} now, past its first start: a storm moves only a "
+            "new Spot job before it bills (a late start event), and its own events decide the rest",
+            evidence,
+        )
     if isinstance(fleet, Unknown):
         evidence["fleet_health"] = f"unavailable: {fleet.reason}"
         return _none(

@@ -17,9 +17,10 @@ into the evidence with its verdict:
   storm (``domain/spot_health.py``);
 - ``unpriced``: no On-Demand price for the type (the costs of two types do not cancel out);
 - ``no-progress`` / ``on-demand-cheaper``: with the job's own lost work per interruption and download per
-  restart at the alternative's interruption rate in the fleet (none on record in the window: none
-  assumed, and said), finishing there on Spot would keep too little of its work or cost at least as much
-  as finishing On-Demand on the job's own type;
+  restart at the alternative's interruption rate in the fleet (pooled, ``domain/spot_health.py``; none on
+  record in the window, or only from jobs that ran under an hour: none assumed, and said), finishing there
+  on Spot would keep too little of its work or cost at least as much as finishing On-Demand on the job's
+  own type;
 - ``chosen``.
 
 The remaining work on the alternative is the job's remaining work divided by ``relative_speed`` (the
@@ -155,11 +156,14 @@ def _judge(
     history = numbers.history
     rate = fleet.fleet_rate_per_hour or 0.0
     efficiency = max(0.0, 1.0 - rate * (history.lost_per_interruption + history.download_hours_per_start))
-    rated = (
-        f"{rate:.2f} interruption(s) per running hour in the fleet"
-        if fleet.fleet_rate_per_hour is not None
-        else "no interruption of it in the window"
-    )
+    if fleet.fleet_rate_per_hour is not None:
+        rated = f"{rate:.2f} interruption(s) per running hour in the fleet"
+    elif fleet.interruptions:
+        rated = (
+            f"{fleet.interruptions} interruption(s) of it in the window, none of a job that ran an hour: no rate"
+        )
+    else:
+        rated = "no interruption of it in the window"
     if efficiency < MIN_EFFICIENCY:
         return Considered(kind, "no-progress", f"would keep {efficiency:.0%} of its time ({rated})")
     running = (

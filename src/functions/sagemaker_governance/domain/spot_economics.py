@@ -8,20 +8,39 @@ say, for every stint it trained:
   checkpoint written during it (a restart resumes from there; the rest is lost work);
 - how often it was interrupted per running hour (Downloading + Training, the billed phases);
 - how long each restart cost: the billed download before training, and the unbilled capacity wait
-  (``Interrupted`` and the ``Starting`` after it).
+  (``Interrupted`` and the ``Starting`` and ``Pending`` after it: ``Pending`` is "waiting for compute
+  capacity", the ``SecondaryStatus`` of ``DescribeTrainingJob`` in botocore's model).
 
 From these, the *Spot efficiency* is the share of a running hour that ends up kept:
 ``efficiency = 1 - rate x (lost work per interruption + download per restart)``. The remaining work is
 bounded by ``MaxRuntimeInSeconds`` minus the kept work (a job's own limit on its training time; an
-upper bound, the same on both sides). Then, for the remaining work ``R``:
+upper bound, the same on both sides of the cost comparison). Then, for the remaining work ``R``:
 
 - Spot: ``R / efficiency`` running hours at ``price_factor`` x the On-Demand price, plus a capacity
   wait per expected interruption;
 - On-Demand: ``R`` + one download, at the On-Demand price, after one start.
 
 The prices cancel out of the comparison (the same instances on both sides): a missing price only leaves
-the dollar figures out of the evidence. ``fleet_rate`` (the instance type's interruption rate across the
-fleet, when known) is blended into the job's own, which says little after one or two interruptions.
+the dollar figures out of the evidence.
+
+``MaxWaitTimeInSeconds`` is an absolute limit, where the upper bound of the remaining work does not cancel
+out: a job whose ``MaxWaitTimeInSeconds`` equals its ``MaxRuntimeInSeconds`` (valid: it "must be equal to
+or greater than" it, botocore's ``StoppingCondition``; the SDK's default) would always seem to run out after
+any interruption. So the max-wait check takes the *least* work left that the data allow: none (the job's
+total work is unknown; ``MaxRuntimeInSeconds`` bounds it only from above). Spot runs out of wait time only
+when even that cannot be done in time at the job's rates: the capacity wait now under way ends past
+``MaxWaitTimeInSeconds``. Otherwise the existing ``MaxWaitTimeExceeded`` fallback resumes the job if it
+does run out. The evidence says which bound was used and how much work Spot can still finish in time.
+
+``fleet_rate`` (the instance type's interruption rate across the fleet, when known) is blended into the
+job's own, which says little after one or two interruptions: the fleet weighs as its real exposure (the
+running hours its pooled rate rests on), at most ``FLEET_MAX_HOURS``, so a rate from a few minutes of the
+others' running cannot swamp the job's own hours, nor a large fleet a job's own long record. Whether Spot
+makes progress at all (``spot.clone.no-progress``: nearly nothing kept) is decided from the job's own
+numbers once they rest on ``MIN_RUNNING_HOURS`` of running: a calm fleet never keeps a job that keeps
+nothing on Spot, and a stormy one that would leave it almost nothing makes On-Demand the cheaper, not a
+job without progress. Before that (one interruption a few minutes into its first run: everything it ran
+was lost, which says nothing of its checkpoints yet) the blended numbers decide, as they do the rest.
 
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
@@ -38,11 +57,19 @@ from typing import Any, Final
 from sagemaker_governance.domain.job import StatusTransition, TrainingJob
 
 RUNNING: Final = frozenset({"Downloading", "Training"})  # billed phases (SageMaker bills from Downloading)
-WAITING: Final = frozenset({"Starting", "Interrupted"})  # unbilled: instances not yet (or no longer) there
+# unbilled: instances not yet (or no longer) there; Pending: "waiting for compute capacity" (botocore's model)
+WAITING: Final = frozenset({"Starting", "Pending", "Interrupted"})
 MIN_EFFICIENCY: Final = 0.05  # below this, Spot is not expected to finish at all
-# Pseudo-observations of the fleet's rate blended into the job's own (when the fleet's rate is known): the
-# fleet counts as much as this many interruptions of the job itself.
-FLEET_WEIGHT: Final = 2.0
+# The least work a running job may have left, for the absolute MaxWaitTimeInSeconds check (hours): nothing
+# says more (MaxRuntimeInSeconds is an upper bound), so a job is said to run out of Spot wait time only when
+# it could not even get back to work in time.
+WORK_LEFT_AT_LEAST: Final = 0.0
+# The most running hours the fleet's rate weighs as, blended into the job's own (when it is known): a job's own
+# record outweighs the fleet's once it has run longer than this.
+FLEET_MAX_HOURS: Final = 12.0
+# Below this many running hours a job's own interruptions say too little: a fleet job's are not pooled, and
+# the deciding job's own numbers alone do not say it makes no progress.
+MIN_RUNNING_HOURS: Final = 1.0
 
 
 def _hours(delta: timedelta) -> float:
@@ -78,7 +105,7 @@ class SpotHistory:
     kept_hours: float  # training up to the last checkpoint of each stint
     interruptions: int
     download_hours_per_start: float
-    wait_hours_per_interruption: float  # Interrupted + the Starting after it (capacity waits)
+    wait_hours_per_interruption: float  # Interrupted + the Starting/Pending after it (capacity waits)
     first_start_hours: float  # the first Starting: what an On-Demand clone waits before it runs
 
     @property
@@ -98,7 +125,9 @@ class SpotEstimate:
     rate_per_hour: float  # interruptions per running hour used (the job's, blended with the fleet's)
     job_rate_per_hour: float
     fleet_rate_per_hour: float | None
-    efficiency: float
+    fleet_weight_hours: float  # the running hours the fleet's rate weighs as (0: none)
+    efficiency: float  # at the blended rate: the time and cost to finish on Spot
+    job_efficiency: float  # at the job's own rate: whether it makes progress on Spot at all
     remaining_work_hours: float
     spot_running_hours: float | None  # None: Spot is not expected to finish
     spot_hours_to_finish: float | None
@@ -110,8 +139,33 @@ class SpotEstimate:
     max_wait_hours: float | None
 
     @property
+    def max_wait_work_hours(self) -> float | None:
+        """The most work Spot can still finish before ``MaxWaitTimeInSeconds``, at the job's rates (the
+        capacity wait under way, then ``work / efficiency`` running hours and a wait per expected
+        interruption); negative: not even none. None: no ``MaxWaitTimeInSeconds``, or Spot does not finish."""
+        if self.max_wait_hours is None or self.spot_running_hours is None:
+            return None
+        wait = self.history.wait_hours_per_interruption
+        budget = self.max_wait_hours - self.history.elapsed_hours - wait
+        return self.efficiency * budget / (1 + self.rate_per_hour * wait)
+
+    @property
     def spot_finishes(self) -> bool:
+        """Spot is expected to finish at the blended rate (efficiency at least ``MIN_EFFICIENCY``)."""
         return self.spot_running_hours is not None
+
+    @property
+    def progress_efficiency(self) -> float:
+        """The efficiency that says whether the job makes progress on Spot at all: its own, once it rests on
+        ``MIN_RUNNING_HOURS`` of running (the fleet's rate never hides a job that keeps nothing), else the
+        blended one (the same without a fleet)."""
+        own = self.history.running_hours >= MIN_RUNNING_HOURS or self.fleet_weight_hours == 0
+        return self.job_efficiency if own else self.efficiency
+
+    @property
+    def no_progress(self) -> bool:
+        """The job keeps (almost) nothing of its running time on Spot (``progress_efficiency``)."""
+        return self.progress_efficiency < MIN_EFFICIENCY
 
     @property
     def on_demand_cheaper(self) -> bool:
@@ -130,12 +184,12 @@ class SpotEstimate:
 
     @property
     def beyond_max_wait(self) -> bool:
-        """Spot is expected to end at ``MaxWaitTimeExceeded`` before the work is done."""
-        if self.max_wait_hours is None:
-            return False
-        if self.spot_hours_to_finish is None:
-            return True
-        return self.history.elapsed_hours + self.spot_hours_to_finish > self.max_wait_hours
+        """Spot is expected to end at ``MaxWaitTimeExceeded`` before the work is done, even with the least
+        work left (``WORK_LEFT_AT_LEAST``), not the upper bound the cost comparison uses."""
+        if self.max_wait_hours is None or self.spot_running_hours is None:
+            return False  # no limit, or Spot is not expected to finish at all (the cost comparison says so)
+        within = self.max_wait_work_hours
+        return within is not None and within < WORK_LEFT_AT_LEAST
 
     def slack_spent(self, max_delay_hours: float | None) -> bool:
         """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run."""
@@ -166,6 +220,7 @@ class SpotEstimate:
             "interruption_rate_per_hour": r(self.rate_per_hour),
             "job_interruption_rate_per_hour": r(self.job_rate_per_hour),
             "spot_efficiency": r(self.efficiency),
+            "job_spot_efficiency": r(self.job_efficiency),
             "remaining_work_hours": r(self.remaining_work_hours),
             "spot_hours_to_finish": r(self.spot_hours_to_finish),
             "on_demand_hours_to_finish": r(self.on_demand_hours_to_finish),
@@ -176,11 +231,16 @@ class SpotEstimate:
         }
         if self.fleet_rate_per_hour is not None:
             out["fleet_interruption_rate_per_hour"] = r(self.fleet_rate_per_hour)
+            out["fleet_weight_hours"] = r(self.fleet_weight_hours)
         if self.cluster_price_per_hour is not None:
             out["spot_cost_usd"] = self._usd(self.spot_cost_units)
             out["on_demand_cost_usd"] = self._usd(self.on_demand_cost_units)
         if self.max_wait_hours is not None:
             out["max_wait_hours"] = r(self.max_wait_hours)
+            out["max_wait_work_bound"] = "lower"  # remaining_work_hours is the upper bound
+            out["max_wait_work_left_hours"] = WORK_LEFT_AT_LEAST
+            within = self.max_wait_work_hours
+            out["max_wait_finishable_work_hours"] = None if within is None else r(max(0.0, within))
         return out
 
 
@@ -199,6 +259,16 @@ def stints(transitions: Sequence[StatusTransition], now: datetime) -> list[Stint
             return Unknown("the status transitions' timestamps are out of order")
         out.append(Stint(transition.status, transition.start_time, end))
     return out
+
+
+def _first_wait(parts: Sequence[Stint]) -> float:
+    """The hours before the job first ran: its Starting, and Pending when it waited for capacity there."""
+    hours = 0.0
+    for stint in parts:
+        if stint.status not in WAITING:
+            break
+        hours += _hours(stint.end - stint.start)
+    return hours
 
 
 def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: datetime) -> SpotHistory | Unknown:
@@ -247,8 +317,8 @@ def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: date
         kept_hours=min(kept, training),
         interruptions=interruptions,
         download_hours_per_start=downloading / downloads if downloads else 0.0,
-        # completed waits; before any, the first Starting (a Spot job waits there for capacity too)
-        wait_hours_per_interruption=waits / waited if waited else first_start,
+        # completed waits; before any, the first Starting and Pending (a Spot job waits there for capacity too)
+        wait_hours_per_interruption=waits / waited if waited else _first_wait(parts),
         first_start_hours=first_start,
     )
 
@@ -261,8 +331,10 @@ def estimate(
     price_factor: float,
     cluster_price_per_hour: float | None = None,
     fleet_rate_per_hour: float | None = None,
+    fleet_exposure_hours: float = 0.0,
 ) -> SpotEstimate | Unknown:
-    """Spot against On-Demand for the rest of ``job`` (``checkpoint_times``: None when not listed)."""
+    """Spot against On-Demand for the rest of ``job`` (``checkpoint_times``: None when not listed);
+    ``fleet_rate_per_hour``: the type's pooled rate in the fleet, over ``fleet_exposure_hours`` of running."""
     if checkpoint_times is None:
         return Unknown("the checkpoint location was not listed: work kept and lost are unknown")
     max_runtime = job.stopping.max_runtime_seconds
@@ -274,13 +346,13 @@ def estimate(
     if history.running_hours <= 0:
         return Unknown("no running time on record")
     job_rate = history.interruptions / history.running_hours
-    rate = job_rate
+    rate, weight = job_rate, 0.0
     if fleet_rate_per_hour is not None:
-        rate = (history.interruptions + FLEET_WEIGHT) / (
-            history.running_hours + FLEET_WEIGHT / max(fleet_rate_per_hour, 1e-6)
-        )
+        weight = min(max(fleet_exposure_hours, 0.0), FLEET_MAX_HOURS)
+        rate = (history.interruptions + weight * fleet_rate_per_hour) / (history.running_hours + weight)
     restart = history.lost_per_interruption + history.download_hours_per_start
     efficiency = max(0.0, 1.0 - rate * restart)
+    job_efficiency = max(0.0, 1.0 - job_rate * restart)
     remaining = max(0.0, max_runtime / 3600 - history.kept_hours)
     download = history.download_hours_per_start
     on_demand_running = remaining + download
@@ -298,7 +370,9 @@ def estimate(
         rate_per_hour=rate,
         job_rate_per_hour=job_rate,
         fleet_rate_per_hour=fleet_rate_per_hour,
+        fleet_weight_hours=weight,
         efficiency=efficiency,
+        job_efficiency=job_efficiency,
         remaining_work_hours=remaining,
         spot_running_hours=spot_running,
         spot_hours_to_finish=spot_time,

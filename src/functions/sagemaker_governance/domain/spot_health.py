@@ -3,9 +3,14 @@
 Pure. The job-events function writes one ``SpotSignal`` per Spot event (an interruption, a capacity wait
 that ended, a ``MaxWaitTimeExceeded``) to a ledger keyed by instance type (``adapters/spot_health.py``);
 ``FleetHealth.of`` aggregates the signals of a sliding window into the type's health: how many jobs were
-interrupted, the fleet's interruption rate (the mean of each job's own latest rate per running hour), the
-mean capacity wait, how many jobs ran out of Spot wait time, and whether that is a **storm** by the policy's
-thresholds (``spot.storm``).
+interrupted, the fleet's interruption rate, the mean capacity wait, how many jobs ran out of Spot wait
+time, and whether that is a **storm** by the policy's thresholds (``spot.storm``).
+
+The fleet's rate pools the jobs' totals: the interruptions of every job with at least
+``MIN_RUNNING_HOURS`` on record divided by their running hours (each job's latest interruption carries its
+counts so far), so its exposure (``exposure_hours``) says how much it weighs. A mean of per-job rates let one
+job interrupted minutes after it started (one interruption in 0.03 h: 30 an hour) outweigh days of the
+others'. Items written before the counts were (a rate only) still count for storms, not for the rate.
 
 A signal's key is the transition it comes from (its start time and the job), so a duplicate or late event
 writes the same item again: the ledger counts each interruption once.
@@ -24,7 +29,7 @@ from typing import Any, Final
 
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.recovery_policy import StormPolicy
-from sagemaker_governance.domain.spot_economics import RUNNING, WAITING, Unknown, stints
+from sagemaker_governance.domain.spot_economics import MIN_RUNNING_HOURS, RUNNING, WAITING, Unknown, stints
 
 INTERRUPTED: Final = "Interrupted"
 MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
@@ -47,6 +52,8 @@ class SpotSignal:
     rate_per_hour: float | None = None  # the job's interruptions per running hour so far (interruptions)
     wait_minutes: float | None = None  # how long the wait lasted (capacity waits)
     az: str | None = None
+    interruptions: int | None = None  # the job's interruptions so far, this one included (interruptions)
+    running_hours: float | None = None  # the job's running hours so far: its exposure (interruptions)
 
     @property
     def key(self) -> str:
@@ -65,8 +72,10 @@ class FleetHealth:
     max_wait_jobs: int
     capacity_waits: int
     mean_wait_minutes: float | None
-    fleet_rate_per_hour: float | None
+    fleet_rate_per_hour: float | None  # pooled: interruptions / running hours of the rated jobs
     storm: bool
+    rated_jobs: int = 0  # the jobs whose counts make the rate (MIN_RUNNING_HOURS or more on record)
+    exposure_hours: float = 0.0  # their running hours: what the rate rests on
 
     @classmethod
     def of(
@@ -91,11 +100,15 @@ class FleetHealth:
             s.wait_minutes for s in recent if s.kind is SignalKind.CAPACITY_WAIT and s.wait_minutes is not None
         ]
         max_waits = {s.job for s in recent if s.kind is SignalKind.MAX_WAIT_EXCEEDED}
-        latest: dict[str, SpotSignal] = {}
+        latest: dict[str, SpotSignal] = {}  # each job's latest counts (cumulative: the latest holds them all)
         for signal in sorted(interruptions, key=lambda s: s.at):
-            if signal.rate_per_hour is not None:
+            if signal.interruptions is not None and signal.running_hours is not None:
                 latest[signal.job] = signal
-        rates = [s.rate_per_hour for s in latest.values() if s.rate_per_hour is not None]
+        rated = [
+            s for s in latest.values() if s.running_hours is not None and s.running_hours >= MIN_RUNNING_HOURS
+        ]
+        exposure = sum(s.running_hours or 0.0 for s in rated)
+        interrupted = sum(s.interruptions or 0 for s in rated)
         jobs = {s.job for s in interruptions}
         return cls(
             instance_type=instance_type,
@@ -105,8 +118,10 @@ class FleetHealth:
             max_wait_jobs=len(max_waits),
             capacity_waits=len(waits),
             mean_wait_minutes=sum(waits) / len(waits) if waits else None,
-            fleet_rate_per_hour=sum(rates) / len(rates) if rates else None,
+            fleet_rate_per_hour=interrupted / exposure if exposure > 0 else None,
             storm=len(jobs) >= policy.interrupted_jobs or len(max_waits) >= policy.max_wait_jobs,
+            rated_jobs=len(rated),
+            exposure_hours=exposure,
         )
 
     def evidence(self) -> dict[str, Any]:
@@ -122,6 +137,8 @@ class FleetHealth:
             out["fleet_mean_capacity_wait_minutes"] = round(self.mean_wait_minutes, 1)
         if self.fleet_rate_per_hour is not None:
             out["fleet_interruption_rate_per_hour"] = round(self.fleet_rate_per_hour, 3)
+            out["fleet_rated_jobs"] = self.rated_jobs
+            out["fleet_running_hours"] = round(self.exposure_hours, 3)
         return out
 
 
@@ -134,7 +151,8 @@ def spot_type(job: TrainingJob) -> str | None:
 def signals_of(job: TrainingJob, now: datetime) -> list[SpotSignal] | Unknown:
     """The ledger entries of this Spot event: the latest interruption (with the job's rate so far), the
     latest capacity wait that has ended (an ``Interrupted`` and the waiting after it, up to running again)
-    and a ``MaxWaitTimeExceeded`` end. At most three writes, each idempotent."""
+    and a ``MaxWaitTimeExceeded`` end. At most three writes, each idempotent. The wait runs through every
+    unbilled waiting status (``WAITING``: ``Starting``, and ``Pending``, "waiting for compute capacity")."""
     instance_type = spot_type(job)
     if instance_type is None:
         return Unknown("the job's instance type is unknown")
@@ -159,7 +177,15 @@ def signals_of(job: TrainingJob, now: datetime) -> list[SpotSignal] | Unknown:
         elif stint.status == INTERRUPTED:
             interruptions += 1
             rate = interruptions / running if running > 0 else None
-            latest = SpotSignal(instance_type, SignalKind.INTERRUPTION, stint.start, job.name, rate)
+            latest = SpotSignal(
+                instance_type,
+                SignalKind.INTERRUPTION,
+                stint.start,
+                job.name,
+                rate,
+                interruptions=interruptions,
+                running_hours=running,
+            )
             wait_start = stint.start
         elif stint.status not in WAITING:
             wait_start = None

@@ -17,7 +17,9 @@ and the decision is made from what SageMaker says now. Safe under duplicate and 
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
 done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
-job is stopped only while it is still ``InProgress``.
+job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
+the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
+new one only while it has not started billing (a delayed start event moves nothing).
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
+from sagemaker_governance.domain.clone import (
+    TAG_REASON,
+    TAG_RESUME_AFTER,
+    TAG_SOURCE,
+    CreateOutcome,
+    RequestShape,
+    ResumeReason,
+)
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
@@ -46,11 +55,13 @@ from sagemaker_governance.domain.resume import (
     decide_resume,
     decide_spot,
     decide_spot_start,
+    decide_spot_takeover,
     is_new_spot_start,
     is_resume_trigger,
     is_spot_interruption,
     is_spot_trigger,
     may_be_new_spot_start,
+    next_clone_name,
     resume_after_tag,
     storm_move_wanted,
 )
@@ -125,6 +136,7 @@ class _CloneReaction:
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         raise NotImplementedError
 
@@ -146,7 +158,7 @@ class _CloneReaction:
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
         effective = policy.for_job(fresh)
         ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
-        result = self._decide(fresh, description, tags, effective, ctx)
+        result = self._decide(fresh, description, tags, effective, ctx, job)
         self._execute(result, fresh, policy, effective, trigger)
         return list(result.decisions)
 
@@ -167,7 +179,7 @@ class _CloneReaction:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
             if effective.notify_in_audit_mode:
-                self._notify(job, effective, result, plan, NotificationOutcome.WOULD_RESUME)
+                self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.WOULD_RESUME)
             return
         try:
             created = self._launcher.create_training_job(plan.request)
@@ -200,8 +212,8 @@ class _CloneReaction:
                 stopped = Outcome.DONE
             self._record(stop, job, policy, trigger, stopped)
         if clone_outcome is Outcome.DONE:
-            self._count(plan)
-            self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
+            self._count(plan.reason.value)
+            self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED)
 
     def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
         """Remember a resume that waits for its backoff on the job itself (``AddTags``), where the reconciler
@@ -253,18 +265,18 @@ class _CloneReaction:
             reason=reason,
         )
 
-    def _count(self, plan: ClonePlan) -> None:
-        self._metrics.emit(self.metric, reason=plan.reason.value)
+    def _count(self, reason: str) -> None:
+        self._metrics.emit(self.metric, reason=reason)
 
     def _notify(
         self,
         job: TrainingJob,
         effective: Policy,
         result: CloneDecision,
-        plan: ClonePlan,
+        clone_name: str,
+        on_demand: bool,
         outcome: NotificationOutcome,
     ) -> None:
-        on_demand = plan.on_demand and job.spot
         self._notifier.publish(
             Notification(
                 kind=self.kind,
@@ -272,10 +284,12 @@ class _CloneReaction:
                 job_arn=job.arn,
                 team=job.tag(effective.team_tag),
                 owner=job.tag(effective.owner_tag),
-                headline=headline(self.kind, outcome, job.name, clone=plan.name, on_demand=on_demand),
+                headline=headline(
+                    self.kind, outcome, job.name, clone=clone_name, on_demand=on_demand and job.spot
+                ),
                 outcome=outcome,
                 items=Notification.items_from(result.decisions),
-                related_job=plan.name,
+                related_job=clone_name,
                 diagnosis=result.clone.evidence.get("diagnosis") if result.clone is not None else None,
             )
         )
@@ -299,6 +313,7 @@ class AutoResumeReaction(_CloneReaction):
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         resume = policy.resume
         failure: FailureEvidence | None = None
@@ -365,12 +380,18 @@ class SpotFallbackReaction(_CloneReaction):
         tags: dict[str, str],
         policy: Policy,
         ctx: CloneContext,
+        event: TrainingJob,
     ) -> CloneDecision:
         spot = policy.spot
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
-        if is_new_spot_start(job):
-            start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
+        takeover = decide_spot_takeover(job, self._clone_of(job, tags, spot), spot=spot, default_mode=policy.mode)
+        if takeover is not None:  # an earlier delivery's move made the clone: finish it before deciding anew
+            return takeover
+        if may_be_new_spot_start(event):  # a first start's event: the storm move, while the job is still new
+            start_fleet: FleetHealth | Unknown = Unknown("not read: the job is past its first start")
+            if is_new_spot_start(job):
+                start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
             return decide_spot_start(
                 job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet
             )
@@ -395,7 +416,41 @@ class SpotFallbackReaction(_CloneReaction):
             fleet=fleet,
             alternatives_health=alternatives,
             allowed_types=[r for r in policy.rules if isinstance(r, AllowedInstanceTypes)],
+            reported=event,
         )
+
+    def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | None:
+        """The job under the name the job's next clone takes, if one exists: read (``DescribeTrainingJob``
+        and its tags) only for a running Spot job of a team whose Spot fallback is on."""
+        name = next_clone_name(job.name, tags)
+        if name is None or not spot.enabled or not job.spot or job.status != "InProgress":
+            return None
+        try:
+            existing = self._jobs.describe(name)
+            clone_tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
+        except JobNotFound:
+            return None
+        return TrainingJob.model_validate({**existing, "Tags": clone_tags})
+
+    def _execute(
+        self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
+    ) -> None:
+        if result.takes_over is None:
+            super()._execute(result, job, policy, effective, trigger)
+            return
+        clone = result.takes_over
+        (stop,) = result.decisions
+        if not stop.acts:
+            self._record(stop, job, policy, trigger, Outcome.AUDIT_ONLY)
+            return
+        stopped = Outcome.ALREADY_DONE
+        if self._jobs.stop(job.name) is StopOutcome.STOPPED:
+            stopped = Outcome.DONE
+        self._record(stop, job, policy, trigger, stopped)
+        if stopped is Outcome.DONE:  # the delivery that created the clone never got this far
+            reason = clone.tag(TAG_REASON)
+            self._count(reason if reason in set(ResumeReason) else "unknown")  # a dimension: ours only
+            self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED)
 
     def _alternatives_health(
         self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy, now: datetime

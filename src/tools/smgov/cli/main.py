@@ -213,6 +213,7 @@ SPOT_NUMBERS = (
     "on_demand_cost_instance_hours",
     "spot_hours_to_finish",
     "on_demand_hours_to_finish",
+    "max_wait_finishable_work_hours",
 )
 
 
