@@ -325,6 +325,29 @@ def test_when_the_stop_fails_the_retry_finishes_the_move_though_the_job_trains_a
     assert account.sagemaker.stop_requests == ["bert-spot-5"]
 
 
+def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: LocalAccount, clock: Clock) -> None:
+    # Given a Spot job at its third interruption whose clone was created but whose stop failed, and the
+    # clone then failed while the Spot job got capacity back and trained on
+    launch(account, "bert-spot-6", spot=True)
+    event = interrupt(account, clock, "bert-spot-6", 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    account.sagemaker.transition("bert-spot-6-r1", "Failed", "Failed", failure_reason="ClientError: bad input")
+    account.sagemaker.transition("bert-spot-6", "InProgress", "Starting")
+    # When it is interrupted again and the verdict is again to move it (its next clone's name is taken)
+    event = interrupt(account, clock, "bert-spot-6", 1)
+    account.invoke(handler, event)
+    # Then the Spot job is not stopped: stopping it would leave nothing running
+    assert account.sagemaker.stop_requests == []
+    assert len(account.sagemaker.created) == 1
+    assert [(r.action, r.outcome.value) for r in resume_records(account)][-2:] == [
+        ("clone", "already-done"),
+        ("stop", "skipped"),
+    ]
+    assert "exists but is Failed" in resume_records(account)[-1].reason
+
+
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-4", spot=True)
     interrupt(account, clock, "bert-spot-4", 1)

@@ -45,6 +45,7 @@ from sagemaker_governance.domain.notifications import Notification, Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
+    CLONE_RUNNING,
     RESUME_RULE_ID,
     SPOT_RULE_ID,
     CloneContext,
@@ -192,7 +193,7 @@ class _CloneReaction:
             raise
         clone_outcome = Outcome.DONE
         if created is CreateOutcome.ALREADY_EXISTS:
-            owner = self._source_of(plan.name)
+            owner, status = self._source_of(plan.name)
             if owner != plan.source:
                 reason = (
                     f"{clone.reason} (not created: a job named {plan.name} exists and was resumed from {owner!r})"
@@ -205,6 +206,14 @@ class _CloneReaction:
                 logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
                 return
             clone_outcome = Outcome.ALREADY_DONE
+            if stop is not None and result.stop_source and status not in CLONE_RUNNING:
+                # An earlier clone of this job that failed or was stopped: stopping the source now would leave
+                # nothing running (the job trains again on Spot; a later verdict may move it once more).
+                self._record(clone, job, policy, trigger, clone_outcome)
+                reason = f"{stop.reason} (not stopped: its clone {plan.name} exists but is {status})"
+                self._record(stop, job, policy, trigger, Outcome.SKIPPED, reason=reason)
+                logger.warning("clone exists but does not run; source left running", job=job.name, clone=plan.name)
+                return
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
@@ -236,13 +245,15 @@ class _CloneReaction:
             raise
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
-    def _source_of(self, clone_name: str) -> str | None:
-        """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of), if any."""
+    def _source_of(self, clone_name: str) -> tuple[str | None, str | None]:
+        """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of) and its status; (None,
+        None) when there is no such job."""
         try:
             existing = self._jobs.describe(clone_name)
-            return self._jobs.list_tags(str(existing["TrainingJobArn"])).get(TAG_SOURCE)
+            source = self._jobs.list_tags(str(existing["TrainingJobArn"])).get(TAG_SOURCE)
         except JobNotFound:
-            return None
+            return None, None
+        return source, existing.get("TrainingJobStatus")
 
     def _record(
         self,
