@@ -320,6 +320,38 @@ def test_a_code_bug_reads_the_logs_but_not_the_checkpoint_decision() -> None:
     assert not any(c.startswith("create") for c in world.calls.log)
 
 
+def test_a_code_bug_on_one_host_is_not_cloned_for_the_ncclremoteerror_of_its_peers() -> None:
+    # Given algo-1's code raised a KeyError and algo-2 then reported ncclRemoteError (its peer exited)
+    at = NOW - timedelta(hours=1)
+    peer_crash = FailureEvidence(
+        hosts=(
+            HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("step 900", at), LogLine("KeyError: 'label'", at))),
+            HostLog(
+                "algo-2",
+                "llm-sft-1/algo-2-1",
+                (
+                    LogLine("step 900", at),
+                    LogLine(
+                        "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                        "exiting prematurely.",
+                        at + timedelta(seconds=2),
+                    ),
+                ),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+    world = World(evidence=peer_crash)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    # Then it is the user's code on algo-1: nothing created, nobody told it was resumed
+    assert decision.code == "resume.skip.user-code"
+    assert decision.evidence["diagnosis"]["host"] == "algo-1"
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+    assert world.codes() == [("resume.skip.user-code", "no-action")]
+
+
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------
 
 
