@@ -26,6 +26,7 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.tolerance import read_declarations
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import AutoResumeReaction
 from tests.resume_builders import T0, TAGS, failed_description, shape, transitions
@@ -215,6 +216,20 @@ def test_a_hardware_fault_is_re_read_diagnosed_checked_cloned_recorded_and_told_
     assert tags[TAG_FAILURE] == "hardware@algo-2" and tags[TAG_ATTEMPT] == "1"
     assert TAG_STRIKES not in tags
     assert len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+
+
+def test_the_clone_keeps_the_quiet_phases_its_owner_declared_on_the_job() -> None:
+    # Given a failed job whose owner declared a 90-minute idle and a 120-minute progress window
+    world = World()
+    job = world.failed(tags={"smgov:idle-minutes": "90", "smgov:progress-minutes": "120"})
+    # When auto-resume clones it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the clone carries both, so its guards apply the owner's windows and not the team's
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    declared = {d.tag: d.minutes for d in read_declarations(tags, 240)}
+    assert declared == {"smgov:idle-minutes": 90, "smgov:progress-minutes": 120}
 
 
 def test_audit_mode_records_what_it_would_do_and_creates_nothing() -> None:

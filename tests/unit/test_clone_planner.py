@@ -15,6 +15,7 @@ from sagemaker_governance.adapters.sagemaker_model import (
     validate_create_request,
 )
 from sagemaker_governance.domain.clone import (
+    GOVERNANCE_MARKS,
     MAX_TAGS,
     TAG_ATTEMPT,
     TAG_REASON,
@@ -190,6 +191,41 @@ def test_too_many_tags_for_the_lineage_is_refused_not_truncated() -> None:
     )
     assert len(plan.request["Tags"]) == MAX_TAGS
     validate_create_request(plan.request)
+
+
+DECLARED = {"smgov:idle-minutes": "90", "smgov:progress-minutes": "120"}
+
+
+def test_the_owner_s_quiet_phase_declarations_are_carried_and_governance_s_marks_are_not() -> None:
+    # Given a failed clone that carries its owner's declarations and every mark governance writes on a job
+    marks = dict.fromkeys(GOVERNANCE_MARKS, "x") | {
+        TAG_ROOT: "llm-sft-1",
+        TAG_SOURCE: "llm-sft-1",
+        TAG_ATTEMPT: "1",
+    }
+    source = {**TAGS, **DECLARED, **marks}
+    # When the next clone is planned
+    plan = plan_clone(failed_description("llm-sft-1-r1"), source, SHAPE, reason=ResumeReason.FAILED)
+    # Then the declarations come along (the clone's guards keep the owner's windows), none of the old marks
+    # does, and the lineage tags are the new generation's
+    assert tags_of(plan.request) == {
+        **TAGS,
+        **DECLARED,
+        TAG_ROOT: "llm-sft-1",
+        TAG_SOURCE: "llm-sft-1-r1",
+        TAG_ATTEMPT: "2",
+        TAG_REASON: "failed-transient",
+    }
+
+
+def test_the_tag_limit_counts_the_carried_declarations() -> None:
+    # Given 44 tags of the owner's, 2 of them declarations: with the 4 lineage tags, exactly 50
+    fits = {f"k{i}": "v" for i in range(MAX_TAGS - 4 - len(DECLARED))} | DECLARED
+    plan = plan_clone(failed_description(), fits, SHAPE, reason=ResumeReason.FAILED)
+    assert len(plan.request["Tags"]) == MAX_TAGS
+    # and one more is refused, not truncated (a declaration is never the tag silently lost)
+    with pytest.raises(ClonePlanError, match="limit of 50"):
+        plan_clone(failed_description(), {**fits, "one-more": "v"}, SHAPE, reason=ResumeReason.FAILED)
 
 
 def test_a_63_character_name_gets_a_bounded_valid_clone_name() -> None:

@@ -12,6 +12,9 @@ meets "already exists", which is success), and a clone never takes its source's 
 
 Lineage tags on the clone (``smgov:root-job``, ``smgov:resumed-from``, ``smgov:attempt``,
 ``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget).
+The clone carries the source's other tags, the owner's ``smgov:`` declarations included (the quiet phases
+``smgov:idle-minutes`` and ``smgov:progress-minutes`` a job declares: ``domain/tolerance.py``); only the
+marks governance left on the source (``GOVERNANCE_MARKS``) are not inherited.
 
 Warm pools (``ResourceConfig.KeepAlivePeriodInSeconds``) cannot be used with Managed Spot training. The
 choice made here: a clone never gains a warm pool its source did not have, and a clone that runs on
@@ -163,9 +166,16 @@ TAG_REASON: Final = "smgov:resume-reason"
 TAG_FAILURE: Final = "smgov:failure"
 TAG_STRIKES: Final = "smgov:repeat-faults"
 # Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
-# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (``smgov:`` tags are ours).
+# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
+# Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone
+# planner does not import the policy; a test keeps the two equal). A clone is a new job, evaluated afresh.
+TAG_COMPLIANCE_EVALUATED: Final = "smgov:compliance-evaluated"
 LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
+# Every tag governance writes on a training job: none is inherited by a clone (the lineage tags are written
+# anew). Any other ``smgov:`` tag is the owner's (a declaration such as ``smgov:idle-minutes``) and is carried;
+# a test finds every ``smgov:`` tag the code names and checks it is listed here or known as the owner's.
+GOVERNANCE_MARKS: Final = frozenset({*LINEAGE_TAGS, TAG_RESUME_AFTER, TAG_COMPLIANCE_EVALUATED})
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
 MAX_ATTEMPT: Final = 9999
@@ -268,14 +278,14 @@ class ClonePlan:
 
 
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags nor any other
-    ``smgov:`` mark governance left on the source (a clone is a new job: it is evaluated afresh)."""
+    """The source's tags a clone may carry: not ``aws:`` (reserved), not a mark governance left on the source
+    (``GOVERNANCE_MARKS``: the old lineage, a deferred resume, compliance's evaluation; a clone is a new job,
+    evaluated afresh). The owner's own ``smgov:`` declarations (its quiet phases) are carried: without them
+    the clone's guards would judge it on the team's default windows."""
     return {
         key: value
         for key, value in tags.items()
-        if not key.lower().startswith(RESERVED_TAG_PREFIX)
-        and key not in LINEAGE_TAGS
-        and not key.startswith(TAG_PREFIX)
+        if not key.lower().startswith(RESERVED_TAG_PREFIX) and key not in GOVERNANCE_MARKS
     }
 
 
