@@ -165,13 +165,16 @@ TAG_REASON: Final = "smgov:resume-reason"
 # budget the lineage has spent on faults that recurred on the same host position (domain/resume.py).
 TAG_FAILURE: Final = "smgov:failure"
 TAG_STRIKES: Final = "smgov:repeat-faults"
+# Set on a clone when SageMaker retried earlier generations inside themselves (``RetryStrategy``): how many
+# times in all, so each generation's retries keep spending the lineage's budget (domain/resume.py).
+TAG_RETRIES: Final = "smgov:sagemaker-retries"
 # Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
 # it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
 # Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone
 # planner does not import the policy; a test keeps the two equal). A clone is a new job, evaluated afresh.
 TAG_COMPLIANCE_EVALUATED: Final = "smgov:compliance-evaluated"
-LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
+LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES, TAG_RETRIES)
 # Every tag governance writes on a training job: none is inherited by a clone (the lineage tags are written
 # anew). Any other ``smgov:`` tag is the owner's (a declaration such as ``smgov:idle-minutes``) and is carried;
 # a test finds every ``smgov:`` tag the code names and checks it is listed here or known as the owner's.
