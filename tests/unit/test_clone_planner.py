@@ -228,6 +228,53 @@ def test_the_tag_limit_counts_the_carried_declarations() -> None:
         plan_clone(failed_description(), {**fits, "one-more": "v"}, SHAPE, reason=ResumeReason.FAILED)
 
 
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def keyed_spot_job(instance_type: str = "ml.p2.16xlarge", key: str | None = KEY) -> dict[str, Any]:
+    description = spot_description("bert-spot-1")
+    description["ResourceConfig"] = {"InstanceType": instance_type, "InstanceCount": 2, "VolumeSizeInGB": 200}
+    if key:
+        description["ResourceConfig"]["VolumeKmsKeyId"] = key
+    return description
+
+
+@pytest.mark.parametrize("target", ["ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.g5.48xlarge", "ml.x9.48xlarge"])
+def test_a_job_with_a_volume_key_never_moves_to_a_type_that_may_have_local_storage(target: str) -> None:
+    # Given a Spot job whose volume is encrypted with the owner's KMS key, moved to a type with local
+    # storage (or one not known to have none), on which SageMaker refuses a VolumeKmsKeyId
+    with pytest.raises(ClonePlanError, match="VolumeKmsKeyId"):
+        plan_clone(keyed_spot_job(), TAGS, SHAPE, reason=ResumeReason.SPOT_ALTERNATIVE, instance_type=target)
+
+
+def test_a_job_with_a_volume_key_moves_to_an_ebs_only_type_keeping_its_key() -> None:
+    plan = plan_clone(
+        keyed_spot_job("ml.c5.18xlarge"),
+        TAGS,
+        SHAPE,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        instance_type="ml.p2.16xlarge",
+    )
+    assert plan.request["ResourceConfig"] == {
+        "InstanceType": "ml.p2.16xlarge",
+        "InstanceCount": 2,
+        "VolumeSizeInGB": 200,
+        "VolumeKmsKeyId": KEY,
+    }
+
+
+def test_a_job_without_a_volume_key_moves_to_a_type_with_local_storage() -> None:
+    plan = plan_clone(
+        keyed_spot_job(key=None),
+        TAGS,
+        SHAPE,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        instance_type="ml.p4d.24xlarge",
+    )
+    assert plan.request["ResourceConfig"]["InstanceType"] == "ml.p4d.24xlarge"
+    assert "VolumeKmsKeyId" not in plan.request["ResourceConfig"]
+
+
 def test_a_63_character_name_gets_a_bounded_valid_clone_name() -> None:
     name = "a" * 30 + "-" + "b" * 32
     assert len(name) == 63

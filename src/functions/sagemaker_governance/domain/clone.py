@@ -16,6 +16,11 @@ The clone carries the source's other tags, the owner's ``smgov:`` declarations i
 ``smgov:idle-minutes`` and ``smgov:progress-minutes`` a job declares: ``domain/tolerance.py``); only the
 marks governance left on the source (``GOVERNANCE_MARKS``) are not inherited.
 
+A move to another instance type keeps the job's ``ResourceConfig.VolumeKmsKeyId``, the owner's key: it is
+never dropped. SageMaker refuses one on an instance type with local storage, so a job with a key moves
+only to a type known to have none (``volume_key_refusal``); otherwise the move is refused (Spot fallback
+then goes On-Demand on the job's own type, which its key already runs on).
+
 Warm pools (``ResourceConfig.KeepAlivePeriodInSeconds``) cannot be used with Managed Spot training. The
 choice made here: a clone never gains a warm pool its source did not have, and a clone that runs on
 Spot never carries one. A Spot source had none, so its On-Demand clone has none either; an On-Demand
@@ -32,6 +37,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.instances import has_local_storage
 from sagemaker_governance.domain.job import NAME_MAX, UNMODELLED_FIELDS_KEY, is_valid_job_name
 
 # ---- the accepted request shape (read from botocore by an adapter) ------------------------------
@@ -280,6 +286,24 @@ class ClonePlan:
         return self.unexpected_drops + self.unmodelled
 
 
+def volume_key_refusal(instance_type: str) -> str | None:
+    """Why a job with a ``VolumeKmsKeyId`` may not move to ``instance_type`` (None: it may). "You can't
+    request a VolumeKmsKeyId when using an instance type with local storage" (botocore's SageMaker model,
+    ResourceConfig.VolumeKmsKeyId); the key is the owner's choice, so the clone never drops it to move."""
+    local = has_local_storage(instance_type)
+    if local is False:
+        return None
+    if local:
+        return (
+            f"{instance_type} has local instance storage, on which SageMaker refuses the job's VolumeKmsKeyId "
+            "(the owner's key is never dropped to move)"
+        )
+    return (
+        f"{instance_type} is not known to be without local instance storage, on which SageMaker refuses the "
+        "job's VolumeKmsKeyId"
+    )
+
+
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
     """The source's tags a clone may carry: not ``aws:`` (reserved), not a mark governance left on the source
     (``GOVERNANCE_MARKS``: the old lineage, a deferred resume, compliance's evaluation; a clone is a new job,
@@ -337,6 +361,9 @@ def plan_clone(
         resources = dict(request.get("ResourceConfig") or {})
         if resources.get("InstanceGroups") or not resources.get("InstanceType"):
             raise ClonePlanError("only a single-type cluster moves to another instance type")
+        refusal = volume_key_refusal(instance_type) if resources.get("VolumeKmsKeyId") else None
+        if refusal is not None and instance_type != resources["InstanceType"]:
+            raise ClonePlanError(refusal)
         resources["InstanceType"] = instance_type
         request["ResourceConfig"] = resources
     spot = bool(request.get("EnableManagedSpotTraining"))

@@ -27,7 +27,14 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE, ClonePlan, CreateOutcome, RequestShape
+from sagemaker_governance.domain.clone import (
+    TAG_RESUME_AFTER,
+    TAG_SOURCE,
+    ClonePlan,
+    CreateOutcome,
+    InvalidCloneRequest,
+    RequestShape,
+)
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
@@ -147,30 +154,33 @@ class _CloneReaction:
         effective = policy.for_job(fresh)
         ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
         result = self._decide(fresh, description, tags, effective, ctx)
-        self._execute(result, fresh, policy, effective, trigger)
-        return list(result.decisions)
+        return list(self._execute(result, fresh, policy, effective, trigger))
 
     # ---- acting ------------------------------------------------------------------------------
 
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
-    ) -> None:
+    ) -> tuple[Decision, ...]:
+        """Act on the decisions and record them; what was decided in the end (the decisions, or the
+        not-clonable one when SageMaker refused the clone's request)."""
         if result.resume_after is not None:
             self._defer(result, job, policy, trigger)
-            return
+            return result.decisions
         clone, stop, plan = result.clone, result.stop, result.plan
         if clone is None or plan is None:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
-            return
+            return result.decisions
         if not clone.acts:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
             if effective.notify_in_audit_mode:
                 self._notify(job, effective, result, plan, NotificationOutcome.WOULD_RESUME)
-            return
+            return result.decisions
         try:
             created = self._launcher.create_training_job(plan.request)
+        except InvalidCloneRequest as exc:
+            return self._refused(clone, stop, job, policy, trigger, exc)
         except AdapterError as exc:
             self._record(clone, job, policy, trigger, Outcome.FAILED, reason=f"{clone.reason} (failed: {exc})")
             if stop is not None:
@@ -191,7 +201,7 @@ class _CloneReaction:
                         stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped)"
                     )
                 logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
-                return
+                return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
@@ -202,6 +212,34 @@ class _CloneReaction:
         if clone_outcome is Outcome.DONE:
             self._count(plan)
             self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
+        return result.decisions
+
+    def _refused(
+        self,
+        clone: Decision,
+        stop: Decision | None,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        exc: InvalidCloneRequest,
+    ) -> tuple[Decision, ...]:
+        """SageMaker (or botocore) refused the clone's request as invalid: a retry would meet the same refusal,
+        so it is recorded as not clonable (the source is left as it is) and not raised for a redelivery."""
+        refused = Decision(
+            rule=self.rule,
+            code=self.codes.NOT_CLONABLE,
+            action=Action.NONE,
+            mode=clone.mode,
+            reason=f"not resumed: the clone's request was refused ({exc}); a retry would be refused the same way",
+            evidence={**clone.evidence, "refused": str(exc)},
+        )
+        self._record(refused, job, policy, trigger, Outcome.NO_ACTION)
+        if stop is not None:
+            self._record(
+                stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped: no clone)"
+            )
+        logger.error("clone request refused", job=job.name, clone=clone.evidence.get("clone_name"), error=str(exc))
+        return (refused,)
 
     def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
         """Remember a resume that waits for its backoff on the job itself (``AddTags``), where the reconciler
