@@ -25,12 +25,20 @@ from sagemaker_governance.domain.clone import (
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.tolerance import read_declarations
+from sagemaker_governance.service.idempotency import (
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    deliver,
+    job_delivery_key,
+)
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import AutoResumeReaction
 from tests.resume_builders import T0, TAGS, failed_description, shape, transitions
-from tests.service.conftest import Calls, FakeNotifier, FixedPolicies
+from tests.service.conftest import Calls, FakeNotifier, FixedPolicies, MemoryLedger
 
 NOW = T0 + timedelta(days=3)
 ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1"
@@ -146,22 +154,26 @@ class World:
         evidence: FailureEvidence | None = None,
         progress: CheckpointProgress | None = None,
         policy: dict[str, Any] | None = None,
+        once_per_delivery: bool = False,
+        notifier: type[FakeNotifier] = FakeNotifier,
     ) -> None:
         self.calls = Calls()
         self.sagemaker = FakeSageMaker(self.calls)
-        self.notifier = FakeNotifier(self.calls)
+        self.notifier = notifier(self.calls)
         self.audit = MemoryAuditSink()
+        self.ledger = MemoryLedger(self.calls)
         self.metrics = MemoryBusinessMetrics()
         self.logs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
         written = CheckpointProgress(checked=True, written=3, total=5)
         self.checkpoints = FakeCheckpoints(self.calls, progress or written)
         self.marks = FakeMarks(self.calls, self.sagemaker)
+        # once_per_delivery: wired as the composition root wires them (each record and notification once)
         self.reaction = AutoResumeReaction(
             self.sagemaker,
             self.sagemaker,
-            self.notifier,
+            OnceNotifier(self.notifier) if once_per_delivery else self.notifier,
             FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
-            self.audit,
+            OnceAuditSink(self.audit) if once_per_delivery else self.audit,
             clock=lambda: NOW,
             shape=shape(),
             role_patterns=("*SageMaker*",),
@@ -177,6 +189,17 @@ class World:
 
     def codes(self) -> list[tuple[str, str]]:
         return [(r.code or "", r.outcome.value) for r in self.audit.records]
+
+    def deliver(self, job: TrainingJob, owner: str = "sqs-message-1") -> Any:
+        """React as the job-events handler does: under the delivery ledger's claim of the state change."""
+        return deliver(
+            self.ledger,
+            job_delivery_key(job),
+            lambda: self.reaction.react(job, EVENT),
+            owner=owner,
+            now=NOW,
+            hold_seconds=0,
+        )
 
 
 def clone_of(source: str, attempt: int, *, failure: str | None = None, strikes: int = 0) -> dict[str, str]:
@@ -258,6 +281,41 @@ def test_a_duplicate_event_finds_its_own_clone_and_does_nothing_twice() -> None:
     assert world.codes() == [("resume.clone.transient", "done"), ("resume.clone.transient", "already-done")]
     assert len(world.sagemaker.created) == 1
     assert len(world.notifier.sent) == 1 and len(world.metrics.emitted) == 1
+
+
+class ThrottledOnce(FakeNotifier):
+    """SNS refuses the first Publish (throttled after botocore's retries), then delivers."""
+
+    def __init__(self, calls: Calls) -> None:
+        super().__init__(calls)
+        self.refused = 0
+
+    def publish(self, message: Notification) -> str | None:
+        if not self.refused:
+            self.refused += 1
+            raise AdapterError("SNS Publish failed: ThrottlingException")
+        return super().publish(message)
+
+
+def test_a_retry_after_the_notification_failed_tells_the_owner_once_and_counts_the_clone_once() -> None:
+    # Given a delivery whose attempt created the clone, counted it and then failed to tell the owner
+    world = World(once_per_delivery=True, notifier=ThrottledOnce)
+    job = world.failed()
+    with pytest.raises(AdapterError):
+        world.deliver(job)  # the claim is released with what that attempt completed
+    assert world.notifier.sent == [] and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    # When the delivery is retried (its create meets "already exists", the clone is this job's)
+    (decision,) = world.deliver(job)
+    # Then the owner is told now, once; the clone is counted once in all and recorded once
+    assert decision.code == "resume.clone.transient"
+    (message,) = world.notifier.sent
+    assert message.related_job == "llm-sft-1-r1" and message.items[0].code == "resume.clone.transient"
+    assert len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    assert len(world.sagemaker.created) == 1
+    assert world.codes() == [("resume.clone.transient", "done")]
+    # and a duplicate of the completed delivery is refused at its claim: nothing is told or counted again
+    assert isinstance(world.deliver(job, owner="sqs-message-2"), Duplicate)
+    assert len(world.notifier.sent) == 1 and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
 
 
 def test_a_clone_name_held_by_another_job_is_a_failure_not_a_resume() -> None:

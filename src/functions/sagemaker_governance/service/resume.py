@@ -18,6 +18,13 @@ clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exi
 done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
 job is stopped only while it is still ``InProgress``.
+
+The owner is told of a clone, and it is counted, even when the attempt that created it failed before
+doing so (the notification throttled): within a delivery (the ledger's claim, ``service/idempotency.py``),
+"already exists" is an earlier attempt of the same delivery, since a duplicate never gets that far, so the
+retry tells and counts, each once per delivery (the notifier's and the metric's once-guards skip what the
+failed attempt completed). Outside a delivery (no ledger) "already exists" may be anyone's duplicate: it
+tells and counts nothing more.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, signals_of, spot_type
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import current_delivery, once
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
@@ -209,8 +217,8 @@ class _CloneReaction:
             if job.status == "InProgress" and self._jobs.stop(job.name) is StopOutcome.STOPPED:
                 stopped = Outcome.DONE
             self._record(stop, job, policy, trigger, stopped)
-        if clone_outcome is Outcome.DONE:
-            self._count(plan)
+        if clone_outcome is Outcome.DONE or current_delivery() is not None:
+            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(plan))
             self._notify(job, effective, result, plan, NotificationOutcome.RESUMED)
         return result.decisions
 
