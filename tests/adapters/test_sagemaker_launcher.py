@@ -44,6 +44,25 @@ def test_a_validation_already_exists_message_is_recognised() -> None:
         )
 
 
+def test_a_request_sagemaker_refuses_as_invalid_is_an_invalid_clone_request_not_a_retryable_error(
+    fake_sagemaker: FakeSageMaker, sagemaker_client: Any
+) -> None:
+    # Given a request botocore accepts and SageMaker refuses (a VolumeKmsKeyId on a type with local storage)
+    request = create_request(
+        "clone-r1",
+        ResourceConfig={
+            "InstanceType": "ml.p4d.24xlarge",
+            "InstanceCount": 1,
+            "VolumeKmsKeyId": "alias/ml-volume",
+        },
+    )
+    validate_create_request(request)
+    # Then the launcher says the request is invalid: the same request would be refused again
+    with pytest.raises(InvalidCloneRequest, match="ValidationException"):
+        SageMakerLauncher(sagemaker_client).create_training_job(request)
+    assert fake_sagemaker.created == []
+
+
 def test_invalid_requests_are_our_error_before_any_call(
     sagemaker_client: Any, fake_sagemaker: FakeSageMaker
 ) -> None:

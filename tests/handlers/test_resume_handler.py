@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
+from sagemaker_governance.business_metrics import BusinessMetric
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.job_events import handler
@@ -150,6 +152,44 @@ def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_ev
     assert message["items"][0]["code"] == "resume.clone.transient"
     assert "internal-server-error" in message["items"][0]["reason"]  # the signature, named to the owner
     assert message["diagnosis"]["class"] == "sagemaker-internal"
+
+
+LEDGER = "smgov-idempotency"
+
+
+def test_an_owner_whose_notification_failed_is_told_by_the_retry_once(clock: Clock) -> None:
+    # Given the deployed wiring (the delivery ledger), and SNS refusing the first Publish after the clone
+    with local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER}, log_audit=False) as account:
+        account.root.client("dynamodb").create_table(
+            TableName=LEDGER,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        refused: list[str] = []
+
+        def throttle_first_publish(**_: Any) -> None:
+            if not refused:
+                refused.append("Publish")
+                raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "Publish")
+
+        account.root.client("sns").meta.events.register("before-call.sns.Publish", throttle_first_publish)
+        launch(account, "llm-sft-9")
+        queue = account.notification_inbox()
+        event = fail_after(account, clock, "llm-sft-9", hours=26)
+        # When the Failed event's delivery fails at the notification and is retried
+        with pytest.raises(AdapterError, match="SNS Publish failed"):
+            account.invoke(handler, event)
+        account.invoke(handler, event)
+        # Then one clone, one record of it, one notification and one JobsResumed
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["llm-sft-9-r1"]
+        assert [(r.code, r.outcome.value) for r in resume_records(account)] == [("resume.clone.transient", "done")]
+        (message,) = messages(account, queue)
+        assert (message["job_name"], message["related_job"]) == ("llm-sft-9", "llm-sft-9-r1")
+        assert len(account.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+        # and the event delivered once more (a duplicate) changes nothing
+        account.invoke(handler, event)
+        assert messages(account, queue) == [] and len(account.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
 
 
 def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, clock: Clock) -> None:

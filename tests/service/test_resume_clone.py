@@ -25,11 +25,20 @@ from sagemaker_governance.domain.clone import (
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.tolerance import read_declarations
+from sagemaker_governance.service.idempotency import (
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    deliver,
+    job_delivery_key,
+)
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import AutoResumeReaction
 from tests.resume_builders import T0, TAGS, failed_description, shape, transitions
-from tests.service.conftest import Calls, FakeNotifier, FixedPolicies
+from tests.service.conftest import Calls, FakeNotifier, FixedPolicies, MemoryLedger
 
 NOW = T0 + timedelta(days=3)
 ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1"
@@ -145,22 +154,26 @@ class World:
         evidence: FailureEvidence | None = None,
         progress: CheckpointProgress | None = None,
         policy: dict[str, Any] | None = None,
+        once_per_delivery: bool = False,
+        notifier: type[FakeNotifier] = FakeNotifier,
     ) -> None:
         self.calls = Calls()
         self.sagemaker = FakeSageMaker(self.calls)
-        self.notifier = FakeNotifier(self.calls)
+        self.notifier = notifier(self.calls)
         self.audit = MemoryAuditSink()
+        self.ledger = MemoryLedger(self.calls)
         self.metrics = MemoryBusinessMetrics()
         self.logs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
         written = CheckpointProgress(checked=True, written=3, total=5)
         self.checkpoints = FakeCheckpoints(self.calls, progress or written)
         self.marks = FakeMarks(self.calls, self.sagemaker)
+        # once_per_delivery: wired as the composition root wires them (each record and notification once)
         self.reaction = AutoResumeReaction(
             self.sagemaker,
             self.sagemaker,
-            self.notifier,
+            OnceNotifier(self.notifier) if once_per_delivery else self.notifier,
             FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
-            self.audit,
+            OnceAuditSink(self.audit) if once_per_delivery else self.audit,
             clock=lambda: NOW,
             shape=shape(),
             role_patterns=("*SageMaker*",),
@@ -176,6 +189,17 @@ class World:
 
     def codes(self) -> list[tuple[str, str]]:
         return [(r.code or "", r.outcome.value) for r in self.audit.records]
+
+    def deliver(self, job: TrainingJob, owner: str = "sqs-message-1") -> Any:
+        """React as the job-events handler does: under the delivery ledger's claim of the state change."""
+        return deliver(
+            self.ledger,
+            job_delivery_key(job),
+            lambda: self.reaction.react(job, EVENT),
+            owner=owner,
+            now=NOW,
+            hold_seconds=0,
+        )
 
 
 def clone_of(source: str, attempt: int, *, failure: str | None = None, strikes: int = 0) -> dict[str, str]:
@@ -217,6 +241,20 @@ def test_a_hardware_fault_is_re_read_diagnosed_checked_cloned_recorded_and_told_
     assert len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
 
 
+def test_the_clone_keeps_the_quiet_phases_its_owner_declared_on_the_job() -> None:
+    # Given a failed job whose owner declared a 90-minute idle and a 120-minute progress window
+    world = World()
+    job = world.failed(tags={"smgov:idle-minutes": "90", "smgov:progress-minutes": "120"})
+    # When auto-resume clones it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the clone carries both, so its guards apply the owner's windows and not the team's
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    declared = {d.tag: d.minutes for d in read_declarations(tags, 240)}
+    assert declared == {"smgov:idle-minutes": 90, "smgov:progress-minutes": 120}
+
+
 def test_audit_mode_records_what_it_would_do_and_creates_nothing() -> None:
     world = World(policy={"mode": "audit"})
     (decision,) = world.reaction.react(world.failed(), EVENT)
@@ -243,6 +281,41 @@ def test_a_duplicate_event_finds_its_own_clone_and_does_nothing_twice() -> None:
     assert world.codes() == [("resume.clone.transient", "done"), ("resume.clone.transient", "already-done")]
     assert len(world.sagemaker.created) == 1
     assert len(world.notifier.sent) == 1 and len(world.metrics.emitted) == 1
+
+
+class ThrottledOnce(FakeNotifier):
+    """SNS refuses the first Publish (throttled after botocore's retries), then delivers."""
+
+    def __init__(self, calls: Calls) -> None:
+        super().__init__(calls)
+        self.refused = 0
+
+    def publish(self, message: Notification) -> str | None:
+        if not self.refused:
+            self.refused += 1
+            raise AdapterError("SNS Publish failed: ThrottlingException")
+        return super().publish(message)
+
+
+def test_a_retry_after_the_notification_failed_tells_the_owner_once_and_counts_the_clone_once() -> None:
+    # Given a delivery whose attempt created the clone, counted it and then failed to tell the owner
+    world = World(once_per_delivery=True, notifier=ThrottledOnce)
+    job = world.failed()
+    with pytest.raises(AdapterError):
+        world.deliver(job)  # the claim is released with what that attempt completed
+    assert world.notifier.sent == [] and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    # When the delivery is retried (its create meets "already exists", the clone is this job's)
+    (decision,) = world.deliver(job)
+    # Then the owner is told now, once; the clone is counted once in all and recorded once
+    assert decision.code == "resume.clone.transient"
+    (message,) = world.notifier.sent
+    assert message.related_job == "llm-sft-1-r1" and message.items[0].code == "resume.clone.transient"
+    assert len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    assert len(world.sagemaker.created) == 1
+    assert world.codes() == [("resume.clone.transient", "done")]
+    # and a duplicate of the completed delivery is refused at its claim: nothing is told or counted again
+    assert isinstance(world.deliver(job, owner="sqs-message-2"), Duplicate)
+    assert len(world.notifier.sent) == 1 and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
 
 
 def test_a_clone_name_held_by_another_job_is_a_failure_not_a_resume() -> None:
@@ -318,6 +391,38 @@ def test_a_code_bug_reads_the_logs_but_not_the_checkpoint_decision() -> None:
     (decision,) = world.reaction.react(world.failed(), EVENT)
     assert decision.code == "resume.skip.user-code"
     assert not any(c.startswith("create") for c in world.calls.log)
+
+
+def test_a_code_bug_on_one_host_is_not_cloned_for_the_ncclremoteerror_of_its_peers() -> None:
+    # Given algo-1's code raised a KeyError and algo-2 then reported ncclRemoteError (its peer exited)
+    at = NOW - timedelta(hours=1)
+    peer_crash = FailureEvidence(
+        hosts=(
+            HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("step 900", at), LogLine("KeyError: 'label'", at))),
+            HostLog(
+                "algo-2",
+                "llm-sft-1/algo-2-1",
+                (
+                    LogLine("step 900", at),
+                    LogLine(
+                        "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                        "exiting prematurely.",
+                        at + timedelta(seconds=2),
+                    ),
+                ),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+    world = World(evidence=peer_crash)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    # Then it is the user's code on algo-1: nothing created, nobody told it was resumed
+    assert decision.code == "resume.skip.user-code"
+    assert decision.evidence["diagnosis"]["host"] == "algo-1"
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+    assert world.codes() == [("resume.skip.user-code", "no-action")]
 
 
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------

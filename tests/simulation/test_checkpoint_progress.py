@@ -93,7 +93,8 @@ def test_without_a_checkpoint_bucket_pattern_nothing_is_listed() -> None:
 EXPECTED = {  # job -> (class, resumed)
     "gpu-ecc-fault": ("hardware", True),
     "gpu-fell-off-the-bus": ("hardware", True),
-    "nccl-remote-error": ("interconnect", True),
+    "efa-transport-error": ("interconnect", True),
+    "code-bug-peer-exit": ("user-code", False),
     "cuda-out-of-memory": ("user-code", False),
     "shape-mismatch": ("user-code", False),
     "nccl-misuse": ("user-code", False),

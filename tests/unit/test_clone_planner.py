@@ -15,6 +15,7 @@ from sagemaker_governance.adapters.sagemaker_model import (
     validate_create_request,
 )
 from sagemaker_governance.domain.clone import (
+    GOVERNANCE_MARKS,
     MAX_TAGS,
     TAG_ATTEMPT,
     TAG_REASON,
@@ -190,6 +191,88 @@ def test_too_many_tags_for_the_lineage_is_refused_not_truncated() -> None:
     )
     assert len(plan.request["Tags"]) == MAX_TAGS
     validate_create_request(plan.request)
+
+
+DECLARED = {"smgov:idle-minutes": "90", "smgov:progress-minutes": "120"}
+
+
+def test_the_owner_s_quiet_phase_declarations_are_carried_and_governance_s_marks_are_not() -> None:
+    # Given a failed clone that carries its owner's declarations and every mark governance writes on a job
+    marks = dict.fromkeys(GOVERNANCE_MARKS, "x") | {
+        TAG_ROOT: "llm-sft-1",
+        TAG_SOURCE: "llm-sft-1",
+        TAG_ATTEMPT: "1",
+    }
+    source = {**TAGS, **DECLARED, **marks}
+    # When the next clone is planned
+    plan = plan_clone(failed_description("llm-sft-1-r1"), source, SHAPE, reason=ResumeReason.FAILED)
+    # Then the declarations come along (the clone's guards keep the owner's windows), none of the old marks
+    # does, and the lineage tags are the new generation's
+    assert tags_of(plan.request) == {
+        **TAGS,
+        **DECLARED,
+        TAG_ROOT: "llm-sft-1",
+        TAG_SOURCE: "llm-sft-1-r1",
+        TAG_ATTEMPT: "2",
+        TAG_REASON: "failed-transient",
+    }
+
+
+def test_the_tag_limit_counts_the_carried_declarations() -> None:
+    # Given 44 tags of the owner's, 2 of them declarations: with the 4 lineage tags, exactly 50
+    fits = {f"k{i}": "v" for i in range(MAX_TAGS - 4 - len(DECLARED))} | DECLARED
+    plan = plan_clone(failed_description(), fits, SHAPE, reason=ResumeReason.FAILED)
+    assert len(plan.request["Tags"]) == MAX_TAGS
+    # and one more is refused, not truncated (a declaration is never the tag silently lost)
+    with pytest.raises(ClonePlanError, match="limit of 50"):
+        plan_clone(failed_description(), {**fits, "one-more": "v"}, SHAPE, reason=ResumeReason.FAILED)
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def keyed_spot_job(instance_type: str = "ml.p2.16xlarge", key: str | None = KEY) -> dict[str, Any]:
+    description = spot_description("bert-spot-1")
+    description["ResourceConfig"] = {"InstanceType": instance_type, "InstanceCount": 2, "VolumeSizeInGB": 200}
+    if key:
+        description["ResourceConfig"]["VolumeKmsKeyId"] = key
+    return description
+
+
+@pytest.mark.parametrize("target", ["ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.g5.48xlarge", "ml.x9.48xlarge"])
+def test_a_job_with_a_volume_key_never_moves_to_a_type_that_may_have_local_storage(target: str) -> None:
+    # Given a Spot job whose volume is encrypted with the owner's KMS key, moved to a type with local
+    # storage (or one not known to have none), on which SageMaker refuses a VolumeKmsKeyId
+    with pytest.raises(ClonePlanError, match="VolumeKmsKeyId"):
+        plan_clone(keyed_spot_job(), TAGS, SHAPE, reason=ResumeReason.SPOT_ALTERNATIVE, instance_type=target)
+
+
+def test_a_job_with_a_volume_key_moves_to_an_ebs_only_type_keeping_its_key() -> None:
+    plan = plan_clone(
+        keyed_spot_job("ml.c5.18xlarge"),
+        TAGS,
+        SHAPE,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        instance_type="ml.p2.16xlarge",
+    )
+    assert plan.request["ResourceConfig"] == {
+        "InstanceType": "ml.p2.16xlarge",
+        "InstanceCount": 2,
+        "VolumeSizeInGB": 200,
+        "VolumeKmsKeyId": KEY,
+    }
+
+
+def test_a_job_without_a_volume_key_moves_to_a_type_with_local_storage() -> None:
+    plan = plan_clone(
+        keyed_spot_job(key=None),
+        TAGS,
+        SHAPE,
+        reason=ResumeReason.SPOT_ALTERNATIVE,
+        instance_type="ml.p4d.24xlarge",
+    )
+    assert plan.request["ResourceConfig"]["InstanceType"] == "ml.p4d.24xlarge"
+    assert "VolumeKmsKeyId" not in plan.request["ResourceConfig"]
 
 
 def test_a_63_character_name_gets_a_bounded_valid_clone_name() -> None:

@@ -14,7 +14,7 @@ from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, Efficienc
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
-from sagemaker_governance.service.idempotency import audit_effect, job_delivery_key
+from sagemaker_governance.service.idempotency import audit_effect, job_delivery_key, once
 from sagemaker_governance.service.recording import Trigger
 from smgov.cfn_template import load_template
 from tests.builders import job as build_job
@@ -293,6 +293,26 @@ def test_what_the_end_event_would_also_have_done_is_released_done_with_the_recor
         audit_effect(job.name, "auto-resume", "clone"),
         audit_effect(job.name, "efficiency-record", "none"),
     } <= set(claim.done)
+
+
+def test_the_owner_told_by_the_reconciler_s_auto_resume_is_not_told_again_by_a_late_end_event() -> None:
+    # Given the reconciler's auto-resume of a failed job whose end event was lost clones it and tells the
+    # owner (through the notifier's once-guard, as deployed)
+    ledger = MemoryLedger(Calls())
+    reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), MemoryAuditSink(), lambda: START, ledger)  # type: ignore[arg-type]
+    job = ended(1, instance_type="ml.m5.xlarge")
+    told: list[str] = []
+    notify = f"notify|resume|{job.name}"
+
+    def resume() -> list[Decision]:
+        once(notify, lambda: told.append(job.name))
+        return []
+
+    reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), resume)
+    # Then the notification is among the delivery's done effects: the late end event, which now tells the
+    # owner of a clone that already exists, finds it done and does not tell them twice
+    claim = ledger.claim(job_delivery_key(job), "late-event", START, 0)
+    assert told == [job.name] and notify in claim.done
 
 
 def test_the_reconcilers_claim_is_held_for_its_functions_timeout() -> None:

@@ -84,9 +84,9 @@ def test_a_taxonomy_without_a_required_class_or_with_a_dangling_signature_is_ref
             "efa-transport-error",
         ),
         (
-            "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5 ncclRemoteError",
+            "NET/IB : Got completion from peer 10.0.1.2<41234> with error 12, opcode 0, len 0, vendor err 129",
             "interconnect",
-            "nccl-remote-error",
+            "ib-completion-error",
         ),
         (
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
@@ -198,6 +198,129 @@ def test_a_watchdog_timeout_with_no_peer_failure_is_unknown() -> None:
         ),
     )
     assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
+NCCL_REMOTE = (
+    "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely."
+)
+GLOO_RESET = (
+    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error [10.0.1.2]:41234: "
+    "Connection reset by peer"
+)
+KEY_ERROR = "KeyError: 'label'"
+
+
+@pytest.mark.parametrize(
+    ("peer_line", "signature"), [(NCCL_REMOTE, "nccl-remote-error"), (GLOO_RESET, "peer-connection-lost")]
+)
+def test_a_code_bug_on_one_host_is_not_the_interconnect_fault_its_peers_report(
+    peer_line: str, signature: str
+) -> None:
+    # Given algo-1's code raised a KeyError and algo-2, seconds later, reports that its peer went away
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            ("Traceback (most recent call last):", AT + timedelta(seconds=1)),
+            (KEY_ERROR, AT + timedelta(seconds=1)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT), (peer_line, AT + timedelta(seconds=3))),
+    )
+    # Then the exception explains the peer's message: user code on algo-1, never resumed
+    assert (diagnosis.failure_class, diagnosis.signature, diagnosis.host) == (
+        "user-code",
+        "python-exception",
+        "algo-1",
+    )
+    assert diagnosis.verdict is Verdict.SKIP
+    assert any(signature in note and "follows a user-code exception" in note for note in diagnosis.notes)
+
+
+@pytest.mark.parametrize("peer_line", [NCCL_REMOTE, GLOO_RESET])
+def test_a_peer_that_went_away_with_no_peer_failure_to_explain_it_is_unknown(peer_line: str) -> None:
+    # Given algo-2 reports its peer gone while algo-1 wrote until the end (a process that exited: whose fault?)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (peer_line, AT + timedelta(minutes=1))),
+    )
+    assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
+@pytest.mark.parametrize(
+    "peer_line", [NCCL_REMOTE, "NET/Socket : Connection closed by remote peer 10.0.1.3<51234>"]
+)
+def test_a_peer_that_went_away_after_the_peer_fell_silent_is_interconnect(peer_line: str) -> None:
+    # Given algo-2 fell silent 10 minutes before algo-1 reported its peer gone
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), (peer_line, AT + timedelta(minutes=10))),
+        host("algo-2", ("step 900 loss 1.9", AT)),
+    )
+    # Then it is interconnect, keyed on the silent peer
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.host == "algo-2" and diagnosis.lemon_key == "interconnect@algo-2"
+
+
+def test_a_user_exception_before_a_watchdog_timeout_explains_it_even_after_a_silence() -> None:
+    # Given algo-1 raised a KeyError and fell silent, and algo-2's watchdog fired 20 minutes later
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), (KEY_ERROR, AT + timedelta(seconds=1))),
+        host(
+            "algo-2",
+            ("step 900 loss 1.9", AT),
+            (
+                "[Rank 8] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9) ran for 1200000 milliseconds",
+                AT + timedelta(minutes=20),
+            ),
+        ),
+    )
+    # Then algo-1 fell silent after its own exception, not without a word: user code, not interconnect
+    assert diagnosis.failure_class == "user-code" and diagnosis.host == "algo-1"
+
+
+def test_an_exception_written_after_the_peer_went_away_does_not_explain_it() -> None:
+    # Given algo-2 fell silent, then algo-1 reported its peer gone and only then raised (the consequence's
+    # own aftermath)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            (NCCL_REMOTE, AT + timedelta(minutes=10)),
+            ("RuntimeError: the training step did not complete", AT + timedelta(minutes=10, seconds=1)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT)),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.host == "algo-2"
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "torch.distributed.DistBackendError: '
+            "NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL "
+            "version 2.21.5\n" + NCCL_REMOTE + '"',
+            ResumeCode.UNKNOWN,
+        ),
+        (
+            "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'label'\"\n"
+            + NCCL_REMOTE,
+            ResumeCode.USER_CODE,
+        ),
+    ],
+)
+def test_a_peer_gone_in_the_failure_reason_alone_is_never_resumed(reason: str, code: ResumeCode) -> None:
+    # Given the logs could not be read and SageMaker's FailureReason quotes a rank's ncclRemoteError
+    (decision,) = decide(
+        failed_description(reason=reason), FailureEvidence.unread("GetLogEvents failed (ThrottlingException)")
+    ).decisions
+    # Then nothing corroborates it (no time, no peer), and a quoted exception explains it: not resumed
+    assert decision.action is Action.NONE and decision.code == code
+    assert decision.evidence["diagnosis"]["basis"] == "failure-reason"
 
 
 def test_the_earliest_cause_wins_when_lines_are_timed() -> None:

@@ -4,7 +4,13 @@ from typing import Any
 
 import pytest
 
-from sagemaker_governance.domain.instances import Accelerator, ec2_instance_type, facts_from_ec2, instance_facts
+from sagemaker_governance.domain.instances import (
+    Accelerator,
+    ec2_instance_type,
+    facts_from_ec2,
+    has_local_storage,
+    instance_facts,
+)
 
 
 @pytest.mark.parametrize(
@@ -174,3 +180,34 @@ def test_the_table_agrees_with_ec2_for_every_training_type_ec2_describes() -> No
             ec2.gpus,
         ), instance_type
     assert compared > 150
+
+
+def test_local_storage_agrees_with_ec2_for_every_training_type_ec2_describes() -> None:
+    # Given EC2's own description of each training type (InstanceStorageSupported, recorded by moto), then
+    # our table knows every one of them and agrees (a VolumeKmsKeyId is refused on the types that have it)
+    recorded = recorded_ec2_instance_types()
+    compared = 0
+    for instance_type in training_instance_types():
+        info = recorded.get(instance_type.removeprefix("ml."))
+        if info is None:
+            continue
+        compared += 1
+        assert has_local_storage(instance_type) is bool(info.get("InstanceStorageSupported")), instance_type
+    assert compared > 150
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "local"),
+    [
+        ("ml.p4d.24xlarge", True),
+        ("ml.p3dn.24xlarge", True),
+        ("ml.g5.12xlarge", True),
+        ("ml.p2.xlarge", False),  # EBS-only: botocore's ResourceConfig.VolumeSizeInGB names ml.p2
+        ("ml.c5.2xlarge", False),
+        ("ml.p3.16xlarge", None),  # not in EC2's recorded answers: not known
+        ("ml.x9.2xlarge", None),
+        ("garbage", None),
+    ],
+)
+def test_local_storage_of_a_type(instance_type: str, local: bool | None) -> None:
+    assert has_local_storage(instance_type) is local

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RETRIES, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
@@ -21,7 +21,7 @@ from sagemaker_governance.domain.resume import (
     next_clone_name,
 )
 from sagemaker_governance.settings import Settings
-from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description
+from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
 NOW = T0 + timedelta(days=3)
 
@@ -220,6 +220,61 @@ def test_the_retry_budget_stops_the_lineage() -> None:
     # Then it is not resumed again
     assert decision.action is Action.NONE and decision.code == ResumeCode.BUDGET_SPENT
     assert decision.evidence["attempt"] == 3 and decision.evidence["max_attempts"] == 2
+
+
+ISE = "InternalServerError: We encountered an internal error. Please try again."
+RETRIED_ONCE = transitions(
+    ("Starting", timedelta(minutes=3)),
+    ("Training", timedelta(hours=5)),
+    ("Starting", timedelta(minutes=3)),
+    ("Training", timedelta(hours=5)),
+    ("Failed", timedelta(0)),
+)
+
+
+def clone_tags(decision: Any) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in decision.request["Tags"]}
+
+
+def test_sagemaker_s_retries_in_an_earlier_generation_keep_spending_the_lineage_s_budget() -> None:
+    # Given a job SageMaker retried once inside itself (RetryStrategy) and a budget of 2
+    policy = ResumePolicy(max_attempts=2, backoff_minutes=(0,))
+    source = failed_description(
+        "llm-sft-1", reason=ISE, SecondaryStatusTransitions=RETRIED_ONCE, RetryStrategy={"MaximumRetryAttempts": 1}
+    )
+    (first,) = resume(source, policy=policy).decisions
+    # Then its clone (attempt 1 + 1 retry: within the budget) carries the retry down the lineage
+    assert first.code == ResumeCode.CLONE and first.evidence["sagemaker_retries"] == 1
+    tags = clone_tags(first)
+    assert tags[TAG_RETRIES] == "1"
+    # When the clone fails in turn, with no retry of its own
+    clone = failed_description("llm-sft-1-r1", reason=ISE, RetryStrategy={"MaximumRetryAttempts": 1})
+    (second,) = resume(clone, tags, policy).decisions
+    # Then attempt 2 + the earlier retry exceed the budget: not resumed, and the record says why
+    assert second.action is Action.NONE and second.code == ResumeCode.BUDGET_SPENT
+    assert second.evidence["sagemaker_retries"] == 0 and second.evidence["sagemaker_retries_earlier"] == 1
+
+
+def test_the_retries_of_every_generation_add_up_down_the_lineage() -> None:
+    # Given the first clone, whose source SageMaker retried once, was itself retried once
+    policy = ResumePolicy(max_attempts=4, backoff_minutes=(0,))
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "1", TAG_RETRIES: "1"}
+    clone = failed_description(
+        "llm-sft-1-r1",
+        reason=ISE,
+        SecondaryStatusTransitions=RETRIED_ONCE,
+        RetryStrategy={"MaximumRetryAttempts": 1},
+    )
+    (decision,) = resume(clone, tags, policy).decisions
+    # Then the next clone (attempt 2 + 2 retries = 4: within the budget) carries both
+    assert decision.code == ResumeCode.CLONE and clone_tags(decision)[TAG_RETRIES] == "2"
+
+
+def test_a_job_governance_did_not_create_ignores_a_stray_retries_tag() -> None:
+    # A job relaunched by hand with a copy of a clone's tags, but no lineage: a new lineage, nothing spent
+    tags = {**TAGS, TAG_RETRIES: "5"}
+    (decision,) = resume(failed_description(reason=ISE), tags, ResumePolicy(backoff_minutes=(0,))).decisions
+    assert decision.code == ResumeCode.CLONE and TAG_RETRIES not in clone_tags(decision)
 
 
 def test_a_clone_inherits_its_lineages_qualification() -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.domain.clone import CreateOutcome, InvalidCloneRequest
+from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
@@ -63,10 +65,11 @@ class World:
         logs: FakeLogs | None = None,
         checkpoints: FakeCheckpoints | None = None,
         policy: Policy | None = None,
+        launcher: RecordingLauncher | None = None,
     ) -> None:
         self.job = as_job(description)
         self.jobs = OfflineJobs(self.job, description)
-        self.launcher = RecordingLauncher()
+        self.launcher = launcher or RecordingLauncher()
         self.notifier = RecordingNotifier()
         self.audit = MemoryAuditSink()
         parts = (self.jobs, self.launcher, self.notifier, FixedPolicy(policy or Policy()), self.audit)
@@ -160,3 +163,43 @@ def test_without_readers_the_deployment_decides_on_the_failure_reason_and_checkp
     assert decision.code == "resume.clone.transient"
     assert decision.evidence["checkpoint_progress"] == "not checked"
     assert decision.evidence["diagnosis"]["notes"][0] == "this deployment does not read training logs"
+
+
+class RefusingLauncher(RecordingLauncher):
+    """SageMaker refuses the request as invalid (a ValidationException: the same request fails again)."""
+
+    def create_training_job(self, request: dict[str, Any]) -> CreateOutcome:
+        self.requests.append(request)
+        raise InvalidCloneRequest(
+            f"CreateTrainingJob {request['TrainingJobName']} refused by SageMaker: ValidationException"
+        )
+
+
+def test_a_clone_request_sagemaker_refuses_is_recorded_not_clonable_and_not_raised_for_a_retry() -> None:
+    # Given a resumable failure whose clone request SageMaker refuses as invalid
+    world = World(
+        failed_description(reason=ALGORITHM_ERROR),
+        FakeLogs(gpu_fault()),
+        policy=enforce(),
+        launcher=RefusingLauncher(),
+    )
+    # When auto-resume reacts: no exception (a redelivery would be refused the same way, until the DLQ)
+    (decision,) = world.resume.react(world.job, TRIGGER)
+    # Then the decision is not-clonable, recorded once, and nobody is told of a resume
+    assert decision.code == "resume.skip.not-clonable" and decision.action is Action.NONE
+    assert [(r.code, r.outcome.value) for r in world.audit.records] == [("resume.skip.not-clonable", "no-action")]
+    assert "ValidationException" in decision.evidence["refused"]
+    assert world.notifier.messages == []
+
+
+def test_a_spot_clone_sagemaker_refuses_leaves_the_spot_job_running() -> None:
+    # Given a Spot job the count rule moves On-Demand, whose clone request SageMaker refuses
+    world = World(spot_description(), policy=enforce(), launcher=RefusingLauncher())
+    (decision,) = world.spot.react(TrainingJob.model_validate({**spot_description(), "Tags": TAGS}), TRIGGER)
+    # Then it is not clonable, the stop is skipped (no clone takes over) and the job is not stopped
+    assert decision.code == "spot.skip.not-clonable"
+    assert [(r.code, r.outcome.value) for r in world.audit.records] == [
+        ("spot.skip.not-clonable", "no-action"),
+        ("spot.stop.count-rule", "skipped"),
+    ]
+    assert world.jobs.stopped == []

@@ -158,3 +158,51 @@ def test_the_policy_bounds_the_list_and_names_real_types() -> None:
         SpotPolicy.model_validate({"fallbacks": [{"instance_type": "g5.2xlarge"}]})
     with pytest.raises(ValidationError):
         SpotPolicy.model_validate({"fallbacks": [{"instance_type": CALM, "relative_speed": 0}]})
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+EBS_OWN, EBS_ALTERNATIVE = "ml.p2.16xlarge", "ml.p2.8xlarge"  # EBS-only: a VolumeKmsKeyId is accepted
+
+
+def keyed(alternatives: list[str]) -> CloneDecision:
+    """A job on an EBS-only type whose volume is encrypted with the owner's key, leaving Spot."""
+    source, writes, now = lived(
+        [58, 58], every=30, download=10, max_runtime_hours=12, max_wait_hours=400, instance_type=EBS_OWN
+    )
+    source["ResourceConfig"]["VolumeKmsKeyId"] = KEY
+    return decide_spot(
+        as_job(source),
+        source,
+        OPTED,
+        spot=SpotPolicy.model_validate(
+            {"price_factor": 0.6, "fallbacks": [{"instance_type": t} for t in alternatives]}
+        ),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+        checkpoint=listed(writes),
+        prices={EBS_OWN: 14.4, EBS_ALTERNATIVE: 7.2, CALM: 5.752},
+        fleet=health(EBS_OWN),
+        alternatives_health={t: health(t) for t in alternatives},
+    )
+
+
+def test_a_job_with_a_volume_key_skips_an_alternative_with_local_storage() -> None:
+    # Given a calm, cheaper alternative with local storage (SageMaker refuses the key there), then an
+    # EBS-only one
+    result = keyed([CALM, EBS_ALTERNATIVE])
+    # Then the first is refused for the key, and the job moves to the second with its key
+    clone, stop = result.decisions
+    assert (clone.code, stop.code) == (SpotCode.CLONE_ALTERNATIVE, SpotCode.STOP_ALTERNATIVE)
+    verdicts = [(c["instance_type"], c["verdict"]) for c in clone.evidence["alternatives"]]
+    assert verdicts == [(CALM, "local-storage"), (EBS_ALTERNATIVE, "chosen")]
+    resources = (clone.request or {})["ResourceConfig"]
+    assert (resources["InstanceType"], resources["VolumeKmsKeyId"]) == (EBS_ALTERNATIVE, KEY)
+
+
+def test_a_job_with_a_volume_key_and_only_local_storage_alternatives_goes_on_demand_on_its_own_type() -> None:
+    result = keyed([CALM])
+    clone, stop = result.decisions
+    assert (clone.code, stop.code) == (SpotCode.CLONE_ON_DEMAND_CHEAPER, SpotCode.STOP_ON_DEMAND_CHEAPER)
+    assert clone.evidence["alternatives"][0]["verdict"] == "local-storage"
+    resources = (clone.request or {})["ResourceConfig"]
+    assert (resources["InstanceType"], resources["VolumeKmsKeyId"]) == (EBS_OWN, KEY)

@@ -25,7 +25,9 @@ class SageMakerLauncher:
 
     def create_training_job(self, request: dict[str, Any]) -> CreateOutcome:
         """Create the job; a job of that name that already exists is ``ALREADY_EXISTS`` (the caller
-        checks it is the same clone, e.g. by its lineage tags)."""
+        checks it is the same clone, e.g. by its lineage tags). A request refused as invalid, by botocore or
+        by SageMaker (``ValidationException``, e.g. a VolumeKmsKeyId on a type with local storage), is
+        ``InvalidCloneRequest``: the same request would be refused again, so it is not for a retry."""
         name = request.get("TrainingJobName")
         try:
             self._client.create_training_job(**request)
@@ -36,5 +38,7 @@ class SageMakerLauncher:
             code, message = error.get("Code"), str(error.get("Message", "")).lower()
             if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message):
                 return CreateOutcome.ALREADY_EXISTS
+            if code == "ValidationException":
+                raise InvalidCloneRequest(f"CreateTrainingJob {name} refused by SageMaker: {exc}") from exc
             raise AdapterError(f"CreateTrainingJob {name} failed: {exc}") from exc
         return CreateOutcome.CREATED

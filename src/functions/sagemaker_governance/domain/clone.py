@@ -12,6 +12,14 @@ meets "already exists", which is success), and a clone never takes its source's 
 
 Lineage tags on the clone (``smgov:root-job``, ``smgov:resumed-from``, ``smgov:attempt``,
 ``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget).
+The clone carries the source's other tags, the owner's ``smgov:`` declarations included (the quiet phases
+``smgov:idle-minutes`` and ``smgov:progress-minutes`` a job declares: ``domain/tolerance.py``); only the
+marks governance left on the source (``GOVERNANCE_MARKS``) are not inherited.
+
+A move to another instance type keeps the job's ``ResourceConfig.VolumeKmsKeyId``, the owner's key: it is
+never dropped. SageMaker refuses one on an instance type with local storage, so a job with a key moves
+only to a type known to have none (``volume_key_refusal``); otherwise the move is refused (Spot fallback
+then goes On-Demand on the job's own type, which its key already runs on).
 
 Warm pools (``ResourceConfig.KeepAlivePeriodInSeconds``) cannot be used with Managed Spot training. The
 choice made here: a clone never gains a warm pool its source did not have, and a clone that runs on
@@ -29,6 +37,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.instances import has_local_storage
 from sagemaker_governance.domain.job import NAME_MAX, UNMODELLED_FIELDS_KEY, is_valid_job_name
 
 # ---- the accepted request shape (read from botocore by an adapter) ------------------------------
@@ -162,10 +171,20 @@ TAG_REASON: Final = "smgov:resume-reason"
 # budget the lineage has spent on faults that recurred on the same host position (domain/resume.py).
 TAG_FAILURE: Final = "smgov:failure"
 TAG_STRIKES: Final = "smgov:repeat-faults"
+# Set on a clone when SageMaker retried earlier generations inside themselves (``RetryStrategy``): how many
+# times in all, so each generation's retries keep spending the lineage's budget (domain/resume.py).
+TAG_RETRIES: Final = "smgov:sagemaker-retries"
 # Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
-# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (``smgov:`` tags are ours).
+# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
-LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES)
+# Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone
+# planner does not import the policy; a test keeps the two equal). A clone is a new job, evaluated afresh.
+TAG_COMPLIANCE_EVALUATED: Final = "smgov:compliance-evaluated"
+LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILURE, TAG_STRIKES, TAG_RETRIES)
+# Every tag governance writes on a training job: none is inherited by a clone (the lineage tags are written
+# anew). Any other ``smgov:`` tag is the owner's (a declaration such as ``smgov:idle-minutes``) and is carried;
+# a test finds every ``smgov:`` tag the code names and checks it is listed here or known as the owner's.
+GOVERNANCE_MARKS: Final = frozenset({*LINEAGE_TAGS, TAG_RESUME_AFTER, TAG_COMPLIANCE_EVALUATED})
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
 MAX_ATTEMPT: Final = 9999
@@ -267,15 +286,33 @@ class ClonePlan:
         return self.unexpected_drops + self.unmodelled
 
 
+def volume_key_refusal(instance_type: str) -> str | None:
+    """Why a job with a ``VolumeKmsKeyId`` may not move to ``instance_type`` (None: it may). "You can't
+    request a VolumeKmsKeyId when using an instance type with local storage" (botocore's SageMaker model,
+    ResourceConfig.VolumeKmsKeyId); the key is the owner's choice, so the clone never drops it to move."""
+    local = has_local_storage(instance_type)
+    if local is False:
+        return None
+    if local:
+        return (
+            f"{instance_type} has local instance storage, on which SageMaker refuses the job's VolumeKmsKeyId "
+            "(the owner's key is never dropped to move)"
+        )
+    return (
+        f"{instance_type} is not known to be without local instance storage, on which SageMaker refuses the "
+        "job's VolumeKmsKeyId"
+    )
+
+
 def copyable_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """The source's tags a clone may carry: not ``aws:`` (reserved), not the old lineage tags nor any other
-    ``smgov:`` mark governance left on the source (a clone is a new job: it is evaluated afresh)."""
+    """The source's tags a clone may carry: not ``aws:`` (reserved), not a mark governance left on the source
+    (``GOVERNANCE_MARKS``: the old lineage, a deferred resume, compliance's evaluation; a clone is a new job,
+    evaluated afresh). The owner's own ``smgov:`` declarations (its quiet phases) are carried: without them
+    the clone's guards would judge it on the team's default windows."""
     return {
         key: value
         for key, value in tags.items()
-        if not key.lower().startswith(RESERVED_TAG_PREFIX)
-        and key not in LINEAGE_TAGS
-        and not key.startswith(TAG_PREFIX)
+        if not key.lower().startswith(RESERVED_TAG_PREFIX) and key not in GOVERNANCE_MARKS
     }
 
 
@@ -324,6 +361,9 @@ def plan_clone(
         resources = dict(request.get("ResourceConfig") or {})
         if resources.get("InstanceGroups") or not resources.get("InstanceType"):
             raise ClonePlanError("only a single-type cluster moves to another instance type")
+        refusal = volume_key_refusal(instance_type) if resources.get("VolumeKmsKeyId") else None
+        if refusal is not None and instance_type != resources["InstanceType"]:
+            raise ClonePlanError(refusal)
         resources["InstanceType"] = instance_type
         request["ResourceConfig"] = resources
     spot = bool(request.get("EnableManagedSpotTraining"))

@@ -18,8 +18,13 @@ start, BENCHMARKS.md).
    an offline file without times), the taxonomy's ``precedence`` decides between classes. A user-code
    line that merely mentions NCCL matches no hardware signature (and ``ncclInvalidUsage`` is a user-code
    cause), so a code bug never reads as hardware;
-3. else *consequences* (a collective watchdog timeout): their class only when a peer's failure
-   corroborates them (a peer whose log fell silent ``silent_peer_minutes`` before), else ``unknown``;
+3. else *consequences* (a collective watchdog timeout, ``ncclRemoteError``, a connection reset by the
+   peer: what every other rank reports when one goes away): a user-code exception written before the
+   earliest one (a generic match of class ``user-code`` that is not itself a consequence's line: on any
+   host, or quoted in the ``FailureReason``) explains it, and the job is ``user-code``; else their class
+   only when a peer's failure corroborates them (a peer whose log fell silent ``silent_peer_minutes``
+   before), else ``unknown``. A consequence in the ``FailureReason`` alone has no time, so it is never
+   corroborated;
 4. else *generic* matches (a Python exception line, a bare ``ClientError``), by precedence;
 5. else ``unknown``.
 
@@ -48,6 +53,7 @@ from sagemaker_governance.domain.failure_evidence import FailureEvidence, LogLin
 from sagemaker_governance.domain.failure_signatures import Role, Signature, Verdict, Where, check_name
 
 UNKNOWN: Final = "unknown"
+USER_CODE: Final = "user-code"
 REQUIRED_CLASSES: Final = frozenset(
     {"hardware", "interconnect", "capacity", "sagemaker-internal", "user-code", UNKNOWN}
 )
@@ -244,6 +250,26 @@ def _corroborated(consequence: Match, evidence: FailureEvidence, taxonomy: Taxon
     return f"{peer} fell silent {minutes:.0f} min before {consequence.host}'s {consequence.signature.id}", peer
 
 
+def _explaining(consequence: Match, generics: Sequence[Match], consequences: Sequence[Match]) -> list[Match]:
+    """The user-code exceptions that explain ``consequence``: written before it (or that cannot be ordered
+    after it: user code first, as the taxonomy's precedence says), and not a line that merely reports a
+    consequence (``ncclRemoteError: ...`` reads as an exception line too)."""
+    reported = {m.order for m in consequences}
+    return [
+        g
+        for g in generics
+        if g.signature.failure_class == USER_CODE and g.order not in reported and _before(g, consequence)
+    ]
+
+
+def _before(line: Match, consequence: Match) -> bool:
+    if line.at is not None and consequence.at is not None and line.at != consequence.at:
+        return line.at < consequence.at
+    if line.host == consequence.host and line.host != REASON_HOST:
+        return line.order < consequence.order  # the same host's tail, oldest first
+    return True
+
+
 def _supporting(root: Match, matches: Sequence[Match]) -> tuple[Match, ...]:
     """The root line first, then a few more lines of the same class (other hosts first), no repeats."""
     shown = [root]
@@ -295,17 +321,28 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
                 + ("the earliest decides" if root.at is not None else "the taxonomy's precedence decides")
             )
     elif by_role[Role.CONSEQUENCE]:
-        root = min(by_role[Role.CONSEQUENCE], key=lambda m: (m.at is None, m.at or datetime.max, m.order))
-        corroboration = _corroborated(root, evidence, taxonomy)
-        if corroboration is not None:
+        first = min(by_role[Role.CONSEQUENCE], key=lambda m: (m.at is None, m.at or datetime.max, m.order))
+        explaining = _explaining(first, by_role[Role.GENERIC], by_role[Role.CONSEQUENCE])
+        corroboration = None if explaining else _corroborated(first, evidence, taxonomy)
+        if explaining:
+            root, conflicts = _root(explaining, taxonomy)
+            failure_class = root.signature.failure_class
+            notes.append(
+                f"{first.signature.id} on {first.host} follows a user-code exception ({root.signature.id} on "
+                f"{root.host}): the other ranks report the exit of the process whose code raised"
+            )
+        elif corroboration is not None:
             why, faulty = corroboration
+            root = first
             failure_class = root.signature.failure_class
             notes.append(f"corroborated: {why}")
             # The fault is the silent peer's, not the reporter's: the lemon rule keys on its position.
             cause_host = faulty
         else:
+            root = first
             notes.append(
-                f"{root.signature.id} with no peer failure to explain it (it may be a deadlock in the code): unknown"
+                f"{root.signature.id} with no peer failure to explain it (a deadlock in the code, or a peer "
+                "process that exited, look the same): unknown"
             )
     elif by_role[Role.GENERIC]:
         root, conflicts = _root(by_role[Role.GENERIC], taxonomy)

@@ -1,4 +1,5 @@
-"""Instance types as the idle guard sees them: how many NVIDIA GPUs an instance has, or why it has none.
+"""Instance types as the idle guard sees them: how many NVIDIA GPUs an instance has, or why it has none;
+and, for the clone planner, whether a type has local instance storage (``has_local_storage``).
 
 SageMaker publishes ``GPUUtilization`` per host as the *sum* over the host's GPUs (0-100 x GPU count),
 so a per-GPU threshold must be scaled by the exact GPU count of the instance type. Only NVIDIA GPU
@@ -181,6 +182,46 @@ def facts_from_ec2(instance_type: str, info: Mapping[str, Any] | None) -> Instan
         accelerator=Accelerator.CPU,
         note="EC2 DescribeInstanceTypes reports no GPU",
     )
+
+
+# ---- local instance storage -------------------------------------------------------------------------
+#
+# Whether an instance type has local (NVMe SSD instance store) storage. SageMaker mounts it instead of an EBS
+# volume, and "you can't request a VolumeKmsKeyId when using an instance type with local storage" (botocore's
+# SageMaker model, ResourceConfig.VolumeKmsKeyId): a clone moved to such a type with its source's
+# VolumeKmsKeyId is refused by CreateTrainingJob. By family, as EC2's DescribeInstanceTypes reports each
+# training type (InstanceStorageSupported; a test compares every training type EC2 describes with a recorded
+# copy of its answers). The recorded answers lack the older ml.p2 and ml.p3: ml.p2 is EBS-only as the same
+# model's ResourceConfig.VolumeSizeInGB says ("ML instance families that use EBS volumes include ml.c5 and
+# ml.p2"); ml.p3 is left unknown. A family in neither set is unknown.
+LOCAL_STORAGE_FAMILIES: Final = frozenset(
+    {
+        "g4dn", "g5", "g6", "g6e", "g7", "g7e",
+        "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
+        "r5d", "trn1", "trn1n", "trn2",
+    }
+)  # fmt: skip
+EBS_ONLY_FAMILIES: Final = frozenset(
+    {
+        "p2",
+        "c4", "c5", "c5n", "c6i", "c7i", "c7i-flex", "c8i", "c8i-flex",
+        "m4", "m5", "m6i", "m7i", "m7i-flex", "m8i", "m8i-flex",
+        "r5", "r6i", "r7i", "r8i", "r8i-flex", "t3",
+    }
+)  # fmt: skip
+
+
+def has_local_storage(instance_type: str) -> bool | None:
+    """Whether the type has local instance storage (see above); None: not known."""
+    match = _TYPE.match(instance_type.strip().lower())
+    if match is None:
+        return None
+    family = match["family"]
+    if family in LOCAL_STORAGE_FAMILIES:
+        return True
+    if family in EBS_ONLY_FAMILIES:
+        return False
+    return None
 
 
 _SIZE = re.compile(r"^(?P<n>[0-9]*)xlarge$")

@@ -144,6 +144,7 @@ class ResourceConfig(_Model):
     instance_count: int | None = Field(default=None, alias="InstanceCount", ge=0)
     instance_groups: tuple[InstanceGroup, ...] = Field(default=(), alias="InstanceGroups")
     keep_alive_seconds: int | None = Field(default=None, alias="KeepAlivePeriodInSeconds")
+    volume_kms_key_id: str | None = Field(default=None, alias="VolumeKmsKeyId")
     # Flexible instance selection (SageMaker's model, ResourceConfig): an ordered list of types "mutually
     # exclusive with InstanceType, InstanceGroups ..."; SageMaker launches on the first with capacity and
     # DescribeTrainingJob then returns SelectedInstanceType / SelectedInstanceCount (read-only).

@@ -17,7 +17,8 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
 - no orchestrator owns the job (a tuning, AutoML or labeling job, a Pipelines step, an AWS Batch service
   job: ``domain/orchestrators.py`` says how each is recognised); it retries the job itself;
 - the lineage's retry budget is not spent (attempt number from the lineage tags, plus the retries
-  SageMaker already made inside the job under its ``RetryStrategy``);
+  SageMaker made inside the job under its ``RetryStrategy`` and inside earlier generations: tag
+  ``smgov:sagemaker-retries`` carries their running total down the lineage);
 - it has a ``CheckpointConfig`` (``require_checkpoint``, default true): otherwise the clone would start
   from scratch;
 - its checkpoint location holds objects written during the failed attempt, when that can be checked
@@ -60,6 +61,7 @@ from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
     TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_RETRIES,
     TAG_SOURCE,
     TAG_STRIKES,
     ClonePlan,
@@ -246,15 +248,20 @@ def _plan(
         strikes += 1
         evidence["repeated_fault"] = fault
     retries = sagemaker_retries(job, description)
+    earlier = earlier_retries(tags) if lineage.attempt > 0 else 0  # a lineage's first job has no earlier ones
+    all_retries = earlier + retries.count
     evidence.update({"root_job": lineage.root, "attempt": lineage.next_attempt, "max_attempts": max_attempts})
     evidence.update(retries.evidence())
+    if earlier:
+        evidence["sagemaker_retries_earlier"] = earlier
     if strikes:
         evidence["repeat_faults"] = strikes
-    if lineage.next_attempt + strikes + retries.count > max_attempts:
+    if lineage.next_attempt + strikes + all_retries > max_attempts:
         counted = f", {strikes} more for faults that recurred on the same host" if strikes else ""
         inside = (
-            f" and {retries.count} retr{'y' if retries.count == 1 else 'ies'} inside SageMaker"
-            if retries.count
+            f" and {all_retries} retr{'y' if all_retries == 1 else 'ies'} inside SageMaker"
+            + (f" ({earlier} in earlier generations)" if earlier else "")
+            if all_retries
             else ""
         )
         return _none(
@@ -274,7 +281,11 @@ def _plan(
             evidence,
         )
     try:
-        marks = {TAG_FAILURE: fault or "", TAG_STRIKES: str(strikes) if strikes else ""}
+        marks = {
+            TAG_FAILURE: fault or "",
+            TAG_STRIKES: str(strikes) if strikes else "",
+            TAG_RETRIES: str(all_retries) if all_retries else "",
+        }
         plan = plan_clone(
             description,
             tags,
@@ -303,6 +314,13 @@ def repeat_faults(tags: Mapping[str, str]) -> int:
     """The extra budget a lineage has spent on recurring faults (tag ``smgov:repeat-faults``; 0 if unreadable)."""
     raw = tags.get(TAG_STRIKES, "")
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 2 else 0
+
+
+def earlier_retries(tags: Mapping[str, str]) -> int:
+    """The retries SageMaker made inside the lineage's earlier generations (tag ``smgov:sagemaker-retries``;
+    0 if unreadable, as ``repeat_faults``)."""
+    raw = tags.get(TAG_RETRIES, "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 3 else 0
 
 
 def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:

@@ -13,6 +13,8 @@ into the evidence with its verdict:
 - ``same-type``: it is the job's own type;
 - ``not-allowed``: a policy ``allowed-instance-types`` rule would not allow it (a fallback never creates a
   non-compliant job);
+- ``local-storage``: the job has a ``VolumeKmsKeyId`` and the type has local instance storage (or is not
+  known to have none), on which SageMaker refuses one (``clone.volume_key_refusal``);
 - ``health-unknown`` / ``storm``: the fleet's Spot health of the type could not be read, or it is in a
   storm (``domain/spot_health.py``);
 - ``unpriced``: no On-Demand price for the type (the costs of two types do not cancel out);
@@ -33,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sagemaker_governance.domain.clone import volume_key_refusal
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.recovery_policy import SpotAlternative
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
@@ -111,16 +114,23 @@ def choose(
     own = job.instance_groups[0]
     on_demand_usd = round(numbers.on_demand_cost_units * numbers.cluster_price_per_hour, 2)
     considered: list[Considered] = []
+    keyed = bool(job.resources.volume_kms_key_id)
     for alternative in alternatives:
-        verdict = _judge(
-            alternative,
-            own_type=own.instance_type,
-            own_count=own.instance_count,
-            numbers=numbers,
-            on_demand_usd=on_demand_usd,
-            price=(prices or {}).get(alternative.instance_type),
-            fleet=health.get(alternative.instance_type),
-            refusing=allowed_by(rules, alternative.instance_type),
+        kind = alternative.instance_type
+        refusal = volume_key_refusal(kind) if keyed and kind != own.instance_type else None
+        verdict = (
+            Considered(kind, "local-storage", refusal)
+            if refusal is not None
+            else _judge(
+                alternative,
+                own_type=own.instance_type,
+                own_count=own.instance_count,
+                numbers=numbers,
+                on_demand_usd=on_demand_usd,
+                price=(prices or {}).get(kind),
+                fleet=health.get(kind),
+                refusing=allowed_by(rules, kind),
+            )
         )
         considered.append(verdict)
         if verdict.verdict == CHOSEN:

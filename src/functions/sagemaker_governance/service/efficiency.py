@@ -14,8 +14,11 @@ its leftover alarms and writes the same record (``record_lost_end``, trigger ``r
 very delivery key the end event claims (``job_delivery_key``, the delivery ledger): it claims the key,
 writes the record and releases the key with the record among the delivery's done effects. A late end
 event then claims the released key as a retry would, runs every other reaction (alarm deletion,
-auto-resume) and skips the record (``OnceAuditSink``). The other way round, an end event that was handled
-(its key claimed, its alarms' delete deferred) leaves the reconciler nothing to claim: no second record.
+auto-resume) and skips the record (``OnceAuditSink``). A failed job's auto-resume, which the reconciler
+runs then too, runs as that delivery: what it did (its records, the owner's notification of a clone, the
+metric) is released done with the record, so the late event meets "already exists" and repeats none of
+it. The other way round, an end event that was handled (its key claimed, its alarms' delete deferred)
+leaves the reconciler nothing to claim: no second record.
 The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (two hours by
 default, longer than EventBridge retries an event). Without a ledger the reconciler writes no record: it
 could not tell whether the event path did.
@@ -36,7 +39,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
-from sagemaker_governance.service.idempotency import LedgerPort, audit_effect, job_delivery_key
+from sagemaker_governance.service.idempotency import LedgerPort, audit_effect, delivering, job_delivery_key
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -115,7 +118,13 @@ class EfficiencyReaction:
         more: list[Decision] = []
         try:
             if then is not None:
-                more = list(then())
+                # As the end event's delivery: its effects (records, the owner's notification, a metric) are
+                # done once, and released with the claim, so a late end event does not repeat them.
+                with delivering(key, frozenset(done)) as delivery:
+                    try:
+                        more = list(then())
+                    finally:
+                        done |= set(delivery.effects)
         finally:
             done |= {audit_effect(job.name, d.rule, d.action.value) for d in more}
             ledger.release(key, owner, now, sorted(done))

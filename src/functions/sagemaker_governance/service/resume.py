@@ -20,6 +20,13 @@ the source is stopped (a clone that cannot be created never costs the user their
 job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
 the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
 new one only while it has not started billing (a delayed start event moves nothing).
+
+The owner is told of a clone, and it is counted, even when the attempt that created it failed before
+doing so (the notification throttled): within a delivery (the ledger's claim, ``service/idempotency.py``),
+"already exists" is an earlier attempt of the same delivery, since a duplicate never gets that far, so the
+retry tells and counts, each once per delivery (the notifier's and the metric's once-guards skip what the
+failed attempt completed). Outside a delivery (no ledger) "already exists" may be anyone's duplicate: it
+tells and counts nothing more.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from sagemaker_governance.domain.clone import (
     TAG_RESUME_AFTER,
     TAG_SOURCE,
     CreateOutcome,
+    InvalidCloneRequest,
     RequestShape,
     ResumeReason,
 )
@@ -71,6 +79,7 @@ from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, signals_of, spot_type
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import current_delivery, once
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
@@ -160,30 +169,33 @@ class _CloneReaction:
         effective = policy.for_job(fresh)
         ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
         result = self._decide(fresh, description, tags, effective, ctx, job)
-        self._execute(result, fresh, policy, effective, trigger)
-        return list(result.decisions)
+        return list(self._execute(result, fresh, policy, effective, trigger))
 
     # ---- acting ------------------------------------------------------------------------------
 
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
-    ) -> None:
+    ) -> tuple[Decision, ...]:
+        """Act on the decisions and record them; what was decided in the end (the decisions, or the
+        not-clonable one when SageMaker refused the clone's request)."""
         if result.resume_after is not None:
             self._defer(result, job, policy, trigger)
-            return
+            return result.decisions
         clone, stop, plan = result.clone, result.stop, result.plan
         if clone is None or plan is None:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
-            return
+            return result.decisions
         if not clone.acts:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.AUDIT_ONLY)
             if effective.notify_in_audit_mode:
                 self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.WOULD_RESUME)
-            return
+            return result.decisions
         try:
             created = self._launcher.create_training_job(plan.request)
+        except InvalidCloneRequest as exc:
+            return self._refused(clone, stop, job, policy, trigger, exc)
         except AdapterError as exc:
             self._record(clone, job, policy, trigger, Outcome.FAILED, reason=f"{clone.reason} (failed: {exc})")
             if stop is not None:
@@ -204,7 +216,7 @@ class _CloneReaction:
                         stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped)"
                     )
                 logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
-                return
+                return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
             if stop is not None and result.stop_source and status not in CLONE_RUNNING:
                 # An earlier clone of this job that failed or was stopped: stopping the source now would leave
@@ -213,16 +225,44 @@ class _CloneReaction:
                 reason = f"{stop.reason} (not stopped: its clone {plan.name} exists but is {status})"
                 self._record(stop, job, policy, trigger, Outcome.SKIPPED, reason=reason)
                 logger.warning("clone exists but does not run; source left running", job=job.name, clone=plan.name)
-                return
+                return result.decisions
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
             if job.status == "InProgress" and self._jobs.stop(job.name) is StopOutcome.STOPPED:
                 stopped = Outcome.DONE
             self._record(stop, job, policy, trigger, stopped)
-        if clone_outcome is Outcome.DONE:
-            self._count(plan.reason.value)
+        if clone_outcome is Outcome.DONE or current_delivery() is not None:
+            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(plan.reason.value))
             self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED)
+        return result.decisions
+
+    def _refused(
+        self,
+        clone: Decision,
+        stop: Decision | None,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        exc: InvalidCloneRequest,
+    ) -> tuple[Decision, ...]:
+        """SageMaker (or botocore) refused the clone's request as invalid: a retry would meet the same refusal,
+        so it is recorded as not clonable (the source is left as it is) and not raised for a redelivery."""
+        refused = Decision(
+            rule=self.rule,
+            code=self.codes.NOT_CLONABLE,
+            action=Action.NONE,
+            mode=clone.mode,
+            reason=f"not resumed: the clone's request was refused ({exc}); a retry would be refused the same way",
+            evidence={**clone.evidence, "refused": str(exc)},
+        )
+        self._record(refused, job, policy, trigger, Outcome.NO_ACTION)
+        if stop is not None:
+            self._record(
+                stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped: no clone)"
+            )
+        logger.error("clone request refused", job=job.name, clone=clone.evidence.get("clone_name"), error=str(exc))
+        return (refused,)
 
     def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
         """Remember a resume that waits for its backoff on the job itself (``AddTags``), where the reconciler
@@ -445,15 +485,14 @@ class SpotFallbackReaction(_CloneReaction):
 
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
-    ) -> None:
+    ) -> tuple[Decision, ...]:
         if result.takes_over is None:
-            super()._execute(result, job, policy, effective, trigger)
-            return
+            return super()._execute(result, job, policy, effective, trigger)
         clone = result.takes_over
         (stop,) = result.decisions
         if not stop.acts:
             self._record(stop, job, policy, trigger, Outcome.AUDIT_ONLY)
-            return
+            return result.decisions
         stopped = Outcome.ALREADY_DONE
         if self._jobs.stop(job.name) is StopOutcome.STOPPED:
             stopped = Outcome.DONE
@@ -462,6 +501,7 @@ class SpotFallbackReaction(_CloneReaction):
             reason = clone.tag(TAG_REASON)
             self._count(reason if reason in set(ResumeReason) else "unknown")  # a dimension: ours only
             self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED)
+        return result.decisions
 
     def _alternatives_health(
         self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy, now: datetime

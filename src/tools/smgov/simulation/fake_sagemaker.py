@@ -21,6 +21,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from sagemaker_governance.domain.instances import has_local_storage
 from smgov.simulation.messages import training_job_state_change
 
 Clock = Callable[[], datetime]
@@ -177,6 +178,17 @@ class FakeSageMaker:
         if name in self.jobs:
             raise SageMakerError(
                 "ResourceInUse", f"Training job names must be unique within an AWS account and region: {name}"
+            )
+        resources = params.get("ResourceConfig") or {}
+        types = [resources.get("InstanceType")] + [
+            g.get("InstanceType") for g in resources.get("InstanceGroups", [])
+        ]
+        if resources.get("VolumeKmsKeyId") and any(t and has_local_storage(t) for t in types):
+            # botocore's model, ResourceConfig.VolumeKmsKeyId: "You can't request a VolumeKmsKeyId when using
+            # an instance type with local storage" (SageMaker checks it, botocore does not).
+            raise SageMakerError(
+                "ValidationException",
+                "You can't request a VolumeKmsKeyId when using an instance type with local storage.",
             )
         now = self.clock()
         arn = self.arn(name)
