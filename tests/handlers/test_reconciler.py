@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
@@ -282,6 +283,56 @@ def test_no_alarm_is_created_for_a_job_the_idle_guard_does_not_watch(acct: Local
     reconcile(acct)
     assert acct.cloudwatch.alarms == {}
     assert [r for r in reconciler_records(acct) if r.rule == "idle-guard"] == []  # no noise per run
+
+
+G5G = {"InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}  # sized only by EC2
+
+
+def throttle_ec2(account: LocalAccount) -> dict[str, bool]:
+    """EC2 DescribeInstanceTypes fails (past botocore's retries) while the returned switch is on."""
+    throttled = {"on": True}
+
+    def refuse(**_: Any) -> None:
+        if throttled["on"]:
+            error = {"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}}
+            raise ClientError(error, "DescribeInstanceTypes")  # type: ignore[arg-type]
+
+    account.root.client("ec2").meta.events.register("before-call.ec2.DescribeInstanceTypes", refuse)
+    return throttled
+
+
+def test_a_gpu_type_ec2_could_not_size_is_asked_again_at_every_run_until_it_answers(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job on a GPU type only EC2 knows (g5g), whose Training event found EC2 throttled
+    throttled = throttle_ec2(acct)
+    training(acct, ResourceConfig=G5G)
+    assert acct.cloudwatch.alarms == {}
+    # Then its record says no alarm for now, which type EC2 could not size, and that the reconciler asks again
+    (record,) = [r for r in acct.audit.records if r.rule == "idle-guard"]
+    assert (record.code, record.action) == ("idle.alarm.unknown-instance", "none")
+    assert record.evidence["lookup_failed"] == ["ml.g5g.16xlarge"]
+    # When the reconciler runs while EC2 still cannot answer: still no alarm, and nothing remembered
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    # Then, EC2 answering again, the next run on the same warm container creates the idle alarm
+    throttled["on"] = False
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"missing-alarm": 1}
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}job-1"}
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1"]["Threshold"] == 2.0  # 1% x 2 GPUs, EC2's count
+
+
+def test_a_type_ec2_answered_for_is_remembered_as_unwatched(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job on a family our table lacks that EC2 says has no GPU (a settled answer, unlike a failed lookup)
+    training(acct, ResourceConfig={"InstanceType": "ml.i4i.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50})
+    assert [r.code for r in acct.audit.records if r.rule == "idle-guard"] == ["idle.alarm.no-gpu"]
+    clock.advance(minutes=10)
+    reconcile(acct)
+    # When the reconciler runs again on the warm container, then it reads nothing about the job
+    acct.sagemaker.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    assert "DescribeTrainingJob" not in acct.sagemaker.calls
 
 
 # ---- jobs compliance never evaluated ------------------------------------------------------------

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole, grace_remaining
-from sagemaker_governance.domain.instances import GPU_COUNTS
+from sagemaker_governance.domain.instances import GPU_COUNTS, Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.pricing import estimate_savings
@@ -215,6 +215,42 @@ def test_unknown_group_in_a_heterogeneous_cluster_means_no_alarm() -> None:
         NAMING,
     )
     assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE
+
+
+def test_a_type_ec2_could_not_size_now_is_no_settled_answer() -> None:
+    # Given a job on a type our table lacks, whose EC2 lookup could not answer (throttled)
+    g5g = "ml.g5g.16xlarge"
+    failed = InstanceFacts(
+        instance_type=g5g, accelerator=Accelerator.UNKNOWN, note="throttled", lookup_failed=True
+    )
+    one = job("train-1", ResourceConfig={"InstanceType": g5g, "InstanceCount": 1})
+    # When it is planned, then no alarm, provisional: "cannot know now", with the type that failed
+    plan = IDLE.plan(one, IdlePolicy(), NAMING, resolved={g5g: failed})
+    assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE
+    assert plan.provisional and plan.evidence["lookup_failed"] == [g5g]
+    # and a type nobody knows for good (EC2 was asked and does not know it) is a settled answer
+    plan = IDLE.plan(
+        job("train-1", ResourceConfig={"InstanceType": "ml.p9.48xlarge", "InstanceCount": 1}), IdlePolicy(), NAMING
+    )
+    assert isinstance(plan, NoAlarm) and not plan.provisional and "lookup_failed" not in plan.evidence
+
+
+def test_a_failed_lookup_beside_a_type_unknown_for_good_is_settled() -> None:
+    # Whatever EC2 answers later for g5g, p9 keeps the job without an idle alarm: nothing to ask again
+    failed = InstanceFacts(
+        instance_type="ml.g5g.16xlarge", accelerator=Accelerator.UNKNOWN, note="throttled", lookup_failed=True
+    )
+    groups = [
+        {"InstanceGroupName": "a", "InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "b", "InstanceType": "ml.p9.48xlarge", "InstanceCount": 1},
+    ]
+    plan = IDLE.plan(
+        job("train-1", ResourceConfig={"InstanceGroups": groups}),
+        IdlePolicy(),
+        NAMING,
+        resolved={"ml.g5g.16xlarge": failed},
+    )
+    assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE and not plan.provisional
 
 
 def test_team_override_requires_a_minimum_utilization() -> None:

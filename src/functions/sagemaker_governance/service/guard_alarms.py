@@ -46,6 +46,7 @@ from sagemaker_governance.domain.guards.base import (
     AlarmCode,
     AlarmNaming,
     AlarmPlan,
+    DesiredAlarms,
     Guard,
     GuardConfig,
     NoAlarm,
@@ -247,21 +248,22 @@ class GuardAlarms:
         """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
         return self.guard.incomplete(job_name, observed, self._naming)
 
-    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> DesiredAlarms:
         """The alarms (metric and composite) this guard wants for ``job`` now: none when
-        the job is not training, the guard is off for it, it has nothing to watch, or it is exempt.
+        the job is not training, the guard is off for it, it has nothing to watch, or it is exempt; none and
+        not settled when its plan lacked a fact a lookup could not give now (EC2 could not size a type).
         (Whether an alarm is armed is the stopper's business, not compared here.)"""
         if not is_training(job):
-            return ()
+            return DesiredAlarms()
         effective = policy.for_job(job)
         config = self.guard.config(effective)
         if not config.enabled:
-            return ()
+            return DesiredAlarms()
         plan = self._plan(job, config)
         if not isinstance(plan, AlarmPlan):
-            return ()
+            return DesiredAlarms(settled=not plan.provisional)
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
-        return () if exemption is not None else plan.names
+        return DesiredAlarms() if exemption is not None else DesiredAlarms(names=plan.names)
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""

@@ -10,7 +10,9 @@ Each run compares what exists with what should exist and repairs the difference:
   lack one created with them (the composite alarm over the children of a job above 10 hosts: listed
   because ``DescribeAlarms`` asks for composites too), gets them from the guard itself (the same code as
   its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
-  Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
+  Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now". A job no guard
+  wants an alarm for is remembered (a warm container does not read it again that day under that policy),
+  unless that "none" was no answer (EC2 could not size an instance type now): it is planned again next run.
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
@@ -43,7 +45,7 @@ from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletio
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
-from sagemaker_governance.domain.guards.base import deletion_units
+from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -94,8 +96,8 @@ class AlarmGuard(Protocol):
         """Whether this guard's alarms in ``observed`` (some) lack one always created with them."""
         ...
 
-    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
-        """The alarms this guard wants for ``job`` now (none: not wanted)."""
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> DesiredAlarms:
+        """The alarms this guard wants for ``job`` now (none: not wanted; not ``settled``: cannot know now)."""
         ...
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
@@ -218,7 +220,9 @@ class ReconcilerService:
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
         # Jobs in Training for which no guard without an alarm on them wants one (no GPU, no progress
-        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
+        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm
+        # container does not re-read them. Never a job whose "none" was no answer (a lookup failed: EC2 could
+        # not size an instance type): that one is planned again at every run until it is answered.
         self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
         self._run_key = ("", "")
         self._listings: dict[str, AlarmListing] = {}  # this run's DescribeAlarms listing, by name
@@ -419,21 +423,39 @@ class ReconcilerService:
                     if any(d.action is Action.STOP and d.acts for d in decisions):
                         return repairs  # stopped: no alarm wanted any more
         if needs_alarm and job is not None:
-            wanted = False
-            for index in missing:
-                guard = self._guards[index]
-                if not guard.desired_alarms(job, policy):
-                    continue
-                wanted = True
-                decisions = guard.create_alarms(job, trigger)
-                if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
-                    repairs.append(RepairKind.MISSING_ALARM)
-            if not wanted:
-                self._unwatched.add(unwatched_key)
+            repairs += self._missing_alarms(job, missing, policy, trigger, unwatched_key)
         # Last, on its own: a failed reset (throttled past botocore's retries) must not cost the job the repairs
         # above; the alarm is still in ALARM at the next run, which resets it then.
         if summary.in_training and self._rearm(item, policy, trigger):
             repairs.append(RepairKind.STALE_ALARM)
+        return repairs
+
+    def _missing_alarms(
+        self,
+        job: TrainingJob,
+        missing: Sequence[int],
+        policy: Policy,
+        trigger: Trigger,
+        unwatched_key: tuple[str, str, str, tuple[int, ...]],
+    ) -> list[RepairKind]:
+        """Create the alarms the ``missing`` guards want for ``job``. When none wants one, remember that, unless
+        it was no answer (a lookup failed: EC2 could not size an instance type): the next run asks again."""
+        repairs: list[RepairKind] = []
+        wanted, settled = False, True
+        for index in missing:
+            guard = self._guards[index]
+            desired = guard.desired_alarms(job, policy)
+            settled = settled and desired.settled
+            if not desired.names:
+                continue
+            wanted = True
+            decisions = guard.create_alarms(job, trigger)
+            if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
+                repairs.append(RepairKind.MISSING_ALARM)
+        if not settled:
+            logger.info("alarms of a job undecided: a lookup failed; the next run plans it again", job=job.name)
+        elif not wanted:
+            self._unwatched.add(unwatched_key)
         return repairs
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:

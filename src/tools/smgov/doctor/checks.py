@@ -624,7 +624,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
             continue
         since = next((t.start_time for t in reversed(job.transitions) if t.status == "Training"), None)
         for guard in guards:
-            wanted = set(guard.desired_alarms(job, policy))
+            wanted = set(guard.desired_alarms(job, policy).names)
             missing = wanted - alarms
             if missing and since is not None and ctx.now - since > grace:
                 out.append(

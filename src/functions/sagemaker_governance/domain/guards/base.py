@@ -253,13 +253,30 @@ class AlarmCode(StrEnum):
 
 
 class NoAlarm(BaseModel):
-    """Why a guard wants no alarm for a job; ``code`` is the guard's (``idle.alarm.no-gpu``)."""
+    """Why a guard wants no alarm for a job; ``code`` is the guard's (``idle.alarm.no-gpu``).
+
+    ``provisional``: the plan lacked a fact because a lookup could not answer (EC2 could not size an instance
+    type): "cannot know now", not "not wanted". Nothing may remember it as the job's answer; the reconciler
+    plans the job again at its next run."""
 
     model_config = ConfigDict(frozen=True)
 
     code: str
     reason: str
     evidence: dict[str, Any] = Field(default_factory=dict)
+    provisional: bool = False
+
+
+class DesiredAlarms(BaseModel):
+    """The alarms a guard wants for a job now (``names``; none: not wanted), and whether that is an answer.
+    ``settled`` is false when the guard's plan lacked a fact a lookup could not give (EC2 could not size an
+    instance type): "none" then means "cannot know now", and the reconciler must not remember the job as one
+    that needs no alarm; it plans the job again at its next run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    names: tuple[str, ...] = ()
+    settled: bool = True
 
 
 class MetricQuery(BaseModel):
