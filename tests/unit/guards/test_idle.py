@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole, grace_remaining
 from sagemaker_governance.domain.instances import GPU_COUNTS, Accelerator, InstanceFacts
@@ -483,3 +483,35 @@ def test_the_guard_says_it_plans_the_pinned_trigger_exactly_when_its_plan_has_on
         plan = IDLE.plan(j, config, NAMING)
         assert isinstance(plan, AlarmPlan)
         assert IDLE.plans_pinned_trigger(config) == ("pinned_threshold" in plan.evidence), config
+
+
+@pytest.mark.parametrize(
+    ("mode", "verdict", "exempted_by", "holds"),
+    [
+        ("audit", Verdict.STOP, None, True),  # a would-stop: the stretch is reported
+        ("enforce", Verdict.STOP, None, False),  # the job is stopped: nothing to hold
+        ("enforce", Verdict.EXEMPTED, "benchmark", True),
+        ("enforce", Verdict.DISABLED, None, True),
+        ("enforce", Verdict.VETOED, None, False),  # the judge's veto: judged again (the reconciler re-arms it)
+        ("audit", Verdict.TOO_EARLY, None, False),
+    ],
+)
+def test_a_judgement_holds_its_alarms_stretch_only_when_it_settles_it_without_acting(
+    mode: str, verdict: Verdict, exempted_by: str | None, holds: bool
+) -> None:
+    action = Action.STOP if verdict in (Verdict.STOP, Verdict.EXEMPTED) else Action.NONE
+    decision = Decision(
+        rule="idle-guard",
+        code="idle.test.verdict",
+        action=action,
+        mode=Mode(mode),
+        reason="r",
+        exempted_by=exempted_by,
+    )
+    assert GuardVerdict(verdict=verdict, decision=decision).holds is holds
+
+
+def test_the_idle_alarm_muted_is_the_notifying_one() -> None:
+    head = "gov-idle-train-1"
+    assert IDLE.muted("train-1", [head, f"{head}.hosts-1-10"], NAMING) == (head,)
+    assert IDLE.muted("train-1", [f"{head}.hosts-1-10"], NAMING) == ()

@@ -164,12 +164,11 @@ class CloudWatchAlarmOwnership:
         _reset(self._client, names, reason)
 
 
-class CloudWatchAlarmArming:
-    """Turns an alarm's actions on and off (the stopper arms and disarms what a guard's verdict says)."""
+class CloudWatchAlarmEnabling:
+    """Turns alarms' actions on (the reconciler: a guard alarm the stopper muted, once its stretch has ended or
+    its guard can act on the job)."""
 
-    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}
-    )
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:EnableAlarmActions"})
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -180,6 +179,15 @@ class CloudWatchAlarmArming:
             self._client.enable_alarm_actions(AlarmNames=list(names))
         except ClientError as exc:
             raise AdapterError(f"EnableAlarmActions {', '.join(names)} failed: {exc}") from exc
+
+
+class CloudWatchAlarmArming(CloudWatchAlarmEnabling):
+    """Turns an alarm's actions on and off (the stopper arms and disarms what a guard's verdict says, and mutes
+    an alarm whose judgement held its stretch)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}
+    )
 
     def disable_actions(self, names: Sequence[str]) -> None:
         try:

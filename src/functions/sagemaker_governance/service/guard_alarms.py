@@ -238,7 +238,23 @@ class GuardAlarms:
         on, its notification was lost or came before the alarms were created again, and the guard would never
         be armed); not a child, not a nudge's alarm."""
         role = self.guard.role_of(alarm_name, job_name, self._naming)
-        return role is not None and self.guard.stall_kind is not None and self.guard.acts_on(role)
+        return role is not None and self.guard.rejudged(role)
+
+    def muted(self, job_name: str, actions_off: Collection[str]) -> tuple[str, ...]:
+        """This guard's alarms of the job that the stopper muted after a judgement that held their stretch
+        (audit mode's would-stop, an exempt job, the guard off), among ``actions_off``."""
+        return self.guard.muted(job_name, actions_off, self._naming)
+
+    def acts_now(self, job: TrainingJob, policy: Policy) -> bool:
+        """Whether a firing of this guard's alarm could act on ``job`` now: the guard on for it, in enforce
+        mode, no exemption (a muted alarm is then turned on and reset: the team switched to enforce, the guard
+        back on, the exemption expired, while the job stays stalled)."""
+        effective = policy.for_job(job)
+        config = self.guard.config(effective)
+        if not is_training(job) or not config.enabled or config.mode_or(effective.mode) is not Mode.ENFORCE:
+            return False
+        exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
+        return exemption is None
 
     def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
         """What the reconciler resets so that this judged alarm notifies again (a composite: its children)."""

@@ -464,6 +464,14 @@ class GuardVerdict(BaseModel):
     def stops(self) -> bool:
         return self.verdict is Verdict.STOP
 
+    @property
+    def holds(self) -> bool:
+        """Whether this judgement settles the alarm's stretch without acting on the job: a stop not carried out
+        (audit mode), an exempt job, the guard switched off. Judged again while the same stretch lasts, the
+        job would get the same record and the same message again, with the same savings counted once more:
+        the alarm that fired is muted instead (``Guard.muted``), left in ALARM with its actions off."""
+        return self.verdict in (Verdict.DISABLED, Verdict.EXEMPTED) or (self.stops and not self.decision.acts)
+
 
 class Judgement:
     """Builds the verdicts of one judgement: the guard's rule, the mode and the evidence are shared."""
@@ -682,6 +690,25 @@ class Guard(ABC, Generic[C]):
         """What to reset so that ``alarm_name``, left in ALARM, notifies again if its condition lasts (the
         reconciler's re-arm). A metric alarm returns to its actual state after a reset: itself."""
         return (alarm_name,)
+
+    def rejudged(self, role: str) -> bool:
+        """Whether an alarm of this role is judged again when left in ALARM with its actions on (the reconciler
+        re-arms it: the stall judge's vetoes, a lost notification), and so is muted after a judgement that
+        ``holds`` its stretch: an alarm whose notification the stall judge decides, or that arms one."""
+        return self.stall_kind is not None and self.acts_on(role)
+
+    def muted(self, job_name: str, actions_off: Collection[str], naming: AlarmNaming) -> tuple[str, ...]:
+        """This guard's alarms of the job, among those whose actions are off, that the stopper muted after a
+        judgement that held their stretch (``GuardVerdict.holds``): the reconciler turns their actions on again
+        when the stretch has ended or a firing could act on the job now. By default every re-judged alarm
+        whose actions are off (a guard that plans them with their actions on)."""
+        return tuple(
+            sorted(
+                name
+                for name in actions_off
+                if (role := self.role_of(name, job_name, naming)) is not None and self.rejudged(role)
+            )
+        )
 
     # ---- judging --------------------------------------------------------------------------------
 
