@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 from pydantic import ValidationError
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
@@ -185,6 +185,28 @@ def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
     reconcile(acct)
     assert set(acct.cloudwatch.alarms) == {f"{PREFIX}not a job name", "someone-elses-alarm"}
     assert acct.sagemaker.calls["DescribeTrainingJob"] == 0
+
+
+def test_a_read_that_gets_no_answer_costs_only_its_own_job_the_run(acct: LocalAccount) -> None:
+    # Given a job whose Completed event was lost (its alarm left behind) and a job in Training without its alarm
+    for name in ("aaa-ended", "zzz-slow"):
+        training(acct, name)
+    acct.sagemaker.transition("aaa-ended", "Completed", "Completed")
+    del acct.cloudwatch.alarms[f"{PREFIX}zzz-slow"]
+
+    # When SageMaker gives no answer to the read of zzz-slow (a read timeout, past botocore's retries: a
+    # BotoCoreError, not a ClientError)
+    def no_answer(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TrainingJobName") == "zzz-slow":
+            raise ReadTimeoutError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com")
+
+    acct.root.client("sagemaker").meta.events.register_first(
+        "before-parameter-build.sagemaker.DescribeTrainingJob", no_answer
+    )
+    result = reconcile(acct)
+    # Then the run goes on: that item is counted as an error, and the ended job's alarm is deleted
+    assert result["errors"] == 1 and result["repairs"] == {"orphan-alarm": 1}
+    assert acct.cloudwatch.alarms == {}
 
 
 # ---- missing alarms -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import ClientError, ParamValidationError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from sagemaker_governance.domain.clone import CreateOutcome, InvalidCloneRequest
 from sagemaker_governance.domain.errors import AdapterError
@@ -36,5 +36,9 @@ class SageMakerLauncher:
             code, message = error.get("Code"), str(error.get("Message", "")).lower()
             if code == "ResourceInUse" or (code == "ValidationException" and "already exists" in message):
                 return CreateOutcome.ALREADY_EXISTS
+            raise AdapterError(f"CreateTrainingJob {name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            # No answer (a connection error, a read timeout): the job may have been created; a retry meets
+            # its deterministic name as ALREADY_EXISTS. (ParamValidationError, a BotoCoreError too, is above.)
             raise AdapterError(f"CreateTrainingJob {name} failed: {exc}") from exc
         return CreateOutcome.CREATED
