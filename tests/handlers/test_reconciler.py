@@ -17,6 +17,8 @@ from sagemaker_governance.composition.job_events import build as job_events_buil
 from sagemaker_governance.composition.reconciler import build as reconciler_build
 from sagemaker_governance.composition.reconciler import reconciler_service
 from sagemaker_governance.domain.compliance import EVALUATED_TAG
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
@@ -24,7 +26,7 @@ from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from smgov.simulation.harness import LocalAccount, local_account, patched_env
 from smgov.simulation.job_signals import JobSignals, log_stream
-from tests.builders import create_request
+from tests.builders import create_request, job
 from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
 
@@ -167,6 +169,33 @@ def test_a_job_still_running_never_loses_its_alarm(acct: LocalAccount) -> None:
     # Then every alarm is still there and nothing was deleted
     assert set(acct.cloudwatch.alarms) == before == {f"{PREFIX}train", f"{PREFIX}restarting", f"{PREFIX}stopping"}
     assert acct.cloudwatch.calls["DeleteAlarms"] == 0
+
+
+def test_the_alarms_of_a_stack_whose_prefix_starts_with_ours_are_left_alone(acct: LocalAccount) -> None:
+    # Given this stack ("sagemaker-governance") and a second one in the account, "sagemaker-governance-idle-team2",
+    # whose alarm for its running job "job-x" is named under our prefix too, its remainder a valid job name
+    # ("team2-idle-job-x", a job that does not exist here)
+    other = AlarmNaming(
+        prefix="sagemaker-governance-idle-team2-idle-",
+        managed_by="sagemaker-governance-idle-team2",
+        alarm_topic_arn=acct.environment["ALARM_TOPIC_ARN"],
+    )
+    plan = IDLE.plan(job("job-x", SecondaryStatus="Training"), IdlePolicy(), other)
+    assert isinstance(plan, AlarmPlan)
+    (request,) = plan.metric_requests
+    acct.root.client("cloudwatch").put_metric_alarm(**request)
+    foreign = request["AlarmName"]
+    assert foreign == f"{PREFIX}team2-idle-job-x"
+    # and one of our own jobs in Training with its alarm
+    training(acct, "job-x")
+    acct.sagemaker.calls.clear()
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then the other stack's alarm is not ours: not read for, not deleted, not counted
+    assert set(acct.cloudwatch.alarms) == {foreign, f"{PREFIX}job-x"}
+    assert result["repairs"] == {} and result["alarms"] == 1
+    assert acct.sagemaker.calls["DescribeTrainingJob"] == 1  # our job's (it has no progress alarm), no other
+    assert [r for r in reconciler_records(acct) if r.job_name == "team2-idle-job-x"] == []
 
 
 def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:

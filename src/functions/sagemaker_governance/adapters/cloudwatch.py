@@ -241,8 +241,8 @@ class CloudWatchAlarmInventory:
         return [listing.name for listing in self.alarm_states(prefix)]
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
-        """Every alarm under ``prefix`` with its state, when it last changed and whether its actions are on
-        (all in the same ``DescribeAlarms`` pages: no extra request)."""
+        """Every alarm under ``prefix`` with its state, when it last changed, whether its actions are on and its
+        description (which stack made it) (all in the same ``DescribeAlarms`` pages: no extra request)."""
         from sagemaker_governance.domain.reconcile import AlarmListing
 
         listings: list[AlarmListing] = []
@@ -262,6 +262,7 @@ class CloudWatchAlarmInventory:
                             # its last update (later, never earlier: a reset only comes later)
                             updated=alarm.get("StateTransitionedTimestamp") or alarm.get("StateUpdatedTimestamp"),
                             actions_enabled=bool(alarm.get("ActionsEnabled", True)),
+                            description=alarm.get("AlarmDescription"),
                         )
                     )
         except (ClientError, BotoCoreError) as exc:

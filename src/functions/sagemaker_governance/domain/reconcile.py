@@ -65,6 +65,7 @@ class AlarmListing(BaseModel):
     state: str | None = None
     updated: datetime | None = None  # StateTransitionedTimestamp (else StateUpdatedTimestamp)
     actions_enabled: bool = True
+    description: str | None = None  # AlarmDescription: says which stack made it (AlarmNaming.describes_ours)
 
 
 def left_in_alarm(listing: AlarmListing, now: datetime, older_than: timedelta) -> bool:

@@ -229,6 +229,10 @@ class GuardAlarms:
     def alarm_prefix(self) -> str:
         return self._naming.prefix
 
+    def manages(self, description: str | None) -> bool:
+        """Whether an alarm so described was made by this stack (not only named under its prefix)."""
+        return self._naming.describes_ours(description)
+
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 

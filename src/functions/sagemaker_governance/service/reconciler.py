@@ -2,7 +2,8 @@
 
 Each run compares what exists with what should exist and repairs the difference:
 
-* **orphan alarm**: an alarm of this stack whose job has ended or no longer exists (its terminal event
+* **orphan alarm**: an alarm of this stack (named under its prefix and described as made by it: another
+  stack's prefix may start with ours) whose job has ended or no longer exists (its terminal event
   was lost, or its delete was throttled and deferred) is deleted; the ended jobs' alarms of a run are
   deleted together, up to 100 names per ``DeleteAlarms`` request (``domain/reconcile.py``). The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
   is still ``InProgress`` (``Stopping`` included) is never deleted, whatever the listing said.
@@ -97,6 +98,11 @@ class AlarmGuard(Protocol):
 
     @property
     def alarm_prefix(self) -> str: ...
+
+    def manages(self, description: str | None) -> bool:
+        """Whether an alarm with this ``AlarmDescription`` was made by this stack: another stack's prefix may
+        start with ours, and its alarm's name then reads as ``<our prefix><a job name>``."""
+        ...
 
     def watches(self, job_name: str, alarm_name: str) -> bool:
         """Whether ``alarm_name`` is one of this guard's alarms for ``job_name``."""
@@ -268,7 +274,13 @@ class ReconcilerService:
         observed: dict[str, set[str]] = {}
         self._listings = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            listings = self._alarm_inventory.alarm_states(prefix)
+            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
+            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
+            listings = [
+                listing
+                for listing in self._alarm_inventory.alarm_states(prefix)
+                if any(guard.manages(listing.description) for guard in self._guards)
+            ]
             self._listings.update({listing.name: listing for listing in listings})
             for job, names in group_alarms([listing.name for listing in listings], prefix).items():
                 observed.setdefault(job, set()).update(names)

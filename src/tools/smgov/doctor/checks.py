@@ -595,6 +595,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
             )
             for kind in ("MetricAlarms", "CompositeAlarms")
             for a in page.get(kind, [])
+            if naming.describes_ours(a.get("AlarmDescription"))  # not a stack's whose prefix starts with ours
         }
     except AWS_ERRORS as exc:
         return [Finding("drift", "alarms", Status.UNKNOWN, f"could not list jobs or alarms: {error_text(exc)}")]

@@ -74,6 +74,18 @@ class AlarmNaming(BaseModel):
         return [{"Key": TAG_JOB, "Value": job_name}, {"Key": TAG_MANAGED_BY, "Value": self.managed_by}]
 
     @property
+    def managed_note(self) -> str:
+        """The sentence every alarm description of this stack carries (``describes_ours`` looks for it)."""
+        return f"Managed by {self.managed_by}; changes are overwritten."
+
+    def describes_ours(self, description: str | None) -> bool:
+        """Whether an alarm's description says this stack made it (its ``managed_note``, up to the ``;``, so that
+        stack ``a`` does not take the alarms of stack ``a-idle-b`` for its own). A name under our prefix is not
+        enough: another stack's prefix may start with ours (``<stack>-idle-b-idle-``), and the remainder of its
+        alarm's name can read as a job name. What ``DescribeAlarms`` lists tells it, at no extra call."""
+        return description is not None and f"Managed by {self.managed_by};" in description
+
+    @property
     def actions(self) -> list[str]:
         """The alarm actions of a notifying alarm: the alarm topic (none when there is no topic)."""
         return [self.alarm_topic_arn] if self.alarm_topic_arn else []

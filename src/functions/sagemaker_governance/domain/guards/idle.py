@@ -413,7 +413,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
                 f"hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
             )
-            + f". Managed by {naming.managed_by}; changes are overwritten."
+            + f". {naming.managed_note}"
         )
 
         def metric_alarm(name: str, first: int, last: int, actions: list[str]) -> dict[str, Any]:

@@ -295,8 +295,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
                     else f" (the alarm fires after {progress.alarm_minutes}: a trigger the stall judge decides)"
                 )
                 + ". Its actions are enabled only after "
-                f"the metric was published once (alarm {armer_name}). Managed by {naming.managed_by}; changes "
-                "are overwritten."
+                f"the metric was published once (alarm {armer_name}). {naming.managed_note}"
             ),
         )
         armer = alarm(
@@ -308,7 +307,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
             description=(
                 f"sagemaker-governance progress guard for training job {job.name}: fires when {shown} is "
                 f"published, so that the stall alarm {stall_name} is armed only once the job's metric "
-                f"definition is known to match. Managed by {naming.managed_by}; changes are overwritten."
+                f"definition is known to match. {naming.managed_note}"
             ),
         )
         alarms = (
