@@ -56,6 +56,7 @@ def test_a_type_ec2_does_not_know_stays_unknown_and_is_cached() -> None:
     with stubber:
         first, second = catalog.facts(NEW_TYPE), catalog.facts(NEW_TYPE)
     assert first.accelerator is Accelerator.UNKNOWN and second == first
+    assert not first.lookup_failed  # EC2's answer: unknown for good
 
 
 def test_when_ec2_cannot_answer_the_type_stays_unknown_and_is_asked_again() -> None:
@@ -68,7 +69,8 @@ def test_when_ec2_cannot_answer_the_type_stays_unknown_and_is_asked_again() -> N
         failed = catalog.facts(NEW_TYPE)
         answered = catalog.facts(NEW_TYPE)
     assert failed.accelerator is Accelerator.UNKNOWN and "RequestLimitExceeded" in failed.note
-    assert answered.gpus == 4
+    assert failed.lookup_failed  # no fact: what was planned on it is not remembered (the reconciler asks again)
+    assert answered.gpus == 4 and not answered.lookup_failed
 
 
 def test_an_empty_answer_means_unknown() -> None:

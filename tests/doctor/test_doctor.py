@@ -216,10 +216,12 @@ def _train(account: Account, name: str, minutes_ago: int) -> None:
     account.sagemaker.clock = lambda: account.now
 
 
-def _idle_alarm(account: Account, name: str) -> None:
-    """An alarm named as this stack names its idle alarms (prefix `gov-idle-`)."""
+def _idle_alarm(account: Account, name: str, managed_by: str = "gov") -> None:
+    """An alarm named as this stack names its idle alarms (prefix `gov-idle-`), described as made by
+    ``managed_by`` (this stack, by default)."""
     account.clients["cloudwatch"].put_metric_alarm(
         AlarmName=name,
+        AlarmDescription=f"sagemaker-governance idle guard. Managed by {managed_by}; changes are overwritten.",
         MetricName="GPUUtilization",
         Namespace="/aws/sagemaker/TrainingJobs",
         Statistic="Maximum",
@@ -241,6 +243,13 @@ def test_drift_a_gpu_job_training_without_its_alarm_and_an_orphan_alarm(account:
         found["gov-idle-gone-job"].status is Status.FAIL
         and "gone-job is not in progress" in found["gov-idle-gone-job"].detail
     )
+
+
+def test_drift_leaves_the_alarms_of_a_stack_whose_prefix_starts_with_ours(account: Account) -> None:
+    # Stack "gov-idle-b" names its alarm for its job "x" "gov-idle-b-idle-x": under our prefix, not ours
+    reconcile_run(account, minutes_ago=5)
+    _idle_alarm(account, "gov-idle-b-idle-x", managed_by="gov-idle-b")
+    assert detail(account, "drift") == []
 
 
 def test_drift_a_watched_job_is_fine(account: Account) -> None:

@@ -8,19 +8,25 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
 from pydantic import ValidationError
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
+from sagemaker_governance.composition.alarm_stopper import build as stopper_build
+from sagemaker_governance.composition.job_events import build as job_events_build
 from sagemaker_governance.composition.reconciler import build as reconciler_build
 from sagemaker_governance.composition.reconciler import reconciler_service
 from sagemaker_governance.domain.compliance import EVALUATED_TAG
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
 from sagemaker_governance.service.recording import Trigger
-from smgov.simulation.harness import LocalAccount, local_account
+from sagemaker_governance.settings import Settings
+from smgov.simulation.harness import LocalAccount, local_account, patched_env
 from smgov.simulation.job_signals import JobSignals, log_stream
-from tests.builders import create_request
+from tests.builders import create_request, job
 from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
 
@@ -165,6 +171,33 @@ def test_a_job_still_running_never_loses_its_alarm(acct: LocalAccount) -> None:
     assert acct.cloudwatch.calls["DeleteAlarms"] == 0
 
 
+def test_the_alarms_of_a_stack_whose_prefix_starts_with_ours_are_left_alone(acct: LocalAccount) -> None:
+    # Given this stack ("sagemaker-governance") and a second one in the account, "sagemaker-governance-idle-team2",
+    # whose alarm for its running job "job-x" is named under our prefix too, its remainder a valid job name
+    # ("team2-idle-job-x", a job that does not exist here)
+    other = AlarmNaming(
+        prefix="sagemaker-governance-idle-team2-idle-",
+        managed_by="sagemaker-governance-idle-team2",
+        alarm_topic_arn=acct.environment["ALARM_TOPIC_ARN"],
+    )
+    plan = IDLE.plan(job("job-x", SecondaryStatus="Training"), IdlePolicy(), other)
+    assert isinstance(plan, AlarmPlan)
+    (request,) = plan.metric_requests
+    acct.root.client("cloudwatch").put_metric_alarm(**request)
+    foreign = request["AlarmName"]
+    assert foreign == f"{PREFIX}team2-idle-job-x"
+    # and one of our own jobs in Training with its alarm
+    training(acct, "job-x")
+    acct.sagemaker.calls.clear()
+    # When the reconciler runs
+    result = reconcile(acct)
+    # Then the other stack's alarm is not ours: not read for, not deleted, not counted
+    assert set(acct.cloudwatch.alarms) == {foreign, f"{PREFIX}job-x"}
+    assert result["repairs"] == {} and result["alarms"] == 1
+    assert acct.sagemaker.calls["DescribeTrainingJob"] == 1  # our job's (it has no progress alarm), no other
+    assert [r for r in reconciler_records(acct) if r.job_name == "team2-idle-job-x"] == []
+
+
 def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
     cw = acct.root.client("cloudwatch")
     for name in (f"{PREFIX}not a job name", "someone-elses-alarm"):
@@ -181,6 +214,28 @@ def test_alarms_that_are_not_ours_are_left_alone(acct: LocalAccount) -> None:
     reconcile(acct)
     assert set(acct.cloudwatch.alarms) == {f"{PREFIX}not a job name", "someone-elses-alarm"}
     assert acct.sagemaker.calls["DescribeTrainingJob"] == 0
+
+
+def test_a_read_that_gets_no_answer_costs_only_its_own_job_the_run(acct: LocalAccount) -> None:
+    # Given a job whose Completed event was lost (its alarm left behind) and a job in Training without its alarm
+    for name in ("aaa-ended", "zzz-slow"):
+        training(acct, name)
+    acct.sagemaker.transition("aaa-ended", "Completed", "Completed")
+    del acct.cloudwatch.alarms[f"{PREFIX}zzz-slow"]
+
+    # When SageMaker gives no answer to the read of zzz-slow (a read timeout, past botocore's retries: a
+    # BotoCoreError, not a ClientError)
+    def no_answer(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TrainingJobName") == "zzz-slow":
+            raise ReadTimeoutError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com")
+
+    acct.root.client("sagemaker").meta.events.register_first(
+        "before-parameter-build.sagemaker.DescribeTrainingJob", no_answer
+    )
+    result = reconcile(acct)
+    # Then the run goes on: that item is counted as an error, and the ended job's alarm is deleted
+    assert result["errors"] == 1 and result["repairs"] == {"orphan-alarm": 1}
+    assert acct.cloudwatch.alarms == {}
 
 
 # ---- missing alarms -----------------------------------------------------------------------------
@@ -282,6 +337,56 @@ def test_no_alarm_is_created_for_a_job_the_idle_guard_does_not_watch(acct: Local
     reconcile(acct)
     assert acct.cloudwatch.alarms == {}
     assert [r for r in reconciler_records(acct) if r.rule == "idle-guard"] == []  # no noise per run
+
+
+G5G = {"InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}  # sized only by EC2
+
+
+def throttle_ec2(account: LocalAccount) -> dict[str, bool]:
+    """EC2 DescribeInstanceTypes fails (past botocore's retries) while the returned switch is on."""
+    throttled = {"on": True}
+
+    def refuse(**_: Any) -> None:
+        if throttled["on"]:
+            error = {"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}}
+            raise ClientError(error, "DescribeInstanceTypes")  # type: ignore[arg-type]
+
+    account.root.client("ec2").meta.events.register("before-call.ec2.DescribeInstanceTypes", refuse)
+    return throttled
+
+
+def test_a_gpu_type_ec2_could_not_size_is_asked_again_at_every_run_until_it_answers(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job on a GPU type only EC2 knows (g5g), whose Training event found EC2 throttled
+    throttled = throttle_ec2(acct)
+    training(acct, ResourceConfig=G5G)
+    assert acct.cloudwatch.alarms == {}
+    # Then its record says no alarm for now, which type EC2 could not size, and that the reconciler asks again
+    (record,) = [r for r in acct.audit.records if r.rule == "idle-guard"]
+    assert (record.code, record.action) == ("idle.alarm.unknown-instance", "none")
+    assert record.evidence["lookup_failed"] == ["ml.g5g.16xlarge"]
+    # When the reconciler runs while EC2 still cannot answer: still no alarm, and nothing remembered
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    # Then, EC2 answering again, the next run on the same warm container creates the idle alarm
+    throttled["on"] = False
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"missing-alarm": 1}
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}job-1"}
+    assert acct.cloudwatch.alarms[f"{PREFIX}job-1"]["Threshold"] == 2.0  # 1% x 2 GPUs, EC2's count
+
+
+def test_a_type_ec2_answered_for_is_remembered_as_unwatched(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job on a family our table lacks that EC2 says has no GPU (a settled answer, unlike a failed lookup)
+    training(acct, ResourceConfig={"InstanceType": "ml.i4i.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50})
+    assert [r.code for r in acct.audit.records if r.rule == "idle-guard"] == ["idle.alarm.no-gpu"]
+    clock.advance(minutes=10)
+    reconcile(acct)
+    # When the reconciler runs again on the warm container, then it reads nothing about the job
+    acct.sagemaker.calls.clear()
+    assert reconcile(acct)["repairs"] == {}
+    assert "DescribeTrainingJob" not in acct.sagemaker.calls
 
 
 # ---- jobs compliance never evaluated ------------------------------------------------------------
@@ -531,22 +636,247 @@ def test_a_progress_armer_left_in_alarm_with_its_actions_on_is_reset_so_the_guar
     clock.advance(minutes=1)
     assert reconcile(acct)["repairs"] == {"stale-alarm": 1}
     assert acct.cloudwatch.state(armer) == "OK"
-    # and an armer the stopper disabled after arming (its usual state: in ALARM, actions off) is left alone
+    # and an armer the stopper disabled after arming the stall alarm (its usual state: in ALARM, actions off)
+    # is left alone
     acct.cloudwatch.set_state(armer, "ALARM")
     acct.cloudwatch.alarms[armer]["ActionsEnabled"] = False
+    acct.cloudwatch.alarms[f"{PREFIX}job-1.progress"]["ActionsEnabled"] = True
     clock.advance(minutes=30)
     assert reconcile(acct)["repairs"] == {}
 
 
-def test_an_alarm_whose_actions_are_off_is_never_reset(acct: LocalAccount, clock: MovableClock) -> None:
-    # Given a job's alarm in ALARM with its actions off (a progress alarm not armed yet): it must stay
-    training(acct)
-    alarm = f"{PREFIX}job-1"
-    acct.cloudwatch.set_state(alarm, "ALARM")
-    acct.cloudwatch.alarms[alarm]["ActionsEnabled"] = False
+def test_a_progress_alarm_not_armed_yet_is_never_reset_nor_turned_on(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job's progress stall alarm in ALARM with its actions off, its armer's on: the job has not published
+    # its metric yet (a regex that never matches never will), so the guard must stay unarmed
+    training(acct, AlgorithmSpecification=LOSS)
+    stall = f"{PREFIX}job-1.progress"
+    acct.cloudwatch.set_state(stall, "ALARM")
+    assert acct.cloudwatch.alarms[stall]["ActionsEnabled"] is False
+    # When the reconciler runs, 45 minutes on, then it neither resets it nor turns its actions on
     clock.advance(minutes=45)
     assert reconcile(acct)["repairs"] == {}
-    assert acct.cloudwatch.state(alarm) == "ALARM"
+    assert acct.cloudwatch.state(stall) == "ALARM" and acct.cloudwatch.alarms[stall]["ActionsEnabled"] is False
+
+
+# ---- alarms muted after a judgement that did not act (audit mode, an exemption, the guard off) -------------
+
+IDLE_ALARM = f"{PREFIX}job-1"
+MUTED = "reconciler.rearm.muted-alarm"
+
+
+@pytest.fixture
+def telling_audit_acct(clock: MovableClock, repairs: MemoryBusinessMetrics) -> Iterator[LocalAccount]:
+    yield from _account(clock, repairs, {**ENFORCE, "GOVERNANCE_MODE": "audit", "NOTIFY_IN_AUDIT_MODE": "true"})
+
+
+def evaluated(account: LocalAccount, alarm: str) -> dict[str, Any] | None:
+    """CloudWatch evaluates the alarm of a job that is still idle: a reset alarm goes back to ALARM, and that
+    change notifies the stopper only while the alarm's actions are on (None: no notification)."""
+    if account.cloudwatch.state(alarm) == "ALARM":
+        return None
+    account.cloudwatch.set_state(alarm, "ALARM")
+    if not account.cloudwatch.alarms[alarm]["ActionsEnabled"]:
+        return None
+    result: dict[str, Any] = account.invoke(
+        stopper, account.cloudwatch.sns_event([account.cloudwatch.notification(alarm)])
+    )
+    return result
+
+
+def idle_job_judged(account: LocalAccount, clock: MovableClock) -> tuple[str, str]:
+    """A GPU job idle (and silent) past its grace period whose idle alarm fired: the stopper's (code, outcome)."""
+    training(account)
+    JobSignals(clock).attach(account.cloudwatch).idle("job-1")
+    log_stream("job-1")
+    clock.advance(minutes=40)
+    (result,) = fire(account, IDLE_ALARM)["results"]
+    return result["code"], result["outcome"]
+
+
+def would_stops(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.rule == "idle-guard" and r.action == "stop"]
+
+
+def received(account: LocalAccount, inbox: str) -> int:
+    """How many notifications the owner's inbox holds (taken out)."""
+    count = 0
+    while messages := account.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
+        count += len(messages)
+        for message in messages:
+            account.sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+    return count
+
+
+def redeploy(account: LocalAccount, **environment: str) -> None:
+    """A stack update (a parameter changed): every function starts again in new containers."""
+    with patched_env(environment):
+        account.root.settings = Settings.from_env()
+    account.root.__dict__.pop("policy_store", None)
+    for build in (reconciler_build, stopper_build, job_events_build):
+        account.root.forget(build)
+
+
+def test_an_audit_mode_would_stop_is_recorded_and_told_once_per_idle_stretch(
+    telling_audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    acct = telling_audit_acct
+    inbox = acct.notification_inbox()
+    # Given an idle job whose alarm fired in audit mode: the stop it would make is recorded and told
+    assert idle_job_judged(acct, clock) == ("idle.stop.idle", "audit-only")
+    # Then its alarm stays in ALARM with its actions off (muted)
+    assert (
+        acct.cloudwatch.state(IDLE_ALARM) == "ALARM"
+        and acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is False
+    )
+    # When the reconciler runs for an hour while the job stays idle, and CloudWatch evaluates the alarm after each
+    for _ in range(6):
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert evaluated(acct, IDLE_ALARM) is None
+    # Then the stretch is recorded once (its savings counted once) and the owner was told once
+    (record,) = would_stops(acct)
+    assert (record.code, record.outcome.value) == ("idle.stop.idle", "audit-only")
+    assert received(acct, inbox) == 1
+    assert acct.sagemaker.stop_requests == []
+
+
+def test_a_muted_alarm_is_turned_on_when_its_stretch_ends_so_the_next_stretch_is_recorded(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an idle job's would-stop recorded in audit mode, its alarm muted
+    assert idle_job_judged(audit_acct, clock) == ("idle.stop.idle", "audit-only")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {}
+    # When the job works again (CloudWatch moves its alarm to OK) and the reconciler runs
+    audit_acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    clock.advance(minutes=10)
+    audit_acct.sagemaker.calls.clear()
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # Then the alarm's actions are on again, without a read of the job, and the record says why
+    assert audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is True
+    assert "DescribeTrainingJob" not in audit_acct.sagemaker.calls
+    (record,) = [r for r in reconciler_records(audit_acct) if r.code == MUTED]
+    assert record.evidence["stretch_ended"] == [IDLE_ALARM] and record.evidence["reset"] == []
+    # And when the job goes idle again, the new stretch is judged and recorded
+    clock.advance(minutes=40)
+    result = evaluated(audit_acct, IDLE_ALARM)
+    assert result is not None and result["results"][0]["outcome"] == "audit-only"
+    assert len(would_stops(audit_acct)) == 2
+
+
+def test_a_team_switched_to_enforce_has_its_still_idle_job_stopped_at_the_next_run(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an idle job's would-stop recorded in audit mode, its alarm muted, and a reconciler run that leaves it
+    assert idle_job_judged(audit_acct, clock) == ("idle.stop.idle", "audit-only")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {}
+    # (the warm container remembers the job's guard cannot act under this policy today: no second read)
+    audit_acct.sagemaker.calls.clear()
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {}
+    assert "DescribeTrainingJob" not in audit_acct.sagemaker.calls
+    # When the idle guard is switched to enforce in the policy while the job stays idle
+    audit_acct.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value="{idle: {mode: enforce}}", Overwrite=True
+    )
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # Then its alarm is turned on and reset, fires again, and the job is stopped
+    (record,) = [r for r in reconciler_records(audit_acct) if r.code == MUTED]
+    assert record.evidence["acts_now"] == [IDLE_ALARM] and record.evidence["reset"] == [IDLE_ALARM]
+    result = evaluated(audit_acct, IDLE_ALARM)
+    assert result is not None
+    assert (result["results"][0]["code"], result["results"][0]["outcome"]) == ("idle.stop.idle", "done")
+    assert audit_acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_deployment_switched_from_audit_to_enforce_stops_the_jobs_it_had_only_reported(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a 12-host job whose composite idle alarm fired in audit mode: muted, its children in ALARM too
+    training(audit_acct, ResourceConfig=TWELVE_HOSTS)
+    JobSignals(clock).attach(audit_acct.cloudwatch).idle("job-1", hosts=12)
+    log_stream("job-1")
+    clock.advance(minutes=40)
+    children = sorted(a for a in audit_acct.cloudwatch.alarms if a.startswith(f"{IDLE_ALARM}.hosts-"))
+    for child in children:
+        audit_acct.cloudwatch.set_state(child, "ALARM")
+    (result,) = fire(audit_acct, IDLE_ALARM)["results"]
+    assert result["outcome"] == "audit-only"
+    assert audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is False
+    # When the stack is updated with GovernanceMode=enforce (new containers) and the reconciler runs
+    redeploy(audit_acct, GOVERNANCE_MODE="enforce")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # Then the composite is turned on and its children reset (a composite reset alone would stay in OK)
+    assert audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is True
+    assert {audit_acct.cloudwatch.state(child) for child in children} == {"OK"}
+    # and when the children return to ALARM the composite notifies again: the job is stopped
+    for child in children:
+        audit_acct.cloudwatch.set_state(child, "ALARM")
+    audit_acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    result_after = evaluated(audit_acct, IDLE_ALARM)
+    assert result_after is not None and result_after["results"][0]["outcome"] == "done"
+    assert audit_acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_guard_switched_off_judges_its_idle_job_once_not_at_every_run(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given the idle guard switched off while a job's idle alarm exists
+    training(acct)
+    acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="{idle: {enabled: false}}", Overwrite=True)
+    clock.advance(minutes=40)
+    # When its alarm fires and the reconciler runs for an hour while the job stays idle
+    (result,) = fire(acct, IDLE_ALARM)["results"]
+    assert result["code"] == "idle.skip.disabled"
+    for _ in range(6):
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert evaluated(acct, IDLE_ALARM) is None
+    # Then the guard's "off" is recorded once
+    assert [r.code for r in acct.audit.records if r.rule == "idle-guard" and r.trigger != "job-state-change"] == [
+        "idle.skip.disabled"
+    ]
+    # And when it is switched on again while the job stays idle, the job is judged, and stopped
+    JobSignals(clock).attach(acct.cloudwatch).idle("job-1")
+    log_stream("job-1")
+    acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="{idle: {enabled: true}}", Overwrite=True)
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"muted-alarm": 1}
+    result_after = evaluated(acct, IDLE_ALARM)
+    assert result_after is not None and result_after["results"][0]["outcome"] == "done"
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_progress_stall_reported_in_audit_mode_is_told_once_and_armed_again_when_progress_resumes(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose progress guard was armed (its metric published) and whose stall alarm fired in audit mode
+    training(audit_acct, AlgorithmSpecification=LOSS)
+    stall, armer = f"{PREFIX}job-1.progress", f"{PREFIX}job-1.progress-armer"
+    fire(audit_acct, armer)
+    assert audit_acct.cloudwatch.alarms[stall]["ActionsEnabled"] is True
+    JobSignals(clock).attach(audit_acct.cloudwatch).idle("job-1")
+    log_stream("job-1")
+    clock.advance(hours=3)
+    (result,) = fire(audit_acct, stall)["results"]
+    assert (result["code"], result["outcome"]) == ("progress.stop.stalled", "audit-only")
+    # When the reconciler runs while the job stays stalled: nothing is reset, nothing judged again
+    for _ in range(3):
+        clock.advance(minutes=10)
+        assert reconcile(audit_acct)["repairs"] == {}
+        assert evaluated(audit_acct, stall) is None
+    assert len([r for r in audit_acct.audit.records if r.rule == "progress-guard" and r.action == "stop"]) == 1
+    # Then, progress resumed (the stall alarm back to OK), the stall alarm is armed again, the armer left off
+    audit_acct.cloudwatch.set_state(stall, "OK")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    assert audit_acct.cloudwatch.alarms[stall]["ActionsEnabled"] is True
+    assert audit_acct.cloudwatch.alarms[armer]["ActionsEnabled"] is False
 
 
 EFFICIENCY_WITH_STOPS = "efficiency: {enabled: true, min_gpu_percent: 50, window_minutes: 60, grace_minutes: 30, stop_after_notices: 1}"

@@ -203,6 +203,8 @@ def test_audit_mode_records_the_stop_it_would_make_and_stops_nothing(
     assert (result.code, result.outcome) == (IdleCode.STOP, "audit-only")
     assert "stop job-1" not in calls.log and metrics.savings == []
     assert [(r.code, r.outcome.value) for r in audit.records] == [(IdleCode.STOP, "audit-only")]
+    # and the alarm that fired is muted, left in ALARM: the stretch is judged, recorded and told once
+    assert f"disarm {ALARM}" in calls.log and f"reset {ALARM}" not in calls.log
 
 
 def test_an_exempted_job_is_recorded_as_exempted_and_runs_on(
@@ -218,6 +220,17 @@ def test_an_exempted_job_is_recorded_as_exempted_and_runs_on(
     result = stopper_with().handle(notification())
     assert result.code == IdleCode.EXEMPTED and "stop job-1" not in calls.log
     assert json.dumps([r.outcome.value for r in audit.records]) == '["exempted"]'
+    assert f"disarm {ALARM}" in calls.log  # muted: the exemption holds for the whole stretch
+
+
+def test_a_guard_switched_off_mutes_the_alarm_that_fired(
+    stopper_with: Any, jobs: Any, idle_alarm: str, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    policies.policy = build_policy({**Settings().base_policy_document(), "idle": {"enabled": False}})
+    jobs.jobs["job-1"] = training()
+    result = stopper_with().handle(notification())
+    assert result.code == IdleCode.DISABLED
+    assert calls.log == [f"tags {ALARM}", "get-job job-1", f"disarm {ALARM}"]
 
 
 def test_a_declared_idle_window_holds_at_the_stopper_with_the_tags_of_the_reread(

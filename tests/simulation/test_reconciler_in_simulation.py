@@ -31,3 +31,25 @@ def test_a_stalled_job_whose_training_events_are_all_lost_is_still_stopped(templ
     (job,) = result.jobs.values()
     assert job.stopped_by_service_at is not None
     assert result.errors == []
+
+
+def test_in_audit_mode_a_stalled_job_is_reported_once_not_at_every_reconciler_run(
+    template: dict[str, Any],
+) -> None:
+    # Given the holiday-weekend job (idle an hour in, for the rest of its run) in an audit-mode deployment
+    # that tells owners, cut to four hours on two hosts
+    scenario = builtin_scenario("holiday-weekend")
+    data = scenario.model_dump(by_alias=True, exclude_unset=True)
+    data["parameters"] = {"GovernanceMode": "audit", "NotifyInAuditMode": "true"}
+    data["jobs"][0].update(max_runtime_hours=4, instance_count=2)
+    data["jobs"][0]["script"]["train_hours"] = 4
+    # When it runs to its end, the reconciler running every 10 minutes
+    result = Simulation(type(scenario).model_validate(data), template=template).run()
+    # Then the stop governance would make is recorded once (its savings counted once), and no reconciler run
+    # reset the alarm to have the same stretch judged again
+    stops = [r for r in result.audit if r.action == "stop"]
+    assert [(r.code, r.outcome.value) for r in stops] == [("idle.stop.idle", "audit-only")]
+    assert [r for r in result.audit if r.code == "reconciler.rearm.stale-alarm"] == []
+    (job,) = result.jobs.values()
+    assert job.stopped_by_service_at is None
+    assert result.errors == []

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
+from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.reconcile import (
     EVALUATION_GRACE,
     JobSummary,
@@ -121,3 +122,14 @@ def test_deletion_batches_hold_100_names_and_at_most_one_group_that_may_hold_a_c
         assert sum(sizes) <= 100 or len(batch) == 1  # a group larger than 100 names goes alone
     assert [len(batch) for batch in batches] == [61, 98, 43, 1]  # [c + 60], [c + 97], [43 singles], [big]
     assert deletion_batches([]) == []
+
+
+def test_an_alarm_is_ours_by_its_description_not_by_its_prefix_alone() -> None:
+    # Stack "gov" and stack "gov-idle-b" (whose prefix "gov-idle-b-idle-" starts with ours, "gov-idle-"):
+    # each tells its alarms apart by the managed note, up to its ";"
+    ours = AlarmNaming(prefix="gov-idle-", managed_by="gov")
+    theirs = AlarmNaming(prefix="gov-idle-b-idle-", managed_by="gov-idle-b")
+    described = f"sagemaker-governance idle guard for training job j. {theirs.managed_note}"
+    assert not ours.describes_ours(described) and theirs.describes_ours(described)
+    assert ours.describes_ours(f"... {ours.managed_note} Widened to 60 minutes after a veto of the stall judge")
+    assert not ours.describes_ours(None) and not ours.describes_ours("")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.guards.base import (
     WHY_REPLANNED,
     WHY_VETOED,
@@ -25,7 +25,7 @@ from sagemaker_governance.domain.guards.base import (
     Verdict,
 )
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdlePolicy, IdleRole, grace_remaining
-from sagemaker_governance.domain.instances import GPU_COUNTS
+from sagemaker_governance.domain.instances import GPU_COUNTS, Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.pricing import estimate_savings
@@ -224,6 +224,42 @@ def test_unknown_group_in_a_heterogeneous_cluster_means_no_alarm() -> None:
         NAMING,
     )
     assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE
+
+
+def test_a_type_ec2_could_not_size_now_is_no_settled_answer() -> None:
+    # Given a job on a type our table lacks, whose EC2 lookup could not answer (throttled)
+    g5g = "ml.g5g.16xlarge"
+    failed = InstanceFacts(
+        instance_type=g5g, accelerator=Accelerator.UNKNOWN, note="throttled", lookup_failed=True
+    )
+    one = job("train-1", ResourceConfig={"InstanceType": g5g, "InstanceCount": 1})
+    # When it is planned, then no alarm, provisional: "cannot know now", with the type that failed
+    plan = IDLE.plan(one, IdlePolicy(), NAMING, resolved={g5g: failed})
+    assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE
+    assert plan.provisional and plan.evidence["lookup_failed"] == [g5g]
+    # and a type nobody knows for good (EC2 was asked and does not know it) is a settled answer
+    plan = IDLE.plan(
+        job("train-1", ResourceConfig={"InstanceType": "ml.p9.48xlarge", "InstanceCount": 1}), IdlePolicy(), NAMING
+    )
+    assert isinstance(plan, NoAlarm) and not plan.provisional and "lookup_failed" not in plan.evidence
+
+
+def test_a_failed_lookup_beside_a_type_unknown_for_good_is_settled() -> None:
+    # Whatever EC2 answers later for g5g, p9 keeps the job without an idle alarm: nothing to ask again
+    failed = InstanceFacts(
+        instance_type="ml.g5g.16xlarge", accelerator=Accelerator.UNKNOWN, note="throttled", lookup_failed=True
+    )
+    groups = [
+        {"InstanceGroupName": "a", "InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "b", "InstanceType": "ml.p9.48xlarge", "InstanceCount": 1},
+    ]
+    plan = IDLE.plan(
+        job("train-1", ResourceConfig={"InstanceGroups": groups}),
+        IdlePolicy(),
+        NAMING,
+        resolved={"ml.g5g.16xlarge": failed},
+    )
+    assert isinstance(plan, NoAlarm) and plan.code == IdleCode.UNKNOWN_INSTANCE and not plan.provisional
 
 
 def test_team_override_requires_a_minimum_utilization() -> None:
@@ -457,3 +493,35 @@ def test_the_guard_says_it_plans_the_pinned_trigger_exactly_when_its_plan_has_on
         plan = IDLE.plan(j, config, NAMING)
         assert isinstance(plan, AlarmPlan)
         assert IDLE.plans_pinned_trigger(config) == ("pinned_threshold" in plan.evidence), config
+
+
+@pytest.mark.parametrize(
+    ("mode", "verdict", "exempted_by", "holds"),
+    [
+        ("audit", Verdict.STOP, None, True),  # a would-stop: the stretch is reported
+        ("enforce", Verdict.STOP, None, False),  # the job is stopped: nothing to hold
+        ("enforce", Verdict.EXEMPTED, "benchmark", True),
+        ("enforce", Verdict.DISABLED, None, True),
+        ("enforce", Verdict.VETOED, None, False),  # the judge's veto: judged again (the reconciler re-arms it)
+        ("audit", Verdict.TOO_EARLY, None, False),
+    ],
+)
+def test_a_judgement_holds_its_alarms_stretch_only_when_it_settles_it_without_acting(
+    mode: str, verdict: Verdict, exempted_by: str | None, holds: bool
+) -> None:
+    action = Action.STOP if verdict in (Verdict.STOP, Verdict.EXEMPTED) else Action.NONE
+    decision = Decision(
+        rule="idle-guard",
+        code="idle.test.verdict",
+        action=action,
+        mode=Mode(mode),
+        reason="r",
+        exempted_by=exempted_by,
+    )
+    assert GuardVerdict(verdict=verdict, decision=decision).holds is holds
+
+
+def test_the_idle_alarm_muted_is_the_notifying_one() -> None:
+    head = "gov-idle-train-1"
+    assert IDLE.muted("train-1", [head, f"{head}.hosts-1-10"], NAMING) == (head,)
+    assert IDLE.muted("train-1", [f"{head}.hosts-1-10"], NAMING) == ()

@@ -292,3 +292,12 @@ def test_sample_alarm_messages_parse_and_name_their_role(sample: str, role: str)
     assert PROGRESS.role_of(message.alarm_name, "llama-pretrain-7b-nccl", naming) == ProgressRole(role)
     assert message.trigger is not None and message.trigger.metric_name == "train:loss"
     assert message.changed_at is not None
+
+
+def test_the_stall_alarm_counts_as_muted_only_when_the_armer_is_off_too() -> None:
+    # Its actions off alone: the guard not armed yet (turning it on would stop a job whose metric was never
+    # seen); the armer's off alone: the guard armed; both off: the stopper muted a judgement's alarm
+    stall, armer = "gov-idle-job-1.progress", "gov-idle-job-1.progress-armer"
+    assert PROGRESS.muted("job-1", [stall], NAMING) == ()
+    assert PROGRESS.muted("job-1", [armer], NAMING) == ()
+    assert PROGRESS.muted("job-1", [stall, armer], NAMING) == (stall,)

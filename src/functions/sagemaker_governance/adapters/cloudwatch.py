@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.adapters.read_failures import THROTTLING_CODES, error_code
 from sagemaker_governance.domain.alarm_deletion import DELETE_BATCH_NAMES
@@ -40,6 +40,8 @@ def _reset(client: Any, names: Sequence[str], reason: str) -> None:
         except ClientError as exc:
             if not _not_found(exc):
                 raise AdapterError(f"SetAlarmState {name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise AdapterError(f"SetAlarmState {name} failed: {exc}") from exc
 
 
 class CloudWatchAlarmLifecycle:
@@ -69,7 +71,7 @@ class CloudWatchAlarmLifecycle:
                     self._client.put_composite_alarm(**alarm.request)
                 else:
                     self._client.put_metric_alarm(**alarm.request)
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"creating the {plan.what} of {plan.job_name} failed: {exc}") from exc
 
     def delete(self, names: Sequence[str]) -> list[str]:
@@ -91,6 +93,8 @@ class CloudWatchAlarmLifecycle:
                     raise Throttled(f"DeleteAlarms throttled: {exc}") from exc
                 if not _not_found(exc):
                     raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
+            except BotoCoreError as exc:
+                raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
             for name in batch:
                 try:
                     self._client.delete_alarms(AlarmNames=[name])
@@ -100,6 +104,8 @@ class CloudWatchAlarmLifecycle:
                         raise Throttled(f"DeleteAlarms {name} throttled: {exc}") from exc
                     if not _not_found(exc):
                         raise AdapterError(f"DeleteAlarms {name} failed: {exc}") from exc
+                except BotoCoreError as exc:
+                    raise AdapterError(f"DeleteAlarms {name} failed: {exc}") from exc
         return deleted
 
     def reset(self, names: Sequence[str], reason: str) -> None:
@@ -126,6 +132,8 @@ class CloudWatchAlarmOwnership:
         except ClientError as exc:
             if _not_found(exc):
                 return None
+            raise AdapterError(f"ListTagsForResource {name} failed: {exc}") from exc
+        except BotoCoreError as exc:
             raise AdapterError(f"ListTagsForResource {name} failed: {exc}") from exc
         return {tag["Key"]: tag.get("Value", "") for tag in response.get("Tags", [])}
 
@@ -155,7 +163,7 @@ class CloudWatchAlarmOwnership:
             response = self._client.describe_alarms(
                 AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
             )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
         alarms = [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]
         return next((a for a in alarms if a.get("AlarmName") == name), None)
@@ -164,12 +172,11 @@ class CloudWatchAlarmOwnership:
         _reset(self._client, names, reason)
 
 
-class CloudWatchAlarmArming:
-    """Turns an alarm's actions on and off (the stopper arms and disarms what a guard's verdict says)."""
+class CloudWatchAlarmEnabling:
+    """Turns alarms' actions on (the reconciler: a guard alarm the stopper muted, once its stretch has ended or
+    its guard can act on the job)."""
 
-    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}
-    )
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:EnableAlarmActions"})
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -178,13 +185,22 @@ class CloudWatchAlarmArming:
         """Enabling actions of a missing alarm is not an error in CloudWatch (nothing happens)."""
         try:
             self._client.enable_alarm_actions(AlarmNames=list(names))
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"EnableAlarmActions {', '.join(names)} failed: {exc}") from exc
+
+
+class CloudWatchAlarmArming(CloudWatchAlarmEnabling):
+    """Turns an alarm's actions on and off (the stopper arms and disarms what a guard's verdict says, and mutes
+    an alarm whose judgement held its stretch)."""
+
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:EnableAlarmActions", "cloudwatch:DisableAlarmActions"}
+    )
 
     def disable_actions(self, names: Sequence[str]) -> None:
         try:
             self._client.disable_alarm_actions(AlarmNames=list(names))
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"DisableAlarmActions {', '.join(names)} failed: {exc}") from exc
 
 
@@ -204,7 +220,7 @@ class CloudWatchAlarmWindows:
         for request in requests:
             try:
                 self._client.put_metric_alarm(**request)
-            except ClientError as exc:
+            except (ClientError, BotoCoreError) as exc:
                 raise AdapterError(f"PutMetricAlarm {request.get('AlarmName')} failed: {exc}") from exc
 
 
@@ -225,8 +241,8 @@ class CloudWatchAlarmInventory:
         return [listing.name for listing in self.alarm_states(prefix)]
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
-        """Every alarm under ``prefix`` with its state, when it last changed and whether its actions are on
-        (all in the same ``DescribeAlarms`` pages: no extra request)."""
+        """Every alarm under ``prefix`` with its state, when it last changed, whether its actions are on and its
+        description (which stack made it) (all in the same ``DescribeAlarms`` pages: no extra request)."""
         from sagemaker_governance.domain.reconcile import AlarmListing
 
         listings: list[AlarmListing] = []
@@ -246,8 +262,9 @@ class CloudWatchAlarmInventory:
                             # its last update (later, never earlier: a reset only comes later)
                             updated=alarm.get("StateTransitionedTimestamp") or alarm.get("StateUpdatedTimestamp"),
                             actions_enabled=bool(alarm.get("ActionsEnabled", True)),
+                            description=alarm.get("AlarmDescription"),
                         )
                     )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"DescribeAlarms {prefix}* failed: {exc}") from exc
         return listings

@@ -9,7 +9,8 @@ no resource type for it (only ``*``), so the template grants it on ``Resource: "
 hardware specifications, nothing of the account.
 
 Never raises: when EC2 cannot answer (throttled, denied, unreachable) the type stays ``unknown`` with the
-reason, and the idle guard creates no alarm (do no harm: no threshold from a guessed GPU count).
+reason, marked ``lookup_failed``, and the idle guard creates no alarm (do no harm: no threshold from a guessed
+GPU count) but says that this is no settled answer: the reconciler asks again at its next run.
 """
 
 from __future__ import annotations
@@ -73,4 +74,5 @@ class Ec2InstanceCatalog:
             accelerator=Accelerator.UNKNOWN,
             note=f"not in our table and EC2 DescribeInstanceTypes could not answer ({reason}); "
             "no alarm rather than a guessed GPU count",
+            lookup_failed=True,
         )

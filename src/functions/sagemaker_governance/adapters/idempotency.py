@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.observability import logger
@@ -70,6 +70,8 @@ class DeliveryLedger:
             if _conditional_failure(exc):
                 return Claim(granted=False)
             raise AdapterError(f"DynamoDB PutItem (claim {key}) failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise AdapterError(f"DynamoDB PutItem (claim {key}) failed: {exc}") from exc
         old: dict[str, Any] = answer.get("Attributes") or {}
         if old.get("status", {}).get("S") != FAILED:
             return Claim(granted=True)
@@ -97,4 +99,6 @@ class DeliveryLedger:
             if _conditional_failure(exc):  # another delivery took the key over meanwhile: it is theirs now
                 logger.warning("delivery claim taken over; not released", delivery=key)
                 return
+            raise AdapterError(f"DynamoDB PutItem (release {key}) failed: {exc}") from exc
+        except BotoCoreError as exc:
             raise AdapterError(f"DynamoDB PutItem (release {key}) failed: {exc}") from exc

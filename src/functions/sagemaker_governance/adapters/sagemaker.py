@@ -58,6 +58,8 @@ class SageMakerJobs:
             if _is_not_found(exc):
                 raise JobNotFound(name) from exc
             raise AdapterError(f"DescribeTrainingJob {name} failed: {exc}") from exc
+        except BotoCoreError as exc:  # no answer at all (connection, timeout): a failed read, as above
+            raise AdapterError(f"DescribeTrainingJob {name} failed: {exc}") from exc
         response.pop("ResponseMetadata", None)
         unmodelled = self._unmodelled()
         if unmodelled:
@@ -80,7 +82,7 @@ class SageMakerJobs:
         try:
             for page in self._client.get_paginator("list_tags").paginate(ResourceArn=arn):
                 tags.update(parse_tags(page.get("Tags") or []) or {})
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"ListTags {arn} failed: {exc}") from exc
         except ValueError as exc:  # botocore does not validate answers
             raise AdapterError(f"ListTags {arn}: unreadable answer: {exc}") from exc
@@ -111,6 +113,8 @@ class SageMakerJobs:
             if status in {"Stopping", "Stopped", "Completed", "Failed"}:
                 return StopOutcome.ALREADY_ENDED
             raise AdapterError(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
+        except BotoCoreError as exc:  # no answer (the stop may have been made: stopping again is success)
+            raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
         return StopOutcome.STOPPED
 
 
@@ -135,7 +139,7 @@ class SageMakerJobInventory:
             )
             for page in pages:
                 jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"ListTrainingJobs failed: {exc}") from exc
         return jobs
 

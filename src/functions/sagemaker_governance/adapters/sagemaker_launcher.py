@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from botocore.exceptions import ClientError, ParamValidationError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from sagemaker_governance.domain.clone import CreateOutcome, InvalidCloneRequest
 from sagemaker_governance.domain.errors import AdapterError
@@ -40,5 +40,9 @@ class SageMakerLauncher:
                 return CreateOutcome.ALREADY_EXISTS
             if code == "ValidationException":
                 raise InvalidCloneRequest(f"CreateTrainingJob {name} refused by SageMaker: {exc}") from exc
+            raise AdapterError(f"CreateTrainingJob {name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            # No answer (a connection error, a read timeout): the job may have been created; a retry meets
+            # its deterministic name as ALREADY_EXISTS. (ParamValidationError, a BotoCoreError too, is above.)
             raise AdapterError(f"CreateTrainingJob {name} failed: {exc}") from exc
         return CreateOutcome.CREATED

@@ -29,7 +29,7 @@ import re
 from typing import Any, ClassVar, Final
 from urllib.parse import quote
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import Notification
@@ -217,6 +217,6 @@ class SnsNotifier:
             return None
         try:
             response = self._client.publish(**publish_request(message, self._topic_arn))
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise AdapterError(f"SNS Publish failed: {exc}") from exc
         return str(response.get("MessageId"))

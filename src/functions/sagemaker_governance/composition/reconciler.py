@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
-from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory, CloudWatchAlarmLifecycle
+from sagemaker_governance.adapters.cloudwatch import (
+    CloudWatchAlarmEnabling,
+    CloudWatchAlarmInventory,
+    CloudWatchAlarmLifecycle,
+)
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
@@ -32,6 +36,7 @@ ADAPTERS: tuple[type, ...] = (
     Ec2InstanceCatalog,
     SageMakerJobInventory,
     CloudWatchAlarmInventory,
+    CloudWatchAlarmEnabling,  # a guard alarm the stopper muted: on again (its stretch over, or it can act)
     SageMakerJobMarks,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
     CloudWatchMetricData,  # the efficiency record of a job whose end event was lost
@@ -77,6 +82,7 @@ def build(root: Root) -> ReconcilerService:
         ),
         failed=SageMakerJobInventory(sagemaker),
         resume=resume,
+        arming=CloudWatchAlarmEnabling(root.client("cloudwatch")),
     )
 
 

@@ -1,5 +1,8 @@
 """Our own errors and outcomes, shared by ports and adapters: adapters translate botocore ``ClientError``
-codes into these (``raise ... from exc``), the service layer handles them."""
+codes into these (``raise ... from exc``), and a call that got no answer at all (botocore's
+``BotoCoreError``: a connection error, a read timeout, retries spent) into ``AdapterError`` too, so that a
+caller that carries on after a failed call (the reconciler's next item) does so whatever the failure was; the
+service layer handles them."""
 
 from __future__ import annotations
 

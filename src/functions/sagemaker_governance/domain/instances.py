@@ -74,6 +74,9 @@ class InstanceFacts(BaseModel):
     accelerator: Accelerator
     gpus: int = 0
     note: str
+    # True when ``unknown`` is no fact but a lookup that could not answer (EC2 throttled, denied, unreachable):
+    # asked again later, so nothing decided on it may be remembered as settled.
+    lookup_failed: bool = False
 
     @property
     def publishes_gpu_utilization(self) -> bool:

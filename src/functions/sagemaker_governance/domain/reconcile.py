@@ -42,6 +42,8 @@ class ReconcilerCode(StrEnum):
 
     ORPHAN_ALARM = "reconciler.delete.orphan-alarm"  # the job ended or is gone; its alarms were left behind
     STALE_ALARM = "reconciler.rearm.stale-alarm"  # a guard alarm left in ALARM too long: reset, judged again
+    # a guard alarm the stopper muted after a judgement that held its stretch: on again (stretch over, or acts)
+    MUTED_ALARM = "reconciler.rearm.muted-alarm"
 
 
 class RepairKind(StrEnum):
@@ -51,6 +53,7 @@ class RepairKind(StrEnum):
     DEFERRED_RESUME = "deferred-resume"  # a failed job whose resume waited for its backoff: resumed now
     LOST_END_RESUME = "lost-end-resume"  # a failed job whose Failed event was lost: auto-resume decided now
     STALE_ALARM = "stale-alarm"  # a judged guard alarm left in ALARM longer than judge.rearm_minutes: reset
+    MUTED_ALARM = "muted-alarm"  # a guard alarm muted for its stretch: on again when it ended or it can act
 
 
 class AlarmListing(BaseModel):
@@ -62,12 +65,14 @@ class AlarmListing(BaseModel):
     state: str | None = None
     updated: datetime | None = None  # StateTransitionedTimestamp (else StateUpdatedTimestamp)
     actions_enabled: bool = True
+    description: str | None = None  # AlarmDescription: says which stack made it (AlarmNaming.describes_ours)
 
 
 def left_in_alarm(listing: AlarmListing, now: datetime, older_than: timedelta) -> bool:
     """Whether an alarm has sat in ``ALARM`` (with its actions on) for at least ``older_than``: the stall
     judge left it there (a vetoed pinned trigger, the re-judging cap) and nothing will make it notify again
-    while the condition lasts. An alarm whose actions are off (a progress alarm not yet armed) never is."""
+    while the condition lasts. An alarm whose actions are off (a progress alarm not yet armed, an alarm the
+    stopper muted after a judgement that held its stretch: audit mode's would-stop) never is."""
     return (
         listing.state == "ALARM"
         and listing.actions_enabled

@@ -46,6 +46,7 @@ from sagemaker_governance.domain.guards.base import (
     AlarmCode,
     AlarmNaming,
     AlarmPlan,
+    DesiredAlarms,
     Guard,
     GuardConfig,
     NoAlarm,
@@ -228,6 +229,10 @@ class GuardAlarms:
     def alarm_prefix(self) -> str:
         return self._naming.prefix
 
+    def manages(self, description: str | None) -> bool:
+        """Whether an alarm so described was made by this stack (not only named under its prefix)."""
+        return self._naming.describes_ours(description)
+
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 
@@ -237,7 +242,23 @@ class GuardAlarms:
         on, its notification was lost or came before the alarms were created again, and the guard would never
         be armed); not a child, not a nudge's alarm."""
         role = self.guard.role_of(alarm_name, job_name, self._naming)
-        return role is not None and self.guard.stall_kind is not None and self.guard.acts_on(role)
+        return role is not None and self.guard.rejudged(role)
+
+    def muted(self, job_name: str, actions_off: Collection[str]) -> tuple[str, ...]:
+        """This guard's alarms of the job that the stopper muted after a judgement that held their stretch
+        (audit mode's would-stop, an exempt job, the guard off), among ``actions_off``."""
+        return self.guard.muted(job_name, actions_off, self._naming)
+
+    def acts_now(self, job: TrainingJob, policy: Policy) -> bool:
+        """Whether a firing of this guard's alarm could act on ``job`` now: the guard on for it, in enforce
+        mode, no exemption (a muted alarm is then turned on and reset: the team switched to enforce, the guard
+        back on, the exemption expired, while the job stays stalled)."""
+        effective = policy.for_job(job)
+        config = self.guard.config(effective)
+        if not is_training(job) or not config.enabled or config.mode_or(effective.mode) is not Mode.ENFORCE:
+            return False
+        exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
+        return exemption is None
 
     def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
         """What the reconciler resets so that this judged alarm notifies again (a composite: its children)."""
@@ -247,21 +268,22 @@ class GuardAlarms:
         """Whether this guard's alarms seen for the job lack one created with them (a composite alarm)."""
         return self.guard.incomplete(job_name, observed, self._naming)
 
-    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> DesiredAlarms:
         """The alarms (metric and composite) this guard wants for ``job`` now: none when
-        the job is not training, the guard is off for it, it has nothing to watch, or it is exempt.
+        the job is not training, the guard is off for it, it has nothing to watch, or it is exempt; none and
+        not settled when its plan lacked a fact a lookup could not give now (EC2 could not size a type).
         (Whether an alarm is armed is the stopper's business, not compared here.)"""
         if not is_training(job):
-            return ()
+            return DesiredAlarms()
         effective = policy.for_job(job)
         config = self.guard.config(effective)
         if not config.enabled:
-            return ()
+            return DesiredAlarms()
         plan = self._plan(job, config)
         if not isinstance(plan, AlarmPlan):
-            return ()
+            return DesiredAlarms(settled=not plan.provisional)
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
-        return () if exemption is not None else plan.names
+        return DesiredAlarms() if exemption is not None else DesiredAlarms(names=plan.names)
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""

@@ -20,7 +20,11 @@ writes one audit record):
    own notification, and acting on both would tell an owner twice of one stretch;
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
-   decision acts (enforce mode, not exempt);
+   decision acts (enforce mode, not exempt). A judgement that settles the alarm's stretch without acting
+   (``GuardVerdict.holds``: audit mode's would-stop, an exempt job, the guard off) mutes the alarm that fired
+   (``DisableAlarmActions``; it stays in ALARM): the reconciler's re-arm, meant for the stall judge's vetoes
+   and lost notifications, passes it by, so the stretch is recorded and told once, not at every run; the
+   reconciler turns it on again when the stretch ends or a firing could act on the job (``service/reconciler.py``);
 7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
 """
 
@@ -237,8 +241,9 @@ class GuardStopper:
             verdict = self._review.review(guard, role, notice, verdict, effective)
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
-        # 6. act
-        outcome = self._act(job, verdict)
+        # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
+        mute = (message.alarm_name,) if verdict.holds and guard.rejudged(role) else ()
+        outcome = self._act(job, verdict, mute)
         # 7. record, count, tell
         decision = verdict.decision
         trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
@@ -310,15 +315,15 @@ class GuardStopper:
         }
         return GuardVerdict(verdict=Verdict.SUPERSEDED, decision=decision.model_copy(update=update))
 
-    def _act(self, job: TrainingJob, verdict: GuardVerdict) -> Outcome:
+    def _act(self, job: TrainingJob, verdict: GuardVerdict, mute: tuple[str, ...] = ()) -> Outcome:
         if verdict.rewindow and self._windows is not None:
             self._windows.update(verdict.rewindow)
         if verdict.reset:
             self._alarms.reset(verdict.reset, verdict.reset_reason)
         if verdict.arm:
             self._arming.enable_actions(verdict.arm)
-        if verdict.disarm:
-            self._arming.disable_actions(verdict.disarm)
+        if verdict.disarm or mute:
+            self._arming.disable_actions((*verdict.disarm, *mute))
         if verdict.verdict is Verdict.NOTIFY and not verdict.decision.acts:
             return Outcome.AUDIT_ONLY  # audit mode: the notice is recorded (sent only if notify_in_audit_mode)
         if not verdict.stops:

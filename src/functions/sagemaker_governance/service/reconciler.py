@@ -2,7 +2,8 @@
 
 Each run compares what exists with what should exist and repairs the difference:
 
-* **orphan alarm**: an alarm of this stack whose job has ended or no longer exists (its terminal event
+* **orphan alarm**: an alarm of this stack (named under its prefix and described as made by it: another
+  stack's prefix may start with ours) whose job has ended or no longer exists (its terminal event
   was lost, or its delete was throttled and deferred) is deleted; the ended jobs' alarms of a run are
   deleted together, up to 100 names per ``DeleteAlarms`` request (``domain/reconcile.py``). The job is always re-read first (``DescribeTrainingJob``): an alarm of a job that
   is still ``InProgress`` (``Stopping`` included) is never deleted, whatever the listing said.
@@ -10,7 +11,15 @@ Each run compares what exists with what should exist and repairs the difference:
   lack one created with them (the composite alarm over the children of a job above 10 hosts: listed
   because ``DescribeAlarms`` asks for composites too), gets them from the guard itself (the same code as
   its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
-  Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now".
+  Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now". A job no guard
+  wants an alarm for is remembered (a warm container does not read it again that day under that policy),
+  unless that "none" was no answer (EC2 could not size an instance type now): it is planned again next run.
+* **stale alarm**: a judged guard alarm of a training job left in ALARM with its actions on (a vetoed pinned
+  trigger, the re-judging cap, a lost notification) is reset, so the job is judged again (``_rearm``).
+* **muted alarm**: a judged guard alarm the stopper muted (actions off, left in ALARM) after a judgement that
+  settled its stretch without acting (audit mode's would-stop, an exempt job, the guard off: judged, recorded
+  and told once per stretch, not at every run) is turned on again once its stretch has ended, or reset too
+  when its guard can act on the job now (a switch to enforce while the job stays stalled) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
@@ -43,7 +52,7 @@ from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletio
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
-from sagemaker_governance.domain.guards.base import deletion_units
+from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -65,6 +74,10 @@ from sagemaker_governance.service.recording import Trigger, record_decision
 
 RECONCILER_TRIGGER = "reconciler"
 REARM_REASON = "sagemaker-governance: left in ALARM since the stall judge's last judgement; reset to judge again"
+UNMUTE_REASON = (
+    "sagemaker-governance: muted after a judgement that did not act (audit mode, exempt, guard off); the guard "
+    "can act on the job now: reset to judge again"
+)
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
@@ -86,6 +99,11 @@ class AlarmGuard(Protocol):
     @property
     def alarm_prefix(self) -> str: ...
 
+    def manages(self, description: str | None) -> bool:
+        """Whether an alarm with this ``AlarmDescription`` was made by this stack: another stack's prefix may
+        start with ours, and its alarm's name then reads as ``<our prefix><a job name>``."""
+        ...
+
     def watches(self, job_name: str, alarm_name: str) -> bool:
         """Whether ``alarm_name`` is one of this guard's alarms for ``job_name``."""
         ...
@@ -94,8 +112,8 @@ class AlarmGuard(Protocol):
         """Whether this guard's alarms in ``observed`` (some) lack one always created with them."""
         ...
 
-    def desired_alarms(self, job: TrainingJob, policy: Policy) -> tuple[str, ...]:
-        """The alarms this guard wants for ``job`` now (none: not wanted)."""
+    def desired_alarms(self, job: TrainingJob, policy: Policy) -> DesiredAlarms:
+        """The alarms this guard wants for ``job`` now (none: not wanted; not ``settled``: cannot know now)."""
         ...
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
@@ -109,6 +127,15 @@ class AlarmGuard(Protocol):
 
     def rearm_targets(self, job_name: str, alarm_name: str, observed: Collection[str]) -> tuple[str, ...]:
         """What to reset so that ``alarm_name``, left in ALARM, notifies again (a composite: its children)."""
+        ...
+
+    def muted(self, job_name: str, actions_off: Collection[str]) -> tuple[str, ...]:
+        """This guard's alarms among ``actions_off`` that the stopper muted after a judgement that held their
+        stretch (audit mode's would-stop, an exempt job, the guard off)."""
+        ...
+
+    def acts_now(self, job: TrainingJob, policy: Policy) -> bool:
+        """Whether a firing of this guard's alarm could act on ``job`` now (on, enforce mode, not exempt)."""
         ...
 
 
@@ -142,6 +169,12 @@ class AlarmDeletionPort(Protocol):
     def delete(self, names: Sequence[str]) -> list[str]: ...
 
     def reset(self, names: Sequence[str], reason: str) -> None: ...
+
+
+class AlarmEnablingPort(Protocol):
+    def enable_actions(self, names: Sequence[str]) -> None:
+        """``EnableAlarmActions``; raises ``AdapterError``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -198,8 +231,10 @@ class ReconcilerService:
         lost_ends: LostEndRecorder | None = None,
         failed: FailedJobsPort | None = None,
         resume: DeferredResumer | None = None,
+        arming: AlarmEnablingPort | None = None,
     ) -> None:
         self._failed = failed
+        self._arming = arming  # muted guard alarms are turned on again (none: left muted)
         self._resume = resume
         self._jobs = jobs
         self._inventory = inventory
@@ -218,8 +253,13 @@ class ReconcilerService:
         # Only an optimisation: a cold start reads the tags again; the tag is never removed by governance.
         self._evaluated: set[str] = set()
         # Jobs in Training for which no guard without an alarm on them wants one (no GPU, no progress
-        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm container does not re-read them.
+        # metric, guard off, exempt), under a policy digest on a UTC day (exemptions expire by date): a warm
+        # container does not re-read them. Never a job whose "none" was no answer (a lookup failed: EC2 could
+        # not size an instance type): that one is planned again at every run until it is answered.
         self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
+        # Muted guard alarms still in ALARM whose guard cannot act on the job (audit mode, off, exempt), under a
+        # policy digest on a UTC day: a warm container does not re-read their jobs (job, alarm, digest, day).
+        self._held: set[tuple[str, str, str, str]] = set()
         self._run_key = ("", "")
         self._listings: dict[str, AlarmListing] = {}  # this run's DescribeAlarms listing, by name
 
@@ -234,7 +274,13 @@ class ReconcilerService:
         observed: dict[str, set[str]] = {}
         self._listings = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            listings = self._alarm_inventory.alarm_states(prefix)
+            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
+            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
+            listings = [
+                listing
+                for listing in self._alarm_inventory.alarm_states(prefix)
+                if any(guard.manages(listing.description) for guard in self._guards)
+            ]
             self._listings.update({listing.name: listing for listing in listings})
             for job, names in group_alarms([listing.name for listing in listings], prefix).items():
                 observed.setdefault(job, set()).update(names)
@@ -269,6 +315,7 @@ class ReconcilerService:
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
+        self._held = {key for key in self._held if key[0] in listed}
         return self._summarise(report)
 
     # ---- one job -----------------------------------------------------------------------------------
@@ -419,21 +466,43 @@ class ReconcilerService:
                     if any(d.action is Action.STOP and d.acts for d in decisions):
                         return repairs  # stopped: no alarm wanted any more
         if needs_alarm and job is not None:
-            wanted = False
-            for index in missing:
-                guard = self._guards[index]
-                if not guard.desired_alarms(job, policy):
-                    continue
-                wanted = True
-                decisions = guard.create_alarms(job, trigger)
-                if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
-                    repairs.append(RepairKind.MISSING_ALARM)
-            if not wanted:
-                self._unwatched.add(unwatched_key)
-        # Last, on its own: a failed reset (throttled past botocore's retries) must not cost the job the repairs
-        # above; the alarm is still in ALARM at the next run, which resets it then.
-        if summary.in_training and self._rearm(item, policy, trigger):
-            repairs.append(RepairKind.STALE_ALARM)
+            repairs += self._missing_alarms(job, missing, policy, trigger, unwatched_key)
+        # Last, on their own: a failed reset (throttled past botocore's retries) must not cost the job the repairs
+        # above; the alarm is still in ALARM (or muted) at the next run, which resets it (or turns it on) then.
+        if summary.in_training:
+            repairs += self._alarm_states(item, policy, trigger)
+        return repairs
+
+    def _alarm_states(self, item: WorkItem, policy: Policy, trigger: Trigger) -> list[RepairKind]:
+        repairs = [RepairKind.STALE_ALARM] if self._rearm(item, policy, trigger) else []
+        return repairs + ([RepairKind.MUTED_ALARM] if self._unmute(item, policy, trigger) else [])
+
+    def _missing_alarms(
+        self,
+        job: TrainingJob,
+        missing: Sequence[int],
+        policy: Policy,
+        trigger: Trigger,
+        unwatched_key: tuple[str, str, str, tuple[int, ...]],
+    ) -> list[RepairKind]:
+        """Create the alarms the ``missing`` guards want for ``job``. When none wants one, remember that, unless
+        it was no answer (a lookup failed: EC2 could not size an instance type): the next run asks again."""
+        repairs: list[RepairKind] = []
+        wanted, settled = False, True
+        for index in missing:
+            guard = self._guards[index]
+            desired = guard.desired_alarms(job, policy)
+            settled = settled and desired.settled
+            if not desired.names:
+                continue
+            wanted = True
+            decisions = guard.create_alarms(job, trigger)
+            if any(d.action is Action.CREATE_ALARM and d.exempted_by is None for d in decisions):
+                repairs.append(RepairKind.MISSING_ALARM)
+        if not settled:
+            logger.info("alarms of a job undecided: a lookup failed; the next run plans it again", job=job.name)
+        elif not wanted:
+            self._unwatched.add(unwatched_key)
         return repairs
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
@@ -491,6 +560,67 @@ class ReconcilerService:
                 "alarms": stale,
                 "reset": targets,  # a composite's children instead of it
                 "in_alarm_since": since,
+            },
+        )
+        self._record(decision, subject, policy, trigger, Outcome.DONE)
+        return True
+
+    def _unmute(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
+        """Turn on again the actions of the job's guard alarms the stopper muted after a judgement that held their
+        stretch (audit mode's would-stop, an exempt job, the guard off: told once, not at every run): when the
+        stretch has ended (the alarm left ALARM by itself), so that the next one notifies; or, the alarm still in
+        ALARM, when a firing could act on the job now (enforce mode, the guard on, no exemption: a team or the
+        deployment switched to enforce while the job stays stalled), reset too (a composite: its children), so
+        that it fires again and the job is judged, and stopped, now. The job is read only for an alarm still in
+        ALARM, once per policy and UTC day while its guard cannot act."""
+        off = [name for name in item.alarms if (seen := self._listings.get(name)) and not seen.actions_enabled]
+        muted = (
+            [(guard, name) for guard in self._guards for name in guard.muted(item.job_name, off)] if off else []
+        )
+        if not muted or self._arming is None:
+            return False
+        ended = sorted(name for _, name in muted if self._listings[name].state != "ALARM")
+        held = [
+            (g, n) for g, n in muted if n not in ended and (item.job_name, n, *self._run_key) not in self._held
+        ]
+        acting: list[tuple[AlarmGuard, str]] = []
+        try:
+            job = self._jobs.get_job(item.job_name) if held else None
+            for guard, name in held:
+                if job is not None and guard.acts_now(job, policy):
+                    acting.append((guard, name))
+                else:
+                    self._held.add((item.job_name, name, *self._run_key))
+            enabled = sorted([*ended, *(name for _, name in acting)])
+            reset = sorted({t for g, n in acting for t in g.rearm_targets(item.job_name, n, item.alarms)})
+            if not enabled:
+                return False
+            self._arming.enable_actions(enabled)
+            if reset:
+                self._alarms.reset(reset, UNMUTE_REASON)
+        except AdapterError as exc:
+            logger.warning(
+                "muted guard alarms not turned on: the next run tries again", job=item.job_name, error=str(exc)
+            )
+            return False
+        summary = item.listed
+        assert summary is not None
+        subject = job or TrainingJob.model_validate(
+            {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
+        )
+        acts = sorted(name for _, name in acting)
+        decision = Decision(
+            rule=RECONCILER_RULE_ID,
+            code=ReconcilerCode.MUTED_ALARM,
+            action=Action.ARM_ALARM,
+            mode=policy.for_job(subject).mode,
+            reason=_unmuted_reason(stretch_ended=bool(ended), acts_now=bool(acts)),
+            evidence={
+                "repair": RepairKind.MUTED_ALARM.value,
+                "enabled": enabled,
+                "stretch_ended": ended,
+                "acts_now": acts,
+                "reset": reset,
             },
         )
         self._record(decision, subject, policy, trigger, Outcome.DONE)
@@ -573,3 +703,18 @@ class ReconcilerService:
     def _summarise(self, report: ReconcileReport) -> ReconcileReport:
         logger.info("reconcile run", reconcile=report.as_dict())
         return report
+
+
+def _unmuted_reason(*, stretch_ended: bool, acts_now: bool) -> str:
+    done = []
+    if stretch_ended:
+        done.append("those out of ALARM (their stretch has ended) are turned on, so the next stretch is judged")
+    if acts_now:
+        done.append(
+            "those whose guard can act on the job now (enforce mode, the guard on, no exemption) are turned on and "
+            "reset, so the job is judged again now if it is still stalled"
+        )
+    return (
+        "the job's guard alarm(s) muted after a judgement that did not act (audit mode, an exemption, the guard "
+        "off): " + "; ".join(done)
+    )

@@ -595,6 +595,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
             )
             for kind in ("MetricAlarms", "CompositeAlarms")
             for a in page.get(kind, [])
+            if naming.describes_ours(a.get("AlarmDescription"))  # not a stack's whose prefix starts with ours
         }
     except AWS_ERRORS as exc:
         return [Finding("drift", "alarms", Status.UNKNOWN, f"could not list jobs or alarms: {error_text(exc)}")]
@@ -624,7 +625,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
             continue
         since = next((t.start_time for t in reversed(job.transitions) if t.status == "Training"), None)
         for guard in guards:
-            wanted = set(guard.desired_alarms(job, policy))
+            wanted = set(guard.desired_alarms(job, policy).names)
             missing = wanted - alarms
             if missing and since is not None and ctx.now - since > grace:
                 out.append(

@@ -81,6 +81,18 @@ class AlarmNaming(BaseModel):
         return [{"Key": TAG_JOB, "Value": job_name}, {"Key": TAG_MANAGED_BY, "Value": self.managed_by}]
 
     @property
+    def managed_note(self) -> str:
+        """The sentence every alarm description of this stack carries (``describes_ours`` looks for it)."""
+        return f"Managed by {self.managed_by}; changes are overwritten."
+
+    def describes_ours(self, description: str | None) -> bool:
+        """Whether an alarm's description says this stack made it (its ``managed_note``, up to the ``;``, so that
+        stack ``a`` does not take the alarms of stack ``a-idle-b`` for its own). A name under our prefix is not
+        enough: another stack's prefix may start with ours (``<stack>-idle-b-idle-``), and the remainder of its
+        alarm's name can read as a job name. What ``DescribeAlarms`` lists tells it, at no extra call."""
+        return description is not None and f"Managed by {self.managed_by};" in description
+
+    @property
     def actions(self) -> list[str]:
         """The alarm actions of a notifying alarm: the alarm topic (none when there is no topic)."""
         return [self.alarm_topic_arn] if self.alarm_topic_arn else []
@@ -260,13 +272,30 @@ class AlarmCode(StrEnum):
 
 
 class NoAlarm(BaseModel):
-    """Why a guard wants no alarm for a job; ``code`` is the guard's (``idle.alarm.no-gpu``)."""
+    """Why a guard wants no alarm for a job; ``code`` is the guard's (``idle.alarm.no-gpu``).
+
+    ``provisional``: the plan lacked a fact because a lookup could not answer (EC2 could not size an instance
+    type): "cannot know now", not "not wanted". Nothing may remember it as the job's answer; the reconciler
+    plans the job again at its next run."""
 
     model_config = ConfigDict(frozen=True)
 
     code: str
     reason: str
     evidence: dict[str, Any] = Field(default_factory=dict)
+    provisional: bool = False
+
+
+class DesiredAlarms(BaseModel):
+    """The alarms a guard wants for a job now (``names``; none: not wanted), and whether that is an answer.
+    ``settled`` is false when the guard's plan lacked a fact a lookup could not give (EC2 could not size an
+    instance type): "none" then means "cannot know now", and the reconciler must not remember the job as one
+    that needs no alarm; it plans the job again at its next run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    names: tuple[str, ...] = ()
+    settled: bool = True
 
 
 class MetricQuery(BaseModel):
@@ -453,6 +482,14 @@ class GuardVerdict(BaseModel):
     @property
     def stops(self) -> bool:
         return self.verdict is Verdict.STOP
+
+    @property
+    def holds(self) -> bool:
+        """Whether this judgement settles the alarm's stretch without acting on the job: a stop not carried out
+        (audit mode), an exempt job, the guard switched off. Judged again while the same stretch lasts, the
+        job would get the same record and the same message again, with the same savings counted once more:
+        the alarm that fired is muted instead (``Guard.muted``), left in ALARM with its actions off."""
+        return self.verdict in (Verdict.DISABLED, Verdict.EXEMPTED) or (self.stops and not self.decision.acts)
 
 
 class Judgement:
@@ -672,6 +709,25 @@ class Guard(ABC, Generic[C]):
         """What to reset so that ``alarm_name``, left in ALARM, notifies again if its condition lasts (the
         reconciler's re-arm). A metric alarm returns to its actual state after a reset: itself."""
         return (alarm_name,)
+
+    def rejudged(self, role: str) -> bool:
+        """Whether an alarm of this role is judged again when left in ALARM with its actions on (the reconciler
+        re-arms it: the stall judge's vetoes, a lost notification), and so is muted after a judgement that
+        ``holds`` its stretch: an alarm whose notification the stall judge decides, or that arms one."""
+        return self.stall_kind is not None and self.acts_on(role)
+
+    def muted(self, job_name: str, actions_off: Collection[str], naming: AlarmNaming) -> tuple[str, ...]:
+        """This guard's alarms of the job, among those whose actions are off, that the stopper muted after a
+        judgement that held their stretch (``GuardVerdict.holds``): the reconciler turns their actions on again
+        when the stretch has ended or a firing could act on the job now. By default every re-judged alarm
+        whose actions are off (a guard that plans them with their actions on)."""
+        return tuple(
+            sorted(
+                name
+                for name in actions_off
+                if (role := self.role_of(name, job_name, naming)) is not None and self.rejudged(role)
+            )
+        )
 
     # ---- judging --------------------------------------------------------------------------------
 

@@ -228,7 +228,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             description = (
                 f"sagemaker-governance minimum-utilization guard ({role.value}) for training job {job.name}: "
                 f"mean GPUUtilization of its GPU hosts below {threshold:g} ({config.min_gpu_percent:g}% per GPU "
-                f"x {gpus}) for {minutes} minutes. Managed by {naming.managed_by}; changes are overwritten."
+                f"x {gpus}) for {minutes} minutes. {naming.managed_note}"
             )
 
             def request(

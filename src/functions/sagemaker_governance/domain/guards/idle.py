@@ -348,10 +348,16 @@ class IdleGuard(Guard[IdlePolicy]):
             return NoAlarm(code=IdleCode.NO_INSTANCES, reason="the job names no instances; nothing to watch")
         unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
         if unknown:
+            # A lookup that could not answer is no fact: unless a type is unknown for good (EC2 does not know
+            # it), the answer may change, and the reconciler plans the job again at its next run.
+            failed = [t for t in unknown if facts[t].lookup_failed]
+            provisional = len(failed) == len(unknown)
+            retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
             return NoAlarm(
                 code=IdleCode.UNKNOWN_INSTANCE,
-                reason=f"cannot size the GPUs of {', '.join(unknown)}: no alarm rather than a wrong threshold",
-                evidence={"instance_types": described},
+                reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: no alarm rather than a wrong threshold",
+                evidence={"instance_types": described, **({"lookup_failed": failed} if failed else {})},
+                provisional=provisional,
             )
         gpu_counts = sorted({f.gpus for f in facts.values() if f.publishes_gpu_utilization})
         if not gpu_counts:
@@ -408,7 +414,7 @@ class IdleGuard(Guard[IdlePolicy]):
                 else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
                 f"hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
             )
-            + f". Managed by {naming.managed_by}; changes are overwritten."
+            + f". {naming.managed_note}"
         )
 
         def metric_alarm(name: str, first: int, last: int, actions: list[str]) -> dict[str, Any]:

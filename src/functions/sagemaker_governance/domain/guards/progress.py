@@ -29,6 +29,7 @@ as progress.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -294,8 +295,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
                     else f" (the alarm fires after {progress.alarm_minutes}: a trigger the stall judge decides)"
                 )
                 + ". Its actions are enabled only after "
-                f"the metric was published once (alarm {armer_name}). Managed by {naming.managed_by}; changes "
-                "are overwritten."
+                f"the metric was published once (alarm {armer_name}). {naming.managed_note}"
             ),
         )
         armer = alarm(
@@ -307,7 +307,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
             description=(
                 f"sagemaker-governance progress guard for training job {job.name}: fires when {shown} is "
                 f"published, so that the stall alarm {stall_name} is armed only once the job's metric "
-                f"definition is known to match. Managed by {naming.managed_by}; changes are overwritten."
+                f"definition is known to match. {naming.managed_note}"
             ),
         )
         alarms = (
@@ -331,6 +331,15 @@ class ProgressGuard(Guard[ProgressPolicy]):
 
     def stops_from(self, role: str) -> bool:
         return role == ProgressRole.STALL
+
+    def muted(self, job_name: str, actions_off: Collection[str], naming: AlarmNaming) -> tuple[str, ...]:
+        """The stall alarm, when its actions are off and the armer's are too. Its actions off alone is the guard
+        not armed yet (never turned on: that would stop a job whose metric was never seen); the armer's off alone
+        is the guard armed (the stopper disables the armer when it arms). Both off: the stopper muted one of
+        them after a judgement that held its stretch, which it makes only once the armer has fired (the metric
+        was seen), so turning the stall alarm on is arming a guard that was armed or would have been."""
+        stall, armer = progress_alarm_names(job_name, naming)
+        return (stall,) if stall in actions_off and armer in actions_off else ()
 
     # ---- judging --------------------------------------------------------------------------------
 
