@@ -22,6 +22,7 @@ from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
+from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from smgov.simulation.harness import LocalAccount, local_account, patched_env
@@ -235,6 +236,31 @@ def test_a_read_that_gets_no_answer_costs_only_its_own_job_the_run(acct: LocalAc
     result = reconcile(acct)
     # Then the run goes on: that item is counted as an error, and the ended job's alarm is deleted
     assert result["errors"] == 1 and result["repairs"] == {"orphan-alarm": 1}
+    assert acct.cloudwatch.alarms == {}
+
+
+def test_a_defect_in_one_jobs_repair_costs_only_that_job_and_then_fails_the_run(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose Completed event was lost (its alarm left behind) and a job in Training without its
+    # alarm, whose repair meets a defect of ours (not an AWS failure)
+    for name in ("aaa-ended", "zzz-defect"):
+        training(acct, name)
+    acct.sagemaker.transition("aaa-ended", "Completed", "Completed")
+    del acct.cloudwatch.alarms[f"{PREFIX}zzz-defect"]
+    original = ReconcilerService._in_progress
+
+    def defective(self: ReconcilerService, item: Any, *args: Any, **kwargs: Any) -> Any:
+        if item.job_name == "zzz-defect":
+            raise TypeError("unsupported format string passed to NoneType.__format__")
+        return original(self, item, *args, **kwargs)
+
+    monkeypatch.setattr(ReconcilerService, "_in_progress", defective)
+    # When the reconciler runs
+    with pytest.raises(ReconcileDefect, match="zzz-defect"):
+        reconcile(acct)
+    # Then the other job was still repaired (its ended alarm deleted), and the invocation failed all the same
+    # (so the defect reaches the dead-letter queue and its alarm, not only a log line)
     assert acct.cloudwatch.alarms == {}
 
 

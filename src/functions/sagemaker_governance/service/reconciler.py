@@ -186,6 +186,11 @@ class Orphan:
     names: list[str]
 
 
+class ReconcileDefect(RuntimeError):
+    """Jobs whose repair raised something other than an AWS failure (a defect): raised after the run has
+    repaired every other job and deleted the ended jobs' alarms."""
+
+
 @dataclass
 class ReconcileReport:
     jobs_in_progress: int = 0
@@ -289,26 +294,13 @@ class ReconcilerService:
         report.alarms = sum(len(names) for names in observed.values())
         report.items = len(items)
         ended: list[Orphan] = []  # ended jobs' alarms, deleted together (DeleteAlarms takes 100 names)
+        defects: list[tuple[str, Exception]] = []
         for item in items:
             if remaining() < self._safety:
                 report.stopped_early = True
                 break
             report.visited.append(item.job_name)
-            try:
-                if item.listed:
-                    kinds = self._in_progress(item, policy, trigger)
-                else:
-                    orphan = self._orphan(item)
-                    if orphan is not None:
-                        ended.append(orphan)
-                        kinds = self._record_lost_end(orphan, trigger, report)
-                    else:
-                        kinds = []
-            except AdapterError as exc:
-                report.errors += 1
-                logger.error("reconcile item failed", job=item.job_name, error=str(exc))
-                continue
-            self._count(report, kinds)
+            self._visit(item, policy, trigger, report, ended, defects)
         self._count(report, self._delete_orphans(ended, trigger, report))
         if not report.stopped_early:
             self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
@@ -316,9 +308,46 @@ class ReconcilerService:
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
         self._held = {key for key in self._held if key[0] in listed}
-        return self._summarise(report)
+        summary = self._summarise(report)
+        if defects:
+            # The run did what it could; the invocation still fails, so the defect reaches the dead-letter queue
+            # (EventInvokeConfig OnFailure) and its alarm instead of passing as a counted error.
+            name, first = defects[0]
+            raise ReconcileDefect(f"{len(defects)} job(s) raised; first {name}: {first!r}") from first
+        return summary
 
     # ---- one job -----------------------------------------------------------------------------------
+
+    def _visit(
+        self,
+        item: WorkItem,
+        policy: Policy,
+        trigger: Trigger,
+        report: ReconcileReport,
+        ended: list[Orphan],
+        defects: list[tuple[str, Exception]],
+    ) -> None:
+        """One work item. An AWS failure costs only this item (counted as an error); so does a defect of ours,
+        kept in ``defects`` to fail the invocation once every other item is done."""
+        try:
+            if item.listed:
+                kinds = self._in_progress(item, policy, trigger)
+            else:
+                orphan = self._orphan(item)
+                kinds = []
+                if orphan is not None:
+                    ended.append(orphan)
+                    kinds = self._record_lost_end(orphan, trigger, report)
+        except AdapterError as exc:
+            report.errors += 1
+            logger.error("reconcile item failed", job=item.job_name, error=str(exc))
+            return
+        except Exception as exc:  # one job's defect must not leave every other job unrepaired
+            report.errors += 1
+            defects.append((item.job_name, exc))
+            logger.exception("reconcile item raised", job=item.job_name)
+            return
+        self._count(report, kinds)
 
     def _orphan(self, item: WorkItem) -> Orphan | None:
         """A job with alarms that was not listed in progress: its alarms, if it has really ended."""
