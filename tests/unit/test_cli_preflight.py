@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from smgov.cli.main import main
+from tests.stacks import deployed_stack
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = str(REPO / "examples" / "policy.yaml")
@@ -130,3 +131,50 @@ def test_nothing_to_express_exits_1(capsys: pytest.CaptureFixture[str], tmp_path
     code, out, err = run(capsys, "iam-policy", "--policy", str(path))
     assert code == 1 and out == ""
     assert "no enforced rule can be expressed" in err
+
+
+# ---- the base policy: the deployed stack's parameters, not the template's defaults --------------------
+
+
+def test_iam_policy_is_derived_from_the_named_stacks_parameters(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a document that leaves max-runtime and the required tags to the stack, and a stack deployed with
+    # long LLM runs allowed (MaxRuntimeHours=336) and only the team tag required
+    for variable in ("MAX_RUNTIME_HOURS", "REQUIRED_TAGS", "GOVERNANCE_MODE"):
+        monkeypatch.delenv(variable, raising=False)
+    document = tmp_path / "policy.yaml"
+    document.write_text("mode: enforce\nrules:\n  - id: max-instances\n    max: 8\n")
+    # When the statements are derived from that stack
+    with deployed_stack({"MaxRuntimeHours": "336", "RequiredTags": "team", "GovernanceMode": "audit"}):
+        code, out, err = run(capsys, "iam-policy", "--policy", str(document), "--scp", "--stack", "gov")
+    # Then they deny what that stack's functions stop, not what the template's defaults would
+    assert code == 0
+    conditions = json.dumps(json.loads(out))
+    assert '"1209600"' in conditions and "cost-center" not in conditions
+    assert "no stack named" not in err
+
+
+def test_iam_policy_without_a_stack_says_which_defaults_it_used(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MAX_RUNTIME_HOURS", raising=False)
+    code, _, err = run(capsys, "iam-policy", "--policy", POLICY, "--scp")
+    assert code == 0
+    assert "no stack named" in err and "MaxRuntimeHours=72" in err and "--stack NAME" in err
+
+
+def test_preflight_judges_with_the_named_stacks_parameters(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack deployed with MaxRuntimeHours=24 and a 48-hour request the template's 72 h allow
+    monkeypatch.delenv("MAX_RUNTIME_HOURS", raising=False)
+    request = json.loads((REQUESTS / "compliant.json").read_text())
+    request["StoppingCondition"] = {"MaxRuntimeInSeconds": 48 * 3600}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(request))
+    assert run(capsys, "preflight", str(path), "--policy", POLICY, "--user", "dana")[0] == 0
+    # When judged with the stack, then it is refused, as the deployed service would stop it
+    with deployed_stack({"MaxRuntimeHours": "24"}):
+        code, out, _ = run(capsys, "preflight", str(path), "--policy", POLICY, "--user", "dana", "--stack", "gov")
+    assert code == 1 and "[max-runtime]" in out

@@ -16,12 +16,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def cmd_iam_policy(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError
-    from smgov.cli.output import fail
+    from smgov.cli.output import fail, stack_settings
     from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
     from smgov.local_policy import load_policy
 
+    settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy)
+        policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     if args.team is not None and args.team not in policy.teams:
@@ -57,6 +58,8 @@ def cmd_iam_policy(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from smgov.cli.output import stack_option
+
     parser = sub.add_parser(
         "iam-policy",
         help="IAM/SCP deny statements for CreateTrainingJob derived from the policy",
@@ -64,6 +67,7 @@ def register(sub: Any) -> None:
         "list what they cannot (the deployed service keeps enforcing it after launch).",
     )
     parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
+    stack_option(parser)
     parser.add_argument("--team", help="the document for this team's effective policy (attach to its roles)")
     parser.add_argument("--scp", action="store_true", help="a Service Control Policy (5,120 characters, minified)")
     parser.add_argument("--partition", default="aws", help="ARN partition (aws, aws-cn, aws-us-gov)")

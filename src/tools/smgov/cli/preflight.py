@@ -36,7 +36,7 @@ def validate_request_shape(request: Any) -> list[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
-    from smgov.cli.output import deployed_settings_or_exit, fail
+    from smgov.cli.output import fail, stack_settings
     from smgov.local_policy import current_user, load_policy
     from smgov.preflight import preflight_request
 
@@ -49,8 +49,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         return fail(
             f"{args.request}: not a valid CreateTrainingJob request:\n  - " + "\n  - ".join(problems), EXIT_USAGE
         )
+    settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy, deployed_settings_or_exit(args.stack))
+        policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     try:
@@ -74,6 +75,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from smgov.cli.output import stack_option
+
     parser = sub.add_parser(
         "preflight",
         help="check a CreateTrainingJob request before launch (exit 1 when refused)",
@@ -82,11 +85,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("request", metavar="REQUEST.json")
     parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
-    parser.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults",
-    )
+    stack_option(parser)
     parser.add_argument("--user", help="value of ${user} in tag defaults (default: your login name)")
     parser.add_argument("--strict", action="store_true", help="refuse on any violation, audit mode included")
     parser.add_argument("--no-defaults", action="store_true", help="do not fill policy tag defaults")
