@@ -147,7 +147,9 @@ def check_statement(statement: Mapping[str, Any], document: Document) -> list[st
         matched: set[str] = {""}
         for resource in resources:
             if resource == "*":
-                if any(types) and action not in RESOURCE_STAR_EXCEPTIONS:
+                # A Deny on "*" grants nothing: the action and the conditions select what it denies (AWS's
+                # own SCP examples deny a create on "*"); least privilege is a question for grants only.
+                if any(types) and action not in RESOURCE_STAR_EXCEPTIONS and statement.get("Effect") != "Deny":
                     problems.append(
                         f"{sid}: {action} on Resource '*' although it supports resource types {sorted(t for t in types if t)}"
                     )

@@ -187,6 +187,10 @@ def test_the_checker_accepts_what_the_reference_documents() -> None:
     tags = {"Effect": "Allow", "Action": "logs:ListTagsForResource", "Resource": LOG_GROUP}
     assert _one(streams) == [] and _one(tags) == []
     assert _one({"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": plan_arn}) == []
+    # a deny on "*" (the generated SCPs') grants nothing; its condition keys are still checked
+    deny = {"Effect": "Deny", "Action": "sagemaker:CreateTrainingJob", "Resource": "*"}
+    assert _one({**deny, "Condition": {"ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]}}}) == []
+    assert _one({**deny, "Condition": {"StringEquals": {"sagemaker:TaggingAction": "x"}}}) != []
 
 
 def test_every_resource_star_exception_is_still_needed() -> None:

@@ -119,10 +119,12 @@ def test_team_document_and_json_report(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0
     assert report["limit"] == 6144 and report["size"] <= report["limit"]
     patterns = next(s for s in report["document"]["Statement"] if s["Sid"] == "DenyInstanceTypes")["Condition"]
-    assert patterns == {
-        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.p4d.24xlarge", "ml.p5.*"]}
+    assert patterns["ForAnyValue:StringNotLike"] == {
+        "sagemaker:InstanceTypes": ["ml.g5.*", "ml.p4d.24xlarge", "ml.p5.*"]
     }
-    assert all(":123456789012:" in json.dumps(s) for s in report["document"]["Statement"])
+    # --account: the statements apply in that account only
+    assert all("123456789012" in json.dumps(s) for s in report["document"]["Statement"])
+    assert patterns["StringLike"] == {"aws:PrincipalAccount": "123456789012"}
 
 
 def test_nothing_to_express_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

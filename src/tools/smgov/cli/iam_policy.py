@@ -71,8 +71,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--team", help="the document for this team's effective policy (attach to its roles)")
     parser.add_argument("--scp", action="store_true", help="a Service Control Policy (5,120 characters, minified)")
     parser.add_argument("--partition", default="aws", help="ARN partition (aws, aws-cn, aws-us-gov)")
-    parser.add_argument("--region", default="*", help="scope the training-job ARN to one region")
-    parser.add_argument("--account", default="*", help="scope the training-job ARN to one account id")
+    parser.add_argument(
+        "--region", default="*", help="apply the statements in one region (aws:RequestedRegion; a glob may do)"
+    )
+    parser.add_argument(
+        "--account", default="*", help="apply the statements in one account id (aws:PrincipalAccount)"
+    )
     parser.add_argument("--minify", action="store_true", help="print the document without white space")
     parser.add_argument("--json", action="store_true", help="document, size, limit and gaps as one JSON object")
     parser.set_defaults(func=cmd_iam_policy)
