@@ -16,7 +16,11 @@ What it models (IAM User Guide, "IAM JSON policy elements: Condition", "Conditio
 - ``Action`` names are not case-sensitive; ``Resource`` / ``NotResource`` ARNs are matched
   case-sensitively, and a deny applies when it matches any resource the request is authorized against.
 
-A training job's ARN is assumed to carry the job's name lower-cased.
+What it cannot know is left open: whether the training job's ARN that IAM authorizes carries the name
+as written or lower-cased (AWS documents neither; its managed policy AWSBatchServiceRolePolicyForSageMaker
+grants ``training-job/AWSBatch*``, mixed case): both are evaluated. A request with
+``ResourceConfig.TrainingPlanArn`` is also authorized against the plan and its reserved capacity (the
+authorization reference's resource types of ``CreateTrainingJob``).
 """
 
 from __future__ import annotations
@@ -190,10 +194,16 @@ def training_calls(request: Mapping[str, Any], *, account: str = ACCOUNT, region
     if resource.get("InstancePreferences"):
         context["sagemaker:instancetypes"] = UNKNOWN
     context = {k: v for k, v in context.items() if v is not ABSENT}
-    names = [request["TrainingJobName"].lower()]  # assumed: the ARN carries the name lower-cased
+    name = request["TrainingJobName"]
+    plan = resource.get("TrainingPlanArn")
+    others = (
+        [plan, f"arn:{PARTITION}:sagemaker:{region}:{account}:reserved-capacity/rc-0123456789abcdef"]
+        if plan
+        else []
+    )
     calls = []
-    for job_name in names:
-        arns = [f"arn:{PARTITION}:sagemaker:{region}:{account}:training-job/{job_name}"]
+    for job_name in dict.fromkeys([name, name.lower()]):
+        arns = [f"arn:{PARTITION}:sagemaker:{region}:{account}:training-job/{job_name}", *others]
         for reading in tag_readings(list(request.get("Tags") or [])):
             calls.append(Call("sagemaker:CreateTrainingJob", tuple(arns), {**context, **reading}))
     return calls

@@ -64,6 +64,9 @@ def _iam_policy_documents() -> list[tuple[str, dict[str, Any]]]:
         "teams": {
             "vision": {"rules": [{"id": "types", "type": "allowed-instance-types", "patterns": ["ml.p5.*"]}]}
         },
+        "exemptions": [  # NotResource: the job-name prefix, the training plan and its reserved capacity
+            {"job_name_prefix": "LLM-Pretrain-", "rules": ["types"], "expires": "2099-12-31", "reason": "PLAT-9"}
+        ],
     }
     policies = {
         "example": load_policy(str(REPO / "examples" / "policy.yaml")),
@@ -187,6 +190,10 @@ def test_the_checker_accepts_what_the_reference_documents() -> None:
     tags = {"Effect": "Allow", "Action": "logs:ListTagsForResource", "Resource": LOG_GROUP}
     assert _one(streams) == [] and _one(tags) == []
     assert _one({"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": plan_arn}) == []
+    # a NotResource ARN must name a resource type of the action
+    not_plan = {"Effect": "Deny", "Action": "sagemaker:CreateTrainingJob", "NotResource": [plan_arn]}
+    assert _one(not_plan) == []
+    assert _one({**not_plan, "NotResource": ["arn:aws:sagemaker:*:*:training-plans/*"]}) != []
     # a deny on "*" (the generated SCPs') grants nothing; its condition keys are still checked
     deny = {"Effect": "Deny", "Action": "sagemaker:CreateTrainingJob", "Resource": "*"}
     assert _one({**deny, "Condition": {"ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]}}}) == []

@@ -210,11 +210,10 @@ def test_team_overrides_get_their_own_statements(now: datetime) -> None:
     base = by_sid["DenyInstanceTypes"]["Condition"]
     assert base["StringNotEquals"] == {"aws:RequestTag/team": ["vision"]}
     assert base["ForAllValues:StringNotLike"] == one_spelling
-    # a job without the exact key "team" is judged by the base policy, whatever IAM reads for team
-    assert by_sid["DenyInstanceTypesNoTeamTag"]["Condition"] == {
-        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.m5.*"]},
-        "ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]},
-    }
+    # a job without the exact key "team" is denied by RequireTagKeyTeam whatever it runs on: no copy of the
+    # base statement for it (TEAM_CASE, which does not require the team tag, has one)
+    assert by_sid["RequireTagKeyTeam"]["Condition"] == {"ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]}}
+    assert "DenyInstanceTypesNoTeamTag" not in by_sid
     team = by_sid["DenyInstanceTypesTeamVision"]["Condition"]
     assert team["StringEquals"] == {"aws:RequestTag/team": "vision"}
     assert team["ForAllValues:StringNotLike"] == one_spelling
@@ -263,6 +262,11 @@ def test_the_team_is_read_from_the_exact_key_as_the_service_reads_it(
     # Given base and vision policies that differ, and a job whose team tag key is spelled as given
     pol = policy(**TEAM_CASE)
     doc = derive_iam_policy(pol, now, target="scp").document
+    # (a job without the exact key "team" is judged by the base policy, whatever IAM reads for team)
+    assert statements(doc)["DenyInstanceTypesNoTeamTag"]["Condition"] == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.m5.*"]},
+        "ForAllValues:StringNotEquals": {"aws:TagKeys": ["team"]},
+    }
     request = create_request(tags=tags, runtime=runtime_hours * 3600, instance_type=instance_type)
     # Then the service picks the override by the exact key, and IAM denies only what it then stops
     assert preflight_request(request, pol, now, fill_defaults=False).refused is stops
@@ -326,7 +330,14 @@ def test_exemptions_become_not_resource_and_tag_conditions(now: datetime) -> Non
     )
     derivation = derive_iam_policy(pol, now)
     by_sid = statements(derivation.document)
-    assert by_sid["DenyInstanceTypes"]["NotResource"] == ["arn:aws:sagemaker:*:*:training-job/bench-*"]
+    # the prefix as written and lower-cased (which one the ARN carries is not documented), and the training
+    # plan and reserved capacity a job on a plan is also authorized against
+    assert by_sid["DenyInstanceTypes"]["NotResource"] == [
+        "arn:aws:sagemaker:*:*:training-job/Bench-*",
+        "arn:aws:sagemaker:*:*:training-job/bench-*",
+        "arn:aws:sagemaker:*:*:training-plan/*",
+        "arn:aws:sagemaker:*:*:reserved-capacity/*",
+    ]
     assert "Resource" not in by_sid["DenyInstanceTypes"]
     assert by_sid["DenyMaxRuntime"]["Condition"]["StringNotEquals"] == {"aws:RequestTag/env": ["x"]}
     assert by_sid["DenyMaxRuntime"]["Condition"]["ForAllValues:StringNotLike"] == {
@@ -415,6 +426,12 @@ PROPERTY_POLICY = {
             "expires": "2099-01-01",
             "reason": "PLAT-2",
         },
+        {
+            "job_name_prefix": "Scale-",
+            "rules": ["max-runtime", "instance-types"],
+            "expires": "2099-01-01",
+            "reason": "PLAT-3 scale tests",
+        },
     ],
     "rules": [
         {
@@ -427,7 +444,8 @@ PROPERTY_POLICY = {
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    name=st.sampled_from(["job-1", "bench-1", "Bench-2", "benchmark"]),
+    name=st.sampled_from(["job-1", "bench-1", "Bench-2", "benchmark", "Scale-1", "scale-2", "SCALE-3"]),
+    plan=st.sampled_from([None, "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5"]),
     tags=st.dictionaries(
         # keys the service reads, and other capitalizations of them (IAM reads either)
         st.sampled_from(
@@ -447,7 +465,15 @@ PROPERTY_POLICY = {
     team=st.sampled_from([None, "vision", "lab"]),
 )
 def test_iam_never_denies_a_job_the_service_would_let_run(
-    now: datetime, *, name: str, tags: dict[str, str], types: list[str], count: int, runtime: int, team: str | None
+    now: datetime,
+    *,
+    name: str,
+    plan: str | None,
+    tags: dict[str, str],
+    types: list[str],
+    count: int,
+    runtime: int,
+    team: str | None,
 ) -> None:
     pol = policy(**PROPERTY_POLICY)
     doc = derive_iam_policy(pol, now, team=team).document
@@ -455,6 +481,8 @@ def test_iam_never_denies_a_job_the_service_would_let_run(
     request = create_request(
         name=name, tags=tags, instance_type=types[0], count=count, runtime=runtime, groups=groups
     )
+    if plan is not None:
+        request["ResourceConfig"]["TrainingPlanArn"] = plan
     if team is not None:  # a team document is attached to that team's roles, whose jobs carry the tag
         request["Tags"] = [t for t in request["Tags"] if t["Key"] != "team"] + [{"Key": "team", "Value": team}]
     denied = iam_denies(doc, request)
@@ -522,13 +550,10 @@ def test_exempt_jobs_are_not_denied_and_the_others_still_are(now: datetime) -> N
     pol = policy(**PROPERTY_POLICY)
     doc = derive_iam_policy(pol, now).document
     tags = {"team": "nlp", "cost-center": "cc-1234", "env": "dev"}
-    # exempt by name prefix (ARNs carry the name in lower case)
-    for name in ("bench-1", "Bench-2"):
-        request = create_request(name=name, tags=tags, instance_type="ml.p5.48xlarge")
-        assert iam_denies(doc, request) == []
-    assert not preflight_request(
-        create_request(name="bench-1", tags=tags, instance_type="ml.p5.48xlarge"), pol, now
-    ).refused
+    # exempt by name prefix, whether the job's ARN keeps the name's case or not
+    request = create_request(name="bench-1", tags=tags, instance_type="ml.p5.48xlarge")
+    assert iam_denies(doc, request) == []
+    assert not preflight_request(request, pol, now).refused
     assert iam_denies(doc, create_request(name="job-1", tags=tags, instance_type="ml.p5.48xlarge")) == [
         "DenyInstanceTypes"
     ]
@@ -536,3 +561,55 @@ def test_exempt_jobs_are_not_denied_and_the_others_still_are(now: datetime) -> N
     legacy = {**tags, "project": "legacy", "env": "x"}
     assert "DenyMaxRuntime" not in iam_denies(doc, create_request(tags=legacy, runtime=500_000))
     assert "DenyMaxRuntime" in iam_denies(doc, create_request(tags=tags, runtime=500_000))
+
+
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-reserved"
+PRETRAIN = {
+    "mode": "enforce",
+    "rules": [{"id": "instance-types", "type": "allowed-instance-types", "patterns": ["ml.g5.*"]}],
+    "exemptions": [
+        {
+            "job_name_prefix": "LLM-Pretrain-",
+            "rules": ["instance-types"],
+            "expires": "2099-12-31",
+            "reason": "PLAT-9 p5 pretraining",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("plan", [None, PLAN])
+@pytest.mark.parametrize(
+    ("name", "service_exempts", "iam_exempts"),
+    [
+        ("LLM-Pretrain-7b", True, True),
+        ("llm-pretrain-7b", False, True),  # wider: the lower-cased prefix matches its ARN
+        ("LLM-Finetune-7b", False, False),
+        ("job-1", False, False),
+    ],
+)
+@pytest.mark.parametrize("region", ["*", "us-east-1"])
+def test_a_name_prefix_exemption_holds_whatever_the_arn_looks_like(
+    now: datetime, name: str, service_exempts: bool, iam_exempts: bool, plan: str | None, region: str
+) -> None:
+    # Given an exemption for a mixed-case prefix, and a job on p5 (disallowed), maybe on a training plan
+    pol = build_policy(PRETRAIN)
+    doc = derive_iam_policy(pol, now, target="scp", region=region).document
+    request = create_request(name=name, tags={}, instance_type="ml.p5.48xlarge")
+    if plan:
+        request["ResourceConfig"]["TrainingPlanArn"] = plan
+    # Then the service exempts exactly the names with the prefix as written ...
+    assert preflight_request(request, pol, now, fill_defaults=False).refused is not service_exempts
+    # ... and IAM denies none of those, whether the job's ARN keeps the name's case or not, and whatever
+    # else the request is authorized against (the plan, its reserved capacity); the others it denies
+    calls = training_calls(request)
+    if iam_exempts:
+        assert may_deny(doc, calls) == []
+    else:
+        assert surely_denies(doc, calls)
+    # in another region: an exemption holds there too; a statement scoped to us-east-1 does not apply
+    elsewhere = training_calls(request, region="eu-west-1")
+    if iam_exempts or region != "*":
+        assert may_deny(doc, elsewhere) == []
+    else:
+        assert surely_denies(doc, elsewhere)

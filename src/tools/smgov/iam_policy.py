@@ -435,9 +435,11 @@ def _exemption_exclusions(
         if not exemption.covers(rule_id) or exemption.expired(now):
             continue
         if exemption.job_name_prefix is not None:
-            # Training-job ARNs carry the name in lower case; matching the lower-cased prefix can only
-            # exempt more jobs than the service does.
-            prefixes.append(exemption.job_name_prefix.lower())
+            # Whether the training-job ARN IAM authorizes carries the name as written or lower-cased is not
+            # documented (AWS's managed policy AWSBatchServiceRolePolicyForSageMaker grants CreateTrainingJob
+            # on training-job/AWSBatch*, mixed case): both, each only ever exempting more than the service.
+            glob = "".join(_glob_literal(c) for c in exemption.job_name_prefix)
+            prefixes.extend([glob, glob.lower()])
             if exemption.tag:
                 notes.append(f"exemption {exemption.label()!r}: IAM matches the name prefix only (wider)")
         elif exemption.tag:
@@ -540,7 +542,8 @@ def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[s
     """The base policy's statements, and each team override's where it changes one. The service picks the
     override by the job's exact team tag: a statement that depends on the team applies only when IAM reads
     that exact key (no other capitalization in the request), and a base statement some override changes
-    is repeated for jobs without the exact key (``Team=vision`` is judged by the base policy)."""
+    is repeated for jobs without the exact key (``Team=vision`` is judged by the base policy), unless a
+    statement already denies every such job."""
     base = _policy_specs(policy, "all", now, gaps, notes)
     per_team = {
         name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
@@ -548,11 +551,12 @@ def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[s
     }
     team_tag = policy.team_tag
     team_key = f"aws:RequestTag/{team_tag}"
+    teamless_denied = any(spec.condition == _key_absent(team_tag) and not spec.prefixes for spec in base.values())
     out: list[_Selected] = []
     by_team: list[str] = []
     for sid, spec in base.items():
         differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
-        if not differing:
+        if not differing or _teamless_only(spec, team_tag):
             out.append(_Selected(sid, spec, {}))
             continue
         by_team.append(spec.rule)
@@ -560,10 +564,11 @@ def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[s
         out.append(
             _Selected(sid, spec, _merge({"StringNotEquals": {team_key: differing}}, _one_spelling(team_tag)))
         )
-        out.append(_Selected(_sid(sid, "No", "Team", "Tag"), spec, _key_absent(team_tag)))
+        if not teamless_denied:
+            out.append(_Selected(_sid(sid, "No", "Team", "Tag"), spec, _key_absent(team_tag)))
     for name, specs in per_team.items():
         for sid, spec in specs.items():
-            if base.get(sid) != spec:
+            if base.get(sid) != spec and not _teamless_only(spec, team_tag):
                 by_team.append(spec.rule)
                 selector = _merge({"StringEquals": {team_key: name}}, _one_spelling(team_tag))
                 out.append(_Selected(_sid(sid, "Team", name), spec, selector))
@@ -579,6 +584,19 @@ def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[s
         )
     gaps[:] = _dedupe_team_gaps(gaps)
     return out
+
+
+def _teamless_only(spec: _Spec, team_tag: str) -> bool:
+    """The statement can deny only a job without a team (the exact team key missing, or read exactly and
+    empty), which the service judges by the base policy whatever the overrides say: it needs no team
+    selector, and a team's version of it would never apply."""
+    condition = spec.condition
+    if team_tag in condition.get("ForAllValues:StringNotEquals", {}).get(TAG_KEYS, []):
+        return True
+    read_exactly = set(other_spellings(team_tag)) <= set(
+        condition.get("ForAllValues:StringNotLike", {}).get(TAG_KEYS, [])
+    )
+    return read_exactly and condition.get("StringNotLike", {}).get(f"aws:RequestTag/{team_tag}") == [NON_EMPTY]
 
 
 def derive_iam_policy(
@@ -599,6 +617,13 @@ def derive_iam_policy(
     """
     arn_base = f"arn:{partition}:sagemaker:{region}:{account}:training-job/"
     scope = _scope(region, account)
+    # A CreateTrainingJob on a training plan (ResourceConfig.TrainingPlanArn) is also authorized against
+    # the plan and its reserved capacity (resource types training-plan, reserved-capacity of the
+    # authorization reference; AWSBatchServiceRolePolicyForSageMaker grants them): a NotResource deny would
+    # match those and deny the exempt job. The exempt names hold in every region and account; the
+    # statement's scope is its condition.
+    any_sagemaker = f"arn:{partition}:sagemaker:*:*:"
+    not_resource_tail = [f"{any_sagemaker}training-plan/*", f"{any_sagemaker}reserved-capacity/*"]
     gaps: list[Gap] = []
     notes: list[str] = []
 
@@ -606,7 +631,7 @@ def derive_iam_policy(
         sid, spec, selector = selected
         out: dict[str, Any] = {"Sid": sid, "Effect": "Deny", "Action": CREATE_ACTION}
         if spec.prefixes:
-            out["NotResource"] = [f"{arn_base}{p}*" for p in spec.prefixes]
+            out["NotResource"] = [f"{any_sagemaker}training-job/{p}*" for p in spec.prefixes] + not_resource_tail
         else:
             out["Resource"] = "*"
         out["Condition"] = _merge(spec.condition, selector, scope)
