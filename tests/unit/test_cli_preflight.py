@@ -180,3 +180,22 @@ def test_preflight_judges_with_the_named_stacks_parameters(
     with deployed_stack({"MaxRuntimeHours": "24"}):
         code, out, _ = run(capsys, "preflight", str(path), "--policy", POLICY, "--user", "dana", "--stack", "gov")
     assert code == 1 and "[max-runtime]" in out
+
+
+def test_an_scp_over_the_limit_is_split_across_scps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Given a policy whose SCP is over 5,120 characters (thirty teams with their own max-runtime)
+    teams = "".join(
+        f"  team{i:02d}:\n    rules:\n      - id: max-runtime\n        max_hours: {10 + i}\n" for i in range(30)
+    )
+    path = tmp_path / "policy.yaml"
+    path.write_text("mode: enforce\nteams:\n" + teams)
+    # When the SCP is asked for, then the advice is several SCPs on the same target, not one per team
+    code, out, err = run(capsys, "iam-policy", "--policy", str(path), "--scp")
+    assert code == 1 and out == ""
+    assert "Split the statements across several SCPs" in err and "--team" not in err
+    # and --split gives them, one minified document per line, each within the limit
+    code, out, err = run(capsys, "iam-policy", "--policy", str(path), "--scp", "--split")
+    documents = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and 1 < len(documents) <= 4
+    assert all(len(line) <= 5120 for line in out.splitlines())
+    assert err.count("SCP: ") == len(documents)

@@ -18,10 +18,12 @@ from sagemaker_governance.domain.policy_document import build_policy
 from smgov.iam_policy import (
     IamPolicyTooLarge,
     NothingToExpress,
+    Target,
     derive_iam_policy,
     fnmatch_to_iam,
     other_spellings,
     regex_to_globs,
+    split_document,
 )
 from smgov.preflight import preflight_request
 from tests.iam_evaluator import OPERATORS, may_deny, surely_denies, training_calls
@@ -80,7 +82,10 @@ def assert_valid_policy_document(doc: dict[str, Any]) -> None:
             assert qualifier in ("", "ForAnyValue", "ForAllValues"), operator
             assert base in OPERATORS or base == "Null", operator
             for key, value in keys.items():
-                assert key.startswith(("aws:RequestTag/", "aws:TagKeys", "sagemaker:")) or key in SCOPE_KEYS, key
+                # (aws:ResourceTag: the job's own team tag, for DeleteTags in a team's document)
+                assert key.startswith(("aws:RequestTag/", "aws:TagKeys", "sagemaker:", "aws:ResourceTag/")) or (
+                    key in SCOPE_KEYS
+                ), key
                 if base != "Null":  # a multivalued key takes a set operator, a single-valued one none
                     assert (key in MULTIVALUED) == bool(qualifier), (operator, key)
                 assert all(isinstance(v, str) for v in _as_list(value))
@@ -295,14 +300,67 @@ def test_required_tags_are_the_exact_keys(now: datetime, tags: dict[str, str], d
         assert preflight_request(request, pol, now, fill_defaults=False).refused
 
 
-def test_one_team_document_has_no_team_conditions(now: datetime) -> None:
+@pytest.mark.parametrize("target", ["iam", "scp"])
+def test_a_team_document_denies_only_that_teams_jobs(now: datetime, target: Target) -> None:
+    # Given vision's document (an SCP attaches to an OU or account, never to a team's roles)
     pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.p5.*"]}]}})
-    doc = derive_iam_policy(pol, now, team="vision").document
+    doc = derive_iam_policy(pol, now, team="vision", target=target).document
     assert_valid_policy_document(doc)
-    assert statements(doc)["DenyInstanceTypes"]["Condition"] == {
-        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.p5.*"]}
+    by_sid = statements(doc)
+    # Then every statement selects vision's jobs by the exact team tag
+    selector = {
+        "StringEquals": {"aws:RequestTag/team": "vision"},
+        "ForAllValues:StringNotLike": {"aws:TagKeys": ["T???", "?E??", "??A?", "???M"]},
     }
-    assert "aws:RequestTag/team" not in json.dumps(statements(doc)["DenyInstanceTypes"])
+    assert by_sid["DenyInstanceTypes"]["Condition"] == {
+        "ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ["ml.p5.*"]},
+        **selector,
+    }
+    for statement in doc["Statement"]:
+        if statement["Action"] == "sagemaker:DeleteTags":
+            assert statement["Condition"]["StringEquals"] == {"aws:ResourceTag/team": "vision"}
+        else:
+            assert statement["Condition"]["StringEquals"]["aws:RequestTag/team"] == "vision", statement["Sid"]
+    # (a job without a team is never vision's: the statements for a missing team tag are the base document's)
+    assert "RequireTagKeyTeam" not in by_sid
+    # another team's job on what vision may not use runs (the service judges it by the base policy) ...
+    nlp = create_request(tags={"team": "nlp", "cost-center": "cc-1234"}, instance_type="ml.m5.xlarge")
+    assert not preflight_request(nlp, pol, now, fill_defaults=False).refused
+    assert iam_denies(doc, nlp) == []
+    # ... and vision's is denied
+    vision = create_request(tags={"team": "vision", "cost-center": "cc-1234"}, instance_type="ml.m5.xlarge")
+    assert iam_denies(doc, vision) == ["DenyInstanceTypes"]
+
+
+def test_an_scp_over_the_limit_is_split_across_scps_not_by_team(now: datetime) -> None:
+    # Given a policy whose SCP is over 5,120 characters
+    teams = {f"team{i:02d}": {"rules": [{"id": "max-runtime", "max_hours": 10 + i}]} for i in range(30)}
+    pol = policy(teams=teams)
+    with pytest.raises(IamPolicyTooLarge) as too_large:
+        derive_iam_policy(pol, now, target="scp")
+    # Then the advice is to split the statements across SCPs of the same target, never per team
+    message = str(too_large.value)
+    assert "several SCPs" in message and "at most 5" in message and "--team" not in message
+    # and split, each document fits and together they deny what the whole would
+    parts = split_document(too_large.value.derivation)
+    assert 1 < len(parts) <= 4
+    whole = too_large.value.derivation.document
+    assert [s for part in parts for s in part["Statement"]] == whole["Statement"]
+    for part in parts:
+        assert_valid_policy_document(part)
+        assert len(json.dumps(part, separators=(",", ":"))) <= 5120
+    for hours in (11, 30, 80):
+        request = create_request(tags={"team": "team05", "cost-center": "cc-1234"}, runtime=hours * 3600)
+        assert iam_denies(whole, request) == [sid for part in parts for sid in iam_denies(part, request)]
+    # an IAM managed policy may still be one per team's roles
+    with pytest.raises(IamPolicyTooLarge, match="--team"):
+        derive_iam_policy(
+            policy(
+                teams={**teams, **{f"t{i}": {} for i in range(40)}},
+                rules=[{"id": "required-tags", "tags": {f"k{i:02d}-{'x' * 30}": {} for i in range(20)}}],
+            ),
+            now,
+        )
 
 
 def test_exemptions_become_not_resource_and_tag_conditions(now: datetime) -> None:
@@ -446,13 +504,23 @@ PROPERTY_POLICY = {
 @given(
     name=st.sampled_from(["job-1", "bench-1", "Bench-2", "benchmark", "Scale-1", "scale-2", "SCALE-3"]),
     plan=st.sampled_from([None, "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5"]),
-    tags=st.dictionaries(
-        # keys the service reads, and other capitalizations of them (IAM reads either)
-        st.sampled_from(
-            ["team", "cost-center", "env", "project", "Team", "TEAM", "Cost-Center", "ENV", "Project"]
+    tags=st.builds(
+        lambda read, other: {**read, **other},
+        # the keys the service reads, mostly with values it accepts (so that jobs it lets run are common) ...
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "team": st.sampled_from(["vision", "lab", "nlp", "", " "]),
+                "cost-center": st.sampled_from(["cc-1234", "cc-12", "cc-abcd"]),
+                "env": st.sampled_from(["dev", "prod", "x"]),
+                "project": st.sampled_from(["legacy", "ml"]),
+            },
         ),
-        st.sampled_from(
-            ["", " ", "vision", "lab", "nlp", "cc-1234", "cc-12", "cc-abcd", "dev", "prod", "legacy", "x"]
+        # ... and other capitalizations of them (IAM reads either)
+        st.dictionaries(
+            st.sampled_from(["Team", "TEAM", "Cost-Center", "ENV", "Project"]),
+            st.sampled_from(["", "vision", "lab", "nlp", "cc-1234", "cc-12", "dev", "legacy", "x"]),
+            max_size=2,
         ),
     ),
     types=st.lists(
@@ -483,8 +551,7 @@ def test_iam_never_denies_a_job_the_service_would_let_run(
     )
     if plan is not None:
         request["ResourceConfig"]["TrainingPlanArn"] = plan
-    if team is not None:  # a team document is attached to that team's roles, whose jobs carry the tag
-        request["Tags"] = [t for t in request["Tags"] if t["Key"] != "team"] + [{"Key": "team", "Value": team}]
+    # a team's document applies to any team's jobs (an SCP attaches to an OU or account)
     denied = iam_denies(doc, request)
     outcome = preflight_request(request, pol, now, fill_defaults=False)
     if denied:

@@ -59,6 +59,9 @@ DELETE_TAGS_ACTION = "sagemaker:DeleteTags"
 # Documented maximum sizes. IAM does not count white space in managed policies; Organizations counts
 # every character of an SCP. We always measure the minified document.
 SIZE_LIMITS: Mapping[str, int] = {"iam": 6144, "scp": 5120}
+# An OU or account holds at most 5 SCPs, FullAWSAccess (or the allow list the organization uses) included
+# (AWS Organizations quotas): at most 4 for these statements.
+MAX_SCPS = 4
 NON_EMPTY = "?*"
 MAX_REPEAT = 256
 TAG_KEYS = "aws:TagKeys"
@@ -68,12 +71,23 @@ Condition = dict[str, dict[str, Any]]
 
 
 class IamPolicyTooLarge(ValueError):
-    def __init__(self, size: int, limit: int, target: Target) -> None:
-        kind = "a Service Control Policy" if target == "scp" else "an IAM managed policy"
-        super().__init__(
-            f"the generated document is {size} characters (minified); {kind} may hold at most {limit}. "
-            "Generate one document per team (--team), or attach the statements as several policies."
-        )
+    def __init__(self, derivation: IamDerivation) -> None:
+        size, limit = derivation.size, derivation.limit
+        if derivation.target == "scp":
+            # SCPs attach to the root, OUs and accounts, never to a team's roles: a per-team document would
+            # bind every team of the OU
+            advice = (
+                f"a Service Control Policy may hold at most {limit}. Split the statements across several SCPs "
+                f"attached to the same OU or account (--split; at most {MAX_SCPS + 1} SCPs per target, "
+                "FullAWSAccess included)"
+            )
+        else:
+            advice = (
+                f"an IAM managed policy may hold at most {limit}. Attach the statements as several managed "
+                "policies (--split), or give each team's roles its own document (--team)"
+            )
+        super().__init__(f"the generated document is {size} characters (minified); {advice}")
+        self.derivation = derivation
         self.size = size
         self.limit = limit
 
@@ -586,6 +600,21 @@ def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[s
     return out
 
 
+def _for_one_team(
+    team_policy: Policy, team: str, now: datetime, gaps: list[Gap], notes: list[str]
+) -> list[_Selected]:
+    """One team's effective policy, for that team's jobs only: every statement selects them by the exact
+    team tag, as the service picks the override (an SCP attaches to an OU or account, never to a team's
+    roles, and a team's roles may launch jobs of other teams)."""
+    team_tag = team_policy.team_tag
+    selector = _merge({"StringEquals": {f"aws:RequestTag/{team_tag}": team}}, _one_spelling(team_tag))
+    return [
+        _Selected(sid, spec, selector)
+        for sid, spec in _policy_specs(team_policy, f"team {team}", now, gaps, notes).items()
+        if not _teamless_only(spec, team_tag)  # never a job of the team
+    ]
+
+
 def _teamless_only(spec: _Spec, team_tag: str) -> bool:
     """The statement can deny only a job without a team (the exact team key missing, or read exactly and
     empty), which the service judges by the base policy whatever the overrides say: it needs no team
@@ -611,9 +640,10 @@ def derive_iam_policy(
 ) -> IamDerivation:
     """Deny statements for what IAM can express of ``policy``.
 
-    ``team``: the document for that team's effective policy (to attach to that team's roles). Without it,
-    the base policy applies to jobs whose team tag names no override; each team override that changes a
-    statement gets its own statement, selected by ``aws:RequestTag/<team_tag>`` (``_for_all_teams``).
+    ``team``: the document for that team's effective policy, for that team's jobs only (every statement
+    selects them: ``_for_one_team``). Without it, the base policy applies to jobs whose team tag names no
+    override; each team override that changes a statement gets its own statement, selected by
+    ``aws:RequestTag/<team_tag>`` (``_for_all_teams``).
     """
     arn_base = f"arn:{partition}:sagemaker:{region}:{account}:training-job/"
     scope = _scope(region, account)
@@ -639,10 +669,7 @@ def derive_iam_policy(
 
     if team is not None:
         scoped = policy.for_team(team)
-        selected = [
-            _Selected(sid, spec, {})
-            for sid, spec in _policy_specs(scoped, f"team {team}", now, gaps, notes).items()
-        ]
+        selected = _for_one_team(scoped, team, now, gaps, notes)
         required = _required_keys(scoped)
     else:
         selected = _for_all_teams(policy, now, gaps, notes)
@@ -657,13 +684,16 @@ def derive_iam_policy(
             "notify are left to the service)"
         )
     if required:
+        removing: Condition = {"ForAnyValue:StringEquals": {TAG_KEYS: sorted(required)}}
+        if team is not None:  # that team's jobs (DeleteTags has no aws:RequestTag: the job's own tag)
+            removing["StringEquals"] = {f"aws:ResourceTag/{policy.team_tag}": team}
         statements.append(
             {
                 "Sid": "DenyRemovingRequiredTags",
                 "Effect": "Deny",
                 "Action": DELETE_TAGS_ACTION,
                 "Resource": f"{arn_base}*",
-                "Condition": {"ForAnyValue:StringEquals": {"aws:TagKeys": sorted(required)}},
+                "Condition": removing,
             }
         )
     if target == "scp":
@@ -683,8 +713,33 @@ def derive_iam_policy(
         notes=tuple(notes),
     )
     if derivation.size > derivation.limit:
-        raise IamPolicyTooLarge(derivation.size, derivation.limit, target)
+        raise IamPolicyTooLarge(derivation)
     return derivation
+
+
+def split_document(derivation: IamDerivation) -> list[dict[str, Any]]:
+    """The statements in as few documents within the size limit as first fit in order gives. Deny
+    statements stand alone, so documents attached to the same OU, account or role deny what the whole
+    would. Raises ``ValueError`` when one statement alone is too large, or an SCP needs more than
+    ``MAX_SCPS`` documents."""
+    documents: list[dict[str, Any]] = []
+    for statement in derivation.document["Statement"]:
+        for document in documents:
+            candidate = {**document, "Statement": [*document["Statement"], statement]}
+            if len(json.dumps(candidate, separators=(",", ":"))) <= derivation.limit:
+                document["Statement"].append(statement)
+                break
+        else:
+            alone = {"Version": IAM_POLICY_VERSION, "Statement": [statement]}
+            if len(json.dumps(alone, separators=(",", ":"))) > derivation.limit:
+                raise ValueError(f"statement {statement['Sid']} alone is over {derivation.limit} characters")
+            documents.append(alone)
+    if derivation.target == "scp" and len(documents) > MAX_SCPS:
+        raise ValueError(
+            f"the statements need {len(documents)} SCPs; an OU or account holds at most {MAX_SCPS + 1}, "
+            "FullAWSAccess included"
+        )
+    return documents
 
 
 def _scope(region: str, account: str) -> Condition:
