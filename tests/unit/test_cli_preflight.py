@@ -62,11 +62,39 @@ def test_json_report_carries_the_request_to_send(capsys: pytest.CaptureFixture[s
     assert json.loads(written.read_text()) == report["request"]
 
 
-def test_strict_turns_warnings_into_a_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_turns_warnings_into_a_refusal(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     args = ["preflight", str(REQUESTS / "spot-no-checkpoint-no-owner.json"), "--policy", POLICY, "--user", "dana"]
-    assert run(capsys, *args)[0] == 0
-    assert run(capsys, *args, "--strict")[0] == 1
+    filled = ["--write-request", str(tmp_path / "filled.json")]
+    assert run(capsys, *args, *filled)[0] == 0
+    assert run(capsys, *args, *filled, "--strict")[0] == 1
     assert run(capsys, *args, "--no-defaults")[0] == 1  # owner stays missing
+
+
+def test_a_file_without_the_default_tags_is_judged_as_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Given a request without the owner tag, which the policy requires and would fill from the user name
+    request = json.loads((REQUESTS / "compliant.json").read_text())
+    request["Tags"] = [t for t in request["Tags"] if t["Key"] != "owner"]
+    path = tmp_path / "no-owner.json"
+    path.write_text(json.dumps(request))
+    # When it is checked without --write-request (a pipeline that then sends the file as it is)
+    code, out, _ = run(capsys, "preflight", str(path), "--policy", POLICY, "--user", "alice")
+    # Then it is refused, as the service would stop it, and the output names the tag and how to get it in
+    assert code == 1
+    assert "missing or empty tag(s): owner" in out
+    assert "owner='alice'" in out and "--write-request" in out
+    code, out, _ = run(capsys, "preflight", str(path), "--policy", POLICY, "--user", "alice", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "refused"
+    assert report["tag_defaults_not_written"] == {"owner": "alice"} and report["request"] == request
+    # With --write-request the filled request is judged, written, and is the one to send
+    written = tmp_path / "filled.json"
+    code, out, _ = run(
+        capsys, "preflight", str(path), "--policy", POLICY, "--user", "alice", "--write-request", str(written)
+    )
+    assert code == 0 and "filled tag owner='alice'" in out
+    assert {"Key": "owner", "Value": "alice"} in json.loads(written.read_text())["Tags"]
 
 
 def test_an_invalid_request_is_a_usage_error_named_by_botocore(

@@ -1,6 +1,11 @@
 """`smgov preflight REQUEST.json`: check a raw ``CreateTrainingJob`` request before it is sent (CI
 pipelines, other SDKs), with the rules the Lambdas run. Exit 0 when it may launch, 1 when refused,
-2 when the request or the policy is unusable."""
+2 when the request or the policy is unusable.
+
+The verdict is on the request that will be sent: with ``--write-request FILE`` the request with the
+policy's tag defaults filled in (written to FILE, to send instead), else the file as written (the tags
+the defaults would add are named, not assumed: a pipeline that sends the file unchanged sends them not).
+"""
 
 from __future__ import annotations
 
@@ -54,19 +59,27 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+    now, user = datetime.now(UTC), args.user if args.user is not None else current_user()
     try:
         outcome = preflight_request(
-            request,
-            policy,
-            datetime.now(UTC),
-            user=args.user if args.user is not None else current_user(),
-            fill_defaults=not args.no_defaults,
-            strict=args.strict,
+            request, policy, now, user=user, fill_defaults=not args.no_defaults, strict=args.strict
         )
     except ValidationError as exc:
         return fail(f"{args.request}: cannot evaluate:\n  - " + "\n  - ".join(format_errors(exc)), EXIT_USAGE)
+    unwritten: dict[str, str] = {}
+    if outcome.filled_tags and not args.write_request:
+        # Nothing will send the filled request: judge the file as it is, and say what to add
+        unwritten = outcome.filled_tags
+        tags = ", ".join(f"{key}={value!r}" for key, value in unwritten.items())
+        outcome = preflight_request(request, policy, now, user=user, fill_defaults=False, strict=args.strict)
+        advice = (
+            f"judged as written: the policy's tag defaults would add {tags}, which this file lacks; add them "
+            "to its Tags, or give --write-request FILE and send that file"
+        )
+        outcome = outcome.model_copy(update={"notes": (*outcome.notes, advice)})
     if args.json:
-        print(json.dumps({**outcome.report(), "request": outcome.request}, indent=2, default=str))
+        extra = {"tag_defaults_not_written": unwritten} if unwritten else {}
+        print(json.dumps({**outcome.report(), **extra, "request": outcome.request}, indent=2, default=str))
     else:
         print(outcome.render_text())
     if args.write_request:
@@ -90,7 +103,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="refuse on any violation, audit mode included")
     parser.add_argument("--no-defaults", action="store_true", help="do not fill policy tag defaults")
     parser.add_argument(
-        "--write-request", metavar="FILE", help="write the request with filled tag defaults (to send it as is)"
+        "--write-request",
+        metavar="FILE",
+        help="fill the policy's tag defaults, judge that request and write it to FILE (send FILE); without it "
+        "the request is judged as written",
     )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=cmd_preflight)
