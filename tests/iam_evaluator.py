@@ -179,11 +179,15 @@ def _common(account: str, region: str) -> dict[str, Any]:
     return {"aws:requestedregion": region, "aws:principalaccount": account}
 
 
+def _types(resource: Mapping[str, Any]) -> list[str]:
+    types = [resource["InstanceType"]] if resource.get("InstanceType") else []
+    return types + [g["InstanceType"] for g in resource.get("InstanceGroups") or []]
+
+
 def training_calls(request: Mapping[str, Any], *, account: str = ACCOUNT, region: str = REGION) -> list[Call]:
     """Every reading of a ``CreateTrainingJob`` request."""
     resource = request.get("ResourceConfig") or {}
-    types = [resource["InstanceType"]] if resource.get("InstanceType") else []
-    types += [g["InstanceType"] for g in resource.get("InstanceGroups") or []]
+    types = _types(resource)
     context: dict[str, Any] = {
         **_common(account, region),
         "sagemaker:instancetypes": types or ABSENT,
@@ -218,3 +222,34 @@ def may_deny(document: Mapping[str, Any], calls: list[Call]) -> list[str]:
 def surely_denies(document: Mapping[str, Any], calls: list[Call]) -> bool:
     """Every reading of the request is denied."""
     return all(denying(document, call) for call in calls)
+
+
+def tuning_definitions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [d for d in [request.get("TrainingJobDefinition"), *(request.get("TrainingJobDefinitions") or [])] if d]
+
+
+def tuning_calls(request: Mapping[str, Any], *, account: str = ACCOUNT, region: str = REGION) -> list[Call]:
+    """Every reading of a ``CreateHyperParameterTuningJob`` request. ``sagemaker:InstanceTypes``: every
+    instance type the request names ("the list of all instance types associated with the resource in the
+    request": the authorization reference), whichever definition or instance config each is in.
+    ``sagemaker:MaxRuntimeInSeconds``: not documented for it (the request holds a runtime per definition and
+    the tuning job's own): a statement that reads it is an error here."""
+    types: list[str] = []
+    for definition in tuning_definitions(request):
+        types += _types(definition.get("ResourceConfig") or {})
+        alternatives = definition.get("HyperParameterTuningResourceConfig") or {}
+        types += _types({"InstanceType": alternatives.get("InstanceType")})
+        types += [c["InstanceType"] for c in alternatives.get("InstanceConfigs") or []]
+    context: dict[str, Any] = {**_common(account, region), "sagemaker:maxruntimeinseconds": UNKNOWN}
+    if types:
+        context["sagemaker:instancetypes"] = list(dict.fromkeys(types))
+    name = request["HyperParameterTuningJobName"]
+    return [
+        Call(
+            "sagemaker:CreateHyperParameterTuningJob",
+            (f"arn:{PARTITION}:sagemaker:{region}:{account}:hyper-parameter-tuning-job/{job_name}",),
+            {**context, **reading},
+        )
+        for job_name in dict.fromkeys([name, name.lower()])
+        for reading in tag_readings(list(request.get("Tags") or []))
+    ]

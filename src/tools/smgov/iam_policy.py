@@ -1,4 +1,4 @@
-"""Preventive IAM: deny statements for ``sagemaker:CreateTrainingJob`` derived from the governance policy.
+"""Preventive IAM: deny statements for ``sagemaker:CreateTrainingJob`` (and tuning jobs) derived from the policy.
 
 Pure: the policy and ``now`` in; an IAM (or Service Control Policy) document and the list of what IAM
 cannot express out. The deployed service stays the reactive guard for everything on that list.
@@ -15,6 +15,19 @@ Principles:
   request), ``sagemaker:MaxRuntimeInSeconds``; also file-system, KMS, VPC, network-isolation and
   inter-container-encryption keys our rules don't use. There is no key for the instance count, the Spot
   settings (``MaxWaitTimeInSeconds``, ``EnableManagedSpotTraining``) or ``CheckpointConfig``.
+- **Hyperparameter tuning jobs** launch their training jobs themselves: IAM authorizes
+  ``sagemaker:CreateHyperParameterTuningJob``, which documents the same four keys. Its request differs:
+  ``TrainingJobDefinition(s)`` each with a ``ResourceConfig`` (or ``HyperParameterTuningResourceConfig``
+  with alternative ``InstanceConfigs``) and ``StoppingCondition``, and the tuning job's own
+  ``ResourceLimits.MaxRuntimeInSeconds``. A statement covers it only where the tuning job's keys say what
+  each of its training jobs will be: its ``Tags`` "are also added to all training jobs that the tuning job
+  launches" (botocore's SageMaker model), so the tag statements apply as they are; a training job may
+  use one definition or instance config of several, so instance types deny only when every type the
+  tuning job names is disallowed (``ForAllValues:StringNotLike``, with ``Null: false``: an absent key
+  denies nothing); which runtime ``sagemaker:MaxRuntimeInSeconds`` carries for it is not documented (a
+  definition's, or the tuning job's own limit), so max-runtime has no tuning statement; nor has a rule
+  with a job-name-prefix exemption (a training job's name is the tuning job's plus a suffix, which IAM
+  cannot compare).
 - **Negated operators** (``StringNotLike``, ``StringNotEquals``) are true when the key is absent and,
   with several values, mean "none of them": one statement per tag denies a missing, empty or
   disallowed value at once.
@@ -55,6 +68,7 @@ from sagemaker_governance.domain.rules.base import RuleBase
 
 IAM_POLICY_VERSION = "2012-10-17"
 CREATE_ACTION = "sagemaker:CreateTrainingJob"
+TUNING_ACTION = "sagemaker:CreateHyperParameterTuningJob"
 DELETE_TAGS_ACTION = "sagemaker:DeleteTags"
 # Documented maximum sizes. IAM does not count white space in managed policies; Organizations counts
 # every character of an SCP. We always measure the minified document.
@@ -65,6 +79,7 @@ MAX_SCPS = 4
 NON_EMPTY = "?*"
 MAX_REPEAT = 256
 TAG_KEYS = "aws:TagKeys"
+INSTANCE_TYPES = "sagemaker:InstanceTypes"
 
 Target = Literal["iam", "scp"]
 Condition = dict[str, dict[str, Any]]
@@ -391,13 +406,20 @@ def _tag_value_condition(key: str, constraint: TagConstraint, scope: str, rule: 
     return {"StringNotLike": {context_key: globs}}
 
 
-def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[str, Condition]]:
-    """(sid, condition) for one enforced rule; gaps for what IAM can't say."""
-    out: list[tuple[str, Condition]] = []
+class _Piece(NamedTuple):
+    sid: str
+    condition: Condition  # for CreateTrainingJob
+    tuning: Condition | None  # for CreateHyperParameterTuningJob; None: no statement for tuning jobs
+
+
+def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[_Piece]:
+    """The statements of one enforced rule; gaps for what IAM can't say."""
+    out: list[_Piece] = []
     if isinstance(rule, RequiredTags):
-        for key, constraint in rule.tags.items():
-            out.append((_sid("Require", "Tag", key), _tag_condition(key, constraint, scope, rule.id, gaps)))
-            out.append((_sid("Require", "Tag", "Key", key), _key_absent(key)))
+        for key, constraint in rule.tags.items():  # a tuning job's tags are its training jobs'
+            value = _tag_condition(key, constraint, scope, rule.id, gaps)
+            out.append(_Piece(_sid("Require", "Tag", key), value, value))
+            out.append(_Piece(_sid("Require", "Tag", "Key", key), _key_absent(key), _key_absent(key)))
         cased = [key for key in rule.tags if other_spellings(key)]
         if cased:
             gaps.append(
@@ -411,12 +433,33 @@ def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[
             )
     elif isinstance(rule, AllowedInstanceTypes):
         patterns = sorted({fnmatch_to_iam(p) for p in rule.patterns})
-        out.append((_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": patterns}}))
+        # a training job uses every type it names (instance groups); a tuning job's training jobs may each
+        # use one definition or instance config: denied only when none of its types is allowed
+        every: Condition = {
+            "ForAllValues:StringNotLike": {INSTANCE_TYPES: patterns},
+            "Null": {INSTANCE_TYPES: "false"},
+        }
+        out.append(_Piece(_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {INSTANCE_TYPES: patterns}}, every))
+        gaps.append(
+            Gap(
+                rule=rule.id,
+                scope=scope,
+                reason="tuning jobs: denied only when every instance type they name is disallowed (each of their "
+                "training jobs may use one definition or instance config of several)",
+            )
+        )
     elif isinstance(rule, MaxRuntime):
+        seconds = str(int(rule.max_hours * 3600))
         out.append(
-            (
-                _sid("Deny", rule.id),
-                {"NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": str(int(rule.max_hours * 3600))}},
+            _Piece(_sid("Deny", rule.id), {"NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": seconds}}, None)
+        )
+        gaps.append(
+            Gap(
+                rule=rule.id,
+                scope=scope,
+                reason="tuning jobs: which runtime sagemaker:MaxRuntimeInSeconds carries for "
+                "CreateHyperParameterTuningJob is not documented (a definition's, or the tuning job's own "
+                "ResourceLimits): no statement",
             )
         )
         if rule.max_wait_hours is not None:
@@ -510,6 +553,7 @@ class _Spec(BaseModel):
 
     rule: str
     condition: dict[str, dict[str, Any]]
+    tuning: dict[str, dict[str, Any]] | None  # for CreateHyperParameterTuningJob (None: no statement)
     prefixes: tuple[str, ...]
 
 
@@ -536,11 +580,26 @@ def _policy_specs(
             continue
         prefixes, exempt_tags, exemption_notes = _exemption_exclusions(policy.exemptions, rule.id, now)
         notes.extend(n for n in exemption_notes if n not in notes)
-        for sid, condition in statements:
+        if prefixes and any(piece.tuning is not None for piece in statements):
+            gaps.append(
+                Gap(
+                    rule=rule.id,
+                    scope=scope,
+                    reason="tuning jobs: a job-name-prefix exemption covers the training jobs whose name (the "
+                    "tuning job's plus a suffix) starts with it, which IAM cannot tell from the tuning job: "
+                    "no statement",
+                )
+            )
+        for sid, condition, tuning in statements:
             unique, n = sid, 2
             while unique in specs:
                 unique, n = f"{sid}{n}", n + 1
-            specs[unique] = _Spec(rule=rule.id, condition=_merge(condition, exempt_tags), prefixes=tuple(prefixes))
+            specs[unique] = _Spec(
+                rule=rule.id,
+                condition=_merge(condition, exempt_tags),
+                tuning=None if tuning is None or prefixes else _merge(tuning, exempt_tags),
+                prefixes=tuple(prefixes),
+            )
     return specs
 
 
@@ -657,7 +716,7 @@ def derive_iam_policy(
     gaps: list[Gap] = []
     notes: list[str] = []
 
-    def statement(selected: _Selected) -> dict[str, Any]:
+    def statements_of(selected: _Selected) -> list[dict[str, Any]]:
         sid, spec, selector = selected
         out: dict[str, Any] = {"Sid": sid, "Effect": "Deny", "Action": CREATE_ACTION}
         if spec.prefixes:
@@ -665,7 +724,12 @@ def derive_iam_policy(
         else:
             out["Resource"] = "*"
         out["Condition"] = _merge(spec.condition, selector, scope)
-        return out
+        if spec.tuning is None:
+            return [out]
+        if spec.tuning == spec.condition:  # one statement for both actions
+            return [{**out, "Action": [CREATE_ACTION, TUNING_ACTION]}]
+        tuning = {"Sid": _sid(sid, "Tuning"), "Effect": "Deny", "Action": TUNING_ACTION, "Resource": "*"}
+        return [out, {**tuning, "Condition": _merge(spec.tuning, selector, scope)}]
 
     if team is not None:
         scoped = policy.for_team(team)
@@ -676,7 +740,7 @@ def derive_iam_policy(
         required = _required_keys(policy)
         for name in policy.teams:
             required &= _required_keys(policy.for_team(name))
-    statements = [statement(one) for one in selected]
+    statements = [statement for one in selected for statement in statements_of(one)]
     _unique_sids(statements)
     if not statements:
         raise NothingToExpress(
@@ -703,8 +767,14 @@ def derive_iam_policy(
         if any("NotResource" in s for s in statements):
             notes.append("exemptions by job-name prefix use NotResource, which SCPs accept in Deny statements")
     notes.append(
-        "training jobs started by hyperparameter tuning jobs are authorized by sagemaker:CreateHyperParameterTuningJob, "
-        "which these statements do not cover; the service governs them after launch"
+        "hyperparameter tuning jobs (sagemaker:CreateHyperParameterTuningJob) get the tag statements and, when "
+        "every instance type they name is disallowed, the instance-type statements; the rest of their training "
+        "jobs is governed by the service after launch (see the gaps)"
+    )
+    notes.append(
+        "AWS Batch service jobs (SubmitServiceJob): Batch calls CreateTrainingJob with its service-linked role, "
+        "which SCPs do not bind (nor do your roles' policies): no statement applies to them; the service "
+        "governs them after launch"
     )
     derivation = IamDerivation(
         target=target,
