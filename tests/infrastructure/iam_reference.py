@@ -130,6 +130,16 @@ def _bare_log_group(sid: str, action: str, resource: str, types: list[str]) -> l
     return []
 
 
+def _not_resource(sid: str, action: str, statement: Mapping[str, Any]) -> list[str]:
+    """NotResource (a deny on everything but these): each ARN must name a resource type the action is
+    authorized against, or it excludes nothing."""
+    return [
+        f"{sid}: {action} is authorized against no resource type matching {excluded}"
+        for excluded in as_list(statement.get("NotResource", []))
+        if not resource_types_for(action, excluded)
+    ]
+
+
 def check_statement(statement: Mapping[str, Any], document: Document) -> list[str]:
     """What the reference says is wrong with one statement (an empty list: nothing)."""
     problems: list[str] = []
@@ -144,10 +154,13 @@ def check_statement(statement: Mapping[str, Any], document: Document) -> list[st
             problems.append(f"{sid}: {action} is not an action of the authorization reference")
             continue
         types = data["resource_types"]
+        problems += _not_resource(sid, action, statement)
         matched: set[str] = {""}
         for resource in resources:
             if resource == "*":
-                if any(types) and action not in RESOURCE_STAR_EXCEPTIONS:
+                # A Deny on "*" grants nothing: the action and the conditions select what it denies (AWS's
+                # own SCP examples deny a create on "*"); least privilege is a question for grants only.
+                if any(types) and action not in RESOURCE_STAR_EXCEPTIONS and statement.get("Effect") != "Deny":
                     problems.append(
                         f"{sid}: {action} on Resource '*' although it supports resource types {sorted(t for t in types if t)}"
                     )

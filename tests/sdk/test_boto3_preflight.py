@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ParamValidationError
 
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.settings import Settings
 from smgov.sdk import (
     GovernanceViolation,
     GovernanceWarning,
     install_preflight,
     uninstall_preflight,
 )
-from tests.sdk.conftest import NOW, SentRequests, request_file
+from tests.sdk.conftest import NOW, REPO, SentRequests, request_file
 
 
 def job_names(session: boto3.Session) -> list[str]:
@@ -110,8 +112,6 @@ def test_other_operations_are_not_touched(aws: boto3.Session, policy: Policy) ->
 
 
 def test_a_policy_file_path_is_accepted(aws: boto3.Session) -> None:
-    from tests.sdk.conftest import REPO
-
     hook = install_preflight(aws, REPO / "examples" / "policy.yaml", user="carol", clock=lambda: NOW)
     assert hook.policy.preflight.tag_defaults == {"owner": "${user}"}
     with pytest.raises(GovernanceViolation):
@@ -137,3 +137,76 @@ def test_a_request_governance_cannot_read_is_let_through_with_a_warning(
         except aws.client("sagemaker").exceptions.ClientError:
             pass  # whether the (fake) service accepts the name is not the point
     assert len(sent.bodies) == 1
+
+
+# ---- the base policy: the deployed stack's parameters, not the template's defaults --------------------
+
+
+def deploy_stack(monkeypatch: pytest.MonkeyPatch, name: str, **parameters: str) -> list[str]:
+    """CloudFormation answering DescribeStacks for stack ``name`` deployed with ``parameters`` (the
+    governance template's names); the regions it was asked in are returned."""
+    from smgov.adapters.cloudformation import StackOutputs
+
+    asked: list[str] = []
+
+    def described(self: StackOutputs, stack_name: str) -> dict[str, Any]:
+        asked.append(self._client.meta.region_name)
+        assert stack_name == name
+        return {
+            "StackName": name,
+            "Parameters": [{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+        }
+
+    monkeypatch.setattr(StackOutputs, "_stack", described)
+    return asked
+
+
+def long_request() -> dict[str, Any]:
+    request = request_file("compliant.json")
+    request["StoppingCondition"] = {"MaxRuntimeInSeconds": 48 * 3600}
+    return request
+
+
+def test_the_base_policy_is_the_named_stacks(
+    aws: boto3.Session, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stack deployed with MaxRuntimeHours=24 (the template's default is 72) and a policy document
+    # that leaves max-runtime to the stack
+    monkeypatch.delenv("MAX_RUNTIME_HOURS", raising=False)
+    asked = deploy_stack(monkeypatch, "gov", MaxRuntimeHours="24")
+    # When the preflight is installed with that stack
+    hook = install_preflight(aws, REPO / "examples" / "policy.yaml", stack="gov", user="carol", clock=lambda: NOW)
+    # Then a 48-hour job is refused, as the deployed service would stop it, and nothing is said on stderr
+    with pytest.raises(GovernanceViolation) as refused:
+        aws.client("sagemaker").create_training_job(**long_request())
+    assert {d.rule for d in refused.value.violations} == {"max-runtime"}
+    assert "no stack named" not in capsys.readouterr().err
+    assert asked == ["us-east-1"]  # read through the session's own credentials and region
+    assert hook.policy.rules
+
+
+def test_settings_are_accepted_in_place_of_a_stack(aws: boto3.Session, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = Settings.from_env({"GOVERNANCE_MODE": "enforce", "MAX_RUNTIME_HOURS": "24"})
+    install_preflight(aws, REPO / "examples" / "policy.yaml", settings=settings, user="carol", clock=lambda: NOW)
+    with pytest.raises(GovernanceViolation):
+        aws.client("sagemaker").create_training_job(**long_request())
+    assert "no stack named" not in capsys.readouterr().err
+
+
+def test_without_a_stack_stderr_says_which_defaults_judged(
+    aws: boto3.Session, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given no stack: the template's defaults (72 h) judge, so a 48-hour job launches
+    monkeypatch.delenv("MAX_RUNTIME_HOURS", raising=False)
+    install_preflight(aws, REPO / "examples" / "policy.yaml", user="carol", clock=lambda: NOW)
+    aws.client("sagemaker").create_training_job(**long_request())
+    # and the developer is told which parameter values those were, and how to name the stack
+    err = capsys.readouterr().err
+    assert "no stack named" in err and "MaxRuntimeHours=72" in err and "stack=" in err
+
+
+def test_a_stack_or_settings_with_a_ready_policy_is_a_usage_error(aws: boto3.Session, policy: Policy) -> None:
+    with pytest.raises(ValueError, match="not a Policy"):
+        install_preflight(aws, policy, stack="gov")
+    with pytest.raises(ValueError, match="not both"):
+        install_preflight(aws, None, stack="gov", settings=Settings.from_env({}))

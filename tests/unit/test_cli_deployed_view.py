@@ -4,18 +4,16 @@ deployed stack's parameters) when there is no policy document; every event a fun
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from botocore.stub import Stubber
 
 from smgov.cli.main import main
 from smgov.local_policy import deployed_settings, template_environment
 from tests.conftest import EVENTS, load_event
+from tests.stacks import deployed_stack
 
 
 def test_without_a_document_an_untagged_job_is_what_the_deployed_service_says(
@@ -52,26 +50,6 @@ def test_the_cli_settings_are_the_deployed_functions_environment() -> None:
     ours = template_environment({}, stack_name="sagemaker-governance")
     assert ours and {k: deployed[k] for k in ours} == ours
     assert ours["REQUIRED_TAGS"] == "team,cost-center"
-
-
-@contextmanager
-def deployed_stack(parameters: dict[str, str], name: str = "gov") -> Iterator[None]:
-    """CloudFormation, for the CLI, answering DescribeStacks for one stack deployed with ``parameters``."""
-    client = boto3.client("cloudformation", region_name="us-east-1")
-    stub = Stubber(client)
-    stack = {
-        "StackName": name,
-        "CreationTime": "2026-01-01T00:00:00Z",
-        "StackStatus": "CREATE_COMPLETE",
-        "Parameters": [{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
-    }
-    stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
-    from smgov.adapters import cloudformation
-
-    with stub, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cloudformation.StackOutputs, "connect", classmethod(lambda cls, region=None: cls(client)))
-        yield
-        stub.assert_no_pending_responses()
 
 
 def test_a_stacks_parameters_replace_the_defaults() -> None:

@@ -1,4 +1,4 @@
-"""Preventive IAM: deny statements for ``sagemaker:CreateTrainingJob`` derived from the governance policy.
+"""Preventive IAM: deny statements for ``sagemaker:CreateTrainingJob`` (and tuning jobs) derived from the policy.
 
 Pure: the policy and ``now`` in; an IAM (or Service Control Policy) document and the list of what IAM
 cannot express out. The deployed service stays the reactive guard for everything on that list.
@@ -15,9 +15,33 @@ Principles:
   request), ``sagemaker:MaxRuntimeInSeconds``; also file-system, KMS, VPC, network-isolation and
   inter-container-encryption keys our rules don't use. There is no key for the instance count, the Spot
   settings (``MaxWaitTimeInSeconds``, ``EnableManagedSpotTraining``) or ``CheckpointConfig``.
+- **Hyperparameter tuning jobs** launch their training jobs themselves: IAM authorizes
+  ``sagemaker:CreateHyperParameterTuningJob``, which documents the same four keys. Its request differs:
+  ``TrainingJobDefinition(s)`` each with a ``ResourceConfig`` (or ``HyperParameterTuningResourceConfig``
+  with alternative ``InstanceConfigs``) and ``StoppingCondition``, and the tuning job's own
+  ``ResourceLimits.MaxRuntimeInSeconds``. A statement covers it only where the tuning job's keys say what
+  each of its training jobs will be: its ``Tags`` "are also added to all training jobs that the tuning job
+  launches" (botocore's SageMaker model), so the tag statements apply as they are; a training job may
+  use one definition or instance config of several, so instance types deny only when every type the
+  tuning job names is disallowed (``ForAllValues:StringNotLike``, with ``Null: false``: an absent key
+  denies nothing); which runtime ``sagemaker:MaxRuntimeInSeconds`` carries for it is not documented (a
+  definition's, or the tuning job's own limit), so max-runtime has no tuning statement; nor has a rule
+  with a job-name-prefix exemption (a training job's name is the tuning job's plus a suffix, which IAM
+  cannot compare).
 - **Negated operators** (``StringNotLike``, ``StringNotEquals``) are true when the key is absent and,
   with several values, mean "none of them": one statement per tag denies a missing, empty or
   disallowed value at once.
+- **Tag keys: IAM ignores their case, the service does not.** Condition key names are not
+  case-sensitive, the tag key in ``aws:RequestTag/<key>`` included ("matches a resource tag key named
+  either TagKey1 or tagkey1, but not both": IAM User Guide, IAM JSON policy elements: Condition), while the
+  service reads the exact key (``team``, not ``Team``). ``aws:TagKeys`` lists the request's keys as written
+  and its values compare as strings, case-sensitively. So a statement that reads ``aws:RequestTag/<key>``
+  applies only when no other capitalization of the key is in the request
+  (``ForAllValues:StringNotLike aws:TagKeys``: one glob per letter of the key, that letter's other case
+  and ``?`` for the other letters; with no tags at all the key is absent and ``ForAllValues`` is true),
+  so the value IAM reads is the exact key's; a required tag whose exact key is missing is denied by a
+  statement of its own (``ForAllValues:StringNotEquals aws:TagKeys [<key>]``: true also when the request
+  has no tags). A job carrying a key in two capitalizations is left to the service (listed as a gap).
 """
 
 from __future__ import annotations
@@ -44,24 +68,41 @@ from sagemaker_governance.domain.rules.base import RuleBase
 
 IAM_POLICY_VERSION = "2012-10-17"
 CREATE_ACTION = "sagemaker:CreateTrainingJob"
+TUNING_ACTION = "sagemaker:CreateHyperParameterTuningJob"
 DELETE_TAGS_ACTION = "sagemaker:DeleteTags"
 # Documented maximum sizes. IAM does not count white space in managed policies; Organizations counts
 # every character of an SCP. We always measure the minified document.
 SIZE_LIMITS: Mapping[str, int] = {"iam": 6144, "scp": 5120}
+# An OU or account holds at most 5 SCPs, FullAWSAccess (or the allow list the organization uses) included
+# (AWS Organizations quotas): at most 4 for these statements.
+MAX_SCPS = 4
 NON_EMPTY = "?*"
 MAX_REPEAT = 256
+TAG_KEYS = "aws:TagKeys"
+INSTANCE_TYPES = "sagemaker:InstanceTypes"
 
 Target = Literal["iam", "scp"]
 Condition = dict[str, dict[str, Any]]
 
 
 class IamPolicyTooLarge(ValueError):
-    def __init__(self, size: int, limit: int, target: Target) -> None:
-        kind = "a Service Control Policy" if target == "scp" else "an IAM managed policy"
-        super().__init__(
-            f"the generated document is {size} characters (minified); {kind} may hold at most {limit}. "
-            "Generate one document per team (--team), or attach the statements as several policies."
-        )
+    def __init__(self, derivation: IamDerivation) -> None:
+        size, limit = derivation.size, derivation.limit
+        if derivation.target == "scp":
+            # SCPs attach to the root, OUs and accounts, never to a team's roles: a per-team document would
+            # bind every team of the OU
+            advice = (
+                f"a Service Control Policy may hold at most {limit}. Split the statements across several SCPs "
+                f"attached to the same OU or account (--split; at most {MAX_SCPS + 1} SCPs per target, "
+                "FullAWSAccess included)"
+            )
+        else:
+            advice = (
+                f"an IAM managed policy may hold at most {limit}. Attach the statements as several managed "
+                "policies (--split), or give each team's roles its own document (--team)"
+            )
+        super().__init__(f"the generated document is {size} characters (minified); {advice}")
+        self.derivation = derivation
         self.size = size
         self.limit = limit
 
@@ -289,7 +330,41 @@ def _sid(*parts: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words if w)
 
 
+def other_spellings(key: str) -> list[str]:
+    """Globs that together match every other capitalization of ``key`` and never ``key`` itself: per
+    letter, that letter in its other case, with ``?`` for the other letters (wider: ``Tags`` matches
+    ``T???``, the glob of ``team``'s first letter; a statement kept off such a job only denies less)."""
+    globs: list[str] = []
+    for i, char in enumerate(key):
+        other = char.swapcase()
+        if len(other) != 1 or other == char:
+            continue
+        globs.append(
+            "".join(
+                other if j == i else ("?" if c.swapcase() != c else _glob_literal(c)) for j, c in enumerate(key)
+            )
+        )
+    return globs
+
+
+def _one_spelling(*keys: str) -> Condition:
+    """True when the request carries no other capitalization of ``keys``: ``aws:RequestTag/<key>`` then
+    reads the exact key (or nothing)."""
+    globs = [g for key in keys for g in other_spellings(key)]
+    return {"ForAllValues:StringNotLike": {TAG_KEYS: globs}} if globs else {}
+
+
+def _key_absent(key: str) -> Condition:
+    """True when the request has no tag with exactly this key (no tags at all included)."""
+    return {"ForAllValues:StringNotEquals": {TAG_KEYS: [key]}}
+
+
 def _tag_condition(key: str, constraint: TagConstraint, scope: str, rule: str, gaps: list[Gap]) -> Condition:
+    """The value check of a required tag; it applies only when ``key`` has no other capitalization."""
+    return _merge(_tag_value_condition(key, constraint, scope, rule, gaps), _one_spelling(key))
+
+
+def _tag_value_condition(key: str, constraint: TagConstraint, scope: str, rule: str, gaps: list[Gap]) -> Condition:
     context_key = f"aws:RequestTag/{key}"
     if constraint.values is not None:
         allowed = [v for v in constraint.values if v.strip()]
@@ -331,20 +406,60 @@ def _tag_condition(key: str, constraint: TagConstraint, scope: str, rule: str, g
     return {"StringNotLike": {context_key: globs}}
 
 
-def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[str, Condition]]:
-    """(sid, condition) for one enforced rule; gaps for what IAM can't say."""
-    out: list[tuple[str, Condition]] = []
+class _Piece(NamedTuple):
+    sid: str
+    condition: Condition  # for CreateTrainingJob
+    tuning: Condition | None  # for CreateHyperParameterTuningJob; None: no statement for tuning jobs
+
+
+def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[_Piece]:
+    """The statements of one enforced rule; gaps for what IAM can't say."""
+    out: list[_Piece] = []
     if isinstance(rule, RequiredTags):
-        for key, constraint in rule.tags.items():
-            out.append((_sid("Require", "Tag", key), _tag_condition(key, constraint, scope, rule.id, gaps)))
+        for key, constraint in rule.tags.items():  # a tuning job's tags are its training jobs'
+            value = _tag_condition(key, constraint, scope, rule.id, gaps)
+            out.append(_Piece(_sid("Require", "Tag", key), value, value))
+            out.append(_Piece(_sid("Require", "Tag", "Key", key), _key_absent(key), _key_absent(key)))
+        cased = [key for key in rule.tags if other_spellings(key)]
+        if cased:
+            gaps.append(
+                Gap(
+                    rule=rule.id,
+                    scope=scope,
+                    reason=f"tag(s) {', '.join(cased)}: a job that also carries the key in another capitalization "
+                    "(IAM reads tag keys case-insensitively, the service only the exact key) is checked for the "
+                    "exact key's presence only",
+                )
+            )
     elif isinstance(rule, AllowedInstanceTypes):
         patterns = sorted({fnmatch_to_iam(p) for p in rule.patterns})
-        out.append((_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": patterns}}))
+        # a training job uses every type it names (instance groups); a tuning job's training jobs may each
+        # use one definition or instance config: denied only when none of its types is allowed
+        every: Condition = {
+            "ForAllValues:StringNotLike": {INSTANCE_TYPES: patterns},
+            "Null": {INSTANCE_TYPES: "false"},
+        }
+        out.append(_Piece(_sid("Deny", rule.id), {"ForAnyValue:StringNotLike": {INSTANCE_TYPES: patterns}}, every))
+        gaps.append(
+            Gap(
+                rule=rule.id,
+                scope=scope,
+                reason="tuning jobs: denied only when every instance type they name is disallowed (each of their "
+                "training jobs may use one definition or instance config of several)",
+            )
+        )
     elif isinstance(rule, MaxRuntime):
+        seconds = str(int(rule.max_hours * 3600))
         out.append(
-            (
-                _sid("Deny", rule.id),
-                {"NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": str(int(rule.max_hours * 3600))}},
+            _Piece(_sid("Deny", rule.id), {"NumericGreaterThan": {"sagemaker:MaxRuntimeInSeconds": seconds}}, None)
+        )
+        gaps.append(
+            Gap(
+                rule=rule.id,
+                scope=scope,
+                reason="tuning jobs: which runtime sagemaker:MaxRuntimeInSeconds carries for "
+                "CreateHyperParameterTuningJob is not documented (a definition's, or the tuning job's own "
+                "ResourceLimits): no statement",
             )
         )
         if rule.max_wait_hours is not None:
@@ -367,7 +482,9 @@ def _rule_statements(rule: RuleBase, scope: str, gaps: list[Gap]) -> list[tuple[
 def _exemption_exclusions(
     exemptions: Iterable[Exemption], rule_id: str, now: datetime
 ) -> tuple[list[str], Condition, list[str]]:
-    """Job-name prefixes and tag conditions that keep a statement off exempt jobs, and notes."""
+    """Job-name prefixes and tag conditions that keep a statement off exempt jobs, and notes. A tag
+    condition also keeps the statement off a job carrying the tag's key in another capitalization (IAM
+    could read that one's value): such a job is exempted by IAM, wider than the service."""
     prefixes: list[str] = []
     tags: dict[str, list[str]] = {}
     notes: list[str] = []
@@ -375,9 +492,11 @@ def _exemption_exclusions(
         if not exemption.covers(rule_id) or exemption.expired(now):
             continue
         if exemption.job_name_prefix is not None:
-            # Training-job ARNs carry the name in lower case; matching the lower-cased prefix can only
-            # exempt more jobs than the service does.
-            prefixes.append(exemption.job_name_prefix.lower())
+            # Whether the training-job ARN IAM authorizes carries the name as written or lower-cased is not
+            # documented (AWS's managed policy AWSBatchServiceRolePolicyForSageMaker grants CreateTrainingJob
+            # on training-job/AWSBatch*, mixed case): both, each only ever exempting more than the service.
+            glob = "".join(_glob_literal(c) for c in exemption.job_name_prefix)
+            prefixes.extend([glob, glob.lower()])
             if exemption.tag:
                 notes.append(f"exemption {exemption.label()!r}: IAM matches the name prefix only (wider)")
         elif exemption.tag:
@@ -390,12 +509,29 @@ def _exemption_exclusions(
             "that day (until you do, IAM keeps allowing what the service then stops)"
         )
     condition: Condition = {"StringNotEquals": tags} if tags else {}
-    return sorted(set(prefixes)), condition, notes
+    spelled = sorted({key.removeprefix("aws:RequestTag/") for key in tags})
+    if any(other_spellings(key) for key in spelled):
+        notes.append(
+            f"exemptions by tag {', '.join(spelled)} for {rule_id}: a job that also carries such a key in another "
+            "capitalization is exempted by IAM (wider than the service)"
+        )
+    return sorted(set(prefixes)), _merge(condition, _one_spelling(*spelled)), notes
+
+
+# Operators for which one key with the union of two value lists means both conditions at once: a single
+# value that is none of either list, or every value of a multivalued key that is none of either list.
+# (Not ``ForAnyValue:StringNotLike``: "some value is none of A or B" is not "some value is none of A and
+# some value is none of B".)
+_UNION_IS_AND = frozenset(
+    f"{qualifier}{operator}"
+    for qualifier in ("", "ForAllValues:")
+    for operator in ("StringNotEquals", "StringNotLike", "StringNotEqualsIgnoreCase")
+)
 
 
 def _merge(*conditions: Condition) -> Condition:
-    """AND of conditions. The same negated key under the same operator unions its values, which keeps
-    the meaning ("none of these")."""
+    """AND of conditions. The same key under the same negated operator unions its values, which keeps
+    the meaning ("none of these"); any other repeat is an error."""
     merged: Condition = {}
     for condition in conditions:
         for operator, keys in condition.items():
@@ -403,7 +539,7 @@ def _merge(*conditions: Condition) -> Condition:
             for key, value in keys.items():
                 values = value if isinstance(value, list) else [value]
                 if key in target:
-                    if "Not" not in operator:
+                    if operator not in _UNION_IS_AND:
                         raise ValueError(f"cannot AND two {operator} conditions on {key}")
                     existing = target[key] if isinstance(target[key], list) else [target[key]]
                     target[key] = existing + [v for v in values if v not in existing]
@@ -417,6 +553,7 @@ class _Spec(BaseModel):
 
     rule: str
     condition: dict[str, dict[str, Any]]
+    tuning: dict[str, dict[str, Any]] | None  # for CreateHyperParameterTuningJob (None: no statement)
     prefixes: tuple[str, ...]
 
 
@@ -443,12 +580,111 @@ def _policy_specs(
             continue
         prefixes, exempt_tags, exemption_notes = _exemption_exclusions(policy.exemptions, rule.id, now)
         notes.extend(n for n in exemption_notes if n not in notes)
-        for sid, condition in statements:
+        if prefixes and any(piece.tuning is not None for piece in statements):
+            gaps.append(
+                Gap(
+                    rule=rule.id,
+                    scope=scope,
+                    reason="tuning jobs: a job-name-prefix exemption covers the training jobs whose name (the "
+                    "tuning job's plus a suffix) starts with it, which IAM cannot tell from the tuning job: "
+                    "no statement",
+                )
+            )
+        for sid, condition, tuning in statements:
             unique, n = sid, 2
             while unique in specs:
                 unique, n = f"{sid}{n}", n + 1
-            specs[unique] = _Spec(rule=rule.id, condition=_merge(condition, exempt_tags), prefixes=tuple(prefixes))
+            specs[unique] = _Spec(
+                rule=rule.id,
+                condition=_merge(condition, exempt_tags),
+                tuning=None if tuning is None or prefixes else _merge(tuning, exempt_tags),
+                prefixes=tuple(prefixes),
+            )
     return specs
+
+
+class _Selected(NamedTuple):
+    """One statement to emit: a rule's condition, for the jobs ``selector`` picks (by team)."""
+
+    sid: str
+    spec: _Spec
+    selector: Condition
+
+
+def _for_all_teams(policy: Policy, now: datetime, gaps: list[Gap], notes: list[str]) -> list[_Selected]:
+    """The base policy's statements, and each team override's where it changes one. The service picks the
+    override by the job's exact team tag: a statement that depends on the team applies only when IAM reads
+    that exact key (no other capitalization in the request), and a base statement some override changes
+    is repeated for jobs without the exact key (``Team=vision`` is judged by the base policy), unless a
+    statement already denies every such job."""
+    base = _policy_specs(policy, "all", now, gaps, notes)
+    per_team = {
+        name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
+        for name in sorted(policy.teams)
+    }
+    team_tag = policy.team_tag
+    team_key = f"aws:RequestTag/{team_tag}"
+    teamless_denied = any(spec.condition == _key_absent(team_tag) and not spec.prefixes for spec in base.values())
+    out: list[_Selected] = []
+    by_team: list[str] = []
+    for sid, spec in base.items():
+        differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
+        if not differing or _teamless_only(spec, team_tag):
+            out.append(_Selected(sid, spec, {}))
+            continue
+        by_team.append(spec.rule)
+        # the exact key names no override that changes it (and IAM reads that key), or there is no exact key
+        out.append(
+            _Selected(sid, spec, _merge({"StringNotEquals": {team_key: differing}}, _one_spelling(team_tag)))
+        )
+        if not teamless_denied:
+            out.append(_Selected(_sid(sid, "No", "Team", "Tag"), spec, _key_absent(team_tag)))
+    for name, specs in per_team.items():
+        for sid, spec in specs.items():
+            if base.get(sid) != spec and not _teamless_only(spec, team_tag):
+                by_team.append(spec.rule)
+                selector = _merge({"StringEquals": {team_key: name}}, _one_spelling(team_tag))
+                out.append(_Selected(_sid(sid, "Team", name), spec, selector))
+    if other_spellings(team_tag):
+        gaps.extend(
+            Gap(
+                rule=rule,
+                scope="all",
+                reason=f"team overrides: a job tagged {team_tag!r} that also carries another capitalization of "
+                "that key gets no statement that depends on its team (IAM reads tag keys case-insensitively)",
+            )
+            for rule in dict.fromkeys(by_team)
+        )
+    gaps[:] = _dedupe_team_gaps(gaps)
+    return out
+
+
+def _for_one_team(
+    team_policy: Policy, team: str, now: datetime, gaps: list[Gap], notes: list[str]
+) -> list[_Selected]:
+    """One team's effective policy, for that team's jobs only: every statement selects them by the exact
+    team tag, as the service picks the override (an SCP attaches to an OU or account, never to a team's
+    roles, and a team's roles may launch jobs of other teams)."""
+    team_tag = team_policy.team_tag
+    selector = _merge({"StringEquals": {f"aws:RequestTag/{team_tag}": team}}, _one_spelling(team_tag))
+    return [
+        _Selected(sid, spec, selector)
+        for sid, spec in _policy_specs(team_policy, f"team {team}", now, gaps, notes).items()
+        if not _teamless_only(spec, team_tag)  # never a job of the team
+    ]
+
+
+def _teamless_only(spec: _Spec, team_tag: str) -> bool:
+    """The statement can deny only a job without a team (the exact team key missing, or read exactly and
+    empty), which the service judges by the base policy whatever the overrides say: it needs no team
+    selector, and a team's version of it would never apply."""
+    condition = spec.condition
+    if team_tag in condition.get("ForAllValues:StringNotEquals", {}).get(TAG_KEYS, []):
+        return True
+    read_exactly = set(other_spellings(team_tag)) <= set(
+        condition.get("ForAllValues:StringNotLike", {}).get(TAG_KEYS, [])
+    )
+    return read_exactly and condition.get("StringNotLike", {}).get(f"aws:RequestTag/{team_tag}") == [NON_EMPTY]
 
 
 def derive_iam_policy(
@@ -463,50 +699,48 @@ def derive_iam_policy(
 ) -> IamDerivation:
     """Deny statements for what IAM can express of ``policy``.
 
-    ``team``: the document for that team's effective policy (to attach to that team's roles). Without it,
-    the base policy applies to jobs whose team tag names no override; each team override that changes a
-    statement gets its own statement, selected by ``aws:RequestTag/<team_tag>`` (as the service selects
-    the override by the job's team tag).
+    ``team``: the document for that team's effective policy, for that team's jobs only (every statement
+    selects them: ``_for_one_team``). Without it, the base policy applies to jobs whose team tag names no
+    override; each team override that changes a statement gets its own statement, selected by
+    ``aws:RequestTag/<team_tag>`` (``_for_all_teams``).
     """
     arn_base = f"arn:{partition}:sagemaker:{region}:{account}:training-job/"
+    scope = _scope(region, account)
+    # A CreateTrainingJob on a training plan (ResourceConfig.TrainingPlanArn) is also authorized against
+    # the plan and its reserved capacity (resource types training-plan, reserved-capacity of the
+    # authorization reference; AWSBatchServiceRolePolicyForSageMaker grants them): a NotResource deny would
+    # match those and deny the exempt job. The exempt names hold in every region and account; the
+    # statement's scope is its condition.
+    any_sagemaker = f"arn:{partition}:sagemaker:*:*:"
+    not_resource_tail = [f"{any_sagemaker}training-plan/*", f"{any_sagemaker}reserved-capacity/*"]
     gaps: list[Gap] = []
     notes: list[str] = []
-    statements: list[dict[str, Any]] = []
 
-    def statement(sid: str, spec: _Spec, extra: Condition) -> dict[str, Any]:
+    def statements_of(selected: _Selected) -> list[dict[str, Any]]:
+        sid, spec, selector = selected
         out: dict[str, Any] = {"Sid": sid, "Effect": "Deny", "Action": CREATE_ACTION}
         if spec.prefixes:
-            out["NotResource"] = [f"{arn_base}{p}*" for p in spec.prefixes]
+            out["NotResource"] = [f"{any_sagemaker}training-job/{p}*" for p in spec.prefixes] + not_resource_tail
         else:
-            out["Resource"] = f"{arn_base}*"
-        out["Condition"] = _merge(spec.condition, extra)
-        return out
+            out["Resource"] = "*"
+        out["Condition"] = _merge(spec.condition, selector, scope)
+        if spec.tuning is None:
+            return [out]
+        if spec.tuning == spec.condition:  # one statement for both actions
+            return [{**out, "Action": [CREATE_ACTION, TUNING_ACTION]}]
+        tuning = {"Sid": _sid(sid, "Tuning"), "Effect": "Deny", "Action": TUNING_ACTION, "Resource": "*"}
+        return [out, {**tuning, "Condition": _merge(spec.tuning, selector, scope)}]
 
     if team is not None:
         scoped = policy.for_team(team)
-        for sid, spec in _policy_specs(scoped, f"team {team}", now, gaps, notes).items():
-            statements.append(statement(sid, spec, {}))
+        selected = _for_one_team(scoped, team, now, gaps, notes)
         required = _required_keys(scoped)
     else:
-        base = _policy_specs(policy, "all", now, gaps, notes)
-        per_team = {
-            name: _policy_specs(policy.for_team(name), f"team {name}", now, gaps, notes)
-            for name in sorted(policy.teams)
-        }
-        team_key = f"aws:RequestTag/{policy.team_tag}"
-        for sid, spec in base.items():
-            differing = [name for name, specs in per_team.items() if specs.get(sid) != spec]
-            extra: Condition = {"StringNotEquals": {team_key: differing}} if differing else {}
-            statements.append(statement(sid, spec, extra))
-        for name, specs in per_team.items():
-            for sid, spec in specs.items():
-                if base.get(sid) != spec:
-                    statements.append(statement(_sid(sid, "Team", name), spec, {"StringEquals": {team_key: name}}))
+        selected = _for_all_teams(policy, now, gaps, notes)
         required = _required_keys(policy)
         for name in policy.teams:
             required &= _required_keys(policy.for_team(name))
-        gaps = _dedupe_team_gaps(gaps)
-
+    statements = [statement for one in selected for statement in statements_of(one)]
     _unique_sids(statements)
     if not statements:
         raise NothingToExpress(
@@ -514,13 +748,16 @@ def derive_iam_policy(
             "notify are left to the service)"
         )
     if required:
+        removing: Condition = {"ForAnyValue:StringEquals": {TAG_KEYS: sorted(required)}}
+        if team is not None:  # that team's jobs (DeleteTags has no aws:RequestTag: the job's own tag)
+            removing["StringEquals"] = {f"aws:ResourceTag/{policy.team_tag}": team}
         statements.append(
             {
                 "Sid": "DenyRemovingRequiredTags",
                 "Effect": "Deny",
                 "Action": DELETE_TAGS_ACTION,
                 "Resource": f"{arn_base}*",
-                "Condition": {"ForAnyValue:StringEquals": {"aws:TagKeys": sorted(required)}},
+                "Condition": removing,
             }
         )
     if target == "scp":
@@ -530,8 +767,14 @@ def derive_iam_policy(
         if any("NotResource" in s for s in statements):
             notes.append("exemptions by job-name prefix use NotResource, which SCPs accept in Deny statements")
     notes.append(
-        "training jobs started by hyperparameter tuning jobs are authorized by sagemaker:CreateHyperParameterTuningJob, "
-        "which these statements do not cover; the service governs them after launch"
+        "hyperparameter tuning jobs (sagemaker:CreateHyperParameterTuningJob) get the tag statements and, when "
+        "every instance type they name is disallowed, the instance-type statements; the rest of their training "
+        "jobs is governed by the service after launch (see the gaps)"
+    )
+    notes.append(
+        "AWS Batch service jobs (SubmitServiceJob): Batch calls CreateTrainingJob with its service-linked role, "
+        "which SCPs do not bind (nor do your roles' policies): no statement applies to them; the service "
+        "governs them after launch"
     )
     derivation = IamDerivation(
         target=target,
@@ -540,8 +783,45 @@ def derive_iam_policy(
         notes=tuple(notes),
     )
     if derivation.size > derivation.limit:
-        raise IamPolicyTooLarge(derivation.size, derivation.limit, target)
+        raise IamPolicyTooLarge(derivation)
     return derivation
+
+
+def split_document(derivation: IamDerivation) -> list[dict[str, Any]]:
+    """The statements in as few documents within the size limit as first fit in order gives. Deny
+    statements stand alone, so documents attached to the same OU, account or role deny what the whole
+    would. Raises ``ValueError`` when one statement alone is too large, or an SCP needs more than
+    ``MAX_SCPS`` documents."""
+    documents: list[dict[str, Any]] = []
+    for statement in derivation.document["Statement"]:
+        for document in documents:
+            candidate = {**document, "Statement": [*document["Statement"], statement]}
+            if len(json.dumps(candidate, separators=(",", ":"))) <= derivation.limit:
+                document["Statement"].append(statement)
+                break
+        else:
+            alone = {"Version": IAM_POLICY_VERSION, "Statement": [statement]}
+            if len(json.dumps(alone, separators=(",", ":"))) > derivation.limit:
+                raise ValueError(f"statement {statement['Sid']} alone is over {derivation.limit} characters")
+            documents.append(alone)
+    if derivation.target == "scp" and len(documents) > MAX_SCPS:
+        raise ValueError(
+            f"the statements need {len(documents)} SCPs; an OU or account holds at most {MAX_SCPS + 1}, "
+            "FullAWSAccess included"
+        )
+    return documents
+
+
+def _scope(region: str, account: str) -> Condition:
+    """The region and account the statements apply in. A deny of ``CreateTrainingJob`` names no ARN
+    (``Resource: "*"``, as AWS's own SCP examples deny a create: the action and the conditions select;
+    it keeps the SCP small): the scope is a condition on the request."""
+    scope = {
+        key: value
+        for key, value in (("aws:RequestedRegion", region), ("aws:PrincipalAccount", account))
+        if value != "*"
+    }
+    return {"StringLike": scope} if scope else {}
 
 
 def _unique_sids(statements: list[dict[str, Any]]) -> None:

@@ -13,13 +13,28 @@ import getpass
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import build_policy, parse_document
 from sagemaker_governance.settings import Settings
 
+if TYPE_CHECKING:
+    from smgov.adapters.cloudformation import StackOutputs
+
 DEFAULT_STACK = "sagemaker-governance"
+# The settings the base policy's mode, team and compliance rules are built from
+# (``Settings.base_policy_document``): what a developer is told was assumed when no stack was named.
+RULE_SETTINGS = (
+    "mode",
+    "team_tag",
+    "required_tags",
+    "allowed_instance_types",
+    "max_instance_count",
+    "max_runtime_hours",
+    "max_spot_wait_hours",
+    "spot_checkpoint_action",
+)
 
 
 def template_environment(
@@ -56,16 +71,55 @@ def template_environment(
     return out
 
 
-def deployed_settings(stack: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
-    """What the functions read: the template's defaults, or ``stack``'s parameters; then the environment."""
+def deployed_settings(
+    stack: str | None = None, environ: Mapping[str, str] | None = None, *, stacks: StackOutputs | None = None
+) -> Settings:
+    """What the functions read: the template's defaults, or ``stack``'s parameters (read through
+    ``stacks``, or CloudFormation in the caller's AWS configuration); then the environment."""
     parameters: dict[str, str] = {}
     if stack:
         from smgov.adapters.cloudformation import StackOutputs
 
-        parameters = StackOutputs.connect().parameters(stack)
+        parameters = (stacks or StackOutputs.connect()).parameters(stack)
     env = template_environment(parameters, stack_name=stack or DEFAULT_STACK)
     env.update(os.environ if environ is None else environ)
     return Settings.from_env(env)
+
+
+def base_parameters(settings: Settings, template: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The template Parameters the base policy's rules come from, with the values ``settings`` holds
+    (``{"RequiredTags": "team,cost-center", ...}``). A variable the template does not pass from a
+    Parameter (or no template: an installed package) is named by its environment variable."""
+    if template is None:
+        from smgov.cfn_template import TEMPLATE_PATH, load_template
+
+        template = load_template() if TEMPLATE_PATH.exists() else {}
+    variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    parameter_of = {
+        key: node["Ref"] for key, node in variables.items() if isinstance(node, Mapping) and "Ref" in node
+    }
+    out: dict[str, str] = {}
+    for name in RULE_SETTINGS:
+        variable = Settings.model_fields[name].alias or name
+        value = getattr(settings, name)
+        if isinstance(value, tuple):
+            text = ",".join(value)
+        elif isinstance(value, float):
+            text = f"{value:g}"
+        else:
+            text = str(value)
+        out[parameter_of.get(variable, variable)] = text
+    return out
+
+
+def defaults_note(settings: Settings, how: str) -> str:
+    """What to tell a developer whose tool judged with the template's defaults, not a deployed stack's
+    parameters (``how``: the way to name one, ``--stack NAME`` or ``stack=``)."""
+    values = ", ".join(f"{key}={value}" for key, value in base_parameters(settings).items())
+    return (
+        f"no stack named: the base policy is built from the template's Parameter defaults ({values}); "
+        f"a deployed stack's parameters may differ ({how})"
+    )
 
 
 def load_policy(path: str | None, settings: Settings | None = None) -> Policy:

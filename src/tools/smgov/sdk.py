@@ -13,11 +13,16 @@ skipping validation.)
     from smgov.sdk import governed_sagemaker_session, install_preflight
 
     session = boto3.Session()
-    install_preflight(session, "policy.yaml")   # before clients are created from it
+    install_preflight(session, "policy.yaml", stack="sagemaker-governance")  # before clients are created
     session.client("sagemaker").create_training_job(...)  # raises GovernanceViolation when refused
 
-    trainer = ModelTrainer(..., sagemaker_session=governed_sagemaker_session("policy.yaml"))
+    trainer = ModelTrainer(..., sagemaker_session=governed_sagemaker_session("policy.yaml", stack="sagemaker-governance"))
     trainer.train()                                        # same check, same exception
+
+The policy document is merged over the base policy the deployed functions build from their stack's
+parameters: ``stack=`` reads them (CloudFormation ``DescribeStacks``), ``settings=`` takes them as a
+``Settings``; with neither, the template's Parameter defaults are used and stderr says which (a stack
+deployed with other parameters judges otherwise).
 
 With ``spot_health=spot_health_reader(session)`` the hook also reads the fleet's Spot health ledger (the
 one ``smgov spot-health`` shows; read-only, one ``Query`` of the request's instance type) before a Managed
@@ -30,6 +35,7 @@ needs it. This module never runs in a Lambda function.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -39,7 +45,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy
-from smgov.local_policy import current_user, load_policy
+from sagemaker_governance.settings import Settings
+from smgov.local_policy import current_user, defaults_note, deployed_settings, load_policy
 from smgov.preflight import GovernanceViolation, PreflightOutcome, SpotHealthReader, preflight_request
 
 EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
@@ -61,10 +68,43 @@ class GovernanceWarning(UserWarning):
     """A violation the policy does not refuse at launch (audit mode, or a notify-only rule)."""
 
 
-def _resolve_policy(policy: Policy | str | Path | None) -> Policy:
+def _resolve_policy(
+    policy: Policy | str | Path | None,
+    *,
+    stack: str | None = None,
+    settings: Settings | None = None,
+    target: Any = None,
+) -> Policy:
+    """``policy`` as the deployed functions would build it: merged over the base policy of ``stack``'s
+    parameters (read in ``target``'s region), of ``settings``, or (neither) of the template's defaults,
+    said on stderr."""
     if isinstance(policy, Policy):
+        if stack is not None or settings is not None:
+            raise ValueError(
+                "stack= and settings= are the base a policy document is merged over: give the document's path, "
+                "not a Policy"
+            )
         return policy
-    return load_policy(None if policy is None else str(policy))
+    if stack is not None and settings is not None:
+        raise ValueError("give stack= or settings=, not both")
+    if settings is None:
+        settings = deployed_settings(stack, stacks=_stacks_of(target) if stack else None)
+        if stack is None:
+            print(f"governance preflight: {defaults_note(settings, 'stack=NAME')}", file=sys.stderr)
+    return load_policy(None if policy is None else str(policy), settings)
+
+
+def _stacks_of(target: Any) -> Any:
+    """CloudFormation through ``target`` (a boto3 Session, a botocore session or a client: its
+    credentials and region), to read the stack's parameters."""
+    from smgov.adapters.cloudformation import CLIENT_CONFIG, StackOutputs
+
+    if hasattr(target, "client") and hasattr(target, "_session"):  # boto3.Session
+        return StackOutputs(target.client("cloudformation", config=CLIENT_CONFIG))
+    if hasattr(target, "create_client"):  # botocore Session
+        return StackOutputs(target.create_client("cloudformation", config=CLIENT_CONFIG))
+    meta = getattr(target, "meta", None)
+    return StackOutputs.connect(getattr(meta, "region_name", None))
 
 
 class PreflightHook:
@@ -163,6 +203,8 @@ def install_preflight(
     target: Any,
     policy: Policy | str | Path | None = None,
     *,
+    stack: str | None = None,
+    settings: Settings | None = None,
     user: str | None = None,
     strict: bool = False,
     fill_defaults: bool = True,
@@ -173,12 +215,15 @@ def install_preflight(
 
     ``target``: a boto3 ``Session`` or botocore session (clients created from it *afterwards* get the
     hook; botocore copies the event system into each client) or a client. ``policy``: a ``Policy``, a
-    policy document path (merged over the defaults, as ``smgov policy show`` does), or None for the
-    defaults. Installing twice on the same target replaces the first hook. ``spot_health``: the fleet's
-    Spot health ledger (``spot_health_reader``), read before a Managed Spot launch (None: not read).
+    policy document path (merged over the base policy, as ``smgov policy show`` does), or None for the
+    base policy alone. The base policy is what the deployed functions build from their stack's
+    parameters: ``stack`` (a stack name: CloudFormation ``DescribeStacks`` with the caller's credentials)
+    or ``settings``; with neither, the template's Parameter defaults, and stderr says which values those
+    are. Installing twice on the same target replaces the first hook. ``spot_health``: the fleet's Spot
+    health ledger (``spot_health_reader``), read before a Managed Spot launch (None: not read).
     """
     hook = PreflightHook(
-        _resolve_policy(policy),
+        _resolve_policy(policy, stack=stack, settings=settings, target=target),
         user=user,
         strict=strict,
         fill_defaults=fill_defaults,
@@ -198,6 +243,8 @@ def uninstall_preflight(target: Any) -> None:
 def governed_sagemaker_session(
     policy: Policy | str | Path | None = None,
     *,
+    stack: str | None = None,
+    settings: Settings | None = None,
     boto_session: Any | None = None,
     user: str | None = None,
     strict: bool = False,
@@ -209,6 +256,7 @@ def governed_sagemaker_session(
     """A SageMaker SDK v3 ``Session`` whose boto3 session carries the preflight hook.
 
     Pass it as ``ModelTrainer(..., sagemaker_session=...)``. Needs ``sagemaker-governance[sdk]``.
+    ``policy``, ``stack`` and ``settings`` as for ``install_preflight``.
     """
     import boto3
 
@@ -223,6 +271,8 @@ def governed_sagemaker_session(
     install_preflight(
         boto_session,
         policy,
+        stack=stack,
+        settings=settings,
         user=user,
         strict=strict,
         fill_defaults=fill_defaults,

@@ -16,12 +16,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def cmd_iam_policy(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError
-    from smgov.cli.output import fail
-    from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy
+    from smgov.cli.output import fail, stack_settings
+    from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy, split_document
     from smgov.local_policy import load_policy
 
+    settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy)
+        policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     if args.team is not None and args.team not in policy.teams:
@@ -37,15 +38,26 @@ def cmd_iam_policy(args: argparse.Namespace) -> int:
             region=args.region,
             account=args.account,
         )
-    except (IamPolicyTooLarge, NothingToExpress) as exc:
+    except IamPolicyTooLarge as exc:
+        if not args.split:
+            return fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
+        derivation = exc.derivation
+    except NothingToExpress as exc:
+        return fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
+    try:
+        documents = split_document(derivation) if args.split else [derivation.document]
+    except ValueError as exc:
         return fail(f"smgov iam-policy: {exc}", EXIT_FAILED)
 
-    if args.json:
-        print(json.dumps(derivation.report(), indent=2))
-        return EXIT_OK
-    print(derivation.minified() if (args.minify or args.scp) else json.dumps(derivation.document, indent=2))
     kind = "SCP" if args.scp else "IAM policy"
-    print(f"{kind}: {derivation.size} of {derivation.limit} characters (minified)", file=sys.stderr)
+    if args.json:
+        print(json.dumps({**derivation.report(), **({"documents": documents} if args.split else {})}, indent=2))
+        return EXIT_OK
+    compact = args.minify or args.scp or args.split
+    for document in documents:  # with --split: one minified document per line
+        print(json.dumps(document, separators=(",", ":")) if compact else json.dumps(document, indent=2))
+        size = len(json.dumps(document, separators=(",", ":")))
+        print(f"{kind}: {size} of {derivation.limit} characters (minified)", file=sys.stderr)
     if derivation.not_expressible:
         print("Not expressible in IAM (the deployed service still enforces these after launch):", file=sys.stderr)
         for gap in derivation.not_expressible:
@@ -57,6 +69,8 @@ def cmd_iam_policy(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from smgov.cli.output import stack_option
+
     parser = sub.add_parser(
         "iam-policy",
         help="IAM/SCP deny statements for CreateTrainingJob derived from the policy",
@@ -64,11 +78,25 @@ def register(sub: Any) -> None:
         "list what they cannot (the deployed service keeps enforcing it after launch).",
     )
     parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
-    parser.add_argument("--team", help="the document for this team's effective policy (attach to its roles)")
+    stack_option(parser)
+    parser.add_argument(
+        "--team",
+        help="the statements of this team's effective policy, for its jobs only (selected by the team tag)",
+    )
     parser.add_argument("--scp", action="store_true", help="a Service Control Policy (5,120 characters, minified)")
     parser.add_argument("--partition", default="aws", help="ARN partition (aws, aws-cn, aws-us-gov)")
-    parser.add_argument("--region", default="*", help="scope the training-job ARN to one region")
-    parser.add_argument("--account", default="*", help="scope the training-job ARN to one account id")
+    parser.add_argument(
+        "--region", default="*", help="apply the statements in one region (aws:RequestedRegion; a glob may do)"
+    )
+    parser.add_argument(
+        "--account", default="*", help="apply the statements in one account id (aws:PrincipalAccount)"
+    )
     parser.add_argument("--minify", action="store_true", help="print the document without white space")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="over the size limit: the statements as several documents, each within it, to attach side by side "
+        "(SCPs: at most 4, beside FullAWSAccess)",
+    )
     parser.add_argument("--json", action="store_true", help="document, size, limit and gaps as one JSON object")
     parser.set_defaults(func=cmd_iam_policy)

@@ -20,7 +20,7 @@ from sagemaker_governance.domain.policy_document import (
 )
 from sagemaker_governance.settings import Settings
 from smgov.cli import dlq, spot_health
-from smgov.cli.output import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE, deployed_settings_or_exit, fail
+from smgov.cli.output import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE, fail, stack_option, stack_settings
 from smgov.cli.resume import add_parser as add_resume_parser
 from smgov.local_policy import load_policy
 
@@ -35,15 +35,9 @@ def _read_json(path: str) -> Any:
 # ---- policy -------------------------------------------------------------------------------------
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    """The deploy-time settings: the template's Parameter defaults, or ``--stack``'s parameters."""
-    settings: Settings = deployed_settings_or_exit(getattr(args, "stack", None))
-    return settings
-
-
 def cmd_policy_validate(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file, _settings(args))
+        policy = load_policy(args.file, stack_settings(args))
     except PolicyDocumentError as exc:
         return fail(f"{args.file}: invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     teams = ", ".join(sorted(policy.teams)) or "none"
@@ -58,7 +52,7 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
 
 def cmd_policy_show(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file, _settings(args))
+        policy = load_policy(args.file, stack_settings(args))
         if args.team:
             policy = policy.for_team(args.team)
     except PolicyDocumentError as exc:
@@ -99,7 +93,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     raw_event = _read_json(args.event_file)
     describe = _read_json(args.describe) if args.describe else None
-    settings = _settings(args)
+    settings = stack_settings(args)
     try:
         policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
@@ -369,7 +363,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.errors import AdapterError
     from smgov.diagnose import diagnose_job
 
-    settings = _settings(args)
+    settings = stack_settings(args)
     try:
         policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
@@ -404,14 +398,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(json_output=args.json)
 
 
-def _stack_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smgov", description="SageMaker training governance tooling.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -420,13 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
     policy_sub = policy.add_subparsers(dest="policy_command", required=True)
     validate = policy_sub.add_parser("validate", help="validate a policy document (exit 1 on errors)")
     validate.add_argument("file")
-    _stack_option(validate)
+    stack_option(validate)
     validate.set_defaults(func=cmd_policy_validate)
     show = policy_sub.add_parser("show", help="print the effective policy (defaults + document)")
     show.add_argument("file", nargs="?")
     show.add_argument("--team", help="resolve this team's override")
     show.add_argument("--json", action="store_true")
-    _stack_option(show)
+    stack_option(show)
     show.set_defaults(func=cmd_policy_show)
 
     explain = sub.add_parser(
@@ -435,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or the reconciler's schedule, directly or as an SQS batch",
     )
     explain.add_argument("event_file")
-    _stack_option(explain)
+    stack_option(explain)
     explain.add_argument("--describe", metavar="DESCRIBE_FILE", help="DescribeTrainingJob response (JSON)")
     explain.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
     explain.add_argument(
@@ -472,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ListTags, its hosts' log tails, its checkpoint listing)",
     )
     diagnose.add_argument("job_name")
-    _stack_option(diagnose)
+    stack_option(diagnose)
     diagnose.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
     diagnose.add_argument(
         "--checkpoint-buckets",

@@ -1,6 +1,11 @@
 """`smgov preflight REQUEST.json`: check a raw ``CreateTrainingJob`` request before it is sent (CI
 pipelines, other SDKs), with the rules the Lambdas run. Exit 0 when it may launch, 1 when refused,
-2 when the request or the policy is unusable."""
+2 when the request or the policy is unusable.
+
+The verdict is on the request that will be sent: with ``--write-request FILE`` the request with the
+policy's tag defaults filled in (written to FILE, to send instead), else the file as written (the tags
+the defaults would add are named, not assumed: a pipeline that sends the file unchanged sends them not).
+"""
 
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ def validate_request_shape(request: Any) -> list[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
-    from smgov.cli.output import deployed_settings_or_exit, fail
+    from smgov.cli.output import fail, stack_settings
     from smgov.local_policy import current_user, load_policy
     from smgov.preflight import preflight_request
 
@@ -49,23 +54,32 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         return fail(
             f"{args.request}: not a valid CreateTrainingJob request:\n  - " + "\n  - ".join(problems), EXIT_USAGE
         )
+    settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy, deployed_settings_or_exit(args.stack))
+        policy = load_policy(args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
+    now, user = datetime.now(UTC), args.user if args.user is not None else current_user()
     try:
         outcome = preflight_request(
-            request,
-            policy,
-            datetime.now(UTC),
-            user=args.user if args.user is not None else current_user(),
-            fill_defaults=not args.no_defaults,
-            strict=args.strict,
+            request, policy, now, user=user, fill_defaults=not args.no_defaults, strict=args.strict
         )
     except ValidationError as exc:
         return fail(f"{args.request}: cannot evaluate:\n  - " + "\n  - ".join(format_errors(exc)), EXIT_USAGE)
+    unwritten: dict[str, str] = {}
+    if outcome.filled_tags and not args.write_request:
+        # Nothing will send the filled request: judge the file as it is, and say what to add
+        unwritten = outcome.filled_tags
+        tags = ", ".join(f"{key}={value!r}" for key, value in unwritten.items())
+        outcome = preflight_request(request, policy, now, user=user, fill_defaults=False, strict=args.strict)
+        advice = (
+            f"judged as written: the policy's tag defaults would add {tags}, which this file lacks; add them "
+            "to its Tags, or give --write-request FILE and send that file"
+        )
+        outcome = outcome.model_copy(update={"notes": (*outcome.notes, advice)})
     if args.json:
-        print(json.dumps({**outcome.report(), "request": outcome.request}, indent=2, default=str))
+        extra = {"tag_defaults_not_written": unwritten} if unwritten else {}
+        print(json.dumps({**outcome.report(), **extra, "request": outcome.request}, indent=2, default=str))
     else:
         print(outcome.render_text())
     if args.write_request:
@@ -74,6 +88,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from smgov.cli.output import stack_option
+
     parser = sub.add_parser(
         "preflight",
         help="check a CreateTrainingJob request before launch (exit 1 when refused)",
@@ -82,16 +98,15 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("request", metavar="REQUEST.json")
     parser.add_argument("--policy", metavar="POLICY_FILE", help="policy document (YAML or JSON)")
-    parser.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults",
-    )
+    stack_option(parser)
     parser.add_argument("--user", help="value of ${user} in tag defaults (default: your login name)")
     parser.add_argument("--strict", action="store_true", help="refuse on any violation, audit mode included")
     parser.add_argument("--no-defaults", action="store_true", help="do not fill policy tag defaults")
     parser.add_argument(
-        "--write-request", metavar="FILE", help="write the request with filled tag defaults (to send it as is)"
+        "--write-request",
+        metavar="FILE",
+        help="fill the policy's tag defaults, judge that request and write it to FILE (send FILE); without it "
+        "the request is judged as written",
     )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=cmd_preflight)
