@@ -6,8 +6,9 @@ time with one ``GetMetricData`` request (paged; ``adapters/metric_data.py``) and
 on; the record is evidence for chargeback (`smgov report --by team`) and for the owner.
 
 An event without the job's training times or instances (a partial detail) is completed from
-``DescribeTrainingJob``; a job that never trained (no ``TrainingStartTime``) or publishes no
-``GPUUtilization`` (a CPU job) costs no read at all: its record says what is missing.
+``DescribeTrainingJob``; a job that never trained (no ``TrainingStartTime``), publishes no
+``GPUUtilization`` (a CPU job) or runs on GPU groups of different GPU counts (no host's series can be put
+per GPU) costs no read at all: its record says what is missing.
 
 **Once per job, whichever path writes it.** When its end event is lost, the reconciler finds the job by
 its leftover alarms and writes the same record (``record_lost_end``, trigger ``reconciler``) under the
@@ -47,6 +48,7 @@ _OUTCOMES = {
     EfficiencyCode.MEASURED: Outcome.NO_ACTION,
     EfficiencyCode.PARTIAL: Outcome.NO_ACTION,
     EfficiencyCode.NO_GPU: Outcome.NO_ACTION,
+    EfficiencyCode.MIXED_GPUS: Outcome.NO_ACTION,
     EfficiencyCode.NOT_TRAINED: Outcome.NO_ACTION,
     EfficiencyCode.NO_METRICS: Outcome.SKIPPED,
     EfficiencyCode.UNREAD: Outcome.SKIPPED,
