@@ -280,6 +280,38 @@ def test_an_ended_job_on_gpu_groups_of_different_sizes_is_recorded_by_either_pat
     assert decision.code == "efficiency.record.mixed-gpus" and [r.code for r in audit.records] == [decision.code]
 
 
+def test_a_job_is_priced_at_its_teams_prices_by_either_path() -> None:
+    # Given an org price of $6/h and the vision team's own price of $4/h for ml.g5.12xlarge, and a type
+    # only the team prices (the stopper's savings estimate reads the team's table too)
+    class TeamPolicies:
+        def current(self, max_age_seconds: float | None = None) -> Policy:
+            team = {"idle": {"prices": {"ml.g5.12xlarge": 4.0, "ml.g6.12xlarge": 3.0}}}
+            return Policy.model_validate({"idle": {"prices": PRICES}, "teams": {"vision": team}})
+
+    values: dict[str, tuple[float, ...] | None] = {"h0_0": (200.0,) * 120, "h0_1": (100.0,) * 120}
+    for instance_type, hourly in (("ml.g5.12xlarge", 4.0), ("ml.g6.12xlarge", 3.0)):
+        job = ended(2, instance_type=instance_type, Tags={"team": "vision"})
+        jobs: Any = Jobs(job)
+        # When its record is written by the end event's path and by the reconciler's
+        audit = MemoryAuditSink()
+        EfficiencyReaction(jobs, Reads(values), TeamPolicies(), audit, lambda: START + timedelta(days=1)).react(
+            job, Trigger(kind="job-state-change", event_id="e-1")
+        )
+        lost_audit = MemoryAuditSink()
+        EfficiencyReaction(
+            jobs,
+            Reads(values),
+            TeamPolicies(),
+            lost_audit,
+            lambda: START + timedelta(days=1),
+            MemoryLedger(Calls()),
+        ).record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"))
+        # Then both cost it at the team's price
+        for [record] in (audit.records, lost_audit.records):
+            assert record.code == "efficiency.record.measured"
+            assert record.evidence["cost_usd"] == 2 * hourly and not record.evidence.get("unpriced_instance_types")
+
+
 def test_an_event_without_training_times_is_completed_from_describe() -> None:
     event_job = build_job("train-1", TrainingJobStatus="Completed", SecondaryStatus="Completed")
     jobs = Jobs(ended(1))

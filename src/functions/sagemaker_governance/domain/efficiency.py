@@ -293,7 +293,7 @@ def costs(job: TrainingJob, prices: Mapping[str, float], start: datetime, end: d
         if instance_facts(group.instance_type).publishes_gpu_utilization:
             gpu_price = price
     if unpriced:
-        notes.append(f"price: none for {', '.join(sorted(unpriced))} (policy idle.prices)")
+        notes.append(f"price: none for {', '.join(sorted(unpriced))} (idle.prices: the policy's or its team's)")
     share = 1.0
     savings = None
     if job.spot and billable is not None and training:

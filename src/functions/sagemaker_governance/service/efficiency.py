@@ -86,7 +86,8 @@ class EfficiencyReaction:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
         job = self._complete(job)
-        return [self._write(job, self.measure(job, policy.price_table(), now), policy, trigger, now)]
+        prices = policy.for_job(job).price_table()  # the team's prices, as the stopper's savings estimate
+        return [self._write(job, self.measure(job, prices, now), policy, trigger, now)]
 
     def record_lost_end(
         self, job: TrainingJob, trigger: Trigger, then: Callable[[], Sequence[Decision]] | None = None
@@ -101,7 +102,7 @@ class EfficiencyReaction:
             return []
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
-        result = self.measure(job, policy.price_table(), now)
+        result = self.measure(job, policy.for_job(job).price_table(), now)
         key = job_delivery_key(job)
         # One owner for every run, holding the claim for a run's length: a run that died between its claim and its
         # release (before writing the record) leaves a claim the next run can take over; an owner per run would
