@@ -385,7 +385,16 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
 
     def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
         job, now = notice.job, notice.now
-        judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
+        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"))
+        judgement = Judgement(
+            self.rule_id,
+            notice.mode,
+            {
+                **notice.evidence,
+                **notice.savings,
+                **({"newest_percent_per_gpu": per_gpu} if per_gpu is not None else {}),
+            },
+        )
         name = notice.naming.alarm_name(job.name, STOP_MARK if role == EfficiencyRole.STOP else NOTICE_MARK)
         metric_alarms = _metric_alarms(name, job.total_instance_count)
         early = preconditions(
@@ -414,8 +423,6 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
-        observed = notice.evidence.get("newest_value")
-        measured = f" (last value {observed})" if observed is not None else ""
         suggestion = (
             "Check the input pipeline (more data-loader workers, prefetching, faster storage: FastFile or FSx), "
             "raise the batch size, or move to a smaller instance type; if this job's low utilization is expected, "
@@ -455,6 +462,27 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             "minutes in a row, after a notice to its owner",
             f"stayed below {config.min_gpu_percent:g}% GPU utilization",
         )
+
+
+def _measured(job: TrainingJob, newest: Any) -> tuple[str, float | None]:
+    """What the owner is told of the alarm's newest 5-minute mean (``newest_value``, from its state reason:
+    the mean over the GPU hosts of each host's sum over its GPUs), and that mean per GPU where the job's
+    GPU hosts have one GPU count. Nothing when the reason listed no datapoint (a composite alarm)."""
+    if isinstance(newest, bool) or not isinstance(newest, int | float):
+        return "", None
+    counts = {
+        instance_facts(g.instance_type).gpus
+        for g in job.instance_groups
+        if instance_facts(g.instance_type).publishes_gpu_utilization
+    }
+    if len(counts) == 1:
+        per_gpu = round(float(newest) / next(iter(counts)), 1)
+        return f" (its last 5-minute mean: {per_gpu:.0f}% per GPU)", per_gpu
+    return (
+        f" (its last 5-minute mean over its GPU hosts: {float(newest):g} GPUUtilization, each host's sum over its "
+        "GPUs)",
+        None,
+    )
 
 
 EFFICIENCY: Final = EfficiencyGuard()
