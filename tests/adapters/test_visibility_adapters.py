@@ -9,7 +9,7 @@ import pytest
 
 from sagemaker_governance.domain.errors import AdapterError
 from smgov.adapters.cloudformation import StackNotFound, StackOutputs
-from smgov.adapters.logs_insights import LogsInsights, QueryFailed, QueryTimedOut
+from smgov.adapters.logs_insights import LogsInsights, QueryFailed, QueryTimedOut, QueryTruncated, model_max_rows
 from tests.adapters.conftest import CallRecorder
 from tests.cli.local_aws import clients
 
@@ -82,6 +82,33 @@ def test_request_shape(monkeypatch: pytest.MonkeyPatch) -> None:
         "queryString": "fields @timestamp",
         "limit": 10,
     }
+
+
+def test_a_query_asks_for_the_most_rows_the_service_model_allows_and_reads_every_page() -> None:
+    import botocore.session
+
+    # botocore's logs model: StartQuery.limit up to 100,000, GetQueryResults pages by nextToken
+    model: Any = botocore.session.get_session().get_service_model("logs")
+    assert model.operation_model("StartQuery").input_shape.members["limit"].metadata["max"] == 100_000
+    assert "nextToken" in model.operation_model("GetQueryResults").input_shape.members
+    assert model_max_rows(object()) == 10_000  # no model to read: the maximum of older models
+    # Given 25 events and pages of 10 (maxItems, as AWS pages by 10,000)
+    _, logs_client, _, logs = clients()
+    logs.create_log_group("/g")
+    logs.running_polls, logs.PAGE = 0, 10
+    for n in range(25):
+        logs.put("/g", END - timedelta(minutes=n), {"n": n})
+    # When the query runs without a limit of its own, then every row comes back, from three pages
+    rows = LogsInsights(logs_client, sleep=lambda s: None).run(
+        ["/g"], "fields n", start=END - timedelta(hours=1), end=END
+    )
+    assert len(rows) == 25
+    assert [p.get("nextToken") for name, p in logs.calls if name == "GetQueryResults"] == [None, "10", "20"]
+    # And a query that comes back with as many rows as it may is an error, not a silent cut
+    with pytest.raises(QueryTruncated, match="25 rows"):
+        LogsInsights(logs_client, sleep=lambda s: None, max_rows=25).run(
+            ["/g"], "fields n", start=END - timedelta(hours=1), end=END
+        )
 
 
 def test_the_cli_connects_through_the_adapters() -> None:

@@ -88,7 +88,12 @@ class LocalCloudFormation(_Double):
 
 class LocalLogsInsights(_Double):
     """Log groups of JSON lines; StartQuery runs the query, GetQueryResults reports it after
-    ``running_polls`` answers of ``Running`` (so callers must poll)."""
+    ``running_polls`` answers of ``Running`` (so callers must poll). As AWS (botocore's logs model): at
+    most ``limit`` rows (10,000 without one), at most ``maxItems`` (10,000) per GetQueryResults page, the
+    next page by ``nextToken``."""
+
+    DEFAULT_LIMIT = 10_000
+    PAGE = 10_000
 
     service = "logs"
 
@@ -130,7 +135,7 @@ class LocalLogsInsights(_Double):
         query_id = f"q-{next(self._ids):04d}"
         self.queries[query_id] = {
             **params,
-            "results": execute(params["queryString"], events),
+            "results": execute(params["queryString"], events)[: params.get("limit", self.DEFAULT_LIMIT)],
             "polls": 0,
             "status": "Running",
             "scanned": len(events),
@@ -143,15 +148,20 @@ class LocalLogsInsights(_Double):
         if query["status"] == "Running" and query["polls"] > self.running_polls:
             query["status"] = self.final_status
         done = query["status"] == "Complete"
-        return {
+        first = int(params.get("nextToken") or 0)
+        last = first + params.get("maxItems", self.PAGE)
+        out: dict[str, Any] = {
             "status": query["status"],
-            "results": query["results"] if done else [],
+            "results": query["results"][first:last] if done else [],
             "statistics": {
                 "recordsMatched": float(len(query["results"])) if done else 0.0,
                 "recordsScanned": float(query["scanned"]) if done else 0.0,
                 "bytesScanned": 0.0,
             },
         }
+        if done and last < len(query["results"]):
+            out["nextToken"] = str(last)
+        return out
 
     def _op_StopQuery(self, params: dict[str, Any]) -> dict[str, Any]:
         query = self.queries[params["queryId"]]

@@ -420,6 +420,48 @@ def test_chargeback_per_team_from_the_audit_records(
     assert groups["ml.p4d.24xlarge"]["spend_usd"] == 300.0 and groups["ml.g5.12xlarge"]["saved_usd"] == 250.0
 
 
+def ended_jobs(aws: Aws, log_output: io.StringIO, count: int) -> None:
+    """``count`` efficiency records of $10 nlp jobs: the line the service's sink writes for one, repeated
+    with each job's name (writing each through the sink is slow)."""
+    start = log_output.tell()
+    with contextlib.redirect_stdout(io.StringIO()):
+        LogAuditSink().write(efficiency("job-0", "nlp", cost_usd=10.0, gpu_utilization_mean_percent=60.0))
+    line = next(json.loads(raw) for raw in log_output.getvalue()[start:].splitlines() if '"audit"' in raw)
+    at = NOW - timedelta(hours=2)
+    for n in range(count):
+        aws.logs.put(JOB_EVENTS_GROUP, at, {**line, "audit": {**line["audit"], "job_name": f"job-{n}"}})
+
+
+def test_chargeback_counts_every_job_beyond_one_page_of_results(
+    aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given 12,000 ended jobs in the window: more rows than one GetQueryResults page (10,000)
+    ended_jobs(aws, log_output, 12_000)
+    # When the chargeback is asked per team
+    code, out, _ = run(capsys, "report", "--by", "team", "--json")
+    # Then every job counts: the query asked for the most rows the API allows and read every page
+    assert code == 0
+    (nlp,) = json.loads(out)["groups"]
+    assert (nlp["jobs"], nlp["spend_usd"]) == (12_000, 120_000.0)
+    starts = [params for name, params in aws.logs.calls if name == "StartQuery"]
+    assert {params["limit"] for params in starts} == {100_000}  # botocore's logs model: StartQuery.limit max
+    assert any(params.get("nextToken") for name, params in aws.logs.calls if name == "GetQueryResults")
+
+
+def test_chargeback_fails_rather_than_leave_out_jobs_beyond_what_one_query_returns(
+    aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given more ended jobs than one query returns (its cap lowered to 1,000 to keep the test small)
+    ended_jobs(aws, log_output, 1_500)
+    deps = visibility.make_dependencies(None)
+    monkeypatch.setattr(deps.insights, "_max_rows", 1_000)
+    # When the chargeback is asked
+    code, out, err = run(capsys, "report", "--by", "team", "--since", "30d")
+    # Then it fails, saying why and what to do, instead of printing totals without 500 jobs
+    assert code == 1 and out == ""
+    assert "1,000 rows" in err and "shorter --since than 30d" in err
+
+
 def test_chargeback_from_a_simulation_report(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     report = {
         "jobs": [

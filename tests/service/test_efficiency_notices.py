@@ -59,6 +59,7 @@ class Notifier:
 def run(
     mark: str,
     *,
+    reason: str = "",
     mode: str = "enforce",
     minutes_training: int = 400,
     changed_minutes_ago: int = 1,
@@ -97,6 +98,7 @@ def run(
             "AlarmName": f"{PREFIX}job-1{mark}",
             "AWSAccountId": "123456789012",
             "NewStateValue": "ALARM",
+            "NewStateReason": reason,
             "StateChangeTime": changed.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000",
         }
     )
@@ -118,6 +120,21 @@ def test_a_notice_reaches_the_owner_with_the_suggestion_and_nothing_is_stopped()
     assert message.items[0].remedy and "stop job-1" not in calls.log
     # its alarm stays in ALARM: a reset would bring it back within seconds, a notice every period
     assert not any(line.startswith("reset") for line in calls.log)
+
+
+def test_the_notice_shows_the_owner_the_utilization_its_alarm_measured_last() -> None:
+    # Given the notice alarm's state reason lists its newest 5-minute mean: 124 on a 4-GPU host
+    reason = (
+        "Threshold Crossed: 12 out of the last 12 datapoints [124.0 (21/11/26 11:55:00), 130.0 (21/11/26 "
+        "11:50:00) ...] were less than the threshold (200.0) (minimum 12 datapoints for OK -> ALARM transition)."
+    )
+    _, audit, notifier = run(".efficiency", reason=reason)
+    # Then the record carries it per GPU, and the owner reads it
+    (record,) = audit.records
+    assert record.code == "efficiency.notify.below-minimum"
+    assert record.evidence["newest_value"] == 124.0 and record.evidence["newest_percent_per_gpu"] == 31.0
+    (message,) = notifier.messages
+    assert "31% per GPU" in message.items[0].reason
 
 
 def test_in_audit_mode_a_notice_is_recorded_not_sent() -> None:

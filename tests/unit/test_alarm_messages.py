@@ -30,6 +30,28 @@ def test_single_metric_alarm() -> None:
     assert message.changed_at is not None
 
 
+def test_the_newest_datapoint_the_state_reason_lists_is_in_the_evidence() -> None:
+    # CloudWatch's NewStateReason lists the datapoints that crossed, newest first (events/*.json)
+    assert only("idle-alarm-ok.json").evidence()["newest_value"] == 212.5
+    base = {"AlarmName": "a", "AWSAccountId": "1", "NewStateValue": "ALARM"}
+    listed = (
+        "Threshold Crossed: 3 out of the last 3 datapoints [70.0 (21/11/26 11:45:00), 62.5 (21/11/26 11:55:00), "
+        "80.0 (21/11/26 11:50:00)] were less than the threshold (200.0) (minimum 3 datapoints for OK -> ALARM "
+        "transition)."
+    )
+    message = AlarmNotification.model_validate({**base, "NewStateReason": listed})
+    assert message.evidence()["newest_value"] == 62.5  # by its time, whatever the order
+    # no datapoint listed (a composite, missing data treated as breaching): none
+    for reason in (
+        "arn:aws:cloudwatch alarm a transitioned to ALARM",
+        "Threshold Crossed: no datapoints were received for 20 periods and 20 missing datapoints were treated "
+        "as [Breaching].",
+    ):
+        assert (
+            "newest_value" not in AlarmNotification.model_validate({**base, "NewStateReason": reason}).evidence()
+        )
+
+
 def test_metric_math_alarm() -> None:
     message = only("idle-alarm-metric-math.json")
     assert message.trigger is not None and message.trigger.is_metric_math

@@ -224,6 +224,94 @@ def test_an_ended_cpu_job_gets_a_record_without_any_read() -> None:
     assert [r.code for r in audit.records] == ["efficiency.record.no-gpu"]
 
 
+MIXED_PRICES = {**PRICES, "ml.p4d.24xlarge": 37.688, "ml.g5.xlarge": 1.408}
+
+
+def mixed_gpus(hours: float = 4) -> Any:
+    """GPU groups of 8 and 1 GPUs per host (SageMaker does not say which host is in which group)."""
+    groups = [
+        {"InstanceGroupName": "train", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "aux", "InstanceType": "ml.g5.xlarge", "InstanceCount": 2},
+    ]
+    return ended(hours, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 50})
+
+
+def test_gpu_groups_of_different_sizes_get_a_record_with_their_cost_and_no_read() -> None:
+    # Given an ended job on GPU groups of different GPU counts (a host's sum cannot be read per GPU)
+    record = efficiency.plan(mixed_gpus(4), START + timedelta(days=1), MIXED_PRICES)
+    # Then nothing is planned to read, and its record has its cost but no utilization figure
+    assert not isinstance(record, EfficiencyPlan) and record.code is EfficiencyCode.MIXED_GPUS
+    assert record.cost_usd == round(4 * (37.688 + 2 * 1.408), 2) and record.gpu_utilization_mean_percent is None
+    assert record.missing and "no efficiency figures" in record.reason()
+
+
+def test_a_record_without_figures_states_why_whatever_its_code() -> None:
+    for code in EfficiencyCode:
+        bare = efficiency.EfficiencyRecord(
+            code=code, instance_type=None, instances=1, gpu_hosts=1, spot=False, missing=("why",)
+        )
+        assert bare.reason().endswith("why")
+
+
+def test_an_ended_job_on_gpu_groups_of_different_sizes_is_recorded_by_either_path_without_a_read() -> None:
+    class Refuses(Reads):
+        def read(self, queries: Any, start: datetime, end: datetime, period: int = 60) -> MetricReadResult:
+            raise AssertionError("a read whose values cannot be put per GPU")
+
+    class MixedPolicies:
+        def current(self, max_age_seconds: float | None = None) -> Policy:
+            return Policy.model_validate({"idle": {"prices": MIXED_PRICES}})
+
+    job = mixed_gpus()
+    jobs: Any = Jobs(job)
+    # The end event's path
+    audit = MemoryAuditSink()
+    reaction = EfficiencyReaction(jobs, Refuses({}), MixedPolicies(), audit, lambda: START + timedelta(days=1))
+    reaction.react(job, Trigger(kind="job-state-change", event_id="e-1"))
+    [record] = audit.records
+    assert (record.code, record.outcome) == ("efficiency.record.mixed-gpus", Outcome.NO_ACTION)
+    assert record.evidence["cost_usd"] == round(4 * (37.688 + 2 * 1.408), 2)
+    # The reconciler's path (a lost end event)
+    audit = MemoryAuditSink()
+    lost = EfficiencyReaction(
+        jobs, Refuses({}), MixedPolicies(), audit, lambda: START + timedelta(days=1), MemoryLedger(Calls())
+    )
+    (decision,) = lost.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"))
+    assert decision.code == "efficiency.record.mixed-gpus" and [r.code for r in audit.records] == [decision.code]
+
+
+def test_a_job_is_priced_at_its_teams_prices_by_either_path() -> None:
+    # Given an org price of $6/h and the vision team's own price of $4/h for ml.g5.12xlarge, and a type
+    # only the team prices (the stopper's savings estimate reads the team's table too)
+    class TeamPolicies:
+        def current(self, max_age_seconds: float | None = None) -> Policy:
+            team = {"idle": {"prices": {"ml.g5.12xlarge": 4.0, "ml.g6.12xlarge": 3.0}}}
+            return Policy.model_validate({"idle": {"prices": PRICES}, "teams": {"vision": team}})
+
+    values: dict[str, tuple[float, ...] | None] = {"h0_0": (200.0,) * 120, "h0_1": (100.0,) * 120}
+    for instance_type, hourly in (("ml.g5.12xlarge", 4.0), ("ml.g6.12xlarge", 3.0)):
+        job = ended(2, instance_type=instance_type, Tags={"team": "vision"})
+        jobs: Any = Jobs(job)
+        # When its record is written by the end event's path and by the reconciler's
+        audit = MemoryAuditSink()
+        EfficiencyReaction(jobs, Reads(values), TeamPolicies(), audit, lambda: START + timedelta(days=1)).react(
+            job, Trigger(kind="job-state-change", event_id="e-1")
+        )
+        lost_audit = MemoryAuditSink()
+        EfficiencyReaction(
+            jobs,
+            Reads(values),
+            TeamPolicies(),
+            lost_audit,
+            lambda: START + timedelta(days=1),
+            MemoryLedger(Calls()),
+        ).record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"))
+        # Then both cost it at the team's price
+        for [record] in (audit.records, lost_audit.records):
+            assert record.code == "efficiency.record.measured"
+            assert record.evidence["cost_usd"] == 2 * hourly and not record.evidence.get("unpriced_instance_types")
+
+
 def test_an_event_without_training_times_is_completed_from_describe() -> None:
     event_job = build_job("train-1", TrainingJobStatus="Completed", SecondaryStatus="Completed")
     jobs = Jobs(ended(1))

@@ -167,11 +167,29 @@ def test_alarm_notification_parses_or_fails_validation(event: Any) -> None:
 @SOME
 @given(
     st.dictionaries(
-        st.sampled_from(["AlarmName", "AWSAccountId", "NewStateValue", "StateChangeTime", "Trigger", "AlarmRule"]),
+        st.sampled_from(
+            [
+                "AlarmName",
+                "AWSAccountId",
+                "NewStateValue",
+                "NewStateReason",
+                "StateChangeTime",
+                "Trigger",
+                "AlarmRule",
+            ]
+        ),
         garbage,
     )
 )
 @example({"AlarmName": "a" * 256, "AWSAccountId": "123456789012", "NewStateValue": "ALARM"})
+@example(
+    {
+        "AlarmName": "a",
+        "AWSAccountId": "1",
+        "NewStateValue": "ALARM",
+        "NewStateReason": "[1e999 (21/11/26 11:55:00), 5 (99/99/99 99:99:99), " + "0.0 (" * 20_000 + "]",
+    }
+)
 @example({"AlarmName": "a", "AWSAccountId": "1", "NewStateValue": "ALARM", "StateChangeTime": "9" * 5000})
 def test_alarm_message_fields_of_any_type(message: dict[str, Any]) -> None:
     try:

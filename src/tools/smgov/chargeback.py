@@ -8,7 +8,7 @@ both:
 * the deployed stack's audit records (Logs Insights, ``jobs_query``/``savings_query``): per job its
   efficiency record (``efficiency-record``) and its stops' ``estimated_savings_usd``.
 
-Deployed, ``spend_usd`` and ``idle_cost_usd`` are the service's figures at the policy's prices (the
+Deployed, ``spend_usd`` and ``idle_cost_usd`` are the service's figures at each job's team's prices (the
 efficiency record: billable time x instances x price; idle host-time x price). Offline, ``spend_usd`` is
 the simulator's billed cost of the job and ``idle_cost_usd`` the record's idle share of its cost applied
 to it, so that spend, idle cost and saved are all at the scenario's prices. A job without a cost (an

@@ -20,6 +20,7 @@ from sagemaker_governance.domain.guards.efficiency import (
     EfficiencyPolicy,
     EfficiencyRole,
 )
+from sagemaker_governance.domain.instances import instance_facts
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.service.guard_alarms import GuardAlarms
 from sagemaker_governance.service.recording import Trigger
@@ -180,6 +181,59 @@ def test_a_heterogeneous_cluster_above_ten_hosts_never_waits_on_a_child_without_
     assert {r["TreatMissingData"] for r in plan.metric_requests} == {"missing"}
 
 
+def mixed(groups: list[tuple[str, int]]) -> Any:
+    started = NOW - timedelta(hours=5)
+    return job(
+        TrainingJobStatus="InProgress",
+        SecondaryStatus="Training",
+        ResourceConfig={
+            "InstanceGroups": [
+                {"InstanceGroupName": f"g{n}", "InstanceType": t, "InstanceCount": c}
+                for n, (t, c) in enumerate(groups)
+            ],
+            "VolumeSizeInGB": 50,
+        },
+        SecondaryStatusTransitions=[{"Status": "Training", "StartTime": started.isoformat()}],
+        TrainingStartTime=started.isoformat(),
+    )
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [("ml.p4d.24xlarge", 1), ("ml.g5.xlarge", 3)],  # 8 and 1 GPUs per host
+        [("ml.g5.xlarge", 2), ("ml.g5.12xlarge", 2), ("ml.p4d.24xlarge", 2)],  # 1, 4 and 8
+        [("ml.p4d.24xlarge", 9), ("ml.g5.xlarge", 6), ("ml.c5.4xlarge", 2)],  # above 10 hosts, a CPU group
+    ],
+)
+def test_gpu_groups_of_different_sizes_are_never_below_the_minimum_when_every_gpu_meets_it(
+    groups: list[tuple[str, int]],
+) -> None:
+    # Given a cluster whose GPU groups differ in GPUs per host (SageMaker does not say which host is which)
+    config = EfficiencyPolicy(**ON, stop_after_notices=1)
+    plan = EFFICIENCY.plan(mixed(groups), config, NAMING)
+    assert isinstance(plan, AlarmPlan)
+    # When every GPU is exactly at the minimum, each host publishes min x its own GPU count
+    hosts = [
+        config.min_gpu_percent * instance_facts(t).gpus
+        for t, c in groups
+        if instance_facts(t).publishes_gpu_utilization
+        for _ in range(c)
+    ]
+    # Then whichever hosts an alarm averages (any 10 of them: the assignment is unknown), never below it
+    smallest = min(instance_facts(t).gpus for t, _ in groups if instance_facts(t).publishes_gpu_utilization)
+    assert plan.evidence["gpus_per_host_for_scaling"] == smallest and "scaling_note" in plan.evidence
+    for request in plan.metric_requests:
+        assert request["Threshold"] == config.min_gpu_percent * smallest
+        assert min(hosts) >= request["Threshold"]  # so is the mean of any of them
+
+
+def test_the_threshold_of_gpu_groups_of_one_size_is_unchanged() -> None:
+    plan = EFFICIENCY.plan(mixed([("ml.g5.12xlarge", 2), ("ml.g6.12xlarge", 2)]), EfficiencyPolicy(**ON), NAMING)
+    assert isinstance(plan, AlarmPlan) and plan.metric_requests[0]["Threshold"] == 200.0
+    assert "scaling_note" not in plan.evidence
+
+
 def test_beyond_what_a_composite_alarm_rule_allows_no_alarm() -> None:
     many = EFFICIENCY.plan(training(0, count=1001), EfficiencyPolicy(**ON), NAMING)
     assert isinstance(many, NoAlarm) and many.code == EfficiencyGuardCode.TOO_MANY_HOSTS
@@ -209,6 +263,19 @@ def test_the_stop_after_unheeded_notices_is_a_stop_verdict_for_the_stoppers_revi
     assert verdict.stops and verdict.decision.code == EfficiencyGuardCode.STOP
     exempt = notice(training(400)).model_copy(update={"exempted_by": "INC-1"})
     assert EFFICIENCY.judge(EfficiencyRole.STOP, exempt, config).verdict is Verdict.EXEMPTED
+
+
+def test_the_stall_judge_does_not_review_an_efficiency_stop_and_reads_nothing() -> None:
+    # What the README says: a job below a minimum is not stalled; the stall judge leaves its stop as it is
+    from sagemaker_governance.service.stall_judge import StallJudge
+
+    config = EfficiencyPolicy(**ON, stop_after_notices=2)
+    verdict = EFFICIENCY.judge(EfficiencyRole.STOP, notice(training(400)), config)
+    policy = Policy.model_validate({"efficiency": {**ON, "stop_after_notices": 2}})
+    review = StallJudge(metrics=Refuses(), logs=Refuses()).review(
+        EFFICIENCY, EfficiencyRole.STOP, notice(training(400)), verdict, policy
+    )
+    assert review is verdict and review.decision.code == EfficiencyGuardCode.STOP
 
 
 def test_not_training_or_ended_is_not_judged() -> None:

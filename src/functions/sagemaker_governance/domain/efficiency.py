@@ -14,7 +14,9 @@ life with one ``GetMetricData`` request (paged) and writes one audit record (rul
 
 **Never a made-up number.** A job whose instances publish no ``GPUUtilization`` (a CPU job), one with no
 datapoint at all (metrics not yet arrived or never published), a failed read: the record says what is
-missing (``missing``) and carries no utilization figure. A minute with no datapoint is not counted as
+missing (``missing``) and carries no utilization figure. A job on GPU groups of different GPU counts is
+not read either (``efficiency.record.mixed-gpus``, its cost only): a host publishes the sum over its GPUs
+and SageMaker does not say which host is in which group, so no host's series can be put per GPU. A minute with no datapoint is not counted as
 idle; ``coverage`` says which share of the training time had data.
 
 **The period** (``read_period``): CloudWatch keeps one-minute datapoints for 15 days, five-minute ones for
@@ -63,6 +65,7 @@ class EfficiencyCode(StrEnum):
     MEASURED = "efficiency.record.measured"  # every GPU host's series was read, with datapoints
     PARTIAL = "efficiency.record.partial"  # some hosts' series unread or empty: figures from the others
     NO_GPU = "efficiency.record.no-gpu"  # no instance of the job publishes GPUUtilization: nothing to read
+    MIXED_GPUS = "efficiency.record.mixed-gpus"  # GPU groups of different GPU counts: no host readable per GPU
     NO_METRICS = "efficiency.record.no-metrics"  # read, but no datapoint at all (delayed or never published)
     UNREAD = "efficiency.record.unread"  # the read failed: no figure
     NOT_TRAINED = "efficiency.record.not-trained"  # the job never started training: nothing to read
@@ -130,15 +133,14 @@ class EfficiencyRecord(BaseModel):
         return out
 
     def reason(self) -> str:
-        if self.code in (EfficiencyCode.MEASURED, EfficiencyCode.PARTIAL):
-            text = (
-                f"GPUs {self.gpu_utilization_mean_percent:.0f}% busy on average; "
-                f"{self.idle_gpu_hours:.2f} idle GPU-hours"
-            )
-            if self.idle_cost_usd is not None:
-                text += f" (${self.idle_cost_usd:.2f} of ${self.cost_usd or 0:.2f})"
-            return text + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
-        return f"no efficiency figures: {'; '.join(self.missing)}"
+        """The figures, or (whatever the code) why there are none: a record never fails to say itself."""
+        mean, idle = self.gpu_utilization_mean_percent, self.idle_gpu_hours
+        if mean is None or idle is None:
+            return f"no efficiency figures: {'; '.join(self.missing) or 'none measured'}"
+        text = f"GPUs {mean:.0f}% busy on average; {idle:.2f} idle GPU-hours"
+        if self.idle_cost_usd is not None:
+            text += f" (${self.idle_cost_usd:.2f} of ${self.cost_usd or 0:.2f})"
+        return text + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
 
 
 class EfficiencyPlan(BaseModel):
@@ -148,7 +150,7 @@ class EfficiencyPlan(BaseModel):
 
     queries: tuple[MetricRead, ...]
     hosts: tuple[str, ...]
-    gpus_per_host: int | None
+    gpus_per_host: int
     start: datetime
     end: datetime
     period_seconds: int
@@ -207,17 +209,22 @@ def plan(job: TrainingJob, now: datetime, prices: Mapping[str, float]) -> Effici
         )
     if gpu_hosts == 0:
         types = ", ".join(sorted({g.instance_type for g in job.instance_groups})) or "no instances"
-        money = costs(job, prices, *window)
-        return EfficiencyRecord(
-            code=EfficiencyCode.NO_GPU,
-            **_base(job),
-            start=window[0],
-            end=window[1],
-            training_hours=_round((window[1] - window[0]).total_seconds() / 3600, 3),
-            cost_usd=money.cost_usd,
-            spot_savings_usd=money.spot_savings_usd,
-            unpriced_instance_types=money.unpriced,
-            missing=(f"GPUUtilization: no instance publishes it ({types})", *money.notes),
+        return _cost_only(
+            job, EfficiencyCode.NO_GPU, prices, window, f"GPUUtilization: no instance publishes it ({types})"
+        )
+    if len(sizes) > 1:
+        groups = ", ".join(
+            f"{g.instance_type}: {instance_facts(g.instance_type).gpus}"
+            for g in job.instance_groups
+            if instance_facts(g.instance_type).publishes_gpu_utilization
+        )
+        return _cost_only(
+            job,
+            EfficiencyCode.MIXED_GPUS,
+            prices,
+            window,
+            f"GPUUtilization per GPU: GPU instance groups of different GPU counts ({groups}); a host publishes "
+            "the sum over its GPUs and SageMaker does not say which host is in which group (not read)",
         )
     # Hosts are assigned to instance groups by SageMaker: every host is read (a CPU host returns nothing).
     hosts = host_names(job.name, job.total_instance_count)
@@ -229,10 +236,32 @@ def plan(job: TrainingJob, now: datetime, prices: Mapping[str, float]) -> Effici
     return EfficiencyPlan(
         queries=queries,
         hosts=hosts,
-        gpus_per_host=next(iter(sizes)) if len(sizes) == 1 else None,
+        gpus_per_host=next(iter(sizes)),
         start=window[0],
         end=window[1],
         period_seconds=read_period(window[0], window[1], now, len(queries)),
+    )
+
+
+def _cost_only(
+    job: TrainingJob,
+    code: EfficiencyCode,
+    prices: Mapping[str, float],
+    window: tuple[datetime, datetime],
+    why: str,
+) -> EfficiencyRecord:
+    """The record of a job that is not read (``why``): its training time and cost, no utilization figure."""
+    money = costs(job, prices, *window)
+    return EfficiencyRecord(
+        code=code,
+        **_base(job),
+        start=window[0],
+        end=window[1],
+        training_hours=_round((window[1] - window[0]).total_seconds() / 3600, 3),
+        cost_usd=money.cost_usd,
+        spot_savings_usd=money.spot_savings_usd,
+        unpriced_instance_types=money.unpriced,
+        missing=(why, *money.notes),
     )
 
 
@@ -264,7 +293,7 @@ def costs(job: TrainingJob, prices: Mapping[str, float], start: datetime, end: d
         if instance_facts(group.instance_type).publishes_gpu_utilization:
             gpu_price = price
     if unpriced:
-        notes.append(f"price: none for {', '.join(sorted(unpriced))} (policy idle.prices)")
+        notes.append(f"price: none for {', '.join(sorted(unpriced))} (idle.prices: the policy's or its team's)")
     share = 1.0
     savings = None
     if job.spot and billable is not None and training:
@@ -325,10 +354,6 @@ def record(
         cost_usd=money.cost_usd, spot_savings_usd=money.spot_savings_usd, unpriced_instance_types=money.unpriced
     )
     missing = [*result.errors, *money.notes]
-    if read.gpus_per_host is None:
-        sizes = sorted({g.instance_type for g in job.instance_groups})
-        missing.append(f"GPUs per host: GPU instance groups of different sizes ({', '.join(sizes)})")
-        return EfficiencyRecord(code=EfficiencyCode.PARTIAL, **common, missing=tuple(missing))
     gpus = read.gpus_per_host
     series = {
         host: ([v / gpus for v in result.values.get(f"h{i}_0") or ()], result.values.get(f"h{i}_0") is not None)

@@ -8,12 +8,35 @@ dead-letter queue.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aws_lambda_powertools.utilities.parser.models import SnsModel, SnsNotificationModel
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+# A datapoint as NewStateReason lists it: "Threshold Crossed: 12 out of the last 12 datapoints [62.5 (21/11/26
+# 11:55:00), 70.0 (21/11/26 11:50:00) ...] were less than the threshold (...)" (events/*.json: newest first).
+_LISTED_DATAPOINT: Final = re.compile(
+    r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) \((\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\)", re.ASCII
+)
+
+
+def newest_listed_datapoint(reason: str) -> float | None:
+    """The value of the newest datapoint a state reason lists (by its time), or None when it lists none (a
+    composite alarm, missing data treated as breaching)."""
+    opening = reason.find("[")
+    closing = reason.find("]", opening + 1)
+    if opening < 0 or closing < 0:
+        return None
+    listed = []
+    for value, stamp in _LISTED_DATAPOINT.findall(reason[opening:closing]):
+        try:
+            listed.append((datetime.strptime(stamp, "%d/%m/%y %H:%M:%S"), float(value)))
+        except ValueError:
+            continue
+    return max(listed)[1] if listed else None
 
 
 class _AlarmModel(BaseModel):
@@ -149,6 +172,9 @@ class AlarmNotification(_AlarmModel):
             "state_change_time": self.state_change_time,
             "state_reason": self.reason[:2000],
         }
+        newest = newest_listed_datapoint(self.reason)
+        if newest is not None:
+            out["newest_value"] = newest  # the alarm's metric (or expression) in its newest period
         if self.trigger is not None:
             out.update(self.trigger.evidence())
         if self.alarm_rule is not None:

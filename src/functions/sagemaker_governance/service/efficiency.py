@@ -6,8 +6,9 @@ time with one ``GetMetricData`` request (paged; ``adapters/metric_data.py``) and
 on; the record is evidence for chargeback (`smgov report --by team`) and for the owner.
 
 An event without the job's training times or instances (a partial detail) is completed from
-``DescribeTrainingJob``; a job that never trained (no ``TrainingStartTime``) or publishes no
-``GPUUtilization`` (a CPU job) costs no read at all: its record says what is missing.
+``DescribeTrainingJob``; a job that never trained (no ``TrainingStartTime``), publishes no
+``GPUUtilization`` (a CPU job) or runs on GPU groups of different GPU counts (no host's series can be put
+per GPU) costs no read at all: its record says what is missing.
 
 **Once per job, whichever path writes it.** When its end event is lost, the reconciler finds the job by
 its leftover alarms and writes the same record (``record_lost_end``, trigger ``reconciler``) under the
@@ -50,6 +51,7 @@ _OUTCOMES = {
     EfficiencyCode.MEASURED: Outcome.NO_ACTION,
     EfficiencyCode.PARTIAL: Outcome.NO_ACTION,
     EfficiencyCode.NO_GPU: Outcome.NO_ACTION,
+    EfficiencyCode.MIXED_GPUS: Outcome.NO_ACTION,
     EfficiencyCode.NOT_TRAINED: Outcome.NO_ACTION,
     EfficiencyCode.NO_METRICS: Outcome.SKIPPED,
     EfficiencyCode.UNREAD: Outcome.SKIPPED,
@@ -87,7 +89,8 @@ class EfficiencyReaction:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
         job = self._complete(job)
-        return [self._write(job, self.measure(job, policy.price_table(), now), policy, trigger, now)]
+        prices = policy.for_job(job).price_table()  # the team's prices, as the stopper's savings estimate
+        return [self._write(job, self.measure(job, prices, now), policy, trigger, now)]
 
     def record_lost_end(
         self, job: TrainingJob, trigger: Trigger, then: Callable[[], Sequence[Decision]] | None = None
@@ -102,7 +105,7 @@ class EfficiencyReaction:
             return []
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
-        result = self.measure(job, policy.price_table(), now)
+        result = self.measure(job, policy.for_job(job).price_table(), now)
         key = job_delivery_key(job)
         # One owner for every run, holding the claim for a run's length: a run that died between its claim and its
         # release (before writing the record) leaves a claim the next run can take over; an owner per run would

@@ -148,10 +148,15 @@ def _query(
     deps: Dependencies, source: Source | str, query: str, since: timedelta, *, rewritten: bool = False
 ) -> list[Row]:
     """Run ``query`` (a member's query; rewritten for the central group unless ``rewritten``)."""
+    from smgov.adapters.logs_insights import QueryTruncated
+
     src = source if isinstance(source, Source) else Source(source)
     text = query if rewritten else src.rewrite(query)
     end = deps.now()
-    results = deps.insights.run(src.log_groups(deps), text, start=end - since, end=end)
+    try:
+        results = deps.insights.run(src.log_groups(deps), text, start=end - since, end=end)
+    except QueryTruncated as exc:  # a total without the rows beyond the cap would be wrong, silently
+        raise QueryTruncated(f"{exc}: ask for a shorter --since than {_describe(since)}") from exc
     return rows_from_results(results, strip=CENTRAL_PREFIX if src.org else "")
 
 

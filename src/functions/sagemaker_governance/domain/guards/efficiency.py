@@ -13,6 +13,15 @@ the sum over its GPUs):
 
 * **notice** (``<prefix><job>.efficiency``): the **mean over the job's GPU hosts** (metric math ``AVG``)
   of 5-minute averages below ``min_gpu_percent`` x GPUs per host in every period of ``window_minutes``.
+  Where the job's GPU groups differ in GPUs per host, x the **smallest** count (as the idle guard scales):
+  SageMaker does not say which ``algo-n`` is in which group (its heterogeneous-cluster guide: "You need to
+  figure out from the logs which nodes are in which group"), so no host's value can be divided by its own
+  count; with every GPU at the minimum, every host publishes at least the minimum x the smallest count, and
+  so does the mean of any of them. Scaled by the largest, a busy 1-GPU host (at most 100) pulled the mean
+  of a fully busy cluster under the threshold. The sum over the hosts divided by the job's GPUs would be
+  exact, but a host whose datapoint is late or missing would lower it (a notice, a stop on missing data),
+  and a composite's child (10 hosts of unknown groups) has no GPU count to divide by. The cost: a job
+  whose larger hosts underuse their GPUs while the smaller ones are busy may go untold.
   When it fires the owner gets a notice (audit rule ``efficiency``, ``efficiency.notify.below-minimum``)
   and the alarm stays in ``ALARM``: an alarm acts only when its state changes, so the owner is told once
   per stretch below the minimum, and again only after utilization recovered and then stayed low for
@@ -20,8 +29,12 @@ the sum over its GPUs):
   its actual state quickly, often within seconds", its API reference, and would notify every period.)
 * **stop** (``<prefix><job>.efficiency-stop``, only when ``stop_after_notices`` > 0): the same signal
   over ``(stop_after_notices + 1)`` windows in a row: the job stayed under the minimum for that long
-  (its owner told after the first). Its verdict to stop goes through the stopper's review like any
-  stall's.
+  (its owner told after the first). The stall judge (the stopper's review) does not review it: it
+  judges stalls (idle GPUs, no progress), and a job below a minimum is not stalled, so its evidence would
+  veto every such stop. The stop stands on its alarm (every 5-minute mean of the stop window below the
+  threshold; missing data never counts as below) and the checks every verdict gets: the job re-read and in
+  ``Training`` for its grace period plus the stop window, a notification at most 15 minutes old, the
+  team's exemptions and audit mode.
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"), the judgement resets the alarms while the job is in
@@ -195,9 +208,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 code=EfficiencyGuardCode.NO_GPU, reason="no instance of this job publishes GPUUtilization"
             )
         hosts = job.total_instance_count
-        # Heterogeneous GPU groups: scale by the largest GPU count, so that no host can look busier than
-        # the minimum asks (a notice errs towards telling, a stop needs the larger evidence anyway).
-        gpus = max(instance_facts(g.instance_type).gpus for g in groups)
+        # GPU groups of different GPU counts: scale by the smallest (as the idle guard does). A host publishes
+        # the sum over its GPUs and SageMaker does not say which algo-n is in which group, so a host's value
+        # cannot be divided by its own GPU count; with every GPU at the minimum each host publishes at least
+        # min_gpu_percent x the smallest count, and so does their mean: never below this threshold.
+        gpu_counts = sorted({instance_facts(g.instance_type).gpus for g in groups})
+        gpus = gpu_counts[0]
         threshold = round(config.min_gpu_percent * gpus, 6)
         silent_hosts = len(groups) < len(job.instance_groups)  # CPU/Trainium groups publish no GPUUtilization
         rule_kind = CompositeRule.IDLE_WHERE_DATA if silent_hosts else CompositeRule.ALL_IDLE
@@ -209,6 +225,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             "window_minutes": config.window_minutes,
             "grace_minutes": config.grace_minutes,
         }
+        if len(gpu_counts) > 1:
+            evidence["scaling_note"] = (
+                f"GPU groups of {', '.join(map(str, gpu_counts))} GPUs per host, and SageMaker does not say which host "
+                "is in which group: the threshold is scaled by the smallest GPU count, so a job whose every GPU "
+                "meets the minimum is never below it (a job whose larger hosts underuse their GPUs may go untold)"
+            )
         roles = [(EfficiencyRole.NOTICE, NOTICE_MARK, config.window_minutes)]
         if config.stop_after_notices:
             roles.append((EfficiencyRole.STOP, STOP_MARK, config.stop_window_minutes))
@@ -363,7 +385,16 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
 
     def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
         job, now = notice.job, notice.now
-        judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
+        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"))
+        judgement = Judgement(
+            self.rule_id,
+            notice.mode,
+            {
+                **notice.evidence,
+                **notice.savings,
+                **({"newest_percent_per_gpu": per_gpu} if per_gpu is not None else {}),
+            },
+        )
         name = notice.naming.alarm_name(job.name, STOP_MARK if role == EfficiencyRole.STOP else NOTICE_MARK)
         metric_alarms = _metric_alarms(name, job.total_instance_count)
         early = preconditions(
@@ -392,8 +423,6 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
-        observed = notice.evidence.get("newest_value")
-        measured = f" (last value {observed})" if observed is not None else ""
         suggestion = (
             "Check the input pipeline (more data-loader workers, prefetching, faster storage: FastFile or FSx), "
             "raise the batch size, or move to a smaller instance type; if this job's low utilization is expected, "
@@ -433,6 +462,27 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             "minutes in a row, after a notice to its owner",
             f"stayed below {config.min_gpu_percent:g}% GPU utilization",
         )
+
+
+def _measured(job: TrainingJob, newest: Any) -> tuple[str, float | None]:
+    """What the owner is told of the alarm's newest 5-minute mean (``newest_value``, from its state reason:
+    the mean over the GPU hosts of each host's sum over its GPUs), and that mean per GPU where the job's
+    GPU hosts have one GPU count. Nothing when the reason listed no datapoint (a composite alarm)."""
+    if isinstance(newest, bool) or not isinstance(newest, int | float):
+        return "", None
+    counts = {
+        instance_facts(g.instance_type).gpus
+        for g in job.instance_groups
+        if instance_facts(g.instance_type).publishes_gpu_utilization
+    }
+    if len(counts) == 1:
+        per_gpu = round(float(newest) / next(iter(counts)), 1)
+        return f" (its last 5-minute mean: {per_gpu:.0f}% per GPU)", per_gpu
+    return (
+        f" (its last 5-minute mean over its GPU hosts: {float(newest):g} GPUUtilization, each host's sum over its "
+        "GPUs)",
+        None,
+    )
 
 
 EFFICIENCY: Final = EfficiencyGuard()
