@@ -35,7 +35,7 @@ HEALTHY_CALLS_JUSTIFIED = {
     "event, so no ListTags",
     "cloudwatch:PutMetricAlarm": "create the job's idle alarm (the purpose)",
     "cloudwatch:DeleteAlarms": "delete the alarm when the job ends (the purpose)",
-    "dynamodb:PutItem": "the delivery ledger (docs/resilience.md): one conditional write claims each "
+    "dynamodb:UpdateItem": "the delivery ledger (docs/resilience.md): one conditional write claims each "
     "delivered state change, so a duplicate (SageMaker's repeated events, at-least-once delivery) is not "
     "processed, recorded or notified again; a failed attempt's release (error path only) lets its retry "
     "skip the audit records and notifications already done",

@@ -1,4 +1,4 @@
-"""The delivery ledger against moto's DynamoDB: one conditional PutItem per claim, and what it admits."""
+"""The delivery ledger against moto's DynamoDB: one conditional UpdateItem per claim, and what it admits."""
 
 from __future__ import annotations
 
@@ -76,10 +76,67 @@ def test_a_release_after_a_takeover_leaves_the_new_claim(ledger: DeliveryLedger)
     assert not ledger.claim(KEY, "m-3", NOW, 60).granted
 
 
+def lose_first_answer(client: Any) -> list[int]:
+    """DynamoDB applies the next ``UpdateItem`` but its answer is lost (a read timeout, a 500): botocore's
+    standard retry handler sends the same request again. Returns the attempts botocore made."""
+    made: list[int] = []
+
+    def lost(attempts: int, **_: Any) -> int | None:
+        made.append(attempts)
+        return 0 if len(made) == 1 else None  # retry at once; then botocore's own judgement
+
+    client.meta.events.register_first("needs-retry.dynamodb", lost)
+    return made
+
+
+def test_a_claim_whose_answer_was_lost_is_granted_to_its_own_retry(ledger: DeliveryLedger, dynamodb: Any) -> None:
+    # Given a claim DynamoDB applies but whose answer never arrives
+    made = lose_first_answer(dynamodb)
+    # When botocore retries it and the retry's condition fails on the claim the first attempt wrote
+    claim = ledger.claim(KEY, "m-1", NOW, 60)
+    # Then the claim is ours: granted, not a duplicate
+    assert made == [1, 2]
+    assert claim.granted and claim.done == frozenset()
+    # And anyone else is still a duplicate
+    assert not ledger.claim(KEY, "m-2", NOW, 60).granted
+
+
+def test_a_retried_claim_keeps_what_a_released_attempt_did(ledger: DeliveryLedger, dynamodb: Any) -> None:
+    # Given an attempt that failed after writing an audit record, and released the delivery
+    ledger.claim(KEY, "m-1", NOW, 60)
+    ledger.release(KEY, "m-1", NOW, ["audit|j|required-tags|stop"])
+    # When its retry's claim is applied, its answer lost, and botocore sends it again
+    lose_first_answer(dynamodb)
+    retry = ledger.claim(KEY, "m-1", NOW + timedelta(minutes=30), 60)
+    # Then the retry still learns the effect done (the claim left the item's done list in place)
+    assert retry.granted and retry.done == {"audit|j|required-tags|stop"}
+
+
+def test_a_lost_answer_to_another_owners_condition_failure_stays_a_duplicate(
+    ledger: DeliveryLedger, dynamodb: Any
+) -> None:
+    # Given m-1's claim, then m-2's claim, which DynamoDB refuses and whose answer is lost
+    assert ledger.claim(KEY, "m-1", NOW, 60).granted
+    lose_first_answer(dynamodb)
+    # Then botocore's retry meets m-1's claim, not m-2's: a duplicate
+    assert not ledger.claim(KEY, "m-2", NOW, 60).granted
+
+
+def test_a_takeover_learns_what_an_earlier_released_attempt_did(ledger: DeliveryLedger) -> None:
+    # Given a released attempt, then a retry that died without releasing (its claim stays)
+    ledger.claim(KEY, "m-1", NOW, 60)
+    ledger.release(KEY, "m-1", NOW, ["notify|stopped|j"])
+    assert ledger.claim(KEY, "m-1", NOW, 60).granted
+    # When the same message comes back after that invocation's time
+    late = ledger.claim(KEY, "m-1", NOW + timedelta(seconds=61), 60)
+    # Then the released attempt's effect is still known (the dead attempt's own are not)
+    assert late.granted and late.done == {"notify|stopped|j"}
+
+
 def test_the_ledger_makes_only_the_calls_it_declares(dynamodb: Any) -> None:
     recorder = CallRecorder().attach(dynamodb)
     ledger = DeliveryLedger(dynamodb, TABLE)
     ledger.claim(KEY, "m-1", NOW, 60)
     ledger.claim(KEY, "m-2", NOW, 60)
     ledger.release(KEY, "m-1", NOW, ["x"])
-    assert recorder.actions == DeliveryLedger.IAM_ACTIONS == {"dynamodb:PutItem"}
+    assert recorder.actions == DeliveryLedger.IAM_ACTIONS == {"dynamodb:UpdateItem"}

@@ -80,8 +80,8 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "DisableAlarmActions": lambda c: CloudWatchAlarmArming(c).disable_actions(["gov-idle-job-1"]),
     "PutMetricAlarm (widen)": lambda c: CloudWatchAlarmWindows(c).update([{"AlarmName": "gov-idle-job-1"}]),
     "DescribeAlarms (list)": lambda c: CloudWatchAlarmInventory(c).alarm_states("gov-idle-"),
-    "PutItem (claim)": lambda c: DeliveryLedger(c, "ledger").claim("k", "owner", NOW, 60),
-    "PutItem (release)": lambda c: DeliveryLedger(c, "ledger").release("k", "owner", NOW, []),
+    "UpdateItem (claim)": lambda c: DeliveryLedger(c, "ledger").claim("k", "owner", NOW, 60),
+    "UpdateItem (release)": lambda c: DeliveryLedger(c, "ledger").release("k", "owner", NOW, []),
     "Publish": lambda c: SnsNotifier(c, "arn:aws:sns:us-east-1:1:t").publish(MESSAGE),
 }
 

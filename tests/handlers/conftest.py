@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -71,3 +73,35 @@ def account() -> Iterator[LocalAccount]:
 def audit_account() -> Iterator[LocalAccount]:
     with local_account(lambda: NOW, {**ENFORCE, "GOVERNANCE_MODE": "audit"}) as acct:
         yield acct
+
+
+def sqs_batch(*bodies: str, queue: str = "JobEventsQueue") -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"m-{index}",
+                "receiptHandle": f"r-{index}",
+                "body": body,
+                "attributes": {
+                    "ApproximateReceiveCount": "1",
+                    "SentTimestamp": "1763719212000",
+                    "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+                    "ApproximateFirstReceiveTimestamp": "1763719212050",
+                },
+                "messageAttributes": {},
+                "md5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:gov-{queue}",
+                "awsRegion": "us-east-1",
+            }
+            for index, body in enumerate(bodies)
+        ]
+    }
+
+
+def sns_notification_body(account: LocalAccount, alarm: str) -> str:
+    """The SNS notification as AlarmQueue receives it (raw delivery off: URL keys spelled for SQS)."""
+    record = account.cloudwatch.sns_event([account.cloudwatch.notification(alarm)])["Records"][0]["Sns"]
+    record["SigningCertURL"] = record.pop("SigningCertUrl", "https://sns.us-east-1.amazonaws.com/x.pem")
+    record["UnsubscribeURL"] = record.pop("UnsubscribeUrl", "https://sns.us-east-1.amazonaws.com/?x")
+    return json.dumps(record)

@@ -4,6 +4,7 @@ acting and recording, against moto's DynamoDB (the delivery ledger) and the doub
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, MovableClock
+from tests.handlers.conftest import ENFORCE, MovableClock, sns_notification_body, sqs_batch
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}
@@ -99,6 +100,54 @@ def test_a_spot_restart_is_a_new_state_change_not_a_duplicate(acct: LocalAccount
     acct.invoke(job_events, acct.sagemaker.event("spot-1"))
     # Then the second Training is acted on (the alarm re-armed), not skipped as a duplicate
     assert [r.outcome.value for r in records(acct, "create-alarm")] == ["done", "done"]
+
+
+# ---- a claim whose answer was lost ----------------------------------------------------------------
+
+
+def lose_the_first_ledger_answer(account: LocalAccount) -> None:
+    """DynamoDB applies the next ledger write but its answer is lost (a read timeout, a 500): botocore's
+    standard retries send the same request again, and the retry meets the claim the first one wrote."""
+    lost: list[int] = []
+
+    def needs_retry(attempts: int, **_: Any) -> int | None:
+        lost.append(attempts)
+        return 0 if len(lost) == 1 else None
+
+    account.root.client("dynamodb").meta.events.register_first("needs-retry.dynamodb", needs_retry)
+
+
+def test_a_claim_whose_answer_was_lost_is_processed_not_skipped(acct: LocalAccount) -> None:
+    # Given an untagged job (enforce mode stops it) and a ledger whose first answer is lost
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    lose_the_first_ledger_answer(acct)
+    # When its Starting event arrives through the queue
+    answer = acct.invoke(job_events, sqs_batch(json.dumps(acct.sagemaker.event("untagged-1"))))
+    # Then the delivery is not taken for a duplicate of itself: the job is stopped and the stop recorded
+    assert answer == {"batchItemFailures": []}
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+
+
+def test_an_alarm_claim_whose_answer_was_lost_still_stops_the_idle_job(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an idle job past its grace period whose alarm fires, and a ledger whose first answer is lost
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")
+    log_stream("idle-1")
+    clock.advance(minutes=90)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    lose_the_first_ledger_answer(acct)
+    # When the alarm's notification arrives through the queue
+    acct.invoke(stopper, sqs_batch(sns_notification_body(acct, alarm), queue="AlarmQueue"))
+    # Then the job is stopped (the alarm stays in ALARM: no second notification would come)
+    assert acct.sagemaker.stop_requests == ["idle-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records if r.trigger == "idle-alarm"] == [
+        ("stop", "done")
+    ]
 
 
 # ---- reordering ---------------------------------------------------------------------------------

@@ -7,10 +7,8 @@ AlarmQueue (SNS notifications as bodies, raw delivery off). A record that fails 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -19,7 +17,7 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
 from tests.conftest import EVENTS
-from tests.handlers.conftest import ENFORCE, NOW
+from tests.handlers.conftest import ENFORCE, NOW, sns_notification_body, sqs_batch
 
 PREFIX = "sagemaker-governance-idle-"
 
@@ -28,30 +26,6 @@ PREFIX = "sagemaker-governance-idle-"
 def acct() -> Iterator[LocalAccount]:
     with local_account(lambda: NOW, ENFORCE) as account:
         yield account
-
-
-def sqs_batch(*bodies: str, queue: str = "JobEventsQueue") -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": f"m-{index}",
-                "receiptHandle": f"r-{index}",
-                "body": body,
-                "attributes": {
-                    "ApproximateReceiveCount": "1",
-                    "SentTimestamp": "1763719212000",
-                    "SenderId": "AIDAIENQZJOLO23YVJ4VO",
-                    "ApproximateFirstReceiveTimestamp": "1763719212050",
-                },
-                "messageAttributes": {},
-                "md5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:gov-{queue}",
-                "awsRegion": "us-east-1",
-            }
-            for index, body in enumerate(bodies)
-        ]
-    }
 
 
 def test_a_batch_of_state_changes_is_governed_record_by_record(acct: LocalAccount) -> None:
@@ -109,14 +83,6 @@ def test_the_sample_batches_parse() -> None:
     assert message_id and notification.alarm_name.startswith("sagemaker-governance-idle-")
     # a direct EventBridge event is not a batch
     assert sqs_bodies(json.loads((EVENTS / "training-job-training.json").read_text())) is None
-
-
-def sns_notification_body(account: LocalAccount, alarm: str) -> str:
-    """The SNS notification as AlarmQueue receives it (raw delivery off: URL keys spelled for SQS)."""
-    record = account.cloudwatch.sns_event([account.cloudwatch.notification(alarm)])["Records"][0]["Sns"]
-    record["SigningCertURL"] = record.pop("SigningCertUrl", "https://sns.us-east-1.amazonaws.com/x.pem")
-    record["UnsubscribeURL"] = record.pop("UnsubscribeUrl", "https://sns.us-east-1.amazonaws.com/?x")
-    return json.dumps(record)
 
 
 def test_the_stopper_reads_alarm_notifications_from_its_queue(acct: LocalAccount) -> None:

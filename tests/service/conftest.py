@@ -163,9 +163,9 @@ class MemoryLedger:
         free = old is None or old["status"] == "FAILED" or (old["owner"] == owner and old["until"] < at)
         if not free:
             return Claim(granted=False)
-        self.items[key] = {"status": "INPROGRESS", "owner": owner, "until": at + hold_seconds, "done": []}
-        done = frozenset(old["done"]) if old is not None and old["status"] == "FAILED" else frozenset()
-        return Claim(granted=True, done=done)
+        done = list(old["done"]) if old is not None else []  # a claim leaves the item's done list as it is
+        self.items[key] = {"status": "INPROGRESS", "owner": owner, "until": at + hold_seconds, "done": done}
+        return Claim(granted=True, done=frozenset(done))
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
         self.calls(f"release {owner} {sorted(done)}")

@@ -1,23 +1,32 @@
-"""The delivery ledger in DynamoDB: one conditional ``PutItem`` per delivery (``service/idempotency.py``).
+"""The delivery ledger in DynamoDB: one conditional ``UpdateItem`` per delivery (``service/idempotency.py``).
 
 An item per delivery key: ``status`` (``INPROGRESS`` from the claim on; ``FAILED`` after a release),
-``owner``, ``in_progress_until`` (epoch seconds: the claiming invocation's end), ``done`` (a released
-attempt's completed effects) and ``expiration``, the table's TTL attribute (epoch seconds). DynamoDB
-deletes expired items within a few days, not at once, so the claim treats an expired item as absent
+``owner``, ``token`` (the claiming call's own), ``in_progress_until`` (epoch seconds: the claiming
+invocation's end), ``done`` (the effects released attempts of this state change completed) and
+``expiration``, the table's TTL attribute (epoch seconds). DynamoDB deletes expired items within a few
+days, not at once, so the claim treats an expired item as free
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html).
 
-The claim is a ``PutItem`` whose ``ConditionExpression`` admits an absent or expired item, a released one,
-or the same owner's claim whose invocation is over; ``ReturnValues=ALL_OLD`` hands back the item it
-replaced in the same call (a released attempt's ``done`` list). A failed condition is DynamoDB's
-``ConditionalCheckFailedException``: a duplicate.
+The claim is an ``UpdateItem`` whose ``ConditionExpression`` admits an absent or expired item, a released one,
+or the same owner's claim whose invocation is over. It sets the claim's attributes and leaves ``done`` as
+it is (the list names effects of this very state change, whoever claims it next); ``ReturnValues=ALL_OLD``
+hands the item back as it was in the same call. A failed condition is DynamoDB's
+``ConditionalCheckFailedException``: a duplicate, unless the item it hands back
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``, in botocore's ``UpdateItem`` model: "returns the item
+attributes for an UpdateItem operation that failed a condition check", at no extra cost) carries this
+claim's own token. botocore's standard retries send a request again after a read timeout or a 5xx, and
+DynamoDB may have applied the first attempt: its retry then meets our own claim. Granted, with the
+``done`` list kept in the item (a ``PutItem`` claim would have replaced it, and a released attempt's
+effects would be lost to that retry).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -26,16 +35,34 @@ from sagemaker_governance.observability import logger
 
 DEFAULT_TTL_SECONDS = 7200  # EventBridge retries for 1 h, Lambda's async queue keeps events 1 h more
 IN_PROGRESS, FAILED = "INPROGRESS", "FAILED"
-_NAMES = {"#k": "id", "#s": "status", "#o": "owner", "#u": "in_progress_until", "#e": "expiration"}
+_CLAIM_NAMES = {
+    "#k": "id",
+    "#s": "status",
+    "#o": "owner",
+    "#t": "token",
+    "#u": "in_progress_until",
+    "#e": "expiration",
+}
 _CLAIMABLE = "attribute_not_exists(#k) OR #e < :now OR #s = :failed OR (#o = :owner AND #u < :now)"
+_CLAIM = "SET #s = :claimed, #o = :owner, #t = :token, #u = :until, #e = :expires"
 
 
 def _conditional_failure(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
+def _string(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value.get("S") if isinstance(value, dict) else None
+
+
+def _done(item: Mapping[str, Any]) -> frozenset[str]:
+    listed = item.get("done", {}).get("L", [])
+    return frozenset(v["S"] for v in listed if isinstance(v, dict) and "S" in v)
+
+
 class DeliveryLedger:
-    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"dynamodb:PutItem"})
+    IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"dynamodb:UpdateItem"})
     # The table is encrypted with the stack's customer key when EncryptWithCustomerKey is true.
     KMS_ACTIONS: ClassVar[frozenset[str]] = frozenset({"kms:Decrypt", "kms:GenerateDataKey"})
 
@@ -46,59 +73,65 @@ class DeliveryLedger:
 
     def claim(self, key: str, owner: str, now: datetime, hold_seconds: float) -> Claim:
         at = now.timestamp()
-        item = {
-            "id": {"S": key},
-            "status": {"S": IN_PROGRESS},
-            "owner": {"S": owner},
-            "in_progress_until": {"N": str(math.ceil(at + max(hold_seconds, 0.0)))},
-            "expiration": {"N": str(math.ceil(at) + self._ttl)},
-        }
+        token = uuid.uuid4().hex  # this call's own: botocore's retries of it send the same
         try:
-            answer = self._client.put_item(
+            answer = self._client.update_item(
                 TableName=self._table,
-                Item=item,
+                Key={"id": {"S": key}},
+                UpdateExpression=_CLAIM,
                 ConditionExpression=_CLAIMABLE,
-                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeNames=_CLAIM_NAMES,
                 ExpressionAttributeValues={
                     ":now": {"N": str(math.floor(at))},
                     ":failed": {"S": FAILED},
+                    ":claimed": {"S": IN_PROGRESS},
                     ":owner": {"S": owner},
+                    ":token": {"S": token},
+                    ":until": {"N": str(math.ceil(at + max(hold_seconds, 0.0)))},
+                    ":expires": {"N": str(math.ceil(at) + self._ttl)},
                 },
                 ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _conditional_failure(exc):
+            if not _conditional_failure(exc):
+                raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
+            held: Mapping[str, Any] = cast(Mapping[str, Any], exc.response.get("Item")) or {}
+            if _string(held, "token") != token:
                 return Claim(granted=False)
-            raise AdapterError(f"DynamoDB PutItem (claim {key}) failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise AdapterError(f"DynamoDB PutItem (claim {key}) failed: {exc}") from exc
-        old: dict[str, Any] = answer.get("Attributes") or {}
-        if old.get("status", {}).get("S") != FAILED:
-            return Claim(granted=True)
-        done = frozenset(v["S"] for v in old.get("done", {}).get("L", []) if isinstance(v, dict) and "S" in v)
-        return Claim(granted=True, done=done)
+            # Our own claim: an earlier attempt of this very request was applied and its answer lost.
+            logger.info("delivery claimed by a retried request", delivery=key, owner=owner)
+            return Claim(granted=True, done=_done(held))
+        except BotoCoreError as exc:  # no answer at all (a connection error, a read timeout after the retries)
+            raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
+        return Claim(granted=True, done=_done(answer.get("Attributes") or {}))
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
-        item = {
-            "id": {"S": key},
-            "status": {"S": FAILED},
-            "owner": {"S": owner},
-            "in_progress_until": {"N": str(math.floor(now.timestamp()))},
-            "done": {"L": [{"S": effect} for effect in done]},
-            "expiration": {"N": str(math.ceil(now.timestamp()) + self._ttl)},
-        }
         try:
-            self._client.put_item(
+            self._client.update_item(
                 TableName=self._table,
-                Item=item,
+                Key={"id": {"S": key}},
+                UpdateExpression="SET #s = :failed, #u = :now, #d = :done, #e = :expires",
                 ConditionExpression="#o = :owner",
-                ExpressionAttributeNames={"#o": "owner"},
-                ExpressionAttributeValues={":owner": {"S": owner}},
+                ExpressionAttributeNames={
+                    "#s": "status",
+                    "#o": "owner",
+                    "#u": "in_progress_until",
+                    "#d": "done",
+                    "#e": "expiration",
+                },
+                ExpressionAttributeValues={
+                    ":failed": {"S": FAILED},
+                    ":owner": {"S": owner},
+                    ":now": {"N": str(math.floor(now.timestamp()))},
+                    ":done": {"L": [{"S": effect} for effect in done]},
+                    ":expires": {"N": str(math.ceil(now.timestamp()) + self._ttl)},
+                },
             )
         except ClientError as exc:
             if _conditional_failure(exc):  # another delivery took the key over meanwhile: it is theirs now
                 logger.warning("delivery claim taken over; not released", delivery=key)
                 return
-            raise AdapterError(f"DynamoDB PutItem (release {key}) failed: {exc}") from exc
+            raise AdapterError(f"DynamoDB UpdateItem (release {key}) failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise AdapterError(f"DynamoDB PutItem (release {key}) failed: {exc}") from exc
+            raise AdapterError(f"DynamoDB UpdateItem (release {key}) failed: {exc}") from exc

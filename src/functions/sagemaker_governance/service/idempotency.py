@@ -7,13 +7,15 @@ carry the same job, status, secondary status and secondary-status transition.
 **The claim.** Before processing, the handler claims the key in the ledger (one conditional write). A
 delivery whose key is already claimed is a duplicate and is not processed. The claim names its *owner*
 (the SQS message, or the invocation for a direct one), so that the owner's own retry is not taken for a
-duplicate:
+duplicate; and a claim whose answer was lost (the ledger's client sent it again after a timeout) is not
+taken for a duplicate of itself (``adapters/idempotency.py``: each claim call writes a token of its own):
 
 - the processing raised: the claim is *released* (rewritten as failed, with the effects that attempt had
   completed) before the error goes back to Lambda; the retry claims again and learns those effects;
 - the function died without raising (timeout, out of memory): the claim stays; once the invocation's
   time is over, a retry by the same owner takes it over (the effects of the dead attempt are unknown:
-  an audit record it wrote may be written again, with the same event id);
+  an audit record it wrote may be written again, with the same event id; those of released attempts
+  before it are known: a claim keeps the item's done list);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
   meanwhile is skipped.
 
