@@ -13,8 +13,10 @@ import pytest
 
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
+from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request
@@ -25,15 +27,19 @@ UNTAGGED = {"owner": "bob"}
 DELIVERY = "job:untagged-1:InProgress:Starting:1:2026-11-21T12:00:00+00:00"  # its state change (job_delivery_key)
 
 
+def create_table() -> None:
+    boto3.client("dynamodb", region_name="us-east-1").create_table(
+        TableName=TABLE,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 @pytest.fixture
 def acct(clock: MovableClock) -> Iterator[LocalAccount]:
     with local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": TABLE}) as account:
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            TableName=TABLE,
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table()
         yield account
 
 
@@ -148,6 +154,66 @@ def test_an_alarm_claim_whose_answer_was_lost_still_stops_the_idle_job(
     assert [(r.action, r.outcome.value) for r in acct.audit.records if r.trigger == "idle-alarm"] == [
         ("stop", "done")
     ]
+
+
+# ---- a failed attempt's records ------------------------------------------------------------------
+
+SPOT_ENFORCE = {**ENFORCE, "SPOT_MAX_INTERRUPTIONS": "3", "IDEMPOTENCY_TABLE_NAME": TABLE}
+
+
+def launch_spot(account: LocalAccount, name: str) -> None:
+    request = create_request(name)
+    request["CheckpointConfig"] = {"S3Uri": f"s3://bucket/checkpoints/{name}/"}
+    request["EnableManagedSpotTraining"] = True
+    request["StoppingCondition"] = {"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800}
+    account.sagemaker.launch(request)
+
+
+def interrupt(account: LocalAccount, clock: MovableClock, name: str, times: int) -> dict[str, Any]:
+    """The job trains an hour, then Spot capacity is reclaimed, ``times`` times: the last event."""
+    fake = account.sagemaker
+    for index in range(times):
+        if index:
+            fake.transition(name, "InProgress", "Starting")
+            clock.advance(minutes=2)
+        fake.transition(name, "InProgress", "Training")
+        clock.advance(hours=1)
+        fake.transition(name, "InProgress", "Interrupted")
+        clock.advance(minutes=1)
+    return fake.event(name)
+
+
+def spot_records(account: LocalAccount) -> list[AuditRecord]:
+    return [r for r in account.audit.records if r.rule == "spot-fallback"]
+
+
+def test_a_failed_attempts_failure_records_do_not_hide_its_retrys_clone_and_stop(clock: MovableClock) -> None:
+    # Given a Spot job at its third interruption whose On-Demand clone cannot be created the first time:
+    # that attempt records the clone failed and the stop skipped, then fails the delivery
+    with local_account(clock, SPOT_ENFORCE, log_audit=False) as account:
+        create_table()
+        launch_spot(account, "bert-spot-3")
+        batch = sqs_batch(json.dumps(interrupt(account, clock, "bert-spot-3", 3)))
+        account.sagemaker.fail_next["CreateTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(job_events, batch)
+        # When the record comes back after the queue's visibility timeout and the retry succeeds
+        clock.advance(minutes=31)
+        account.invoke(job_events, batch)
+        # Then the retry's clone and stop are recorded after the first attempt's failure records
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-3-r1"]
+        assert account.sagemaker.stop_requests == ["bert-spot-3"]
+        assert [(r.action, r.outcome.value) for r in spot_records(account)] == [
+            ("clone", "failed"),
+            ("stop", "skipped"),
+            ("clone", "done"),
+            ("stop", "done"),
+        ]
+        # And the same state change in another message (a duplicate) records nothing more
+        duplicate = copy.deepcopy(batch)
+        duplicate["Records"][0]["messageId"] = "m-duplicate"
+        assert account.invoke(job_events, duplicate) == {"batchItemFailures": []}
+        assert len(spot_records(account)) == 4
 
 
 # ---- reordering ---------------------------------------------------------------------------------

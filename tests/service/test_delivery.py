@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from tests.builders import job
 KEY = "job:job-1:InProgress:Starting:1:-"
 
 
-def record(action: str = "stop") -> AuditRecord:
+def record(action: str = "stop", outcome: Outcome = Outcome.DONE) -> AuditRecord:
     decision = Decision(
         rule="required-tags",
         code="compliance.stop.violation",
@@ -26,7 +27,7 @@ def record(action: str = "stop") -> AuditRecord:
     return AuditRecord.of(
         decision,
         job=job(),
-        outcome=Outcome.DONE,
+        outcome=outcome,
         at=datetime(2026, 11, 21),
         trigger="job-state-change",
         event_id="e-1",
@@ -100,6 +101,57 @@ def test_the_same_effect_twice_in_one_delivery_happens_once(ledger: Any, now: da
 
     deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=60)
     assert [r.action for r in sink.records] == ["stop", "none"]
+
+
+def test_a_failed_attempts_failure_records_do_not_hide_what_its_retry_did(ledger: Any, now: datetime) -> None:
+    # Given an attempt that records its clone failed and the stop it therefore skipped, then raises
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+
+    def failing() -> None:
+        audit.write(record("clone", Outcome.FAILED))
+        audit.write(record("stop", Outcome.SKIPPED))
+        raise RuntimeError("CreateTrainingJob throttled")
+
+    def succeeding() -> None:
+        audit.write(record("clone", Outcome.DONE))
+        audit.write(record("stop", Outcome.DONE))
+
+    with pytest.raises(RuntimeError):
+        deliver(ledger, KEY, failing, owner="m-1", now=now, hold_seconds=60)
+    # When its retry clones and stops
+    deliver(ledger, KEY, succeeding, owner="m-1", now=now, hold_seconds=60)
+    # Then both of the retry's records are written after the failure records
+    assert [(r.action, r.outcome) for r in sink.records] == [
+        ("clone", Outcome.FAILED),
+        ("stop", Outcome.SKIPPED),
+        ("clone", Outcome.DONE),
+        ("stop", Outcome.DONE),
+    ]
+
+
+def test_a_failure_repeated_is_recorded_once_and_nothing_after_the_action_is_done(
+    ledger: Any, now: datetime
+) -> None:
+    # Given attempts that each record the clone failed, then one that records it done and fails later on
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+
+    def attempt(outcome: Outcome, *, fail: bool) -> Callable[[], None]:
+        def process() -> None:
+            audit.write(record("clone", outcome))
+            if fail:
+                raise RuntimeError("failed")
+
+        return process
+
+    for outcome in (Outcome.FAILED, Outcome.FAILED, Outcome.DONE):
+        with pytest.raises(RuntimeError):
+            deliver(ledger, KEY, attempt(outcome, fail=True), owner="m-1", now=now, hold_seconds=60)
+    # When the next retry finds the clone there
+    deliver(ledger, KEY, attempt(Outcome.ALREADY_DONE, fail=False), owner="m-1", now=now, hold_seconds=60)
+    # Then the repeated failure is recorded once, and once done the action is recorded no more
+    assert [r.outcome for r in sink.records] == [Outcome.FAILED, Outcome.DONE]
 
 
 def test_without_a_ledger_every_delivery_is_processed_and_every_effect_written(now: datetime) -> None:

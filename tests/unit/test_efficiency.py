@@ -364,6 +364,22 @@ def test_a_reconciler_run_that_died_before_writing_leaves_the_lost_end_record_to
     assert overlapping.record_lost_end(job, run) == [] and audit2.records == []
 
 
+def test_a_skipped_record_an_end_events_failed_attempt_wrote_is_not_written_again_by_the_reconciler() -> None:
+    # Given an end event's attempt that wrote the job's record (skipped: no metrics yet), then failed and
+    # released its delivery with the record among its done effects
+    ledger = MemoryLedger(Calls())
+    job = ended(1)
+    key = job_delivery_key(job)
+    ledger.claim(key, "m-1", START, 60)
+    ledger.release(key, "m-1", START, [audit_effect(job.name, EFFICIENCY_RULE_ID, "none", Outcome.SKIPPED)])
+    # When the reconciler finds the job's alarms left behind and reads no metrics either
+    audit = MemoryAuditSink()
+    reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), audit, lambda: START, ledger)  # type: ignore[arg-type]
+    # Then it leaves the record to that delivery: no second one
+    assert reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1")) == []
+    assert audit.records == []
+
+
 def test_what_the_end_event_would_also_have_done_is_released_done_with_the_record() -> None:
     # Given the reconciler writes a lost end's record and then a failed job's auto-resume decision
     ledger = MemoryLedger(Calls())

@@ -111,9 +111,11 @@ class EfficiencyReaction:
         # release (before writing the record) leaves a claim the next run can take over; an owner per run would
         # leave it held until the ledger item expires, and the record (with a failed job's resume) never made.
         owner = RECONCILER_OWNER
-        effect = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value)
+        # Done as OnceAuditSink counts it: the same record (a skipped one names its outcome), or any once settled.
+        settled = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value)
+        effect = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value, _OUTCOMES[result.code])
         claim = ledger.claim(key, owner, now, RECONCILER_HOLD_SECONDS)
-        if not claim.granted or effect in claim.done:
+        if not claim.granted or effect in claim.done or settled in claim.done:
             logger.info("efficiency record left to the end event's delivery", job=job.name, delivery=key)
             return []
         decision = self._write(job, result, policy, trigger, now)

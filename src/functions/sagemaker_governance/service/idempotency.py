@@ -24,6 +24,12 @@ the notifier are wrapped so that each audit record (job, rule, action) and each 
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
 write per effect: what a failed attempt did travels in its release.
 
+A record that says the action was *not* carried out (``failed``, ``skipped``) does not settle it: the
+attempt that wrote a clone's ``failed`` (and the stop it then ``skipped``) raised, and its retry may
+create the clone and stop the job; those records must be written. Such a record's effect names its
+outcome too, so it hides only a repeat of itself (the retry failing, or skipping, the same way), and a
+record of the action done hides every later record of it (``audit_effect``).
+
 The actions themselves are idempotent by construction (a stop re-reads the job and counts a job that is
 already stopping as done; a clone has a deterministic name), so a retry reaches the same end state and
 records the action once, with the outcome it finds (``already-done`` when the first attempt acted).
@@ -38,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from sagemaker_governance.audit import AuditRecord, AuditSink
+from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
 from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -139,11 +145,13 @@ def deliver(
             raise
 
 
-def once(effect: str, act: Callable[[], None]) -> bool:
-    """Run ``act`` unless ``effect`` is done for the current delivery (by this attempt or one that failed
-    before it); True if it ran."""
+def once(effect: str, act: Callable[[], None], *, unless: str | None = None) -> bool:
+    """Run ``act`` unless ``effect`` (or ``unless``) is done for the current delivery (by this attempt or one
+    that failed before it); True if it ran."""
     delivery = _current.get()
-    if delivery is not None and (effect in delivery.done or effect in delivery.effects):
+    if delivery is not None and any(
+        name in delivery.done or name in delivery.effects for name in (effect, unless) if name is not None
+    ):
         logger.info("effect already done for this delivery", delivery=delivery.key, effect=effect)
         return False
     act()
@@ -152,19 +160,31 @@ def once(effect: str, act: Callable[[], None]) -> bool:
     return True
 
 
-def audit_effect(job_name: str, rule: str, action: str) -> str:
-    """The effect name of an audit record in a delivery's ``done`` list."""
-    return f"audit|{job_name}|{rule}|{action}"
+# Outcomes that say the action was not carried out: their records do not settle it (a retry may carry it out).
+UNSETTLED = frozenset({Outcome.FAILED, Outcome.SKIPPED})
+
+
+def audit_effect(job_name: str, rule: str, action: str, outcome: Outcome | None = None) -> str:
+    """The effect name of an audit record in a delivery's ``done`` list: (job, rule, action) for a record
+    that settles the action (or with no ``outcome`` given); that and the outcome for a record that does not
+    (``UNSETTLED``: it hides only a record of the same outcome)."""
+    settled = f"audit|{job_name}|{rule}|{action}"
+    return f"{settled}|{outcome.value}" if outcome in UNSETTLED else settled
 
 
 class OnceAuditSink:
-    """Writes each audit record of a delivery once: a retry does not record the same action twice."""
+    """Writes each audit record of a delivery once: a retry does not record the same action twice, and a
+    failed attempt's ``failed`` or ``skipped`` record does not hide what its retry did."""
 
     def __init__(self, inner: AuditSink) -> None:
         self._inner = inner
 
     def write(self, record: AuditRecord) -> None:
-        once(audit_effect(record.job_name, record.rule, record.action), lambda: self._inner.write(record))
+        once(
+            audit_effect(record.job_name, record.rule, record.action, record.outcome),
+            lambda: self._inner.write(record),
+            unless=audit_effect(record.job_name, record.rule, record.action),
+        )
 
 
 class OnceNotifier:
