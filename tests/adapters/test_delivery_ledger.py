@@ -133,10 +133,36 @@ def test_a_takeover_learns_what_an_earlier_released_attempt_did(ledger: Delivery
     assert late.granted and late.done == {"notify|stopped|j"}
 
 
+def test_a_completed_claim_is_a_duplicate_even_to_its_owner(ledger: DeliveryLedger) -> None:
+    # Given a delivery that completed and was marked so
+    claim = ledger.claim(KEY, "m-1", NOW, 60)
+    assert claim.token is not None
+    ledger.complete(KEY, claim.token)
+    # When its SQS record comes back with its batch after the invocation's time (same message id)
+    again = ledger.claim(KEY, "m-1", NOW + timedelta(minutes=30), 60)
+    # Then it is a duplicate, as is any other message, until the item expires
+    assert not again.granted
+    assert not ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60).granted
+    assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=3601), 60).granted
+
+
+def test_marking_a_claim_another_one_replaced_changes_nothing(ledger: DeliveryLedger) -> None:
+    # Given m-1's claim expired and m-2's claim on the key since
+    old = ledger.claim(KEY, "m-1", NOW - timedelta(hours=2), 60)
+    assert old.token is not None
+    assert ledger.claim(KEY, "m-2", NOW, 60).granted
+    # When m-1's mark arrives late
+    ledger.complete(KEY, old.token)
+    # Then m-2's claim is still one its owner takes over once its invocation is over
+    assert ledger.claim(KEY, "m-2", NOW + timedelta(seconds=61), 60).granted
+
+
 def test_the_ledger_makes_only_the_calls_it_declares(dynamodb: Any) -> None:
     recorder = CallRecorder().attach(dynamodb)
     ledger = DeliveryLedger(dynamodb, TABLE)
-    ledger.claim(KEY, "m-1", NOW, 60)
+    claim = ledger.claim(KEY, "m-1", NOW, 60)
     ledger.claim(KEY, "m-2", NOW, 60)
     ledger.release(KEY, "m-1", NOW, ["x"])
+    assert claim.token is not None
+    ledger.complete(KEY, claim.token)
     assert recorder.actions == DeliveryLedger.IAM_ACTIONS == {"dynamodb:UpdateItem"}

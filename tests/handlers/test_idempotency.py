@@ -13,6 +13,7 @@ import pytest
 
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
+from sagemaker_governance.composition.job_events import job_events_service
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
@@ -214,6 +215,52 @@ def test_a_failed_attempts_failure_records_do_not_hide_its_retrys_clone_and_stop
         duplicate["Records"][0]["messageId"] = "m-duplicate"
         assert account.invoke(job_events, duplicate) == {"batchItemFailures": []}
         assert len(spot_records(account)) == 4
+
+
+# ---- a completed record back with its batch ------------------------------------------------------
+
+
+class LambdaTimeout(BaseException):
+    """Lambda ends the runtime at the timeout: no ``except`` of ours answers for the batch."""
+
+
+def test_a_completed_record_back_with_its_timed_out_batch_is_not_processed_again(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch whose first record (an untagged job: stopped, its owner told) completes, and whose second
+    # runs into the invocation's timeout
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    acct.sagemaker.launch(create_request("slow-2"), secondary="Training")
+    batch = sqs_batch(json.dumps(acct.sagemaker.event("untagged-1")), json.dumps(acct.sagemaker.event("slow-2")))
+    hung: list[str] = []
+
+    def hanging(root: Any) -> Any:
+        service = job_events_service(root)
+
+        class Hanging:
+            def handle(self, event: Any) -> Any:
+                if event.detail.name == "slow-2" and not hung:
+                    hung.append(event.detail.name)
+                    raise LambdaTimeout
+                return service.handle(event)
+
+        return Hanging()
+
+    monkeypatch.setattr("sagemaker_governance.handlers.job_events.service", hanging)
+    with pytest.raises(LambdaTimeout):
+        acct.invoke(job_events, batch)
+    # When Lambda's failed invocation returns the whole batch and it is received again (visibility timeout)
+    clock.advance(minutes=31)
+    assert acct.invoke(job_events, batch) == {"batchItemFailures": []}
+    # Then the completed record is a duplicate: one stop, one record of it, the owner told once
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records if r.job_name == "untagged-1"] == [
+        ("stop", "done")
+    ]
+    assert len(inbox_messages(acct, inbox)) == 1
+    # And the record the timeout interrupted was processed this time
+    assert "sagemaker-governance-idle-slow-2" in acct.cloudwatch.alarms
 
 
 # ---- reordering ---------------------------------------------------------------------------------

@@ -155,21 +155,37 @@ class MemoryLedger:
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
         self.items: dict[str, dict[str, Any]] = {}
+        self.tokens = 0
 
     def claim(self, key: str, owner: str, now: datetime, hold_seconds: float) -> Claim:
         self.calls(f"claim {owner}")
         old = self.items.get(key)
         at = now.timestamp()
-        free = old is None or old["status"] == "FAILED" or (old["owner"] == owner and old["until"] < at)
+        free = (
+            old is None
+            or old["status"] == "FAILED"
+            or (old["status"] == "INPROGRESS" and old["owner"] == owner and old["until"] < at)
+        )
         if not free:
             return Claim(granted=False)
         done = list(old["done"]) if old is not None else []  # a claim leaves the item's done list as it is
+        self.tokens += 1
+        token = f"t-{self.tokens}"
         self.items[key] = {"status": "INPROGRESS", "owner": owner, "until": at + hold_seconds, "done": done}
-        return Claim(granted=True, done=frozenset(done))
+        self.items[key]["token"] = token
+        return Claim(granted=True, done=frozenset(done), token=token)
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
         self.calls(f"release {owner} {sorted(done)}")
-        self.items[key] = {"status": "FAILED", "owner": owner, "until": now.timestamp(), "done": list(done)}
+        old = self.items.get(key)
+        if old is not None and old["owner"] == owner:  # the DynamoDB ledger's condition
+            self.items[key] = {**old, "status": "FAILED", "until": now.timestamp(), "done": list(done)}
+
+    def complete(self, key: str, token: str) -> None:
+        old = self.items.get(key)
+        self.calls(f"complete {old['owner'] if old else '-'}")
+        if old is not None and old.get("token") == token:
+            old["status"] = "COMPLETED"
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, deliver
+from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, deliver, delivery_batch
 from tests.builders import job
 
 KEY = "job:job-1:InProgress:Starting:1:-"
@@ -152,6 +152,62 @@ def test_a_failure_repeated_is_recorded_once_and_nothing_after_the_action_is_don
     deliver(ledger, KEY, attempt(Outcome.ALREADY_DONE, fail=False), owner="m-1", now=now, hold_seconds=60)
     # Then the repeated failure is recorded once, and once done the action is recorded no more
     assert [r.outcome for r in sink.records] == [Outcome.FAILED, Outcome.DONE]
+
+
+def test_in_a_batch_a_completed_delivery_is_marked_before_the_next_is_claimed(
+    ledger: Any, calls: Any, now: datetime
+) -> None:
+    # Given an invocation's batch of three deliveries, the second of which fails
+    def process(name: str, *, fail: bool = False) -> Callable[[], str]:
+        def run() -> str:
+            calls(f"process {name}")
+            if fail:
+                raise RuntimeError(name)
+            return name
+
+        return run
+
+    with delivery_batch():
+        deliver(ledger, "k-1", process("m-1"), owner="m-1", now=now, hold_seconds=60)
+        with pytest.raises(RuntimeError):
+            deliver(ledger, "k-2", process("m-2", fail=True), owner="m-2", now=now, hold_seconds=60)
+        deliver(ledger, "k-3", process("m-3"), owner="m-3", now=now, hold_seconds=60)
+    # Then the first is marked completed before the invocation goes on; the failed one is released, not
+    # marked; the last is left unmarked (only the answer follows it)
+    assert calls.log == [
+        "claim m-1",
+        "process m-1",
+        "complete m-1",
+        "claim m-2",
+        "process m-2",
+        "release m-2 []",
+        "claim m-3",
+        "process m-3",
+    ]
+    # And the first one's record, back with the batch after the invocation's time, is a duplicate
+    later = now + timedelta(minutes=30)
+    assert deliver(ledger, "k-1", process("m-1"), owner="m-1", now=later, hold_seconds=60) == Duplicate("k-1")
+
+
+def test_a_single_delivery_costs_no_mark(ledger: Any, calls: Any, now: datetime) -> None:
+    deliver(ledger, KEY, lambda: "ok", owner="m-1", now=now, hold_seconds=60)
+    with delivery_batch():
+        deliver(ledger, "k-2", lambda: "ok", owner="m-2", now=now, hold_seconds=60)
+    assert calls.log == ["claim m-1", "claim m-2"]
+
+
+def test_a_mark_that_fails_does_not_fail_the_next_delivery(ledger: Any, calls: Any, now: datetime) -> None:
+    # Given a ledger whose completion mark fails
+    def broken(key: str, token: str) -> None:
+        raise RuntimeError("DynamoDB unavailable")
+
+    ledger.complete = broken
+    # When the invocation goes on to its second delivery
+    with delivery_batch():
+        deliver(ledger, "k-1", lambda: "ok", owner="m-1", now=now, hold_seconds=60)
+        second = deliver(ledger, "k-2", lambda: "second", owner="m-2", now=now, hold_seconds=60)
+    # Then the second is processed (the first is only left unmarked, as a last record is)
+    assert second == "second"
 
 
 def test_without_a_ledger_every_delivery_is_processed_and_every_effect_written(now: datetime) -> None:

@@ -1,6 +1,7 @@
 """The delivery ledger in DynamoDB: one conditional ``UpdateItem`` per delivery (``service/idempotency.py``).
 
-An item per delivery key: ``status`` (``INPROGRESS`` from the claim on; ``FAILED`` after a release),
+An item per delivery key: ``status`` (``INPROGRESS`` from the claim on; ``FAILED`` after a release;
+``COMPLETED`` once marked so),
 ``owner``, ``token`` (the claiming call's own), ``in_progress_until`` (epoch seconds: the claiming
 invocation's end), ``done`` (the effects released attempts of this state change completed) and
 ``expiration``, the table's TTL attribute (epoch seconds). DynamoDB deletes expired items within a few
@@ -8,9 +9,10 @@ days, not at once, so the claim treats an expired item as free
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html).
 
 The claim is an ``UpdateItem`` whose ``ConditionExpression`` admits an absent or expired item, a released one,
-or the same owner's claim whose invocation is over. It sets the claim's attributes and leaves ``done`` as
-it is (the list names effects of this very state change, whoever claims it next); ``ReturnValues=ALL_OLD``
-hands the item back as it was in the same call. A failed condition is DynamoDB's
+or the same owner's claim whose invocation is over and which was not marked completed (a completed
+delivery whose SQS record comes back with its batch is a duplicate, not a takeover). It sets the claim's
+attributes and leaves ``done`` as it is (the list names effects of this very state change, whoever claims
+it next); ``ReturnValues=ALL_OLD`` hands the item back as it was in the same call. A failed condition is DynamoDB's
 ``ConditionalCheckFailedException``: a duplicate, unless the item it hands back
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``, in botocore's ``UpdateItem`` model: "returns the item
 attributes for an UpdateItem operation that failed a condition check", at no extra cost) carries this
@@ -34,7 +36,7 @@ from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.observability import logger
 
 DEFAULT_TTL_SECONDS = 7200  # EventBridge retries for 1 h, Lambda's async queue keeps events 1 h more
-IN_PROGRESS, FAILED = "INPROGRESS", "FAILED"
+IN_PROGRESS, FAILED, COMPLETED = "INPROGRESS", "FAILED", "COMPLETED"
 _CLAIM_NAMES = {
     "#k": "id",
     "#s": "status",
@@ -43,7 +45,9 @@ _CLAIM_NAMES = {
     "#u": "in_progress_until",
     "#e": "expiration",
 }
-_CLAIMABLE = "attribute_not_exists(#k) OR #e < :now OR #s = :failed OR (#o = :owner AND #u < :now)"
+_CLAIMABLE = (
+    "attribute_not_exists(#k) OR #e < :now OR #s = :failed OR (#s = :claimed AND #o = :owner AND #u < :now)"
+)
 _CLAIM = "SET #s = :claimed, #o = :owner, #t = :token, #u = :until, #e = :expires"
 
 
@@ -101,10 +105,30 @@ class DeliveryLedger:
                 return Claim(granted=False)
             # Our own claim: an earlier attempt of this very request was applied and its answer lost.
             logger.info("delivery claimed by a retried request", delivery=key, owner=owner)
-            return Claim(granted=True, done=_done(held))
+            return Claim(granted=True, done=_done(held), token=token)
         except BotoCoreError as exc:  # no answer at all (a connection error, a read timeout after the retries)
             raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
-        return Claim(granted=True, done=_done(answer.get("Attributes") or {}))
+        return Claim(granted=True, done=_done(answer.get("Attributes") or {}), token=token)
+
+    def complete(self, key: str, token: str) -> None:
+        """Mark the claim ``token`` completed: the same owner can no longer take it over (a duplicate
+        until the item expires). Nothing when another claim holds the key now."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"id": {"S": key}},
+                UpdateExpression="SET #s = :completed",
+                ConditionExpression="#t = :token",  # our claim still (a retry of this call finds it marked: fine)
+                ExpressionAttributeNames={"#s": "status", "#t": "token"},
+                ExpressionAttributeValues={":completed": {"S": COMPLETED}, ":token": {"S": token}},
+            )
+        except ClientError as exc:
+            if _conditional_failure(exc):  # another claim holds the key now (ours had expired): theirs
+                logger.info("delivery claim not ours to mark completed", delivery=key)
+                return
+            raise AdapterError(f"DynamoDB UpdateItem (complete {key}) failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise AdapterError(f"DynamoDB UpdateItem (complete {key}) failed: {exc}") from exc
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
         try:

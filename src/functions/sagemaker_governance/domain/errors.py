@@ -35,7 +35,9 @@ class StopOutcome(StrEnum):
 @dataclass(frozen=True)
 class Claim:
     """A delivery ledger's answer to a claim: ``granted`` (process the delivery) or not (a duplicate);
-    ``done``: the effects an earlier attempt of the same delivery completed before it failed."""
+    ``done``: the effects an earlier attempt of the same delivery completed before it failed; ``token``:
+    the granted claim's own (what marks it completed)."""
 
     granted: bool
     done: frozenset[str] = frozenset()
+    token: str | None = None

@@ -57,4 +57,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         message_id, message = queued_alarm_notification(body)
         _deliver(root, message, message_id, context, record_id)
 
-    return partial_batch(bodies, deliver, failed="alarm notification failed", key="record_id")
+    return partial_batch(bodies, deliver, failed="alarm notification failed", key="record_id", context=context)

@@ -53,4 +53,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.append_keys(message_id=message_id)
         _deliver(root, TrainingJobStateChange.model_validate_json(body), message_id, context)
 
-    return partial_batch(bodies, deliver, failed="job event failed", key="message_id")
+    return partial_batch(bodies, deliver, failed="job event failed", key="message_id", context=context)

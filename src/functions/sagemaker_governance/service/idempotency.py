@@ -17,7 +17,13 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   an audit record it wrote may be written again, with the same event id; those of released attempts
   before it are known: a claim keeps the item's done list);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
-  meanwhile is skipped.
+  meanwhile is skipped. Its own owner, too, once the claim is marked *completed*: Lambda returns a whole
+  SQS batch to the queue when the invocation fails or times out, the records it had completed included,
+  and they come back with the same message id after the visibility timeout. Marking costs a write, so a
+  delivery is marked only when its invocation goes on to another one (``delivery_batch``: before the
+  next claim). Only then can a later record's failure bring it back; the last record of an invocation,
+  and a single delivery, are never marked (nothing follows them but the answer), which keeps a healthy
+  job at one write per delivery.
 
 **The effects.** While a delivery is processed it is the current one (``delivering``); the audit sink and
 the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
@@ -67,6 +73,10 @@ class LedgerPort(Protocol):
         """The delivery failed: let its retry claim again, and tell it which effects are ``done``."""
         ...
 
+    def complete(self, key: str, token: str) -> None:
+        """The delivery of the claim ``token`` completed: not even its owner may take it over any more."""
+        ...
+
 
 @dataclass
 class _Delivery:
@@ -76,6 +86,42 @@ class _Delivery:
 
 
 _current: ContextVar[_Delivery | None] = ContextVar("smgov_delivery", default=None)
+
+
+@dataclass
+class _Batch:
+    """The deliveries one invocation handles in turn (an SQS batch)."""
+
+    unmarked: list[tuple[LedgerPort, str, str]] = field(default_factory=list)  # completed: (ledger, key, token)
+
+
+_batch: ContextVar[_Batch | None] = ContextVar("smgov_delivery_batch", default=None)
+
+
+@contextmanager
+def delivery_batch() -> Iterator[None]:
+    """The deliveries of one invocation, one after another: each completed one is marked completed in the
+    ledger before the next is claimed (Lambda would return it with the batch if a later record's failure
+    failed the invocation); the last is left unmarked."""
+    token = _batch.set(_Batch())
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+
+
+def _mark_completed() -> None:
+    """The invocation goes on to another delivery: mark those it completed so far. A mark that fails is
+    logged, not raised: the next delivery is not failed for it (its only risk is a re-run, as before)."""
+    batch = _batch.get()
+    if batch is None:
+        return
+    unmarked, batch.unmarked = batch.unmarked, []
+    for ledger, key, token in unmarked:
+        try:
+            ledger.complete(key, token)
+        except Exception:
+            logger.exception("delivery not marked completed", delivery=key)
 
 
 def job_delivery_key(job: TrainingJob) -> str:
@@ -130,19 +176,24 @@ def deliver(
     """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
     if ledger is None:
         return process()
+    _mark_completed()
     claim = ledger.claim(key, owner, now, hold_seconds)
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
         return Duplicate(key)
     with delivering(key, claim.done) as delivery:
         try:
-            return process()
+            result = process()
         except Exception:
             try:
                 ledger.release(key, owner, now, sorted({*claim.done, *delivery.effects}))
             except Exception:  # the claim stays: the owner's retry takes it over once the invocation's time is up
                 logger.exception("delivery claim not released", delivery=key)
             raise
+    batch = _batch.get()
+    if batch is not None and claim.token is not None:
+        batch.unmarked.append((ledger, key, claim.token))
+    return result
 
 
 def once(effect: str, act: Callable[[], None], *, unless: str | None = None) -> bool:

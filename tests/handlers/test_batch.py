@@ -1,0 +1,88 @@
+"""The partial batch response (handlers/_batch.py): a record is started only while the invocation has time
+for it; the others go back to the queue unprocessed, named in the answer. The Lambda context is injected
+(its remaining time scripted): no clock, no sleep."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, partial_batch
+from sagemaker_governance.handlers.job_events import handler as job_events
+from smgov.simulation.harness import LocalAccount, LocalContext, local_account
+from tests.builders import create_request
+from tests.handlers.conftest import ENFORCE, NOW, sqs_batch
+
+RECORDS = [("m-0", "a"), ("m-1", "b"), ("m-2", "c")]
+
+
+@dataclass
+class ScriptedContext(LocalContext):
+    """A Lambda context whose remaining time is read from a script, one value per call (or from ``left``)."""
+
+    remaining: list[int] = field(default_factory=list)
+    left: Callable[[], int] | None = None
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.left() if self.left is not None else self.remaining.pop(0)
+
+
+def test_records_without_time_left_are_returned_unprocessed() -> None:
+    # Given an invocation with time for its first record only
+    context = ScriptedContext(remaining=[120_000, MIN_REMAINING_MS - 1])
+    delivered: list[str] = []
+    # When the batch is delivered
+    answer = partial_batch(RECORDS, lambda rid, _: delivered.append(rid), failed="f", key="k", context=context)
+    # Then the others were not started, and go back to the queue
+    assert delivered == ["m-0"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}, {"itemIdentifier": "m-2"}]}
+
+
+def test_a_batch_with_no_time_left_returns_every_record_without_failing_the_invocation() -> None:
+    context = ScriptedContext(remaining=[1_000])
+    delivered: list[str] = []
+    answer = partial_batch(RECORDS, lambda rid, _: delivered.append(rid), failed="f", key="k", context=context)
+    assert delivered == []
+    assert [f["itemIdentifier"] for f in answer["batchItemFailures"]] == ["m-0", "m-1", "m-2"]
+
+
+def test_a_failed_record_and_the_records_cut_short_are_all_named() -> None:
+    # Given a first record that fails, then no time for the rest
+    context = ScriptedContext(remaining=[120_000, 10_000])
+
+    def deliver(record_id: str, body: str) -> None:
+        raise RuntimeError(body)
+
+    answer = partial_batch(RECORDS, deliver, failed="f", key="k", context=context)
+    # Then the invocation answers (not every record failed: two were not tried) and names all three
+    assert [f["itemIdentifier"] for f in answer["batchItemFailures"]] == ["m-0", "m-1", "m-2"]
+
+
+def test_with_time_for_every_record_all_are_delivered() -> None:
+    context = ScriptedContext(remaining=[MIN_REMAINING_MS, MIN_REMAINING_MS, MIN_REMAINING_MS])
+    delivered: list[str] = []
+    answer = partial_batch(RECORDS, lambda rid, _: delivered.append(rid), failed="f", key="k", context=context)
+    assert delivered == ["m-0", "m-1", "m-2"] and answer == {"batchItemFailures": []}
+
+
+@pytest.fixture
+def acct() -> Iterator[LocalAccount]:
+    with local_account(lambda: NOW, ENFORCE) as account:
+        yield account
+
+
+def test_the_job_events_function_stops_taking_records_when_its_time_runs_short(acct: LocalAccount) -> None:
+    # Given two untagged jobs' Starting events in one batch, and time for one record
+    for name in ("untagged-1", "untagged-2"):
+        acct.sagemaker.launch(create_request(name, tags={"owner": "bob"}))
+    batch = sqs_batch(*(json.dumps(acct.sagemaker.event(name)) for name in ("untagged-1", "untagged-2")))
+    # (the time runs short once the first job is stopped: however often the handler asks)
+    context = ScriptedContext(left=lambda: 20_000 if acct.sagemaker.stop_requests else 120_000)
+    # When the function handles the batch
+    answer = job_events(batch, context)
+    # Then the second job is left for the next receive
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
