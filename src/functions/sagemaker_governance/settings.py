@@ -62,7 +62,7 @@ class Settings(BaseModel):
     progress_window_minutes: int = Field(default=120, ge=10, le=1440, alias="PROGRESS_WINDOW_MINUTES")
     progress_metric_names: tuple[str, ...] | None = Field(default=None, alias="PROGRESS_METRIC_NAMES")
     alarm_topic_arn: str | None = Field(default=None, alias="ALARM_TOPIC_ARN")
-    # ---- idempotency (issue 6): the Powertools Idempotency table; None = no deduplication (local tools)
+    # ---- idempotency (issue 6): the delivery ledger's table (adapters/idempotency.py); None = no deduplication
     idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
     # ---- the fleet's Spot health ledger (issue 19); None: not recorded, not read
     spot_health_table: str | None = Field(default=None, alias="SPOT_HEALTH_TABLE_NAME")

@@ -35,7 +35,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.observability import logger
 
-DEFAULT_TTL_SECONDS = 7200  # EventBridge retries for 1 h, Lambda's async queue keeps events 1 h more
+# How long a delivery's item outlives its last claim or release. A late copy of an event arrives within the hour
+# (the rules' RetryPolicy: EventBridge retries delivery to the queue for MaximumEventAgeInSeconds = 3,600 s); a
+# record that failed or was returned with its batch comes back every VisibilityTimeout (1,800 s), up to
+# maxReceiveCount (5) receives, and each claim and release pushes the expiration on (template.yaml).
+DEFAULT_TTL_SECONDS = 7200
 IN_PROGRESS, FAILED, COMPLETED = "INPROGRESS", "FAILED", "COMPLETED"
 _CLAIM_NAMES = {
     "#k": "id",
