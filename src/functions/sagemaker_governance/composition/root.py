@@ -46,9 +46,10 @@ R = TypeVar("R")
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
 # CloudWatch allows 3 PutMetricAlarm and 3 DeleteAlarms requests per second per account and region: a
 # burst of jobs is throttled there first. Six attempts wait at most 1+2+4+8+16 = 31 s (15.5 s on average)
-# in backoff, three such waits fit in JobEventsFunction's 120 s timeout. Not
-# `adaptive`: its client-side rate limiter lives in one client of one Lambda instance, so concurrent
-# instances do not share what it learns; reserved concurrency bounds the account-wide rate instead.
+# in backoff; the queue-fed functions' 300 s timeout holds several such waits, and a batch stops taking
+# records with less than 40 s left (handlers/_batch.py). Not `adaptive`: its client-side rate limiter lives
+# in one client of one Lambda instance, so concurrent instances do not share what it learns; the event
+# source mappings' maximum concurrency bounds the account-wide rate instead.
 # (botocore's ``max_attempts`` counts retries; ``total_max_attempts`` counts the first request too.)
 SERVICE_CONFIGS: dict[str, Config] = {
     "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
