@@ -5,7 +5,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -105,3 +105,21 @@ def sns_notification_body(account: LocalAccount, alarm: str) -> str:
     record["SigningCertURL"] = record.pop("SigningCertUrl", "https://sns.us-east-1.amazonaws.com/x.pem")
     record["UnsubscribeURL"] = record.pop("UnsubscribeUrl", "https://sns.us-east-1.amazonaws.com/?x")
     return json.dumps(record)
+
+
+class Advances(Protocol):
+    def advance(self, **delta: float) -> None: ...
+
+
+def interrupt(account: LocalAccount, clock: Advances, name: str, times: int) -> dict[str, Any]:
+    """The Spot job trains an hour, then its capacity is reclaimed, ``times`` times: the last event."""
+    fake = account.sagemaker
+    for index in range(times):
+        if index:
+            fake.transition(name, "InProgress", "Starting")
+            clock.advance(minutes=2)
+        fake.transition(name, "InProgress", "Training")
+        clock.advance(hours=1)
+        fake.transition(name, "InProgress", "Interrupted")
+        clock.advance(minutes=1)
+    return fake.event(name)

@@ -21,7 +21,7 @@ from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, MovableClock, sns_notification_body, sqs_batch
+from tests.handlers.conftest import ENFORCE, MovableClock, interrupt, sns_notification_body, sqs_batch
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}
@@ -168,20 +168,6 @@ def launch_spot(account: LocalAccount, name: str) -> None:
     request["EnableManagedSpotTraining"] = True
     request["StoppingCondition"] = {"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800}
     account.sagemaker.launch(request)
-
-
-def interrupt(account: LocalAccount, clock: MovableClock, name: str, times: int) -> dict[str, Any]:
-    """The job trains an hour, then Spot capacity is reclaimed, ``times`` times: the last event."""
-    fake = account.sagemaker
-    for index in range(times):
-        if index:
-            fake.transition(name, "InProgress", "Starting")
-            clock.advance(minutes=2)
-        fake.transition(name, "InProgress", "Training")
-        clock.advance(hours=1)
-        fake.transition(name, "InProgress", "Interrupted")
-        clock.advance(minutes=1)
-    return fake.event(name)
 
 
 def spot_records(account: LocalAccount) -> list[AuditRecord]:

@@ -18,6 +18,7 @@ from sagemaker_governance.handlers.job_events import handler
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.handlers.conftest import interrupt
 
 ENFORCE = {
     "GOVERNANCE_MODE": "enforce",
@@ -80,19 +81,6 @@ def fail_after(
     fake.transition(name, "InProgress", "Training")
     clock.advance(hours=hours)
     fake.transition(name, "Failed", "Failed", failure_reason=reason)
-    return fake.event(name)
-
-
-def interrupt(account: LocalAccount, clock: Clock, name: str, times: int) -> dict[str, Any]:
-    fake = account.sagemaker
-    for index in range(times):
-        if index:
-            fake.transition(name, "InProgress", "Starting")
-            clock.advance(minutes=2)
-        fake.transition(name, "InProgress", "Training")
-        clock.advance(hours=1)
-        fake.transition(name, "InProgress", "Interrupted")
-        clock.advance(minutes=1)
     return fake.event(name)
 
 
