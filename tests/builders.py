@@ -83,8 +83,16 @@ def launch_from_sample(account: LocalAccount, sample: str) -> dict[str, Any]:
     for optional in ("CheckpointConfig", "EnableManagedSpotTraining"):
         if optional in detail:
             request[optional] = detail[optional]
-    account.sagemaker.launch(request)
+    account.sagemaker.launch(_without_nulls(request))  # an event's nulls are "not said", never in a request
     return event
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def lambda_failure_message() -> dict[str, object]:

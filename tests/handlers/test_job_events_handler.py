@@ -165,3 +165,12 @@ def test_an_event_that_leaves_out_a_section_the_service_reads_says_so(
     log_output.truncate(0)
     account.invoke(handler, launch_from_sample(account, "training-job-starting.json"))
     assert EVENT_SECTIONS_MISSING not in log_output.getvalue()
+
+
+def test_an_event_that_writes_absent_members_as_null_is_governed_like_any(account: LocalAccount) -> None:
+    # SageMaker's events write a member the job lacks as null (InstanceGroups, VpcConfig, FailureReason ...):
+    # read as left out, the job is judged and its alarms planned, not rejected into the dead-letter queue
+    event = launch_from_sample(account, "training-job-starting-null-members.json")
+    result = account.invoke(handler, event)
+    assert [d["action"] for d in result["decisions"]] == ["none"]
+    assert account.sagemaker.stop_requests == []
