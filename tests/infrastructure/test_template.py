@@ -23,6 +23,7 @@ EXPECTED_ROUTES = {
         "training-job-starting-heterogeneous.json",
         "training-job-starting-spot-no-checkpoint.json",
         "training-job-starting-instance-preferences.json",
+        "training-job-starting-null-members.json",
     },
     ("JobEventsFunction", "JobEndedRule"): {
         "training-job-completed.json",
