@@ -569,11 +569,7 @@ class ReconcilerService:
                 "stale guard alarms not reset: the next run tries again", job=item.job_name, error=str(exc)
             )
             return False
-        summary = item.listed
-        assert summary is not None
-        subject = TrainingJob.model_validate(
-            {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
-        )
+        subject = _listed_job(item)
         since = {name: listing.updated.isoformat() for name in stale if (listing := self._listings[name]).updated}
         decision = Decision(
             rule=RECONCILER_RULE_ID,
@@ -632,11 +628,7 @@ class ReconcilerService:
                 "muted guard alarms not turned on: the next run tries again", job=item.job_name, error=str(exc)
             )
             return False
-        summary = item.listed
-        assert summary is not None
-        subject = job or TrainingJob.model_validate(
-            {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
-        )
+        subject = job or _listed_job(item)
         acts = sorted(name for _, name in acting)
         decision = Decision(
             rule=RECONCILER_RULE_ID,
@@ -732,6 +724,15 @@ class ReconcilerService:
     def _summarise(self, report: ReconcileReport) -> ReconcileReport:
         logger.info("reconcile run", reconcile=report.as_dict())
         return report
+
+
+def _listed_job(item: WorkItem) -> TrainingJob:
+    """The job as ListTrainingJobs gave it (name, status, ARN): the audit record's subject when it was not read."""
+    summary = item.listed
+    assert summary is not None
+    return TrainingJob.model_validate(
+        {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
+    )
 
 
 def _unmuted_reason(*, stretch_ended: bool, acts_now: bool) -> str:
