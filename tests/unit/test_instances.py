@@ -163,37 +163,35 @@ def recorded_ec2_instance_types() -> dict[str, dict[str, object]]:
     return recorded
 
 
+def training_types_ec2_describes() -> list[tuple[str, dict[str, object]]]:
+    """Each SageMaker training type with EC2's recorded description of it (the types EC2 does not describe
+    left out)."""
+    recorded = recorded_ec2_instance_types()
+    pairs = ((t, recorded.get(t.removeprefix("ml."))) for t in training_instance_types())
+    return [(t, info) for t, info in pairs if info is not None]
+
+
 def test_the_table_agrees_with_ec2_for_every_training_type_ec2_describes() -> None:
     # Given EC2's own description of each instance type (recorded by moto from DescribeInstanceTypes),
     # when our table and EC2 both know a training type, then they agree on its NVIDIA GPU count, and
     # facts_from_ec2 (what the service does for a type the table lacks) gives the same answer.
-    recorded = recorded_ec2_instance_types()
-    compared = 0
-    for instance_type in training_instance_types():
-        info = recorded.get(instance_type.removeprefix("ml."))
-        if info is None:
-            continue
-        compared += 1
+    described = training_types_ec2_describes()
+    for instance_type, info in described:
         ours, ec2 = instance_facts(instance_type), facts_from_ec2(instance_type, info)
         assert (ours.accelerator is Accelerator.NVIDIA_GPU, ours.gpus) == (
             ec2.accelerator is Accelerator.NVIDIA_GPU,
             ec2.gpus,
         ), instance_type
-    assert compared > 150
+    assert len(described) > 150
 
 
 def test_local_storage_agrees_with_ec2_for_every_training_type_ec2_describes() -> None:
     # Given EC2's own description of each training type (InstanceStorageSupported, recorded by moto), then
     # our table knows every one of them and agrees (a VolumeKmsKeyId is refused on the types that have it)
-    recorded = recorded_ec2_instance_types()
-    compared = 0
-    for instance_type in training_instance_types():
-        info = recorded.get(instance_type.removeprefix("ml."))
-        if info is None:
-            continue
-        compared += 1
+    described = training_types_ec2_describes()
+    for instance_type, info in described:
         assert has_local_storage(instance_type) is bool(info.get("InstanceStorageSupported")), instance_type
-    assert compared > 150
+    assert len(described) > 150
 
 
 @pytest.mark.parametrize(
