@@ -263,6 +263,108 @@ def test_a_peer_that_went_away_after_the_peer_fell_silent_is_interconnect(peer_l
     assert diagnosis.host == "algo-2" and diagnosis.lemon_key == "interconnect@algo-2"
 
 
+# PyTorch built against NCCL < 2.12 (before ncclRemoteError) reports a peer's exit as ncclSystemError
+# (torch/csrc/distributed/c10d/NCCLUtils.cpp: "Before ncclRemoteError was created, unexpected remote
+# disconnect was categorized as ncclSystemError ... It can be also caused by unexpected exit of a remote peer").
+NCCL_210_WRAPPER = (
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+    "unhandled system error, NCCL version 2.10.3"
+)
+NCCL_210_SYSTEM = (
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. "
+    "It can be also caused by unexpected exit of a remote peer, you can check NCCL warnings for failure reason "
+    "and see if there is connection closure by a peer."
+)
+IB_COMPLETION = (
+    "algo-2:77:99 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.1.2<41234> "
+    "with error 12, opcode 0, len 0, vendor err 129"
+)
+EFA_COMPLETION = (
+    "algo-2:288:390 [1] NCCL WARN NET/OFI Request 0x7f3a2c01e0c0 completed with error. RC: 21. "
+    "Error: 4 (Interrupted system call). Completed length: 0"
+)
+
+
+@pytest.mark.parametrize(
+    "peer_lines",
+    [(NCCL_210_WRAPPER, NCCL_210_SYSTEM), (IB_COMPLETION,), (EFA_COMPLETION,)],
+    ids=["nccl-2.10-system-error", "ib-completion", "efa-completion"],
+)
+def test_a_code_bug_on_one_host_is_not_the_interconnect_error_the_surviving_host_prints(
+    peer_lines: tuple[str, ...],
+) -> None:
+    # Given algo-1's code raised a KeyError and algo-2, seconds later, prints an NCCL system error (the
+    # older NCCL's wording of a peer's exit) or its transport's completion error
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            ("Traceback (most recent call last):", AT + timedelta(seconds=1)),
+            (KEY_ERROR, AT + timedelta(seconds=1)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT), *((line, AT + timedelta(seconds=3)) for line in peer_lines)),
+    )
+    # Then the exception explains it: user code on algo-1, never resumed
+    assert (diagnosis.failure_class, diagnosis.signature, diagnosis.host) == (
+        "user-code",
+        "python-exception",
+        "algo-1",
+    )
+    assert diagnosis.verdict is Verdict.SKIP
+
+
+@pytest.mark.parametrize("line", [IB_COMPLETION, EFA_COMPLETION])
+def test_a_transport_error_with_no_user_exception_anywhere_is_still_interconnect(line: str) -> None:
+    # Given algo-2's transport failed while every host trained, and no host raised anything of its own
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (line, AT + timedelta(seconds=30))),
+    )
+    # Then it is resumed as interconnect, on the host that reported it
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.host == "algo-2"
+
+
+def test_an_exception_after_a_transport_error_on_another_host_does_not_explain_it() -> None:
+    # Given algo-2's IB transport failed first, and algo-1 raised only afterwards (the error's aftermath)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("RuntimeError: step failed", AT + timedelta(seconds=40))),
+        host("algo-2", ("step 900 loss 1.9", AT), (IB_COMPLETION, AT + timedelta(seconds=30))),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.host == "algo-2"
+
+
+def test_an_nccl_system_error_after_a_peer_fell_silent_is_interconnect() -> None:
+    # Given algo-2 fell silent 10 minutes before algo-1 printed the older NCCL's system error
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            (NCCL_210_WRAPPER, AT + timedelta(minutes=10)),
+            (NCCL_210_SYSTEM, AT + timedelta(minutes=10)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT)),
+    )
+    # Then the silent peer corroborates it: interconnect, keyed on algo-2
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.signature == "nccl-system-error" and diagnosis.lemon_key == "interconnect@algo-2"
+
+
+def test_an_nccl_system_error_with_no_peer_failure_is_unknown() -> None:
+    # Given every host wrote until algo-2's NCCL system error (a peer's exit, or a socket misconfiguration
+    # such as a wrong NCCL_SOCKET_IFNAME: a clone repeats either)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (NCCL_210_SYSTEM, AT + timedelta(seconds=55))),
+    )
+    assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
 def test_a_user_exception_before_a_watchdog_timeout_explains_it_even_after_a_silence() -> None:
     # Given algo-1 raised a KeyError and fell silent, and algo-2's watchdog fired 20 minutes later
     diagnosis = diagnose(
@@ -310,6 +412,14 @@ def test_an_exception_written_after_the_peer_went_away_does_not_explain_it() -> 
             "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'label'\"\n"
             + NCCL_REMOTE,
             ResumeCode.USER_CODE,
+        ),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "'
+            + NCCL_210_WRAPPER
+            + "\n"
+            + NCCL_210_SYSTEM
+            + '"',
+            ResumeCode.UNKNOWN,
         ),
     ],
 )

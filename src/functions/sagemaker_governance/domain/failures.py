@@ -17,9 +17,12 @@ start, BENCHMARKS.md).
 2. *causes* first: the earliest by log timestamp; when a cause has no timestamp (the ``FailureReason``,
    an offline file without times), the taxonomy's ``precedence`` decides between classes. A user-code
    line that merely mentions NCCL matches no hardware signature (and ``ncclInvalidUsage`` is a user-code
-   cause), so a code bug never reads as hardware;
-3. else *consequences* (a collective watchdog timeout, ``ncclRemoteError``, a connection reset by the
-   peer: what every other rank reports when one goes away): a user-code exception written before the
+   cause), so a code bug never reads as hardware. An interconnect cause (an EFA or InfiniBand completion
+   error) written after a user-code exception on another host is explained by it (the peer's process
+   exited): the job is ``user-code``; with no such exception it stands;
+3. else *consequences* (a collective watchdog timeout, ``ncclRemoteError``, the older NCCL's
+   ``ncclSystemError`` for the same, a connection reset by the peer: what every other rank reports when
+   one goes away): a user-code exception written before the
    earliest one (a generic match of class ``user-code`` that is not itself a consequence's line: on any
    host, or quoted in the ``FailureReason``) explains it, and the job is ``user-code``; else their class
    only when a peer's failure corroborates them (a peer whose log fell silent ``silent_peer_minutes``
@@ -54,11 +57,12 @@ from sagemaker_governance.domain.failure_signatures import Role, Signature, Verd
 
 UNKNOWN: Final = "unknown"
 USER_CODE: Final = "user-code"
+INTERCONNECT: Final = "interconnect"
 REQUIRED_CLASSES: Final = frozenset(
-    {"hardware", "interconnect", "capacity", "sagemaker-internal", "user-code", UNKNOWN}
+    {"hardware", INTERCONNECT, "capacity", "sagemaker-internal", USER_CODE, UNKNOWN}
 )
 # Classes whose repetition on the same host position marks a lemon (domain/resume.py).
-HARDWARE_CLASSES: Final = frozenset({"hardware", "interconnect"})
+HARDWARE_CLASSES: Final = frozenset({"hardware", INTERCONNECT})
 REASON_HOST: Final = "FailureReason"  # the "host" of a match found in the FailureReason
 MAX_LINE_CHARS: Final = 2_000  # a line longer than this is searched in its first 2,000 characters
 _SHOWN_CHARS: Final = 300
@@ -262,6 +266,14 @@ def _explaining(consequence: Match, generics: Sequence[Match], consequences: Seq
     ]
 
 
+def _explaining_cause(cause: Match, generics: Sequence[Match], consequences: Sequence[Match]) -> list[Match]:
+    """The user-code exceptions that explain an interconnect ``cause``: written before it on a host other
+    than the one that reports it (a rank whose code raised exits, and its peers' transports report the
+    connection it dropped). The reporter's own exception lines are its error's aftermath, not an
+    explanation; with no user exception elsewhere the cause stands (a genuine transport fault)."""
+    return [g for g in _explaining(cause, generics, consequences) if g.host != cause.host]
+
+
 def _before(line: Match, consequence: Match) -> bool:
     if line.at is not None and consequence.at is not None and line.at != consequence.at:
         return line.at < consequence.at
@@ -319,6 +331,21 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
             notes.append(
                 f"causes of other classes were seen too ({', '.join(conflicts)}): "
                 + ("the earliest decides" if root.at is not None else "the taxonomy's precedence decides")
+            )
+        explaining = (
+            _explaining_cause(root, by_role[Role.GENERIC], by_role[Role.CONSEQUENCE])
+            if failure_class == INTERCONNECT
+            else []
+        )
+        if explaining:
+            reported = root
+            root, others = _root(explaining, taxonomy)
+            conflicts = tuple(dict.fromkeys((*others, INTERCONNECT, *conflicts)))
+            failure_class = root.signature.failure_class
+            notes.append(
+                f"{reported.signature.id} on {reported.host} follows a user-code exception on another host "
+                f"({root.signature.id} on {root.host}): the transport reports the exit of the process whose "
+                "code raised"
             )
     elif by_role[Role.CONSEQUENCE]:
         first = min(by_role[Role.CONSEQUENCE], key=lambda m: (m.at is None, m.at or datetime.max, m.order))
