@@ -365,6 +365,120 @@ def test_an_nccl_system_error_with_no_peer_failure_is_unknown() -> None:
     assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
 
 
+WATCHDOG = (
+    "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4100, OpType=ALLREDUCE, "
+    "Timeout(ms)=600000) ran for 600044 milliseconds before timing out."
+)
+# PyTorch releases before DistBackendError raise the survivor's NCCL failure as a RuntimeError whose
+# first line carries NCCL's error string and whose next line is the consequence's own text.
+NCCL_212_WRAPPER = (
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, "
+    "remote process exited or there was a network error, NCCL version 2.14.3"
+)
+
+
+def silent_peer_and(*survivor: str) -> tuple[HostLog, HostLog]:
+    """algo-1 fell silent 11 minutes before algo-2 (the survivor) wrote ``survivor``."""
+    return (
+        host("algo-2", ("step 4100 loss 1.83", AT - timedelta(minutes=11)), *((line, AT) for line in survivor)),
+        host("algo-1", ("step 4100 loss 1.83", AT - timedelta(minutes=11))),
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "survivor"),
+    [
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "RuntimeError: NCCL communicator '
+            "was aborted on rank 1. Original reason for failure was: " + WATCHDOG + '"',
+            (WATCHDOG,),
+        ),
+        (ALGORITHM_ERROR, (NCCL_212_WRAPPER, NCCL_REMOTE)),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "'
+            + NCCL_212_WRAPPER
+            + "\n"
+            + NCCL_REMOTE
+            + '"',
+            (NCCL_REMOTE,),
+        ),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "RuntimeError: the training '
+            'step did not complete"',
+            ("RuntimeError: the training step did not complete", WATCHDOG),
+        ),
+        ('AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "' + NCCL_212_WRAPPER, (NCCL_REMOTE,)),
+    ],
+    ids=[
+        "reason-quotes-the-watchdog",
+        "log-wrapper",
+        "reason-quotes-the-wrapper",
+        "reason-copies-the-survivor",
+        "reason-quotes-the-wrapper-alone",
+    ],
+)
+def test_the_survivors_own_exception_does_not_explain_its_consequence(
+    reason: str, survivor: tuple[str, ...]
+) -> None:
+    # Given algo-1 fell silent without a word and algo-2 then reported the collective's failure, with the
+    # exception line its own report is raised as (in its log, or as SageMaker's FailureReason quotes it)
+    diagnosis = diagnose(reason, *silent_peer_and(*survivor))
+    # Then the silent peer corroborates the consequence: interconnect on algo-1, resumed
+    assert (diagnosis.failure_class, diagnosis.verdict) == ("interconnect", Verdict.RESUME)
+    assert diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_the_wrapper_line_right_before_a_consequence_in_the_failure_reason_does_not_explain_it() -> None:
+    # Given a team's transport plugin (a consequence) whose failure PyTorch raises as an NCCL error, the
+    # FailureReason quoting both lines, and algo-1 silent before algo-2 reported it
+    plugin = Signature.model_validate(
+        {
+            "id": "plugin-peer-lost",
+            "class": "interconnect",
+            "role": "consequence",
+            "pattern": r"MYPLUGIN: transport to rank \d+ lost",
+            "where": "any",
+        }
+    )
+    wrapper = (
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this issue to "
+        "the NCCL developers, NCCL version 2.21.5"
+    )
+    reason = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "' + wrapper
+    reason += '\nMYPLUGIN: transport to rank 12 lost"'
+    diagnosis = diagnose(
+        reason,
+        *silent_peer_and("MYPLUGIN: transport to rank 12 lost"),
+        taxonomy=builtin_taxonomy().with_team([plugin], {}),
+    )
+    # Then the wrapper is the report's own line: the silent peer decides
+    assert diagnosis.failure_class == "interconnect" and diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_an_exception_on_the_reporting_host_does_not_explain_its_consequence() -> None:
+    # Given algo-2 raised before it reported its peer gone, and algo-1 had fallen silent well before both
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-2",
+            ("step 4100 loss 1.83", AT - timedelta(minutes=11)),
+            ("RuntimeError: allreduce did not complete", AT - timedelta(seconds=1)),
+            (NCCL_REMOTE, AT),
+        ),
+        host("algo-1", ("step 4100 loss 1.83", AT - timedelta(minutes=11))),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_a_quoted_exception_no_log_holds_still_explains_the_consequence() -> None:
+    # Given SageMaker quotes a KeyError that no log tail read holds (another host's, beyond the tail), and a
+    # silent peer would otherwise corroborate algo-2's report
+    reason = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'label'\""
+    diagnosis = diagnose(reason, *silent_peer_and(NCCL_REMOTE))
+    # Then it cannot be shown to be the reporter's own: user code, not resumed
+    assert diagnosis.failure_class == "user-code" and diagnosis.verdict is Verdict.SKIP
+
+
 def test_a_user_exception_before_a_watchdog_timeout_explains_it_even_after_a_silence() -> None:
     # Given algo-1 raised a KeyError and fell silent, and algo-2's watchdog fired 20 minutes later
     diagnosis = diagnose(
