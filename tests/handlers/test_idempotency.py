@@ -17,6 +17,7 @@ from sagemaker_governance.composition.job_events import job_events_service
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.service.job_events import DescriptionBehind
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
@@ -107,6 +108,78 @@ def test_a_spot_restart_is_a_new_state_change_not_a_duplicate(acct: LocalAccount
     acct.invoke(job_events, acct.sagemaker.event("spot-1"))
     # Then the second Training is acted on (the alarm re-armed), not skipped as a duplicate
     assert [r.outcome.value for r in records(acct, "create-alarm")] == ["done", "done"]
+
+
+def without_transitions(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as SageMaker may send it: its SecondaryStatusTransitions written as null."""
+    unsaid = copy.deepcopy(event)
+    unsaid["detail"]["SecondaryStatusTransitions"] = None
+    return unsaid
+
+
+def test_an_event_that_leaves_out_its_transitions_is_the_same_delivery_as_one_that_carries_them(
+    acct: LocalAccount,
+) -> None:
+    # Given an untagged job (enforce mode stops it) whose Starting event was handled
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    acct.invoke(job_events, event)
+    # When SageMaker's other event about the same state change leaves its transitions out (null)
+    again = acct.invoke(job_events, without_transitions(event))
+    # Then the job is read again and the delivery keyed on its transitions: a duplicate, nothing done twice
+    assert again == {"duplicate": DELIVERY}
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+
+
+def test_a_spot_restart_whose_events_leave_out_their_transitions_is_still_a_restart(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in Training whose alarm was created
+    acct.sagemaker.launch(create_request("spot-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("spot-1"))
+    # When Spot capacity is reclaimed and the restart's Starting and Training events leave out their transitions
+    for secondary in ("Interrupted", "Starting"):
+        clock.advance(minutes=10)
+        acct.sagemaker.transition("spot-1", "InProgress", secondary)
+    starting = acct.invoke(job_events, without_transitions(acct.sagemaker.event("spot-1")))
+    clock.advance(minutes=10)
+    acct.sagemaker.transition("spot-1", "InProgress", "Training")
+    acct.invoke(job_events, without_transitions(acct.sagemaker.event("spot-1")))
+    # Then the restart is not a first start (compliance is not evaluated again) and the alarm is re-armed
+    assert not any(d["code"].startswith("compliance.") for d in starting["decisions"])
+    assert [r.outcome.value for r in records(acct, "create-alarm")] == ["done", "done"]
+
+
+def test_an_event_ahead_of_the_job_read_again_is_retried_not_keyed_on_an_older_history(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose Failed event, transitions left out, arrives while DescribeTrainingJob still says Training
+    acct.sagemaker.launch(create_request("late-1"), secondary="Training")
+    clock.advance(minutes=30)
+    failed = acct.sagemaker.event("late-1")
+    failed["detail"].update(
+        TrainingJobStatus="Failed", SecondaryStatus="Failed", FailureReason="InternalServerError: x"
+    )
+    body = json.dumps(without_transitions(failed))
+    # When it is delivered through the queue, then the record fails (its only one: the invocation fails, and
+    # the queue delivers it again), and nothing was decided or recorded
+    with pytest.raises(DescriptionBehind):
+        acct.invoke(job_events, sqs_batch(body))
+    assert acct.audit.records == []
+    # and once DescribeTrainingJob says Failed, the same record is governed
+    acct.sagemaker.transition("late-1", "Failed", "Failed", failure_reason="InternalServerError: x")
+    assert acct.invoke(job_events, sqs_batch(body)) == {"batchItemFailures": []}
+    assert acct.audit.records
+
+
+def test_an_event_that_carries_its_transitions_does_not_read_the_job_for_them(acct: LocalAccount) -> None:
+    # Given a compliant job's Starting event, transitions included
+    acct.sagemaker.launch(create_request("ok-1"))
+    # When it is delivered
+    acct.invoke(job_events, acct.sagemaker.event("ok-1"))
+    # Then no DescribeTrainingJob is made for it (a healthy job's calls do not grow)
+    assert acct.sagemaker.calls["DescribeTrainingJob"] == 0
 
 
 # ---- a claim whose answer was lost ----------------------------------------------------------------
@@ -225,6 +298,9 @@ def test_a_completed_record_back_with_its_timed_out_batch_is_not_processed_again
         service = job_events_service(root)
 
         class Hanging:
+            def said(self, event: Any) -> Any:
+                return service.said(event)
+
             def handle(self, event: Any) -> Any:
                 if event.detail.name == "slow-2" and not hung:
                     hung.append(event.detail.name)

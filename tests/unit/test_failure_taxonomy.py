@@ -263,6 +263,222 @@ def test_a_peer_that_went_away_after_the_peer_fell_silent_is_interconnect(peer_l
     assert diagnosis.host == "algo-2" and diagnosis.lemon_key == "interconnect@algo-2"
 
 
+# PyTorch built against NCCL < 2.12 (before ncclRemoteError) reports a peer's exit as ncclSystemError
+# (torch/csrc/distributed/c10d/NCCLUtils.cpp: "Before ncclRemoteError was created, unexpected remote
+# disconnect was categorized as ncclSystemError ... It can be also caused by unexpected exit of a remote peer").
+NCCL_210_WRAPPER = (
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+    "unhandled system error, NCCL version 2.10.3"
+)
+NCCL_210_SYSTEM = (
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. "
+    "It can be also caused by unexpected exit of a remote peer, you can check NCCL warnings for failure reason "
+    "and see if there is connection closure by a peer."
+)
+IB_COMPLETION = (
+    "algo-2:77:99 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.1.2<41234> "
+    "with error 12, opcode 0, len 0, vendor err 129"
+)
+EFA_COMPLETION = (
+    "algo-2:288:390 [1] NCCL WARN NET/OFI Request 0x7f3a2c01e0c0 completed with error. RC: 21. "
+    "Error: 4 (Interrupted system call). Completed length: 0"
+)
+
+
+@pytest.mark.parametrize(
+    "peer_lines",
+    [(NCCL_210_WRAPPER, NCCL_210_SYSTEM), (IB_COMPLETION,), (EFA_COMPLETION,)],
+    ids=["nccl-2.10-system-error", "ib-completion", "efa-completion"],
+)
+def test_a_code_bug_on_one_host_is_not_the_interconnect_error_the_surviving_host_prints(
+    peer_lines: tuple[str, ...],
+) -> None:
+    # Given algo-1's code raised a KeyError and algo-2, seconds later, prints an NCCL system error (the
+    # older NCCL's wording of a peer's exit) or its transport's completion error
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            ("Traceback (most recent call last):", AT + timedelta(seconds=1)),
+            (KEY_ERROR, AT + timedelta(seconds=1)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT), *((line, AT + timedelta(seconds=3)) for line in peer_lines)),
+    )
+    # Then the exception explains it: user code on algo-1, never resumed
+    assert (diagnosis.failure_class, diagnosis.signature, diagnosis.host) == (
+        "user-code",
+        "python-exception",
+        "algo-1",
+    )
+    assert diagnosis.verdict is Verdict.SKIP
+
+
+@pytest.mark.parametrize("line", [IB_COMPLETION, EFA_COMPLETION])
+def test_a_transport_error_with_no_user_exception_anywhere_is_still_interconnect(line: str) -> None:
+    # Given algo-2's transport failed while every host trained, and no host raised anything of its own
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (line, AT + timedelta(seconds=30))),
+    )
+    # Then it is resumed as interconnect, on the host that reported it
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.host == "algo-2"
+
+
+def test_an_exception_after_a_transport_error_on_another_host_does_not_explain_it() -> None:
+    # Given algo-2's IB transport failed first, and algo-1 raised only afterwards (the error's aftermath)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("RuntimeError: step failed", AT + timedelta(seconds=40))),
+        host("algo-2", ("step 900 loss 1.9", AT), (IB_COMPLETION, AT + timedelta(seconds=30))),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.host == "algo-2"
+
+
+def test_an_nccl_system_error_after_a_peer_fell_silent_is_interconnect() -> None:
+    # Given algo-2 fell silent 10 minutes before algo-1 printed the older NCCL's system error
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-1",
+            ("step 900 loss 1.9", AT),
+            (NCCL_210_WRAPPER, AT + timedelta(minutes=10)),
+            (NCCL_210_SYSTEM, AT + timedelta(minutes=10)),
+        ),
+        host("algo-2", ("step 900 loss 1.9", AT)),
+    )
+    # Then the silent peer corroborates it: interconnect, keyed on algo-2
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.signature == "nccl-system-error" and diagnosis.lemon_key == "interconnect@algo-2"
+
+
+def test_an_nccl_system_error_with_no_peer_failure_is_unknown() -> None:
+    # Given every host wrote until algo-2's NCCL system error (a peer's exit, or a socket misconfiguration
+    # such as a wrong NCCL_SOCKET_IFNAME: a clone repeats either)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (NCCL_210_SYSTEM, AT + timedelta(seconds=55))),
+    )
+    assert diagnosis.failure_class == "unknown" and diagnosis.verdict is Verdict.SKIP
+
+
+WATCHDOG = (
+    "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4100, OpType=ALLREDUCE, "
+    "Timeout(ms)=600000) ran for 600044 milliseconds before timing out."
+)
+# PyTorch releases before DistBackendError raise the survivor's NCCL failure as a RuntimeError whose
+# first line carries NCCL's error string and whose next line is the consequence's own text.
+NCCL_212_WRAPPER = (
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, "
+    "remote process exited or there was a network error, NCCL version 2.14.3"
+)
+
+
+def silent_peer_and(*survivor: str) -> tuple[HostLog, HostLog]:
+    """algo-1 fell silent 11 minutes before algo-2 (the survivor) wrote ``survivor``."""
+    return (
+        host("algo-2", ("step 4100 loss 1.83", AT - timedelta(minutes=11)), *((line, AT) for line in survivor)),
+        host("algo-1", ("step 4100 loss 1.83", AT - timedelta(minutes=11))),
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "survivor"),
+    [
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "RuntimeError: NCCL communicator '
+            "was aborted on rank 1. Original reason for failure was: " + WATCHDOG + '"',
+            (WATCHDOG,),
+        ),
+        (ALGORITHM_ERROR, (NCCL_212_WRAPPER, NCCL_REMOTE)),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "'
+            + NCCL_212_WRAPPER
+            + "\n"
+            + NCCL_REMOTE
+            + '"',
+            (NCCL_REMOTE,),
+        ),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "RuntimeError: the training '
+            'step did not complete"',
+            ("RuntimeError: the training step did not complete", WATCHDOG),
+        ),
+        ('AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "' + NCCL_212_WRAPPER, (NCCL_REMOTE,)),
+    ],
+    ids=[
+        "reason-quotes-the-watchdog",
+        "log-wrapper",
+        "reason-quotes-the-wrapper",
+        "reason-copies-the-survivor",
+        "reason-quotes-the-wrapper-alone",
+    ],
+)
+def test_the_survivors_own_exception_does_not_explain_its_consequence(
+    reason: str, survivor: tuple[str, ...]
+) -> None:
+    # Given algo-1 fell silent without a word and algo-2 then reported the collective's failure, with the
+    # exception line its own report is raised as (in its log, or as SageMaker's FailureReason quotes it)
+    diagnosis = diagnose(reason, *silent_peer_and(*survivor))
+    # Then the silent peer corroborates the consequence: interconnect on algo-1, resumed
+    assert (diagnosis.failure_class, diagnosis.verdict) == ("interconnect", Verdict.RESUME)
+    assert diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_the_wrapper_line_right_before_a_consequence_in_the_failure_reason_does_not_explain_it() -> None:
+    # Given a team's transport plugin (a consequence) whose failure PyTorch raises as an NCCL error, the
+    # FailureReason quoting both lines, and algo-1 silent before algo-2 reported it
+    plugin = Signature.model_validate(
+        {
+            "id": "plugin-peer-lost",
+            "class": "interconnect",
+            "role": "consequence",
+            "pattern": r"MYPLUGIN: transport to rank \d+ lost",
+            "where": "any",
+        }
+    )
+    wrapper = (
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - please report this issue to "
+        "the NCCL developers, NCCL version 2.21.5"
+    )
+    reason = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "' + wrapper
+    reason += '\nMYPLUGIN: transport to rank 12 lost"'
+    diagnosis = diagnose(
+        reason,
+        *silent_peer_and("MYPLUGIN: transport to rank 12 lost"),
+        taxonomy=builtin_taxonomy().with_team([plugin], {}),
+    )
+    # Then the wrapper is the report's own line: the silent peer decides
+    assert diagnosis.failure_class == "interconnect" and diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_an_exception_on_the_reporting_host_does_not_explain_its_consequence() -> None:
+    # Given algo-2 raised before it reported its peer gone, and algo-1 had fallen silent well before both
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host(
+            "algo-2",
+            ("step 4100 loss 1.83", AT - timedelta(minutes=11)),
+            ("RuntimeError: allreduce did not complete", AT - timedelta(seconds=1)),
+            (NCCL_REMOTE, AT),
+        ),
+        host("algo-1", ("step 4100 loss 1.83", AT - timedelta(minutes=11))),
+    )
+    assert diagnosis.failure_class == "interconnect" and diagnosis.lemon_key == "interconnect@algo-1"
+
+
+def test_a_quoted_exception_no_log_holds_still_explains_the_consequence() -> None:
+    # Given SageMaker quotes a KeyError that no log tail read holds (another host's, beyond the tail), and a
+    # silent peer would otherwise corroborate algo-2's report
+    reason = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'label'\""
+    diagnosis = diagnose(reason, *silent_peer_and(NCCL_REMOTE))
+    # Then it cannot be shown to be the reporter's own: user code, not resumed
+    assert diagnosis.failure_class == "user-code" and diagnosis.verdict is Verdict.SKIP
+
+
 def test_a_user_exception_before_a_watchdog_timeout_explains_it_even_after_a_silence() -> None:
     # Given algo-1 raised a KeyError and fell silent, and algo-2's watchdog fired 20 minutes later
     diagnosis = diagnose(
@@ -310,6 +526,14 @@ def test_an_exception_written_after_the_peer_went_away_does_not_explain_it() -> 
             "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'label'\"\n"
             + NCCL_REMOTE,
             ResumeCode.USER_CODE,
+        ),
+        (
+            'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "'
+            + NCCL_210_WRAPPER
+            + "\n"
+            + NCCL_210_SYSTEM
+            + '"',
+            ResumeCode.UNKNOWN,
         ),
     ],
 )

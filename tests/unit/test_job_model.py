@@ -62,7 +62,7 @@ def test_missing_optional_fields_are_fine() -> None:
     [
         (("ResourceConfig", "InstanceGroups"), ()),
         (("AlgorithmSpecification", "MetricDefinitions"), ()),
-        (("SecondaryStatusTransitions",), ()),
+        (("SecondaryStatusTransitions",), ("SecondaryStatusTransitions",)),
         (("FailureReason",), ()),
         (("ResourceConfig",), ("ResourceConfig",)),
         (("StoppingCondition",), ("StoppingCondition",)),
@@ -235,3 +235,44 @@ def test_the_instance_preference_fields_are_the_models() -> None:
     members = model.shape_for("ResourceConfig").members
     assert {"InstancePreferences", "SelectedInstanceType", "SelectedInstanceCount"} <= set(members)
     assert {"InstanceType", "InstanceCount"} <= set(members["InstancePreferences"].member.members)
+
+
+SPOT_HISTORY = [
+    {"Status": status, "StartTime": str(1763719201000 + index * 60_000)}
+    for index, status in enumerate(["Starting", "Downloading", "Training", "Interrupted", "Starting", "Training"])
+]
+
+
+@pytest.mark.parametrize(
+    ("secondary", "expected"),
+    [
+        ("Training", 6),  # the job read again is at the event's state: every transition
+        ("Interrupted", 4),  # the job went on since: the transitions up to the event's own
+        ("Starting", 5),  # the restart's Starting, not the first start's
+    ],
+)
+def test_an_event_takes_the_transitions_read_again_as_they_stood_at_the_event(
+    secondary: str, expected: int
+) -> None:
+    # Given a Spot job's event that left its transitions out, and the job as DescribeTrainingJob gives it now
+    event = TrainingJob.model_validate(describe(SecondaryStatus=secondary, SecondaryStatusTransitions=None))
+    described = TrainingJob.model_validate(
+        describe(SecondaryStatus="Training", SecondaryStatusTransitions=SPOT_HISTORY)
+    )
+    # When the event takes the transitions read again
+    said = event.with_transitions_of(described)
+    # Then it has them up to the last that entered its own secondary status, and they are said
+    assert said is not None and len(said.transitions) == expected
+    assert said.transitions[-1].status == secondary and "SecondaryStatusTransitions" not in said.unsaid_sections()
+
+
+def test_an_event_the_job_read_again_has_not_reached_takes_no_transitions() -> None:
+    # Given a Failed event, and DescribeTrainingJob still answering Training (its answer lags the event)
+    event = TrainingJob.model_validate(
+        describe(TrainingJobStatus="Failed", SecondaryStatus="Failed", SecondaryStatusTransitions=None)
+    )
+    described = TrainingJob.model_validate(
+        describe(SecondaryStatus="Training", SecondaryStatusTransitions=SPOT_HISTORY)
+    )
+    # Then nothing is taken: the delivery is retried rather than keyed on a history without its failure
+    assert event.with_transitions_of(described) is None

@@ -7,6 +7,7 @@ alarm stopper; the reconciler's scheduled event to one reconciler run over the d
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
@@ -104,6 +106,10 @@ def explain_event(
         checkpoints=OfflineCheckpoints(checkpoints) if checkpoints is not None else None,
         spot_health=SavedSpotHealth(spot_health) if spot_health is not None else None,
     )
+    # As the function reads it: transitions left out are taken from `describe` (none given, or one that has
+    # not reached the event's state: the event as it is)
+    with contextlib.suppress(AdapterError):
+        event = service.said(event)
     decisions = service.handle(event)
     return {
         "job": job.name,

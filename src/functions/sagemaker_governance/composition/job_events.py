@@ -80,7 +80,9 @@ def assemble(
     reactions: list[Reaction] = [compliance_service(ports), *clones, *alarm_guards(ports)]
     if metric_data is not None:
         reactions.append(EfficiencyReaction(ports.jobs, metric_data, ports.policies, ports.audit, ports.clock))
-    return JobEventsService(reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock)
+    return JobEventsService(
+        reactions=reactions, policies=ports.policies, audit=ports.audit, clock=ports.clock, jobs=ports.jobs
+    )
 
 
 def evidence_readers(root: Root) -> dict[str, Any]:

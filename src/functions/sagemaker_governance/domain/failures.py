@@ -17,14 +17,18 @@ start, BENCHMARKS.md).
 2. *causes* first: the earliest by log timestamp; when a cause has no timestamp (the ``FailureReason``,
    an offline file without times), the taxonomy's ``precedence`` decides between classes. A user-code
    line that merely mentions NCCL matches no hardware signature (and ``ncclInvalidUsage`` is a user-code
-   cause), so a code bug never reads as hardware;
-3. else *consequences* (a collective watchdog timeout, ``ncclRemoteError``, a connection reset by the
-   peer: what every other rank reports when one goes away): a user-code exception written before the
-   earliest one (a generic match of class ``user-code`` that is not itself a consequence's line: on any
-   host, or quoted in the ``FailureReason``) explains it, and the job is ``user-code``; else their class
-   only when a peer's failure corroborates them (a peer whose log fell silent ``silent_peer_minutes``
-   before), else ``unknown``. A consequence in the ``FailureReason`` alone has no time, so it is never
-   corroborated;
+   cause), so a code bug never reads as hardware. An interconnect cause (an EFA or InfiniBand completion
+   error) written after a user-code exception on another host is explained by it (the peer's process
+   exited): the job is ``user-code``; with no such exception it stands;
+3. else *consequences* (a collective watchdog timeout, ``ncclRemoteError``, the older NCCL's
+   ``ncclSystemError`` for the same, a connection reset by the peer: what every other rank reports when
+   one goes away): a user-code exception (a generic match of class ``user-code``) written before the
+   earliest one on a host other than the reporter's, or quoted in the ``FailureReason`` when no host's
+   log holds it, explains it, and the job is ``user-code``. A line any consequence pattern matches
+   (whatever its ``where``) and PyTorch's ``NCCL error`` line right before a consequence only report it
+   and explain nothing. Else their class only when a peer's failure corroborates them (a peer whose log
+   fell silent ``silent_peer_minutes`` before), else ``unknown``. A consequence in the ``FailureReason``
+   alone has no time, so it is never corroborated;
 4. else *generic* matches (a Python exception line, a bare ``ClientError``), by precedence;
 5. else ``unknown``.
 
@@ -54,15 +58,21 @@ from sagemaker_governance.domain.failure_signatures import Role, Signature, Verd
 
 UNKNOWN: Final = "unknown"
 USER_CODE: Final = "user-code"
+INTERCONNECT: Final = "interconnect"
 REQUIRED_CLASSES: Final = frozenset(
-    {"hardware", "interconnect", "capacity", "sagemaker-internal", "user-code", UNKNOWN}
+    {"hardware", INTERCONNECT, "capacity", "sagemaker-internal", USER_CODE, UNKNOWN}
 )
 # Classes whose repetition on the same host position marks a lemon (domain/resume.py).
-HARDWARE_CLASSES: Final = frozenset({"hardware", "interconnect"})
+HARDWARE_CLASSES: Final = frozenset({"hardware", INTERCONNECT})
 REASON_HOST: Final = "FailureReason"  # the "host" of a match found in the FailureReason
 MAX_LINE_CHARS: Final = 2_000  # a line longer than this is searched in its first 2,000 characters
 _SHOWN_CHARS: Final = 300
 _SHOWN_LINES: Final = 4
+_NCCL_WRAPPER: Final = re.compile(
+    r"\bNCCL error\b", re.IGNORECASE
+)  # PyTorch's "NCCL error in: ..." / "NCCL error: ..."
+_QUOTED: Final = re.compile(r'^ErrorMessage\s+"?|"$')  # how SageMaker's FailureReason quotes a line
+_MIN_COPY_CHARS: Final = 8  # a log line this short is not taken for the source of a FailureReason line
 _EXIT_CODE: Final = re.compile(r"\b(?:ExitCode|exit ?code|exitcode)\s*[:=]?\s*(-?\d{1,3})\b", re.IGNORECASE)
 
 
@@ -250,15 +260,58 @@ def _corroborated(consequence: Match, evidence: FailureEvidence, taxonomy: Taxon
     return f"{peer} fell silent {minutes:.0f} min before {consequence.host}'s {consequence.signature.id}", peer
 
 
-def _explaining(consequence: Match, generics: Sequence[Match], consequences: Sequence[Match]) -> list[Match]:
-    """The user-code exceptions that explain ``consequence``: written before it (or that cannot be ordered
-    after it: user code first, as the taxonomy's precedence says), and not a line that merely reports a
-    consequence (``ncclRemoteError: ...`` reads as an exception line too)."""
-    reported = {m.order for m in consequences}
+@dataclass(frozen=True)
+class _Reports:
+    """What a user-code exception line must not be to explain a consequence or an interconnect cause."""
+
+    orders: frozenset[int]  # lines that only report a consequence: its own text, or its wrapper
+    logs: tuple[str, ...]  # every host's log lines, to find the FailureReason's copies in
+
+    @classmethod
+    def of(cls, reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) -> _Reports:
+        """A line reports a consequence when any consequence pattern matches it, whatever the signature's
+        ``where`` (SageMaker's FailureReason copy of a survivor's ``RuntimeError: ... Watchdog caught
+        collective operation timeout``); so does the line right before one of the same host (or of the
+        FailureReason) that names an NCCL error: PyTorch raises ``<Type>: NCCL error in: <file>:<line>,
+        <NCCL's error string>, NCCL version <v>`` and writes the consequence's text on the next line."""
+        lines = list(_lines(reason, evidence))
+        patterns = [s.regex for s in taxonomy.signatures if s.role is Role.CONSEQUENCE]
+        reports = {o for o, (_, _, line) in enumerate(lines) if any(p.search(line.text.strip()) for p in patterns)}
+        wrappers = {
+            o - 1
+            for o in reports
+            if o > 0 and lines[o - 1][1] == lines[o][1] and _NCCL_WRAPPER.search(lines[o - 1][2].text)
+        }
+        logs = tuple(line.text.strip() for where, _, line in lines if where is Where.LOG)
+        return cls(frozenset(reports | wrappers), logs)
+
+    def elsewhere(self, line: Match, reported: Match) -> bool:
+        """Whether ``line`` was written on a host other than the one that reports ``reported``: a log line
+        of another host; a FailureReason line no host's log holds (it cannot be shown to be the reporter's:
+        user code first, as the taxonomy's precedence says). A FailureReason line a log holds is that log
+        line's copy, which is weighed as a match of its own host."""
+        if reported.host == REASON_HOST:
+            return True  # a consequence in the FailureReason alone: no reporting host is known
+        if line.host != REASON_HOST:
+            return line.host != reported.host
+        quoted = _QUOTED.sub("", line.text).strip()
+        return not any(quoted in text or (len(text) >= _MIN_COPY_CHARS and text in quoted) for text in self.logs)
+
+
+def _explaining(reported: Match, generics: Sequence[Match], reports: _Reports) -> list[Match]:
+    """The user-code exceptions that explain ``reported`` (the earliest consequence, or an interconnect
+    cause): written before it (or that cannot be ordered after it) on a host other than the reporter's (a
+    rank whose code raised exits, and the others report the peer it was), and not a line that merely
+    reports a consequence (``ncclRemoteError: ...`` reads as an exception line too). The reporter's own
+    exception lines are its report's wrapper or aftermath; with no user exception elsewhere the report
+    stands: a consequence goes on to its corroboration, an interconnect cause is resumed."""
     return [
         g
         for g in generics
-        if g.signature.failure_class == USER_CODE and g.order not in reported and _before(g, consequence)
+        if g.signature.failure_class == USER_CODE
+        and g.order not in reports.orders
+        and reports.elsewhere(g, reported)
+        and _before(g, reported)
     ]
 
 
@@ -308,6 +361,7 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
         "hosts_read": tuple(h.host for h in evidence.hosts),
     }
     by_role = {role: [m for m in matches if m.signature.role is role] for role in Role}
+    reports = _Reports.of(reason, evidence, taxonomy)
     root: Match | None = None
     conflicts: tuple[str, ...] = ()
     failure_class = UNKNOWN
@@ -320,9 +374,20 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
                 f"causes of other classes were seen too ({', '.join(conflicts)}): "
                 + ("the earliest decides" if root.at is not None else "the taxonomy's precedence decides")
             )
+        explaining = _explaining(root, by_role[Role.GENERIC], reports) if failure_class == INTERCONNECT else []
+        if explaining:
+            reported = root
+            root, others = _root(explaining, taxonomy)
+            conflicts = tuple(dict.fromkeys((*others, INTERCONNECT, *conflicts)))
+            failure_class = root.signature.failure_class
+            notes.append(
+                f"{reported.signature.id} on {reported.host} follows a user-code exception on another host "
+                f"({root.signature.id} on {root.host}): the transport reports the exit of the process whose "
+                "code raised"
+            )
     elif by_role[Role.CONSEQUENCE]:
         first = min(by_role[Role.CONSEQUENCE], key=lambda m: (m.at is None, m.at or datetime.max, m.order))
-        explaining = _explaining(first, by_role[Role.GENERIC], by_role[Role.CONSEQUENCE])
+        explaining = _explaining(first, by_role[Role.GENERIC], reports)
         corroboration = None if explaining else _corroborated(first, evidence, taxonomy)
         if explaining:
             root, conflicts = _root(explaining, taxonomy)

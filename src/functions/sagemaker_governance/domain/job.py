@@ -185,13 +185,16 @@ class AlgorithmSpecification(_Model):
 
 # What the service reads of a state-change event beyond its name and status. AWS documents no complete schema
 # of the event (its sample predates Managed Spot), so where one is left out the job is read again, and the
-# job-events function logs which (EVENT_SECTIONS_MISSING; `smgov doctor`'s `events` check counts them).
+# job-events function logs which (EVENT_SECTIONS_MISSING; `smgov doctor`'s `events` check counts them). The
+# transitions are read again before the delivery is keyed on them (service/job_events.py).
+TRANSITIONS_SECTION: Final = "SecondaryStatusTransitions"
 EVENT_SECTIONS: Final = (
     ("spot", "EnableManagedSpotTraining"),
     ("resources", "ResourceConfig"),
     ("stopping", "StoppingCondition"),
     ("algorithm", "AlgorithmSpecification"),
     ("tags", "Tags"),
+    ("transitions", TRANSITIONS_SECTION),
 )
 EVENT_SECTIONS_MISSING: Final = "state-change event leaves out what the service reads"
 
@@ -336,6 +339,19 @@ class TrainingJob(_Model):
 
     def with_tags(self, tags: Mapping[str, str]) -> TrainingJob:
         return self.model_copy(update={"tags": dict(tags)})
+
+    def with_transitions_of(self, described: TrainingJob) -> TrainingJob | None:
+        """This event's job with the transitions of ``described`` (the job read again) as they stood at this
+        event: up to the last one that entered this event's secondary status (the job may have gone on since:
+        a Starting event read while the job trains). None when ``described`` has not entered it (the answer
+        lags the event) or the event names no secondary status its status does not settle."""
+        history = described.transitions
+        if self.secondary_status is None:
+            return self.model_copy(update={"transitions": history}) if described.status == self.status else None
+        entered = [i for i, transition in enumerate(history) if transition.status == self.secondary_status]
+        if not entered:
+            return None
+        return self.model_copy(update={"transitions": history[: entered[-1] + 1]})
 
     def count_transitions(self, status: str) -> int:
         return sum(1 for transition in self.transitions if transition.status == status)

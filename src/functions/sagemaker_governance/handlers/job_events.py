@@ -32,12 +32,14 @@ def _deliver(
     root: Root, event: TrainingJobStateChange, message_id: str | None, context: LambdaContext
 ) -> dict[str, Any]:
     logger.append_keys(job=event.detail.name, event_id=event.id)
+    governance = service(root)
+    said = governance.said(event)  # transitions left out: read again before the delivery is keyed on them
 
     def process() -> dict[str, Any]:
-        decisions = service(root).handle(event)
-        return {"job": event.detail.name, "decisions": [d.explain() for d in decisions]}
+        decisions = governance.handle(said)
+        return {"job": said.detail.name, "decisions": [d.explain() for d in decisions]}
 
-    result = root.process_once(job_delivery_key(event.detail), message_id, context, process)
+    result = root.process_once(job_delivery_key(said.detail), message_id, context, process)
     return result.as_dict() if isinstance(result, Duplicate) else result
 
 

@@ -13,10 +13,11 @@ from typing import Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING, TrainingJob
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound
+from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING, TRANSITIONS_SECTION, TrainingJob
 from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.ports import Clock, PolicySource
+from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 ROUTER_RULE_ID = "event-router"
@@ -24,6 +25,11 @@ ROUTER_RULE_ID = "event-router"
 
 class RouterCode(StrEnum):
     NO_REACTION = "router.skip.no-reaction"  # no capability acts on this state change
+
+
+class DescriptionBehind(AdapterError):
+    """DescribeTrainingJob has not yet entered the state an event reports (its answer lags the event): the
+    delivery fails, and its queue delivers it again later."""
 
 
 class Reaction(Protocol):
@@ -34,19 +40,49 @@ class Reaction(Protocol):
 
 class JobEventsService:
     def __init__(
-        self, reactions: Sequence[Reaction], policies: PolicySource, audit: AuditSink, clock: Clock
+        self,
+        reactions: Sequence[Reaction],
+        policies: PolicySource,
+        audit: AuditSink,
+        clock: Clock,
+        jobs: JobsPort,
     ) -> None:
         self._reactions = tuple(reactions)
         self._policies = policies
         self._audit = audit
         self._clock = clock
+        self._jobs = jobs
 
-    def handle(self, event: TrainingJobStateChange) -> list[Decision]:
+    def said(self, event: TrainingJobStateChange) -> TrainingJobStateChange:
+        """The event as the service keys and decides on it. Its job's ``SecondaryStatusTransitions`` left out
+        (absent, or null as SageMaker writes an absent member) are unsaid, not "no transitions": the delivery
+        key (``job_delivery_key``) and the reactions (a Spot restart's second Starting is not a first start,
+        a return to Training re-arms the guards) read them, so the job is read again (DescribeTrainingJob)
+        and the event takes its transitions as they stood at the event. An event that carries them costs no
+        call. A job that no longer exists leaves the event as it is (the reactions find it gone); an answer
+        that lags the event raises ``DescriptionBehind`` (the delivery is retried)."""
         job: TrainingJob = event.detail
-        trigger = Trigger(kind="job-state-change", event_id=event.id)
         unsaid = job.unsaid_sections()
         if unsaid:  # the reactions read such a job again; this line tells the platform team events do this
             logger.info(EVENT_SECTIONS_MISSING, sections=list(unsaid), status=job.status)
+        if TRANSITIONS_SECTION not in unsaid:
+            return event
+        try:
+            described = TrainingJob.model_validate(self._jobs.describe(job.name))
+        except JobNotFound:
+            return event
+        said = job.with_transitions_of(described)
+        if said is None:
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: {described.status}/{described.secondary_status}, not yet the "
+                f"event's {job.status}/{job.secondary_status}"
+            )
+        return event.model_copy(update={"detail": said})
+
+    def handle(self, event: TrainingJobStateChange) -> list[Decision]:
+        """The reactions to ``event`` (``said``: the event as the service reads it)."""
+        job: TrainingJob = event.detail
+        trigger = Trigger(kind="job-state-change", event_id=event.id)
         decisions: list[Decision] = []
         for reaction in self._reactions:
             if reaction.applies(job):
