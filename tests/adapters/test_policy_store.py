@@ -200,6 +200,34 @@ def test_a_deleted_document_is_said_once_and_the_defaults_apply(ssm: Any, log_ou
     assert log_output.getvalue().count("policy document no longer exists") == 1
 
 
+def test_a_deleted_document_is_not_brought_back_by_a_bad_one_uploaded_after(ssm: Any) -> None:
+    # Given a warm container that governed with a good document, then saw it deleted (the defaults apply)
+    policies = store(ssm)
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    assert policies.current().mode is Mode.ENFORCE
+    ssm.delete_parameter(Name=NAME)
+    assert policies.current().mode is Mode.AUDIT
+    # When a bad document is put under the name (a new parameter: its history holds only the bad version)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+    # Then the deleted document does not come back: the defaults still apply, as in a new container
+    assert policies.current().mode is Mode.AUDIT
+    assert PolicyStore(BASE, NAME, ssm, cache_seconds=0).current().mode is Mode.AUDIT
+
+
+def test_after_a_deletion_a_rejected_document_reads_the_new_parameters_history(ssm: Any) -> None:
+    # Given a warm container that found a bad document with no valid version, then saw the parameter deleted
+    policies = store(ssm)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+    assert policies.current().mode is Mode.AUDIT
+    ssm.delete_parameter(Name=NAME)
+    assert policies.current().mode is Mode.AUDIT
+    # When the parameter is made again, a good version and then the same bad text
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    # Then the new history is read (what the container knew of the old one is gone): the good version governs
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+
+
 def test_no_parameter_configured_never_calls_ssm() -> None:
     assert PolicyStore(BASE, None, None).current().mode is Mode.AUDIT
 

@@ -14,7 +14,9 @@ A read that fails (throttled past botocore's retries, a 5xx, denied) keeps the p
 answer. A new container has none: its policy is unknown, and ``current()`` raises ``PolicyUnavailable`` (so
 does a rejected document whose history cannot be read), never the deploy-time defaults in the document's
 place. The delivery fails and comes back from its queue; nothing is stopped, cloned or marked on it. The
-defaults are an answer only when the parameter does not exist (deleting it is how to return to them).
+defaults are an answer only when the parameter does not exist (deleting it is how to return to them); what the
+container knew of a deleted document is forgotten, so a bad document put under the name later never brings the
+deleted one back as "last good".
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ class PolicyStore:
                 self._seen_document = False
             else:
                 logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
+            # What this container knew of the deleted document goes with it: a bad document put under the name
+            # later must not bring the deleted one back as "last good" (deleting it returns to the defaults), and
+            # the new parameter's history is not the old one's.
+            self._last_good = self._last_text = self._no_history_for = None
             self._known = self._base
             return self._base
         self._seen_document = True
