@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.errors import PolicyUnavailable
 from tests.adapters.conftest import CallRecorder
 
 NOW = datetime(2026, 11, 27, tzinfo=UTC)
@@ -127,25 +128,67 @@ def test_the_history_is_read_in_pages_and_its_newest_valid_version_wins(ssm: Any
     assert policy.rules[0].max == 60  # type: ignore[union-attr]
 
 
-def test_an_unreadable_history_falls_back_to_defaults_and_is_tried_again(
-    ssm: Any, log_output: io.StringIO
-) -> None:
-    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
-    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
-    answers = iter(
-        [ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameterHistory")]
-    )
+def refuse(ssm: Any, operation: str, code: str, times: int = 1) -> None:
+    """``operation`` answers ``code`` (after botocore's retries) ``times`` times, then as moto does."""
+    answers = iter([ClientError({"Error": {"Code": code, "Message": "no"}}, operation)] * times)
 
     def refuse_once(**_: Any) -> None:
         error = next(answers, None)
         if error is not None:
             raise error
 
-    ssm.meta.events.register("before-call.ssm.GetParameterHistory", refuse_once)
+    ssm.meta.events.register(f"before-call.ssm.{operation}", refuse_once)
+
+
+def test_an_unreadable_history_leaves_a_new_container_without_a_policy_and_is_tried_again(
+    ssm: Any, capsys: pytest.CaptureFixture[str], log_output: io.StringIO
+) -> None:
+    # Given a good document, then a bad edit, and a new container whose history read is denied once
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    refuse(ssm, "GetParameterHistory", "AccessDeniedException")
     policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW)
-    assert policies.current().mode is Mode.AUDIT
+    # Then the policy is unknown (not the deploy-time defaults, which would drop version 1's mode and
+    # exemption), counted and logged
+    with pytest.raises(PolicyUnavailable):
+        policies.current()
     assert "policy document history could not be read" in log_output.getvalue()
+    assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
+    # and the next reaction reads the history again and governs with version 1
     assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("code", ["ThrottlingException", "AccessDeniedException", "InternalServerError"])
+def test_a_new_container_that_cannot_read_the_document_has_no_policy_until_it_can(
+    ssm: Any, code: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a document (enforce mode, an exemption) and a new container whose GetParameter fails once
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    refuse(ssm, "GetParameter", code)
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: NOW)
+    # Then the policy is unknown, not the deploy-time defaults (audit mode, no exemption), and it is counted
+    with pytest.raises(PolicyUnavailable):
+        policies.current()
+    assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
+    # and the next reaction reads it (a failed read is not cached)
+    policy = policies.current()
+    assert policy.mode is Mode.ENFORCE and [e.job_name_prefix for e in policy.exemptions] == ["bench-"]
+
+
+def test_a_warm_container_keeps_its_last_good_policy_when_a_read_fails(ssm: Any) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    policies = store(ssm)
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+    refuse(ssm, "GetParameter", "ThrottlingException")
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+
+
+def test_a_container_that_found_no_document_keeps_the_defaults_when_a_read_fails(ssm: Any) -> None:
+    # Deleting the parameter is how to return to the defaults: they are a known answer, kept like a document
+    policies = store(ssm)
+    assert policies.current().mode is Mode.AUDIT
+    refuse(ssm, "GetParameter", "ThrottlingException")
+    assert policies.current().mode is Mode.AUDIT
 
 
 def test_a_deleted_document_is_said_once_and_the_defaults_apply(ssm: Any, log_output: io.StringIO) -> None:
@@ -155,6 +198,34 @@ def test_a_deleted_document_is_said_once_and_the_defaults_apply(ssm: Any, log_ou
     ssm.delete_parameter(Name=NAME)
     assert policies.current().mode is Mode.AUDIT and policies.current().mode is Mode.AUDIT
     assert log_output.getvalue().count("policy document no longer exists") == 1
+
+
+def test_a_deleted_document_is_not_brought_back_by_a_bad_one_uploaded_after(ssm: Any) -> None:
+    # Given a warm container that governed with a good document, then saw it deleted (the defaults apply)
+    policies = store(ssm)
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    assert policies.current().mode is Mode.ENFORCE
+    ssm.delete_parameter(Name=NAME)
+    assert policies.current().mode is Mode.AUDIT
+    # When a bad document is put under the name (a new parameter: its history holds only the bad version)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+    # Then the deleted document does not come back: the defaults still apply, as in a new container
+    assert policies.current().mode is Mode.AUDIT
+    assert PolicyStore(BASE, NAME, ssm, cache_seconds=0).current().mode is Mode.AUDIT
+
+
+def test_after_a_deletion_a_rejected_document_reads_the_new_parameters_history(ssm: Any) -> None:
+    # Given a warm container that found a bad document with no valid version, then saw the parameter deleted
+    policies = store(ssm)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+    assert policies.current().mode is Mode.AUDIT
+    ssm.delete_parameter(Name=NAME)
+    assert policies.current().mode is Mode.AUDIT
+    # When the parameter is made again, a good version and then the same bad text
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    # Then the new history is read (what the container knew of the old one is gone): the good version governs
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
 
 
 def test_no_parameter_configured_never_calls_ssm() -> None:

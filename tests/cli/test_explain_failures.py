@@ -93,3 +93,28 @@ def test_policy_validate_rejects_a_malformed_team_signature(
     assert main(["policy", "validate", str(bad)]) == 1
     assert "signatures" in capsys.readouterr().err
     assert main(["policy", "validate", str(good)]) == 0
+
+
+def test_policy_validate_names_every_constraint_no_job_can_meet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a document whose rules no SageMaker job can meet (a tag key SageMaker refuses, a pattern only the
+    # empty tag matches, values no tag can hold, an empty instance-type glob, values outside their pattern)
+    bad = tmp_path / "unmeetable.yaml"
+    bad.write_text(
+        "rules:\n"
+        "  - {id: t, type: required-tags, tags: {'': {}, team: {pattern: '^$'}, cc: {values: ['cc#1']},"
+        " env: {values: [dev, prod], pattern: '[A-Z]+'}}}\n"
+        "  - {id: i, type: allowed-instance-types, patterns: ['']}\n"
+    )
+    # Then validate refuses it, one error per constraint, each at its place in the document
+    assert main(["policy", "validate", str(bad)]) == 1
+    errors = [line.strip() for line in capsys.readouterr().err.splitlines() if line.strip().startswith("- ")]
+    places = sorted(line[2:].split(":")[0].split(".", 2)[2] for line in errors)  # past "rules.<n>."
+    assert places == [
+        "allowed-instance-types.patterns",
+        "required-tags.tags..[key]",
+        "required-tags.tags.cc.values",
+        "required-tags.tags.env",
+        "required-tags.tags.team.pattern",
+    ]

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
 from sagemaker_governance.domain.rules import AllowedInstanceTypes, EvaluationContext
 from tests.builders import job
 
@@ -66,3 +71,27 @@ def test_once_sagemaker_selected_a_type_only_that_type_counts(ctx: EvaluationCon
         and finding.observed == ["ml.p5.48xlarge"]
         and "InstancePreferences" not in finding.message
     )
+
+
+@pytest.mark.parametrize("patterns", [[""], ["", " "], ["ML.G5.*"], ["Ml.p5.48xlarge", ""]])
+def test_globs_that_match_no_instance_type_are_a_validation_error(patterns: list[str]) -> None:
+    # Given globs no SageMaker instance type matches (empty; upper case: every type is lower case), which
+    # would stop every job: the rule is rejected at its patterns
+    with pytest.raises(ValidationError) as caught:
+        AllowedInstanceTypes.model_validate({"type": "allowed-instance-types", "patterns": patterns})
+    (error,) = caught.value.errors()
+    assert (error["loc"], error["type"]) == (("patterns",), "value_error")
+
+
+@pytest.mark.parametrize("patterns", [["ml.g5.*", ""], ["ml.[gp]5.*"], ["ml.[A-Za-z]5.*"], ["*"]])
+def test_globs_some_instance_type_matches_stay_valid(patterns: list[str]) -> None:
+    AllowedInstanceTypes.model_validate({"type": "allowed-instance-types", "patterns": patterns})
+
+
+def test_every_training_instance_type_is_lower_case() -> None:
+    # What the upper-case check relies on: CreateTrainingJob's InstanceType enum (botocore's model)
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    types: Any = model.shape_for("TrainingInstanceType")
+    assert types.enum and all(t == t.lower() for t in types.enum)

@@ -62,3 +62,92 @@ def test_a_constraint_no_tag_can_meet_is_a_validation_error(constraint: dict[str
         RequiredTags.model_validate({"type": "required-tags", "tags": {"env": constraint}})
     (error,) = caught.value.errors()
     assert (error["loc"], error["type"]) == (("tags", "env", field), "value_error")
+
+
+# ---- constraints no SageMaker tag can meet (botocore's TagKey and TagValue shapes) ----------------
+
+
+@pytest.mark.parametrize(
+    ("constraint", "field"),
+    [
+        ({"values": ["cc#1"]}, "values"),  # '#' is outside TagValue's pattern: no tag can hold it
+        ({"values": ["x" * 257]}, "values"),  # TagValue max 256
+        ({"values": ["", "cc#1"]}, "values"),
+        ({"pattern": "^$"}, "pattern"),  # only the empty tag, which counts as missing
+        ({"pattern": r"\b"}, "pattern"),
+        ({"pattern": "(?=a)"}, "pattern"),
+        ({"pattern": "a{0}"}, "pattern"),
+        ({"pattern": "a{257}"}, "pattern"),  # longer than any tag value
+        ({"values": ["dev", "prod"], "pattern": "[A-Z]+"}, None),  # no listed value matches the pattern
+    ],
+    ids=[
+        "bad-char",
+        "too-long",
+        "blank-and-bad",
+        "^$",
+        "word-boundary",
+        "lookahead",
+        "zero-repeat",
+        "257",
+        "disjoint",
+    ],
+)
+def test_a_constraint_no_sagemaker_tag_can_meet_is_a_validation_error(
+    constraint: dict[str, Any], field: str | None
+) -> None:
+    # Given a tag constraint no value a SageMaker job can carry meets, which would stop every job
+    # When the rule is validated, then it is rejected, at that constraint (or its field)
+    with pytest.raises(ValidationError) as caught:
+        RequiredTags.model_validate({"type": "required-tags", "tags": {"env": constraint}})
+    (error,) = caught.value.errors()
+    assert (error["loc"], error["type"]) == (("tags", "env", *([field] if field else [])), "value_error")
+
+
+@pytest.mark.parametrize("key", ["", "k" * 129, "cost#center"])
+def test_a_tag_key_no_sagemaker_job_can_carry_is_a_validation_error(key: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        RequiredTags.model_validate({"type": "required-tags", "tags": {key: {}}})
+    (error,) = caught.value.errors()
+    assert (error["loc"][:2], error["type"]) == (("tags", key), "value_error")
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        {"values": ["dev", "cc#1"]},  # one value a tag can hold is enough (the other is dropped, as an empty one)
+        {"values": ["équipe-\u03b1", "x" * 256, "a b", "ns:k=v/+@_.-"]},
+        {"pattern": "cc-[0-9]{4}"},
+        {"pattern": "a|"},  # may match the empty tag, and a non-empty one
+        {"pattern": ".*"},
+        {"pattern": "x{256}"},
+        {"pattern": r"\d+", "values": ["12", "dev"]},
+    ],
+)
+def test_a_constraint_some_tag_meets_stays_valid(constraint: dict[str, Any]) -> None:
+    RequiredTags.model_validate({"type": "required-tags", "tags": {"env": constraint, "a:b/c=d+e-f@g_h. i": {}}})
+
+
+def test_the_tag_limits_are_botocores() -> None:
+    # Given SageMaker's TagKey and TagValue shapes (botocore's model)
+    import unicodedata
+
+    import botocore.session
+    import regex
+
+    from sagemaker_governance.domain import tags
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    key, value = model.shape_for("TagKey").metadata, model.shape_for("TagValue").metadata
+    # Then our limits are theirs
+    assert (key["min"], key["max"], value["min"], value["max"]) == (1, tags.TAG_KEY_MAX, 0, tags.TAG_VALUE_MAX)
+    assert key["pattern"] == value["pattern"] == r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"
+    # and our character test agrees with their pattern over the Basic Multilingual Plane, for every character
+    # Python's Unicode database knows (one it does not know is allowed: its category may be newer than ours)
+    allowed = regex.compile(value["pattern"])
+    disagree = [
+        hex(code)
+        for code in range(0x10000)
+        if unicodedata.category(chr(code)) not in ("Cn", "Cs")
+        and tags.allowed_in_tag(chr(code)) != (allowed.fullmatch(chr(code)) is not None)
+    ]
+    assert disagree == []

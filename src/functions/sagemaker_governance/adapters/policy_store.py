@@ -6,9 +6,17 @@ read was forced, and importing it loaded all its providers into every function's
 document never switches governance off: it is logged, counted (``PolicyLoadErrors``) and the last good
 policy is kept. A container that never read a good document (every cold start after a bad edit) finds the
 last good one in the parameter's history (``GetParameterHistory``: SSM keeps its last 100 versions), the
-newest version that validates; only when none does (or the history cannot be read) the deploy-time
-defaults apply. Without that, each new container would drop the document's exemptions and team overrides
-and its mode until the document is mended: stops of jobs it exempts, or enforcement switched off.
+newest version that validates; only when none does the deploy-time defaults apply. Without that, each new
+container would drop the document's exemptions and team overrides and its mode until the document is mended:
+stops of jobs it exempts, or enforcement switched off.
+
+A read that fails (throttled past botocore's retries, a 5xx, denied) keeps the policy of the container's last
+answer. A new container has none: its policy is unknown, and ``current()`` raises ``PolicyUnavailable`` (so
+does a rejected document whose history cannot be read), never the deploy-time defaults in the document's
+place. The delivery fails and comes back from its queue; nothing is stopped, cloned or marked on it. The
+defaults are an answer only when the parameter does not exist (deleting it is how to return to them); what the
+container knew of a deleted document is forgotten, so a bad document put under the name later never brings the
+deleted one back as "last good".
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from typing import Any, ClassVar, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, PolicyUnavailable
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
 from sagemaker_governance.observability import logger
@@ -56,18 +64,24 @@ class PolicyStore:
         # A rejected text whose history holds no valid version (not read again for the same text).
         self._no_history_for: str | None = None
         self._seen_document = False
+        # The policy of this container's last answer (a document, its history, or the defaults when there is no
+        # document): kept while the document cannot be read. None until the first answer: the policy is unknown.
+        self._known: Policy | None = None
 
     @property
     def base(self) -> Policy:
         return self._base
 
     def current(self, max_age_seconds: float | None = None) -> Policy:
+        """The effective policy. Raises ``PolicyUnavailable`` when it is unknown: this container never had a
+        policy (no answer yet) and the document, or the history of a rejected one, cannot be read now."""
         if self._ssm is None or self._parameter_name is None:
             return self._base
         try:
             text = self._read(max(self._cache_seconds, max_age_seconds or 0))
         except AdapterError as exc:
-            return self._fallback("policy document could not be read", str(exc))
+            self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+            return self._known_or_unavailable("policy document could not be read", exc)
         if text is None:
             if self._seen_document:  # deleted (or renamed) since this container read it: say so, once
                 logger.warning(
@@ -77,15 +91,23 @@ class PolicyStore:
                 self._seen_document = False
             else:
                 logger.debug("no policy document; using deploy-time defaults", parameter=self._parameter_name)
+            # What this container knew of the deleted document goes with it: a bad document put under the name
+            # later must not bring the deleted one back as "last good" (deleting it returns to the defaults), and
+            # the new parameter's history is not the old one's.
+            self._last_good = self._last_text = self._no_history_for = None
+            self._known = self._base
             return self._base
         self._seen_document = True
         if text == self._last_text and self._last_good is not None:
+            self._known = self._last_good
             return self._last_good
         try:
             policy = build_policy(self._base_document, parse_document(text))
         except PolicyDocumentError as exc:
-            return self._fallback("policy document rejected", "; ".join(exc.errors), rejected=text)
+            self._known = self._rejected(text, "; ".join(exc.errors))
+            return self._known
         self._last_good, self._last_text = policy, text
+        self._known = policy
         return policy
 
     def _read(self, max_age: float) -> str | None:
@@ -113,31 +135,49 @@ class PolicyStore:
             raise AdapterError(str(exc)) from exc
         return str(answer["Parameter"]["Value"])
 
-    def _fallback(self, message: str, detail: str, rejected: str | None = None) -> Policy:
-        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
-        kept = "last good document"
-        if self._last_good is None and rejected is not None:
-            version, recovered = self._from_history(rejected)
-            if recovered is not None:  # kept from now on like a document read in this container
-                self._last_good, kept = recovered, f"version {version} of the document (its history)"
-        if self._last_good is None:
-            kept = "deploy-time defaults"
-        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
-        return self._last_good or self._base
-
-    def _from_history(self, rejected: str) -> tuple[int, Policy] | tuple[None, None]:
-        """The newest earlier version of the document that validates, with its version number; (None, None)
-        when there is none (remembered for this text) or the history cannot be read (not remembered: the
-        next reaction tries again)."""
-        if rejected == self._no_history_for:
-            return None, None
-        try:
-            versions = self._history()
-        except AdapterError as exc:
+    def _known_or_unavailable(self, message: str, cause: AdapterError) -> Policy:
+        """The policy of this container's last answer, kept while the document cannot be read; none yet (a new
+        container): ``PolicyUnavailable``. Never the deploy-time defaults in its place: they would drop the
+        document's exemptions and mode."""
+        if self._known is None:
             logger.error(
-                "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
+                message, parameter=self._parameter_name, detail=str(cause), kept="nothing: policy unknown"
             )
-            return None, None
+            raise PolicyUnavailable(f"{message} and this container has no policy yet: {cause}") from cause
+        kept = "deploy-time defaults" if self._known is self._base else "last good document"
+        logger.error(message, parameter=self._parameter_name, detail=str(cause), kept=kept)
+        return self._known
+
+    def _rejected(self, rejected: str, detail: str) -> Policy:
+        """What governs while the document is rejected: the last good policy; in a container that never read a
+        good one, the newest valid version in the parameter's history (the deploy-time defaults when no version
+        validates); the history unreadable: as for an unreadable document."""
+        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+        message = "policy document rejected"
+        policy, kept = self._last_good, "last good document"
+        if policy is None:
+            try:
+                found = self._from_history(rejected)
+            except AdapterError as exc:
+                logger.error(
+                    "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
+                )
+                return self._known_or_unavailable(f"{message} ({detail}); its history could not be read", exc)
+            if found is None:
+                policy, kept = self._base, "deploy-time defaults"
+            else:  # kept from now on like a document read in this container
+                version, policy = found
+                self._last_good, kept = policy, f"version {version} of the document (its history)"
+        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
+        return policy
+
+    def _from_history(self, rejected: str) -> tuple[int, Policy] | None:
+        """The newest earlier version of the document that validates, with its version number; None when there
+        is none (remembered for this text); ``AdapterError`` when the history cannot be read (not remembered:
+        the next reaction tries again)."""
+        if rejected == self._no_history_for:
+            return None
+        versions = self._history()
         for entry in sorted(versions, key=lambda v: int(v.get("Version") or 0), reverse=True):
             value = entry.get("Value")
             if not isinstance(value, str) or value == rejected:
@@ -147,7 +187,7 @@ class PolicyStore:
             except PolicyDocumentError:
                 continue
         self._no_history_for = rejected
-        return None, None
+        return None
 
     def _history(self) -> list[dict[str, Any]]:
         """Every version SSM keeps of the parameter (its last 100), in pages."""

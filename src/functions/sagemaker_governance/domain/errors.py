@@ -27,6 +27,14 @@ class NotOurAlarm(AdapterError):
     pass
 
 
+class PolicyUnavailable(AdapterError):
+    """The governance policy is unknown: this container never had a good policy and the policy document (or,
+    after a rejected document, its history) cannot be read now. Not the deploy-time defaults: acting on those
+    would drop the document's exemptions and mode (an exempt job stopped, a violation never stopped). The
+    delivery fails and is retried (its queue, then the dead-letter queue); nothing is stopped, cloned or
+    marked evaluated on it."""
+
+
 class StopOutcome(StrEnum):
     STOPPED = "stopped"
     ALREADY_ENDED = "already-ended"

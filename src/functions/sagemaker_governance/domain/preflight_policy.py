@@ -13,14 +13,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sagemaker_governance.domain.tags import TAG_KEY_MAX, TAG_VALUE_MAX
+
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # What a tag default may refer to. Small on purpose: every placeholder is something the preflight knows
 # without calling AWS.
 PLACEHOLDERS: Mapping[str, str] = {
     "user": "the developer's user name (the SDK hook's `user=` argument, else the operating-system login)",
 }
-MAX_TAG_KEY_LENGTH = 128
-MAX_TAG_VALUE_LENGTH = 256
+MAX_TAG_KEY_LENGTH = TAG_KEY_MAX  # botocore's SageMaker TagKey and TagValue (domain/tags.py)
+MAX_TAG_VALUE_LENGTH = TAG_VALUE_MAX
 
 
 class PreflightPolicy(BaseModel):

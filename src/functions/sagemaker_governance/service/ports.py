@@ -63,7 +63,9 @@ class NotifierPort(Protocol):
 class PolicySource(Protocol):
     def current(self, max_age_seconds: float | None = None) -> Policy:
         """The effective policy; ``max_age_seconds``: the caller accepts a document read that long ago
-        (more than the store's own cache time), to spare a read (the alarm lifecycle: guard_alarms.py)."""
+        (more than the store's own cache time), to spare a read (the alarm lifecycle: guard_alarms.py).
+        Raises ``PolicyUnavailable`` when the policy is unknown (a new container that cannot read the document):
+        the caller acts on nothing and lets it fail the delivery."""
         ...
 
 

@@ -31,6 +31,9 @@ Each run compares what exists with what should exist and repairs the difference:
   deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
   apply as on the event path, and a stop re-reads the job first.
 
+A run whose policy is unknown (a new container that cannot read the document: ``PolicyUnavailable``) repairs
+nothing and fails, so that its dead-letter queue tells; the next run does the work.
+
 Every repair leaves an audit record (trigger ``reconciler``) and a ``ReconcilerRepairs`` metric (dimension
 ``kind``); each run logs one summary line. A run stops before its time budget is spent (the safety margin
 covers one item); the next run starts elsewhere on the ring of jobs (``domain/reconcile.py``), so every
@@ -51,7 +54,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
 from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
@@ -273,7 +276,13 @@ class ReconcilerService:
         if remaining() < self._safety:
             report.stopped_early = True
             return self._summarise(report)
-        policy = self._policies.current()
+        try:
+            policy = self._policies.current()
+        except PolicyUnavailable:
+            # A new container that cannot read the document: acting on the defaults would stop jobs the document
+            # exempts, or mark jobs evaluated under the wrong mode. The run fails (the dead-letter queue) instead.
+            logger.error("reconciler run skipped: the policy is unknown")
+            raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
         in_progress = self._inventory.in_progress()
         observed: dict[str, set[str]] = {}

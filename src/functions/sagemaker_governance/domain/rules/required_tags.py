@@ -1,16 +1,48 @@
 from __future__ import annotations
 
+import importlib
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
+from sagemaker_governance.domain.tags import TAG_VALUE_MAX, tag_key_problem, tag_value_problem
+
+LEAVE_OUT = "leave values and pattern out to allow any non-empty value"
+
+
+def _match_width(pattern: str) -> tuple[int, int] | None:
+    """The fewest and the most characters a match of ``pattern`` spans, as Python's own regular-expression
+    parser computes them (``getwidth``); None when it cannot say (the parser is CPython's private module, so a
+    Python without it rejects no pattern on this ground). Used only to reject what is certain: a pattern no
+    match of which spans a character, or whose every match is longer than any tag value."""
+    try:
+        low, high = importlib.import_module("re._parser").parse(pattern).getwidth()
+        return int(low), int(high)
+    except Exception:  # anything: the analysis is an extra check, never a reason to reject
+        return None
+
+
+def _valid_key(key: str) -> str:
+    problem = tag_key_problem(key)
+    if problem is not None:
+        raise ValueError(f"tag key {key!r}: {problem}, so no job could carry it and every job would be stopped")
+    return key
+
+
+TagKey = Annotated[str, AfterValidator(_valid_key)]
 
 
 class TagConstraint(BaseModel):
-    """What a required tag's value may be: any non-empty value, one of ``values``, or a full ``pattern`` match."""
+    """What a required tag's value may be: any non-empty value, one of ``values``, or a full ``pattern`` match.
+
+    A constraint no SageMaker tag value can meet is rejected: every job, however tagged, would violate it.
+    ``values`` needs one entry a tag can hold (non-empty; botocore's ``TagValue``: at most 256 letters,
+    numbers, spaces and ``_.:/=+-@``), that also matches ``pattern`` when both are given; ``pattern`` must be
+    able to match a non-empty value of at most 256 characters. Entries that can never match next to one that
+    can stay valid (they are dropped, as an empty one is)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -20,11 +52,13 @@ class TagConstraint(BaseModel):
     @field_validator("values")
     @classmethod
     def _some_value(cls, values: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        # an empty tag counts as missing: a list without a non-empty value allows no tag at all
-        if values is not None and not any(value.strip() for value in values):
+        # an empty tag counts as missing, and a value SageMaker refuses is on no job: a list without one
+        # value a tag can hold allows no tag at all
+        if values is not None and not any(tag_value_problem(value) is None for value in values):
+            why = "; ".join(f"{value!r}: {tag_value_problem(value)}" for value in values) or "none listed"
             raise ValueError(
-                "values has no non-empty value (an empty tag counts as missing), so no tag would be allowed: "
-                "list the allowed values, or leave values out to allow any non-empty value"
+                f"values has no value a SageMaker tag can hold ({why}), so no tag would be allowed: "
+                f"list the allowed values, or {LEAVE_OUT}"
             )
         return values
 
@@ -36,12 +70,35 @@ class TagConstraint(BaseModel):
                 "pattern is empty: it would match only an empty tag, which counts as missing; give a pattern, "
                 "or leave pattern out to allow any non-empty value"
             )
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        if pattern is None:
+            return pattern
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large: not usable
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        width = _match_width(pattern)
+        if width is not None and width[1] == 0:
+            raise ValueError(
+                f"pattern {pattern!r} matches only an empty tag (it consumes no character: anchors, lookarounds, "
+                f"empty repeats), which counts as missing; give a pattern of the values to allow, or {LEAVE_OUT}"
+            )
+        if width is not None and width[0] > TAG_VALUE_MAX:
+            raise ValueError(
+                f"pattern {pattern!r} matches only values of {width[0]} characters or more; a SageMaker tag "
+                f"value has at most {TAG_VALUE_MAX}"
+            )
         return pattern
+
+    @model_validator(mode="after")
+    def _values_meet_pattern(self) -> TagConstraint:
+        if self.values is None or self.pattern is None:
+            return self
+        if not any(tag_value_problem(value) is None and self.accepts(value) for value in self.values):
+            raise ValueError(
+                f"no value of values ({', '.join(repr(v) for v in self.values)}) matches pattern {self.pattern!r} "
+                f"(a tag must meet both), so no tag would be allowed: correct one of them, or give only one"
+            )
+        return self
 
     def accepts(self, value: str) -> bool:
         if self.values is not None and value not in self.values:
@@ -70,7 +127,7 @@ class RequiredTags(RuleBase):
     """
 
     type: Literal["required-tags"]
-    tags: dict[str, TagConstraint] = Field(min_length=1)
+    tags: dict[TagKey, TagConstraint] = Field(min_length=1)
 
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
         if job.tags is None:
