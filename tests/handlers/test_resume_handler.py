@@ -302,6 +302,26 @@ def test_the_third_interruption_moves_the_job_on_demand_and_duplicates_change_no
     ]
 
 
+@pytest.mark.parametrize("waiting", ["Starting", "Pending"])
+def test_an_interruption_read_while_the_job_waits_for_capacity_moves_it(clock: Clock, waiting: str) -> None:
+    # Given a Spot job at its third interruption (the hard cap), re-read a minute later waiting for capacity
+    # (AWS's lifecycle: Interrupted, then Starting/Pending until capacity comes back)
+    with local_account(clock, ENFORCE, log_audit=False) as account:
+        launch(account, "bert-spot-9", spot=True)
+        event = interrupt(account, clock, "bert-spot-9", 3)
+        clock.advance(minutes=1)
+        account.sagemaker.transition("bert-spot-9", "InProgress", waiting)
+        # When the Interrupted event is handled
+        account.invoke(handler, event)
+        # Then the job is moved: still the interruption the event reported
+        assert [(r.code, r.outcome.value) for r in resume_records(account)] == [
+            ("spot.clone.max-interruptions", "done"),
+            ("spot.stop.max-interruptions", "done"),
+        ]
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-9-r1"]
+        assert account.sagemaker.stop_requests == ["bert-spot-9"]
+
+
 def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-2", spot=True, checkpoint=False)
     account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))

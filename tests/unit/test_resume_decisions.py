@@ -380,6 +380,38 @@ def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> 
     assert spot(training).decisions[0].code == SpotCode.NO_LONGER_INTERRUPTED
 
 
+@pytest.mark.parametrize("waiting", ["Starting", "Pending"])
+def test_a_job_waiting_for_capacity_after_its_interruption_is_still_in_it(waiting: str) -> None:
+    # Given the third interruption's event, and the job re-read in the capacity wait that follows it (AWS's
+    # Managed Spot lifecycle: Interrupted -> Starting -> Downloading -> Training; Pending is "waiting for
+    # compute capacity": botocore's SecondaryStatus documentation)
+    event = spot_description(interruptions=3)
+    waits = spot_description(interruptions=3, secondary=waiting)
+    # When Spot fallback decides on it
+    result = spot(waits, reported=event)
+    # Then it is still that interruption: the count rule moves it as if it were re-read Interrupted
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
+    assert result.decisions[0].evidence["secondary_status"] == waiting
+    assert (
+        result.decisions[0].evidence["current_interruption_at"]
+        == result.decisions[0].evidence["reported_interruption_at"]
+    )
+
+
+def test_a_job_billed_again_after_its_interruption_is_out_of_it() -> None:
+    # Given the third interruption's event, the job re-read Downloading or Uploading after it (billed)
+    event = spot_description(interruptions=3)
+    for billed in ("Downloading", "Uploading"):
+        (decision,) = spot(spot_description(interruptions=3, secondary=billed), reported=event).decisions
+        # Then the interruption is over
+        assert decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    # and a job waiting with no interruption on record (transitions unreadable) is not taken for one
+    waits = spot_description(interruptions=3, secondary="Starting")
+    waits["SecondaryStatusTransitions"] = None
+    (decision,) = spot(waits, reported=event).decisions
+    assert decision.code == SpotCode.NO_LONGER_INTERRUPTED
+
+
 def test_an_event_of_an_earlier_interruption_leaves_the_current_one_to_its_own_event() -> None:
     # Given the event of the third interruption, and the job re-read in its fourth
     third, fourth = spot_description(interruptions=3), spot_description(interruptions=4)

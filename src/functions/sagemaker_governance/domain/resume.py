@@ -84,7 +84,7 @@ from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import choose
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
-from sagemaker_governance.domain.spot_health import FleetHealth
+from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
@@ -529,6 +529,8 @@ class DeferredResume:
 
 
 def is_spot_interruption(job: TrainingJob) -> bool:
+    """An event's job at an interruption (what routes it to Spot fallback); the re-read job is judged by
+    ``in_interruption``, which counts the capacity wait after it too."""
     return job.status == "InProgress" and job.secondary_status == INTERRUPTED
 
 
@@ -806,8 +808,9 @@ def decide_spot(
     ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them);
     ``reported``: the job as the triggering event reported it (None: no event).
 
-    A running job is moved only while it is still ``Interrupted`` (``job`` is the re-read) and, when the
-    event names its interruption, in that interruption: a late or retried event (SQS retries after its
+    A running job is moved only while it is still in an interruption (``job`` is the re-read: ``Interrupted``,
+    or waiting for capacity after it in ``Starting``/``Pending``, ``in_interruption``) and, when the event
+    names its interruption, in that interruption: a late or retried event (SQS retries after its
     visibility timeout, EventBridge for up to an hour) whose job trains again is no reason to move it
     (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
     the news arrived: it has ended, and its own end event makes the same clone."""
@@ -958,17 +961,20 @@ def interruption_start(job: TrainingJob) -> datetime | None:
 
 def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
     """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
-    None: it is still in that interruption (or in an interruption, when the event does not say which)."""
-    current = interruption_start(job) if job.secondary_status == INTERRUPTED else None
+    None: it is still in that interruption (or in an interruption, when the event does not say which),
+    its capacity wait included (``in_interruption``: until a billed status or a newer interruption)."""
+    interrupted = in_interruption(job)  # Interrupted, or waiting for capacity after it (Starting/Pending)
+    current = interruption_start(job) if interrupted else None
     seen = interruption_start(reported) if reported is not None else None
     if seen is not None:
         evidence["reported_interruption_at"] = seen.isoformat()
     if current is not None:
         evidence["current_interruption_at"] = current.isoformat()
-    if job.secondary_status != INTERRUPTED:
+    if not interrupted:
         return (
-            f"the job is {job.status}/{job.secondary_status} now, no longer Interrupted: the interruption "
-            "the event reported is over (a late or retried event), nothing to fall back from"
+            f"the job is {job.status}/{job.secondary_status} now, out of its interruption (billed again, or "
+            "no interruption on record): the interruption the event reported is over (a late or retried "
+            "event), nothing to fall back from"
         )
     if seen is not None and current is not None and seen != current:
         return (

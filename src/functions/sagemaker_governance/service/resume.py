@@ -67,7 +67,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot_takeover,
     is_new_spot_start,
     is_resume_trigger,
-    is_spot_interruption,
+    is_spot_max_wait,
     is_spot_trigger,
     may_be_new_spot_start,
     next_clone_name,
@@ -77,7 +77,7 @@ from sagemaker_governance.domain.resume import (
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
-from sagemaker_governance.domain.spot_health import FleetHealth, signals_of, spot_type
+from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import current_delivery, once
 from sagemaker_governance.service.ports import (
@@ -447,12 +447,13 @@ class SpotFallbackReaction(_CloneReaction):
                 job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet
             )
         fleet: FleetHealth | Unknown | None = None
-        if spot.enabled and job.spot and is_spot_trigger(job) and spot.storm.enabled:
+        interrupted = in_interruption(job)  # Interrupted, or waiting for capacity after it: decide_spot's test
+        if spot.enabled and job.spot and (interrupted or is_spot_max_wait(job)) and spot.storm.enabled:
             self._record_signals(job, ctx.now)
             fleet = self._fleet(job, spot.storm, ctx.now)
         checkpoint: CheckpointProgress | None = None
         alternatives: dict[str, FleetHealth | Unknown] = {}
-        if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
+        if spot.enabled and spot.economics and job.spot and interrupted:
             checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
             alternatives = self._alternatives_health(job, tags, spot, ctx.now)
         return decide_spot(
