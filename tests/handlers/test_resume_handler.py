@@ -396,6 +396,43 @@ def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: Loc
     assert "exists but is Failed" in resume_records(account)[-1].reason
 
 
+def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a move whose stop was throttled: the On-Demand clone runs beside the Spot job
+    launch(account, "bert-spot-7", spot=True)
+    event = interrupt(account, clock, "bert-spot-7", 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    # and the clone fails transiently while the Spot job gets capacity back and trains on
+    clock.advance(minutes=10)
+    account.sagemaker.transition("bert-spot-7-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+    account.sagemaker.transition("bert-spot-7", "InProgress", "Starting")
+    account.sagemaker.transition("bert-spot-7", "InProgress", "Training")
+    failed = account.sagemaker.event("bert-spot-7-r1")
+    # When the clone's Failed event is handled, first with the source unreadable, then readable
+    original = account.sagemaker._op_DescribeTrainingJob
+
+    def throttled(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] == "bert-spot-7":
+            raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+        return original(params)
+
+    account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+    account.invoke(handler, failed)
+    account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+    account.invoke(handler, failed)
+    # Then no second clone bills beside the Spot job: each record says why (the source's status)
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-7-r1"]
+    unreadable, running = resume_records(account)[-2:]
+    assert (unreadable.code, unreadable.outcome.value) == ("resume.skip.source-unreadable", "no-action")
+    assert (running.code, running.evidence["source_status"]) == (
+        "resume.skip.source-running",
+        "InProgress/Training",
+    )
+
+
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-4", spot=True)
     interrupt(account, clock, "bert-spot-4", 1)

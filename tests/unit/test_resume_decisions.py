@@ -20,6 +20,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot_takeover,
     next_clone_name,
 )
+from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.settings import Settings
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
@@ -32,6 +33,7 @@ def resume(
     policy: ResumePolicy | None = None,
     mode: Mode = Mode.ENFORCE,
     roles: tuple[str, ...] = ("*SageMaker*",),
+    source: Any = None,
 ) -> Any:
     tags = TAGS if tags is None else tags
     return decide_resume(
@@ -41,6 +43,7 @@ def resume(
         resume=policy or ResumePolicy(),
         default_mode=mode,
         ctx=context(NOW, roles),
+        source=source,
     )
 
 
@@ -283,6 +286,29 @@ def test_a_clone_inherits_its_lineages_qualification() -> None:
     description = failed_description("llm-sft-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
     (decision,) = resume(description, tags, ResumePolicy(min_training_hours=4, max_attempts=3)).decisions
     assert decision.action is Action.CLONE and decision.evidence["clone_name"] == "llm-sft-1-r2"
+
+
+def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
+    # Given an On-Demand clone of a Spot job that failed transiently while its source (whose stop failed)
+    # trains on: a second clone would bill beside the source and write the same checkpoint location
+    tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-spot-7"}
+    description = failed_description("bert-spot-7-r1", reason=ISE)
+    policy = ResumePolicy(backoff_minutes=(0,))
+    running = as_job(spot_description("bert-spot-7", interruptions=3, secondary="Training"))
+    # When auto-resume decides on the clone
+    (decision,) = resume(description, tags, policy, source=running).decisions
+    # Then it is not resumed, and the record names the source and its status
+    assert decision.action is Action.NONE and decision.code == ResumeCode.SOURCE_RUNNING
+    assert decision.evidence["source_job"] == "bert-spot-7"
+    assert decision.evidence["source_status"] == "InProgress/Training"
+    # and a source that could not be read is not assumed ended (do no harm: no clone, the record says why)
+    (unread,) = resume(description, tags, policy, source=Unknown("ThrottlingException")).decisions
+    assert unread.action is Action.NONE and unread.code == ResumeCode.SOURCE_UNREADABLE
+    assert "ThrottlingException" in unread.evidence["source_status"]
+    # while a source that has stopped (or no longer exists: None) leaves the clone to the usual checks
+    stopped = as_job(spot_description("bert-spot-7", interruptions=3, status="Stopped", secondary="Stopped"))
+    assert resume(description, tags, policy, source=stopped).decisions[0].code == ResumeCode.CLONE
+    assert resume(description, tags, policy).decisions[0].code == ResumeCode.CLONE
 
 
 def test_checkpoints_are_required_by_default() -> None:

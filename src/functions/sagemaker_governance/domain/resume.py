@@ -120,6 +120,9 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
+    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill
+    SOURCE_RUNNING = "resume.skip.source-running"
+    SOURCE_UNREADABLE = "resume.skip.source-unreadable"  # ... and the source could not be read: not assumed ended
 
 
 class SpotCode(StrEnum):
@@ -386,11 +389,17 @@ def decide_resume(
     ctx: CloneContext,
     failure: FailureEvidence | None = None,
     checkpoint: CheckpointProgress | None = None,
+    source: TrainingJob | Unknown | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
     ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
-    decides); ``checkpoint`` what the checkpoint location holds (None: not checked)."""
+    decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
+    clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
+    longer exists; ``Unknown``: it could not be read). A clone whose source still runs is not resumed
+    (``resume.skip.source-running``): a Spot move whose stop failed left the Spot job running, and a clone
+    of the failed clone would bill beside it and write the same checkpoint location; a source that could
+    not be read is not assumed ended (``resume.skip.source-unreadable``)."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -408,8 +417,13 @@ def decide_resume(
         job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
     )
     evidence["diagnosis"] = diagnosis.evidence()
-    if diagnosis.verdict is not Verdict.RESUME:
-        return _not_resumable(diagnosis, mode, evidence)
+    held = (
+        _not_resumable(diagnosis, mode, evidence)
+        if diagnosis.verdict is not Verdict.RESUME
+        else _source_running(tags, source, mode, evidence)
+    )
+    if held is not None:
+        return held
     try:
         first_attempt = Lineage.of(job.name, tags).attempt == 0
     except LineageError:
@@ -494,6 +508,37 @@ def decide_resume(
         request=planned.request,
     )
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def _source_running(
+    tags: Mapping[str, str], source: TrainingJob | Unknown | None, mode: Mode, evidence: dict[str, Any]
+) -> CloneDecision | None:
+    """The skip of a clone whose source still runs, or whose source could not be read; None: go on."""
+    name = tags.get(TAG_SOURCE)
+    if not name or source is None:
+        return None
+    evidence["source_job"] = name
+    if isinstance(source, Unknown):
+        evidence["source_status"] = f"unreadable: {source.reason}"
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.SOURCE_UNREADABLE,
+            mode,
+            f"not resumed: the job it was cloned from, {name}, could not be read ({source.reason}); it may still "
+            "run, and a clone would bill beside it",
+            evidence,
+        )
+    evidence["source_status"] = f"{source.status}/{source.secondary_status}"
+    if source.status != "InProgress":
+        return None
+    return _none(
+        RESUME_RULE_ID,
+        ResumeCode.SOURCE_RUNNING,
+        mode,
+        f"not resumed: the job it was cloned from, {name}, still runs ({source.status}/{source.secondary_status}): "
+        "a clone would bill beside it and write the same checkpoint location",
+        evidence,
+    )
 
 
 def failure_time(job: TrainingJob) -> datetime | None:

@@ -369,9 +369,11 @@ class AutoResumeReaction(_CloneReaction):
         resume = policy.resume
         failure: FailureEvidence | None = None
         checkpoint: CheckpointProgress | None = None
+        source: TrainingJob | Unknown | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
+            source = self._read_source(job, tags)
         return decide_resume(
             job,
             description,
@@ -381,7 +383,23 @@ class AutoResumeReaction(_CloneReaction):
             ctx=ctx,
             failure=failure,
             checkpoint=checkpoint,
+            source=source,
         )
+
+    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | Unknown | None:
+        """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
+        resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
+        or the source no longer exists; ``Unknown``: the read failed (do no harm: no clone, said why)."""
+        name = tags.get(TAG_SOURCE)
+        if not name or name == job.name:
+            return None
+        try:
+            return TrainingJob.model_validate(self._jobs.describe(name))
+        except JobNotFound:
+            return None
+        except AdapterError as exc:
+            logger.warning("source of a clone unreadable", job=job.name, source=name, error=str(exc))
+            return Unknown(f"DescribeTrainingJob {name} failed: {exc}")
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
