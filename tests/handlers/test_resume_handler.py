@@ -376,6 +376,7 @@ def test_when_the_stop_fails_the_retry_finishes_the_move_though_the_job_trains_a
 def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: LocalAccount, clock: Clock) -> None:
     # Given a Spot job at its third interruption whose clone was created but whose stop failed, and the
     # clone then failed while the Spot job got capacity back and trained on
+    inbox = account.notification_inbox()
     launch(account, "bert-spot-6", spot=True)
     event = interrupt(account, clock, "bert-spot-6", 3)
     account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
@@ -389,11 +390,19 @@ def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: Loc
     # Then the Spot job is not stopped: stopping it would leave nothing running
     assert account.sagemaker.stop_requests == []
     assert len(account.sagemaker.created) == 1
-    assert [(r.action, r.outcome.value) for r in resume_records(account)][-2:] == [
-        ("clone", "already-done"),
-        ("stop", "skipped"),
-    ]
-    assert "exists but is Failed" in resume_records(account)[-1].reason
+    # and the record says the clone was not made (its name is the failed one's: the fallback is spent),
+    # not that it was done already
+    clone, stop = resume_records(account)[-2:]
+    assert [(r.action, r.outcome.value) for r in (clone, stop)] == [("clone", "skipped"), ("stop", "skipped")]
+    assert clone.evidence["clone_status"] == stop.evidence["clone_status"] == "Failed"
+    assert clone.evidence["spot_fallback"] == "spent"
+    # and the owner is told the job stays on Spot
+    (message,) = [m for m in messages(account, inbox) if m["kind"] == "spot-fallback"]
+    assert (message["job_name"], message["related_job"], message["outcome"]) == (
+        "bert-spot-6",
+        "bert-spot-6-r1",
+        "notified",
+    )
 
 
 def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(

@@ -15,7 +15,8 @@ Two reactions share one engine:
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
-done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
+done once the existing job's lineage tag shows it is the same clone; a Spot move whose clone of that name
+failed or was stopped is skipped instead: the job's Spot fallback is spent, ``_fallback_spent``), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
 job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
 the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
@@ -219,13 +220,7 @@ class _CloneReaction:
                 return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
             if stop is not None and result.stop_source and status not in CLONE_RUNNING:
-                # An earlier clone of this job that failed or was stopped: stopping the source now would leave
-                # nothing running (the job trains again on Spot; a later verdict may move it once more).
-                self._record(clone, job, policy, trigger, clone_outcome)
-                reason = f"{stop.reason} (not stopped: its clone {plan.name} exists but is {status})"
-                self._record(stop, job, policy, trigger, Outcome.SKIPPED, reason=reason)
-                logger.warning("clone exists but does not run; source left running", job=job.name, clone=plan.name)
-                return result.decisions
+                return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
@@ -236,6 +231,51 @@ class _CloneReaction:
             once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(plan.reason.value))
             self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED)
         return result.decisions
+
+    def _fallback_spent(
+        self,
+        result: CloneDecision,
+        clone: Decision,
+        stop: Decision,
+        job: TrainingJob,
+        policy: Policy,
+        effective: Policy,
+        trigger: Trigger,
+        status: str | None,
+    ) -> tuple[Decision, ...]:
+        """A move of a running job meets its next clone from an earlier move, failed or stopped. Stopping the
+        job would leave nothing running, so it stays on Spot. The clone's name is deterministic (the
+        lineage's root and the job's next attempt), so every later move of this job plans that same name:
+        its Spot fallback is spent. Nothing was created or stopped, and the records say so (skipped, with
+        the existing clone's status); the owner is told the job stays on Spot (once per delivery)."""
+        assert result.plan is not None
+        name = result.plan.name
+        evidence = {"clone_status": status, "spot_fallback": "spent"}
+        skipped = (
+            clone.model_copy(
+                update={
+                    "reason": (
+                        f"{clone.reason} (not created: {name} exists from an earlier move and is {status}; every "
+                        "later move of this job plans that name, so its Spot fallback is spent: it stays on Spot)"
+                    ),
+                    "evidence": {**clone.evidence, **evidence},
+                }
+            ),
+            stop.model_copy(
+                update={
+                    "reason": f"{stop.reason} (not stopped: its clone {name} exists but is {status})",
+                    "evidence": {**stop.evidence, **evidence},
+                }
+            ),
+        )
+        for decision in skipped:
+            self._record(decision, job, policy, trigger, Outcome.SKIPPED)
+        logger.warning(
+            "clone exists but does not run; Spot fallback spent", job=job.name, clone=name, status=status
+        )
+        spent = CloneDecision(decisions=skipped, plan=result.plan)
+        self._notify(job, effective, spent, name, result.plan.on_demand, NotificationOutcome.NOTIFIED)
+        return skipped
 
     def _refused(
         self,
