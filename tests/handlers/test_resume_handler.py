@@ -442,6 +442,32 @@ def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
     )
 
 
+def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAccount, clock: Clock) -> None:
+    # Given a Spot job at its third interruption (the hard cap), and DescribeTrainingJob of its next clone's
+    # name throttled (the takeover's lookup)
+    launch(account, "bert-spot-8", spot=True)
+    event = interrupt(account, clock, "bert-spot-8", 3)
+    original = account.sagemaker._op_DescribeTrainingJob
+
+    def throttled(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] == "bert-spot-8-r1":
+            raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+        return original(params)
+
+    account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+    # When the Interrupted event is handled
+    account.invoke(handler, event)
+    # Then the ordinary decision is made and carried out (a planned clone would meet "already exists" if an
+    # earlier move had made it), and the records say the lookup failed
+    assert [(r.code, r.outcome.value) for r in resume_records(account)] == [
+        ("spot.clone.max-interruptions", "done"),
+        ("spot.stop.max-interruptions", "done"),
+    ]
+    assert all("ThrottlingException" in r.evidence["clone_lookup"] for r in resume_records(account))
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-8-r1"]
+    assert account.sagemaker.stop_requests == ["bert-spot-8"]
+
+
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-4", spot=True)
     interrupt(account, clock, "bert-spot-4", 1)

@@ -32,6 +32,7 @@ tells and counts nothing more.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -386,6 +387,15 @@ class _CloneReaction:
         )
 
 
+def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
+    """``result`` with the failed clone lookup in each decision's evidence (``clone_lookup``)."""
+    decisions = tuple(
+        d.model_copy(update={"evidence": {**d.evidence, "clone_lookup": f"failed: {lookup}"}})
+        for d in result.decisions
+    )
+    return replace(result, decisions=decisions)
+
+
 class AutoResumeReaction(_CloneReaction):
     """On ``Failed``: resume a long-running job that failed for a transient reason."""
 
@@ -494,9 +504,25 @@ class SpotFallbackReaction(_CloneReaction):
         spot = policy.spot
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
-        takeover = decide_spot_takeover(job, self._clone_of(job, tags, spot), spot=spot, default_mode=policy.mode)
+        clone = self._clone_of(job, tags, spot)
+        if isinstance(clone, Unknown):  # do no harm: decide as usual (a planned clone meets "already exists",
+            # and its owner and status are checked then), and say the lookup failed
+            return _with_evidence(self._decide_spot(job, description, tags, policy, ctx, event), clone.reason)
+        takeover = decide_spot_takeover(job, clone, spot=spot, default_mode=policy.mode)
         if takeover is not None:  # an earlier delivery's move made the clone: finish it before deciding anew
             return takeover
+        return self._decide_spot(job, description, tags, policy, ctx, event)
+
+    def _decide_spot(
+        self,
+        job: TrainingJob,
+        description: dict[str, Any],
+        tags: dict[str, str],
+        policy: Policy,
+        ctx: CloneContext,
+        event: TrainingJob,
+    ) -> CloneDecision:
+        spot = policy.spot
         if may_be_new_spot_start(event):  # a first start's event: the storm move, while the job is still new
             start_fleet: FleetHealth | Unknown = Unknown("not read: the job is past its first start")
             if is_new_spot_start(job):
@@ -529,9 +555,10 @@ class SpotFallbackReaction(_CloneReaction):
             reported=event,
         )
 
-    def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | None:
+    def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | Unknown | None:
         """The job under the name the job's next clone takes, if one exists: read (``DescribeTrainingJob``
-        and its tags) only for a running Spot job of a team whose Spot fallback is on."""
+        and its tags) only for a running Spot job of a team whose Spot fallback is on. ``Unknown``: the
+        read failed (throttled): no takeover, the ordinary decision goes on."""
         name = next_clone_name(job.name, tags)
         if name is None or not spot.enabled or not job.spot or job.status != "InProgress":
             return None
@@ -540,6 +567,9 @@ class SpotFallbackReaction(_CloneReaction):
             clone_tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
         except JobNotFound:
             return None
+        except AdapterError as exc:
+            logger.warning("clone lookup failed", job=job.name, clone=name, error=str(exc))
+            return Unknown(f"the job under its next clone's name {name} could not be read: {exc}")
         return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _execute(
