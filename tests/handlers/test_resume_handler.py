@@ -322,6 +322,60 @@ def test_an_interruption_read_while_the_job_waits_for_capacity_moves_it(clock: C
         assert account.sagemaker.stop_requests == ["bert-spot-9"]
 
 
+def ledger_account(clock: Clock) -> Any:
+    """The deployed wiring: the delivery ledger's table in moto."""
+    account = local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER}, log_audit=False)
+    return account
+
+
+def create_ledger(account: LocalAccount) -> None:
+    account.root.client("dynamodb").create_table(
+        TableName=LEDGER,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def throttle_first_publish(account: LocalAccount) -> None:
+    refused: list[str] = []
+
+    def throttle(**_: Any) -> None:
+        if not refused:
+            refused.append("Publish")
+            raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "Publish")
+
+    account.root.client("sns").meta.events.register("before-call.sns.Publish", throttle)
+
+
+def test_a_spot_move_whose_notification_failed_after_the_stop_is_told_by_the_retry(clock: Clock) -> None:
+    # Given the deployed wiring, a Spot job at its third interruption, and SNS refusing the first Publish
+    with ledger_account(clock) as account:
+        create_ledger(account)
+        throttle_first_publish(account)
+        inbox = account.notification_inbox()
+        launch(account, "bert-spot-n", spot=True)
+        event = interrupt(account, clock, "bert-spot-n", 3)
+        # When the move's delivery fails at the notification (the clone made, the Spot job stopped)
+        with pytest.raises(AdapterError, match="SNS Publish failed"):
+            account.invoke(handler, event)
+        assert account.sagemaker.stop_requests == ["bert-spot-n"]
+        # and is retried, the Spot job stopping by now
+        clock.advance(minutes=5)
+        account.invoke(handler, event)
+        # Then the owner is told of the move once, it is counted once, and nothing more is created or stopped
+        (message,) = messages(account, inbox)
+        assert (message["job_name"], message["related_job"]) == ("bert-spot-n", "bert-spot-n-r1")
+        assert len(account.metrics.of(BusinessMetric.SPOT_FALLBACKS)) == 1
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-n-r1"]
+        assert account.sagemaker.stop_requests == ["bert-spot-n"]
+        # and the move's records stay one clone and one stop done
+        assert [(r.action, r.outcome.value) for r in resume_records(account)] == [
+            ("clone", "done"),
+            ("stop", "done"),
+        ]
+
+
 def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-2", spot=True, checkpoint=False)
     account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))

@@ -497,9 +497,17 @@ def test_only_a_running_clone_of_this_very_job_finishes_a_move() -> None:
     # our clone, but it failed or was stopped: the Spot job is all there is, it keeps running
     assert takeover(training, clone_of("bert-spot-1", status="Failed")) is None
     assert takeover(training, clone_of("bert-spot-1", status="Stopped")) is None
-    # the Spot job already stopping or stopped: the move is finished
-    stopping = spot_description(interruptions=3, status="Stopping", secondary="Stopping")
-    assert takeover(stopping, clone_of("bert-spot-1")) is None
+    # the Spot job already stopping or stopped: the move is finished, nothing left to stop (the service
+    # tells the owner when an earlier attempt stopped it and failed before telling)
+    for status in ("Stopping", "Stopped"):
+        ending = spot_description(interruptions=3, status=status, secondary=status)
+        finished = takeover(ending, clone_of("bert-spot-1"))
+        assert finished is not None and not finished.stop_source
+        assert finished.decisions[0].code == SpotCode.STOP_CLONE_EXISTS
+        assert finished.takes_over is not None and finished.takes_over.name == "bert-spot-1-r1"
+    # a job that ended otherwise (it failed) is not a move's source
+    failed = spot_description(interruptions=3, status="Failed", secondary="Failed")
+    assert takeover(failed, clone_of("bert-spot-1")) is None
 
 
 def test_on_demand_jobs_have_no_spot_fallback() -> None:

@@ -946,6 +946,7 @@ def decide_spot(
 
 
 CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
+SOURCE_ENDING: Final = frozenset({"Stopping", "Stopped"})  # a moved job, once its move's stop was sent
 
 
 def next_clone_name(job_name: str, tags: Mapping[str, str]) -> str | None:
@@ -967,9 +968,14 @@ def decide_spot_takeover(
     still runs, an earlier delivery created the clone and its stop failed or never ran (the delivery is
     retried after the queue's visibility timeout, when the job may well train again): the job is stopped
     now whatever a fresh verdict would say (``spot.stop.clone-exists``), since both would bill and write to
-    the same checkpoint location. None: nothing to finish (no such clone, another job's, one that failed or
-    was stopped, or a job no longer running: stopping or stopped is done already)."""
-    if clone is None or not spot.enabled or not job.spot or job.status != "InProgress":
+    the same checkpoint location. A job stopping or stopped already (``SOURCE_ENDING``) was stopped by
+    that delivery, which may have failed before it told the owner: the decision is the same stop, with
+    nothing left to stop (``stop_source`` false), so that the service finishes the move by telling (the
+    service looks such a clone up only within a delivery). None: nothing to finish (no such clone,
+    another job's, one that failed or was stopped, or a job that ended otherwise)."""
+    if clone is None or not spot.enabled or not job.spot:
+        return None
+    if job.status != "InProgress" and job.status not in SOURCE_ENDING:
         return None
     if clone.tag(TAG_SOURCE) != job.name or clone.status not in CLONE_RUNNING:
         return None
@@ -992,10 +998,13 @@ def decide_spot_takeover(
             f"Spot job still runs ({job.status}/{job.secondary_status}) while its clone {clone.name} "
             f"({where}, {clone.status}; tagged {TAG_SOURCE}={job.name}) has taken over: the move was not "
             "finished (its stop failed or never ran); stop it, whatever a fresh verdict would say"
+            if job.status == "InProgress"
+            else f"Spot job {job.status} after its move to {clone.name} ({where}, {clone.status}; tagged "
+            f"{TAG_SOURCE}={job.name}): the move is finished"
         ),
         evidence=evidence,
     )
-    return CloneDecision(decisions=(stop,), stop_source=True, takes_over=clone)
+    return CloneDecision(decisions=(stop,), stop_source=job.status == "InProgress", takes_over=clone)
 
 
 def interruption_start(job: TrainingJob) -> datetime | None:

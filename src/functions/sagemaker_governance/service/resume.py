@@ -57,6 +57,7 @@ from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
+    SOURCE_ENDING,
     SPOT_RULE_ID,
     CloneContext,
     CloneDecision,
@@ -557,10 +558,14 @@ class SpotFallbackReaction(_CloneReaction):
 
     def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | Unknown | None:
         """The job under the name the job's next clone takes, if one exists: read (``DescribeTrainingJob``
-        and its tags) only for a running Spot job of a team whose Spot fallback is on. ``Unknown``: the
+        and its tags) only for a running Spot job of a team whose Spot fallback is on (or a stopping or
+        stopped one, within a delivery: its move may be untold). ``Unknown``: the
         read failed (throttled): no takeover, the ordinary decision goes on."""
         name = next_clone_name(job.name, tags)
-        if name is None or not spot.enabled or not job.spot or job.status != "InProgress":
+        # a stopping or stopped job within a delivery: its move's earlier attempt may have stopped it and then
+        # failed before telling the owner (the retry tells, once per delivery)
+        ending = job.status in SOURCE_ENDING and current_delivery() is not None
+        if name is None or not spot.enabled or not job.spot or not (job.status == "InProgress" or ending):
             return None
         try:
             existing = self._jobs.describe(name)
@@ -583,12 +588,16 @@ class SpotFallbackReaction(_CloneReaction):
             self._record(stop, job, policy, trigger, Outcome.AUDIT_ONLY)
             return result.decisions
         stopped = Outcome.ALREADY_DONE
-        if self._jobs.stop(job.name) is StopOutcome.STOPPED:
+        if result.stop_source and self._jobs.stop(job.name) is StopOutcome.STOPPED:
             stopped = Outcome.DONE
         self._record(stop, job, policy, trigger, stopped)
-        if stopped is Outcome.DONE:  # the delivery that created the clone never got this far
+        # Told when this stop finished the move (the delivery that created the clone never got this far), or,
+        # within a delivery, when an earlier attempt of it stopped the job and failed before telling: each
+        # once per delivery (the metric's and the notifier's once-guards).
+        if stopped is Outcome.DONE or current_delivery() is not None:
             reason = clone.tag(TAG_REASON)
-            self._count(reason if reason in set(ResumeReason) else "unknown")  # a dimension: ours only
+            kind = reason if reason in set(ResumeReason) else "unknown"  # a dimension: ours only
+            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(kind))
             self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED)
         return result.decisions
 
