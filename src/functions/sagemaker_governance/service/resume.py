@@ -22,16 +22,17 @@ job is stopped only while it is still ``InProgress``. A running Spot job is move
 the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
 new one only while it has not started billing (a delayed start event moves nothing).
 
-The owner is told of a clone, and it is counted, even when the attempt that created it failed before
-doing so (the notification throttled): within a delivery (the ledger's claim, ``service/idempotency.py``),
-"already exists" is an earlier attempt of the same delivery, since a duplicate never gets that far, so the
-retry tells and counts, each once per delivery (the notifier's and the metric's once-guards skip what the
-failed attempt completed). Outside a delivery (no ledger) "already exists" may be anyone's duplicate: it
-tells and counts nothing more.
+The owner is told of a clone, and it is counted, once per clone, even when the attempt that created it
+failed before doing so (the notification throttled): with the delivery ledger, "told" belongs to the clone
+(``CloneNotices``: the key ``resume:<clone>``), so whoever meets the clone next tells, if nobody has: the
+event's retry, another delivery, or the reconciler, whose deferred resume makes clones outside any
+delivery and hands a due job whose clone exists back to this reaction while its owner is untold. Without
+the ledger only the attempt that created the clone tells.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -82,7 +83,7 @@ from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption, signals_of, spot_type
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import current_delivery, once
+from sagemaker_governance.service.idempotency import CloneNotices, once
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
@@ -122,7 +123,9 @@ class _CloneReaction:
         checkpoints: CheckpointsPort | None = None,
         spot_health: SpotHealthPort | None = None,
         marks: EvaluationMarksPort | None = None,
+        notices: CloneNotices | None = None,
     ) -> None:
+        self._notices = notices  # tells each clone's owner once, whoever made it (None: no ledger)
         self._spot_health = spot_health
         self._marks = marks  # tags a deferred job for the reconciler (None: cannot, the record says so)
         self._logs = logs
@@ -229,10 +232,31 @@ class _CloneReaction:
             if job.status == "InProgress" and self._jobs.stop(job.name) is StopOutcome.STOPPED:
                 stopped = Outcome.DONE
             self._record(stop, job, policy, trigger, stopped)
-        if clone_outcome is Outcome.DONE or current_delivery() is not None:
-            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(plan.reason.value))
-            self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED)
+        self._tell_once(
+            plan.name,
+            lambda: self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED),
+            job=job,
+            kind=plan.reason.value,
+            created=clone_outcome is Outcome.DONE,
+        )
         return result.decisions
+
+    def _tell_once(
+        self, clone: str, notify: Callable[[], None], *, job: TrainingJob, kind: str, created: bool
+    ) -> None:
+        """Tell the owner of a clone and count it, once per clone: with the ledger, whoever meets the clone
+        first tells (``CloneNotices``: the event's delivery or the reconciler, the one that made it or a
+        retry after its Publish failed); without it, only the attempt that created it (``created``). Inside
+        a delivery the metric's and the notifier's once-guards also hold."""
+
+        def tell() -> None:
+            notify()  # first: a Publish that fails leaves the clone uncounted for the retry
+            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(kind))
+
+        if self._notices is not None:
+            self._notices.once(clone, tell)
+        elif created:
+            tell()
 
     def _fallback_spent(
         self,
@@ -559,12 +583,12 @@ class SpotFallbackReaction(_CloneReaction):
     def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | Unknown | None:
         """The job under the name the job's next clone takes, if one exists: read (``DescribeTrainingJob``
         and its tags) only for a running Spot job of a team whose Spot fallback is on (or a stopping or
-        stopped one, within a delivery: its move may be untold). ``Unknown``: the
+        stopped one, with the ledger: its move may be untold). ``Unknown``: the
         read failed (throttled): no takeover, the ordinary decision goes on."""
         name = next_clone_name(job.name, tags)
-        # a stopping or stopped job within a delivery: its move's earlier attempt may have stopped it and then
-        # failed before telling the owner (the retry tells, once per delivery)
-        ending = job.status in SOURCE_ENDING and current_delivery() is not None
+        # a stopping or stopped job, with the ledger: its move's earlier attempt may have stopped it and then
+        # failed before telling the owner (told once per clone)
+        ending = job.status in SOURCE_ENDING and self._notices is not None
         if name is None or not spot.enabled or not job.spot or not (job.status == "InProgress" or ending):
             return None
         try:
@@ -592,13 +616,16 @@ class SpotFallbackReaction(_CloneReaction):
             stopped = Outcome.DONE
         self._record(stop, job, policy, trigger, stopped)
         # Told when this stop finished the move (the delivery that created the clone never got this far), or,
-        # within a delivery, when an earlier attempt of it stopped the job and failed before telling: each
-        # once per delivery (the metric's and the notifier's once-guards).
-        if stopped is Outcome.DONE or current_delivery() is not None:
-            reason = clone.tag(TAG_REASON)
-            kind = reason if reason in set(ResumeReason) else "unknown"  # a dimension: ours only
-            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(kind))
-            self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED)
+        # with the ledger, when the move's owner was not told yet (an earlier attempt stopped the job and
+        # failed before telling): once per clone.
+        reason = clone.tag(TAG_REASON)
+        self._tell_once(
+            clone.name,
+            lambda: self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED),
+            job=job,
+            kind=reason if reason in set(ResumeReason) else "unknown",  # a dimension: ours only
+            created=stopped is Outcome.DONE,
+        )
         return result.decisions
 
     def _alternatives_health(
