@@ -302,6 +302,80 @@ def test_the_third_interruption_moves_the_job_on_demand_and_duplicates_change_no
     ]
 
 
+@pytest.mark.parametrize("waiting", ["Starting", "Pending"])
+def test_an_interruption_read_while_the_job_waits_for_capacity_moves_it(clock: Clock, waiting: str) -> None:
+    # Given a Spot job at its third interruption (the hard cap), re-read a minute later waiting for capacity
+    # (AWS's lifecycle: Interrupted, then Starting/Pending until capacity comes back)
+    with local_account(clock, ENFORCE, log_audit=False) as account:
+        launch(account, "bert-spot-9", spot=True)
+        event = interrupt(account, clock, "bert-spot-9", 3)
+        clock.advance(minutes=1)
+        account.sagemaker.transition("bert-spot-9", "InProgress", waiting)
+        # When the Interrupted event is handled
+        account.invoke(handler, event)
+        # Then the job is moved: still the interruption the event reported
+        assert [(r.code, r.outcome.value) for r in resume_records(account)] == [
+            ("spot.clone.max-interruptions", "done"),
+            ("spot.stop.max-interruptions", "done"),
+        ]
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-9-r1"]
+        assert account.sagemaker.stop_requests == ["bert-spot-9"]
+
+
+def ledger_account(clock: Clock) -> Any:
+    """The deployed wiring: the delivery ledger's table in moto."""
+    account = local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER}, log_audit=False)
+    return account
+
+
+def create_ledger(account: LocalAccount) -> None:
+    account.root.client("dynamodb").create_table(
+        TableName=LEDGER,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def throttle_first_publish(account: LocalAccount) -> None:
+    refused: list[str] = []
+
+    def throttle(**_: Any) -> None:
+        if not refused:
+            refused.append("Publish")
+            raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "Publish")
+
+    account.root.client("sns").meta.events.register("before-call.sns.Publish", throttle)
+
+
+def test_a_spot_move_whose_notification_failed_after_the_stop_is_told_by_the_retry(clock: Clock) -> None:
+    # Given the deployed wiring, a Spot job at its third interruption, and SNS refusing the first Publish
+    with ledger_account(clock) as account:
+        create_ledger(account)
+        throttle_first_publish(account)
+        inbox = account.notification_inbox()
+        launch(account, "bert-spot-n", spot=True)
+        event = interrupt(account, clock, "bert-spot-n", 3)
+        # When the move's delivery fails at the notification (the clone made, the Spot job stopped)
+        with pytest.raises(AdapterError, match="SNS Publish failed"):
+            account.invoke(handler, event)
+        assert account.sagemaker.stop_requests == ["bert-spot-n"]
+        # and is retried, the Spot job stopping by now
+        clock.advance(minutes=5)
+        account.invoke(handler, event)
+        # Then the owner is told of the move once, it is counted once, and nothing more is created or stopped
+        (message,) = messages(account, inbox)
+        assert (message["job_name"], message["related_job"]) == ("bert-spot-n", "bert-spot-n-r1")
+        assert len(account.metrics.of(BusinessMetric.SPOT_FALLBACKS)) == 1
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-n-r1"]
+        assert account.sagemaker.stop_requests == ["bert-spot-n"]
+        # and the move's records stay one clone and one stop done
+        assert [(r.action, r.outcome.value) for r in resume_records(account)] == [
+            ("clone", "done"),
+            ("stop", "done"),
+        ]
+
+
 def test_a_spot_job_without_checkpoints_is_left_alone(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-2", spot=True, checkpoint=False)
     account.invoke(handler, interrupt(account, clock, "bert-spot-2", 3))
@@ -356,6 +430,7 @@ def test_when_the_stop_fails_the_retry_finishes_the_move_though_the_job_trains_a
 def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: LocalAccount, clock: Clock) -> None:
     # Given a Spot job at its third interruption whose clone was created but whose stop failed, and the
     # clone then failed while the Spot job got capacity back and trained on
+    inbox = account.notification_inbox()
     launch(account, "bert-spot-6", spot=True)
     event = interrupt(account, clock, "bert-spot-6", 3)
     account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
@@ -369,11 +444,82 @@ def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: Loc
     # Then the Spot job is not stopped: stopping it would leave nothing running
     assert account.sagemaker.stop_requests == []
     assert len(account.sagemaker.created) == 1
-    assert [(r.action, r.outcome.value) for r in resume_records(account)][-2:] == [
-        ("clone", "already-done"),
-        ("stop", "skipped"),
+    # and the record says the clone was not made (its name is the failed one's: the fallback is spent),
+    # not that it was done already
+    clone, stop = resume_records(account)[-2:]
+    assert [(r.action, r.outcome.value) for r in (clone, stop)] == [("clone", "skipped"), ("stop", "skipped")]
+    assert clone.evidence["clone_status"] == stop.evidence["clone_status"] == "Failed"
+    assert clone.evidence["spot_fallback"] == "spent"
+    # and the owner is told the job stays on Spot
+    (message,) = [m for m in messages(account, inbox) if m["kind"] == "spot-fallback"]
+    assert (message["job_name"], message["related_job"], message["outcome"]) == (
+        "bert-spot-6",
+        "bert-spot-6-r1",
+        "notified",
+    )
+
+
+def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a move whose stop was throttled: the On-Demand clone runs beside the Spot job
+    launch(account, "bert-spot-7", spot=True)
+    event = interrupt(account, clock, "bert-spot-7", 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    # and the clone fails transiently while the Spot job gets capacity back and trains on
+    clock.advance(minutes=10)
+    account.sagemaker.transition("bert-spot-7-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+    account.sagemaker.transition("bert-spot-7", "InProgress", "Starting")
+    account.sagemaker.transition("bert-spot-7", "InProgress", "Training")
+    failed = account.sagemaker.event("bert-spot-7-r1")
+    # When the clone's Failed event is handled, first with the source unreadable, then readable
+    original = account.sagemaker._op_DescribeTrainingJob
+
+    def throttled(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] == "bert-spot-7":
+            raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+        return original(params)
+
+    account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+    account.invoke(handler, failed)
+    account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+    account.invoke(handler, failed)
+    # Then no second clone bills beside the Spot job: each record says why (the source's status)
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-7-r1"]
+    unreadable, running = resume_records(account)[-2:]
+    assert (unreadable.code, unreadable.outcome.value) == ("resume.skip.source-unreadable", "no-action")
+    assert (running.code, running.evidence["source_status"]) == (
+        "resume.skip.source-running",
+        "InProgress/Training",
+    )
+
+
+def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAccount, clock: Clock) -> None:
+    # Given a Spot job at its third interruption (the hard cap), and DescribeTrainingJob of its next clone's
+    # name throttled (the takeover's lookup)
+    launch(account, "bert-spot-8", spot=True)
+    event = interrupt(account, clock, "bert-spot-8", 3)
+    original = account.sagemaker._op_DescribeTrainingJob
+
+    def throttled(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] == "bert-spot-8-r1":
+            raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+        return original(params)
+
+    account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+    # When the Interrupted event is handled
+    account.invoke(handler, event)
+    # Then the ordinary decision is made and carried out (a planned clone would meet "already exists" if an
+    # earlier move had made it), and the records say the lookup failed
+    assert [(r.code, r.outcome.value) for r in resume_records(account)] == [
+        ("spot.clone.max-interruptions", "done"),
+        ("spot.stop.max-interruptions", "done"),
     ]
-    assert "exists but is Failed" in resume_records(account)[-1].reason
+    assert all("ThrottlingException" in r.evidence["clone_lookup"] for r in resume_records(account))
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-8-r1"]
+    assert account.sagemaker.stop_requests == ["bert-spot-8"]
 
 
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:

@@ -38,10 +38,22 @@ def clone_tags(due: str | None, attempt: int = 1) -> dict[str, str]:
     return tags
 
 
+class FakeNotices:
+    """``CloneNotices``: the clones whose owner was told."""
+
+    def __init__(self, calls: Calls, told: set[str]) -> None:
+        self.calls = calls
+        self.done = told
+
+    def told(self, clone: str) -> bool:
+        self.calls(f"told? {clone}")
+        return clone in self.done
+
+
 class World:
     """The reconciler with no job in progress and no alarm: only its deferred-resume step has work."""
 
-    def __init__(self, policy: dict[str, Any] | None = None) -> None:
+    def __init__(self, policy: dict[str, Any] | None = None, told: set[str] | None = None) -> None:
         self.calls = Calls()
         self.failed: dict[str, dict[str, str]] = {}  # name -> tags
         self.existing: set[str] = set()
@@ -64,6 +76,7 @@ class World:
             interval_minutes=10,
             failed=self,
             resume=self,
+            notices=FakeNotices(self.calls, told) if told is not None else None,
         )
 
     def run(self, remaining: float = 300.0) -> Any:
@@ -155,6 +168,20 @@ def test_a_job_not_yet_due_untagged_or_already_resumed_is_left_alone() -> None:
     assert world.resumed == []
     assert "describe early-r2" not in world.calls.log  # not due: no further read
     assert report.repairs == {}
+
+
+def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:
+    # Given two due jobs whose clones exist: one's owner was told, the other's Publish failed
+    world = World(told={"told-r2"})
+    for root in ("told", "untold"):
+        world.failed[f"{root}-r1"] = {**clone_tags(due_tag(-30)), TAG_ROOT: root}
+        world.existing.add(f"{root}-r2")
+    # When the reconciler runs
+    world.run()
+    # Then only the untold one is handed to auto-resume (which meets "already exists" and tells)
+    assert world.resumed == ["untold-r1"]
+    # and a job whose clone does not exist asks nothing of the ledger
+    assert all(not line.startswith("told?") or "-r2" in line for line in world.calls.log)
 
 
 def test_the_look_back_covers_the_longest_backoff_of_any_team_and_three_runs() -> None:

@@ -29,6 +29,7 @@ from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.tolerance import read_declarations
 from sagemaker_governance.service.idempotency import (
+    CloneNotices,
     Duplicate,
     OnceAuditSink,
     OnceNotifier,
@@ -181,6 +182,7 @@ class World:
             logs=self.logs,
             checkpoints=self.checkpoints,
             marks=self.marks,
+            notices=CloneNotices(self.ledger, lambda: NOW) if once_per_delivery else None,
         )
 
     def failed(self, name: str = "llm-sft-1", tags: dict[str, str] | None = None, **overrides: Any) -> TrainingJob:
@@ -298,12 +300,13 @@ class ThrottledOnce(FakeNotifier):
 
 
 def test_a_retry_after_the_notification_failed_tells_the_owner_once_and_counts_the_clone_once() -> None:
-    # Given a delivery whose attempt created the clone, counted it and then failed to tell the owner
+    # Given a delivery whose attempt created the clone and then failed to tell the owner (nor counted it:
+    # told first, then counted)
     world = World(once_per_delivery=True, notifier=ThrottledOnce)
     job = world.failed()
     with pytest.raises(AdapterError):
         world.deliver(job)  # the claim is released with what that attempt completed
-    assert world.notifier.sent == [] and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    assert world.notifier.sent == [] and len(world.metrics.of(BusinessMetric.JOBS_RESUMED)) == 0
     # When the delivery is retried (its create meets "already exists", the clone is this job's)
     (decision,) = world.deliver(job)
     # Then the owner is told now, once; the clone is counted once in all and recorded once
@@ -549,3 +552,103 @@ def test_a_deferral_in_audit_mode_is_recorded_only() -> None:
     assert decision.code == "resume.defer.backoff"
     assert world.codes() == [("resume.defer.backoff", "audit-only")]
     assert not any(c.startswith("tag") for c in world.calls.log)
+
+
+# ---- told once per clone, whoever made it -----------------------------------------------------------------
+# The clone's owner is told, and the clone counted, once whoever made it: the job-events function (in a
+# delivery) or the reconciler's deferred resume (outside any), keyed to the clone in the delivery ledger
+# (``resume:<clone>``), not to the delivery that happened to meet "already exists".
+
+RUN = Trigger(kind="reconciler", event_id="run-1")
+
+
+class NoticeClock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class NoticeWorld:
+    """A failed clone whose next attempt waits 15 minutes (a deferred resume), with the ledger."""
+
+    def __init__(self, notifier: type[FakeNotifier] = FakeNotifier) -> None:
+        self.calls = Calls()
+        self.sagemaker = FakeSageMaker(self.calls)
+        self.clock = NoticeClock()
+        self.notifier = notifier(self.calls)
+        self.metrics = MemoryBusinessMetrics()
+        self.audit = MemoryAuditSink()
+        self.ledger = MemoryLedger(self.calls)
+        self.reaction = AutoResumeReaction(
+            self.sagemaker,
+            self.sagemaker,
+            OnceNotifier(self.notifier),
+            FixedPolicies(Policy.model_validate({"mode": "enforce"})),
+            OnceAuditSink(self.audit),
+            clock=self.clock,
+            shape=shape(),
+            role_patterns=("*SageMaker*",),
+            metrics=self.metrics,
+            logs=FakeLogs(self.calls, ecc_on("algo-1", "llm-sft-1-r1")),
+            checkpoints=FakeCheckpoints(self.calls, CheckpointProgress(checked=True, written=3, total=5)),
+            marks=FakeMarks(self.calls, self.sagemaker),
+            notices=CloneNotices(self.ledger, self.clock),
+        )
+        description = failed_description("llm-sft-1-r1", reason=ALGORITHM_ERROR, **recent_failure(5))
+        self.job = self.sagemaker.add(description, {**TAGS, **clone_of("llm-sft-1", 1)})
+
+    def told(self) -> list[tuple[str, str | None]]:
+        return [(m.job_name, m.related_job) for m in self.notifier.sent]
+
+    def resumed(self) -> int:
+        return len(self.metrics.of(BusinessMetric.JOBS_RESUMED))
+
+
+def test_a_deferred_resume_whose_notification_failed_is_told_by_a_later_run() -> None:
+    # Given a Failed event that deferred the resume, and the reconciler's run once it is due, whose
+    # Publish is throttled after the clone was made (outside any delivery)
+    world = NoticeWorld(ThrottledOnce)
+    world.reaction.react(world.job, EVENT)
+    world.clock.now = NOW + timedelta(minutes=12)
+    with pytest.raises(AdapterError):
+        world.reaction.react(world.job, RUN)
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r2"]
+    # When a later run hands the job to auto-resume again (its clone exists, its owner untold)
+    assert not CloneNotices(world.ledger, world.clock).told("llm-sft-1-r2")
+    world.reaction.react(world.job, RUN)
+    # Then the owner is told once and the clone counted once; a further run tells nothing more
+    assert world.told() == [("llm-sft-1-r1", "llm-sft-1-r2")] and world.resumed() == 1
+    assert CloneNotices(world.ledger, world.clock).told("llm-sft-1-r2")
+    world.reaction.react(world.job, RUN)
+    assert len(world.told()) == 1 and world.resumed() == 1 and len(world.sagemaker.created) == 1
+
+
+def test_an_event_retry_after_the_reconciler_resumed_the_job_tells_nothing_more() -> None:
+    # Given a Failed event's delivery that deferred the resume, then failed later in the delivery
+    world = NoticeWorld()
+    key = job_delivery_key(world.job)
+
+    def failing() -> None:
+        world.reaction.react(world.job, EVENT)
+        raise AdapterError("a later reaction of the delivery failed")
+
+    with pytest.raises(AdapterError):
+        deliver(world.ledger, key, failing, owner="sqs-m1", now=world.clock.now, hold_seconds=0)
+    # and the reconciler's run once due: it made the clone and told the owner
+    world.clock.now = NOW + timedelta(minutes=20)
+    world.reaction.react(world.job, RUN)
+    assert world.told() == [("llm-sft-1-r1", "llm-sft-1-r2")] and world.resumed() == 1
+    # When the queue redelivers the event (its visibility timeout)
+    world.clock.now = NOW + timedelta(minutes=30)
+    deliver(
+        world.ledger,
+        key,
+        lambda: world.reaction.react(world.job, EVENT),
+        owner="sqs-m1",
+        now=world.clock.now,
+        hold_seconds=0,
+    )
+    # Then the retry meets "already exists" and tells and counts nothing more
+    assert len(world.told()) == 1 and world.resumed() == 1

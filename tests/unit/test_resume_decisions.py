@@ -20,6 +20,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot_takeover,
     next_clone_name,
 )
+from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.settings import Settings
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
@@ -32,6 +33,7 @@ def resume(
     policy: ResumePolicy | None = None,
     mode: Mode = Mode.ENFORCE,
     roles: tuple[str, ...] = ("*SageMaker*",),
+    source: Any = None,
 ) -> Any:
     tags = TAGS if tags is None else tags
     return decide_resume(
@@ -41,6 +43,7 @@ def resume(
         resume=policy or ResumePolicy(),
         default_mode=mode,
         ctx=context(NOW, roles),
+        source=source,
     )
 
 
@@ -285,6 +288,29 @@ def test_a_clone_inherits_its_lineages_qualification() -> None:
     assert decision.action is Action.CLONE and decision.evidence["clone_name"] == "llm-sft-1-r2"
 
 
+def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
+    # Given an On-Demand clone of a Spot job that failed transiently while its source (whose stop failed)
+    # trains on: a second clone would bill beside the source and write the same checkpoint location
+    tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-spot-7"}
+    description = failed_description("bert-spot-7-r1", reason=ISE)
+    policy = ResumePolicy(backoff_minutes=(0,))
+    running = as_job(spot_description("bert-spot-7", interruptions=3, secondary="Training"))
+    # When auto-resume decides on the clone
+    (decision,) = resume(description, tags, policy, source=running).decisions
+    # Then it is not resumed, and the record names the source and its status
+    assert decision.action is Action.NONE and decision.code == ResumeCode.SOURCE_RUNNING
+    assert decision.evidence["source_job"] == "bert-spot-7"
+    assert decision.evidence["source_status"] == "InProgress/Training"
+    # and a source that could not be read is not assumed ended (do no harm: no clone, the record says why)
+    (unread,) = resume(description, tags, policy, source=Unknown("ThrottlingException")).decisions
+    assert unread.action is Action.NONE and unread.code == ResumeCode.SOURCE_UNREADABLE
+    assert "ThrottlingException" in unread.evidence["source_status"]
+    # while a source that has stopped (or no longer exists: None) leaves the clone to the usual checks
+    stopped = as_job(spot_description("bert-spot-7", interruptions=3, status="Stopped", secondary="Stopped"))
+    assert resume(description, tags, policy, source=stopped).decisions[0].code == ResumeCode.CLONE
+    assert resume(description, tags, policy).decisions[0].code == ResumeCode.CLONE
+
+
 def test_checkpoints_are_required_by_default() -> None:
     description = failed_description(checkpoint=False)
     (decision,) = resume(description).decisions
@@ -380,6 +406,38 @@ def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> 
     assert spot(training).decisions[0].code == SpotCode.NO_LONGER_INTERRUPTED
 
 
+@pytest.mark.parametrize("waiting", ["Starting", "Pending"])
+def test_a_job_waiting_for_capacity_after_its_interruption_is_still_in_it(waiting: str) -> None:
+    # Given the third interruption's event, and the job re-read in the capacity wait that follows it (AWS's
+    # Managed Spot lifecycle: Interrupted -> Starting -> Downloading -> Training; Pending is "waiting for
+    # compute capacity": botocore's SecondaryStatus documentation)
+    event = spot_description(interruptions=3)
+    waits = spot_description(interruptions=3, secondary=waiting)
+    # When Spot fallback decides on it
+    result = spot(waits, reported=event)
+    # Then it is still that interruption: the count rule moves it as if it were re-read Interrupted
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]
+    assert result.decisions[0].evidence["secondary_status"] == waiting
+    assert (
+        result.decisions[0].evidence["current_interruption_at"]
+        == result.decisions[0].evidence["reported_interruption_at"]
+    )
+
+
+def test_a_job_billed_again_after_its_interruption_is_out_of_it() -> None:
+    # Given the third interruption's event, the job re-read Downloading or Uploading after it (billed)
+    event = spot_description(interruptions=3)
+    for billed in ("Downloading", "Uploading"):
+        (decision,) = spot(spot_description(interruptions=3, secondary=billed), reported=event).decisions
+        # Then the interruption is over
+        assert decision.code == SpotCode.NO_LONGER_INTERRUPTED
+    # and a job waiting with no interruption on record (transitions unreadable) is not taken for one
+    waits = spot_description(interruptions=3, secondary="Starting")
+    waits["SecondaryStatusTransitions"] = None
+    (decision,) = spot(waits, reported=event).decisions
+    assert decision.code == SpotCode.NO_LONGER_INTERRUPTED
+
+
 def test_an_event_of_an_earlier_interruption_leaves_the_current_one_to_its_own_event() -> None:
     # Given the event of the third interruption, and the job re-read in its fourth
     third, fourth = spot_description(interruptions=3), spot_description(interruptions=4)
@@ -439,9 +497,17 @@ def test_only_a_running_clone_of_this_very_job_finishes_a_move() -> None:
     # our clone, but it failed or was stopped: the Spot job is all there is, it keeps running
     assert takeover(training, clone_of("bert-spot-1", status="Failed")) is None
     assert takeover(training, clone_of("bert-spot-1", status="Stopped")) is None
-    # the Spot job already stopping or stopped: the move is finished
-    stopping = spot_description(interruptions=3, status="Stopping", secondary="Stopping")
-    assert takeover(stopping, clone_of("bert-spot-1")) is None
+    # the Spot job already stopping or stopped: the move is finished, nothing left to stop (the service
+    # tells the owner when an earlier attempt stopped it and failed before telling)
+    for status in ("Stopping", "Stopped"):
+        ending = spot_description(interruptions=3, status=status, secondary=status)
+        finished = takeover(ending, clone_of("bert-spot-1"))
+        assert finished is not None and not finished.stop_source
+        assert finished.decisions[0].code == SpotCode.STOP_CLONE_EXISTS
+        assert finished.takes_over is not None and finished.takes_over.name == "bert-spot-1-r1"
+    # a job that ended otherwise (it failed) is not a move's source
+    failed = spot_description(interruptions=3, status="Failed", secondary="Failed")
+    assert takeover(failed, clone_of("bert-spot-1")) is None
 
 
 def test_on_demand_jobs_have_no_spot_fallback() -> None:

@@ -79,6 +79,30 @@ def test_a_capacity_wait_through_pending_after_a_restart_is_a_signal_too() -> No
     assert wait.wait_minutes == 190
 
 
+@pytest.mark.parametrize("waiting", ["Starting", "Pending"])
+def test_an_interruption_read_in_its_capacity_wait_still_writes_itself(waiting: str) -> None:
+    # Given a job interrupted twice, re-read waiting for capacity after its second interruption (AWS's
+    # Managed Spot lifecycle: Interrupted, then Starting/Pending until capacity comes back)
+    doc, _, now = lived([60, 60], every=30, wait=10)
+    interrupted = signals_of(as_job(doc), now)
+    doc["SecondaryStatus"] = waiting
+    doc["SecondaryStatusTransitions"][-1]["EndTime"] = now + timedelta(minutes=1)
+    doc["SecondaryStatusTransitions"].append({"Status": waiting, "StartTime": now + timedelta(minutes=1)})
+    # When it writes its signals
+    signals = signals_of(as_job(doc), now + timedelta(minutes=5))
+    # Then the interruption is written, the same as when it was re-read Interrupted (the same key)
+    assert not isinstance(signals, Unknown) and not isinstance(interrupted, Unknown)
+    (interruption,) = [s for s in signals if s.kind is SignalKind.INTERRUPTION]
+    assert interruption.key in {s.key for s in interrupted}
+    # and once it is billed again, the interruption is no longer the job's current one
+    doc["SecondaryStatus"] = "Downloading"
+    doc["SecondaryStatusTransitions"][-1]["EndTime"] = now + timedelta(minutes=20)
+    doc["SecondaryStatusTransitions"].append({"Status": "Downloading", "StartTime": now + timedelta(minutes=20)})
+    later = signals_of(as_job(doc), now + timedelta(minutes=25))
+    assert not isinstance(later, Unknown)
+    assert SignalKind.INTERRUPTION not in {s.kind for s in later}
+
+
 def test_max_wait_exceeded_is_a_signal() -> None:
     doc, _, now = lived([60], every=30)
     doc["TrainingJobStatus"], doc["SecondaryStatus"] = "Stopped", "MaxWaitTimeExceeded"

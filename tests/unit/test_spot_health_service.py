@@ -85,6 +85,24 @@ def test_an_interruption_writes_the_ledger_and_reads_its_type() -> None:
     assert decision.evidence["fleet_storm"] is False
 
 
+def test_an_interruption_re_read_in_its_capacity_wait_writes_the_ledger_all_the_same() -> None:
+    # Given an interruption's event and the job re-read waiting for capacity after it (Starting)
+    event = spot_description(interruptions=1)
+    waits = spot_description(interruptions=1, secondary="Starting")
+    for doc in (event, waits):
+        doc["ResourceConfig"]["InstanceType"] = TYPE
+    now = T0 + timedelta(hours=2)
+    health = FakeHealth()
+    _, spot, *_ = reaction(waits, health, {}, now)
+    # When the event is handled
+    (decision,) = spot.react(as_job(event), TRIGGER)
+    # Then the interruption is written to the fleet's ledger and the type's health read, as when re-read
+    # Interrupted (the storm detection counts it)
+    assert [s.kind for s in health.written] == [SignalKind.INTERRUPTION]
+    assert health.reads == [(TYPE, now - timedelta(hours=1))]
+    assert decision.code == "spot.skip.below-threshold"
+
+
 def test_an_unreadable_ledger_never_blocks_the_decision_and_is_said() -> None:
     description = spot_description(interruptions=3)
     job, spot, _, launcher, _ = reaction(description, FakeHealth(fail=True), {}, T0 + timedelta(hours=6))

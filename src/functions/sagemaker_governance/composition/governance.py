@@ -21,7 +21,7 @@ from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.guard_alarms import GuardAlarms
-from sagemaker_governance.service.idempotency import LedgerPort
+from sagemaker_governance.service.idempotency import CloneNotices, LedgerPort
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     CheckpointsPort,
@@ -54,6 +54,8 @@ class Ports:
     # The delivery ledger (None: no table): the reconciler writes a lost end event's efficiency record
     # under that event's delivery key (service/efficiency.py)
     ledger: LedgerPort | None = None
+    # Each clone's owner told once, whoever made it (the same table; None: no table)
+    notices: CloneNotices | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -72,6 +74,7 @@ class Ports:
                 lambda: root.client("ec2"), root.metrics
             ),  # its client is built on first use
             ledger=root.idempotency,
+            notices=root.clone_notices,
         )
 
 
@@ -118,6 +121,7 @@ def clone_reactions(
         "shape": shape,
         "role_patterns": role_patterns,
         "metrics": ports.metrics,
+        "notices": ports.notices,
     }
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     return (

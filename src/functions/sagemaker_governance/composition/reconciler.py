@@ -83,6 +83,7 @@ def build(root: Root) -> ReconcilerService:
         failed=SageMakerJobInventory(sagemaker),
         resume=resume,
         arming=CloudWatchAlarmEnabling(root.client("cloudwatch")),
+        notices=ports.notices,
     )
 
 

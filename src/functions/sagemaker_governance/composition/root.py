@@ -33,7 +33,14 @@ from sagemaker_governance.audit import AuditRecord, AuditSink, ForwardingAuditSi
 from sagemaker_governance.business_metrics import BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.domain.guards.registry import GUARDS
-from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, OnceNotifier, deliver
+from sagemaker_governance.service.idempotency import (
+    CLONE_NOTICE_TTL_SECONDS,
+    CloneNotices,
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    deliver,
+)
 from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.settings import Settings
 
@@ -127,6 +134,16 @@ class Root:
         if cfg.idempotency_table is None:
             return None
         return DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
+
+    @cached_property
+    def clone_notices(self) -> CloneNotices | None:
+        """Each clone's owner told once, whoever made it (``resume:<clone>`` in the delivery ledger's table, kept
+        at least ``CLONE_NOTICE_TTL_SECONDS``: the reconciler looks that far back; None: no table)."""
+        cfg = self.settings
+        if cfg.idempotency_table is None:
+            return None
+        ttl = max(cfg.idempotency_ttl_seconds, CLONE_NOTICE_TTL_SECONDS)
+        return CloneNotices(DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, ttl), self.now)
 
     @cached_property
     def audit_forwarder(self) -> AuditForwarder | None:

@@ -64,8 +64,7 @@ def headline(
     job's name in audit mode); a clone names the new job."""
     job = f"Training job {job_name}"
     if kind in (NotificationKind.RESUME, NotificationKind.SPOT_FALLBACK):
-        verb = "was resumed" if outcome is NotificationOutcome.RESUMED else "would be resumed"
-        return f"{job} {verb}{' On-Demand' if on_demand else ''} as {clone}"
+        return _clone_headline(job, outcome, clone, on_demand=on_demand)
     if kind == NotificationKind.COMPLIANCE:
         if outcome is NotificationOutcome.STOPPED:
             return f"{job} was stopped: it violates governance policy"
@@ -80,6 +79,13 @@ def headline(
     if outcome is NotificationOutcome.STOPPED:
         return f"{job} was stopped: {was}"
     return f"{job} {looks} (audit mode: not stopped)"
+
+
+def _clone_headline(job: str, outcome: NotificationOutcome, clone: str | None, *, on_demand: bool) -> str:
+    if outcome is NotificationOutcome.NOTIFIED:  # a Spot move whose clone's name a failed clone holds
+        return f"{job} stays on Spot: its clone {clone} exists but does not run (its Spot fallback is spent)"
+    verb = "was resumed" if outcome is NotificationOutcome.RESUMED else "would be resumed"
+    return f"{job} {verb}{' On-Demand' if on_demand else ''} as {clone}"
 
 
 class NotificationItem(BaseModel):

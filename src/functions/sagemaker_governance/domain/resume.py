@@ -84,7 +84,7 @@ from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import choose
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
-from sagemaker_governance.domain.spot_health import FleetHealth
+from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption
 
 RESUME_RULE_ID: Final = "auto-resume"
 SPOT_RULE_ID: Final = "spot-fallback"
@@ -120,6 +120,9 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
+    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill
+    SOURCE_RUNNING = "resume.skip.source-running"
+    SOURCE_UNREADABLE = "resume.skip.source-unreadable"  # ... and the source could not be read: not assumed ended
 
 
 class SpotCode(StrEnum):
@@ -386,11 +389,17 @@ def decide_resume(
     ctx: CloneContext,
     failure: FailureEvidence | None = None,
     checkpoint: CheckpointProgress | None = None,
+    source: TrainingJob | Unknown | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
     ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
-    decides); ``checkpoint`` what the checkpoint location holds (None: not checked)."""
+    decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
+    clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
+    longer exists; ``Unknown``: it could not be read). A clone whose source still runs is not resumed
+    (``resume.skip.source-running``): a Spot move whose stop failed left the Spot job running, and a clone
+    of the failed clone would bill beside it and write the same checkpoint location; a source that could
+    not be read is not assumed ended (``resume.skip.source-unreadable``)."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -408,8 +417,13 @@ def decide_resume(
         job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
     )
     evidence["diagnosis"] = diagnosis.evidence()
-    if diagnosis.verdict is not Verdict.RESUME:
-        return _not_resumable(diagnosis, mode, evidence)
+    held = (
+        _not_resumable(diagnosis, mode, evidence)
+        if diagnosis.verdict is not Verdict.RESUME
+        else _source_running(tags, source, mode, evidence)
+    )
+    if held is not None:
+        return held
     try:
         first_attempt = Lineage.of(job.name, tags).attempt == 0
     except LineageError:
@@ -496,6 +510,37 @@ def decide_resume(
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
 
 
+def _source_running(
+    tags: Mapping[str, str], source: TrainingJob | Unknown | None, mode: Mode, evidence: dict[str, Any]
+) -> CloneDecision | None:
+    """The skip of a clone whose source still runs, or whose source could not be read; None: go on."""
+    name = tags.get(TAG_SOURCE)
+    if not name or source is None:
+        return None
+    evidence["source_job"] = name
+    if isinstance(source, Unknown):
+        evidence["source_status"] = f"unreadable: {source.reason}"
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.SOURCE_UNREADABLE,
+            mode,
+            f"not resumed: the job it was cloned from, {name}, could not be read ({source.reason}); it may still "
+            "run, and a clone would bill beside it",
+            evidence,
+        )
+    evidence["source_status"] = f"{source.status}/{source.secondary_status}"
+    if source.status != "InProgress":
+        return None
+    return _none(
+        RESUME_RULE_ID,
+        ResumeCode.SOURCE_RUNNING,
+        mode,
+        f"not resumed: the job it was cloned from, {name}, still runs ({source.status}/{source.secondary_status}): "
+        "a clone would bill beside it and write the same checkpoint location",
+        evidence,
+    )
+
+
 def failure_time(job: TrainingJob) -> datetime | None:
     """When the job failed: its ``Failed`` transition, else ``TrainingEndTime``, else ``LastModifiedTime``."""
     failed = [t.start_time for t in job.transitions if t.status == "Failed" and t.start_time is not None]
@@ -529,6 +574,8 @@ class DeferredResume:
 
 
 def is_spot_interruption(job: TrainingJob) -> bool:
+    """An event's job at an interruption (what routes it to Spot fallback); the re-read job is judged by
+    ``in_interruption``, which counts the capacity wait after it too."""
     return job.status == "InProgress" and job.secondary_status == INTERRUPTED
 
 
@@ -806,8 +853,9 @@ def decide_spot(
     ``allowed_types``: the policy's ``allowed-instance-types`` rules (an alternative must pass them);
     ``reported``: the job as the triggering event reported it (None: no event).
 
-    A running job is moved only while it is still ``Interrupted`` (``job`` is the re-read) and, when the
-    event names its interruption, in that interruption: a late or retried event (SQS retries after its
+    A running job is moved only while it is still in an interruption (``job`` is the re-read: ``Interrupted``,
+    or waiting for capacity after it in ``Starting``/``Pending``, ``in_interruption``) and, when the event
+    names its interruption, in that interruption: a late or retried event (SQS retries after its
     visibility timeout, EventBridge for up to an hour) whose job trains again is no reason to move it
     (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
     the news arrived: it has ended, and its own end event makes the same clone."""
@@ -898,6 +946,7 @@ def decide_spot(
 
 
 CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
+SOURCE_ENDING: Final = frozenset({"Stopping", "Stopped"})  # a moved job, once its move's stop was sent
 
 
 def next_clone_name(job_name: str, tags: Mapping[str, str]) -> str | None:
@@ -919,9 +968,14 @@ def decide_spot_takeover(
     still runs, an earlier delivery created the clone and its stop failed or never ran (the delivery is
     retried after the queue's visibility timeout, when the job may well train again): the job is stopped
     now whatever a fresh verdict would say (``spot.stop.clone-exists``), since both would bill and write to
-    the same checkpoint location. None: nothing to finish (no such clone, another job's, one that failed or
-    was stopped, or a job no longer running: stopping or stopped is done already)."""
-    if clone is None or not spot.enabled or not job.spot or job.status != "InProgress":
+    the same checkpoint location. A job stopping or stopped already (``SOURCE_ENDING``) was stopped by
+    that delivery, which may have failed before it told the owner: the decision is the same stop, with
+    nothing left to stop (``stop_source`` false), so that the service finishes the move by telling (the
+    service looks such a clone up only within a delivery). None: nothing to finish (no such clone,
+    another job's, one that failed or was stopped, or a job that ended otherwise)."""
+    if clone is None or not spot.enabled or not job.spot:
+        return None
+    if job.status != "InProgress" and job.status not in SOURCE_ENDING:
         return None
     if clone.tag(TAG_SOURCE) != job.name or clone.status not in CLONE_RUNNING:
         return None
@@ -944,10 +998,13 @@ def decide_spot_takeover(
             f"Spot job still runs ({job.status}/{job.secondary_status}) while its clone {clone.name} "
             f"({where}, {clone.status}; tagged {TAG_SOURCE}={job.name}) has taken over: the move was not "
             "finished (its stop failed or never ran); stop it, whatever a fresh verdict would say"
+            if job.status == "InProgress"
+            else f"Spot job {job.status} after its move to {clone.name} ({where}, {clone.status}; tagged "
+            f"{TAG_SOURCE}={job.name}): the move is finished"
         ),
         evidence=evidence,
     )
-    return CloneDecision(decisions=(stop,), stop_source=True, takes_over=clone)
+    return CloneDecision(decisions=(stop,), stop_source=job.status == "InProgress", takes_over=clone)
 
 
 def interruption_start(job: TrainingJob) -> datetime | None:
@@ -958,17 +1015,20 @@ def interruption_start(job: TrainingJob) -> datetime | None:
 
 def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
     """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
-    None: it is still in that interruption (or in an interruption, when the event does not say which)."""
-    current = interruption_start(job) if job.secondary_status == INTERRUPTED else None
+    None: it is still in that interruption (or in an interruption, when the event does not say which),
+    its capacity wait included (``in_interruption``: until a billed status or a newer interruption)."""
+    interrupted = in_interruption(job)  # Interrupted, or waiting for capacity after it (Starting/Pending)
+    current = interruption_start(job) if interrupted else None
     seen = interruption_start(reported) if reported is not None else None
     if seen is not None:
         evidence["reported_interruption_at"] = seen.isoformat()
     if current is not None:
         evidence["current_interruption_at"] = current.isoformat()
-    if job.secondary_status != INTERRUPTED:
+    if not interrupted:
         return (
-            f"the job is {job.status}/{job.secondary_status} now, no longer Interrupted: the interruption "
-            "the event reported is over (a late or retried event), nothing to fall back from"
+            f"the job is {job.status}/{job.secondary_status} now, out of its interruption (billed again, or "
+            "no interruption on record): the interruption the event reported is over (a late or retried "
+            "event), nothing to fall back from"
         )
     if seen is not None and current is not None and seen != current:
         return (

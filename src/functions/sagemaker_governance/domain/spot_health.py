@@ -33,6 +33,31 @@ from sagemaker_governance.domain.spot_economics import MIN_RUNNING_HOURS, RUNNIN
 
 INTERRUPTED: Final = "Interrupted"
 MAX_WAIT_EXCEEDED: Final = "MaxWaitTimeExceeded"
+BILLED: Final = frozenset({"Downloading", "Training", "Uploading"})  # an interruption is over once one follows it
+CAPACITY_WAIT: Final = frozenset({"Starting", "Pending"})  # after an Interrupted: waiting for capacity
+
+
+def in_interruption(job: TrainingJob) -> bool:
+    """Whether the job is still in its latest interruption: ``InProgress`` and ``Interrupted`` now, or
+    waiting for capacity after it (``Starting``/``Pending`` with no billed status since its last
+    ``Interrupted`` transition). AWS's Managed Spot lifecycle is ``Interrupted`` -> ``Starting`` ->
+    ``Downloading`` -> ``Training``, and the wait for capacity after an interruption happens in
+    ``Starting``/``Pending`` (botocore's ``SecondaryStatus``: Pending is "waiting for compute capacity";
+    Starting's ``StatusMessage`` "Insufficient capacity error from EC2 while launching instances,
+    retrying!"): the interruption lasts until a billed status (``BILLED``) or a newer ``Interrupted``
+    follows it. A waiting job whose transitions do not name an interruption is not taken for one."""
+    if job.status != "InProgress":
+        return False
+    if job.secondary_status == INTERRUPTED:
+        return True
+    if job.secondary_status not in CAPACITY_WAIT:
+        return False
+    for transition in reversed(job.transitions):
+        if transition.status == INTERRUPTED:
+            return True
+        if transition.status in BILLED:
+            return False
+    return False
 
 
 class SignalKind(StrEnum):
@@ -189,7 +214,7 @@ def signals_of(job: TrainingJob, now: datetime) -> list[SpotSignal] | Unknown:
             wait_start = stint.start
         elif stint.status not in WAITING:
             wait_start = None
-    if latest is not None and job.secondary_status == INTERRUPTED:
+    if latest is not None and in_interruption(job):  # its capacity wait included: the same interruption
         out.append(latest)
     if wait is not None:
         out.append(wait)

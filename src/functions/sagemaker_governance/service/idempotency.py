@@ -248,3 +248,62 @@ class OnceNotifier:
         sent: list[str | None] = []
         once(f"notify|{message.kind}|{message.job_name}", lambda: sent.append(self._inner.publish(message)))
         return sent[0] if sent else None
+
+
+# A clone's notice: "told" and "counted" belong to the clone, not to the delivery that met it. The clone may be
+# made by an event's delivery or by the reconciler's deferred resume (outside any delivery), and either may fail
+# after making it (a throttled Publish) and be retried by the other.
+CLONE_NOTICE_OWNER = (
+    "clone-notice"  # one owner for every teller: a dead teller's claim is taken over after the hold
+)
+CLONE_NOTICE_HOLD_SECONDS = 900.0  # longer than either function's timeout (300 s)
+# The item must outlive the reconciler's look-back for deferred resumes (the longest backoff, at most a day, plus
+# three runs, each at most a day apart): the composition root gives the notices' ledger this TTL at least.
+CLONE_NOTICE_TTL_SECONDS = 7 * 24 * 3600
+
+
+def clone_notice_key(clone: str) -> str:
+    return f"resume:{clone}"
+
+
+class CloneNotices:
+    """Tell a clone's owner (and count the clone) once, whoever made it: a claim of ``resume:<clone>`` in
+    the delivery ledger (one conditional ``UpdateItem``), marked completed once told, released when telling
+    failed (the next to meet the clone tells). Only a clone costs these writes: a healthy job never has one."""
+
+    def __init__(self, ledger: LedgerPort, clock: Callable[[], datetime]) -> None:
+        self._ledger = ledger
+        self._clock = clock
+
+    def once(self, clone: str, tell: Callable[[], None]) -> bool:
+        """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
+        key, now = clone_notice_key(clone), self._clock()
+        claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
+        if not claim.granted:
+            logger.info("clone's owner told already", clone=clone)
+            return False
+        try:
+            tell()
+        except Exception:
+            try:
+                self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
+            except Exception:  # the claim stays: taken over once its hold is over
+                logger.exception("clone notice not released", clone=clone)
+            raise
+        if claim.token is not None:
+            try:
+                self._ledger.complete(key, claim.token)
+            except Exception:  # told: at worst told again once the hold is over
+                logger.exception("clone notice not marked completed", clone=clone)
+        return True
+
+    def told(self, clone: str) -> bool:
+        """Whether the clone's owner was told (or is being told): the reconciler's check before it hands a
+        due job whose clone exists to auto-resume again. A claim it is granted is released at once (two
+        writes, for an untold clone only)."""
+        key, now = clone_notice_key(clone), self._clock()
+        claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, 0.0)
+        if not claim.granted:
+            return True
+        self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
+        return False

@@ -23,8 +23,9 @@ Each run compares what exists with what should exist and repairs the difference:
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
-  yet: the same auto-resume reaction as its ``Failed`` event, which re-reads the job and its evidence and
-  decides again. ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
+  yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
+  failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
+  the job and its evidence and decides again (meeting "already exists", it tells). ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
   ``ListTags`` per failed job find them; nothing else is read for a job that is not due.
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
@@ -162,6 +163,12 @@ class DeferredResumer(Protocol):
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]: ...
 
 
+class CloneNoticesPort(Protocol):
+    def told(self, clone: str) -> bool:
+        """Whether the owner of ``clone`` was told of it (service/idempotency.py::CloneNotices)."""
+        ...
+
+
 class AlarmInventoryPort(Protocol):
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         """Every alarm (metric and composite) whose name starts with ``prefix``, with its state."""
@@ -240,10 +247,12 @@ class ReconcilerService:
         failed: FailedJobsPort | None = None,
         resume: DeferredResumer | None = None,
         arming: AlarmEnablingPort | None = None,
+        notices: CloneNoticesPort | None = None,
     ) -> None:
         self._failed = failed
         self._arming = arming  # muted guard alarms are turned on again (none: left muted)
         self._resume = resume
+        self._notices = notices  # whose clone owners were told (a due job whose clone exists, untold: retold)
         self._jobs = jobs
         self._inventory = inventory
         self._alarm_inventory = alarm_inventory
@@ -685,7 +694,7 @@ class ReconcilerService:
             try:
                 tags = self._jobs.list_tags(summary.arn)
                 deferred = DeferredResume.of(summary.name, tags)
-                if deferred is None or now < deferred.due or self._exists(deferred.clone):
+                if deferred is None or now < deferred.due or self._told(deferred.clone):
                     continue
                 job = TrainingJob.model_validate(
                     {
@@ -709,6 +718,12 @@ class ReconcilerService:
         except JobNotFound:
             return False
         return True
+
+    def _told(self, clone: str) -> bool:
+        """Whether a due job is done with: its clone exists and its owner was told (without the ledger: its
+        clone exists). A clone whose teller failed (a throttled Publish) is handed back to auto-resume,
+        which meets "already exists" and tells."""
+        return self._exists(clone) and (self._notices is None or self._notices.told(clone))
 
     # ---- helpers -----------------------------------------------------------------------------------
 

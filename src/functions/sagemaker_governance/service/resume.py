@@ -15,22 +15,25 @@ Two reactions share one engine:
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
-done once the existing job's lineage tag shows it is the same clone), the clone is created *before*
+done once the existing job's lineage tag shows it is the same clone; a Spot move whose clone of that name
+failed or was stopped is skipped instead: the job's Spot fallback is spent, ``_fallback_spent``), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
 job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
 the interruption its event reported (a late or retried event whose job trains again moves nothing), and a
 new one only while it has not started billing (a delayed start event moves nothing).
 
-The owner is told of a clone, and it is counted, even when the attempt that created it failed before
-doing so (the notification throttled): within a delivery (the ledger's claim, ``service/idempotency.py``),
-"already exists" is an earlier attempt of the same delivery, since a duplicate never gets that far, so the
-retry tells and counts, each once per delivery (the notifier's and the metric's once-guards skip what the
-failed attempt completed). Outside a delivery (no ledger) "already exists" may be anyone's duplicate: it
-tells and counts nothing more.
+The owner is told of a clone, and it is counted, once per clone, even when the attempt that created it
+failed before doing so (the notification throttled): with the delivery ledger, "told" belongs to the clone
+(``CloneNotices``: the key ``resume:<clone>``), so whoever meets the clone next tells, if nobody has: the
+event's retry, another delivery, or the reconciler, whose deferred resume makes clones outside any
+delivery and hands a due job whose clone exists back to this reaction while its owner is untold. Without
+the ledger only the attempt that created the clone tells.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -55,6 +58,7 @@ from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
+    SOURCE_ENDING,
     SPOT_RULE_ID,
     CloneContext,
     CloneDecision,
@@ -67,7 +71,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot_takeover,
     is_new_spot_start,
     is_resume_trigger,
-    is_spot_interruption,
+    is_spot_max_wait,
     is_spot_trigger,
     may_be_new_spot_start,
     next_clone_name,
@@ -77,9 +81,9 @@ from sagemaker_governance.domain.resume import (
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
-from sagemaker_governance.domain.spot_health import FleetHealth, signals_of, spot_type
+from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption, signals_of, spot_type
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import current_delivery, once
+from sagemaker_governance.service.idempotency import CloneNotices, once
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
@@ -119,7 +123,9 @@ class _CloneReaction:
         checkpoints: CheckpointsPort | None = None,
         spot_health: SpotHealthPort | None = None,
         marks: EvaluationMarksPort | None = None,
+        notices: CloneNotices | None = None,
     ) -> None:
+        self._notices = notices  # tells each clone's owner once, whoever made it (None: no ledger)
         self._spot_health = spot_health
         self._marks = marks  # tags a deferred job for the reconciler (None: cannot, the record says so)
         self._logs = logs
@@ -219,23 +225,83 @@ class _CloneReaction:
                 return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
             if stop is not None and result.stop_source and status not in CLONE_RUNNING:
-                # An earlier clone of this job that failed or was stopped: stopping the source now would leave
-                # nothing running (the job trains again on Spot; a later verdict may move it once more).
-                self._record(clone, job, policy, trigger, clone_outcome)
-                reason = f"{stop.reason} (not stopped: its clone {plan.name} exists but is {status})"
-                self._record(stop, job, policy, trigger, Outcome.SKIPPED, reason=reason)
-                logger.warning("clone exists but does not run; source left running", job=job.name, clone=plan.name)
-                return result.decisions
+                return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
             if job.status == "InProgress" and self._jobs.stop(job.name) is StopOutcome.STOPPED:
                 stopped = Outcome.DONE
             self._record(stop, job, policy, trigger, stopped)
-        if clone_outcome is Outcome.DONE or current_delivery() is not None:
-            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(plan.reason.value))
-            self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED)
+        self._tell_once(
+            plan.name,
+            lambda: self._notify(job, effective, result, plan.name, plan.on_demand, NotificationOutcome.RESUMED),
+            job=job,
+            kind=plan.reason.value,
+            created=clone_outcome is Outcome.DONE,
+        )
         return result.decisions
+
+    def _tell_once(
+        self, clone: str, notify: Callable[[], None], *, job: TrainingJob, kind: str, created: bool
+    ) -> None:
+        """Tell the owner of a clone and count it, once per clone: with the ledger, whoever meets the clone
+        first tells (``CloneNotices``: the event's delivery or the reconciler, the one that made it or a
+        retry after its Publish failed); without it, only the attempt that created it (``created``). Inside
+        a delivery the metric's and the notifier's once-guards also hold."""
+
+        def tell() -> None:
+            notify()  # first: a Publish that fails leaves the clone uncounted for the retry
+            once(f"metric|{self.metric.value}|{job.name}", lambda: self._count(kind))
+
+        if self._notices is not None:
+            self._notices.once(clone, tell)
+        elif created:
+            tell()
+
+    def _fallback_spent(
+        self,
+        result: CloneDecision,
+        clone: Decision,
+        stop: Decision,
+        job: TrainingJob,
+        policy: Policy,
+        effective: Policy,
+        trigger: Trigger,
+        status: str | None,
+    ) -> tuple[Decision, ...]:
+        """A move of a running job meets its next clone from an earlier move, failed or stopped. Stopping the
+        job would leave nothing running, so it stays on Spot. The clone's name is deterministic (the
+        lineage's root and the job's next attempt), so every later move of this job plans that same name:
+        its Spot fallback is spent. Nothing was created or stopped, and the records say so (skipped, with
+        the existing clone's status); the owner is told the job stays on Spot (once per delivery)."""
+        assert result.plan is not None
+        name = result.plan.name
+        evidence = {"clone_status": status, "spot_fallback": "spent"}
+        skipped = (
+            clone.model_copy(
+                update={
+                    "reason": (
+                        f"{clone.reason} (not created: {name} exists from an earlier move and is {status}; every "
+                        "later move of this job plans that name, so its Spot fallback is spent: it stays on Spot)"
+                    ),
+                    "evidence": {**clone.evidence, **evidence},
+                }
+            ),
+            stop.model_copy(
+                update={
+                    "reason": f"{stop.reason} (not stopped: its clone {name} exists but is {status})",
+                    "evidence": {**stop.evidence, **evidence},
+                }
+            ),
+        )
+        for decision in skipped:
+            self._record(decision, job, policy, trigger, Outcome.SKIPPED)
+        logger.warning(
+            "clone exists but does not run; Spot fallback spent", job=job.name, clone=name, status=status
+        )
+        spent = CloneDecision(decisions=skipped, plan=result.plan)
+        self._notify(job, effective, spent, name, result.plan.on_demand, NotificationOutcome.NOTIFIED)
+        return skipped
 
     def _refused(
         self,
@@ -346,6 +412,15 @@ class _CloneReaction:
         )
 
 
+def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
+    """``result`` with the failed clone lookup in each decision's evidence (``clone_lookup``)."""
+    decisions = tuple(
+        d.model_copy(update={"evidence": {**d.evidence, "clone_lookup": f"failed: {lookup}"}})
+        for d in result.decisions
+    )
+    return replace(result, decisions=decisions)
+
+
 class AutoResumeReaction(_CloneReaction):
     """On ``Failed``: resume a long-running job that failed for a transient reason."""
 
@@ -369,9 +444,11 @@ class AutoResumeReaction(_CloneReaction):
         resume = policy.resume
         failure: FailureEvidence | None = None
         checkpoint: CheckpointProgress | None = None
+        source: TrainingJob | Unknown | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
+            source = self._read_source(job, tags)
         return decide_resume(
             job,
             description,
@@ -381,7 +458,23 @@ class AutoResumeReaction(_CloneReaction):
             ctx=ctx,
             failure=failure,
             checkpoint=checkpoint,
+            source=source,
         )
+
+    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | Unknown | None:
+        """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
+        resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
+        or the source no longer exists; ``Unknown``: the read failed (do no harm: no clone, said why)."""
+        name = tags.get(TAG_SOURCE)
+        if not name or name == job.name:
+            return None
+        try:
+            return TrainingJob.model_validate(self._jobs.describe(name))
+        except JobNotFound:
+            return None
+        except AdapterError as exc:
+            logger.warning("source of a clone unreadable", job=job.name, source=name, error=str(exc))
+            return Unknown(f"DescribeTrainingJob {name} failed: {exc}")
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
@@ -436,9 +529,25 @@ class SpotFallbackReaction(_CloneReaction):
         spot = policy.spot
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
-        takeover = decide_spot_takeover(job, self._clone_of(job, tags, spot), spot=spot, default_mode=policy.mode)
+        clone = self._clone_of(job, tags, spot)
+        if isinstance(clone, Unknown):  # do no harm: decide as usual (a planned clone meets "already exists",
+            # and its owner and status are checked then), and say the lookup failed
+            return _with_evidence(self._decide_spot(job, description, tags, policy, ctx, event), clone.reason)
+        takeover = decide_spot_takeover(job, clone, spot=spot, default_mode=policy.mode)
         if takeover is not None:  # an earlier delivery's move made the clone: finish it before deciding anew
             return takeover
+        return self._decide_spot(job, description, tags, policy, ctx, event)
+
+    def _decide_spot(
+        self,
+        job: TrainingJob,
+        description: dict[str, Any],
+        tags: dict[str, str],
+        policy: Policy,
+        ctx: CloneContext,
+        event: TrainingJob,
+    ) -> CloneDecision:
+        spot = policy.spot
         if may_be_new_spot_start(event):  # a first start's event: the storm move, while the job is still new
             start_fleet: FleetHealth | Unknown = Unknown("not read: the job is past its first start")
             if is_new_spot_start(job):
@@ -447,12 +556,13 @@ class SpotFallbackReaction(_CloneReaction):
                 job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet
             )
         fleet: FleetHealth | Unknown | None = None
-        if spot.enabled and job.spot and is_spot_trigger(job) and spot.storm.enabled:
+        interrupted = in_interruption(job)  # Interrupted, or waiting for capacity after it: decide_spot's test
+        if spot.enabled and job.spot and (interrupted or is_spot_max_wait(job)) and spot.storm.enabled:
             self._record_signals(job, ctx.now)
             fleet = self._fleet(job, spot.storm, ctx.now)
         checkpoint: CheckpointProgress | None = None
         alternatives: dict[str, FleetHealth | Unknown] = {}
-        if spot.enabled and spot.economics and job.spot and is_spot_interruption(job):
+        if spot.enabled and spot.economics and job.spot and interrupted:
             checkpoint = self._checkpoint_writes(job)  # read at an interruption only: a healthy job pays nothing
             alternatives = self._alternatives_health(job, tags, spot, ctx.now)
         return decide_spot(
@@ -470,17 +580,25 @@ class SpotFallbackReaction(_CloneReaction):
             reported=event,
         )
 
-    def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | None:
+    def _clone_of(self, job: TrainingJob, tags: dict[str, str], spot: SpotPolicy) -> TrainingJob | Unknown | None:
         """The job under the name the job's next clone takes, if one exists: read (``DescribeTrainingJob``
-        and its tags) only for a running Spot job of a team whose Spot fallback is on."""
+        and its tags) only for a running Spot job of a team whose Spot fallback is on (or a stopping or
+        stopped one, with the ledger: its move may be untold). ``Unknown``: the
+        read failed (throttled): no takeover, the ordinary decision goes on."""
         name = next_clone_name(job.name, tags)
-        if name is None or not spot.enabled or not job.spot or job.status != "InProgress":
+        # a stopping or stopped job, with the ledger: its move's earlier attempt may have stopped it and then
+        # failed before telling the owner (told once per clone)
+        ending = job.status in SOURCE_ENDING and self._notices is not None
+        if name is None or not spot.enabled or not job.spot or not (job.status == "InProgress" or ending):
             return None
         try:
             existing = self._jobs.describe(name)
             clone_tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
         except JobNotFound:
             return None
+        except AdapterError as exc:
+            logger.warning("clone lookup failed", job=job.name, clone=name, error=str(exc))
+            return Unknown(f"the job under its next clone's name {name} could not be read: {exc}")
         return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _execute(
@@ -494,13 +612,20 @@ class SpotFallbackReaction(_CloneReaction):
             self._record(stop, job, policy, trigger, Outcome.AUDIT_ONLY)
             return result.decisions
         stopped = Outcome.ALREADY_DONE
-        if self._jobs.stop(job.name) is StopOutcome.STOPPED:
+        if result.stop_source and self._jobs.stop(job.name) is StopOutcome.STOPPED:
             stopped = Outcome.DONE
         self._record(stop, job, policy, trigger, stopped)
-        if stopped is Outcome.DONE:  # the delivery that created the clone never got this far
-            reason = clone.tag(TAG_REASON)
-            self._count(reason if reason in set(ResumeReason) else "unknown")  # a dimension: ours only
-            self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED)
+        # Told when this stop finished the move (the delivery that created the clone never got this far), or,
+        # with the ledger, when the move's owner was not told yet (an earlier attempt stopped the job and
+        # failed before telling): once per clone.
+        reason = clone.tag(TAG_REASON)
+        self._tell_once(
+            clone.name,
+            lambda: self._notify(job, effective, result, clone.name, not clone.spot, NotificationOutcome.RESUMED),
+            job=job,
+            kind=reason if reason in set(ResumeReason) else "unknown",  # a dimension: ours only
+            created=stopped is Outcome.DONE,
+        )
         return result.decisions
 
     def _alternatives_health(
