@@ -1032,6 +1032,122 @@ def test_a_muted_alarm_whose_tags_cannot_be_read_is_left_muted_unless_its_stretc
 EFFICIENCY_WITH_STOPS = "efficiency: {enabled: true, min_gpu_percent: 50, window_minutes: 60, grace_minutes: 30, stop_after_notices: 1}"
 
 
+EFFICIENCY_STOP = f"{PREFIX}job-1.efficiency-stop"
+EFFICIENCY_NOTICE = f"{PREFIX}job-1.efficiency"
+
+
+def efficiency_stops(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.rule == "efficiency" and r.action == "stop"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "held"),
+    [
+        # audit mode's would-stop; then the guard switched to enforce
+        ("stop_after_notices: 1, mode: audit}", "stop_after_notices: 1, mode: enforce}", "audit-only"),
+        # the guard off (its alarms kept); then on again
+        (
+            "stop_after_notices: 1}\nteams: {vision: {efficiency: {enabled: false}}}",
+            "stop_after_notices: 1}",
+            "no-action",
+        ),
+    ],
+)
+def test_an_efficiency_stop_held_for_its_stretch_is_made_at_the_next_run_once_its_guard_can_act(
+    acct: LocalAccount, clock: MovableClock, before: str, after: str, held: str
+) -> None:
+    # Given a job under the minimum-utilization guard with stops, below the minimum for its whole stop window,
+    # whose stop alarm fired while the guard could not stop it
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct)
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Overwrite=True,
+        Value=EFFICIENCY_WITH_STOPS.replace("stop_after_notices: 1}", before),
+    )
+    clock.advance(minutes=30 + 120 + 5)
+    (result,) = fire(acct, EFFICIENCY_STOP)["results"]
+    assert result["outcome"] == held
+    # Then its stop alarm is muted (left in ALARM, actions off): not judged again while the guard cannot act
+    assert acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is False
+    for _ in range(3):
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert evaluated(acct, EFFICIENCY_STOP) is None
+    assert len([r for r in acct.audit.records if r.rule == "efficiency" and r.trigger == "efficiency-alarm"]) == 1
+    # When the guard can stop the job (the job still below the minimum) and the reconciler runs
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Overwrite=True,
+        Value=EFFICIENCY_WITH_STOPS.replace("stop_after_notices: 1}", after),
+    )
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"muted-alarm": 1}
+    (record,) = [r for r in reconciler_records(acct) if r.code == MUTED]
+    assert record.evidence["acts_now"] == [EFFICIENCY_STOP] and record.evidence["reset"] == [EFFICIENCY_STOP]
+    # Then the stop alarm fires again and the job is stopped
+    result_after = evaluated(acct, EFFICIENCY_STOP)
+    assert result_after is not None
+    assert (result_after["results"][0]["code"], result_after["results"][0]["outcome"]) == (
+        "efficiency.stop.below-minimum",
+        "done",
+    )
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_large_jobs_efficiency_stop_composite_is_turned_on_through_its_children(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a 12-host job whose efficiency stop composite fired in audit mode (muted; its children in ALARM)
+    audit_acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(audit_acct, ResourceConfig=TWELVE_HOSTS)
+    clock.advance(minutes=30 + 120 + 5)
+    children = [f"{EFFICIENCY_STOP}.hosts-1-10", f"{EFFICIENCY_STOP}.hosts-11-12"]
+    for child in children:
+        audit_acct.cloudwatch.set_state(child, "ALARM")
+    (result,) = fire(audit_acct, EFFICIENCY_STOP)["results"]
+    assert result["outcome"] == "audit-only"
+    assert audit_acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is False
+    # When the deployment is switched to enforce and the reconciler runs
+    redeploy(audit_acct, GOVERNANCE_MODE="enforce")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # Then the composite is turned on and its children reset (a composite reset alone would stay in OK)
+    assert audit_acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is True
+    assert {audit_acct.cloudwatch.state(child) for child in children} == {"OK"}
+
+
+def test_an_efficiency_notice_and_a_stop_made_are_never_judged_again_by_the_reconciler(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job below the minimum: its notice told (the notice alarm left in ALARM, its actions on)
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct)
+    clock.advance(minutes=95)
+    (notice,) = fire(acct, EFFICIENCY_NOTICE)["results"]
+    assert notice["code"] == "efficiency.notify.below-minimum"
+    assert acct.cloudwatch.alarms[EFFICIENCY_NOTICE]["ActionsEnabled"] is True
+    # When the reconciler runs while the job stays below (a warm container: the job evaluated, its alarms whole)
+    reconcile(acct)
+    for _ in range(3):
+        clock.advance(minutes=10)
+        acct.sagemaker.calls.clear()
+        acct.cloudwatch.calls.clear()
+        assert reconcile(acct)["repairs"] == {}
+        # Then nothing is reset or turned on, and nothing of the job is read
+        assert acct.sagemaker.calls.keys() <= {"ListTrainingJobs"}
+        assert acct.cloudwatch.calls.keys() <= {"DescribeAlarms"}
+    # And a stop made (enforce) is not judged again either: the job is stopping
+    clock.advance(minutes=60)
+    (stop,) = fire(acct, EFFICIENCY_STOP)["results"]
+    assert (stop["code"], stop["outcome"]) == ("efficiency.stop.below-minimum", "done")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    assert len(efficiency_stops(acct)) == 1
+
+
 def test_a_large_jobs_idle_and_efficiency_composites_are_deleted_one_composite_per_request(
     acct: LocalAccount,
 ) -> None:
