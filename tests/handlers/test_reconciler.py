@@ -25,6 +25,7 @@ from sagemaker_governance.handlers.reconciler import handler as reconciler
 from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
+from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account, patched_env
 from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request, job
@@ -905,7 +906,246 @@ def test_a_progress_stall_reported_in_audit_mode_is_told_once_and_armed_again_wh
     assert audit_acct.cloudwatch.alarms[armer]["ActionsEnabled"] is False
 
 
+IDLE_EXEMPTION = """
+exemptions:
+  - tag: {smgov-approved-idle: INC-42}
+    rules: [idle-guard]
+    expires: 2027-01-31
+    reason: "INC-42: approved idle debugging session"
+"""
+
+
+def retag(account: LocalAccount, name: str, changes: dict[str, str | None]) -> None:
+    """The job's tags changed while it runs (AddTags, DeleteTags: a tag given None is removed)."""
+    arn = account.sagemaker.arn(name)
+    tags = {t["Key"]: t["Value"] for t in account.sagemaker.tags[arn]}
+    for key, value in changes.items():
+        if value is None:
+            tags.pop(key, None)
+        else:
+            tags[key] = value
+    account.sagemaker.tags[arn] = [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+@pytest.mark.parametrize(
+    ("policy", "tags", "change"),
+    [
+        # an exemption that matched a tag of the job, lifted by removing the tag from the running job
+        (IDLE_EXEMPTION, {"smgov-approved-idle": "INC-42"}, {"smgov-approved-idle": None}),
+        # the job moved from a team in audit mode to a team in enforce mode (its team tag changed)
+        ("teams: {lab: {mode: audit}}", {"team": "lab"}, {"team": "vision"}),
+    ],
+)
+def test_a_tag_change_that_lets_the_guard_act_is_seen_within_the_rearm_minutes(
+    acct: LocalAccount, clock: MovableClock, policy: str, tags: dict[str, str], change: dict[str, str | None]
+) -> None:
+    # Given an idle job whose tags keep its idle guard from acting (exempt, or its team in audit mode): the
+    # stopper's judgement muted its alarm, and a reconciler run found the guard could not act on it
+    training(acct, tags={"team": "vision", "cost-center": "cc-1", "owner": "alice", **tags})
+    acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value=policy, Overwrite=True)
+    JobSignals(clock).attach(acct.cloudwatch).idle("job-1")
+    log_stream("job-1")
+    clock.advance(minutes=40)
+    (result,) = fire(acct, IDLE_ALARM)["results"]
+    assert result["outcome"] in ("exempted", "audit-only")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    # When the job's tags change while it stays idle (the policy unchanged, the same UTC day)
+    retag(acct, "job-1", change)
+    clock.advance(minutes=10)
+    # Then the next run (judge.rearm_minutes is 10, the interval too) turns the alarm on and resets it
+    assert reconcile(acct)["repairs"] == {"muted-alarm": 1}
+    (record,) = [r for r in reconciler_records(acct) if r.code == MUTED]
+    assert record.evidence["acts_now"] == [IDLE_ALARM] and record.mode == "enforce"
+    # and the job is judged again and stopped
+    result_after = evaluated(acct, IDLE_ALARM)
+    assert result_after is not None
+    assert (result_after["results"][0]["code"], result_after["results"][0]["outcome"]) == (
+        "idle.stop.idle",
+        "done",
+    )
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_held_jobs_tags_are_read_again_once_per_rearm_minutes_and_nothing_else_is_read(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a would-stop recorded in audit mode (its alarm muted) under a policy whose re-arm is 30 minutes
+    audit_acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="judge: {rearm_minutes: 30}")
+    assert idle_job_judged(audit_acct, clock) == ("idle.stop.idle", "audit-only")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {}
+    # When the reconciler runs every 10 minutes for an hour while the job stays idle and the guard cannot act
+    reads = []
+    for _ in range(6):
+        audit_acct.sagemaker.calls.clear()
+        clock.advance(minutes=10)
+        assert reconcile(audit_acct)["repairs"] == {}
+        assert evaluated(audit_acct, IDLE_ALARM) is None
+        reads.append((audit_acct.sagemaker.calls["ListTags"], audit_acct.sagemaker.calls["DescribeTrainingJob"]))
+    # Then its tags are read at the run after which they would be 30 minutes old (every 20 minutes here, so a
+    # change is seen within 30), and the job itself is not read
+    assert reads == [(0, 0), (1, 0), (0, 0), (1, 0), (0, 0), (1, 0)]
+
+
+def test_a_muted_alarm_turned_on_is_recorded_in_its_teams_mode(acct: LocalAccount, clock: MovableClock) -> None:
+    # Given a job of a team in audit mode under an enforcing deployment: its would-stop recorded, its alarm muted
+    acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="teams: {vision: {mode: audit}}")
+    assert idle_job_judged(acct, clock) == ("idle.stop.idle", "audit-only")
+    # When its stretch ends and the reconciler turns the alarm on again
+    acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"muted-alarm": 1}
+    # Then the record carries the team's mode and the job's team (its tags), not the deployment's mode
+    (record,) = [r for r in reconciler_records(acct) if r.code == MUTED]
+    assert record.mode == "audit" and record.team == "vision"
+
+
+def test_a_muted_alarm_whose_tags_cannot_be_read_is_left_muted_unless_its_stretch_ended(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a would-stop recorded in audit mode, its alarm muted, a run that left it so, and the idle guard then
+    # switched to enforce
+    assert idle_job_judged(audit_acct, clock) == ("idle.stop.idle", "audit-only")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {}
+    audit_acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="{idle: {mode: enforce}}")
+    # When the job's tags cannot be read (what the guard may do unknown)
+    audit_acct.sagemaker.fail_next["ListTags"] = SageMakerError("AccessDeniedException", "denied", 400)
+    clock.advance(minutes=10)
+    # Then nothing is turned on (the job is not judged on a guess), and the next run asks again
+    assert reconcile(audit_acct)["repairs"] == {} and "ListTags" not in audit_acct.sagemaker.fail_next
+    assert audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is False
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # And an alarm whose stretch ended is turned on even when the tags cannot be read (they only name the team)
+    audit_acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] = False
+    audit_acct.sagemaker.fail_next["ListTags"] = SageMakerError("AccessDeniedException", "denied", 400)
+    clock.advance(minutes=10)
+    assert (
+        reconcile(audit_acct)["repairs"] == {"muted-alarm": 1} and "ListTags" not in audit_acct.sagemaker.fail_next
+    )
+    assert audit_acct.cloudwatch.alarms[IDLE_ALARM]["ActionsEnabled"] is True
+
+
 EFFICIENCY_WITH_STOPS = "efficiency: {enabled: true, min_gpu_percent: 50, window_minutes: 60, grace_minutes: 30, stop_after_notices: 1}"
+
+
+EFFICIENCY_STOP = f"{PREFIX}job-1.efficiency-stop"
+EFFICIENCY_NOTICE = f"{PREFIX}job-1.efficiency"
+
+
+def efficiency_stops(account: LocalAccount) -> list[Any]:
+    return [r for r in account.audit.records if r.rule == "efficiency" and r.action == "stop"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "held"),
+    [
+        # audit mode's would-stop; then the guard switched to enforce
+        ("stop_after_notices: 1, mode: audit}", "stop_after_notices: 1, mode: enforce}", "audit-only"),
+        # the guard off (its alarms kept); then on again
+        (
+            "stop_after_notices: 1}\nteams: {vision: {efficiency: {enabled: false}}}",
+            "stop_after_notices: 1}",
+            "no-action",
+        ),
+    ],
+)
+def test_an_efficiency_stop_held_for_its_stretch_is_made_at_the_next_run_once_its_guard_can_act(
+    acct: LocalAccount, clock: MovableClock, before: str, after: str, held: str
+) -> None:
+    # Given a job under the minimum-utilization guard with stops, below the minimum for its whole stop window,
+    # whose stop alarm fired while the guard could not stop it
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct)
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Overwrite=True,
+        Value=EFFICIENCY_WITH_STOPS.replace("stop_after_notices: 1}", before),
+    )
+    clock.advance(minutes=30 + 120 + 5)
+    (result,) = fire(acct, EFFICIENCY_STOP)["results"]
+    assert result["outcome"] == held
+    # Then its stop alarm is muted (left in ALARM, actions off): not judged again while the guard cannot act
+    assert acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is False
+    for _ in range(3):
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert evaluated(acct, EFFICIENCY_STOP) is None
+    assert len([r for r in acct.audit.records if r.rule == "efficiency" and r.trigger == "efficiency-alarm"]) == 1
+    # When the guard can stop the job (the job still below the minimum) and the reconciler runs
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Type="String",
+        Overwrite=True,
+        Value=EFFICIENCY_WITH_STOPS.replace("stop_after_notices: 1}", after),
+    )
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"muted-alarm": 1}
+    (record,) = [r for r in reconciler_records(acct) if r.code == MUTED]
+    assert record.evidence["acts_now"] == [EFFICIENCY_STOP] and record.evidence["reset"] == [EFFICIENCY_STOP]
+    # Then the stop alarm fires again and the job is stopped
+    result_after = evaluated(acct, EFFICIENCY_STOP)
+    assert result_after is not None
+    assert (result_after["results"][0]["code"], result_after["results"][0]["outcome"]) == (
+        "efficiency.stop.below-minimum",
+        "done",
+    )
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_large_jobs_efficiency_stop_composite_is_turned_on_through_its_children(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a 12-host job whose efficiency stop composite fired in audit mode (muted; its children in ALARM)
+    audit_acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(audit_acct, ResourceConfig=TWELVE_HOSTS)
+    clock.advance(minutes=30 + 120 + 5)
+    children = [f"{EFFICIENCY_STOP}.hosts-1-10", f"{EFFICIENCY_STOP}.hosts-11-12"]
+    for child in children:
+        audit_acct.cloudwatch.set_state(child, "ALARM")
+    (result,) = fire(audit_acct, EFFICIENCY_STOP)["results"]
+    assert result["outcome"] == "audit-only"
+    assert audit_acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is False
+    # When the deployment is switched to enforce and the reconciler runs
+    redeploy(audit_acct, GOVERNANCE_MODE="enforce")
+    clock.advance(minutes=10)
+    assert reconcile(audit_acct)["repairs"] == {"muted-alarm": 1}
+    # Then the composite is turned on and its children reset (a composite reset alone would stay in OK)
+    assert audit_acct.cloudwatch.alarms[EFFICIENCY_STOP]["ActionsEnabled"] is True
+    assert {audit_acct.cloudwatch.state(child) for child in children} == {"OK"}
+
+
+def test_an_efficiency_notice_and_a_stop_made_are_never_judged_again_by_the_reconciler(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job below the minimum: its notice told (the notice alarm left in ALARM, its actions on)
+    acct.ssm.put_parameter(Name="/gov/policy", Value=EFFICIENCY_WITH_STOPS, Type="String")
+    training(acct)
+    clock.advance(minutes=95)
+    (notice,) = fire(acct, EFFICIENCY_NOTICE)["results"]
+    assert notice["code"] == "efficiency.notify.below-minimum"
+    assert acct.cloudwatch.alarms[EFFICIENCY_NOTICE]["ActionsEnabled"] is True
+    # When the reconciler runs while the job stays below (a warm container: the job evaluated, its alarms whole)
+    reconcile(acct)
+    for _ in range(3):
+        clock.advance(minutes=10)
+        acct.sagemaker.calls.clear()
+        acct.cloudwatch.calls.clear()
+        assert reconcile(acct)["repairs"] == {}
+        # Then nothing is reset or turned on, and nothing of the job is read
+        assert acct.sagemaker.calls.keys() <= {"ListTrainingJobs"}
+        assert acct.cloudwatch.calls.keys() <= {"DescribeAlarms"}
+    # And a stop made (enforce) is not judged again either: the job is stopping
+    clock.advance(minutes=60)
+    (stop,) = fire(acct, EFFICIENCY_STOP)["results"]
+    assert (stop["code"], stop["outcome"]) == ("efficiency.stop.below-minimum", "done")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    assert len(efficiency_stops(acct)) == 1
 
 
 def test_a_large_jobs_idle_and_efficiency_composites_are_deleted_one_composite_per_request(

@@ -320,3 +320,24 @@ def test_off_for_the_team_means_no_call_and_no_record_on_training_or_at_the_end(
     assert lifecycle.react(vision, Trigger(kind="job-state-change")) == []
     assert lifecycle.react(vision.model_copy(update={"status": "Completed"}), Trigger(kind="x")) == []
     assert audit.records == []
+
+
+def test_only_the_stop_alarm_is_muted_after_a_judgement_that_held_its_stretch() -> None:
+    # A notice leaves its alarm in ALARM with its actions on by design (told once per stretch); a stop held
+    # (audit mode, exempt, off) mutes the stop alarm, which the reconciler turns on when the guard can act
+    head, stop = "gov-idle-job-1.efficiency", "gov-idle-job-1.efficiency-stop"
+    assert EFFICIENCY.mutes(EfficiencyRole.STOP) and not EFFICIENCY.mutes(EfficiencyRole.NOTICE)
+    assert not EFFICIENCY.mutes(EfficiencyRole.STOP_CHILD)
+    assert EFFICIENCY.muted("job-1", [head, stop, f"{stop}.hosts-1-10"], NAMING) == (stop,)
+    # and neither is re-armed when left in ALARM with its actions on (no stall judge: nothing vetoes)
+    assert not EFFICIENCY.rejudged(EfficiencyRole.STOP) and not EFFICIENCY.rejudged(EfficiencyRole.NOTICE)
+
+
+def test_a_stop_composite_is_reset_through_its_children() -> None:
+    stop = "gov-idle-job-1.efficiency-stop"
+    observed = [stop, f"{stop}.hosts-1-10", f"{stop}.hosts-11-12", "gov-idle-job-1.efficiency.hosts-1-10"]
+    assert EFFICIENCY.rearm_targets(stop, "job-1", observed, NAMING) == (
+        f"{stop}.hosts-1-10",
+        f"{stop}.hosts-11-12",
+    )
+    assert EFFICIENCY.rearm_targets(stop, "job-1", [stop], NAMING) == (stop,)

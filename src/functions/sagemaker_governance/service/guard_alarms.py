@@ -252,7 +252,8 @@ class GuardAlarms:
     def acts_now(self, job: TrainingJob, policy: Policy) -> bool:
         """Whether a firing of this guard's alarm could act on ``job`` now: the guard on for it, in enforce
         mode, no exemption (a muted alarm is then turned on and reset: the team switched to enforce, the guard
-        back on, the exemption expired, while the job stays stalled)."""
+        back on, the exemption expired or its tag removed, while the job stays stalled). Reads the job's name,
+        status, secondary status and tags only (the reconciler passes the job as listed, with its tags)."""
         effective = policy.for_job(job)
         config = self.guard.config(effective)
         if not is_training(job) or not config.enabled or config.mode_or(effective.mode) is not Mode.ENFORCE:

@@ -242,7 +242,7 @@ class GuardStopper:
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
         # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
-        mute = (message.alarm_name,) if verdict.holds and guard.rejudged(role) else ()
+        mute = (message.alarm_name,) if verdict.holds and guard.mutes(role) else ()
         outcome = self._act(job, verdict, mute)
         # 7. record, count, tell
         decision = verdict.decision

@@ -19,7 +19,9 @@ Each run compares what exists with what should exist and repairs the difference:
 * **muted alarm**: a judged guard alarm the stopper muted (actions off, left in ALARM) after a judgement that
   settled its stretch without acting (audit mode's would-stop, an exempt job, the guard off: judged, recorded
   and told once per stretch, not at every run) is turned on again once its stretch has ended, or reset too
-  when its guard can act on the job now (a switch to enforce while the job stays stalled) (``_unmute``).
+  when its guard can act on the job now (a switch to enforce while the job stays stalled; a tag of the job
+  that lifted its exemption or moved it to an enforcing team: its tags are read again every
+  ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff) is resumed once that time has passed and its clone (a deterministic name) does not exist
@@ -139,7 +141,8 @@ class AlarmGuard(Protocol):
         ...
 
     def acts_now(self, job: TrainingJob, policy: Policy) -> bool:
-        """Whether a firing of this guard's alarm could act on ``job`` now (on, enforce mode, not exempt)."""
+        """Whether a firing of this guard's alarm could act on ``job`` now (on, enforce mode, not exempt). Reads
+        the job's name, status, secondary status and tags only: the job as listed, with its ``ListTags``."""
         ...
 
 
@@ -274,9 +277,12 @@ class ReconcilerService:
         # container does not re-read them. Never a job whose "none" was no answer (a lookup failed: EC2 could
         # not size an instance type): that one is planned again at every run until it is answered.
         self._unwatched: set[tuple[str, str, str, tuple[int, ...]]] = set()
-        # Muted guard alarms still in ALARM whose guard cannot act on the job (audit mode, off, exempt), under a
-        # policy digest on a UTC day: a warm container does not re-read their jobs (job, alarm, digest, day).
-        self._held: set[tuple[str, str, str, str]] = set()
+        # Muted guard alarms still in ALARM whose guard could not act on the job (audit mode, off, exempt), under a
+        # policy digest on a UTC day (job, alarm, digest, day), with when the job's tags were read for that: a
+        # warm container reads them again (ListTags) only once they would be judge.rearm_minutes old by the next
+        # run. The tags are what can change under the same policy: a tag that matched an exemption removed, the
+        # team tag moved to a team in enforce mode; such a change is seen within judge.rearm_minutes.
+        self._held: dict[tuple[str, str, str, str], datetime] = {}
         self._run_key = ("", "")
         self._listings: dict[str, AlarmListing] = {}  # this run's DescribeAlarms listing, by name
 
@@ -325,7 +331,7 @@ class ReconcilerService:
         listed = {job.name for job in in_progress}
         self._evaluated &= listed
         self._unwatched = {key for key in self._unwatched if key[0] in listed}
-        self._held = {key for key in self._held if key[0] in listed}
+        self._held = {key: at for key, at in self._held.items() if key[0] in listed and key[2:] == self._run_key}
         summary = self._summarise(report)
         if defects:
             # The run did what it could; the invocation still fails, so the defect reaches the dead-letter queue
@@ -559,7 +565,7 @@ class ReconcilerService:
         the job stays pinned. An alarm is so judged again at most ``rearm_minutes`` after its last judgement,
         and at every run when that is no longer than the interval (an alarm that went to ALARM seconds after
         one run would otherwise wait a second interval)."""
-        older = max(timedelta(0), timedelta(minutes=policy.judge.rearm_minutes - self._interval))
+        older = self._rejudge_lead(policy)
         now = self._clock()
         stale = sorted(
             name
@@ -608,32 +614,56 @@ class ReconcilerService:
         self._record(decision, subject, policy, trigger, Outcome.DONE)
         return True
 
+    def _rejudge_lead(self, policy: Policy) -> timedelta:
+        """How old a judgement may be at a run and still stand: ``judge.rearm_minutes`` less one interval (it
+        would be ``rearm_minutes`` old by the next run), so it is made again at most ``rearm_minutes`` after the
+        last one; at every run when that is no longer than the interval."""
+        return max(timedelta(0), timedelta(minutes=policy.judge.rearm_minutes - self._interval))
+
     def _unmute(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
         """Turn on again the actions of the job's guard alarms the stopper muted after a judgement that held their
         stretch (audit mode's would-stop, an exempt job, the guard off: told once, not at every run): when the
         stretch has ended (the alarm left ALARM by itself), so that the next one notifies; or, the alarm still in
         ALARM, when a firing could act on the job now (enforce mode, the guard on, no exemption: a team or the
-        deployment switched to enforce while the job stays stalled), reset too (a composite: its children), so
-        that it fires again and the job is judged, and stopped, now. The job is read only for an alarm still in
-        ALARM, once per policy and UTC day while its guard cannot act."""
+        deployment switched to enforce, or a tag of the job changed, while the job stays stalled), reset too (a
+        composite: its children), so that it fires again and the job is judged, and stopped, now.
+
+        What the guard can do is judged on the job as listed with its tags (``ListTags``: one call, no
+        ``DescribeTrainingJob``): at once under a new policy or UTC day, then again whenever the last answer
+        would be ``judge.rearm_minutes`` old by the next run (a tag changed meanwhile: an exemption lifted, the
+        job moved to an enforcing team). A stretch that ended has its job's tags read too, for the record's team
+        and mode; unreadable, the alarm is turned on all the same."""
         off = [name for name in item.alarms if (seen := self._listings.get(name)) and not seen.actions_enabled]
         muted = (
             [(guard, name) for guard in self._guards for name in guard.muted(item.job_name, off)] if off else []
         )
         if not muted or self._arming is None:
             return False
+        now, lead = self._clock(), self._rejudge_lead(policy)
         ended = sorted(name for _, name in muted if self._listings[name].state != "ALARM")
         held = [
-            (g, n) for g, n in muted if n not in ended and (item.job_name, n, *self._run_key) not in self._held
+            (g, n)
+            for g, n in muted
+            if n not in ended
+            and ((at := self._held.get((item.job_name, n, *self._run_key))) is None or now - at >= lead)
         ]
+        if not ended and not held:
+            return False
+        summary = item.listed
+        assert summary is not None
         acting: list[tuple[AlarmGuard, str]] = []
         try:
-            job = self._jobs.get_job(item.job_name) if held else None
+            try:
+                job = _listed_job(item, self._jobs.list_tags(summary.arn))
+            except AdapterError:
+                if held:
+                    raise  # what the guard can do is unknown: nothing is turned on; the next run asks again
+                job = _listed_job(item)  # only stretches that ended: turned on, recorded without the job's team
             for guard, name in held:
-                if job is not None and guard.acts_now(job, policy):
+                if guard.acts_now(job, policy):
                     acting.append((guard, name))
                 else:
-                    self._held.add((item.job_name, name, *self._run_key))
+                    self._held[(item.job_name, name, *self._run_key)] = now
             enabled = sorted([*ended, *(name for _, name in acting)])
             reset = sorted({t for g, n in acting for t in g.rearm_targets(item.job_name, n, item.alarms)})
             if not enabled:
@@ -646,13 +676,12 @@ class ReconcilerService:
                 "muted guard alarms not turned on: the next run tries again", job=item.job_name, error=str(exc)
             )
             return False
-        subject = job or _listed_job(item)
         acts = sorted(name for _, name in acting)
         decision = Decision(
             rule=RECONCILER_RULE_ID,
             code=ReconcilerCode.MUTED_ALARM,
             action=Action.ARM_ALARM,
-            mode=policy.for_job(subject).mode,
+            mode=policy.for_job(job).mode,
             reason=_unmuted_reason(stretch_ended=bool(ended), acts_now=bool(acts)),
             evidence={
                 "repair": RepairKind.MUTED_ALARM.value,
@@ -662,7 +691,7 @@ class ReconcilerService:
                 "reset": reset,
             },
         )
-        self._record(decision, subject, policy, trigger, Outcome.DONE)
+        self._record(decision, job, policy, trigger, Outcome.DONE)
         return True
 
     # ---- deferred resumes ------------------------------------------------------------------------
@@ -750,12 +779,19 @@ class ReconcilerService:
         return report
 
 
-def _listed_job(item: WorkItem) -> TrainingJob:
-    """The job as ListTrainingJobs gave it (name, status, ARN): the audit record's subject when it was not read."""
+def _listed_job(item: WorkItem, tags: dict[str, str] | None = None) -> TrainingJob:
+    """The job as ListTrainingJobs gave it (name, status, secondary status, ARN), with its tags when they were
+    read (``ListTags``): the audit record's subject when it was not read, what a muted alarm's guard judges."""
     summary = item.listed
     assert summary is not None
     return TrainingJob.model_validate(
-        {"TrainingJobName": item.job_name, "TrainingJobStatus": summary.status, "TrainingJobArn": summary.arn}
+        {
+            "TrainingJobName": item.job_name,
+            "TrainingJobStatus": summary.status,
+            "SecondaryStatus": summary.secondary_status,
+            "TrainingJobArn": summary.arn,
+            **({"Tags": dict(tags)} if tags is not None else {}),
+        }
     )
 
 

@@ -716,16 +716,25 @@ class Guard(ABC, Generic[C]):
         ``holds`` its stretch: an alarm whose notification the stall judge decides, or that arms one."""
         return self.stall_kind is not None and self.acts_on(role)
 
+    def mutes(self, role: str) -> bool:
+        """Whether the stopper mutes an alarm of this role after a judgement that ``holds`` its stretch (audit
+        mode's would-stop, an exempt job, the guard off), so that the stretch is judged once and the reconciler
+        turns it on again when the stretch ends or the guard can act: every re-judged alarm by default (left in
+        ALARM with its actions on, the re-arm would judge it again at every run). A guard whose stop alarm is not
+        re-judged mutes it too: left in ALARM with its actions on it would never be judged again in its stretch,
+        not even once the guard can act (an audit team switched to enforce while the job stays below)."""
+        return self.rejudged(role)
+
     def muted(self, job_name: str, actions_off: Collection[str], naming: AlarmNaming) -> tuple[str, ...]:
         """This guard's alarms of the job, among those whose actions are off, that the stopper muted after a
         judgement that held their stretch (``GuardVerdict.holds``): the reconciler turns their actions on again
-        when the stretch has ended or a firing could act on the job now. By default every re-judged alarm
-        whose actions are off (a guard that plans them with their actions on)."""
+        when the stretch has ended or a firing could act on the job now. By default every alarm of a role it
+        ``mutes`` whose actions are off (a guard that plans them with their actions on)."""
         return tuple(
             sorted(
                 name
                 for name in actions_off
-                if (role := self.role_of(name, job_name, naming)) is not None and self.rejudged(role)
+                if (role := self.role_of(name, job_name, naming)) is not None and self.mutes(role)
             )
         )
 

@@ -34,7 +34,10 @@ the sum over its GPUs):
   veto every such stop. The stop stands on its alarm (every 5-minute mean of the stop window below the
   threshold; missing data never counts as below) and the checks every verdict gets: the job re-read and in
   ``Training`` for its grace period plus the stop window, a notification at most 15 minutes old, the
-  team's exemptions and audit mode.
+  team's exemptions and audit mode. A stop not made (audit mode), an exempt job or the guard off mutes the
+  stop alarm for its stretch (``mutes``): recorded once, and turned on and reset by the reconciler once the
+  guard can stop the job (a switch to enforce, the exemption lifted, the guard on again) while it stays
+  below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops).
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"), the judgement resets the alarms while the job is in
@@ -65,6 +68,7 @@ rule allows (100 children: over 1,000 hosts) no alarm: ``efficiency.alarm.too-ma
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -382,6 +386,29 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
 
     def stops_from(self, role: str) -> bool:
         return role == EfficiencyRole.STOP
+
+    def mutes(self, role: str) -> bool:
+        """The stop alarm, after a stop not made (audit mode), an exempt job or the guard off: left in ALARM with
+        its actions on it would never be judged again while the job stays below (nothing re-arms this guard's
+        alarms: no stall judge vetoes its stops), not even once the guard can stop it; muted, the reconciler turns
+        it on and resets it then (or turns it on when the stretch ends). Never the notice alarm: it stays in ALARM
+        with its actions on by design (the owner told once per stretch)."""
+        return role == EfficiencyRole.STOP
+
+    def rearm_targets(
+        self, alarm_name: str, job_name: str, observed: Collection[str], naming: AlarmNaming
+    ) -> tuple[str, ...]:
+        """A role's alarm; above 10 hosts its children instead (a composite reset alone stays in OK while its
+        children stay in ALARM; a child reset returns to ALARM at its next evaluation and the composite notifies)."""
+        role = self.role_of(alarm_name, job_name, naming)
+        if role == EfficiencyRole.NOTICE:
+            child = EfficiencyRole.NOTICE_CHILD
+        elif role == EfficiencyRole.STOP:
+            child = EfficiencyRole.STOP_CHILD
+        else:
+            return (alarm_name,)
+        children = sorted(a for a in observed if self.role_of(a, job_name, naming) == child)
+        return tuple(children) or (alarm_name,)
 
     def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
         job, now = notice.job, notice.now
