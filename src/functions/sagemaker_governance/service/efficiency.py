@@ -124,14 +124,15 @@ class EfficiencyReaction:
         try:
             if then is not None:
                 # As the end event's delivery: its effects (records, the owner's notification, a metric) are
-                # done once, and released with the claim, so a late end event does not repeat them.
+                # done once, and released with the claim, so a late end event does not repeat them. Each under
+                # the name its once-guard gave it: a record of the resume only planned (audit mode) or deferred
+                # names its outcome, and does not hide the late event's record of the clone it makes.
                 with delivering(key, frozenset(done)) as delivery:
                     try:
                         more = list(then())
                     finally:
                         done |= set(delivery.effects)
         finally:
-            done |= {audit_effect(job.name, d.rule, d.action.value) for d in more}
             ledger.release(key, owner, now, sorted(done))
         return [decision, *more]
 
