@@ -6,7 +6,8 @@ carry the same job, status, secondary status and secondary-status transition.
 
 **The claim.** Before processing, the handler claims the key in the ledger (one conditional write). A
 delivery whose key is already claimed is a duplicate and is not processed. The claim names its *owner*
-(the SQS message, or the invocation for a direct one), so that the owner's own retry is not taken for a
+(the SQS message, or the one a redrive from the dead-letter queue carries: ``events/queue.py``; the
+invocation for a direct one), so that the owner's own retry is not taken for a
 duplicate; and a claim whose answer was lost (the ledger's client sent it again after a timeout) is not
 taken for a duplicate of itself (``adapters/idempotency.py``: each claim call writes a token of its own):
 
