@@ -318,7 +318,7 @@ def test_a_single_delivery_costs_no_mark(ledger: Any, calls: Any, now: datetime)
 
 def test_a_mark_that_fails_does_not_fail_the_next_delivery(ledger: Any, calls: Any, now: datetime) -> None:
     # Given a ledger whose completion mark fails
-    def broken(key: str, token: str) -> None:
+    def broken(key: str, token: str, now: datetime) -> None:
         raise RuntimeError("DynamoDB unavailable")
 
     ledger.complete = broken

@@ -20,8 +20,8 @@ runs then too, runs as that delivery: what it did (its records, the owner's noti
 metric) is released done with the record, so the late event meets "already exists" and repeats none of
 it. The other way round, an end event that was handled (its key claimed, its alarms' delete deferred)
 leaves the reconciler nothing to claim: no second record.
-The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (two hours by
-default, longer than EventBridge retries an event). Without a ledger the reconciler writes no record: it
+The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (four hours by
+default, longer than EventBridge retries an event and a queue receives a record). Without a ledger the reconciler writes no record: it
 could not tell whether the event path did.
 """
 

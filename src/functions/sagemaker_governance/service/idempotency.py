@@ -78,8 +78,9 @@ class LedgerPort(Protocol):
         """The delivery failed: let its retry claim again, and tell it which effects are ``done``."""
         ...
 
-    def complete(self, key: str, token: str) -> None:
-        """The delivery of the claim ``token`` completed: not even its owner may take it over any more."""
+    def complete(self, key: str, token: str, now: datetime) -> None:
+        """The delivery of the claim ``token`` completed: not even its owner may take it over any more (until
+        the item expires, ``now`` + the TTL)."""
         ...
 
 
@@ -97,7 +98,8 @@ _current: ContextVar[_Delivery | None] = ContextVar("smgov_delivery", default=No
 class _Batch:
     """The deliveries one invocation handles in turn (an SQS batch)."""
 
-    unmarked: list[tuple[LedgerPort, str, str]] = field(default_factory=list)  # completed: (ledger, key, token)
+    # completed: (ledger, key, token); each marked when the next delivery starts (its claim's ``now``)
+    unmarked: list[tuple[LedgerPort, str, str]] = field(default_factory=list)
 
 
 _batch: ContextVar[_Batch | None] = ContextVar("smgov_delivery_batch", default=None)
@@ -115,7 +117,7 @@ def delivery_batch() -> Iterator[None]:
         _batch.reset(token)
 
 
-def _mark_completed() -> None:
+def _mark_completed(now: datetime) -> None:
     """The invocation goes on to another delivery: mark those it completed so far. A mark that fails is
     logged, not raised: the next delivery is not failed for it (its only risk is a re-run, as before)."""
     batch = _batch.get()
@@ -124,7 +126,7 @@ def _mark_completed() -> None:
     unmarked, batch.unmarked = batch.unmarked, []
     for ledger, key, token in unmarked:
         try:
-            ledger.complete(key, token)
+            ledger.complete(key, token, now)
         except Exception:
             logger.exception("delivery not marked completed", delivery=key)
 
@@ -181,7 +183,7 @@ def deliver(
     """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
     if ledger is None:
         return process()
-    _mark_completed()
+    _mark_completed(now)
     claim = ledger.claim(key, owner, now, hold_seconds)
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
