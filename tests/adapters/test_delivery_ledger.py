@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS, DeliveryLedger
 from tests.adapters.conftest import NOW, CallRecorder
 
 TABLE = "ledger"
@@ -137,7 +137,7 @@ def test_a_completed_claim_is_a_duplicate_even_to_its_owner(ledger: DeliveryLedg
     # Given a delivery that completed and was marked so
     claim = ledger.claim(KEY, "m-1", NOW, 60)
     assert claim.token is not None
-    ledger.complete(KEY, claim.token)
+    ledger.complete(KEY, claim.token, NOW)
     # When its SQS record comes back with its batch after the invocation's time (same message id)
     again = ledger.claim(KEY, "m-1", NOW + timedelta(minutes=30), 60)
     # Then it is a duplicate, as is any other message, until the item expires
@@ -146,13 +146,33 @@ def test_a_completed_claim_is_a_duplicate_even_to_its_owner(ledger: DeliveryLedg
     assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=3601), 60).granted
 
 
+def test_a_completed_record_returned_with_its_batch_stays_a_duplicate_through_every_receive(
+    dynamodb: Any,
+) -> None:
+    # Given the deployed ledger (its default TTL) and a record claimed 3 s into its invocation, completed and
+    # marked before the next record's claim; the next record then times the invocation out
+    ledger = DeliveryLedger(dynamodb, TABLE)
+    claim = ledger.claim(KEY, "m-1", NOW + timedelta(seconds=3), 297)
+    assert claim.token is not None
+    marked = NOW + timedelta(seconds=4)
+    ledger.complete(KEY, claim.token, marked)
+    # When the whole batch comes back every VisibilityTimeout (1,800 s, polled ~1 s late) up to
+    # maxReceiveCount (5) receives (template.yaml)
+    receives = [NOW + timedelta(seconds=k * 1801 + 3) for k in range(1, 5)]
+    # Then each receive of the completed record is a duplicate, the fifth included
+    assert [ledger.claim(KEY, "m-1", at, 297).granted for at in receives] == [False] * 4
+    # and the mark pushed the item's expiration on
+    item = dynamodb.get_item(TableName=TABLE, Key={"id": {"S": KEY}})["Item"]
+    assert int(item["expiration"]["N"]) == int(marked.timestamp()) + DEFAULT_TTL_SECONDS
+
+
 def test_marking_a_claim_another_one_replaced_changes_nothing(ledger: DeliveryLedger) -> None:
     # Given m-1's claim expired and m-2's claim on the key since
     old = ledger.claim(KEY, "m-1", NOW - timedelta(hours=2), 60)
     assert old.token is not None
     assert ledger.claim(KEY, "m-2", NOW, 60).granted
     # When m-1's mark arrives late
-    ledger.complete(KEY, old.token)
+    ledger.complete(KEY, old.token, NOW)
     # Then m-2's claim is still one its owner takes over once its invocation is over
     assert ledger.claim(KEY, "m-2", NOW + timedelta(seconds=61), 60).granted
 
@@ -164,5 +184,5 @@ def test_the_ledger_makes_only_the_calls_it_declares(dynamodb: Any) -> None:
     ledger.claim(KEY, "m-2", NOW, 60)
     ledger.release(KEY, "m-1", NOW, ["x"])
     assert claim.token is not None
-    ledger.complete(KEY, claim.token)
+    ledger.complete(KEY, claim.token, NOW)
     assert recorder.actions == DeliveryLedger.IAM_ACTIONS == {"dynamodb:UpdateItem"}

@@ -82,7 +82,7 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "DescribeAlarms (list)": lambda c: CloudWatchAlarmInventory(c).alarm_states("gov-idle-"),
     "UpdateItem (claim)": lambda c: DeliveryLedger(c, "ledger").claim("k", "owner", NOW, 60),
     "UpdateItem (release)": lambda c: DeliveryLedger(c, "ledger").release("k", "owner", NOW, []),
-    "UpdateItem (complete)": lambda c: DeliveryLedger(c, "ledger").complete("k", "token"),
+    "UpdateItem (complete)": lambda c: DeliveryLedger(c, "ledger").complete("k", "token", NOW),
     "Publish": lambda c: SnsNotifier(c, "arn:aws:sns:us-east-1:1:t").publish(MESSAGE),
 }
 

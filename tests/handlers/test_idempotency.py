@@ -18,11 +18,13 @@ from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.service.job_events import DescriptionBehind
+from smgov.adapters.dead_letter_queue import DeadLetterQueue
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
+from smgov.simulation.messages import sqs_lambda_event, sqs_record
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, MovableClock, interrupt, sns_notification_body, sqs_batch
+from tests.handlers.conftest import ENFORCE, NOW, MovableClock, interrupt, sns_notification_body, sqs_batch
 
 TABLE = "smgov-idempotency"
 UNTAGGED = {"owner": "bob"}
@@ -323,6 +325,79 @@ def test_a_completed_record_back_with_its_timed_out_batch_is_not_processed_again
     assert len(inbox_messages(acct, inbox)) == 1
     # And the record the timeout interrupted was processed this time
     assert "sagemaker-governance-idle-slow-2" in acct.cloudwatch.alarms
+
+
+# ---- a record whose attempts all died, redriven from the dead-letter queue --------------------------
+
+
+def lambda_record(queue_arn: str, message: dict[str, Any]) -> dict[str, Any]:
+    """What the event source mapping hands the function for a message ``ReceiveMessage`` returned."""
+    attributes = {
+        name: {"stringValue": value["StringValue"], "dataType": value["DataType"]}
+        for name, value in (message.get("MessageAttributes") or {}).items()
+    }
+    record = sqs_record(
+        queue_arn, message["Body"], message_id=message["MessageId"], sent_at=NOW, attributes=attributes
+    )
+    return sqs_lambda_event([record])
+
+
+def test_a_record_whose_attempts_all_died_is_processed_when_smgov_redrives_it(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the job-events queue (maxReceiveCount 5) and an untagged job's event whose every invocation dies
+    # after its claim (a Lambda timeout: nothing releases the claim)
+    sqs: Any = acct.sqs
+    dlq_url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})
+    source_url = sqs.create_queue(QueueName="job-events", Attributes={"RedrivePolicy": redrive})["QueueUrl"]
+    source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    sqs.send_message(QueueUrl=source_url, MessageBody=json.dumps(acct.sagemaker.event("untagged-1")))
+    dying = {"on": True}
+
+    def hanging(root: Any) -> Any:
+        service = job_events_service(root)
+
+        class Hanging:
+            def said(self, event: Any) -> Any:
+                return service.said(event)
+
+            def handle(self, event: Any) -> Any:
+                if dying["on"]:
+                    raise LambdaTimeout
+                return service.handle(event)
+
+        return Hanging()
+
+    monkeypatch.setattr("sagemaker_governance.handlers.job_events.service", hanging)
+    for _ in range(5):
+        (message,) = sqs.receive_message(QueueUrl=source_url, VisibilityTimeout=0)["Messages"]
+        with pytest.raises(LambdaTimeout):
+            acct.invoke(job_events, lambda_record(source_arn, message))
+        clock.advance(minutes=30)  # the queue's VisibilityTimeout
+    assert sqs.receive_message(QueueUrl=source_url, VisibilityTimeout=0).get("Messages", []) == []  # dead-lettered
+    # When the operator fixes the cause and redrives the dead-letter queue 20 minutes after its alarm
+    dying["on"] = False
+    clock.advance(minutes=20)
+    dlq = DeadLetterQueue(sqs, None, dlq_url, {"eventbridge": source_arn})
+    (letter,) = dlq.peek()
+    dlq.redrive(letter)
+    (redriven,) = sqs.receive_message(QueueUrl=source_url, MessageAttributeNames=["All"])["Messages"]
+    assert redriven["MessageId"] != message["MessageId"]  # SendMessage: a new message id
+    assert acct.invoke(job_events, lambda_record(source_arn, redriven)) == {"batchItemFailures": []}
+    # Then the redriven copy takes the dead attempts' claim over (it carries their owner) and the job is stopped
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records if r.job_name == "untagged-1"] == [
+        ("stop", "done")
+    ]
+    # and a copy of the same state change from another message is still a duplicate
+    other = sqs_batch(redriven["Body"])
+    assert acct.invoke(job_events, other) == {"batchItemFailures": []}
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
 
 
 # ---- reordering ---------------------------------------------------------------------------------

@@ -85,6 +85,18 @@ def test_the_sample_batches_parse() -> None:
     assert sqs_bodies(json.loads((EVENTS / "training-job-training.json").read_text())) is None
 
 
+def test_a_records_delivery_owner_is_its_message_id_or_the_one_a_redrive_carries() -> None:
+    from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE, sqs_records
+
+    batch = sqs_batch("{}", "{}")
+    batch["Records"][1]["messageAttributes"] = {
+        DELIVERY_OWNER_ATTRIBUTE: {"stringValue": "m-original", "dataType": "String"}
+    }
+    records = sqs_records(batch)
+    assert records is not None
+    assert [(r.message_id, r.owner) for r in records] == [("m-0", "m-0"), ("m-1", "m-original")]
+
+
 def test_the_stopper_reads_alarm_notifications_from_its_queue(acct: LocalAccount) -> None:
     # Given a job in Training with its alarm in ALARM (within the grace period: the stopper resets it)
     acct.sagemaker.launch(create_request("job-1"), secondary="Training")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,11 +15,13 @@ from botocore.exceptions import ClientError
 from sagemaker_governance.business_metrics import BusinessMetric
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
+from smgov.simulation.fake_cloudwatch import CloudWatchError
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
-from tests.handlers.conftest import interrupt
+from tests.handlers.conftest import interrupt, sqs_batch
 
 ENFORCE = {
     "GOVERNANCE_MODE": "enforce",
@@ -178,6 +181,61 @@ def test_an_owner_whose_notification_failed_is_told_by_the_retry_once(clock: Clo
         # and the event delivered once more (a duplicate) changes nothing
         account.invoke(handler, event)
         assert messages(account, queue) == [] and len(account.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+
+
+def test_a_resume_the_audit_mode_attempt_only_planned_is_recorded_and_told_when_its_retry_acts(
+    clock: Clock,
+) -> None:
+    # Given the deployed wiring in audit mode with notices (the README's first week), and CloudWatch refusing
+    # the Failed job's alarm deletion once (a 400, not retried by botocore): the attempt records the clone
+    # audit-only, tells the owner it would be resumed, then fails the delivery
+    env = {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER, "POLICY_PARAMETER_NAME": "/gov/policy"}
+    with local_account(clock, env, log_audit=False) as account:
+        account.root.client("dynamodb").create_table(
+            TableName=LEDGER,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        account.ssm.put_parameter(
+            Name="/gov/policy", Value="mode: audit\nnotify_in_audit_mode: true\n", Type="String"
+        )
+        launch(account, "llm-sft-9")
+        queue = account.notification_inbox()
+        batch = sqs_batch(json.dumps(fail_after(account, clock, "llm-sft-9", hours=26)))
+        delete_alarms = account.cloudwatch._op_DeleteAlarms
+        refused: list[str] = []
+
+        def refuse_once(params: dict[str, Any]) -> dict[str, Any]:
+            if not refused:
+                refused.append("DeleteAlarms")
+                raise CloudWatchError("InvalidParameterValue", "refused", 400)
+            return delete_alarms(params)
+
+        account.cloudwatch._op_DeleteAlarms = refuse_once  # type: ignore[method-assign]
+        with pytest.raises(AdapterError):
+            account.invoke(handler, batch)
+        # When the team has switched to enforce by the time the queue delivers the record again
+        account.ssm.put_parameter(
+            Name="/gov/policy", Value="mode: enforce\nnotify_in_audit_mode: true\n", Type="String", Overwrite=True
+        )
+        clock.advance(minutes=31)
+        assert account.invoke(handler, batch) == {"batchItemFailures": []}
+        # Then the clone the retry created is recorded after the plan, and the owner is told it was resumed
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["llm-sft-9-r1"]
+        assert [(r.code, r.outcome.value) for r in resume_records(account)] == [
+            ("resume.clone.transient", "audit-only"),
+            ("resume.clone.transient", "done"),
+        ]
+        assert [(m["kind"], m["outcome"]) for m in messages(account, queue)] == [
+            ("resume", NotificationOutcome.WOULD_RESUME.value),
+            ("resume", NotificationOutcome.RESUMED.value),
+        ]
+        # and the same state change in another message (a duplicate) records and tells nothing more
+        duplicate = copy.deepcopy(batch)
+        duplicate["Records"][0]["messageId"] = "m-duplicate"
+        assert account.invoke(handler, duplicate) == {"batchItemFailures": []}
+        assert len(resume_records(account)) == 2 and messages(account, queue) == []
 
 
 def test_a_lineage_is_resumed_until_its_budget_is_spent(account: LocalAccount, clock: Clock) -> None:

@@ -133,6 +133,42 @@ def test_no_reserved_concurrency_and_bounded_queues(template: dict[str, Any]) ->
         assert queue["VisibilityTimeout"] >= 6 * timeout
 
 
+def test_the_delivery_ledgers_ttl_outlasts_every_copy_of_a_delivery(template: dict[str, Any]) -> None:
+    # A ledger item must outlive every copy of its delivery: a record returned with its batch (or a duplicate
+    # message returned with its own) is received every VisibilityTimeout up to maxReceiveCount times, and
+    # EventBridge retries delivering a copy to the queue for MaximumEventAgeInSeconds. Expired earlier, the
+    # copy is processed again from scratch (a second owner message, an already-done record).
+    from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS
+    from sagemaker_governance.settings import Settings
+
+    resources = template["Resources"]
+    mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    queues = {m["EventSourceArn"]["Fn::GetAtt"][0] for m in mappings}
+    assert queues == {"JobEventsQueue", "AlarmQueue"}
+    ttls = {DEFAULT_TTL_SECONDS, Settings.model_fields["idempotency_ttl_seconds"].default}
+    for function in functions(template).values():  # a deployed override, if any
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "IDEMPOTENCY_TTL_SECONDS" in variables:
+            ttls.add(int(variables["IDEMPOTENCY_TTL_SECONDS"]))
+    for name in sorted(queues):
+        queue = resources[name]["Properties"]
+        receives = queue["RedrivePolicy"]["maxReceiveCount"] * queue["VisibilityTimeout"]
+        ages = [
+            target["RetryPolicy"]["MaximumEventAgeInSeconds"]
+            for rule in resources.values()
+            if rule["Type"] == "AWS::Events::Rule"
+            for target in rule["Properties"]["Targets"]
+            if target["Arn"] == {"Fn::GetAtt": [name, "Arn"]}
+        ]
+        assert all(ttl >= max(ages, default=0) + receives for ttl in ttls), (name, ttls, receives, ages)
+    assert any(  # the job-events rules do retry into their queue: the window is counted
+        target["Arn"] == {"Fn::GetAtt": ["JobEventsQueue", "Arn"]}
+        for rule in resources.values()
+        if rule["Type"] == "AWS::Events::Rule"
+        for target in rule["Properties"]["Targets"]
+    )
+
+
 def test_the_lambda_model_accepts_the_mapping_settings() -> None:
     import botocore.session
 

@@ -181,7 +181,7 @@ class MemoryLedger:
         if old is not None and old["owner"] == owner:  # the DynamoDB ledger's condition
             self.items[key] = {**old, "status": "FAILED", "until": now.timestamp(), "done": list(done)}
 
-    def complete(self, key: str, token: str) -> None:
+    def complete(self, key: str, token: str, now: datetime) -> None:
         old = self.items.get(key)
         self.calls(f"complete {old['owner'] if old else '-'}")
         if old is not None and old.get("token") == token:

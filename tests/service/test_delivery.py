@@ -10,18 +10,25 @@ import pytest
 
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.service.idempotency import Duplicate, OnceAuditSink, deliver, delivery_batch
+from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
+from sagemaker_governance.service.idempotency import (
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    deliver,
+    delivery_batch,
+)
 from tests.builders import job
 
 KEY = "job:job-1:InProgress:Starting:1:-"
 
 
-def record(action: str = "stop", outcome: Outcome = Outcome.DONE) -> AuditRecord:
+def record(action: str = "stop", outcome: Outcome = Outcome.DONE, mode: Mode = Mode.ENFORCE) -> AuditRecord:
     decision = Decision(
         rule="required-tags",
         code="compliance.stop.violation",
         action=Action(action),
-        mode=Mode.ENFORCE,
+        mode=mode,
         reason="r",
     )
     return AuditRecord.of(
@@ -154,6 +161,119 @@ def test_a_failure_repeated_is_recorded_once_and_nothing_after_the_action_is_don
     assert [r.outcome for r in sink.records] == [Outcome.FAILED, Outcome.DONE]
 
 
+@pytest.mark.parametrize(
+    ("outcome", "mode"),
+    [
+        (Outcome.AUDIT_ONLY, Mode.AUDIT),
+        (Outcome.EXEMPTED, Mode.ENFORCE),
+        (Outcome.DEFERRED, Mode.ENFORCE),
+        (Outcome.NO_ACTION, Mode.ENFORCE),
+    ],
+)
+def test_a_failed_attempts_record_of_an_action_not_carried_out_does_not_hide_its_retrys_action(
+    ledger: Any, now: datetime, outcome: Outcome, mode: Mode
+) -> None:
+    # Given an attempt that records the clone and the stop not carried out (audit mode, an exemption, a
+    # quota's deferral), then fails later in the delivery
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+
+    def not_carried_out() -> None:
+        audit.write(record("clone", outcome, mode))
+        audit.write(record("stop", outcome, mode))
+        raise RuntimeError("SNS Publish failed")
+
+    def carried_out() -> None:
+        audit.write(record("clone", Outcome.DONE))
+        audit.write(record("stop", Outcome.DONE))
+
+    with pytest.raises(RuntimeError):
+        deliver(ledger, KEY, not_carried_out, owner="m-1", now=now, hold_seconds=60)
+    with pytest.raises(RuntimeError):  # and its retry, the same way
+        deliver(ledger, KEY, not_carried_out, owner="m-1", now=now, hold_seconds=60)
+    # When a later retry (the policy switched to enforce meanwhile) clones and stops
+    deliver(ledger, KEY, carried_out, owner="m-1", now=now, hold_seconds=60)
+    # Then the records of the action not carried out are written once, and the retry's records after them
+    assert [(r.action, r.outcome) for r in sink.records] == [
+        ("clone", outcome),
+        ("stop", outcome),
+        ("clone", Outcome.DONE),
+        ("stop", Outcome.DONE),
+    ]
+
+
+class Published:
+    def __init__(self) -> None:
+        self.messages: list[Notification] = []
+
+    def publish(self, message: Notification) -> str | None:
+        self.messages.append(message)
+        return f"sns-{len(self.messages)}"
+
+
+def resumed(outcome: NotificationOutcome) -> Notification:
+    return Notification(
+        kind=NotificationKind.RESUME, job_name="job-1", headline="h", outcome=outcome, related_job="job-1-r1"
+    )
+
+
+def test_a_notification_that_the_action_was_done_is_not_hidden_by_one_that_said_it_would_be(
+    ledger: Any, now: datetime
+) -> None:
+    # Given an attempt that tells the owner the job would be resumed (audit mode), then fails
+    sns = Published()
+    notifier = OnceNotifier(sns)
+
+    def attempt(outcome: NotificationOutcome, *, fail: bool) -> Callable[[], None]:
+        def process() -> None:
+            notifier.publish(resumed(outcome))
+            if fail:
+                raise RuntimeError("DeleteAlarms failed")
+
+        return process
+
+    for _ in range(2):  # and its retry, the same way
+        with pytest.raises(RuntimeError):
+            deliver(
+                ledger,
+                KEY,
+                attempt(NotificationOutcome.WOULD_RESUME, fail=True),
+                owner="m-1",
+                now=now,
+                hold_seconds=60,
+            )
+    # When a retry (the policy switched to enforce) resumes the job, fails later, and the next retry finds it done
+    with pytest.raises(RuntimeError):
+        deliver(
+            ledger, KEY, attempt(NotificationOutcome.RESUMED, fail=True), owner="m-1", now=now, hold_seconds=60
+        )
+    deliver(ledger, KEY, attempt(NotificationOutcome.RESUMED, fail=False), owner="m-1", now=now, hold_seconds=60)
+    deliver(
+        ledger, "k-2", attempt(NotificationOutcome.WOULD_RESUME, fail=False), owner="m-2", now=now, hold_seconds=60
+    )
+    # Then the owner is told it would be resumed once and that it was resumed once; nothing hides a later
+    # delivery's message
+    assert [m.outcome for m in sns.messages] == [
+        NotificationOutcome.WOULD_RESUME,
+        NotificationOutcome.RESUMED,
+        NotificationOutcome.WOULD_RESUME,
+    ]
+
+
+def test_once_the_owner_is_told_the_action_was_done_a_would_be_message_of_the_delivery_is_not_sent(
+    ledger: Any, now: datetime
+) -> None:
+    sns = Published()
+    notifier = OnceNotifier(sns)
+
+    def process() -> None:
+        notifier.publish(resumed(NotificationOutcome.RESUMED))
+        notifier.publish(resumed(NotificationOutcome.WOULD_RESUME))
+
+    deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=60)
+    assert [m.outcome for m in sns.messages] == [NotificationOutcome.RESUMED]
+
+
 def test_in_a_batch_a_completed_delivery_is_marked_before_the_next_is_claimed(
     ledger: Any, calls: Any, now: datetime
 ) -> None:
@@ -198,7 +318,7 @@ def test_a_single_delivery_costs_no_mark(ledger: Any, calls: Any, now: datetime)
 
 def test_a_mark_that_fails_does_not_fail_the_next_delivery(ledger: Any, calls: Any, now: datetime) -> None:
     # Given a ledger whose completion mark fails
-    def broken(key: str, token: str) -> None:
+    def broken(key: str, token: str, now: datetime) -> None:
         raise RuntimeError("DynamoDB unavailable")
 
     ledger.complete = broken

@@ -5,6 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE
 from smgov.dead_letters import parse_dead_letter
 from tests.builders import FUNCTION, lambda_failure_message
 from tests.conftest import load_event
@@ -90,3 +91,32 @@ def test_an_alarm_notification_from_the_alarm_queue_names_its_alarm() -> None:
     }
     letter = parse_dead_letter(message)
     assert letter.source == "queue" and letter.job_name == 'ALARM: "gov-idle-j"' and letter.redrivable
+
+
+def test_a_record_the_function_failed_keeps_its_delivery_owner_through_redrives() -> None:
+    # Given a record the function failed, dead-lettered by the job-events queue (its message id kept), and
+    # the same record after an earlier redrive (a new message id, the original one in the owner attribute)
+    queue = "arn:aws:sqs:us-east-1:123456789012:gov-JobEventsQueue-1A2B"
+    body = json.dumps({"detail-type": "SageMaker Training Job State Change", "detail": {"TrainingJobName": "j"}})
+    first = {
+        "MessageId": "m-0",
+        "ReceiptHandle": "r",
+        "Body": body,
+        "Attributes": {"DeadLetterQueueSourceArn": queue},
+    }
+    again = {
+        **first,
+        "MessageId": "m-redriven",
+        "MessageAttributes": {DELIVERY_OWNER_ATTRIBUTE: {"DataType": "String", "StringValue": "m-0"}},
+    }
+    # Then both name the original message as the owner a redrive carries
+    assert parse_dead_letter(first).owner == "m-0"
+    assert parse_dead_letter(again).owner == "m-0"
+    # and an event EventBridge could not deliver to the queue was never received: no owner to carry
+    undelivered = {
+        "MessageId": "m-1",
+        "ReceiptHandle": "r",
+        "Body": body,
+        "MessageAttributes": {"RULE_ARN": {"StringValue": "arn:aws:events:us-east-1:123456789012:rule/gov-R"}},
+    }
+    assert parse_dead_letter(undelivered).owner is None

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from sagemaker_governance.audit import MemoryAuditSink, Outcome
+from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain import efficiency
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyPlan, read_period
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
-from sagemaker_governance.service.idempotency import audit_effect, job_delivery_key, once
+from sagemaker_governance.service.idempotency import OnceAuditSink, audit_effect, job_delivery_key, once
 from sagemaker_governance.service.recording import Trigger
 from smgov.cfn_template import load_template
 from tests.builders import job as build_job
@@ -380,23 +381,61 @@ def test_a_skipped_record_an_end_events_failed_attempt_wrote_is_not_written_agai
     assert audit.records == []
 
 
+def resume_recorded(job: Any, mode: Mode, outcome: Outcome) -> tuple[Decision, Callable[[], list[Decision]]]:
+    """A failed job's auto-resume decision, and a ``then`` that records it through the once-guard (as deployed)."""
+    resumed = Decision(
+        rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=mode, reason="r"
+    )
+    audit = OnceAuditSink(MemoryAuditSink())
+
+    def then() -> list[Decision]:
+        audit.write(
+            AuditRecord.of(
+                resumed,
+                job=job,
+                outcome=outcome,
+                at=START,
+                trigger="reconcile",
+                event_id="run-1",
+                team_tag="team",
+                owner_tag="owner",
+                policy_digest=None,
+            )
+        )
+        return [resumed]
+
+    return resumed, then
+
+
 def test_what_the_end_event_would_also_have_done_is_released_done_with_the_record() -> None:
-    # Given the reconciler writes a lost end's record and then a failed job's auto-resume decision
+    # Given the reconciler writes a lost end's record and then a failed job's auto-resume (the clone made)
     ledger = MemoryLedger(Calls())
     reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), MemoryAuditSink(), lambda: START, ledger)  # type: ignore[arg-type]
     job = ended(1, instance_type="ml.m5.xlarge")
-    resumed = Decision(
-        rule="auto-resume", code="resume.clone.transient", action=Action.CLONE, mode=Mode.ENFORCE, reason="r"
-    )
-    decisions = reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), lambda: [resumed])
+    _, then = resume_recorded(job, Mode.ENFORCE, Outcome.DONE)
+    decisions = reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), then)
     # Then both are returned, and the end event's delivery key is released with both effects done: a late
     # end event skips the resume's record as it skips the efficiency record
     assert [d.rule for d in decisions] == ["efficiency-record", "auto-resume"]
     claim = ledger.claim(job_delivery_key(job), "late-event", START, 0)
     assert {
         audit_effect(job.name, "auto-resume", "clone"),
-        audit_effect(job.name, "efficiency-record", "none"),
+        audit_effect(job.name, "efficiency-record", "none", Outcome.NO_ACTION),
     } <= set(claim.done)
+
+
+def test_an_auto_resume_the_reconciler_only_planned_does_not_hide_the_late_end_events_clone() -> None:
+    # Given the reconciler's auto-resume of a lost end event in audit mode: recorded audit-only, no clone
+    ledger = MemoryLedger(Calls())
+    reaction = EfficiencyReaction(Jobs(None), Reads({}), Policies(), MemoryAuditSink(), lambda: START, ledger)  # type: ignore[arg-type]
+    job = ended(1, instance_type="ml.m5.xlarge")
+    _, then = resume_recorded(job, Mode.AUDIT, Outcome.AUDIT_ONLY)
+    reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1"), then)
+    # When the late end event claims the delivery (the policy switched to enforce meanwhile)
+    claim = ledger.claim(job_delivery_key(job), "late-event", START, 0)
+    # Then only the audit-only record is done: the clone the late event makes is recorded
+    assert audit_effect(job.name, "auto-resume", "clone", Outcome.AUDIT_ONLY) in claim.done
+    assert audit_effect(job.name, "auto-resume", "clone") not in claim.done
 
 
 def test_the_owner_told_by_the_reconciler_s_auto_resume_is_not_told_again_by_a_late_end_event() -> None:

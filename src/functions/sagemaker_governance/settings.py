@@ -66,7 +66,8 @@ class Settings(BaseModel):
     idempotency_table: str | None = Field(default=None, alias="IDEMPOTENCY_TABLE_NAME")
     # ---- the fleet's Spot health ledger (issue 19); None: not recorded, not read
     spot_health_table: str | None = Field(default=None, alias="SPOT_HEALTH_TABLE_NAME")
-    idempotency_ttl_seconds: int = Field(default=7200, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
+    # The ledger items' life past their last write (adapters/idempotency.py::DEFAULT_TTL_SECONDS: why 4 h)
+    idempotency_ttl_seconds: int = Field(default=14_400, ge=300, le=86_400, alias="IDEMPOTENCY_TTL_SECONDS")
     # ---- reconciler (issue 6): its schedule's rate, which orders its runs (domain/reconcile.py)
     reconcile_interval_minutes: int = Field(default=10, ge=1, le=1440, alias="RECONCILE_INTERVAL_MINUTES")
     # ---- one audit view (issue 21): this stack's audit bus (empty: records are not forwarded), the

@@ -22,7 +22,8 @@ Three shapes arrive:
   (the original event) and ``responsePayload`` (``errorType``, ``errorMessage``).
 
 Each gives back the original payload and where to redrive it: the function (invoked again), or the
-source queue (the body sent to it again, so the event source mapping delivers it like the first time).
+source queue (the body sent to it again, so the event source mapping delivers it like the first time;
+a record the function failed keeps its delivery owner, ``DeadLetter.owner``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE
 
 
 class DeadLetter(BaseModel):
@@ -49,6 +52,10 @@ class DeadLetter(BaseModel):
     bus: str | None = None  # redrive by putting the event (``entry``) on this event bus (an audit record)
     entry: dict[str, Any] | None = None  # the PutEvents entry to put on ``bus``
     body: str = ""
+    # The delivery ledger's owner of a record the function failed (``events/queue.py``): its original message
+    # id, which a redrive carries (SendMessage gives the copy a new one) so that the copy takes over the claim
+    # its dead attempts left, instead of being a duplicate of them. None: not a record we received.
+    owner: str | None = None
 
     @property
     def redrivable(self) -> bool:
@@ -222,6 +229,10 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             payload=body,
             job_name=_job_name(body),
             attempts=int(count) if isinstance(count, str) and count.isdigit() else None,
+            # SQS moves the message to the dead-letter queue (its enqueue timestamp unchanged, "Setting-up
+            # dead-letter queue retention"): its id is the one the function's claims named, unless an earlier
+            # redrive carried the original one
+            owner=_attribute(attributes, DELIVERY_OWNER_ATTRIBUTE) or common["message_id"] or None,
         )
     return DeadLetter(
         **common,

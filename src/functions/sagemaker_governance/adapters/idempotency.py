@@ -4,8 +4,9 @@ An item per delivery key: ``status`` (``INPROGRESS`` from the claim on; ``FAILED
 ``COMPLETED`` once marked so),
 ``owner``, ``token`` (the claiming call's own), ``in_progress_until`` (epoch seconds: the claiming
 invocation's end), ``done`` (the effects released attempts of this state change completed) and
-``expiration``, the table's TTL attribute (epoch seconds). DynamoDB deletes expired items within a few
-days, not at once, so the claim treats an expired item as free
+``expiration``, the table's TTL attribute (epoch seconds: the TTL past the item's last claim, release or
+completion mark; a duplicate's claim, which fails its condition, writes nothing). DynamoDB deletes expired
+items within a few days, not at once, so the claim treats an expired item as free
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html).
 
 The claim is an ``UpdateItem`` whose ``ConditionExpression`` admits an absent or expired item, a released one,
@@ -35,11 +36,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.observability import logger
 
-# How long a delivery's item outlives its last claim or release. A late copy of an event arrives within the hour
-# (the rules' RetryPolicy: EventBridge retries delivery to the queue for MaximumEventAgeInSeconds = 3,600 s); a
-# record that failed or was returned with its batch comes back every VisibilityTimeout (1,800 s), up to
-# maxReceiveCount (5) receives, and each claim and release pushes the expiration on (template.yaml).
-DEFAULT_TTL_SECONDS = 7200
+# How long a delivery's item outlives its last claim, release or completion mark (a duplicate's claim writes
+# nothing: the expiration does not move for it). Every copy of a delivery must find the item: a record that failed
+# or was returned with its batch (a completed one too) is received again every VisibilityTimeout (1,800 s) up to
+# maxReceiveCount (5) receives, 9,000 s; and EventBridge retries delivering a late copy of an event to the queue
+# for MaximumEventAgeInSeconds (3,600 s), whose own receives then span as long again (template.yaml). 12,600 s
+# of copies, and a margin: 4 h. tests/infrastructure reads the template's figures against this default.
+DEFAULT_TTL_SECONDS = 14_400
 IN_PROGRESS, FAILED, COMPLETED = "INPROGRESS", "FAILED", "COMPLETED"
 _CLAIM_NAMES = {
     "#k": "id",
@@ -114,17 +117,22 @@ class DeliveryLedger:
             raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
         return Claim(granted=True, done=_done(answer.get("Attributes") or {}), token=token)
 
-    def complete(self, key: str, token: str) -> None:
+    def complete(self, key: str, token: str, now: datetime) -> None:
         """Mark the claim ``token`` completed: the same owner can no longer take it over (a duplicate
-        until the item expires). Nothing when another claim holds the key now."""
+        until the item expires, ``now`` + the TTL: the mark pushes the expiration on, as a claim and a
+        release do, since a duplicate's claim writes nothing). Nothing when another claim holds the key."""
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key={"id": {"S": key}},
-                UpdateExpression="SET #s = :completed",
+                UpdateExpression="SET #s = :completed, #e = :expires",
                 ConditionExpression="#t = :token",  # our claim still (a retry of this call finds it marked: fine)
-                ExpressionAttributeNames={"#s": "status", "#t": "token"},
-                ExpressionAttributeValues={":completed": {"S": COMPLETED}, ":token": {"S": token}},
+                ExpressionAttributeNames={"#s": "status", "#t": "token", "#e": "expiration"},
+                ExpressionAttributeValues={
+                    ":completed": {"S": COMPLETED},
+                    ":token": {"S": token},
+                    ":expires": {"N": str(math.ceil(now.timestamp()) + self._ttl)},
+                },
             )
         except ClientError as exc:
             if _conditional_failure(exc):  # another claim holds the key now (ours had expired): theirs

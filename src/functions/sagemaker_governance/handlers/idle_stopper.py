@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sagemaker_governance.composition.alarm_stopper import stopper_service as service
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications, queued_alarm_notification
-from sagemaker_governance.events.queue import sqs_bodies
+from sagemaker_governance.events.queue import sqs_records
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key
@@ -32,16 +32,17 @@ def _deliver(
     message: AlarmNotification,
     message_id: str | None,
     context: LambdaContext,
-    record_id: str | None = None,
+    owner: str | None = None,
 ) -> dict[str, Any]:
-    """One alarm notification (``message_id``: its SNS id; ``record_id``: the SQS message carrying it)."""
+    """One alarm notification (``message_id``: its SNS id; ``owner``: the delivery owner of the SQS record
+    carrying it, ``events/queue.py``)."""
     logger.append_keys(alarm=message.alarm_name, message_id=message_id)
     stopper = service(root)
 
     def process() -> dict[str, Any]:
         return stopper.handle(message, message_id).as_dict()
 
-    result = root.process_once(alarm_delivery_key(message, message_id), record_id, context, process)
+    result = root.process_once(alarm_delivery_key(message, message_id), owner, context, process)
     return result.as_dict() if isinstance(result, Duplicate) else result
 
 
@@ -49,12 +50,14 @@ def _deliver(
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     root = current()
-    bodies = sqs_bodies(event)
-    if bodies is None:
+    records = sqs_records(event)
+    if records is None:
         return {"results": [_deliver(root, message, mid, context) for mid, message in alarm_notifications(event)]}
+    owners = {r.message_id: r.owner for r in records}
 
     def deliver(record_id: str, body: str) -> None:
         message_id, message = queued_alarm_notification(body)
-        _deliver(root, message, message_id, context, record_id)
+        _deliver(root, message, message_id, context, owners[record_id])
 
+    bodies = [(r.message_id, r.body) for r in records]
     return partial_batch(bodies, deliver, failed="alarm notification failed", key="record_id", context=context)

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sagemaker_governance.composition.job_events import job_events_service as service
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events.job_state import TrainingJobStateChange
-from sagemaker_governance.events.queue import sqs_bodies
+from sagemaker_governance.events.queue import sqs_records
 from sagemaker_governance.handlers._batch import partial_batch
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key
@@ -29,8 +29,9 @@ _imports.imports_done()
 
 
 def _deliver(
-    root: Root, event: TrainingJobStateChange, message_id: str | None, context: LambdaContext
+    root: Root, event: TrainingJobStateChange, owner: str | None, context: LambdaContext
 ) -> dict[str, Any]:
+    """One event (``owner``: the SQS record's delivery owner, ``events/queue.py``; ``None``: a direct event)."""
     logger.append_keys(job=event.detail.name, event_id=event.id)
     governance = service(root)
     said = governance.said(event)  # transitions left out: read again before the delivery is keyed on them
@@ -39,7 +40,7 @@ def _deliver(
         decisions = governance.handle(said)
         return {"job": said.detail.name, "decisions": [d.explain() for d in decisions]}
 
-    result = root.process_once(job_delivery_key(said.detail), message_id, context, process)
+    result = root.process_once(job_delivery_key(said.detail), owner, context, process)
     return result.as_dict() if isinstance(result, Duplicate) else result
 
 
@@ -47,12 +48,14 @@ def _deliver(
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     root = current()
-    bodies = sqs_bodies(event)
-    if bodies is None:
+    records = sqs_records(event)
+    if records is None:
         return _deliver(root, TrainingJobStateChange.model_validate(event), None, context)
+    owners = {r.message_id: r.owner for r in records}
 
     def deliver(message_id: str, body: str) -> None:
         logger.append_keys(message_id=message_id)
-        _deliver(root, TrainingJobStateChange.model_validate_json(body), message_id, context)
+        _deliver(root, TrainingJobStateChange.model_validate_json(body), owners[message_id], context)
 
+    bodies = [(r.message_id, r.body) for r in records]
     return partial_batch(bodies, deliver, failed="job event failed", key="message_id", context=context)

@@ -20,8 +20,8 @@ runs then too, runs as that delivery: what it did (its records, the owner's noti
 metric) is released done with the record, so the late event meets "already exists" and repeats none of
 it. The other way round, an end event that was handled (its key claimed, its alarms' delete deferred)
 leaves the reconciler nothing to claim: no second record.
-The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (two hours by
-default, longer than EventBridge retries an event). Without a ledger the reconciler writes no record: it
+The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (four hours by
+default, longer than EventBridge retries an event and a queue receives a record). Without a ledger the reconciler writes no record: it
 could not tell whether the event path did.
 """
 
@@ -124,14 +124,15 @@ class EfficiencyReaction:
         try:
             if then is not None:
                 # As the end event's delivery: its effects (records, the owner's notification, a metric) are
-                # done once, and released with the claim, so a late end event does not repeat them.
+                # done once, and released with the claim, so a late end event does not repeat them. Each under
+                # the name its once-guard gave it: a record of the resume only planned (audit mode) or deferred
+                # names its outcome, and does not hide the late event's record of the clone it makes.
                 with delivering(key, frozenset(done)) as delivery:
                     try:
                         more = list(then())
                     finally:
                         done |= set(delivery.effects)
         finally:
-            done |= {audit_effect(job.name, d.rule, d.action.value) for d in more}
             ledger.release(key, owner, now, sorted(done))
         return [decision, *more]
 

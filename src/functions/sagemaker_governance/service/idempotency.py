@@ -6,7 +6,8 @@ carry the same job, status, secondary status and secondary-status transition.
 
 **The claim.** Before processing, the handler claims the key in the ledger (one conditional write). A
 delivery whose key is already claimed is a duplicate and is not processed. The claim names its *owner*
-(the SQS message, or the invocation for a direct one), so that the owner's own retry is not taken for a
+(the SQS message, or the one a redrive from the dead-letter queue carries: ``events/queue.py``; the
+invocation for a direct one), so that the owner's own retry is not taken for a
 duplicate; and a claim whose answer was lost (the ledger's client sent it again after a timeout) is not
 taken for a duplicate of itself (``adapters/idempotency.py``: each claim call writes a token of its own):
 
@@ -30,11 +31,15 @@ the notifier are wrapped so that each audit record (job, rule, action) and each 
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
 write per effect: what a failed attempt did travels in its release.
 
-A record that says the action was *not* carried out (``failed``, ``skipped``) does not settle it: the
-attempt that wrote a clone's ``failed`` (and the stop it then ``skipped``) raised, and its retry may
-create the clone and stop the job; those records must be written. Such a record's effect names its
-outcome too, so it hides only a repeat of itself (the retry failing, or skipping, the same way), and a
-record of the action done hides every later record of it (``audit_effect``).
+Only a record that says the action happened (``done``, ``already-done``) settles it. One that says it was
+*not* carried out (``failed``, ``skipped``, ``audit-only``, ``exempted``, ``deferred``, ``no-action``)
+does not: the attempt that wrote a clone's ``failed`` (and the stop it then ``skipped``) raised, and its
+retry may create the clone and stop the job; an attempt in audit mode that wrote ``audit-only`` and then
+failed may be retried after the policy was switched to enforce (the README's rollout), and its retry acts.
+Those records must be written. Such a record's effect names its outcome too, so it hides only a repeat of
+itself (the retry failing, or skipping, the same way), and a record of the action done hides every later
+record of it (``audit_effect``). Notifications alike: "would be resumed" hides only itself, "was resumed"
+every later message of its kind for the job (``notify_effect``).
 
 The actions themselves are idempotent by construction (a stop re-reads the job and counts a job that is
 already stopping as done; a clone has a deterministic name), so a retry reaches the same end state and
@@ -53,7 +58,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
 from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.notifications import Notification
+from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import NotifierPort
 
@@ -73,8 +78,9 @@ class LedgerPort(Protocol):
         """The delivery failed: let its retry claim again, and tell it which effects are ``done``."""
         ...
 
-    def complete(self, key: str, token: str) -> None:
-        """The delivery of the claim ``token`` completed: not even its owner may take it over any more."""
+    def complete(self, key: str, token: str, now: datetime) -> None:
+        """The delivery of the claim ``token`` completed: not even its owner may take it over any more (until
+        the item expires, ``now`` + the TTL)."""
         ...
 
 
@@ -92,7 +98,8 @@ _current: ContextVar[_Delivery | None] = ContextVar("smgov_delivery", default=No
 class _Batch:
     """The deliveries one invocation handles in turn (an SQS batch)."""
 
-    unmarked: list[tuple[LedgerPort, str, str]] = field(default_factory=list)  # completed: (ledger, key, token)
+    # completed: (ledger, key, token); each marked when the next delivery starts (its claim's ``now``)
+    unmarked: list[tuple[LedgerPort, str, str]] = field(default_factory=list)
 
 
 _batch: ContextVar[_Batch | None] = ContextVar("smgov_delivery_batch", default=None)
@@ -110,7 +117,7 @@ def delivery_batch() -> Iterator[None]:
         _batch.reset(token)
 
 
-def _mark_completed() -> None:
+def _mark_completed(now: datetime) -> None:
     """The invocation goes on to another delivery: mark those it completed so far. A mark that fails is
     logged, not raised: the next delivery is not failed for it (its only risk is a re-run, as before)."""
     batch = _batch.get()
@@ -119,7 +126,7 @@ def _mark_completed() -> None:
     unmarked, batch.unmarked = batch.unmarked, []
     for ledger, key, token in unmarked:
         try:
-            ledger.complete(key, token)
+            ledger.complete(key, token, now)
         except Exception:
             logger.exception("delivery not marked completed", delivery=key)
 
@@ -176,7 +183,7 @@ def deliver(
     """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
     if ledger is None:
         return process()
-    _mark_completed()
+    _mark_completed(now)
     claim = ledger.claim(key, owner, now, hold_seconds)
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
@@ -211,21 +218,36 @@ def once(effect: str, act: Callable[[], None], *, unless: str | None = None) -> 
     return True
 
 
-# Outcomes that say the action was not carried out: their records do not settle it (a retry may carry it out).
-UNSETTLED = frozenset({Outcome.FAILED, Outcome.SKIPPED})
+# The outcomes that say the action happened (or was found done): only their records settle it. Every other one
+# (failed, skipped, audit-only, exempted, deferred, no-action) says it was not carried out: a retry may carry it
+# out (the attempt raised; the policy may have switched from audit to enforce meanwhile).
+SETTLED = frozenset({Outcome.DONE, Outcome.ALREADY_DONE})
+# A notification's outcomes that report the action done (or the job found ended): the twin of ``SETTLED``.
+NOTICE_SETTLED = frozenset(
+    {NotificationOutcome.STOPPED, NotificationOutcome.RESUMED, NotificationOutcome.ALREADY_ENDED}
+)
 
 
 def audit_effect(job_name: str, rule: str, action: str, outcome: Outcome | None = None) -> str:
     """The effect name of an audit record in a delivery's ``done`` list: (job, rule, action) for a record
-    that settles the action (or with no ``outcome`` given); that and the outcome for a record that does not
-    (``UNSETTLED``: it hides only a record of the same outcome)."""
+    that settles the action (``SETTLED``, or with no ``outcome`` given); that and the outcome for any other
+    (it hides only a record of the same outcome)."""
     settled = f"audit|{job_name}|{rule}|{action}"
-    return f"{settled}|{outcome.value}" if outcome in UNSETTLED else settled
+    return settled if outcome is None or outcome in SETTLED else f"{settled}|{outcome.value}"
+
+
+def notify_effect(kind: str, job_name: str, outcome: NotificationOutcome | None = None) -> str:
+    """The effect name of a notification, as ``audit_effect``'s: (kind, job) for one that reports the action
+    done (``NOTICE_SETTLED``, or with no ``outcome`` given); that and the outcome for any other ("would be
+    resumed" hides only itself, never the retry's "was resumed")."""
+    settled = f"notify|{kind}|{job_name}"
+    return settled if outcome is None or outcome in NOTICE_SETTLED else f"{settled}|{outcome.value}"
 
 
 class OnceAuditSink:
     """Writes each audit record of a delivery once: a retry does not record the same action twice, and a
-    failed attempt's ``failed`` or ``skipped`` record does not hide what its retry did."""
+    failed attempt's record of an action not carried out (``failed``, ``skipped``, ``audit-only``, ...) does
+    not hide what its retry did."""
 
     def __init__(self, inner: AuditSink) -> None:
         self._inner = inner
@@ -239,14 +261,19 @@ class OnceAuditSink:
 
 
 class OnceNotifier:
-    """Publishes each notification of a delivery once: an owner is not told twice."""
+    """Publishes each notification of a delivery once: an owner is not told twice, and a failed attempt's
+    "would be" message does not hide the retry's "was"."""
 
     def __init__(self, inner: NotifierPort) -> None:
         self._inner = inner
 
     def publish(self, message: Notification) -> str | None:
         sent: list[str | None] = []
-        once(f"notify|{message.kind}|{message.job_name}", lambda: sent.append(self._inner.publish(message)))
+        once(
+            notify_effect(message.kind, message.job_name, message.outcome),
+            lambda: sent.append(self._inner.publish(message)),
+            unless=notify_effect(message.kind, message.job_name),
+        )
         return sent[0] if sent else None
 
 

@@ -10,9 +10,16 @@ from typing import Any, ClassVar
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE
 from smgov.dead_letters import DeadLetter, parse_dead_letter
 
 MAX_BATCH = 10
+
+
+def _owner_attribute(letter: DeadLetter) -> dict[str, Any]:
+    if letter.owner is None:
+        return {}
+    return {"MessageAttributes": {DELIVERY_OWNER_ATTRIBUTE: {"DataType": "String", "StringValue": letter.owner}}}
 
 
 class DeadLetterQueue:
@@ -86,7 +93,9 @@ class DeadLetterQueue:
 
     def redrive(self, letter: DeadLetter) -> None:
         """Send the original message back to its queue, or invoke the function asynchronously with the
-        original payload; then delete the message (only once the queue or Lambda accepted it)."""
+        original payload; then delete the message (only once the queue or Lambda accepted it). A record the
+        function failed goes back with its delivery owner (``events/queue.py``): the copy's new message id
+        would make it a duplicate of the claim its dead attempts left, dropped unprocessed."""
         if not letter.redrivable:
             raise AdapterError(f"message {letter.message_id} has no function, queue or payload to redrive")
         if letter.bus is not None and letter.entry is not None:
@@ -95,7 +104,7 @@ class DeadLetterQueue:
             name, account = letter.queue_arn.rsplit(":", 2)[-1], letter.queue_arn.split(":")[4]
             try:
                 url = self._sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
-                self._sqs.send_message(QueueUrl=url, MessageBody=letter.body)
+                self._sqs.send_message(QueueUrl=url, MessageBody=letter.body, **_owner_attribute(letter))
             except ClientError as exc:
                 raise AdapterError(f"SendMessage to {letter.queue_arn} failed: {exc}") from exc
         else:
