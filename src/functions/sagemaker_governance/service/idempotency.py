@@ -319,7 +319,7 @@ class CloneNotices:
             raise
         if claim.token is not None:
             try:
-                self._ledger.complete(key, claim.token)
+                self._ledger.complete(key, claim.token, self._clock())
             except Exception:  # told: at worst told again once the hold is over
                 logger.exception("clone notice not marked completed", clone=clone)
         return True
