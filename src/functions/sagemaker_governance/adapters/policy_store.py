@@ -9,15 +9,20 @@ last good one in the parameter's history (``GetParameterHistory``: SSM keeps its
 newest version that validates; only when none does (or the history cannot be read) the deploy-time
 defaults apply. Without that, each new container would drop the document's exemptions and team overrides
 and its mode until the document is mended: stops of jobs it exempts, or enforcement switched off.
+
+``read()`` is that cold start's answer once, with which version judged, for tools that publish what they
+read (``smgov iam-policy --stack``: an SCP): they fail when the parameter cannot be read rather than
+guess, where ``current()`` keeps governance on with what it has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError
@@ -26,6 +31,28 @@ from sagemaker_governance.domain.policy_document import PolicyDocumentError, bui
 from sagemaker_governance.observability import logger
 
 HISTORY_PAGE: Final = 50  # GetParameterHistory's MaxResults at most (botocore: ssm GetParameterHistoryRequest)
+
+
+class PolicyHistoryUnreadable(AdapterError):
+    """The current document is rejected and its history (where the valid version that applies is) cannot be
+    read: why it was rejected is in ``rejected``."""
+
+    def __init__(self, message: str, rejected: tuple[str, ...], version: int | None) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+        self.version = version
+
+
+class PolicyReading(BaseModel):
+    """The policy a container that has read no document before builds now (a cold start), and from what."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    policy: Policy
+    parameter: str | None  # the SSM parameter (None: none configured)
+    current_version: int | None = None  # the parameter's version now (None: it does not exist)
+    version: int | None = None  # the version that judged: current_version, an earlier one, or None (defaults)
+    rejected: tuple[str, ...] = ()  # why the current version is rejected (empty: it is not)
 
 
 class PolicyStore:
@@ -88,6 +115,37 @@ class PolicyStore:
         self._last_good, self._last_text = policy, text
         return policy
 
+    def read(self) -> PolicyReading:
+        """The policy as a container without a last good document builds it now, with the version that
+        judged: the current version, or (rejected) the newest valid one of its history, or neither (the
+        deploy-time defaults). Nothing cached, logged or counted. ``AdapterError`` when the parameter
+        cannot be read, ``PolicyHistoryUnreadable`` when its rejected document's history cannot."""
+        if self._ssm is None or self._parameter_name is None:
+            return PolicyReading(policy=self._base, parameter=None)
+        found = self._parameter()
+        if found is None:
+            return PolicyReading(policy=self._base, parameter=self._parameter_name)
+        text, version = found
+        try:
+            policy = build_policy(self._base_document, parse_document(text))
+        except PolicyDocumentError as exc:
+            rejected = tuple(exc.errors)
+            try:
+                versions = self._history()
+            except AdapterError as unread:
+                raise PolicyHistoryUnreadable(str(unread), rejected, version) from unread
+            earlier, recovered = self._newest_valid(versions, text)
+            return PolicyReading(
+                policy=recovered or self._base,
+                parameter=self._parameter_name,
+                current_version=version,
+                version=earlier,
+                rejected=rejected,
+            )
+        return PolicyReading(
+            policy=policy, parameter=self._parameter_name, current_version=version, version=version
+        )
+
     def _read(self, max_age: float) -> str | None:
         """The document's text, None when the parameter does not exist. Both answers are kept for
         ``max_age`` seconds (``cache_seconds`` unless the caller accepts older; a missing document is an
@@ -102,6 +160,12 @@ class PolicyStore:
 
     def _get_parameter(self) -> str | None:
         """The parameter's value; None when it does not exist; ``AdapterError`` when it cannot be read."""
+        found = self._parameter()
+        return None if found is None else found[0]
+
+    def _parameter(self) -> tuple[str, int | None] | None:
+        """The parameter's value and version; None when it does not exist; ``AdapterError`` when it cannot
+        be read."""
         assert self._ssm is not None
         try:
             answer = self._ssm.get_parameter(Name=self._parameter_name, WithDecryption=False)
@@ -111,7 +175,8 @@ class PolicyStore:
             raise AdapterError(str(exc)) from exc
         except BotoCoreError as exc:  # no answer at all (connection, timeout, retries exhausted)
             raise AdapterError(str(exc)) from exc
-        return str(answer["Parameter"]["Value"])
+        version = answer["Parameter"].get("Version")
+        return str(answer["Parameter"]["Value"]), None if version is None else int(version)
 
     def _fallback(self, message: str, detail: str, rejected: str | None = None) -> Policy:
         self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
@@ -138,6 +203,16 @@ class PolicyStore:
                 "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
             )
             return None, None
+        found = self._newest_valid(versions, rejected)
+        if found[1] is None:
+            self._no_history_for = rejected
+        return found
+
+    def _newest_valid(
+        self, versions: Iterable[Mapping[str, Any]], rejected: str
+    ) -> tuple[int, Policy] | tuple[None, None]:
+        """The newest of ``versions`` (GetParameterHistory's entries) whose document validates over the
+        deploy-time defaults, with its version number; (None, None) when none does."""
         for entry in sorted(versions, key=lambda v: int(v.get("Version") or 0), reverse=True):
             value = entry.get("Value")
             if not isinstance(value, str) or value == rejected:
@@ -146,7 +221,6 @@ class PolicyStore:
                 return int(entry.get("Version") or 0), build_policy(self._base_document, parse_document(value))
             except PolicyDocumentError:
                 continue
-        self._no_history_for = rejected
         return None, None
 
     def _history(self) -> list[dict[str, Any]]:
