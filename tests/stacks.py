@@ -11,8 +11,9 @@ from botocore.stub import Stubber
 
 
 @contextmanager
-def deployed_stack(parameters: dict[str, str], name: str = "gov") -> Iterator[None]:
-    """CloudFormation, for the CLI, answering DescribeStacks for one stack deployed with ``parameters``."""
+def deployed_stack(parameters: dict[str, str], name: str = "gov", reads: int = 1) -> Iterator[None]:
+    """CloudFormation, for the CLI, answering DescribeStacks for one stack deployed with ``parameters``
+    (``reads`` times, each of them expected)."""
     client = boto3.client("cloudformation", region_name="us-east-1")
     stub = Stubber(client)
     stack = {
@@ -21,7 +22,8 @@ def deployed_stack(parameters: dict[str, str], name: str = "gov") -> Iterator[No
         "StackStatus": "CREATE_COMPLETE",
         "Parameters": [{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
     }
-    stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
+    for _ in range(reads):
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
     from smgov.adapters import cloudformation
 
     with stub, pytest.MonkeyPatch.context() as patch:

@@ -298,3 +298,57 @@ def test_a_caller_may_accept_an_older_document(ssm: Any) -> None:
     now[0] += timedelta(seconds=30)
     assert policies.current(max_age_seconds=10).mode is Mode.AUDIT
     assert len(reads) == 2
+
+
+# ---- read(): a cold start's answer once, with the version that judged (the tools' `--stack`) ---------
+
+
+def test_read_names_the_version_that_judged(ssm: Any) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: audit\n")
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD, Overwrite=True)
+    reading = store(ssm).read()
+    assert (reading.parameter, reading.current_version, reading.version, reading.rejected) == (NAME, 2, 2, ())
+    assert reading.policy.rules[0].max == 8  # type: ignore[union-attr]
+
+
+def test_read_without_the_parameter_is_the_defaults(ssm: Any) -> None:
+    reading = store(ssm).read()
+    assert (reading.current_version, reading.version) == (None, None)
+    assert reading.policy == store(ssm).base
+
+
+def test_read_of_a_rejected_document_is_the_newest_valid_version_as_current_gives_it(ssm: Any) -> None:
+    # Given a good version 2 and a bad edit (3)
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD, Overwrite=True)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    # When read, then version 2 judges (what a new container's current() governs with), and why 3 is
+    # rejected is kept
+    reading = store(ssm).read()
+    assert (reading.current_version, reading.version) == (3, 2) and reading.rejected
+    assert reading.policy == store(ssm).current()
+
+
+def test_read_of_a_rejected_document_with_no_valid_version_is_the_defaults(ssm: Any) -> None:
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+    reading = store(ssm).read()
+    assert (reading.current_version, reading.version) == (1, None) and reading.rejected
+    assert reading.policy == store(ssm).base
+
+
+@pytest.mark.parametrize("operation", ["GetParameter", "GetParameterHistory"])
+def test_read_never_guesses_when_ssm_cannot_be_read(ssm: Any, operation: str) -> None:
+    from sagemaker_governance.adapters.policy_store import PolicyHistoryUnreadable
+    from sagemaker_governance.domain.errors import AdapterError
+
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN)
+
+    def refused(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, operation)
+
+    ssm.meta.events.register(f"before-call.ssm.{operation}", refused)
+    expected = PolicyHistoryUnreadable if operation == "GetParameterHistory" else AdapterError
+    with pytest.raises(expected) as unread:
+        store(ssm).read()
+    if isinstance(unread.value, PolicyHistoryUnreadable):
+        assert unread.value.version == 1 and unread.value.rejected

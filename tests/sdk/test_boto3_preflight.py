@@ -205,6 +205,78 @@ def test_without_a_stack_stderr_says_which_defaults_judged(
     assert "no stack named" in err and "MaxRuntimeHours=72" in err and "stack=" in err
 
 
+# ---- stack= and no document path: the stack's own document (its SSM parameter) ---------------------------
+
+STACK_DOCUMENT = "teams:\n  vision:\n    rules:\n      - {id: instance-types, patterns: ['ml.g5.*', 'ml.p5.*']}\n"
+
+
+def vision_p5() -> dict[str, Any]:
+    request = request_file("compliant.json")
+    request["ResourceConfig"] = {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 200}
+    request["Tags"] = [{"Key": "team", "Value": "vision"}]
+    return request
+
+
+def deploy_governed_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("GOVERNANCE_MODE", "REQUIRED_TAGS", "ALLOWED_INSTANCE_TYPES", "POLICY_PARAMETER_NAME"):
+        monkeypatch.delenv(variable, raising=False)
+    deploy_stack(
+        monkeypatch,
+        "gov",
+        GovernanceMode="enforce",
+        RequiredTags="team",
+        AllowedInstanceTypes="ml.g5.*,ml.m5.*",
+        PolicyParameterName="/gov/policy",
+    )
+
+
+def test_with_a_stack_and_no_document_path_the_stacks_document_judges(
+    aws: boto3.Session, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stack whose SSM document lets team vision use ml.p5.* (its parameters allow ml.g5/ml.m5 only)
+    deploy_governed_stack(monkeypatch)
+    aws.client("ssm").put_parameter(Name="/gov/policy", Type="String", Value=STACK_DOCUMENT)
+    # When the preflight is installed with the stack and no document path
+    install_preflight(aws, stack="gov", user="carol", clock=lambda: NOW)
+    # Then a vision job on ml.p5 launches, as the deployed service lets it run, and stderr says which
+    # document judged
+    aws.client("sagemaker").create_training_job(**vision_p5())
+    assert job_names(aws) == [vision_p5()["TrainingJobName"]]
+    assert "SSM parameter /gov/policy, version 1" in capsys.readouterr().err
+
+
+def test_with_a_stack_an_unreadable_document_is_an_error_not_a_guess(
+    aws: boto3.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from smgov.sdk import StackPolicyUnreadable
+
+    # Given a stack whose document the developer may not read
+    deploy_governed_stack(monkeypatch)
+    aws.client("ssm").put_parameter(Name="/gov/policy", Type="String", Value=STACK_DOCUMENT)
+
+    def refused(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameter")
+
+    aws.events.register("before-call.ssm.GetParameter", refused)
+    # When the preflight is installed with the stack, then it is not: the error names the parameter
+    with pytest.raises(StackPolicyUnreadable, match="/gov/policy"):
+        install_preflight(aws, stack="gov", user="carol", clock=lambda: NOW)
+    with pytest.raises(StackPolicyUnreadable):
+        governed_sagemaker_session_or_skip(aws)
+
+
+def governed_sagemaker_session_or_skip(session: boto3.Session) -> Any:
+    """``governed_sagemaker_session(stack=)``: the SDK's own entry (its import needs the ``sdk`` extra)."""
+    from tests.sdk.conftest import require_sagemaker_sdk
+
+    require_sagemaker_sdk()
+    from smgov.sdk import governed_sagemaker_session
+
+    return governed_sagemaker_session(stack="gov", boto_session=session, user="carol", clock=lambda: NOW)
+
+
 def test_a_stack_or_settings_with_a_ready_policy_is_a_usage_error(aws: boto3.Session, policy: Policy) -> None:
     with pytest.raises(ValueError, match="not a Policy"):
         install_preflight(aws, policy, stack="gov")

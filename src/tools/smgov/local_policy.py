@@ -5,6 +5,11 @@ defaults (``template.yaml``'s ``Globals`` environment, resolved), or a deployed 
 (``--stack NAME``: CloudFormation ``DescribeStacks``), with any of those variables set in the caller's
 environment on top. Without this an untagged job looked compliant in the CLI (the code's own defaults
 have no required tags) and was not once deployed (the template requires ``team`` and ``cost-center``).
+
+With a stack named and no document path, the document is the stack's own: the SSM parameter its
+``PolicyParameterName`` names, read as a new container of its functions reads it (``stack_policy``).
+Without it an SCP made with ``--stack`` denied, across an organization, jobs the deployed service lets run
+(a team's wider instance types, an exemption).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sagemaker_governance.domain.policy_document import build_policy, parse_docu
 from sagemaker_governance.settings import Settings
 
 if TYPE_CHECKING:
+    from sagemaker_governance.adapters.policy_store import PolicyReading
     from smgov.adapters.cloudformation import StackOutputs
 
 DEFAULT_STACK = "sagemaker-governance"
@@ -128,6 +134,92 @@ def load_policy(path: str | None, settings: Settings | None = None) -> Policy:
     if path is None:
         return build_policy(base)
     return build_policy(base, parse_document(Path(path).read_text()))
+
+
+class StackPolicyUnreadable(Exception):
+    """The stack's policy document (or, when it is rejected, its history) cannot be read: nothing may be
+    judged on a guess at it. ``rejected``: why the current version is rejected, when that much was read."""
+
+    def __init__(self, message: str, rejected: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+
+
+def stack_policy(stack: str, settings: Settings, ssm: Any) -> PolicyReading:
+    """What the functions of ``stack`` (deployed with ``settings``) govern with: the SSM document their
+    ``PolicyParameterName`` names over the stack's parameters, as a new container reads it
+    (``PolicyStore.read``: a missing parameter means the parameters alone; a rejected document, the
+    newest valid version of its history). ``StackPolicyUnreadable`` when it cannot be read."""
+    from sagemaker_governance.adapters.policy_store import PolicyHistoryUnreadable, PolicyStore
+    from sagemaker_governance.domain.errors import AdapterError
+
+    name = settings.policy_parameter_name
+    if not name:  # the template names one always (its AllowedPattern): here it could not be resolved
+        raise StackPolicyUnreadable(
+            f"stack {stack}: the name of its policy document (PolicyParameterName) is not known"
+        )
+    try:
+        return PolicyStore(settings.base_policy_document(), name, ssm).read()
+    except PolicyHistoryUnreadable as exc:
+        raise StackPolicyUnreadable(
+            f"stack {stack}: its policy document (SSM parameter {name}, version {exc.version}) is rejected "
+            f"({'; '.join(exc.rejected)}) and the parameter's history, where the version its functions fall back "
+            f"to is, cannot be read (ssm:GetParameterHistory): {exc}",
+            exc.rejected,
+        ) from exc
+    except AdapterError as exc:
+        raise StackPolicyUnreadable(
+            f"stack {stack}: its policy document (SSM parameter {name}) cannot be read (ssm:GetParameter): {exc}"
+        ) from exc
+
+
+def reading_notes(reading: PolicyReading) -> list[tuple[bool, str]]:
+    """What to tell the user about the document that judged: ``(loud, text)`` lines (loud: the document
+    the service would apply is not the parameter's current value)."""
+    name = reading.parameter
+    if reading.current_version is None:
+        return [
+            (
+                False,
+                f"policy document: SSM parameter {name} does not exist: the stack's parameters alone judge, as "
+                "its functions do",
+            )
+        ]
+    if not reading.rejected:
+        return [
+            (
+                False,
+                f"policy document: SSM parameter {name}, version {reading.version}, over the stack's parameters",
+            )
+        ]
+    why = "; ".join(reading.rejected)
+    if reading.version is None:
+        kept = (
+            "no earlier version of it validates: the stack's parameters alone judge, as its functions do (a new "
+            "container) until the document is mended"
+        )
+    else:
+        kept = (
+            f"version {reading.version} (the newest valid one of its history) judges, as its functions do (a new "
+            "container) until the document is mended"
+        )
+    return [
+        (
+            True,
+            f"WARNING: the policy document in SSM parameter {name} (version {reading.current_version}) is "
+            f"rejected by the service: {why}",
+        ),
+        (True, f"WARNING: {kept}"),
+    ]
+
+
+def connect_ssm(region: str | None = None) -> Any:
+    """SSM in the caller's AWS configuration (the CLI), with the retries the stack lookup uses."""
+    import boto3
+
+    from smgov.adapters.cloudformation import CLIENT_CONFIG
+
+    return boto3.client("ssm", region_name=region, config=CLIENT_CONFIG)
 
 
 def current_user() -> str | None:

@@ -22,7 +22,9 @@ skipping validation.)
 The policy document is merged over the base policy the deployed functions build from their stack's
 parameters: ``stack=`` reads them (CloudFormation ``DescribeStacks``), ``settings=`` takes them as a
 ``Settings``; with neither, the template's Parameter defaults are used and stderr says which (a stack
-deployed with other parameters judges otherwise).
+deployed with other parameters judges otherwise). With ``stack=`` and no document path the stack's own
+document judges (the SSM parameter its ``PolicyParameterName`` names, as its functions read it: stderr
+says which version; ``StackPolicyUnreadable`` when it cannot be read).
 
 With ``spot_health=spot_health_reader(session)`` the hook also reads the fleet's Spot health ledger (the
 one ``smgov spot-health`` shows; read-only, one ``Query`` of the request's instance type) before a Managed
@@ -46,7 +48,15 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.settings import Settings
-from smgov.local_policy import current_user, defaults_note, deployed_settings, load_policy
+from smgov.local_policy import (
+    StackPolicyUnreadable,
+    current_user,
+    defaults_note,
+    deployed_settings,
+    load_policy,
+    reading_notes,
+    stack_policy,
+)
 from smgov.preflight import GovernanceViolation, PreflightOutcome, SpotHealthReader, preflight_request
 
 EVENT = "before-parameter-build.sagemaker.CreateTrainingJob"
@@ -57,6 +67,7 @@ __all__ = [
     "GovernanceViolation",
     "GovernanceWarning",
     "PreflightHook",
+    "StackPolicyUnreadable",
     "governed_sagemaker_session",
     "install_preflight",
     "spot_health_reader",
@@ -77,7 +88,8 @@ def _resolve_policy(
 ) -> Policy:
     """``policy`` as the deployed functions would build it: merged over the base policy of ``stack``'s
     parameters (read in ``target``'s region), of ``settings``, or (neither) of the template's defaults,
-    said on stderr."""
+    said on stderr. With ``stack`` and no ``policy``, the stack's own document (its SSM parameter, read
+    through ``target``), which version said on stderr; ``StackPolicyUnreadable`` when it cannot be read."""
     if isinstance(policy, Policy):
         if stack is not None or settings is not None:
             raise ValueError(
@@ -91,20 +103,35 @@ def _resolve_policy(
         settings = deployed_settings(stack, stacks=_stacks_of(target) if stack else None)
         if stack is None:
             print(f"governance preflight: {defaults_note(settings, 'stack=NAME')}", file=sys.stderr)
+    if stack is not None and policy is None:
+        reading = stack_policy(stack, settings, _client_of(target, "ssm"))
+        for _, text in reading_notes(reading):
+            print(f"governance preflight: {text}", file=sys.stderr)
+        return reading.policy
     return load_policy(None if policy is None else str(policy), settings)
 
 
 def _stacks_of(target: Any) -> Any:
-    """CloudFormation through ``target`` (a boto3 Session, a botocore session or a client: its
-    credentials and region), to read the stack's parameters."""
-    from smgov.adapters.cloudformation import CLIENT_CONFIG, StackOutputs
+    """CloudFormation through ``target``, to read the stack's parameters."""
+    from smgov.adapters.cloudformation import StackOutputs
+
+    return StackOutputs(_client_of(target, "cloudformation"))
+
+
+def _client_of(target: Any, service: str) -> Any:
+    """A ``service`` client through ``target`` (a boto3 Session, a botocore session or a client: its
+    credentials and region)."""
+    from smgov.adapters.cloudformation import CLIENT_CONFIG
 
     if hasattr(target, "client") and hasattr(target, "_session"):  # boto3.Session
-        return StackOutputs(target.client("cloudformation", config=CLIENT_CONFIG))
+        return target.client(service, config=CLIENT_CONFIG)
     if hasattr(target, "create_client"):  # botocore Session
-        return StackOutputs(target.create_client("cloudformation", config=CLIENT_CONFIG))
+        return target.create_client(service, config=CLIENT_CONFIG)
+    import boto3
+
     meta = getattr(target, "meta", None)
-    return StackOutputs.connect(getattr(meta, "region_name", None))
+    region: str | None = getattr(meta, "region_name", None)
+    return boto3.client(service, region_name=region, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
 
 class PreflightHook:
@@ -215,11 +242,12 @@ def install_preflight(
 
     ``target``: a boto3 ``Session`` or botocore session (clients created from it *afterwards* get the
     hook; botocore copies the event system into each client) or a client. ``policy``: a ``Policy``, a
-    policy document path (merged over the base policy, as ``smgov policy show`` does), or None for the
-    base policy alone. The base policy is what the deployed functions build from their stack's
-    parameters: ``stack`` (a stack name: CloudFormation ``DescribeStacks`` with the caller's credentials)
-    or ``settings``; with neither, the template's Parameter defaults, and stderr says which values those
-    are. Installing twice on the same target replaces the first hook. ``spot_health``: the fleet's Spot
+    policy document path (merged over the base policy, as ``smgov policy show`` does), or None: with
+    ``stack``, the stack's own document (the SSM parameter its ``PolicyParameterName`` names, read as its
+    functions read it; ``StackPolicyUnreadable`` when it cannot be read), else the base policy alone. The
+    base policy is what the deployed functions build from their stack's parameters: ``stack`` (a stack
+    name: CloudFormation ``DescribeStacks`` with the caller's credentials) or ``settings``; with neither,
+    the template's Parameter defaults, and stderr says which values those are. Installing twice on the same target replaces the first hook. ``spot_health``: the fleet's Spot
     health ledger (``spot_health_reader``), read before a Managed Spot launch (None: not read).
     """
     hook = PreflightHook(

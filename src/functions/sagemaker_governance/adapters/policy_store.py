@@ -17,15 +17,20 @@ place. The delivery fails and comes back from its queue; nothing is stopped, clo
 defaults are an answer only when the parameter does not exist (deleting it is how to return to them); what the
 container knew of a deleted document is forgotten, so a bad document put under the name later never brings the
 deleted one back as "last good".
+
+``read()`` is that cold start's answer once, with which version judged, for tools that publish what they
+read (``smgov iam-policy --stack``: an SCP): they fail when the parameter cannot be read rather than
+guess, as ``current()`` does in a container that has no policy yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError, PolicyUnavailable
@@ -34,6 +39,28 @@ from sagemaker_governance.domain.policy_document import PolicyDocumentError, bui
 from sagemaker_governance.observability import logger
 
 HISTORY_PAGE: Final = 50  # GetParameterHistory's MaxResults at most (botocore: ssm GetParameterHistoryRequest)
+
+
+class PolicyHistoryUnreadable(AdapterError):
+    """The current document is rejected and its history (where the valid version that applies is) cannot be
+    read: why it was rejected is in ``rejected``."""
+
+    def __init__(self, message: str, rejected: tuple[str, ...], version: int | None) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+        self.version = version
+
+
+class PolicyReading(BaseModel):
+    """The policy a container that has read no document before builds now (a cold start), and from what."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    policy: Policy
+    parameter: str | None  # the SSM parameter (None: none configured)
+    current_version: int | None = None  # the parameter's version now (None: it does not exist)
+    version: int | None = None  # the version that judged: current_version, an earlier one, or None (defaults)
+    rejected: tuple[str, ...] = ()  # why the current version is rejected (empty: it is not)
 
 
 class PolicyStore:
@@ -110,6 +137,38 @@ class PolicyStore:
         self._known = policy
         return policy
 
+    def read(self) -> PolicyReading:
+        """The policy as a container without a last good document builds it now, with the version that
+        judged: the current version, or (rejected) the newest valid one of its history, or neither (the
+        deploy-time defaults). Nothing cached, logged or counted. ``AdapterError`` when the parameter
+        cannot be read, ``PolicyHistoryUnreadable`` when its rejected document's history cannot."""
+        if self._ssm is None or self._parameter_name is None:
+            return PolicyReading(policy=self._base, parameter=None)
+        found = self._parameter()
+        if found is None:
+            return PolicyReading(policy=self._base, parameter=self._parameter_name)
+        text, version = found
+        try:
+            policy = build_policy(self._base_document, parse_document(text))
+        except PolicyDocumentError as exc:
+            rejected = tuple(exc.errors)
+            try:
+                versions = self._history()
+            except AdapterError as unread:
+                raise PolicyHistoryUnreadable(str(unread), rejected, version) from unread
+            valid = self._newest_valid(versions, text)
+            earlier, recovered = valid if valid is not None else (None, None)
+            return PolicyReading(
+                policy=recovered or self._base,
+                parameter=self._parameter_name,
+                current_version=version,
+                version=earlier,
+                rejected=rejected,
+            )
+        return PolicyReading(
+            policy=policy, parameter=self._parameter_name, current_version=version, version=version
+        )
+
     def _read(self, max_age: float) -> str | None:
         """The document's text, None when the parameter does not exist. Both answers are kept for
         ``max_age`` seconds (``cache_seconds`` unless the caller accepts older; a missing document is an
@@ -124,6 +183,12 @@ class PolicyStore:
 
     def _get_parameter(self) -> str | None:
         """The parameter's value; None when it does not exist; ``AdapterError`` when it cannot be read."""
+        found = self._parameter()
+        return None if found is None else found[0]
+
+    def _parameter(self) -> tuple[str, int | None] | None:
+        """The parameter's value and version; None when it does not exist; ``AdapterError`` when it cannot
+        be read."""
         assert self._ssm is not None
         try:
             answer = self._ssm.get_parameter(Name=self._parameter_name, WithDecryption=False)
@@ -133,7 +198,8 @@ class PolicyStore:
             raise AdapterError(str(exc)) from exc
         except BotoCoreError as exc:  # no answer at all (connection, timeout, retries exhausted)
             raise AdapterError(str(exc)) from exc
-        return str(answer["Parameter"]["Value"])
+        version = answer["Parameter"].get("Version")
+        return str(answer["Parameter"]["Value"]), None if version is None else int(version)
 
     def _known_or_unavailable(self, message: str, cause: AdapterError) -> Policy:
         """The policy of this container's last answer, kept while the document cannot be read; none yet (a new
@@ -178,6 +244,14 @@ class PolicyStore:
         if rejected == self._no_history_for:
             return None
         versions = self._history()
+        found = self._newest_valid(versions, rejected)
+        if found is None:
+            self._no_history_for = rejected
+        return found
+
+    def _newest_valid(self, versions: Iterable[Mapping[str, Any]], rejected: str) -> tuple[int, Policy] | None:
+        """The newest of ``versions`` (GetParameterHistory's entries) whose document validates over the
+        deploy-time defaults, with its version number; None when none does."""
         for entry in sorted(versions, key=lambda v: int(v.get("Version") or 0), reverse=True):
             value = entry.get("Value")
             if not isinstance(value, str) or value == rejected:
@@ -186,7 +260,6 @@ class PolicyStore:
                 return int(entry.get("Version") or 0), build_policy(self._base_document, parse_document(value))
             except PolicyDocumentError:
                 continue
-        self._no_history_for = rejected
         return None
 
     def _history(self) -> list[dict[str, Any]]:

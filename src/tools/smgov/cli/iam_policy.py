@@ -16,13 +16,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def cmd_iam_policy(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError
-    from smgov.cli.output import fail, stack_settings
+    from smgov.cli.output import command_policy, fail, stack_settings
     from smgov.iam_policy import IamPolicyTooLarge, NothingToExpress, derive_iam_policy, split_document
-    from smgov.local_policy import load_policy
 
     settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy, settings)
+        policy = command_policy(args, args.policy, settings, unreadable_code=EXIT_FAILED)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     if args.team is not None and args.team not in policy.teams:

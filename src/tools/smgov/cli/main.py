@@ -20,7 +20,15 @@ from sagemaker_governance.domain.policy_document import (
 )
 from sagemaker_governance.settings import Settings
 from smgov.cli import dlq, spot_health
-from smgov.cli.output import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE, fail, stack_option, stack_settings
+from smgov.cli.output import (
+    EXIT_BROKEN_PIPE,
+    EXIT_OK,
+    EXIT_USAGE,
+    command_policy,
+    fail,
+    stack_option,
+    stack_settings,
+)
 from smgov.cli.resume import add_parser as add_resume_parser
 from smgov.local_policy import load_policy
 
@@ -52,7 +60,7 @@ def cmd_policy_validate(args: argparse.Namespace) -> int:
 
 def cmd_policy_show(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.file, stack_settings(args))
+        policy = command_policy(args, args.file, stack_settings(args))
         if args.team:
             policy = policy.for_team(args.team)
     except PolicyDocumentError as exc:
@@ -95,7 +103,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     describe = _read_json(args.describe) if args.describe else None
     settings = stack_settings(args)
     try:
-        policy = load_policy(args.policy, settings)
+        policy = command_policy(args, args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     kind, now, naming = _event_kind(raw_event), datetime.now(UTC), _naming(settings)
@@ -365,7 +373,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     settings = stack_settings(args)
     try:
-        policy = load_policy(args.policy, settings)
+        policy = command_policy(args, args.policy, settings)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors))
     pattern = settings.checkpoint_bucket_pattern if args.checkpoint_buckets is None else args.checkpoint_buckets

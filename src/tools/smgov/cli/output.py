@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sagemaker_governance.domain.policy import Policy
     from sagemaker_governance.settings import Settings
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
@@ -35,7 +36,9 @@ def stack_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stack",
         metavar="NAME",
-        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults",
+        help="use a deployed stack's parameters (CloudFormation DescribeStacks) instead of the template's defaults, "
+        "and, without a policy document path, the stack's own document (the SSM parameter its PolicyParameterName "
+        "names), as its functions read it",
     )
 
 
@@ -50,3 +53,32 @@ def stack_settings(args: argparse.Namespace, *, say_defaults: bool = False) -> S
     if say_defaults and not stack:
         print(f"note: {defaults_note(settings, '--stack NAME')}", file=sys.stderr)
     return settings
+
+
+def command_policy(
+    args: argparse.Namespace, path: str | None, settings: Settings, *, unreadable_code: int = EXIT_VIOLATION
+) -> Policy:
+    """The policy a command judges with: the document at ``path`` over ``settings``' base policy; without
+    one and with ``--stack``, the stack's own document in SSM, as its functions read it (which version
+    judged, or why none did, said on stderr; unreadable: exit ``unreadable_code``, nothing is judged on a
+    guess); with neither, the base policy alone. An invalid document at ``path`` raises
+    ``PolicyDocumentError`` (each command words it)."""
+    from smgov.local_policy import StackPolicyUnreadable, connect_ssm, load_policy, reading_notes, stack_policy
+
+    stack = getattr(args, "stack", None)
+    if path is not None or not stack:
+        return load_policy(path, settings)
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        reading = stack_policy(stack, settings, connect_ssm())
+    except (StackPolicyUnreadable, BotoCoreError) as exc:  # BotoCoreError: no client (no region, ...)
+        raise SystemExit(
+            fail(
+                f"--stack {stack}: {exc}; nothing was judged (give --policy FILE to judge by a file)",
+                unreadable_code,
+            )
+        ) from exc
+    for loud, text in reading_notes(reading):
+        print(text if loud else f"note: {text}", file=sys.stderr)
+    return reading.policy

@@ -41,8 +41,8 @@ def validate_request_shape(request: Any) -> list[str]:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from sagemaker_governance.domain.policy_document import PolicyDocumentError, format_errors
-    from smgov.cli.output import fail, stack_settings
-    from smgov.local_policy import current_user, load_policy
+    from smgov.cli.output import command_policy, fail, stack_settings
+    from smgov.local_policy import current_user
     from smgov.preflight import preflight_request
 
     try:
@@ -56,7 +56,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         )
     settings = stack_settings(args, say_defaults=True)
     try:
-        policy = load_policy(args.policy, settings)
+        policy = command_policy(args, args.policy, settings, unreadable_code=EXIT_USAGE)
     except PolicyDocumentError as exc:
         return fail("invalid policy document\n" + "\n".join(f"  - {e}" for e in exc.errors), EXIT_USAGE)
     now, user = datetime.now(UTC), args.user if args.user is not None else current_user()

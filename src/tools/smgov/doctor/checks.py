@@ -513,39 +513,53 @@ def _settings(d: Deployment) -> Any:
 
 
 def _policy(d: Deployment, ctx: CheckContext) -> tuple[Any, Finding]:
-    """The effective policy (stack parameters + the SSM document) and the finding about the document."""
+    """The effective policy (stack parameters + the SSM document, read as the CLI's ``--stack`` reads it:
+    ``smgov.local_policy.stack_policy``) and the finding about the document. A rejected document gives no
+    policy (drift then says it cannot judge)."""
     if "policy" in ctx.cache:
         cached: tuple[Any, Finding] = ctx.cache["policy"]
         return cached
-    from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, load_policy_text
+    from smgov.local_policy import StackPolicyUnreadable, stack_policy
 
-    name = d.parameter("PolicyParameterName", "/sagemaker-governance/policy")
-    base = _settings(d).base_policy_document()
+    settings = _settings(d)
+    name = settings.policy_parameter_name or d.parameter("PolicyParameterName", "/sagemaker-governance/policy")
     result: tuple[Any, Finding]
     try:
-        text = d.client("ssm").get_parameter(Name=name)["Parameter"]["Value"]
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
-            result = (
-                build_policy(base),
-                Finding("policy", name, Status.OK, "no document: the stack's parameters apply"),
+        reading = stack_policy(d.stack_name, settings, d.client("ssm"))
+    except StackPolicyUnreadable as exc:
+        if exc.rejected:
+            detail = (
+                "invalid, the functions keep the last good policy: "
+                + "; ".join(exc.rejected)
+                + " (its history, where a new container finds that policy, could not be read)"
             )
+            result = (None, Finding("policy", name, Status.FAIL, detail))
         else:
-            result = (None, Finding("policy", name, Status.UNKNOWN, f"could not read it: {error_text(exc)}"))
-    except BotoCoreError as exc:
-        result = (None, Finding("policy", name, Status.UNKNOWN, f"could not read it: {exc}"))
+            result = (None, Finding("policy", name, Status.UNKNOWN, f"could not read it: {exc.__cause__ or exc}"))
     else:
-        try:
-            policy = load_policy_text(text, base)
+        policy = reading.policy
+        if reading.current_version is None:
+            result = (policy, Finding("policy", name, Status.OK, "no document: the stack's parameters apply"))
+        elif reading.rejected:
+            kept = (
+                f"version {reading.version} of its history"
+                if reading.version is not None
+                else "no valid version in its history: the stack's parameters"
+            )
+            detail = f"invalid, the functions keep the last good policy (a new container: {kept}): " + "; ".join(
+                reading.rejected
+            )
+            result = (None, Finding("policy", name, Status.FAIL, detail))
+        else:
             result = (
                 policy,
                 Finding(
-                    "policy", name, Status.OK, f"valid (mode {policy.mode.value}, {len(policy.rules)} rule(s))"
+                    "policy",
+                    name,
+                    Status.OK,
+                    f"valid (version {reading.version}, mode {policy.mode.value}, {len(policy.rules)} rule(s))",
                 ),
             )
-        except PolicyDocumentError as exc:
-            detail = "invalid, the functions keep the last good policy: " + "; ".join(exc.errors)
-            result = (None, Finding("policy", name, Status.FAIL, detail))
     ctx.cache["policy"] = result
     return result
 

@@ -29,6 +29,7 @@ DOCTOR_IAM_ACTIONS: Final = frozenset(
         "logs:FilterLogEvents",
         "sqs:GetQueueAttributes",
         "ssm:GetParameter",
+        "ssm:GetParameterHistory",
         "sagemaker:ListTrainingJobs",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListTags",
