@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS, DeliveryLedger
+from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, CloneNotices
 from tests.adapters.conftest import NOW, CallRecorder
 
 TABLE = "ledger"
@@ -186,3 +187,16 @@ def test_the_ledger_makes_only_the_calls_it_declares(dynamodb: Any) -> None:
     assert claim.token is not None
     ledger.complete(KEY, claim.token, NOW)
     assert recorder.actions == DeliveryLedger.IAM_ACTIONS == {"dynamodb:UpdateItem"}
+
+
+def test_a_told_clone_stays_told_past_its_notice_hold(ledger: DeliveryLedger) -> None:
+    # Given a clone whose owner was told through the real ledger (its key marked completed)
+    clock = {"now": NOW}
+    notices = CloneNotices(ledger, lambda: clock["now"])
+    told: list[str] = []
+    assert notices.once("llm-r1", lambda: told.append("llm-r1"))
+    # When another path meets the same clone after the claim's hold is over
+    clock["now"] = NOW + timedelta(seconds=CLONE_NOTICE_HOLD_SECONDS + 1)
+    # Then the owner is not told again: the mark, not the hold, keeps it told
+    assert not notices.once("llm-r1", lambda: told.append("again"))
+    assert told == ["llm-r1"]
