@@ -175,6 +175,25 @@ def test_an_event_ahead_of_the_job_read_again_is_retried_not_keyed_on_an_older_h
     assert acct.audit.records
 
 
+@pytest.mark.parametrize(
+    ("status", "secondary"),
+    [("Stopped", "MaxWaitTimeExceeded"), ("InProgress", "Interrupted"), ("InProgress", "Pending")],
+)
+def test_an_event_whose_status_the_transitions_never_show_is_governed_not_retried_forever(
+    acct: LocalAccount, clock: MovableClock, status: str, secondary: str
+) -> None:
+    # Given a job whose description is at the event's state, but whose transitions do not list it (SageMaker
+    # documents Pending, Interrupted and MaxWaitTimeExceeded as SecondaryStatus values, not as transitions)
+    acct.sagemaker.launch(create_request("unlisted-1"), secondary="Training")
+    clock.advance(minutes=30)
+    job = acct.sagemaker.jobs["unlisted-1"]
+    job["TrainingJobStatus"], job["SecondaryStatus"] = status, secondary
+    body = json.dumps(without_transitions(acct.sagemaker.event("unlisted-1")))
+    # When its event, transitions left out, is delivered, then the record is governed at once: a lag would
+    # be retried, and this one would fail every receive into the dead-letter queue
+    assert acct.invoke(job_events, sqs_batch(body)) == {"batchItemFailures": []}
+
+
 def test_an_event_that_carries_its_transitions_does_not_read_the_job_for_them(acct: LocalAccount) -> None:
     # Given a compliant job's Starting event, transitions included
     acct.sagemaker.launch(create_request("ok-1"))

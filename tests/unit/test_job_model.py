@@ -266,6 +266,51 @@ def test_an_event_takes_the_transitions_read_again_as_they_stood_at_the_event(
     assert said.transitions[-1].status == secondary and "SecondaryStatusTransitions" not in said.unsaid_sections()
 
 
+FIRST_START = datetime.fromtimestamp(1763719201, tz=UTC)
+
+
+def test_a_first_start_s_event_read_again_after_a_spot_restart_takes_the_first_starting() -> None:
+    # Given the first Starting event of a Spot job, transitions left out, read again (a retry) after a restart
+    event = TrainingJob.model_validate(describe(SecondaryStatus="Starting", SecondaryStatusTransitions=None))
+    described = TrainingJob.model_validate(
+        describe(SecondaryStatus="Training", SecondaryStatusTransitions=SPOT_HISTORY)
+    )
+    # When it takes the transitions as they stood at the event's time
+    said = event.with_transitions_of(described, FIRST_START)
+    # Then it is the first start (one Starting), not the restart's
+    assert said is not None and said.count_transitions("Starting") == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "secondary", "described_status", "described_secondary"),
+    [
+        ("Stopped", "MaxWaitTimeExceeded", "Stopped", "MaxWaitTimeExceeded"),  # at the event's state
+        ("InProgress", "Pending", "InProgress", "Pending"),
+        ("InProgress", "Interrupted", "InProgress", "Training"),  # gone on since: trains again
+        ("Failed", "Failed", "Failed", "Failed"),  # an end the transitions do not show
+    ],
+)
+def test_a_status_the_transitions_never_show_is_not_taken_for_a_lagging_answer(
+    status: str, secondary: str, described_status: str, described_secondary: str
+) -> None:
+    # Given an event whose secondary status the job read again does not list among its transitions
+    # (SageMaker documents Pending, Interrupted and MaxWaitTimeExceeded as SecondaryStatus values only)
+    event = TrainingJob.model_validate(
+        describe(TrainingJobStatus=status, SecondaryStatus=secondary, SecondaryStatusTransitions=None)
+    )
+    described = TrainingJob.model_validate(
+        describe(
+            TrainingJobStatus=described_status,
+            SecondaryStatus=described_secondary,
+            SecondaryStatusTransitions=[t for t in SPOT_HISTORY if t["Status"] != "Interrupted"],
+        )
+    )
+    # When it takes the transitions read again, then it has those begun by its time: it is never retried
+    # for a transition that may never come (the record would end in the dead-letter queue)
+    said = event.with_transitions_of(described, FIRST_START.replace(year=2030))
+    assert said is not None and len(said.transitions) == 5
+
+
 def test_an_event_the_job_read_again_has_not_reached_takes_no_transitions() -> None:
     # Given a Failed event, and DescribeTrainingJob still answering Training (its answer lags the event)
     event = TrainingJob.model_validate(

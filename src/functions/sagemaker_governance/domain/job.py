@@ -18,6 +18,26 @@ from typing import Any, Final
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+# How much later than an event's ``time`` a transition it reports may say it began (two clocks, and the
+# event's time may be set before the transition is written): far shorter than any stint between two
+# transitions of the same status (a first Starting and a Spot restart's).
+EVENT_TIME_SLACK = timedelta(seconds=60)
+# The secondary statuses SageMaker documents as a ``SecondaryStatusTransition`` (botocore, sagemaker
+# ``SecondaryStatusTransition.Status``); ``SecondaryStatus`` also takes Pending, Interrupted and
+# MaxWaitTimeExceeded, which that list leaves out.
+RECORDED_TRANSITIONS = frozenset(
+    {
+        "Starting",
+        "Downloading",
+        "Training",
+        "Uploading",
+        "Completed",
+        "Failed",
+        "MaxRuntimeExceeded",
+        "Stopped",
+        "Stopping",
+    }
+)
 
 # Set by the SageMaker adapter on a DescribeTrainingJob answer: the paths botocore's model did not know.
 # Not an AWS member name (those are PascalCase words), so it never collides with one.
@@ -340,18 +360,34 @@ class TrainingJob(_Model):
     def with_tags(self, tags: Mapping[str, str]) -> TrainingJob:
         return self.model_copy(update={"tags": dict(tags)})
 
-    def with_transitions_of(self, described: TrainingJob) -> TrainingJob | None:
+    def with_transitions_of(self, described: TrainingJob, at: datetime | None = None) -> TrainingJob | None:
         """This event's job with the transitions of ``described`` (the job read again) as they stood at this
-        event: up to the last one that entered this event's secondary status (the job may have gone on since:
-        a Starting event read while the job trains). None when ``described`` has not entered it (the answer
-        lags the event) or the event names no secondary status its status does not settle."""
+        event (``at``: the event's time; None: unknown): up to the last one that entered this event's
+        secondary status no later than ``at`` (give or take ``EVENT_TIME_SLACK``; the job may have gone on since: a Starting event read while
+        the job trains, or a first Starting retried after a Spot restart). A secondary status SageMaker
+        documents as a ``SecondaryStatusTransition`` that ``described`` has not entered means the answer
+        lags the event: None (the caller retries). Pending, Interrupted and MaxWaitTimeExceeded are
+        ``SecondaryStatus`` values the transitions' documentation does not list (botocore, sagemaker
+        ``SecondaryStatusTransition.Status``): a job read at or past such an event may never show one, so the
+        event takes the transitions that began by ``at`` rather than wait for one that may never come. An
+        event without a secondary status takes them all when ``described`` has its status."""
         history = described.transitions
         if self.secondary_status is None:
             return self.model_copy(update={"transitions": history}) if described.status == self.status else None
-        entered = [i for i, transition in enumerate(history) if transition.status == self.secondary_status]
-        if not entered:
+        begun = [t for t in history if at is None or t.start_time is None or t.start_time <= at + EVENT_TIME_SLACK]
+        entered = [i for i, transition in enumerate(begun) if transition.status == self.secondary_status]
+        if entered:
+            return self.model_copy(update={"transitions": begun[: entered[-1] + 1]})
+        if self.secondary_status in RECORDED_TRANSITIONS and not self._reached_by(described):
             return None
-        return self.model_copy(update={"transitions": history[: entered[-1] + 1]})
+        return self.model_copy(update={"transitions": begun})
+
+    def _reached_by(self, described: TrainingJob) -> bool:
+        """Whether ``described`` is at this event's state or past it: the same status and secondary status,
+        or an end after an event of a running (or stopping) job."""
+        if (described.status, described.secondary_status) == (self.status, self.secondary_status):
+            return True
+        return described.is_terminal and not self.is_terminal
 
     def count_transitions(self, status: str) -> int:
         return sum(1 for transition in self.transitions if transition.status == status)

@@ -58,7 +58,7 @@ class JobEventsService:
         (absent, or null as SageMaker writes an absent member) are unsaid, not "no transitions": the delivery
         key (``job_delivery_key``) and the reactions (a Spot restart's second Starting is not a first start,
         a return to Training re-arms the guards) read them, so the job is read again (DescribeTrainingJob)
-        and the event takes its transitions as they stood at the event. An event that carries them costs no
+        and the event takes its transitions as they stood at the event's time. An event that carries them costs no
         call. A job that no longer exists leaves the event as it is (the reactions find it gone); an answer
         that lags the event raises ``DescriptionBehind`` (the delivery is retried)."""
         job: TrainingJob = event.detail
@@ -71,7 +71,7 @@ class JobEventsService:
             described = TrainingJob.model_validate(self._jobs.describe(job.name))
         except JobNotFound:
             return event
-        said = job.with_transitions_of(described)
+        said = job.with_transitions_of(described, event.time)
         if said is None:
             raise DescriptionBehind(
                 f"DescribeTrainingJob {job.name}: {described.status}/{described.secondary_status}, not yet the "
