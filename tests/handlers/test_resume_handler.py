@@ -541,17 +541,54 @@ def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
         return original(params)
 
     account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
-    account.invoke(handler, failed)
+    before = len(resume_records(account))
+    with pytest.raises(AdapterError):  # the source unreadable: not assumed ended, the record is retried
+        account.invoke(handler, failed)
+    assert len(resume_records(account)) == before
     account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
     account.invoke(handler, failed)
-    # Then no second clone bills beside the Spot job: each record says why (the source's status)
+    # Then no second clone bills beside the Spot job: the record says why (the source's status)
     assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-7-r1"]
-    unreadable, running = resume_records(account)[-2:]
-    assert (unreadable.code, unreadable.outcome.value) == ("resume.skip.source-unreadable", "no-action")
+    running = resume_records(account)[-1]
     assert (running.code, running.evidence["source_status"]) == (
         "resume.skip.source-running",
         "InProgress/Training",
     )
+
+
+def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a finished move (the Spot job stopped) whose On-Demand clone later fails transiently
+        create_ledger(account)
+        launch(account, "bert-spot-u", spot=True)
+        account.invoke(handler, interrupt(account, clock, "bert-spot-u", 3))
+        account.sagemaker.transition("bert-spot-u", "Stopped", "Stopped")
+        clock.advance(minutes=5)
+        account.sagemaker.transition("bert-spot-u-r1", "InProgress", "Training")
+        clock.advance(hours=30)
+        account.sagemaker.transition("bert-spot-u-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+        failed = account.sagemaker.event("bert-spot-u-r1")
+        original = account.sagemaker._op_DescribeTrainingJob
+
+        def throttled(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-u":
+                raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+            return original(params)
+
+        # When its Failed event meets a throttled read of the source
+        account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+        with pytest.raises(AdapterError):
+            account.invoke(handler, failed)
+        account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+        # Then the delivery is not completed: its retry (after the visibility timeout) resumes the clone
+        clock.advance(minutes=30)
+        account.invoke(handler, failed)
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-u-r1", "bert-spot-u-r2"]
+        assert (resume_records(account)[-1].code, resume_records(account)[-1].outcome.value) == (
+            "resume.clone.transient",
+            "done",
+        )
 
 
 def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAccount, clock: Clock) -> None:

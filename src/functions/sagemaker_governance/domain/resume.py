@@ -122,7 +122,6 @@ class ResumeCode(StrEnum):
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
     # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill
     SOURCE_RUNNING = "resume.skip.source-running"
-    SOURCE_UNREADABLE = "resume.skip.source-unreadable"  # ... and the source could not be read: not assumed ended
 
 
 class SpotCode(StrEnum):
@@ -389,17 +388,17 @@ def decide_resume(
     ctx: CloneContext,
     failure: FailureEvidence | None = None,
     checkpoint: CheckpointProgress | None = None,
-    source: TrainingJob | Unknown | None = None,
+    source: TrainingJob | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
     ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
     decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
     clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
-    longer exists; ``Unknown``: it could not be read). A clone whose source still runs is not resumed
-    (``resume.skip.source-running``): a Spot move whose stop failed left the Spot job running, and a clone
-    of the failed clone would bill beside it and write the same checkpoint location; a source that could
-    not be read is not assumed ended (``resume.skip.source-unreadable``)."""
+    longer exists; a source that cannot be read is no decision: the service raises, and the delivery is
+    retried). A clone whose source still runs is not resumed (``resume.skip.source-running``): a Spot move
+    whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it and
+    write the same checkpoint location."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -511,23 +510,13 @@ def decide_resume(
 
 
 def _source_running(
-    tags: Mapping[str, str], source: TrainingJob | Unknown | None, mode: Mode, evidence: dict[str, Any]
+    tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, evidence: dict[str, Any]
 ) -> CloneDecision | None:
-    """The skip of a clone whose source still runs, or whose source could not be read; None: go on."""
+    """The skip of a clone whose source still runs; None: go on."""
     name = tags.get(TAG_SOURCE)
     if not name or source is None:
         return None
     evidence["source_job"] = name
-    if isinstance(source, Unknown):
-        evidence["source_status"] = f"unreadable: {source.reason}"
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.SOURCE_UNREADABLE,
-            mode,
-            f"not resumed: the job it was cloned from, {name}, could not be read ({source.reason}); it may still "
-            "run, and a clone would bill beside it",
-            evidence,
-        )
     evidence["source_status"] = f"{source.status}/{source.secondary_status}"
     if source.status != "InProgress":
         return None

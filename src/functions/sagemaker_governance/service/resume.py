@@ -444,7 +444,7 @@ class AutoResumeReaction(_CloneReaction):
         resume = policy.resume
         failure: FailureEvidence | None = None
         checkpoint: CheckpointProgress | None = None
-        source: TrainingJob | Unknown | None = None
+        source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
@@ -461,10 +461,12 @@ class AutoResumeReaction(_CloneReaction):
             source=source,
         )
 
-    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | Unknown | None:
+    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
         """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
         resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
-        or the source no longer exists; ``Unknown``: the read failed (do no harm: no clone, said why)."""
+        or the source no longer exists. A read that fails (throttled) raises ``AdapterError``: the source is
+        not assumed ended (do no harm: no clone), and the decision is not made without it either, so the
+        delivery (or the reconciler's next run) is retried rather than completed without a resume."""
         name = tags.get(TAG_SOURCE)
         if not name or name == job.name:
             return None
@@ -473,8 +475,8 @@ class AutoResumeReaction(_CloneReaction):
         except JobNotFound:
             return None
         except AdapterError as exc:
-            logger.warning("source of a clone unreadable", job=job.name, source=name, error=str(exc))
-            return Unknown(f"DescribeTrainingJob {name} failed: {exc}")
+            logger.warning("source of a clone unreadable; retried", job=job.name, source=name, error=str(exc))
+            raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
