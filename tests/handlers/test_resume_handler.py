@@ -617,6 +617,44 @@ def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAcco
     assert account.sagemaker.stop_requests == ["bert-spot-8"]
 
 
+def test_a_failed_lookup_of_the_clone_on_the_retry_of_a_move_fails_the_delivery(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a move whose stop was throttled, retried half an hour later when the Spot job trains again
+        create_ledger(account)
+        launch(account, "bert-spot-t", spot=True)
+        event = interrupt(account, clock, "bert-spot-t", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        clock.advance(minutes=31)
+        account.sagemaker.transition("bert-spot-t", "InProgress", "Starting")
+        account.sagemaker.transition("bert-spot-t", "InProgress", "Training")
+        account.sagemaker.transition("bert-spot-t-r1", "InProgress", "Training")
+        original = account.sagemaker._op_DescribeTrainingJob
+
+        def throttled(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-t-r1":
+                raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+            return dict(original(params))
+
+        # When the retry's lookup of the clone is throttled (the ordinary decision would plan no clone)
+        account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+        # Then nothing is stopped on unknown data, but the delivery is not completed either: the next retry
+        # finds the clone and finishes the move
+        assert account.sagemaker.stop_requests == []
+        account.invoke(handler, event)
+        assert account.sagemaker.stop_requests == ["bert-spot-t"]
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-t-r1"]
+        assert (resume_records(account)[-1].code, resume_records(account)[-1].outcome.value) == (
+            "spot.stop.clone-exists",
+            "done",
+        )
+
+
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:
     launch(account, "bert-spot-4", spot=True)
     interrupt(account, clock, "bert-spot-4", 1)

@@ -532,9 +532,16 @@ class SpotFallbackReaction(_CloneReaction):
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
         clone = self._clone_of(job, tags, spot)
-        if isinstance(clone, Unknown):  # do no harm: decide as usual (a planned clone meets "already exists",
-            # and its owner and status are checked then), and say the lookup failed
-            return _with_evidence(self._decide_spot(job, description, tags, policy, ctx, event), clone.reason)
+        if isinstance(clone, Unknown):
+            # A decision that plans a clone goes on (it meets "already exists" if an earlier move made it, and
+            # its owner and status are checked then) and says the lookup failed. One that plans none would
+            # complete the delivery while a move's clone may run beside the Spot job (a retry whose job trains
+            # again: spot.skip.no-longer-interrupted), both billing for good: do no harm, stop nothing on
+            # unknown data, but fail the delivery so that it is retried
+            result = self._decide_spot(job, description, tags, policy, ctx, event)
+            if result.plan is None or result.clone is None:
+                raise AdapterError(f"{clone.reason}: no clone planned, the move's takeover cannot be ruled out")
+            return _with_evidence(result, clone.reason)
         takeover = decide_spot_takeover(job, clone, spot=spot, default_mode=policy.mode)
         if takeover is not None:  # an earlier delivery's move made the clone: finish it before deciding anew
             return takeover
