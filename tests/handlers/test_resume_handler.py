@@ -13,14 +13,16 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
+from sagemaker_governance.handlers.reconciler import handler as reconciler
 from smgov.simulation.fake_cloudwatch import CloudWatchError
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.conftest import load_event
 from tests.handlers.conftest import interrupt, sqs_batch
 
 ENFORCE = {
@@ -547,13 +549,64 @@ def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
     assert len(resume_records(account)) == before
     account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
     account.invoke(handler, failed)
-    # Then no second clone bills beside the Spot job: the record says why (the source's status)
+    # Then no second clone bills beside the Spot job: the resume waits for the source to end (the clone is
+    # tagged for the reconciler) and the record says why (the source's status)
     assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-7-r1"]
     running = resume_records(account)[-1]
-    assert (running.code, running.evidence["source_status"]) == (
-        "resume.skip.source-running",
+    assert (running.code, running.outcome.value, running.evidence["source_status"]) == (
+        "resume.defer.source-running",
+        "deferred",
         "InProgress/Training",
     )
+    assert TAG_RESUME_AFTER in tags_of(account, "bert-spot-7-r1")
+
+
+def test_a_clone_deferred_while_its_source_ran_is_resumed_once_the_source_ends(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a move whose stop was throttled, and its clone failed transiently while the Spot job trains
+        create_ledger(account)
+        launch(account, "bert-spot-d", spot=True)
+        event = interrupt(account, clock, "bert-spot-d", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-d-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Starting")
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Training")
+        account.invoke(handler, account.sagemaker.event("bert-spot-d-r1"))
+        # When the reconciler runs while the source still trains
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then it defers again (no clone beside the running source)
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1"]
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-d-r1"] == [
+            "resume.defer.source-running",
+            "resume.defer.source-running",
+        ]
+        # When the Spot job is interrupted again and ends at MaxWaitTimeExceeded
+        clock.advance(minutes=5)
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Interrupted")
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-d", "Stopped", "MaxWaitTimeExceeded")
+        account.invoke(handler, account.sagemaker.event("bert-spot-d"))
+        # Then its own resume meets the failed clone under the same name: not done, and nobody is told it
+        # was resumed
+        maxwait = resume_records(account)[-1]
+        assert (maxwait.code, maxwait.outcome.value, maxwait.evidence["clone_status"]) == (
+            "spot.clone.max-wait",
+            "skipped",
+            "Failed",
+        )
+        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        # and the reconciler's next run resumes the failed clone, its source ended
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1", "bert-spot-d-r2"]
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == ("bert-spot-d-r1", "bert-spot-d-r2")
 
 
 def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:

@@ -295,9 +295,12 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     policy = ResumePolicy(backoff_minutes=(0,))
     running = as_job(spot_description("bert-spot-7", interruptions=3, secondary="Training"))
     # When auto-resume decides on the clone
-    (decision,) = resume(description, tags, policy, source=running).decisions
-    # Then it is not resumed, and the record names the source and its status
-    assert decision.action is Action.NONE and decision.code == ResumeCode.SOURCE_RUNNING
+    result = resume(description, tags, policy, source=running)
+    (decision,) = result.decisions
+    # Then it is not resumed now but deferred to the reconciler (due at once: its next run decides again),
+    # and the record names the source and its status
+    assert decision.action is Action.NONE and decision.code == ResumeCode.DEFER_SOURCE_RUNNING
+    assert result.resume_after is not None and result.plan is None
     assert decision.evidence["source_job"] == "bert-spot-7"
     assert decision.evidence["source_status"] == "InProgress/Training"
     # while a source that has stopped (or no longer exists: None) leaves the clone to the usual checks

@@ -120,8 +120,9 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
-    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill
-    SOURCE_RUNNING = "resume.skip.source-running"
+    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill.
+    # Tagged smgov:resume-after: the reconciler decides again once the source has ended
+    DEFER_SOURCE_RUNNING = "resume.defer.source-running"
 
 
 class SpotCode(StrEnum):
@@ -184,7 +185,8 @@ class CloneDecision:
     decisions: tuple[Decision, ...]
     plan: ClonePlan | None = None
     stop_source: bool = False
-    resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
+    # ``resume.defer.backoff`` / ``resume.defer.source-running``: when the reconciler may resume it
+    resume_after: datetime | None = None
     takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
 
     @property
@@ -396,9 +398,10 @@ def decide_resume(
     decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
     clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
     longer exists; a source that cannot be read is no decision: the service raises, and the delivery is
-    retried). A clone whose source still runs is not resumed (``resume.skip.source-running``): a Spot move
-    whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it and
-    write the same checkpoint location."""
+    retried). A clone whose source still runs is not resumed now (``resume.defer.source-running``): a Spot
+    move whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it
+    and write the same checkpoint location; it is deferred to the reconciler, which decides again once the
+    source has ended."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -419,7 +422,7 @@ def decide_resume(
     held = (
         _not_resumable(diagnosis, mode, evidence)
         if diagnosis.verdict is not Verdict.RESUME
-        else _source_running(tags, source, mode, evidence)
+        else _source_running(tags, source, mode, ctx.now, evidence)
     )
     if held is not None:
         return held
@@ -510,9 +513,12 @@ def decide_resume(
 
 
 def _source_running(
-    tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, evidence: dict[str, Any]
+    tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, now: datetime, evidence: dict[str, Any]
 ) -> CloneDecision | None:
-    """The skip of a clone whose source still runs; None: go on."""
+    """The deferral of a clone whose source still runs; None: go on. The clone is tagged
+    ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently failed
+    jobs, decides again at its next run: once the source has ended the usual checks decide, while it still
+    runs the clone is deferred again (until it falls out of the reconciler's look-back)."""
     name = tags.get(TAG_SOURCE)
     if not name or source is None:
         return None
@@ -520,14 +526,20 @@ def _source_running(
     evidence["source_status"] = f"{source.status}/{source.secondary_status}"
     if source.status != "InProgress":
         return None
-    return _none(
-        RESUME_RULE_ID,
-        ResumeCode.SOURCE_RUNNING,
-        mode,
-        f"not resumed: the job it was cloned from, {name}, still runs ({source.status}/{source.secondary_status}): "
-        "a clone would bill beside it and write the same checkpoint location",
-        evidence,
+    evidence["resume_after"] = now.isoformat()
+    deferred = Decision(
+        rule=RESUME_RULE_ID,
+        code=ResumeCode.DEFER_SOURCE_RUNNING,
+        action=Action.NONE,
+        mode=mode,
+        reason=(
+            f"not resumed yet: the job it was cloned from, {name}, still runs ({source.status}/"
+            f"{source.secondary_status}): a clone would bill beside it and write the same checkpoint location; "
+            "the reconciler decides again once it has ended"
+        ),
+        evidence=evidence,
     )
+    return CloneDecision(decisions=(deferred,), resume_after=now)
 
 
 def failure_time(job: TrainingJob) -> datetime | None:

@@ -5,7 +5,8 @@ Two reactions share one engine:
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason; when
   its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
-  has come (``service/reconciler.py``);
+  has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
+  (``resume.defer.source-running``, due at once), until the source has ended;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -15,7 +16,8 @@ Two reactions share one engine:
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
-done once the existing job's lineage tag shows it is the same clone; a Spot move whose clone of that name
+done once the existing job's lineage tag shows it is the same clone and it runs or has completed: one that
+failed or was stopped is recorded skipped, its owner not told 'resumed'; a Spot move whose clone of that name
 failed or was stopped is skipped instead: the job's Spot fallback is spent, ``_fallback_spent``), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
 job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
@@ -224,8 +226,10 @@ class _CloneReaction:
                 logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
                 return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
-            if stop is not None and result.stop_source and status not in CLONE_RUNNING:
-                return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
+            if status not in CLONE_RUNNING:
+                if stop is not None and result.stop_source:
+                    return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
+                return self._clone_not_running(result, clone, job, policy, trigger, status)
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
@@ -302,6 +306,33 @@ class _CloneReaction:
         spent = CloneDecision(decisions=skipped, plan=result.plan)
         self._notify(job, effective, spent, name, result.plan.on_demand, NotificationOutcome.NOTIFIED)
         return skipped
+
+    def _clone_not_running(
+        self,
+        result: CloneDecision,
+        clone: Decision,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        status: str | None,
+    ) -> tuple[Decision, ...]:
+        """A clone with nothing to stop meets its name held by this job's own clone that failed or was
+        stopped (e.g. a Spot job ended at ``MaxWaitTimeExceeded`` whose earlier move's clone failed): nothing
+        runs in its place, so it is not done. The record says so (skipped, with the existing clone's status)
+        and the owner is not told it was resumed; the failed clone's own resume (its event, or the
+        reconciler's deferred resume) decides about it."""
+        assert result.plan is not None
+        name = result.plan.name
+        skipped = clone.model_copy(
+            update={
+                "reason": f"{clone.reason} (not created: {name} exists from an earlier clone and is {status}: "
+                "nothing runs in its place)",
+                "evidence": {**clone.evidence, "clone_status": status},
+            }
+        )
+        self._record(skipped, job, policy, trigger, Outcome.SKIPPED)
+        logger.warning("clone exists but does not run", job=job.name, clone=name, status=status)
+        return (skipped,)
 
     def _refused(
         self,
