@@ -13,14 +13,16 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
+from sagemaker_governance.handlers.reconciler import handler as reconciler
 from smgov.simulation.fake_cloudwatch import CloudWatchError
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
+from tests.conftest import load_event
 from tests.handlers.conftest import interrupt, sqs_batch
 
 ENFORCE = {
@@ -541,17 +543,105 @@ def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
         return original(params)
 
     account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
-    account.invoke(handler, failed)
+    before = len(resume_records(account))
+    with pytest.raises(AdapterError):  # the source unreadable: not assumed ended, the record is retried
+        account.invoke(handler, failed)
+    assert len(resume_records(account)) == before
     account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
     account.invoke(handler, failed)
-    # Then no second clone bills beside the Spot job: each record says why (the source's status)
+    # Then no second clone bills beside the Spot job: the resume waits for the source to end (the clone is
+    # tagged for the reconciler) and the record says why (the source's status)
     assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-7-r1"]
-    unreadable, running = resume_records(account)[-2:]
-    assert (unreadable.code, unreadable.outcome.value) == ("resume.skip.source-unreadable", "no-action")
-    assert (running.code, running.evidence["source_status"]) == (
-        "resume.skip.source-running",
+    running = resume_records(account)[-1]
+    assert (running.code, running.outcome.value, running.evidence["source_status"]) == (
+        "resume.defer.source-running",
+        "deferred",
         "InProgress/Training",
     )
+    assert TAG_RESUME_AFTER in tags_of(account, "bert-spot-7-r1")
+
+
+def test_a_clone_deferred_while_its_source_ran_is_resumed_once_the_source_ends(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a move whose stop was throttled, and its clone failed transiently while the Spot job trains
+        create_ledger(account)
+        launch(account, "bert-spot-d", spot=True)
+        event = interrupt(account, clock, "bert-spot-d", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-d-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Starting")
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Training")
+        account.invoke(handler, account.sagemaker.event("bert-spot-d-r1"))
+        # When the reconciler runs while the source still trains
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then it defers again (no clone beside the running source)
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1"]
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-d-r1"] == [
+            "resume.defer.source-running",
+            "resume.defer.source-running",
+        ]
+        # When the Spot job is interrupted again and ends at MaxWaitTimeExceeded
+        clock.advance(minutes=5)
+        account.sagemaker.transition("bert-spot-d", "InProgress", "Interrupted")
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-d", "Stopped", "MaxWaitTimeExceeded")
+        account.invoke(handler, account.sagemaker.event("bert-spot-d"))
+        # Then its own resume meets the failed clone under the same name: not done, and nobody is told it
+        # was resumed
+        maxwait = resume_records(account)[-1]
+        assert (maxwait.code, maxwait.outcome.value, maxwait.evidence["clone_status"]) == (
+            "spot.clone.max-wait",
+            "skipped",
+            "Failed",
+        )
+        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        # and the reconciler's next run resumes the failed clone, its source ended
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1", "bert-spot-d-r2"]
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == ("bert-spot-d-r1", "bert-spot-d-r2")
+
+
+def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a finished move (the Spot job stopped) whose On-Demand clone later fails transiently
+        create_ledger(account)
+        launch(account, "bert-spot-u", spot=True)
+        account.invoke(handler, interrupt(account, clock, "bert-spot-u", 3))
+        account.sagemaker.transition("bert-spot-u", "Stopped", "Stopped")
+        clock.advance(minutes=5)
+        account.sagemaker.transition("bert-spot-u-r1", "InProgress", "Training")
+        clock.advance(hours=30)
+        account.sagemaker.transition("bert-spot-u-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+        failed = account.sagemaker.event("bert-spot-u-r1")
+        original = account.sagemaker._op_DescribeTrainingJob
+
+        def throttled(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-u":
+                raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+            return original(params)
+
+        # When its Failed event meets a throttled read of the source
+        account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+        with pytest.raises(AdapterError):
+            account.invoke(handler, failed)
+        account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+        # Then the delivery is not completed: its retry (after the visibility timeout) resumes the clone
+        clock.advance(minutes=30)
+        account.invoke(handler, failed)
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-u-r1", "bert-spot-u-r2"]
+        assert (resume_records(account)[-1].code, resume_records(account)[-1].outcome.value) == (
+            "resume.clone.transient",
+            "done",
+        )
 
 
 def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAccount, clock: Clock) -> None:
@@ -578,6 +668,44 @@ def test_a_failed_lookup_of_the_clone_does_not_abort_the_move(account: LocalAcco
     assert all("ThrottlingException" in r.evidence["clone_lookup"] for r in resume_records(account))
     assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-8-r1"]
     assert account.sagemaker.stop_requests == ["bert-spot-8"]
+
+
+def test_a_failed_lookup_of_the_clone_on_the_retry_of_a_move_fails_the_delivery(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a move whose stop was throttled, retried half an hour later when the Spot job trains again
+        create_ledger(account)
+        launch(account, "bert-spot-t", spot=True)
+        event = interrupt(account, clock, "bert-spot-t", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        clock.advance(minutes=31)
+        account.sagemaker.transition("bert-spot-t", "InProgress", "Starting")
+        account.sagemaker.transition("bert-spot-t", "InProgress", "Training")
+        account.sagemaker.transition("bert-spot-t-r1", "InProgress", "Training")
+        original = account.sagemaker._op_DescribeTrainingJob
+
+        def throttled(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-t-r1":
+                raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+            return dict(original(params))
+
+        # When the retry's lookup of the clone is throttled (the ordinary decision would plan no clone)
+        account.sagemaker._op_DescribeTrainingJob = throttled  # type: ignore[method-assign]
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        account.sagemaker._op_DescribeTrainingJob = original  # type: ignore[method-assign]
+        # Then nothing is stopped on unknown data, but the delivery is not completed either: the next retry
+        # finds the clone and finishes the move
+        assert account.sagemaker.stop_requests == []
+        account.invoke(handler, event)
+        assert account.sagemaker.stop_requests == ["bert-spot-t"]
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-t-r1"]
+        assert (resume_records(account)[-1].code, resume_records(account)[-1].outcome.value) == (
+            "spot.stop.clone-exists",
+            "done",
+        )
 
 
 def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Clock) -> None:

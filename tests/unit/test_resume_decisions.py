@@ -20,7 +20,6 @@ from sagemaker_governance.domain.resume import (
     decide_spot_takeover,
     next_clone_name,
 )
-from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.settings import Settings
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
@@ -296,15 +295,14 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     policy = ResumePolicy(backoff_minutes=(0,))
     running = as_job(spot_description("bert-spot-7", interruptions=3, secondary="Training"))
     # When auto-resume decides on the clone
-    (decision,) = resume(description, tags, policy, source=running).decisions
-    # Then it is not resumed, and the record names the source and its status
-    assert decision.action is Action.NONE and decision.code == ResumeCode.SOURCE_RUNNING
+    result = resume(description, tags, policy, source=running)
+    (decision,) = result.decisions
+    # Then it is not resumed now but deferred to the reconciler (due at once: its next run decides again),
+    # and the record names the source and its status
+    assert decision.action is Action.NONE and decision.code == ResumeCode.DEFER_SOURCE_RUNNING
+    assert result.resume_after is not None and result.plan is None
     assert decision.evidence["source_job"] == "bert-spot-7"
     assert decision.evidence["source_status"] == "InProgress/Training"
-    # and a source that could not be read is not assumed ended (do no harm: no clone, the record says why)
-    (unread,) = resume(description, tags, policy, source=Unknown("ThrottlingException")).decisions
-    assert unread.action is Action.NONE and unread.code == ResumeCode.SOURCE_UNREADABLE
-    assert "ThrottlingException" in unread.evidence["source_status"]
     # while a source that has stopped (or no longer exists: None) leaves the clone to the usual checks
     stopped = as_job(spot_description("bert-spot-7", interruptions=3, status="Stopped", secondary="Stopped"))
     assert resume(description, tags, policy, source=stopped).decisions[0].code == ResumeCode.CLONE

@@ -120,9 +120,9 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
-    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill
-    SOURCE_RUNNING = "resume.skip.source-running"
-    SOURCE_UNREADABLE = "resume.skip.source-unreadable"  # ... and the source could not be read: not assumed ended
+    # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill.
+    # Tagged smgov:resume-after: the reconciler decides again once the source has ended
+    DEFER_SOURCE_RUNNING = "resume.defer.source-running"
 
 
 class SpotCode(StrEnum):
@@ -185,7 +185,8 @@ class CloneDecision:
     decisions: tuple[Decision, ...]
     plan: ClonePlan | None = None
     stop_source: bool = False
-    resume_after: datetime | None = None  # ``resume.defer.backoff``: when the reconciler may resume it
+    # ``resume.defer.backoff`` / ``resume.defer.source-running``: when the reconciler may resume it
+    resume_after: datetime | None = None
     takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
 
     @property
@@ -389,17 +390,18 @@ def decide_resume(
     ctx: CloneContext,
     failure: FailureEvidence | None = None,
     checkpoint: CheckpointProgress | None = None,
-    source: TrainingJob | Unknown | None = None,
+    source: TrainingJob | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
     ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
     decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
     clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
-    longer exists; ``Unknown``: it could not be read). A clone whose source still runs is not resumed
-    (``resume.skip.source-running``): a Spot move whose stop failed left the Spot job running, and a clone
-    of the failed clone would bill beside it and write the same checkpoint location; a source that could
-    not be read is not assumed ended (``resume.skip.source-unreadable``)."""
+    longer exists; a source that cannot be read is no decision: the service raises, and the delivery is
+    retried). A clone whose source still runs is not resumed now (``resume.defer.source-running``): a Spot
+    move whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it
+    and write the same checkpoint location; it is deferred to the reconciler, which decides again once the
+    source has ended."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -420,7 +422,7 @@ def decide_resume(
     held = (
         _not_resumable(diagnosis, mode, evidence)
         if diagnosis.verdict is not Verdict.RESUME
-        else _source_running(tags, source, mode, evidence)
+        else _source_running(tags, source, mode, ctx.now, evidence)
     )
     if held is not None:
         return held
@@ -511,34 +513,33 @@ def decide_resume(
 
 
 def _source_running(
-    tags: Mapping[str, str], source: TrainingJob | Unknown | None, mode: Mode, evidence: dict[str, Any]
+    tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, now: datetime, evidence: dict[str, Any]
 ) -> CloneDecision | None:
-    """The skip of a clone whose source still runs, or whose source could not be read; None: go on."""
+    """The deferral of a clone whose source still runs; None: go on. The clone is tagged
+    ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently failed
+    jobs, decides again at its next run: once the source has ended the usual checks decide, while it still
+    runs the clone is deferred again (until it falls out of the reconciler's look-back)."""
     name = tags.get(TAG_SOURCE)
     if not name or source is None:
         return None
     evidence["source_job"] = name
-    if isinstance(source, Unknown):
-        evidence["source_status"] = f"unreadable: {source.reason}"
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.SOURCE_UNREADABLE,
-            mode,
-            f"not resumed: the job it was cloned from, {name}, could not be read ({source.reason}); it may still "
-            "run, and a clone would bill beside it",
-            evidence,
-        )
     evidence["source_status"] = f"{source.status}/{source.secondary_status}"
     if source.status != "InProgress":
         return None
-    return _none(
-        RESUME_RULE_ID,
-        ResumeCode.SOURCE_RUNNING,
-        mode,
-        f"not resumed: the job it was cloned from, {name}, still runs ({source.status}/{source.secondary_status}): "
-        "a clone would bill beside it and write the same checkpoint location",
-        evidence,
+    evidence["resume_after"] = now.isoformat()
+    deferred = Decision(
+        rule=RESUME_RULE_ID,
+        code=ResumeCode.DEFER_SOURCE_RUNNING,
+        action=Action.NONE,
+        mode=mode,
+        reason=(
+            f"not resumed yet: the job it was cloned from, {name}, still runs ({source.status}/"
+            f"{source.secondary_status}): a clone would bill beside it and write the same checkpoint location; "
+            "the reconciler decides again once it has ended"
+        ),
+        evidence=evidence,
     )
+    return CloneDecision(decisions=(deferred,), resume_after=now)
 
 
 def failure_time(job: TrainingJob) -> datetime | None:

@@ -5,7 +5,8 @@ Two reactions share one engine:
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason; when
   its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
-  has come (``service/reconciler.py``);
+  has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
+  (``resume.defer.source-running``, due at once), until the source has ended;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -15,7 +16,8 @@ Two reactions share one engine:
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
-done once the existing job's lineage tag shows it is the same clone; a Spot move whose clone of that name
+done once the existing job's lineage tag shows it is the same clone and it runs or has completed: one that
+failed or was stopped is recorded skipped, its owner not told 'resumed'; a Spot move whose clone of that name
 failed or was stopped is skipped instead: the job's Spot fallback is spent, ``_fallback_spent``), the clone is created *before*
 the source is stopped (a clone that cannot be created never costs the user their running job), and a
 job is stopped only while it is still ``InProgress``. A running Spot job is moved only while it is still in
@@ -224,8 +226,10 @@ class _CloneReaction:
                 logger.error("clone name taken by another job", job=job.name, clone=plan.name, owner=owner)
                 return result.decisions
             clone_outcome = Outcome.ALREADY_DONE
-            if stop is not None and result.stop_source and status not in CLONE_RUNNING:
-                return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
+            if status not in CLONE_RUNNING:
+                if stop is not None and result.stop_source:
+                    return self._fallback_spent(result, clone, stop, job, policy, effective, trigger, status)
+                return self._clone_not_running(result, clone, job, policy, trigger, status)
         self._record(clone, job, policy, trigger, clone_outcome)
         if stop is not None and result.stop_source:
             stopped = Outcome.ALREADY_DONE
@@ -302,6 +306,33 @@ class _CloneReaction:
         spent = CloneDecision(decisions=skipped, plan=result.plan)
         self._notify(job, effective, spent, name, result.plan.on_demand, NotificationOutcome.NOTIFIED)
         return skipped
+
+    def _clone_not_running(
+        self,
+        result: CloneDecision,
+        clone: Decision,
+        job: TrainingJob,
+        policy: Policy,
+        trigger: Trigger,
+        status: str | None,
+    ) -> tuple[Decision, ...]:
+        """A clone with nothing to stop meets its name held by this job's own clone that failed or was
+        stopped (e.g. a Spot job ended at ``MaxWaitTimeExceeded`` whose earlier move's clone failed): nothing
+        runs in its place, so it is not done. The record says so (skipped, with the existing clone's status)
+        and the owner is not told it was resumed; the failed clone's own resume (its event, or the
+        reconciler's deferred resume) decides about it."""
+        assert result.plan is not None
+        name = result.plan.name
+        skipped = clone.model_copy(
+            update={
+                "reason": f"{clone.reason} (not created: {name} exists from an earlier clone and is {status}: "
+                "nothing runs in its place)",
+                "evidence": {**clone.evidence, "clone_status": status},
+            }
+        )
+        self._record(skipped, job, policy, trigger, Outcome.SKIPPED)
+        logger.warning("clone exists but does not run", job=job.name, clone=name, status=status)
+        return (skipped,)
 
     def _refused(
         self,
@@ -444,7 +475,7 @@ class AutoResumeReaction(_CloneReaction):
         resume = policy.resume
         failure: FailureEvidence | None = None
         checkpoint: CheckpointProgress | None = None
-        source: TrainingJob | Unknown | None = None
+        source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
@@ -461,10 +492,12 @@ class AutoResumeReaction(_CloneReaction):
             source=source,
         )
 
-    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | Unknown | None:
+    def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
         """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
         resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
-        or the source no longer exists; ``Unknown``: the read failed (do no harm: no clone, said why)."""
+        or the source no longer exists. A read that fails (throttled) raises ``AdapterError``: the source is
+        not assumed ended (do no harm: no clone), and the decision is not made without it either, so the
+        delivery (or the reconciler's next run) is retried rather than completed without a resume."""
         name = tags.get(TAG_SOURCE)
         if not name or name == job.name:
             return None
@@ -473,8 +506,8 @@ class AutoResumeReaction(_CloneReaction):
         except JobNotFound:
             return None
         except AdapterError as exc:
-            logger.warning("source of a clone unreadable", job=job.name, source=name, error=str(exc))
-            return Unknown(f"DescribeTrainingJob {name} failed: {exc}")
+            logger.warning("source of a clone unreadable; retried", job=job.name, source=name, error=str(exc))
+            raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
@@ -530,9 +563,16 @@ class SpotFallbackReaction(_CloneReaction):
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
         clone = self._clone_of(job, tags, spot)
-        if isinstance(clone, Unknown):  # do no harm: decide as usual (a planned clone meets "already exists",
-            # and its owner and status are checked then), and say the lookup failed
-            return _with_evidence(self._decide_spot(job, description, tags, policy, ctx, event), clone.reason)
+        if isinstance(clone, Unknown):
+            # A decision that plans a clone goes on (it meets "already exists" if an earlier move made it, and
+            # its owner and status are checked then) and says the lookup failed. One that plans none would
+            # complete the delivery while a move's clone may run beside the Spot job (a retry whose job trains
+            # again: spot.skip.no-longer-interrupted), both billing for good: do no harm, stop nothing on
+            # unknown data, but fail the delivery so that it is retried
+            result = self._decide_spot(job, description, tags, policy, ctx, event)
+            if result.plan is None or result.clone is None:
+                raise AdapterError(f"{clone.reason}: no clone planned, the move's takeover cannot be ruled out")
+            return _with_evidence(result, clone.reason)
         takeover = decide_spot_takeover(job, clone, spot=spot, default_mode=policy.mode)
         if takeover is not None:  # an earlier delivery's move made the clone: finish it before deciding anew
             return takeover
