@@ -609,6 +609,50 @@ def test_a_clone_deferred_while_its_source_ran_is_resumed_once_the_source_ends(c
         assert (told["job_name"], told["related_job"]) == ("bert-spot-d-r1", "bert-spot-d-r2")
 
 
+def clone_failed_beside_its_source(account: LocalAccount, clock: Clock, name: str) -> None:
+    """A Spot move whose stop was throttled: its clone ``-r1`` failed transiently while the Spot job trains
+    on, and auto-resume deferred the clone (``resume.defer.source-running``)."""
+    create_ledger(account)
+    launch(account, name, spot=True)
+    event = interrupt(account, clock, name, 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    clock.advance(minutes=10)
+    account.sagemaker.transition(f"{name}-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+    account.sagemaker.transition(name, "InProgress", "Starting")
+    account.sagemaker.transition(name, "InProgress", "Training")
+    account.invoke(handler, account.sagemaker.event(f"{name}-r1"))
+    assert resume_records(account)[-1].code == "resume.defer.source-running"
+
+
+def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_completed(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trained on
+        clone_failed_beside_its_source(account, clock, "bert-spot-c")
+        # When the source completes on Spot, and the reconciler runs
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-c", "InProgress", "Uploading")
+        account.sagemaker.transition("bert-spot-c", "Completed", "Completed")
+        account.invoke(handler, account.sagemaker.event("bert-spot-c"))
+        for _ in range(3):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then the finished lineage is not trained again On-Demand: no -r2, nobody told 'resumed', and the
+        # record names the completed source
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-c-r1"]
+        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        completed = resume_records(account)[-1]
+        assert (completed.job_name, completed.code, completed.evidence["source_job"]) == (
+            "bert-spot-c-r1",
+            "resume.skip.source-completed",
+            "bert-spot-c",
+        )
+        assert completed.evidence["source_status"] == "Completed/Completed"
+
+
 def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:
     with ledger_account(clock) as acct:
         account: LocalAccount = acct
