@@ -561,7 +561,7 @@ def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
     assert TAG_RESUME_AFTER in tags_of(account, "bert-spot-7-r1")
 
 
-def test_a_clone_deferred_while_its_source_ran_is_resumed_once_the_source_ends(clock: Clock) -> None:
+def test_a_clone_deferred_while_its_source_ran_is_resumed_when_the_source_ends(clock: Clock) -> None:
     with ledger_account(clock) as acct:
         account: LocalAccount = acct
         inbox = account.notification_inbox()
@@ -592,21 +592,99 @@ def test_a_clone_deferred_while_its_source_ran_is_resumed_once_the_source_ends(c
         clock.advance(minutes=10)
         account.sagemaker.transition("bert-spot-d", "Stopped", "MaxWaitTimeExceeded")
         account.invoke(handler, account.sagemaker.event("bert-spot-d"))
-        # Then its own resume meets the failed clone under the same name: not done, and nobody is told it
-        # was resumed
-        maxwait = resume_records(account)[-1]
+        # Then its own resume meets the failed clone under the same name: not done (skipped, with the clone's
+        # status), and the deferred clone's resume is decided there: -r2 made, its owner told once
+        maxwait = [r for r in resume_records(account) if r.code == "spot.clone.max-wait"][-1]
         assert (maxwait.code, maxwait.outcome.value, maxwait.evidence["clone_status"]) == (
             "spot.clone.max-wait",
             "skipped",
             "Failed",
         )
-        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
-        # and the reconciler's next run resumes the failed clone, its source ended
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1", "bert-spot-d-r2"]
+        # and the reconciler's next run neither makes nor tells anything more
         clock.advance(minutes=10)
         account.invoke(reconciler, load_event("scheduled-reconcile.json"))
         assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-d-r1", "bert-spot-d-r2"]
         (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
         assert (told["job_name"], told["related_job"]) == ("bert-spot-d-r1", "bert-spot-d-r2")
+
+
+def clone_failed_beside_its_source(account: LocalAccount, clock: Clock, name: str) -> None:
+    """A Spot move whose stop was throttled: its clone ``-r1`` failed transiently while the Spot job trains
+    on, and auto-resume deferred the clone (``resume.defer.source-running``)."""
+    create_ledger(account)
+    launch(account, name, spot=True)
+    event = interrupt(account, clock, name, 3)
+    account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+    with pytest.raises(AdapterError):
+        account.invoke(handler, event)
+    clock.advance(minutes=10)
+    account.sagemaker.transition(f"{name}-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+    account.sagemaker.transition(name, "InProgress", "Starting")
+    account.sagemaker.transition(name, "InProgress", "Training")
+    account.invoke(handler, account.sagemaker.event(f"{name}-r1"))
+    assert resume_records(account)[-1].code == "resume.defer.source-running"
+
+
+def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_completed(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trained on
+        clone_failed_beside_its_source(account, clock, "bert-spot-c")
+        # When the source completes on Spot, and the reconciler runs
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-c", "InProgress", "Uploading")
+        account.sagemaker.transition("bert-spot-c", "Completed", "Completed")
+        account.invoke(handler, account.sagemaker.event("bert-spot-c"))
+        for _ in range(3):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then the finished lineage is not trained again On-Demand: no -r2, nobody told 'resumed', and the
+        # record names the completed source
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-c-r1"]
+        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        completed = resume_records(account)[-1]
+        assert (completed.job_name, completed.code, completed.evidence["source_job"]) == (
+            "bert-spot-c-r1",
+            "resume.skip.source-completed",
+            "bert-spot-c",
+        )
+        assert completed.evidence["source_status"] == "Completed/Completed"
+
+
+def test_a_clone_deferred_beyond_the_reconcilers_look_back_is_resumed_when_its_source_ends(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trains on for hours, far beyond the reconciler's
+        # look-back (the failed clone drops out of its listing)
+        clone_failed_beside_its_source(account, clock, "bert-spot-l")
+        for _ in range(24):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-l-r1"]
+        # When the source ends at MaxWaitTimeExceeded: its own resume meets the failed, deferred clone
+        account.sagemaker.transition("bert-spot-l", "InProgress", "Interrupted")
+        clock.advance(minutes=30)
+        account.sagemaker.transition("bert-spot-l", "Stopped", "MaxWaitTimeExceeded")
+        account.invoke(handler, account.sagemaker.event("bert-spot-l"))
+        # Then the clone's resume is decided there: the lineage goes on (-r2), the source's record says it
+        # was handed over, and the owner is told once, also after more reconciler runs and a duplicate event
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-l-r1", "bert-spot-l-r2"]
+        (maxwait,) = [r for r in resume_records(account) if r.code == "spot.clone.max-wait"]
+        assert (maxwait.outcome.value, maxwait.evidence["clone_status"], maxwait.evidence["clone_resume"]) == (
+            "skipped",
+            "Failed",
+            "resume.clone.transient",
+        )
+        account.invoke(handler, account.sagemaker.event("bert-spot-l"))
+        for _ in range(3):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-l-r1", "bert-spot-l-r2"]
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == ("bert-spot-l-r1", "bert-spot-l-r2")
 
 
 def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:

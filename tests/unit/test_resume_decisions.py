@@ -307,6 +307,12 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     stopped = as_job(spot_description("bert-spot-7", interruptions=3, status="Stopped", secondary="Stopped"))
     assert resume(description, tags, policy, source=stopped).decisions[0].code == ResumeCode.CLONE
     assert resume(description, tags, policy).decisions[0].code == ResumeCode.CLONE
+    # and a source that completed (the lineage finished) is not trained again: the record names it
+    completed = as_job(spot_description("bert-spot-7", interruptions=3, status="Completed", secondary="Completed"))
+    result = resume(description, tags, policy, source=completed)
+    (skip,) = result.decisions
+    assert skip.code == ResumeCode.SOURCE_COMPLETED and result.plan is None and result.resume_after is None
+    assert skip.evidence["source_status"] == "Completed/Completed"
 
 
 def test_checkpoints_are_required_by_default() -> None:

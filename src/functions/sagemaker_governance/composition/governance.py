@@ -124,7 +124,9 @@ def clone_reactions(
         "notices": ports.notices,
     }
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
-    return (
-        AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common),
-        SpotFallbackReaction(*parts, checkpoints=checkpoints, spot_health=spot_health, **common),
+    resume = AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common)
+    # a Spot job ended at MaxWaitTimeExceeded hands its failed clone, deferred while it ran, to auto-resume
+    spot = SpotFallbackReaction(
+        *parts, checkpoints=checkpoints, spot_health=spot_health, handoff=resume.react, **common
     )
+    return resume, spot

@@ -123,6 +123,8 @@ class ResumeCode(StrEnum):
     # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill.
     # Tagged smgov:resume-after: the reconciler decides again once the source has ended
     DEFER_SOURCE_RUNNING = "resume.defer.source-running"
+    # a clone whose source (tag smgov:resumed-from) Completed: the lineage finished, nothing to resume
+    SOURCE_COMPLETED = "resume.skip.source-completed"
 
 
 class SpotCode(StrEnum):
@@ -515,7 +517,8 @@ def decide_resume(
 def _source_running(
     tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, now: datetime, evidence: dict[str, Any]
 ) -> CloneDecision | None:
-    """The deferral of a clone whose source still runs; None: go on. The clone is tagged
+    """The deferral of a clone whose source still runs, or the skip of one whose source completed (its
+    lineage finished, ``resume.skip.source-completed``); None: go on. The deferred clone is tagged
     ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently failed
     jobs, decides again at its next run: once the source has ended the usual checks decide, while it still
     runs the clone is deferred again (until it falls out of the reconciler's look-back)."""
@@ -524,6 +527,18 @@ def _source_running(
         return None
     evidence["source_job"] = name
     evidence["source_status"] = f"{source.status}/{source.secondary_status}"
+    if source.status == "Completed":
+        # the lineage finished where it was (e.g. a Spot job whose move's stop failed trained on to the end):
+        # a resume of its failed clone would train it again. A source Stopped or Failed goes on (a Spot
+        # move stops its source, and its clone's failure is resumed as usual)
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.SOURCE_COMPLETED,
+            mode,
+            f"not resumed: the job it was cloned from, {name}, has completed ({source.status}/"
+            f"{source.secondary_status}): the lineage is finished and a clone would train it again",
+            evidence,
+        )
     if source.status != "InProgress":
         return None
     evidence["resume_after"] = now.isoformat()

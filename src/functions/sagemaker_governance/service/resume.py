@@ -6,7 +6,8 @@ Two reactions share one engine:
   its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
   has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
-  (``resume.defer.source-running``, due at once), until the source has ended;
+  (``resume.defer.source-running``, due at once), until the source has ended; the source's own end (its
+  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -126,7 +127,9 @@ class _CloneReaction:
         spot_health: SpotHealthPort | None = None,
         marks: EvaluationMarksPort | None = None,
         notices: CloneNotices | None = None,
+        handoff: Callable[[TrainingJob, Trigger], list[Decision]] | None = None,
     ) -> None:
+        self._handoff = handoff  # auto-resume, for this job's failed clone deferred while it ran (None: none)
         self._notices = notices  # tells each clone's owner once, whoever made it (None: no ledger)
         self._spot_health = spot_health
         self._marks = marks  # tags a deferred job for the reconciler (None: cannot, the record says so)
@@ -323,16 +326,50 @@ class _CloneReaction:
         reconciler's deferred resume) decides about it."""
         assert result.plan is not None
         name = result.plan.name
+        handed = self._resume_deferred(name, status, trigger)
+        evidence: dict[str, Any] = {"clone_status": status}
+        note = "nothing runs in its place"
+        if handed is not None:
+            evidence["clone_resume"] = handed
+            note = f"its deferred resume is decided now: {handed}"
         skipped = clone.model_copy(
             update={
                 "reason": f"{clone.reason} (not created: {name} exists from an earlier clone and is {status}: "
-                "nothing runs in its place)",
-                "evidence": {**clone.evidence, "clone_status": status},
+                f"{note})",
+                "evidence": {**clone.evidence, **evidence},
             }
         )
         self._record(skipped, job, policy, trigger, Outcome.SKIPPED)
         logger.warning("clone exists but does not run", job=job.name, clone=name, status=status)
         return (skipped,)
+
+    def _clone_resume(self) -> Callable[[TrainingJob, Trigger], list[Decision]] | None:
+        return self._handoff
+
+    def _resume_deferred(self, name: str, status: str | None, trigger: Trigger) -> str | None:
+        """This job, now ended, meets its clone ``name`` that failed and was deferred while this job ran
+        (``smgov:resume-after``, ``resume.defer.source-running``): the reconciler may never come back to it (its
+        look-back counts from the clone's failure, and this job may have trained on for hours), so the clone's
+        resume is decided here, as the reconciler would (auto-resume re-reads it: budget, backoff, the
+        ledger's one notice). A clone whose backoff is not yet due is deferred again and stays within the
+        reconciler's reach (its failure is more recent than the longest backoff). The code the clone's resume
+        decided; None: nothing handed over (not failed, not deferred, or no auto-resume here)."""
+        resume = self._clone_resume()
+        if resume is None or status != "Failed":
+            return None
+        try:
+            existing = self._jobs.describe(name)
+            arn = str(existing.get("TrainingJobArn") or "")
+            if TAG_RESUME_AFTER not in self._jobs.list_tags(arn):
+                return None
+        except JobNotFound:
+            return None
+        clone = TrainingJob.model_validate(
+            {"TrainingJobName": name, "TrainingJobArn": arn, "TrainingJobStatus": status}
+        )
+        decisions = resume(clone, trigger)
+        logger.info("deferred clone handed to auto-resume", clone=name, codes=[d.code for d in decisions])
+        return next((d.code for d in decisions if d.rule == RESUME_RULE_ID), None)
 
     def _refused(
         self,
@@ -462,6 +499,9 @@ class AutoResumeReaction(_CloneReaction):
 
     def applies(self, job: TrainingJob) -> bool:
         return is_resume_trigger(job)
+
+    def _clone_resume(self) -> Callable[[TrainingJob, Trigger], list[Decision]] | None:
+        return self._handoff or self.react
 
     def _decide(
         self,
