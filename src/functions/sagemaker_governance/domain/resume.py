@@ -550,7 +550,8 @@ def _source_running(
         reason=(
             f"not resumed yet: the job it was cloned from, {name}, still runs ({source.status}/"
             f"{source.secondary_status}): a clone would bill beside it and write the same checkpoint location; "
-            "the reconciler decides again once it has ended"
+            "it is decided again when that job ends (its end hands the clone to auto-resume) or at the "
+            "reconciler's next run"
         ),
         evidence=evidence,
     )
