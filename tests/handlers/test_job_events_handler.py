@@ -174,3 +174,16 @@ def test_an_event_that_writes_absent_members_as_null_is_governed_like_any(accoun
     result = account.invoke(handler, event)
     assert [d["action"] for d in result["decisions"]] == ["none"]
     assert account.sagemaker.stop_requests == []
+
+
+def test_an_interruption_whose_transitions_are_null_is_decided_not_retried(account: LocalAccount) -> None:
+    # Given a Spot job's Interrupted event that writes its transitions as null, and the job read again at the
+    # same state without an Interrupted transition (SageMaker documents Interrupted as a SecondaryStatus,
+    # not among SecondaryStatusTransition's statuses)
+    event = launch_from_sample(account, "training-job-interrupted-spot-null-transitions.json")
+    job = account.sagemaker.jobs[event["detail"]["TrainingJobName"]]
+    job["TrainingJobStatus"], job["SecondaryStatus"] = "InProgress", "Interrupted"
+    assert "Interrupted" not in [t["Status"] for t in job["SecondaryStatusTransitions"]]
+    # When it is delivered, then the Spot fallback decides on it (it is not taken for a lagging answer)
+    result = account.invoke(handler, event)
+    assert any(d["code"].startswith("spot.") for d in result["decisions"])

@@ -31,7 +31,10 @@ EXPECTED_ROUTES = {
         "training-job-stopped.json",
         "training-job-stopped-max-wait.json",
     },
-    ("JobEventsFunction", "JobInterruptedRule"): {"training-job-interrupted-spot.json"},
+    ("JobEventsFunction", "JobInterruptedRule"): {
+        "training-job-interrupted-spot.json",
+        "training-job-interrupted-spot-null-transitions.json",
+    },
     ("JobEventsFunction", "JobPendingSpotRule"): {
         "training-job-pending-spot.json",
         "training-job-pending-spot-field-absent.json",  # no AWS sample shows EnableManagedSpotTraining
