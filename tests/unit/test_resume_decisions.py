@@ -303,10 +303,20 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     assert result.resume_after is not None and result.plan is None
     assert decision.evidence["source_job"] == "bert-spot-7"
     assert decision.evidence["source_status"] == "InProgress/Training"
-    # while a source that has stopped (or no longer exists: None) leaves the clone to the usual checks
+    # while a source stopped before the clone failed (a Spot move's stop), or gone (None), leaves the clone
+    # to the usual checks
     stopped = as_job(spot_description("bert-spot-7", interruptions=3, status="Stopped", secondary="Stopped"))
     assert resume(description, tags, policy, source=stopped).decisions[0].code == ResumeCode.CLONE
     assert resume(description, tags, policy).decisions[0].code == ResumeCode.CLONE
+    # but a source stopped after the clone failed was stopped by its owner, not by the move: not trained
+    # again through its clone (nor one whose stop time is unknown)
+    later = failed_description("bert-spot-7", trained=timedelta(hours=40), reason=ISE)
+    later.update(TrainingJobStatus="Stopped", SecondaryStatus="Stopped", FailureReason=None)
+    later["SecondaryStatusTransitions"][-1]["Status"] = "Stopped"
+    owner_stopped = as_job(later)
+    (skip,) = resume(description, tags, policy, source=owner_stopped).decisions
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
+    assert skip.evidence["source_stopped_at"] > skip.evidence["clone_failed_at"]
     # and a source that completed (the lineage finished) is not trained again: the record names it
     completed = as_job(spot_description("bert-spot-7", interruptions=3, status="Completed", secondary="Completed"))
     result = resume(description, tags, policy, source=completed)

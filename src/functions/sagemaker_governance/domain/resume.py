@@ -125,6 +125,7 @@ class ResumeCode(StrEnum):
     DEFER_SOURCE_RUNNING = "resume.defer.source-running"
     # a clone whose source (tag smgov:resumed-from) Completed: the lineage finished, nothing to resume
     SOURCE_COMPLETED = "resume.skip.source-completed"
+    SOURCE_STOPPED = "resume.skip.source-stopped"
 
 
 class SpotCode(StrEnum):
@@ -424,7 +425,7 @@ def decide_resume(
     held = (
         _not_resumable(diagnosis, mode, evidence)
         if diagnosis.verdict is not Verdict.RESUME
-        else _source_running(tags, source, mode, ctx.now, evidence)
+        else _source_running(tags, source, mode, ctx.now, evidence, failure_time(job))
     )
     if held is not None:
         return held
@@ -515,10 +516,16 @@ def decide_resume(
 
 
 def _source_running(
-    tags: Mapping[str, str], source: TrainingJob | None, mode: Mode, now: datetime, evidence: dict[str, Any]
+    tags: Mapping[str, str],
+    source: TrainingJob | None,
+    mode: Mode,
+    now: datetime,
+    evidence: dict[str, Any],
+    clone_failed_at: datetime | None = None,
 ) -> CloneDecision | None:
     """The deferral of a clone whose source still runs, or the skip of one whose source completed (its
-    lineage finished, ``resume.skip.source-completed``); None: go on. The deferred clone is tagged
+    lineage finished, ``resume.skip.source-completed``) or was stopped after the clone failed
+    (``resume.skip.source-stopped``); None: go on. The deferred clone is tagged
     ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently failed
     jobs, decides again at its next run: once the source has ended the usual checks decide, while it still
     runs the clone is deferred again (until it falls out of the reconciler's look-back)."""
@@ -539,6 +546,30 @@ def _source_running(
             f"{source.secondary_status}): the lineage is finished and a clone would train it again",
             evidence,
         )
+    if source.status == "Stopped" and source.secondary_status == "Stopped":
+        stops = [t.start_time for t in source.transitions if t.status == "Stopped" and t.start_time is not None]
+        stopped_at = stops[-1] if stops else source.training_end_time or source.last_modified_time
+        # A Spot move stops its source right after creating the clone, so before the clone can fail, and
+        # nothing of the service stops a source whose clone has failed (the move's fallback is spent, the
+        # takeover needs a running clone): a plain stop after the clone failed was the owner's (or a stop
+        # for another reason). Unknown times are not guessed: no clone.
+        if stopped_at is None or clone_failed_at is None or stopped_at >= clone_failed_at:
+            evidence["source_stopped_at"] = stopped_at.isoformat() if stopped_at else None
+            evidence["clone_failed_at"] = clone_failed_at.isoformat() if clone_failed_at else None
+            return _none(
+                RESUME_RULE_ID,
+                ResumeCode.SOURCE_STOPPED,
+                mode,
+                f"not resumed: the job it was cloned from, {name}, was stopped "
+                + (
+                    "after this clone failed"
+                    if stopped_at is not None and clone_failed_at is not None
+                    else "and when is not known"
+                )
+                + ", not by the Spot move that made this clone: the lineage was stopped, and a clone would "
+                "train it again",
+                evidence,
+            )
     if source.status != "InProgress":
         return None
     evidence["resume_after"] = now.isoformat()
