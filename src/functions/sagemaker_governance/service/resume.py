@@ -358,14 +358,17 @@ class _CloneReaction:
         if resume is None or status != "Failed":
             return None
         try:
-            existing = self._jobs.describe(name)
-            arn = str(existing.get("TrainingJobArn") or "")
-            if TAG_RESUME_AFTER not in self._jobs.list_tags(arn):
-                return None
+            existing, tags = self._named(name)
         except JobNotFound:
             return None
+        if TAG_RESUME_AFTER not in tags:
+            return None
         clone = TrainingJob.model_validate(
-            {"TrainingJobName": name, "TrainingJobArn": arn, "TrainingJobStatus": status}
+            {
+                "TrainingJobName": name,
+                "TrainingJobArn": str(existing.get("TrainingJobArn") or ""),
+                "TrainingJobStatus": status,
+            }
         )
         decisions = resume(clone, trigger)
         logger.info("deferred clone handed to auto-resume", clone=name, codes=[d.code for d in decisions])
@@ -419,15 +422,20 @@ class _CloneReaction:
             raise
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
+    def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);
+        ``JobNotFound`` when there is none."""
+        existing = self._jobs.describe(name)
+        return existing, self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
+
     def _source_of(self, clone_name: str) -> tuple[str | None, str | None]:
         """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of) and its status; (None,
         None) when there is no such job."""
         try:
-            existing = self._jobs.describe(clone_name)
-            source = self._jobs.list_tags(str(existing["TrainingJobArn"])).get(TAG_SOURCE)
+            existing, tags = self._named(clone_name)
         except JobNotFound:
             return None, None
-        return source, existing.get("TrainingJobStatus")
+        return tags.get(TAG_SOURCE), existing.get("TrainingJobStatus")
 
     def _record(
         self,
@@ -672,8 +680,7 @@ class SpotFallbackReaction(_CloneReaction):
         if name is None or not spot.enabled or not job.spot or not (job.status == "InProgress" or ending):
             return None
         try:
-            existing = self._jobs.describe(name)
-            clone_tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
+            existing, clone_tags = self._named(name)
         except JobNotFound:
             return None
         except AdapterError as exc:
