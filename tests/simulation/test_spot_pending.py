@@ -157,3 +157,69 @@ def test_events_that_do_not_say_spot_still_move_the_opted_in_job(template: dict[
     assert (moved.final_status, moved.billable) == ("Stopped", 0)
     assert result.jobs["new-spot-opted-in-r1"].source == "new-spot-opted-in"
     assert "new-spot-not-opted-in-r1" not in result.jobs and result.jobs["new-spot-not-opted-in"].spot
+
+
+def transitions(simulation: Simulation, name: str) -> list[tuple[str, int, int | None, str | None]]:
+    """Each secondary status with the minute it began, its length in minutes (None: still on) and message."""
+    start = simulation.clock.at(0)
+    out = []
+    for t in simulation.fake.jobs[name]["SecondaryStatusTransitions"]:
+        began = int((t["StartTime"] - start).total_seconds() // 60)
+        length = int((t["EndTime"] - t["StartTime"]).total_seconds() // 60) if "EndTime" in t else None
+        out.append((t["Status"], began, length, t.get("StatusMessage")))
+    return out
+
+
+def test_a_spot_interruption_is_interrupted_for_a_minute_then_waits_for_capacity_in_starting() -> None:
+    # Given a Spot job interrupted at its 60th minute, whose capacity comes back 10 minutes later (not governed)
+    simulation = Simulation(
+        one_job(train_hours=2, interruptions_at_minutes=[60], spot_capacity_wait_minutes=10), governed=False
+    )
+    run = simulation.run().jobs["j"]
+    seen = transitions(simulation, "j")
+    assert [status for status, *_ in seen] == [
+        "Starting",
+        "Downloading",
+        "Training",
+        "Interrupted",
+        "Starting",
+        "Downloading",
+        "Training",
+        "Uploading",
+        "Completed",
+    ]
+    # Then, as AWS's Managed Spot lifecycle goes (Interrupted -> Starting -> Downloading), the job says
+    # Interrupted for a minute and waits for capacity in Starting, with the message SageMaker writes when EC2
+    # has none, for the rest of the wait and its launch (9 + 4 minutes)
+    _, interrupted_at, interrupted_for, _ = seen[3]
+    _, waiting_at, waiting_for, message = seen[4]
+    assert (interrupted_at, interrupted_for) == (60, 1)
+    assert (waiting_at, waiting_for) == (61, 13)
+    assert message == "Insufficient capacity error from EC2 while launching instances, retrying!"
+    # and none of the wait is billed: Downloading twice (3 + 3), the first stint's Training (60 - 4 - 3 = 53),
+    # the rest after the restart from its last checkpoint, and Uploading (2)
+    assert run.final_status == "Completed"
+    assert run.billable == 3 + 3 + 2 + (seen[7][1] - seen[6][1]) + (60 - seen[2][1])
+
+
+def test_an_interruption_decided_in_its_capacity_wait_still_moves_the_job_that_makes_no_progress(
+    template: dict[str, Any],
+) -> None:
+    require_spot_fallback(template)
+    # Given the Spot scenario with every event held back 1 to 3 minutes (reorder), so that each Interrupted
+    # event is decided once the job has gone on to wait for capacity in Starting
+    from smgov.simulation.faults import FaultSpec
+
+    result = Simulation(
+        builtin_scenario("spot-interruptions"), template=template, faults=FaultSpec(rates={"reorder": 1.0})
+    ).run()
+    assert result.errors == []
+    decided = [
+        (r.job_name, r.code, r.evidence.get("secondary_status")) for r in result.audit if r.rule == "spot-fallback"
+    ]
+    # Then every Spot decision read the job waiting in Starting (the case under test happened)
+    assert decided and {status for *_, status in decided} == {"Starting"}
+    # and the job interrupted every 25 minutes is still moved On-Demand, the other still finishes on Spot
+    assert ("spot-rapid-interruptions", "spot.clone.count-rule", "Starting") in decided
+    assert result.jobs["spot-rapid-interruptions-r1"].final_status == "Completed"
+    assert result.jobs["spot-slow-interruptions"].final_status == "Completed"

@@ -4,7 +4,8 @@ it is billed, and what comes next.
 SageMaker's own sequence (``SecondaryStatus``): Starting -> [Pending] -> Downloading -> Training ->
 Uploading -> Completed (Pending, "waiting for compute capacity or compute resource provision", only for
 a script with ``pending_minutes``; the order is the one the API reference lists, ``DescribeTrainingJob``);
-a Spot interruption (``Interrupted``) waits for capacity and starts again; ``StopTrainingJob`` makes a job
+a Spot interruption (``Interrupted``, for a minute) waits for capacity in ``Starting`` and starts again
+(AWS's Managed Spot lifecycle: Interrupted -> Starting -> Downloading -> Training); ``StopTrainingJob`` makes a job
 Stopping and then Stopped (unbilled from Starting or Pending: no instances up yet); limits
 (``MaxRuntimeInSeconds``, ``MaxWaitTimeInSeconds``) and failures end it from any running phase. Billable
 time is Downloading + Training + Uploading (+ the Stopping minute when the job was stopped while
@@ -21,6 +22,10 @@ from enum import Enum
 from smgov.simulation.scenario import Script
 
 RESTART_MINUTES = 5  # a RetryStrategy retry: the wait before the job starts again (not documented by AWS)
+INTERRUPTED_MINUTES = 1  # how long SecondaryStatus stays Interrupted before the restart's Starting (undocumented)
+# Starting's StatusMessage while EC2 has no capacity (botocore's DescribeTrainingJob documentation of
+# SecondaryStatusTransitions lists it among Starting's messages).
+CAPACITY_MESSAGE = "Insufficient capacity error from EC2 while launching instances, retrying!"
 
 
 class Publication(Enum):
@@ -71,10 +76,17 @@ PHASES: dict[str, Phase] = {
             "restarting", "Restarting", lambda s: RESTART_MINUTES, Publication.NOTHING, billed=False,
             running=False, next="starting",
         ),
+        # A Spot interruption: Interrupted for a minute, then the wait for capacity in Starting (its
+        # StatusMessage the one SageMaker writes when EC2 has none), which goes on into the launch itself.
         Phase(
-            "interrupted", "Interrupted", lambda s: s.spot_capacity_wait_minutes, Publication.NOTHING,
-            billed=False, running=False, next="starting",
+            "interrupted", "Interrupted", lambda s: INTERRUPTED_MINUTES, Publication.NOTHING,
+            billed=False, running=False, next="capacity",
             message="Training job interrupted: Spot capacity reclaimed",
+        ),
+        Phase(
+            "capacity", "Starting",
+            lambda s: max(0, s.spot_capacity_wait_minutes - INTERRUPTED_MINUTES) + s.starting_minutes,
+            Publication.NOTHING, billed=False, running=False, next="pending", message=CAPACITY_MESSAGE,
         ),
         # Billed only when the job was running when stopped (``JobRun.stopping_billable``).
         Phase(
