@@ -325,6 +325,72 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     assert skip.evidence["source_status"] == "Completed/Completed"
 
 
+# ---- a clone's source that was stopped: when was its stop requested? -----------------------------------
+
+_CLONE_FAILED = T0 + timedelta(hours=26, minutes=7)  # failed_description's Failed transition
+
+
+def _stopped_source(
+    stop_requested: timedelta | None, stopping: timedelta = timedelta(minutes=6), *, status: str = "Stopped"
+) -> Any:
+    """The Spot source ``bert-spot-7``, its stop requested ``stop_requested`` after its clone failed (negative:
+    before; None: no Stopping transition, its Stopped one then lies at the same offset as ``stopping``), and
+    Stopping for ``stopping`` (SIGTERM grace and the artifacts' upload: minutes) before it is Stopped."""
+    requested = _CLONE_FAILED + (stop_requested if stop_requested is not None else -stopping)
+    ending = [("Stopping", stopping)] if stop_requested is not None else []
+    ending += [("Stopped", timedelta(0))] if status == "Stopped" else []
+    steps = [("Starting", timedelta(minutes=2)), ("Training", requested - T0 - timedelta(minutes=2)), *ending]
+    history = transitions(*steps, open_last=status == "Stopping")
+    doc = spot_description("bert-spot-7", interruptions=0, status=status, secondary=status)
+    doc["SecondaryStatusTransitions"] = history
+    if status == "Stopped":
+        doc["TrainingEndTime"] = doc["LastModifiedTime"] = history[-1]["StartTime"]
+    return as_job(doc)
+
+
+def _clone_of_source(source: Any, policy: ResumePolicy | None = None) -> Any:
+    tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-spot-7"}
+    description = failed_description("bert-spot-7-r1", reason=ISE)
+    return resume(description, tags, policy or ResumePolicy(backoff_minutes=(0,)), source=source)
+
+
+def test_a_stopped_source_is_timed_by_when_its_stop_was_requested() -> None:
+    # Given the Spot move's own stop (e.g. a throttled move whose retry took over), requested 2 min BEFORE
+    # the On-Demand clone failed, but Stopped 4 min after it (Stopping lasts minutes: SIGTERM grace, upload)
+    move_stopped = _stopped_source(-timedelta(minutes=2))
+    # When the clone's resume is decided (the reconciler, once the source is Stopped)
+    (decision,) = _clone_of_source(move_stopped).decisions
+    # Then it is the move's stop, not its owner's: the clone goes on to the usual checks and is resumed
+    assert decision.code == ResumeCode.CLONE
+    # Given the owner's stop, requested 2 min AFTER the clone failed
+    (skip,) = _clone_of_source(_stopped_source(timedelta(minutes=2))).decisions
+    # Then the lineage was stopped: not resumed, and the record times the stop by its request
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=2)).isoformat()
+    assert skip.evidence["clone_failed_at"] == _CLONE_FAILED.isoformat()
+
+
+def test_a_stopped_source_without_a_stopping_transition_is_timed_by_its_end() -> None:
+    # Given a source whose history lists no Stopping transition: its Stopped transition (later than the
+    # request: a stop that may have been the move's is taken for the owner's, never the other way round)
+    before = _stopped_source(None, stopping=timedelta(minutes=3))  # Stopped 3 min before the clone failed
+    after = _stopped_source(None, stopping=-timedelta(minutes=3))  # Stopped 3 min after it
+    assert _clone_of_source(before).decisions[0].code == ResumeCode.CLONE
+    assert _clone_of_source(after).decisions[0].code == ResumeCode.SOURCE_STOPPED
+    # and with no transition at all, TrainingEndTime
+    doc = spot_description("bert-spot-7", interruptions=0, status="Stopped", secondary="Stopped")
+    doc.update(SecondaryStatusTransitions=[], TrainingEndTime=_CLONE_FAILED + timedelta(minutes=1))
+    doc["LastModifiedTime"] = doc["TrainingEndTime"]
+    (skip,) = _clone_of_source(as_job(doc)).decisions
+    assert skip.code == ResumeCode.SOURCE_STOPPED
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=1)).isoformat()
+    # and when nothing tells when it stopped, nothing is guessed: no clone
+    doc.pop("TrainingEndTime")
+    doc.pop("LastModifiedTime")
+    (skip,) = _clone_of_source(as_job(doc)).decisions
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.evidence["source_stopped_at"] is None
+
+
 def test_checkpoints_are_required_by_default() -> None:
     description = failed_description(checkpoint=False)
     (decision,) = resume(description).decisions

@@ -547,12 +547,13 @@ def _source_running(
             evidence,
         )
     if source.status == "Stopped" and source.secondary_status == "Stopped":
-        stops = [t.start_time for t in source.transitions if t.status == "Stopped" and t.start_time is not None]
-        stopped_at = stops[-1] if stops else source.training_end_time or source.last_modified_time
-        # A Spot move stops its source right after creating the clone, so before the clone can fail, and
-        # nothing of the service stops a source whose clone has failed (the move's fallback is spent, the
-        # takeover needs a running clone): a plain stop after the clone failed was the owner's (or a stop
-        # for another reason). Unknown times are not guessed: no clone.
+        stopped_at = stop_time(source)
+        # A Spot move requests its source's stop right after creating the clone (or, its stop throttled, at
+        # its retry's takeover, while the clone runs), so before the clone can fail, and nothing of the
+        # service stops a source whose clone has failed (the move's fallback is spent, the takeover needs a
+        # running clone): a plain stop requested after the clone failed was the owner's (or a stop for
+        # another reason). The request is what counts, not the end: Stopping lasts minutes, and the move's
+        # stop may end after the clone failed. Unknown times are not guessed: no clone.
         if stopped_at is None or clone_failed_at is None or stopped_at >= clone_failed_at:
             evidence["source_stopped_at"] = stopped_at.isoformat() if stopped_at else None
             evidence["clone_failed_at"] = clone_failed_at.isoformat() if clone_failed_at else None
@@ -562,7 +563,7 @@ def _source_running(
                 mode,
                 f"not resumed: the job it was cloned from, {name}, was stopped "
                 + (
-                    "after this clone failed"
+                    "by a stop requested after this clone failed"
                     if stopped_at is not None and clone_failed_at is not None
                     else "and when is not known"
                 )
@@ -587,6 +588,18 @@ def _source_running(
         evidence=evidence,
     )
     return CloneDecision(decisions=(deferred,), resume_after=now)
+
+
+def stop_time(job: TrainingJob) -> datetime | None:
+    """When the job's stop was requested: the start of its last ``Stopping`` transition (botocore's
+    SecondaryStatus lists ``Stopping``), else its ``Stopped`` transition, else ``TrainingEndTime`` ("the
+    time after model artifacts are uploaded" for a stopped job), else ``LastModifiedTime``. Each fallback
+    lies after the request, so a stop they date is never taken for earlier than it was."""
+    for status in ("Stopping", "Stopped"):
+        starts = [t.start_time for t in job.transitions if t.status == status and t.start_time is not None]
+        if starts:
+            return starts[-1]
+    return job.training_end_time or job.last_modified_time
 
 
 def failure_time(job: TrainingJob) -> datetime | None:
