@@ -652,3 +652,46 @@ def test_an_event_retry_after_the_reconciler_resumed_the_job_tells_nothing_more(
     )
     # Then the retry meets "already exists" and tells and counts nothing more
     assert len(world.told()) == 1 and world.resumed() == 1
+
+
+# ---- a clone whose source ended stopped or completed -----------------------------------------------------
+
+
+def stopped_source(world: World, stop_requested: datetime) -> None:
+    """``llm-sft-1`` (the source of ``llm-sft-1-r1``), its stop requested at ``stop_requested``."""
+    history = transitions(
+        ("Starting", timedelta(minutes=3)),
+        ("Training", stop_requested - T0 - timedelta(minutes=3)),
+        ("Stopping", timedelta(minutes=6)),
+        ("Stopped", timedelta(0)),
+    )
+    description = failed_description(
+        "llm-sft-1", TrainingJobStatus="Stopped", SecondaryStatus="Stopped", FailureReason=None
+    )
+    description.update(SecondaryStatusTransitions=history, TrainingEndTime=history[-1]["StartTime"])
+    world.sagemaker.add(description, TAGS)
+
+
+def test_a_skip_for_a_stopped_source_whose_next_clone_cannot_be_read_is_retried() -> None:
+    # Given a failed clone whose source's owner stopped it after the clone failed, and DescribeTrainingJob of
+    # the clone's next clone's name throttled (an earlier decision may have made it, its owner untold)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    original = world.sagemaker.describe
+
+    def throttled(name: str) -> dict[str, Any]:
+        if name == "llm-sft-1-r2":
+            raise AdapterError("DescribeTrainingJob throttled")
+        return original(name)
+
+    world.sagemaker.describe = throttled  # type: ignore[method-assign]
+    # When the clone's resume is decided
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    # Then nothing is recorded: a "not resumed" beside a clone that may run untold is not guessed
+    assert world.codes() == [] and world.sagemaker.created == []
+    # and once it can be read (none exists), the skip is recorded
+    world.sagemaker.describe = original  # type: ignore[method-assign]
+    world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")]

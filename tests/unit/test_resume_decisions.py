@@ -21,6 +21,7 @@ from sagemaker_governance.domain.resume import (
     next_clone_name,
 )
 from sagemaker_governance.settings import Settings
+from tests.builders import describe
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
 NOW = T0 + timedelta(days=3)
@@ -33,6 +34,7 @@ def resume(
     mode: Mode = Mode.ENFORCE,
     roles: tuple[str, ...] = ("*SageMaker*",),
     source: Any = None,
+    next_clone: Any = None,
 ) -> Any:
     tags = TAGS if tags is None else tags
     return decide_resume(
@@ -43,6 +45,7 @@ def resume(
         default_mode=mode,
         ctx=context(NOW, roles),
         source=source,
+        next_clone=next_clone,
     )
 
 
@@ -348,10 +351,11 @@ def _stopped_source(
     return as_job(doc)
 
 
-def _clone_of_source(source: Any, policy: ResumePolicy | None = None) -> Any:
+def _clone_of_source(source: Any, policy: ResumePolicy | None = None, next_clone: Any = None) -> Any:
     tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-spot-7"}
     description = failed_description("bert-spot-7-r1", reason=ISE)
-    return resume(description, tags, policy or ResumePolicy(backoff_minutes=(0,)), source=source)
+    policy = policy or ResumePolicy(backoff_minutes=(0,))
+    return resume(description, tags, policy, source=source, next_clone=next_clone)
 
 
 def test_a_stopped_source_is_timed_by_when_its_stop_was_requested() -> None:
@@ -389,6 +393,48 @@ def test_a_stopped_source_without_a_stopping_transition_is_timed_by_its_end() ->
     doc.pop("LastModifiedTime")
     (skip,) = _clone_of_source(as_job(doc)).decisions
     assert skip.code == ResumeCode.SOURCE_STOPPED and skip.evidence["source_stopped_at"] is None
+
+
+def test_a_source_still_stopping_is_judged_by_its_stop_request_like_a_stopped_one() -> None:
+    # Given a clone deferred while its source trained, re-decided while the owner's stop (requested 40 min
+    # after the clone failed) is still Stopping
+    owners = _stopped_source(timedelta(minutes=40), status="Stopping")
+    # When the clone's resume is decided
+    (skip,) = _clone_of_source(owners).decisions
+    # Then the lineage was stopped: no -r2 now, which the same clone would have denied minutes later
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
+    assert skip.evidence["source_status"] == "Stopping/Stopping"
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=40)).isoformat()
+    # while the Spot move's own stop, requested before the clone failed and still Stopping, leaves the clone
+    # to the usual checks
+    assert _clone_of_source(_stopped_source(-timedelta(minutes=2), status="Stopping")).decisions[0].code == (
+        ResumeCode.CLONE
+    )
+
+
+def test_a_source_skip_gives_way_to_the_next_clone_an_earlier_attempt_made() -> None:
+    # Given a failed clone whose next clone -r2 exists and trains (an earlier decision made it, e.g. before
+    # the source's stop was seen, and its owner may not have been told), and whose source is now stopped by
+    # its owner, or completed
+    stopped = _stopped_source(timedelta(minutes=40))
+    doc = spot_description("bert-spot-7", interruptions=3, status="Completed", secondary="Completed")
+    completed = as_job(doc)
+    r2_tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "2", TAG_SOURCE: "bert-spot-7-r1"}
+    running = as_job(
+        describe("bert-spot-7-r2", TrainingJobStatus="InProgress", SecondaryStatus="Training"), r2_tags
+    )
+    for source in (stopped, completed):
+        # When the clone's resume is decided again (a retry, or the reconciler's hand-back of an untold clone)
+        (decision,) = _clone_of_source(source, next_clone=running).decisions
+        # Then it is the same resume, meeting "already exists" (its owner told once), not a "not resumed"
+        # recorded beside a running -r2
+        assert decision.code == ResumeCode.CLONE and decision.evidence["clone_name"] == "bert-spot-7-r2"
+    # but another job under that name, or a next clone that failed or was stopped, changes nothing
+    others = as_job(describe("bert-spot-7-r2", TrainingJobStatus="InProgress"), {**r2_tags, TAG_SOURCE: "x"})
+    failed = as_job(describe("bert-spot-7-r2", TrainingJobStatus="Failed", SecondaryStatus="Failed"), r2_tags)
+    for existing in (others, failed):
+        assert _clone_of_source(stopped, next_clone=existing).decisions[0].code == ResumeCode.SOURCE_STOPPED
+        assert _clone_of_source(completed, next_clone=existing).decisions[0].code == ResumeCode.SOURCE_COMPLETED
 
 
 def test_checkpoints_are_required_by_default() -> None:

@@ -7,7 +7,10 @@ Two reactions share one engine:
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
   has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
   (``resume.defer.source-running``, due at once), until the source has ended; the source's own end (its
-  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction;
+  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction; a
+  source that completed, or whose owner stopped it, denies the resume (``resume.skip.source-completed``,
+  ``resume.skip.source-stopped``), unless the clone's next clone exists and runs (an earlier decision made
+  it): then the resume meets it as "already exists" and its owner is told once;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -61,6 +64,7 @@ from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
+    SOURCE_ENDED_SKIPS,
     SOURCE_ENDING,
     SPOT_RULE_ID,
     CloneContext,
@@ -528,17 +532,46 @@ class AutoResumeReaction(_CloneReaction):
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
-        return decide_resume(
-            job,
-            description,
-            tags,
-            resume=resume,
-            default_mode=policy.mode,
-            ctx=ctx,
-            failure=failure,
-            checkpoint=checkpoint,
-            source=source,
-        )
+
+        def decide(next_clone: TrainingJob | None = None) -> CloneDecision:
+            return decide_resume(
+                job,
+                description,
+                tags,
+                resume=resume,
+                default_mode=policy.mode,
+                ctx=ctx,
+                failure=failure,
+                checkpoint=checkpoint,
+                source=source,
+                next_clone=next_clone,
+            )
+
+        result = decide()
+        if any(d.code in SOURCE_ENDED_SKIPS for d in result.decisions):
+            # The source's end denies the resume: unless an earlier decision made the clone already (and may
+            # not have told its owner), which the resume must then meet as "already exists"
+            existing = self._next_clone(job, tags)
+            if existing is not None:
+                result = decide(existing)
+        return result
+
+    def _next_clone(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
+        """The job under the name this job's next clone takes, with its tags (``DescribeTrainingJob`` and
+        ``ListTags``), read only when its source's end denies its resume. None: there is none. A read that
+        fails raises ``AdapterError``: a skip recorded beside a clone that may run untold would settle the
+        job for good, so the delivery (or the reconciler's next run) is retried."""
+        name = next_clone_name(job.name, tags)
+        if name is None:
+            return None
+        try:
+            existing, clone_tags = self._named(name)
+        except JobNotFound:
+            return None
+        except AdapterError as exc:
+            logger.warning("next clone unreadable; retried", job=job.name, clone=name, error=str(exc))
+            raise AdapterError(f"the next clone {name} of {job.name} could not be read: {exc}") from exc
+        return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
         """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
