@@ -13,7 +13,14 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import (
+    TAG_ATTEMPT,
+    TAG_REASON,
+    TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
+    TAG_ROOT,
+    TAG_SOURCE,
+)
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
@@ -651,6 +658,12 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_co
             "bert-spot-c",
         )
         assert completed.evidence["source_status"] == "Completed/Completed"
+        # recorded once: the clone's deferral is settled (tagged), so later runs do not decide it again
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-c-r1"] == [
+            "resume.defer.source-running",
+            "resume.skip.source-completed",
+        ]
+        assert tags_of(account, "bert-spot-c-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-completed"
 
 
 def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_stops_the_source(
@@ -675,6 +688,20 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_st
             "resume.skip.source-stopped",
             "Stopping/Stopping",
         )
+        # and once the source is Stopped, the skip is final: recorded once more, then never again (the clone's
+        # deferral is settled: tagged), however many runs its look-back still spans
+        assert TAG_RESUME_SETTLED not in tags_of(account, "bert-spot-o-r1")  # Stopping: not final yet
+        account.sagemaker.transition("bert-spot-o", "Stopped", "Stopped")
+        for _ in range(6):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-o-r1"] == [
+            "resume.defer.source-running",
+            "resume.skip.source-stopped",
+            "resume.skip.source-stopped",
+        ]
+        assert tags_of(account, "bert-spot-o-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
 
 
 def test_a_source_stopped_later_does_not_leave_the_resume_an_earlier_decision_made_untold(clock: Clock) -> None:

@@ -17,6 +17,7 @@ from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_ROOT,
     TAG_SOURCE,
     TAG_STRIKES,
@@ -695,3 +696,28 @@ def test_a_skip_for_a_stopped_source_whose_next_clone_cannot_be_read_is_retried(
     world.sagemaker.describe = original  # type: ignore[method-assign]
     world.reaction.react(job, EVENT)
     assert world.codes() == [("resume.skip.source-stopped", "no-action")]
+
+
+def test_a_final_skip_of_a_deferred_resume_is_marked_settled_once_and_a_failed_mark_is_not_raised() -> None:
+    # Given a failed clone deferred while its source ran (tagged smgov:resume-after), whose source's owner
+    # then stopped it
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    deferred = {**clone_of("llm-sft-1", 1), TAG_RESUME_AFTER: "2026-11-23T07:30:00Z"}
+    job = world.failed("llm-sft-1-r1", tags=deferred, **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    # When its resume is decided and the settling tag cannot be written (throttled)
+    world.marks.error = AdapterError("AddTags throttled")
+    world.reaction.react(job, RUN)
+    # Then the decision stands (recorded, not raised); the next run decides again and settles it
+    world.marks.error = None
+    world.reaction.react(job, RUN)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")] * 2
+    arn = job.arn or ""
+    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+    # while the same skip of a clone that was never deferred writes no tag (the reconciler never visits it)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")]
+    assert not any(line.startswith("tag") for line in world.calls.log)

@@ -52,7 +52,7 @@ says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Deman
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -61,6 +61,7 @@ from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
     TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_RETRIES,
     TAG_SOURCE,
     TAG_STRIKES,
@@ -191,6 +192,9 @@ class CloneDecision:
     # ``resume.defer.backoff`` / ``resume.defer.source-running``: when the reconciler may resume it
     resume_after: datetime | None = None
     takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
+    # a skip no later decision can change (the source completed, or is Stopped by its owner): a deferred
+    # resume's deferral is settled (tag smgov:resume-settled), the reconciler no longer decides it again
+    settled: bool = False
 
     @property
     def clone(self) -> Decision | None:
@@ -585,7 +589,9 @@ def _source_running(
             )
     if skip is not None:
         if not _made_by(next_clone, job, tags):
-            return skip
+            # final once the source has ended (Completed, Stopped); a Stopping one is decided again when
+            # Stopped (a stop for its runtime limit, MaxRuntimeExceeded, is no owner's)
+            return replace(skip, settled=source.status in ("Completed", "Stopped"))
         evidence["source_skip_met_clone"] = skip.decisions[0].code  # the resume an earlier decision made
         return None
     if source.status != "InProgress":
@@ -649,9 +655,10 @@ class DeferredResume:
 
     @classmethod
     def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
-        """None: not deferred, or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        """None: not deferred, settled (``smgov:resume-settled``: decided for good), or tags that cannot be
+        trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
-        if not raw:
+        if not raw or TAG_RESUME_SETTLED in tags:  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

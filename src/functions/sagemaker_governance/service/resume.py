@@ -48,6 +48,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.clone import (
     TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_SOURCE,
     CreateOutcome,
     InvalidCloneRequest,
@@ -200,6 +201,8 @@ class _CloneReaction:
         if clone is None or plan is None:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
+            if result.settled:
+                self._settle(result, job)
             return result.decisions
         if not clone.acts:
             for decision in result.decisions:
@@ -365,7 +368,7 @@ class _CloneReaction:
             existing, tags = self._named(name)
         except JobNotFound:
             return None
-        if TAG_RESUME_AFTER not in tags:
+        if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
             return None
         clone = TrainingJob.model_validate(
             {
@@ -425,6 +428,20 @@ class _CloneReaction:
             self._record(decision, job, policy, trigger, Outcome.FAILED, reason=reason)
             raise
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
+
+    def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
+        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``): tag it
+        ``smgov:resume-settled=<code>`` (``AddTags``, as the deferral was tagged: the service has no
+        ``DeleteTags``), so that the reconciler, which lists it at every run of its look-back, does not
+        decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        and the next run decides (and records) it again and tags it then."""
+        if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
+            return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
+        code = result.decisions[0].code or ""
+        try:
+            self._marks.mark(job.arn, TAG_RESUME_SETTLED, code)
+        except AdapterError as exc:
+            logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
 
     def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);
