@@ -13,7 +13,14 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.business_metrics import BusinessMetric
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import (
+    TAG_ATTEMPT,
+    TAG_REASON,
+    TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
+    TAG_ROOT,
+    TAG_SOURCE,
+)
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
@@ -651,6 +658,88 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_co
             "bert-spot-c",
         )
         assert completed.evidence["source_status"] == "Completed/Completed"
+        # recorded once: the clone's deferral is settled (tagged), so later runs do not decide it again
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-c-r1"] == [
+            "resume.defer.source-running",
+            "resume.skip.source-completed",
+        ]
+        assert tags_of(account, "bert-spot-c-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-completed"
+
+
+def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_stops_the_source(
+    clock: Clock,
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trained on
+        clone_failed_beside_its_source(account, clock, "bert-spot-o")
+        # When its owner stops the source 40 minutes later, and the reconciler runs while it is Stopping
+        clock.advance(minutes=40)
+        account.sagemaker.transition("bert-spot-o", "Stopping", "Stopping")
+        clock.advance(minutes=2)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then no -r2 is made (it would have been denied once the source is Stopped), nobody is told 'resumed'
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
+        assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        skip = resume_records(account)[-1]
+        assert (skip.job_name, skip.code, skip.evidence["source_status"]) == (
+            "bert-spot-o-r1",
+            "resume.skip.source-stopped",
+            "Stopping/Stopping",
+        )
+        # and once the source is Stopped, the skip is final: recorded once more, then never again (the clone's
+        # deferral is settled: tagged), however many runs its look-back still spans
+        assert TAG_RESUME_SETTLED not in tags_of(account, "bert-spot-o-r1")  # Stopping: not final yet
+        account.sagemaker.transition("bert-spot-o", "Stopped", "Stopped")
+        for _ in range(6):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-o-r1"] == [
+            "resume.defer.source-running",
+            "resume.skip.source-stopped",
+            "resume.skip.source-stopped",
+        ]
+        assert tags_of(account, "bert-spot-o-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
+
+
+def test_a_source_stopped_later_does_not_leave_the_resume_an_earlier_decision_made_untold(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trained on, whose owner then stops the source
+        clone_failed_beside_its_source(account, clock, "bert-spot-s")
+        clock.advance(minutes=40)
+        account.sagemaker.transition("bert-spot-s", "Stopping", "Stopping")
+        # and the clone's next clone -r2, made by an earlier decision that did not see the stop (one that
+        # resumed a clone whose source was Stopping), whose owner was never told (its Publish failed)
+        lineage = {
+            TAG_ROOT: "bert-spot-s",
+            TAG_ATTEMPT: "2",
+            TAG_SOURCE: "bert-spot-s-r1",
+            TAG_REASON: "failed-transient",
+        }
+        account.sagemaker.launch(
+            create_request(
+                "bert-spot-s-r2", tags={"team": "vision", "cost-center": "cc-1234", "owner": "alice", **lineage}
+            )
+        )
+        clock.advance(minutes=5)
+        account.sagemaker.transition("bert-spot-s", "Stopped", "Stopped")
+        # When the reconciler runs, and hands the untold clone back to auto-resume, which now decides that
+        # the source was stopped by its owner
+        for _ in range(3):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then the skip meets the running -r2 as "already exists": its owner is told once, and no "not
+        # resumed" is recorded beside it
+        records = [(r.code, r.outcome.value) for r in resume_records(account) if r.job_name == "bert-spot-s-r1"]
+        assert records[-1] == ("resume.clone.transient", "already-done")
+        assert "resume.skip.source-stopped" not in {code for code, _ in records}
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == ("bert-spot-s-r1", "bert-spot-s-r2")
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-s-r1"]
 
 
 def test_a_clone_deferred_beyond_the_reconcilers_look_back_is_resumed_when_its_source_ends(clock: Clock) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_ROOT
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_ROOT
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
@@ -168,6 +168,22 @@ def test_a_job_not_yet_due_untagged_or_already_resumed_is_left_alone() -> None:
     assert world.resumed == []
     assert "describe early-r2" not in world.calls.log  # not due: no further read
     assert report.repairs == {}
+
+
+def test_a_deferred_job_whose_resume_was_settled_is_left_alone() -> None:
+    # Given a due job whose deferred resume auto-resume settled for good (its source stopped by its owner:
+    # resume.skip.source-stopped), its resume-after tag kept (the service cannot delete tags)
+    world = World(told=set())
+    world.failed["stopped-r1"] = {
+        **clone_tags(due_tag(-30)),
+        TAG_ROOT: "stopped",
+        TAG_RESUME_SETTLED: "resume.skip.source-stopped",
+    }
+    # When the reconciler runs
+    world.run()
+    # Then it is not decided again (one record, not one per run within the look-back), and nothing more is read
+    assert world.resumed == []
+    assert world.calls.log == ["list-failed", "list-tags stopped-r1"]
 
 
 def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:

@@ -17,6 +17,7 @@ from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_ROOT,
     TAG_SOURCE,
     TAG_STRIKES,
@@ -652,3 +653,71 @@ def test_an_event_retry_after_the_reconciler_resumed_the_job_tells_nothing_more(
     )
     # Then the retry meets "already exists" and tells and counts nothing more
     assert len(world.told()) == 1 and world.resumed() == 1
+
+
+# ---- a clone whose source ended stopped or completed -----------------------------------------------------
+
+
+def stopped_source(world: World, stop_requested: datetime) -> None:
+    """``llm-sft-1`` (the source of ``llm-sft-1-r1``), its stop requested at ``stop_requested``."""
+    history = transitions(
+        ("Starting", timedelta(minutes=3)),
+        ("Training", stop_requested - T0 - timedelta(minutes=3)),
+        ("Stopping", timedelta(minutes=6)),
+        ("Stopped", timedelta(0)),
+    )
+    description = failed_description(
+        "llm-sft-1", TrainingJobStatus="Stopped", SecondaryStatus="Stopped", FailureReason=None
+    )
+    description.update(SecondaryStatusTransitions=history, TrainingEndTime=history[-1]["StartTime"])
+    world.sagemaker.add(description, TAGS)
+
+
+def test_a_skip_for_a_stopped_source_whose_next_clone_cannot_be_read_is_retried() -> None:
+    # Given a failed clone whose source's owner stopped it after the clone failed, and DescribeTrainingJob of
+    # the clone's next clone's name throttled (an earlier decision may have made it, its owner untold)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    original = world.sagemaker.describe
+
+    def throttled(name: str) -> dict[str, Any]:
+        if name == "llm-sft-1-r2":
+            raise AdapterError("DescribeTrainingJob throttled")
+        return original(name)
+
+    world.sagemaker.describe = throttled  # type: ignore[method-assign]
+    # When the clone's resume is decided
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    # Then nothing is recorded: a "not resumed" beside a clone that may run untold is not guessed
+    assert world.codes() == [] and world.sagemaker.created == []
+    # and once it can be read (none exists), the skip is recorded
+    world.sagemaker.describe = original  # type: ignore[method-assign]
+    world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")]
+
+
+def test_a_final_skip_of_a_deferred_resume_is_marked_settled_once_and_a_failed_mark_is_not_raised() -> None:
+    # Given a failed clone deferred while its source ran (tagged smgov:resume-after), whose source's owner
+    # then stopped it
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    deferred = {**clone_of("llm-sft-1", 1), TAG_RESUME_AFTER: "2026-11-23T07:30:00Z"}
+    job = world.failed("llm-sft-1-r1", tags=deferred, **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    # When its resume is decided and the settling tag cannot be written (throttled)
+    world.marks.error = AdapterError("AddTags throttled")
+    world.reaction.react(job, RUN)
+    # Then the decision stands (recorded, not raised); the next run decides again and settles it
+    world.marks.error = None
+    world.reaction.react(job, RUN)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")] * 2
+    arn = job.arn or ""
+    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+    # while the same skip of a clone that was never deferred writes no tag (the reconciler never visits it)
+    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
+    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
+    stopped_source(world, NOW - timedelta(minutes=10))
+    world.reaction.react(job, EVENT)
+    assert world.codes() == [("resume.skip.source-stopped", "no-action")]
+    assert not any(line.startswith("tag") for line in world.calls.log)

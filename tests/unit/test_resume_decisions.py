@@ -21,6 +21,7 @@ from sagemaker_governance.domain.resume import (
     next_clone_name,
 )
 from sagemaker_governance.settings import Settings
+from tests.builders import describe
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
 NOW = T0 + timedelta(days=3)
@@ -33,6 +34,7 @@ def resume(
     mode: Mode = Mode.ENFORCE,
     roles: tuple[str, ...] = ("*SageMaker*",),
     source: Any = None,
+    next_clone: Any = None,
 ) -> Any:
     tags = TAGS if tags is None else tags
     return decide_resume(
@@ -43,6 +45,7 @@ def resume(
         default_mode=mode,
         ctx=context(NOW, roles),
         source=source,
+        next_clone=next_clone,
     )
 
 
@@ -323,6 +326,115 @@ def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:
     (skip,) = result.decisions
     assert skip.code == ResumeCode.SOURCE_COMPLETED and result.plan is None and result.resume_after is None
     assert skip.evidence["source_status"] == "Completed/Completed"
+
+
+# ---- a clone's source that was stopped: when was its stop requested? -----------------------------------
+
+_CLONE_FAILED = T0 + timedelta(hours=26, minutes=7)  # failed_description's Failed transition
+
+
+def _stopped_source(
+    stop_requested: timedelta | None, stopping: timedelta = timedelta(minutes=6), *, status: str = "Stopped"
+) -> Any:
+    """The Spot source ``bert-spot-7``, its stop requested ``stop_requested`` after its clone failed (negative:
+    before; None: no Stopping transition, its Stopped one then lies at the same offset as ``stopping``), and
+    Stopping for ``stopping`` (SIGTERM grace and the artifacts' upload: minutes) before it is Stopped."""
+    requested = _CLONE_FAILED + (stop_requested if stop_requested is not None else -stopping)
+    ending = [("Stopping", stopping)] if stop_requested is not None else []
+    ending += [("Stopped", timedelta(0))] if status == "Stopped" else []
+    steps = [("Starting", timedelta(minutes=2)), ("Training", requested - T0 - timedelta(minutes=2)), *ending]
+    history = transitions(*steps, open_last=status == "Stopping")
+    doc = spot_description("bert-spot-7", interruptions=0, status=status, secondary=status)
+    doc["SecondaryStatusTransitions"] = history
+    if status == "Stopped":
+        doc["TrainingEndTime"] = doc["LastModifiedTime"] = history[-1]["StartTime"]
+    return as_job(doc)
+
+
+def _clone_of_source(source: Any, policy: ResumePolicy | None = None, next_clone: Any = None) -> Any:
+    tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-spot-7"}
+    description = failed_description("bert-spot-7-r1", reason=ISE)
+    policy = policy or ResumePolicy(backoff_minutes=(0,))
+    return resume(description, tags, policy, source=source, next_clone=next_clone)
+
+
+def test_a_stopped_source_is_timed_by_when_its_stop_was_requested() -> None:
+    # Given the Spot move's own stop (e.g. a throttled move whose retry took over), requested 2 min BEFORE
+    # the On-Demand clone failed, but Stopped 4 min after it (Stopping lasts minutes: SIGTERM grace, upload)
+    move_stopped = _stopped_source(-timedelta(minutes=2))
+    # When the clone's resume is decided (the reconciler, once the source is Stopped)
+    (decision,) = _clone_of_source(move_stopped).decisions
+    # Then it is the move's stop, not its owner's: the clone goes on to the usual checks and is resumed
+    assert decision.code == ResumeCode.CLONE
+    # Given the owner's stop, requested 2 min AFTER the clone failed
+    (skip,) = _clone_of_source(_stopped_source(timedelta(minutes=2))).decisions
+    # Then the lineage was stopped: not resumed, and the record times the stop by its request
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=2)).isoformat()
+    assert skip.evidence["clone_failed_at"] == _CLONE_FAILED.isoformat()
+
+
+def test_a_stopped_source_without_a_stopping_transition_is_timed_by_its_end() -> None:
+    # Given a source whose history lists no Stopping transition: its Stopped transition (later than the
+    # request: a stop that may have been the move's is taken for the owner's, never the other way round)
+    before = _stopped_source(None, stopping=timedelta(minutes=3))  # Stopped 3 min before the clone failed
+    after = _stopped_source(None, stopping=-timedelta(minutes=3))  # Stopped 3 min after it
+    assert _clone_of_source(before).decisions[0].code == ResumeCode.CLONE
+    assert _clone_of_source(after).decisions[0].code == ResumeCode.SOURCE_STOPPED
+    # and with no transition at all, TrainingEndTime
+    doc = spot_description("bert-spot-7", interruptions=0, status="Stopped", secondary="Stopped")
+    doc.update(SecondaryStatusTransitions=[], TrainingEndTime=_CLONE_FAILED + timedelta(minutes=1))
+    doc["LastModifiedTime"] = doc["TrainingEndTime"]
+    (skip,) = _clone_of_source(as_job(doc)).decisions
+    assert skip.code == ResumeCode.SOURCE_STOPPED
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=1)).isoformat()
+    # and when nothing tells when it stopped, nothing is guessed: no clone
+    doc.pop("TrainingEndTime")
+    doc.pop("LastModifiedTime")
+    (skip,) = _clone_of_source(as_job(doc)).decisions
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.evidence["source_stopped_at"] is None
+
+
+def test_a_source_still_stopping_is_judged_by_its_stop_request_like_a_stopped_one() -> None:
+    # Given a clone deferred while its source trained, re-decided while the owner's stop (requested 40 min
+    # after the clone failed) is still Stopping
+    owners = _stopped_source(timedelta(minutes=40), status="Stopping")
+    # When the clone's resume is decided
+    (skip,) = _clone_of_source(owners).decisions
+    # Then the lineage was stopped: no -r2 now, which the same clone would have denied minutes later
+    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
+    assert skip.evidence["source_status"] == "Stopping/Stopping"
+    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=40)).isoformat()
+    # while the Spot move's own stop, requested before the clone failed and still Stopping, leaves the clone
+    # to the usual checks
+    assert _clone_of_source(_stopped_source(-timedelta(minutes=2), status="Stopping")).decisions[0].code == (
+        ResumeCode.CLONE
+    )
+
+
+def test_a_source_skip_gives_way_to_the_next_clone_an_earlier_attempt_made() -> None:
+    # Given a failed clone whose next clone -r2 exists and trains (an earlier decision made it, e.g. before
+    # the source's stop was seen, and its owner may not have been told), and whose source is now stopped by
+    # its owner, or completed
+    stopped = _stopped_source(timedelta(minutes=40))
+    doc = spot_description("bert-spot-7", interruptions=3, status="Completed", secondary="Completed")
+    completed = as_job(doc)
+    r2_tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "2", TAG_SOURCE: "bert-spot-7-r1"}
+    running = as_job(
+        describe("bert-spot-7-r2", TrainingJobStatus="InProgress", SecondaryStatus="Training"), r2_tags
+    )
+    for source in (stopped, completed):
+        # When the clone's resume is decided again (a retry, or the reconciler's hand-back of an untold clone)
+        (decision,) = _clone_of_source(source, next_clone=running).decisions
+        # Then it is the same resume, meeting "already exists" (its owner told once), not a "not resumed"
+        # recorded beside a running -r2
+        assert decision.code == ResumeCode.CLONE and decision.evidence["clone_name"] == "bert-spot-7-r2"
+    # but another job under that name, or a next clone that failed or was stopped, changes nothing
+    others = as_job(describe("bert-spot-7-r2", TrainingJobStatus="InProgress"), {**r2_tags, TAG_SOURCE: "x"})
+    failed = as_job(describe("bert-spot-7-r2", TrainingJobStatus="Failed", SecondaryStatus="Failed"), r2_tags)
+    for existing in (others, failed):
+        assert _clone_of_source(stopped, next_clone=existing).decisions[0].code == ResumeCode.SOURCE_STOPPED
+        assert _clone_of_source(completed, next_clone=existing).decisions[0].code == ResumeCode.SOURCE_COMPLETED
 
 
 def test_checkpoints_are_required_by_default() -> None:

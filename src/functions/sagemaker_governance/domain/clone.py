@@ -177,6 +177,10 @@ TAG_RETRIES: Final = "smgov:sagemaker-retries"
 # Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
 # it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
+# Set on such a job once its deferred resume was decided for good (the code of that decision, e.g.
+# resume.skip.source-stopped): the reconciler no longer decides it again at each run. The service keeps
+# smgov:resume-after (it has AddTags, not DeleteTags). Not a lineage tag either.
+TAG_RESUME_SETTLED: Final = "smgov:resume-settled"
 # Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone
 # planner does not import the policy; a test keeps the two equal). A clone is a new job, evaluated afresh.
 TAG_COMPLIANCE_EVALUATED: Final = "smgov:compliance-evaluated"
@@ -184,7 +188,9 @@ LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILUR
 # Every tag governance writes on a training job: none is inherited by a clone (the lineage tags are written
 # anew). Any other ``smgov:`` tag is the owner's (a declaration such as ``smgov:idle-minutes``) and is carried;
 # a test finds every ``smgov:`` tag the code names and checks it is listed here or known as the owner's.
-GOVERNANCE_MARKS: Final = frozenset({*LINEAGE_TAGS, TAG_RESUME_AFTER, TAG_COMPLIANCE_EVALUATED})
+GOVERNANCE_MARKS: Final = frozenset(
+    {*LINEAGE_TAGS, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_COMPLIANCE_EVALUATED}
+)
 RESERVED_TAG_PREFIX: Final = "aws:"
 MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
 MAX_ATTEMPT: Final = 9999

@@ -52,7 +52,7 @@ says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Deman
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -61,6 +61,7 @@ from sagemaker_governance.domain.clone import (
     TAG_FAILURE,
     TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_RETRIES,
     TAG_SOURCE,
     TAG_STRIKES,
@@ -191,6 +192,9 @@ class CloneDecision:
     # ``resume.defer.backoff`` / ``resume.defer.source-running``: when the reconciler may resume it
     resume_after: datetime | None = None
     takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
+    # a skip no later decision can change (the source completed, or is Stopped by its owner): a deferred
+    # resume's deferral is settled (tag smgov:resume-settled), the reconciler no longer decides it again
+    settled: bool = False
 
     @property
     def clone(self) -> Decision | None:
@@ -394,6 +398,7 @@ def decide_resume(
     failure: FailureEvidence | None = None,
     checkpoint: CheckpointProgress | None = None,
     source: TrainingJob | None = None,
+    next_clone: TrainingJob | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
@@ -404,7 +409,9 @@ def decide_resume(
     retried). A clone whose source still runs is not resumed now (``resume.defer.source-running``): a Spot
     move whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it
     and write the same checkpoint location; it is deferred to the reconciler, which decides again once the
-    source has ended."""
+    source has ended. ``next_clone`` is the job under the name this job's next clone takes, read by the
+    service only when the source's end denies the resume (None: none, or not read): one of this job's that
+    runs or completed was made by an earlier decision, and the resume goes on to meet it."""
     mode = resume.mode or default_mode
     hours = round(job.training_seconds(ctx.now) / 3600, 2)
     evidence: dict[str, Any] = {"failure_reason": _short(job.failure_reason), "training_hours": hours}
@@ -425,7 +432,7 @@ def decide_resume(
     held = (
         _not_resumable(diagnosis, mode, evidence)
         if diagnosis.verdict is not Verdict.RESUME
-        else _source_running(tags, source, mode, ctx.now, evidence, failure_time(job))
+        else _source_running(job, tags, source, mode, ctx.now, evidence, next_clone)
     )
     if held is not None:
         return held
@@ -516,29 +523,36 @@ def decide_resume(
 
 
 def _source_running(
+    job: TrainingJob,
     tags: Mapping[str, str],
     source: TrainingJob | None,
     mode: Mode,
     now: datetime,
     evidence: dict[str, Any],
-    clone_failed_at: datetime | None = None,
+    next_clone: TrainingJob | None = None,
 ) -> CloneDecision | None:
     """The deferral of a clone whose source still runs, or the skip of one whose source completed (its
-    lineage finished, ``resume.skip.source-completed``) or was stopped after the clone failed
-    (``resume.skip.source-stopped``); None: go on. The deferred clone is tagged
-    ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently failed
-    jobs, decides again at its next run: once the source has ended the usual checks decide, while it still
-    runs the clone is deferred again (until it falls out of the reconciler's look-back)."""
+    lineage finished, ``resume.skip.source-completed``) or whose stop was requested after the clone failed
+    (``resume.skip.source-stopped``; a source still ``Stopping`` too); None: go on. The deferred clone is
+    tagged ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently
+    failed jobs, decides again at its next run: once the source has ended the usual checks decide, while it
+    still runs the clone is deferred again (until it falls out of the reconciler's look-back).
+
+    A skip gives way to this job's next clone when it exists and runs or completed (``next_clone``): an
+    earlier decision resumed the job (before the source's stop was seen, or by a version of this code that
+    did not look), and deciding again must meet it as "already exists", so that its owner is told once,
+    not record "not resumed" beside it."""
     name = tags.get(TAG_SOURCE)
     if not name or source is None:
         return None
     evidence["source_job"] = name
     evidence["source_status"] = f"{source.status}/{source.secondary_status}"
+    skip: CloneDecision | None = None
     if source.status == "Completed":
         # the lineage finished where it was (e.g. a Spot job whose move's stop failed trained on to the end):
         # a resume of its failed clone would train it again. A source Stopped or Failed goes on (a Spot
         # move stops its source, and its clone's failure is resumed as usual)
-        return _none(
+        skip = _none(
             RESUME_RULE_ID,
             ResumeCode.SOURCE_COMPLETED,
             mode,
@@ -546,30 +560,40 @@ def _source_running(
             f"{source.secondary_status}): the lineage is finished and a clone would train it again",
             evidence,
         )
-    if source.status == "Stopped" and source.secondary_status == "Stopped":
-        stops = [t.start_time for t in source.transitions if t.status == "Stopped" and t.start_time is not None]
-        stopped_at = stops[-1] if stops else source.training_end_time or source.last_modified_time
-        # A Spot move stops its source right after creating the clone, so before the clone can fail, and
-        # nothing of the service stops a source whose clone has failed (the move's fallback is spent, the
-        # takeover needs a running clone): a plain stop after the clone failed was the owner's (or a stop
-        # for another reason). Unknown times are not guessed: no clone.
+    elif source.status == "Stopping" or (source.status == "Stopped" and source.secondary_status == "Stopped"):
+        stopped_at, clone_failed_at = stop_time(source), failure_time(job)
+        # A Spot move requests its source's stop right after creating the clone (or, its stop throttled, at
+        # its retry's takeover, while the clone runs), so before the clone can fail, and nothing of the
+        # service stops a source whose clone has failed (the move's fallback is spent, the takeover needs a
+        # running clone): a plain stop requested after the clone failed was the owner's (or a stop for
+        # another reason). The request is what counts, not the end: Stopping lasts minutes, and the move's
+        # stop may end after the clone failed; a source still Stopping is judged the same way (its stop was
+        # requested: a clone now would be denied once it is Stopped). Unknown times are not guessed: no clone.
         if stopped_at is None or clone_failed_at is None or stopped_at >= clone_failed_at:
             evidence["source_stopped_at"] = stopped_at.isoformat() if stopped_at else None
             evidence["clone_failed_at"] = clone_failed_at.isoformat() if clone_failed_at else None
-            return _none(
+            skip = _none(
                 RESUME_RULE_ID,
                 ResumeCode.SOURCE_STOPPED,
                 mode,
-                f"not resumed: the job it was cloned from, {name}, was stopped "
+                f"not resumed: the job it was cloned from, {name}, was "
+                + ("stopped" if source.status == "Stopped" else "stopping")
                 + (
-                    "after this clone failed"
+                    " by a stop requested after this clone failed"
                     if stopped_at is not None and clone_failed_at is not None
-                    else "and when is not known"
+                    else ", and when it was asked to is not known"
                 )
                 + ", not by the Spot move that made this clone: the lineage was stopped, and a clone would "
                 "train it again",
                 evidence,
             )
+    if skip is not None:
+        if not _made_by(next_clone, job, tags):
+            # final once the source has ended (Completed, Stopped); a Stopping one is decided again when
+            # Stopped (a stop for its runtime limit, MaxRuntimeExceeded, is no owner's)
+            return replace(skip, settled=source.status in ("Completed", "Stopped"))
+        evidence["source_skip_met_clone"] = skip.decisions[0].code  # the resume an earlier decision made
+        return None
     if source.status != "InProgress":
         return None
     evidence["resume_after"] = now.isoformat()
@@ -587,6 +611,28 @@ def _source_running(
         evidence=evidence,
     )
     return CloneDecision(decisions=(deferred,), resume_after=now)
+
+
+def _made_by(clone: TrainingJob | None, job: TrainingJob, tags: Mapping[str, str]) -> bool:
+    """Whether ``clone`` is ``job``'s next clone, made from it (``smgov:resumed-from``), running or done."""
+    return (
+        clone is not None
+        and clone.name == next_clone_name(job.name, tags)
+        and clone.tag(TAG_SOURCE) == job.name
+        and clone.status in CLONE_RUNNING
+    )
+
+
+def stop_time(job: TrainingJob) -> datetime | None:
+    """When the job's stop was requested: the start of its last ``Stopping`` transition (botocore's
+    SecondaryStatus lists ``Stopping``), else its ``Stopped`` transition, else ``TrainingEndTime`` ("the
+    time after model artifacts are uploaded" for a stopped job), else ``LastModifiedTime``. Each fallback
+    lies after the request, so a stop they date is never taken for earlier than it was."""
+    for status in ("Stopping", "Stopped"):
+        starts = [t.start_time for t in job.transitions if t.status == status and t.start_time is not None]
+        if starts:
+            return starts[-1]
+    return job.training_end_time or job.last_modified_time
 
 
 def failure_time(job: TrainingJob) -> datetime | None:
@@ -609,9 +655,10 @@ class DeferredResume:
 
     @classmethod
     def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
-        """None: not deferred, or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        """None: not deferred, settled (``smgov:resume-settled``: decided for good), or tags that cannot be
+        trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
-        if not raw:
+        if not raw or TAG_RESUME_SETTLED in tags:  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
@@ -994,6 +1041,8 @@ def decide_spot(
 
 
 CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
+# a failed clone's resume denied by how its source ended: decided again with the job's next clone, if any
+SOURCE_ENDED_SKIPS: Final = frozenset({ResumeCode.SOURCE_STOPPED, ResumeCode.SOURCE_COMPLETED})
 SOURCE_ENDING: Final = frozenset({"Stopping", "Stopped"})  # a moved job, once its move's stop was sent
 
 

@@ -24,7 +24,9 @@ Each run compares what exists with what should exist and repairs the difference:
   ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
-  for its backoff, or while the job it was cloned from still ran) is resumed once that time has passed and its clone (a deterministic name) does not exist
+  for its backoff, or while the job it was cloned from still ran) and not ``smgov:resume-settled`` (a
+  final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
+  time has passed and its clone (a deterministic name) does not exist
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
   failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
   the job and its evidence and decides again (meeting "already exists", it tells). ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one

@@ -7,7 +7,10 @@ Two reactions share one engine:
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
   has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
   (``resume.defer.source-running``, due at once), until the source has ended; the source's own end (its
-  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction;
+  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction; a
+  source that completed, or whose owner stopped it, denies the resume (``resume.skip.source-completed``,
+  ``resume.skip.source-stopped``), unless the clone's next clone exists and runs (an earlier decision made
+  it): then the resume meets it as "already exists" and its owner is told once;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
@@ -45,6 +48,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.clone import (
     TAG_REASON,
     TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
     TAG_SOURCE,
     CreateOutcome,
     InvalidCloneRequest,
@@ -61,6 +65,7 @@ from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
+    SOURCE_ENDED_SKIPS,
     SOURCE_ENDING,
     SPOT_RULE_ID,
     CloneContext,
@@ -196,6 +201,8 @@ class _CloneReaction:
         if clone is None or plan is None:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
+            if result.settled:
+                self._settle(result, job)
             return result.decisions
         if not clone.acts:
             for decision in result.decisions:
@@ -361,7 +368,7 @@ class _CloneReaction:
             existing, tags = self._named(name)
         except JobNotFound:
             return None
-        if TAG_RESUME_AFTER not in tags:
+        if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
             return None
         clone = TrainingJob.model_validate(
             {
@@ -421,6 +428,20 @@ class _CloneReaction:
             self._record(decision, job, policy, trigger, Outcome.FAILED, reason=reason)
             raise
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
+
+    def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
+        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``): tag it
+        ``smgov:resume-settled=<code>`` (``AddTags``, as the deferral was tagged: the service has no
+        ``DeleteTags``), so that the reconciler, which lists it at every run of its look-back, does not
+        decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        and the next run decides (and records) it again and tags it then."""
+        if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
+            return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
+        code = result.decisions[0].code or ""
+        try:
+            self._marks.mark(job.arn, TAG_RESUME_SETTLED, code)
+        except AdapterError as exc:
+            logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
 
     def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);
@@ -528,17 +549,46 @@ class AutoResumeReaction(_CloneReaction):
             failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
-        return decide_resume(
-            job,
-            description,
-            tags,
-            resume=resume,
-            default_mode=policy.mode,
-            ctx=ctx,
-            failure=failure,
-            checkpoint=checkpoint,
-            source=source,
-        )
+
+        def decide(next_clone: TrainingJob | None = None) -> CloneDecision:
+            return decide_resume(
+                job,
+                description,
+                tags,
+                resume=resume,
+                default_mode=policy.mode,
+                ctx=ctx,
+                failure=failure,
+                checkpoint=checkpoint,
+                source=source,
+                next_clone=next_clone,
+            )
+
+        result = decide()
+        if any(d.code in SOURCE_ENDED_SKIPS for d in result.decisions):
+            # The source's end denies the resume: unless an earlier decision made the clone already (and may
+            # not have told its owner), which the resume must then meet as "already exists"
+            existing = self._next_clone(job, tags)
+            if existing is not None:
+                result = decide(existing)
+        return result
+
+    def _next_clone(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
+        """The job under the name this job's next clone takes, with its tags (``DescribeTrainingJob`` and
+        ``ListTags``), read only when its source's end denies its resume. None: there is none. A read that
+        fails raises ``AdapterError``: a skip recorded beside a clone that may run untold would settle the
+        job for good, so the delivery (or the reconciler's next run) is retried."""
+        name = next_clone_name(job.name, tags)
+        if name is None:
+            return None
+        try:
+            existing, clone_tags = self._named(name)
+        except JobNotFound:
+            return None
+        except AdapterError as exc:
+            logger.warning("next clone unreadable; retried", job=job.name, clone=name, error=str(exc))
+            raise AdapterError(f"the next clone {name} of {job.name} could not be read: {exc}") from exc
+        return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
         """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
