@@ -5,7 +5,7 @@ for it; the others go back to the queue unprocessed, named in the answer. The La
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -86,3 +86,47 @@ def test_the_job_events_function_stops_taking_records_when_its_time_runs_short(a
     # Then the second job is left for the next receive
     assert acct.sagemaker.stop_requests == ["untagged-1"]
     assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+
+
+def test_the_records_going_back_are_told_failed_and_unprocessed_and_none_of_a_healthy_batch() -> None:
+    told: list[Sequence[str]] = []
+
+    def deliver(record_id: str, body: str) -> None:
+        if record_id == "m-0":
+            raise RuntimeError(body)
+
+    # Given a first record that fails and no time for the last
+    context = ScriptedContext(remaining=[120_000, 120_000, 10_000])
+    answer = partial_batch(RECORDS, deliver, failed="f", key="k", context=context, going_back=told.append)
+    # Then the records named in the answer are the ones told
+    assert told == [["m-0", "m-2"]] == [[f["itemIdentifier"] for f in answer["batchItemFailures"]]]
+    # and a healthy batch tells nothing
+    healthy = ScriptedContext(remaining=[120_000] * 3)
+    partial_batch(RECORDS, lambda rid, _: None, failed="f", key="k", context=healthy, going_back=told.append)
+    assert len(told) == 1
+
+
+def test_every_record_failed_the_records_are_told_before_the_invocation_fails() -> None:
+    told: list[Sequence[str]] = []
+
+    def deliver(record_id: str, body: str) -> None:
+        raise RuntimeError(body)
+
+    context = ScriptedContext(remaining=[120_000] * 3)
+    with pytest.raises(RuntimeError):
+        partial_batch(RECORDS, deliver, failed="f", key="k", context=context, going_back=told.append)
+    assert told == [["m-0", "m-1", "m-2"]]
+
+
+def test_a_failure_to_tell_leaves_the_answer_as_it_was(caplog: pytest.LogCaptureFixture) -> None:
+    def going_back(record_ids: object) -> None:
+        raise RuntimeError("no SQS")
+
+    def deliver(record_id: str, body: str) -> None:
+        if record_id == "m-1":
+            raise RuntimeError(body)
+
+    context = ScriptedContext(remaining=[120_000] * 3)
+    answer = partial_batch(RECORDS, deliver, failed="f", key="k", context=context, going_back=going_back)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert "visibility not changed" in [r.getMessage() for r in caplog.records]

@@ -138,7 +138,8 @@ def test_no_reserved_concurrency_and_bounded_queues(template: dict[str, Any]) ->
 
 def test_the_delivery_ledgers_ttl_outlasts_every_copy_of_a_delivery(template: dict[str, Any]) -> None:
     # A ledger item must outlive every copy of its delivery: a record returned with its batch (or a duplicate
-    # message returned with its own) is received every VisibilityTimeout up to maxReceiveCount times, and
+    # message returned with its own) is received at most every VisibilityTimeout up to maxReceiveCount times
+    # (a failed record's first retries come sooner: domain/redelivery.py; the bound stands), and
     # EventBridge retries delivering a copy to the queue for MaximumEventAgeInSeconds. Expired earlier, the
     # copy is processed again from scratch (a second owner message, an already-done record).
     from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS
@@ -415,3 +416,20 @@ def test_idle_parameter_defaults_match_the_settings_defaults(template: dict[str,
     assert params["IdleEvaluationPeriods"]["Default"] == idle["evaluation_periods"]
     assert params["IdleDatapointsToAlarm"]["Default"] == idle["datapoints_to_alarm"]
     assert params["IdleGraceMinutes"]["Default"] == idle["grace_minutes"]
+
+
+def test_each_queue_fed_function_may_change_visibility_on_its_own_queue_only(template: dict[str, Any]) -> None:
+    # The function makes a failed record visible again sooner (handlers/_batch.py): sqs:ChangeMessageVisibility
+    # (which also authorizes ChangeMessageVisibilityBatch; resource type queue in the Service Authorization
+    # Reference) on the queue its event source mapping reads, and no other
+    resources = template["Resources"]
+    mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    own = {m["FunctionName"]["Ref"]: m["EventSourceArn"] for m in mappings}
+    assert set(own) == {"JobEventsFunction", "IdleStopperFunction"}
+    for name, function in functions(template).items():
+        resources_granted = [
+            st["Resource"]
+            for st in policy_statements(function)
+            if "sqs:ChangeMessageVisibility" in as_list(st["Action"])
+        ]
+        assert resources_granted == ([own[name]] if name in own else []), name

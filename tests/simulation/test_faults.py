@@ -4,6 +4,7 @@ shown to catch the failure it is about when the protection is taken away (so non
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
@@ -225,8 +226,12 @@ def test_smgov_simulate_faults_reports_faults_and_invariants(capsys: pytest.Capt
     assert main(["simulate", "--scenario", "holiday-weekend", "--faults", "flood"]) == 2
 
 
-def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(template: dict[str, Any]) -> None:
+def test_a_failed_queued_record_is_received_again_a_minute_then_five_then_a_visibility_timeout_later(
+    template: dict[str, Any],
+) -> None:
     # Given every invocation crashing, and the job-events queue as the template declares it
+    from sagemaker_governance.domain.redelivery import retry_visibility
+
     queue = next(
         res["Properties"]
         for res in template["Resources"].values()
@@ -235,11 +240,16 @@ def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(t
     every = queue["VisibilityTimeout"] // 60
     receives = queue["RedrivePolicy"]["maxReceiveCount"]
     result = run(builtin_scenario("untagged"), template, "crash=1")
-    # Then the first record's receives are one visibility timeout apart, maxReceiveCount of them, and
+    # Then the first record's receives are 1 minute, then 5 apart (the function shortened their visibility),
+    # then one visibility timeout apart (no change after the second receive), maxReceiveCount of them, and
     # every queued record ends in the dead-letter queue (none is received at once again, none is lost)
+    gaps = [1, 5] + [every] * (receives - 3)
+    assert gaps == [
+        math.ceil((retry_visibility(k) or queue["VisibilityTimeout"]) / 60) for k in range(1, receives)
+    ]
     queued = [e for e in result.errors if e.function == "JobEventsFunction"]
     first = queued[0]
-    minutes = [first.minute + k * every for k in range(receives)]
+    minutes = [first.minute + sum(gaps[:k]) for k in range(receives)]
     for attempt, minute in enumerate(minutes, start=1):
         assert any(e.minute == minute and (e.error or "").startswith(f"attempt {attempt}:") for e in queued), (
             attempt,
@@ -249,6 +259,8 @@ def test_a_failed_queued_record_is_received_again_after_the_visibility_timeout(t
     redelivered = result.deliveries["redelivered"]
     assert redelivered > 0 and redelivered % (receives - 1) == 0
     assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]
+    # (two visibility changes per record: after its first and second receives)
+    assert result.aws_calls["sqs:ChangeMessageVisibilityBatch"] == 2 * redelivered // (receives - 1)
 
 
 def test_a_storm_move_whose_deciding_interruption_was_dropped_is_out_of_reach_not_unexpected(

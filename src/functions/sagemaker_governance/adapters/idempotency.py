@@ -38,8 +38,9 @@ from sagemaker_governance.observability import logger
 
 # How long a delivery's item outlives its last claim, release or completion mark (a duplicate's claim writes
 # nothing: the expiration does not move for it). Every copy of a delivery must find the item: a record that failed
-# or was returned with its batch (a completed one too) is received again every VisibilityTimeout (1,800 s) up to
-# maxReceiveCount (5) receives, 9,000 s; and EventBridge retries delivering a late copy of an event to the queue
+# or was returned with its batch (a completed one too) is received again at most every VisibilityTimeout (1,800 s)
+# up to maxReceiveCount (5) receives, 9,000 s (a failed record's first two retries come after 60 s and 300 s,
+# handlers/_batch.py: that only shortens the span, the bound stands); and EventBridge retries delivering a late copy of an event to the queue
 # for MaximumEventAgeInSeconds (3,600 s), whose own receives then span as long again (template.yaml). 12,600 s
 # of copies, and a margin: 4 h. tests/infrastructure reads the template's figures against this default.
 DEFAULT_TTL_SECONDS = 14_400

@@ -13,7 +13,7 @@ from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
-from sagemaker_governance.adapters.queue import EventSourceMappingPoller
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller, QueueVisibility
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.adapters.training_logs import TrainingLogs
@@ -30,6 +30,7 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmWindows,  # the stall judge widens a vetoed alarm's window
     DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+    QueueVisibility,  # a record going back to the queue, visible again sooner: only when one fails
     CloudWatchMetricData,  # the stall judge's evidence: only when an alarm fired
     TrainingLogs,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)

@@ -11,7 +11,7 @@ from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.policy_store import PolicyStore
-from sagemaker_governance.adapters.queue import EventSourceMappingPoller
+from sagemaker_governance.adapters.queue import EventSourceMappingPoller, QueueVisibility
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
@@ -45,6 +45,7 @@ ADAPTERS: tuple[type, ...] = (
     SageMakerJobMarks,
     DeliveryLedger,
     EventSourceMappingPoller,  # Lambda polls the function's queue with its role
+    QueueVisibility,  # a record going back to the queue, visible again sooner: only when one fails
     TrainingLogTails,
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
     SpotHealthLedger,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -44,6 +44,9 @@ from sagemaker_governance.service.idempotency import (
 from sagemaker_governance.service.ports import Clock, NotifierPort
 from sagemaker_governance.settings import Settings
 
+if TYPE_CHECKING:  # imported when first used: the reconciler reads no queue
+    from sagemaker_governance.adapters.queue import QueueVisibility
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -61,6 +64,13 @@ CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_
 SERVICE_CONFIGS: dict[str, Config] = {
     "cloudwatch": CLIENT_CONFIG.merge(Config(retries={"mode": "standard", "total_max_attempts": 6})),
 }
+
+# The client that makes a record going back to its queue visible sooner (adapters/queue.py): the call is made at
+# the end of an invocation that may have little time left, and failing costs only the queue's own timeout. Two
+# attempts (one retry), 2 s to connect, 5 s to read: at most about 15 s (handlers/_batch.py waits for 20 s left).
+VISIBILITY_CONFIG = CLIENT_CONFIG.merge(
+    Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=2, read_timeout=5)
+)
 
 
 # How long a delivery's claim is held when the invocation's remaining time is unknown (no Lambda context):
@@ -106,10 +116,20 @@ class Root:
 
     def client(self, service: str) -> Any:
         """One client per service (its retry configuration: ``SERVICE_CONFIGS``, else ``CLIENT_CONFIG``)."""
-        if service not in self._clients:
-            config = SERVICE_CONFIGS.get(service, CLIENT_CONFIG)
-            self._clients[service] = self.session.client(service, config=config)  # type: ignore[call-overload]
-        return self._clients[service]
+        return self._client(service, service, SERVICE_CONFIGS.get(service, CLIENT_CONFIG))
+
+    def _client(self, key: str, service: str, config: Config) -> Any:
+        if key not in self._clients:
+            self._clients[key] = self.session.client(service, config=config)  # type: ignore[call-overload]
+        return self._clients[key]
+
+    @cached_property
+    def queue_visibility(self) -> QueueVisibility:
+        """Records going back to their queue made visible sooner; its own SQS client (``VISIBILITY_CONFIG``),
+        built at the first record that goes back."""
+        from sagemaker_governance.adapters.queue import QueueVisibility
+
+        return QueueVisibility(lambda: self._client("sqs/visibility", "sqs", VISIBILITY_CONFIG))
 
     @property
     def client_count(self) -> int:

@@ -950,9 +950,9 @@ def decide_spot(
 
     A running job is moved only while it is still in an interruption (``job`` is the re-read: ``Interrupted``,
     or waiting for capacity after it in ``Starting``/``Pending``, ``in_interruption``) and, when the event
-    names its interruption, in that interruption: a late or retried event (SQS retries after its
-    visibility timeout, EventBridge for up to an hour) whose job trains again is no reason to move it
-    (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
+    names its interruption, in that interruption: a late or retried event (SQS retries a minute later, then
+    five, then after its visibility timeout; EventBridge for up to an hour) whose job trains again is no
+    reason to move it (``spot.skip.no-longer-interrupted``). A job that ended at ``MaxWaitTimeExceeded`` is resumed however
     the news arrived: it has ended, and its own end event makes the same clone."""
     mode = spot.mode or default_mode
     interruptions = job.count_transitions(INTERRUPTED)
@@ -1063,7 +1063,7 @@ def decide_spot_takeover(
     """Finish a move whose clone exists: ``clone`` is the job under ``next_clone_name`` (None: none). When
     its ``smgov:resumed-from`` tag names ``job``, it is running or done, and ``job`` (the re-read Spot job)
     still runs, an earlier delivery created the clone and its stop failed or never ran (the delivery is
-    retried after the queue's visibility timeout, when the job may well train again): the job is stopped
+    retried a minute later, or later still, when the job may well train again): the job is stopped
     now whatever a fresh verdict would say (``spot.stop.clone-exists``), since both would bill and write to
     the same checkpoint location. A job stopping or stopped already (``SOURCE_ENDING``) was stopped by
     that delivery, which may have failed before it told the owner: the decision is the same stop, with

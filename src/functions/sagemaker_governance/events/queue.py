@@ -22,6 +22,9 @@ class QueuedRecord(NamedTuple):
     message_id: str  # what the partial batch response names
     body: str
     owner: str  # the delivery ledger's owner: the message id, or the original one a redrive carries
+    receipt_handle: str = ""  # this receive's: what changes the record's visibility (adapters/queue.py)
+    queue_arn: str = ""  # the queue it was received from (eventSourceARN)
+    receive_count: int | None = None  # attributes.ApproximateReceiveCount (None: absent or unreadable)
 
 
 def sqs_records(raw_event: Mapping[str, Any]) -> list[QueuedRecord] | None:
@@ -38,7 +41,17 @@ def sqs_records(raw_event: Mapping[str, Any]) -> list[QueuedRecord] | None:
     for record in batch.Records:
         carried = record.messageAttributes.get(DELIVERY_OWNER_ATTRIBUTE)
         owner = carried.stringValue if carried is not None and carried.stringValue else record.messageId
-        queued.append(QueuedRecord(record.messageId, str(record.body), owner))
+        count = record.attributes.ApproximateReceiveCount
+        queued.append(
+            QueuedRecord(
+                record.messageId,
+                str(record.body),
+                owner,
+                receipt_handle=record.receiptHandle,
+                queue_arn=record.eventSourceARN,
+                receive_count=int(count) if count and str(count).isdigit() else None,
+            )
+        )
     return queued
 
 

@@ -3,7 +3,8 @@
 The notifications arrive through ``AlarmQueue`` (AlarmTopic -> SQS -> the event source mapping, whose
 ``ScalingConfig.MaximumConcurrency`` bounds a burst): a batch of SQS records, each body one SNS
 notification (raw delivery off). The answer is a partial batch response (only failed records return to
-the queue; when every record failed the invocation fails). A plain SNS event (``sam local invoke -e
+the queue, visible again in a minute, then five, then the queue's timeout: ``handlers/_batch.py``; when every
+record failed the invocation fails). A plain SNS event (``sam local invoke -e
 events/idle-alarm-*.json``) is handled as before.
 """
 
@@ -20,7 +21,7 @@ from sagemaker_governance.composition.alarm_stopper import stopper_service as se
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications, queued_alarm_notification
 from sagemaker_governance.events.queue import sqs_records
-from sagemaker_governance.handlers._batch import partial_batch
+from sagemaker_governance.handlers._batch import partial_batch, sooner
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, alarm_delivery_key
 
@@ -60,4 +61,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         _deliver(root, message, message_id, context, owners[record_id])
 
     bodies = [(r.message_id, r.body) for r in records]
-    return partial_batch(bodies, deliver, failed="alarm notification failed", key="record_id", context=context)
+    return partial_batch(
+        bodies,
+        deliver,
+        failed="alarm notification failed",
+        key="record_id",
+        context=context,
+        going_back=sooner(records, lambda: root.queue_visibility, context),
+    )

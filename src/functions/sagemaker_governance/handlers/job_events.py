@@ -3,8 +3,8 @@
 The events arrive through ``JobEventsQueue`` (EventBridge rules -> SQS -> the event source mapping, whose
 ``ScalingConfig.MaximumConcurrency`` bounds a burst): a batch of SQS records, each body one EventBridge
 event. The answer is a partial batch response: only the records that failed go back to the queue (and,
-after the queue's ``maxReceiveCount``, to the dead-letter queue); when every record failed the invocation
-fails (same effect). A plain EventBridge event (``sam local invoke -e events/...``, a redrive by
+after the queue's ``maxReceiveCount``, to the dead-letter queue), visible again in a minute, then five, then
+the queue's timeout (``handlers/_batch.py``); when every record failed the invocation fails (same effect). A plain EventBridge event (``sam local invoke -e events/...``, a redrive by
 ``Invoke``) is handled as a single delivery.
 """
 
@@ -21,7 +21,7 @@ from sagemaker_governance.composition.job_events import job_events_service as se
 from sagemaker_governance.composition.root import Root, current
 from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.events.queue import sqs_records
-from sagemaker_governance.handlers._batch import partial_batch
+from sagemaker_governance.handlers._batch import partial_batch, sooner
 from sagemaker_governance.observability import logger, metrics
 from sagemaker_governance.service.idempotency import Duplicate, job_delivery_key
 
@@ -58,4 +58,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         _deliver(root, TrainingJobStateChange.model_validate_json(body), owners[message_id], context)
 
     bodies = [(r.message_id, r.body) for r in records]
-    return partial_batch(bodies, deliver, failed="job event failed", key="message_id", context=context)
+    return partial_batch(
+        bodies,
+        deliver,
+        failed="job event failed",
+        key="message_id",
+        context=context,
+        going_back=sooner(records, lambda: root.queue_visibility, context),
+    )

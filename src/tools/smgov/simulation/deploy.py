@@ -13,7 +13,8 @@ with protocol ``sqs`` whose queue an ``AWS::Lambda::EventSourceMapping`` reads) 
 ``QueueDelivery``: the function receives SQS batches, a record it fails (an exception, or its id in the
 partial batch response) is received again until the queue's ``maxReceiveCount``, then moved to the
 redrive target. A failed record is received again when the queue's ``VisibilityTimeout`` has passed, as
-SQS makes it visible again. The simulator delivers one record per invocation (it does not model batching
+SQS makes it visible again, or when the visibility the function gave it while in flight has
+(``ChangeMessageVisibility``: ``engine/delivery.py``, ``InFlight``). The simulator delivers one record per invocation (it does not model batching
 nor ``MaximumConcurrency``: invocations run one at a time anyway).
 """
 
@@ -51,8 +52,10 @@ class QueueDelivery:
     batch_size: int = 10
     reports_item_failures: bool = False  # FunctionResponseTypes: [ReportBatchItemFailures]
     raw_message_delivery: bool = False  # SNS subscriptions only
-    # A failed record is received again when its visibility timeout expires (the queue's VisibilityTimeout)
+    # A failed record is received again when its visibility timeout expires (the queue's VisibilityTimeout,
+    # unless the function changed it while the record was in flight: ChangeMessageVisibility)
     visibility_timeout_seconds: int = 30
+    queue_url: str = ""  # what SQS (moto) answered CreateQueue: a visibility change is addressed to it
 
 
 @dataclass
@@ -377,8 +380,10 @@ def _queue_consumers(
     by_name.update({resolver.physical[f.logical_id]["Arn"]: f for f in functions.values()})
     redrive: dict[str, Any] = {}
     visibility: dict[str, int] = {}
+    urls: dict[str, str] = {}
     for name, res in active.items():
         if res["Type"] == "AWS::SQS::Queue":
+            urls[resolver.physical[name]["Arn"]] = resolver.physical[name]["QueueUrl"]
             queue_props = resolver.resolve(res.get("Properties", {})) or {}
             redrive[resolver.physical[name]["Arn"]] = queue_props.get("RedrivePolicy")
             visibility[resolver.physical[name]["Arn"]] = int(
@@ -404,6 +409,7 @@ def _queue_consumers(
                 batch_size=int(props.get("BatchSize", 10)),
                 reports_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
                 visibility_timeout_seconds=visibility[arn],
+                queue_url=urls[arn],
             ),
         )
     return out

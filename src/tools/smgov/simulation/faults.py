@@ -240,6 +240,11 @@ class Throttler:
             return None
         return self._throttle(request, model)
 
+    def throttled(self, request: Any) -> AWSResponse | None:
+        """A double that answers in the send loop (``before-send.<service>.<operation>``, before this
+        throttler's own ``before-send``) asks first whether the attempt is throttled."""
+        return self._before_send(request)
+
     def _mark(self, model: Any, context: dict[str, Any], **_: Any) -> None:
         """``before-call``: remember the operation on the request context (read back in ``before-send``)."""
         context["smgov_operation"] = model

@@ -47,8 +47,8 @@ its grace period or has been in ``Training`` for less than the alarm's window, a
 **A late notice is still sent.** A notice reports a window that ended when its alarm changed state, so it is
 judged as of that moment (grace and window counted to the alarm's ``StateChangeTime``) and stays true however
 late it is delivered: a notification that comes back after a failed delivery (the alarm queue redelivers
-after its visibility timeout, 30 minutes) tells the owner then, saying when the window ended, instead of
-being reset as stale (the job may have recovered meanwhile, and the stretch would go untold). Only the stop
+a minute later, then five, then after its 30-minute visibility timeout) tells the owner then, saying when
+the window ended, instead of being reset as stale (the job may have recovered meanwhile, and the stretch would go untold). Only the stop
 alarm's notifications are judged stale after 15 minutes (a stop acts on the job as it is now).
 
 **More than 10 hosts** (one metric alarm reads at most 10 metrics; the alarm limits page: "a maximum of 10

@@ -24,6 +24,7 @@ from smgov.simulation.deploy import Deployment, deploy
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.cloudwatch_backend import SimulatedCloudWatch
 from smgov.simulation.engine.counters import ServiceCalls
+from smgov.simulation.engine.delivery import InFlight
 from smgov.simulation.engine.logs import GROUP as LOG_GROUP
 from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_cloudwatch import RequestQuota
@@ -56,6 +57,7 @@ class SimulatedAccount:
         checkpoint_objects: CheckpointObjects | None = None,
         account: str = ACCOUNT,
         central: OrgSpec | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.template = template
         self.scenario = scenario
@@ -81,6 +83,7 @@ class SimulatedAccount:
         # One audit view (issue 21): the audit account's bus, rule and log group exist in the same moto;
         # what reached its log group is read before the account closes.
         self.central = central
+        self.in_flight = in_flight  # the simulated queues' records: answers the handlers' visibility changes
         self.central_events: list[dict[str, Any]] = []
         self.dead_lettered_audit: list[dict[str, Any]] = []
 
@@ -139,6 +142,8 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
+                if self.in_flight is not None:
+                    self.in_flight.install(session.events)
                 model_rules.install(session.events)  # what AWS checks of a request and botocore does not
                 # The service reads CloudWatch Logs: the lines due by now are written first (those of the
                 # streams the request names, when it names some).
@@ -214,6 +219,8 @@ class SimulatedAccount:
         if self.faults.spec.rate("throttle") > 0:
             throttler = Throttler(self.faults)
             throttler.install(session.events)
+            if self.in_flight is not None:
+                self.in_flight.throttle = throttler.throttled
             throttler.route_sagemaker(root.client("sagemaker"), self.fake)
             if self.cloudwatch_tps is None:  # without the quota model: the double answers, unless throttled
                 throttler.route_cloudwatch(root.client("cloudwatch"), self.simulated_cloudwatch.alarms)

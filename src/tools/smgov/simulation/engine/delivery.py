@@ -8,8 +8,10 @@
   then goes to the on-failure destination (or dead-letter queue), else it is lost;
 - an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
   ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
-  record (exception, or listed in the partial batch response) is received again when the queue's
-  ``VisibilityTimeout`` has passed, up to its ``maxReceiveCount``, then the redrive policy dead-letters it.
+  record (exception, or listed in the partial batch response) is received again when its visibility
+  timeout has passed (the queue's ``VisibilityTimeout``, or the one the function set while the record was
+  in flight: ``InFlight`` answers the function's ``ChangeMessageVisibility(Batch)`` calls), up to the
+  queue's ``maxReceiveCount``, then the redrive policy dead-letters it.
 
 With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
 state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
@@ -30,10 +32,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+from moto.core.botocore_stubber import MockRawResponse
+
 from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, flatten
 from smgov.simulation.engine.clock import Uuids, VirtualClock
 from smgov.simulation.engine.counters import Counters, Invocation, SnsMessage
-from smgov.simulation.faults import CrashingAuditSink, DroppedEvent, FaultInjector
+from smgov.simulation.faults import ANSWERED_URL, CrashingAuditSink, DroppedEvent, FaultInjector
 from smgov.simulation.harness import ACCOUNT, REGION, LocalContext
 from smgov.simulation.messages import (
     is_state_change,
@@ -67,6 +72,81 @@ class QueuedRecord:
     receive_count: int = 1
 
 
+# ChangeMessageVisibility's VisibilityTimeout: "Values range: 0 to 43200" (botocore's SQS model).
+MAX_VISIBILITY_SECONDS = 43_200
+_VISIBILITY_OPERATIONS = ("ChangeMessageVisibility", "ChangeMessageVisibilityBatch")
+
+
+class InFlight:
+    """The simulated queues' records in flight, and SQS's answer to a function that changes their visibility.
+
+    A record is in flight from its receive until the function's answer; ``ChangeMessageVisibility`` (and its
+    batch form) with the receipt handle of that receive and the queue's URL sets the timeout the record is
+    received again after (SQS API reference: the new timeout counts from the call; a later receive reverts to
+    the queue's). Anything else is refused as SQS would: another receive's handle or another queue's URL
+    (``ReceiptHandleIsInvalid``), a timeout outside 0..43,200 s (``InvalidParameterValue``). Answered in
+    botocore's send loop, after the throttle fault's draw, so a throttled call is retried by the client's
+    own configuration like any other."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[str, int | None]] = {}  # receipt handle -> (queue URL, timeout set)
+        self.throttle: Callable[[Any], AWSResponse | None] | None = None  # the throttle fault, when injected
+
+    def install(self, session_events: Any) -> None:
+        """On the session the handlers' clients are made from."""
+        for operation in _VISIBILITY_OPERATIONS:
+            session_events.register_first(f"before-send.sqs.{operation}", self._send)
+
+    def received(self, receipt_handle: str, queue_url: str) -> None:
+        self._records[receipt_handle] = (queue_url, None)
+
+    def answered(self, receipt_handle: str) -> int | None:
+        """The record's invocation answered: the visibility timeout it set (seconds; None: the queue's)."""
+        _, seconds = self._records.pop(receipt_handle, ("", None))
+        return seconds
+
+    def change(self, queue_url: str, receipt_handle: str, seconds: Any) -> str | None:
+        """One change; the error code SQS answers (None: changed)."""
+        record = self._records.get(receipt_handle)
+        if record is None or record[0] != queue_url:
+            return "ReceiptHandleIsInvalid"
+        if not isinstance(seconds, int) or not 0 <= seconds <= MAX_VISIBILITY_SECONDS:
+            return "InvalidParameterValue"
+        self._records[receipt_handle] = (queue_url, seconds)
+        return None
+
+    def _send(self, request: Any, **_: Any) -> AWSResponse | None:
+        if self.throttle is not None:
+            throttled = self.throttle(request)
+            if throttled is not None:
+                return throttled
+        url, request.url = request.url, ANSWERED_URL
+        params = json.loads(request.body or b"{}")
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.0"
+        if "Entries" in params:  # ChangeMessageVisibilityBatch: each entry answered on its own
+            answer: dict[str, Any] = {"Successful": [], "Failed": []}
+            for entry in params["Entries"]:
+                code = self.change(
+                    params.get("QueueUrl", ""), entry.get("ReceiptHandle", ""), entry.get("VisibilityTimeout")
+                )
+                if code is None:
+                    answer["Successful"].append({"Id": entry["Id"]})
+                else:
+                    answer["Failed"].append(
+                        {"Id": entry["Id"], "SenderFault": True, "Code": code, "Message": code}
+                    )
+            return AWSResponse(url, 200, headers, MockRawResponse(json.dumps(answer).encode()))
+        code = self.change(
+            params.get("QueueUrl", ""), params.get("ReceiptHandle", ""), params.get("VisibilityTimeout")
+        )
+        if code is None:
+            return AWSResponse(url, 200, headers, MockRawResponse(b"{}"))
+        headers["x-amzn-query-error"] = f"{code};Sender"
+        body = json.dumps({"__type": f"com.amazonaws.sqs#{code}", "message": code}).encode()
+        return AWSResponse(url, 400, headers, MockRawResponse(body))
+
+
 class Delivery:
     def __init__(
         self,
@@ -88,6 +168,7 @@ class Delivery:
         self.crasher: CrashingAuditSink | None = None
         self.environment: dict[str, str] = {}  # the process environment the last invocation ran with
         self.hooks: list[InvocationHook] = []
+        self.in_flight = InFlight()  # the queued records being received (their visibility changes)
         self.watches_training = False  # some function receives Training events
         self._events: list[dict[str, Any]] = []
         self._sns: list[SnsMessage] = []
@@ -305,12 +386,16 @@ class Delivery:
     def _receive(self, record: QueuedRecord) -> None:
         """One receive of an SQS record by the event source mapping. A failed record stays in the queue and
         becomes visible again when its visibility timeout expires ("Handling errors for an SQS event source
-        in Lambda", Lambda developer guide): it is received again then, until the redrive policy's
-        ``maxReceiveCount`` moves it to the dead-letter queue."""
+        in Lambda", Lambda developer guide): the queue's, or the one the function set while the record was
+        in flight (``InFlight``); it is received again then (on the minute clock: the next whole minute at
+        the earliest), until the redrive policy's ``maxReceiveCount`` moves it to the dead-letter queue."""
         counters, function, queue = self.counters, record.function, record.queue
         counters.invocations[function.logical_id] += 1
         event = self._sqs_event(queue, record.body, record.message_id, record.receive_count)
+        handle = event["Records"][0]["receiptHandle"]
+        self.in_flight.received(handle, queue.queue_url)
         error = self._attempt(function, event, queue)
+        changed = self.in_flight.answered(handle)
         self.after_invocation()
         if error is None:
             counters.deliveries["processed"] += 1
@@ -323,7 +408,8 @@ class Delivery:
         if record.receive_count < (queue.max_receive_count or function.retries + 1):
             counters.deliveries["redelivered"] += 1
             later = replace(record, receive_count=record.receive_count + 1)
-            self._hold("sqs", later, max(1, math.ceil(queue.visibility_timeout_seconds / 60)))
+            seconds = queue.visibility_timeout_seconds if changed is None else changed
+            self._hold("sqs", later, max(1, math.ceil(seconds / 60)))
             return
         self._give_up(queue.dead_letter_arn)
 

@@ -156,6 +156,7 @@ class Simulation:
             checkpoint_objects=self.checkpoint_objects,
             account=account,
             central=central,
+            in_flight=self.delivery.in_flight,
         )
         self.invariants = InvariantWatch(
             self.lifecycle.jobs,

@@ -1,0 +1,292 @@
+"""A record going back to its queue is received again in a minute, then five, then the queue's timeout
+(handlers/_batch.py, domain/redelivery.py), not after the queue's 30-minute VisibilityTimeout.
+
+The records are real moto SQS messages (sent, received with their receipt handles and receive counts) and
+moto's SQS runs on the test's clock, the one the handlers and the delivery ledger see: a record is visible
+again exactly when SQS would make it so. No sleep."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
+from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
+from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.service.job_events import DescriptionBehind
+from smgov.simulation.harness import LocalAccount, LocalContext, local_account
+from tests.builders import create_request
+from tests.handlers.conftest import ENFORCE, MovableClock
+
+TABLE = "smgov-idempotency"
+QUEUE = "gov-JobEventsQueue"
+QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
+
+
+@dataclass
+class Queue:
+    url: str
+    arn: str
+    calls: list[dict[str, Any]] = field(default_factory=list)  # the handlers' ChangeMessageVisibilityBatch
+
+
+@pytest.fixture
+def acct(clock: MovableClock) -> Iterator[LocalAccount]:
+    millis = lambda: clock().timestamp() * 1000  # noqa: E731
+    with (
+        mock.patch("moto.sqs.models.unix_time_millis", millis),
+        mock.patch("moto.sqs.models.unix_time", lambda: clock().timestamp()),
+        local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": TABLE}) as account,
+    ):
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName=TABLE,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield account
+
+
+@pytest.fixture
+def queue(acct: LocalAccount) -> Queue:
+    url = acct.sqs.create_queue(QueueName=QUEUE, Attributes={"VisibilityTimeout": str(QUEUE_TIMEOUT)})["QueueUrl"]
+    arn = acct.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    made = Queue(url, arn)
+
+    def seen(params: dict[str, Any], **_: Any) -> None:
+        made.calls.append(dict(params))
+
+    acct.root.session.events.register("provide-client-params.sqs.ChangeMessageVisibilityBatch", seen)
+    return made
+
+
+def receive(acct: LocalAccount, queue: Queue) -> dict[str, Any] | None:
+    """What the event source mapping would invoke the function with now (None: nothing visible)."""
+    messages = acct.sqs.receive_message(
+        QueueUrl=queue.url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    if not messages:
+        return None
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m["Attributes"],
+                "messageAttributes": {},
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue.arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+    }
+
+
+def delete(acct: LocalAccount, queue: Queue, batch: dict[str, Any], answer: dict[str, Any]) -> None:
+    """The event source mapping deletes the records the answer does not name."""
+    failed = {f["itemIdentifier"] for f in answer["batchItemFailures"]}
+    for record in batch["Records"]:
+        if record["messageId"] not in failed:
+            acct.sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=record["receiptHandle"])
+
+
+def receive_count(batch: dict[str, Any]) -> int:
+    return int(batch["Records"][0]["attributes"]["ApproximateReceiveCount"])
+
+
+def ahead_of_the_job(acct: LocalAccount, name: str) -> str:
+    """A job's Training event, transitions left out, while DescribeTrainingJob still says Starting."""
+    acct.sagemaker.launch(create_request(name))
+    event = acct.sagemaker.event(name)
+    event["detail"]["SecondaryStatus"] = "Training"
+    event["detail"].pop("SecondaryStatusTransitions", None)
+    return json.dumps(event)
+
+
+def test_a_record_ahead_of_the_job_read_again_is_governed_a_minute_later_once(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a job's Training event that DescribeTrainingJob lags, received from the queue
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=ahead_of_the_job(acct, "late-1"))
+    first = receive(acct, queue)
+    assert first is not None and receive_count(first) == 1
+    # When its only record fails (the invocation fails: the whole batch returns)
+    with pytest.raises(DescriptionBehind):
+        acct.invoke(job_events, first)
+    assert acct.audit.records == [] and acct.cloudwatch.calls["PutMetricAlarm"] == 0
+    # Then it is not received again before a minute has passed, but is then (not after 30 minutes)
+    clock.advance(seconds=FIRST_RETRY_SECONDS - 1)
+    assert receive(acct, queue) is None
+    acct.sagemaker.transition("late-1", "InProgress", "Training")
+    clock.advance(seconds=2)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    # and its retry claims the delivery again (the failed attempt released it) and governs the job: its
+    # idle alarm is created
+    answer = acct.invoke(job_events, second)
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, second, answer)
+    assert [r.outcome.value for r in acct.audit.records if r.action == "create-alarm"] == ["done"]
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
+    # and a copy of the same state change later is a duplicate: the effects happened once
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=second["Records"][0]["body"])
+    clock.advance(seconds=30)
+    copy = receive(acct, queue)
+    assert copy is not None
+    assert acct.invoke(job_events, copy) == {"batchItemFailures": []}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
+    assert len([r for r in acct.audit.records if r.action == "create-alarm"]) == 1
+    assert len(queue.calls) == 1  # only the failed receive changed a visibility
+
+
+def test_the_ladder_is_a_minute_then_five_then_the_queues_own_timeout(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a record that fails every receive
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody='{"not": "an event"}')
+    expected = {1: FIRST_RETRY_SECONDS, 2: SECOND_RETRY_SECONDS, 3: QUEUE_TIMEOUT}
+    for count, seconds in expected.items():
+        batch = receive(acct, queue)
+        assert batch is not None and receive_count(batch) == count
+        # When its receive fails
+        with pytest.raises(ValueError):  # pydantic's ValidationError: the only record failed
+            acct.invoke(job_events, batch)
+        # Then it is received again after the ladder's delay, not before
+        clock.advance(seconds=seconds - 1)
+        assert receive(acct, queue) is None, count
+        clock.advance(seconds=2)
+    # and the third receive made no call: the queue's own timeout spaced it
+    assert [[e["VisibilityTimeout"] for e in call["Entries"]] for call in queue.calls] == [
+        [FIRST_RETRY_SECONDS],
+        [SECOND_RETRY_SECONDS],
+    ]
+    assert all(call["QueueUrl"] == queue.url for call in queue.calls)
+
+
+def test_only_the_failed_record_of_a_batch_is_made_visible_sooner(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a batch of a malformed record and a compliant job's event
+    acct.sagemaker.launch(create_request("job-b"), secondary="Training")
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody='{"not": "an event"}')
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("job-b")))
+    batch = receive(acct, queue)
+    assert batch is not None and len(batch["Records"]) == 2
+    bad = batch["Records"][0]["messageId"]
+    # When the function answers, then only the malformed record is named, and only its visibility changed
+    answer = acct.invoke(job_events, batch)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": bad}]}
+    delete(acct, queue, batch, answer)
+    assert [[e["ReceiptHandle"] for e in c["Entries"]] for c in queue.calls] == [
+        [batch["Records"][0]["receiptHandle"]]
+    ]
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    again = receive(acct, queue)
+    assert again is not None and [r["messageId"] for r in again["Records"]] == [bad]
+
+
+def test_a_healthy_batch_builds_no_sqs_client_and_makes_no_call(acct: LocalAccount, queue: Queue) -> None:
+    # Given a compliant job's event, received from the queue
+    acct.sagemaker.launch(create_request("job-a"), secondary="Training")
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("job-a")))
+    batch = receive(acct, queue)
+    assert batch is not None
+    # When it is governed
+    assert acct.invoke(job_events, batch) == {"batchItemFailures": []}
+    # Then no SQS call was made and no SQS client built for it
+    assert queue.calls == []
+    assert not [key for key in acct.root._clients if key.startswith("sqs")]
+
+
+def test_a_failed_visibility_change_is_logged_and_the_answer_stands(
+    acct: LocalAccount, queue: Queue, clock: MovableClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given SQS throttling the visibility change
+    stubber = Stubber(acct.root.queue_visibility._client_factory())
+    stubber.add_client_error("change_message_visibility_batch", "RequestThrottled", http_status_code=403)
+    stubber.activate()
+    acct.sagemaker.launch(create_request("job-b"), secondary="Training")
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody='{"not": "an event"}')
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("job-b")))
+    batch = receive(acct, queue)
+    assert batch is not None
+    # When the function answers
+    answer = acct.invoke(job_events, batch)
+    # Then the answer is the same (the failed record named), the failure logged
+    assert answer == {"batchItemFailures": [{"itemIdentifier": batch["Records"][0]["messageId"]}]}
+    stubber.assert_no_pending_responses()
+    assert "visibility not changed" in [r.getMessage() for r in caplog.records]
+    # and the record comes back after the queue's own timeout: nothing is lost
+    delete(acct, queue, batch, answer)
+    clock.advance(seconds=QUEUE_TIMEOUT - 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=2)
+    assert receive(acct, queue) is not None
+
+
+@dataclass
+class TimedContext(LocalContext):
+    left_ms: list[int] = field(default_factory=list)  # one value per call, the last one repeated
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.left_ms.pop(0) if len(self.left_ms) > 1 else self.left_ms[0]
+
+
+@pytest.mark.parametrize(
+    ("left_at_the_end", "changed"), [(VISIBILITY_MIN_REMAINING_MS, True), (VISIBILITY_MIN_REMAINING_MS - 1, False)]
+)
+def test_records_returned_unprocessed_are_made_visible_sooner_when_time_allows(
+    acct: LocalAccount, queue: Queue, clock: MovableClock, left_at_the_end: int, changed: bool
+) -> None:
+    # Given two compliant jobs' events in one batch, and time for the first record only
+    for name in ("job-a", "job-b"):
+        acct.sagemaker.launch(create_request(name), secondary="Training")
+        acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event(name)))
+    batch = receive(acct, queue)
+    assert batch is not None and len(batch["Records"]) == 2
+    context = TimedContext(function_name="local", left_ms=[120_000, MIN_REMAINING_MS - 1, left_at_the_end])
+    # When the function answers with the second record unprocessed
+    answer = job_events(batch, context)
+    second = batch["Records"][1]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": second["messageId"]}]}
+    delete(acct, queue, batch, answer)
+    # Then it is made visible in a minute, unless too little time was left for the call
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    again = receive(acct, queue)
+    assert (again is not None) is changed
+    assert len(queue.calls) == int(changed)
+
+
+def test_a_retry_that_comes_after_the_jobs_end_event_creates_nothing(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a Training event that failed its first receive (DescribeTrainingJob lagged it)
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=ahead_of_the_job(acct, "quick-1"))
+    first = receive(acct, queue)
+    assert first is not None
+    with pytest.raises(DescriptionBehind):
+        acct.invoke(job_events, first)
+    # and, within the minute, the job trained, completed, and its Completed event was governed
+    clock.advance(seconds=20)
+    acct.sagemaker.transition("quick-1", "InProgress", "Training")
+    clock.advance(seconds=20)
+    acct.sagemaker.transition("quick-1", "Completed", "Completed")
+    acct.invoke(job_events, acct.sagemaker.event("quick-1"))
+    # When the Training event's retry arrives a minute after its first receive, after the end
+    clock.advance(seconds=FIRST_RETRY_SECONDS - 40 + 1)
+    retry = receive(acct, queue)
+    assert retry is not None and receive_count(retry) == 2
+    assert acct.invoke(job_events, retry) == {"batchItemFailures": []}
+    # Then it creates no alarm for the ended job (out of order, as an EventBridge retry always could be)
+    assert acct.cloudwatch.alarms == {}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 0
