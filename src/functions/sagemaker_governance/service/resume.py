@@ -449,6 +449,14 @@ class _CloneReaction:
         existing = self._jobs.describe(name)
         return existing, self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
 
+    def _job_named(self, name: str) -> TrainingJob | None:
+        """``_named`` as a job with its tags; None when there is none (a failed read raises ``AdapterError``)."""
+        try:
+            existing, tags = self._named(name)
+        except JobNotFound:
+            return None
+        return TrainingJob.model_validate({**existing, "Tags": tags})
+
     def _source_of(self, clone_name: str) -> tuple[str | None, str | None]:
         """The ``smgov:resumed-from`` tag of an existing job (who it is a clone of) and its status; (None,
         None) when there is no such job."""
@@ -582,13 +590,10 @@ class AutoResumeReaction(_CloneReaction):
         if name is None:
             return None
         try:
-            existing, clone_tags = self._named(name)
-        except JobNotFound:
-            return None
+            return self._job_named(name)
         except AdapterError as exc:
             logger.warning("next clone unreadable; retried", job=job.name, clone=name, error=str(exc))
             raise AdapterError(f"the next clone {name} of {job.name} could not be read: {exc}") from exc
-        return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _read_source(self, job: TrainingJob, tags: dict[str, str]) -> TrainingJob | None:
         """The job a clone was made from (tag ``smgov:resumed-from``), as it is now: a clone may not be
@@ -730,13 +735,10 @@ class SpotFallbackReaction(_CloneReaction):
         if name is None or not spot.enabled or not job.spot or not (job.status == "InProgress" or ending):
             return None
         try:
-            existing, clone_tags = self._named(name)
-        except JobNotFound:
-            return None
+            return self._job_named(name)
         except AdapterError as exc:
             logger.warning("clone lookup failed", job=job.name, clone=name, error=str(exc))
             return Unknown(f"the job under its next clone's name {name} could not be read: {exc}")
-        return TrainingJob.model_validate({**existing, "Tags": clone_tags})
 
     def _execute(
         self, result: CloneDecision, job: TrainingJob, policy: Policy, effective: Policy, trigger: Trigger
