@@ -18,6 +18,7 @@ from sagemaker_governance.domain.resume import (
     decide_resume,
     decide_spot,
     decide_spot_takeover,
+    interruption_unseen,
     next_clone_name,
 )
 from sagemaker_governance.settings import Settings
@@ -679,3 +680,39 @@ def test_section_docstring_examples_are_valid_policies(section: type) -> None:
     example = yaml.safe_load(textwrap.dedent(doc.split("Example:", 1)[1]))
     policy = Policy.model_validate(example)
     assert policy.model_dump()[next(iter(example))] != {}
+
+
+def test_a_reread_whose_history_ends_before_the_reported_interruption_lags_the_event() -> None:
+    # Given the third interruption's event, and DescribeTrainingJob answering from before it (Training, its
+    # history ending when the third stint began)
+    event = spot_description(interruptions=3)
+    history = [dict(t) for t in event["SecondaryStatusTransitions"][:-1]]
+    history[-1].pop("EndTime")
+    lagging = {**event, "SecondaryStatus": "Training", "SecondaryStatusTransitions": history}
+    began = event["SecondaryStatusTransitions"][-1]["StartTime"]
+    # Then the re-read lags: it does not know the interruption yet
+    assert interruption_unseen(as_job(lagging), as_job(event)) == began
+    # while a re-read that knows it (still in it, waiting for capacity, training again after it) does not
+    for secondary in ("Interrupted", "Starting", "Training"):
+        assert (
+            interruption_unseen(as_job(spot_description(interruptions=3, secondary=secondary)), as_job(event))
+            is None
+        )
+    # nor does one that lists no history, one whose job has ended, or an event that is no interruption
+    unsaid = {**lagging, "SecondaryStatusTransitions": None}
+    assert interruption_unseen(as_job(unsaid), as_job(event)) is None
+    stopped = spot_description(interruptions=2, status="Stopped", secondary="Stopped")
+    assert interruption_unseen(as_job(stopped), as_job(event)) is None
+    training_event = spot_description(interruptions=3, secondary="Training")
+    assert interruption_unseen(as_job(lagging), as_job(training_event)) is None
+
+
+def test_the_reported_interruption_is_the_current_one_within_a_second() -> None:
+    # Given the event's interruption start in epoch milliseconds and DescribeTrainingJob's a fraction of a second
+    # apart (two readings of one transition)
+    event = spot_description(interruptions=3)
+    reread = spot_description(interruptions=3)
+    reread["SecondaryStatusTransitions"][-1]["StartTime"] += timedelta(milliseconds=400)
+    # Then it is the same interruption, and the count rule moves the job
+    result = spot(reread, reported=event)
+    assert [d.code for d in result.decisions] == [SpotCode.CLONE_COUNT_RULE, SpotCode.STOP_COUNT_RULE]

@@ -8,12 +8,15 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
+from sagemaker_governance.service.job_events import DescriptionBehind
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import SpotFallbackReaction
 from smgov.explain import FixedPolicy
@@ -267,3 +270,34 @@ def test_a_late_interrupted_event_of_a_job_that_trains_again_moves_nothing() -> 
     assert decision.code == "spot.skip.no-longer-interrupted"
     assert launcher.requests == [] and jobs.stopped == []
     assert [r.code for r in audit.records] == ["spot.skip.no-longer-interrupted"]
+
+
+def behind(description: dict[str, Any]) -> dict[str, Any]:
+    """``description`` as DescribeTrainingJob answered a moment before its last transition: still in the one
+    before it (a read that lags the event)."""
+    history = [dict(t) for t in description["SecondaryStatusTransitions"][:-1]]
+    history[-1].pop("EndTime", None)
+    return {**description, "SecondaryStatus": history[-1]["Status"], "SecondaryStatusTransitions": history}
+
+
+def test_an_interrupted_event_read_again_before_describe_knows_it_is_retried_not_decided() -> None:
+    # Given the third interruption's event (the count rule's threshold), and DescribeTrainingJob still answering
+    # from before it: Training, its history ending before the interruption began
+    now = T0 + timedelta(hours=4)
+    event_description = spot_description(interruptions=3)
+    lagging = behind(event_description)
+    assert lagging["SecondaryStatus"] == "Training"
+    event = as_job(event_description)
+    _, spot, jobs, launcher, audit = reaction(lagging, FakeHealth(), {}, now)
+    # When the event is handled, the delivery fails for its retry (a minute later), with nothing decided:
+    # the lagging read would have said the interruption is over (spot.skip.no-longer-interrupted)
+    with pytest.raises(DescriptionBehind, match="Training"):
+        spot.react(event, TRIGGER)
+    assert audit.records == [] and launcher.requests == [] and jobs.stopped == []
+    # When the retry reads the job in its interruption, the count rule moves it
+    _, spot, jobs, launcher, audit = reaction(event_description, FakeHealth(), {}, now)
+    assert [d.code for d in spot.react(event, TRIGGER)] == ["spot.clone.count-rule", "spot.stop.count-rule"]
+    # and a retry that finds the job training again after it still records that the interruption is over
+    trains_again = spot_description(interruptions=3, secondary="Training")
+    _, spot, *_ = reaction(trains_again, FakeHealth(), {}, now)
+    assert [d.code for d in spot.react(event, TRIGGER)] == ["spot.skip.no-longer-interrupted"]

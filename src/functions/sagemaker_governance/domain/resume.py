@@ -1110,6 +1110,28 @@ def interruption_start(job: TrainingJob) -> datetime | None:
     return starts[-1] if starts else None
 
 
+# Two readings of one transition's StartTime (the event's epoch milliseconds, DescribeTrainingJob's timestamp)
+# are the same instant within this; a job's interruptions are minutes apart.
+SAME_INSTANT: Final = timedelta(seconds=1)
+
+
+def _same_instant(a: datetime, b: datetime) -> bool:
+    return abs(a - b) <= SAME_INSTANT
+
+
+def interruption_unseen(job: TrainingJob, reported: TrainingJob) -> datetime | None:
+    """When the interruption ``reported`` (the event) names began, if the re-read running ``job`` does not know
+    it yet: its answer lags the event (DescribeTrainingJob is read right after SageMaker's event, and may
+    still say ``Training``). Taken for a lag only when the re-read's history ends before that interruption
+    began (every transition it lists started earlier): a re-read that lists a later transition, or none at
+    all, is not older than the event, and ``_interruption_over`` judges it. None: not a lag."""
+    seen = interruption_start(reported) if is_spot_interruption(reported) else None
+    starts = [t.start_time for t in job.transitions]
+    if seen is None or job.status != "InProgress" or not starts or None in starts:
+        return None
+    return seen if max(s for s in starts if s is not None) < seen - SAME_INSTANT else None
+
+
 def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
     """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
     None: it is still in that interruption (or in an interruption, when the event does not say which),
@@ -1127,7 +1149,7 @@ def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence:
             "no interruption on record): the interruption the event reported is over (a late or retried "
             "event), nothing to fall back from"
         )
-    if seen is not None and current is not None and seen != current:
+    if seen is not None and current is not None and not _same_instant(seen, current):
         return (
             f"the job's current interruption (from {current:%Y-%m-%d %H:%M:%S} UTC) is not the one the event "
             f"reported (from {seen:%Y-%m-%d %H:%M:%S} UTC): that one is over, and the current one's own "

@@ -77,6 +77,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot,
     decide_spot_start,
     decide_spot_takeover,
+    interruption_unseen,
     is_new_spot_start,
     is_resume_trigger,
     is_spot_max_wait,
@@ -92,6 +93,7 @@ from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import CloneNotices, once
+from sagemaker_governance.service.job_events import DescriptionBehind
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
@@ -663,6 +665,12 @@ class SpotFallbackReaction(_CloneReaction):
         event: TrainingJob,
     ) -> CloneDecision:
         spot = policy.spot
+        unseen = interruption_unseen(job, event) if spot.enabled else None
+        if unseen is not None:  # decided on this read, the interruption would be over: read again, in a minute
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: {job.status}/{job.secondary_status}, its history before the "
+                f"interruption the event reported (from {unseen:%Y-%m-%d %H:%M:%S} UTC)"
+            )
         if not job.spot and not is_spot_trigger(job):
             return CloneDecision(decisions=())  # a start event whose job DescribeTrainingJob says is On-Demand
         clone = self._clone_of(job, tags, spot)
