@@ -14,10 +14,9 @@ import pytest
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.service.job_events import DescriptionBehind
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
 from smgov.simulation.fake_sagemaker import SageMakerError
 from smgov.simulation.harness import LocalAccount, local_account

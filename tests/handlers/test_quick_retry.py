@@ -17,10 +17,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from sagemaker_governance.domain.errors import DescriptionBehind
 from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.service.job_events import DescriptionBehind
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, MovableClock

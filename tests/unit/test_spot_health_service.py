@@ -12,11 +12,10 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.spot_health import SignalKind, SpotSignal
-from sagemaker_governance.service.job_events import DescriptionBehind
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.service.resume import SpotFallbackReaction
 from smgov.explain import FixedPolicy

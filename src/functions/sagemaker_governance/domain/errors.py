@@ -35,6 +35,11 @@ class PolicyUnavailable(AdapterError):
     marked evaluated on it."""
 
 
+class DescriptionBehind(AdapterError):
+    """DescribeTrainingJob has not yet entered the state an event reports (its answer lags the event): the
+    delivery fails, and its queue delivers it again later (a minute later: ``domain/redelivery.py``)."""
+
+
 class StopOutcome(StrEnum):
     STOPPED = "stopped"
     ALREADY_ENDED = "already-ended"

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound
+from sagemaker_governance.domain.errors import DescriptionBehind, JobNotFound
 from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING, TRANSITIONS_SECTION, TrainingJob
 from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.observability import logger
@@ -25,11 +25,6 @@ ROUTER_RULE_ID = "event-router"
 
 class RouterCode(StrEnum):
     NO_REACTION = "router.skip.no-reaction"  # no capability acts on this state change
-
-
-class DescriptionBehind(AdapterError):
-    """DescribeTrainingJob has not yet entered the state an event reports (its answer lags the event): the
-    delivery fails, and its queue delivers it again later."""
 
 
 class Reaction(Protocol):

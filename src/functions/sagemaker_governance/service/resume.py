@@ -56,7 +56,7 @@ from sagemaker_governance.domain.clone import (
     ResumeReason,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
@@ -93,7 +93,6 @@ from sagemaker_governance.domain.spot_economics import Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption, signals_of, spot_type
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import CloneNotices, once
-from sagemaker_governance.service.job_events import DescriptionBehind
 from sagemaker_governance.service.ports import (
     CheckpointsPort,
     Clock,
