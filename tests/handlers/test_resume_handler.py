@@ -679,16 +679,17 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_st
         account.sagemaker.transition("bert-spot-o", "Stopping", "Stopping")
         clock.advance(minutes=2)
         account.invoke(reconciler, load_event("scheduled-reconcile.json"))
-        # Then no -r2 is made (it would have been denied once the source is Stopped), nobody is told 'resumed'
+        # Then no -r2 is made (it would have been denied once the source is Stopped), nobody is told 'resumed',
+        # and the clone stays deferred (a stop at the runtime limit reads Stopping too until it has ended)
         assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
         assert not [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
-        skip = resume_records(account)[-1]
-        assert (skip.job_name, skip.code, skip.evidence["source_status"]) == (
+        deferred = resume_records(account)[-1]
+        assert (deferred.job_name, deferred.code, deferred.evidence["source_status"]) == (
             "bert-spot-o-r1",
-            "resume.skip.source-stopped",
+            "resume.defer.source-stopping",
             "Stopping/Stopping",
         )
-        # and once the source is Stopped, the skip is final: recorded once more, then never again (the clone's
+        # and once the source is Stopped, the skip is final: recorded once, then never again (the clone's
         # deferral is settled: tagged), however many runs its look-back still spans
         assert TAG_RESUME_SETTLED not in tags_of(account, "bert-spot-o-r1")  # Stopping: not final yet
         account.sagemaker.transition("bert-spot-o", "Stopped", "Stopped")
@@ -697,11 +698,76 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_st
             account.invoke(reconciler, load_event("scheduled-reconcile.json"))
         assert [r.code for r in resume_records(account) if r.job_name == "bert-spot-o-r1"] == [
             "resume.defer.source-running",
-            "resume.skip.source-stopped",
+            "resume.defer.source-stopping",
             "resume.skip.source-stopped",
         ]
         assert tags_of(account, "bert-spot-o-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
         assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
+
+
+@pytest.mark.parametrize(
+    ("ended", "resumed"), [("Stopped", False), ("MaxRuntimeExceeded", True)], ids=["owners-stop", "runtime-limit"]
+)
+def test_a_failed_clone_whose_source_is_stopping_is_decided_once_the_source_has_stopped(
+    clock: Clock, ended: str, resumed: bool
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a Spot move whose stop was throttled, its clone failed transiently while the Spot job trains on
+        create_ledger(account)
+        launch(account, "bert-spot-p", spot=True)
+        event = interrupt(account, clock, "bert-spot-p", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        clock.advance(minutes=10)
+        account.sagemaker.transition("bert-spot-p-r1", "Failed", "Failed", failure_reason=TRANSIENT)
+        account.sagemaker.transition("bert-spot-p", "InProgress", "Starting")
+        account.sagemaker.transition("bert-spot-p", "InProgress", "Training")
+        # and a minute later the source starts stopping (SecondaryStatus Stopping: its owner's stop, or its
+        # runtime limit, cannot be told apart until it has ended)
+        clock.advance(minutes=1)
+        account.sagemaker.transition("bert-spot-p", "Stopping", "Stopping")
+        # When the clone's own Failed event arrives while the source is Stopping (twice: a duplicate), and the
+        # reconciler runs while it still stops
+        clock.advance(minutes=1)
+        failed = account.sagemaker.event("bert-spot-p-r1")
+        account.invoke(handler, failed)
+        account.invoke(handler, failed)
+        clock.advance(minutes=2)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then no clone is made while the source stops, and the clone is deferred (tagged for the reconciler),
+        # not skipped for good
+        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-p-r1"]
+        codes = {r.code for r in resume_records(account) if r.job_name == "bert-spot-p-r1"}
+        assert codes == {"resume.defer.source-stopping"}
+        assert TAG_RESUME_AFTER in tags_of(account, "bert-spot-p-r1")
+        assert TAG_RESUME_SETTLED not in tags_of(account, "bert-spot-p-r1")
+        # When the source has ended (its end event handled), and the reconciler runs on
+        clock.advance(minutes=4)
+        account.sagemaker.transition("bert-spot-p", "Stopped", ended)
+        account.invoke(handler, account.sagemaker.event("bert-spot-p"))
+        for _ in range(6):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        records = [r for r in resume_records(account) if r.job_name == "bert-spot-p-r1"]
+        told = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        created = [r["TrainingJobName"] for r in account.sagemaker.created]
+        if resumed:
+            # Then a stop at the source's runtime limit was no owner's: the lineage goes on (-r2), told once
+            assert created == ["bert-spot-p-r1", "bert-spot-p-r2"]
+            assert "resume.clone.transient" in {r.code for r in records}
+            assert "resume.skip.source-stopped" not in {r.code for r in records}
+            (message,) = told
+            assert (message["job_name"], message["related_job"]) == ("bert-spot-p-r1", "bert-spot-p-r2")
+        else:
+            # Then the owner's stop ends the lineage: no -r2, nobody told 'resumed', one final record, settled
+            assert created == ["bert-spot-p-r1"]
+            assert not told
+            assert [r.code for r in records][-1] == "resume.skip.source-stopped"
+            assert [r.code for r in records].count("resume.skip.source-stopped") == 1
+            assert tags_of(account, "bert-spot-p-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
 
 
 def test_a_source_stopped_later_does_not_leave_the_resume_an_earlier_decision_made_untold(clock: Clock) -> None:

@@ -335,19 +335,26 @@ _CLONE_FAILED = T0 + timedelta(hours=26, minutes=7)  # failed_description's Fail
 
 
 def _stopped_source(
-    stop_requested: timedelta | None, stopping: timedelta = timedelta(minutes=6), *, status: str = "Stopped"
+    stop_requested: timedelta | None,
+    stopping: timedelta = timedelta(minutes=6),
+    *,
+    status: str = "Stopped",
+    secondary: str | None = None,
 ) -> Any:
     """The Spot source ``bert-spot-7``, its stop requested ``stop_requested`` after its clone failed (negative:
     before; None: no Stopping transition, its Stopped one then lies at the same offset as ``stopping``), and
-    Stopping for ``stopping`` (SIGTERM grace and the artifacts' upload: minutes) before it is Stopped."""
+    Stopping for ``stopping`` (SIGTERM grace and the artifacts' upload: minutes) before it ends as ``status``
+    / ``secondary`` (default: the status; e.g. ``Stopped``/``MaxRuntimeExceeded``, a stop for its runtime
+    limit, which reads ``Stopping`` like any other while it stops)."""
+    secondary = secondary or status
     requested = _CLONE_FAILED + (stop_requested if stop_requested is not None else -stopping)
     ending = [("Stopping", stopping)] if stop_requested is not None else []
-    ending += [("Stopped", timedelta(0))] if status == "Stopped" else []
+    ending += [(secondary, timedelta(0))] if status != "Stopping" else []
     steps = [("Starting", timedelta(minutes=2)), ("Training", requested - T0 - timedelta(minutes=2)), *ending]
     history = transitions(*steps, open_last=status == "Stopping")
-    doc = spot_description("bert-spot-7", interruptions=0, status=status, secondary=status)
+    doc = spot_description("bert-spot-7", interruptions=0, status=status, secondary=secondary)
     doc["SecondaryStatusTransitions"] = history
-    if status == "Stopped":
+    if status != "Stopping":
         doc["TrainingEndTime"] = doc["LastModifiedTime"] = history[-1]["StartTime"]
     return as_job(doc)
 
@@ -396,18 +403,46 @@ def test_a_stopped_source_without_a_stopping_transition_is_timed_by_its_end() ->
     assert skip.code == ResumeCode.SOURCE_STOPPED and skip.evidence["source_stopped_at"] is None
 
 
-def test_a_source_still_stopping_is_judged_by_its_stop_request_like_a_stopped_one() -> None:
-    # Given a clone deferred while its source trained, re-decided while the owner's stop (requested 40 min
-    # after the clone failed) is still Stopping
-    owners = _stopped_source(timedelta(minutes=40), status="Stopping")
-    # When the clone's resume is decided
-    (skip,) = _clone_of_source(owners).decisions
-    # Then the lineage was stopped: no -r2 now, which the same clone would have denied minutes later
-    assert skip.code == ResumeCode.SOURCE_STOPPED and skip.action is Action.NONE
-    assert skip.evidence["source_status"] == "Stopping/Stopping"
-    assert skip.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=40)).isoformat()
+def test_a_source_still_stopping_after_the_clone_failed_defers_the_clone_until_it_has_ended() -> None:
+    # Given a failed clone whose source's stop was requested 3 min after the clone failed and is still
+    # Stopping: likely its owner's, but while it stops SecondaryStatus reads Stopping whatever the cause, so
+    # a stop for the source's runtime limit (MaxRuntimeExceeded) cannot be told from it until it has ended
+    stopping = _stopped_source(timedelta(minutes=3), status="Stopping")
+    # When the clone's resume is decided (its own Failed event, or the reconciler's re-visit)
+    result = _clone_of_source(stopping)
+    (deferred,) = result.decisions
+    # Then no clone is made while the source stops, and no final skip either: the clone is deferred (tagged
+    # smgov:resume-after, due at once) so that the reconciler decides it once the source has ended
+    assert deferred.code == ResumeCode.DEFER_SOURCE_STOPPING and deferred.action is Action.NONE
+    assert result.plan is None and result.resume_after == NOW and not result.settled
+    assert deferred.evidence["source_status"] == "Stopping/Stopping"
+    assert deferred.evidence["source_stopped_at"] == (_CLONE_FAILED + timedelta(minutes=3)).isoformat()
+    assert deferred.evidence["clone_failed_at"] == _CLONE_FAILED.isoformat()
+    # and a Stopping source whose stop time is unknown is deferred the same way (no guess, no clone)
+    doc = spot_description("bert-spot-7", interruptions=0, status="Stopping", secondary="Stopping")
+    doc.update(SecondaryStatusTransitions=[])
+    doc.pop("TrainingEndTime", None)
+    doc.pop("LastModifiedTime", None)
+    (unknown,) = _clone_of_source(as_job(doc)).decisions
+    assert unknown.code == ResumeCode.DEFER_SOURCE_STOPPING and unknown.evidence["source_stopped_at"] is None
+    # and however often it is decided again while the source still stops (duplicates, reconciler runs, a
+    # next clone made by an earlier decision), it stays deferred: never a clone
+    r2_tags = {**TAGS, TAG_ROOT: "bert-spot-7", TAG_ATTEMPT: "2", TAG_SOURCE: "bert-spot-7-r1"}
+    r2 = as_job(describe("bert-spot-7-r2", TrainingJobStatus="InProgress", SecondaryStatus="Training"), r2_tags)
+    for next_clone in (None, r2):
+        again = _clone_of_source(stopping, next_clone=next_clone)
+        assert again.decisions[0].code == ResumeCode.DEFER_SOURCE_STOPPING and again.clone is None
+    # When the source has ended: Stopped by that stop (Stopped/Stopped), the owner's: a final skip, settled
+    result = _clone_of_source(_stopped_source(timedelta(minutes=3)))
+    assert result.decisions[0].code == ResumeCode.SOURCE_STOPPED and result.settled and result.resume_after is None
+    # but Stopped at its runtime limit (no owner's stop), or Failed, the usual checks decide: resumed
+    for secondary in ("MaxRuntimeExceeded", "MaxWaitTimeExceeded"):
+        limit = _stopped_source(timedelta(minutes=3), secondary=secondary)
+        assert _clone_of_source(limit).decisions[0].code == ResumeCode.CLONE
+    failed = _stopped_source(timedelta(minutes=3), status="Failed")
+    assert _clone_of_source(failed).decisions[0].code == ResumeCode.CLONE
     # while the Spot move's own stop, requested before the clone failed and still Stopping, leaves the clone
-    # to the usual checks
+    # to the usual checks as before
     assert _clone_of_source(_stopped_source(-timedelta(minutes=2), status="Stopping")).decisions[0].code == (
         ResumeCode.CLONE
     )

@@ -174,8 +174,9 @@ TAG_STRIKES: Final = "smgov:repeat-faults"
 # Set on a clone when SageMaker retried earlier generations inside themselves (``RetryStrategy``): how many
 # times in all, so each generation's retries keep spending the lineage's budget (domain/resume.py).
 TAG_RETRIES: Final = "smgov:sagemaker-retries"
-# Set on a failed job whose resume waits for its backoff (domain/resume.py): when the reconciler may resume
-# it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it (a governance mark).
+# Set on a failed job whose resume waits for its backoff, or for its source to end (domain/resume.py): when
+# the reconciler may resume it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it
+# (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
 # Set on such a job once its deferred resume was decided for good (the code of that decision, e.g.
 # resume.skip.source-stopped): the reconciler no longer decides it again at each run. The service keeps

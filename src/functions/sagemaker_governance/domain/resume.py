@@ -124,6 +124,10 @@ class ResumeCode(StrEnum):
     # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill.
     # Tagged smgov:resume-after: the reconciler decides again once the source has ended
     DEFER_SOURCE_RUNNING = "resume.defer.source-running"
+    # a clone whose source is still Stopping, its stop requested after the clone failed (or when, unknown):
+    # likely its owner's, but a stop at its runtime limit reads Stopping too until it has ended. Tagged
+    # smgov:resume-after: the reconciler decides again once the source has ended
+    DEFER_SOURCE_STOPPING = "resume.defer.source-stopping"
     # a clone whose source (tag smgov:resumed-from) Completed: the lineage finished, nothing to resume
     SOURCE_COMPLETED = "resume.skip.source-completed"
     SOURCE_STOPPED = "resume.skip.source-stopped"
@@ -189,7 +193,8 @@ class CloneDecision:
     decisions: tuple[Decision, ...]
     plan: ClonePlan | None = None
     stop_source: bool = False
-    # ``resume.defer.backoff`` / ``resume.defer.source-running``: when the reconciler may resume it
+    # ``resume.defer.backoff`` / ``resume.defer.source-running`` / ``resume.defer.source-stopping``: when the
+    # reconciler may resume it
     resume_after: datetime | None = None
     takes_over: TrainingJob | None = None  # ``spot.stop.clone-exists``: the existing clone the stop hands over to
     # a skip no later decision can change (the source completed, or is Stopped by its owner): a deferred
@@ -409,7 +414,9 @@ def decide_resume(
     retried). A clone whose source still runs is not resumed now (``resume.defer.source-running``): a Spot
     move whose stop failed left the Spot job running, and a clone of the failed clone would bill beside it
     and write the same checkpoint location; it is deferred to the reconciler, which decides again once the
-    source has ended. ``next_clone`` is the job under the name this job's next clone takes, read by the
+    source has ended; so is one whose source is still ``Stopping`` by a stop requested after it failed
+    (``resume.defer.source-stopping``: the owner's stop, or one at the source's runtime limit, is told apart
+    only once it has ended). ``next_clone`` is the job under the name this job's next clone takes, read by the
     service only when the source's end denies the resume (None: none, or not read): one of this job's that
     runs or completed was made by an earlier decision, and the resume goes on to meet it."""
     mode = resume.mode or default_mode
@@ -531,12 +538,13 @@ def _source_running(
     evidence: dict[str, Any],
     next_clone: TrainingJob | None = None,
 ) -> CloneDecision | None:
-    """The deferral of a clone whose source still runs, or the skip of one whose source completed (its
-    lineage finished, ``resume.skip.source-completed``) or whose stop was requested after the clone failed
-    (``resume.skip.source-stopped``; a source still ``Stopping`` too); None: go on. The deferred clone is
-    tagged ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently
+    """The deferral of a clone whose source still runs (``resume.defer.source-running``) or is still
+    ``Stopping`` by a stop requested after the clone failed (``resume.defer.source-stopping``), or the skip of
+    one whose source completed (its lineage finished, ``resume.skip.source-completed``) or was ``Stopped`` by
+    a stop requested after the clone failed (``resume.skip.source-stopped``); None: go on. The deferred clone
+    is tagged ``smgov:resume-after`` (due at once), so the reconciler's deferred resume, which lists recently
     failed jobs, decides again at its next run: once the source has ended the usual checks decide, while it
-    still runs the clone is deferred again (until it falls out of the reconciler's look-back).
+    still runs (or stops) the clone is deferred again (until it falls out of the reconciler's look-back).
 
     A skip gives way to this job's next clone when it exists and runs or completed (``next_clone``): an
     earlier decision resumed the job (before the source's stop was seen, or by a version of this code that
@@ -567,48 +575,63 @@ def _source_running(
         # service stops a source whose clone has failed (the move's fallback is spent, the takeover needs a
         # running clone): a plain stop requested after the clone failed was the owner's (or a stop for
         # another reason). The request is what counts, not the end: Stopping lasts minutes, and the move's
-        # stop may end after the clone failed; a source still Stopping is judged the same way (its stop was
-        # requested: a clone now would be denied once it is Stopped). Unknown times are not guessed: no clone.
+        # stop may end after the clone failed. Unknown times are not guessed: no clone.
         if stopped_at is None or clone_failed_at is None or stopped_at >= clone_failed_at:
             evidence["source_stopped_at"] = stopped_at.isoformat() if stopped_at else None
             evidence["clone_failed_at"] = clone_failed_at.isoformat() if clone_failed_at else None
+            when = (
+                "by a stop requested after this clone failed"
+                if stopped_at is not None and clone_failed_at is not None
+                else "and when it was asked to is not known"
+            )
+            if source.status == "Stopping":
+                # Likely the owner's stop, but not yet certain: while it stops, SecondaryStatus reads Stopping
+                # whatever the cause (botocore's SecondaryStatus), so a stop at the source's runtime limit
+                # (it ends Stopped/MaxRuntimeExceeded, no owner's) cannot be told from it yet. No clone now
+                # (one beside a stopping source would be denied once it is Stopped by its owner), and no
+                # final skip either: deferred, decided again once the source has ended
+                return _deferred(
+                    ResumeCode.DEFER_SOURCE_STOPPING,
+                    mode,
+                    now,
+                    evidence,
+                    f"not resumed yet: the job it was cloned from, {name}, is stopping {when}: likely its "
+                    "owner's stop of the lineage, but a stop at its runtime limit reads the same until it has "
+                    "ended; it is decided again once that job has ended (at the reconciler's next runs)",
+                )
             skip = _none(
                 RESUME_RULE_ID,
                 ResumeCode.SOURCE_STOPPED,
                 mode,
-                f"not resumed: the job it was cloned from, {name}, was "
-                + ("stopped" if source.status == "Stopped" else "stopping")
-                + (
-                    " by a stop requested after this clone failed"
-                    if stopped_at is not None and clone_failed_at is not None
-                    else ", and when it was asked to is not known"
-                )
-                + ", not by the Spot move that made this clone: the lineage was stopped, and a clone would "
-                "train it again",
+                f"not resumed: the job it was cloned from, {name}, was stopped {when}, not by the Spot move "
+                "that made this clone: the lineage was stopped, and a clone would train it again",
                 evidence,
             )
     if skip is not None:
         if not _made_by(next_clone, job, tags):
-            # final once the source has ended (Completed, Stopped); a Stopping one is decided again when
-            # Stopped (a stop for its runtime limit, MaxRuntimeExceeded, is no owner's)
-            return replace(skip, settled=source.status in ("Completed", "Stopped"))
+            # final: the source has ended (Completed, or Stopped/Stopped: a Stopping one is deferred above)
+            return replace(skip, settled=True)
         evidence["source_skip_met_clone"] = skip.decisions[0].code  # the resume an earlier decision made
         return None
     if source.status != "InProgress":
         return None
+    return _deferred(
+        ResumeCode.DEFER_SOURCE_RUNNING,
+        mode,
+        now,
+        evidence,
+        f"not resumed yet: the job it was cloned from, {name}, still runs ({source.status}/"
+        f"{source.secondary_status}): a clone would bill beside it and write the same checkpoint location; "
+        "it is decided again when that job ends (its end hands the clone to auto-resume) or at the "
+        "reconciler's next run",
+    )
+
+
+def _deferred(code: ResumeCode, mode: Mode, now: datetime, evidence: dict[str, Any], reason: str) -> CloneDecision:
+    """A clone's resume left to the reconciler, due at once (``smgov:resume-after``): its source has not ended."""
     evidence["resume_after"] = now.isoformat()
     deferred = Decision(
-        rule=RESUME_RULE_ID,
-        code=ResumeCode.DEFER_SOURCE_RUNNING,
-        action=Action.NONE,
-        mode=mode,
-        reason=(
-            f"not resumed yet: the job it was cloned from, {name}, still runs ({source.status}/"
-            f"{source.secondary_status}): a clone would bill beside it and write the same checkpoint location; "
-            "it is decided again when that job ends (its end hands the clone to auto-resume) or at the "
-            "reconciler's next run"
-        ),
-        evidence=evidence,
+        rule=RESUME_RULE_ID, code=code, action=Action.NONE, mode=mode, reason=reason, evidence=evidence
     )
     return CloneDecision(decisions=(deferred,), resume_after=now)
 

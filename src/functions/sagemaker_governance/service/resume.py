@@ -6,10 +6,12 @@ Two reactions share one engine:
   its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
   has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
-  (``resume.defer.source-running``, due at once), until the source has ended; the source's own end (its
-  resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction; a
-  source that completed, or whose owner stopped it, denies the resume (``resume.skip.source-completed``,
-  ``resume.skip.source-stopped``), unless the clone's next clone exists and runs (an earlier decision made
+  (``resume.defer.source-running``, due at once), until the source has ended, and so is one whose source is
+  still stopping by a stop requested after the clone failed (``resume.defer.source-stopping``: likely its
+  owner's, but a stop at its runtime limit reads ``Stopping`` too until it has ended); the source's own end
+  (its resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction; a
+  source that completed, or whose owner stopped it (``Stopped``/``Stopped``), denies the resume
+  (``resume.skip.source-completed``, ``resume.skip.source-stopped``), unless the clone's next clone exists and runs (an earlier decision made
   it): then the resume meets it as "already exists" and its owner is told once;
 - ``SpotFallbackReaction`` on ``InProgress/Interrupted`` (stop and resume On-Demand when finishing there
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
@@ -356,7 +358,7 @@ class _CloneReaction:
 
     def _resume_deferred(self, name: str, status: str | None, trigger: Trigger) -> str | None:
         """This job, now ended, meets its clone ``name`` that failed and was deferred while this job ran
-        (``smgov:resume-after``, ``resume.defer.source-running``): the reconciler may never come back to it (its
+        (``smgov:resume-after``, ``resume.defer.source-running`` or ``-stopping``): the reconciler may never come back to it (its
         look-back counts from the clone's failure, and this job may have trained on for hours), so the clone's
         resume is decided here, as the reconciler would (auto-resume re-reads it: budget, backoff, the
         ledger's one notice). A clone whose backoff is not yet due is deferred again and stays within the
