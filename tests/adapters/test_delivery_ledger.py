@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS, DeliveryLedger
+from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, CloneNotices
 from tests.adapters.conftest import NOW, CallRecorder
 
@@ -37,10 +38,12 @@ def ledger(dynamodb: Any) -> DeliveryLedger:
 def test_the_first_claim_is_granted_and_a_duplicate_is_not(ledger: DeliveryLedger) -> None:
     assert ledger.claim(KEY, "m-1", NOW, 60).granted
     # another message with the same state change, now or after the first invocation's time
-    assert not ledger.claim(KEY, "m-2", NOW, 60).granted
-    assert not ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60).granted
-    # the owner itself while its invocation may still run
-    assert not ledger.claim(KEY, "m-1", NOW + timedelta(seconds=30), 60).granted
+    other = ledger.claim(KEY, "m-2", NOW, 60)
+    assert not other.granted and not other.held
+    assert ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60) == Claim(granted=False)
+    # the owner itself while its invocation may still run: refused, and said to be its own claim held
+    own = ledger.claim(KEY, "m-1", NOW + timedelta(seconds=30), 60)
+    assert not own.granted and own.held
 
 
 def test_the_owner_takes_its_claim_over_once_its_invocation_is_over(ledger: DeliveryLedger) -> None:
@@ -141,8 +144,10 @@ def test_a_completed_claim_is_a_duplicate_even_to_its_owner(ledger: DeliveryLedg
     ledger.complete(KEY, claim.token, NOW)
     # When its SQS record comes back with its batch after the invocation's time (same message id)
     again = ledger.claim(KEY, "m-1", NOW + timedelta(minutes=30), 60)
-    # Then it is a duplicate, as is any other message, until the item expires
-    assert not again.granted
+    # Then it is a duplicate (not its own claim held: that would fail the record), as is any other message,
+    # until the item expires; within the claim's hold too
+    assert not again.granted and not again.held
+    assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=30), 60) == Claim(granted=False)
     assert not ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60).granted
     assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=3601), 60).granted
 

@@ -11,10 +11,11 @@ from typing import Any
 import boto3
 import pytest
 
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
+from sagemaker_governance.domain.errors import AdapterError, ClaimHeld, DescriptionBehind
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
@@ -458,6 +459,48 @@ def test_completed_before_training_leaves_no_alarm_behind(acct: LocalAccount, cl
 # ---- a crash between acting and recording -------------------------------------------------------
 
 
+RETRIED = "11111111-2222-3333-4444-555555555555"  # an invocation Lambda retries: every attempt carries its id
+
+
+def test_an_async_retry_that_meets_its_own_unreleased_claim_fails_and_is_not_lost(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an untagged job's event invoked directly, whose attempt fails (SNS throttled after the stop) and
+    # whose claim could not be released (the ledger throttled too): held for the invocation's 60 s
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    crash = FailOnce(lambda _message: True)
+    publish = SnsNotifier.publish
+
+    def flaky(self: SnsNotifier, message: Any) -> str | None:
+        if crash(message):
+            raise AdapterError("Publish throttled")
+        return publish(self, message)
+
+    def throttled(*_: Any) -> None:
+        raise AdapterError("UpdateItem throttled")
+
+    monkeypatch.setattr(SnsNotifier, "publish", flaky)
+    with monkeypatch.context() as patch:
+        patch.setattr(DeliveryLedger, "release", throttled)
+        with pytest.raises(AdapterError):
+            acct.invoke(job_events, event, request_id=RETRIED)
+    # When Lambda retries it (the same request id) within the hold
+    clock.advance(seconds=30)
+    # Then the retry fails (not answered as a duplicate: a success, and the event would be lost)
+    with pytest.raises(ClaimHeld):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    # and a retry after the hold takes the claim over and governs the job (its stop found done, recorded once)
+    clock.advance(seconds=60)
+    assert "decisions" in acct.invoke(job_events, event, request_id=RETRIED)
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    # (what the unreleased attempt did is unknown to its retry: its stop is recorded again, as found done)
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "done"),
+        ("stop", "already-done"),
+    ]
+
+
 def test_crash_in_the_notifier_after_the_stop_is_retried_to_one_record_and_one_message(
     acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -474,10 +517,10 @@ def test_crash_in_the_notifier_after_the_stop_is_retried_to_one_record_and_one_m
         return publish(self, message)
 
     monkeypatch.setattr(SnsNotifier, "publish", flaky)
-    # When the invocation fails and Lambda retries it
+    # When the invocation fails and Lambda retries it (the same request id)
     with pytest.raises(RuntimeError, match="injected"):
-        acct.invoke(job_events, event)
-    acct.invoke(job_events, event)
+        acct.invoke(job_events, event, request_id=RETRIED)
+    acct.invoke(job_events, event, request_id=RETRIED)
     # Then the job is stopped, the stop recorded once (by the attempt that acted) and the owner told once
     assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
@@ -500,10 +543,10 @@ def test_crash_in_the_recorder_after_the_stop_is_retried_to_one_record(
         write(self, record)
 
     monkeypatch.setattr(MemoryAuditSink, "write", flaky)
-    # When the invocation fails and is retried
+    # When the invocation fails and is retried (the same request id)
     with pytest.raises(RuntimeError, match="injected"):
-        acct.invoke(job_events, event)
-    acct.invoke(job_events, event)
+        acct.invoke(job_events, event, request_id=RETRIED)
+    acct.invoke(job_events, event, request_id=RETRIED)
     # Then the stop happened once and is recorded once, saying the retry found it already done
     assert acct.sagemaker.stop_requests[0] == "untagged-1"
     assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
@@ -533,10 +576,11 @@ def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record
     alarm = "sagemaker-governance-idle-idle-1"
     acct.cloudwatch.set_state(alarm, "ALARM")
     event = acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)])
-    # When the stopper fails, Lambda retries it, and SNS delivers the notification once more
+    # When the stopper fails, Lambda retries it (the same request id), and SNS delivers the notification once
+    # more (another invocation)
     with pytest.raises(RuntimeError, match="injected"):
-        acct.invoke(stopper, event)
-    acct.invoke(stopper, event)
+        acct.invoke(stopper, event, request_id=RETRIED)
+    acct.invoke(stopper, event, request_id=RETRIED)
     acct.invoke(stopper, event)
     # Then: one stop and one record of it (by the attempt that acted). The retry finds the job already
     # stopping and cannot tell who stopped it, so it does not claim the stop to the owner: the message

@@ -17,10 +17,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sagemaker_governance.domain.errors import DescriptionBehind
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.domain.errors import AdapterError, ClaimHeld, DescriptionBehind
 from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
 from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.service.job_events import JobEventsService
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, MovableClock
@@ -290,3 +292,50 @@ def test_a_retry_that_comes_after_the_jobs_end_event_creates_nothing(
     # Then it creates no alarm for the ended job (out of order, as an EventBridge retry always could be)
     assert acct.cloudwatch.alarms == {}
     assert acct.cloudwatch.calls["PutMetricAlarm"] == 0
+
+
+class FullContext(LocalContext):
+    """A 300 s function's context at its first record: the claim it makes is held for about 295 s."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 295_000
+
+
+def test_a_retry_that_meets_its_own_unreleased_claim_fails_and_is_governed_once_the_hold_is_over(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a job's Training event whose first receive fails (a throttled call) and whose claim could not be
+    # released (the ledger throttled too): the claim stays held for the invocation's time, about 295 s
+    acct.sagemaker.launch(create_request("held-1"))
+    acct.sagemaker.transition("held-1", "InProgress", "Training")
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("held-1")))
+    first = receive(acct, queue)
+    assert first is not None
+    with (
+        mock.patch.object(JobEventsService, "handle", side_effect=AdapterError("PutMetricAlarm throttled")),
+        mock.patch.object(DeliveryLedger, "release", side_effect=AdapterError("UpdateItem throttled")),
+        pytest.raises(AdapterError),
+    ):
+        job_events(dict(first), FullContext())
+    # When it is received again a minute later, its own claim still held
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    # Then the receive fails (not a duplicate of itself: Lambda would delete the record) and nothing is done
+    with pytest.raises(ClaimHeld):
+        job_events(dict(second), FullContext())
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 0
+    # and the ladder brings it back after the hold, when the retry takes the claim over and governs the job
+    clock.advance(seconds=SECOND_RETRY_SECONDS - 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=2)
+    third = receive(acct, queue)
+    assert third is not None and receive_count(third) == 3
+    answer = job_events(dict(third), FullContext())
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, third, answer)
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
+    assert [r.outcome.value for r in acct.audit.records if r.action == "create-alarm"] == ["done"]
+    # and nothing is left in the queue: processed once, nothing lost
+    clock.advance(seconds=QUEUE_TIMEOUT * 3)
+    assert receive(acct, queue) is None

@@ -10,6 +10,7 @@ import pytest
 
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import AdapterError, ClaimHeld
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
 from sagemaker_governance.service.idempotency import (
     Duplicate,
@@ -83,18 +84,45 @@ def test_a_failed_attempt_releases_with_its_done_effects_and_the_retry_skips_the
     assert len(sink.records) == 1
 
 
-def test_a_claim_held_by_a_running_invocation_is_a_duplicate_until_its_time_is_over(
+def test_a_claim_still_held_by_its_owner_fails_its_early_retry_and_is_taken_over_after_its_time(
     ledger: Any, now: datetime
 ) -> None:
-    # Given a claim whose invocation died without raising (nothing released it)
+    # Given a claim whose invocation died, or raised and could not release it (nothing released it)
     ledger.claim(KEY, "m-1", now, 60)
-    # When the same message comes back before, then after, the invocation's time
-    early = deliver(
-        ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=30), hold_seconds=60
-    )
+    # When the same message comes back before the invocation's time is over
+    # Then it is failed for a later retry, not answered as a duplicate (its record would be deleted)
+    with pytest.raises(ClaimHeld):
+        deliver(ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=30), hold_seconds=60)
+    # and when it comes back after, it takes the claim over
     late = deliver(ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=61), hold_seconds=60)
-    # Then only the late one takes it over
-    assert early == Duplicate(KEY) and late == "processed"
+    assert late == "processed"
+    # while another message's copy of the same state change, within the hold or after it, is a duplicate
+    assert deliver(
+        ledger, KEY, lambda: "again", owner="m-2", now=now + timedelta(seconds=62), hold_seconds=60
+    ) == (Duplicate(KEY))
+
+
+def test_a_failed_attempt_whose_release_failed_is_processed_by_a_retry_after_its_hold_once(
+    ledger: Any, calls: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an attempt that raised and whose release failed too (the ledger throttled): its claim stays held
+    def throttled(*_: Any) -> None:
+        raise AdapterError("throttled")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger, "release", throttled)
+        with pytest.raises(AdapterError):
+            deliver(ledger, KEY, throttled, owner="m-1", now=now, hold_seconds=295)
+
+    # When its retries come 60 s and 360 s later (the retry ladder)
+    def process() -> None:
+        calls("process")
+
+    with pytest.raises(ClaimHeld):
+        deliver(ledger, KEY, process, owner="m-1", now=now + timedelta(seconds=60), hold_seconds=295)
+    deliver(ledger, KEY, process, owner="m-1", now=now + timedelta(seconds=360), hold_seconds=295)
+    # Then the event is processed once, by the retry after the hold
+    assert calls.log.count("process") == 1
 
 
 def test_the_same_effect_twice_in_one_delivery_happens_once(ledger: Any, now: datetime) -> None:

@@ -4,6 +4,7 @@ shown to catch the failure it is about when the protection is taken away (so non
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from typing import Any
 
@@ -226,41 +227,78 @@ def test_smgov_simulate_faults_reports_faults_and_invariants(capsys: pytest.Capt
     assert main(["simulate", "--scenario", "holiday-weekend", "--faults", "flood"]) == 2
 
 
-def test_a_failed_queued_record_is_received_again_a_minute_then_five_then_a_visibility_timeout_later(
-    template: dict[str, Any],
-) -> None:
-    # Given every invocation crashing, and the job-events queue as the template declares it
-    from sagemaker_governance.domain.redelivery import retry_visibility
-
-    queue = next(
+def job_events_queue(template: dict[str, Any]) -> dict[str, Any]:
+    return next(
         res["Properties"]
         for res in template["Resources"].values()
         if res["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in res["Properties"]
     )
+
+
+def receive_minutes(result: RunResult, function: str) -> list[list[int]]:
+    """The minutes each queued record of ``function`` was received at and failed, one list per record."""
+    records: dict[str | None, list[int]] = {}
+    for error in (e for e in result.errors if e.function == function):
+        records.setdefault(error.record, []).append(error.minute)
+    assert None not in records  # a queue-fed function's failures are its records'
+    return list(records.values())
+
+
+def test_a_queued_record_that_failed_by_raising_is_received_again_a_minute_then_five_then_the_queues_timeout(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the job-events queue as the template declares it, and every job event failing by raising (an
+    # AdapterError: the function answers, releases its claim and shortens the record's visibility)
+    from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.domain.redelivery import retry_visibility
+    from sagemaker_governance.service.job_events import JobEventsService
+
+    def failing(*_: Any, **__: Any) -> Any:
+        raise AdapterError("injected: DescribeTrainingJob failed")
+
+    monkeypatch.setattr(JobEventsService, "handle", failing)
+    queue = job_events_queue(template)
     every = queue["VisibilityTimeout"] // 60
     receives = queue["RedrivePolicy"]["maxReceiveCount"]
-    result = run(builtin_scenario("untagged"), template, "crash=1")
-    # Then the first record's receives are 1 minute, then 5 apart (the function shortened their visibility),
-    # then one visibility timeout apart (no change after the second receive), maxReceiveCount of them, and
-    # every queued record ends in the dead-letter queue (none is received at once again, none is lost)
+    result = run(builtin_scenario("untagged"), template, None)
+    # Then each record's receives are 1 minute, then 5 apart (the function shortened their visibility), then
+    # one visibility timeout apart (no change after the second receive), maxReceiveCount of them
     gaps = [1, 5] + [every] * (receives - 3)
     assert gaps == [
         math.ceil((retry_visibility(k) or queue["VisibilityTimeout"]) / 60) for k in range(1, receives)
     ]
-    queued = [e for e in result.errors if e.function == "JobEventsFunction"]
-    first = queued[0]
-    minutes = [first.minute + sum(gaps[:k]) for k in range(receives)]
-    for attempt, minute in enumerate(minutes, start=1):
-        assert any(e.minute == minute and (e.error or "").startswith(f"attempt {attempt}:") for e in queued), (
-            attempt,
-            minute,
-        )
-    assert not any((e.error or "").startswith(f"attempt {receives + 1}:") for e in queued)
-    redelivered = result.deliveries["redelivered"]
-    assert redelivered > 0 and redelivered % (receives - 1) == 0
-    assert redelivered // (receives - 1) <= result.deliveries["dead_lettered"]
+    records = receive_minutes(result, "JobEventsFunction")
+    assert records and all([b - a for a, b in itertools.pairwise(minutes)] == gaps for minutes in records), records
+    # and every record ends in the dead-letter queue (none is received at once again, none is lost)
+    assert result.deliveries["redelivered"] == len(records) * (receives - 1)
+    assert len(records) <= result.deliveries["dead_lettered"]
     # (two visibility changes per record: after its first and second receives)
-    assert result.aws_calls["sqs:ChangeMessageVisibilityBatch"] == 2 * redelivered // (receives - 1)
+    assert result.aws_calls["sqs:ChangeMessageVisibilityBatch"] == 2 * len(records)
+
+
+def test_a_queued_record_whose_invocation_died_is_received_again_after_the_queues_timeout(
+    template: dict[str, Any],
+) -> None:
+    # Given every invocation dying after acting (crash=1: a timeout, out of memory): nothing of the function
+    # runs after it, no release of its claim, no visibility change, no answer
+    queue = job_events_queue(template)
+    every = queue["VisibilityTimeout"] // 60
+    receives = queue["RedrivePolicy"]["maxReceiveCount"]
+    result = run(builtin_scenario("untagged"), template, "crash=1")
+    # Then Lambda returns each record (its whole batch) to the queue, received again after the queue's
+    # visibility timeout every time, maxReceiveCount times, then dead-lettered
+    records = receive_minutes(result, "JobEventsFunction")
+    assert records and all(
+        [b - a for a, b in itertools.pairwise(minutes)] == [every] * (receives - 1) for minutes in records
+    ), records
+    assert all("InjectedCrash" in (e.error or "") for e in result.errors if e.function == "JobEventsFunction")
+    assert result.deliveries["redelivered"] == len(records) * (receives - 1)
+    assert len(records) <= result.deliveries["dead_lettered"]
+    # and the dead function changed no visibility
+    assert result.aws_calls["sqs:ChangeMessageVisibilityBatch"] == 0
+    # and each receive after the first took the dead attempt's claim over (its hold long over) and acted
+    # again: the untagged jobs' stops are found done
+    assert all(r.outcome.value in ("done", "already-done") for r in result.audit if r.action == "stop")
 
 
 def test_a_storm_move_whose_deciding_interruption_was_dropped_is_out_of_reach_not_unexpected(

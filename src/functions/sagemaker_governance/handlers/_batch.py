@@ -18,7 +18,9 @@ given the retry ladder's visibility instead (``domain/redelivery.py``: 60 s afte
 after a second, the queue's own later), by the root's ``QueueVisibility`` (``adapters/queue.py``): best
 effort, in one call per batch, made only when something goes back and the invocation still has
 ``VISIBILITY_MIN_REMAINING_MS`` left. A failed attempt has released its delivery's claim in the ledger, so
-the retry claims it again.
+the retry claims it again; one whose release failed too left its claim held for the invocation's time
+(at most the 300 s timeout): the retry a minute later meets it and fails (``ClaimHeld``, not answered as a
+duplicate, which would delete the record), and the next, 300 s on, takes it over.
 """
 
 from __future__ import annotations

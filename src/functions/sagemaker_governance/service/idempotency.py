@@ -13,10 +13,15 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
 
 - the processing raised: the claim is *released* (rewritten as failed, with the effects that attempt had
   completed) before the error goes back to Lambda; the retry claims again and learns those effects;
-- the function died without raising (timeout, out of memory): the claim stays; once the invocation's
-  time is over, a retry by the same owner takes it over (the effects of the dead attempt are unknown:
-  an audit record it wrote may be written again, with the same event id; those of released attempts
-  before it are known: a claim keeps the item's done list);
+- the function died without raising (timeout, out of memory), or raised and its release failed too: the
+  claim stays; once the invocation's time is over, a retry by the same owner takes it over (the effects
+  of the dead attempt are unknown: an audit record it wrote may be written again, with the same event
+  id; those of released attempts before it are known: a claim keeps the item's done list). A retry by
+  the same owner that comes *before* then (a failed record is received again after 60 s:
+  ``handlers/_batch.py``; Lambda retries an asynchronous invocation after a minute) is not a duplicate:
+  answered as one, its record would be deleted and the event lost. It raises ``ClaimHeld`` instead, and
+  is retried again later (the retry ladder's next step, 300 s, or the queue's timeout, 1,800 s, both
+  longer than the functions' 300 s timeout that bounds a hold);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
   meanwhile is skipped. Its own owner, too, once the claim is marked *completed*: Lambda returns a whole
   SQS batch to the queue when the invocation fails or times out, the records it had completed included,
@@ -56,7 +61,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim
+from sagemaker_governance.domain.errors import Claim, ClaimHeld
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -70,8 +75,9 @@ R = TypeVar("R")
 
 class LedgerPort(Protocol):
     def claim(self, key: str, owner: str, now: datetime, hold_seconds: float) -> Claim:
-        """Claim ``key`` for ``owner`` (one conditional write); not granted when another delivery holds it,
-        or ``owner`` itself holds it for less than ``hold_seconds`` (its invocation may still run)."""
+        """Claim ``key`` for ``owner`` (one conditional write) for ``hold_seconds``; not granted when another
+        delivery holds it, or when ``owner`` itself holds it, unreleased and not marked completed, within the
+        hold of its earlier claim (``held``: its invocation may still run, or failed without releasing)."""
         ...
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
@@ -180,11 +186,15 @@ def deliver(
     now: datetime,
     hold_seconds: float,
 ) -> R | Duplicate:
-    """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
+    """Run ``process`` for this delivery once (without a ledger: every time, as before); ``ClaimHeld``: the
+    owner's own earlier claim still holds (retry later)."""
     if ledger is None:
         return process()
     _mark_completed(now)
     claim = ledger.claim(key, owner, now, hold_seconds)
+    if claim.held:  # our own earlier attempt's claim: a retry that came before its hold ends, not a duplicate
+        logger.warning("delivery claim still held by its owner: retried later", delivery=key, owner=owner)
+        raise ClaimHeld(f"delivery {key} is still claimed by its owner {owner}")
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
         return Duplicate(key)

@@ -18,9 +18,13 @@ engine misbehave the way AWS is allowed to:
   (SNS, CloudWatch) in the service's own wire protocol, before it reaches moto or the SageMaker double.
   The handlers' botocore clients see a real throttling response, so botocore's retry logic (mode,
   attempts, retry quota) runs as configured; its back-off sleeps are virtual (no wall-clock wait).
-- **crash**: the function dies after acting but before recording: the invocation raises at its first
-  audit write (after the AWS side effects of the decision), and Lambda's asynchronous retry runs it
-  again (``EventInvokeConfig.MaximumRetryAttempts``, then the on-failure destination).
+- **crash**: the function dies after acting but before recording, as at a timeout or out of memory: at its
+  first audit write (after the AWS side effects of the decision) the invocation ends with ``InjectedCrash``,
+  which none of the function's own code catches (no claim released, no answer, no visibility changed).
+  A queue-fed function's record (its whole batch) is received again after the queue's
+  ``VisibilityTimeout``, up to ``maxReceiveCount``, then dead-lettered; an asynchronously invoked
+  function is run again by Lambda's retry (``EventInvokeConfig.MaximumRetryAttempts``, the same request
+  id), then the event goes to the on-failure destination.
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
@@ -102,8 +106,15 @@ class DroppedEvent:
     secondary_status: str
 
 
-class InjectedCrash(RuntimeError):
-    """The function died after acting, before recording (fault injection)."""
+class InjectedCrash(BaseException):
+    """The function died after acting, before recording (fault injection): a death (a timeout, out of memory),
+    not an error it raised. A ``BaseException``, so that no handler of the function's (``except Exception``)
+    answers for it, as none runs once Lambda ends the runtime: the delivery's ledger claim is not released
+    (it stays held until its hold ends), the SQS partial batch answer is not given and no record's
+    visibility is changed. Only the simulator's delivery engine catches it (``engine/delivery.py``).
+    ``finally`` blocks still run, which a dead runtime's would not: the only one that calls AWS is the
+    reconciler's release of a lost end event's claim (``service/efficiency.py``), which a real death leaves
+    held for ``RECONCILER_HOLD_SECONDS``, then taken over by the next run."""
 
 
 class FaultInjector:

@@ -94,6 +94,7 @@ class LocalAccount:
         self.sns = boto3.client("sns", region_name=REGION)
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.ssm = boto3.client("ssm", region_name=REGION)
+        self._invocations = 0
 
     def notification_inbox(self, name: str = "inbox") -> str:
         """A queue subscribed (raw delivery) to the notifications topic: what owners would receive."""
@@ -107,8 +108,20 @@ class LocalAccount:
         )
         return queue_url
 
-    def invoke(self, handler: Callable[[Any, Any], Any], event: Mapping[str, Any], name: str = "local") -> Any:
-        return handler(dict(event), LocalContext(function_name=name))
+    def invoke(
+        self,
+        handler: Callable[[Any, Any], Any],
+        event: Mapping[str, Any],
+        name: str = "local",
+        *,
+        request_id: str | None = None,
+    ) -> Any:
+        """``handler`` on ``event`` as one invocation: a request id of its own, as Lambda gives each (another
+        delivery of the same event too), unless ``request_id`` names an earlier one (Lambda's retry of an
+        asynchronous invocation keeps its id)."""
+        self._invocations += 1
+        rid = request_id or f"00000000-0000-0000-0000-{self._invocations:012d}"
+        return handler(dict(event), LocalContext(function_name=name, aws_request_id=rid))
 
 
 @contextmanager

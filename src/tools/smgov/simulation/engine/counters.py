@@ -34,6 +34,7 @@ class Invocation:
     function: str
     trigger: str
     error: str | None = None
+    record: str | None = None  # a queued record's message id (its receives share it)
 
 
 @dataclass

@@ -4,14 +4,15 @@
 - SNS: a message goes to every function subscribed to the topic (filter policies applied), in the
   Lambda SNS event shape;
 - schedules: ``rate(...)`` rules fire on the virtual clock;
-- Lambda's asynchronous invocation: a failing invocation is retried ``MaximumRetryAttempts`` times,
-  then goes to the on-failure destination (or dead-letter queue), else it is lost;
+- Lambda's asynchronous invocation: a failing invocation is retried ``MaximumRetryAttempts`` times (with
+  its request id), then goes to the on-failure destination (or dead-letter queue), else it is lost;
 - an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
   ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
   record (exception, or listed in the partial batch response) is received again when its visibility
   timeout has passed (the queue's ``VisibilityTimeout``, or the one the function set while the record was
   in flight: ``InFlight`` answers the function's ``ChangeMessageVisibility(Batch)`` calls), up to the
-  queue's ``maxReceiveCount``, then the redrive policy dead-letters it.
+  queue's ``maxReceiveCount``, then the redrive policy dead-letters it. A function that dies (the crash
+  fault) answers nothing and changes no visibility: its record comes back after the queue's timeout.
 
 With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
 state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
@@ -38,7 +39,7 @@ from moto.core.botocore_stubber import MockRawResponse
 from smgov.simulation.deploy import DeployedFunction, Deployment, QueueDelivery, flatten
 from smgov.simulation.engine.clock import Uuids, VirtualClock
 from smgov.simulation.engine.counters import Counters, Invocation, SnsMessage
-from smgov.simulation.faults import ANSWERED_URL, CrashingAuditSink, DroppedEvent, FaultInjector
+from smgov.simulation.faults import ANSWERED_URL, CrashingAuditSink, DroppedEvent, FaultInjector, InjectedCrash
 from smgov.simulation.harness import ACCOUNT, REGION, LocalContext
 from smgov.simulation.messages import (
     is_state_change,
@@ -371,9 +372,10 @@ class Delivery:
             body = event if isinstance(event, str) else json.dumps(event)
             self._receive(QueuedRecord(function, trigger, queue, body, self.uuids.next()))
             return
+        request_id = self.uuids.next()  # Lambda's retries of an asynchronous invocation keep its request id
         for attempt in range(function.retries + 1):
             counters.invocations[function.logical_id] += 1
-            error = self._attempt(function, event)
+            error = self._attempt(function, event, request_id=request_id)
             self.after_invocation()
             if error is None:
                 counters.deliveries["processed"] += 1
@@ -402,7 +404,11 @@ class Delivery:
             return
         counters.errors.append(
             Invocation(
-                self.clock.now, function.logical_id, record.trigger, f"attempt {record.receive_count}: {error}"
+                self.clock.now,
+                function.logical_id,
+                record.trigger,
+                f"attempt {record.receive_count}: {error}",
+                record.message_id,
             )
         )
         if record.receive_count < (queue.max_receive_count or function.retries + 1):
@@ -434,11 +440,21 @@ class Delivery:
         return sqs_lambda_event([record])
 
     def _attempt(
-        self, function: DeployedFunction, event: Mapping[str, Any], queue: QueueDelivery | None = None
+        self,
+        function: DeployedFunction,
+        event: Mapping[str, Any],
+        queue: QueueDelivery | None = None,
+        *,
+        request_id: str | None = None,
     ) -> str | None:
         """One invocation attempt; the error it ended with (None: success, or for a queue no record in
-        the partial batch response's ``batchItemFailures``)."""
-        context = LocalContext(function_name=function.function_name, aws_request_id=self.uuids.next())
+        the partial batch response's ``batchItemFailures``). An injected crash (``InjectedCrash``) is the
+        function's death, not an error it raised: nothing of the function caught it (no answer, no
+        visibility changed), and Lambda counts the invocation failed: a queued record (its whole batch)
+        comes back after the queue's timeout, an asynchronous invocation is retried."""
+        context = LocalContext(
+            function_name=function.function_name, aws_request_id=request_id or self.uuids.next()
+        )
         if self.crasher is not None:
             self.crasher.arm()
         try:
@@ -449,7 +465,7 @@ class Delivery:
             if queue is not None and queue.reports_item_failures and failed:
                 return "the record is in the partial batch response's batchItemFailures"
             return None
-        except Exception as exc:
+        except (Exception, InjectedCrash) as exc:
             error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             frames = traceback.extract_tb(exc.__traceback__)
             if frames:
