@@ -770,6 +770,126 @@ def test_a_failed_clone_whose_source_is_stopping_is_decided_once_the_source_has_
             assert tags_of(account, "bert-spot-p-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
 
 
+@pytest.mark.parametrize(
+    ("ended", "resumed"), [("Stopped", False), ("MaxRuntimeExceeded", True)], ids=["owners-stop", "runtime-limit"]
+)
+def test_a_clone_deferred_while_its_source_ran_is_decided_by_the_sources_late_stop(
+    clock: Clock, ended: str, resumed: bool
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        # Given a clone deferred while its Spot source trained on, the reconciler deferring it again for 70 min
+        clone_failed_beside_its_source(account, clock, "bert-spot-l")
+        for _ in range(7):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # and the source starting to stop 82 minutes after the clone failed, Stopped 12 minutes later: past the
+        # reconciler's look-back (60 min backoff + 3 runs, from the clone's failure)
+        clock.advance(minutes=2)
+        account.sagemaker.transition("bert-spot-l", "Stopping", "Stopping")
+        for _ in range(2):
+            clock.advance(minutes=6)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        account.sagemaker.transition("bert-spot-l", "Stopped", ended)
+        # When the source's Stopped event arrives (twice: a duplicate), and the reconciler runs on
+        stopped = account.sagemaker.event("bert-spot-l")
+        account.invoke(handler, stopped)
+        account.invoke(handler, stopped)
+        for _ in range(6):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Then the source's end decided the clone, once
+        codes = [r.code for r in resume_records(account) if r.job_name == "bert-spot-l-r1"]
+        told = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        created = [r["TrainingJobName"] for r in account.sagemaker.created]
+        assert "resume.defer.source-stopping" in codes
+        if resumed:
+            # a stop at the runtime limit was no owner's: the lineage goes on (-r2), its owner told once
+            assert created == ["bert-spot-l-r1", "bert-spot-l-r2"]
+            assert codes.count("resume.clone.transient") == 1
+            assert "resume.skip.source-stopped" not in codes
+            (message,) = told
+            assert (message["job_name"], message["related_job"]) == ("bert-spot-l-r1", "bert-spot-l-r2")
+        else:
+            # the owner's stop ends the lineage: one final skip, settled, nobody told
+            assert created == ["bert-spot-l-r1"]
+            assert not told
+            assert codes[-1] == "resume.skip.source-stopped"
+            assert codes.count("resume.skip.source-stopped") == 1
+            assert tags_of(account, "bert-spot-l-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+
+
+def test_a_stopped_sources_unreadable_clone_fails_the_delivery_for_its_retry(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a clone deferred while its Spot source trained on, and the source stopped by its owner
+        clone_failed_beside_its_source(account, clock, "bert-spot-u")
+        clock.advance(minutes=100)
+        account.sagemaker.transition("bert-spot-u", "Stopping", "Stopping")
+        account.sagemaker.transition("bert-spot-u", "Stopped", "Stopped")
+        describe = account.sagemaker._op_DescribeTrainingJob
+        throttled: list[str] = []
+
+        def throttle_clone(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-u-r1" and not throttled:
+                throttled.append("DescribeTrainingJob")
+                raise SageMakerError("ThrottlingException", "Rate exceeded", 400)
+            return describe(params)
+
+        account.sagemaker._op_DescribeTrainingJob = throttle_clone  # type: ignore[method-assign]
+        before = len(resume_records(account))
+        # When its Stopped event meets the clone's read throttled
+        stopped = account.sagemaker.event("bert-spot-u")
+        with pytest.raises(AdapterError):
+            account.invoke(handler, stopped)
+        # Then nothing is decided and the delivery fails; its retry decides the clone, once
+        assert len(resume_records(account)) == before
+        account.invoke(handler, stopped)
+        assert [r.code for r in resume_records(account)[before:] if r.job_name == "bert-spot-u-r1"] == [
+            "resume.skip.source-stopped"
+        ]
+        assert tags_of(account, "bert-spot-u-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+
+
+@pytest.mark.parametrize("spot", [True, False, None], ids=["spot", "on-demand", "spot-unsaid"])
+def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spot: bool | None) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        create_ledger(account)
+        # Given a job (Spot, On-Demand, or one whose event does not say) that trained, never moved, and stopped
+        launch(account, "plain-job", spot=bool(spot))
+        clock.advance(minutes=5)
+        account.sagemaker.transition("plain-job", "InProgress", "Training")
+        clock.advance(hours=2)
+        account.sagemaker.transition("plain-job", "Stopping", "Stopping")
+        account.sagemaker.transition("plain-job", "Stopped", "Stopped")
+        event = account.sagemaker.event("plain-job")
+        if spot is None:  # nor carries its tags: ListTags is read for its lineage
+            del event["detail"]["EnableManagedSpotTraining"]
+            del event["detail"]["Tags"]
+        described: list[str] = []
+        describe = account.sagemaker._op_DescribeTrainingJob
+
+        def spy(params: dict[str, Any]) -> dict[str, Any]:
+            described.append(params["TrainingJobName"])
+            return describe(params)
+
+        account.sagemaker._op_DescribeTrainingJob = spy  # type: ignore[method-assign]
+        before = account.sagemaker.calls.copy()
+        # When its Stopped event arrives
+        account.invoke(handler, event)
+        # Then an On-Demand job costs no look for a clone; a Spot one (or one that may be) one DescribeTrainingJob
+        # of its next clone's name, which does not exist: nothing more is read, written or recorded
+        assert [n for n in described if n != "plain-job"] == ([] if spot is False else ["plain-job-r1"])
+        assert (account.sagemaker.calls - before)["ListTags"] == (1 if spot is None else 0)
+        assert not {"AddTags", "CreateTrainingJob", "StopTrainingJob"} & set(
+            (account.sagemaker.calls - before).keys()
+        )
+        assert not [r for r in resume_records(account) if r.rule != "event-router"]
+        assert account.sagemaker.created == []
+
+
 def test_a_source_stopped_later_does_not_leave_the_resume_an_earlier_decision_made_untold(clock: Clock) -> None:
     with ledger_account(clock) as acct:
         account: LocalAccount = acct

@@ -248,7 +248,7 @@ def test_the_content_filter_covers_what_the_service_routes() -> None:
 def test_the_content_filters_cover_what_the_clone_reactions_handle(template: dict[str, Any]) -> None:
     # Every sample auto-resume or Spot fallback acts on reaches the job-events function.
     from sagemaker_governance.domain.job import TrainingJob
-    from sagemaker_governance.domain.resume import is_resume_trigger, is_spot_trigger
+    from sagemaker_governance.domain.resume import is_resume_trigger, is_spot_stop, is_spot_trigger
 
     routed = set().union(*(samples for (fn, _), samples in EXPECTED_ROUTES.items() if fn == "JobEventsFunction"))
     handled = set()
@@ -262,6 +262,14 @@ def test_the_content_filters_cover_what_the_clone_reactions_handle(template: dic
         "training-job-stopped-max-wait.json",
     }
     assert handled <= routed
+    # and a Spot job's plain stop (its end hands over a deferred clone) reaches it, an On-Demand one's concerns
+    # no clone reaction
+    event = json.loads((EVENTS / "training-job-stopped.json").read_text())
+    spot = {**event, "detail": {**event["detail"], "EnableManagedSpotTraining": True}}
+    patterns = eventbridge_patterns(template)
+    assert is_spot_stop(TrainingJob.model_validate(spot["detail"]))
+    assert not is_spot_stop(TrainingJob.model_validate(event["detail"]))
+    assert matches(patterns[("JobEventsFunction", "JobEndedRule")], spot)
 
 
 def test_a_spot_job_waiting_in_pending_reaches_the_storm_move_and_an_on_demand_one_does_not(

@@ -125,7 +125,8 @@ def clone_reactions(
     }
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
     resume = AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common)
-    # a Spot job ended at MaxWaitTimeExceeded hands its failed clone, deferred while it ran, to auto-resume
+    # a Spot job ended at MaxWaitTimeExceeded, or plainly Stopped, hands its failed clone, deferred while it ran
+    # or stopped, to auto-resume
     spot = SpotFallbackReaction(
         *parts, checkpoints=checkpoints, spot_health=spot_health, handoff=resume.react, **common
     )

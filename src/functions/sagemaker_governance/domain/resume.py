@@ -711,6 +711,14 @@ def is_spot_trigger(job: TrainingJob) -> bool:
     return is_spot_interruption(job) or is_spot_max_wait(job)
 
 
+def is_spot_stop(job: TrainingJob) -> bool:
+    """A plain stop of a Managed Spot job (``Stopped``, not at ``MaxWaitTimeExceeded``), or of a job whose event
+    does not say whether it is Spot (``spot_known``): its Spot move's clone may have failed and been deferred
+    while it ran or stopped, and its end hands that clone to auto-resume (routed by the JobEnded rule). A
+    stopped On-Demand job had no such clone: a clone is made beside a running job by a Spot move only."""
+    return job.status == "Stopped" and not is_spot_max_wait(job) and (job.spot or not job.spot_known)
+
+
 _FALLBACKS: Final[dict[SpotCode, SpotCode]] = {
     SpotCode.CLONE_INTERRUPTED: SpotCode.STOP_INTERRUPTED,
     SpotCode.CLONE_COUNT_RULE: SpotCode.STOP_COUNT_RULE,

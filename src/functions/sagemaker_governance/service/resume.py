@@ -9,7 +9,8 @@ Two reactions share one engine:
   (``resume.defer.source-running``, due at once), until the source has ended, and so is one whose source is
   still stopping by a stop requested after the clone failed (``resume.defer.source-stopping``: likely its
   owner's, but a stop at its runtime limit reads ``Stopping`` too until it has ended); the source's own end
-  (its resume, or a Spot job's ``MaxWaitTimeExceeded``) that meets that clone hands it to this reaction; a
+  (its resume, a Spot job's ``MaxWaitTimeExceeded``, or its plain ``Stopped``) that meets that clone hands it
+  to this reaction; a
   source that completed, or whose owner stopped it (``Stopped``/``Stopped``), denies the resume
   (``resume.skip.source-completed``, ``resume.skip.source-stopped``), unless the clone's next clone exists and runs (an earlier decision made
   it): then the resume meets it as "already exists" and its owner is told once;
@@ -17,7 +18,8 @@ Two reactions share one engine:
   is cheaper or Spot would miss its deadline: the job's checkpoint writes are listed at each interruption
   for the numbers; the count rule without them; on Spot on another type first when the team lists
   ``spot.fallbacks`` and the job opted in: each alternative's Spot health is read too) and on a Spot job
-  that ended with ``MaxWaitTimeExceeded`` (resume On-Demand).
+  that ended with ``MaxWaitTimeExceeded`` (resume On-Demand); on a Spot job's plain ``Stopped`` it only hands
+  over the job's deferred failed clone, if there is one (``_stopped``).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
 and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
@@ -83,6 +85,7 @@ from sagemaker_governance.domain.resume import (
     is_new_spot_start,
     is_resume_trigger,
     is_spot_max_wait,
+    is_spot_stop,
     is_spot_trigger,
     may_be_new_spot_start,
     next_clone_name,
@@ -364,25 +367,35 @@ class _CloneReaction:
         ledger's one notice). A clone whose backoff is not yet due is deferred again and stays within the
         reconciler's reach (its failure is more recent than the longest backoff). The code the clone's resume
         decided; None: nothing handed over (not failed, not deferred, or no auto-resume here)."""
+        decisions = self._hand_over_deferred(name, status, trigger)
+        return next((d.code for d in decisions if d.rule == RESUME_RULE_ID), None)
+
+    def _hand_over_deferred(self, name: str, status: str | None, trigger: Trigger) -> list[Decision]:
+        """``_resume_deferred``'s hand-over: the clone's resume's decisions, none when nothing was handed over.
+        ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says). The
+        clone's tags are read only once it is known to have failed; a read that fails raises ``AdapterError``."""
         resume = self._clone_resume()
-        if resume is None or status != "Failed":
-            return None
+        if resume is None or status not in (None, "Failed"):
+            return []
         try:
-            existing, tags = self._named(name)
+            existing = self._jobs.describe(name)
+            if existing.get("TrainingJobStatus") != "Failed":
+                return []
+            tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
         except JobNotFound:
-            return None
+            return []
         if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
-            return None
+            return []
         clone = TrainingJob.model_validate(
             {
                 "TrainingJobName": name,
                 "TrainingJobArn": str(existing.get("TrainingJobArn") or ""),
-                "TrainingJobStatus": status,
+                "TrainingJobStatus": "Failed",
             }
         )
         decisions = resume(clone, trigger)
         logger.info("deferred clone handed to auto-resume", clone=name, codes=[d.code for d in decisions])
-        return next((d.code for d in decisions if d.rule == RESUME_RULE_ID), None)
+        return decisions
 
     def _refused(
         self,
@@ -649,12 +662,38 @@ class SpotFallbackReaction(_CloneReaction):
     codes = SpotCode
 
     def applies(self, job: TrainingJob) -> bool:
-        return is_spot_trigger(job) or (self._spot_health is not None and may_be_new_spot_start(job))
+        return (
+            is_spot_trigger(job)
+            or is_spot_stop(job)
+            or (self._spot_health is not None and may_be_new_spot_start(job))
+        )
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        if is_spot_stop(job):
+            return self._stopped(job, trigger)
         if may_be_new_spot_start(job) and not storm_move_wanted(self._policies.current().for_job(job).spot):
             return []  # a new (Spot?) job of a team that does not move them: no AWS call at all
         return super().react(job, trigger)
+
+    def _stopped(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """A Spot job's plain stop (``is_spot_stop``: the owner's, or its runtime limit) hands over its Spot
+        move's clone that failed and was deferred while the job ran or stopped (``_hand_over_deferred``), as
+        its end at ``MaxWaitTimeExceeded`` does: the reconciler's look-back counts from the clone's failure,
+        and a job that stops late in it (or after it) ends where no run lists the clone again. The job's tags
+        are the event's (``ListTags`` only when it has none); its next clone's name is read
+        (``DescribeTrainingJob``): when there is no such clone (the common case), or it did not fail, or it
+        is not deferred, nothing is recorded and nothing more is called. A read that fails raises
+        ``AdapterError`` (the delivery is retried): a deferred clone may be there. Twice is harmless: a
+        settled clone is not handed over again, and auto-resume's own decision is idempotent."""
+        if self._clone_resume() is None:
+            return []
+        try:
+            tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
+            name = next_clone_name(job.name, tags)
+            return [] if name is None else self._hand_over_deferred(name, None, trigger)
+        except AdapterError as exc:
+            logger.warning("stopped job's deferred clone unreadable; retried", job=job.name, error=str(exc))
+            raise
 
     def _decide(
         self,
