@@ -12,6 +12,7 @@ import pytest
 
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, partial_batch
 from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.service.idempotency import mark_unreleased
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, NOW, sqs_batch
@@ -116,6 +117,35 @@ def test_every_record_failed_the_records_are_told_before_the_invocation_fails() 
     with pytest.raises(RuntimeError):
         partial_batch(RECORDS, deliver, failed="f", key="k", context=context, going_back=told.append)
     assert told == [["m-0", "m-1", "m-2"]]
+
+
+def test_a_record_whose_claim_was_not_released_is_not_told() -> None:
+    told: list[Sequence[str]] = []
+
+    # Given a batch whose first record failed without releasing its claim, the second failed and released it,
+    # the third was done
+    def deliver(record_id: str, body: str) -> None:
+        if record_id == "m-0":
+            raise mark_unreleased(RuntimeError(body))
+        if record_id == "m-1":
+            raise RuntimeError(body)
+
+    context = ScriptedContext(remaining=[120_000] * 3)
+    answer = partial_batch(RECORDS, deliver, failed="f", key="k", context=context, going_back=told.append)
+    # Then both are named in the answer, but only the released one is told (given a sooner visibility): the
+    # other keeps the queue's own, longer than its claim's hold
+    assert [f["itemIdentifier"] for f in answer["batchItemFailures"]] == ["m-0", "m-1"]
+    assert told == [["m-1"]]
+    # and when no record going back may be made visible sooner, nothing is told
+    only: list[Sequence[str]] = []
+
+    def unreleased_only(record_id: str, body: str) -> None:
+        if record_id == "m-1":
+            raise mark_unreleased(RuntimeError(body))
+
+    again = ScriptedContext(remaining=[120_000] * 3)
+    partial_batch(RECORDS, unreleased_only, failed="f", key="k", context=again, going_back=only.append)
+    assert only == []
 
 
 def test_a_failure_to_tell_leaves_the_answer_as_it_was(caplog: pytest.LogCaptureFixture) -> None:

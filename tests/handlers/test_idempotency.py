@@ -15,7 +15,7 @@ from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError, ClaimHeld, DescriptionBehind
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
@@ -462,12 +462,14 @@ def test_completed_before_training_leaves_no_alarm_behind(acct: LocalAccount, cl
 RETRIED = "11111111-2222-3333-4444-555555555555"  # an invocation Lambda retries: every attempt carries its id
 
 
-def test_an_async_retry_that_meets_its_own_unreleased_claim_fails_and_is_not_lost(
+def test_a_direct_invocations_retry_within_its_unreleased_claims_hold_is_a_duplicate_a_known_gap(
     acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an untagged job's event invoked directly, whose attempt fails (SNS throttled after the stop) and
-    # whose claim could not be released (the ledger throttled too): held for the invocation's 60 s
+    # Given an untagged job's event invoked directly (not through a queue: a path the template does not
+    # deploy), whose attempt fails (SNS throttled after the stop) and whose claim could not be released (the
+    # ledger throttled too): held for the invocation's 60 s
     acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    inbox = acct.notification_inbox()
     event = acct.sagemaker.event("untagged-1")
     crash = FailOnce(lambda _message: True)
     publish = SnsNotifier.publish
@@ -487,18 +489,14 @@ def test_an_async_retry_that_meets_its_own_unreleased_claim_fails_and_is_not_los
             acct.invoke(job_events, event, request_id=RETRIED)
     # When Lambda retries it (the same request id) within the hold
     clock.advance(seconds=30)
-    # Then the retry fails (not answered as a duplicate: a success, and the event would be lost)
-    with pytest.raises(ClaimHeld):
-        acct.invoke(job_events, event, request_id=RETRIED)
-    # and a retry after the hold takes the claim over and governs the job (its stop found done, recorded once)
-    clock.advance(seconds=60)
-    assert "decisions" in acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the retry meets its own claim and is answered as a duplicate, whoever holds the claim (a queued
+    # record would have kept its queue's visibility instead, longer than the hold): Lambda counts it a
+    # success and retries no more, so the owner is never told of the stop. A known gap (docs/resilience.md)
+    answer = acct.invoke(job_events, event, request_id=RETRIED)
+    assert set(answer) == {"duplicate"}
     assert acct.sagemaker.stop_requests == ["untagged-1"]
-    # (what the unreleased attempt did is unknown to its retry: its stop is recorded again, as found done)
-    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [
-        ("stop", "done"),
-        ("stop", "already-done"),
-    ]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    assert inbox_messages(acct, inbox) == []
 
 
 def test_crash_in_the_notifier_after_the_stop_is_retried_to_one_record_and_one_message(

@@ -18,7 +18,7 @@ import pytest
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
-from sagemaker_governance.domain.errors import AdapterError, ClaimHeld, DescriptionBehind
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
 from sagemaker_governance.handlers.job_events import handler as job_events
@@ -301,7 +301,7 @@ class FullContext(LocalContext):
         return 295_000
 
 
-def test_a_retry_that_meets_its_own_unreleased_claim_fails_and_is_governed_once_the_hold_is_over(
+def test_a_record_whose_failed_attempt_could_not_release_keeps_the_queues_visibility_and_is_governed_once(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:
     # Given a job's Training event whose first receive fails (a throttled call) and whose claim could not be
@@ -317,25 +317,92 @@ def test_a_retry_that_meets_its_own_unreleased_claim_fails_and_is_governed_once_
         pytest.raises(AdapterError),
     ):
         job_events(dict(first), FullContext())
-    # When it is received again a minute later, its own claim still held
+    # Then its visibility is not shortened: no retry a minute later meets its own claim still held (a
+    # duplicate of itself, deleted, the event lost), and it is not received before the queue's own timeout
+    assert queue.calls == []
     clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    assert receive(acct, queue) is None
+    # When it comes back after the queue's timeout, long after the hold
+    clock.advance(seconds=2)
     second = receive(acct, queue)
     assert second is not None and receive_count(second) == 2
-    # Then the receive fails (not a duplicate of itself: Lambda would delete the record) and nothing is done
-    with pytest.raises(ClaimHeld):
-        job_events(dict(second), FullContext())
-    assert acct.cloudwatch.calls["PutMetricAlarm"] == 0
-    # and the ladder brings it back after the hold, when the retry takes the claim over and governs the job
-    clock.advance(seconds=SECOND_RETRY_SECONDS - 1)
-    assert receive(acct, queue) is None
-    clock.advance(seconds=2)
-    third = receive(acct, queue)
-    assert third is not None and receive_count(third) == 3
-    answer = job_events(dict(third), FullContext())
+    answer = job_events(dict(second), FullContext())
+    # Then its retry takes the claim over and governs the job once
     assert answer == {"batchItemFailures": []}
-    delete(acct, queue, third, answer)
+    delete(acct, queue, second, answer)
     assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
     assert [r.outcome.value for r in acct.audit.records if r.action == "create-alarm"] == ["done"]
     # and nothing is left in the queue: processed once, nothing lost
     clock.advance(seconds=QUEUE_TIMEOUT * 3)
     assert receive(acct, queue) is None
+
+
+def test_of_two_failed_records_only_the_released_one_is_made_visible_sooner(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a batch of two jobs' Training events that both fail (a throttled call), the first record's claim
+    # not released (the ledger throttled for it), the second's released
+    for name in ("held-a", "held-b"):
+        acct.sagemaker.launch(create_request(name))
+        acct.sagemaker.transition(name, "InProgress", "Training")
+        acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event(name)))
+    batch = receive(acct, queue)
+    assert batch is not None and len(batch["Records"]) == 2
+    unreleased, released = batch["Records"]
+    release = DeliveryLedger.release
+
+    def throttled_for_the_first(self: DeliveryLedger, key: str, owner: str, *args: Any) -> None:
+        if owner == unreleased["messageId"]:
+            raise AdapterError("UpdateItem throttled")
+        release(self, key, owner, *args)
+
+    def throttled(*_: Any) -> None:  # each delivery's own error
+        raise AdapterError("PutMetricAlarm throttled")
+
+    with (
+        mock.patch.object(JobEventsService, "handle", side_effect=throttled),
+        mock.patch.object(DeliveryLedger, "release", throttled_for_the_first),
+        pytest.raises(AdapterError),
+    ):
+        job_events(dict(batch), FullContext())
+    # Then only the released record's visibility is changed, to the ladder's minute
+    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+        [(released["receiptHandle"], FIRST_RETRY_SECONDS)]
+    ]
+    # and it comes back a minute later, the unreleased one after the queue's timeout; each governed once
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    again = receive(acct, queue)
+    assert again is not None and [r["messageId"] for r in again["Records"]] == [released["messageId"]]
+    delete(acct, queue, again, job_events(dict(again), FullContext()))
+    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS)
+    late = receive(acct, queue)
+    assert late is not None and [r["messageId"] for r in late["Records"]] == [unreleased["messageId"]]
+    assert job_events(dict(late), FullContext()) == {"batchItemFailures": []}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 2
+    assert sorted(r.job_name for r in acct.audit.records if r.action == "create-alarm") == ["held-a", "held-b"]
+
+
+def test_a_second_copy_of_a_completed_record_within_its_hold_is_a_duplicate(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given an untagged job's event, received and governed (stopped, its owner told) as a batch of one: its
+    # claim is never marked completed and stays held by its message for the invocation's time
+    acct.sagemaker.launch(create_request("untagged-1", tags={"owner": "bob"}))
+    inbox = acct.notification_inbox()
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("untagged-1")))
+    batch = receive(acct, queue)
+    assert batch is not None
+    assert job_events(dict(batch), FullContext()) == {"batchItemFailures": []}
+    # When SQS delivers a second copy of the same message (same message id: at-least-once) within the hold
+    clock.advance(seconds=5)
+    copy = json.loads(json.dumps(batch))
+    # Then it is a duplicate: answered as done, not failed back to the queue to be taken over later
+    assert job_events(copy, FullContext()) == {"batchItemFailures": []}
+    assert queue.calls == []
+    # and the job was stopped once, recorded once, its owner told once
+    assert acct.sagemaker.stop_requests == ["untagged-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(told) == 1

@@ -10,7 +10,7 @@ import pytest
 
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, ClaimHeld
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
 from sagemaker_governance.service.idempotency import (
     Duplicate,
@@ -18,6 +18,8 @@ from sagemaker_governance.service.idempotency import (
     OnceNotifier,
     deliver,
     delivery_batch,
+    mark_unreleased,
+    unreleased,
 )
 from tests.builders import job
 
@@ -84,45 +86,58 @@ def test_a_failed_attempt_releases_with_its_done_effects_and_the_retry_skips_the
     assert len(sink.records) == 1
 
 
-def test_a_claim_still_held_by_its_owner_fails_its_early_retry_and_is_taken_over_after_its_time(
-    ledger: Any, now: datetime
-) -> None:
-    # Given a claim whose invocation died, or raised and could not release it (nothing released it)
+def test_a_claim_held_by_its_own_owner_is_a_duplicate_until_its_time_is_over(ledger: Any, now: datetime) -> None:
+    # Given a claim whose delivery completed, or whose invocation died (nothing marked or released it)
     ledger.claim(KEY, "m-1", now, 60)
-    # When the same message comes back before the invocation's time is over
-    # Then it is failed for a later retry, not answered as a duplicate (its record would be deleted)
-    with pytest.raises(ClaimHeld):
-        deliver(ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=30), hold_seconds=60)
-    # and when it comes back after, it takes the claim over
+    # When the same message comes back (SQS's second copy, a double redrive) before, then after, its time
+    early = deliver(
+        ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=30), hold_seconds=60
+    )
     late = deliver(ledger, KEY, lambda: "processed", owner="m-1", now=now + timedelta(seconds=61), hold_seconds=60)
-    assert late == "processed"
+    # Then the early one is a duplicate (whoever holds the claim) and only the late one takes it over
+    assert early == Duplicate(KEY) and late == "processed"
     # while another message's copy of the same state change, within the hold or after it, is a duplicate
     assert deliver(
         ledger, KEY, lambda: "again", owner="m-2", now=now + timedelta(seconds=62), hold_seconds=60
     ) == (Duplicate(KEY))
 
 
-def test_a_failed_attempt_whose_release_failed_is_processed_by_a_retry_after_its_hold_once(
+def test_a_failed_attempt_is_marked_unreleased_only_when_its_release_failed(
     ledger: Any, calls: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an attempt that raised and whose release failed too (the ledger throttled): its claim stays held
-    def throttled(*_: Any) -> None:
-        raise AdapterError("throttled")
+    def fails() -> None:
+        raise AdapterError("PutMetricAlarm throttled")
 
+    # Given an attempt that raised and released its claim: its error is not marked
+    with pytest.raises(AdapterError) as released:
+        deliver(ledger, KEY, fails, owner="m-1", now=now, hold_seconds=295)
+    assert not unreleased(released.value)
+
+    # Given another whose release failed too (the ledger throttled): its error is marked, the claim stays held
+    def throttled(*_: Any) -> None:
+        raise AdapterError("UpdateItem throttled")
+
+    other = "job:job-2:InProgress:Starting:1:-"
     with monkeypatch.context() as patch:
         patch.setattr(ledger, "release", throttled)
-        with pytest.raises(AdapterError):
-            deliver(ledger, KEY, throttled, owner="m-1", now=now, hold_seconds=295)
+        with pytest.raises(AdapterError) as kept:
+            deliver(ledger, other, fails, owner="m-2", now=now, hold_seconds=295)
+    assert unreleased(kept.value) and str(kept.value) == "PutMetricAlarm throttled"
 
-    # When its retries come 60 s and 360 s later (the retry ladder)
+    # When its record comes back after the queue's own visibility (it is given no shorter one), past the hold
     def process() -> None:
         calls("process")
 
-    with pytest.raises(ClaimHeld):
-        deliver(ledger, KEY, process, owner="m-1", now=now + timedelta(seconds=60), hold_seconds=295)
-    deliver(ledger, KEY, process, owner="m-1", now=now + timedelta(seconds=360), hold_seconds=295)
-    # Then the event is processed once, by the retry after the hold
+    deliver(ledger, other, process, owner="m-2", now=now + timedelta(seconds=1800), hold_seconds=295)
+    # Then the retry takes the claim over and the event is processed once
     assert calls.log.count("process") == 1
+
+
+def test_an_unreleased_mark_is_a_flag_of_the_error_itself() -> None:
+    error = RuntimeError("x")
+    assert not unreleased(error) and not unreleased(RuntimeError("x"))
+    assert mark_unreleased(error) is error
+    assert unreleased(error) and not unreleased(RuntimeError("x"))
 
 
 def test_the_same_effect_twice_in_one_delivery_happens_once(ledger: Any, now: datetime) -> None:

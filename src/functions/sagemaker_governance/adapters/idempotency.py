@@ -14,9 +14,7 @@ or the same owner's claim whose invocation is over and which was not marked comp
 delivery whose SQS record comes back with its batch is a duplicate, not a takeover). It sets the claim's
 attributes and leaves ``done`` as it is (the list names effects of this very state change, whoever claims
 it next); ``ReturnValues=ALL_OLD`` hands the item back as it was in the same call. A failed condition is DynamoDB's
-``ConditionalCheckFailedException``: a duplicate, unless it is the same owner's claim still in progress
-(``Claim.held``: the owner's earlier attempt failed without releasing it, or may still run; its retry is
-failed, not answered as a duplicate: ``service/idempotency.py``), or unless the item it hands back
+``ConditionalCheckFailedException``: a duplicate, unless the item it hands back
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``, in botocore's ``UpdateItem`` model: "returns the item
 attributes for an UpdateItem operation that failed a condition check", at no extra cost) carries this
 claim's own token. botocore's standard retries send a request again after a read timeout or a 5xx, and
@@ -112,11 +110,7 @@ class DeliveryLedger:
                 raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
             held: Mapping[str, Any] = cast(Mapping[str, Any], exc.response.get("Item")) or {}
             if _string(held, "token") != token:
-                # Our owner's own claim, neither released nor marked completed, within its hold: not a duplicate
-                return Claim(
-                    granted=False,
-                    held=_string(held, "owner") == owner and _string(held, "status") == IN_PROGRESS,
-                )
+                return Claim(granted=False)
             # Our own claim: an earlier attempt of this very request was applied and its answer lost.
             logger.info("delivery claimed by a retried request", delivery=key, owner=owner)
             return Claim(granted=True, done=_done(held), token=token)

@@ -40,13 +40,6 @@ class DescriptionBehind(AdapterError):
     delivery fails, and its queue delivers it again later (a minute later: ``domain/redelivery.py``)."""
 
 
-class ClaimHeld(RuntimeError):
-    """The delivery's claim is held by its own owner (the same SQS message, or invocation) whose earlier
-    attempt may still run, or failed and could not release it: not a duplicate (answered as one, the record
-    would be deleted and the event lost). The delivery fails and is retried: its next receive comes after
-    the ladder's delay or the queue's timeout, when the hold is over and the retry takes the claim over."""
-
-
 class StopOutcome(StrEnum):
     STOPPED = "stopped"
     ALREADY_ENDED = "already-ended"
@@ -56,11 +49,8 @@ class StopOutcome(StrEnum):
 class Claim:
     """A delivery ledger's answer to a claim: ``granted`` (process the delivery) or not (a duplicate);
     ``done``: the effects an earlier attempt of the same delivery completed before it failed; ``token``:
-    the granted claim's own (what marks it completed); ``held``: not granted because the same owner's own
-    claim (neither released nor marked completed) is still within its hold, not because another delivery
-    holds it: a retry that came too soon, not a duplicate (``ClaimHeld``)."""
+    the granted claim's own (what marks it completed)."""
 
     granted: bool
     done: frozenset[str] = frozenset()
     token: str | None = None
-    held: bool = False

@@ -18,9 +18,11 @@ given the retry ladder's visibility instead (``domain/redelivery.py``: 60 s afte
 after a second, the queue's own later), by the root's ``QueueVisibility`` (``adapters/queue.py``): best
 effort, in one call per batch, made only when something goes back and the invocation still has
 ``VISIBILITY_MIN_REMAINING_MS`` left. A failed attempt has released its delivery's claim in the ledger, so
-the retry claims it again; one whose release failed too left its claim held for the invocation's time
-(at most the 300 s timeout): the retry a minute later meets it and fails (``ClaimHeld``, not answered as a
-duplicate, which would delete the record), and the next, 300 s on, takes it over.
+the retry claims it again. Not one whose release failed too (its error marked ``unreleased``,
+``service/idempotency.py``): its claim stays held for the invocation's time (at most the 300 s timeout),
+and a retry within it would be answered as a duplicate of itself and the record deleted. Such a record is
+named in the answer but left out of ``going_back``: it keeps the queue's own visibility (1,800 s), longer
+than any hold, and its retry takes the claim over.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Protocol
 from sagemaker_governance.domain.redelivery import VisibilityChange, retry_visibility
 from sagemaker_governance.events.queue import QueuedRecord
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import delivery_batch
+from sagemaker_governance.service.idempotency import delivery_batch, unreleased
 
 # The time a record needs at worst: one AWS call through all of botocore's retries takes up to 31 s of backoff
 # (docs/resilience.md, "Retries"), and a record makes a few calls besides. 40 s of a 300 s timeout: a batch of
@@ -68,8 +70,10 @@ def partial_batch(
     """``deliver(record_id, body)`` for each record while ``context`` (the Lambda context) has
     ``min_remaining_ms`` left; ``failed``: the log message of a failed record, with its id under ``key``;
     ``going_back(record_ids)``: told the records named in the answer (failed or unprocessed) before the
-    answer (or the error) goes back, when there are some (``sooner``); whatever it raises is logged."""
+    answer (or the error) goes back, when there are some (``sooner``), but those whose error is marked
+    ``unreleased`` (their claim still held: they keep the queue's visibility); whatever it raises is logged."""
     failures: list[dict[str, str]] = []
+    held: set[str] = set()  # failed records whose delivery claim could not be released
     errors: list[Exception] = []
     with delivery_batch():
         for index, (record_id, body) in enumerate(bodies):
@@ -87,9 +91,12 @@ def partial_batch(
                 logger.exception(failed, extra={key: record_id})
                 failures.append({"itemIdentifier": record_id})
                 errors.append(exc)
-    if failures and going_back is not None:
+                if unreleased(exc):
+                    held.add(record_id)
+    back = [f["itemIdentifier"] for f in failures if f["itemIdentifier"] not in held]
+    if back and going_back is not None:
         try:
-            going_back([f["itemIdentifier"] for f in failures])
+            going_back(back)
         except Exception:  # best effort: the answer stands, the records come back after the queue's timeout
             logger.exception("visibility not changed")
     if errors and len(errors) == len(bodies):

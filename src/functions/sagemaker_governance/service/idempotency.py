@@ -13,15 +13,19 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
 
 - the processing raised: the claim is *released* (rewritten as failed, with the effects that attempt had
   completed) before the error goes back to Lambda; the retry claims again and learns those effects;
-- the function died without raising (timeout, out of memory), or raised and its release failed too: the
-  claim stays; once the invocation's time is over, a retry by the same owner takes it over (the effects
-  of the dead attempt are unknown: an audit record it wrote may be written again, with the same event
-  id; those of released attempts before it are known: a claim keeps the item's done list). A retry by
-  the same owner that comes *before* then (a failed record is received again after 60 s:
-  ``handlers/_batch.py``; Lambda retries an asynchronous invocation after a minute) is not a duplicate:
-  answered as one, its record would be deleted and the event lost. It raises ``ClaimHeld`` instead, and
-  is retried again later (the retry ladder's next step, 300 s, or the queue's timeout, 1,800 s, both
-  longer than the functions' 300 s timeout that bounds a hold);
+- the function died without raising (timeout, out of memory): the claim stays; once the invocation's
+  time is over, a retry by the same owner takes it over (the effects of the dead attempt are unknown:
+  an audit record it wrote may be written again, with the same event id; those of released attempts
+  before it are known: a claim keeps the item's done list);
+- the processing raised and the release failed too (DynamoDB throttled or unreachable): the claim stays as
+  after a death, and the error goes back *marked unreleased* (``mark_unreleased``). A queued record whose
+  error is so marked is given no shorter visibility (``handlers/_batch.py``): it comes back after its
+  queue's own timeout (1,800 s), longer than any hold, and its retry takes the claim over. A retry within
+  the hold would meet its own claim and be answered as a duplicate, whoever holds it: a claim held by its
+  own owner cannot be told from a delivery that completed unmarked (below), which a second copy of its SQS
+  message must find a duplicate. A direct invocation has no such visibility: Lambda retries it about a
+  minute later, within the hold, and that retry is answered as a duplicate (the event's remaining effects
+  lost). A known gap, on a path the template does not deploy (both functions are fed by queues);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
   meanwhile is skipped. Its own owner, too, once the claim is marked *completed*: Lambda returns a whole
   SQS batch to the queue when the invocation fails or times out, the records it had completed included,
@@ -61,7 +65,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim, ClaimHeld
+from sagemaker_governance.domain.errors import Claim
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -71,13 +75,13 @@ if TYPE_CHECKING:  # an annotation only: the job-events function and the reconci
     from sagemaker_governance.events.alarms import AlarmNotification
 
 R = TypeVar("R")
+E = TypeVar("E", bound=BaseException)
 
 
 class LedgerPort(Protocol):
     def claim(self, key: str, owner: str, now: datetime, hold_seconds: float) -> Claim:
-        """Claim ``key`` for ``owner`` (one conditional write) for ``hold_seconds``; not granted when another
-        delivery holds it, or when ``owner`` itself holds it, unreleased and not marked completed, within the
-        hold of its earlier claim (``held``: its invocation may still run, or failed without releasing)."""
+        """Claim ``key`` for ``owner`` (one conditional write); not granted when another delivery holds it,
+        or ``owner`` itself holds it for less than ``hold_seconds`` (its invocation may still run)."""
         ...
 
     def release(self, key: str, owner: str, now: datetime, done: Sequence[str]) -> None:
@@ -186,31 +190,44 @@ def deliver(
     now: datetime,
     hold_seconds: float,
 ) -> R | Duplicate:
-    """Run ``process`` for this delivery once (without a ledger: every time, as before); ``ClaimHeld``: the
-    owner's own earlier claim still holds (retry later)."""
+    """Run ``process`` for this delivery once (without a ledger: every time, as before)."""
     if ledger is None:
         return process()
     _mark_completed(now)
     claim = ledger.claim(key, owner, now, hold_seconds)
-    if claim.held:  # our own earlier attempt's claim: a retry that came before its hold ends, not a duplicate
-        logger.warning("delivery claim still held by its owner: retried later", delivery=key, owner=owner)
-        raise ClaimHeld(f"delivery {key} is still claimed by its owner {owner}")
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
         return Duplicate(key)
     with delivering(key, claim.done) as delivery:
         try:
             result = process()
-        except Exception:
+        except Exception as exc:
             try:
                 ledger.release(key, owner, now, sorted({*claim.done, *delivery.effects}))
             except Exception:  # the claim stays: the owner's retry takes it over once the invocation's time is up
                 logger.exception("delivery claim not released", delivery=key)
+                mark_unreleased(exc)  # its record keeps the queue's visibility, longer than the hold
             raise
     batch = _batch.get()
     if batch is not None and claim.token is not None:
         batch.unmarked.append((ledger, key, claim.token))
     return result
+
+
+_UNRELEASED = "smgov_unreleased"
+
+
+def mark_unreleased(exc: E) -> E:
+    """Mark ``exc``, a delivery's error, as one whose claim could not be released (a flag attribute on the
+    exception itself): its record must not come back before the claim's hold is over
+    (``handlers/_batch.py``). Returns ``exc``."""
+    setattr(exc, _UNRELEASED, True)
+    return exc
+
+
+def unreleased(exc: BaseException) -> bool:
+    """Whether ``exc`` was marked by ``mark_unreleased``: its delivery's claim is still held."""
+    return getattr(exc, _UNRELEASED, False) is True
 
 
 def once(effect: str, act: Callable[[], None], *, unless: str | None = None) -> bool:
