@@ -21,7 +21,7 @@ from sagemaker_governance.domain.clone import (
     TAG_ROOT,
     TAG_SOURCE,
 )
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.handlers.job_events import handler
 from sagemaker_governance.handlers.reconciler import handler as reconciler
@@ -850,6 +850,55 @@ def test_a_stopped_sources_unreadable_clone_fails_the_delivery_for_its_retry(clo
             "resume.skip.source-stopped"
         ]
         assert tags_of(account, "bert-spot-u-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+
+
+@pytest.mark.parametrize(
+    ("ended", "resumed"), [("Stopped", False), ("MaxRuntimeExceeded", True)], ids=["owners-stop", "runtime-limit"]
+)
+def test_a_stopped_event_whose_source_read_lags_it_is_retried_not_spent(
+    clock: Clock, ended: str, resumed: bool
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        # Given a clone deferred while its Spot source trained on, past the reconciler's look-back when the
+        # source stops (as in the test above)
+        clone_failed_beside_its_source(account, clock, "bert-spot-g")
+        for _ in range(7):
+            clock.advance(minutes=10)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        clock.advance(minutes=2)
+        account.sagemaker.transition("bert-spot-g", "Stopping", "Stopping")
+        for _ in range(2):
+            clock.advance(minutes=6)
+            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        describe = account.sagemaker._op_DescribeTrainingJob
+        stale = copy.deepcopy(describe({"TrainingJobName": "bert-spot-g"}))  # the source still Stopping
+        account.sagemaker.transition("bert-spot-g", "Stopped", ended)
+        lagging = [True]
+
+        def lag(params: dict[str, Any]) -> dict[str, Any]:
+            if params["TrainingJobName"] == "bert-spot-g" and lagging[0]:
+                return copy.deepcopy(stale)
+            return describe(params)
+
+        account.sagemaker._op_DescribeTrainingJob = lag  # type: ignore[method-assign]
+        # When the source's Stopped event is handled while DescribeTrainingJob still answers Stopping
+        stopped = account.sagemaker.event("bert-spot-g")
+        with pytest.raises(DescriptionBehind):
+            account.invoke(handler, stopped)
+        # Then the delivery fails instead of being spent on a clone deferred again; its retry, once the read
+        # has caught up, decides the clone
+        lagging[0] = False
+        account.invoke(handler, stopped)
+        codes = [r.code for r in resume_records(account) if r.job_name == "bert-spot-g-r1"]
+        created = [r["TrainingJobName"] for r in account.sagemaker.created]
+        if resumed:
+            assert created == ["bert-spot-g-r1", "bert-spot-g-r2"]
+            assert codes.count("resume.clone.transient") == 1
+        else:
+            assert created == ["bert-spot-g-r1"]
+            assert codes[-1] == "resume.skip.source-stopped"
+            assert tags_of(account, "bert-spot-g-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
 
 
 @pytest.mark.parametrize("spot", [True, False, None], ids=["spot", "on-demand", "spot-unsaid"])

@@ -653,6 +653,10 @@ class AutoResumeReaction(_CloneReaction):
             return CheckpointProgress.unknown(f"the checkpoint location could not be listed: {exc}")
 
 
+# A deferred clone's resume that found its source not yet ended (running, or stopping).
+_SOURCE_NOT_ENDED = frozenset({ResumeCode.DEFER_SOURCE_RUNNING, ResumeCode.DEFER_SOURCE_STOPPING})
+
+
 class SpotFallbackReaction(_CloneReaction):
     """On ``Interrupted`` and on ``MaxWaitTimeExceeded``: move a Managed Spot job to On-Demand."""
 
@@ -690,10 +694,19 @@ class SpotFallbackReaction(_CloneReaction):
         try:
             tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
             name = next_clone_name(job.name, tags)
-            return [] if name is None else self._hand_over_deferred(name, None, trigger)
+            decisions = [] if name is None else self._hand_over_deferred(name, None, trigger)
         except AdapterError as exc:
             logger.warning("stopped job's deferred clone unreadable; retried", job=job.name, error=str(exc))
             raise
+        if any(d.code in _SOURCE_NOT_ENDED for d in decisions):
+            # The clone's resume read this job again and found it still running or stopping, though its event
+            # says it has stopped: that answer lags the event. Deferred again now, the clone would be past the
+            # reconciler's look-back with this event spent: read again (the delivery is retried in a minute).
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: still running or stopping, not yet the event's "
+                f"{job.status}/{job.secondary_status} (its deferred clone {name} was deferred again)"
+            )
+        return decisions
 
     def _decide(
         self,
