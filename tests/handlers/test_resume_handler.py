@@ -573,16 +573,7 @@ def test_a_clone_deferred_while_its_source_ran_is_resumed_when_the_source_ends(c
         account: LocalAccount = acct
         inbox = account.notification_inbox()
         # Given a move whose stop was throttled, and its clone failed transiently while the Spot job trains
-        create_ledger(account)
-        launch(account, "bert-spot-d", spot=True)
-        event = interrupt(account, clock, "bert-spot-d", 3)
-        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
-        with pytest.raises(AdapterError):
-            account.invoke(handler, event)
-        clock.advance(minutes=10)
-        account.sagemaker.transition("bert-spot-d-r1", "Failed", "Failed", failure_reason=TRANSIENT)
-        account.sagemaker.transition("bert-spot-d", "InProgress", "Starting")
-        account.sagemaker.transition("bert-spot-d", "InProgress", "Training")
+        clone_failed_while_source_trains(account, clock, "bert-spot-d")
         account.invoke(handler, account.sagemaker.event("bert-spot-d-r1"))
         # When the reconciler runs while the source still trains
         clock.advance(minutes=10)
@@ -616,9 +607,9 @@ def test_a_clone_deferred_while_its_source_ran_is_resumed_when_the_source_ends(c
         assert (told["job_name"], told["related_job"]) == ("bert-spot-d-r1", "bert-spot-d-r2")
 
 
-def clone_failed_beside_its_source(account: LocalAccount, clock: Clock, name: str) -> None:
+def clone_failed_while_source_trains(account: LocalAccount, clock: Clock, name: str) -> None:
     """A Spot move whose stop was throttled: its clone ``-r1`` failed transiently while the Spot job trains
-    on, and auto-resume deferred the clone (``resume.defer.source-running``)."""
+    on (the clone's Failed event not yet handled)."""
     create_ledger(account)
     launch(account, name, spot=True)
     event = interrupt(account, clock, name, 3)
@@ -629,8 +620,29 @@ def clone_failed_beside_its_source(account: LocalAccount, clock: Clock, name: st
     account.sagemaker.transition(f"{name}-r1", "Failed", "Failed", failure_reason=TRANSIENT)
     account.sagemaker.transition(name, "InProgress", "Starting")
     account.sagemaker.transition(name, "InProgress", "Training")
+
+
+def clone_failed_beside_its_source(account: LocalAccount, clock: Clock, name: str) -> None:
+    """``clone_failed_while_source_trains``, and auto-resume deferred the clone at its Failed event
+    (``resume.defer.source-running``)."""
+    clone_failed_while_source_trains(account, clock, name)
     account.invoke(handler, account.sagemaker.event(f"{name}-r1"))
     assert resume_records(account)[-1].code == "resume.defer.source-running"
+
+
+def source_stopping_past_the_look_back(account: LocalAccount, clock: Clock, name: str) -> None:
+    """``clone_failed_beside_its_source``, the reconciler deferring the clone again for 70 minutes, and the
+    source starting to stop 82 minutes after the clone failed, still Stopping 12 minutes later: past the
+    reconciler's look-back (60 min backoff + 3 runs, from the clone's failure) once it has stopped."""
+    clone_failed_beside_its_source(account, clock, name)
+    for _ in range(7):
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    clock.advance(minutes=2)
+    account.sagemaker.transition(name, "Stopping", "Stopping")
+    for _ in range(2):
+        clock.advance(minutes=6)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
 
 
 def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_completed(clock: Clock) -> None:
@@ -715,16 +727,7 @@ def test_a_failed_clone_whose_source_is_stopping_is_decided_once_the_source_has_
         account: LocalAccount = acct
         inbox = account.notification_inbox()
         # Given a Spot move whose stop was throttled, its clone failed transiently while the Spot job trains on
-        create_ledger(account)
-        launch(account, "bert-spot-p", spot=True)
-        event = interrupt(account, clock, "bert-spot-p", 3)
-        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
-        with pytest.raises(AdapterError):
-            account.invoke(handler, event)
-        clock.advance(minutes=10)
-        account.sagemaker.transition("bert-spot-p-r1", "Failed", "Failed", failure_reason=TRANSIENT)
-        account.sagemaker.transition("bert-spot-p", "InProgress", "Starting")
-        account.sagemaker.transition("bert-spot-p", "InProgress", "Training")
+        clone_failed_while_source_trains(account, clock, "bert-spot-p")
         # and a minute later the source starts stopping (SecondaryStatus Stopping: its owner's stop, or its
         # runtime limit, cannot be told apart until it has ended)
         clock.advance(minutes=1)
@@ -779,18 +782,9 @@ def test_a_clone_deferred_while_its_source_ran_is_decided_by_the_sources_late_st
     with ledger_account(clock) as acct:
         account: LocalAccount = acct
         inbox = account.notification_inbox()
-        # Given a clone deferred while its Spot source trained on, the reconciler deferring it again for 70 min
-        clone_failed_beside_its_source(account, clock, "bert-spot-l")
-        for _ in range(7):
-            clock.advance(minutes=10)
-            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
-        # and the source starting to stop 82 minutes after the clone failed, Stopped 12 minutes later: past the
-        # reconciler's look-back (60 min backoff + 3 runs, from the clone's failure)
-        clock.advance(minutes=2)
-        account.sagemaker.transition("bert-spot-l", "Stopping", "Stopping")
-        for _ in range(2):
-            clock.advance(minutes=6)
-            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Given a clone deferred while its Spot source trained on, and the source stopping late: Stopped past the
+        # reconciler's look-back
+        source_stopping_past_the_look_back(account, clock, "bert-spot-l")
         account.sagemaker.transition("bert-spot-l", "Stopped", ended)
         # When the source's Stopped event arrives (twice: a duplicate), and the reconciler runs on
         stopped = account.sagemaker.event("bert-spot-l")
@@ -860,17 +854,9 @@ def test_a_stopped_event_whose_source_read_lags_it_is_retried_not_spent(
 ) -> None:
     with ledger_account(clock) as acct:
         account: LocalAccount = acct
-        # Given a clone deferred while its Spot source trained on, past the reconciler's look-back when the
-        # source stops (as in the test above)
-        clone_failed_beside_its_source(account, clock, "bert-spot-g")
-        for _ in range(7):
-            clock.advance(minutes=10)
-            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
-        clock.advance(minutes=2)
-        account.sagemaker.transition("bert-spot-g", "Stopping", "Stopping")
-        for _ in range(2):
-            clock.advance(minutes=6)
-            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+        # Given a clone deferred while its Spot source trained on, and the source stopping late: Stopped past the
+        # reconciler's look-back
+        source_stopping_past_the_look_back(account, clock, "bert-spot-g")
         describe = account.sagemaker._op_DescribeTrainingJob
         stale = copy.deepcopy(describe({"TrainingJobName": "bert-spot-g"}))  # the source still Stopping
         account.sagemaker.transition("bert-spot-g", "Stopped", ended)
