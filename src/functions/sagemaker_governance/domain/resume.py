@@ -1074,6 +1074,8 @@ def decide_spot(
 CLONE_RUNNING: Final = frozenset({"InProgress", "Completed"})  # a clone that took (or is taking) over
 # a failed clone's resume denied by how its source ended: decided again with the job's next clone, if any
 SOURCE_ENDED_SKIPS: Final = frozenset({ResumeCode.SOURCE_STOPPED, ResumeCode.SOURCE_COMPLETED})
+# a failed clone's resume deferred because its source has not ended yet (runs, or stops)
+SOURCE_NOT_ENDED_DEFERS: Final = frozenset({ResumeCode.DEFER_SOURCE_RUNNING, ResumeCode.DEFER_SOURCE_STOPPING})
 SOURCE_ENDING: Final = frozenset({"Stopping", "Stopped"})  # a moved job, once its move's stop was sent
 
 

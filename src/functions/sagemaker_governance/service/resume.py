@@ -71,6 +71,7 @@ from sagemaker_governance.domain.resume import (
     RESUME_RULE_ID,
     SOURCE_ENDED_SKIPS,
     SOURCE_ENDING,
+    SOURCE_NOT_ENDED_DEFERS,
     SPOT_RULE_ID,
     CloneContext,
     CloneDecision,
@@ -653,10 +654,6 @@ class AutoResumeReaction(_CloneReaction):
             return CheckpointProgress.unknown(f"the checkpoint location could not be listed: {exc}")
 
 
-# A deferred clone's resume that found its source not yet ended (running, or stopping).
-_SOURCE_NOT_ENDED = frozenset({ResumeCode.DEFER_SOURCE_RUNNING, ResumeCode.DEFER_SOURCE_STOPPING})
-
-
 class SpotFallbackReaction(_CloneReaction):
     """On ``Interrupted`` and on ``MaxWaitTimeExceeded``: move a Managed Spot job to On-Demand."""
 
@@ -698,7 +695,7 @@ class SpotFallbackReaction(_CloneReaction):
         except AdapterError as exc:
             logger.warning("stopped job's deferred clone unreadable; retried", job=job.name, error=str(exc))
             raise
-        if any(d.code in _SOURCE_NOT_ENDED for d in decisions):
+        if any(d.code in SOURCE_NOT_ENDED_DEFERS for d in decisions):
             # The clone's resume read this job again and found it still running or stopping, though its event
             # says it has stopped: that answer lags the event. Deferred again now, the clone would be past the
             # reconciler's look-back with this event spent: read again (the delivery is retried in a minute).
