@@ -8,9 +8,11 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
+from botocore.exceptions import ConnectTimeoutError
 
 from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS, DeliveryLedger
-from sagemaker_governance.domain.errors import Claim
+from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, CloneNotices
 from tests.adapters.conftest import NOW, CallRecorder
 
@@ -101,6 +103,29 @@ def test_a_claim_whose_answer_was_lost_is_granted_to_its_own_retry(ledger: Deliv
     assert claim.granted and claim.done == frozenset()
     # And anyone else is still a duplicate
     assert not ledger.claim(KEY, "m-2", NOW, 60).granted
+
+
+def test_a_claim_applied_whose_answer_and_retries_are_lost_raises_and_holds_the_key(dynamodb: Any) -> None:
+    # Given a client that sends a claim once more after a lost answer, and no more (no backoff to wait for)
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", config=Config(retries={"mode": "standard", "total_max_attempts": 2})
+    )
+    lose_first_answer(client)
+
+    def unreachable(request: Any, **_: Any) -> None:
+        if sent:
+            raise ConnectTimeoutError(endpoint_url=request.url)
+        sent.append(request.url)
+
+    sent: list[str] = []
+    client.meta.events.register("before-send.dynamodb.UpdateItem", unreachable)
+    # When DynamoDB applies the claim, its answer is lost, and the retry cannot connect
+    with pytest.raises(AdapterError, match="claim"):
+        DeliveryLedger(client, TABLE).claim(KEY, "m-1", NOW, 295)
+    # Then the ledger raised although the claim holds the key: its owner's retry within the hold is refused
+    ledger = DeliveryLedger(dynamodb, TABLE)
+    assert not ledger.claim(KEY, "m-1", NOW + timedelta(seconds=60), 295).granted
+    assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=1800), 295).granted
 
 
 def test_a_retried_claim_keeps_what_a_released_attempt_did(ledger: DeliveryLedger, dynamodb: Any) -> None:

@@ -339,6 +339,47 @@ def test_a_record_whose_failed_attempt_could_not_release_keeps_the_queues_visibi
     assert receive(acct, queue) is None
 
 
+def test_a_record_whose_claim_was_applied_unanswered_keeps_the_queues_visibility_and_is_governed_once(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given an untagged job's Starting event (enforce: the job must be stopped), received from the queue
+    acct.sagemaker.launch(create_request("unanswered-1", tags={"owner": "bob"}))
+    inbox = acct.notification_inbox()
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("unanswered-1")))
+    first = receive(acct, queue)
+    assert first is not None
+    # When DynamoDB applies its delivery's claim but the answer never comes back (a read timeout, then
+    # botocore's retries fail to connect: the ledger raises), so the claim is held for about 295 s
+    claim = DeliveryLedger.claim
+
+    def applied_unanswered(self: DeliveryLedger, key: str, *args: Any) -> Any:
+        claim(self, key, *args)
+        raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: Read timeout")
+
+    with mock.patch.object(DeliveryLedger, "claim", applied_unanswered), pytest.raises(AdapterError):
+        job_events(dict(first), FullContext())
+    # Then its visibility is not shortened: a retry a minute later would meet that claim, be answered as a
+    # duplicate of itself and deleted (the job never stopped); it is not received before the queue's timeout
+    assert queue.calls == []
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    assert receive(acct, queue) is None
+    # When it comes back after the queue's timeout, long after the hold
+    clock.advance(seconds=2)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    answer = job_events(dict(second), FullContext())
+    # Then its retry takes the claim over: the job is stopped, recorded and its owner told, once
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, second, answer)
+    assert acct.sagemaker.stop_requests == ["unanswered-1"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    assert len(acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])) == 1
+    clock.advance(seconds=QUEUE_TIMEOUT * 3)
+    assert receive(acct, queue) is None
+
+
 def test_of_two_failed_records_only_the_released_one_is_made_visible_sooner(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:

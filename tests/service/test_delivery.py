@@ -133,6 +133,37 @@ def test_a_failed_attempt_is_marked_unreleased_only_when_its_release_failed(
     assert calls.log.count("process") == 1
 
 
+def test_a_claim_that_raised_fails_the_delivery_marked_unreleased(
+    ledger: Any, calls: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a claim DynamoDB applied but whose answer never came back: botocore's retries failed too, and the
+    # ledger raised (a raised claim's outcome is unknown: it may hold the key for the invocation's time)
+    claim = ledger.claim
+
+    def applied_unanswered(key: str, owner: str, at: datetime, hold_seconds: float) -> Any:
+        claim(key, owner, at, hold_seconds)
+        raise AdapterError("UpdateItem: read timeout")
+
+    def process() -> None:
+        calls("process")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger, "claim", applied_unanswered)
+        with pytest.raises(AdapterError) as failed:
+            deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=295)
+    # Then nothing was processed and the error goes back marked unreleased (its record keeps the queue's
+    # visibility): a retry within the hold would meet that claim and be a duplicate of itself
+    assert "process" not in calls.log
+    assert unreleased(failed.value)
+    early = now + timedelta(seconds=60)
+    assert deliver(ledger, KEY, process, owner="m-1", now=early, hold_seconds=295) == Duplicate(KEY)
+    # When the record comes back after the queue's visibility (1,800 s), past the hold
+    late = now + timedelta(seconds=1800)
+    deliver(ledger, KEY, process, owner="m-1", now=late, hold_seconds=295)
+    # Then its retry takes the claim over and the event is processed once
+    assert calls.log.count("process") == 1
+
+
 def test_an_unreleased_mark_is_a_flag_of_the_error_itself() -> None:
     error = RuntimeError("x")
     assert not unreleased(error) and not unreleased(RuntimeError("x"))

@@ -18,9 +18,10 @@ given the retry ladder's visibility instead (``domain/redelivery.py``: 60 s afte
 after a second, the queue's own later), by the root's ``QueueVisibility`` (``adapters/queue.py``): best
 effort, in one call per batch, made only when something goes back and the invocation still has
 ``VISIBILITY_MIN_REMAINING_MS`` left. A failed attempt has released its delivery's claim in the ledger, so
-the retry claims it again. Not one whose release failed too (its error marked ``unreleased``,
-``service/idempotency.py``): its claim stays held for the invocation's time (at most the 300 s timeout),
-and a retry within it would be answered as a duplicate of itself and the record deleted. Such a record is
+the retry claims it again. Not one whose release failed too, nor one whose claim raised (DynamoDB may have
+applied it, its answer lost): its error is marked ``unreleased`` (``service/idempotency.py``), its claim
+may stay held for the invocation's time (at most the 300 s timeout), and a retry within it would be
+answered as a duplicate of itself and the record deleted. Such a record is
 named in the answer but left out of ``going_back``: it keeps the queue's own visibility (1,800 s), longer
 than any hold, and its retry takes the claim over.
 """
@@ -73,7 +74,7 @@ def partial_batch(
     answer (or the error) goes back, when there are some (``sooner``), but those whose error is marked
     ``unreleased`` (their claim still held: they keep the queue's visibility); whatever it raises is logged."""
     failures: list[dict[str, str]] = []
-    held: set[str] = set()  # failed records whose delivery claim could not be released
+    held: set[str] = set()  # failed records whose delivery claim may still be held (unreleased)
     errors: list[Exception] = []
     with delivery_batch():
         for index, (record_id, body) in enumerate(bodies):

@@ -26,6 +26,11 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   message must find a duplicate. A direct invocation has no such visibility: Lambda retries it about a
   minute later, within the hold, and that retry is answered as a duplicate (the event's remaining effects
   lost). A known gap, on a path the template does not deploy (both functions are fed by queues);
+- the claim itself raised (DynamoDB throttled or unreachable through botocore's retries): its outcome is
+  unknown, since DynamoDB may have applied it and only its answer been lost (a read timeout, then retries
+  that could not connect). Nothing was processed; the error goes back marked unreleased too, so that a
+  claim so applied is over before the record comes back (the price: a claim that was not applied waits
+  the queue's timeout as well);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
   meanwhile is skipped. Its own owner, too, once the claim is marked *completed*: Lambda returns a whole
   SQS batch to the queue when the invocation fails or times out, the records it had completed included,
@@ -194,7 +199,11 @@ def deliver(
     if ledger is None:
         return process()
     _mark_completed(now)
-    claim = ledger.claim(key, owner, now, hold_seconds)
+    try:
+        claim = ledger.claim(key, owner, now, hold_seconds)
+    except Exception as exc:  # of unknown outcome: DynamoDB may have applied it and its answer been lost
+        mark_unreleased(exc)  # as a claim left held: its record keeps the queue's visibility, past the hold
+        raise
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
         return Duplicate(key)
@@ -218,15 +227,15 @@ _UNRELEASED = "smgov_unreleased"
 
 
 def mark_unreleased(exc: E) -> E:
-    """Mark ``exc``, a delivery's error, as one whose claim could not be released (a flag attribute on the
-    exception itself): its record must not come back before the claim's hold is over
-    (``handlers/_batch.py``). Returns ``exc``."""
+    """Mark ``exc``, a delivery's error, as one that may leave a claim held (a flag attribute on the
+    exception itself): its release failed, or the claim raised with its outcome unknown. Its record must not
+    come back before the claim's hold is over (``handlers/_batch.py``). Returns ``exc``."""
     setattr(exc, _UNRELEASED, True)
     return exc
 
 
 def unreleased(exc: BaseException) -> bool:
-    """Whether ``exc`` was marked by ``mark_unreleased``: its delivery's claim is still held."""
+    """Whether ``exc`` was marked by ``mark_unreleased``: its delivery's claim may still be held."""
     return getattr(exc, _UNRELEASED, False) is True
 
 
