@@ -15,9 +15,11 @@ from unittest import mock
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.business_metrics import BusinessMetric
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
@@ -30,6 +32,8 @@ from tests.handlers.conftest import ENFORCE, MovableClock
 TABLE = "smgov-idempotency"
 QUEUE = "gov-JobEventsQueue"
 QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
+RESUMING = {**ENFORCE, "RESUME_MIN_TRAINING_HOURS": "24", "RESUME_MAX_ATTEMPTS": "2"}
+TRANSIENT = "InternalServerError: We encountered an internal error. Please try again."
 
 
 @dataclass
@@ -40,12 +44,18 @@ class Queue:
 
 
 @pytest.fixture
-def acct(clock: MovableClock) -> Iterator[LocalAccount]:
+def env() -> dict[str, str]:
+    """The functions' environment (a test parametrizes ``env`` for another)."""
+    return ENFORCE
+
+
+@pytest.fixture
+def acct(clock: MovableClock, env: dict[str, str]) -> Iterator[LocalAccount]:
     millis = lambda: clock().timestamp() * 1000  # noqa: E731
     with (
         mock.patch("moto.sqs.models.unix_time_millis", millis),
         mock.patch("moto.sqs.models.unix_time", lambda: clock().timestamp()),
-        local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": TABLE}) as account,
+        local_account(clock, {**env, "IDEMPOTENCY_TABLE_NAME": TABLE}) as account,
     ):
         boto3.client("dynamodb", region_name="us-east-1").create_table(
             TableName=TABLE,
@@ -376,6 +386,64 @@ def test_a_record_whose_claim_was_applied_unanswered_keeps_the_queues_visibility
     assert acct.sagemaker.stop_requests == ["unanswered-1"]
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
     assert len(acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])) == 1
+    clock.advance(seconds=QUEUE_TIMEOUT * 3)
+    assert receive(acct, queue) is None
+
+
+@pytest.mark.parametrize("env", [RESUMING])
+def test_a_record_whose_clone_notice_could_not_be_released_keeps_the_queues_visibility_and_tells_once(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a long job with checkpoints that failed transiently after 26 hours: its Failed event is queued
+    request = create_request("notice-1")
+    request["CheckpointConfig"] = {"S3Uri": "s3://bucket/checkpoints/notice-1/"}
+    acct.sagemaker.launch(request)
+    inbox = acct.notification_inbox()
+    clock.advance(minutes=5)
+    acct.sagemaker.transition("notice-1", "InProgress", "Training")
+    clock.advance(hours=26)
+    acct.sagemaker.transition("notice-1", "Failed", "Failed", failure_reason=TRANSIENT)
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("notice-1")))
+    first = receive(acct, queue)
+    assert first is not None
+    # When its clone is made, SNS throttles the owner's message, and the clone notice's claim (resume:<clone>,
+    # held 900 s) cannot be released, while the delivery's own release succeeds
+
+    def throttled(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "Publish")
+
+    release = DeliveryLedger.release
+
+    def notice_unreleased(self: DeliveryLedger, key: str, *args: Any) -> None:
+        if key.startswith("resume:"):
+            raise AdapterError(f"DynamoDB UpdateItem (release {key}) failed: throttled")
+        release(self, key, *args)
+
+    sns = acct.root.client("sns")
+    sns.meta.events.register("before-call.sns.Publish", throttled)
+    with mock.patch.object(DeliveryLedger, "release", notice_unreleased), pytest.raises(AdapterError):
+        job_events(dict(first), FullContext())
+    sns.meta.events.unregister("before-call.sns.Publish", throttled)
+    assert [r["TrainingJobName"] for r in acct.sagemaker.created] == ["notice-1-r1"]
+    # Then its visibility is not shortened: a retry a minute later, within the notice's hold, would find the
+    # owner "told already" and complete (never told, the clone never counted); not received before 1,800 s
+    assert queue.calls == []
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    assert receive(acct, queue) is None
+    # When it comes back after the queue's timeout, past the notice's hold
+    clock.advance(seconds=2)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    answer = job_events(dict(second), FullContext())
+    # Then its retry meets the clone ("already exists"), tells the owner and counts the clone, once
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, second, answer)
+    assert [r["TrainingJobName"] for r in acct.sagemaker.created] == ["notice-1-r1"]
+    told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(told) == 1
+    assert len(acct.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
     clock.advance(seconds=QUEUE_TIMEOUT * 3)
     assert receive(acct, queue) is None
 

@@ -173,11 +173,38 @@ def test_the_delivery_ledgers_ttl_outlasts_every_copy_of_a_delivery(template: di
     )
 
 
-def test_a_record_whose_claim_was_not_released_comes_back_after_its_hold(template: dict[str, Any]) -> None:
-    # An attempt that raised and could not release its ledger claim holds it for the invocation's remaining
-    # time, at most the function's Timeout. Its record is given no shorter visibility (handlers/_batch.py):
-    # its queue's VisibilityTimeout must outlast the hold, or the retry meets its own claim and is answered
-    # as a duplicate (the record deleted, the event lost).
+def ledger_holds() -> dict[str, float]:
+    """Every fixed hold a claim in the delivery ledger is made with: each module-level ``*_HOLD_SECONDS``
+    constant of the service's package, by name (a delivery's own claim is held for the invocation's remaining
+    time instead: at most its function's Timeout)."""
+    import ast
+
+    import sagemaker_governance
+
+    holds: dict[str, float] = {}
+    for path in sorted(Path(sagemaker_governance.__file__).parent.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id.endswith("HOLD_SECONDS"):
+                    holds[target.id] = float(ast.literal_eval(value))
+    return holds
+
+
+def test_every_ledger_hold_is_over_before_a_record_that_left_it_comes_back(template: dict[str, Any]) -> None:
+    # An attempt that raised may leave a claim held in the ledger: its delivery's own (its release failed,
+    # or its claim raised with its outcome unknown), held for the invocation's remaining time, at most the
+    # function's Timeout; or a once-guard's within it (a clone notice's, CLONE_NOTICE_HOLD_SECONDS). Its error
+    # is marked unreleased and its record given no shorter visibility (handlers/_batch.py): its queue's
+    # VisibilityTimeout must outlast every hold, or the retry meets the claim its own attempt left (a
+    # duplicate of itself, deleted: the event lost; a clone's owner found "told already": never told).
+    holds = ledger_holds()
+    assert {"CLONE_NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS", "RECONCILER_HOLD_SECONDS"} <= set(holds)
     resources = template["Resources"]
     mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert {m["FunctionName"]["Ref"] for m in mappings} == {"JobEventsFunction", "IdleStopperFunction"}
@@ -186,6 +213,8 @@ def test_a_record_whose_claim_was_not_released_comes_back_after_its_hold(templat
         function = resources[mapping["FunctionName"]["Ref"]]["Properties"]
         timeout = function.get("Timeout", template["Globals"]["Function"]["Timeout"])
         assert queue["VisibilityTimeout"] > timeout, (mapping["FunctionName"], timeout)
+        for name, hold in holds.items():
+            assert queue["VisibilityTimeout"] > hold, (mapping["FunctionName"], name, hold)
 
 
 def test_the_lambda_model_accepts_the_mapping_settings() -> None:

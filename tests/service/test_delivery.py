@@ -13,6 +13,8 @@ from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
 from sagemaker_governance.service.idempotency import (
+    CLONE_NOTICE_HOLD_SECONDS,
+    CloneNotices,
     Duplicate,
     OnceAuditSink,
     OnceNotifier,
@@ -24,6 +26,7 @@ from sagemaker_governance.service.idempotency import (
 from tests.builders import job
 
 KEY = "job:job-1:InProgress:Starting:1:-"
+QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
 
 
 def record(action: str = "stop", outcome: Outcome = Outcome.DONE, mode: Mode = Mode.ENFORCE) -> AuditRecord:
@@ -162,6 +165,98 @@ def test_a_claim_that_raised_fails_the_delivery_marked_unreleased(
     deliver(ledger, KEY, process, owner="m-1", now=late, hold_seconds=295)
     # Then its retry takes the claim over and the event is processed once
     assert calls.log.count("process") == 1
+
+
+def publish_throttled() -> None:
+    raise AdapterError("SNS Publish throttled")
+
+
+def test_a_clone_notice_that_could_not_be_released_marks_its_deliverys_error_unreleased(
+    ledger: Any, calls: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a delivery that made a clone and whose owner's message failed: the clone notice's claim (held
+    # CLONE_NOTICE_HOLD_SECONDS) cannot be released, while the delivery's own release succeeds
+    notices = CloneNotices(ledger, lambda: now)
+    release = ledger.release
+
+    def notice_unreleased(key: str, *args: Any) -> None:
+        if key.startswith("resume:"):
+            raise AdapterError("UpdateItem throttled")
+        release(key, *args)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger, "release", notice_unreleased)
+        with pytest.raises(AdapterError) as failed:
+            deliver(
+                ledger,
+                KEY,
+                lambda: notices.once("llm-r1", publish_throttled),
+                owner="m-1",
+                now=now,
+                hold_seconds=295,
+            )
+    # Then the delivery's error is marked unreleased (its record keeps the queue's visibility): a retry within
+    # the notice's hold would find the owner "told already" and complete untold
+    assert unreleased(failed.value) and str(failed.value) == "SNS Publish throttled"
+    assert not notices.once("llm-r1", lambda: calls("told early"))
+    # When the record comes back after the queue's visibility (1,800 s), past the notice's hold
+    assert QUEUE_TIMEOUT > CLONE_NOTICE_HOLD_SECONDS
+    later = CloneNotices(ledger, lambda: now + timedelta(seconds=QUEUE_TIMEOUT))
+    deliver(
+        ledger,
+        KEY,
+        lambda: later.once("llm-r1", lambda: calls("told")),
+        owner="m-1",
+        now=now + timedelta(seconds=QUEUE_TIMEOUT),
+        hold_seconds=295,
+    )
+    # Then the owner is told, once
+    assert [c for c in calls.log if c.startswith("told")] == ["told"]
+
+
+def test_a_clone_notice_claim_that_raised_marks_its_deliverys_error_unreleased(
+    ledger: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a clone notice's claim DynamoDB applied but whose answer was lost for good (the ledger raised)
+    claim = ledger.claim
+
+    def notice_unanswered(key: str, *args: Any) -> Any:
+        granted = claim(key, *args)
+        if key.startswith("resume:"):
+            raise AdapterError("UpdateItem: read timeout")
+        return granted
+
+    monkeypatch.setattr(ledger, "claim", notice_unanswered)
+    notices = CloneNotices(ledger, lambda: now)
+    # When the delivery that made the clone fails on it
+    with pytest.raises(AdapterError) as failed:
+        deliver(ledger, KEY, lambda: notices.once("llm-r1", lambda: None), owner="m-1", now=now, hold_seconds=295)
+    # Then its error is marked unreleased: the notice's key may be held for its whole hold
+    assert unreleased(failed.value)
+
+
+def test_a_delivery_that_left_a_clone_notice_held_marks_whatever_error_it_ends_with(
+    ledger: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a delivery whose clone notice could not be released, and which goes on to fail with another error
+    # (the notice's own caught and another raised)
+    def throttled(*_: Any) -> None:
+        raise AdapterError("UpdateItem throttled")
+
+    notices = CloneNotices(ledger, lambda: now)
+
+    def process() -> None:
+        try:
+            notices.once("llm-r1", publish_throttled)
+        except AdapterError as exc:
+            raise RuntimeError("the reaction failed") from exc
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger, "release", throttled)
+        with pytest.raises(RuntimeError) as failed:
+            deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=295)
+    # Then the error the delivery ends with is marked unreleased all the same
+    assert unreleased(failed.value)
 
 
 def test_an_unreleased_mark_is_a_flag_of_the_error_itself() -> None:

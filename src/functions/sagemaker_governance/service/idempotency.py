@@ -104,6 +104,7 @@ class _Delivery:
     key: str
     done: frozenset[str] = frozenset()
     effects: list[str] = field(default_factory=list)  # completed by this attempt
+    held: bool = False  # this attempt left a once-guard's claim held (``hold_left``): its error is unreleased
 
 
 _current: ContextVar[_Delivery | None] = ContextVar("smgov_delivery", default=None)
@@ -216,6 +217,8 @@ def deliver(
             except Exception:  # the claim stays: the owner's retry takes it over once the invocation's time is up
                 logger.exception("delivery claim not released", delivery=key)
                 mark_unreleased(exc)  # its record keeps the queue's visibility, longer than the hold
+            if delivery.held:  # a once-guard's claim left held: its retry must come after that hold
+                mark_unreleased(exc)
             raise
     batch = _batch.get()
     if batch is not None and claim.token is not None:
@@ -232,6 +235,16 @@ def mark_unreleased(exc: E) -> E:
     come back before the claim's hold is over (``handlers/_batch.py``). Returns ``exc``."""
     setattr(exc, _UNRELEASED, True)
     return exc
+
+
+def hold_left(exc: E) -> E:
+    """A once-guard within a delivery (``CloneNotices``) failed and may have left its own claim held (its
+    release failed, or its claim raised): mark ``exc`` unreleased, and the current delivery too, so that
+    whatever error the delivery ends with is marked. Returns ``exc``."""
+    delivery = _current.get()
+    if delivery is not None:
+        delivery.held = True
+    return mark_unreleased(exc)
 
 
 def unreleased(exc: BaseException) -> bool:
@@ -319,7 +332,9 @@ class OnceNotifier:
 CLONE_NOTICE_OWNER = (
     "clone-notice"  # one owner for every teller: a dead teller's claim is taken over after the hold
 )
-CLONE_NOTICE_HOLD_SECONDS = 900.0  # longer than either function's timeout (300 s)
+# Longer than either function's timeout (300 s); shorter than the queues' VisibilityTimeout (1,800 s), after which
+# a record whose attempt left this claim held comes back (``hold_left``; tests/infrastructure checks every hold).
+CLONE_NOTICE_HOLD_SECONDS = 900.0
 # The item must outlive the reconciler's look-back for deferred resumes (the longest backoff, at most a day, plus
 # three runs, each at most a day apart): the composition root gives the notices' ledger this TTL at least.
 CLONE_NOTICE_TTL_SECONDS = 7 * 24 * 3600
@@ -332,7 +347,12 @@ def clone_notice_key(clone: str) -> str:
 class CloneNotices:
     """Tell a clone's owner (and count the clone) once, whoever made it: a claim of ``resume:<clone>`` in
     the delivery ledger (one conditional ``UpdateItem``), marked completed once told, released when telling
-    failed (the next to meet the clone tells). Only a clone costs these writes: a healthy job never has one."""
+    failed (the next to meet the clone tells). Only a clone costs these writes: a healthy job never has one.
+
+    When telling failed and the release failed too, or the claim itself raised (its outcome unknown), the
+    key may stay held for ``CLONE_NOTICE_HOLD_SECONDS``, and a retry within it would find the owner "told
+    already" and complete, the owner never told: the error is marked unreleased (``hold_left``), so the
+    delivery's record comes back after its queue's timeout, past the hold, and its retry tells."""
 
     def __init__(self, ledger: LedgerPort, clock: Callable[[], datetime]) -> None:
         self._ledger = ledger
@@ -341,17 +361,22 @@ class CloneNotices:
     def once(self, clone: str, tell: Callable[[], None]) -> bool:
         """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
         key, now = clone_notice_key(clone), self._clock()
-        claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
+        try:
+            claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
+        except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
+            hold_left(exc)
+            raise
         if not claim.granted:
             logger.info("clone's owner told already", clone=clone)
             return False
         try:
             tell()
-        except Exception:
+        except Exception as exc:
             try:
                 self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
             except Exception:  # the claim stays: taken over once its hold is over
                 logger.exception("clone notice not released", clone=clone)
+                hold_left(exc)  # the delivery's record must come back after the hold, not "told already"
             raise
         if claim.token is not None:
             try:
