@@ -515,3 +515,48 @@ def test_a_second_copy_of_a_completed_record_within_its_hold_is_a_duplicate(
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
     told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
     assert len(told) == 1
+
+
+def test_a_copy_of_a_completed_record_that_told_its_owner_is_a_duplicate_after_its_hold_too(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given an untagged job's event, received and governed as a batch of one: stopped, its owner told
+    writes: list[str] = []
+    acct.root.session.events.register(
+        "provide-client-params.dynamodb.UpdateItem", lambda params, **_: writes.append(params["UpdateExpression"])
+    )
+    acct.sagemaker.launch(create_request("untagged-2", tags={"owner": "bob"}))
+    inbox = acct.notification_inbox()
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("untagged-2")))
+    batch = receive(acct, queue)
+    assert batch is not None
+    assert job_events(dict(batch), FullContext()) == {"batchItemFailures": []}
+    # Then its claim was marked completed (a second write, made because someone was told)
+    assert len(writes) == 2
+    # When a copy of the same message (same message id) arrives after the claim's hold: at-least-once
+    # delivery, or the event source mapping's delete failed and the message reappears after 1,800 s
+    clock.advance(seconds=QUEUE_TIMEOUT)
+    copy = json.loads(json.dumps(batch))
+    # Then it is a duplicate: the job was stopped and recorded once, its owner told once
+    assert job_events(copy, FullContext()) == {"batchItemFailures": []}
+    assert acct.sagemaker.stop_requests == ["untagged-2"]
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(told) == 1
+
+
+def test_a_compliant_jobs_record_makes_one_ledger_write(acct: LocalAccount, queue: Queue) -> None:
+    # Given a compliant job's Training event (the healthy path: an idle alarm created, nobody told)
+    writes: list[str] = []
+    acct.root.session.events.register(
+        "provide-client-params.dynamodb.UpdateItem", lambda params, **_: writes.append(params["UpdateExpression"])
+    )
+    acct.sagemaker.launch(create_request("job-c"), secondary="Training")
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("job-c")))
+    batch = receive(acct, queue)
+    assert batch is not None
+    # When it is governed
+    assert acct.invoke(job_events, batch) == {"batchItemFailures": []}
+    # Then the ledger is written once: its claim, no completion mark
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
+    assert len(writes) == 1

@@ -485,6 +485,56 @@ def test_a_single_delivery_costs_no_mark(ledger: Any, calls: Any, now: datetime)
     assert calls.log == ["claim m-1", "claim m-2"]
 
 
+def stopped() -> Notification:
+    return Notification(
+        kind=NotificationKind.COMPLIANCE, job_name="job-1", headline="h", outcome=NotificationOutcome.STOPPED
+    )
+
+
+def test_a_delivery_that_told_someone_is_marked_completed_and_a_late_copy_of_it_is_a_duplicate(
+    ledger: Any, calls: Any, now: datetime
+) -> None:
+    # Given a single delivery that stops a job and tells its owner
+    sns = Published()
+    notifier = OnceNotifier(sns)
+    deliver(ledger, KEY, lambda: notifier.publish(stopped()), owner="m-1", now=now, hold_seconds=295)
+    # Then it is marked completed at once (one write more, only because someone was told)
+    assert calls.log == ["claim m-1", "complete m-1"]
+    # When a copy of its message (same message id) comes after the hold: the event source mapping's delete
+    # failed and the message reappears after the queue's visibility
+    later = now + timedelta(seconds=QUEUE_TIMEOUT)
+    again = deliver(ledger, KEY, lambda: notifier.publish(stopped()), owner="m-1", now=later, hold_seconds=295)
+    # Then it is a duplicate: the owner is not told twice
+    assert again == Duplicate(KEY) and len(sns.messages) == 1
+
+
+def test_a_delivery_that_told_nobody_is_not_marked_and_a_late_copy_of_it_runs_again(
+    ledger: Any, calls: Any, now: datetime
+) -> None:
+    # Given a single delivery that records its action and tells nobody (a compliant job's: the healthy path)
+    sink = MemoryAuditSink()
+    audit = OnceAuditSink(sink)
+    deliver(ledger, KEY, lambda: audit.write(record("create-alarm")), owner="m-1", now=now, hold_seconds=295)
+    # Then it costs its claim only
+    assert calls.log == ["claim m-1"]
+    # and a copy of its message after the hold takes the claim over and runs again (its actions idempotent,
+    # its audit record written again with the same event id): the price of no mark on the healthy path
+    later = now + timedelta(seconds=QUEUE_TIMEOUT)
+    deliver(ledger, KEY, lambda: audit.write(record("create-alarm")), owner="m-1", now=later, hold_seconds=295)
+    assert len(sink.records) == 2
+    # while a copy within the hold is a duplicate
+    early = now + timedelta(seconds=5)
+    assert deliver(ledger, KEY, lambda: None, owner="m-1", now=early, hold_seconds=295) == Duplicate(KEY)
+
+
+def test_in_a_batch_a_delivery_that_told_someone_is_marked_once(ledger: Any, calls: Any, now: datetime) -> None:
+    notifier = OnceNotifier(Published())
+    with delivery_batch():
+        deliver(ledger, "k-1", lambda: notifier.publish(stopped()), owner="m-1", now=now, hold_seconds=60)
+        deliver(ledger, "k-2", lambda: "ok", owner="m-2", now=now, hold_seconds=60)
+    assert calls.log == ["claim m-1", "complete m-1", "claim m-2"]
+
+
 def test_a_mark_that_fails_does_not_fail_the_next_delivery(ledger: Any, calls: Any, now: datetime) -> None:
     # Given a ledger whose completion mark fails
     def broken(key: str, token: str, now: datetime) -> None:

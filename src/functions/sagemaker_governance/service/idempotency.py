@@ -23,22 +23,31 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   queue's own timeout (1,800 s), longer than any hold, and its retry takes the claim over. A retry within
   the hold would meet its own claim and be answered as a duplicate, whoever holds it: a claim held by its
   own owner cannot be told from a delivery that completed unmarked (below), which a second copy of its SQS
-  message must find a duplicate. A direct invocation has no such visibility: Lambda retries it about a
-  minute later, within the hold, and that retry is answered as a duplicate (the event's remaining effects
-  lost). A known gap, on a path the template does not deploy (both functions are fed by queues);
+  message within the hold must find a duplicate. A direct invocation has no such visibility: Lambda
+  retries it about a minute later, within the hold, and that retry is answered as a duplicate (the event's
+  remaining effects lost). A known gap, on a path the template does not deploy (both functions are fed by
+  queues);
 - the claim itself raised (DynamoDB throttled or unreachable through botocore's retries): its outcome is
   unknown, since DynamoDB may have applied it and only its answer been lost (a read timeout, then retries
   that could not connect). Nothing was processed; the error goes back marked unreleased too, so that a
   claim so applied is over before the record comes back (the price: a claim that was not applied waits
   the queue's timeout as well);
-- a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every duplicate
-  meanwhile is skipped. Its own owner, too, once the claim is marked *completed*: Lambda returns a whole
-  SQS batch to the queue when the invocation fails or times out, the records it had completed included,
-  and they come back with the same message id after the visibility timeout. Marking costs a write, so a
-  delivery is marked only when its invocation goes on to another one (``delivery_batch``: before the
-  next claim). Only then can a later record's failure bring it back; the last record of an invocation,
-  and a single delivery, are never marked (nothing follows them but the answer), which keeps a healthy
-  job at one write per delivery.
+- a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every other
+  owner's copy meanwhile (another message of the same state change) is skipped. Its own owner's (a copy of
+  the same SQS message) only within the hold, or once the claim is marked *completed*; a copy of an
+  unmarked delivery after the hold takes the claim over as after a death and runs again. Marking costs a
+  write, so a delivery is marked only when something makes a late copy likely or costly:
+  - its invocation goes on to another one (``delivery_batch``: before the next claim): Lambda returns a
+    whole SQS batch to the queue when the invocation fails or times out, the records it had completed
+    included, and they come back with the same message id after the visibility timeout;
+  - it told someone (a notification sent by this attempt): marked at its end, so that a late copy (the
+    event source mapping's delete failed and the message reappears after the queue's timeout; SQS's own
+    at-least-once delivery) does not tell the owner again. Only a delivery that notifies pays it: a
+    stop, a clone, an audit-mode "would", a guard's notice; never a compliant job.
+  The last record of an invocation, and a single delivery, that told nobody are never marked, which
+  keeps a healthy job at one write per delivery (issue 22's budget). A late copy of one runs again: its
+  actions are idempotent and reach the same end state, but its audit records are written again (the same
+  event id: a reader can tell) and its reads and writes made again.
 
 **The effects.** While a delivery is processed it is the current one (``delivering``); the audit sink and
 the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
@@ -134,17 +143,22 @@ def delivery_batch() -> Iterator[None]:
 
 
 def _mark_completed(now: datetime) -> None:
-    """The invocation goes on to another delivery: mark those it completed so far. A mark that fails is
-    logged, not raised: the next delivery is not failed for it (its only risk is a re-run, as before)."""
+    """The invocation goes on to another delivery: mark those it completed so far."""
     batch = _batch.get()
     if batch is None:
         return
     unmarked, batch.unmarked = batch.unmarked, []
     for ledger, key, token in unmarked:
-        try:
-            ledger.complete(key, token, now)
-        except Exception:
-            logger.exception("delivery not marked completed", delivery=key)
+        _complete(ledger, key, token, now)
+
+
+def _complete(ledger: LedgerPort, key: str, token: str, now: datetime) -> None:
+    """Mark a completed delivery so. A mark that fails is logged, not raised: no delivery is failed for it
+    (its only risk is a re-run by a later copy, as without the mark)."""
+    try:
+        ledger.complete(key, token, now)
+    except Exception:
+        logger.exception("delivery not marked completed", delivery=key)
 
 
 def job_delivery_key(job: TrainingJob) -> str:
@@ -221,7 +235,13 @@ def deliver(
                 mark_unreleased(exc)
             raise
     batch = _batch.get()
-    if batch is not None and claim.token is not None:
+    if claim.token is None:
+        return result
+    if any(effect.startswith(_NOTIFIED) for effect in delivery.effects):
+        # It told someone: marked now, so that a late copy of its message does not tell them again (a write
+        # only a delivery that sent a notification makes: none on a healthy job's path)
+        _complete(ledger, key, claim.token, now)
+    elif batch is not None:
         batch.unmarked.append((ledger, key, claim.token))
     return result
 
@@ -285,11 +305,14 @@ def audit_effect(job_name: str, rule: str, action: str, outcome: Outcome | None 
     return settled if outcome is None or outcome in SETTLED else f"{settled}|{outcome.value}"
 
 
+_NOTIFIED = "notify|"  # the prefix of every notification's effect name
+
+
 def notify_effect(kind: str, job_name: str, outcome: NotificationOutcome | None = None) -> str:
     """The effect name of a notification, as ``audit_effect``'s: (kind, job) for one that reports the action
     done (``NOTICE_SETTLED``, or with no ``outcome`` given); that and the outcome for any other ("would be
     resumed" hides only itself, never the retry's "was resumed")."""
-    settled = f"notify|{kind}|{job_name}"
+    settled = f"{_NOTIFIED}{kind}|{job_name}"
     return settled if outcome is None or outcome in NOTICE_SETTLED else f"{settled}|{outcome.value}"
 
 
