@@ -415,6 +415,21 @@ def throttle_first_publish(account: LocalAccount) -> None:
     account.root.client("sns").meta.events.register("before-call.sns.Publish", throttle)
 
 
+def describe_lags(account: LocalAccount, name: str, stale: dict[str, Any], reads: set[int]) -> None:
+    """DescribeTrainingJob of ``name`` answers ``stale`` (read before its last transition) on the given reads
+    of it from now on (0-based), and the truth on every other."""
+    describe = account.sagemaker._op_DescribeTrainingJob
+    count = [0]
+
+    def lag(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] != name:
+            return describe(params)
+        count[0] += 1
+        return copy.deepcopy(stale) if count[0] - 1 in reads else describe(params)
+
+    account.sagemaker._op_DescribeTrainingJob = lag  # type: ignore[method-assign]
+
+
 def test_a_spot_move_whose_notification_failed_after_the_stop_is_told_by_the_retry(clock: Clock) -> None:
     # Given the deployed wiring, a Spot job at its third interruption, and SNS refusing the first Publish
     with ledger_account(clock) as account:
@@ -1108,3 +1123,52 @@ def test_max_wait_exceeded_is_resumed_on_demand(account: LocalAccount, clock: Cl
     assert account.sagemaker.stop_requests == []
     (record,) = resume_records(account)
     assert (record.rule, record.action, record.outcome.value) == ("spot-fallback", "clone", "done")
+
+
+@pytest.mark.parametrize(
+    ("end", "stale_at"),
+    [("Failed", "Training"), ("MaxWaitTimeExceeded", "Interrupted"), ("MaxWaitTimeExceeded", "Stopping")],
+    ids=["failed", "max-wait", "max-wait-stopping"],
+)
+def test_an_end_event_whose_reread_still_says_the_job_runs_is_retried_not_spent(
+    clock: Clock, end: str, stale_at: str
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        create_ledger(account)
+        inbox = account.notification_inbox()
+        fake = account.sagemaker
+        # Given a job that trained 26 hours and fails transiently, or a Spot job that runs out of wait time
+        # after an interruption (stopping first, in one case); DescribeTrainingJob read right after the end
+        # still answers as before it (the job runs, or stops)
+        name = f"lag-{end.lower()}-{stale_at.lower()}"
+        launch(account, name, spot=end != "Failed")
+        if end == "Failed":
+            clock.advance(minutes=5)
+            fake.transition(name, "InProgress", "Training")
+            clock.advance(hours=26)
+        else:
+            interrupt(account, clock, name, 1)
+            clock.advance(hours=40)
+            if stale_at == "Stopping":
+                fake.transition(name, "Stopping", "Stopping")
+        stale = copy.deepcopy(fake._op_DescribeTrainingJob({"TrainingJobName": name}))
+        fake.transition(name, "Failed" if end == "Failed" else "Stopped", end, failure_reason=TRANSIENT)
+        describe_lags(account, name, stale, reads={0})
+        event = fake.event(name)
+        # When its end event is handled
+        with pytest.raises(DescriptionBehind):
+            account.invoke(handler, event)
+        # Then nothing is decided on that read (no resume.skip.not-failed, no Spot verdict, no move, no stop):
+        # the delivery fails
+        assert resume_records(account) == []
+        assert fake.created == [] and fake.stop_requests == []
+        # and its retry a minute later, the read caught up, resumes the job once and tells its owner once
+        clock.advance(minutes=1)
+        account.invoke(handler, event)
+        assert [r["TrainingJobName"] for r in fake.created] == [f"{name}-r1"]
+        expected = "resume.clone.transient" if end == "Failed" else "spot.clone.max-wait"
+        assert [(r.code, r.outcome.value) for r in resume_records(account)] == [(expected, "done")]
+        assert fake.stop_requests == []
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == (name, f"{name}-r1")

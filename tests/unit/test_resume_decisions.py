@@ -18,6 +18,7 @@ from sagemaker_governance.domain.resume import (
     decide_resume,
     decide_spot,
     decide_spot_takeover,
+    end_unseen,
     interruption_unseen,
     next_clone_name,
 )
@@ -740,6 +741,35 @@ def test_a_reread_whose_history_ends_before_the_reported_interruption_lags_the_e
     assert interruption_unseen(as_job(stopped), as_job(event)) is None
     training_event = spot_description(interruptions=3, secondary="Training")
     assert interruption_unseen(as_job(lagging), as_job(training_event)) is None
+
+
+@pytest.mark.parametrize(
+    ("event", "reread", "behind"),
+    [
+        # an end the re-read does not know yet: it still runs, or stops (a job never leaves an end)
+        (("Failed", "Failed"), ("InProgress", "Training"), True),
+        (("Failed", "Failed"), ("Stopping", "Stopping"), True),
+        (("Stopped", "MaxWaitTimeExceeded"), ("InProgress", "Interrupted"), True),
+        (("Stopped", "MaxWaitTimeExceeded"), ("Stopping", "Stopping"), True),
+        (("Failed", "MaxWaitTimeExceeded"), ("InProgress", "Starting"), True),
+        (("Completed", "Completed"), ("InProgress", "Uploading"), True),
+        # a re-read that has ended is judged as read, even an end other than the event's
+        (("Failed", "Failed"), ("Failed", "Failed"), False),
+        (("Failed", "Failed"), ("Stopped", "Stopped"), False),
+        (("Stopped", "MaxWaitTimeExceeded"), ("Completed", "Completed"), False),
+        # an event of a running or stopping job reports no end
+        (("InProgress", "Interrupted"), ("InProgress", "Training"), False),
+        (("Stopping", "Stopping"), ("InProgress", "Training"), False),
+    ],
+)
+def test_a_reread_that_still_runs_after_an_ended_event_lags_it(
+    event: tuple[str, str], reread: tuple[str, str], behind: bool
+) -> None:
+    # Given an event of the job in one state and DescribeTrainingJob's answer in another
+    reported = as_job(spot_description(interruptions=1, status=event[0], secondary=event[1]))
+    fresh = as_job(spot_description(interruptions=1, status=reread[0], secondary=reread[1]))
+    # Then the answer lags the event exactly when the event says the job ended and the answer that it has not
+    assert end_unseen(fresh, reported) is behind
 
 
 def test_the_reported_interruption_is_the_current_one_within_a_second() -> None:

@@ -1165,6 +1165,20 @@ def interruption_unseen(job: TrainingJob, reported: TrainingJob) -> datetime | N
     return seen if max(s for s in starts if s is not None) < seen - SAME_INSTANT else None
 
 
+NOT_ENDED: Final = frozenset({"InProgress", "Stopping"})  # a job's statuses before its end
+
+
+def end_unseen(job: TrainingJob, reported: TrainingJob) -> bool:
+    """Whether the re-read ``job`` does not know yet the end ``reported`` (the event) says the job has reached:
+    the event's job has ended (``Completed``, ``Failed``, ``Stopped``, ``MaxWaitTimeExceeded`` included) and
+    DescribeTrainingJob, read right after it, still says it runs or stops (``NOT_ENDED``). A job never leaves
+    its end (a training job's name is never used again, and an ended job never restarts), so that answer can
+    only lag the event: a decision made on it (``resume.skip.not-failed``, a Spot verdict on an interruption
+    that is over) would spend the event. A re-read that has ended, even otherwise than the event says, is not
+    older than the event and is judged as read; an event of a running or stopping job reports no end."""
+    return reported.is_terminal and job.status in NOT_ENDED
+
+
 def _interruption_over(job: TrainingJob, reported: TrainingJob | None, evidence: dict[str, Any]) -> str | None:
     """Why the interruption the event reported is no reason to move the (re-read, running) job now, or
     None: it is still in that interruption (or in an interruption, when the event does not say which),

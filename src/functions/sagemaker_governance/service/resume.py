@@ -22,7 +22,9 @@ Two reactions share one engine:
   over the job's deferred failed clone, if there is one (``_stopped``).
 
 The event only triggers: the job is re-read (``DescribeTrainingJob`` + every page of ``ListTags``)
-and the decision is made from what SageMaker says now. Safe under duplicate and late events: the
+and the decision is made from what SageMaker says now; a re-read that still runs or stops after an event of
+the job's end lags the event (``end_unseen``) and decides nothing: ``DescriptionBehind``, the delivery is
+retried. Safe under duplicate and late events: the
 clone's name is deterministic (a second ``CreateTrainingJob`` meets "already exists", which counts as
 done once the existing job's lineage tag shows it is the same clone and it runs or has completed: one that
 failed or was stopped is recorded skipped, its owner not told 'resumed'; a Spot move whose clone of that name
@@ -82,6 +84,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot,
     decide_spot_start,
     decide_spot_takeover,
+    end_unseen,
     interruption_unseen,
     is_new_spot_start,
     is_resume_trigger,
@@ -189,6 +192,11 @@ class _CloneReaction:
             self._record(decision, job, policy, trigger, Outcome.SKIPPED)
             return [decision]
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
+        if end_unseen(fresh, job):  # decided on this read, the event would be spent: read again, in a minute
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: {fresh.status}/{fresh.secondary_status}, not yet the event's "
+                f"{job.status}/{job.secondary_status}"
+            )
         effective = policy.for_job(fresh)
         ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
         result = self._decide(fresh, description, tags, effective, ctx, job)
