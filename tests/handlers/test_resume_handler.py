@@ -660,6 +660,16 @@ def source_stopping_past_the_look_back(account: LocalAccount, clock: Clock, name
         account.invoke(reconciler, load_event("scheduled-reconcile.json"))
 
 
+def clone_deferred_past_the_look_back(account: LocalAccount, clock: Clock, name: str) -> None:
+    """``clone_failed_beside_its_source``, and the source training on for 4 hours, the reconciler deferring the
+    clone again at each run until the clone falls out of its look-back (the failed clone no longer listed)."""
+    clone_failed_beside_its_source(account, clock, name)
+    for _ in range(24):
+        clock.advance(minutes=10)
+        account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == [f"{name}-r1"]
+
+
 def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_completed(clock: Clock) -> None:
     with ledger_account(clock) as acct:
         account: LocalAccount = acct
@@ -984,11 +994,7 @@ def test_a_clone_deferred_beyond_the_reconcilers_look_back_is_resumed_when_its_s
         inbox = account.notification_inbox()
         # Given a clone deferred while its Spot source trains on for hours, far beyond the reconciler's
         # look-back (the failed clone drops out of its listing)
-        clone_failed_beside_its_source(account, clock, "bert-spot-l")
-        for _ in range(24):
-            clock.advance(minutes=10)
-            account.invoke(reconciler, load_event("scheduled-reconcile.json"))
-        assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-l-r1"]
+        clone_deferred_past_the_look_back(account, clock, "bert-spot-l")
         # When the source ends at MaxWaitTimeExceeded: its own resume meets the failed, deferred clone
         account.sagemaker.transition("bert-spot-l", "InProgress", "Interrupted")
         clock.advance(minutes=30)
@@ -1010,6 +1016,48 @@ def test_a_clone_deferred_beyond_the_reconcilers_look_back_is_resumed_when_its_s
         assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-l-r1", "bert-spot-l-r2"]
         (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
         assert (told["job_name"], told["related_job"]) == ("bert-spot-l-r1", "bert-spot-l-r2")
+
+
+@pytest.mark.parametrize("end", ["MaxWaitTimeExceeded", "Failed"], ids=["max-wait", "failed"])
+def test_a_sources_end_whose_hand_over_reads_it_lagging_is_retried_not_spent(clock: Clock, end: str) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        inbox = account.notification_inbox()
+        fake = account.sagemaker
+        # Given a clone deferred while its Spot source trained on, past the reconciler's look-back
+        clone_deferred_past_the_look_back(account, clock, "bert-spot-h")
+        # and the source ending: at MaxWaitTimeExceeded after an interruption, or failing transiently a day on
+        if end == "Failed":
+            clock.advance(hours=20)
+        else:
+            fake.transition("bert-spot-h", "InProgress", "Interrupted")
+            clock.advance(minutes=30)
+        stale = copy.deepcopy(fake._op_DescribeTrainingJob({"TrainingJobName": "bert-spot-h"}))
+        fake.transition("bert-spot-h", "Failed" if end == "Failed" else "Stopped", end, failure_reason=TRANSIENT)
+        # its own re-read up to date (read 0), the hand-over's read of it (the clone's source, read 1) lagging
+        describe_lags(account, "bert-spot-h", stale, reads={1})
+        event = fake.event("bert-spot-h")
+        before = len(resume_records(account))
+        # When the source's end event is handled: its resume meets the failed clone and hands it over
+        with pytest.raises(DescriptionBehind):
+            account.invoke(handler, event)
+        # Then the delivery fails instead of being spent on a clone deferred again: no -r2 yet, and the
+        # source's own decision not recorded
+        assert [r["TrainingJobName"] for r in fake.created] == ["bert-spot-h-r1"]
+        assert [r.job_name for r in resume_records(account)[before:]] == ["bert-spot-h-r1"]
+        # and its retry a minute later decides the clone: -r2, the source's record says so, its owner told once
+        clock.advance(minutes=1)
+        account.invoke(handler, event)
+        assert [r["TrainingJobName"] for r in fake.created] == ["bert-spot-h-r1", "bert-spot-h-r2"]
+        (ended,) = [r for r in resume_records(account)[before:] if r.job_name == "bert-spot-h"]
+        expected = "resume.clone.transient" if end == "Failed" else "spot.clone.max-wait"
+        assert (ended.code, ended.outcome.value, ended.evidence["clone_resume"]) == (
+            expected,
+            "skipped",
+            "resume.clone.transient",
+        )
+        (told,) = [m for m in messages(account, inbox) if m["outcome"] == "resumed"]
+        assert (told["job_name"], told["related_job"]) == ("bert-spot-h-r1", "bert-spot-h-r2")
 
 
 def test_a_clone_whose_source_read_was_throttled_is_resumed_by_the_retry(clock: Clock) -> None:

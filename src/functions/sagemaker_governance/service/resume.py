@@ -348,7 +348,7 @@ class _CloneReaction:
         reconciler's deferred resume) decides about it."""
         assert result.plan is not None
         name = result.plan.name
-        handed = self._resume_deferred(name, status, trigger)
+        handed = self._resume_deferred(name, status, trigger, job)
         evidence: dict[str, Any] = {"clone_status": status}
         note = "nothing runs in its place"
         if handed is not None:
@@ -368,7 +368,7 @@ class _CloneReaction:
     def _clone_resume(self) -> Callable[[TrainingJob, Trigger], list[Decision]] | None:
         return self._handoff
 
-    def _resume_deferred(self, name: str, status: str | None, trigger: Trigger) -> str | None:
+    def _resume_deferred(self, name: str, status: str | None, trigger: Trigger, source: TrainingJob) -> str | None:
         """This job, now ended, meets its clone ``name`` that failed and was deferred while this job ran
         (``smgov:resume-after``, ``resume.defer.source-running`` or ``-stopping``): the reconciler may never come back to it (its
         look-back counts from the clone's failure, and this job may have trained on for hours), so the clone's
@@ -376,13 +376,22 @@ class _CloneReaction:
         ledger's one notice). A clone whose backoff is not yet due is deferred again and stays within the
         reconciler's reach (its failure is more recent than the longest backoff). The code the clone's resume
         decided; None: nothing handed over (not failed, not deferred, or no auto-resume here)."""
-        decisions = self._hand_over_deferred(name, status, trigger)
+        decisions = self._hand_over_deferred(name, status, trigger, source)
         return next((d.code for d in decisions if d.rule == RESUME_RULE_ID), None)
 
-    def _hand_over_deferred(self, name: str, status: str | None, trigger: Trigger) -> list[Decision]:
+    def _hand_over_deferred(
+        self, name: str, status: str | None, trigger: Trigger, source: TrainingJob
+    ) -> list[Decision]:
         """``_resume_deferred``'s hand-over: the clone's resume's decisions, none when nothing was handed over.
-        ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says). The
-        clone's tags are read only once it is known to have failed; a read that fails raises ``AdapterError``."""
+        ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says);
+        ``source``: the job handing it over, as its caller knows it (its event, or its re-read). The clone's
+        tags are read only once it is known to have failed; a read that fails raises ``AdapterError``.
+
+        The clone's resume reads ``source`` again (``DescribeTrainingJob``), right after the event of its end:
+        when that answer still says it runs or stops (the clone deferred again for this source,
+        ``SOURCE_NOT_ENDED_DEFERS``) while ``source`` has ended, it lags the event, and a hand-over spent on it
+        would leave the clone past the reconciler's look-back undecided: ``DescriptionBehind`` (the delivery is
+        retried in a minute, the read caught up)."""
         resume = self._clone_resume()
         if resume is None or status not in (None, "Failed"):
             return []
@@ -404,6 +413,19 @@ class _CloneReaction:
         )
         decisions = resume(clone, trigger)
         logger.info("deferred clone handed to auto-resume", clone=name, codes=[d.code for d in decisions])
+        behind = next(
+            (
+                d
+                for d in decisions
+                if d.code in SOURCE_NOT_ENDED_DEFERS and d.evidence.get("source_job") == source.name
+            ),
+            None,
+        )
+        if behind is not None and source.is_terminal:
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {source.name}: {behind.evidence.get('source_status')}, not yet its end "
+                f"{source.status}/{source.secondary_status} (its deferred clone {name} was deferred again)"
+            )
         return decisions
 
     def _refused(
@@ -692,26 +714,20 @@ class SpotFallbackReaction(_CloneReaction):
         are the event's (``ListTags`` only when it has none); its next clone's name is read
         (``DescribeTrainingJob``): when there is no such clone (the common case), or it did not fail, or it
         is not deferred, nothing is recorded and nothing more is called. A read that fails raises
-        ``AdapterError`` (the delivery is retried): a deferred clone may be there. Twice is harmless: a
-        settled clone is not handed over again, and auto-resume's own decision is idempotent."""
+        ``AdapterError`` (the delivery is retried): a deferred clone may be there; so does the clone's read of
+        this job that still says it runs or stops (``DescriptionBehind``, from the hand-over). Twice is
+        harmless: a settled clone is not handed over again, and auto-resume's own decision is idempotent."""
         if self._clone_resume() is None:
             return []
         try:
             tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
             name = next_clone_name(job.name, tags)
-            decisions = [] if name is None else self._hand_over_deferred(name, None, trigger)
+            return [] if name is None else self._hand_over_deferred(name, None, trigger, job)
+        except DescriptionBehind:
+            raise  # the clone's resume read this job as still running or stopping: read again in a minute
         except AdapterError as exc:
             logger.warning("stopped job's deferred clone unreadable; retried", job=job.name, error=str(exc))
             raise
-        if any(d.code in SOURCE_NOT_ENDED_DEFERS for d in decisions):
-            # The clone's resume read this job again and found it still running or stopping, though its event
-            # says it has stopped: that answer lags the event. Deferred again now, the clone would be past the
-            # reconciler's look-back with this event spent: read again (the delivery is retried in a minute).
-            raise DescriptionBehind(
-                f"DescribeTrainingJob {job.name}: still running or stopping, not yet the event's "
-                f"{job.status}/{job.secondary_status} (its deferred clone {name} was deferred again)"
-            )
-        return decisions
 
     def _decide(
         self,
