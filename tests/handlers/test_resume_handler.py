@@ -912,6 +912,40 @@ def test_a_stopped_event_whose_source_read_lags_it_is_retried_not_spent(
             assert tags_of(account, "bert-spot-g-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
 
 
+def test_a_stopped_job_whose_next_clone_name_holds_another_sources_clone_hands_nothing_over(clock: Clock) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        create_ledger(account)
+        fake = account.sagemaker
+        owner = {"team": "vision", "cost-center": "cc-1234", "owner": "alice"}
+        r1 = {TAG_ROOT: "bert-x", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-x", TAG_REASON: "spot-interrupted"}
+        r2 = {TAG_ROOT: "bert-x", TAG_ATTEMPT: "2", TAG_SOURCE: "bert-x-r1", TAG_REASON: "spot-interrupted"}
+        # Given a Spot clone bert-x-r1 that trains on, and its move's clone bert-x-r2 that failed transiently
+        # beside it: deferred for its running source
+        launch(account, "bert-x-r1", spot=True, tags={**owner, **r1})
+        clock.advance(minutes=5)
+        fake.transition("bert-x-r1", "InProgress", "Training")
+        launch(account, "bert-x-r2", tags={**owner, **r2})
+        account.invoke(handler, fail_after(account, clock, "bert-x-r2", hours=1))
+        assert resume_records(account)[-1].code == "resume.defer.source-running"
+        # and a new Spot job launched with bert-x-r1's tags copied (its next clone's name is bert-x-r2) that
+        # trains and is stopped by its owner
+        launch(account, "bert-x-copy", spot=True, tags={**owner, **r1})
+        clock.advance(minutes=5)
+        fake.transition("bert-x-copy", "InProgress", "Training")
+        clock.advance(hours=1)
+        fake.transition("bert-x-copy", "Stopping", "Stopping")
+        fake.transition("bert-x-copy", "Stopped", "Stopped")
+        before = len(resume_records(account))
+        # When the copy's Stopped event is handled
+        account.invoke(handler, fake.event("bert-x-copy"))
+        # Then the clone, not made from that job, is not handed over: nothing raised, nothing decided or tagged
+        # (it waits for its own source's end, or the reconciler), nothing created
+        assert resume_records(account)[before:] == []
+        assert TAG_RESUME_SETTLED not in tags_of(account, "bert-x-r2")
+        assert fake.created == []
+
+
 @pytest.mark.parametrize("spot", [True, False, None], ids=["spot", "on-demand", "spot-unsaid"])
 def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spot: bool | None) -> None:
     with ledger_account(clock) as acct:

@@ -385,7 +385,9 @@ class _CloneReaction:
         """``_resume_deferred``'s hand-over: the clone's resume's decisions, none when nothing was handed over.
         ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says);
         ``source``: the job handing it over, as its caller knows it (its event, or its re-read). The clone's
-        tags are read only once it is known to have failed; a read that fails raises ``AdapterError``.
+        tags are read only once it is known to have failed; a read that fails raises ``AdapterError``. A
+        clone whose ``smgov:resumed-from`` tag names another job is not handed over (logged): a job launched
+        with a clone's lineage tags copied has that clone's next name without being its source.
 
         The clone's resume reads ``source`` again (``DescribeTrainingJob``), right after the event of its end:
         when that answer still says it runs or stops (the clone deferred again for this source,
@@ -403,6 +405,16 @@ class _CloneReaction:
         except JobNotFound:
             return []
         if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
+            return []
+        if tags.get(TAG_SOURCE) != source.name:
+            # The name is this job's next clone's, but the clone was made from another job (this one was
+            # launched with a clone's lineage tags copied): its own source's end, or the reconciler, decides it
+            logger.warning(
+                "deferred clone not made from this job; not handed over",
+                job=source.name,
+                clone=name,
+                clone_source=tags.get(TAG_SOURCE),
+            )
             return []
         clone = TrainingJob.model_validate(
             {
