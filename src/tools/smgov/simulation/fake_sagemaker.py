@@ -7,8 +7,8 @@ model (``ParamValidationError`` for a bad request) before the double answers, an
 unchanged.
 
 Test and simulator code drive the lifecycle (``launch``, ``transition``) and read what the service did
-(``calls``, ``stop_requests``, ``created``). With a ``lag``, DescribeTrainingJob may answer a job as it
-stood before its last transition for a moment after it (eventual consistency).
+(``calls``, ``stop_requests``, ``created``). With a ``lag`` (the simulator's lag fault), DescribeTrainingJob
+may answer a job as it stood before its last transition for a moment after it (eventual consistency).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ READ_ONLY_KEYS = {"TrainingJobName", "TrainingJobArn"}
 
 
 class ReadLag(Protocol):
-    """When DescribeTrainingJob lags a job's transitions (eventual consistency)."""
+    """When DescribeTrainingJob lags a job's transitions (the simulator's lag fault, ``faults.LaggingReads``)."""
 
     def until(self, name: str) -> datetime | None:
         """Asked at each transition of job ``name``: until when (by the double's clock) its reads still answer
