@@ -47,6 +47,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     items.sort(key=cost, reverse=True)
 
+
 EVENTS = REPO / "events"
 
 
