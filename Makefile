@@ -46,8 +46,9 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # On every core (pytest-xdist): `-n auto` is one worker per CPU. `--dist worksteal` hands tests out in
-# chunks and lets an idle worker take the rest of a busy one's chunk, so the few long tests (fleets under
-# faults, the quick bench) do not leave a core idle at the end. The costly fixtures do not depend on the
+# chunks and lets an idle worker take the rest of a busy one's chunk; the few long tests (fleets under
+# faults, the quick bench: `@pytest.mark.heavy`) are collected first (tests/conftest.py), so what is left
+# to share at the end is short and no core idles. The costly fixtures do not depend on the
 # distribution: the `sam build`s are made once per session for every worker (tests/conftest.py,
 # `shared_build`); a module-scoped fixture is at worst built once per worker. `PYTEST_WORKERS=0 make unit`
 # runs in one process.

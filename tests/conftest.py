@@ -29,6 +29,25 @@ settings.register_profile("fuzz-deep", parent=settings.get_profile("smgov"), der
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "smgov"))
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests (``@pytest.mark.heavy(seconds)``: a whole fleet simulated, the quick bench) run
+    first, longest first, so that the parallel workers end together.
+
+    ``--dist worksteal`` hands each worker a contiguous share of this order and lets an idle worker take
+    the tail of a busy one's queue: short tests are what is left to share at the end. In collection order
+    the fleets under faults came last, and a worker ran the last of them alone for a minute or more.
+    Every worker computes the same order (xdist requires it): the sort is stable and depends only on the
+    markers."""
+
+    def cost(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("heavy")
+        return float(marker.args[0]) if marker is not None else 0.0
+
+    items.sort(key=cost, reverse=True)
+
+
 EVENTS = REPO / "events"
 
 

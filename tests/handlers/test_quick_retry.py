@@ -21,9 +21,10 @@ from botocore.stub import Stubber
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.business_metrics import BusinessMetric
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
-from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS
+from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS, held_visibility
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
 from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS
 from sagemaker_governance.service.job_events import JobEventsService
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
@@ -34,6 +35,8 @@ QUEUE = "gov-JobEventsQueue"
 QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
 RESUMING = {**ENFORCE, "RESUME_MIN_TRAINING_HOURS": "24", "RESUME_MAX_ATTEMPTS": "2"}
 TRANSIENT = "InternalServerError: We encountered an internal error. Please try again."
+# The visibility a record whose attempt left a claim held is given: past a clone notice's hold, the longest
+HELD = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
 
 
 @dataclass
@@ -311,7 +314,7 @@ class FullContext(LocalContext):
         return 295_000
 
 
-def test_a_record_whose_failed_attempt_could_not_release_keeps_the_queues_visibility_and_is_governed_once(
+def test_a_record_whose_failed_attempt_could_not_release_comes_back_after_the_hold_and_is_governed_once(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:
     # Given a job's Training event whose first receive fails (a throttled call) and whose claim could not be
@@ -327,14 +330,16 @@ def test_a_record_whose_failed_attempt_could_not_release_keeps_the_queues_visibi
         pytest.raises(AdapterError),
     ):
         job_events(dict(first), FullContext())
-    # Then its visibility is not shortened: no retry a minute later meets its own claim still held (a
-    # duplicate of itself, deleted, the event lost), and it is not received before the queue's own timeout
-    assert queue.calls == []
+    # Then its visibility is the held one, not the ladder's minute: no retry a minute later meets its own claim
+    # still held (a duplicate of itself, deleted, the event lost); it is not received before the held visibility
+    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+        [(first["Records"][0]["receiptHandle"], HELD)]
+    ]
     clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
     assert receive(acct, queue) is None
-    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
     assert receive(acct, queue) is None
-    # When it comes back after the queue's timeout, long after the hold
+    # When it comes back, long after the hold
     clock.advance(seconds=2)
     second = receive(acct, queue)
     assert second is not None and receive_count(second) == 2
@@ -349,7 +354,7 @@ def test_a_record_whose_failed_attempt_could_not_release_keeps_the_queues_visibi
     assert receive(acct, queue) is None
 
 
-def test_a_record_whose_claim_was_applied_unanswered_keeps_the_queues_visibility_and_is_governed_once(
+def test_a_record_whose_claim_was_applied_unanswered_comes_back_after_the_hold_and_is_governed_once(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:
     # Given an untagged job's Starting event (enforce: the job must be stopped), received from the queue
@@ -368,14 +373,17 @@ def test_a_record_whose_claim_was_applied_unanswered_keeps_the_queues_visibility
 
     with mock.patch.object(DeliveryLedger, "claim", applied_unanswered), pytest.raises(AdapterError):
         job_events(dict(first), FullContext())
-    # Then its visibility is not shortened: a retry a minute later would meet that claim, be answered as a
-    # duplicate of itself and deleted (the job never stopped); it is not received before the queue's timeout
-    assert queue.calls == []
+    # Then its visibility is the held one, not the ladder's minute: a retry a minute later would meet that
+    # claim, be answered as a duplicate of itself and deleted (the job never stopped); it is not received
+    # before the held visibility
+    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+        [(first["Records"][0]["receiptHandle"], HELD)]
+    ]
     clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
     assert receive(acct, queue) is None
-    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
     assert receive(acct, queue) is None
-    # When it comes back after the queue's timeout, long after the hold
+    # When it comes back, long after the hold
     clock.advance(seconds=2)
     second = receive(acct, queue)
     assert second is not None and receive_count(second) == 2
@@ -390,24 +398,24 @@ def test_a_record_whose_claim_was_applied_unanswered_keeps_the_queues_visibility
     assert receive(acct, queue) is None
 
 
-@pytest.mark.parametrize("env", [RESUMING])
-def test_a_record_whose_clone_notice_could_not_be_released_keeps_the_queues_visibility_and_tells_once(
-    acct: LocalAccount, queue: Queue, clock: MovableClock
-) -> None:
-    # Given a long job with checkpoints that failed transiently after 26 hours: its Failed event is queued
-    request = create_request("notice-1")
-    request["CheckpointConfig"] = {"S3Uri": "s3://bucket/checkpoints/notice-1/"}
+def failed_after_a_day(acct: LocalAccount, clock: MovableClock, queue: Queue, name: str) -> str:
+    """A long job with checkpoints that failed transiently after 26 hours (auto-resume clones it): its
+    Failed event queued; the owners' inbox."""
+    request = create_request(name)
+    request["CheckpointConfig"] = {"S3Uri": f"s3://bucket/checkpoints/{name}/"}
     acct.sagemaker.launch(request)
     inbox = acct.notification_inbox()
     clock.advance(minutes=5)
-    acct.sagemaker.transition("notice-1", "InProgress", "Training")
+    acct.sagemaker.transition(name, "InProgress", "Training")
     clock.advance(hours=26)
-    acct.sagemaker.transition("notice-1", "Failed", "Failed", failure_reason=TRANSIENT)
-    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event("notice-1")))
-    first = receive(acct, queue)
-    assert first is not None
-    # When its clone is made, SNS throttles the owner's message, and the clone notice's claim (resume:<clone>,
-    # held 900 s) cannot be released, while the delivery's own release succeeds
+    acct.sagemaker.transition(name, "Failed", "Failed", failure_reason=TRANSIENT)
+    acct.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(acct.sagemaker.event(name)))
+    return inbox
+
+
+def fail_telling_and_leave_the_notice_held(acct: LocalAccount, batch: dict[str, Any]) -> None:
+    """The function on ``batch``: the clone is made, SNS throttles the owner's message, and the clone notice's
+    claim (resume:<clone>, held 900 s) cannot be released, while the delivery's own release succeeds."""
 
     def throttled(**_: Any) -> None:
         raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "Publish")
@@ -421,18 +429,42 @@ def test_a_record_whose_clone_notice_could_not_be_released_keeps_the_queues_visi
 
     sns = acct.root.client("sns")
     sns.meta.events.register("before-call.sns.Publish", throttled)
-    with mock.patch.object(DeliveryLedger, "release", notice_unreleased), pytest.raises(AdapterError):
-        job_events(dict(first), FullContext())
-    sns.meta.events.unregister("before-call.sns.Publish", throttled)
+    try:
+        with mock.patch.object(DeliveryLedger, "release", notice_unreleased), pytest.raises(AdapterError):
+            job_events(dict(batch), FullContext())
+    finally:
+        sns.meta.events.unregister("before-call.sns.Publish", throttled)
+
+
+def told_once(acct: LocalAccount, inbox: str, clone: str) -> None:
+    """One clone, its owner told once and the clone counted once."""
+    assert [r["TrainingJobName"] for r in acct.sagemaker.created] == [clone]
+    told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(told) == 1
+    assert len(acct.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+
+
+@pytest.mark.parametrize("env", [RESUMING])
+def test_a_record_whose_clone_notice_could_not_be_released_comes_back_after_the_hold_and_tells_once(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a long job's Failed event (auto-resume clones it), received from the queue
+    inbox = failed_after_a_day(acct, clock, queue, "notice-1")
+    first = receive(acct, queue)
+    assert first is not None
+    # When its clone is made, SNS throttles the owner's message, and the clone notice's claim cannot be released
+    fail_telling_and_leave_the_notice_held(acct, first)
     assert [r["TrainingJobName"] for r in acct.sagemaker.created] == ["notice-1-r1"]
-    # Then its visibility is not shortened: a retry a minute later, within the notice's hold, would find the
-    # owner "told already" and complete (never told, the clone never counted); not received before 1,800 s
-    assert queue.calls == []
+    # Then its visibility is the held one, not the ladder's minute: a retry within the notice's hold would find
+    # the owner "told already" and complete (never told, the clone never counted)
+    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+        [(first["Records"][0]["receiptHandle"], HELD)]
+    ]
     clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
     assert receive(acct, queue) is None
-    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS - 2)
+    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
     assert receive(acct, queue) is None
-    # When it comes back after the queue's timeout, past the notice's hold
+    # When it comes back, past the notice's hold
     clock.advance(seconds=2)
     second = receive(acct, queue)
     assert second is not None and receive_count(second) == 2
@@ -440,15 +472,50 @@ def test_a_record_whose_clone_notice_could_not_be_released_keeps_the_queues_visi
     # Then its retry meets the clone ("already exists"), tells the owner and counts the clone, once
     assert answer == {"batchItemFailures": []}
     delete(acct, queue, second, answer)
-    assert [r["TrainingJobName"] for r in acct.sagemaker.created] == ["notice-1-r1"]
-    told = acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
-    assert len(told) == 1
-    assert len(acct.metrics.of(BusinessMetric.JOBS_RESUMED)) == 1
+    told_once(acct, inbox, "notice-1-r1")
     clock.advance(seconds=QUEUE_TIMEOUT * 3)
     assert receive(acct, queue) is None
 
 
-def test_of_two_failed_records_only_the_released_one_is_made_visible_sooner(
+@pytest.mark.parametrize("env", [RESUMING])
+def test_a_clone_notice_held_by_an_invocation_that_started_late_is_over_before_its_record_comes_back(
+    acct: LocalAccount, queue: Queue, clock: MovableClock
+) -> None:
+    # Given a long job's Failed event, received by the event source mapping (the queue's 1,800 s visibility
+    # counts from this receive), and the function invoked 1,000 s later (the mapping retried an invocation
+    # Lambda throttled while the batch stayed in flight)
+    inbox = failed_after_a_day(acct, clock, queue, "notice-2")
+    first = receive(acct, queue)
+    assert first is not None
+    late = 1000
+    clock.advance(seconds=late)
+    # When its clone is made, SNS throttles the owner's message, and the clone notice's claim, held 900 s from
+    # now, cannot be released
+    fail_telling_and_leave_the_notice_held(acct, first)
+    # Then it is not received when the queue's timeout from the receive runs out (the notice's claim, 801 s
+    # old, still held: its retry would find the owner "told already")
+    clock.advance(seconds=QUEUE_TIMEOUT - late + 1)
+    assert receive(acct, queue) is None
+    # since it was given the held visibility, counted from the end of the invocation
+    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+        [(first["Records"][0]["receiptHandle"], HELD)]
+    ]
+    clock.advance(seconds=HELD - (QUEUE_TIMEOUT - late + 1) - 1)
+    assert receive(acct, queue) is None
+    # When it comes back, past the notice's hold
+    clock.advance(seconds=2)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    answer = job_events(dict(second), FullContext())
+    # Then its retry tells the owner of the clone and counts it, once; nothing is left in the queue
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, second, answer)
+    told_once(acct, inbox, "notice-2-r1")
+    clock.advance(seconds=QUEUE_TIMEOUT * 3)
+    assert receive(acct, queue) is None
+
+
+def test_of_two_failed_records_the_released_one_gets_the_ladder_and_the_unreleased_one_the_held_visibility(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:
     # Given a batch of two jobs' Training events that both fail (a throttled call), the first record's claim
@@ -476,16 +543,19 @@ def test_of_two_failed_records_only_the_released_one_is_made_visible_sooner(
         pytest.raises(AdapterError),
     ):
         job_events(dict(batch), FullContext())
-    # Then only the released record's visibility is changed, to the ladder's minute
+    # Then both visibilities are changed in one call: the released record's to the ladder's minute, the
+    # unreleased one's to the held visibility
     assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
-        [(released["receiptHandle"], FIRST_RETRY_SECONDS)]
+        [(released["receiptHandle"], FIRST_RETRY_SECONDS), (unreleased["receiptHandle"], HELD)]
     ]
-    # and it comes back a minute later, the unreleased one after the queue's timeout; each governed once
+    # and it comes back a minute later, the unreleased one after the held visibility; each governed once
     clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
     again = receive(acct, queue)
     assert again is not None and [r["messageId"] for r in again["Records"]] == [released["messageId"]]
     delete(acct, queue, again, job_events(dict(again), FullContext()))
-    clock.advance(seconds=QUEUE_TIMEOUT - FIRST_RETRY_SECONDS)
+    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=2)
     late = receive(acct, queue)
     assert late is not None and [r["messageId"] for r in late["Records"]] == [unreleased["messageId"]]
     assert job_events(dict(late), FullContext()) == {"batchItemFailures": []}

@@ -3,6 +3,8 @@ what lost events leave behind is repaired by the next run, and nothing that is s
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -1316,3 +1318,66 @@ def test_a_completed_job_whose_end_event_was_lost_is_not_given_to_auto_resume(
     ended_with_its_event_lost(ledger_acct, clock, 180, "Completed")
     reconcile(ledger_acct)
     assert not [r for r in reconciler_records(ledger_acct) if r.rule == "auto-resume"]
+
+
+def lagging_reread(account: LocalAccount, name: str, stale: dict[str, Any]) -> None:
+    """The second DescribeTrainingJob of ``name`` from now on (auto-resume's re-read, after the reconciler's own)
+    answers ``stale``; every other read the truth."""
+    describe = account.sagemaker._op_DescribeTrainingJob
+    reads = [0]
+
+    def lag(params: dict[str, Any]) -> dict[str, Any]:
+        if params["TrainingJobName"] != name:
+            return describe(params)
+        reads[0] += 1
+        return copy.deepcopy(stale) if reads[0] == 2 else describe(params)
+
+    account.sagemaker._op_DescribeTrainingJob = lag  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("failure", ["reread-lags", "create-refused"])
+def test_a_lost_end_whose_auto_resume_failed_is_resumed_by_a_later_run_once(
+    ledger_acct: LocalAccount, clock: MovableClock, failure: str
+) -> None:
+    # Given a checkpointed GPU job that trained for 26 hours and failed transiently, its Failed event lost
+    inbox = ledger_acct.notification_inbox()
+    fake = ledger_acct.sagemaker
+    training(ledger_acct, CheckpointConfig={"S3Uri": "s3://bucket/checkpoints/job-1/"})
+    clock.advance(hours=26)
+    stale = copy.deepcopy(fake._op_DescribeTrainingJob({"TrainingJobName": "job-1"}))
+    fake.transition("job-1", "Failed", "Failed", failure_reason="InternalServerError: Please try again.")
+    # and the reconciler's auto-resume of it fails: its re-read lags, or SageMaker refuses the clone once
+    if failure == "reread-lags":
+        lagging_reread(ledger_acct, "job-1", stale)
+    else:
+        fake.fail_next["CreateTrainingJob"] = SageMakerError("ResourceLimitExceeded", "quota", 400)
+    # When the reconciler finds its alarm left behind, its auto-resume fails (an error of the run) and the job is
+    # tagged smgov:resume-after, so the deferred-resume pass (this run's, else a later one's) decides it again
+    runs = [reconcile(ledger_acct)]
+    assert runs[0]["errors"] >= 1
+    assert any(t["Key"] == "smgov:resume-after" for t in fake.tags[fake.arn("job-1")])
+    for _ in range(12):  # two more hours of runs
+        clock.advance(minutes=10)
+        runs.append(reconcile(ledger_acct))
+    # Then it is resumed once, by the deferred-resume pass, and its owner told once
+    assert [r["TrainingJobName"] for r in fake.created] == ["job-1-r1"]
+    assert sum(run["repairs"].get("deferred-resume", 0) for run in runs) == 1
+    told = ledger_acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert [json.loads(m["Body"])["kind"] for m in told].count("resume") == 1
+
+
+def test_a_lost_end_whose_auto_resume_failed_and_could_not_be_tagged_is_an_error_of_the_run(
+    ledger_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a failed job whose Failed event was lost, SageMaker refusing its clone once and then the tag
+    fake = ledger_acct.sagemaker
+    training(ledger_acct, CheckpointConfig={"S3Uri": "s3://bucket/checkpoints/job-1/"})
+    clock.advance(hours=26)
+    fake.transition("job-1", "Failed", "Failed", failure_reason="InternalServerError: Please try again.")
+    fake.fail_next["CreateTrainingJob"] = SageMakerError("ResourceLimitExceeded", "quota", 400)
+    fake.fail_next["AddTags"] = SageMakerError("ThrottlingException", "Rate exceeded", 400)
+    # When the reconciler finds its alarm left behind
+    first = reconcile(ledger_acct)
+    # Then both failures are errors of the run, and nothing was made or tagged
+    assert first["errors"] == 2 and "deferred-resume" not in first["repairs"]
+    assert fake.created == [] and not any(t["Key"] == "smgov:resume-after" for t in fake.tags[fake.arn("job-1")])

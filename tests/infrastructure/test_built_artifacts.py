@@ -138,6 +138,7 @@ def run_built_handler(build: Path, function: str, event_file: Path, shim: Path) 
     return result
 
 
+@pytest.mark.heavy(13)  # the first of its file to need the x86_64 build
 def test_job_events_handles_a_sample_from_the_built_artifacts(x86_build: Path, tmp_path: Path) -> None:
     out = run_built_handler(
         x86_build, "JobEventsFunction", REPO_ROOT / "events" / "training-job-starting.json", runtime_shim(tmp_path)

@@ -200,9 +200,12 @@ def test_every_ledger_hold_is_over_before_a_record_that_left_it_comes_back(templ
     # An attempt that raised may leave a claim held in the ledger: its delivery's own (its release failed,
     # or its claim raised with its outcome unknown), held for the invocation's remaining time, at most the
     # function's Timeout; or a once-guard's within it (a clone notice's, CLONE_NOTICE_HOLD_SECONDS). Its error
-    # is marked unreleased and its record given no shorter visibility (handlers/_batch.py): its queue's
-    # VisibilityTimeout must outlast every hold, or the retry meets the claim its own attempt left (a
-    # duplicate of itself, deleted: the event lost; a clone's owner found "told already": never told).
+    # is marked unreleased and its record given the held visibility (handlers/_batch.py; next test). When that
+    # call fails, or too little time is left for it, the record keeps its queue's VisibilityTimeout, counted
+    # from the receive: a claim is made at most the function's Timeout into that window (an invocation that
+    # starts at the receive), so the timeout must outlast Timeout plus every hold, or the retry meets the
+    # claim its own attempt left (a duplicate of itself, deleted: the event lost; a clone's owner found
+    # "told already": never told).
     holds = ledger_holds()
     assert {"CLONE_NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS", "RECONCILER_HOLD_SECONDS"} <= set(holds)
     resources = template["Resources"]
@@ -214,7 +217,32 @@ def test_every_ledger_hold_is_over_before_a_record_that_left_it_comes_back(templ
         timeout = function.get("Timeout", template["Globals"]["Function"]["Timeout"])
         assert queue["VisibilityTimeout"] > timeout, (mapping["FunctionName"], timeout)
         for name, hold in holds.items():
-            assert queue["VisibilityTimeout"] > hold, (mapping["FunctionName"], name, hold)
+            assert queue["VisibilityTimeout"] > timeout + hold, (mapping["FunctionName"], name, timeout, hold)
+
+
+def test_a_held_record_comes_back_after_every_hold_its_attempt_can_leave(template: dict[str, Any]) -> None:
+    # A record whose attempt left a claim held is given HELD_VISIBILITY_SECONDS, counted from the call at the
+    # end of its invocation (handlers/_batch.py): past every hold a queued record's attempt can leave, made
+    # before that call (the clone notice's; the delivery's own, at most the remaining time of an invocation
+    # whose Timeout the functions set, or DEFAULT_HOLD_SECONDS without a Lambda context), and within what
+    # ChangeMessageVisibility accepts. The reconciler's claim (RECONCILER_HOLD_SECONDS) is made by scheduled
+    # runs, never by a queued record.
+    from sagemaker_governance.domain.redelivery import MAX_VISIBILITY_SECONDS
+    from sagemaker_governance.handlers._batch import HELD_VISIBILITY_SECONDS
+
+    holds = ledger_holds()
+    queued = {name: hold for name, hold in holds.items() if name != "RECONCILER_HOLD_SECONDS"}
+    assert {"CLONE_NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS"} <= set(queued)
+    resources = template["Resources"]
+    mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    for mapping in mappings:
+        function = resources[mapping["FunctionName"]["Ref"]]["Properties"]
+        queued[f"{mapping['FunctionName']['Ref']}.Timeout"] = function.get(
+            "Timeout", template["Globals"]["Function"]["Timeout"]
+        )
+    for name, hold in queued.items():
+        assert hold < HELD_VISIBILITY_SECONDS, (name, hold)
+    assert HELD_VISIBILITY_SECONDS <= MAX_VISIBILITY_SECONDS
 
 
 def test_the_lambda_model_accepts_the_mapping_settings() -> None:

@@ -12,6 +12,7 @@ from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
+from sagemaker_governance.domain.redelivery import held_visibility
 from sagemaker_governance.service.idempotency import (
     CLONE_NOTICE_HOLD_SECONDS,
     CloneNotices,
@@ -27,6 +28,8 @@ from tests.builders import job
 
 KEY = "job:job-1:InProgress:Starting:1:-"
 QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
+# The visibility a record whose error is marked unreleased is given (handlers/_batch.py), from its attempt's end
+HELD = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
 
 
 def record(action: str = "stop", outcome: Outcome = Outcome.DONE, mode: Mode = Mode.ENFORCE) -> AuditRecord:
@@ -127,11 +130,11 @@ def test_a_failed_attempt_is_marked_unreleased_only_when_its_release_failed(
             deliver(ledger, other, fails, owner="m-2", now=now, hold_seconds=295)
     assert unreleased(kept.value) and str(kept.value) == "PutMetricAlarm throttled"
 
-    # When its record comes back after the queue's own visibility (it is given no shorter one), past the hold
+    # When its record comes back after the held visibility, past the hold
     def process() -> None:
         calls("process")
 
-    deliver(ledger, other, process, owner="m-2", now=now + timedelta(seconds=1800), hold_seconds=295)
+    deliver(ledger, other, process, owner="m-2", now=now + timedelta(seconds=HELD), hold_seconds=295)
     # Then the retry takes the claim over and the event is processed once
     assert calls.log.count("process") == 1
 
@@ -154,14 +157,14 @@ def test_a_claim_that_raised_fails_the_delivery_marked_unreleased(
         patch.setattr(ledger, "claim", applied_unanswered)
         with pytest.raises(AdapterError) as failed:
             deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=295)
-    # Then nothing was processed and the error goes back marked unreleased (its record keeps the queue's
+    # Then nothing was processed and the error goes back marked unreleased (its record is given the held
     # visibility): a retry within the hold would meet that claim and be a duplicate of itself
     assert "process" not in calls.log
     assert unreleased(failed.value)
     early = now + timedelta(seconds=60)
     assert deliver(ledger, KEY, process, owner="m-1", now=early, hold_seconds=295) == Duplicate(KEY)
-    # When the record comes back after the queue's visibility (1,800 s), past the hold
-    late = now + timedelta(seconds=1800)
+    # When the record comes back after the held visibility (960 s), past the hold
+    late = now + timedelta(seconds=HELD)
     deliver(ledger, KEY, process, owner="m-1", now=late, hold_seconds=295)
     # Then its retry takes the claim over and the event is processed once
     assert calls.log.count("process") == 1
@@ -195,19 +198,19 @@ def test_a_clone_notice_that_could_not_be_released_marks_its_deliverys_error_unr
                 now=now,
                 hold_seconds=295,
             )
-    # Then the delivery's error is marked unreleased (its record keeps the queue's visibility): a retry within
+    # Then the delivery's error is marked unreleased (its record is given the held visibility): a retry within
     # the notice's hold would find the owner "told already" and complete untold
     assert unreleased(failed.value) and str(failed.value) == "SNS Publish throttled"
     assert not notices.once("llm-r1", lambda: calls("told early"))
-    # When the record comes back after the queue's visibility (1,800 s), past the notice's hold
-    assert QUEUE_TIMEOUT > CLONE_NOTICE_HOLD_SECONDS
-    later = CloneNotices(ledger, lambda: now + timedelta(seconds=QUEUE_TIMEOUT))
+    # When the record comes back after the held visibility, past the notice's hold
+    assert HELD > CLONE_NOTICE_HOLD_SECONDS
+    later = CloneNotices(ledger, lambda: now + timedelta(seconds=HELD))
     deliver(
         ledger,
         KEY,
         lambda: later.once("llm-r1", lambda: calls("told")),
         owner="m-1",
-        now=now + timedelta(seconds=QUEUE_TIMEOUT),
+        now=now + timedelta(seconds=HELD),
         hold_seconds=295,
     )
     # Then the owner is told, once

@@ -101,6 +101,7 @@ def test_fault_spec_rejects_nonsense_with_a_clear_error(text: str, message: str)
 # ---- every fault happens ------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy(15)
 def test_every_fault_is_injected_and_counted(template: dict[str, Any]) -> None:
     # Given a small fleet with every fault at a high rate
     result = run(fleet(25), template, "all=0.3", seed=3)
@@ -219,6 +220,7 @@ def test_a_failed_job_whose_first_re_read_lags_is_resumed_once_by_the_retry(temp
 # ---- the invariants hold under faults -------------------------------------------------------------------
 
 
+@pytest.mark.heavy(30)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[str, Any], seed: int) -> None:
     # Given a fleet with duplicated, reordered, throttled and crashing deliveries and lagging re-reads (drop
@@ -231,6 +233,7 @@ def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[st
     assert counts == dict.fromkeys(counts, 0), names
 
 
+@pytest.mark.heavy(80)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_invariants_hold_on_the_fleet_under_every_fault(template: dict[str, Any], seed: int) -> None:
     # Given the full fleet with every fault enabled, dropped events included

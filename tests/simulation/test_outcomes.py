@@ -34,6 +34,7 @@ def small_fleet(size: int) -> Scenario:
 # ---- true today -----------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy(9)
 def test_fleet_has_no_false_stops_and_no_function_errors(template: dict[str, Any]) -> None:
     report = simulate(small_fleet(40), seed=1, template=template)
     # The fleet draws jobs the service of today stops by mistake too (scenario known gaps): no others.
@@ -98,6 +99,7 @@ def test_spot_storm_falls_back_to_on_demand_and_completes(template: dict[str, An
     assert report["totals"]["false_stops"] == 0
 
 
+@pytest.mark.heavy(17)
 def test_fleet_has_no_false_stops_and_no_missed_stalls(template: dict[str, Any]) -> None:
     require_idle_guard(template)
     report = simulate(small_fleet(60), seed=5, template=template)

@@ -116,6 +116,7 @@ def test_a_throttled_request_is_not_carried_out() -> None:
     assert [a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"]] == ["a"]
 
 
+@pytest.mark.heavy(15)
 def test_a_burst_of_300_jobs_in_one_minute_ends_with_every_alarm_created_and_deleted() -> None:
     # Given 300 GPU jobs created in the same minute and CloudWatch's default quota (3 requests/second)
     result = Simulation(burst_scenario(300), cloudwatch_tps=3.0).run()

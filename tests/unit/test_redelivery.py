@@ -8,8 +8,10 @@ import pytest
 from sagemaker_governance.adapters.queue import queue_url
 from sagemaker_governance.domain.redelivery import (
     FIRST_RETRY_SECONDS,
+    HELD_MARGIN_SECONDS,
     MAX_VISIBILITY_SECONDS,
     SECOND_RETRY_SECONDS,
+    held_visibility,
     retry_visibility,
 )
 
@@ -27,6 +29,21 @@ def test_a_minute_after_the_first_receive_five_after_the_second_then_the_queues_
 def test_the_ladder_is_within_what_sqs_accepts_and_shorter_than_the_queues_timeout() -> None:
     # ChangeMessageVisibility takes 0 to 43,200 s; the queues' VisibilityTimeout is 1,800 s (template.yaml)
     assert 0 < FIRST_RETRY_SECONDS < SECOND_RETRY_SECONDS < 1800 <= MAX_VISIBILITY_SECONDS
+
+
+@pytest.mark.parametrize(("hold", "seconds"), [(900.0, 960), (899.2, 960), (0.0, 60), (300, 360)])
+def test_a_held_record_stays_invisible_past_the_longest_hold_by_the_margin(hold: float, seconds: int) -> None:
+    assert HELD_MARGIN_SECONDS == 60
+    assert held_visibility(hold) == seconds
+
+
+@pytest.mark.parametrize(
+    "hold", [-1.0, float("nan"), float("inf"), MAX_VISIBILITY_SECONDS - HELD_MARGIN_SECONDS + 0.5]
+)
+def test_a_hold_that_is_no_duration_or_that_sqs_could_not_wait_out_is_rejected(hold: float) -> None:
+    with pytest.raises(ValueError):
+        held_visibility(hold)
+    assert held_visibility(MAX_VISIBILITY_SECONDS - HELD_MARGIN_SECONDS) == MAX_VISIBILITY_SECONDS
 
 
 @pytest.mark.parametrize(

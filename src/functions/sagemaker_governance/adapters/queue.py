@@ -17,9 +17,10 @@ changed in one ``ChangeMessageVisibilityBatch`` call (up to 10 entries), which I
 ``ChangeMessageVisibilityBatch`` action). The template grants it on the function's own queue only.
 
 Best effort, never raises: a change that fails (throttled, denied, the receipt handle expired) is logged and
-the record comes back after the queue's own timeout, as before; nothing is lost. The client is built at the
-first record that goes back (a healthy invocation builds none and makes no call), with few retries and short
-timeouts: the call is made at the end of an invocation that may have little time left.
+the record comes back after the queue's own timeout from its receive (for a record whose attempt left a claim
+held, past the hold only when the invocation started soon after the receive: ``handlers/_batch.py``). The
+client is built at the first record that goes back (a healthy invocation builds none and makes no call), with
+few retries and short timeouts: the call is made at the end of an invocation that may have little time left.
 """
 
 from __future__ import annotations

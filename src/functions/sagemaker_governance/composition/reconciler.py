@@ -84,6 +84,7 @@ def build(root: Root) -> ReconcilerService:
         resume=resume,
         arming=CloudWatchAlarmEnabling(root.client("cloudwatch")),
         notices=ports.notices,
+        marks=ports.marks,
     )
 
 

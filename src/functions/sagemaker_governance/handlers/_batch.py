@@ -13,17 +13,29 @@ processes them as new. The deliveries of one batch run in one ``delivery_batch``
 marked completed in the ledger before the next is claimed (``service/idempotency.py``).
 
 **Sooner.** A record named in the answer would be received again only when the queue's visibility timeout
-(1,800 s) runs out. Before answering (and, when every record failed, before raising) the records named are
-given the retry ladder's visibility instead (``domain/redelivery.py``: 60 s after a first receive, 300 s
-after a second, the queue's own later), by the root's ``QueueVisibility`` (``adapters/queue.py``): best
-effort, in one call per batch, made only when something goes back and the invocation still has
-``VISIBILITY_MIN_REMAINING_MS`` left. A failed attempt has released its delivery's claim in the ledger, so
-the retry claims it again. Not one whose release failed too, nor one whose claim raised (DynamoDB may have
-applied it, its answer lost): its error is marked ``unreleased`` (``service/idempotency.py``), its claim
-may stay held for the invocation's time (at most the 300 s timeout), and a retry within it would be
-answered as a duplicate of itself and the record deleted. Such a record is
-named in the answer but left out of ``going_back``: it keeps the queue's own visibility (1,800 s), longer
-than any hold, and its retry takes the claim over.
+(1,800 s, counted from the event source mapping's receive) runs out. Before answering (and, when every
+record failed, before raising) the records named are given a visibility of their own, in one call per batch
+by the root's ``QueueVisibility`` (``adapters/queue.py``), made only when something goes back and the
+invocation still has ``VISIBILITY_MIN_REMAINING_MS`` left:
+
+- a record whose failed attempt released its delivery's claim in the ledger (or one returned unprocessed):
+  the retry ladder's (``domain/redelivery.py``: 60 s after a first receive, 300 s after a second, the
+  queue's own later). The retry claims the delivery again;
+- a record whose error is marked ``unreleased`` (``service/idempotency.py``: its release failed, its claim
+  raised with DynamoDB perhaps having applied it, or a clone notice's claim was left held): a claim may
+  still be held, and a retry within its hold would be answered as a duplicate of itself and the record
+  deleted, or find a clone's owner "told already". It gets ``HELD_VISIBILITY_SECONDS``, whatever its receive
+  count: past the longest hold an attempt can leave (a clone notice's ``CLONE_NOTICE_HOLD_SECONDS``; a
+  delivery's own claim is held for the invocation's remaining time, over when it ends), counted from this
+  call, so from after the claim. The queue's own timeout would not do: it counts from the receive, and
+  Lambda may invoke the function long after it (the poller retries a throttled invocation while the batch
+  stays in flight), so a notice claimed 1,000 s after the receive was still held when the record came back.
+
+Best effort: when the call fails or too little time is left for it (logged: ``visibility not changed``),
+the records keep the queue's own timeout from the receive. For a held one that is past its holds when the
+invocation started within 600 s of the receive (1,800 s less the 300 s Timeout and the notice's 900 s: a
+template test keeps the queue's timeout above the function's Timeout plus every hold); the retry of one
+invoked later may still meet the hold, the case the held visibility is there for.
 """
 
 from __future__ import annotations
@@ -31,10 +43,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from sagemaker_governance.domain.redelivery import VisibilityChange, retry_visibility
+from sagemaker_governance.domain.redelivery import VisibilityChange, held_visibility, retry_visibility
 from sagemaker_governance.events.queue import QueuedRecord
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import delivery_batch, unreleased
+from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, delivery_batch, unreleased
 
 # The time a record needs at worst: one AWS call through all of botocore's retries takes up to 31 s of backoff
 # (docs/resilience.md, "Retries"), and a record makes a few calls besides. 40 s of a 300 s timeout: a batch of
@@ -45,6 +57,9 @@ MIN_REMAINING_MS = 40_000
 # is not made (the records come back after the queue's own timeout) rather than risk the invocation's timeout,
 # which would return the whole batch, its completed records included.
 VISIBILITY_MIN_REMAINING_MS = 20_000
+# The visibility of a record whose attempt may have left a claim held: past the longest such hold, a clone
+# notice's (a delivery's own claim is held only for the invocation's remaining time, at most its 300 s timeout).
+HELD_VISIBILITY_SECONDS = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
 
 
 class VisibilityPort(Protocol):
@@ -66,15 +81,15 @@ def partial_batch(
     key: str,
     context: Any,
     min_remaining_ms: int = MIN_REMAINING_MS,
-    going_back: Callable[[Sequence[str]], object] | None = None,
+    going_back: Callable[[Sequence[str], Sequence[str]], object] | None = None,
 ) -> dict[str, Any]:
     """``deliver(record_id, body)`` for each record while ``context`` (the Lambda context) has
     ``min_remaining_ms`` left; ``failed``: the log message of a failed record, with its id under ``key``;
-    ``going_back(record_ids)``: told the records named in the answer (failed or unprocessed) before the
-    answer (or the error) goes back, when there are some (``sooner``), but those whose error is marked
-    ``unreleased`` (their claim still held: they keep the queue's visibility); whatever it raises is logged."""
+    ``going_back(back, held)``: told the records named in the answer before the answer (or the error) goes
+    back, when there are some (``sooner``): ``back`` those failed or unprocessed, ``held`` those whose error
+    is marked ``unreleased`` (a claim may still be held); whatever it raises is logged."""
     failures: list[dict[str, str]] = []
-    held: set[str] = set()  # failed records whose delivery claim may still be held (unreleased)
+    held: list[str] = []  # failed records whose attempt may have left a claim held (unreleased)
     errors: list[Exception] = []
     with delivery_batch():
         for index, (record_id, body) in enumerate(bodies):
@@ -93,11 +108,11 @@ def partial_batch(
                 failures.append({"itemIdentifier": record_id})
                 errors.append(exc)
                 if unreleased(exc):
-                    held.add(record_id)
+                    held.append(record_id)
     back = [f["itemIdentifier"] for f in failures if f["itemIdentifier"] not in held]
-    if back and going_back is not None:
+    if (back or held) and going_back is not None:
         try:
-            going_back(back)
+            going_back(back, held)
         except Exception:  # best effort: the answer stands, the records come back after the queue's timeout
             logger.exception("visibility not changed")
     if errors and len(errors) == len(bodies):
@@ -107,20 +122,26 @@ def partial_batch(
 
 def sooner(
     records: Sequence[QueuedRecord], visibility: Callable[[], VisibilityPort], context: Any
-) -> Callable[[Sequence[str]], int]:
-    """``going_back`` for ``partial_batch``: the records named are given their retry visibility
-    (``retry_visibility``) through ``visibility()`` (called only when one has a visibility to change and
-    ``context`` has ``VISIBILITY_MIN_REMAINING_MS`` left); how many were changed."""
+) -> Callable[[Sequence[str], Sequence[str]], int]:
+    """``going_back`` for ``partial_batch``: the records ``back`` are given their retry visibility
+    (``retry_visibility``), the records ``held`` ``HELD_VISIBILITY_SECONDS``, in one change through
+    ``visibility()`` (called only when one has a visibility to change and ``context`` has
+    ``VISIBILITY_MIN_REMAINING_MS`` left); how many were changed."""
     by_id = {r.message_id: r for r in records}
 
-    def change(record_ids: Sequence[str]) -> int:
-        changes = [
-            VisibilityChange(record.queue_arn, record.receipt_handle, seconds, record.message_id)
+    def chosen(record_ids: Sequence[str], seconds: Callable[[QueuedRecord], int | None]) -> list[VisibilityChange]:
+        return [
+            VisibilityChange(record.queue_arn, record.receipt_handle, wait, record.message_id)
             for record in (by_id[rid] for rid in record_ids if rid in by_id)
             if record.receipt_handle and record.queue_arn
-            for seconds in [retry_visibility(record.receive_count)]
-            if seconds is not None
+            for wait in [seconds(record)]
+            if wait is not None
         ]
+
+    def change(back: Sequence[str], held: Sequence[str]) -> int:
+        changes = chosen(back, lambda r: retry_visibility(r.receive_count)) + chosen(
+            held, lambda _: HELD_VISIBILITY_SECONDS
+        )
         if not changes:
             return 0
         remaining = _remaining_ms(context)

@@ -19,11 +19,11 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   before it are known: a claim keeps the item's done list);
 - the processing raised and the release failed too (DynamoDB throttled or unreachable): the claim stays as
   after a death, and the error goes back *marked unreleased* (``mark_unreleased``). A queued record whose
-  error is so marked is given no shorter visibility (``handlers/_batch.py``): it comes back after its
-  queue's own timeout (1,800 s), longer than any hold, and its retry takes the claim over. A retry within
-  the hold would meet its own claim and be answered as a duplicate, whoever holds it: a claim held by its
-  own owner cannot be told from a delivery that completed unmarked (below), which a second copy of its SQS
-  message within the hold must find a duplicate. A direct invocation has no such visibility: Lambda
+  error is so marked is given the held visibility (``handlers/_batch.py``), counted from its invocation's
+  end and longer than any hold it can have left: it comes back after the hold, and its retry takes the
+  claim over. A retry within the hold would meet its own claim and be answered as a duplicate, whoever
+  holds it: a claim held by its own owner cannot be told from a delivery that completed unmarked (below),
+  which a second copy of its SQS message within the hold must find a duplicate. A direct invocation has no such visibility: Lambda
   retries it about a minute later, within the hold, and that retry is answered as a duplicate (the event's
   remaining effects lost). A known gap, on a path the template does not deploy (both functions are fed by
   queues);
@@ -31,7 +31,7 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   unknown, since DynamoDB may have applied it and only its answer been lost (a read timeout, then retries
   that could not connect). Nothing was processed; the error goes back marked unreleased too, so that a
   claim so applied is over before the record comes back (the price: a claim that was not applied waits
-  the queue's timeout as well);
+  the held visibility as well, not the ladder's minute);
 - a completed delivery keeps its claim until it expires (``IDEMPOTENCY_TTL_SECONDS``): every other
   owner's copy meanwhile (another message of the same state change) is skipped. Its own owner's (a copy of
   the same SQS message) only within the hold, or once the claim is marked *completed*; a copy of an
@@ -217,7 +217,7 @@ def deliver(
     try:
         claim = ledger.claim(key, owner, now, hold_seconds)
     except Exception as exc:  # of unknown outcome: DynamoDB may have applied it and its answer been lost
-        mark_unreleased(exc)  # as a claim left held: its record keeps the queue's visibility, past the hold
+        mark_unreleased(exc)  # as a claim left held: its record gets the held visibility, past the hold
         raise
     if not claim.granted:
         logger.info("duplicate delivery skipped", delivery=key, owner=owner)
@@ -230,7 +230,7 @@ def deliver(
                 ledger.release(key, owner, now, sorted({*claim.done, *delivery.effects}))
             except Exception:  # the claim stays: the owner's retry takes it over once the invocation's time is up
                 logger.exception("delivery claim not released", delivery=key)
-                mark_unreleased(exc)  # its record keeps the queue's visibility, longer than the hold
+                mark_unreleased(exc)  # its record gets the held visibility, longer than the hold
             if delivery.held:  # a once-guard's claim left held: its retry must come after that hold
                 mark_unreleased(exc)
             raise
@@ -355,8 +355,9 @@ class OnceNotifier:
 CLONE_NOTICE_OWNER = (
     "clone-notice"  # one owner for every teller: a dead teller's claim is taken over after the hold
 )
-# Longer than either function's timeout (300 s); shorter than the queues' VisibilityTimeout (1,800 s), after which
-# a record whose attempt left this claim held comes back (``hold_left``; tests/infrastructure checks every hold).
+# Longer than either function's timeout (300 s). A record whose attempt left this claim held (``hold_left``) comes
+# back after the held visibility derived from it (handlers/_batch.py: 960 s from the attempt's end), or when that
+# call failed after the queues' VisibilityTimeout (1,800 s) from the receive (tests/infrastructure checks both).
 CLONE_NOTICE_HOLD_SECONDS = 900.0
 # The item must outlive the reconciler's look-back for deferred resumes (the longest backoff, at most a day, plus
 # three runs, each at most a day apart): the composition root gives the notices' ledger this TTL at least.
@@ -375,7 +376,8 @@ class CloneNotices:
     When telling failed and the release failed too, or the claim itself raised (its outcome unknown), the
     key may stay held for ``CLONE_NOTICE_HOLD_SECONDS``, and a retry within it would find the owner "told
     already" and complete, the owner never told: the error is marked unreleased (``hold_left``), so the
-    delivery's record comes back after its queue's timeout, past the hold, and its retry tells."""
+    delivery's record comes back after the held visibility (``handlers/_batch.py``), past the hold, and its
+    retry tells."""
 
     def __init__(self, ledger: LedgerPort, clock: Callable[[], datetime]) -> None:
         self._ledger = ledger

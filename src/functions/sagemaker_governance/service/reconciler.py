@@ -25,7 +25,8 @@ Each run compares what exists with what should exist and repairs the difference:
   ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
   the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
-  for its backoff, or while the job it was cloned from still ran) and not ``smgov:resume-settled`` (a
+  for its backoff, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
+  it raised, ``_retry_resume``) and not ``smgov:resume-settled`` (a
   final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
   time has passed and its clone (a deterministic name) does not exist
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
@@ -58,6 +59,7 @@ from typing import Any, Protocol
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_RESUME_SETTLED
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
@@ -76,9 +78,9 @@ from sagemaker_governance.domain.reconcile import (
     plan_work,
     run_index,
 )
-from sagemaker_governance.domain.resume import DeferredResume
+from sagemaker_governance.domain.resume import DeferredResume, resume_after_tag
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
+from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 RECONCILER_TRIGGER = "reconciler"
@@ -254,7 +256,9 @@ class ReconcilerService:
         resume: DeferredResumer | None = None,
         arming: AlarmEnablingPort | None = None,
         notices: CloneNoticesPort | None = None,
+        marks: EvaluationMarksPort | None = None,
     ) -> None:
+        self._marks = marks  # a lost end's failed auto-resume tagged smgov:resume-after (none: not retried)
         self._failed = failed
         self._arming = arming  # muted guard alarms are turned on again (none: left muted)
         self._resume = resume
@@ -397,7 +401,8 @@ class ReconcilerService:
         path's). When the record is written here the end event was never handled, so a *failed* job also
         never had its auto-resume decision: it is made now, as its ``Failed`` event would have made it (a
         clone's name is deterministic: a late event creates nothing twice). A failed read is logged and
-        counted; the alarms are deleted all the same."""
+        counted; the alarms are deleted all the same. A resume that raises is tagged for the deferred-resume
+        pass (``_retry_resume``): nothing else would come back to the job."""
         job, resume = orphan.job, self._resume
         if self._lost_ends is None or job is None:
             return []
@@ -411,6 +416,7 @@ class ReconcilerService:
                 logger.error(
                     "auto-resume of a failed job whose end event was lost failed", job=job.name, error=str(exc)
                 )
+                self._retry_resume(job, report)
                 return []
 
         try:
@@ -422,6 +428,32 @@ class ReconcilerService:
         report.efficiency_records += min(1, len(written))
         resumes = written[1:]  # the record first, then what the resume decided
         return [RepairKind.LOST_END_RESUME] if any(d.action is Action.CLONE and d.acts for d in resumes) else []
+
+    def _retry_resume(self, job: TrainingJob, report: ReconcileReport) -> None:
+        """A lost end's auto-resume that raised (a re-read that lags its end, a refused or throttled clone): the
+        claim is released with the efficiency record done and the job's alarms are deleted, so no run visits it
+        as an orphan again. It is tagged ``smgov:resume-after`` (now) instead, as a deferral is: the
+        deferred-resume pass (this run's, else a later one's within the look-back) decides it again, and its
+        clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
+        be written is an error of the run: that job's resume is then lost, and the log says so."""
+        if job.tag(TAG_RESUME_AFTER) is not None or job.tag(TAG_RESUME_SETTLED) is not None:
+            return  # already the deferred-resume pass's, or decided for good
+        error = "this deployment cannot tag the job"
+        if self._marks is not None and job.arn:
+            try:
+                self._marks.mark(job.arn, TAG_RESUME_AFTER, resume_after_tag(self._clock()))
+            except AdapterError as exc:
+                error = str(exc)
+            else:
+                logger.warning("auto-resume of a lost end left to the deferred-resume pass", job=job.name)
+                return
+        report.errors += 1
+        logger.error(
+            "auto-resume of a failed job whose end event was lost is not retried: its tag was not written",
+            job=job.name,
+            tag=TAG_RESUME_AFTER,
+            error=error,
+        )
 
     def _delete_orphans(
         self, ended: Sequence[Orphan], trigger: Trigger, report: ReconcileReport
