@@ -17,7 +17,7 @@ from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultInjector, FaultSpec, LaggingReads
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
-from tests.simulation.capabilities import granted, require_idle_guard
+from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
 
 
 def fleet(size: int | None = None) -> Scenario:
@@ -198,12 +198,11 @@ def test_lags_strike_transitions_at_the_faults_rate_reproducibly_by_seed() -> No
 
 def test_a_failed_job_whose_first_re_read_lags_is_resumed_once_by_the_retry(template: dict[str, Any]) -> None:
     # Given a 40-hour job that fails after 26 hours, and DescribeTrainingJob lagging every transition
+    require_auto_resume(template)
     result = run(builtin_scenario("hardware-failure"), template, "lag=1")
     failed = result.jobs["resnet-long-run"]
     clones = [j for j in result.jobs.values() if j.source == failed.name]
-    if failed.final_status != "Failed" or not clones:
-        pytest.skip("no auto-resume deployed")
-    assert result.faults["injected"]["lag"] > 0
+    assert failed.final_status == "Failed" and result.faults["injected"]["lag"] > 0
     # Then the Failed event's first delivery met the lagging read and failed (DescriptionBehind)
     behind = [e for e in result.errors if "DescriptionBehind" in (e.error or "")]
     assert [(e.minute, e.function) for e in behind if failed.name in (e.error or "")] == [
@@ -215,6 +214,17 @@ def test_a_failed_job_whose_first_re_read_lags_is_resumed_once_by_the_retry(temp
     assert counts == dict.fromkeys(counts, 0), names
     d = result.deliveries
     assert d["delivered"] == d["processed"] and d["redelivered"] == len(result.errors)
+
+
+def test_every_failure_class_is_decided_as_without_lag_when_every_re_read_lags(template: dict[str, Any]) -> None:
+    # Given the failure classes (resumed, not resumed, each for its reason) with DescribeTrainingJob lagging
+    # every transition: each Failed event's first read still answers the job running
+    require_auto_resume(template)
+    report = simulate(builtin_scenario("failure-classes"), template=template, faults=FaultSpec.parse("lag=1"))
+    assert report["faults"]["injected"]["lag"] > 0
+    # Then every job ends as its scenario expects (a decision spent on the lagging read, e.g. "not failed",
+    # would leave a resumable job unresumed: unexpected), and --check passes
+    assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]
 
 
 # ---- the invariants hold under faults -------------------------------------------------------------------
