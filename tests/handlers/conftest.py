@@ -39,6 +39,24 @@ def clock() -> MovableClock:
     return MovableClock(NOW)
 
 
+class NextTransitionLags:
+    """The SageMaker double's ``lag``: DescribeTrainingJob lags the double's next transition for ``seconds``
+    (eventual consistency): until then it answers the job as it stood before that transition."""
+
+    def __init__(self, clock: MovableClock, seconds: int = 30) -> None:
+        self.clock, self.seconds = clock, seconds
+        self.armed, self.reads = True, 0
+
+    def until(self, name: str) -> datetime | None:
+        if not self.armed:
+            return None
+        self.armed = False
+        return self.clock() + timedelta(seconds=self.seconds)
+
+    def served(self, name: str) -> None:
+        self.reads += 1
+
+
 @pytest.fixture
 def savings() -> MemoryBusinessMetrics:
     """The business metrics the handlers emit (the stopper's savings, the reconciler's repairs)."""

@@ -10,7 +10,7 @@ import pytest
 from sagemaker_governance.handlers.job_events import handler
 from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import create_request
-from tests.handlers.conftest import ENFORCE, NOW
+from tests.handlers.conftest import ENFORCE, NOW, MovableClock, NextTransitionLags
 
 PREFIX = "sagemaker-governance-idle-"
 
@@ -78,6 +78,32 @@ def test_training_event_for_an_unknown_job_creates_nothing(acct: LocalAccount) -
     del acct.sagemaker.jobs["job-1"]
     acct.invoke(handler, event)
     assert acct.cloudwatch.alarms == {}
+
+
+def test_a_spot_restarts_training_whose_reread_lags_still_resets_the_alarm(clock: MovableClock) -> None:
+    with local_account(clock, ENFORCE) as acct:
+        # Given a Spot job whose first stint's alarm is in ALARM when Spot reclaims its capacity (its stretch
+        # judged then, e.g. the stop vetoed), back through Starting and Downloading
+        acct.invoke(handler, start_training(acct, EnableManagedSpotTraining=True))
+        alarm = f"{PREFIX}job-1"
+        acct.cloudwatch.set_state(alarm, "ALARM")
+        for secondary in ("Interrupted", "Starting", "Downloading"):
+            clock.advance(minutes=10)
+            acct.sagemaker.transition("job-1", "InProgress", secondary)
+        # When it enters Training again and its event is handled while DescribeTrainingJob still answers the
+        # job as it stood before (Downloading, one Training in its transitions)
+        clock.advance(minutes=10)
+        lag = NextTransitionLags(clock)
+        acct.sagemaker.lag = lag
+        acct.sagemaker.transition("job-1", "InProgress", "Training")
+        acct.invoke(handler, acct.sagemaker.event("job-1"))
+        assert lag.reads >= 1
+        # Then the alarm is upserted and reset as on an up-to-date read (the event shows the second Training):
+        # left in ALARM, a stall of this stint would never notify
+        assert acct.cloudwatch.calls["SetAlarmState"] == 1
+        assert acct.cloudwatch.state(alarm) != "ALARM"
+        codes = [r.code for r in idle_records(acct)]
+        assert codes == ["idle.alarm.create", "idle.alarm.create"]
 
 
 @pytest.mark.parametrize("terminal", ["Completed", "Failed", "Stopped"])

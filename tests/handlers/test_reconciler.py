@@ -32,7 +32,7 @@ from smgov.simulation.harness import LocalAccount, local_account, patched_env
 from smgov.simulation.job_signals import JobSignals, log_stream
 from tests.builders import create_request, job
 from tests.conftest import load_event
-from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock
+from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock, NextTransitionLags
 
 SCHEDULED = "scheduled-reconcile.json"
 TWELVE_HOSTS = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50}
@@ -292,6 +292,27 @@ def test_a_stalled_job_whose_training_event_was_lost_gets_its_alarm_and_is_then_
     assert acct.sagemaker.stop_requests == ["job-1"]
     assert acct.sagemaker.jobs["job-1"]["TrainingJobStatus"] == "Stopping"
     assert repairs.repairs.count("missing-alarm") == 1
+
+
+def test_a_job_listed_in_training_but_read_before_it_is_not_remembered_and_gets_its_alarm_next_run(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a GPU job whose Starting event was handled and whose Training event was lost, entering Training as
+    # the reconciler runs: ListTrainingJobs lists it in Training, DescribeTrainingJob still answers Starting
+    acct.sagemaker.launch(create_request("job-1"))
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))
+    clock.advance(minutes=5)
+    lag = NextTransitionLags(clock)
+    acct.sagemaker.lag = lag
+    acct.sagemaker.transition("job-1", "InProgress", "Training")
+    # When the reconciler runs then, no alarm is created (the job it read is not in Training)
+    assert reconcile(acct)["repairs"] == {}
+    assert lag.reads == 1 and acct.cloudwatch.alarms == {}
+    # Then that is not remembered as a job no guard wants: the next run on the warm container reads it again,
+    # up to date, and creates its alarm
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"missing-alarm": 1}
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}job-1"}
 
 
 def test_a_missing_composite_alarm_is_recreated_over_its_children(

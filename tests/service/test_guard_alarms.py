@@ -184,6 +184,44 @@ def test_an_over_cap_declaration_is_ignored_and_the_owner_told_once(
     assert [r.code for r in audit.records].count("judge.tolerance.ignored") == 2
 
 
+def test_a_restarts_training_event_whose_reread_lags_it_resets_and_does_not_tell_again(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given a job with an over-cap declaration whose owner was told at its first Training
+    tags = {"team": "rl", "owner": "alice", "smgov:progress-minutes": "600"}
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"rl": {"judge": {"max_declared_minutes": 180}}}})
+    definitions = {
+        "TrainingImage": "img:1",
+        "TrainingInputMode": "File",
+        "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(\\S+)"}],
+    }
+    jobs.jobs["job-1"] = training(tags=tags, AlgorithmSpecification=definitions)
+    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, policy, audit, notifier)
+    lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
+    assert len(notifier.sent) == 1
+    # When it is back in Training after a Spot interruption, and DescribeTrainingJob still answers the job as
+    # it stood before (Downloading: one Training in its transitions) when the event is handled
+    pause = [
+        {"Status": "Interrupted", "StartTime": "1763720000000"},
+        {"Status": "Downloading", "StartTime": "1763720400000"},
+    ]
+    jobs.jobs["job-1"] = training(
+        tags=tags,
+        AlgorithmSpecification=definitions,
+        SecondaryStatus="Downloading",
+        SecondaryStatusTransitions=[*TRAINING, *pause],
+    )
+    restarted = [*TRAINING, *pause, {"Status": "Training", "StartTime": "1763720500000"}]
+    calls.log.clear()
+    decisions = lifecycle.react(
+        training(tags=tags, AlgorithmSpecification=definitions, SecondaryStatusTransitions=restarted), TRIGGER
+    )
+    # Then the event's second Training counts: the alarms are reset, and the owner is not told again
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    assert any(entry.startswith("reset ") for entry in calls.log), calls.log
+    assert len(notifier.sent) == 1
+
+
 def test_a_job_without_the_tags_gets_no_tolerance_record(
     jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
 ) -> None:

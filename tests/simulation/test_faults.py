@@ -12,10 +12,12 @@ import pytest
 
 from smgov.cli.simulate import check_failed
 from smgov.simulation.engine import RunResult, Simulation
-from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultSpec
+from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.fake_sagemaker import FakeSageMaker
+from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultInjector, FaultSpec, LaggingReads
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
-from tests.simulation.capabilities import granted, require_idle_guard
+from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
 
 
 def fleet(size: int | None = None) -> Scenario:
@@ -131,12 +133,98 @@ def test_throttling_goes_through_botocore_retries_without_wall_clock_sleeps(temp
 
 
 def test_a_fault_run_is_reproducible(template: dict[str, Any]) -> None:
-    first = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash", seed=4)
-    again = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash", seed=4)
+    first = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash,lag", seed=4)
+    again = run(builtin_scenario("spot-storm"), template, "duplicate,reorder,crash,lag", seed=4)
     assert first.faults == again.faults
     assert [(r.job_name, r.action, r.outcome) for r in first.audit] == [
         (r.job_name, r.action, r.outcome) for r in again.audit
     ]
+
+
+def lagging_double(rate: float, seed: int = 0) -> tuple[VirtualClock, FakeSageMaker, FaultInjector]:
+    """The SageMaker double with the lag fault at ``rate``, a job ``j`` in Training since minute 0."""
+    clock = VirtualClock(builtin_scenario("untagged").start)
+    fake = FakeSageMaker(clock)
+    injector = FaultInjector(FaultSpec(rates={"lag": rate}), seed)
+    fake.lag = LaggingReads(injector, lambda: clock.now, clock.at)
+    fake.launch({"TrainingJobName": "j", "ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1}})
+    fake.transition("j", "InProgress", "Training")
+    clock.now = 1
+    return clock, fake, injector
+
+
+def describe(fake: FakeSageMaker, name: str) -> dict[str, Any]:
+    return fake._op_DescribeTrainingJob({"TrainingJobName": name})
+
+
+def test_a_lagging_describe_answers_the_previous_state_until_the_transitions_minute_is_over() -> None:
+    # Given a job in Training whose every transition lags, read up to date once the minute moved on
+    clock, fake, injector = lagging_double(1.0)
+    before = describe(fake, "j")
+    assert before["SecondaryStatus"] == "Training"
+    # When it fails at minute 30
+    clock.now = 30
+    fake.transition("j", "Failed", "Failed", failure_reason="InternalServerError: boom")
+    # Then every read in that minute answers the job as it stood before (status, transitions, no end time,
+    # no failure reason), each one counted, while the double's own state is the new one
+    lagging = [describe(fake, "j") for _ in range(2)]
+    assert lagging == [before, before]
+    assert injector.injected["lag"] == 2
+    assert fake.jobs["j"]["TrainingJobStatus"] == "Failed"
+    # and from the next minute (the service's quick retry comes 60 s later) the current state, uncounted
+    clock.now = 31
+    after = describe(fake, "j")
+    assert (after["TrainingJobStatus"], after["SecondaryStatus"]) == ("Failed", "Failed")
+    assert "TrainingEndTime" in after and after["SecondaryStatusTransitions"][-1]["Status"] == "Failed"
+    assert injector.injected["lag"] == 2
+
+
+def test_lags_strike_transitions_at_the_faults_rate_reproducibly_by_seed() -> None:
+    # Given the lag fault at its default rate, the same job moving between two states many times
+    def lagged(seed: int) -> list[bool]:
+        clock, fake, _ = lagging_double(DEFAULT_RATES["lag"], seed)
+        out = []
+        for minute in range(2, 202):
+            clock.now = minute
+            fake.transition("j", "InProgress", "Training" if minute % 2 else "Interrupted")
+            out.append(describe(fake, "j")["SecondaryStatus"] != fake.jobs["j"]["SecondaryStatus"])
+        return out
+
+    # Then about that share of the transitions is read lagging in their minute, the same ones for a seed
+    first = lagged(seed=7)
+    assert first == lagged(seed=7) != lagged(seed=8)
+    assert 0.1 < sum(first) / len(first) < 0.3
+
+
+def test_a_failed_job_whose_first_re_read_lags_is_resumed_once_by_the_retry(template: dict[str, Any]) -> None:
+    # Given a 40-hour job that fails after 26 hours, and DescribeTrainingJob lagging every transition
+    require_auto_resume(template)
+    result = run(builtin_scenario("hardware-failure"), template, "lag=1")
+    failed = result.jobs["resnet-long-run"]
+    clones = [j for j in result.jobs.values() if j.source == failed.name]
+    assert failed.final_status == "Failed" and result.faults["injected"]["lag"] > 0
+    # Then the Failed event's first delivery met the lagging read and failed (DescriptionBehind)
+    behind = [e for e in result.errors if "DescriptionBehind" in (e.error or "")]
+    assert [(e.minute, e.function) for e in behind if failed.name in (e.error or "")] == [
+        (failed.ended_at, "JobEventsFunction")
+    ]
+    # and its retry a minute later read the job Failed and resumed it, once
+    assert [(c.created, c.final_status) for c in clones] == [((failed.ended_at or 0) + 1, "Completed")]
+    counts, names = invariants(result)
+    assert counts == dict.fromkeys(counts, 0), names
+    d = result.deliveries
+    assert d["delivered"] == d["processed"] and d["redelivered"] == len(result.errors)
+
+
+def test_every_failure_class_is_decided_as_without_lag_when_every_re_read_lags(template: dict[str, Any]) -> None:
+    # Given the failure classes (resumed, not resumed, each for its reason) with DescribeTrainingJob lagging
+    # every transition: each Failed event's first read still answers the job running
+    require_auto_resume(template)
+    report = simulate(builtin_scenario("failure-classes"), template=template, faults=FaultSpec.parse("lag=1"))
+    assert report["faults"]["injected"]["lag"] > 0
+    # Then every job ends as its scenario expects (a decision spent on the lagging read, e.g. "not failed",
+    # would leave a resumable job unresumed: unexpected), and --check passes
+    assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]
 
 
 # ---- the invariants hold under faults -------------------------------------------------------------------
@@ -145,9 +233,10 @@ def test_a_fault_run_is_reproducible(template: dict[str, Any]) -> None:
 @pytest.mark.heavy(30)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[str, Any], seed: int) -> None:
-    # Given a fleet with duplicated, reordered, throttled and crashing deliveries (drop needs the reconciler)
+    # Given a fleet with duplicated, reordered, throttled and crashing deliveries and lagging re-reads (drop
+    # needs the reconciler)
     require_idle_guard(template)
-    result = run(fleet(100), template, "duplicate,reorder,throttle,crash", seed=seed)
+    result = run(fleet(100), template, "duplicate,reorder,throttle,crash,lag", seed=seed)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
     # Then every invariant is 0
     counts, names = invariants(result, known_gaps(result))

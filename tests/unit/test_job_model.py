@@ -10,7 +10,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.job import NAME_MAX, NAME_PATTERN, TrainingJob, is_valid_job_name, parse_timestamp
+from sagemaker_governance.domain.job import (
+    NAME_MAX,
+    NAME_PATTERN,
+    TrainingJob,
+    is_valid_job_name,
+    parse_timestamp,
+    training_entries,
+)
 from tests.builders import describe
 
 
@@ -321,3 +328,24 @@ def test_an_event_the_job_read_again_has_not_reached_takes_no_transitions() -> N
     )
     # Then nothing is taken: the delivery is retried rather than keyed on a history without its failure
     assert event.with_transitions_of(described) is None
+
+
+@pytest.mark.parametrize(
+    ("event_upto", "reread_upto", "entries"),
+    [
+        (6, 6, 2),  # the re-read at the event's state
+        (6, 5, 2),  # the restart's Training event, its re-read still before it (lagging): the event counts
+        (3, 6, 2),  # the first stint's late Training event, the job restarted since: the re-read counts
+        (3, 2, 1),  # the first Training event, its re-read lagging (still Downloading)
+    ],
+)
+def test_entries_into_training_count_the_event_and_the_reread_whichever_shows_more(
+    event_upto: int, reread_upto: int, entries: int
+) -> None:
+    def upto(n: int) -> TrainingJob:
+        history = SPOT_HISTORY[:n]
+        return TrainingJob.model_validate(
+            describe(SecondaryStatus=history[-1]["Status"], SecondaryStatusTransitions=history)
+        )
+
+    assert training_entries(upto(event_upto), upto(reread_upto)) == entries

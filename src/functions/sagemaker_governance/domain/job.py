@@ -403,3 +403,11 @@ class TrainingJob(_Model):
             end = transition.end_time or end_fallback
             total += max(0.0, (end - transition.start_time).total_seconds())
         return total
+
+
+def training_entries(event: TrainingJob, reread: TrainingJob) -> int:
+    """How many times a job has entered ``Training``, from its ``Training`` event and its re-read: the more
+    of the two counts. The re-read shows later stints than a late event does; the event shows its own stint
+    when the re-read, made right after it, still answers the job as it stood before (DescribeTrainingJob
+    lagging the event)."""
+    return max(event.count_transitions("Training"), reread.count_transitions("Training"))

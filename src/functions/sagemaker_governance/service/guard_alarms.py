@@ -5,7 +5,9 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   the guard's alarms only if it is still ``InProgress`` (a late event must not leave an alarm for an
   ended job). ``PutMetricAlarm``/``PutCompositeAlarm`` are upserts; the metric alarms are then reset to
   ``OK`` so that a job that restarted training is judged afresh (an update alone keeps the old state and
-  would never notify again; a guard whose alarms start disarmed is disarmed again).
+  would never notify again; a guard whose alarms start disarmed is disarmed again). A restart is told by
+  the event's transitions as well as the re-read's (``training_entries``): the re-read, right after the
+  event, may still answer the job before this ``Training``.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
   success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
@@ -54,7 +56,7 @@ from sagemaker_governance.domain.guards.base import (
     is_training,
 )
 from sagemaker_governance.domain.instances import resolve_unknown
-from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.job import TrainingJob, training_entries
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
@@ -123,7 +125,8 @@ class GuardAlarms:
         decision, job = created if isinstance(created, tuple) else (created, None)
         if job is None:
             return [decision]
-        return [*self._tolerance(job, policy, trigger, decision), decision]
+        first = training_entries(event_job, job) <= 1
+        return [*self._tolerance(job, policy, trigger, decision, first_training=first), decision]
 
     def _create_alarms(
         self, event_job: TrainingJob, policy: Policy, trigger: Trigger
@@ -183,7 +186,7 @@ class GuardAlarms:
         if exemption is not None:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
         self._alarms.put(plan)
-        if job.count_transitions("Training") > 1:
+        if training_entries(event_job, job) > 1:
             # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and an
             # ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it was
             # and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no reset is
@@ -194,9 +197,11 @@ class GuardAlarms:
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
 
-    def _tolerance(self, job: TrainingJob, policy: Policy, trigger: Trigger, created: Decision) -> list[Decision]:
+    def _tolerance(
+        self, job: TrainingJob, policy: Policy, trigger: Trigger, created: Decision, *, first_training: bool
+    ) -> list[Decision]:
         """The record of the job's declaration for this guard, if it has one; an ignored one is told to the
-        owner once (at the first entry into Training)."""
+        owner once (at the first entry into Training: ``first_training``)."""
         team = policy.for_team(job.tag(policy.team_tag))
         declared = [d for d in team.declared_tolerance(job) if d.section == self.guard.section]
         if not declared:
@@ -205,7 +210,6 @@ class GuardAlarms:
         decision = declaration.decision(created.mode, getattr(self.guard.config(team), "window_minutes", None))
         outcome = Outcome.DONE if declaration.applied else Outcome.NO_ACTION
         self._record(decision, job, policy, trigger, outcome)
-        first_training = sum(1 for t in job.transitions if t.status == "Training") <= 1
         tells = decision.mode is Mode.ENFORCE or team.notify_in_audit_mode
         if not declaration.applied and first_training and tells and self._notifier is not None:
             kind = NotificationKind.TOLERANCE_IGNORED

@@ -13,7 +13,8 @@ Each run compares what exists with what should exist and repairs the difference:
   its Training event: the job is re-read, exemptions and the policy apply; every alarm is upserted).
   Guards plug in through ``AlarmGuard``: "the alarms this guard wants for this job now". A job no guard
   wants an alarm for is remembered (a warm container does not read it again that day under that policy),
-  unless that "none" was no answer (EC2 could not size an instance type now): it is planned again next run.
+  unless that "none" was no answer (EC2 could not size an instance type now) or the job, listed in
+  ``Training``, was read out of it (the read lags the listing): it is planned again next run.
 * **stale alarm**: a judged guard alarm of a training job left in ALARM with its actions on (a vetoed pinned
   trigger, the re-judging cap, a lost notification) is reset, so the job is judged again (``_rearm``).
 * **muted alarm**: a judged guard alarm the stopper muted (actions off, left in ALARM) after a judgement that
@@ -62,7 +63,7 @@ from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_RESUME_SETTL
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
-from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units
+from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units, is_training
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
@@ -573,7 +574,17 @@ class ReconcilerService:
         unwatched_key: tuple[str, str, str, tuple[int, ...]],
     ) -> list[RepairKind]:
         """Create the alarms the ``missing`` guards want for ``job``. When none wants one, remember that, unless
-        it was no answer (a lookup failed: EC2 could not size an instance type): the next run asks again."""
+        it was no answer (a lookup failed: EC2 could not size an instance type): the next run asks again. A job
+        listed in ``Training`` but read out of it is not remembered either: the read lags the listing
+        (DescribeTrainingJob right after the job's transition still answers its state before) or the job left
+        ``Training`` since; no guard wants an alarm for it now, which says nothing of the job."""
+        if not is_training(job):
+            logger.info(
+                "job listed in Training read out of it: planned again next run",
+                job=job.name,
+                secondary_status=job.secondary_status,
+            )
+            return []
         repairs: list[RepairKind] = []
         wanted, settled = False, True
         for index in missing:

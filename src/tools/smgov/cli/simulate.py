@@ -64,7 +64,7 @@ def add_parser(sub: Any) -> None:
         "--faults",
         metavar="SPEC",
         help=(
-            "inject faults into the governed run: a comma list of duplicate, reorder, drop, throttle, crash "
+            "inject faults into the governed run: a comma list of duplicate, reorder, drop, throttle, crash, lag "
             "(or all), each optionally =RATE, e.g. duplicate=0.2,drop=0.05 (bare names: "
             + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_RATES.items())
             + ")"

@@ -7,7 +7,8 @@ model (``ParamValidationError`` for a bad request) before the double answers, an
 unchanged.
 
 Test and simulator code drive the lifecycle (``launch``, ``transition``) and read what the service did
-(``calls``, ``stop_requests``, ``created``).
+(``calls``, ``stop_requests``, ``created``). With a ``lag`` (the simulator's lag fault), DescribeTrainingJob
+may answer a job as it stood before its last transition for a moment after it (eventual consistency).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
@@ -28,6 +29,19 @@ Clock = Callable[[], datetime]
 
 TERMINAL = {"Completed", "Failed", "Stopped"}
 READ_ONLY_KEYS = {"TrainingJobName", "TrainingJobArn"}
+
+
+class ReadLag(Protocol):
+    """When DescribeTrainingJob lags a job's transitions (the simulator's lag fault, ``faults.LaggingReads``)."""
+
+    def until(self, name: str) -> datetime | None:
+        """Asked at each transition of job ``name``: until when (by the double's clock) its reads still answer
+        the job as it stood before; None: they answer the new state at once."""
+        ...
+
+    def served(self, name: str) -> None:
+        """A read of job ``name`` was answered with its state before its last transition."""
+        ...
 
 
 class SageMakerError(Exception):
@@ -50,6 +64,8 @@ class FakeSageMaker:
         self.list_page_size = 100  # ListTrainingJobs page size (tests make it small)
         self.fail_next: dict[str, SageMakerError] = {}
         self._pending_params: dict[int, dict[str, Any]] = {}
+        self.lag: ReadLag | None = None  # None: every read answers the job's current state
+        self._stale: dict[str, tuple[datetime, dict[str, Any]]] = {}  # job -> (answered until, its snapshot)
 
     # ---- wiring --------------------------------------------------------------------------------
 
@@ -105,6 +121,7 @@ class FakeSageMaker:
     ) -> dict[str, Any]:
         job = self.jobs[name]
         now = self.clock()
+        before = self._described(name)  # what a read answers until now
         transitions = job.setdefault("SecondaryStatusTransitions", [])
         if transitions and "EndTime" not in transitions[-1]:
             transitions[-1]["EndTime"] = now
@@ -123,6 +140,11 @@ class FakeSageMaker:
             job["TrainingEndTime"] = now
         if failure_reason:
             job["FailureReason"] = failure_reason
+        until = self.lag.until(name) if self.lag is not None else None
+        if until is not None:
+            self._stale[name] = (until, before)
+        else:
+            self._stale.pop(name, None)
         return job
 
     def event(self, name: str, *, event_id: str = "00000000-0000-0000-0000-000000000000") -> dict[str, Any]:
@@ -141,8 +163,21 @@ class FakeSageMaker:
             raise SageMakerError("ValidationException", "Requested resource not found.")
         return job
 
+    def _described(self, name: str) -> dict[str, Any]:
+        """The job as DescribeTrainingJob answers it now: its state before its last transition while that
+        transition's lag lasts, else its current state."""
+        job = self._job(name)
+        stale = self._stale.get(name)
+        if stale is not None and self.clock() < stale[0]:
+            return copy.deepcopy(stale[1])
+        return copy.deepcopy(job)
+
     def _op_DescribeTrainingJob(self, params: dict[str, Any]) -> dict[str, Any]:
-        return copy.deepcopy(self._job(params["TrainingJobName"]))
+        name = params["TrainingJobName"]
+        answer = self._described(name)
+        if self.lag is not None and answer != self.jobs[name]:
+            self.lag.served(name)
+        return answer
 
     def _op_StopTrainingJob(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params["TrainingJobName"]

@@ -1,6 +1,6 @@
 """Fault injection for the simulator: what the platform does to an event-driven service on a bad day.
 
-``smgov simulate --faults duplicate,reorder,drop,throttle,crash`` (each optionally ``=rate``) makes the
+``smgov simulate --faults duplicate,reorder,drop,throttle,crash,lag`` (each optionally ``=rate``) makes the
 engine misbehave the way AWS is allowed to:
 
 - **duplicate**: an event is delivered twice. Half of the time it is EventBridge / SNS redelivering
@@ -25,11 +25,20 @@ engine misbehave the way AWS is allowed to:
   ``VisibilityTimeout``, up to ``maxReceiveCount``, then dead-lettered; an asynchronously invoked
   function is run again by Lambda's retry (``EventInvokeConfig.MaximumRetryAttempts``, the same request
   id), then the event goes to the on-failure destination.
+- **lag**: DescribeTrainingJob lags a job's transition (eventual consistency): at a transition, the
+  SageMaker double's DescribeTrainingJob goes on answering the job as it stood before (status, secondary
+  status, transitions, end time, failure reason) for the rest of the transition's simulated minute, so
+  the state-change event, delivered in that minute, is read against the previous state; from the next
+  minute on (the service's quick retry comes 60 s later) it answers the current one. A read is counted
+  each time a lagging answer is served. Only DescribeTrainingJob lags: the SageMaker API reference does not
+  say which reads are eventually consistent, and this one is the read the service decides on after an
+  event (``ListTrainingJobs``, the reconciler's listing, answers the current state).
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
 Delivery faults (duplicate, reorder, drop) are applied where events are delivered
-(``engine/delivery.py``); throttles and crashes strike inside the invocation.
+(``engine/delivery.py``); throttles and crashes strike inside the invocation; lags are drawn where the
+double's jobs change state (``fake_sagemaker.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -45,14 +55,22 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.core.botocore_stubber import MockRawResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash")
-DEFAULT_RATES: dict[str, float] = {"duplicate": 0.2, "reorder": 0.2, "drop": 0.05, "throttle": 0.05, "crash": 0.05}
+FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag")
+DEFAULT_RATES: dict[str, float] = {
+    "duplicate": 0.2,
+    "reorder": 0.2,
+    "drop": 0.05,
+    "throttle": 0.05,
+    "crash": 0.05,
+    "lag": 0.2,
+}
 REORDER_WINDOW_MINUTES = 3
 ANSWERED_URL = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
 
 
 class FaultSpec(BaseModel):
-    """The faults of a run and the rate of each (probability per event, request or invocation attempt)."""
+    """The faults of a run and the rate of each (probability per event, request, invocation attempt or, for
+    lag, transition of a job)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -172,6 +190,30 @@ class CrashingAuditSink:
             self.injector.injected["crash"] += 1
             raise InjectedCrash("injected: the function died after acting, before recording its decision")
         self.inner.write(record)
+
+
+# ---- lag -----------------------------------------------------------------------------------------
+
+
+class LaggingReads:
+    """The lag fault, plugged into the SageMaker double (its ``lag``): at a transition of a job, with the
+    fault's rate, DescribeTrainingJob answers the job as it stood before until the transition's simulated
+    minute is over. Events are delivered in the minute of their transition (unless held back by reorder or
+    a late duplicate), and a retried record comes back a minute later at the earliest, so only the reads
+    made for the event itself (and any other read in that minute: an alarm's, a reconciler run's) lag."""
+
+    def __init__(self, injector: FaultInjector, minute: Callable[[], int], at: Callable[[int], datetime]) -> None:
+        self.injector = injector
+        self._minute = minute  # the simulation's minute now
+        self._at = at  # the double's clock at the start of a minute
+
+    def until(self, name: str) -> datetime | None:
+        if not self.injector.draw("lag"):
+            return None
+        return self._at(self._minute() + 1)
+
+    def served(self, name: str) -> None:
+        self.injector.injected["lag"] += 1
 
 
 # ---- throttle ------------------------------------------------------------------------------------

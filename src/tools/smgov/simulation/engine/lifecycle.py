@@ -282,9 +282,9 @@ class Lifecycle:
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now
         self.active -= 1
         self.last_end = self.now
-        record = self.fake.jobs[job.name]  # what DescribeTrainingJob reports for an ended job
-        record["TrainingTimeInSeconds"] = record["BillableTimeInSeconds"] = job.billable * 60
-        self._transition(job, status, secondary, **kwargs)
+        record = self.fake.transition(job.name, status, secondary, **kwargs)
+        record["TrainingTimeInSeconds"] = record["BillableTimeInSeconds"] = job.billable * 60  # an ended job's
+        self.emit(job.name)
 
     def _tick(self, name: str, token: int) -> None:
         if name.startswith(CREATE):

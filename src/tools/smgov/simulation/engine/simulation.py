@@ -30,7 +30,7 @@ from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.telemetry import Telemetry
 from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import FaultInjector, FaultSpec
+from smgov.simulation.faults import FaultInjector, FaultSpec, LaggingReads
 from smgov.simulation.harness import ACCOUNT, REGION
 from smgov.simulation.metrics import MetricStore
 from smgov.simulation.scenario import OrgSpec, Scenario
@@ -104,6 +104,8 @@ class Simulation:
         self.faults = FaultInjector(faults, seed)
         self.account_id = account
         self.fake = FakeSageMaker(self.clock, region=REGION, account=account)
+        if self.faults.spec.rate("lag") > 0:  # DescribeTrainingJob lags transitions (eventual consistency)
+            self.fake.lag = LaggingReads(self.faults, lambda: self.clock.now, self.clock.at)
         self.delivery = Delivery(
             clock=self.clock,
             uuids=self.uuids,
