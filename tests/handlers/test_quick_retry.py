@@ -314,6 +314,31 @@ class FullContext(LocalContext):
         return 295_000
 
 
+def visibilities(queue: Queue) -> list[list[tuple[str, int]]]:
+    """Each ``ChangeMessageVisibilityBatch`` call's (receipt handle, visibility) pairs."""
+    return [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls]
+
+
+def held_back(acct: LocalAccount, queue: Queue, clock: MovableClock, first: dict[str, Any]) -> None:
+    """``first``'s one record was given the held visibility, not the ladder's minute: it is not received a
+    minute later, nor until a second before the held visibility runs out."""
+    assert visibilities(queue) == [[(first["Records"][0]["receiptHandle"], HELD)]]
+    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
+    assert receive(acct, queue) is None
+    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
+    assert receive(acct, queue) is None
+
+
+def completes_when_back(acct: LocalAccount, queue: Queue, clock: MovableClock) -> None:
+    """Two seconds on, the record is received again (its second receive) and its retry completes (deleted)."""
+    clock.advance(seconds=2)
+    second = receive(acct, queue)
+    assert second is not None and receive_count(second) == 2
+    answer = job_events(dict(second), FullContext())
+    assert answer == {"batchItemFailures": []}
+    delete(acct, queue, second, answer)
+
+
 def test_a_record_whose_failed_attempt_could_not_release_comes_back_after_the_hold_and_is_governed_once(
     acct: LocalAccount, queue: Queue, clock: MovableClock
 ) -> None:
@@ -332,21 +357,9 @@ def test_a_record_whose_failed_attempt_could_not_release_comes_back_after_the_ho
         job_events(dict(first), FullContext())
     # Then its visibility is the held one, not the ladder's minute: no retry a minute later meets its own claim
     # still held (a duplicate of itself, deleted, the event lost); it is not received before the held visibility
-    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
-        [(first["Records"][0]["receiptHandle"], HELD)]
-    ]
-    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
-    assert receive(acct, queue) is None
-    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
-    assert receive(acct, queue) is None
-    # When it comes back, long after the hold
-    clock.advance(seconds=2)
-    second = receive(acct, queue)
-    assert second is not None and receive_count(second) == 2
-    answer = job_events(dict(second), FullContext())
-    # Then its retry takes the claim over and governs the job once
-    assert answer == {"batchItemFailures": []}
-    delete(acct, queue, second, answer)
+    held_back(acct, queue, clock, first)
+    # When it comes back, long after the hold, its retry takes the claim over and governs the job once
+    completes_when_back(acct, queue, clock)
     assert acct.cloudwatch.calls["PutMetricAlarm"] == 1
     assert [r.outcome.value for r in acct.audit.records if r.action == "create-alarm"] == ["done"]
     # and nothing is left in the queue: processed once, nothing lost
@@ -376,21 +389,10 @@ def test_a_record_whose_claim_was_applied_unanswered_comes_back_after_the_hold_a
     # Then its visibility is the held one, not the ladder's minute: a retry a minute later would meet that
     # claim, be answered as a duplicate of itself and deleted (the job never stopped); it is not received
     # before the held visibility
-    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
-        [(first["Records"][0]["receiptHandle"], HELD)]
-    ]
-    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
-    assert receive(acct, queue) is None
-    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
-    assert receive(acct, queue) is None
-    # When it comes back, long after the hold
-    clock.advance(seconds=2)
-    second = receive(acct, queue)
-    assert second is not None and receive_count(second) == 2
-    answer = job_events(dict(second), FullContext())
-    # Then its retry takes the claim over: the job is stopped, recorded and its owner told, once
-    assert answer == {"batchItemFailures": []}
-    delete(acct, queue, second, answer)
+    held_back(acct, queue, clock, first)
+    # When it comes back, long after the hold, its retry takes the claim over and completes
+    completes_when_back(acct, queue, clock)
+    # Then the job is stopped, recorded and its owner told, once
     assert acct.sagemaker.stop_requests == ["unanswered-1"]
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
     assert len(acct.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])) == 1
@@ -457,21 +459,10 @@ def test_a_record_whose_clone_notice_could_not_be_released_comes_back_after_the_
     assert [r["TrainingJobName"] for r in acct.sagemaker.created] == ["notice-1-r1"]
     # Then its visibility is the held one, not the ladder's minute: a retry within the notice's hold would find
     # the owner "told already" and complete (never told, the clone never counted)
-    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
-        [(first["Records"][0]["receiptHandle"], HELD)]
-    ]
-    clock.advance(seconds=FIRST_RETRY_SECONDS + 1)
-    assert receive(acct, queue) is None
-    clock.advance(seconds=HELD - FIRST_RETRY_SECONDS - 2)
-    assert receive(acct, queue) is None
-    # When it comes back, past the notice's hold
-    clock.advance(seconds=2)
-    second = receive(acct, queue)
-    assert second is not None and receive_count(second) == 2
-    answer = job_events(dict(second), FullContext())
-    # Then its retry meets the clone ("already exists"), tells the owner and counts the clone, once
-    assert answer == {"batchItemFailures": []}
-    delete(acct, queue, second, answer)
+    held_back(acct, queue, clock, first)
+    # When it comes back, past the notice's hold, and its retry completes
+    completes_when_back(acct, queue, clock)
+    # Then that retry met the clone ("already exists"), told the owner and counted the clone, once
     told_once(acct, inbox, "notice-1-r1")
     clock.advance(seconds=QUEUE_TIMEOUT * 3)
     assert receive(acct, queue) is None
@@ -497,19 +488,12 @@ def test_a_clone_notice_held_by_an_invocation_that_started_late_is_over_before_i
     clock.advance(seconds=QUEUE_TIMEOUT - late + 1)
     assert receive(acct, queue) is None
     # since it was given the held visibility, counted from the end of the invocation
-    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
-        [(first["Records"][0]["receiptHandle"], HELD)]
-    ]
+    assert visibilities(queue) == [[(first["Records"][0]["receiptHandle"], HELD)]]
     clock.advance(seconds=HELD - (QUEUE_TIMEOUT - late + 1) - 1)
     assert receive(acct, queue) is None
-    # When it comes back, past the notice's hold
-    clock.advance(seconds=2)
-    second = receive(acct, queue)
-    assert second is not None and receive_count(second) == 2
-    answer = job_events(dict(second), FullContext())
-    # Then its retry tells the owner of the clone and counts it, once; nothing is left in the queue
-    assert answer == {"batchItemFailures": []}
-    delete(acct, queue, second, answer)
+    # When it comes back, past the notice's hold, and its retry completes
+    completes_when_back(acct, queue, clock)
+    # Then that retry told the owner of the clone and counted it, once; nothing is left in the queue
     told_once(acct, inbox, "notice-2-r1")
     clock.advance(seconds=QUEUE_TIMEOUT * 3)
     assert receive(acct, queue) is None
@@ -545,7 +529,7 @@ def test_of_two_failed_records_the_released_one_gets_the_ladder_and_the_unreleas
         job_events(dict(batch), FullContext())
     # Then both visibilities are changed in one call: the released record's to the ladder's minute, the
     # unreleased one's to the held visibility
-    assert [[(e["ReceiptHandle"], e["VisibilityTimeout"]) for e in c["Entries"]] for c in queue.calls] == [
+    assert visibilities(queue) == [
         [(released["receiptHandle"], FIRST_RETRY_SECONDS), (unreleased["receiptHandle"], HELD)]
     ]
     # and it comes back a minute later, the unreleased one after the held visibility; each governed once
