@@ -24,7 +24,7 @@ from sagemaker_governance.domain.clone import (
     CreateOutcome,
     InvalidCloneRequest,
 )
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -333,6 +333,36 @@ def test_a_clone_name_held_by_another_job_is_a_failure_not_a_resume() -> None:
     assert decision.code == "resume.clone.transient"
     assert world.codes() == [("resume.clone.transient", "failed")]
     assert world.notifier.sent == [] and world.metrics.emitted == []
+
+
+def test_a_clone_that_exists_but_cannot_be_read_yet_is_retried_not_recorded_failed() -> None:
+    # Given another decider (a duplicate delivery, the reconciler) created this job's clone a moment ago: the
+    # create meets "already exists", but DescribeTrainingJob does not find the new job yet (a read right after
+    # a create may lag it)
+    world = World()
+    job = world.failed()
+    original = world.sagemaker.create_training_job
+
+    def exists_unreadable(request: dict[str, Any]) -> CreateOutcome:
+        world.calls(f"create {request['TrainingJobName']}")
+        return CreateOutcome.ALREADY_EXISTS
+
+    world.sagemaker.create_training_job = exists_unreadable  # type: ignore[method-assign]
+    # When the resume is decided
+    with pytest.raises(DescriptionBehind):
+        world.reaction.react(job, EVENT)
+    # Then nothing is recorded (not "failed: the name is another job's") and nobody is told: the delivery is
+    # retried in a minute
+    assert world.codes() == [] and world.notifier.sent == []
+    # and its retry, once the clone can be read (made from this job), finds it done (its maker tells the owner)
+    world.sagemaker.create_training_job = original  # type: ignore[method-assign]
+    clone = "arn:aws:sagemaker:us-east-1:123456789012:training-job/llm-sft-1-r1"
+    made = {"TrainingJobName": "llm-sft-1-r1", "TrainingJobArn": clone, "TrainingJobStatus": "InProgress"}
+    world.sagemaker.add(made, {**TAGS, **clone_of("llm-sft-1", 1)})
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.clone.transient"
+    assert world.codes() == [("resume.clone.transient", "already-done")]
+    assert world.notifier.sent == []
 
 
 def test_a_launch_that_fails_is_recorded_and_raised_for_the_retry() -> None:

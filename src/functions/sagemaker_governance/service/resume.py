@@ -239,6 +239,13 @@ class _CloneReaction:
         clone_outcome = Outcome.DONE
         if created is CreateOutcome.ALREADY_EXISTS:
             owner, status = self._source_of(plan.name)
+            if status is None:
+                # SageMaker says the name is taken, yet does not find the job: made a moment ago (by a duplicate
+                # delivery, the reconciler), and a read right after a create may lag it. Whose it is decides
+                # the record: read again in a minute rather than record this resume failed
+                raise DescriptionBehind(
+                    f"CreateTrainingJob {plan.name}: already exists, but DescribeTrainingJob does not find it yet"
+                )
             if owner != plan.source:
                 reason = (
                     f"{clone.reason} (not created: a job named {plan.name} exists and was resumed from {owner!r})"
