@@ -10,9 +10,11 @@ import pytest
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
+from sagemaker_governance.handlers.reconciler import handler as reconciler
 from smgov.simulation.harness import LocalAccount
 from smgov.simulation.job_signals import log_stream
 from tests.builders import create_request
+from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock, fire, judged_account
 
 LOSS = {
@@ -172,3 +174,136 @@ def test_an_ended_job_is_not_armed_or_stopped(acct: LocalAccount, clock: Movable
     result = fire(acct, ARMER)
     assert result["results"][0]["outcome"] == "skipped"
     assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
+
+
+# ---- a Training event handled after the guard was armed in the job's current stint ----------------------
+
+
+def publishing(account: LocalAccount, name: str = "job-1") -> None:
+    """The job's progress metric is published (one datapoint a minute), as GetMetricData reads it."""
+    account.signals.set("train:loss", name, 1.0)  # type: ignore[attr-defined]
+
+
+def hangs(account: LocalAccount, name: str = "job-1") -> None:
+    """The job stops publishing its progress metric (a hung collective); its GPUs stay pinned."""
+    account.signals.values.pop(("train:loss", name), None)  # type: ignore[attr-defined]
+
+
+def notify(account: LocalAccount, alarm: str) -> dict[str, Any] | None:
+    """CloudWatch moves the alarm to ALARM; it notifies the stopper only when its actions are on."""
+    if not account.cloudwatch.alarms[alarm]["ActionsEnabled"]:
+        account.cloudwatch.set_state(alarm, "ALARM")
+        return None
+    return fire(account, alarm)
+
+
+def test_a_late_first_training_event_leaves_the_guard_armed_and_a_later_hang_is_stopped(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose first Training event is late: the reconciler's repair creates its alarms first
+    acct.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
+    late_event = acct.sagemaker.event("job-1")
+    acct.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
+    acct.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
+    log_stream("job-1")
+    clock.advance(minutes=1)
+    acct.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False  # nothing published yet: not armed
+    # and the job publishes its loss: the armer fires and the stopper arms the stall alarm
+    publishing(acct)
+    clock.advance(minutes=1)
+    fire(acct, ARMER)
+    # When the late Training event is handled (the armer still in ALARM: it cannot notify again)
+    clock.advance(minutes=2)
+    acct.invoke(job_events, late_event)
+    # Then the guard stays armed, as the stopper left it
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is False
+    (created,) = [r for r in progress_records(acct, "job-state-change") if r.action == "create-alarm"]
+    assert created.code == "progress.alarm.create" and created.evidence["armed"] is True
+    # and when the job then hangs, its stall alarm notifies and the job is stopped
+    hangs(acct)
+    clock.advance(hours=3)
+    result = notify(acct, STALL)
+    assert result is not None and result["results"][0]["code"] == "progress.stop.stalled"
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_late_first_training_event_of_a_job_not_yet_publishing_leaves_the_guard_to_its_armer(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in Training for 3 minutes that has published nothing yet (its event late)
+    acct.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
+    clock.advance(minutes=3)
+    # When its Training event is handled
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))
+    # Then the stall alarm is created disarmed: only a published metric arms it (a regex that never matches)
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
+    assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is True
+    assert acct.cloudwatch.calls["GetMetricData"] == 1
+
+
+def test_a_held_back_first_stint_event_handled_in_the_second_leaves_it_armed_and_a_hang_is_stopped(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a Spot job whose first Training event is held back; it restarts and its second stint is armed
+    acct.sagemaker.launch(
+        create_request(
+            "job-1",
+            AlgorithmSpecification=LOSS,
+            EnableManagedSpotTraining=True,
+            StoppingCondition={"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800},
+        ),
+        secondary="Training",
+    )
+    first_stint = acct.sagemaker.event("job-1", event_id="00000000-0000-0000-0000-000000000001")
+    acct.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
+    acct.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
+    log_stream("job-1")
+    clock.advance(minutes=20)
+    acct.sagemaker.transition("job-1", "InProgress", "Interrupted")
+    clock.advance(minutes=5)
+    acct.sagemaker.transition("job-1", "InProgress", "Training")
+    acct.invoke(job_events, acct.sagemaker.event("job-1", event_id="00000000-0000-0000-0000-000000000002"))
+    publishing(acct)
+    clock.advance(minutes=1)
+    fire(acct, ARMER)
+    # When the first stint's event is finally handled
+    clock.advance(minutes=3)
+    acct.invoke(job_events, first_stint)
+    # Then the second stint's arming holds
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is False
+    # and a hang after it is stopped
+    hangs(acct)
+    clock.advance(hours=3)
+    result = notify(acct, STALL)
+    assert result is not None and result["results"][0]["code"] == "progress.stop.stalled"
+    assert acct.sagemaker.stop_requests == ["job-1"]
+
+
+def test_a_timely_training_event_and_a_timely_restart_make_the_calls_they_always_made(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a Spot job whose Training events are handled when it enters Training (as they are delivered)
+    before = dict(acct.cloudwatch.calls)
+    training(
+        acct,
+        EnableManagedSpotTraining=True,
+        StoppingCondition={"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800},
+    )
+    first = {op: n - before.get(op, 0) for op, n in acct.cloudwatch.calls.items() if n != before.get(op, 0)}
+    publishing(acct)
+    fire(acct, ARMER)
+    clock.advance(hours=1)
+    acct.sagemaker.transition("job-1", "InProgress", "Interrupted")
+    clock.advance(minutes=5)
+    acct.sagemaker.transition("job-1", "InProgress", "Training")
+    clock.advance(seconds=40)  # delivered within the minute of the entry
+    before = dict(acct.cloudwatch.calls)
+    acct.invoke(job_events, acct.sagemaker.event("job-1"))
+    restart = {op: n - before.get(op, 0) for op, n in acct.cloudwatch.calls.items() if n != before.get(op, 0)}
+    # Then: the idle and progress alarms put, no read, no reset on the first entry; the restart resets them
+    assert first == {"PutMetricAlarm": 3}
+    assert restart == {"PutMetricAlarm": 3, "SetAlarmState": 3}
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False  # a new stint waits for its metric

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
@@ -11,9 +12,11 @@ from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
 from sagemaker_governance.service.recording import Trigger
 from tests.builders import job
+from tests.service.conftest import NOW
 
 TRAINING = [
     {"Status": "Starting", "StartTime": "1763719201000"},
@@ -229,3 +232,110 @@ def test_a_job_without_the_tags_gets_no_tolerance_record(
     lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, Policy(mode=Mode.ENFORCE), audit, notifier)
     assert [d.code for d in lifecycle.react(training(), TRIGGER)] == ["idle.alarm.create"]
     assert notifier.sent == []
+
+
+# ---- a put after the stopper may have armed the progress guard (a late event, the reconciler's repair) ----
+
+
+class MetricReads:
+    """``MetricReadPort``: every query answers ``values`` (None: unread), each read logged in ``calls``."""
+
+    def __init__(self, calls: Any, values: tuple[float, ...] | None) -> None:
+        self.calls, self.values = calls, values
+        self.asked: list[tuple[Any, ...]] = []
+
+    def read(self, queries: Any, start: Any, end: Any, period: int = 60) -> MetricReadResult:
+        self.calls(f"read {','.join(q.metric for q in queries)}")
+        self.asked.append((tuple(q.stat for q in queries), start, end, period))
+        errors = () if self.values is not None else ("GetMetricData failed (Throttling) for 1 series",)
+        return MetricReadResult(values={q.id: self.values for q in queries}, errors=errors)
+
+
+class PutPlans:
+    """``AlarmLifecyclePort`` keeping each put's ``ActionsEnabled`` by alarm."""
+
+    def __init__(self, alarms: Any) -> None:
+        self.inner = alarms
+        self.enabled: dict[str, bool] = {}
+
+    def put(self, plan: Any) -> None:
+        self.inner.put(plan)
+        self.enabled.update({a.name: a.request["ActionsEnabled"] for a in plan.alarms})
+
+    def delete(self, names: Any) -> list[str]:
+        return list(self.inner.delete(names))
+
+    def reset(self, names: Any, reason: str) -> None:
+        self.inner.reset(names, reason)
+
+
+def progress_lifecycle(jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, reads: MetricReads) -> Any:
+    from sagemaker_governance.service.guard_alarms import GuardAlarms
+
+    naming = AlarmNaming(prefix="gov-guard-", managed_by="gov")
+    return GuardAlarms(
+        PROGRESS,
+        jobs=jobs,
+        alarms=alarms,
+        policies=policies,
+        audit=audit,
+        clock=lambda: NOW,
+        naming=naming,
+        metric_data=reads,
+    )
+
+
+LOSS = {
+    "TrainingImage": "img:1",
+    "TrainingInputMode": "File",
+    "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}],
+}
+STALL, ARMER = "gov-guard-job-1.progress", "gov-guard-job-1.progress-armer"
+
+
+def test_a_late_put_of_a_job_that_published_puts_the_guard_armed_and_again_the_same(
+    jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job in Training for hours whose metric was published (the stopper may have armed its guard)
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    reads, puts = MetricReads(calls, (0.0, 3.0, 1.0)), PutPlans(alarms)
+    lifecycle = progress_lifecycle(jobs, puts, policies, audit, reads)
+    # When its Training event is handled (late), and delivered again
+    for _ in range(2):
+        (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+    # Then each time: one read of the metric's datapoints since the stint's minute, the alarms put as the
+    # stopper leaves them, the stall alarm reset
+    once = ["get-job job-1 (event tags)", "read train:loss", f"put {STALL}", f"put {ARMER}", f"reset {STALL}"]
+    assert calls.log == once * 2
+    assert puts.enabled == {STALL: True, ARMER: False}
+    (stats, start, end, period), _ = reads.asked
+    assert stats == ("SampleCount",) and period == 60 and end == NOW
+    assert start == datetime(2025, 11, 21, 10, 5, tzinfo=UTC)  # the entry at 10:05:01, to its minute
+    assert decision.code == "progress.alarm.create" and decision.evidence["armed"] is True
+
+
+def test_a_late_put_of_a_job_that_published_nothing_puts_the_guard_disarmed(
+    jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    puts = PutPlans(alarms)
+    lifecycle = progress_lifecycle(jobs, puts, policies, audit, MetricReads(calls, ()))
+    (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+    assert calls.log == ["get-job job-1 (event tags)", "read train:loss", f"put {STALL}", f"put {ARMER}"]
+    assert puts.enabled == {STALL: False, ARMER: True}
+    assert "armed" not in decision.evidence
+
+
+def test_a_late_put_whose_read_failed_puts_disarmed_and_resets_so_the_armer_fires_again(
+    jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a late first Training event, and GetMetricData failing
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    puts = PutPlans(alarms)
+    lifecycle = progress_lifecycle(jobs, puts, policies, audit, MetricReads(calls, None))
+    # When it is handled
+    (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+    # Then nothing is armed on no evidence; both alarms are reset (an armer left in ALARM notifies again)
+    assert calls.log[-4:] == [f"put {STALL}", f"put {ARMER}", f"reset {STALL}", f"reset {ARMER}"]
+    assert puts.enabled == {STALL: False, ARMER: True}
+    assert decision.evidence["arming_unread"] is True

@@ -9,8 +9,18 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, GuardVerdict, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.base import (
+    AlarmNaming,
+    AlarmPlan,
+    GuardVerdict,
+    NoAlarm,
+    Notice,
+    Verdict,
+    may_have_armed,
+    stint_started,
+)
 from sagemaker_governance.domain.guards.progress import (
+    ARMED_REASON,
     PROGRESS,
     ProgressCode,
     ProgressPolicy,
@@ -301,3 +311,54 @@ def test_the_stall_alarm_counts_as_muted_only_when_the_armer_is_off_too() -> Non
     assert PROGRESS.muted("job-1", [stall], NAMING) == ()
     assert PROGRESS.muted("job-1", [armer], NAMING) == ()
     assert PROGRESS.muted("job-1", [stall, armer], NAMING) == (stall,)
+
+
+# ---- a put after the stopper armed the guard in the job's current stint ----------------------------------
+
+
+def test_the_armed_plan_is_the_alarms_as_the_stopper_leaves_them() -> None:
+    # Given the progress alarms of a job
+    p = plan(with_metrics("train:loss", "val:loss", "loss"))
+    # When the guard says how it is armed
+    arming = PROGRESS.arming(p)
+    # Then the armed plan puts the same requests, the stall alarm's actions on and the armer's off
+    assert arming.armed.names == p.names
+    enabled = {a.name: a.request["ActionsEnabled"] for a in arming.armed.alarms}
+    assert enabled == {"gov-idle-job-1.progress": True, "gov-idle-job-1.progress-armer": False}
+    for planned, armed in zip(p.alarms, arming.armed.alarms, strict=True):
+        assert {**planned.request, "ActionsEnabled": None} == {**armed.request, "ActionsEnabled": None}
+    # and the stall alarm is reset, as the stopper does; the read is of the watched metrics' datapoints
+    assert arming.reset == ("gov-idle-job-1.progress",) and arming.reset_reason == ARMED_REASON
+    assert [q.metric_name for q in arming.metrics] == ["train:loss", "loss"]
+    assert {q.dimensions for q in arming.metrics} == {(("TrainingJobName", "job-1"),)}
+    assert (arming.stat, arming.period_seconds) == ("SampleCount", 60)
+
+
+@pytest.mark.parametrize(
+    ("entered", "handled", "may"),
+    [
+        ("12:03:00", "12:03:59", False),  # within the entry's minute: the armer's first period is not over
+        ("12:03:59", "12:03:59.999", False),
+        ("12:03:00", "12:04:00", True),  # the period is over: CloudWatch may have evaluated it
+        ("12:03:59", "12:04:00", True),  # aligned to the minute, not counted from the entry
+        ("12:03:20", "12:09:00", True),
+    ],
+)
+def test_an_arming_of_the_stint_is_possible_from_the_end_of_the_entrys_minute(
+    entered: str, handled: str, may: bool
+) -> None:
+    day = "2026-11-21T"
+    started, now = (datetime.fromisoformat(f"{day}{t}+00:00") for t in (entered, handled))
+    assert may_have_armed(started, now, 60) is may
+
+
+def test_the_current_stint_is_the_later_entry_of_the_event_and_the_reread() -> None:
+    def stints(*starts: datetime) -> TrainingJob:
+        transitions = [{"Status": "Training", "StartTime": str(int(s.timestamp() * 1000))} for s in starts]
+        return with_metrics("train:loss", SecondaryStatus="Training", SecondaryStatusTransitions=transitions)
+
+    first, second = NOW, NOW + timedelta(minutes=25)
+    # a held-back event of the first stint, read during the second: the second
+    assert stint_started(stints(first), stints(first, second)) == second
+    # an event of the second stint whose re-read still answers the first (lagging): the second
+    assert stint_started(stints(first, second), stints(first)) == second

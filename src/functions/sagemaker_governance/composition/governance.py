@@ -9,10 +9,11 @@ services on offline ports (answers from files, records instead of acting).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
+from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
@@ -36,6 +37,9 @@ from sagemaker_governance.service.ports import (
 )
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 
+if TYPE_CHECKING:  # annotations only: these functions never run the stall judge (cold start)
+    from sagemaker_governance.service.stall_judge import MetricReadPort
+
 
 @dataclass(frozen=True)
 class Ports:
@@ -56,6 +60,9 @@ class Ports:
     ledger: LedgerPort | None = None
     # Each clone's owner told once, whoever made it (the same table; None: no table)
     notices: CloneNotices | None = None
+    # Whether a guard's arming metric was published in the job's current stint, read by a put of its alarms
+    # that may come after the stopper armed it (a late Training event, the reconciler's repair; None: offline)
+    metric_data: MetricReadPort | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -75,6 +82,7 @@ class Ports:
             ),  # its client is built on first use
             ledger=root.idempotency,
             notices=root.clone_notices,
+            metric_data=CloudWatchMetricData(root.client("cloudwatch"), root.metrics),
         )
 
 
@@ -99,6 +107,7 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             naming=ports.naming,
             instances=ports.instances,
             notifier=ports.notifier,
+            metric_data=ports.metric_data,
         )
         for guard in ports.guards
     )

@@ -50,7 +50,7 @@ ADAPTERS: tuple[type, ...] = (
     CheckpointStore,  # granted only when CheckpointBucketPattern is set (the template's condition)
     SpotHealthLedger,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
-    CloudWatchMetricData,  # the efficiency record of a job that ended: one read per GPU job
+    CloudWatchMetricData,  # the efficiency record of a job that ended; a late Training put: was it armed
 )
 
 

@@ -39,7 +39,7 @@ ADAPTERS: tuple[type, ...] = (
     CloudWatchAlarmEnabling,  # a guard alarm the stopper muted: on again (its stretch over, or it can act)
     SageMakerJobMarks,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
-    CloudWatchMetricData,  # the efficiency record of a job whose end event was lost
+    CloudWatchMetricData,  # the efficiency record of a lost end event; a repair: was the guard armed
     DeliveryLedger,  # ... written once: the same ledger key as the job-events function's
     # deferred resumes (auto-resume's backoff): the same clone and evidence reads as the job-events function
     SageMakerLauncher,

@@ -8,6 +8,12 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   would never notify again; a guard whose alarms start disarmed is disarmed again). A restart is told by
   the event's transitions as well as the re-read's (``training_entries``): the re-read, right after the
   event, may still answer the job before this ``Training``.
+  A guard whose stop alarm is created disarmed and armed by the stopper (the progress guard: ``Arming``)
+  would be disarmed again by a put that comes after that arming (a late event after the reconciler's repair,
+  a redelivery, a held-back event of an earlier Spot stint, the repair itself), its armer unable to notify
+  again. A put made after the end of the period the stint's entry fell in (``may_have_armed``; before it the
+  armer cannot have fired for this stint, so a timely event reads nothing) asks whether the job published
+  the metric since (one ``GetMetricData``) and, if so, puts the alarms as the stopper leaves them.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
   success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
@@ -38,7 +44,7 @@ stop a job (compliance, the stopper) keep the store's cache time.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.alarm_deletion import deletion_requests
@@ -48,17 +54,22 @@ from sagemaker_governance.domain.guards.base import (
     AlarmCode,
     AlarmNaming,
     AlarmPlan,
+    Arming,
     DesiredAlarms,
     Guard,
     GuardConfig,
     NoAlarm,
     deletion_units,
     is_training,
+    may_have_armed,
+    period_start,
+    stint_started,
 )
 from sagemaker_governance.domain.instances import resolve_unknown
 from sagemaker_governance.domain.job import TrainingJob, training_entries
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.stall_judge import MetricRead
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
@@ -69,6 +80,9 @@ from sagemaker_governance.service.ports import (
     PolicySource,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
+
+if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge (cold start)
+    from sagemaker_governance.service.stall_judge import MetricReadPort
 
 LIFECYCLE_POLICY_MAX_AGE_SECONDS = 600  # the reconciler's default interval (ReconcileIntervalMinutes)
 
@@ -88,9 +102,11 @@ class GuardAlarms:
         naming: AlarmNaming,
         instances: InstanceCatalogPort | None = None,
         notifier: NotifierPort | None = None,
+        metric_data: MetricReadPort | None = None,
     ) -> None:
         self.guard = guard
         self._notifier = notifier
+        self._metric_data = metric_data  # None: a put never reads whether the guard was armed (offline)
         self._jobs = jobs
         self._alarms = alarms
         self._policies = policies
@@ -185,15 +201,49 @@ class GuardAlarms:
         )
         if exemption is not None:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
-        self._alarms.put(plan)
-        if training_entries(event_job, job) > 1:
-            # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and an
-            # ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it was
-            # and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no reset is
-            # needed: an alarm that exists then (the reconciler's repair before a late Training event) holds
-            # the state of this job's own data.
-            self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
+        arming = guard.arming(plan) if self._metric_data is not None else None
+        published = self._published_in_stint(arming, event_job, job) if arming is not None else False
+        if published and arming is not None:
+            # The stopper may have armed the guard in this stint already: put it as the stopper leaves it.
+            self._alarms.put(arming.armed)
+            self._alarms.reset(arming.reset, arming.reset_reason)
+            decision = decision.model_copy(update={"evidence": {**decision.evidence, "armed": True}})
+        else:
+            self._alarms.put(plan)
+            if published is None:
+                decision = decision.model_copy(update={"evidence": {**decision.evidence, "arming_unread": True}})
+            if published is None or training_entries(event_job, job) > 1:
+                # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and
+                # an ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it
+                # was and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no
+                # reset is needed: an alarm that exists then (the reconciler's repair before a late Training
+                # event) holds the state of this job's own data. Whether the guard was armed unread (None):
+                # the reset lets its arming alarm notify again while the job publishes.
+                self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
         return self._record(decision, job, policy, trigger, Outcome.DONE), job
+
+    def _published_in_stint(self, arming: Arming, event_job: TrainingJob, job: TrainingJob) -> bool | None:
+        """Whether the job published the guard's arming metrics since it entered its current stint in
+        ``Training``, when the put may come after the stopper armed the guard in that stint (``may_have_armed``):
+        a late event (a retry after ``DescriptionBehind``, a redelivery, a redrive, a held-back event of an
+        earlier stint) or the reconciler's repair. A put within the stint's first period (a timely event)
+        reads nothing: False. None: the read failed (logged)."""
+        started = stint_started(event_job, job)
+        now = self._clock()
+        if self._metric_data is None or not is_training(job) or started is None:
+            return False
+        if not may_have_armed(started, now, arming.period_seconds):
+            return False
+        since = period_start(started, arming.period_seconds)  # the armer's first period of the stint
+        queries = [MetricRead(q.id, q.metric_name, q.dimensions, arming.stat) for q in arming.metrics]
+        read = self._metric_data.read(queries, since, now, arming.period_seconds)
+        values = [read.values.get(q.id) for q in queries]
+        if any(v and any(x > 0 for x in v) for v in values):
+            return True
+        if any(v is None for v in values):
+            logger.warning("arming unread", job=job.name, guard=self.guard.name, errors=list(read.errors)[:5])
+            return None
+        return False
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
 

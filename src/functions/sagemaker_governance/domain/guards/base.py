@@ -312,6 +312,48 @@ class MetricQuery(BaseModel):
         return {"Namespace": NAMESPACE, "MetricName": self.metric_name, "Dimensions": dimensions}
 
 
+class Arming(BaseModel):
+    """How the stopper arms a guard whose stop alarm is created with its actions off (the progress guard): once
+    the job's metric was published in its current stint in Training, its arming alarm (one ``period_seconds``
+    period) notifies and the stopper resets the stop alarm, turns its actions on and the arming alarm's off.
+    Putting the plan again undoes that arming; a put that may come after it (``may_have_armed``) puts ``armed``
+    instead, the alarms as the stopper leaves them, and resets ``reset`` (``reset_reason``) as the stopper
+    does, when ``metrics`` were published since the stint began."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metrics: tuple[MetricQuery, ...]
+    stat: str
+    period_seconds: int
+    armed: AlarmPlan
+    reset: tuple[str, ...]
+    reset_reason: str
+
+
+def stint_started(event: TrainingJob, reread: TrainingJob) -> datetime | None:
+    """When the job entered its current stint in ``Training``: the later of the last entry its ``Training``
+    event shows and the one its re-read shows (a late event shows an earlier stint than the re-read; a re-read
+    lagging the event, the stint before the event's). None: neither shows one."""
+    starts = [start for start in (training_started_at(event), training_started_at(reread)) if start is not None]
+    return max(starts) if starts else None
+
+
+def period_start(moment: datetime, period_seconds: int) -> datetime:
+    """The start of the alarm period ``moment`` falls in: CloudWatch aligns an alarm's periods to the clock (a
+    one-minute period is a whole UTC minute)."""
+    seconds = moment.timestamp()
+    return moment - timedelta(seconds=seconds - math.floor(seconds / period_seconds) * period_seconds)
+
+
+def may_have_armed(started: datetime, now: datetime, period_seconds: int) -> bool:
+    """Whether an arming alarm of one ``period_seconds`` period can have notified by ``now`` about a datapoint
+    of the stint that began at ``started``. CloudWatch evaluates a period once it is over: the first period
+    that can hold a datapoint of the stint, the one ``started`` falls in, is evaluated at its end at the
+    earliest. Before that no arming of this stint can exist (a put then is the stint's timely one: its
+    ``Training`` event as delivered); from then on one may."""
+    return now >= period_start(started, period_seconds) + timedelta(seconds=period_seconds)
+
+
 class Combined(BaseModel):
     """How an alarm over several metrics combines them: metric math ``<function>([m1, m2, ...])``."""
 
@@ -680,6 +722,11 @@ class Guard(ABC, Generic[C]):
         """The plan of the notified job's alarms as they were created (a guard that plans with EC2's facts
         for types our table lacks takes them from the notice)."""
         return self.plan(notice.job, config, notice.naming)
+
+    def arming(self, plan: AlarmPlan) -> Arming | None:
+        """How ``plan``'s stop alarm, created disarmed, is armed once the job's metric is published (None: the
+        guard creates its alarms as they act, and putting them again undoes nothing)."""
+        return None
 
     @abstractmethod
     def watching(self, job: TrainingJob, config: C, plan: AlarmPlan) -> str:

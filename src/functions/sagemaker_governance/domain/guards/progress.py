@@ -29,7 +29,7 @@ as progress.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -43,6 +43,7 @@ from sagemaker_governance.domain.guards.base import (
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
+    Arming,
     Combined,
     Guard,
     GuardConfig,
@@ -188,6 +189,13 @@ class ProgressPolicy(GuardConfig):
         return tuple(seen)
 
 
+def _queries(job_name: str, metrics: Sequence[str]) -> list[MetricQuery]:
+    return [
+        MetricQuery(id=f"m{index}", metric_name=metric, dimensions=((JOB_DIMENSION, job_name),))
+        for index, metric in enumerate(metrics, start=1)
+    ]
+
+
 def progress_alarm_names(job_name: str, naming: AlarmNaming) -> tuple[str, str]:
     """(stall, armer): the same prefix as every guard's alarms (the IAM scope and the alarm topic's policy
     cover them all)."""
@@ -252,10 +260,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
         if len(metrics) > MAX_METRICS:
             evidence["not_watched"] = list(metrics[MAX_METRICS:])
         shown = ", ".join(watched)
-        queries = [
-            MetricQuery(id=f"m{index}", metric_name=metric, dimensions=((JOB_DIMENSION, job.name),))
-            for index, metric in enumerate(watched, start=1)
-        ]
+        queries = _queries(job.name, watched)
 
         def alarm(
             name: str, *, enabled: bool, periods: int, comparison: str, missing: str, description: str
@@ -315,6 +320,26 @@ class ProgressGuard(Guard[ProgressPolicy]):
             PlannedAlarm(role=ProgressRole.ARMER, kind=AlarmKind.METRIC, request=armer),
         )
         return AlarmPlan(job_name=job.name, what=self.what, alarms=alarms, evidence=evidence)
+
+    def arming(self, plan: AlarmPlan) -> Arming:
+        """The armer's notification arms the stall alarm once the metric is published: a put after that puts
+        the stall alarm with its actions on and the armer with its actions off, and resets the stall alarm (it
+        may sit in ALARM from its silent start-up minutes), as the stopper does (``_arming``)."""
+        stall = plan.name_of(ProgressRole.STALL)
+        armed = tuple(
+            alarm.model_copy(
+                update={"request": {**alarm.request, "ActionsEnabled": alarm.role == ProgressRole.STALL}}
+            )
+            for alarm in plan.alarms
+        )
+        return Arming(
+            metrics=tuple(_queries(plan.job_name, plan.evidence["metrics"])),
+            stat="SampleCount",
+            period_seconds=PERIOD_SECONDS,
+            armed=plan.model_copy(update={"alarms": armed}),
+            reset=(stall,),
+            reset_reason=ARMED_REASON,
+        )
 
     def watching(self, job: TrainingJob, config: ProgressPolicy, plan: AlarmPlan) -> str:
         return (
