@@ -229,6 +229,67 @@ def test_a_late_first_training_event_leaves_the_guard_armed_and_a_later_hang_is_
     assert acct.sagemaker.stop_requests == ["job-1"]
 
 
+def kept_history(account: LocalAccount, name: str, spans: list[list[Any]]) -> None:
+    """GetMetricData answers the job's progress metric from what it published (one datapoint a minute within
+    each [start, end) of ``spans``, an open end still publishing), as CloudWatch keeps it; the other signals
+    as the double answers them (their current values)."""
+    signals = account.signals  # type: ignore[attr-defined]
+    current = signals._answer
+
+    def answer(params: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = current(params)
+        for query, result in zip(params["MetricDataQueries"], out["MetricDataResults"], strict=True):
+            metric = query.get("MetricStat", {}).get("Metric", {})
+            if metric.get("MetricName") != "train:loss":
+                continue
+            stamps, at = [], params["StartTime"]
+            while at < params["EndTime"]:
+                if any(start <= at and (end is None or at < end) for start, end in spans):
+                    stamps.append(at)
+                at += timedelta(minutes=1)
+            result["Timestamps"], result["Values"] = stamps, [1.0] * len(stamps)
+        return out
+
+    account.cloudwatch._op_GetMetricData = answer  # type: ignore[method-assign]
+
+
+def test_a_late_training_event_in_audit_mode_leaves_a_muted_stretch_muted(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in audit mode whose first Training event is late: the reconciler's repair creates its
+    # alarms, the job publishes its loss and the stopper arms the guard
+    spans: list[list[Any]] = []
+    kept_history(audit_acct, "job-1", spans)
+    audit_acct.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
+    late_event = audit_acct.sagemaker.event("job-1")
+    audit_acct.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
+    audit_acct.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
+    log_stream("job-1")
+    clock.advance(minutes=1)
+    audit_acct.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    publishing(audit_acct)
+    spans.append([clock(), None])
+    clock.advance(minutes=1)
+    fire(audit_acct, ARMER)
+    # and the job hangs: its stall alarm fires, the judge finds a hang, the stopper records what it would stop
+    # and mutes the alarm (actions off, left in ALARM: the stretch is told once)
+    clock.advance(minutes=40)
+    hangs(audit_acct)
+    spans[0][1] = clock()
+    clock.advance(hours=3)
+    first = notify(audit_acct, STALL)
+    assert first is not None and first["results"][0]["outcome"] == "audit-only"
+    assert audit_acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
+    # When the late Training event is handled, the stretch still lasting
+    clock.advance(minutes=10)
+    audit_acct.invoke(job_events, late_event)
+    # Then the stall alarm stays muted in ALARM: it does not fire again, the stretch is recorded once
+    assert audit_acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
+    assert audit_acct.cloudwatch.state(STALL) == "ALARM"
+    assert notify(audit_acct, STALL) is None
+    assert [r.outcome.value for r in progress_records(audit_acct) if r.action == "stop"] == ["audit-only"]
+
+
 def test_a_late_first_training_event_of_a_job_not_yet_publishing_leaves_the_guard_to_its_armer(
     acct: LocalAccount, clock: MovableClock
 ) -> None:

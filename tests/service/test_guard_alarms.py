@@ -312,6 +312,9 @@ def test_a_late_put_of_a_job_that_published_puts_the_guard_armed_and_again_the_s
     assert stats == ("SampleCount",) and period == 60 and end == NOW
     assert start == datetime(2025, 11, 21, 10, 5, tzinfo=UTC)  # the entry at 10:05:01, to its minute
     assert decision.code == "progress.alarm.create" and decision.evidence["armed"] is True
+    # and the decision shows the requests made (what `smgov explain` shows): armed
+    shown = {r["AlarmName"]: r["ActionsEnabled"] for r in decision.request["PutMetricAlarm"]}
+    assert shown == {STALL: True, ARMER: False}
 
 
 def test_a_late_put_of_a_job_that_published_nothing_puts_the_guard_disarmed(

@@ -22,7 +22,6 @@ from sagemaker_governance.domain.clone import (
     TAG_SOURCE,
     TAG_STRIKES,
     CreateOutcome,
-    InvalidCloneRequest,
 )
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
@@ -566,29 +565,6 @@ def test_once_due_the_same_reaction_clones() -> None:
     assert decision.code == "resume.clone.transient"
     assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r2"]
     assert decision.evidence["backoff_minutes"] == 15
-
-
-def test_a_deferred_resume_whose_clone_sagemaker_refuses_is_settled_and_not_tried_again() -> None:
-    # Given a failed clone tagged smgov:resume-after, now due, whose next clone SageMaker refuses as invalid
-    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
-    deferred = {**clone_of("llm-sft-1", 1), TAG_RESUME_AFTER: "2026-11-23T07:45:00Z"}
-    job = world.failed("llm-sft-1-r1", tags=deferred, **recent_failure(15))
-    world.sagemaker.launch_error = InvalidCloneRequest("CreateTrainingJob llm-sft-1-r2: ValidationException")
-    # When the reconciler's deferred-resume pass decides it
-    (decision,) = world.reaction.react(job, RUN)
-    # Then it is not clonable (recorded, not raised) and settled with that code: the reconciler, which lists
-    # the job at every run of its look-back, does not ask SageMaker again (the same request is refused again)
-    assert decision.code == "resume.skip.not-clonable"
-    assert world.codes() == [("resume.skip.not-clonable", "no-action")]
-    arn = job.arn or ""
-    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.not-clonable"
-    # while a refused resume that was never deferred writes no tag (the reconciler never visits it)
-    world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
-    job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(15))
-    world.sagemaker.launch_error = InvalidCloneRequest("CreateTrainingJob llm-sft-1-r2: ValidationException")
-    world.reaction.react(job, EVENT)
-    assert world.codes() == [("resume.skip.not-clonable", "no-action")]
-    assert not any(line.startswith("tag") for line in world.calls.log)
 
 
 def test_a_deferral_that_cannot_be_tagged_fails_for_the_retry() -> None:

@@ -201,13 +201,17 @@ class GuardAlarms:
         )
         if exemption is not None:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
-        arming = guard.arming(plan) if self._metric_data is not None else None
+        # Only in enforce mode: in audit mode the stopper may also have muted the armed stall alarm after a
+        # would-stop (actions off, left in ALARM: the stretch told once), which an armed put and reset would
+        # undo, the same stretch judged and recorded again; a put there is the plan, as before.
+        arming = guard.arming(plan) if self._metric_data is not None and mode is Mode.ENFORCE else None
         published = self._published_in_stint(arming, event_job, job) if arming is not None else False
         if published and arming is not None:
             # The stopper may have armed the guard in this stint already: put it as the stopper leaves it.
             self._alarms.put(arming.armed)
             self._alarms.reset(arming.reset, arming.reset_reason)
-            decision = decision.model_copy(update={"evidence": {**decision.evidence, "armed": True}})
+            update = {"evidence": {**decision.evidence, "armed": True}, "request": arming.armed.request()}
+            decision = decision.model_copy(update=update)
         else:
             self._alarms.put(plan)
             if published is None:

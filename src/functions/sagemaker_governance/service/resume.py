@@ -217,7 +217,7 @@ class _CloneReaction:
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
             if result.settled:
-                self._settle(job, result.decisions[0].code or "")
+                self._settle(result, job)
             return result.decisions
         if not clone.acts:
             for decision in result.decisions:
@@ -457,8 +457,7 @@ class _CloneReaction:
         exc: InvalidCloneRequest,
     ) -> tuple[Decision, ...]:
         """SageMaker (or botocore) refused the clone's request as invalid: a retry would meet the same refusal,
-        so it is recorded as not clonable (the source is left as it is), not raised for a redelivery, and a
-        deferred job settled (the reconciler does not ask again)."""
+        so it is recorded as not clonable (the source is left as it is) and not raised for a redelivery."""
         refused = Decision(
             rule=self.rule,
             code=self.codes.NOT_CLONABLE,
@@ -473,7 +472,6 @@ class _CloneReaction:
                 stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped: no clone)"
             )
         logger.error("clone request refused", job=job.name, clone=clone.evidence.get("clone_name"), error=str(exc))
-        self._settle(job, refused.code or "")
         return (refused,)
 
     def _defer(self, result: CloneDecision, job: TrainingJob, policy: Policy, trigger: Trigger) -> None:
@@ -497,15 +495,15 @@ class _CloneReaction:
             raise
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
-    def _settle(self, job: TrainingJob, code: str) -> None:
-        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``, or a clone
-        SageMaker refused as invalid): tag it ``smgov:resume-settled=<code>`` (``AddTags``, as the deferral
-        was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at every run
-        of its look-back, does not decide, ask SageMaker and record it again. A tag that cannot be written
-        is logged, not raised: the decision stands, and the next run decides (and records) it again and
-        tags it then."""
+    def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
+        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``): tag it
+        ``smgov:resume-settled=<code>`` (``AddTags``, as the deferral was tagged: the service has no
+        ``DeleteTags``), so that the reconciler, which lists it at every run of its look-back, does not
+        decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        and the next run decides (and records) it again and tags it then."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
+        code = result.decisions[0].code or ""
         try:
             self._marks.mark(job.arn, TAG_RESUME_SETTLED, code)
         except AdapterError as exc:
