@@ -149,19 +149,25 @@ def test_a_declared_idle_window_is_applied_and_recorded_and_nobody_is_told(
     assert notifier.sent == []
 
 
+# A job whose progress tag (600 minutes) exceeds its team's cap of 180, on a job with a loss definition.
+OVER_CAP_TAGS = {"team": "rl", "owner": "alice", "smgov:progress-minutes": "600"}
+CAPPED_AT_180 = Policy.model_validate(
+    {"mode": "enforce", "teams": {"rl": {"judge": {"max_declared_minutes": 180}}}}
+)
+LOSS_DEFINITION = {
+    "TrainingImage": "img:1",
+    "TrainingInputMode": "File",
+    "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(\\S+)"}],
+}
+
+
 def test_an_over_cap_declaration_is_ignored_and_the_owner_told_once(
     jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
 ) -> None:
     # Given a job whose progress tag exceeds its team's cap of 180 minutes
-    tags = {"team": "rl", "owner": "alice", "smgov:progress-minutes": "600"}
-    policy = Policy.model_validate({"mode": "enforce", "teams": {"rl": {"judge": {"max_declared_minutes": 180}}}})
-    definitions = {
-        "TrainingImage": "img:1",
-        "TrainingInputMode": "File",
-        "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(\\S+)"}],
-    }
+    tags, definitions = OVER_CAP_TAGS, LOSS_DEFINITION
     jobs.jobs["job-1"] = training(tags=tags, AlgorithmSpecification=definitions)
-    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, policy, audit, notifier)
+    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, CAPPED_AT_180, audit, notifier)
     # When its Training event arrives
     decisions = lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
     # Then the team's 120-minute window stays (the alarm its 20-minute trigger, not the tag's 600), the ignored
@@ -191,15 +197,9 @@ def test_a_restarts_training_event_whose_reread_lags_it_resets_and_does_not_tell
     jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
 ) -> None:
     # Given a job with an over-cap declaration whose owner was told at its first Training
-    tags = {"team": "rl", "owner": "alice", "smgov:progress-minutes": "600"}
-    policy = Policy.model_validate({"mode": "enforce", "teams": {"rl": {"judge": {"max_declared_minutes": 180}}}})
-    definitions = {
-        "TrainingImage": "img:1",
-        "TrainingInputMode": "File",
-        "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(\\S+)"}],
-    }
+    tags, definitions = OVER_CAP_TAGS, LOSS_DEFINITION
     jobs.jobs["job-1"] = training(tags=tags, AlgorithmSpecification=definitions)
-    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, policy, audit, notifier)
+    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, CAPPED_AT_180, audit, notifier)
     lifecycle.react(training(tags=tags, AlgorithmSpecification=definitions), TRIGGER)
     assert len(notifier.sent) == 1
     # When it is back in Training after a Spot interruption, and DescribeTrainingJob still answers the job as
