@@ -121,7 +121,7 @@ class FakeSageMaker:
     ) -> dict[str, Any]:
         job = self.jobs[name]
         now = self.clock()
-        before = self._described(name)  # what a read answers until now
+        before = self._described(name) if self.lag is not None else None  # what a read answers until now
         transitions = job.setdefault("SecondaryStatusTransitions", [])
         if transitions and "EndTime" not in transitions[-1]:
             transitions[-1]["EndTime"] = now
@@ -141,7 +141,7 @@ class FakeSageMaker:
         if failure_reason:
             job["FailureReason"] = failure_reason
         until = self.lag.until(name) if self.lag is not None else None
-        if until is not None:
+        if until is not None and before is not None:
             self._stale[name] = (until, before)
         else:
             self._stale.pop(name, None)
