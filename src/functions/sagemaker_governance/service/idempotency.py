@@ -23,10 +23,10 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
   end and longer than any hold it can have left: it comes back after the hold, and its retry takes the
   claim over. A retry within the hold would meet its own claim and be answered as a duplicate, whoever
   holds it: a claim held by its own owner cannot be told from a delivery that completed unmarked (below),
-  which a second copy of its SQS message within the hold must find a duplicate. A direct invocation has no such visibility: Lambda
-  retries it about a minute later, within the hold, and that retry is answered as a duplicate (the event's
-  remaining effects lost). A known gap, on a path the template does not deploy (both functions are fed by
-  queues);
+  which a second copy of its SQS message within the hold must find a duplicate. A direct invocation has no
+  such visibility: Lambda retries it about a minute later, within the hold, and that retry is answered as a
+  duplicate (the event's remaining effects lost). A known gap, on a path the template does not deploy (both
+  functions are fed by queues);
 - the claim itself raised (DynamoDB throttled or unreachable through botocore's retries): its outcome is
   unknown, since DynamoDB may have applied it and only its answer been lost (a read timeout, then retries
   that could not connect). Nothing was processed; the error goes back marked unreleased too, so that a
