@@ -341,10 +341,11 @@ class OnceNotifier:
 
     def publish(self, message: Notification) -> str | None:
         sent: list[str | None] = []
+        kind = f"{message.kind}:{message.subject}" if message.subject else message.kind  # one per guard, say
         once(
-            notify_effect(message.kind, message.job_name, message.outcome),
+            notify_effect(kind, message.job_name, message.outcome),
             lambda: sent.append(self._inner.publish(message)),
-            unless=notify_effect(message.kind, message.job_name),
+            unless=notify_effect(kind, message.job_name),
         )
         return sent[0] if sent else None
 
