@@ -11,7 +11,12 @@ import pytest
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome
+from sagemaker_governance.domain.notifications import (
+    Notification,
+    NotificationItem,
+    NotificationKind,
+    NotificationOutcome,
+)
 from sagemaker_governance.domain.redelivery import held_visibility
 from sagemaker_governance.service.idempotency import (
     CLONE_NOTICE_HOLD_SECONDS,
@@ -444,6 +449,31 @@ def test_once_the_owner_is_told_the_action_was_done_a_would_be_message_of_the_de
 
     deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=60)
     assert [m.outcome for m in sns.messages] == [NotificationOutcome.RESUMED]
+
+
+def ignored_declaration(rule: str) -> Notification:
+    item = NotificationItem(rule=rule, code="judge.tolerance.ignored", action="notify", mode="enforce", reason="r")
+    return Notification(
+        kind=NotificationKind.TOLERANCE_IGNORED,
+        job_name="job-1",
+        headline="h",
+        outcome=NotificationOutcome.NOTIFIED,
+        items=(item,),
+    )
+
+
+def test_a_job_whose_declarations_both_guards_ignored_is_told_of_each_once(ledger: Any, now: datetime) -> None:
+    # Given a job's Training event in which the idle and the progress guard each ignore the job's declaration
+    sns = Published()
+    notifier = OnceNotifier(sns)
+
+    def process() -> None:
+        for rule in ("idle-guard", "progress-guard", "idle-guard"):  # the last: a copy within the same delivery
+            notifier.publish(ignored_declaration(rule))
+
+    deliver(ledger, KEY, process, owner="m-1", now=now, hold_seconds=60)
+    # Then the owner reads both messages, each once
+    assert [m.items[0].rule for m in sns.messages] == ["idle-guard", "progress-guard"]
 
 
 def test_in_a_batch_a_completed_delivery_is_marked_before_the_next_is_claimed(

@@ -5,18 +5,24 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.reconcile import AlarmListing, JobSummary
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
+from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.builders import job
-from tests.service.conftest import NOW
+from tests.service.conftest import NOW, FixedPolicies
 
 TRAINING = [
     {"Status": "Starting", "StartTime": "1763719201000"},
@@ -114,10 +120,9 @@ def test_a_delete_throttled_past_botocores_retries_is_deferred_and_the_delivery_
 
 
 def lifecycle_with_notifier(
-    guard: Any, jobs: Any, alarms: Any, policy: Any, audit: MemoryAuditSink, notifier: Any
+    guard: Any, jobs: Any, alarms: Any, policy: Any, audit: MemoryAuditSink, notifier: Any, notices: Any = None
 ) -> Any:
     from sagemaker_governance.service.guard_alarms import GuardAlarms
-    from tests.service.conftest import NOW, FixedPolicies
 
     naming = AlarmNaming(prefix="gov-guard-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
     return GuardAlarms(
@@ -129,6 +134,7 @@ def lifecycle_with_notifier(
         clock=lambda: NOW,
         naming=naming,
         notifier=notifier,
+        notices=notices,
     )
 
 
@@ -342,3 +348,135 @@ def test_a_late_put_whose_read_failed_puts_disarmed_and_resets_so_the_armer_fire
     assert calls.log[-4:] == [f"put {STALL}", f"put {ARMER}", f"reset {STALL}", f"reset {ARMER}"]
     assert puts.enabled == {STALL: False, ARMER: True}
     assert decision.evidence["arming_unread"] is True
+
+
+# ---- an ignored declaration told once per job, guard and declaration, whoever creates the alarms ----------
+
+
+class InProgressListing:
+    """The reconciler's job and alarm inventories: ``job-1`` listed in Training, no alarm of this stack."""
+
+    def in_progress(self) -> list[JobSummary]:
+        listed = {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training", "CreationTime": NOW}
+        return [JobSummary.model_validate({"TrainingJobName": "job-1", "TrainingJobArn": "arn:job-1", **listed})]
+
+    def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        return []
+
+
+def over_cap_lifecycle(jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any) -> Any:
+    """The progress guard's lifecycle, with the delivery ledger's tolerance notices, on a job in Training whose
+    progress tag exceeds its team's cap."""
+    from sagemaker_governance.service.idempotency import ToleranceNotices
+
+    jobs.jobs["job-1"] = training(tags=OVER_CAP_TAGS, AlgorithmSpecification=LOSS_DEFINITION)
+    notices = ToleranceNotices(ledger, lambda: NOW)
+    return lifecycle_with_notifier(PROGRESS, jobs, alarms, CAPPED_AT_180, audit, notifier, notices=notices)
+
+
+def over_cap_training_event() -> TrainingJob:
+    return training(tags=OVER_CAP_TAGS, AlgorithmSpecification=LOSS_DEFINITION)
+
+
+def test_the_reconcilers_repair_then_a_late_training_event_tell_the_owner_once(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, calls: Any
+) -> None:
+    # Given a job in Training with an over-cap declaration, whose Training event is late: the reconciler's run
+    # finds it without alarms and creates them
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+    reconciler = ReconcilerService(
+        jobs=jobs,
+        inventory=InProgressListing(),
+        alarm_inventory=InProgressListing(),
+        alarms=alarms,
+        guards=(lifecycle,),
+        compliance=lifecycle,  # never asked: the job is younger than the evaluation grace
+        policies=FixedPolicies(CAPPED_AT_180),
+        audit=audit,
+        metrics=MemoryBusinessMetrics(),
+        clock=lambda: NOW,
+        interval_minutes=10,
+    )
+    report = reconciler.run(Trigger(kind="reconciler", event_id="run-1"), remaining=lambda: 300.0)
+    assert report.repairs == {"missing-alarm": 1}
+    # When the late Training event arrives
+    decisions = lifecycle.react(over_cap_training_event(), TRIGGER)
+    # Then each path records the ignored declaration (an auditor sees both decisions), and the owner is told once
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    recorded = [(r.code, r.trigger) for r in audit.records if r.code == "judge.tolerance.ignored"]
+    assert recorded == [("judge.tolerance.ignored", "reconciler"), ("judge.tolerance.ignored", "job-state-change")]
+    (message,) = notifier.sent
+    assert message.kind == "tolerance-ignored" and [i.code for i in message.items] == ["judge.tolerance.ignored"]
+
+
+def test_a_duplicate_training_event_does_not_tell_the_owner_again(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, calls: Any
+) -> None:
+    # Given a job in Training with an over-cap declaration whose owner was told at its Training event
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+    lifecycle.react(over_cap_training_event(), TRIGGER)
+    # When a copy of that event reaches the lifecycle again (one the delivery ledger let through: a redelivery
+    # after its delivery's claim expired, or one whose completion mark failed and came back past the hold)
+    calls.log.clear()
+    decisions = lifecycle.react(over_cap_training_event(), TRIGGER)
+    # Then the declaration is recorded again and the owner is not told again: the notice's claim is refused
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    assert [r.code for r in audit.records].count("judge.tolerance.ignored") == 2
+    assert len(notifier.sent) == 1
+    assert "claim tolerance-notice" in calls.log and not any(c.startswith("notify") for c in calls.log)
+
+
+def test_a_tolerance_notice_whose_claim_fails_is_told_anyway(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, monkeypatch: Any
+) -> None:
+    # Given a job with an over-cap declaration, and a ledger that throttles the notice's claim past botocore's
+    # retries
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+
+    def throttled(*_: Any) -> Any:
+        raise AdapterError("DynamoDB UpdateItem (claim) failed: ProvisionedThroughputExceededException")
+
+    monkeypatch.setattr(ledger, "claim", throttled)
+    # When its Training event arrives
+    decisions = lifecycle.react(over_cap_training_event(), TRIGGER)
+    # Then the owner is told all the same (told twice rather than never), and the alarms are created
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    assert len(notifier.sent) == 1
+
+
+def test_a_tolerance_notice_whose_message_failed_is_released_for_the_next_teller(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, monkeypatch: Any
+) -> None:
+    # Given a job with an over-cap declaration whose first teller's message fails (SNS throttled)
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+    publish = notifier.publish
+
+    def throttled(message: Any) -> str | None:
+        raise AdapterError("SNS Publish throttled")
+
+    monkeypatch.setattr(notifier, "publish", throttled)
+    with pytest.raises(AdapterError):
+        lifecycle.react(over_cap_training_event(), TRIGGER)
+    # When the event is retried and SNS answers
+    monkeypatch.setattr(notifier, "publish", publish)
+    lifecycle.react(over_cap_training_event(), TRIGGER)
+    # Then the retry tells the owner (the failed attempt released the notice's key)
+    assert len(notifier.sent) == 1
+
+
+def test_a_job_without_an_ignored_declaration_makes_no_ledger_call(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, calls: Any
+) -> None:
+    # Given the ledger's tolerance notices, a job that declares a window within the cap and one with no tags
+    from sagemaker_governance.service.idempotency import ToleranceNotices
+
+    notices = ToleranceNotices(ledger, lambda: NOW)
+    within = {"team": "rl", "owner": "alice", "smgov:idle-minutes": "90"}
+    jobs.jobs["job-1"], jobs.jobs["job-2"] = training(tags=within), training("job-2")
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, Policy(mode=Mode.ENFORCE), audit, notifier, notices)
+    # When their Training events arrive
+    lifecycle.react(training(tags=within), TRIGGER)
+    lifecycle.react(training("job-2"), TRIGGER)
+    # Then no ledger call is made (a healthy job's calls do not grow), and nobody is told
+    assert not any(c.startswith(("claim", "release", "complete")) for c in calls.log), calls.log
+    assert notifier.sent == []

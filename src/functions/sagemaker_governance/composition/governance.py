@@ -22,7 +22,7 @@ from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.guard_alarms import GuardAlarms
-from sagemaker_governance.service.idempotency import CloneNotices, LedgerPort
+from sagemaker_governance.service.idempotency import CloneNotices, LedgerPort, ToleranceNotices
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     CheckpointsPort,
@@ -60,6 +60,8 @@ class Ports:
     ledger: LedgerPort | None = None
     # Each clone's owner told once, whoever made it (the same table; None: no table)
     notices: CloneNotices | None = None
+    # Each ignored tolerance declaration told once per job and guard, whoever creates the alarms (the same table)
+    tolerance_notices: ToleranceNotices | None = None
     # Whether a guard's arming metric was published in the job's current stint, read by a put of its alarms
     # that may come after the stopper armed it (a late Training event, the reconciler's repair; None: offline)
     metric_data: MetricReadPort | None = None
@@ -82,6 +84,7 @@ class Ports:
             ),  # its client is built on first use
             ledger=root.idempotency,
             notices=root.clone_notices,
+            tolerance_notices=root.tolerance_notices,
             metric_data=CloudWatchMetricData(root.client("cloudwatch"), root.metrics),
         )
 
@@ -108,6 +111,7 @@ def alarm_guards(ports: Ports) -> tuple[GuardAlarms, ...]:
             instances=ports.instances,
             notifier=ports.notifier,
             metric_data=ports.metric_data,
+            notices=ports.tolerance_notices,
         )
         for guard in ports.guards
     )

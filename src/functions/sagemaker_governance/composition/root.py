@@ -39,6 +39,7 @@ from sagemaker_governance.service.idempotency import (
     Duplicate,
     OnceAuditSink,
     OnceNotifier,
+    ToleranceNotices,
     deliver,
 )
 from sagemaker_governance.service.ports import Clock, NotifierPort
@@ -156,14 +157,27 @@ class Root:
         return DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, cfg.idempotency_ttl_seconds)
 
     @cached_property
-    def clone_notices(self) -> CloneNotices | None:
-        """Each clone's owner told once, whoever made it (``resume:<clone>`` in the delivery ledger's table, kept
-        at least ``CLONE_NOTICE_TTL_SECONDS``: the reconciler looks that far back; None: no table)."""
+    def _notices_ledger(self) -> DeliveryLedger | None:
+        """The delivery ledger's table for notices told once per subject, whoever tells (its items kept at least
+        ``CLONE_NOTICE_TTL_SECONDS``: the reconciler looks that far back for clones; None: no table)."""
         cfg = self.settings
         if cfg.idempotency_table is None:
             return None
         ttl = max(cfg.idempotency_ttl_seconds, CLONE_NOTICE_TTL_SECONDS)
-        return CloneNotices(DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, ttl), self.now)
+        return DeliveryLedger(self.client("dynamodb"), cfg.idempotency_table, ttl)
+
+    @cached_property
+    def clone_notices(self) -> CloneNotices | None:
+        """Each clone's owner told once, whoever made it (``resume:<clone>``; None: no table)."""
+        ledger = self._notices_ledger
+        return CloneNotices(ledger, self.now) if ledger is not None else None
+
+    @cached_property
+    def tolerance_notices(self) -> ToleranceNotices | None:
+        """Each ignored tolerance declaration told once per job and guard, whoever creates the alarms
+        (``tolerance:<job>:<guard>:<value>``; None: no table)."""
+        ledger = self._notices_ledger
+        return ToleranceNotices(ledger, self.now) if ledger is not None else None
 
     @cached_property
     def audit_forwarder(self) -> AuditForwarder | None:

@@ -115,6 +115,15 @@ class Notification(BaseModel):
     # Why a failed job was resumed: its failure class, the matched log line(s) and host (auto-resume).
     diagnosis: dict[str, Any] | None = None
 
+    @property
+    def subject(self) -> str:
+        """What of the job the message is about, when one delivery may tell a job's owner several messages of
+        its kind: an ignored declaration is told per guard (its item's rule), each once. Empty for a kind told
+        once per job and delivery."""
+        if self.kind == NotificationKind.TOLERANCE_IGNORED and self.items:
+            return self.items[0].rule
+        return ""
+
     @staticmethod
     def items_from(decisions: tuple[Decision, ...] | list[Decision]) -> tuple[NotificationItem, ...]:
         return tuple(

@@ -27,8 +27,9 @@ the team's ``judge.max_declared_minutes``: ``domain/tolerance.py``). The effecti
 the guard's alarms are created, one more record says whether the declaration was applied
 (``judge.tolerance.applied``) or ignored (``judge.tolerance.ignored``), and an ignored one is told to the
 owner at the job's first entry into ``Training`` (a Spot restart does not tell again; in audit mode only
-with ``notify_in_audit_mode``). A job without
-these tags gets neither.
+with ``notify_in_audit_mode``). With the delivery ledger it is told once per job, guard and declared value
+(``ToleranceNotices``): the reconciler's repair before a late Training event, or a copy of the event, records
+the declaration again but does not tell again. A job without these tags gets neither, and no ledger call.
 
 Alarms are created in audit mode too: it is the stopper that only records in audit mode. Each guard's
 ``GuardAlarms`` is also the reconciler's ``AlarmGuard`` (the alarms it wants for a job now, and how to
@@ -71,6 +72,7 @@ from sagemaker_governance.domain.notifications import Notification, Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricRead
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import ToleranceNotices
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     Clock,
@@ -103,9 +105,11 @@ class GuardAlarms:
         instances: InstanceCatalogPort | None = None,
         notifier: NotifierPort | None = None,
         metric_data: MetricReadPort | None = None,
+        notices: ToleranceNotices | None = None,
     ) -> None:
         self.guard = guard
         self._notifier = notifier
+        self._notices = notices  # an ignored declaration told once, whoever creates the alarms (None: no ledger)
         self._metric_data = metric_data  # None: a put never reads whether the guard was armed (offline)
         self._jobs = jobs
         self._alarms = alarms
@@ -254,8 +258,10 @@ class GuardAlarms:
     def _tolerance(
         self, job: TrainingJob, policy: Policy, trigger: Trigger, created: Decision, *, first_training: bool
     ) -> list[Decision]:
-        """The record of the job's declaration for this guard, if it has one; an ignored one is told to the
-        owner once (at the first entry into Training: ``first_training``)."""
+        """The record of the job's declaration for this guard, if it has one (every time: an auditor sees each
+        decision); an ignored one is told to the owner once: at the first entry into Training
+        (``first_training``), and with the ledger only by the first to create the alarms then (the Training
+        event, a copy of it, the reconciler's repair: ``ToleranceNotices``)."""
         team = policy.for_team(job.tag(policy.team_tag))
         declared = [d for d in team.declared_tolerance(job) if d.section == self.guard.section]
         if not declared:
@@ -265,20 +271,24 @@ class GuardAlarms:
         outcome = Outcome.DONE if declaration.applied else Outcome.NO_ACTION
         self._record(decision, job, policy, trigger, outcome)
         tells = decision.mode is Mode.ENFORCE or team.notify_in_audit_mode
-        if not declaration.applied and first_training and tells and self._notifier is not None:
-            kind = NotificationKind.TOLERANCE_IGNORED
-            self._notifier.publish(
-                Notification(
-                    kind=kind,
-                    job_name=job.name,
-                    job_arn=job.arn,
-                    team=job.tag(team.team_tag),
-                    owner=job.tag(team.owner_tag),
-                    headline=headline(kind, NotificationOutcome.NOTIFIED, job.name, symptom=("", declaration.tag)),
-                    outcome=NotificationOutcome.NOTIFIED,
-                    items=Notification.items_from([decision]),
-                )
-            )
+        notifier = self._notifier
+        if declaration.applied or not first_training or not tells or notifier is None:
+            return [decision]
+        kind = NotificationKind.TOLERANCE_IGNORED
+        message = Notification(
+            kind=kind,
+            job_name=job.name,
+            job_arn=job.arn,
+            team=job.tag(team.team_tag),
+            owner=job.tag(team.owner_tag),
+            headline=headline(kind, NotificationOutcome.NOTIFIED, job.name, symptom=("", declaration.tag)),
+            outcome=NotificationOutcome.NOTIFIED,
+            items=Notification.items_from([decision]),
+        )
+        if self._notices is None:
+            notifier.publish(message)
+        else:
+            self._notices.once(job.name, declaration.section, declaration.value, lambda: notifier.publish(message))
         return [decision]
 
     # ---- the reconciler's view (service/reconciler.py: an ``AlarmGuard``) ------------------------

@@ -76,7 +76,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
 from sagemaker_governance.domain.errors import Claim
@@ -341,10 +341,11 @@ class OnceNotifier:
 
     def publish(self, message: Notification) -> str | None:
         sent: list[str | None] = []
+        kind = f"{message.kind}:{message.subject}" if message.subject else message.kind  # one per guard, say
         once(
-            notify_effect(message.kind, message.job_name, message.outcome),
+            notify_effect(kind, message.job_name, message.outcome),
             lambda: sent.append(self._inner.publish(message)),
-            unless=notify_effect(message.kind, message.job_name),
+            unless=notify_effect(kind, message.job_name),
         )
         return sent[0] if sent else None
 
@@ -355,7 +356,8 @@ class OnceNotifier:
 CLONE_NOTICE_OWNER = (
     "clone-notice"  # one owner for every teller: a dead teller's claim is taken over after the hold
 )
-# Longer than either function's timeout (300 s). A record whose attempt left this claim held (``hold_left``) comes
+# Every ledger notice's hold (a clone's, an ignored declaration's: ``_LedgerNotices``), longer than either
+# function's timeout (300 s). A record whose attempt left this claim held (``hold_left``) comes
 # back after the held visibility derived from it (handlers/_batch.py: 960 s from the attempt's end), or when that
 # call failed after the queues' VisibilityTimeout (1,800 s) from the receive (tests/infrastructure checks both).
 CLONE_NOTICE_HOLD_SECONDS = 900.0
@@ -368,47 +370,76 @@ def clone_notice_key(clone: str) -> str:
     return f"resume:{clone}"
 
 
-class CloneNotices:
-    """Tell a clone's owner (and count the clone) once, whoever made it: a claim of ``resume:<clone>`` in
-    the delivery ledger (one conditional ``UpdateItem``), marked completed once told, released when telling
-    failed (the next to meet the clone tells). Only a clone costs these writes: a healthy job never has one.
+# A job's ignored tolerance declaration (domain/tolerance.py): told once per job, guard and declared value, whoever
+# creates the guard's alarms (the job's Training event, a copy of it, or the reconciler's repair before it).
+TOLERANCE_NOTICE_OWNER = "tolerance-notice"
 
-    When telling failed and the release failed too, or the claim itself raised (its outcome unknown), the
-    key may stay held for ``CLONE_NOTICE_HOLD_SECONDS``, and a retry within it would find the owner "told
-    already" and complete, the owner never told: the error is marked unreleased (``hold_left``), so the
-    delivery's record comes back after the held visibility (``handlers/_batch.py``), past the hold, and its
-    retry tells."""
+
+def tolerance_notice_key(job_name: str, guard_section: str, value: str) -> str:
+    """Job names hold no ":"; the value, last, may."""
+    return f"tolerance:{job_name}:{guard_section}:{value}"
+
+
+class _LedgerNotices:
+    """Tell an owner once per subject, whoever tells: a claim of the subject's key in the delivery ledger (one
+    conditional ``UpdateItem``, one ``owner`` for every teller, held ``CLONE_NOTICE_HOLD_SECONDS``), marked
+    completed once told, released when telling failed (the next to meet the subject tells). Only a subject to
+    tell costs these writes (two): a healthy job never has one.
+
+    When telling failed and the release failed too, the key may stay held for the hold, and a retry within it
+    would find the owner "told already" and complete, the owner never told: the error is marked unreleased
+    (``hold_left``), so the delivery's record comes back after the held visibility (``handlers/_batch.py``),
+    past the hold, and its retry tells. A claim that raises (its outcome unknown) is the subject's call
+    (``_unclaimed``)."""
+
+    OWNER: ClassVar[str]
 
     def __init__(self, ledger: LedgerPort, clock: Callable[[], datetime]) -> None:
         self._ledger = ledger
         self._clock = clock
 
-    def once(self, clone: str, tell: Callable[[], None]) -> bool:
-        """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
-        key, now = clone_notice_key(clone), self._clock()
+    def _once(self, key: str, tell: Callable[[], object]) -> bool:
+        """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran."""
+        now = self._clock()
         try:
-            claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
+            claim = self._ledger.claim(key, self.OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
         except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
-            hold_left(exc)
-            raise
+            return self._unclaimed(key, exc, tell)
         if not claim.granted:
-            logger.info("clone's owner told already", clone=clone)
+            logger.info("owner told already", notice=key)
             return False
         try:
             tell()
         except Exception as exc:
             try:
-                self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
+                self._ledger.release(key, self.OWNER, now, ())
             except Exception:  # the claim stays: taken over once its hold is over
-                logger.exception("clone notice not released", clone=clone)
+                logger.exception("notice not released", notice=key)
                 hold_left(exc)  # the delivery's record must come back after the hold, not "told already"
             raise
         if claim.token is not None:
             try:
                 self._ledger.complete(key, claim.token, self._clock())
             except Exception:  # told: at worst told again once the hold is over
-                logger.exception("clone notice not marked completed", clone=clone)
+                logger.exception("notice not marked completed", notice=key)
         return True
+
+    def _unclaimed(self, key: str, exc: Exception, tell: Callable[[], object]) -> bool:
+        """The claim raised: fail, its delivery marked as one that may have left the key held (``hold_left``)."""
+        hold_left(exc)
+        raise exc
+
+
+class CloneNotices(_LedgerNotices):
+    """Tell a clone's owner (and count the clone) once, whoever made it: the key ``resume:<clone>``
+    (``_LedgerNotices``). A claim that raised fails the delivery, marked unreleased: its retry, past the hold,
+    tells (the owner of a clone must learn of it)."""
+
+    OWNER = CLONE_NOTICE_OWNER
+
+    def once(self, clone: str, tell: Callable[[], None]) -> bool:
+        """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
+        return self._once(clone_notice_key(clone), tell)
 
     def told(self, clone: str) -> bool:
         """Whether the clone's owner was told (or is being told): the reconciler's check before it hands a
@@ -420,3 +451,27 @@ class CloneNotices:
             return True
         self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
         return False
+
+
+class ToleranceNotices(_LedgerNotices):
+    """Tell a job's owner once that its declared window for a guard was ignored (``GuardAlarms``), whoever
+    creates the guard's alarms first: the key ``tolerance:<job>:<guard>:<value>`` (``_LedgerNotices``). A
+    declaration is told at the job's first entry into ``Training`` only; the key keeps the reconciler's repair
+    and a late or repeated Training event of that stint from telling it again. A claim that raised
+    (throttled, denied) tells anyway, logged: a warning told twice does no harm, one never told leaves the owner
+    puzzled by the team's window."""
+
+    OWNER = TOLERANCE_NOTICE_OWNER
+
+    def once(self, job_name: str, guard_section: str, value: str, tell: Callable[[], object]) -> bool:
+        """Run ``tell`` unless the owner was told (or is being told) of this declaration; True if it ran."""
+        return self._once(tolerance_notice_key(job_name, guard_section, value), tell)
+
+    def _unclaimed(self, key: str, exc: Exception, tell: Callable[[], object]) -> bool:
+        logger.warning("tolerance notice not claimed: told anyway", notice=key, error=str(exc)[:300])
+        try:
+            tell()
+        except Exception as failed:  # the claim may hold the key: the delivery's retry must come after the hold
+            hold_left(failed)
+            raise
+        return True
