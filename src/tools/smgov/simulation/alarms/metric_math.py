@@ -6,6 +6,7 @@ lists (``MAX([m1, m2])`` is a series, ``MAX(m1)`` a scalar)."""
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,23 +60,27 @@ def evaluate_expression(
     expression: str, values: Mapping[str, Any], buckets: int, queries: Sequence[MetricQuery]
 ) -> Any:
     """Evaluate a metric-math expression: scalars are floats, time series lists, arrays lists of lists."""
-    parser = _ExpressionParser(_tokens(expression), values, buckets, queries, expression)
-    result = parser.comparison()
+    return _Evaluation(values, queries, expression).run(_compiled(expression))
+
+
+# The expression as a tree, read once per text (an alarm's expression is evaluated every simulated minute):
+# ("num", float) | ("str", text) | ("id", name) | ("word", "REPEAT" | "LINEAR") | ("array", items)
+# | ("call", NAME, args) | ("op", symbol, left, right) | ("neg", operand)
+_Node = tuple[Any, ...]
+
+
+@cache
+def _compiled(text: str) -> _Node:
+    parser = _ExpressionParser(_tokens(text), text)
+    tree = parser.comparison()
     if parser.position != len(parser.tokens):
-        raise AlarmDefinitionError(f"unexpected {parser.tokens[parser.position][1]!r} in {expression!r}")
-    return result
+        raise AlarmDefinitionError(f"unexpected {parser.tokens[parser.position][1]!r} in {text!r}")
+    return tree
 
 
 class _ExpressionParser:
-    def __init__(
-        self,
-        tokens: tuple[tuple[str, str], ...],
-        values: Mapping[str, Any],
-        buckets: int,
-        queries: Sequence[MetricQuery],
-        text: str,
-    ) -> None:
-        self.tokens, self.values, self.buckets, self.queries, self.text = tokens, values, buckets, queries, text
+    def __init__(self, tokens: tuple[tuple[str, str], ...], text: str) -> None:
+        self.tokens, self.text = tokens, text
         self.position = 0
 
     def _peek(self) -> tuple[str, str] | None:
@@ -88,41 +93,41 @@ class _ExpressionParser:
         self.position += 1
         return token
 
-    def comparison(self) -> Any:
+    def comparison(self) -> _Node:
         left = self.expr()
         while (token := self._peek()) is not None and token[0] == "sym" and token[1] in _COMPARISONS:
             self._take()
-            left = _arith(token[1], left, self.expr())
+            left = ("op", token[1], left, self.expr())
         return left
 
-    def expr(self) -> Any:
+    def expr(self) -> _Node:
         left = self.term()
         while (token := self._peek()) in (("sym", "+"), ("sym", "-")):
             self._take()
             assert token is not None
-            left = _arith(token[1], left, self.term())
+            left = ("op", token[1], left, self.term())
         return left
 
-    def term(self) -> Any:
+    def term(self) -> _Node:
         left = self.unary()
         while (token := self._peek()) in (("sym", "*"), ("sym", "/")):
             self._take()
             assert token is not None
-            left = _arith(token[1], left, self.unary())
+            left = ("op", token[1], left, self.unary())
         return left
 
-    def unary(self) -> Any:
+    def unary(self) -> _Node:
         if self._peek() == ("sym", "-"):
             self._take()
-            return _arith("*", -1.0, self.unary())
+            return ("neg", self.unary())
         return self.primary()
 
-    def primary(self) -> Any:
+    def primary(self) -> _Node:
         kind, text = self._take()
         if kind == "num":
-            return float(text)
+            return ("num", float(text))
         if kind == "str":
-            return text
+            return ("str", text)
         if (kind, text) == ("sym", "("):
             inner = self.comparison()
             self._take(")")
@@ -133,24 +138,46 @@ class _ExpressionParser:
                 self._take()
                 items.append(self.expr())
             self._take("]")
-            return items
+            return ("array", tuple(items))
         if kind == "name":
             if self._peek() == ("sym", "("):
                 self._take()
-                args: list[Any] = []
+                args: list[_Node] = []
                 if self._peek() != ("sym", ")"):
                     args.append(self.comparison())
                     while self._peek() == ("sym", ","):
                         self._take()
                         args.append(self.comparison())
                 self._take(")")
-                return self.call(text.upper(), args)
+                return ("call", text.upper(), tuple(args))
             if text.upper() in ("REPEAT", "LINEAR"):
-                return text.upper()
-            if text not in self.values:
-                raise AlarmDefinitionError(f"{self.text!r}: unknown id {text!r}")
-            return self.values[text]
+                return ("word", text.upper())
+            return ("id", text)
         raise AlarmDefinitionError(f"unexpected {text!r} in {self.text!r}")
+
+
+class _Evaluation:
+    """One evaluation of a compiled expression over the alarm's values (left to right, as it reads)."""
+
+    def __init__(self, values: Mapping[str, Any], queries: Sequence[MetricQuery], text: str) -> None:
+        self.values, self.queries, self.text = values, queries, text
+
+    def run(self, node: _Node) -> Any:
+        kind = node[0]
+        if kind == "op":
+            left = self.run(node[2])
+            return _arith(node[1], left, self.run(node[3]))
+        if kind == "id":
+            if node[1] not in self.values:
+                raise AlarmDefinitionError(f"{self.text!r}: unknown id {node[1]!r}")
+            return self.values[node[1]]
+        if kind == "call":
+            return self.call(node[1], [self.run(arg) for arg in node[2]])
+        if kind == "neg":
+            return _arith("*", -1.0, self.run(node[1]))
+        if kind == "array":
+            return [self.run(item) for item in node[1]]
+        return node[1]  # num, str, word
 
     def call(self, name: str, args: list[Any]) -> Any:
         if name == "METRICS":
@@ -237,19 +264,29 @@ def _if(condition: Any, then: Any, otherwise: Any) -> Any:
     return [None if c is None else (at(then, i) if c else at(otherwise, i)) for i, c in enumerate(condition)]
 
 
+def _divide(a: float, b: float) -> float | None:
+    return None if b == 0 else a / b
+
+
+_OPERATIONS: dict[str, Callable[[float, float], float | None]] = {
+    ">=": lambda a, b: float(a >= b),
+    "<=": lambda a, b: float(a <= b),
+    "==": lambda a, b: float(a == b),
+    "!=": lambda a, b: float(a != b),
+    ">": lambda a, b: float(a > b),
+    "<": lambda a, b: float(a < b),
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": _divide,
+}
+
+
 def _arith(op: str, left: Any, right: Any) -> Any:
+    operation = _OPERATIONS[op]
+
     def apply(a: float | None, b: float | None) -> float | None:
-        if a is None or b is None:
-            return None
-        if op in _COMPARISONS:
-            return float({">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b}[op])
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        return None if b == 0 else a / b
+        return None if a is None or b is None else operation(a, b)
 
     if _is_array(left):
         return [_arith(op, series, right) for series in left]

@@ -28,6 +28,7 @@ from smgov.simulation.engine.delivery import InFlight
 from smgov.simulation.engine.logs import GROUP as LOG_GROUP
 from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_cloudwatch import RequestQuota
+from smgov.simulation.fake_dynamodb import LedgerTable
 from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from smgov.simulation.faults import CrashingAuditSink, FaultInjector, Throttler
@@ -78,6 +79,7 @@ class SimulatedAccount:
         self.audit: Any = None
         self.crasher: CrashingAuditSink | None = None
         self.quota: RequestQuota | None = None
+        self.ledger_table: LedgerTable | None = None  # the idempotency table's items (moto keeps the others)
         self.root: Any = None  # the handlers' composition root (composition/root.py) while the account is open
         self.account = account  # moto serves this account id (MOTO_ACCOUNT_ID) while the account is open
         # One audit view (issue 21): the audit account's bus, rule and log group exist in the same moto;
@@ -216,6 +218,7 @@ class SimulatedAccount:
         self.audit = MemoryAuditSink()
         self.crasher = CrashingAuditSink(self.audit, self.faults)
         root = Root(Settings.from_env(), session, self.clock, audit=self.crasher, metrics=MemoryBusinessMetrics())
+        throttler: Throttler | None = None
         if self.faults.spec.rate("throttle") > 0:
             throttler = Throttler(self.faults)
             throttler.install(session.events)
@@ -238,6 +241,10 @@ class SimulatedAccount:
             self.quota.attach(root.client("cloudwatch"))
         elif self.faults.spec.rate("throttle") == 0:  # nothing happens in the send loop: answer directly
             self.simulated_cloudwatch.alarms.attach(root.client("cloudwatch"))
+        ledger = root.settings.idempotency_table
+        if ledger:  # the delivery ledger's writes, answered in process (moto keeps the other tables)
+            self.ledger_table = LedgerTable(frozenset({ledger}))
+            self.ledger_table.attach(root.client("dynamodb"), throttler.throttled if throttler else None)
         return root
 
     def _naive_utc_now(self) -> datetime:
