@@ -40,10 +40,10 @@ def ledger(dynamodb: Any) -> DeliveryLedger:
 def test_the_first_claim_is_granted_and_a_duplicate_is_not(ledger: DeliveryLedger) -> None:
     assert ledger.claim(KEY, "m-1", NOW, 60).granted
     # another message with the same state change, now or after the first invocation's time
-    assert ledger.claim(KEY, "m-2", NOW, 60) == Claim(granted=False)
-    assert ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60) == Claim(granted=False)
+    assert ledger.claim(KEY, "m-2", NOW, 60) == Claim(granted=False, pending=True)
+    assert ledger.claim(KEY, "m-2", NOW + timedelta(minutes=30), 60) == Claim(granted=False, pending=True)
     # the owner itself while its invocation may still run (or its delivery completed unmarked): the same refusal
-    assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=30), 60) == Claim(granted=False)
+    assert ledger.claim(KEY, "m-1", NOW + timedelta(seconds=30), 60) == Claim(granted=False, pending=True)
 
 
 def test_the_owner_takes_its_claim_over_once_its_invocation_is_over(ledger: DeliveryLedger) -> None:
@@ -227,3 +227,13 @@ def test_a_told_clone_stays_told_past_its_notice_hold(ledger: DeliveryLedger) ->
     # Then the owner is not told again: the mark, not the hold, keeps it told
     assert not notices.once("llm-r1", lambda: told.append("again"))
     assert told == ["llm-r1"]
+
+
+def test_a_refusal_says_whether_the_holder_has_finished(ledger: DeliveryLedger) -> None:
+    # A claim held and not completed: refused as pending (its holder may still fail and release it)
+    first = ledger.claim(KEY, "notice", NOW, 900)
+    assert ledger.claim(KEY, "notice", NOW + timedelta(seconds=30), 900) == Claim(granted=False, pending=True)
+    # once completed: refused, and not pending (done)
+    assert first.token is not None
+    ledger.complete(KEY, first.token, NOW)
+    assert ledger.claim(KEY, "notice", NOW + timedelta(seconds=30), 900) == Claim(granted=False, pending=False)

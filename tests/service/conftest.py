@@ -167,7 +167,7 @@ class MemoryLedger:
             or (old["status"] == "INPROGRESS" and old["owner"] == owner and old["until"] < at)
         )
         if not free:
-            return Claim(granted=False)
+            return Claim(granted=False, pending=old is not None and old["status"] == "INPROGRESS")
         done = list(old["done"]) if old is not None else []  # a claim leaves the item's done list as it is
         self.tokens += 1
         token = f"t-{self.tokens}"

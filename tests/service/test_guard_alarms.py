@@ -464,6 +464,58 @@ def test_a_tolerance_notice_whose_message_failed_is_released_for_the_next_teller
     assert len(notifier.sent) == 1
 
 
+def test_an_event_that_meets_another_tellers_unfinished_notice_comes_back_and_tells_when_that_one_failed(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any
+) -> None:
+    from sagemaker_governance.service.idempotency import NoticePending, deliver, unreleased
+
+    # Given the reconciler's repair telling a job's owner of an ignored declaration, its Publish in flight
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+    publish = notifier.publish
+    met: list[BaseException] = []
+
+    def the_late_training_event() -> None:
+        deliver(ledger, "event-1", lambda: lifecycle.react(over_cap_training_event(), TRIGGER), owner="m-1",
+                now=NOW, hold_seconds=60)  # fmt: skip
+
+    def reconcilers_publish(message: Any) -> str | None:
+        # When the job's late Training event is delivered meanwhile
+        with pytest.raises(NoticePending) as pending:
+            the_late_training_event()
+        met.append(pending.value)
+        raise AdapterError("SNS Publish throttled past botocore's retries")  # and the reconciler's fails
+
+    notifier.publish = reconcilers_publish
+    with pytest.raises(AdapterError):
+        lifecycle.create_alarms(jobs.jobs["job-1"], Trigger(kind="reconciler", event_id="run-1"))
+    notifier.publish = publish
+    # Then the event's delivery failed marked unreleased (its record comes back after the hold), not "told"
+    assert len(met) == 1 and unreleased(met[0]) and notifier.sent == []
+    # and its retry tells the owner, once (the reconciler released the key when its Publish failed)
+    the_late_training_event()
+    assert len(notifier.sent) == 1
+
+
+def test_outside_a_delivery_an_unfinished_notice_is_left_to_its_teller(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any
+) -> None:
+    # Given a Training event's delivery telling the owner, its Publish in flight
+    lifecycle = over_cap_lifecycle(jobs, alarms, audit, notifier, ledger)
+    publish = notifier.publish
+
+    def events_publish(message: Any) -> str | None:
+        # When the reconciler's repair meets the job meanwhile: it neither tells nor fails
+        decisions = lifecycle.create_alarms(jobs.jobs["job-1"], Trigger(kind="reconciler", event_id="run-1"))
+        assert "judge.tolerance.ignored" in [d.code for d in decisions]
+        sent: str | None = publish(message)
+        return sent
+
+    notifier.publish = events_publish
+    lifecycle.react(over_cap_training_event(), TRIGGER)
+    # Then the owner is told once, by the event
+    assert len(notifier.sent) == 1
+
+
 def test_a_job_without_an_ignored_declaration_makes_no_ledger_call(
     jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, ledger: Any, calls: Any
 ) -> None:

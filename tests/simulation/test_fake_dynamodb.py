@@ -3,6 +3,7 @@ get the same answers and leave the same items (simulation/fake_dynamodb.py)."""
 
 from __future__ import annotations
 
+import base64
 import random
 import uuid
 from collections.abc import Iterator
@@ -63,7 +64,15 @@ def _moto_items(client: Any) -> dict[str, dict[str, Any]]:
 
 
 def _double_items(double: LedgerTable) -> dict[str, dict[str, Any]]:
-    return {item["id"]["S"]: item for item in double.items[TABLE].values()}
+    """The double's items as botocore parses them from moto (it keeps the wire form: binaries in base64)."""
+
+    def parsed(value: dict[str, Any]) -> dict[str, Any]:
+        return {"B": base64.b64decode(value["B"])} if "B" in value else value
+
+    return {
+        item["id"]["S"]: {name: parsed(value) for name, value in item.items()}
+        for item in double.items[TABLE].values()
+    }
 
 
 def _ledger_steps(seed: int, count: int) -> list[tuple[str, str, str, int, int]]:
@@ -144,6 +153,23 @@ EXPRESSIONS: list[dict[str, Any]] = [
      "ExpressionAttributeNames": {"#s": "status"},
      "ExpressionAttributeValues": {":m": {"S": "g"}, ":ten": {"N": "10"}, ":x": {"S": "x"}},
      "ReturnValuesOnConditionCheckFailure": "ALL_OLD"},
+    # ... where the grouping decides (the item has status "y", n 10 and m): true only as A OR (B AND C); false
+    # only as (NOT A) AND B; NOT itself; numbers with fractions
+    {"UpdateExpression": "SET p = :p", "ConditionExpression": "attribute_exists(m) OR n = :nine AND #s = :x",
+     "ExpressionAttributeNames": {"#s": "status"},
+     "ExpressionAttributeValues": {":p": {"S": "p"}, ":nine": {"N": "9"}, ":x": {"S": "x"}}},
+    {"UpdateExpression": "SET q = :q", "ConditionExpression": "NOT n = :nine AND #s = :x",
+     "ExpressionAttributeNames": {"#s": "status"},
+     "ExpressionAttributeValues": {":q": {"S": "q"}, ":nine": {"N": "9"}, ":x": {"S": "x"}}},
+    {"UpdateExpression": "SET q = :q", "ConditionExpression": "NOT n = :nine",
+     "ExpressionAttributeValues": {":q": {"S": "q"}, ":nine": {"N": "9"}}},
+    {"UpdateExpression": "SET r = :r", "ConditionExpression": "n > :nine AND n < :eleven",
+     "ExpressionAttributeValues": {":r": {"S": "r"}, ":nine": {"N": "9.5"}, ":eleven": {"N": "10.5"}}},
+    # binaries compare as unsigned bytes (0x00 < 0xff, though their base64 forms order the other way)
+    {"UpdateExpression": "SET b = :low", "ConditionExpression": "attribute_not_exists(b)",
+     "ExpressionAttributeValues": {":low": {"B": b"\x00"}}},
+    {"UpdateExpression": "SET c = :c", "ConditionExpression": "b < :high",
+     "ExpressionAttributeValues": {":c": {"S": "c"}, ":high": {"B": b"\xff"}}},
     {"UpdateExpression": "SET l = :l", "ConditionExpression": "attribute_not_exists(l) AND n <= :ten",
      "ExpressionAttributeValues": {":l": {"L": [{"S": "one"}, {"N": "2"}]}, ":ten": {"N": "10"}},
      "ReturnValues": "ALL_NEW"},
@@ -155,6 +181,7 @@ EXPRESSIONS: list[dict[str, Any]] = [
     {"UpdateExpression": "SET m = :m", "ExpressionAttributeValues": {":m": {"S": "i"}, ":unused": {"N": "1"}}},
     {"UpdateExpression": "SET m = :undefined", "ExpressionAttributeValues": {":m": {"S": "j"}}},
     {"UpdateExpression": "SET id = :m", "ExpressionAttributeValues": {":m": {"S": "k"}}},
+    {"UpdateExpression": "SET m = :m, m = :n", "ExpressionAttributeValues": {":m": {"S": "l"}, ":n": {"S": "o"}}},
 ]  # fmt: skip
 
 
@@ -172,7 +199,7 @@ def test_conditions_and_returned_values_match_moto(clients: tuple[Any, Any, Ledg
     assert _double_items(double) == _moto_items(moto_client)
     codes = [a.get("error") for a in answers]
     # the list covers both outcomes of a condition and each validation failure
-    assert codes.count("ConditionalCheckFailedException") >= 3 and codes.count("ValidationException") == 5
+    assert codes.count("ConditionalCheckFailedException") >= 3 and codes.count("ValidationException") == 6
     assert any(a.get("item") for a in answers)  # an old item returned with a failed condition
 
 
@@ -200,6 +227,25 @@ def test_an_update_the_double_does_not_model_is_refused_not_guessed(
     _, double_client, double = clients
     answer = _answer(double_client, {"Key": {"id": {"S": "x"}}, "UpdateExpression": update,
                                      "ExpressionAttributeValues": {":v": {"N": "1"}}})  # fmt: skip
+    assert answer["error"] == "ValidationException"
+    assert double.items[TABLE] == {}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"UpdateExpression": "SET v = :v", "ReturnValues": "UPDATED_NEW"},
+        {"UpdateExpression": "SET v = :v", "ReturnValuesOnConditionCheckFailure": "ALL_NEW"},
+        {"UpdateExpression": "SET v = :v", "ConditionExpression": "ATTRIBUTE_NOT_EXISTS(v)"},
+        {"UpdateExpression": "SET v = :bad"},
+    ],
+)
+def test_a_request_the_double_refuses_writes_nothing(
+    clients: tuple[Any, Any, LedgerTable], request_: dict[str, Any]
+) -> None:
+    _, double_client, double = clients
+    values = {":v": {"N": "1"}} if ":bad" not in request_["UpdateExpression"] else {":bad": {"N": "1e"}}
+    answer = _answer(double_client, {"Key": {"id": {"S": "x"}}, "ExpressionAttributeValues": values, **request_})
     assert answer["error"] == "ValidationException"
     assert double.items[TABLE] == {}
 

@@ -110,7 +110,7 @@ class DeliveryLedger:
                 raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: {exc}") from exc
             held: Mapping[str, Any] = cast(Mapping[str, Any], exc.response.get("Item")) or {}
             if _string(held, "token") != token:
-                return Claim(granted=False)
+                return Claim(granted=False, pending=_string(held, "status") == IN_PROGRESS)
             # Our own claim: an earlier attempt of this very request was applied and its answer lost.
             logger.info("delivery claimed by a retried request", delivery=key, owner=owner)
             return Claim(granted=True, done=_done(held), token=token)

@@ -49,8 +49,11 @@ class StopOutcome(StrEnum):
 class Claim:
     """A delivery ledger's answer to a claim: ``granted`` (process the delivery) or not (a duplicate);
     ``done``: the effects an earlier attempt of the same delivery completed before it failed; ``token``:
-    the granted claim's own (what marks it completed)."""
+    the granted claim's own (what marks it completed); ``pending``: refused because a claim not yet completed
+    holds the key (rather than one completed)."""
 
     granted: bool
     done: frozenset[str] = frozenset()
     token: str | None = None
+    # Refused while an unfinished claim holds the key (not completed: its holder may still fail and release it)
+    pending: bool = False

@@ -380,6 +380,10 @@ def tolerance_notice_key(job_name: str, guard_section: str, value: str) -> str:
     return f"tolerance:{job_name}:{guard_section}:{value}"
 
 
+class NoticePending(RuntimeError):
+    """A notice's key is held by a teller that has not finished: the delivery comes back after the hold."""
+
+
 class _LedgerNotices:
     """Tell an owner once per subject, whoever tells: a claim of the subject's key in the delivery ledger (one
     conditional ``UpdateItem``, one ``owner`` for every teller, held ``CLONE_NOTICE_HOLD_SECONDS``), marked
@@ -389,8 +393,11 @@ class _LedgerNotices:
     When telling failed and the release failed too, the key may stay held for the hold, and a retry within it
     would find the owner "told already" and complete, the owner never told: the error is marked unreleased
     (``hold_left``), so the delivery's record comes back after the held visibility (``handlers/_batch.py``),
-    past the hold, and its retry tells. A claim that raises (its outcome unknown) is the subject's call
-    (``_unclaimed``)."""
+    past the hold, and its retry tells. A claim refused while another teller's claim is unfinished (``pending``:
+    a concurrent teller, or an attempt of this delivery that died between its claim and its Publish) is not
+    "told" either: within a delivery it fails the same way (``NoticePending``), and the retry finds the key
+    completed (told) or free to take; outside one (the reconciler) it is left to that teller and its
+    delivery's retries. A claim that raises (its outcome unknown) is the subject's call (``_unclaimed``)."""
 
     OWNER: ClassVar[str]
 
@@ -406,6 +413,12 @@ class _LedgerNotices:
         except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
             return self._unclaimed(key, exc, tell)
         if not claim.granted:
+            if claim.pending and _current.get() is not None:
+                # Another teller holds the key and may still fail (its Publish throttled, its process killed
+                # before it told): "told already" could be never. Within a delivery, come back after the hold
+                # and claim again (completed by then: told; released or taken over: ours to tell).
+                logger.info("owner being told by another: back after the hold", notice=key)
+                raise hold_left(NoticePending(f"{key} is held by a teller that has not finished"))
             logger.info("owner told already", notice=key)
             return False
         try:

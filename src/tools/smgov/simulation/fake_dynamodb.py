@@ -13,13 +13,14 @@ function reference", "Update expressions") and the ``UpdateItem`` API reference:
 - ``SET path = :value, ...`` (paths as ``#name`` placeholders or plain names) on the item, created with its
   key when it does not exist; the key's attributes cannot be set.
 - Conditions: ``attribute_exists`` / ``attribute_not_exists``, ``=``, ``<``, ``<=``, ``>``, ``>=``
-  between operands of one scalar type (numbers by value, strings by their UTF-8 bytes; a missing attribute
-  or a type mismatch compares false), ``AND``, ``OR``, ``NOT`` and parentheses, with DynamoDB's precedence
+  between operands of one scalar type (numbers by value, strings by their UTF-8 bytes, binaries by their
+  unsigned bytes; a missing attribute or a type mismatch compares false), ``AND``, ``OR``, ``NOT`` and parentheses, with DynamoDB's precedence
   (``NOT`` binds tighter than ``AND``, ``AND`` than ``OR``).
 - A failed condition: ``ConditionalCheckFailedException``, the old item in ``Item`` when
   ``ReturnValuesOnConditionCheckFailure`` is ``ALL_OLD``; ``ReturnValues`` ``ALL_OLD`` / ``ALL_NEW`` / ``NONE``.
-- A placeholder the expressions do not use, one they use and the request does not define, or a plain
-  attribute name that is a reserved word: a ``ValidationException``, as DynamoDB answers.
+- A placeholder the expressions do not use, one they use and the request does not define, a plain
+  attribute name that is a reserved word, a path set twice, or a value that is not a number where one is
+  declared: a ``ValidationException``, as DynamoDB answers, before anything is written.
 
 Anything else (``REMOVE``, ``ADD``, functions in ``SET``, nested paths, other conditions) is refused with a
 ``ValidationException`` naming what the double does not model: a change to the ledger's expressions fails
@@ -29,10 +30,11 @@ requests against moto and this double and compares the answers.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
@@ -122,7 +124,10 @@ class _Expression:
         if token not in self.values:
             raise _invalid(f"An expression attribute value used in expression is not defined: {token}")
         self.used.add(token)
-        return dict(self.values[token])
+        value = dict(self.values[token])
+        if "N" in value:
+            _number(value["N"])
+        return value
 
     def operand(self, item: Item) -> dict[str, Any] | None:
         token = self.peek()
@@ -157,12 +162,12 @@ class _Expression:
             result = self.condition(item)
             self.take(")")
             return result
-        if token is not None and token.lower() in ("attribute_exists", "attribute_not_exists"):
+        if token in ("attribute_exists", "attribute_not_exists"):  # function names are not case-insensitive
             self.take()
             self.take("(")
             present = self.path() in item
             self.take(")")
-            return present if token.lower() == "attribute_exists" else not present
+            return present if token == "attribute_exists" else not present
         left = self.operand(item)
         operator = self.take()
         if operator not in _COMPARISONS:
@@ -194,12 +199,22 @@ def _scalar(value: Mapping[str, Any] | None) -> tuple[str, Any] | None:
         return None
     ((kind, raw),) = value.items()
     if kind == "N":
-        return kind, Decimal(raw)
+        return kind, _number(raw)
     if kind == "S":
         return kind, raw.encode()
-    if kind == "B":
-        return kind, raw
+    if kind == "B":  # base64 on the wire; compared as unsigned bytes (developer guide, "Comparison operators")
+        return kind, base64.b64decode(raw)
     return None
+
+
+def _number(raw: str) -> Decimal:
+    try:
+        number = Decimal(raw)
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not number.is_finite():
+        raise _invalid(f"The parameter cannot be converted to a numeric value: {raw}")
+    return number
 
 
 def compare(operator: str, left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> bool:
@@ -228,10 +243,18 @@ class LedgerTable:
         values: Mapping[str, Any] = params.get("ExpressionAttributeValues") or {}
         if "UpdateExpression" not in params:
             raise _invalid("the simulator's DynamoDB double models UpdateItem with an UpdateExpression only")
+        returns = params.get("ReturnValues", "NONE")
+        if returns not in ("NONE", "ALL_OLD", "ALL_NEW"):
+            raise _invalid(f"the simulator's DynamoDB double does not model ReturnValues {returns}")
+        if params.get("ReturnValuesOnConditionCheckFailure", "NONE") not in ("NONE", "ALL_OLD"):
+            raise _invalid("ReturnValuesOnConditionCheckFailure must be NONE or ALL_OLD")
         used: set[str] = set()
         update = _Expression(params["UpdateExpression"], names, values, used)
         sets = update.assignments()
         update.end()
+        paths = [path for path, _ in sets]
+        if len(set(paths)) != len(paths):
+            raise _invalid(f"Invalid UpdateExpression: Two document paths overlap with each other: {paths}")
         condition = params.get("ConditionExpression")
         stored_key = json.dumps(key, sort_keys=True)
         old = table.get(stored_key)
@@ -257,13 +280,10 @@ class LedgerTable:
             new[path] = value
         table[stored_key] = new
         answer: dict[str, Any] = {}
-        returns = params.get("ReturnValues", "NONE")
         if returns == "ALL_OLD" and old is not None:
             answer["Attributes"] = old
         elif returns == "ALL_NEW":
             answer["Attributes"] = new
-        elif returns not in ("NONE", "ALL_OLD"):
-            raise _invalid(f"the simulator's DynamoDB double does not model ReturnValues {returns}")
         return answer
 
     # ---- wiring: botocore's send loop ---------------------------------------------------------------
