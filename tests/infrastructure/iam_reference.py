@@ -66,16 +66,6 @@ RESOURCE_STAR_EXCEPTIONS: Mapping[str, str] = {
     ),
 }
 
-# Statements (by Sid) granting, narrower than "*", an action whose API reference requires "*" for one of its uses
-# only (DescribeAlarms: composite alarms), because their function never makes that use; with why.
-NARROWER_THAN_STAR: Mapping[tuple[str, str], str] = {
-    ("ReadIdleAlarmsArming", "cloudwatch:DescribeAlarms"): (
-        "one named metric alarm (AlarmNames, AlarmTypes MetricAlarm: CloudWatchAlarmLifecycle.actions_enabled), "
-        "neither a listing by prefix nor a composite alarm; the reference gives DescribeAlarms the alarm "
-        "resource type"
-    ),
-}
-
 # CloudWatch Logs authorizes an action on a log group against the group's ARN *with* a trailing ``:*``;
 # the reference's ARN format has none, so a grant on the bare group ARN passes the format check and is
 # denied by AWS: checked apart (the rule and its source: ``smgov.doctor.iam.as_authorized``).

@@ -452,13 +452,10 @@ def test_alarm_permissions_are_scoped_to_the_alarm_prefix(template: dict[str, An
     for function in functions(template).values():
         for statement in policy_statements(function):
             if any(a.startswith("cloudwatch:") for a in as_list(statement["Action"])):
-                if as_list(statement["Action"]) == ["cloudwatch:GetMetricData"]:
+                if as_list(statement["Action"]) in (["cloudwatch:DescribeAlarms"], ["cloudwatch:GetMetricData"]):
+                    # Listing alone: AWS authorizes DescribeAlarms with a name prefix against alarm:*.
                     # Reading metrics: GetMetricData has no resource-level permission at all.
                     assert statement["Resource"] == "*"
-                    continue
-                if as_list(statement["Action"]) == ["cloudwatch:DescribeAlarms"] and statement["Resource"] == "*":
-                    # Listing alone: AWS authorizes DescribeAlarms with a name prefix against alarm:*, and returns
-                    # composite alarms only to "*". A read of one named metric alarm is scoped (below).
                     continue
                 if as_list(statement["Action"]) == ["cloudwatch:PutCompositeAlarm"]:
                     # Alone, on "*" (its API reference), held by its actions: present and the alarm topic only.

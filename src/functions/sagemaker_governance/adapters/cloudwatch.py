@@ -7,8 +7,8 @@ auto-alarms issue 1), and its API reference says composite alarms are returned o
 template); the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be
 scoped, and (``Resource: "*"`` for the same reason: its alarms may be composite) when that one alarm last
 changed state. The lifecycle reads one named metric alarm (``AlarmNames``, ``AlarmTypes`` ``MetricAlarm``
-only), which the Service Authorization Reference lets a grant scope to the alarm's ARN (``DescribeAlarms``:
-resource type ``alarm``): the job-events function's grant is on this stack's prefix.
+only) on ``Resource: "*"`` too: no AWS text says a read by name is authorized against the named alarm's ARN
+rather than ``alarm:*``, and a narrower grant AWS denied would switch that read off without a sign.
 """
 
 from __future__ import annotations
@@ -69,12 +69,14 @@ class CloudWatchAlarmLifecycle:
             "cloudwatch:TagResource",  # PutMetricAlarm / PutCompositeAlarm with Tags
             "cloudwatch:DeleteAlarms",
             "cloudwatch:SetAlarmState",
-            "cloudwatch:DescribeAlarms",  # one named metric alarm: scoped to the stack's prefix
+            "cloudwatch:DescribeAlarms",  # one named metric alarm, on "*" (the module's docstring)
         }
     )
     # Granted on Resource "*" only: the PutCompositeAlarm API reference requires a permission "scoped to
-    # *" (conditioned on the alarm topic as its only action, in the template).
-    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutCompositeAlarm"})
+    # *" (conditioned on the alarm topic as its only action, in the template); DescribeAlarms (above).
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:PutCompositeAlarm", "cloudwatch:DescribeAlarms"}
+    )
 
     def __init__(self, client: Any) -> None:
         self._client = client
