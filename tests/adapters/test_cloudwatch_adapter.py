@@ -89,10 +89,12 @@ def test_lifecycle_adapter_declares_exactly_what_it_calls() -> None:
         stub.add_response("put_composite_alarm", {})
         stub.add_response("set_alarm_state", {})
         stub.add_response("delete_alarms", {})
+        stub.add_response("describe_alarms", {"MetricAlarms": []})
         adapter = CloudWatchAlarmLifecycle(cw)
         adapter.put(plan)
         adapter.reset(["gov-idle-train-1.hosts-1-10"], "x")
         adapter.delete(["gov-idle-train-1"])
+        adapter.actions_enabled("gov-idle-train-1.hosts-1-10")
     assert recorder.actions | {"cloudwatch:TagResource"} == CloudWatchAlarmLifecycle.IAM_ACTIONS
 
 
@@ -186,3 +188,35 @@ def test_description_reads_what_an_alarm_of_either_type_was_planned_to_watch() -
         assert ownership.description(child["AlarmName"]) is None  # no such alarm
         with pytest.raises(AdapterError):
             ownership.description(child["AlarmName"])
+
+
+def test_actions_enabled_reads_one_named_metric_alarm() -> None:
+    # The lifecycle asks for metric alarms only, by name: the grant it needs can be scoped to alarm ARNs
+    cw = client()
+    wanted = {"AlarmNames": ["gov-idle-x.progress"], "AlarmTypes": ["MetricAlarm"]}
+    with Stubber(cw) as stub:
+        for enabled in (True, False):
+            answer = {"MetricAlarms": [{"AlarmName": "gov-idle-x.progress", "ActionsEnabled": enabled}]}
+            stub.add_response("describe_alarms", answer, wanted)
+        stub.add_response("describe_alarms", {"MetricAlarms": [{"AlarmName": "gov-idle-x.progress"}]}, wanted)
+        stub.add_response("describe_alarms", {"MetricAlarms": [], "CompositeAlarms": []}, wanted)
+        stub.add_client_error("describe_alarms", "AccessDenied", "not authorized", http_status_code=403)
+        lifecycle = CloudWatchAlarmLifecycle(cw)
+        assert lifecycle.actions_enabled("gov-idle-x.progress") is True
+        assert lifecycle.actions_enabled("gov-idle-x.progress") is False
+        assert lifecycle.actions_enabled("gov-idle-x.progress") is None  # no ActionsEnabled: nothing assumed
+        assert lifecycle.actions_enabled("gov-idle-x.progress") is None  # no such alarm
+        with pytest.raises(AdapterError):
+            lifecycle.actions_enabled("gov-idle-x.progress")
+
+
+def test_actions_enabled_follows_what_was_put_and_switched(aws: None) -> None:
+    cw = client()
+    recorder = IamRecorder(cw)
+    lifecycle = CloudWatchAlarmLifecycle(cw)
+    lifecycle.put(plan_for(2, "ml.g5.12xlarge"))
+    assert lifecycle.actions_enabled("gov-idle-train-1") is True
+    cw.disable_alarm_actions(AlarmNames=["gov-idle-train-1"])
+    assert lifecycle.actions_enabled("gov-idle-train-1") is False
+    assert lifecycle.actions_enabled("gov-idle-nothing") is None
+    assert recorder.actions - {"cloudwatch:DisableAlarmActions"} <= CloudWatchAlarmLifecycle.IAM_ACTIONS

@@ -75,11 +75,14 @@ class FakeAlarms:
         self.state_unreadable = False  # DescribeAlarms fails
         self.descriptions: dict[str, str] = {}  # name -> its AlarmDescription (DescribeAlarms)
         self.describe_fails = False  # DescribeAlarms of a definition fails
+        self.actions_on: dict[str, bool] = {}  # name -> its ActionsEnabled (as put, armed or disarmed)
+        self.actions_unreadable = False  # DescribeAlarms of a metric alarm's ActionsEnabled fails
 
     def put(self, plan: AlarmPlan) -> None:
         for name in plan.metric_alarm_names:
             self.calls(f"put {name}")
             self.alarms.setdefault(name, "INSUFFICIENT_DATA")
+        self.actions_on.update({a.name: bool(a.request.get("ActionsEnabled", True)) for a in plan.alarms})
 
     def delete(self, names: Sequence[str]) -> list[str]:
         existed = [n for n in names if n in self.alarms]
@@ -95,6 +98,13 @@ class FakeAlarms:
         for name in names:
             self.calls(f"reset {name}")
             self.alarms[name] = "OK"
+
+    def actions_enabled(self, name: str) -> bool | None:
+        """Whether the metric alarm's actions are on now (``actions_on``); ``None``: no such alarm."""
+        self.calls(f"actions {name}")
+        if self.actions_unreadable:
+            raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
+        return self.actions_on.get(name, True) if name in self.alarms else None
 
     # ``AlarmOwnershipPort`` and ``AlarmArmingPort`` (the stopper's view of the same alarms)
 
@@ -119,9 +129,11 @@ class FakeAlarms:
 
     def enable_actions(self, names: Sequence[str]) -> None:
         self.calls("arm " + ",".join(names))
+        self.actions_on.update({name: True for name in names if name in self.alarms})
 
     def disable_actions(self, names: Sequence[str]) -> None:
         self.calls("disarm " + ",".join(names))
+        self.actions_on.update({name: False for name in names if name in self.alarms})
 
 
 class FakeNotifier:

@@ -274,6 +274,10 @@ class PutPlans:
     def reset(self, names: Any, reason: str) -> None:
         self.inner.reset(names, reason)
 
+    def actions_enabled(self, name: str) -> bool | None:
+        result: bool | None = self.inner.actions_enabled(name)
+        return result
+
 
 def progress_lifecycle(jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, reads: MetricReads) -> Any:
     from sagemaker_governance.service.guard_alarms import GuardAlarms
@@ -335,19 +339,101 @@ def test_a_late_put_of_a_job_that_published_nothing_puts_the_guard_disarmed(
     assert "armed" not in decision.evidence
 
 
-def test_a_late_put_whose_read_failed_puts_disarmed_and_resets_so_the_armer_fires_again(
+def test_a_late_put_whose_read_failed_keeps_an_armed_guard_armed(
     jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
 ) -> None:
-    # Given a late first Training event, and GetMetricData failing
+    # Given a job the stopper armed (stall alarm on, armer off) that has since hung (no datapoint to read
+    # anyway), and a late Training event whose GetMetricData fails
     jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    alarms.alarms.update({STALL: "OK", ARMER: "ALARM"})
+    alarms.actions_on.update({STALL: True, ARMER: False})
+    puts = PutPlans(alarms)
+    lifecycle = progress_lifecycle(jobs, puts, policies, audit, MetricReads(calls, None))
+    # When it is handled, and delivered again
+    for _ in range(2):
+        (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+    # Then the guard stays armed: the alarms are put as the stopper left them
+    assert puts.enabled == {STALL: True, ARMER: False}
+    # and each time the stall alarm's current arming was read (one DescribeAlarms) before the put, and the
+    # stall alarm reset after it, as on the published path
+    once = [
+        "get-job job-1 (event tags)",
+        "read train:loss",
+        f"actions {STALL}",
+        f"put {STALL}",
+        f"put {ARMER}",
+        f"reset {STALL}",
+    ]
+    assert calls.log == once * 2
+    assert decision.code == "progress.alarm.create"
+    assert {k: decision.evidence[k] for k in ("arming_unread", "arming_seen", "arming_kept", "armed")} == {
+        "arming_unread": True,
+        "arming_seen": "armed",
+        "arming_kept": True,
+        "armed": True,
+    }
+    shown = {r["AlarmName"]: r["ActionsEnabled"] for r in decision.request["PutMetricAlarm"]}
+    assert shown == {STALL: True, ARMER: False}
+
+
+@pytest.mark.parametrize(
+    ("existing", "unreadable", "seen"),
+    [
+        ({STALL: False, ARMER: True}, False, "disarmed"),  # not armed yet: nothing to keep
+        ({}, False, "missing"),  # the reconciler's repair of lost alarms
+        ({STALL: True, ARMER: False}, True, "unread"),  # DescribeAlarms fails too: armed on no evidence, never
+    ],
+)
+def test_a_late_put_whose_read_failed_and_finds_no_arming_puts_disarmed_and_resets_so_the_armer_fires_again(
+    jobs: Any,
+    alarms: Any,
+    policies: Any,
+    audit: MemoryAuditSink,
+    calls: Any,
+    existing: dict[str, bool],
+    unreadable: bool,
+    seen: str,
+) -> None:
+    # Given a late first Training event, GetMetricData failing, and the stall alarm disarmed, missing, or
+    # its arming unreadable
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    alarms.alarms.update({name: "ALARM" for name in existing})
+    alarms.actions_on.update(existing)
+    alarms.actions_unreadable = unreadable
     puts = PutPlans(alarms)
     lifecycle = progress_lifecycle(jobs, puts, policies, audit, MetricReads(calls, None))
     # When it is handled
     (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
     # Then nothing is armed on no evidence; both alarms are reset (an armer left in ALARM notifies again)
-    assert calls.log[-4:] == [f"put {STALL}", f"put {ARMER}", f"reset {STALL}", f"reset {ARMER}"]
+    assert calls.log[-5:] == [
+        f"actions {STALL}",
+        f"put {STALL}",
+        f"put {ARMER}",
+        f"reset {STALL}",
+        f"reset {ARMER}",
+    ]
     assert puts.enabled == {STALL: False, ARMER: True}
-    assert decision.evidence["arming_unread"] is True
+    assert {k: decision.evidence.get(k) for k in ("arming_unread", "arming_seen", "arming_kept", "armed")} == {
+        "arming_unread": True,
+        "arming_seen": seen,
+        "arming_kept": False,
+        "armed": None,
+    }
+
+
+def test_a_put_that_read_the_metric_never_reads_the_alarms_arming(
+    jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a late Training event whose GetMetricData answers (published, or nothing published)
+    for values in ((1.0,), ()):
+        calls.log.clear()
+        jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+        lifecycle = progress_lifecycle(jobs, PutPlans(alarms), policies, audit, MetricReads(calls, values))
+        # When it is handled
+        (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+        # Then only the failure path pays the DescribeAlarms
+        assert not any(entry.startswith("actions ") for entry in calls.log), calls.log
+        assert "arming_unread" not in decision.evidence and "arming_kept" not in decision.evidence
 
 
 # ---- an ignored declaration told once per job, guard and declaration, whoever creates the alarms ----------

@@ -106,6 +106,10 @@ class RecordingAlarms:
     def reset(self, names: Sequence[str], reason: str) -> None:
         self.resets += names
 
+    def actions_enabled(self, name: str) -> bool | None:
+        """Offline nothing is known of an alarm (and with no metric read, never asked)."""
+        return None
+
 
 # ---- a failed job's logs, from files (`smgov explain --logs`) ------------------------------------------
 

@@ -329,6 +329,8 @@ def test_the_armed_plan_is_the_alarms_as_the_stopper_leaves_them() -> None:
         assert {**planned.request, "ActionsEnabled": None} == {**armed.request, "ActionsEnabled": None}
     # and the stall alarm is reset, as the stopper does; the read is of the watched metrics' datapoints
     assert arming.reset == ("gov-idle-job-1.progress",) and arming.reset_reason == ARMED_REASON
+    # and a put that cannot read the datapoints keeps what the stall alarm holds (the alarm the stopper arms)
+    assert arming.stop_alarm == "gov-idle-job-1.progress"
     assert [q.metric_name for q in arming.metrics] == ["train:loss", "loss"]
     assert {q.dimensions for q in arming.metrics} == {(("TrainingJobName", "job-1"),)}
     assert (arming.stat, arming.period_seconds) == ("SampleCount", 60)

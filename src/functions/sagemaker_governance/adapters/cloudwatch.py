@@ -1,11 +1,14 @@
 """CloudWatch alarms of the alarm guards: upsert, delete, read tags, reset state, arm, list.
 
-``DescribeAlarms`` cannot be scoped to this stack's alarms: with ``AlarmNamePrefix`` AWS authorizes it
-against ``alarm:*`` (a grant on ``alarm:<prefix>*`` is denied, aws-samples/amazon-cloudwatch-auto-alarms
-issue 1), and its API reference says composite alarms are returned only when the permission is "scoped
-to ``*``". So only the reconciler lists alarms (``Resource: "*"``, read-only, justified in the template);
-the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be scoped, and
-(``Resource: "*"`` for the same reason: its alarms may be composite) when that one alarm last changed state.
+``DescribeAlarms`` cannot be scoped to this stack's alarms for a listing: with ``AlarmNamePrefix`` AWS
+authorizes it against ``alarm:*`` (a grant on ``alarm:<prefix>*`` is denied, aws-samples/amazon-cloudwatch-
+auto-alarms issue 1), and its API reference says composite alarms are returned only when the permission is
+"scoped to ``*``". So only the reconciler lists alarms (``Resource: "*"``, read-only, justified in the
+template); the stopper reads one alarm's existence and ownership with ``ListTagsForResource``, which can be
+scoped, and (``Resource: "*"`` for the same reason: its alarms may be composite) when that one alarm last
+changed state. The lifecycle reads one named metric alarm (``AlarmNames``, ``AlarmTypes`` ``MetricAlarm``
+only) on ``Resource: "*"`` too: no AWS text says a read by name is authorized against the named alarm's ARN
+rather than ``alarm:*``, and a narrower grant AWS denied would switch that read off without a sign.
 """
 
 from __future__ import annotations
@@ -33,6 +36,17 @@ def _throttled(exc: ClientError) -> bool:
     return error_code(exc) in THROTTLING_CODES  # what botocore retried as throttling
 
 
+def _described(client: Any, name: str, types: Sequence[str]) -> dict[str, Any] | None:
+    """The alarm named ``name`` as ``DescribeAlarms`` gives it (one call; ``None``: no such alarm of ``types``).
+    Without ``AlarmTypes`` a composite alarm is not returned."""
+    try:
+        response = client.describe_alarms(AlarmNames=[name], AlarmTypes=list(types))
+    except (ClientError, BotoCoreError) as exc:
+        raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
+    alarms = [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]
+    return next((a for a in alarms if a.get("AlarmName") == name), None)
+
+
 def _reset(client: Any, names: Sequence[str], reason: str) -> None:
     for name in names:
         try:
@@ -45,7 +59,8 @@ def _reset(client: Any, names: Sequence[str], reason: str) -> None:
 
 
 class CloudWatchAlarmLifecycle:
-    """Creates, updates, deletes and re-arms a job's guard alarms (the job-events function)."""
+    """Creates, updates, deletes and re-arms a job's guard alarms (the job-events function and the reconciler),
+    and reads whether a metric alarm's actions are on (a put that could not read whether a guard was armed)."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {
@@ -54,11 +69,14 @@ class CloudWatchAlarmLifecycle:
             "cloudwatch:TagResource",  # PutMetricAlarm / PutCompositeAlarm with Tags
             "cloudwatch:DeleteAlarms",
             "cloudwatch:SetAlarmState",
+            "cloudwatch:DescribeAlarms",  # one named metric alarm, on "*" (the module's docstring)
         }
     )
     # Granted on Resource "*" only: the PutCompositeAlarm API reference requires a permission "scoped to
-    # *" (conditioned on the alarm topic as its only action, in the template).
-    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset({"cloudwatch:PutCompositeAlarm"})
+    # *" (conditioned on the alarm topic as its only action, in the template); DescribeAlarms (above).
+    UNSCOPED_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cloudwatch:PutCompositeAlarm", "cloudwatch:DescribeAlarms"}
+    )
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -111,6 +129,13 @@ class CloudWatchAlarmLifecycle:
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
 
+    def actions_enabled(self, name: str) -> bool | None:
+        """The metric alarm's ``ActionsEnabled`` (``None``: no such metric alarm, or an answer without the
+        field: nothing is assumed). Metric alarms only: a grant scoped to alarm ARNs returns no composite."""
+        alarm = _described(self._client, name, ["MetricAlarm"])
+        enabled = alarm.get("ActionsEnabled") if alarm is not None else None
+        return enabled if isinstance(enabled, bool) else None
+
 
 class CloudWatchAlarmOwnership:
     """Reads an alarm's tags (existence and ownership) and when it last changed state, and resets its state
@@ -157,16 +182,8 @@ class CloudWatchAlarmOwnership:
         return str(alarm.get("AlarmDescription") or "") or None
 
     def _described(self, name: str) -> dict[str, Any] | None:
-        """The alarm as ``DescribeAlarms`` gives it (one call). Both alarm types are asked for: without
-        ``AlarmTypes`` a composite alarm is not returned."""
-        try:
-            response = self._client.describe_alarms(
-                AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"]
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise AdapterError(f"DescribeAlarms {name} failed: {exc}") from exc
-        alarms = [*response.get("MetricAlarms", []), *response.get("CompositeAlarms", [])]
-        return next((a for a in alarms if a.get("AlarmName") == name), None)
+        """The alarm as ``DescribeAlarms`` gives it (one call), metric or composite."""
+        return _described(self._client, name, ["MetricAlarm", "CompositeAlarm"])
 
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)

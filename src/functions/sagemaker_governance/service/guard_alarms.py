@@ -13,7 +13,9 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   a redelivery, a held-back event of an earlier Spot stint, the repair itself), its armer unable to notify
   again. A put made after the end of the period the stint's entry fell in (``may_have_armed``; before it the
   armer cannot have fired for this stint, so a timely event reads nothing) asks whether the job published
-  the metric since (one ``GetMetricData``) and, if so, puts the alarms as the stopper leaves them.
+  the metric since (one ``GetMetricData``) and, if so, puts the alarms as the stopper leaves them. When that
+  read fails, it keeps what the stop alarm holds (one ``DescribeAlarms`` of its ``ActionsEnabled``, on that
+  path only): armed, it is put armed; disarmed, missing or unreadable, the plan, as before.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
   success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
@@ -50,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.alarm_deletion import deletion_requests
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import JobNotFound, Throttled
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
 from sagemaker_governance.domain.guards.base import (
     AlarmCode,
     AlarmNaming,
@@ -87,6 +89,9 @@ if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge 
     from sagemaker_governance.service.stall_judge import MetricReadPort
 
 LIFECYCLE_POLICY_MAX_AGE_SECONDS = 600  # the reconciler's default interval (ReconcileIntervalMinutes)
+
+# What a put whose arming read failed found in the guard's stop alarm (evidence ``arming_seen``)
+ARMED, DISARMED, MISSING, UNREAD = "armed", "disarmed", "missing", "unread"
 
 
 class GuardAlarms:
@@ -205,30 +210,46 @@ class GuardAlarms:
         )
         if exemption is not None:
             return self._record(decision, job, policy, trigger, Outcome.EXEMPTED)
+        decision = self._put(plan, decision, mode, event_job, job)
+        return self._record(decision, job, policy, trigger, Outcome.DONE), job
+
+    def _put(
+        self, plan: AlarmPlan, decision: Decision, mode: Mode, event_job: TrainingJob, job: TrainingJob
+    ) -> Decision:
+        """Put the guard's alarms: the plan, or as the stopper leaves them when it armed the guard in the job's
+        current stint; the create decision with what was put."""
+        guard = self.guard
         # Only in enforce mode: in audit mode the stopper may also have muted the armed stall alarm after a
         # would-stop (actions off, left in ALARM: the stretch told once), which an armed put and reset would
         # undo, the same stretch judged and recorded again; a put there is the plan, as before.
         arming = guard.arming(plan) if self._metric_data is not None and mode is Mode.ENFORCE else None
         published = self._published_in_stint(arming, event_job, job) if arming is not None else False
-        if published and arming is not None:
+        unread: dict[str, Any] = {}
+        if published is None and arming is not None:
+            # The read failed: a job already hung publishes nothing more, so an arming undone now would never
+            # come back. Keep what the stop alarm holds (one DescribeAlarms, on this path only).
+            seen = self._current_arming(arming, job)
+            unread = {"arming_unread": True, "arming_seen": seen, "arming_kept": seen == ARMED}
+        if arming is not None and (published or unread.get("arming_kept")):
             # The stopper may have armed the guard in this stint already: put it as the stopper leaves it.
             self._alarms.put(arming.armed)
             self._alarms.reset(arming.reset, arming.reset_reason)
-            update = {"evidence": {**decision.evidence, "armed": True}, "request": arming.armed.request()}
-            decision = decision.model_copy(update=update)
+            evidence = {**decision.evidence, **unread, "armed": True}
+            decision = decision.model_copy(update={"evidence": evidence, "request": arming.armed.request()})
         else:
             self._alarms.put(plan)
-            if published is None:
-                decision = decision.model_copy(update={"evidence": {**decision.evidence, "arming_unread": True}})
+            if unread:
+                decision = decision.model_copy(update={"evidence": {**decision.evidence, **unread}})
             if published is None or training_entries(event_job, job) > 1:
                 # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and
                 # an ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it
                 # was and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no
                 # reset is needed: an alarm that exists then (the reconciler's repair before a late Training
-                # event) holds the state of this job's own data. Whether the guard was armed unread (None):
-                # the reset lets its arming alarm notify again while the job publishes.
+                # event) holds the state of this job's own data. Whether the guard was armed unread (None) and
+                # its stop alarm not seen armed: the reset lets its arming alarm notify again while the job
+                # publishes.
                 self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
-        return self._record(decision, job, policy, trigger, Outcome.DONE), job
+        return decision
 
     def _published_in_stint(self, arming: Arming, event_job: TrainingJob, job: TrainingJob) -> bool | None:
         """Whether the job published the guard's arming metrics since it entered its current stint in
@@ -252,6 +273,28 @@ class GuardAlarms:
             logger.warning("arming unread", job=job.name, guard=self.guard.name, errors=list(read.errors)[:5])
             return None
         return False
+
+    def _current_arming(self, arming: Arming, job: TrainingJob) -> str:
+        """What the guard's stop alarm holds now, asked when a put could not read whether the job published
+        (``_published_in_stint`` None): ``armed`` (its actions on: the stopper armed it, and the put keeps it),
+        ``disarmed``, ``missing`` (no such alarm: nothing was armed) or ``unread`` (that read failed too). Only
+        ``armed`` is kept: a guard is never armed on no evidence, nor disarmed against the evidence there is.
+        The alarm cannot tell this stint's arming from an earlier one's: a restart whose first put this is (its
+        timely event handled after its entry's minute) keeps an earlier stint's arming, as a restart whose
+        ``Training`` event is lost does (the stopper then waits the alarm's window from the new entry). Logged
+        either way."""
+        try:
+            enabled = self._alarms.actions_enabled(arming.stop_alarm)
+        except AdapterError as exc:
+            logger.warning(
+                "alarm arming unread", job=job.name, guard=self.guard.name, alarm=arming.stop_alarm, error=str(exc)
+            )
+            return UNREAD
+        seen = MISSING if enabled is None else ARMED if enabled else DISARMED
+        logger.warning(
+            "arming from the alarm", job=job.name, guard=self.guard.name, alarm=arming.stop_alarm, seen=seen
+        )
+        return seen
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
 

@@ -89,6 +89,11 @@ class AlarmLifecyclePort(Protocol):
     def reset(self, names: Sequence[str], reason: str) -> None:
         """Set metric alarms back to ``OK`` so that they notify again if the condition still holds."""
 
+    def actions_enabled(self, name: str) -> bool | None:
+        """Whether the metric alarm's actions are on now (``ActionsEnabled``); ``None``: no such metric alarm,
+        or an answer without the field. Raises ``AdapterError``. Read only when a put cannot tell otherwise
+        whether a guard was armed (``GuardAlarms``)."""
+
 
 class AlarmOwnershipPort(Protocol):
     """The stopper reads an alarm's tags (existence and ownership) and resets alarms' state."""

@@ -318,13 +318,15 @@ class Arming(BaseModel):
     period) notifies and the stopper resets the stop alarm, turns its actions on and the arming alarm's off.
     Putting the plan again undoes that arming; a put that may come after it (``may_have_armed``) puts ``armed``
     instead, the alarms as the stopper leaves them, and resets ``reset`` (``reset_reason``) as the stopper
-    does, when ``metrics`` were published since the stint began."""
+    does, when ``metrics`` were published since the stint began. When that read fails, the put keeps what
+    ``stop_alarm`` (the metric alarm the stopper turns on) holds now: ``armed`` if its actions are on."""
 
     model_config = ConfigDict(frozen=True)
 
     metrics: tuple[MetricQuery, ...]
     stat: str
     period_seconds: int
+    stop_alarm: str
     armed: AlarmPlan
     reset: tuple[str, ...]
     reset_reason: str

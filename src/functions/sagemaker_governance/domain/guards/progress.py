@@ -336,6 +336,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
             metrics=tuple(_queries(plan.job_name, plan.evidence["metrics"])),
             stat="SampleCount",
             period_seconds=PERIOD_SECONDS,
+            stop_alarm=stall,
             armed=plan.model_copy(update={"alarms": armed}),
             reset=(stall,),
             reset_reason=ARMED_REASON,
