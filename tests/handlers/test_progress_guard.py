@@ -197,17 +197,24 @@ def notify(account: LocalAccount, alarm: str) -> dict[str, Any] | None:
     return fire(account, alarm)
 
 
+def repaired_before_its_training_event(account: LocalAccount, clock: MovableClock) -> dict[str, Any]:
+    """A job in Training, computing and logging, whose first Training event is late: the reconciler's repair
+    creates its alarms a minute in. Returns the late event."""
+    account.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
+    late_event = account.sagemaker.event("job-1")
+    account.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
+    account.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
+    log_stream("job-1")
+    clock.advance(minutes=1)
+    account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    return late_event
+
+
 def test_a_late_first_training_event_leaves_the_guard_armed_and_a_later_hang_is_stopped(
     acct: LocalAccount, clock: MovableClock
 ) -> None:
     # Given a job whose first Training event is late: the reconciler's repair creates its alarms first
-    acct.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
-    late_event = acct.sagemaker.event("job-1")
-    acct.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
-    acct.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
-    log_stream("job-1")
-    clock.advance(minutes=1)
-    acct.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    late_event = repaired_before_its_training_event(acct, clock)
     assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False  # nothing published yet: not armed
     # and the job publishes its loss: the armer fires and the stopper arms the stall alarm
     publishing(acct)
@@ -260,13 +267,7 @@ def test_a_late_training_event_in_audit_mode_leaves_a_muted_stretch_muted(
     # alarms, the job publishes its loss and the stopper arms the guard
     spans: list[list[Any]] = []
     kept_history(audit_acct, "job-1", spans)
-    audit_acct.sagemaker.launch(create_request("job-1", AlgorithmSpecification=LOSS), secondary="Training")
-    late_event = audit_acct.sagemaker.event("job-1")
-    audit_acct.signals.set("GPUUtilization", "job-1/algo-1", 100.0)  # type: ignore[attr-defined]
-    audit_acct.signals.set("CPUUtilization", "job-1/algo-1", 250.0)  # type: ignore[attr-defined]
-    log_stream("job-1")
-    clock.advance(minutes=1)
-    audit_acct.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    late_event = repaired_before_its_training_event(audit_acct, clock)
     publishing(audit_acct)
     spans.append([clock(), None])
     clock.advance(minutes=1)
