@@ -131,7 +131,7 @@ class CloudWatchAlarmLifecycle:
 
     def actions_enabled(self, name: str) -> bool | None:
         """The metric alarm's ``ActionsEnabled`` (``None``: no such metric alarm, or an answer without the
-        field: nothing is assumed). Metric alarms only: a grant scoped to alarm ARNs returns no composite."""
+        field: nothing is assumed). Metric alarms only: the alarm asked about (a stall alarm) is one."""
         alarm = _described(self._client, name, ["MetricAlarm"])
         enabled = alarm.get("ActionsEnabled") if alarm is not None else None
         return enabled if isinstance(enabled, bool) else None

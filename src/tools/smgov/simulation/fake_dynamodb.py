@@ -42,7 +42,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.core.botocore_stubber import MockRawResponse
 from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 
-ANSWERED_URL = "https://answered.simulator.invalid/"  # faults.ANSWERED_URL: moto must not execute it too
+from smgov.simulation.faults import ANSWERED_URL  # a request answered here: moto must not execute it too
+
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _TOKEN = re.compile(r"\s*(?:(<>|<=|>=|[=<>(),])|([#:]?[A-Za-z_][A-Za-z0-9_]*))")
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
@@ -269,8 +270,8 @@ class LedgerTable:
             kind = "names" if unused[0].startswith("#") else "values"
             raise _invalid(f"Value provided in ExpressionAttribute{kind.capitalize()} unused in expressions: "
                            f"keys: {{{', '.join(unused)}}}")  # fmt: skip
-        if any(path in key for path, _ in sets):
-            raise _invalid("One or more parameter values were invalid: Cannot update attribute id. "
+        if keyed := [path for path in paths if path in key]:
+            raise _invalid(f"One or more parameter values were invalid: Cannot update attribute {keyed[0]}. "
                            "This attribute is part of the key")  # fmt: skip
         if not passed:
             returned = old if params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" else None
