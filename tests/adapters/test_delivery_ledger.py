@@ -13,7 +13,7 @@ from botocore.exceptions import ConnectTimeoutError
 
 from sagemaker_governance.adapters.idempotency import DEFAULT_TTL_SECONDS, DeliveryLedger
 from sagemaker_governance.domain.errors import AdapterError, Claim
-from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, CloneNotices
+from sagemaker_governance.service.idempotency import NOTICE_HOLD_SECONDS, CloneNotices
 from tests.adapters.conftest import NOW, CallRecorder
 
 TABLE = "ledger"
@@ -223,7 +223,7 @@ def test_a_told_clone_stays_told_past_its_notice_hold(ledger: DeliveryLedger) ->
     told: list[str] = []
     assert notices.once("llm-r1", lambda: told.append("llm-r1"))
     # When another path meets the same clone after the claim's hold is over
-    clock["now"] = NOW + timedelta(seconds=CLONE_NOTICE_HOLD_SECONDS + 1)
+    clock["now"] = NOW + timedelta(seconds=NOTICE_HOLD_SECONDS + 1)
     # Then the owner is not told again: the mark, not the hold, keeps it told
     assert not notices.once("llm-r1", lambda: told.append("again"))
     assert told == ["llm-r1"]

@@ -25,7 +25,7 @@ from sagemaker_governance.handlers._batch import (
     sooner,
 )
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, mark_unreleased
+from sagemaker_governance.service.idempotency import NOTICE_HOLD_SECONDS, mark_unreleased
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
 from tests.handlers.conftest import ENFORCE, NOW, sqs_batch
@@ -231,7 +231,7 @@ def test_sooner_gives_released_records_the_ladder_and_held_ones_the_held_visibil
         ]
     ]
     assert changed == 5
-    assert HELD_VISIBILITY_SECONDS == held_visibility(CLONE_NOTICE_HOLD_SECONDS) > CLONE_NOTICE_HOLD_SECONDS
+    assert HELD_VISIBILITY_SECONDS == held_visibility(NOTICE_HOLD_SECONDS) > NOTICE_HOLD_SECONDS
 
 
 def test_sooner_without_time_left_changes_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:

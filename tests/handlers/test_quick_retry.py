@@ -24,7 +24,7 @@ from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
 from sagemaker_governance.domain.redelivery import FIRST_RETRY_SECONDS, SECOND_RETRY_SECONDS, held_visibility
 from sagemaker_governance.handlers._batch import MIN_REMAINING_MS, VISIBILITY_MIN_REMAINING_MS
 from sagemaker_governance.handlers.job_events import handler as job_events
-from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS
+from sagemaker_governance.service.idempotency import NOTICE_HOLD_SECONDS
 from sagemaker_governance.service.job_events import JobEventsService
 from smgov.simulation.harness import LocalAccount, LocalContext, local_account
 from tests.builders import create_request
@@ -36,7 +36,7 @@ QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
 RESUMING = {**ENFORCE, "RESUME_MIN_TRAINING_HOURS": "24", "RESUME_MAX_ATTEMPTS": "2"}
 TRANSIENT = "InternalServerError: We encountered an internal error. Please try again."
 # The visibility a record whose attempt left a claim held is given: past a clone notice's hold, the longest
-HELD = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
+HELD = held_visibility(NOTICE_HOLD_SECONDS)
 
 
 @dataclass

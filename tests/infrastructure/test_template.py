@@ -199,7 +199,7 @@ def ledger_holds() -> dict[str, float]:
 def test_every_ledger_hold_is_over_before_a_record_that_left_it_comes_back(template: dict[str, Any]) -> None:
     # An attempt that raised may leave a claim held in the ledger: its delivery's own (its release failed,
     # or its claim raised with its outcome unknown), held for the invocation's remaining time, at most the
-    # function's Timeout; or a once-guard's within it (a clone notice's, CLONE_NOTICE_HOLD_SECONDS). Its error
+    # function's Timeout; or a once-guard's within it (a ledger notice's, NOTICE_HOLD_SECONDS). Its error
     # is marked unreleased and its record given the held visibility (handlers/_batch.py; next test). When that
     # call fails, or too little time is left for it, the record keeps its queue's VisibilityTimeout, counted
     # from the receive: a claim is made at most the function's Timeout into that window (an invocation that
@@ -207,7 +207,7 @@ def test_every_ledger_hold_is_over_before_a_record_that_left_it_comes_back(templ
     # claim its own attempt left (a duplicate of itself, deleted: the event lost; a clone's owner found
     # "told already": never told).
     holds = ledger_holds()
-    assert {"CLONE_NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS", "RECONCILER_HOLD_SECONDS"} <= set(holds)
+    assert {"NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS", "RECONCILER_HOLD_SECONDS"} <= set(holds)
     resources = template["Resources"]
     mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert {m["FunctionName"]["Ref"] for m in mappings} == {"JobEventsFunction", "IdleStopperFunction"}
@@ -232,7 +232,7 @@ def test_a_held_record_comes_back_after_every_hold_its_attempt_can_leave(templat
 
     holds = ledger_holds()
     queued = {name: hold for name, hold in holds.items() if name != "RECONCILER_HOLD_SECONDS"}
-    assert {"CLONE_NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS"} <= set(queued)
+    assert {"NOTICE_HOLD_SECONDS", "DEFAULT_HOLD_SECONDS"} <= set(queued)
     resources = template["Resources"]
     mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     for mapping in mappings:

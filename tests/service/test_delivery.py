@@ -19,7 +19,7 @@ from sagemaker_governance.domain.notifications import (
 )
 from sagemaker_governance.domain.redelivery import held_visibility
 from sagemaker_governance.service.idempotency import (
-    CLONE_NOTICE_HOLD_SECONDS,
+    NOTICE_HOLD_SECONDS,
     CloneNotices,
     Duplicate,
     OnceAuditSink,
@@ -34,7 +34,7 @@ from tests.builders import job
 KEY = "job:job-1:InProgress:Starting:1:-"
 QUEUE_TIMEOUT = 1800  # template.yaml: both queues' VisibilityTimeout
 # The visibility a record whose error is marked unreleased is given (handlers/_batch.py), from its attempt's end
-HELD = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
+HELD = held_visibility(NOTICE_HOLD_SECONDS)
 
 
 def record(action: str = "stop", outcome: Outcome = Outcome.DONE, mode: Mode = Mode.ENFORCE) -> AuditRecord:
@@ -183,7 +183,7 @@ def test_a_clone_notice_that_could_not_be_released_marks_its_deliverys_error_unr
     ledger: Any, calls: Any, now: datetime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a delivery that made a clone and whose owner's message failed: the clone notice's claim (held
-    # CLONE_NOTICE_HOLD_SECONDS) cannot be released, while the delivery's own release succeeds
+    # NOTICE_HOLD_SECONDS) cannot be released, while the delivery's own release succeeds
     notices = CloneNotices(ledger, lambda: now)
     release = ledger.release
 
@@ -208,7 +208,7 @@ def test_a_clone_notice_that_could_not_be_released_marks_its_deliverys_error_unr
     assert unreleased(failed.value) and str(failed.value) == "SNS Publish throttled"
     assert not notices.once("llm-r1", lambda: calls("told early"))
     # When the record comes back after the held visibility, past the notice's hold
-    assert HELD > CLONE_NOTICE_HOLD_SECONDS
+    assert HELD > NOTICE_HOLD_SECONDS
     later = CloneNotices(ledger, lambda: now + timedelta(seconds=HELD))
     deliver(
         ledger,

@@ -25,7 +25,7 @@ invocation still has ``VISIBILITY_MIN_REMAINING_MS`` left:
   raised with DynamoDB perhaps having applied it, or a clone notice's claim was left held): a claim may
   still be held, and a retry within its hold would be answered as a duplicate of itself and the record
   deleted, or find a clone's owner "told already". It gets ``HELD_VISIBILITY_SECONDS``, whatever its receive
-  count: past the longest hold an attempt can leave (a clone notice's ``CLONE_NOTICE_HOLD_SECONDS``; a
+  count: past the longest hold an attempt can leave (a ledger notice's ``NOTICE_HOLD_SECONDS``; a
   delivery's own claim is held for the invocation's remaining time, over when it ends), counted from this
   call, so from after the claim. The queue's own timeout would not do: it counts from the receive, and
   Lambda may invoke the function long after it (the poller retries a throttled invocation while the batch
@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from sagemaker_governance.domain.redelivery import VisibilityChange, held_visibility, retry_visibility
 from sagemaker_governance.events.queue import QueuedRecord
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import CLONE_NOTICE_HOLD_SECONDS, delivery_batch, unreleased
+from sagemaker_governance.service.idempotency import NOTICE_HOLD_SECONDS, delivery_batch, unreleased
 
 # The time a record needs at worst: one AWS call through all of botocore's retries takes up to 31 s of backoff
 # (docs/resilience.md, "Retries"), and a record makes a few calls besides. 40 s of a 300 s timeout: a batch of
@@ -59,7 +59,7 @@ MIN_REMAINING_MS = 40_000
 VISIBILITY_MIN_REMAINING_MS = 20_000
 # The visibility of a record whose attempt may have left a claim held: past the longest such hold, a clone
 # notice's (a delivery's own claim is held only for the invocation's remaining time, at most its 300 s timeout).
-HELD_VISIBILITY_SECONDS = held_visibility(CLONE_NOTICE_HOLD_SECONDS)
+HELD_VISIBILITY_SECONDS = held_visibility(NOTICE_HOLD_SECONDS)
 
 
 class VisibilityPort(Protocol):

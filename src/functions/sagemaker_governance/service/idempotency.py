@@ -360,7 +360,7 @@ CLONE_NOTICE_OWNER = (
 # function's timeout (300 s). A record whose attempt left this claim held (``hold_left``) comes
 # back after the held visibility derived from it (handlers/_batch.py: 960 s from the attempt's end), or when that
 # call failed after the queues' VisibilityTimeout (1,800 s) from the receive (tests/infrastructure checks both).
-CLONE_NOTICE_HOLD_SECONDS = 900.0
+NOTICE_HOLD_SECONDS = 900.0
 # The item must outlive the reconciler's look-back for deferred resumes (the longest backoff, at most a day, plus
 # three runs, each at most a day apart): the composition root gives the notices' ledger this TTL at least.
 CLONE_NOTICE_TTL_SECONDS = 7 * 24 * 3600
@@ -386,7 +386,7 @@ class NoticePending(RuntimeError):
 
 class _LedgerNotices:
     """Tell an owner once per subject, whoever tells: a claim of the subject's key in the delivery ledger (one
-    conditional ``UpdateItem``, one ``owner`` for every teller, held ``CLONE_NOTICE_HOLD_SECONDS``), marked
+    conditional ``UpdateItem``, one ``owner`` for every teller, held ``NOTICE_HOLD_SECONDS``), marked
     completed once told, released when telling failed (the next to meet the subject tells). Only a subject to
     tell costs these writes (two): a healthy job never has one.
 
@@ -409,7 +409,7 @@ class _LedgerNotices:
         """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran."""
         now = self._clock()
         try:
-            claim = self._ledger.claim(key, self.OWNER, now, CLONE_NOTICE_HOLD_SECONDS)
+            claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
         except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
             return self._unclaimed(key, exc, tell)
         if not claim.granted:
@@ -459,10 +459,10 @@ class CloneNotices(_LedgerNotices):
         due job whose clone exists to auto-resume again. A claim it is granted is released at once (two
         writes, for an untold clone only)."""
         key, now = clone_notice_key(clone), self._clock()
-        claim = self._ledger.claim(key, CLONE_NOTICE_OWNER, now, 0.0)
+        claim = self._ledger.claim(key, self.OWNER, now, 0.0)
         if not claim.granted:
             return True
-        self._ledger.release(key, CLONE_NOTICE_OWNER, now, ())
+        self._ledger.release(key, self.OWNER, now, ())
         return False
 
 
