@@ -402,15 +402,6 @@ def test_resources_are_scoped_to_this_stack_account_and_region(template: dict[st
                     assert target in template["Resources"], f"{resource} is not a resource of this stack"
 
 
-def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> None:
-    import tomllib
-
-    config = tomllib.loads((Path(__file__).resolve().parents[2] / "samconfig.toml").read_text())
-    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
-    for item in overrides:
-        assert item.split("=", 1)[0] in template["Parameters"], item
-
-
 # ---- idle guard ---------------------------------------------------------------------------------
 
 
