@@ -485,7 +485,9 @@ def test_idle_parameter_defaults_match_the_settings_defaults(template: dict[str,
     assert params["IdleThresholdPercent"]["Default"] == idle["threshold_percent"]
     assert params["IdlePeriodSeconds"]["Default"] == idle["period_seconds"]
     assert params["IdleEvaluationPeriods"]["Default"] == idle["evaluation_periods"]
-    assert params["IdleDatapointsToAlarm"]["Default"] == idle["datapoints_to_alarm"]
+    # 0: as many as the evaluation periods, in the template as in the settings
+    assert params["IdleDatapointsToAlarm"]["Default"] == Settings.model_fields["idle_datapoints_to_alarm"].default
+    assert idle["datapoints_to_alarm"] == idle["evaluation_periods"]
     assert params["IdleGraceMinutes"]["Default"] == idle["grace_minutes"]
 
 
