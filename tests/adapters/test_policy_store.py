@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from sagemaker_governance.adapters.policy_store import PolicyStore
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.errors import PolicyUnavailable
+from sagemaker_governance.domain.guards.idle import IDLE
 from tests.adapters.conftest import CallRecorder
 
 NOW = datetime(2026, 11, 27, tzinfo=UTC)
@@ -232,9 +233,50 @@ def test_no_parameter_configured_never_calls_ssm() -> None:
     assert PolicyStore(BASE, None, None).current().mode is Mode.AUDIT
 
 
-def test_invalid_defaults_fail_at_start_up() -> None:
-    with pytest.raises(ValueError, match="max"):
-        PolicyStore({"rules": [{"type": "max-instance-count", "max": 0}]}, None, None)
+# Deploy-time defaults two parts of which fail validation: an idle window CloudWatch refuses (30 one-hour
+# periods) in a guard switched off, and a rule
+INVALID_BASE = {
+    "mode": "enforce",
+    "rules": [{"id": "max-instances", "type": "max-instance-count", "max": 0}, {"type": "spot-checkpoint"}],
+    "idle": {"enabled": False, "period_seconds": 3600, "evaluation_periods": 30, "datapoints_to_alarm": 30},
+}
+
+
+def test_invalid_defaults_fall_back_part_by_part_said_once_per_cache_period(
+    ssm: Any, capsys: pytest.CaptureFixture[str], log_output: io.StringIO
+) -> None:
+    # Given a store on such defaults, with a 60 s cache
+    now = [NOW]
+    policies = PolicyStore(INVALID_BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    # When the functions read their policy at start-up, 30 s later and 61 s later
+    policy = policies.current()
+    now[0] += timedelta(seconds=30)
+    policies.current()
+    now[0] += timedelta(seconds=31)
+    policies.current()
+    # Then governance stays on: the valid parts govern (the mode, the other rule); the idle section has its
+    # defaults with its switch as set (off); the rejected rule is left out
+    assert policy.mode is Mode.ENFORCE and [r.id for r in policy.rules] == ["spot-checkpoint"]
+    idle = IDLE.config(policy)
+    assert (idle.enabled, idle.period_seconds, idle.evaluation_periods) == (False, 60, 30)
+    assert [f.part for f in policies.base_fallbacks] == ["rules.max-instances", "idle"]
+    # and it is logged and counted at the first read and then once per cache period, while it lasts
+    logged = [json.loads(line) for line in log_output.getvalue().splitlines() if "template parameters" in line]
+    assert [entry["level"] for entry in logged] == ["ERROR", "ERROR"]
+    assert [f["part"] for f in logged[0]["fallbacks"]] == ["rules.max-instances", "idle"]
+    assert capsys.readouterr().out.count('"PolicyLoadErrors":[1.0]') == 2
+
+
+def test_a_document_is_merged_over_the_defaults_that_replaced_a_rejected_part(
+    ssm: Any, log_output: io.StringIO
+) -> None:
+    # Given a document that changes the idle guard's grace only, over deploy-time defaults whose idle window
+    # was rejected
+    ssm.put_parameter(Name=NAME, Type="String", Value="idle: {grace_minutes: 5}\n")
+    # When it is read, then it governs (merged over the idle defaults), not rejected in turn
+    idle = IDLE.config(PolicyStore(INVALID_BASE, NAME, ssm, cache_seconds=0).current())
+    assert (idle.grace_minutes, idle.period_seconds) == (5, 60)
+    assert "policy document rejected" not in log_output.getvalue()
 
 
 def test_the_cache_runs_on_the_injected_clock(ssm: Any) -> None:

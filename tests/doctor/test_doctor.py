@@ -209,6 +209,18 @@ def test_an_invalid_policy_document_fails_with_its_errors(account: Account) -> N
     assert [f.status for f in detail(account, "drift")] == [Status.UNKNOWN]
 
 
+def test_parameters_the_functions_reject_fail_with_the_part_that_falls_back(account: Account) -> None:
+    # Given a stack deployed with IdlePeriodSeconds=3600 (30 periods: 30 hours, beyond CloudWatch's day)
+    reconcile_run(account, minutes_ago=5)
+    account.deployment = replace(
+        account.deployment, parameters={**account.deployment.parameters, "IdlePeriodSeconds": "3600"}
+    )
+    # When the doctor checks the policy, then the parameters are named: the functions use the idle defaults
+    (finding,) = detail(account, "policy")
+    assert (finding.status, finding.subject) == (Status.FAIL, "template parameters: idle")
+    assert "IdlePeriodSeconds" in finding.detail and "IdleEvaluationPeriods" in finding.detail
+
+
 def _train(account: Account, name: str, minutes_ago: int) -> None:
     account.sagemaker.launch(create_request(name))
     account.sagemaker.clock = lambda: account.now - timedelta(minutes=minutes_ago)

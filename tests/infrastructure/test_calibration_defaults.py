@@ -37,15 +37,23 @@ def test_the_domain_defaults_are_the_calibrated_ones(chosen: dict[str, Any]) -> 
     assert {f: getattr(shipped, f) for f in DEFAULT_FIELDS} == chosen
 
 
+def whole_window(defaults: dict[str, Any]) -> dict[str, Any]:
+    """The defaults with ``datapoints_to_alarm`` 0 read as the settings and the template read it: all the
+    evaluation periods (idle for the whole window)."""
+    return {**defaults, "datapoints_to_alarm": defaults["datapoints_to_alarm"] or defaults["evaluation_periods"]}
+
+
 def test_the_environment_defaults_are_the_calibrated_ones(chosen: dict[str, Any]) -> None:
     fields = Settings.model_fields
-    assert {f: fields[f"idle_{f}"].default for f in DEFAULT_FIELDS} == chosen
+    assert fields["idle_datapoints_to_alarm"].default == 0  # the whole window, however long it is set
+    assert whole_window({f: fields[f"idle_{f}"].default for f in DEFAULT_FIELDS}) == chosen
     assert {f: v for f, v in Settings().base_policy_document()["idle"].items() if f in DEFAULT_FIELDS} == chosen
 
 
 def test_the_template_parameter_defaults_are_the_calibrated_ones(chosen: dict[str, Any]) -> None:
     parameters = load_template()["Parameters"]
-    assert {f: float(parameters[p]["Default"]) for f, p in PARAMETERS.items()} == chosen
+    assert parameters["IdleDatapointsToAlarm"]["Default"] == 0
+    assert whole_window({f: float(parameters[p]["Default"]) for f, p in PARAMETERS.items()}) == chosen
 
 
 def test_the_defaults_docs_cite_the_calibration() -> None:

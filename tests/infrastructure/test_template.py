@@ -402,15 +402,6 @@ def test_resources_are_scoped_to_this_stack_account_and_region(template: dict[st
                     assert target in template["Resources"], f"{resource} is not a resource of this stack"
 
 
-def test_samconfig_overrides_name_real_parameters(template: dict[str, Any]) -> None:
-    import tomllib
-
-    config = tomllib.loads((Path(__file__).resolve().parents[2] / "samconfig.toml").read_text())
-    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
-    for item in overrides:
-        assert item.split("=", 1)[0] in template["Parameters"], item
-
-
 # ---- idle guard ---------------------------------------------------------------------------------
 
 
@@ -494,7 +485,9 @@ def test_idle_parameter_defaults_match_the_settings_defaults(template: dict[str,
     assert params["IdleThresholdPercent"]["Default"] == idle["threshold_percent"]
     assert params["IdlePeriodSeconds"]["Default"] == idle["period_seconds"]
     assert params["IdleEvaluationPeriods"]["Default"] == idle["evaluation_periods"]
-    assert params["IdleDatapointsToAlarm"]["Default"] == idle["datapoints_to_alarm"]
+    # 0: as many as the evaluation periods, in the template as in the settings
+    assert params["IdleDatapointsToAlarm"]["Default"] == Settings.model_fields["idle_datapoints_to_alarm"].default
+    assert idle["datapoints_to_alarm"] == idle["evaluation_periods"]
     assert params["IdleGraceMinutes"]["Default"] == idle["grace_minutes"]
 
 

@@ -119,3 +119,32 @@ def test_the_reconcilers_schedule_is_explained_for_the_described_job(
     result = json.loads(capsys.readouterr().out)
     assert result["run"]["items"] == 1
     assert {"missing-alarm", "unevaluated-job"} <= set(result["run"]["repairs"])
+
+
+def test_policy_show_builds_idle_evaluation_periods_alone_as_the_functions_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the deploy-time environment of a stack with IdleEvaluationPeriods=20 (IdleDatapointsToAlarm default)
+    monkeypatch.setenv("IDLE_EVALUATION_PERIODS", "20")
+    # When its effective policy is shown, then it is the whole 20-period window
+    assert main(["policy", "show", "--json"]) == 0
+    idle = json.loads(capsys.readouterr().out)["idle"]
+    assert (idle["evaluation_periods"], idle["datapoints_to_alarm"]) == (20, 20)
+
+
+def test_policy_show_and_validate_say_which_parameters_the_functions_reject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack whose idle window is 30 hours (IdlePeriodSeconds=3600 x 30 periods: beyond CloudWatch's day)
+    monkeypatch.setenv("IDLE_PERIOD_SECONDS", "3600")
+    document = tmp_path / "policy.yaml"
+    document.write_text("mode: enforce\n")
+    # When its policy is shown, then it is the policy the functions govern with: the idle defaults, said loudly
+    assert main(["policy", "show", "--json"]) == 0
+    shown = capsys.readouterr()
+    assert json.loads(shown.out)["idle"]["period_seconds"] == 60
+    assert "IdlePeriodSeconds" in shown.err and "WARNING" in shown.err
+    # and a document validated over it is judged over the same base, with the same warning
+    assert main(["policy", "validate", str(document)]) == 0
+    validated = capsys.readouterr()
+    assert "ok" in validated.out and "IdlePeriodSeconds" in validated.err

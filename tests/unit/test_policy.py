@@ -10,10 +10,17 @@ import yaml
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.guards.idle import IdlePolicy
+from sagemaker_governance.domain.guards.progress import ProgressPolicy
 from sagemaker_governance.domain.policy import Exemption, Policy, merge_documents
-from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, load_policy_text
+from sagemaker_governance.domain.policy_document import (
+    PolicyDocumentError,
+    build_base_policy,
+    build_policy,
+    load_policy_text,
+)
 from sagemaker_governance.domain.rules import RULE_CLASSES
-from sagemaker_governance.settings import Settings
+from sagemaker_governance.settings import BASE_POLICY_PARAMETERS, Settings
 
 
 def _docstring_example(cls: type) -> object:
@@ -69,6 +76,34 @@ def test_settings_become_a_valid_base_policy() -> None:
         "max-runtime",
         "spot-checkpoint",
     ]
+
+
+def test_a_base_part_that_fails_falls_back_alone_named_with_its_parameters() -> None:
+    # Given the deploy-time defaults of a stack whose idle window is 30 hours, a mode the schema refuses, and a
+    # progress guard switched off with two fields out of bounds
+    valid = Settings(GOVERNANCE_MODE="enforce").base_policy_document()
+    base = {
+        **valid,
+        "mode": "sometimes",
+        "idle": {**valid["idle"], "period_seconds": 3600},
+        "progress": {"enabled": False, "window_minutes": 5, "metric_names": [""]},
+    }
+    # When the base policy is built
+    built = build_base_policy(base, BASE_POLICY_PARAMETERS)
+    # Then each failing part takes the schema's defaults (the safe mode, the calibrated idle window, a switched
+    # off guard still off) and is named with the Parameters it comes from; the other parts govern as set
+    assert [(f.part, f.parameters, len(f.errors)) for f in built.fallbacks] == [
+        ("mode", ("GovernanceMode",), 1),
+        ("idle", BASE_POLICY_PARAMETERS["idle"], 1),
+        ("progress", BASE_POLICY_PARAMETERS["progress"], 2),
+    ]
+    assert built.policy.mode is Mode.AUDIT
+    assert built.fallbacks[1].applied == IdlePolicy().model_dump(mode="json")
+    assert built.fallbacks[2].applied == {**ProgressPolicy().model_dump(mode="json"), "enabled": False}
+    assert built.policy.rules == build_policy(valid).rules
+    # and a base that validates is built as it is
+    assert build_base_policy(valid).fallbacks == ()
+    assert build_base_policy(valid).policy == build_policy(valid)
 
 
 def test_document_errors_are_precise() -> None:

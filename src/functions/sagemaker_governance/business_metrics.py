@@ -10,7 +10,7 @@ CloudWatch embedded-metric-format lines through Powertools (what the functions r
 | ``ReconcilerRepairs`` | Count | ``kind`` | the reconciler repaired what a lost event left behind |
 | ``JobsResumed`` | Count | ``reason`` | auto-resume created a clone |
 | ``SpotFallbacks`` | Count | ``reason`` | Spot fallback created an On-Demand clone |
-| ``PolicyLoadErrors`` | Count | none | the SSM policy document could not be read or was rejected |
+| ``PolicyLoadErrors`` | Count | none | the SSM policy document could not be read or was rejected, or the stack's Parameters build a part of the policy it rejects |
 | ``EvidenceReadErrors`` | Count | ``kind`` | a read that never raises failed (``adapters/read_failures.py``) |
 """
 

@@ -8,9 +8,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from sagemaker_governance.domain.policy_document import BasePolicy
+
+# The template Parameters each part of the base policy is built from (``base_policy_document``): what the
+# functions name when a part fails validation and falls back to the defaults (``BasePolicy.fallbacks``). A
+# test changes each Parameter of template.yaml and checks that exactly the parts listed for it change.
+BASE_POLICY_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "mode": ("GovernanceMode",),
+    "notify_in_audit_mode": ("NotifyInAuditMode",),
+    "team_tag": ("TeamTagKey",),
+    "owner_tag": ("OwnerTagKey",),
+    "rules.required-tags": ("RequiredTags",),
+    "rules.instance-types": ("AllowedInstanceTypes",),
+    "rules.max-instances": ("MaxInstanceCount",),
+    "rules.max-runtime": ("MaxRuntimeHours", "MaxSpotWaitHours"),
+    "rules.spot-checkpoint": ("SpotCheckpointAction",),
+    "resume": ("AutoResume", "ResumeMinTrainingHours", "ResumeMaxAttempts", "ResumeRequireCheckpoint"),
+    "spot": (
+        "SpotFallback",
+        "SpotMaxInterruptions",
+        "SpotFallbackOnMaxWait",
+        "ResumeMaxAttempts",
+        "ResumeRequireCheckpoint",
+    ),
+    "idle": (
+        "IdleGuardEnabled",
+        "IdleThresholdPercent",
+        "IdlePeriodSeconds",
+        "IdleEvaluationPeriods",
+        "IdleDatapointsToAlarm",
+        "IdleGraceMinutes",
+    ),
+    "progress": ("ProgressGuardEnabled", "ProgressWindowMinutes", "ProgressMetricNames"),
+}
 
 
 def _csv(value: Any) -> Any:
@@ -54,7 +89,8 @@ class Settings(BaseModel):
     idle_threshold_percent: float = Field(default=1.0, gt=0, le=100, alias="IDLE_THRESHOLD_PERCENT")
     idle_period_seconds: int = Field(default=60, ge=60, alias="IDLE_PERIOD_SECONDS")
     idle_evaluation_periods: int = Field(default=30, ge=1, alias="IDLE_EVALUATION_PERIODS")
-    idle_datapoints_to_alarm: int = Field(default=30, ge=1, alias="IDLE_DATAPOINTS_TO_ALARM")
+    # 0: the same as idle_evaluation_periods (idle for the whole window), as in a policy document that sets one
+    idle_datapoints_to_alarm: int = Field(default=0, ge=0, alias="IDLE_DATAPOINTS_TO_ALARM")
     idle_grace_minutes: int = Field(default=20, ge=0, alias="IDLE_GRACE_MINUTES")
     alarm_prefix: str | None = Field(default=None, alias="IDLE_ALARM_PREFIX")
     # ---- progress guard (domain/guards/progress.py)
@@ -151,7 +187,7 @@ class Settings(BaseModel):
                 "threshold_percent": self.idle_threshold_percent,
                 "period_seconds": self.idle_period_seconds,
                 "evaluation_periods": self.idle_evaluation_periods,
-                "datapoints_to_alarm": self.idle_datapoints_to_alarm,
+                "datapoints_to_alarm": self.idle_datapoints_to_alarm or self.idle_evaluation_periods,
                 "grace_minutes": self.idle_grace_minutes,
             },
             "progress": {
@@ -160,6 +196,13 @@ class Settings(BaseModel):
                 **({"metric_names": list(self.progress_metric_names)} if self.progress_metric_names else {}),
             },
         }
+
+    def base_policy(self) -> BasePolicy:
+        """The base policy as the functions govern with it: ``base_policy_document`` validated, a part that fails
+        replaced by the defaults and named with its template Parameters (``BASE_POLICY_PARAMETERS``)."""
+        from sagemaker_governance.domain.policy_document import build_base_policy
+
+        return build_base_policy(self.base_policy_document(), BASE_POLICY_PARAMETERS)
 
     @property
     def idle_alarm_prefix(self) -> str:

@@ -129,11 +129,35 @@ def defaults_note(settings: Settings, how: str) -> str:
 
 
 def load_policy(path: str | None, settings: Settings | None = None) -> Policy:
-    """The deploy-time defaults (``deployed_settings``) plus an optional document."""
-    base = (settings or deployed_settings()).base_policy_document()
+    """The deploy-time defaults (``deployed_settings``) plus an optional document, as the functions build
+    them: a part of the defaults that fails validation replaced by the schema's defaults (``base_notes``)."""
+    base = (settings or deployed_settings()).base_policy()
     if path is None:
-        return build_policy(base)
-    return build_policy(base, parse_document(Path(path).read_text()))
+        return base.policy
+    return build_policy(base.document, parse_document(Path(path).read_text()))
+
+
+def base_notes(settings: Settings) -> list[str]:
+    """What to tell the user when the deploy-time parameters fail the policy's validation: for each part the
+    functions replace by the schema's defaults, the Parameters behind it, why, and what governs instead (the
+    functions log the same, and count it in ``PolicyLoadErrors``)."""
+    notes = []
+    for fallback in settings.base_policy().fallbacks:
+        named = ", ".join(fallback.parameters) or "no Parameter known"
+        if fallback.applied is None:
+            instead = f"without {fallback.part}"
+        elif isinstance(fallback.applied, Mapping):
+            values = ", ".join(
+                f"{key} {value}" for key, value in fallback.applied.items() if not isinstance(value, dict)
+            )
+            instead = f"the defaults of {fallback.part} ({values})"
+        else:
+            instead = f"the default {fallback.part}: {fallback.applied}"
+        notes.append(
+            f"WARNING: the service rejects the stack's parameters for {fallback.part} ({named}): "
+            f"{'; '.join(fallback.errors)}; its functions govern with {instead} until they are corrected"
+        )
+    return notes
 
 
 class StackPolicyUnreadable(Exception):
@@ -159,7 +183,7 @@ def stack_policy(stack: str, settings: Settings, ssm: Any) -> PolicyReading:
             f"stack {stack}: the name of its policy document (PolicyParameterName) is not known"
         )
     try:
-        return PolicyStore(settings.base_policy_document(), name, ssm).read()
+        return PolicyStore(settings.base_policy(), name, ssm).read()
     except PolicyHistoryUnreadable as exc:
         raise StackPolicyUnreadable(
             f"stack {stack}: its policy document (SSM parameter {name}, version {exc.version}) is rejected "

@@ -50,6 +50,7 @@ from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.settings import Settings
 from smgov.local_policy import (
     StackPolicyUnreadable,
+    base_notes,
     current_user,
     defaults_note,
     deployed_settings,
@@ -103,6 +104,8 @@ def _resolve_policy(
         settings = deployed_settings(stack, stacks=_stacks_of(target) if stack else None)
         if stack is None:
             print(f"governance preflight: {defaults_note(settings, 'stack=NAME')}", file=sys.stderr)
+    for note in base_notes(settings):
+        print(f"governance preflight: {note}", file=sys.stderr)
     if stack is not None and policy is None:
         reading = stack_policy(stack, settings, _client_of(target, "ssm"))
         for _, text in reading_notes(reading):

@@ -1,5 +1,13 @@
 """The effective policy: deploy-time defaults plus the optional SSM policy document.
 
+The deploy-time defaults (the template's Parameters) never switch governance off either: a part of them that
+fails validation (CloudFormation checks each Parameter alone, not ``IdlePeriodSeconds`` x
+``IdleEvaluationPeriods`` against a day) is replaced by the schema's defaults (``build_base_policy``: a guard
+section's calibrated ones, its ``enabled`` kept). The replacement is logged as an error naming the Parameters
+and counted (``PolicyLoadErrors``) at the container's first policy read and then once per ``cache_seconds``,
+while it lasts. Before, the store refused its own defaults at start-up: every invocation of every function
+failed and every event went to the dead-letter queue.
+
 Read with ``GetParameter`` (a ``String`` parameter: no decryption) and kept for ``cache_seconds`` on the
 injected clock. (Powertools' parameters utility did the reading before: its cache was never used, every
 read was forced, and importing it loaded all its providers into every function's cold start.) A broken
@@ -35,7 +43,14 @@ from pydantic import BaseModel, ConfigDict
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort, EmfBusinessMetrics
 from sagemaker_governance.domain.errors import AdapterError, PolicyUnavailable
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy, parse_document
+from sagemaker_governance.domain.policy_document import (
+    BaseFallback,
+    BasePolicy,
+    PolicyDocumentError,
+    build_base_policy,
+    build_policy,
+    parse_document,
+)
 from sagemaker_governance.observability import logger
 
 HISTORY_PAGE: Final = 50  # GetParameterHistory's MaxResults at most (botocore: ssm GetParameterHistoryRequest)
@@ -68,7 +83,7 @@ class PolicyStore:
 
     def __init__(
         self,
-        base_document: Mapping[str, Any],
+        base: Mapping[str, Any] | BasePolicy,
         parameter_name: str | None,
         ssm_client: Any | None,
         cache_seconds: int = 60,
@@ -76,8 +91,12 @@ class PolicyStore:
         clock: Callable[[], datetime] | None = None,
         metrics: BusinessMetricsPort | None = None,
     ) -> None:
-        self._base_document = dict(base_document)
-        self._base = build_policy(self._base_document)  # deploy-time defaults: validated at start-up
+        # deploy-time defaults: validated at start-up, a part that fails replaced by the schema's defaults
+        built = base if isinstance(base, BasePolicy) else build_base_policy(base)
+        self._base_document = built.document
+        self._base = built.policy
+        self._base_fallbacks = built.fallbacks
+        self._base_said_at: datetime | None = None
         self._parameter_name = parameter_name
         self._ssm = ssm_client if parameter_name else None
         self._cache_seconds = cache_seconds
@@ -99,9 +118,15 @@ class PolicyStore:
     def base(self) -> Policy:
         return self._base
 
+    @property
+    def base_fallbacks(self) -> tuple[BaseFallback, ...]:
+        """The parts of the deploy-time defaults replaced by the schema's defaults (empty: none)."""
+        return self._base_fallbacks
+
     def current(self, max_age_seconds: float | None = None) -> Policy:
         """The effective policy. Raises ``PolicyUnavailable`` when it is unknown: this container never had a
         policy (no answer yet) and the document, or the history of a rejected one, cannot be read now."""
+        self._say_base_fallbacks()
         if self._ssm is None or self._parameter_name is None:
             return self._base
         try:
@@ -136,6 +161,22 @@ class PolicyStore:
         self._last_good, self._last_text = policy, text
         self._known = policy
         return policy
+
+    def _say_base_fallbacks(self) -> None:
+        """Replaced parts of the deploy-time defaults: one error log naming them and a ``PolicyLoadErrors``
+        datapoint, at this container's first policy read and then once per ``cache_seconds`` (as a rejected
+        document is counted at each read), so ``PolicyRejectedAlarm`` stays in alarm while they last."""
+        if not self._base_fallbacks:
+            return
+        now = self._clock()
+        if self._base_said_at is not None and (now - self._base_said_at).total_seconds() < self._cache_seconds:
+            return
+        self._base_said_at = now
+        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+        logger.error(
+            "template parameters rejected: their parts of the policy fall back to the defaults",
+            fallbacks=[fallback.model_dump(mode="json") for fallback in self._base_fallbacks],
+        )
 
     def read(self) -> PolicyReading:
         """The policy as a container without a last good document builds it now, with the version that

@@ -140,7 +140,7 @@ class Root:
     def policy_store(self) -> PolicyStore:
         cfg = self.settings
         return PolicyStore(
-            base_document=cfg.base_policy_document(),
+            base=cfg.base_policy(),
             parameter_name=cfg.policy_parameter_name,
             ssm_client=self.client("ssm") if cfg.policy_parameter_name else None,
             cache_seconds=cfg.policy_cache_seconds,

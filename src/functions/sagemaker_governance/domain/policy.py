@@ -3,7 +3,8 @@ optional policy document in SSM Parameter Store.
 
 Layering (each a plain mapping deep-merged onto the one before, then validated once):
 
-1. the base policy built from the template's Parameters (``settings.base_policy_document``);
+1. the base policy built from the template's Parameters (``settings.base_policy_document``; a part of it
+   that fails validation takes the schema's defaults: ``policy_document.build_base_policy``);
 2. the policy document from SSM (optional; a broken one is rejected and the last good policy kept);
 3. the job's team override (``teams.<value of team_tag>``), chosen per job.
 

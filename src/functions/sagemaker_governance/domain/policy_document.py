@@ -1,12 +1,15 @@
-"""Reading a policy document (YAML or JSON text) into a validated ``Policy``, with precise errors."""
+"""Reading a policy document (YAML or JSON text) into a validated ``Policy``, with precise errors; and the
+deploy-time layer (the template's Parameters as a document), whose parts that fail validation are replaced
+by the schema's defaults rather than failing the whole (``build_base_policy``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from sagemaker_governance.domain.policy import Policy, merge_documents
 
@@ -95,10 +98,107 @@ def load_policy_text(text: str, base: Mapping[str, Any] | None = None) -> Policy
 
 
 def format_errors(exc: ValidationError) -> list[str]:
-    out = []
-    for err in exc.errors():
-        location = ".".join(str(part) for part in err["loc"]) or "<document>"
-        value = err.get("input")
-        shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
-        out.append(f"{location}: {err['msg']}{shown}")
+    return [_error_text(err) for err in exc.errors()]
+
+
+def _error_text(err: ErrorDetails) -> str:
+    location = ".".join(str(part) for part in err["loc"]) or "<document>"
+    value = err.get("input")
+    shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
+    return f"{location}: {err['msg']}{shown}"
+
+
+# ---- the deploy-time layer ------------------------------------------------------------------------
+
+SWITCH: Final = "enabled"  # a section's on/off switch: kept when the rest of the section is replaced
+WHOLE: Final = "<document>"
+
+
+class BaseFallback(BaseModel):
+    """A part of the deploy-time layer that fails validation (a section such as ``idle``, a rule such as
+    ``rules.max-instances``, a setting such as ``mode``), and what governs in its place: the policy schema's
+    defaults (a guard section's calibrated ones, with the section's ``enabled`` kept; a rule left out)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    part: str
+    parameters: tuple[str, ...] = ()  # the template Parameters the part is built from (empty: not known)
+    errors: tuple[str, ...]
+    applied: Any = None  # the part as it governs instead (JSON); None: left out (a rule)
+
+
+class BasePolicy(BaseModel):
+    """The deploy-time layer as it governs: the document the SSM policy document is merged onto, its policy,
+    and the parts of the given layer that failed validation and were replaced (empty: none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document: dict[str, Any]
+    policy: Policy
+    fallbacks: tuple[BaseFallback, ...] = ()
+
+
+def build_base_policy(
+    base: Mapping[str, Any], parameters: Mapping[str, Sequence[str]] | None = None
+) -> BasePolicy:
+    """``base`` validated; each part of it that fails validation replaced by the schema's defaults, never
+    failing the whole. A template accepts each Parameter within its own bounds but cannot compare two
+    (``IdlePeriodSeconds`` x ``IdleEvaluationPeriods`` beyond a day), and a base that fails would fail every
+    invocation of every function: governance off. ``parameters``: the template Parameters each part is
+    built from (``settings.BASE_POLICY_PARAMETERS``), named in the fallbacks."""
+    document = dict(base)
+    rejected: dict[str, list[str]] = {}
+    replaced: set[str] = set()
+    # each round replaces at least one part, or the whole: a section's switch kept once, then the section
+    for _ in range(2 * (len(document) + len(document.get("rules") or ())) + 2):
+        try:
+            policy = Policy.model_validate(document)
+        except ValidationError as exc:
+            document = _without_failed_parts(document, exc.errors(), rejected, replaced)
+            continue
+        dump = policy.model_dump(mode="json")
+        fallbacks = tuple(
+            BaseFallback(
+                part=part,
+                parameters=tuple((parameters or {}).get(part, ())),
+                errors=tuple(errors),
+                applied=None if part.startswith("rules.") else dump if part == WHOLE else dump.get(part),
+            )
+            for part, errors in rejected.items()
+        )
+        return BasePolicy(document=document, policy=policy, fallbacks=fallbacks)
+    raise AssertionError("the policy schema's defaults do not validate")  # pragma: no cover
+
+
+def _without_failed_parts(
+    document: dict[str, Any], errors: list[ErrorDetails], rejected: dict[str, list[str]], replaced: set[str]
+) -> dict[str, Any]:
+    """``document`` with each part an error is in replaced (``rejected``: the errors, by part; ``replaced``:
+    the sections already reduced to their switch, left out if they fail again)."""
+    rules = list(document.get("rules") or ())
+    dropped: set[int] = set()
+    keys: set[str] = set()
+    for err in errors:
+        loc = err["loc"]
+        if not loc:  # an error of the whole document: only the schema's defaults are left
+            rejected.setdefault(WHOLE, []).append(_error_text(err))
+            return {}
+        if loc[0] == "rules" and len(loc) > 1 and isinstance(loc[1], int) and loc[1] < len(rules):
+            rule = rules[loc[1]]
+            name = rule.get("id", rule.get("type")) if isinstance(rule, Mapping) else None
+            rejected.setdefault(f"rules.{name if isinstance(name, str) else loc[1]}", []).append(_error_text(err))
+            dropped.add(loc[1])
+        else:
+            rejected.setdefault(str(loc[0]), []).append(_error_text(err))
+            keys.add(str(loc[0]))
+    out = dict(document)
+    for key in keys:
+        value = document.get(key)
+        if isinstance(value, Mapping) and isinstance(value.get(SWITCH), bool) and key not in replaced:
+            out[key] = {SWITCH: value[SWITCH]}  # the section's defaults, switched as the deployer switched it
+            replaced.add(key)
+        else:
+            out.pop(key, None)
+    if dropped:
+        out["rules"] = [rule for index, rule in enumerate(rules) if index not in dropped]
     return out

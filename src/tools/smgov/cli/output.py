@@ -45,13 +45,16 @@ def stack_option(parser: argparse.ArgumentParser) -> None:
 def stack_settings(args: argparse.Namespace, *, say_defaults: bool = False) -> Settings:
     """The deploy-time settings: ``--stack``'s parameters, or the template's Parameter defaults. With
     ``say_defaults``, a command that judges what the deployed service will do says on stderr which
-    defaults it used when no stack was named (the deployed stack's may differ)."""
-    from smgov.local_policy import defaults_note
+    defaults it used when no stack was named (the deployed stack's may differ). Parameters the functions
+    reject (a part of the base policy that falls back to the defaults) are said on stderr, always."""
+    from smgov.local_policy import base_notes, defaults_note
 
     stack = getattr(args, "stack", None)
     settings: Settings = deployed_settings_or_exit(stack)
     if say_defaults and not stack:
         print(f"note: {defaults_note(settings, '--stack NAME')}", file=sys.stderr)
+    for note in base_notes(settings):  # parameters the functions reject: the command judges as they do
+        print(note, file=sys.stderr)
     return settings
 
 

@@ -570,7 +570,23 @@ def effective_policy(d: Deployment, ctx: CheckContext) -> Any:
 
 
 def check_policy_document(d: Deployment, ctx: CheckContext) -> list[Finding]:
-    return [_policy(d, ctx)[1]]
+    return [*_rejected_parameters(d, ctx), _policy(d, ctx)[1]]
+
+
+def _rejected_parameters(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    """Each part of the base policy the stack's parameters build that fails validation: its functions govern with
+    the part's defaults (and log and count it: ``PolicyRejectedAlarm``) until the parameters are corrected."""
+    declared = ctx.template.get("Parameters", {})
+    out = []
+    for fallback in _settings(d).base_policy().fallbacks:
+        values = ", ".join(
+            f"{name}={d.parameter(name, str(declared.get(name, {}).get('Default', '')))}"
+            for name in fallback.parameters
+        )
+        instead = "left out" if fallback.applied is None else "its defaults govern"
+        detail = f"{values}: {'; '.join(fallback.errors)}; rejected by the functions, {instead}"
+        out.append(Finding("policy", f"template parameters: {fallback.part}", Status.FAIL, detail))
+    return out
 
 
 def _jobs_in_progress(sagemaker: Any) -> list[str]:
