@@ -29,6 +29,12 @@ Clock = Callable[[], datetime]
 
 TERMINAL = {"Completed", "Failed", "Stopped"}
 READ_ONLY_KEYS = {"TrainingJobName", "TrainingJobArn"}
+# At most 50 tags per resource, the ones already there and the ones a request adds counted together; a key
+# already there is overwritten, not added; "aws:" tags do not count ("Tagging AWS resources", Tag naming
+# limits and requirements: https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html). botocore's
+# SageMaker model caps one request's TagList at 50 ("max": 50) but botocore does not check a "max", and the
+# total on the resource is SageMaker's to check: CreateTrainingJob and AddTags alike.
+MAX_TAGS_PER_RESOURCE = 50
 
 
 class ReadLag(Protocol):
@@ -48,6 +54,17 @@ class SageMakerError(Exception):
     def __init__(self, code: str, message: str, status: int = 400) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.status = code, message, status
+
+
+def _check_tag_count(tags: dict[str, Any]) -> None:
+    """SageMaker's refusal of a resource holding more than ``MAX_TAGS_PER_RESOURCE`` tags. The code is
+    SageMaker's generic ValidationException (its model lists no tag-limit error); the message is ours."""
+    counted = [key for key in tags if not key.lower().startswith("aws:")]
+    if len(counted) > MAX_TAGS_PER_RESOURCE:
+        raise SageMakerError(
+            "ValidationException",
+            f"The resource would have {len(counted)} tags; the maximum is {MAX_TAGS_PER_RESOURCE}.",
+        )
 
 
 class FakeSageMaker:
@@ -205,6 +222,7 @@ class FakeSageMaker:
         existing = {t["Key"]: t for t in self.tags.setdefault(params["ResourceArn"], [])}
         for tag in params.get("Tags", []):
             existing[tag["Key"]] = dict(tag)
+        _check_tag_count(existing)
         self.tags[params["ResourceArn"]] = list(existing.values())
         return {"Tags": params.get("Tags", [])}
 
@@ -214,6 +232,7 @@ class FakeSageMaker:
             raise SageMakerError(
                 "ResourceInUse", f"Training job names must be unique within an AWS account and region: {name}"
             )
+        _check_tag_count({t["Key"]: t for t in params.get("Tags", [])})
         resources = params.get("ResourceConfig") or {}
         types = [resources.get("InstanceType")] + [
             g.get("InstanceType") for g in resources.get("InstanceGroups", [])
