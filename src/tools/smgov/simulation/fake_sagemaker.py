@@ -271,17 +271,36 @@ class FakeSageMaker:
         return {"TrainingJobArn": arn}
 
     def _op_ListTrainingJobs(self, params: dict[str, Any]) -> dict[str, Any]:
+        """As botocore's SageMaker model documents ListTrainingJobs: "the MaxResults number of training jobs are
+        first retrieved ignoring the StatusEquals parameter and then they are filtered by the StatusEquals
+        parameter", so a page may hold fewer jobs than asked, or none, and still have a NextToken. Sorted by
+        SortBy (default CreationTime) in SortOrder (default Ascending: the model's defaults). The time filters
+        are taken as applied before paging (the reference names StatusEquals alone as applied after)."""
         wanted = params.get("StatusEquals")
-        after = params.get("LastModifiedTimeAfter")  # a datetime (boto3 serialises it; botocore's model)
+        bounds = {  # datetimes (boto3 serialises them; botocore's model)
+            "CreationTime": (params.get("CreationTimeAfter"), params.get("CreationTimeBefore")),
+            "LastModifiedTime": (params.get("LastModifiedTimeAfter"), params.get("LastModifiedTimeBefore")),
+        }
+
+        def within(job: dict[str, Any]) -> bool:
+            for field, (after, before) in bounds.items():
+                at = job.get(field, job["CreationTime"])
+                if (after is not None and at <= after) or (before is not None and at >= before):
+                    return False
+            return True
+
+        by = params.get("SortBy") or "CreationTime"
+        field = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}[by]
         names = sorted(
-            n
-            for n, j in self.jobs.items()
-            if (wanted is None or j["TrainingJobStatus"] == wanted)
-            and (after is None or j.get("LastModifiedTime") is None or j["LastModifiedTime"] > after)
+            (n for n, j in self.jobs.items() if within(j)),
+            key=lambda n: (self.jobs[n].get(field, n), n),
+            reverse=params.get("SortOrder") == "Descending",
         )
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or 100), self.list_page_size)
-        page = names[start : start + size]
+        page = [
+            n for n in names[start : start + size] if wanted is None or self.jobs[n]["TrainingJobStatus"] == wanted
+        ]
         summaries = [
             {
                 "TrainingJobName": n,
