@@ -381,11 +381,15 @@ def plan_clone(
     # AlgorithmName and TrainingImage are mutually exclusive ("If you specify a value for the
     # AlgorithmName parameter, you can't specify a value for TrainingImage", botocore's SageMaker model);
     # a description of an algorithm job may still carry TrainingImage (empty, or the algorithm's image).
+    # An algorithm resource defines its metrics (its TrainingSpecification.MetricDefinitions), which the
+    # description lists and SageMaker refuses to have overridden: they are not carried either.
     algorithm = request.get("AlgorithmSpecification")
-    if isinstance(algorithm, dict) and algorithm.get("AlgorithmName") and "TrainingImage" in algorithm:
-        request["AlgorithmSpecification"] = {k: v for k, v in algorithm.items() if k != "TrainingImage"}
-        image_path = "AlgorithmSpecification.TrainingImage"
-        dropped, expected = (*dropped, image_path), expected | {image_path}
+    if isinstance(algorithm, dict) and algorithm.get("AlgorithmName"):
+        paths = [f"AlgorithmSpecification.{m}" for m in ("TrainingImage", "MetricDefinitions") if m in algorithm]
+        request["AlgorithmSpecification"] = {
+            k: v for k, v in algorithm.items() if k not in {"TrainingImage", "MetricDefinitions"}
+        }
+        dropped, expected = (*dropped, *paths), expected | set(paths)
 
     if instance_type is not None:
         resources = dict(request.get("ResourceConfig") or {})
