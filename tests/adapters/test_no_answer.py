@@ -69,7 +69,9 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "DescribeTrainingJob": lambda c: SageMakerJobs(c).describe("job-1"),
     "ListTags": lambda c: SageMakerJobs(c).list_tags("arn:aws:sagemaker:us-east-1:1:training-job/job-1"),
     "StopTrainingJob": lambda c: SageMakerJobs(c).stop("job-1"),
-    "ListTrainingJobs": lambda c: SageMakerJobInventory(c).in_progress(),
+    "ListTrainingJobs": lambda c: SageMakerJobInventory(c).in_progress(
+        datetime(2026, 1, 1, tzinfo=UTC), lambda: True
+    ),
     "CreateTrainingJob": lambda c: SageMakerLauncher(c).create_training_job({"TrainingJobName": "job-1-r1"}),
     "PutMetricAlarm": lambda c: CloudWatchAlarmLifecycle(c).put(plan()),
     "DeleteAlarms": lambda c: CloudWatchAlarmLifecycle(c).delete(["gov-idle-job-1"]),

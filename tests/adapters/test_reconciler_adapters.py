@@ -21,7 +21,7 @@ def test_in_progress_jobs_come_from_every_page(fake_sagemaker: FakeSageMaker, sa
     for i in range(8):
         fake_sagemaker.launch(create_request(f"job-{i}"), secondary="Training" if i % 2 else "Starting")
     fake_sagemaker.transition("job-0", "Completed", "Completed")
-    jobs = SageMakerJobInventory(sagemaker_client).in_progress()
+    jobs = SageMakerJobInventory(sagemaker_client).in_progress(datetime(2026, 1, 1, tzinfo=UTC), lambda: True).jobs
     assert sorted(j.name for j in jobs) == [f"job-{i}" for i in range(1, 8)]
     assert {j.name for j in jobs if j.in_training} == {"job-1", "job-3", "job-5", "job-7"}
     assert fake_sagemaker.calls["ListTrainingJobs"] == 3  # 7 in progress, 3 per page
@@ -41,7 +41,7 @@ def test_failed_jobs_since_a_time_come_from_every_page() -> None:
         fake.transition(name, "Failed", "Failed", failure_reason="InternalServerError")
     fake.transition("done", "Completed", "Completed")
     # When the reconciler asks for the jobs that failed since 09:00
-    jobs = SageMakerJobInventory(client).failed_since(datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+    jobs = SageMakerJobInventory(client).failed_since(datetime(2026, 11, 23, 9, 0, tzinfo=UTC), lambda: True).jobs
     # Then it gets the three recent failures, from both pages, with their last modification
     assert sorted(j.name for j in jobs) == ["new-1", "new-2", "new-3"]
     assert {j.last_modified_time for j in jobs} == {now[0]}
@@ -51,7 +51,7 @@ def test_failed_jobs_since_a_time_come_from_every_page() -> None:
 def test_a_failed_listing_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
     fake_sagemaker.fail_next["ListTrainingJobs"] = SageMakerError("ThrottlingException", "Rate exceeded")
     with pytest.raises(AdapterError):
-        SageMakerJobInventory(sagemaker_client).failed_since(datetime(2026, 11, 23, tzinfo=UTC))
+        SageMakerJobInventory(sagemaker_client).failed_since(datetime(2026, 11, 23, tzinfo=UTC), lambda: True)
 
 
 def test_metric_alarm_names_come_from_every_page_under_the_prefix() -> None:

@@ -516,9 +516,9 @@ def test_every_page_of_jobs_and_alarms_is_read(acct: LocalAccount, clock: Movabl
     # When the reconciler runs
     result = reconcile(acct)
     # Then every page was read and everything repaired
-    assert (
-        acct.sagemaker.calls["ListTrainingJobs"] == 4
-    )  # 3 pages in progress, 1 of failed jobs (deferred resumes)
+    # (SageMaker pages before it filters by status: the 10 jobs of the horizon in 5 pages for those in progress,
+    # and the 10 modified within the look-back in 5 for the failed ones, the deferred resumes')
+    assert acct.sagemaker.calls["ListTrainingJobs"] == 10
     assert acct.cloudwatch.calls["DescribeAlarms"] == 3
     assert result["repairs"] == {"orphan-alarm": 5, "missing-alarm": 5}
     assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost-{i}" for i in range(5)}
@@ -551,8 +551,9 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
     while set(acct.cloudwatch.alarms) != wanted and len(runs) < 100:
         runs.append(service.run(trigger, CountdownBudget(36)))
         clock.advance(minutes=10)
-    # Then each run stopped early within its budget, and every orphan and every missing alarm was repaired
-    assert all(r.stopped_early and len(r.visited) == 15 for r in runs)
+    # Then each run stopped early within its budget (one look of it spent between the listing's two pages), and
+    # every orphan and every missing alarm was repaired
+    assert all(r.stopped_early and len(r.visited) == 14 for r in runs)
     assert set(acct.cloudwatch.alarms) == wanted
     assert sum(r.repairs["orphan-alarm"] for r in runs) == 60
     assert sum(r.repairs["missing-alarm"] for r in runs) == 60

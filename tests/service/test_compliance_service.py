@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
+from sagemaker_governance.domain.clone import MAX_TAGS
 from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.domain.policy_document import build_policy
@@ -155,3 +156,20 @@ def test_an_event_with_an_empty_tag_map_is_confirmed_against_sagemaker_before_an
     # Then it is compliant in either mode: no stop, no "would stop" record, nobody told
     assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
     assert [r.code for r in audit.records] == [ComplianceCode.COMPLIANT] and notifier.sent == []
+
+
+def test_a_job_launched_with_50_tags_is_evaluated_but_no_mark_is_tried(
+    compliance: ComplianceService, jobs: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a compliant job launched with SageMaker's 50 tags per resource (and an aws: one, not counted)
+    tags = {**TAGS, **{f"k{i}": "v" for i in range(MAX_TAGS - len(TAGS))}, "aws:x": "y"}
+    jobs.jobs["job-1"] = job(tags=tags)
+    # When compliance evaluates it
+    decisions = compliance.react(job(tags=tags), TRIGGER)
+    # Then it is decided and recorded, and no AddTags is tried: it would be refused now and at every retry
+    assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
+    assert [r.outcome.value for r in audit.records] == ["no-action"]
+    assert not any(c.startswith("mark") for c in calls.log)
+    # while a job with room is marked
+    compliance.react(job(tags=TAGS), TRIGGER)
+    assert calls.log[-1] == f"mark job-1 {EVALUATED_TAG}"

@@ -4,6 +4,7 @@ is handed to auto-resume (which re-reads and decides again). Order and branches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.reconcile import AlarmListing, JobSummary
+from sagemaker_governance.domain.reconcile import IN_PROGRESS_HORIZON, AlarmListing, JobListing, JobSummary
 from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.service.conftest import NOW, Calls, FixedPolicies
@@ -59,6 +60,8 @@ class World:
         self.existing: set[str] = set()
         self.asked_since: list[datetime] = []
         self.list_error: AdapterError | None = None
+        self.asked_created_after: list[datetime] = []
+        self.listed_all = True  # False: the listings stop after their first page (the run's time ran out)
         self.resumed: list[str] = []
         self.react_error: AdapterError | None = None
         self.metrics = MemoryBusinessMetrics()
@@ -84,8 +87,9 @@ class World:
 
     # ---- ports (this world answers them all) -------------------------------------------------------
 
-    def in_progress(self) -> list[JobSummary]:
-        return []
+    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+        self.asked_created_after.append(created_after)
+        return JobListing(complete=self.listed_all, pages=1)
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         return []
@@ -99,17 +103,19 @@ class World:
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         raise AssertionError("no job to evaluate")
 
-    def failed_since(self, since: datetime) -> list[JobSummary]:
+    def failed_since(self, since: datetime, more: Callable[[], bool]) -> JobListing:
         self.calls("list-failed")
         self.asked_since.append(since)
         if self.list_error is not None:
             raise self.list_error
-        return [
-            JobSummary.model_validate(
-                {"TrainingJobName": n, "TrainingJobArn": arn(n), "TrainingJobStatus": "Failed"}
+        return JobListing(
+            jobs=tuple(
+                JobSummary.model_validate(
+                    {"TrainingJobName": n, "TrainingJobArn": arn(n), "TrainingJobStatus": "Failed"}
+                )
+                for n in self.failed
             )
-            for n in self.failed
-        ]
+        )
 
     def list_tags(self, job_arn: str) -> dict[str, str]:
         name = job_arn.rsplit("/", 1)[-1]
@@ -228,3 +234,16 @@ def test_a_run_out_of_time_stops_before_the_deferred_resumes() -> None:
     world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
     report = world.run(remaining=1.0)
     assert report.stopped_early and world.calls.log == []
+
+
+def test_a_listing_of_the_jobs_in_progress_cut_short_ends_the_run_before_the_deferred_resumes() -> None:
+    # Given a deferred resume that is due, and a run whose time runs out while it lists the jobs in progress
+    world = World()
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    world.listed_all = False
+    # When it runs
+    report = world.run()
+    # Then it listed from the horizon (the longest a job can be in progress), said it stopped early, and left
+    # the deferred resume to the next run
+    assert world.asked_created_after == [NOW - IN_PROGRESS_HORIZON]
+    assert report.stopped_early and world.calls.log == [] and world.resumed == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.reconcile import AlarmListing, JobSummary
+from sagemaker_governance.domain.reconcile import AlarmListing, JobListing, JobSummary
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
 from sagemaker_governance.service.reconciler import ReconcilerService
@@ -442,9 +443,10 @@ def test_a_put_that_read_the_metric_never_reads_the_alarms_arming(
 class InProgressListing:
     """The reconciler's job and alarm inventories: ``job-1`` listed in Training, no alarm of this stack."""
 
-    def in_progress(self) -> list[JobSummary]:
+    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
         listed = {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training", "CreationTime": NOW}
-        return [JobSummary.model_validate({"TrainingJobName": "job-1", "TrainingJobArn": "arn:job-1", **listed})]
+        job = JobSummary.model_validate({"TrainingJobName": "job-1", "TrainingJobArn": "arn:job-1", **listed})
+        return JobListing(jobs=(job,))
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         return []

@@ -16,6 +16,7 @@ from sagemaker_governance.adapters.sagemaker_model import (
 )
 from sagemaker_governance.domain.clone import (
     GOVERNANCE_MARKS,
+    LATER_MARKS,
     MAX_TAGS,
     TAG_ATTEMPT,
     TAG_REASON,
@@ -25,6 +26,7 @@ from sagemaker_governance.domain.clone import (
     RequestShape,
     ResumeReason,
     ShapeNode,
+    TooManyTags,
     clone_name,
     plan_clone,
     role_allowed,
@@ -182,14 +184,16 @@ def test_aws_tags_are_not_copied_and_lineage_tags_are_added() -> None:
     }
 
 
-def test_too_many_tags_for_the_lineage_is_refused_not_truncated() -> None:
-    tags = {f"k{i}": "v" for i in range(MAX_TAGS - 3)}
-    with pytest.raises(ClonePlanError, match="limit of 50"):
-        plan_clone(failed_description(), tags, SHAPE, reason=ResumeReason.FAILED)
-    plan = plan_clone(
-        failed_description(), {f"k{i}": "v" for i in range(MAX_TAGS - 4)}, SHAPE, reason=ResumeReason.FAILED
-    )
-    assert len(plan.request["Tags"]) == MAX_TAGS
+def test_too_many_tags_for_the_lineage_and_the_later_marks_is_refused_not_truncated() -> None:
+    # Given the owner's tags, the 4 lineage tags and room for the 3 marks governance writes later: 51
+    room = MAX_TAGS - 4 - len(LATER_MARKS)
+    with pytest.raises(TooManyTags):
+        plan_clone(
+            failed_description(), {f"k{i}": "v" for i in range(room + 1)}, SHAPE, reason=ResumeReason.FAILED
+        )
+    # and one fewer fits: the clone has exactly the room its later marks take
+    plan = plan_clone(failed_description(), {f"k{i}": "v" for i in range(room)}, SHAPE, reason=ResumeReason.FAILED)
+    assert len(plan.request["Tags"]) + len(LATER_MARKS) == MAX_TAGS
     validate_create_request(plan.request)
 
 
@@ -219,12 +223,12 @@ def test_the_owner_s_quiet_phase_declarations_are_carried_and_governance_s_marks
 
 
 def test_the_tag_limit_counts_the_carried_declarations() -> None:
-    # Given 44 tags of the owner's, 2 of them declarations: with the 4 lineage tags, exactly 50
-    fits = {f"k{i}": "v" for i in range(MAX_TAGS - 4 - len(DECLARED))} | DECLARED
+    # Given the owner's tags, 2 of them declarations: with the 4 lineage tags and the later marks' room, 50
+    fits = {f"k{i}": "v" for i in range(MAX_TAGS - 4 - len(LATER_MARKS) - len(DECLARED))} | DECLARED
     plan = plan_clone(failed_description(), fits, SHAPE, reason=ResumeReason.FAILED)
-    assert len(plan.request["Tags"]) == MAX_TAGS
+    assert len(plan.request["Tags"]) + len(LATER_MARKS) == MAX_TAGS
     # and one more is refused, not truncated (a declaration is never the tag silently lost)
-    with pytest.raises(ClonePlanError, match="limit of 50"):
+    with pytest.raises(TooManyTags):
         plan_clone(failed_description(), {**fits, "one-more": "v"}, SHAPE, reason=ResumeReason.FAILED)
 
 

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_ROOT, TAG_SOURCE
+from sagemaker_governance.domain.clone import (
+    LATER_MARKS,
+    MAX_TAGS,
+    TAG_ATTEMPT,
+    TAG_RESUME_AFTER,
+    TAG_ROOT,
+    TAG_SOURCE,
+)
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.recovery_policy import ResumePolicy
 from sagemaker_governance.domain.resume import (
@@ -120,3 +127,17 @@ def test_the_deferral_tag_round_trips_and_names_the_next_clone() -> None:
 )
 def test_a_missing_or_untrustworthy_deferral_tag_is_no_deferral(tags: dict[str, str]) -> None:
     assert DeferredResume.of("llm-sft-1-r1", tags) is None
+
+
+def test_a_job_whose_tags_leave_its_clone_no_room_is_refused_with_its_own_code_before_any_deferral() -> None:
+    # Given a failed clone (its next attempt would wait 15 min) whose owner's tags leave no room in the next
+    # clone for the lineage tags and the marks governance writes later (SageMaker holds 50 tags per resource)
+    owners = {f"cost-{i}": "v" for i in range(MAX_TAGS - 4 - len(LATER_MARKS) + 1 - len(TAGS))}
+    tags = {**CLONE_1, **owners}
+    # When its resume is decided within the backoff
+    result = decide(FAILED_AT + timedelta(minutes=1), tags)
+    # Then no clone and no deferral (nothing is tagged): the code says why, the evidence how many tags
+    (decision,) = result.decisions
+    assert decision.code == ResumeCode.TOO_MANY_TAGS and decision.action is Action.NONE
+    assert result.resume_after is None and result.plan is None
+    assert decision.evidence["tags"] == len(tags)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.reconcile import AlarmListing
+from sagemaker_governance.domain.reconcile import AlarmListing, JobListing
 from sagemaker_governance.domain.spot_health import SpotSignal
 from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.settings import Settings
@@ -315,8 +315,8 @@ class _Listed:
     def __init__(self, items: list[Any]) -> None:
         self._items = items
 
-    def in_progress(self) -> list[Any]:
-        return list(self._items)
+    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+        return JobListing(jobs=tuple(self._items))
 
     def alarm_names(self, prefix: str) -> list[str]:
         return [str(i) for i in self._items]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,7 +16,7 @@ from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, 
 from sagemaker_governance.observability import logger
 
 if TYPE_CHECKING:  # the listings are the reconciler's: the stopper never imports their models (cold start)
-    from sagemaker_governance.domain.reconcile import JobSummary
+    from sagemaker_governance.domain.reconcile import JobListing
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -119,7 +119,14 @@ class SageMakerJobs:
 
 
 class SageMakerJobInventory:
-    """Every training job in progress (the reconciler), through every page of ``ListTrainingJobs``."""
+    """The jobs in progress and the jobs that failed lately (the reconciler), page by page of
+    ``ListTrainingJobs``, newest first, until the listing's window is read or the run's time is spent.
+
+    SageMaker pages before it filters: "the MaxResults number of training jobs are first retrieved ignoring
+    the StatusEquals parameter and then they are filtered by the StatusEquals parameter" (botocore's SageMaker
+    model, ListTrainingJobs). A listing by status alone therefore reads every job the account ever ran (a
+    page per hundred, most of them empty); each listing here is bounded in time (``CreationTimeAfter``,
+    ``LastModifiedTimeAfter``) and asks ``more()`` before each further page."""
 
     IAM_ACTIONS: ClassVar[frozenset[str]] = frozenset({"sagemaker:ListTrainingJobs"})
     # List calls cannot be scoped to a resource: IAM grants them on Resource "*" only.
@@ -129,43 +136,38 @@ class SageMakerJobInventory:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    def in_progress(self) -> list[JobSummary]:
-        from sagemaker_governance.domain.reconcile import JobSummary
+    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+        """The jobs in progress created after ``created_after`` (``IN_PROGRESS_HORIZON`` ago: the longest a job
+        can be in progress)."""
+        return self._listing("InProgress", {"CreationTimeAfter": created_after}, more)
+
+    def failed_since(self, since: datetime, more: Callable[[], bool]) -> JobListing:
+        """The jobs that failed and were last modified at or after ``since`` (deferred resumes): the time is
+        checked here again for an answer that ignored it."""
+        listing = self._listing("Failed", {"LastModifiedTimeAfter": since}, more)
+        kept = tuple(j for j in listing.jobs if j.last_modified_time is None or j.last_modified_time >= since)
+        return listing.model_copy(update={"jobs": kept})
+
+    def _listing(self, status: str, window: dict[str, datetime], more: Callable[[], bool]) -> JobListing:
+        from sagemaker_governance.domain.reconcile import JobListing, JobSummary
 
         jobs: list[JobSummary] = []
+        pages = 0
         try:
-            pages = self._client.get_paginator("list_training_jobs").paginate(
-                StatusEquals="InProgress", PaginationConfig={"PageSize": self.PAGE_SIZE}
-            )
-            for page in pages:
-                jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
-        except (ClientError, BotoCoreError) as exc:
-            raise AdapterError(f"ListTrainingJobs failed: {exc}") from exc
-        return jobs
-
-    def failed_since(self, since: datetime) -> list[JobSummary]:
-        """Every job that failed and was last modified at or after ``since`` (deferred resumes), newest first:
-        ``StatusEquals`` and ``LastModifiedTimeAfter`` are ListTrainingJobs request members (botocore's
-        SageMaker model); the time is checked here again for an answer that ignored it."""
-        from sagemaker_governance.domain.reconcile import JobSummary
-
-        jobs: list[JobSummary] = []
-        try:
-            pages = self._client.get_paginator("list_training_jobs").paginate(
-                StatusEquals="Failed",
-                LastModifiedTimeAfter=since,
+            for page in self._client.get_paginator("list_training_jobs").paginate(
+                StatusEquals=status,
                 SortBy="CreationTime",
                 SortOrder="Descending",
                 PaginationConfig={"PageSize": self.PAGE_SIZE},
-            )
-            for page in pages:
-                for item in page.get("TrainingJobSummaries", []):
-                    summary = JobSummary.model_validate(item)
-                    if summary.last_modified_time is None or summary.last_modified_time >= since:
-                        jobs.append(summary)
+                **window,
+            ):
+                pages += 1
+                jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
+                if page.get("NextToken") and not more():
+                    return JobListing(jobs=tuple(jobs), complete=False, pages=pages)
         except (ClientError, BotoCoreError) as exc:
-            raise AdapterError(f"ListTrainingJobs (Failed) failed: {exc}") from exc
-        return jobs
+            raise AdapterError(f"ListTrainingJobs ({status}) failed: {exc}") from exc
+        return JobListing(jobs=tuple(jobs), complete=True, pages=pages)
 
 
 class SageMakerJobMarks:

@@ -192,8 +192,16 @@ LINEAGE_TAGS: Final = (TAG_ROOT, TAG_SOURCE, TAG_ATTEMPT, TAG_REASON, TAG_FAILUR
 GOVERNANCE_MARKS: Final = frozenset(
     {*LINEAGE_TAGS, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_COMPLIANCE_EVALUATED}
 )
+# The marks the service writes on a job after its creation (``AddTags``: compliance's, a deferred resume's and
+# its settling). A clone is planned with room for each of them: SageMaker holds at most MAX_TAGS tags on a
+# resource, and a mark refused at the limit would lose a deferred resume. A test reads every mark the service
+# writes from its code and checks it is listed here.
+LATER_MARKS: Final = (TAG_COMPLIANCE_EVALUATED, TAG_RESUME_AFTER, TAG_RESUME_SETTLED)
 RESERVED_TAG_PREFIX: Final = "aws:"
-MAX_TAGS: Final = 50  # SageMaker's limit per resource (the model's Tags "max")
+# At most 50 tags per resource, those already there and those a request adds counted together, "aws:" tags
+# not counted ("Tagging AWS resources", https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html;
+# botocore's SageMaker model caps one request's TagList at 50).
+MAX_TAGS: Final = 50
 MAX_ATTEMPT: Final = 9999
 
 
@@ -250,6 +258,21 @@ class InvalidCloneRequest(AdapterError):
 
 class ClonePlanError(ValueError):
     """No faithful clone can be planned (the message says why); nothing is created."""
+
+
+class TooManyTags(ClonePlanError):
+    """The source's tags leave the clone no room for its lineage tags and the service's later marks. None of
+    the owner's tags is dropped to make room (cost-allocation tags among them): no clone."""
+
+
+def counted_tags(tags: Mapping[str, str]) -> int:
+    """How many of ``tags`` count against SageMaker's limit per resource (``aws:`` ones do not)."""
+    return sum(1 for key in tags if not key.lower().startswith(RESERVED_TAG_PREFIX))
+
+
+def has_room_for(tags: Mapping[str, str], key: str) -> bool:
+    """Whether a job holding ``tags`` can take tag ``key`` (an existing key is overwritten, not added)."""
+    return key in tags or counted_tags(tags) < MAX_TAGS
 
 
 @dataclass(frozen=True)
@@ -358,11 +381,15 @@ def plan_clone(
     # AlgorithmName and TrainingImage are mutually exclusive ("If you specify a value for the
     # AlgorithmName parameter, you can't specify a value for TrainingImage", botocore's SageMaker model);
     # a description of an algorithm job may still carry TrainingImage (empty, or the algorithm's image).
+    # An algorithm resource defines its metrics (its TrainingSpecification.MetricDefinitions), which the
+    # description lists and SageMaker refuses to have overridden: they are not carried either.
     algorithm = request.get("AlgorithmSpecification")
-    if isinstance(algorithm, dict) and algorithm.get("AlgorithmName") and "TrainingImage" in algorithm:
-        request["AlgorithmSpecification"] = {k: v for k, v in algorithm.items() if k != "TrainingImage"}
-        image_path = "AlgorithmSpecification.TrainingImage"
-        dropped, expected = (*dropped, image_path), expected | {image_path}
+    if isinstance(algorithm, dict) and algorithm.get("AlgorithmName"):
+        paths = [f"AlgorithmSpecification.{m}" for m in ("TrainingImage", "MetricDefinitions") if m in algorithm]
+        request["AlgorithmSpecification"] = {
+            k: v for k, v in algorithm.items() if k not in {"TrainingImage", "MetricDefinitions"}
+        }
+        dropped, expected = (*dropped, *paths), expected | set(paths)
 
     if instance_type is not None:
         resources = dict(request.get("ResourceConfig") or {})
@@ -394,10 +421,11 @@ def plan_clone(
         TAG_REASON: reason.value,
         **{key: value for key, value in (marks or {}).items() if key.startswith(TAG_PREFIX) and value},
     }
-    if len(clone_tags) + len(lineage_tags) > MAX_TAGS:
-        raise ClonePlanError(
-            f"{source} has {len(clone_tags)} tags; with the {len(lineage_tags)} lineage tags the clone "
-            f"would exceed SageMaker's limit of {MAX_TAGS}"
+    if len(clone_tags) + len(lineage_tags) + len(LATER_MARKS) > MAX_TAGS:
+        raise TooManyTags(
+            f"{source} has {len(clone_tags)} tags of its owner's to carry; with the {len(lineage_tags)} lineage "
+            f"tags and room for the {len(LATER_MARKS)} marks governance writes later, the clone would exceed "
+            f"SageMaker's limit of {MAX_TAGS} tags per resource (no tag of the owner's is dropped)"
         )
     request["Tags"] = [{"Key": k, "Value": v} for k, v in {**clone_tags, **lineage_tags}.items()]
 

@@ -34,6 +34,17 @@ _STEP: Final = (math.sqrt(5) - 1) / 2  # the golden-ratio rotation: the most eve
 # Compliance is evaluated by the event path within seconds of a job's start. The reconciler leaves a job
 # alone for this long, so that it does not evaluate a job whose Starting event is still on its way.
 EVALUATION_GRACE: Final = timedelta(minutes=15)
+# How far back the reconciler lists the jobs in progress (ListTrainingJobs CreationTimeAfter): the longest a job
+# can be InProgress by botocore's SageMaker model (StoppingCondition), with two days' margin. Pending at most
+# MaxPendingTimeInSeconds (its "max": 2,419,200 s, 28 days), then running at most 30 days in all ("The maximum
+# time that a TrainingJob can run in total, including any time spent publishing metrics or archiving and
+# uploading models after it has been stopped, is 30 days"; MaxRuntimeInSeconds at most 28 days). The model
+# bounds neither a Spot job's MaxWaitTimeInSeconds (no "max") nor a job queued on a training plan before the
+# plan starts (not counted in MaxPendingTimeInSeconds): such a job, in progress longer, is not listed; its
+# alarms are still never deleted while it runs (an unlisted job's alarms are deleted only once a re-read says
+# it has ended), and its events are handled as any job's. Without a bound the listing reads every job the
+# account ever ran: SageMaker keeps them, and it pages MaxResults jobs of any status before StatusEquals.
+IN_PROGRESS_HORIZON: Final = timedelta(days=60)
 
 
 class ReconcilerCode(StrEnum):
@@ -102,6 +113,18 @@ class JobSummary(BaseModel):
     def old_enough_to_reconcile(self, now: datetime) -> bool:
         """Whether the event path has had its chance with this job (a job of unknown age: yes)."""
         return self.creation_time is None or now - self.creation_time >= EVALUATION_GRACE
+
+
+class JobListing(BaseModel):
+    """The jobs one ``ListTrainingJobs`` listing found, and whether it read every page: a listing stops
+    between pages when its run's time is spent (``complete`` False; newest first, so what is missing is the
+    oldest jobs of its window)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    jobs: tuple[JobSummary, ...] = ()
+    complete: bool = True
+    pages: int = 0
 
 
 def job_of_alarm(alarm_name: str, prefix: str) -> str | None:

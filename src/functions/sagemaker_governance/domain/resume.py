@@ -71,7 +71,9 @@ from sagemaker_governance.domain.clone import (
     LineageError,
     RequestShape,
     ResumeReason,
+    TooManyTags,
     clone_name,
+    counted_tags,
     plan_clone,
     role_allowed,
 )
@@ -117,6 +119,8 @@ class ResumeCode(StrEnum):
     BUDGET_SPENT = "resume.skip.budget-spent"  # max_attempts reached for the lineage
     NO_CHECKPOINT = "resume.skip.no-checkpoint"
     NOT_CLONABLE = "resume.skip.not-clonable"  # the job's description cannot be turned into a request
+    # the job's tags leave its clone no room under SageMaker's 50 per resource (none of the owner's is dropped)
+    TOO_MANY_TAGS = "resume.skip.too-many-tags"
     ROLE_NOT_ALLOWED = "resume.skip.role-not-allowed"  # governance may not pass the job's role
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
@@ -172,6 +176,7 @@ class SpotCode(StrEnum):
     BUDGET_SPENT = "spot.skip.budget-spent"
     NO_CHECKPOINT = "spot.skip.no-checkpoint"
     NOT_CLONABLE = "spot.skip.not-clonable"
+    TOO_MANY_TAGS = "spot.skip.too-many-tags"
     ROLE_NOT_ALLOWED = "spot.skip.role-not-allowed"
     JOB_GONE = "spot.skip.job-gone"
 
@@ -311,6 +316,9 @@ def _plan(
             marks=marks,
             instance_type=instance_type,
         )
+    except TooManyTags as exc:
+        evidence["tags"] = counted_tags(tags)
+        return _none(rule, codes.TOO_MANY_TAGS, mode, f"not resumed: {exc}", evidence)
     except ClonePlanError as exc:
         return _none(rule, codes.NOT_CLONABLE, mode, f"not resumed: {exc}", evidence)
     evidence.update(plan.evidence())

@@ -11,6 +11,7 @@ in the meantime, or a job that has already ended, is never stopped by a stale ev
 from __future__ import annotations
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.domain.clone import has_room_for
 from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceResult, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
@@ -81,9 +82,14 @@ class ComplianceService:
         return list(result.decisions)
 
     def _mark_evaluated(self, job: TrainingJob) -> None:
-        """Best effort: a job that cannot be tagged (e.g. at SageMaker's 50-tag limit) is evaluated again
-        by the reconciler, which at worst repeats the same decision."""
+        """Best effort: a job that cannot be tagged is evaluated again by the reconciler, which at worst
+        repeats the same decision. A job that already holds SageMaker's 50 tags is not tried at all (the
+        refusal is certain); the reconciler evaluates it once per container, as it then finds it unmarked."""
         if self._marks is None or job.arn is None or EVALUATED_TAG in (job.tags or {}):
+            return
+        if job.tags is not None and not has_room_for(job.tags, EVALUATED_TAG):
+            # launched with SageMaker's 50 tags: AddTags would be refused, now and at every later try
+            logger.warning("job at the tag limit: not marked as evaluated", job=job.name, tag=EVALUATED_TAG)
             return
         try:
             self._marks.mark(job.arn, EVALUATED_TAG, self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"))

@@ -67,9 +67,10 @@ from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_unit
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
+    IN_PROGRESS_HORIZON,
     RECONCILER_RULE_ID,
     AlarmListing,
-    JobSummary,
+    JobListing,
     ReconcilerCode,
     RepairKind,
     WorkItem,
@@ -156,12 +157,15 @@ class ComplianceEvaluator(Protocol):
 
 
 class JobInventoryPort(Protocol):
-    def in_progress(self) -> list[JobSummary]: ...
+    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+        """The jobs in progress created after ``created_after``, newest first; ``more()`` is asked before each
+        further page (False: the listing stops there, not complete)."""
+        ...
 
 
 class FailedJobsPort(Protocol):
-    def failed_since(self, since: datetime) -> list[JobSummary]:
-        """The jobs that failed (last modified) at or after ``since``."""
+    def failed_since(self, since: datetime, more: Callable[[], bool]) -> JobListing:
+        """The jobs that failed (last modified) at or after ``since``; ``more()`` as for ``in_progress``."""
         ...
 
 
@@ -306,7 +310,20 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
-        in_progress = self._inventory.in_progress()
+        listing = self._inventory.in_progress(
+            self._clock() - IN_PROGRESS_HORIZON, lambda: remaining() >= self._safety
+        )
+        in_progress = list(listing.jobs)
+        if not listing.complete:
+            # Newest first: the jobs not listed are the oldest of the horizon. Nothing is done to them on a
+            # guess: one with alarms is re-read before they are deleted (kept while it runs); the next run
+            # lists again. The deferred resumes wait for a run with time.
+            report.stopped_early = True
+            logger.warning(
+                "jobs in progress not all listed: the run's time ran out",
+                pages=listing.pages,
+                listed=len(in_progress),
+            )
         observed: dict[str, set[str]] = {}
         self._listings = {}
         for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
@@ -335,10 +352,13 @@ class ReconcilerService:
         self._count(report, self._delete_orphans(ended, trigger, report))
         if not report.stopped_early:
             self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
-        listed = {job.name for job in in_progress}
-        self._evaluated &= listed
-        self._unwatched = {key for key in self._unwatched if key[0] in listed}
-        self._held = {key: at for key, at in self._held.items() if key[0] in listed and key[2:] == self._run_key}
+        if listing.complete:  # a partial listing says nothing of the jobs it did not reach
+            listed = {job.name for job in in_progress}
+            self._evaluated &= listed
+            self._unwatched = {key for key in self._unwatched if key[0] in listed}
+            self._held = {
+                key: at for key, at in self._held.items() if key[0] in listed and key[2:] == self._run_key
+            }
         summary = self._summarise(report)
         if defects:
             # The run did what it could; the invocation still fails, so the defect reaches the dead-letter queue
@@ -755,13 +775,16 @@ class ReconcilerService:
             return []
         now = self._clock()
         try:
-            failed = self._failed.failed_since(now - self._lookback(policy))
+            listing = self._failed.failed_since(now - self._lookback(policy), lambda: remaining() >= self._safety)
         except AdapterError as exc:
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
             return []
+        if not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
+            report.stopped_early = True
+            logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
         repairs: list[RepairKind] = []
-        for summary in failed:
+        for summary in listing.jobs:
             if remaining() < self._safety:
                 report.stopped_early = True
                 break

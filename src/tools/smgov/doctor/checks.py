@@ -589,13 +589,16 @@ def _rejected_parameters(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _jobs_in_progress(sagemaker: Any) -> list[str]:
-    """The names of the account's training jobs in progress (``ListTrainingJobs``, every page)."""
-    return [
-        s["TrainingJobName"]
-        for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
-        for s in page.get("TrainingJobSummaries", [])
-    ]
+def _jobs_in_progress(sagemaker: Any, now: datetime) -> list[str]:
+    """The names of the account's training jobs in progress (``ListTrainingJobs``, every page), created within
+    the reconciler's horizon: SageMaker pages jobs of every status before it filters by status, so a listing
+    by status alone reads every job the account ever ran (domain/reconcile.py, ``IN_PROGRESS_HORIZON``)."""
+    from sagemaker_governance.domain.reconcile import IN_PROGRESS_HORIZON
+
+    pages = sagemaker.get_paginator("list_training_jobs").paginate(
+        StatusEquals="InProgress", CreationTimeAfter=now - IN_PROGRESS_HORIZON, SortOrder="Descending"
+    )
+    return [s["TrainingJobName"] for page in pages for s in page.get("TrainingJobSummaries", [])]
 
 
 def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
@@ -617,7 +620,7 @@ def check_drift(d: Deployment, ctx: CheckContext) -> list[Finding]:
     grace = timedelta(minutes=2 * int(d.parameter("ReconcileIntervalMinutes", "10") or 10))
     sagemaker, cloudwatch = d.client("sagemaker"), d.client("cloudwatch")
     try:
-        names = _jobs_in_progress(sagemaker)
+        names = _jobs_in_progress(sagemaker, ctx.now)
         alarms = {
             a["AlarmName"]
             for page in cloudwatch.get_paginator("describe_alarms").paginate(
@@ -708,7 +711,7 @@ def check_disk_metric(d: Deployment, ctx: CheckContext) -> list[Finding]:
     sagemaker = d.client("sagemaker")
     window = int(DISK_WINDOW.total_seconds() // 60)
     try:
-        names = _jobs_in_progress(sagemaker)
+        names = _jobs_in_progress(sagemaker, ctx.now)
     except AWS_ERRORS as exc:
         return [Finding("disk", DISK, Status.UNKNOWN, f"could not list the jobs in progress: {error_text(exc)}")]
     jobs = SageMakerJobs(sagemaker)

@@ -29,6 +29,26 @@ Clock = Callable[[], datetime]
 
 TERMINAL = {"Completed", "Failed", "Stopped"}
 READ_ONLY_KEYS = {"TrainingJobName", "TrainingJobArn"}
+# At most 50 tags per resource, the ones already there and the ones a request adds counted together; a key
+# already there is overwritten, not added; "aws:" tags do not count ("Tagging AWS resources", Tag naming
+# limits and requirements: https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html). botocore's
+# SageMaker model caps one request's TagList at 50 ("max": 50) but botocore does not check a "max", and the
+# total on the resource is SageMaker's to check: CreateTrainingJob and AddTags alike.
+MAX_TAGS_PER_RESOURCE = 50
+# Some of SageMaker's built-in algorithm images: (registry account, repository) in us-east-1, from the SageMaker
+# Python SDK's image_uri_config (xgboost.json "training", kmeans.json, linear-learner.json, blazingtext.json,
+# forecasting-deepar.json). CreateTrainingJob refuses MetricDefinitions on them: "You can't override the metric
+# definitions for Amazon SageMaker algorithms. Please retry the request without specifying metric definitions."
+# (the message awslabs/mlspace handles). A partial list: the double's belief, enough for the service's tests.
+ALGORITHM_IMAGES = frozenset(
+    {
+        ("683313688378", "sagemaker-xgboost"),
+        ("382416733822", "kmeans"),
+        ("382416733822", "linear-learner"),
+        ("811284229777", "blazingtext"),
+        ("522234722520", "forecasting-deepar"),
+    }
+)
 
 
 class ReadLag(Protocol):
@@ -48,6 +68,17 @@ class SageMakerError(Exception):
     def __init__(self, code: str, message: str, status: int = 400) -> None:
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.status = code, message, status
+
+
+def _check_tag_count(tags: dict[str, Any]) -> None:
+    """SageMaker's refusal of a resource holding more than ``MAX_TAGS_PER_RESOURCE`` tags. The code is
+    SageMaker's generic ValidationException (its model lists no tag-limit error); the message is ours."""
+    counted = [key for key in tags if not key.lower().startswith("aws:")]
+    if len(counted) > MAX_TAGS_PER_RESOURCE:
+        raise SageMakerError(
+            "ValidationException",
+            f"The resource would have {len(counted)} tags; the maximum is {MAX_TAGS_PER_RESOURCE}.",
+        )
 
 
 class FakeSageMaker:
@@ -205,6 +236,7 @@ class FakeSageMaker:
         existing = {t["Key"]: t for t in self.tags.setdefault(params["ResourceArn"], [])}
         for tag in params.get("Tags", []):
             existing[tag["Key"]] = dict(tag)
+        _check_tag_count(existing)
         self.tags[params["ResourceArn"]] = list(existing.values())
         return {"Tags": params.get("Tags", [])}
 
@@ -213,6 +245,18 @@ class FakeSageMaker:
         if name in self.jobs:
             raise SageMakerError(
                 "ResourceInUse", f"Training job names must be unique within an AWS account and region: {name}"
+            )
+        _check_tag_count({t["Key"]: t for t in params.get("Tags", [])})
+        algorithm = params.get("AlgorithmSpecification") or {}
+        image = str(algorithm.get("TrainingImage") or "")
+        registry, _, path = image.partition("/")
+        if algorithm.get("MetricDefinitions") and (
+            (registry.split(".", 1)[0], path.split(":", 1)[0].split("@", 1)[0]) in ALGORITHM_IMAGES
+        ):
+            raise SageMakerError(
+                "ValidationException",
+                "You can't override the metric definitions for Amazon SageMaker algorithms. Please retry the "
+                "request without specifying metric definitions.",
             )
         resources = params.get("ResourceConfig") or {}
         types = [resources.get("InstanceType")] + [
@@ -252,17 +296,36 @@ class FakeSageMaker:
         return {"TrainingJobArn": arn}
 
     def _op_ListTrainingJobs(self, params: dict[str, Any]) -> dict[str, Any]:
+        """As botocore's SageMaker model documents ListTrainingJobs: "the MaxResults number of training jobs are
+        first retrieved ignoring the StatusEquals parameter and then they are filtered by the StatusEquals
+        parameter", so a page may hold fewer jobs than asked, or none, and still have a NextToken. Sorted by
+        SortBy (default CreationTime) in SortOrder (default Ascending: the model's defaults). The time filters
+        are taken as applied before paging (the reference names StatusEquals alone as applied after)."""
         wanted = params.get("StatusEquals")
-        after = params.get("LastModifiedTimeAfter")  # a datetime (boto3 serialises it; botocore's model)
+        bounds = {  # datetimes (boto3 serialises them; botocore's model)
+            "CreationTime": (params.get("CreationTimeAfter"), params.get("CreationTimeBefore")),
+            "LastModifiedTime": (params.get("LastModifiedTimeAfter"), params.get("LastModifiedTimeBefore")),
+        }
+
+        def within(job: dict[str, Any]) -> bool:
+            for field, (after, before) in bounds.items():
+                at = job.get(field, job["CreationTime"])
+                if (after is not None and at <= after) or (before is not None and at >= before):
+                    return False
+            return True
+
+        by = params.get("SortBy") or "CreationTime"
+        field = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}[by]
         names = sorted(
-            n
-            for n, j in self.jobs.items()
-            if (wanted is None or j["TrainingJobStatus"] == wanted)
-            and (after is None or j.get("LastModifiedTime") is None or j["LastModifiedTime"] > after)
+            (n for n, j in self.jobs.items() if within(j)),
+            key=lambda n: (self.jobs[n].get(field, n), n),
+            reverse=params.get("SortOrder") == "Descending",
         )
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or 100), self.list_page_size)
-        page = names[start : start + size]
+        page = [
+            n for n in names[start : start + size] if wanted is None or self.jobs[n]["TrainingJobStatus"] == wanted
+        ]
         summaries = [
             {
                 "TrainingJobName": n,
