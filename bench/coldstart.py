@@ -11,7 +11,8 @@ artifacts, against a bare function that imports boto3 and creates the same clien
   root (settings, boto3 clients, adapters, services); the baseline imports boto3 and creates the
   clients the function's adapters declare (``IAM_ACTIONS`` service prefixes).
 - **Like Lambda**: ``PYTHONDONTWRITEBYTECODE`` (the package is read-only there: nothing is cached between
-  cold starts but what the zip ships), ``-s``, no user site.
+  cold starts but what the zip ships), ``-s``, no user site; the literal environment variables of the
+  template's Globals, read from the template (``deployed_environment``).
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "
 # Clients a composition root builds beyond its adapters' IAM actions (none since the reconciler's notifier
 # stopped building a DynamoDB client: the delivery ledger is used by the event-driven handlers only).
 EXTRA_CLIENTS: dict[str, tuple[str, ...]] = {}
+# What Lambda and the template's references give a function; the literal variables of the template's Globals
+# come from the template itself (``deployed_environment``).
 CHILD_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
-    "POWERTOOLS_SERVICE_NAME": "sagemaker-governance",
     "POWERTOOLS_LOG_LEVEL": "INFO",
     "GOVERNANCE_MODE": "audit",
     "REQUIRED_TAGS": "team,cost-center",
@@ -178,12 +180,25 @@ def runtime_packages(python: str) -> Iterator[Path]:
         yield shim
 
 
-def _run(python: str, args: list[str], pythonpath: list[Path]) -> dict[str, Any]:
-    env = {
+def deployed_environment() -> dict[str, str]:
+    """The variables the template's Globals give every function as literals (the Powertools names,
+    ``PYDANTIC_DISABLE_PLUGINS``): the probe's children get them from the template, so the probe measures
+    what is deployed, and a variable that changes how a library starts is measured when the template sets it."""
+    variables = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    return {name: value for name, value in variables.items() if isinstance(value, str)}
+
+
+def child_environment(pythonpath: list[Path]) -> dict[str, str]:
+    """A probe child's whole environment (the handler's and the baseline's alike)."""
+    return {
         "PATH": os.environ["PATH"],
         **CHILD_ENV,
+        **deployed_environment(),
         "PYTHONPATH": os.pathsep.join(map(str, pythonpath)),
     }
+
+
+def _run(python: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
     start = time.monotonic_ns()
     completed = subprocess.run(
         [python, "-s", str(PROBE), *args], capture_output=True, text=True, env=env, check=False, cwd="/"
@@ -214,12 +229,13 @@ def measure(
         for function, handler_path in handlers.items():
             module = handler_path.rsplit(".", 1)[0]
             services = client_services(function)
-            path = [build / function, build / "DependenciesLayer" / "python", shim]
+            handler_env = child_environment([build / function, build / "DependenciesLayer" / "python", shim])
+            baseline_env = child_environment([shim])
             handler_runs, baseline_runs = [], []
-            _run(python, ["handler", module], path)  # page cache, not measured
+            _run(python, ["handler", module], handler_env)  # page cache, not measured
             for _ in range(runs):
-                handler_runs.append(_run(python, ["handler", module], path))
-                baseline_runs.append(_run(python, ["baseline", ",".join(services)], [shim]))
+                handler_runs.append(_run(python, ["handler", module], handler_env))
+                baseline_runs.append(_run(python, ["baseline", ",".join(services)], baseline_env))
             if {r["clients"] for r in handler_runs} != {len(services)}:
                 raise BenchError(
                     f"{function}: the handler created {handler_runs[0]['clients']} clients, the baseline "

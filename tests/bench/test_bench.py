@@ -54,3 +54,20 @@ def test_schema_check_rejects_a_warm_alarm_that_did_not_stop() -> None:
     del results["warm"]["event_types"]["alarm"]["aws_calls"]["sagemaker:StopTrainingJob"]
     with pytest.raises(ValueError, match="did not read the judge's evidence"):
         schema.check(results)
+
+
+def test_the_cold_start_probe_runs_with_the_environment_the_template_deploys() -> None:
+    # Given the literal variables the template's Globals give every function (what changes how the libraries
+    # start, e.g. PYDANTIC_DISABLE_PLUGINS, and the Powertools names)
+    from bench import coldstart
+
+    deployed = {
+        name: value
+        for name, value in load_template()["Globals"]["Function"]["Environment"]["Variables"].items()
+        if isinstance(value, str)
+    }
+    # When the probe's child environment is made
+    env = coldstart.child_environment([REPO_ROOT])
+    # Then each is there with the template's value: the probe measures what is deployed, nothing else
+    assert {name: env.get(name) for name in deployed} == deployed
+    assert env["PYTHONPATH"] == str(REPO_ROOT)

@@ -1,13 +1,21 @@
-"""A handler module pauses the garbage collector only while it imports (cold start, BENCHMARKS.md): in a fresh
-interpreter, after the import, the collector runs again and what the imports created is frozen."""
+"""A handler module pauses the garbage collector only while it imports, and the container's root while it builds
+the function's service on the first invocation (cold start, BENCHMARKS.md): in a fresh interpreter, after each,
+the collector runs again and what they created is frozen."""
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import subprocess
 import sys
 
+import boto3
 import pytest
+
+from sagemaker_governance.composition.job_events import job_events_service
+from sagemaker_governance.composition.root import Root
+from sagemaker_governance.settings import Settings
 
 PROBE = """
 import gc, importlib, json, sys
@@ -42,6 +50,54 @@ def test_the_collector_runs_again_after_a_handler_module_is_imported(module: str
 
 def test_a_process_that_paused_the_collector_itself_keeps_it_paused() -> None:
     assert imported(HANDLERS[0], "paused")["enabled"] is False
+
+
+BUILD = """
+import gc, importlib, json, sys
+handler = importlib.import_module(sys.argv[1])
+from sagemaker_governance.composition.root import current
+root = current()  # the container's own root, from the environment, as in Lambda
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+frozen = gc.get_freeze_count()
+handler.service(root)  # what the first invocation builds: the boto3 clients, adapters, the service
+print(json.dumps({"collections": collections, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count() - frozen}))
+"""
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_the_containers_root_builds_its_function_service_with_the_collector_paused(module: str) -> None:
+    # Given a fresh interpreter with a function's environment, its handler module imported
+    env = {
+        **os.environ,
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "IDEMPOTENCY_TABLE_NAME": "ledger",
+    }
+    # When the first invocation builds the function's service in the container's root
+    completed = subprocess.run(
+        [sys.executable, "-c", BUILD, module], capture_output=True, text=True, check=False, timeout=120, env=env
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    answer = json.loads(completed.stdout.strip().splitlines()[-1])
+    # Then no collection ran meanwhile (the clients' service models: many objects, no garbage), the
+    # collector runs again, and what was built is frozen
+    assert answer["collections"] == []
+    assert answer["enabled"] is True
+    assert answer["frozen"] > 10_000
+
+
+def test_a_root_given_to_the_handlers_builds_with_the_collector_as_it_is() -> None:
+    # Given a root the simulator, a test or a tool builds (not the container's: it is not kept for a process)
+    root = Root(Settings(), boto3.session.Session(region_name="us-east-1"))
+    frozen = gc.get_freeze_count()
+    # When it builds a function's service
+    job_events_service(root)
+    # Then nothing was frozen (a process building many such roots would keep their garbage for good); frozen
+    # objects freed meanwhile lower the count
+    assert gc.get_freeze_count() <= frozen
 
 
 # What each function does not run, so its cold start does not import it (BENCHMARKS.md, cold start): the

@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.business_metrics import BusinessMetric
+from sagemaker_governance.composition import job_events as job_events_builder
+from sagemaker_governance.composition import reconciler as reconciler_builder
 from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_REASON,
@@ -101,6 +104,31 @@ def tags_of(account: LocalAccount, name: str) -> dict[str, str]:
 
 
 # ---- auto-resume ----------------------------------------------------------------------------------
+
+
+def test_the_request_shape_a_clone_needs_is_read_at_the_first_clone_not_at_cold_start(
+    account: LocalAccount, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the functions' reads of CreateTrainingJob's request shape from botocore's model, recorded
+    read: list[str] = []
+
+    def recorded(model: Any) -> Any:
+        read.append(model.service_name)
+        return create_training_job_shape(model)
+
+    monkeypatch.setattr(job_events_builder, "create_training_job_shape", recorded)
+    monkeypatch.setattr(reconciler_builder, "create_training_job_shape", recorded)
+    # When a job starts and the reconciler runs: nothing to clone (each function's first invocation)
+    launch(account, "llm-sft-9")
+    account.invoke(handler, account.sagemaker.event("llm-sft-9"))
+    account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    # Then neither function read it (a cold start pays for walking the model only when it clones)
+    assert read == []
+    # When the job fails transiently after 26 hours
+    account.invoke(handler, fail_after(account, clock, "llm-sft-9", hours=26))
+    # Then auto-resume planned its clone on the shape read then
+    assert set(read) == {"sagemaker"}
+    assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["llm-sft-9-r1"]
 
 
 def test_a_long_job_that_failed_transiently_is_resumed_once_despite_duplicate_events(

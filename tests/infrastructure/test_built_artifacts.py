@@ -75,6 +75,23 @@ def test_layer_ships_the_botocore_the_tests_use(arm64_build: Path) -> None:
     assert botocore.__version__ == lock["botocore"]
 
 
+def test_layer_ships_no_pydantic_plugin(arm64_build: Path) -> None:
+    # The template turns pydantic's plugin scan off (PYDANTIC_DISABLE_PLUGINS, a cold-start cost): that
+    # changes nothing only while no distribution of the layer declares a plugin (entry point group "pydantic").
+    import configparser
+
+    distributions = list((arm64_build / "DependenciesLayer" / "python").glob("*.dist-info"))
+    assert any(d.name.startswith("pydantic-") for d in distributions), "is this the layer?"
+    plugins = set()
+    for distribution in distributions:
+        entry_points = distribution / "entry_points.txt"
+        if entry_points.is_file():
+            groups = configparser.ConfigParser(delimiters=("=",))
+            groups.read_string(entry_points.read_text())
+            plugins |= {distribution.name} if groups.has_section("pydantic") else set()
+    assert plugins == set()
+
+
 def runtime_shim(tmp_path: Path) -> Path:
     """boto3 and its pure-Python dependencies, as the Lambda runtime provides them."""
     shim = tmp_path / "runtime"

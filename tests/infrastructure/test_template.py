@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -506,3 +509,36 @@ def test_each_queue_fed_function_may_change_visibility_on_its_own_queue_only(tem
             if "sqs:ChangeMessageVisibility" in as_list(st["Action"])
         ]
         assert resources_granted == ([own[name]] if name in own else []), name
+
+
+PLUGIN_SCAN = """
+import importlib.metadata
+
+def listed():  # what pydantic's plugin loader reads: every distribution on sys.path, its entry points
+    raise SystemExit("the distributions were scanned for pydantic plugins")
+
+importlib.metadata.distributions = listed
+from pydantic import BaseModel
+
+class Built(BaseModel):  # the first validator built: where pydantic looks for plugins
+    name: str
+
+print(Built(name="x").name)
+"""
+
+
+def test_the_functions_skip_pydantic_s_plugin_scan(template: dict[str, Any]) -> None:
+    # Given the environment the template gives every function (no function's own variables override it)
+    deployed = template["Globals"]["Function"]["Environment"]["Variables"]
+    for function in functions(template).values():
+        assert "PYDANTIC_DISABLE_PLUGINS" not in function["Properties"].get("Environment", {}).get("Variables", {})
+    inherited = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env = {**inherited, **{k: v for k, v in deployed.items() if isinstance(v, str)}}
+    # When a fresh interpreter builds its first pydantic validator
+    completed = subprocess.run(
+        [sys.executable, "-c", PLUGIN_SCAN], env=env, capture_output=True, text=True, check=False, timeout=60
+    )
+    # Then it listed no distribution: the functions use no pydantic plugin (the layer ships none:
+    # tests/infrastructure/test_built_artifacts.py), and a cold start would pay for the scan
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == "x"

@@ -75,7 +75,7 @@ class World:
         parts = (self.jobs, self.launcher, self.notifier, FixedPolicy(policy or Policy()), self.audit)
         common: dict[str, Any] = {
             "clock": lambda: NOW,
-            "shape": shape(),
+            "shape": shape,
             "role_patterns": ("*SageMaker*",),
             "metrics": MemoryBusinessMetrics(),
         }

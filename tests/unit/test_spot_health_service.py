@@ -61,7 +61,7 @@ def reaction(
         FixedPolicy(Policy.model_validate({"mode": "enforce", **policy})),
         audit,
         clock=lambda: now,
-        shape=shape(),
+        shape=shape,
         role_patterns=("*SageMaker*",),
         metrics=MemoryBusinessMetrics(),
         spot_health=health,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
@@ -66,7 +67,7 @@ def diagnose_job(
         FixedPolicy(policy),
         MemoryAuditSink(),
         clock=lambda: now,
-        shape=create_training_job_shape(sagemaker.meta.service_model),
+        shape=partial(create_training_job_shape, sagemaker.meta.service_model),
         role_patterns=role_patterns,
         metrics=MemoryBusinessMetrics(),
         logs=TrainingLogTails(logs),

@@ -100,7 +100,7 @@ def explain_event(
     service = job_events.assemble(
         ports,
         launcher=RecordingLauncher(),
-        shape=create_training_job_shape(),
+        shape=create_training_job_shape,
         role_patterns=clone_role_patterns,
         logs=OfflineLogs(logs) if logs is not None else NoLogs(),
         checkpoints=OfflineCheckpoints(checkpoints) if checkpoints is not None else None,

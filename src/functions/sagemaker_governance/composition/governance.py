@@ -8,6 +8,7 @@ services on offline ports (answers from files, records instead of acting).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -121,14 +122,15 @@ def clone_reactions(
     ports: Ports,
     *,
     launcher: LauncherPort,
-    shape: RequestShape,
+    shape: Callable[[], RequestShape],
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
     spot_health: SpotHealthPort | None = None,
 ) -> tuple[AutoResumeReaction, SpotFallbackReaction]:
     """Auto-resume and Spot fallback on ``ports`` (the job-events function; the reconciler re-checks
-    deferred resumes with the same auto-resume)."""
+    deferred resumes with the same auto-resume). ``shape`` gives CreateTrainingJob's request shape when a
+    clone is planned."""
     common: dict[str, Any] = {
         "clock": ports.clock,
         "shape": shape,

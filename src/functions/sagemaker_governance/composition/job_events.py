@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
@@ -58,7 +60,7 @@ def assemble(
     ports: Ports,
     *,
     launcher: LauncherPort,
-    shape: RequestShape,
+    shape: Callable[[], RequestShape],
     role_patterns: tuple[str, ...],
     logs: FailureLogsPort | None = None,
     checkpoints: CheckpointsPort | None = None,
@@ -66,9 +68,10 @@ def assemble(
     metric_data: MetricReadPort | None = None,
 ) -> JobEventsService:
     """The reactions to a training job's state change, in order, on ``ports``; auto-resume and Spot
-    fallback launch clones through ``launcher`` (CreateTrainingJob requests of ``shape``, roles matching
-    ``role_patterns``); auto-resume reads failed jobs' ``logs`` and ``checkpoints`` (None: not read); the
-    efficiency record of an ended job reads ``metric_data`` (None: no record)."""
+    fallback launch clones through ``launcher`` (CreateTrainingJob requests of the shape ``shape`` gives
+    when a clone is planned, roles matching ``role_patterns``); auto-resume reads failed jobs' ``logs`` and
+    ``checkpoints`` (None: not read); the efficiency record of an ended job reads ``metric_data`` (None: no
+    record)."""
     clones = clone_reactions(
         ports,
         launcher=launcher,
@@ -105,7 +108,8 @@ def build(root: Root) -> JobEventsService:
     return assemble(
         Ports.of(root),
         launcher=SageMakerLauncher(sagemaker),
-        shape=create_training_job_shape(sagemaker.meta.service_model),
+        # read from botocore's model at the first clone planned: walking it costs a cold start milliseconds
+        shape=partial(create_training_job_shape, sagemaker.meta.service_model),
         role_patterns=(root.settings.clone_role_pattern,),
         **evidence_readers(root),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
 from sagemaker_governance.adapters.checkpoints import CheckpointStore
 from sagemaker_governance.adapters.cloudwatch import (
@@ -55,7 +57,7 @@ def build(root: Root) -> ReconcilerService:
     resume, _ = clone_reactions(  # evidence clients are built at the first due resume, not at cold start
         ports,
         launcher=SageMakerLauncher(sagemaker),
-        shape=create_training_job_shape(sagemaker.meta.service_model),
+        shape=partial(create_training_job_shape, sagemaker.meta.service_model),  # read at the first due resume
         role_patterns=(root.settings.clone_role_pattern,),
         logs=TrainingLogTails(LazyClient(root, "logs"), metrics=root.metrics),
         checkpoints=CheckpointStore(LazyClient(root, "s3"), pattern, root.metrics) if pattern else None,

@@ -8,9 +8,9 @@ invocation, and cached in the root too (``root.service(builder)``): a function i
 
 **The one seam.** Lambda imports a handler by the template's ``Handler`` path; the handler asks
 ``current()`` for the root. In Lambda nothing is provided, so ``current()`` builds the root from the
-environment on the first invocation and keeps it for the life of the container. The simulator, tests
-and `smgov` tools build their own root (their clock, session, sinks) and run the handlers inside
-``provide(root)``.
+environment on the first invocation and keeps it for the life of the container (what it builds is kept
+out of the collector's way: ``_built_for_good``). The simulator, tests and `smgov` tools build their own
+root (their clock, session, sinks) and run the handlers inside ``provide(root)``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ class Root:
         audit: AuditSink | None = None,
         metrics: BusinessMetricsPort | None = None,
         guards: tuple[Guard[Any], ...] = GUARDS,
+        container: bool = False,
     ) -> None:
         self.settings = settings
         self.session = session
@@ -104,11 +105,13 @@ class Root:
         self._services: dict[Callable[[Root], Any], Any] = {}
         self.metrics: BusinessMetricsPort = metrics or EmfBusinessMetrics()
         self.guards = guards  # the registered alarm guards (domain/guards/registry.py); tests add their own
+        # the Lambda container's own root (``from_environment``): what it builds lives as long as the process
+        self._container = container
 
     @classmethod
     def from_environment(cls) -> Root:
         """What a Lambda container builds: settings from its environment, a new boto3 session, UTC now."""
-        return cls(Settings.from_env(), boto3.session.Session())
+        return cls(Settings.from_env(), boto3.session.Session(), container=True)
 
     # ---- shared pieces -------------------------------------------------------------------------
 
@@ -227,9 +230,14 @@ class Root:
     # ---- the functions' services ----------------------------------------------------------------
 
     def service(self, build: Callable[[Root], T]) -> T:
-        """``build(self)``, once: a function's service lives as long as its container."""
+        """``build(self)``, once: a function's service lives as long as its container (the container's
+        root builds it with the collector paused: ``_built_for_good``)."""
         if build not in self._services:
-            self._services[build] = build(self)
+            if self._container:
+                with _built_for_good():
+                    self._services[build] = build(self)
+            else:
+                self._services[build] = build(self)
         return self._services[build]  # type: ignore[no-any-return]
 
     def forget(self, build: Callable[[Root], Any]) -> None:
@@ -250,6 +258,24 @@ class Root:
             now=self.now(),
             hold_seconds=remaining() / 1000 if callable(remaining) else DEFAULT_HOLD_SECONDS,
         )
+
+
+@contextmanager
+def _built_for_good() -> Iterator[None]:
+    """Cold start: the first invocation's build of a function's service (its boto3 clients parse their
+    service models: tens of thousands of objects, no garbage) starts about twenty collections that walk
+    them and find nothing. The collector is paused while it builds; once built, what exists is frozen
+    (kept out of later collections: it lives as long as the container) and the collector resumes as it
+    was (a process that had paused it keeps it paused). A build that raises freezes nothing. Measured in
+    BENCHMARKS.md (cold start)."""
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        if running:
+            gc.enable()
 
 
 _provided: Root | None = None
@@ -289,7 +315,6 @@ def freeze_imports() -> None:
     """Called at the end of each function's builder module, once everything it runs is imported.
 
     Cold start: what is imported by then (modules, classes, pydantic schemas) lives as long as the
-    container. Moving it to the collector's permanent generation spares the later collections (building
-    the boto3 clients on the first invocation triggers several) from walking it again; measured in
-    BENCHMARKS.md (cold start)."""
+    container. Moving it to the collector's permanent generation spares the later collections from
+    walking it again; measured in BENCHMARKS.md (cold start)."""
     gc.freeze()

@@ -134,7 +134,7 @@ class _CloneReaction:
         audit: AuditSink,
         *,
         clock: Clock,
-        shape: RequestShape,
+        shape: Callable[[], RequestShape],
         role_patterns: tuple[str, ...],
         metrics: BusinessMetricsPort,
         logs: FailureLogsPort | None = None,
@@ -156,7 +156,7 @@ class _CloneReaction:
         self._policies = policies
         self._audit = audit
         self._clock = clock
-        self._shape = shape
+        self._shape = shape  # CreateTrainingJob's request shape, read when a clone is planned (not at cold start)
         self._role_patterns = role_patterns
         self._metrics = metrics
 
@@ -198,7 +198,7 @@ class _CloneReaction:
                 f"{job.status}/{job.secondary_status}"
             )
         effective = policy.for_job(fresh)
-        ctx = CloneContext(now=self._clock(), shape=self._shape, role_patterns=self._role_patterns)
+        ctx = CloneContext(now=self._clock(), shape=self._shape(), role_patterns=self._role_patterns)
         result = self._decide(fresh, description, tags, effective, ctx, job)
         return list(self._execute(result, fresh, policy, effective, trigger))
 
