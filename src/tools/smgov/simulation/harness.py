@@ -139,9 +139,10 @@ def local_account(
 
     from sagemaker_governance.composition.root import provide
     from smgov.simulation.botocore_models import share_models
+    from smgov.simulation.moto_shortcuts import moto_shortcuts
 
     share_models()
-    with patched_env(DUMMY_CREDENTIALS), mock_aws():
+    with patched_env(DUMMY_CREDENTIALS), mock_aws(), moto_shortcuts():
         import boto3
 
         sns = boto3.client("sns", region_name=REGION)

@@ -105,6 +105,7 @@ class SimulatedAccount:
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
         from smgov.simulation.engine.moto_logs import honoring_prefix
+        from smgov.simulation.moto_shortcuts import moto_shortcuts
 
         share_models()
         saved_session = boto3.DEFAULT_SESSION
@@ -116,6 +117,7 @@ class SimulatedAccount:
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
             mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
+            moto_shortcuts(),  # after every patch of a response class
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
