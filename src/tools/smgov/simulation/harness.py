@@ -139,10 +139,11 @@ def local_account(
 
     from sagemaker_governance.composition.root import provide
     from smgov.simulation.botocore_models import share_models
+    from smgov.simulation.botocore_shortcuts import user_agents_once
     from smgov.simulation.moto_shortcuts import moto_shortcuts
 
     share_models()
-    with patched_env(DUMMY_CREDENTIALS), mock_aws(), moto_shortcuts():
+    with patched_env(DUMMY_CREDENTIALS), mock_aws(), moto_shortcuts(), user_agents_once():
         import boto3
 
         sns = boto3.client("sns", region_name=REGION)

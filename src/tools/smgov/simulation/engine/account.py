@@ -104,6 +104,7 @@ class SimulatedAccount:
 
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
+        from smgov.simulation.botocore_shortcuts import user_agents_once
         from smgov.simulation.engine.moto_logs import honoring_prefix
         from smgov.simulation.moto_shortcuts import moto_shortcuts
 
@@ -118,6 +119,7 @@ class SimulatedAccount:
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
             mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
             moto_shortcuts(),  # after every patch of a response class
+            user_agents_once(),
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
