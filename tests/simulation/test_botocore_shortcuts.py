@@ -12,7 +12,8 @@ from botocore.config import Config
 from botocore.useragent import UserAgentString
 from moto import mock_aws
 
-from smgov.simulation.botocore_shortcuts import user_agents_once
+from smgov.simulation.botocore_shortcuts import unsigned, user_agents_once
+from smgov.simulation.harness import ACCOUNT
 
 
 def _sent_user_agents(client: Any, calls: Callable[[], None]) -> list[str]:
@@ -59,3 +60,20 @@ def test_the_user_agent_is_built_once_per_distinct_input_and_is_botocores_own() 
     assert first == again == plain and len(plain) == 3
     assert plain[0] == plain[1] != plain[2]
     assert builds.call_count == built
+
+
+def test_an_unsigned_sessions_requests_carry_no_signature_and_land_in_the_same_account() -> None:
+    with mock_aws():
+        # Given a session whose requests are not signed, and a signed one
+        session = boto3.session.Session(region_name="us-east-1")
+        unsigned(session.events)
+        bare, signed = session.client("sqs"), boto3.client("sqs", region_name="us-east-1")
+        headers: list[Any] = []
+        bare.meta.events.register("before-send", lambda request, **_: headers.append(request.headers))
+        # When each makes a queue
+        url = bare.create_queue(QueueName="q")["QueueUrl"]
+        # Then the unsigned request has no signature, and moto put its queue in the signed client's account
+        assert "Authorization" not in headers[0]
+        assert signed.get_queue_url(QueueName="q")["QueueUrl"] == url
+        attributes = signed.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+        assert attributes["QueueArn"] == f"arn:aws:sqs:us-east-1:{ACCOUNT}:q"

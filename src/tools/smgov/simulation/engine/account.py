@@ -104,7 +104,7 @@ class SimulatedAccount:
 
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
-        from smgov.simulation.botocore_shortcuts import user_agents_once
+        from smgov.simulation.botocore_shortcuts import unsigned, user_agents_once
         from smgov.simulation.engine.moto_logs import honoring_prefix
         from smgov.simulation.moto_shortcuts import moto_shortcuts
 
@@ -148,6 +148,7 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
+                unsigned(session.events)  # moto checks no signature
                 if self.in_flight is not None:
                     self.in_flight.install(session.events)
                 model_rules.install(session.events)  # what AWS checks of a request and botocore does not
