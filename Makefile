@@ -103,11 +103,13 @@ bench: build
 # than making the same one again; `make unit` alone (or plain pytest) builds its own.
 #
 # The checks and the build before the tests are one process each: they run side by side, one per core
-# (their output kept per check), and then pytest takes every core.
+# (their output kept per check), and then pytest takes every core. They start in the order named, the
+# longest first (the build, then mypy, which has no cache in a fresh clone), so that the short ones fill
+# the other core meanwhile instead of the build starting last and running alone.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target lint typecheck validate checkov build
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target build typecheck validate checkov lint
 	$(MAKE) --no-print-directory unit SMGOV_ARM64_BUILD=$(CURDIR)/.aws-sam/build
 
 # Across an organization (README "Across an organization"): a service-managed StackSet deploys the
