@@ -21,7 +21,6 @@ would. It sits in front of whatever answers the request over the endpoint (moto 
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections import Counter
@@ -31,6 +30,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from smgov.simulation.copies import plain_copy
 from smgov.simulation.faults import ANSWERED_URL
 from smgov.simulation.messages import (
     alarm_notification,
@@ -80,13 +80,13 @@ class FakeCloudWatch:
         return client
 
     def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        self._pending[id(model)] = copy.deepcopy(params)
+        self._pending[id(model)] = plain_copy(params)
 
     def _answer(self, model: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         name = model.name
         params = self._pending.pop(id(model), {})
         self.calls[name] += 1
-        self.requests.append((name, copy.deepcopy(params)))
+        self.requests.append((name, plain_copy(params)))
         handler = getattr(self, f"_op_{name}", None)
         try:
             if handler is None:
@@ -183,7 +183,7 @@ class FakeCloudWatch:
             "StateUpdatedTimestamp": now,
             "StateTransitionedTimestamp": now,
         }
-        config = {k: copy.deepcopy(v) for k, v in params.items() if k != "Tags"}
+        config = {k: plain_copy(v) for k, v in params.items() if k != "Tags"}
         self.alarms[name] = {
             **config,
             "Kind": kind,
@@ -268,7 +268,7 @@ class FakeCloudWatch:
         name = params["ResourceARN"].split(":alarm:", 1)[-1]
         if not params["ResourceARN"].startswith(self.arn("")) or name not in self.alarms:
             raise CloudWatchError("ResourceNotFoundException", "The named resource does not exist.", 404)
-        return {"Tags": copy.deepcopy(self.tags.get(name, []))}
+        return {"Tags": plain_copy(self.tags.get(name, []))}
 
     def _op_SetAlarmState(self, params: dict[str, Any]) -> dict[str, Any]:
         self._change_state(self._alarm(params["AlarmName"]), params["StateValue"], params["StateReason"])
@@ -306,7 +306,7 @@ class FakeCloudWatch:
         page = chosen[start : start + size]
 
         def public(alarm: dict[str, Any]) -> dict[str, Any]:
-            return {k: copy.deepcopy(v) for k, v in alarm.items() if k != "Kind"}
+            return {k: plain_copy(v) for k, v in alarm.items() if k != "Kind"}
 
         out: dict[str, Any] = {
             "MetricAlarms": [public(a) for a in page if a["Kind"] == "metric"],

@@ -13,7 +13,6 @@ may answer a job as it stood before its last transition for a moment after it (e
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from sagemaker_governance.domain.instances import has_local_storage
+from smgov.simulation.copies import plain_copy
 from smgov.simulation.messages import training_job_state_change
 
 Clock = Callable[[], datetime]
@@ -107,7 +107,7 @@ class FakeSageMaker:
         return client
 
     def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        self._pending_params[id(model)] = copy.deepcopy(params)
+        self._pending_params[id(model)] = plain_copy(params)
 
     def _answer(self, model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         name = model.name
@@ -136,7 +136,7 @@ class FakeSageMaker:
 
     def launch(self, request: dict[str, Any], *, secondary: str = "Starting") -> dict[str, Any]:
         """Register a job as ``CreateTrainingJob`` would, already ``InProgress``."""
-        self._op_CreateTrainingJob(copy.deepcopy(request), record=False)
+        self._op_CreateTrainingJob(plain_copy(request), record=False)
         if secondary != "Starting":
             self.transition(request["TrainingJobName"], "InProgress", secondary)
         return self.jobs[request["TrainingJobName"]]
@@ -200,8 +200,8 @@ class FakeSageMaker:
         job = self._job(name)
         stale = self._stale.get(name)
         if stale is not None and self.clock() < stale[0]:
-            return copy.deepcopy(stale[1])
-        return copy.deepcopy(job)
+            return plain_copy(stale[1])
+        return plain_copy(job)
 
     def _op_DescribeTrainingJob(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params["TrainingJobName"]
@@ -227,7 +227,7 @@ class FakeSageMaker:
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or self.tag_page_size), self.tag_page_size)
         page = tags[start : start + size]
-        out: dict[str, Any] = {"Tags": copy.deepcopy(page)}
+        out: dict[str, Any] = {"Tags": plain_copy(page)}
         if start + size < len(tags):
             out["NextToken"] = str(start + size)
         return out
@@ -271,7 +271,7 @@ class FakeSageMaker:
             )
         now = self.clock()
         arn = self.arn(name)
-        job = {k: v for k, v in copy.deepcopy(params).items() if k != "Tags"}
+        job = {k: v for k, v in plain_copy(params).items() if k != "Tags"}
         job.update(
             {
                 "TrainingJobArn": arn,
@@ -292,7 +292,7 @@ class FakeSageMaker:
         self.jobs[name] = job
         self.tags[arn] = [dict(t) for t in params.get("Tags", [])]
         if record:
-            self.created.append(copy.deepcopy(params))
+            self.created.append(plain_copy(params))
         return {"TrainingJobArn": arn}
 
     def _op_ListTrainingJobs(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from smgov.simulation import model_rules
+from smgov.simulation.botocore_shortcuts import unsigned
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 
@@ -85,6 +86,7 @@ class LocalAccount:
         extra: dict[str, Any] = {} if guards is None else {"guards": guards}  # default: the registered ones
         session = boto3.session.Session()
         model_rules.install(session.events)  # what AWS checks of a request and botocore does not
+        unsigned(session.events)  # moto checks no signature
         self.root = Root(Settings.from_env(), session, clock, audit=self.audit, metrics=self.metrics, **extra)
         self.sagemaker = FakeSageMaker(clock, region=REGION, account=ACCOUNT)
         self.sagemaker.attach(self.root.client("sagemaker"))
@@ -139,9 +141,11 @@ def local_account(
 
     from sagemaker_governance.composition.root import provide
     from smgov.simulation.botocore_models import share_models
+    from smgov.simulation.botocore_shortcuts import user_agents_once
+    from smgov.simulation.moto_shortcuts import moto_shortcuts
 
     share_models()
-    with patched_env(DUMMY_CREDENTIALS), mock_aws():
+    with patched_env(DUMMY_CREDENTIALS), mock_aws(), moto_shortcuts(), user_agents_once():
         import boto3
 
         sns = boto3.client("sns", region_name=REGION)

@@ -71,7 +71,7 @@ class SimulatedAccount:
         self.cloudwatch_tps = cloudwatch_tps
         self.simulated_cloudwatch = cloudwatch
         self.logs = logs
-        self.logs_client: Any = None
+        self.logs_writer: Any = None
         self.checkpoint_objects = checkpoint_objects
         self.deployment: Deployment | None = None
         self.cloudwatch: Any = None  # the simulator's own CloudWatch client (its calls are not counted)
@@ -104,7 +104,9 @@ class SimulatedAccount:
 
         from sagemaker_governance.composition.root import provide
         from sagemaker_governance.observability import logger
-        from smgov.simulation.engine.moto_logs import honoring_prefix
+        from smgov.simulation.botocore_shortcuts import unsigned, user_agents_once
+        from smgov.simulation.engine.moto_logs import DirectLogs, honoring_prefix
+        from smgov.simulation.moto_shortcuts import moto_shortcuts
 
         share_models()
         saved_session = boto3.DEFAULT_SESSION
@@ -116,12 +118,14 @@ class SimulatedAccount:
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
             mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
+            moto_shortcuts(),  # after every patch of a response class
+            user_agents_once(),
         ):
             own = boto3.session.Session(region_name=REGION)  # the simulator's own calls are not counted
             ssm = own.client("ssm")
             self.cloudwatch = self.simulated_cloudwatch.direct
-            self.logs_client = own.client("logs")
-            self.logs_client.create_log_group(logGroupName=LOG_GROUP)
+            own.client("logs").create_log_group(logGroupName=LOG_GROUP)
+            self.logs_writer = DirectLogs(self.account, REGION)  # the jobs' lines: into moto's backend
             if self.central is not None:
                 self._open_central(own)
             self.deployment = deploy(
@@ -144,6 +148,7 @@ class SimulatedAccount:
                 session = boto3.DEFAULT_SESSION
                 assert session is not None
                 self.calls.install(session.events)
+                unsigned(session.events)  # moto checks no signature
                 if self.in_flight is not None:
                     self.in_flight.install(session.events)
                 model_rules.install(session.events)  # what AWS checks of a request and botocore does not
@@ -254,7 +259,7 @@ class SimulatedAccount:
     def _flush_logs(self, params: Mapping[str, Any], **_: Any) -> None:
         named = params.get("logStreamNames") or ([params["logStreamName"]] if "logStreamName" in params else [])
         self.logs.flush(
-            self.logs_client, self.clock.now, names=frozenset(named), prefix=params.get("logStreamNamePrefix")
+            self.logs_writer, self.clock.now, names=frozenset(named), prefix=params.get("logStreamNamePrefix")
         )
 
     def _put_policy(self, ssm: Any, environment: Mapping[str, str]) -> None:

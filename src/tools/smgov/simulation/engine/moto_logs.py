@@ -1,4 +1,5 @@
-"""``FilterLogEvents`` with ``logStreamNamePrefix`` in the simulated account, as CloudWatch Logs answers it.
+"""moto's CloudWatch Logs in the simulated account: ``FilterLogEvents`` with ``logStreamNamePrefix`` as
+CloudWatch Logs answers it, and the simulator's own writes of the training jobs' lines (``DirectLogs``).
 
 moto's ``FilterLogEvents`` ignores ``logStreamNamePrefix`` and searches every stream of the group, so a
 reader that asks for one training job's streams (``<job>/``) is given any job's lines: in a simulated
@@ -7,6 +8,12 @@ active"). The CloudWatch Logs API reference: ``logStreamNamePrefix`` "Filters th
 only events from log streams that have names starting with this prefix"; it cannot be given together
 with ``logStreamNames``. Installed by ``SimulatedAccount.open``: the prefix becomes the list of the
 group's streams whose names start with it (none: no events), then moto answers as before.
+
+The simulator writes the jobs' lines (``logs.py``) into moto's Logs backend directly (``DirectLogs``): the
+same backend calls moto's ``LogsResponse`` makes for ``CreateLogStream`` and ``PutLogEvents`` (the checks
+of chronological order and of the accepted time range are the backend's), without botocore serializing
+each request and moto parsing it back (a fleet run writes a few thousand). The service's own Logs calls
+still go through botocore and moto's wire.
 """
 
 from __future__ import annotations
@@ -14,6 +21,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+
+class DirectLogs:
+    """The two Logs calls ``LogStreams.flush`` makes, answered by moto's backend of one account and region."""
+
+    def __init__(self, account: str, region: str) -> None:
+        from moto.logs.models import logs_backends
+
+        self._backend = logs_backends[account][region]
+
+    def create_log_stream(self, *, logGroupName: str, logStreamName: str) -> None:
+        self._backend.create_log_stream(logGroupName, logStreamName)
+
+    def put_log_events(self, *, logGroupName: str, logStreamName: str, logEvents: list[dict[str, Any]]) -> Any:
+        """What ``PutLogEvents`` answers: the events moto refused as too old or too new, if any."""
+        _, rejected = self._backend.put_log_events(logGroupName, logStreamName, logEvents)
+        return {"rejectedLogEventsInfo": rejected} if rejected else {}
 
 
 def honoring_prefix(original: Callable[[Any], str]) -> Callable[[Any], str]:
