@@ -271,6 +271,17 @@ def test_every_function_logs_to_its_own_group_with_retention(template: dict[str,
         assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
 
 
+def test_lambda_filters_no_log_level_of_its_own(template: dict[str, Any]) -> None:
+    # LogLevel reaches the functions' logger only (POWERTOOLS_LOG_LEVEL), which writes audit records whatever it
+    # is; Lambda's application log level (advanced logging controls) would drop those below it at the platform
+    configs = [template["Globals"]["Function"].get("LoggingConfig", {})]
+    configs += [f["Properties"].get("LoggingConfig", {}) for f in functions(template).values()]
+    assert all("ApplicationLogLevel" not in config for config in configs)
+    assert template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_LOG_LEVEL"] == {
+        "Ref": "LogLevel"
+    }
+
+
 def test_numeric_and_choice_parameters_are_constrained(template: dict[str, Any]) -> None:
     for name, parameter in template["Parameters"].items():
         if parameter["Type"] == "Number":

@@ -1,8 +1,9 @@
 """The audit record: the outbound contract auditors query in CloudWatch Logs Insights. Versioned.
 
 Every governance decision, "no action" included, writes exactly one record through the Powertools
-logger (under the ``audit`` key, message ``governance decision``) and one low-cardinality EMF metric
-(``Decisions`` by rule, action and outcome). Change a field's meaning only with a new schema version.
+logger (under the ``audit`` key, message ``governance decision``, at INFO whatever the functions' LogLevel)
+and one low-cardinality EMF metric (``Decisions`` by rule, action and outcome). Change a field's meaning
+only with a new schema version.
 
 Versions: ``smgov.audit/2`` adds ``code``, the decision's stable machine-readable code (README, "Decision
 codes"). ``smgov.audit/1`` records (no code) still validate: ``code`` is then ``None``.
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.decisions import Decision
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.observability import NAMESPACE, logger, metrics
+from sagemaker_governance.observability import AUDIT_KEY, NAMESPACE, logger, metrics
 
 AUDIT_SCHEMA: Final = "smgov.audit/2"
 AUDIT_SCHEMAS: Final = ("smgov.audit/1", "smgov.audit/2")  # what readers accept
@@ -107,10 +108,11 @@ class AuditSink(Protocol):
 
 
 class LogAuditSink:
-    """Writes each record as one structured log line and one EMF metric line."""
+    """Writes each record as one structured log line and one EMF metric line. The line is written whatever
+    the functions' LogLevel (observability.py: it governs the diagnostics only)."""
 
     def write(self, record: AuditRecord) -> None:
-        logger.info(AUDIT_MESSAGE, extra={"audit": record.as_log()})
+        logger.info(AUDIT_MESSAGE, extra={AUDIT_KEY: record.as_log()})
         metrics.add_metric(name="DecisionsRecorded", unit=MetricUnit.Count, value=1)
         with single_metric(name="Decisions", unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
             metric.add_dimension(name="rule", value=record.rule)
