@@ -15,8 +15,9 @@ from tests.builders import create_request
 
 
 def test_get_job_reads_every_page_of_tags(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
-    # Given a job with 120 tags (three pages of ListTags)
-    tags = {f"k{i:03d}": f"v{i}" for i in range(120)}
+    # Given a job with 50 tags (SageMaker's limit per resource), three pages of ListTags of 20
+    fake_sagemaker.tag_page_size = 20
+    tags = {f"k{i:03d}": f"v{i}" for i in range(50)}
     fake_sagemaker.launch(create_request("many-tags", tags=tags))
     # When the adapter reads it
     job = SageMakerJobs(sagemaker_client).get_job("many-tags")
