@@ -111,9 +111,39 @@ def test_delete_falls_back_to_one_by_one_when_an_alarm_is_missing() -> None:
 def test_delete_failure_other_than_not_found_is_raised() -> None:
     cw = client()
     with Stubber(cw) as stub:
-        stub.add_client_error("delete_alarms", "ValidationError", "composite alarm(s) depending on it")
+        stub.add_client_error("delete_alarms", "InvalidParameterValue", "AlarmNames is invalid")
         with pytest.raises(AdapterError):
             CloudWatchAlarmLifecycle(cw).delete(["child"])
+
+
+DEPENDED_ON = "Cannot delete gov-idle-train-1.hosts-1-10 as there are composite alarm(s) depending on it"
+
+
+def test_a_batch_refused_for_its_composites_children_is_deleted_in_order_one_by_one() -> None:
+    # Given CloudWatch refuses a composite and its children in one request, as it refuses a child whose
+    # composite still exists (the DeleteAlarms reference does not say which it does)
+    cw = client()
+    names = ["gov-idle-train-1", "gov-idle-train-1.hosts-1-10", "gov-idle-train-1.hosts-11-20"]
+    with Stubber(cw) as stub:
+        stub.add_client_error(
+            "delete_alarms", "ValidationError", DEPENDED_ON, expected_params={"AlarmNames": names}
+        )
+        for name in names:  # Then the composite goes alone first, then each child
+            stub.add_response("delete_alarms", {}, {"AlarmNames": [name]})
+        deleted = CloudWatchAlarmLifecycle(cw).delete(names)
+        stub.assert_no_pending_responses()
+    assert deleted == names
+
+
+def test_a_child_whose_composite_still_exists_is_refused_loudly() -> None:
+    # Given the composite is not among the names (it still depends on the child)
+    cw = client()
+    with Stubber(cw) as stub:
+        stub.add_client_error("delete_alarms", "ValidationError", DEPENDED_ON)
+        stub.add_client_error("delete_alarms", "ValidationError", DEPENDED_ON)
+        # Then the one-by-one retry is refused too, and the failure is raised, not taken for success
+        with pytest.raises(AdapterError):
+            CloudWatchAlarmLifecycle(cw).delete(["gov-idle-train-1.hosts-1-10"])
 
 
 def test_a_delete_still_throttled_after_the_clients_retries_is_reported_as_throttled() -> None:

@@ -32,6 +32,15 @@ def _not_found(exc: ClientError) -> bool:
     return error_code(exc) in {"ResourceNotFound", "ResourceNotFoundException"}
 
 
+def _blocked_by_composite(exc: ClientError) -> bool:
+    """CloudWatch refuses to delete an alarm a composite alarm still depends on (``ValidationError``, "Cannot
+    delete ... as there are composite alarm(s) depending on it", as seen by aws-nuke and Cloud Custodian).
+    DeleteAlarms' reference allows a composite and metric alarms in one request without saying whether the
+    children's check sees the composite deleted in the same request: such a refusal is retried in order."""
+    message = str(exc.response.get("Error", {}).get("Message", ""))
+    return error_code(exc) == "ValidationError" and "depending on" in message.lower()
+
+
 def _throttled(exc: ClientError) -> bool:
     return error_code(exc) in THROTTLING_CODES  # what botocore retried as throttling
 
@@ -97,8 +106,11 @@ class CloudWatchAlarmLifecycle:
         the DeleteAlarms API reference allows: a job has one). Its reference says the alarms with correct
         names "are still deleted" when some are not found, and does not say whether the call then fails; a
         batch that fails that way is retried name by name, so every alarm is gone either way (the names
-        reported deleted may then omit some the batch call deleted). A request still throttled after
-        botocore's retries raises ``Throttled`` (nothing after it was deleted)."""
+        reported deleted may then omit some the batch call deleted). A batch refused because a composite
+        depends on one of its alarms (``_blocked_by_composite``) is retried name by name too: the composite,
+        first, goes alone, then its children; a child whose composite is not in the batch is still refused.
+        A request still throttled after botocore's retries raises ``Throttled`` (nothing after it was
+        deleted)."""
         deleted: list[str] = []
         for start in range(0, len(names), DELETE_BATCH_NAMES):
             batch = list(names[start : start + DELETE_BATCH_NAMES])
@@ -109,7 +121,7 @@ class CloudWatchAlarmLifecycle:
             except ClientError as exc:
                 if _throttled(exc):
                     raise Throttled(f"DeleteAlarms throttled: {exc}") from exc
-                if not _not_found(exc):
+                if not (_not_found(exc) or _blocked_by_composite(exc)):
                     raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
             except BotoCoreError as exc:
                 raise AdapterError(f"DeleteAlarms failed: {exc}") from exc
