@@ -11,14 +11,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, LogAuditSink, Outcome
+from sagemaker_governance.audit import AUDIT_MESSAGE, AuditRecord, LogAuditSink
 from sagemaker_governance.observability import govern_diagnostics_only, logger
 from smgov.audit_queries import decisions_query
+from tests.audit_records import record
 from tests.conftest import REPO
 from tests.insights_subset import selects
 
@@ -38,22 +38,7 @@ LogAuditSink().write(AuditRecord(at=datetime.now(UTC), trigger="alarm", event_id
 
 
 def stop_record() -> AuditRecord:
-    return AuditRecord(
-        at=datetime(2026, 11, 21, 12, 0, tzinfo=UTC),
-        trigger="alarm",
-        event_id="e-1",
-        job_name="llm-pretrain",
-        job_arn=None,
-        job_status="InProgress",
-        team="vision",
-        owner="alice",
-        rule="idle-guard",
-        code="idle.stop.idle",
-        action="stop",
-        mode="enforce",
-        outcome=Outcome.DONE,
-        reason="GPU idle for 30 minutes",
-    )
+    return record(event_id="e-1", job_arn=None, team="vision", owner="alice", rule="idle-guard")
 
 
 @pytest.fixture
