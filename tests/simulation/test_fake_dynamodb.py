@@ -8,6 +8,7 @@ import random
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -16,10 +17,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from sagemaker_governance.adapters import idempotency
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.fake_dynamodb import LedgerTable
-from smgov.simulation.faults import throttling_response
+from smgov.simulation.faults import FaultInjector, FaultSpec, Throttler
 from tests.adapters.conftest import NOW
 
 TABLE = "ledger"
@@ -95,7 +97,9 @@ def _ledger_steps(seed: int, count: int) -> list[tuple[str, str, str, int, int]]
 
 def _run_ledger(client: Any, steps: list[tuple[str, str, str, int, int]], monkeypatch: Any) -> list[Any]:
     tokens = iter(uuid.UUID(int=n) for n in range(1, 10_000))
-    monkeypatch.setattr(uuid, "uuid4", lambda: next(tokens))  # the ledger's own claim tokens
+    # the ledger's own claim tokens (only its module's: botocore draws an invocation id per request it sends,
+    # and the double answers before the send loop)
+    monkeypatch.setattr(idempotency, "uuid", SimpleNamespace(uuid4=lambda: next(tokens)))
     ledger = DeliveryLedger(client, TABLE, ttl_seconds=3_600)
     granted: dict[str, str] = {}  # key -> the token of the last granted claim
     outcomes: list[Any] = []
@@ -269,23 +273,27 @@ def test_other_tables_and_operations_stay_with_moto(clients: tuple[Any, Any, Led
     assert double.calls == 0 and double.items[TABLE] == {}
 
 
-def test_a_throttled_attempt_is_retried_by_botocore_and_written_once() -> None:
+def test_a_throttled_attempt_is_retried_by_botocore_and_written_once(monkeypatch: Any) -> None:
     waited: list[float] = []
     with mock_aws(), virtual_backoff(waited.append):
         double = LedgerTable(frozenset({TABLE}))
-        attempts: list[int] = []
+        throttler = Throttler(FaultInjector(FaultSpec.parse("throttle=0.5"), seed=0))
+        draws = iter([True, False])  # the first attempt throttled (drawn before the send loop), the retry not
+        attempts: list[bool] = []
 
-        def throttled(request: Any) -> Any:
-            attempts.append(1)
-            return throttling_response("json", request.url) if len(attempts) == 1 else None
+        def draw(name: str) -> bool:
+            attempts.append(drawn := next(draws))
+            return drawn
 
+        monkeypatch.setattr(throttler.injector, "draw", draw)
         client = boto3.client(
             "dynamodb", region_name="us-east-1", config=Config(retries={"mode": "standard", "max_attempts": 3})
         )
-        double.attach(client, throttled)
+        double.attach(client, throttler)
         client.update_item(
             TableName=TABLE, Key={"id": {"S": "a"}}, UpdateExpression="SET v = :v",
             ExpressionAttributeValues={":v": {"N": "1"}},
         )  # fmt: skip
-        assert len(attempts) == 2 and double.calls == 1 and len(waited) == 1  # one backoff, virtual
+        assert attempts == [True, False] and double.calls == 1 and len(waited) == 1  # one backoff, virtual
+        assert throttler.injector.injected["throttle"] == 1
         assert double.items[TABLE] == {'{"id": {"S": "a"}}': {"id": {"S": "a"}, "v": {"N": "1"}}}

@@ -3,9 +3,11 @@
 The idempotency table is written only by ``adapters/idempotency.py`` (``DeliveryLedger``: its only IAM
 action is ``dynamodb:UpdateItem``), on every delivery the simulated functions receive. moto answers each
 such call through its general expression machinery, which was a quarter of a fleet run's time; this double
-answers it from a dictionary instead, inside botocore's send loop (``before-send``), like the SageMaker
-double: botocore still validates and serializes the request and parses the answer, and a throttled attempt
-is retried by botocore as any other. Every other DynamoDB call (the Spot health table) still goes to moto.
+answers it from a dictionary instead, as the SageMaker double: botocore still validates and serializes the
+request, the answer is given before the send loop (``before-call``) and parsed by botocore's own parser
+(``wire_answers``), and a request whose first attempt the fault injector throttles goes through the send
+loop, where botocore retries it as any other and the double answers the retry (``before-send``). Every
+other DynamoDB call (the Spot health table) still goes to moto.
 
 What it models, from the DynamoDB developer guide ("Condition expressions", "Comparison operator and
 function reference", "Update expressions") and the ``UpdateItem`` API reference:
@@ -42,7 +44,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.core.botocore_stubber import MockRawResponse
 from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
 
-from smgov.simulation.faults import ANSWERED_URL  # a request answered here: moto must not execute it too
+from smgov.simulation.faults import ANSWERED_URL, Throttler  # ANSWERED_URL: moto must not execute it too
+from smgov.simulation.wire_answers import parsed_answer
 
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _TOKEN = re.compile(r"\s*(?:(<>|<=|>=|[=<>(),])|([#:]?[A-Za-z_][A-Za-z0-9_]*))")
@@ -289,12 +292,27 @@ class LedgerTable:
 
     # ---- wiring: botocore's send loop ---------------------------------------------------------------
 
-    def attach(self, client: Any, throttled: Callable[[Any], AWSResponse | None] | None = None) -> Any:
-        """Answer ``client``'s ``UpdateItem`` on the owned tables in its send loop. ``throttled``: the
-        fault injector's question whether this attempt is throttled (asked first, as the SageMaker double's)."""
-        self._throttled = throttled
+    def attach(self, client: Any, throttler: Throttler | None = None) -> Any:
+        """Answer ``client``'s ``UpdateItem`` on the owned tables before its send loop, parsed as botocore
+        parses the wire's answer (``wire_answers``). ``throttler``: the fault injector's, which draws each
+        request's first attempt there; a throttled request goes through the send loop, where its retries
+        are answered (the throttler asked first, as the SageMaker double's)."""
+        self._throttled = None if throttler is None else throttler.throttled
+        self._throttler = throttler
+        client.meta.events.register("before-call.dynamodb.UpdateItem", self._call)
         client.meta.events.register_first("before-send.dynamodb.UpdateItem", self._send)
         return client
+
+    def _call(
+        self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
+        request = json.loads(params.get("body") or b"{}")
+        if request.get("TableName") not in self.tables:
+            return None  # another table: moto's
+        if self._throttler is not None and not self._throttler.first_attempt(model, context):
+            return None
+        status, headers, body = self._answer(request)
+        return parsed_answer(model, status, headers, body)
 
     def _send(self, request: Any, **_: Any) -> AWSResponse | None:
         if request.url == ANSWERED_URL:
@@ -306,6 +324,11 @@ class LedgerTable:
             return throttled
         url = request.url
         request.url = ANSWERED_URL
+        status, headers, body = self._answer(params)
+        return AWSResponse(url, status, headers, MockRawResponse(body))
+
+    def _answer(self, params: dict[str, Any]) -> tuple[int, HTTPHeaders, bytes]:
+        """The wire's answer to ``UpdateItem`` ``params``: status, headers, JSON body."""
         self.calls += 1
         headers = HTTPHeaders()
         headers["Content-Type"] = "application/x-amz-json-1.0"
@@ -317,4 +340,4 @@ class LedgerTable:
                 body["Item"] = err.item
             status = 400
             headers["x-amzn-ErrorType"] = err.code
-        return AWSResponse(url, status, headers, MockRawResponse(json.dumps(body).encode()))
+        return status, headers, json.dumps(body).encode()

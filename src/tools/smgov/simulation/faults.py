@@ -275,7 +275,7 @@ class Throttler:
         session_events.register_first("before-send", self._before_send)
 
     def _throttle(self, request: Any, model: Any) -> AWSResponse | None:
-        # the first attempt of a CloudWatch request is drawn before the send loop (``_cloudwatch_call``)
+        # the first attempt of a request a double answers before the send loop is drawn there (``first_attempt``)
         drawn = getattr(request, "context", {}).pop(FIRST_ATTEMPT_THROTTLED, False)
         if not (drawn or self.injector.draw("throttle")):
             return None
@@ -312,20 +312,36 @@ class Throttler:
         client.meta.events.register("before-call.cloudwatch.*", self._cloudwatch_call)
 
     def _cloudwatch_call(self, model: Any, context: dict[str, Any], **kwargs: Any) -> Any:
-        self._mark(model, context)
-        if self.injector.draw("throttle"):
-            context[FIRST_ATTEMPT_THROTTLED] = True  # the send loop throttles this attempt without a draw
+        if not self.first_attempt(model, context):
             return None
         return self._cloudwatch._answer(model=model, context=context, **kwargs)
 
     def route_sagemaker(self, client: Any, fake: Any) -> None:
-        """The SageMaker double answers inside the send loop instead of before it (``before-call``), so a
-        throttled SageMaker request is retried by botocore like any other; the answer is the double's,
-        serialized in SageMaker's JSON protocol."""
+        """The SageMaker double answers before the send loop when the request's first attempt is not
+        throttled (drawn there, as CloudWatch's); a throttled request, and one the double is set to refuse
+        (``fail_next``: botocore may retry the refusal), go through the send loop, where the double answers in
+        SageMaker's JSON protocol, so botocore retries them like any other."""
         self._fake = fake
         client.meta.events.register("before-parameter-build.sagemaker.*", fake._capture)
-        client.meta.events.register("before-call.sagemaker.*", self._mark)
+        client.meta.events.register("before-call.sagemaker.*", self._sagemaker_call)
         client.meta.events.register_first("before-send.sagemaker.*", self._sagemaker_send)
+
+    def _sagemaker_call(self, model: Any, context: dict[str, Any], **kwargs: Any) -> Any:
+        if model.name in self._fake.fail_next:
+            return None  # the send loop draws and answers, as before
+        if not self.first_attempt(model, context):
+            return None
+        return self._fake._answer(model=model, **kwargs)
+
+    def first_attempt(self, model: Any, context: dict[str, Any]) -> bool:
+        """``before-call`` of a double that answers there unless the first attempt is throttled: True when
+        the double may answer now; False when the attempt is throttled (the send loop answers it with the
+        throttling error without drawing again, and botocore retries it)."""
+        self._mark(model, context)
+        if self.injector.draw("throttle"):
+            context[FIRST_ATTEMPT_THROTTLED] = True
+            return False
+        return True
 
     def _sagemaker_send(self, request: Any, **_: Any) -> AWSResponse | None:
         model = request.context.get("smgov_operation")

@@ -27,6 +27,8 @@ from smgov.simulation.engine.counters import ServiceCalls
 from smgov.simulation.engine.delivery import InFlight
 from smgov.simulation.engine.logs import GROUP as LOG_GROUP
 from smgov.simulation.engine.logs import LogStreams
+from smgov.simulation.engine.moto_logs import LogReads
+from smgov.simulation.engine.moto_ssm import ParameterReads
 from smgov.simulation.fake_cloudwatch import RequestQuota
 from smgov.simulation.fake_dynamodb import LedgerTable
 from smgov.simulation.fake_s3 import CheckpointObjects
@@ -249,7 +251,10 @@ class SimulatedAccount:
         ledger = root.settings.idempotency_table
         if ledger:  # the delivery ledger's writes, answered in process (moto keeps the other tables)
             self.ledger_table = LedgerTable(frozenset({ledger}))
-            self.ledger_table.attach(root.client("dynamodb"), throttler.throttled if throttler else None)
+            self.ledger_table.attach(root.client("dynamodb"), throttler)
+        LogReads(self.account, REGION, throttler).attach(root.client("logs"))  # the judge's reads, in process
+        if root.settings.policy_parameter_name:  # the policy store's reads, in process
+            ParameterReads(self.account, REGION, throttler).attach(root.client("ssm"))
         return root
 
     def _naive_utc_now(self) -> datetime:

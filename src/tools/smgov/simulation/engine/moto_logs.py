@@ -12,8 +12,11 @@ group's streams whose names start with it (none: no events), then moto answers a
 The simulator writes the jobs' lines (``logs.py``) into moto's Logs backend directly (``DirectLogs``): the
 same backend calls moto's ``LogsResponse`` makes for ``CreateLogStream`` and ``PutLogEvents`` (the checks
 of chronological order and of the accepted time range are the backend's), without botocore serializing
-each request and moto parsing it back (a fleet run writes a few thousand). The service's own Logs calls
-still go through botocore and moto's wire.
+each request and moto parsing it back (a fleet run writes a few thousand). The service's own reads (the
+stall judge's ``DescribeLogStreams`` and ``FilterLogEvents``, a failure diagnosis's ``GetLogEvents``) are
+answered in process too (``LogReads``): botocore still validates and serializes them, moto's own response
+code answers them on its backend, and botocore's parser reads the answer; only the HTTP send loop and
+moto's URL matching are skipped, unless the fault injector throttles the first attempt.
 """
 
 from __future__ import annotations
@@ -66,3 +69,52 @@ def honoring_prefix(original: Callable[[Any], str]) -> Callable[[Any], str]:
         return json.dumps({"events": events, "nextToken": token, "searchedLogStreams": searched})
 
     return filter_log_events
+
+
+class _Request:
+    """What moto's ``LogsResponse`` methods read of a request (``_get_param``, ``logs_backend``), over the
+    JSON body botocore serialized: the methods run as they do behind moto's wire, without its dispatch."""
+
+    def __init__(self, body: bytes, backend: Any) -> None:
+        self._params: dict[str, Any] = json.loads(body or b"{}")
+        self.logs_backend = backend
+
+    def _get_param(self, name: str, if_none: Any = None) -> Any:
+        return self._params.get(name, if_none)
+
+
+class LogReads:
+    """The service's Logs reads (``LOGS_READS``) answered before botocore's send loop by moto's own
+    ``LogsResponse`` methods (``FilterLogEvents`` with ``honoring_prefix``, as patched) on its backend, the
+    answer parsed by botocore's parser (``wire_answers``): what the wire answered, without serializing the
+    request over HTTP, moto matching its URL against every service's patterns, and the send loop. A fault
+    injector's throttler draws each request's first attempt here; a throttled one goes through the send
+    loop and moto's wire, and botocore retries it as any other. Any other Logs operation is moto's wire."""
+
+    OPERATIONS = {  # operation: the LogsResponse method that answers it
+        "DescribeLogStreams": "describe_log_streams",
+        "FilterLogEvents": "filter_log_events",
+        "GetLogEvents": "get_log_events",
+    }
+
+    def __init__(self, account: str, region: str, throttler: Any = None) -> None:
+        from moto.logs.models import logs_backends
+
+        self._backend = logs_backends[account][region]
+        self._throttler = throttler
+
+    def attach(self, client: Any) -> Any:
+        for operation in self.OPERATIONS:
+            client.meta.events.register(f"before-call.cloudwatch-logs.{operation}", self._call)
+        return client
+
+    def _call(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> Any:
+        from moto.logs.responses import LogsResponse
+
+        from smgov.simulation.wire_answers import moto_answer
+
+        if self._throttler is not None and not self._throttler.first_attempt(model, context):
+            return None
+        method = getattr(LogsResponse, self.OPERATIONS[model.name])  # honoring_prefix's, as patched
+        request = _Request(params.get("body") or b"{}", self._backend)
+        return moto_answer(model, lambda: method(request), "application/x-amz-json-1.1")
