@@ -21,11 +21,16 @@ from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import (
+    CPU,
+    GPU,
+    Evidence,
+    HostEvidence,
     JudgeCode,
     LogEvidence,
     LogRhythm,
     MetricRead,
     MetricReadResult,
+    StallKind,
 )
 from sagemaker_governance.service.stall_judge import StallJudge
 from tests.builders import job
@@ -746,3 +751,25 @@ def test_a_sign_of_life_in_the_triggers_span_is_a_veto_even_when_the_longer_wind
     # When its pinned trigger fires after 20 minutes: over the 40 minutes in Training the GPUs look pinned
     # (a hang, but a stop needs 60 minutes), over the trigger's 20 they worked. Then it is a veto, never a stop
     assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
+
+
+def test_cpu_only_hosts_of_a_heterogeneous_cluster_do_not_make_an_idle_window_a_hang() -> None:
+    # Given a heterogeneous cluster's evidence: two GPU hosts (8 GPUs, idle but for one busy minute) and a
+    # CPU-only host, which publishes no GPUUtilization
+    start = NOW - timedelta(minutes=20)
+    gpu = [0.0] * 20
+    gpu[7] = 400.0
+
+    def host(name: str, values: tuple[float, ...]) -> HostEvidence:
+        return HostEvidence(host=f"job-1/{name}", series={GPU: values, CPU: (20.0,) * 20})
+
+    hosts = (host("algo-1", tuple(gpu)), host("algo-2", (0.0,) * 20), host("algo-3", ()))
+    evidence = Evidence(start=start, end=NOW, hosts=hosts, gpu_hosts=2)
+    # When the judge asks whether the idle alarm fired on pinned GPUs (760 = 95% x 8) rather than idle ones (8)
+    claim = StallJudge.pinned_claim(StallKind.IDLE, evidence, idle_threshold=8.0, pinned_threshold=760.0)
+    # Then it did not: 19 idle minutes and no pinned one on the GPU hosts (the CPU host counts for neither), so
+    # the window is judged as idleness, where the busy minute is a sign of life, not as a hang
+    assert claim is False
+    # and the same window on the GPU hosts alone says the same
+    alone = evidence.model_copy(update={"hosts": hosts[:2]})
+    assert StallJudge.pinned_claim(StallKind.IDLE, alone, idle_threshold=8.0, pinned_threshold=760.0) is False

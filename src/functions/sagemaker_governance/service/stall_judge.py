@@ -409,10 +409,12 @@ class StallJudge:
         the window, more minutes had every host at or above the pinned threshold than had every host below
         the idle threshold (the alarm's metric is 0 in both kinds of minute), or no minute was idle while the
         GPUs worked. A minute with a host missing or in between counts for neither: one busy minute in an idle
-        window is a sign of life for the idle judgement, not a hang."""
+        window is a sign of life for the idle judgement, not a hang. The hosts are those with GPU datapoints,
+        as in the alarm: a heterogeneous cluster's CPU-only hosts publish none, and counting their empty
+        series left no minute to count, so one busy minute made an idle window a hang."""
         if kind is not StallKind.IDLE or pinned_threshold is None or idle_threshold is None:
             return False
-        series = [h.values(GPU) or () for h in evidence.hosts]
+        series = [values for h in evidence.hosts if (values := h.values(GPU))]
         if not series:
             return False
         pinned = idle = 0
