@@ -620,6 +620,28 @@ def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAcco
     assert acct.cloudwatch.alarms == {}
 
 
+def test_progress_alarms_with_the_longest_descriptions_are_still_the_stacks(acct: LocalAccount) -> None:
+    # Given a job that watches ten progress metrics of 53 characters each, their names filling the stall
+    # alarm's description past CloudWatch's 1,024 characters
+    names = [f"validation:per_class_mean_average_precision_at_iou_050_{i:02d}" for i in range(10)]
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Value=f"progress: {{metric_names: [{', '.join(names)}]}}",
+        Type="String",
+        Overwrite=True,
+    )
+    definitions = [{"Name": n, "Regex": "x=([0-9.]+)"} for n in names]
+    training(acct, "j" * 63, AlgorithmSpecification={**LOSS, "MetricDefinitions": definitions})
+    assert f"{PREFIX}{'j' * 63}.progress" in acct.cloudwatch.alarms
+    # When the reconciler runs twice, then it finds every alarm of the job and repairs nothing
+    assert reconcile(acct)["repairs"] == {}
+    assert reconcile(acct)["repairs"] == {}
+    # and once the job ended with its end event lost, the next run deletes every alarm of it
+    acct.sagemaker.transition("j" * 63, "Completed", "Completed")
+    assert reconcile(acct)["repairs"] == {"orphan-alarm": 1}
+    assert acct.cloudwatch.alarms == {}
+
+
 def test_a_guard_alarm_left_in_alarm_is_reset_at_the_next_run_so_the_job_is_judged_again(
     acct: LocalAccount, clock: MovableClock
 ) -> None:
