@@ -4,7 +4,9 @@ what lost events leave behind is repaired by the next run, and nothing that is s
 from __future__ import annotations
 
 import copy
+import io
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +26,7 @@ from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
+from sagemaker_governance.observability import govern_diagnostics_only, logger
 from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
@@ -572,6 +575,30 @@ def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
 def test_the_handler_rejects_an_event_that_is_not_a_schedule(acct: LocalAccount) -> None:
     with pytest.raises(ValidationError):
         acct.invoke(reconciler, load_event("training-job-starting.json"))
+
+
+@pytest.fixture
+def log_level_warning() -> Iterator[None]:
+    """The functions started with LogLevel WARNING (their logger as ``observability`` sets it up then)."""
+    saved = logger.log_level
+    govern_diagnostics_only(logging.WARNING)
+    yield
+    govern_diagnostics_only(saved)
+
+
+def test_each_run_writes_its_summary_whatever_the_log_level(
+    acct: LocalAccount, log_output: io.StringIO, log_level_warning: None
+) -> None:
+    # Given the functions at LogLevel WARNING (INFO diagnostics are dropped) and an orphan alarm to repair
+    training(acct)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    start = log_output.tell()
+    # When the reconciler runs
+    reconcile(acct)
+    # Then it still writes its one summary line, what `smgov doctor` reads to tell that the reconciler runs
+    written = [json.loads(line) for line in log_output.getvalue()[start:].splitlines() if line.startswith("{")]
+    (summary,) = [line for line in written if line["message"] == "reconcile run"]
+    assert summary["reconcile"]["repairs"] == {"orphan-alarm": 1} and summary["reconcile"]["errors"] == 0
 
 
 # ---- the progress guard's alarms (issue 11) -------------------------------------------------------
