@@ -14,7 +14,7 @@ from moto.events.models import EventPattern
 
 from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 from smgov.simulation.template import eventbridge_patterns
-from tests.conftest import EVENTS
+from tests.conftest import EVENTS, REPO
 from tests.infrastructure.conftest import as_list, functions, policy_statements
 
 SAMPLES = sorted(p.name for p in EVENTS.glob("training-job-*.json"))
@@ -310,6 +310,24 @@ def test_a_dead_letter_left_waiting_is_announced_well_before_it_expires(template
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["Threshold"] <= retention - 7 * 24 * 3600
     assert alarm["AlarmActions"] == [{"Ref": "NotificationsTopic"}]
+
+
+def test_what_outlives_the_stack_is_documented_with_how_to_remove_it(template: dict[str, Any]) -> None:
+    # Given the README's section on removing the stack
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("**Removing the stack keeps the audit trail.**")
+    section = readme[start : readme.index("\n### ", start)]
+    # Then it names every resource the template retains on deletion (the log groups by their names)
+    retained = [name for name, r in template["Resources"].items() if r.get("DeletionPolicy") == "Retain"]
+    for name in retained:
+        if template["Resources"][name]["Type"] == "AWS::Logs::LogGroup":
+            assert "log groups" in section, name
+        else:
+            assert f"`{name}`" in section, name
+    # and the per-job alarms the functions create at run time, with the command that deletes them
+    prefix = template["Globals"]["Function"]["Environment"]["Variables"]["IDLE_ALARM_PREFIX"]
+    assert prefix == {"Fn::Sub": "${AWS::StackName}-idle-"}
+    assert "`<stack>-idle-<job>" in section and "aws cloudwatch delete-alarms" in section
 
 
 def test_every_function_logs_to_its_own_group_with_retention(template: dict[str, Any]) -> None:
