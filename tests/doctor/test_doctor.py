@@ -156,6 +156,15 @@ def test_no_recent_reconciler_run_fails_and_a_run_with_errors_fails(account: Acc
     assert finding.status is Status.FAIL and "3 error(s)" in finding.detail
 
 
+def test_the_reconciler_check_does_not_depend_on_the_log_level(account: Account) -> None:
+    # Given a stack whose functions log at WARNING, and the summary line of a run 5 minutes ago (written at any
+    # LogLevel, `level` INFO)
+    account.deployment.parameters["LogLevel"] = "WARNING"
+    reconcile_run(account, minutes_ago=5)
+    # When the doctor runs, Then the reconciler is healthy
+    assert detail(account, "reconciler") == []
+
+
 def test_a_topic_policy_missing_a_statement_is_named(account: Account) -> None:
     reconcile_run(account, minutes_ago=5)
     topic = account.deployment.resources["AlarmTopic"]

@@ -77,7 +77,7 @@ class CpuIdleGuard(Guard[CpuPolicy]):
         name = naming.alarm_name(job.name, MARK)
         request = metric_alarm_request(
             name,
-            description=f"cpu guard for {job.name}. {naming.managed_note}",  # how the reconciler knows it
+            description=naming.describe(f"cpu guard for {job.name}"),  # how the reconciler knows it
             actions=naming.actions,
             actions_enabled=True,
             evaluation_periods=config.window_minutes,

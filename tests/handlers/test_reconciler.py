@@ -4,7 +4,9 @@ what lost events leave behind is repaired by the next run, and nothing that is s
 from __future__ import annotations
 
 import copy
+import io
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +26,7 @@ from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
+from sagemaker_governance.observability import govern_diagnostics_only, logger
 from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
@@ -574,6 +577,30 @@ def test_the_handler_rejects_an_event_that_is_not_a_schedule(acct: LocalAccount)
         acct.invoke(reconciler, load_event("training-job-starting.json"))
 
 
+@pytest.fixture
+def log_level_warning() -> Iterator[None]:
+    """The functions started with LogLevel WARNING (their logger as ``observability`` sets it up then)."""
+    saved = logger.log_level
+    govern_diagnostics_only(logging.WARNING)
+    yield
+    govern_diagnostics_only(saved)
+
+
+def test_each_run_writes_its_summary_whatever_the_log_level(
+    acct: LocalAccount, log_output: io.StringIO, log_level_warning: None
+) -> None:
+    # Given the functions at LogLevel WARNING (INFO diagnostics are dropped) and an orphan alarm to repair
+    training(acct)
+    acct.sagemaker.transition("job-1", "Completed", "Completed")
+    start = log_output.tell()
+    # When the reconciler runs
+    reconcile(acct)
+    # Then it still writes its one summary line, what `smgov doctor` reads to tell that the reconciler runs
+    written = [json.loads(line) for line in log_output.getvalue()[start:].splitlines() if line.startswith("{")]
+    (summary,) = [line for line in written if line["message"] == "reconcile run"]
+    assert summary["reconcile"]["repairs"] == {"orphan-alarm": 1} and summary["reconcile"]["errors"] == 0
+
+
 # ---- the progress guard's alarms (issue 11) -------------------------------------------------------
 
 LOSS = {
@@ -617,6 +644,28 @@ def test_orphaned_progress_alarms_are_deleted_with_the_job_alarm(acct: LocalAcco
     acct.sagemaker.transition("job-1", "Completed", "Completed")
     # When the reconciler runs, every alarm of the job is gone
     reconcile(acct)
+    assert acct.cloudwatch.alarms == {}
+
+
+def test_progress_alarms_with_the_longest_descriptions_are_still_the_stacks(acct: LocalAccount) -> None:
+    # Given a job that watches ten progress metrics of 53 characters each, their names filling the stall
+    # alarm's description past CloudWatch's 1,024 characters
+    names = [f"validation:per_class_mean_average_precision_at_iou_050_{i:02d}" for i in range(10)]
+    acct.ssm.put_parameter(
+        Name="/gov/policy",
+        Value=f"progress: {{metric_names: [{', '.join(names)}]}}",
+        Type="String",
+        Overwrite=True,
+    )
+    definitions = [{"Name": n, "Regex": "x=([0-9.]+)"} for n in names]
+    training(acct, "j" * 63, AlgorithmSpecification={**LOSS, "MetricDefinitions": definitions})
+    assert f"{PREFIX}{'j' * 63}.progress" in acct.cloudwatch.alarms
+    # When the reconciler runs twice, then it finds every alarm of the job and repairs nothing
+    assert reconcile(acct)["repairs"] == {}
+    assert reconcile(acct)["repairs"] == {}
+    # and once the job ended with its end event lost, the next run deletes every alarm of it
+    acct.sagemaker.transition("j" * 63, "Completed", "Completed")
+    assert reconcile(acct)["repairs"] == {"orphan-alarm": 1}
     assert acct.cloudwatch.alarms == {}
 
 

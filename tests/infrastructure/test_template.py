@@ -14,7 +14,7 @@ from moto.events.models import EventPattern
 
 from sagemaker_governance.composition.contract import FUNCTION_ADAPTERS
 from smgov.simulation.template import eventbridge_patterns
-from tests.conftest import EVENTS
+from tests.conftest import EVENTS, REPO
 from tests.infrastructure.conftest import as_list, functions, policy_statements
 
 SAMPLES = sorted(p.name for p in EVENTS.glob("training-job-*.json"))
@@ -257,10 +257,77 @@ def test_the_lambda_model_accepts_the_mapping_settings() -> None:
     assert "ReportBatchItemFailures" in model.shape_for("FunctionResponseType").enum
 
 
-def test_dead_letter_queue_has_an_alarm(template: dict[str, Any]) -> None:
-    alarm = template["Resources"]["DeadLetterQueueAlarm"]["Properties"]
-    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}
+DEAD_LETTER_QUEUE = [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}}]
+
+
+def _dead_letter_queue_metric(alarm: dict[str, Any], query_id: str) -> dict[str, Any]:
+    (query,) = [q for q in alarm["Metrics"] if q["Id"] == query_id]
+    stat: dict[str, Any] = query["MetricStat"]
+    assert stat["Metric"]["Namespace"] == "AWS/SQS" and stat["Metric"]["Dimensions"] == DEAD_LETTER_QUEUE
+    return stat
+
+
+def test_every_dead_letter_is_announced_as_it_arrives(template: dict[str, Any]) -> None:
+    # Given the dead-letter queue, fed both by SQS redrive policies (the job-events and alarm queues), which
+    # NumberOfMessagesSent does not count, and by senders (rule DLQs, SNS, Lambda on-failure destinations),
+    # which it counts
+    resources = template["Resources"]
+    redriven = sorted(
+        name
+        for name, r in resources.items()
+        if r["Type"] == "AWS::SQS::Queue"
+        and r["Properties"].get("RedrivePolicy", {}).get("deadLetterTargetArn")
+        == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    )
+    assert redriven == ["AlarmQueue", "JobEventsQueue"]
+    # Then its alarm fires on arrivals, not on a depth that a letter left waiting keeps in ALARM: any sent
+    # message, or any rise of the visible messages from one period to the next (a period without data as 0)
+    alarm = resources["DeadLetterQueueAlarm"]["Properties"]
+    sent, visible = _dead_letter_queue_metric(alarm, "sent"), _dead_letter_queue_metric(alarm, "visible")
+    assert (sent["Metric"]["MetricName"], sent["Stat"]) == ("NumberOfMessagesSent", "Sum")
+    assert (visible["Metric"]["MetricName"], visible["Stat"]) == ("ApproximateNumberOfMessagesVisible", "Maximum")
+    expressions = {q["Id"]: q["Expression"] for q in alarm["Metrics"] if "Expression" in q}
+    assert expressions == {
+        "rise": "DIFF(FILL(visible, 0))",
+        "direct": "FILL(sent, 0)",
+        "arrivals": "MAX([direct, rise])",
+    }
+    assert [q["Id"] for q in alarm["Metrics"] if q.get("ReturnData", True)] == ["arrivals"]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    # over two periods, so that DIFF always has the period before the newest
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (2, 1)
+    assert alarm["TreatMissingData"] == "notBreaching"
     assert alarm["AlarmActions"] == [{"Ref": "NotificationsTopic"}]
+
+
+def test_a_dead_letter_left_waiting_is_announced_well_before_it_expires(template: dict[str, Any]) -> None:
+    # Given the dead-letter queue's retention (14 days)
+    retention = template["Resources"]["DeadLetterQueue"]["Properties"]["MessageRetentionPeriod"]
+    # Then an alarm fires once its oldest letter has waited half of it, leaving a week to redrive or delete it
+    alarm = template["Resources"]["DeadLetterAgeAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
+    assert alarm["Dimensions"] == DEAD_LETTER_QUEUE and alarm["Statistic"] == "Maximum"
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["Threshold"] <= retention - 7 * 24 * 3600
+    assert alarm["AlarmActions"] == [{"Ref": "NotificationsTopic"}]
+
+
+def test_what_outlives_the_stack_is_documented_with_how_to_remove_it(template: dict[str, Any]) -> None:
+    # Given the README's section on removing the stack
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("**Removing the stack keeps the audit trail.**")
+    section = readme[start : readme.index("\n### ", start)]
+    # Then it names every resource the template retains on deletion (the log groups by their names)
+    retained = [name for name, r in template["Resources"].items() if r.get("DeletionPolicy") == "Retain"]
+    for name in retained:
+        if template["Resources"][name]["Type"] == "AWS::Logs::LogGroup":
+            assert "log groups" in section, name
+        else:
+            assert f"`{name}`" in section, name
+    # and the per-job alarms the functions create at run time, with the command that deletes them
+    prefix = template["Globals"]["Function"]["Environment"]["Variables"]["IDLE_ALARM_PREFIX"]
+    assert prefix == {"Fn::Sub": "${AWS::StackName}-idle-"}
+    assert "`<stack>-idle-<job>" in section and "aws cloudwatch delete-alarms" in section
 
 
 def test_every_function_logs_to_its_own_group_with_retention(template: dict[str, Any]) -> None:

@@ -12,6 +12,10 @@ a record carrying an audit record (``AUDIT_KEY``): each decision's line is the o
 keys, ``level`` INFO). A tool that silences the service outright (``logger.setLevel("CRITICAL")``: the
 simulator, `smgov explain`) silences the audit records too, as before. (Powertools' debug sampling,
 ``POWERTOOLS_LOGGER_SAMPLE_RATE``, which the template does not set, would be filtered at LogLevel as well.)
+
+The reconciler's run summary (``RECONCILE_KEY``, one line per run) passes the filter the same way: it is
+operational evidence, not a diagnostic; `smgov doctor` reads it to tell that the reconciler runs, and at
+WARNING it used to be dropped, so the doctor reported a healthy reconciler as failing.
 """
 
 from __future__ import annotations
@@ -24,20 +28,24 @@ from aws_lambda_powertools import Logger, Metrics
 SERVICE = "sagemaker-governance"
 NAMESPACE = "SageMakerGovernance"
 AUDIT_KEY: Final = "audit"  # the log line's key holding an audit record (``LogAuditSink``)
+RECONCILE_KEY: Final = "reconcile"  # the log line's key holding a reconciler run's summary
+ANY_LEVEL_KEYS: Final = (AUDIT_KEY, RECONCILE_KEY)  # a line carrying one is written whatever LogLevel says
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 
 class DiagnosticsLevel(logging.Filter):
-    """Drops a log record below ``level`` unless it carries an audit record."""
+    """Drops a log record below ``level`` unless it carries an audit record or a reconciler run's summary."""
 
     def __init__(self, level: int) -> None:
         super().__init__()
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= self.level or getattr(record, AUDIT_KEY, None) is not None
+        return record.levelno >= self.level or any(
+            getattr(record, key, None) is not None for key in ANY_LEVEL_KEYS
+        )
 
 
 DIAGNOSTICS: Final = DiagnosticsLevel(logging.NOTSET)

@@ -80,7 +80,7 @@ from sagemaker_governance.domain.reconcile import (
     run_index,
 )
 from sagemaker_governance.domain.resume import DeferredResume, resume_after_tag
-from sagemaker_governance.observability import logger
+from sagemaker_governance.observability import RECONCILE_KEY, logger
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -843,7 +843,7 @@ class ReconcilerService:
         )
 
     def _summarise(self, report: ReconcileReport) -> ReconcileReport:
-        logger.info("reconcile run", reconcile=report.as_dict())
+        logger.info("reconcile run", extra={RECONCILE_KEY: report.as_dict()})  # written at any LogLevel
         return report
 
 

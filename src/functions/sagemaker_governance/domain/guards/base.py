@@ -47,6 +47,7 @@ SAME_STATE_CHANGE: Final = timedelta(seconds=1)
 # current plan has no such trigger (the stall judge off), a firing of such an alarm cannot be told from idleness
 # (``Notice.unjudged_pinned``).
 PINNED_TRIGGER_MARK: Final = "a hang trigger the stall judge decides"
+MAX_DESCRIPTION: Final = 1024  # PutMetricAlarm's and PutCompositeAlarm's AlarmDescription (botocore's model)
 # How a widened alarm's description says why (``Guard.widened``).
 WHY_VETOED: Final = "after a veto of the stall judge"
 WHY_JUDGE_OFF: Final = (
@@ -84,6 +85,17 @@ class AlarmNaming(BaseModel):
     def managed_note(self) -> str:
         """The sentence every alarm description of this stack carries (``describes_ours`` looks for it)."""
         return f"Managed by {self.managed_by}; changes are overwritten."
+
+    def describe(self, body: str) -> str:
+        """An alarm's description: ``body``, then the ``managed_note``, within ``MAX_DESCRIPTION`` characters.
+        A body too long loses its end (marked ``...``), never the note: an alarm without it is not this
+        stack's to the reconciler (never deleted, re-put at every run) nor to the doctor. The note stays last
+        because the body's first sentence is what the doctor shows an alarm watches."""
+        whole = f"{body}. {self.managed_note}"
+        if len(whole) <= MAX_DESCRIPTION:
+            return whole
+        tail = f"... {self.managed_note}"
+        return body[: MAX_DESCRIPTION - len(tail)] + tail
 
     def describes_ours(self, description: str | None) -> bool:
         """Whether an alarm's description says this stack made it (its ``managed_note``, up to the ``;``, so that
@@ -385,10 +397,11 @@ def metric_alarm_request(
     single_metric: bool,
 ) -> dict[str, Any]:
     """A ``PutMetricAlarm`` request over ``queries`` (at most ``MAX_METRICS_PER_ALARM``): a plain
-    single-metric alarm when ``single_metric``, else metric math that ``combined`` them."""
+    single-metric alarm when ``single_metric``, else metric math that ``combined`` them. ``description``
+    comes from ``AlarmNaming.describe`` (it fits, and keeps the stack's note)."""
     request: dict[str, Any] = {
         "AlarmName": name,
-        "AlarmDescription": description[:1024],
+        "AlarmDescription": description,
         "ActionsEnabled": actions_enabled,
         "AlarmActions": actions,
         "EvaluationPeriods": evaluation_periods,
@@ -893,7 +906,7 @@ class Guard(ABC, Generic[C]):
                 AlarmDescription=(
                     f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes {why}; back to the "
                     "guard's window when the job (re)enters Training."
-                )[:1024],
+                )[:MAX_DESCRIPTION],  # the note precedes the sentence: a cut spares it
             )
             out.append(request)
         return tuple(out)

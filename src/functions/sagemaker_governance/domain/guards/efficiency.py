@@ -251,10 +251,10 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         for role, mark, minutes in roles:
             name = naming.alarm_name(job.name, mark)
             periods = minutes * 60 // PERIOD_SECONDS
-            description = (
+            description = naming.describe(
                 f"sagemaker-governance minimum-utilization guard ({role.value}) for training job {job.name}: "
                 f"mean GPUUtilization of its GPU hosts below {threshold:g} ({config.min_gpu_percent:g}% per GPU "
-                f"x {gpus}) for {minutes} minutes. {naming.managed_note}"
+                f"x {gpus}) for {minutes} minutes"
             )
 
             def request(
@@ -330,7 +330,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             ]
             top = {
                 "AlarmName": name,
-                "AlarmDescription": description[:1024],
+                "AlarmDescription": description,
                 "ActionsEnabled": True,
                 "AlarmActions": naming.actions,
                 "AlarmRule": rule,

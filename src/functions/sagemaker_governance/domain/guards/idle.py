@@ -404,7 +404,7 @@ class IdleGuard(Guard[IdlePolicy]):
                     "child alarm without data (INSUFFICIENT_DATA) does not block the composite; at least one "
                     "child must be in ALARM on idle data, and none OK"
                 )
-        description = (
+        description = naming.describe(
             f"sagemaker-governance idle guard for training job {job.name}: the busiest of {hosts} host(s) below "
             f"{threshold:g} GPUUtilization ({idle.threshold_percent:g}% per GPU x {gpus} GPU(s)) in "
             f"{datapoints} of {periods} periods of {idle.period_seconds}s"
@@ -414,7 +414,6 @@ class IdleGuard(Guard[IdlePolicy]):
                 else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
                 f"hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
             )
-            + f". {naming.managed_note}"
         )
 
         def metric_alarm(name: str, first: int, last: int, actions: list[str]) -> dict[str, Any]:
@@ -485,7 +484,7 @@ class IdleGuard(Guard[IdlePolicy]):
         )
         composite_request: dict[str, Any] = {
             "AlarmName": notifying,
-            "AlarmDescription": description[:1024],
+            "AlarmDescription": description,
             "ActionsEnabled": True,
             "AlarmActions": naming.actions,
             "AlarmRule": rule,

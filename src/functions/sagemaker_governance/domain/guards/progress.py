@@ -291,7 +291,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
             periods=progress.alarm_minutes,
             comparison="LessThanThreshold",
             missing="breaching",
-            description=(
+            description=naming.describe(
                 f"sagemaker-governance progress guard for training job {job.name}: no datapoint of {shown} for "
                 f"{window} minutes while training means the job is stalled"
                 + (
@@ -300,7 +300,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
                     else f" (the alarm fires after {progress.alarm_minutes}: a trigger the stall judge decides)"
                 )
                 + ". Its actions are enabled only after "
-                f"the metric was published once (alarm {armer_name}). {naming.managed_note}"
+                f"the metric was published once (alarm {armer_name})"
             ),
         )
         armer = alarm(
@@ -309,10 +309,10 @@ class ProgressGuard(Guard[ProgressPolicy]):
             periods=1,
             comparison="GreaterThanOrEqualToThreshold",
             missing="notBreaching",
-            description=(
+            description=naming.describe(
                 f"sagemaker-governance progress guard for training job {job.name}: fires when {shown} is "
                 f"published, so that the stall alarm {stall_name} is armed only once the job's metric "
-                f"definition is known to match. {naming.managed_note}"
+                "definition is known to match"
             ),
         )
         alarms = (
