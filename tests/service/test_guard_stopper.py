@@ -12,6 +12,7 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     TAG_JOB,
@@ -27,6 +28,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.service.guard_stopper import GuardStopper, StopReview
+from sagemaker_governance.service.stall_judge import StallJudge
 from sagemaker_governance.settings import Settings
 from tests.builders import job
 from tests.service.conftest import NOW
@@ -121,8 +123,15 @@ def test_an_idle_alarm_stops_the_job_then_records_counts_and_tells_in_that_order
     jobs.jobs["job-1"] = training()
     # When the notification arrives
     result = stopper_with().handle(notification(), "msg-1")
-    # Then: verify the alarm (its tags), re-read the job, stop it, then tell the owner
-    assert calls.log == [f"tags {ALARM}", "get-job job-1", "stop job-1", "notify idle-stop job-1"]
+    # Then: verify the alarm (its tags), re-read the job, check the alarm is still in ALARM (no judge confirmed the
+    # stop on fresh evidence), stop it, then tell the owner
+    assert calls.log == [
+        f"tags {ALARM}",
+        "get-job job-1",
+        f"state {ALARM}",
+        "stop job-1",
+        "notify idle-stop job-1",
+    ]
     assert (result.code, result.outcome) == (IdleCode.STOP, "done")
     # one audit record with the stop's code, the delivery's id as its trigger; savings counted once
     (record,) = audit.records
@@ -302,14 +311,108 @@ def test_a_notification_taken_as_current_resets_as_before(
     assert result.code == IdleCode.GRACE and calls.log[-1] == f"reset {ALARM}"
 
 
-def test_a_stop_is_judged_without_reading_the_alarm_state(
+class Confirm:
+    """A ``StopReview`` that confirms every stop on evidence it read just now (what the stall judge does)."""
+
+    def review(
+        self, guard: Any, role: str, notice: Any, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
+        return verdict.model_copy(update={"confirmed": True})
+
+
+class Unread:
+    """The stall judge's metric and log ports: with the judge off nothing may be read."""
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the judge is off: nothing is read")
+
+    activity = rhythm = read
+
+
+def _late_notification(minutes_ago: float) -> AlarmNotification:
+    """The idle alarm's ALARM notification, its state change ``minutes_ago`` (under the stale limit)."""
+    at = (NOW - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+    return AlarmNotification.model_validate(
+        {
+            "AlarmName": ALARM,
+            "AWSAccountId": ACCOUNT,
+            "NewStateValue": "ALARM",
+            "StateChangeTime": at,
+            "Trigger": {"MetricName": "GPUUtilization", "Threshold": 1.0, "Period": 60, "EvaluationPeriods": 30},
+        }
+    )
+
+
+def test_with_the_judge_off_a_stop_is_not_made_on_a_notification_its_alarm_has_since_left(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the judge off, a job two hours into Training, and a notification handled 8 minutes after its alarm
+    # fired (an SQS retry), whose alarm went back to OK 3 minutes after firing (the GPUs came back)
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    alarms.alarms[ALARM] = "OK"
+    alarms.changed[ALARM] = NOW - timedelta(minutes=5)
+    # When it is judged
+    result = stopper_with(StallJudge(Unread(), Unread())).handle(_late_notification(8), "msg-1")
+    # Then the alarm's state is read before the stop, and the stop is not made: superseded
+    assert "stop job-1" not in calls.log and f"state {ALARM}" in calls.log
+    assert (result.code, result.outcome) == ("idle.skip.superseded", "skipped")
+    (record,) = audit.records
+    assert (record.evidence["superseded_code"], record.evidence["alarm_state_now"]) == (IdleCode.STOP, "OK")
+
+
+@pytest.mark.parametrize(
+    ("state", "moved"),
+    [
+        ("ALARM", timedelta(minutes=3)),  # it left ALARM and is back in it: the condition holds now
+        ("ALARM", timedelta(0)),  # the notification is its alarm's last change
+        ("OK", None),  # the answer has no StateTransitionedTimestamp: taken as current
+    ],
+)
+def test_with_the_judge_off_a_stop_on_a_notification_still_current_is_made(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, calls: Any, state: str, moved: Any
+) -> None:
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    message = _late_notification(8)
+    alarms.alarms[ALARM] = state
+    if moved is not None:
+        alarms.changed[ALARM] = changed_at(message) + moved
+    result = stopper_with(StallJudge(Unread(), Unread())).handle(message, "msg-1")
+    assert result.code == IdleCode.STOP and calls.log[-3:] == [
+        f"state {ALARM}",
+        "stop job-1",
+        "notify idle-stop job-1",
+    ]
+
+
+def test_with_the_judge_off_an_unreadable_alarm_state_stops_nothing_and_fails_the_delivery(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the judge off and DescribeAlarms failing when the stop is about to be made
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    alarms.state_unreadable = True
+    # When the notification is judged, then nothing is stopped, the skip is recorded with its own code, and the
+    # error goes back so that the delivery is retried (judged again, or stale and reset, past the limit)
+    with pytest.raises(AdapterError):
+        stopper_with(StallJudge(Unread(), Unread())).handle(_late_notification(2), "msg-1")
+    assert "stop job-1" not in calls.log
+    (record,) = audit.records
+    assert (record.code, record.outcome.value) == ("idle.skip.state-unread", "skipped")
+    assert record.evidence["unconfirmed_code"] == IdleCode.STOP
+
+
+def test_a_stop_the_review_confirmed_on_fresh_evidence_reads_no_alarm_state(
     stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, calls: Any
 ) -> None:
-    # A verdict that neither resets nor tells costs no DescribeAlarms (the judge's evidence is read fresh)
+    # A stop the stall judge confirmed on evidence it read just now costs no DescribeAlarms: even a state change
+    # since the notification is not consulted (the judge's reads are newer)
     jobs.jobs["job-1"] = training()
     message = notification()
     alarms.changed[ALARM] = changed_at(message) + timedelta(minutes=3)
-    assert stopper_with().handle(message, "msg-1").code == IdleCode.STOP
+    alarms.alarms[ALARM] = "OK"
+    assert stopper_with(Confirm()).handle(message, "msg-1").code == IdleCode.STOP
     assert f"state {ALARM}" not in calls.log
 
 

@@ -17,7 +17,11 @@ writes one audit record):
    newer state change of its alarm (a late redelivery, a retry after a failure, a reordered delivery, the
    second of a composite's transitions while its children are reset) resets nothing, and tells nothing
    when the alarm is in ``ALARM`` again (``<guard>.skip.superseded``): the newer change is judged on its
-   own notification, and acting on both would tell an owner twice of one stretch;
+   own notification, and acting on both would tell an owner twice of one stretch. A verdict to stop that
+   the review did not confirm on evidence read just now (``GuardVerdict.confirmed``: the stall judge off,
+   or a guard it does not judge) is checked too: superseded and out of ``ALARM`` now, nothing is stopped;
+   the state unreadable, nothing is stopped and the delivery fails, to be retried
+   (``<guard>.skip.state-unread``);
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt). A judgement that settles the alarm's stretch without acting
@@ -31,6 +35,7 @@ writes one audit record):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -41,6 +46,7 @@ from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     AlarmCode,
     AlarmNaming,
+    AlarmState,
     Guard,
     GuardVerdict,
     Notice,
@@ -78,6 +84,7 @@ _OUTCOMES = {
     Verdict.VETOED: Outcome.SKIPPED,
     Verdict.NOTIFY: Outcome.DONE,
     Verdict.SUPERSEDED: Outcome.SKIPPED,
+    Verdict.UNCONFIRMED: Outcome.SKIPPED,
 }
 
 
@@ -239,6 +246,9 @@ class GuardStopper:
         verdict = guard.judge(role, notice, config)
         if verdict.stops:
             verdict = self._review.review(guard, role, notice, verdict, effective)
+        unread: AdapterError | None = None
+        if verdict.stops and not verdict.confirmed:
+            verdict, unread = self._unless_stop_superseded(guard, message, verdict)
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
         # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
@@ -248,6 +258,8 @@ class GuardStopper:
         decision = verdict.decision
         trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
         record_decision(self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=now)
+        if unread is not None:
+            raise unread  # the delivery is retried: judged again with the alarm's state (or stale, and reset)
         if verdict.verdict is Verdict.NOTIFY and (decision.mode is Mode.ENFORCE or effective.notify_in_audit_mode):
             self._notify_notice(
                 guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
@@ -274,6 +286,40 @@ class GuardStopper:
             code=decision.code,
         )
 
+    def _unless_stop_superseded(
+        self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
+    ) -> tuple[GuardVerdict, AdapterError | None]:
+        """A verdict to stop that no review confirmed on evidence read just now (the stall judge off, or none for
+        the guard) rests on the notification alone, which may be late (an SQS retry, a late SNS delivery, under
+        the stale limit): the alarm's current state is read first. Changed since the notification and not in
+        ``ALARM`` now (the job recovered, or the alarm was reset): superseded, nothing stopped (a stretch that
+        goes on fires again and is judged on its own notification). Back in ``ALARM``, or its last change
+        unknown: the verdict stands. Unreadable: nothing stopped on the notification alone; the skip is
+        recorded (``<guard>.skip.state-unread``) and the error returned with it, for the caller to raise after
+        recording, so that the delivery is retried."""
+        if self._transitions is None:
+            return verdict, None
+        decision = verdict.decision
+        try:
+            current = self._transitions.current_state(message.alarm_name)
+        except AdapterError as exc:
+            logger.warning("alarm state unreadable: no stop on the notification alone", alarm=message.alarm_name)
+            update = {
+                "code": guard.code(AlarmCode.STATE_UNREAD),
+                "action": Action.NONE,
+                "reason": "the alarm's current state could not be read, and nothing but the notification (which may "
+                f"be late) says the condition still holds: the job is not stopped, and the delivery is retried "
+                f"({exc}). The judgement was: {decision.reason}",
+                "remedy": None,
+                "evidence": {**decision.evidence, "unconfirmed_code": decision.code, "error": str(exc)[:300]},
+            }
+            unconfirmed = GuardVerdict(verdict=Verdict.UNCONFIRMED, decision=decision.model_copy(update=update))
+            return unconfirmed, exc
+        changed = message.changed_at
+        if current is None or changed is None or not superseded(changed, current) or current.value == "ALARM":
+            return verdict, None
+        return self._superseded(guard, verdict, current, changed, "stop"), None
+
     def _unless_superseded(
         self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
     ) -> GuardVerdict:
@@ -294,8 +340,14 @@ class GuardStopper:
             return verdict
         if verdict.verdict is Verdict.NOTIFY and current.value != "ALARM":
             return verdict
-        decision = verdict.decision
         undone = "notice" if verdict.verdict is Verdict.NOTIFY else "reset"
+        return self._superseded(guard, verdict, current, changed, undone)
+
+    def _superseded(
+        self, guard: Guard[Any], verdict: GuardVerdict, current: AlarmState, changed: datetime, undone: str
+    ) -> GuardVerdict:
+        """The verdict that does nothing instead of ``verdict``: its ``undone`` effect is not made."""
+        decision = verdict.decision
         reason = (
             f"the alarm changed state again (to {current.value}) at {current.changed_at.isoformat()}, after this "
             f"notification's change at {changed.isoformat()}: that newer change is judged on its own notification, "
