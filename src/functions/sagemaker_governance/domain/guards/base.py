@@ -513,6 +513,15 @@ class Notice(BaseModel):
         "not be read).",
     )
 
+    @property
+    def as_of(self) -> datetime:
+        """When the window the notification reports ended: its alarm's state change, or ``now`` when that is
+        unknown or later (clocks a moment apart). A notification handled late (an SQS retry, a late SNS delivery)
+        is judged as of then: judged as of ``now``, the minutes since would count towards a window that in fact
+        reached before the job (re)entered ``Training`` or into its grace period."""
+        changed = self.alarm_changed_at
+        return self.now if changed is None else min(self.now, changed)
+
 
 class GuardVerdict(BaseModel):
     """A guard's judgement: the decision (recorded in the audit), and what the stopper must do."""

@@ -547,7 +547,7 @@ class IdleGuard(Guard[IdlePolicy]):
 
     def judge(self, role: str, notice: Notice, config: IdlePolicy) -> GuardVerdict:
         """The notifying alarm went to ALARM: what to do with the job (as re-read just now)."""
-        idle, job, now = config, notice.job, notice.now
+        idle, job, now = config, notice.job, notice.as_of  # as of the end of the window the alarm judged
         judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
         _, metric_alarms = alarm_names(job.name, job.total_instance_count, notice.naming)
         early = preconditions(
