@@ -12,7 +12,7 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Action
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, StopOutcome
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     TAG_JOB,
@@ -25,9 +25,18 @@ from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.service.guard_stopper import GuardStopper, StopReview
+from sagemaker_governance.service.idempotency import (
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    alarm_delivery_key,
+    deliver,
+)
+from sagemaker_governance.service.ports import NotifierPort
 from sagemaker_governance.service.stall_judge import StallJudge
 from sagemaker_governance.settings import Settings
 from tests.builders import job
@@ -535,3 +544,107 @@ def test_a_job_on_a_type_only_ec2_knows_is_replanned_with_ec2s_facts(
     assert stopper.handle(message, "msg-1").code == IdleCode.PINNED_UNJUDGED
     assert catalog.asked == ["ml.g5g.16xlarge"] and [r["AlarmName"] for r in windows.updates] == [ALARM]
     assert PINNED_TRIGGER_MARK not in windows.updates[0]["AlarmDescription"]
+
+
+# ---- a stop whose telling failed: the delivery's retry finds the job stopping ------------------------------
+
+
+class FlakyNotifier:
+    """``NotifierPort``: SNS throttles the first ``fails`` Publish calls, then sends (to ``inner``)."""
+
+    def __init__(self, inner: NotifierPort, fails: int = 1) -> None:
+        self.inner, self.fails = inner, fails
+
+    def publish(self, message: Notification) -> str | None:
+        if self.fails:
+            self.fails -= 1
+            raise AdapterError("SNS Publish failed: Throttling")
+        return self.inner.publish(message)
+
+
+class FlakyAudit:
+    """``AuditSink``: CloudWatch Logs refuses the first ``fails`` records, then keeps them (in ``inner``)."""
+
+    def __init__(self, inner: MemoryAuditSink, fails: int = 1) -> None:
+        self.inner, self.fails = inner, fails
+
+    def write(self, record: Any) -> None:
+        if self.fails:
+            self.fails -= 1
+            raise AdapterError("PutLogEvents failed")
+        self.inner.write(record)
+
+
+@pytest.fixture
+def delivered_twice(jobs: Any, alarms: Any, policies: Any, metrics: Any, naming: AlarmNaming, ledger: Any) -> Any:
+    """The idle alarm's notification delivered by one SQS message, then its retry (the same owner), through the
+    delivery ledger and the once-wrappers as the composition root builds them: what each attempt returned."""
+
+    def run(*, audit: Any, notifier: Any) -> list[Any]:
+        stopper = GuardStopper(
+            transitions=alarms, guards=GUARDS, jobs=jobs, alarms=alarms, arming=alarms,
+            notifier=OnceNotifier(notifier), policies=policies, audit=OnceAuditSink(audit), metrics=metrics,
+            clock=lambda: NOW, naming=naming, account_id=ACCOUNT,
+        )  # fmt: skip
+        message = notification()
+        key = alarm_delivery_key(message, "msg-1")
+        outcomes: list[Any] = []
+        for _ in range(2):
+            try:
+                handled = deliver(
+                    ledger, key, lambda: stopper.handle(message, "msg-1"), owner="sqs-1", now=NOW, hold_seconds=60
+                )
+                outcomes.append(handled)
+            except AdapterError as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    return run
+
+
+@pytest.mark.usefixtures("idle_alarm")
+def test_an_owner_whose_stop_message_failed_is_told_by_the_retry_once(
+    delivered_twice: Any, jobs: Any, notifier: Any, audit: MemoryAuditSink, metrics: Any, calls: Any
+) -> None:
+    # Given an idle job that SageMaker shows Stopping once it is stopped, and SNS throttling the first Publish
+    jobs.jobs["job-1"] = training()
+
+    def stop(name: str) -> StopOutcome:
+        calls(f"stop {name}")
+        jobs.jobs[name] = training(TrainingJobStatus="Stopping", SecondaryStatus="Stopping")
+        return StopOutcome.STOPPED
+
+    jobs.stop = stop
+    # When the notification's delivery fails after the stop and is retried
+    first, retry = delivered_twice(audit=audit, notifier=FlakyNotifier(notifier))
+    # Then the first attempt stopped the job and raised; the retry, which finds the job stopping, tells the owner
+    # it was stopped, under the stop's code, and stops nothing more
+    assert isinstance(first, AdapterError)
+    assert (retry.code, retry.outcome) == (IdleCode.ALREADY_ENDED, "already-done")
+    assert calls.log.count("stop job-1") == 1
+    (told,) = notifier.sent
+    assert (told.kind, told.outcome, told.items[0].code) == ("idle-stop", "stopped", IdleCode.STOP)
+    # one audit record (the stop's), the savings counted once
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(IdleCode.STOP, "done")]
+    assert len(metrics.savings) == 1
+    # and a late copy of the message (its delivery completed, marked so since it told someone) tells nobody again
+    copy, _ = delivered_twice(audit=audit, notifier=notifier)
+    assert isinstance(copy, Duplicate) and len(notifier.sent) == 1
+
+
+@pytest.mark.usefixtures("idle_alarm")
+def test_a_retry_tells_nobody_of_a_stop_its_delivery_did_not_make(
+    delivered_twice: Any, jobs: Any, notifier: Any, audit: MemoryAuditSink
+) -> None:
+    # Given a job someone else stopped meanwhile (StopTrainingJob: already stopping), and the audit record failing
+    jobs.jobs["job-1"] = training()
+
+    def stop(name: str) -> StopOutcome:
+        jobs.jobs[name] = training(TrainingJobStatus="Stopping", SecondaryStatus="Stopping")
+        return StopOutcome.ALREADY_ENDED
+
+    jobs.stop = stop
+    # When the delivery fails and is retried, then nobody is told: the stop was not this delivery's
+    first, retry = delivered_twice(audit=FlakyAudit(audit), notifier=notifier)
+    assert isinstance(first, AdapterError) and retry.code == IdleCode.ALREADY_ENDED
+    assert notifier.sent == []

@@ -29,7 +29,9 @@ writes one audit record):
    (``DisableAlarmActions``; it stays in ALARM): the reconciler's re-arm, meant for the stall judge's vetoes
    and lost notifications, passes it by, so the stretch is recorded and told once, not at every run; the
    reconciler turns it on again when the stretch ends or a firing could act on the job (``service/reconciler.py``);
-7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
+7. **record** the audit record, then the estimated savings of a stop, then tell the owner. A retry of a
+   delivery whose earlier attempt stopped the job and then failed (the record, or the message) finds the job
+   stopping (already ended): it tells the owner of that stop, once (``_tell_earlier_stop``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from sagemaker_governance.domain.notifications import Notification, Notification
 from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import done_before, note, stop_effect
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,
     AlarmOwnershipPort,
@@ -277,6 +280,10 @@ class GuardStopper:
                     team_tag=effective.team_tag,
                     owner_tag=effective.owner_tag,
                 )
+        if stops and outcome is not Outcome.DONE:
+            self._tell_earlier_stop(
+                guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
+            )
         return StopperResult(
             alarm=message.alarm_name,
             job=job.name,
@@ -382,7 +389,37 @@ class GuardStopper:
             return _OUTCOMES[verdict.verdict]
         if not verdict.decision.acts:
             return Outcome.AUDIT_ONLY
-        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+        if self._jobs.stop(job.name) is not StopOutcome.STOPPED:
+            return Outcome.ALREADY_DONE
+        # a retry of this delivery (the record or the message below failed) finds the job stopping: this says the
+        # owner is still to be told (``_tell_earlier_stop``)
+        note(stop_effect(job.name, verdict.decision.rule, verdict.decision.code))
+        return Outcome.DONE
+
+    def _tell_earlier_stop(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        *,
+        config: Any,
+        team_tag: str,
+        owner_tag: str,
+    ) -> None:
+        """An earlier attempt of this delivery stopped the job and then failed (SNS ``Publish`` throttled, say):
+        this retry found the job stopping (already ended) and would tell nobody. The owner is told it was stopped,
+        under the code of that stop; the notifier (``OnceNotifier``) sends it only if that attempt did not."""
+        effect = done_before(stop_effect(job.name, guard.rule_id))
+        if effect is None:
+            return
+        code = effect.removeprefix(stop_effect(job.name, guard.rule_id))
+        reason = (
+            f"the {guard.title} stopped the job on this alarm's notification ({code}); telling its owner failed "
+            f"then, and the delivery's retry, which found the job {job.status}, tells them now"
+        )
+        update = {"code": code, "action": Action.STOP, "reason": reason, "remedy": None}
+        told = GuardVerdict(verdict=Verdict.STOP, decision=verdict.decision.model_copy(update=update))
+        self._notify(guard, job, told, Outcome.DONE, config=config, team_tag=team_tag, owner_tag=owner_tag)
 
     def _notify(
         self,
