@@ -581,12 +581,13 @@ def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record
     acct.invoke(stopper, event, request_id=RETRIED)
     acct.invoke(stopper, event)
     # Then: one stop and one record of it (by the attempt that acted). The retry finds the job already
-    # stopping and cannot tell who stopped it, so it does not claim the stop to the owner: the message
-    # lost in the crash is not re-sent (docs/resilience.md), and the owner is never told twice.
+    # stopping, and learns from the released claim that its delivery made the stop (the stop's effect): it
+    # sends the message lost in the crash, and the second SNS copy tells nobody again (docs/resilience.md)
     assert acct.sagemaker.stop_requests == ["idle-1"]
     stops = [r for r in acct.audit.records if r.trigger == "idle-alarm"]
     assert [(r.action, r.outcome.value) for r in stops] == [("stop", "done")]
-    assert len(inbox_messages(acct, inbox)) == 0
+    (told,) = inbox_messages(acct, inbox)
+    assert json.loads(told["Body"])["outcome"] == "stopped"
 
 
 def test_without_a_table_every_delivery_is_processed(clock: MovableClock) -> None:

@@ -12,6 +12,7 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Action
+from sagemaker_governance.domain.errors import AdapterError, StopOutcome
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     TAG_JOB,
@@ -24,9 +25,19 @@ from sagemaker_governance.domain.guards.idle import IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.service.guard_stopper import GuardStopper, StopReview
+from sagemaker_governance.service.idempotency import (
+    Duplicate,
+    OnceAuditSink,
+    OnceNotifier,
+    alarm_delivery_key,
+    deliver,
+)
+from sagemaker_governance.service.ports import NotifierPort
+from sagemaker_governance.service.stall_judge import StallJudge
 from sagemaker_governance.settings import Settings
 from tests.builders import job
 from tests.service.conftest import NOW
@@ -121,8 +132,15 @@ def test_an_idle_alarm_stops_the_job_then_records_counts_and_tells_in_that_order
     jobs.jobs["job-1"] = training()
     # When the notification arrives
     result = stopper_with().handle(notification(), "msg-1")
-    # Then: verify the alarm (its tags), re-read the job, stop it, then tell the owner
-    assert calls.log == [f"tags {ALARM}", "get-job job-1", "stop job-1", "notify idle-stop job-1"]
+    # Then: verify the alarm (its tags), re-read the job, check the alarm is still in ALARM (no judge confirmed the
+    # stop on fresh evidence), stop it, then tell the owner
+    assert calls.log == [
+        f"tags {ALARM}",
+        "get-job job-1",
+        f"state {ALARM}",
+        "stop job-1",
+        "notify idle-stop job-1",
+    ]
     assert (result.code, result.outcome) == (IdleCode.STOP, "done")
     # one audit record with the stop's code, the delivery's id as its trigger; savings counted once
     (record,) = audit.records
@@ -302,14 +320,108 @@ def test_a_notification_taken_as_current_resets_as_before(
     assert result.code == IdleCode.GRACE and calls.log[-1] == f"reset {ALARM}"
 
 
-def test_a_stop_is_judged_without_reading_the_alarm_state(
+class Confirm:
+    """A ``StopReview`` that confirms every stop on evidence it read just now (what the stall judge does)."""
+
+    def review(
+        self, guard: Any, role: str, notice: Any, verdict: GuardVerdict, policy: Any = None
+    ) -> GuardVerdict:
+        return verdict.model_copy(update={"confirmed": True})
+
+
+class Unread:
+    """The stall judge's metric and log ports: with the judge off nothing may be read."""
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the judge is off: nothing is read")
+
+    activity = rhythm = read
+
+
+def _late_notification(minutes_ago: float) -> AlarmNotification:
+    """The idle alarm's ALARM notification, its state change ``minutes_ago`` (under the stale limit)."""
+    at = (NOW - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+    return AlarmNotification.model_validate(
+        {
+            "AlarmName": ALARM,
+            "AWSAccountId": ACCOUNT,
+            "NewStateValue": "ALARM",
+            "StateChangeTime": at,
+            "Trigger": {"MetricName": "GPUUtilization", "Threshold": 1.0, "Period": 60, "EvaluationPeriods": 30},
+        }
+    )
+
+
+def test_with_the_judge_off_a_stop_is_not_made_on_a_notification_its_alarm_has_since_left(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the judge off, a job two hours into Training, and a notification handled 8 minutes after its alarm
+    # fired (an SQS retry), whose alarm went back to OK 3 minutes after firing (the GPUs came back)
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    alarms.alarms[ALARM] = "OK"
+    alarms.changed[ALARM] = NOW - timedelta(minutes=5)
+    # When it is judged
+    result = stopper_with(StallJudge(Unread(), Unread())).handle(_late_notification(8), "msg-1")
+    # Then the alarm's state is read before the stop, and the stop is not made: superseded
+    assert "stop job-1" not in calls.log and f"state {ALARM}" in calls.log
+    assert (result.code, result.outcome) == ("idle.skip.superseded", "skipped")
+    (record,) = audit.records
+    assert (record.evidence["superseded_code"], record.evidence["alarm_state_now"]) == (IdleCode.STOP, "OK")
+
+
+@pytest.mark.parametrize(
+    ("state", "moved"),
+    [
+        ("ALARM", timedelta(minutes=3)),  # it left ALARM and is back in it: the condition holds now
+        ("ALARM", timedelta(0)),  # the notification is its alarm's last change
+        ("OK", None),  # the answer has no StateTransitionedTimestamp: taken as current
+    ],
+)
+def test_with_the_judge_off_a_stop_on_a_notification_still_current_is_made(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, calls: Any, state: str, moved: Any
+) -> None:
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    message = _late_notification(8)
+    alarms.alarms[ALARM] = state
+    if moved is not None:
+        alarms.changed[ALARM] = changed_at(message) + moved
+    result = stopper_with(StallJudge(Unread(), Unread())).handle(message, "msg-1")
+    assert result.code == IdleCode.STOP and calls.log[-3:] == [
+        f"state {ALARM}",
+        "stop job-1",
+        "notify idle-stop job-1",
+    ]
+
+
+def test_with_the_judge_off_an_unreadable_alarm_state_stops_nothing_and_fails_the_delivery(
+    stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given the judge off and DescribeAlarms failing when the stop is about to be made
+    _judge_off(policies)
+    jobs.jobs["job-1"] = training()
+    alarms.state_unreadable = True
+    # When the notification is judged, then nothing is stopped, the skip is recorded with its own code, and the
+    # error goes back so that the delivery is retried (judged again, or stale and reset, past the limit)
+    with pytest.raises(AdapterError):
+        stopper_with(StallJudge(Unread(), Unread())).handle(_late_notification(2), "msg-1")
+    assert "stop job-1" not in calls.log
+    (record,) = audit.records
+    assert (record.code, record.outcome.value) == ("idle.skip.state-unread", "skipped")
+    assert record.evidence["unconfirmed_code"] == IdleCode.STOP
+
+
+def test_a_stop_the_review_confirmed_on_fresh_evidence_reads_no_alarm_state(
     stopper_with: Any, jobs: Any, idle_alarm: str, alarms: Any, calls: Any
 ) -> None:
-    # A verdict that neither resets nor tells costs no DescribeAlarms (the judge's evidence is read fresh)
+    # A stop the stall judge confirmed on evidence it read just now costs no DescribeAlarms: even a state change
+    # since the notification is not consulted (the judge's reads are newer)
     jobs.jobs["job-1"] = training()
     message = notification()
     alarms.changed[ALARM] = changed_at(message) + timedelta(minutes=3)
-    assert stopper_with().handle(message, "msg-1").code == IdleCode.STOP
+    alarms.alarms[ALARM] = "OK"
+    assert stopper_with(Confirm()).handle(message, "msg-1").code == IdleCode.STOP
     assert f"state {ALARM}" not in calls.log
 
 
@@ -432,3 +544,107 @@ def test_a_job_on_a_type_only_ec2_knows_is_replanned_with_ec2s_facts(
     assert stopper.handle(message, "msg-1").code == IdleCode.PINNED_UNJUDGED
     assert catalog.asked == ["ml.g5g.16xlarge"] and [r["AlarmName"] for r in windows.updates] == [ALARM]
     assert PINNED_TRIGGER_MARK not in windows.updates[0]["AlarmDescription"]
+
+
+# ---- a stop whose telling failed: the delivery's retry finds the job stopping ------------------------------
+
+
+class FlakyNotifier:
+    """``NotifierPort``: SNS throttles the first ``fails`` Publish calls, then sends (to ``inner``)."""
+
+    def __init__(self, inner: NotifierPort, fails: int = 1) -> None:
+        self.inner, self.fails = inner, fails
+
+    def publish(self, message: Notification) -> str | None:
+        if self.fails:
+            self.fails -= 1
+            raise AdapterError("SNS Publish failed: Throttling")
+        return self.inner.publish(message)
+
+
+class FlakyAudit:
+    """``AuditSink``: CloudWatch Logs refuses the first ``fails`` records, then keeps them (in ``inner``)."""
+
+    def __init__(self, inner: MemoryAuditSink, fails: int = 1) -> None:
+        self.inner, self.fails = inner, fails
+
+    def write(self, record: Any) -> None:
+        if self.fails:
+            self.fails -= 1
+            raise AdapterError("PutLogEvents failed")
+        self.inner.write(record)
+
+
+@pytest.fixture
+def delivered_twice(jobs: Any, alarms: Any, policies: Any, metrics: Any, naming: AlarmNaming, ledger: Any) -> Any:
+    """The idle alarm's notification delivered by one SQS message, then its retry (the same owner), through the
+    delivery ledger and the once-wrappers as the composition root builds them: what each attempt returned."""
+
+    def run(*, audit: Any, notifier: Any) -> list[Any]:
+        stopper = GuardStopper(
+            transitions=alarms, guards=GUARDS, jobs=jobs, alarms=alarms, arming=alarms,
+            notifier=OnceNotifier(notifier), policies=policies, audit=OnceAuditSink(audit), metrics=metrics,
+            clock=lambda: NOW, naming=naming, account_id=ACCOUNT,
+        )  # fmt: skip
+        message = notification()
+        key = alarm_delivery_key(message, "msg-1")
+        outcomes: list[Any] = []
+        for _ in range(2):
+            try:
+                handled = deliver(
+                    ledger, key, lambda: stopper.handle(message, "msg-1"), owner="sqs-1", now=NOW, hold_seconds=60
+                )
+                outcomes.append(handled)
+            except AdapterError as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    return run
+
+
+@pytest.mark.usefixtures("idle_alarm")
+def test_an_owner_whose_stop_message_failed_is_told_by_the_retry_once(
+    delivered_twice: Any, jobs: Any, notifier: Any, audit: MemoryAuditSink, metrics: Any, calls: Any
+) -> None:
+    # Given an idle job that SageMaker shows Stopping once it is stopped, and SNS throttling the first Publish
+    jobs.jobs["job-1"] = training()
+
+    def stop(name: str) -> StopOutcome:
+        calls(f"stop {name}")
+        jobs.jobs[name] = training(TrainingJobStatus="Stopping", SecondaryStatus="Stopping")
+        return StopOutcome.STOPPED
+
+    jobs.stop = stop
+    # When the notification's delivery fails after the stop and is retried
+    first, retry = delivered_twice(audit=audit, notifier=FlakyNotifier(notifier))
+    # Then the first attempt stopped the job and raised; the retry, which finds the job stopping, tells the owner
+    # it was stopped, under the stop's code, and stops nothing more
+    assert isinstance(first, AdapterError)
+    assert (retry.code, retry.outcome) == (IdleCode.ALREADY_ENDED, "already-done")
+    assert calls.log.count("stop job-1") == 1
+    (told,) = notifier.sent
+    assert (told.kind, told.outcome, told.items[0].code) == ("idle-stop", "stopped", IdleCode.STOP)
+    # one audit record (the stop's), the savings counted once
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(IdleCode.STOP, "done")]
+    assert len(metrics.savings) == 1
+    # and a late copy of the message (its delivery completed, marked so since it told someone) tells nobody again
+    copy, _ = delivered_twice(audit=audit, notifier=notifier)
+    assert isinstance(copy, Duplicate) and len(notifier.sent) == 1
+
+
+@pytest.mark.usefixtures("idle_alarm")
+def test_a_retry_tells_nobody_of_a_stop_its_delivery_did_not_make(
+    delivered_twice: Any, jobs: Any, notifier: Any, audit: MemoryAuditSink
+) -> None:
+    # Given a job someone else stopped meanwhile (StopTrainingJob: already stopping), and the audit record failing
+    jobs.jobs["job-1"] = training()
+
+    def stop(name: str) -> StopOutcome:
+        jobs.jobs[name] = training(TrainingJobStatus="Stopping", SecondaryStatus="Stopping")
+        return StopOutcome.ALREADY_ENDED
+
+    jobs.stop = stop
+    # When the delivery fails and is retried, then nobody is told: the stop was not this delivery's
+    first, retry = delivered_twice(audit=FlakyAudit(audit), notifier=notifier)
+    assert isinstance(first, AdapterError) and retry.code == IdleCode.ALREADY_ENDED
+    assert notifier.sent == []

@@ -156,6 +156,7 @@ def test_an_idle_stop_is_confirmed_with_the_evidence_when_every_signal_is_quiet(
     metrics, logs = Metrics(IDLE_HOST), Logs()
     verdict = review(IDLE, IdleRole.NOTIFYING, metrics, logs)
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    assert verdict.confirmed  # on evidence read now: the stopper does not ask the alarm's state again
     judged = verdict.decision.evidence["judge"]
     assert judged["hosts"]["job-1/algo-1"]["busy_vcpus"] == 0.04 and judged["window"]["minutes"] == 30
     # Then it read the 30-minute window: four series per host, the job's streams
@@ -381,6 +382,7 @@ def test_the_judge_can_be_switched_off_by_the_policy() -> None:
         IDLE, IdleRole.NOTIFYING, metrics, Logs(), policy=Policy(mode=Mode.ENFORCE, judge={"enabled": False})
     )
     assert verdict.verdict is Verdict.STOP and "judge" not in verdict.decision.evidence and metrics.calls == []
+    assert not verdict.confirmed  # the notification alone: the stopper checks the alarm's state before it stops
 
 
 class TimedMetrics(Metrics):

@@ -257,6 +257,17 @@ def test_never_in_the_grace_period_plus_the_window(role: EfficiencyRole) -> None
     assert verdict.reset
 
 
+def test_a_late_stop_notification_is_judged_as_of_its_alarms_state_change() -> None:
+    # Given the stop alarm's 180-minute window after a 30-minute grace, and a stop notification handled 10 minutes
+    # after its alarm fired (an SQS retry): 215 minutes into Training now, 205 when the window it reports ended
+    config = EfficiencyPolicy(**ON, stop_after_notices=2)
+    late = notice(training(215)).model_copy(update={"alarm_changed_at": NOW - timedelta(minutes=10)})
+    verdict = EFFICIENCY.judge(EfficiencyRole.STOP, late, config)
+    # Then the grace minutes it counted keep the job running; its alarm is reset and fires again if it stays low
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == EfficiencyGuardCode.GRACE
+    assert verdict.reset
+
+
 def test_the_stop_after_unheeded_notices_is_a_stop_verdict_for_the_stoppers_review() -> None:
     config = EfficiencyPolicy(**ON, stop_after_notices=2)
     verdict = EFFICIENCY.judge(EfficiencyRole.STOP, notice(training(30 + 180 + 5)), config)

@@ -238,6 +238,16 @@ def test_not_stopped_when_not_training_ended_stale_early_disabled_or_exempted() 
     assert stop_verdict(training(long_ago), exempted_by="INC-1") == ProgressCode.EXEMPTED
 
 
+def test_a_late_stall_notification_is_judged_as_of_its_alarms_state_change() -> None:
+    # Given a 60-minute window and a notification handled 10 minutes after its alarm fired (an SQS retry): 65
+    # minutes into Training now, 55 when it fired, so its window began before Training
+    fired = NOW - timedelta(minutes=10)
+    started = NOW - timedelta(minutes=65)
+    assert stop_verdict(training(started), window_minutes=60, changed=fired) == ProgressCode.TOO_EARLY
+    # the same job notified at once is stopped
+    assert stop_verdict(training(started), window_minutes=60, changed=NOW) == ProgressCode.STOP
+
+
 def test_audit_mode_records_only() -> None:
     result = judge(ProgressRole.STALL, training(NOW - timedelta(hours=5)), Mode.AUDIT)
     assert result.decision.code == ProgressCode.STOP and not result.decision.acts

@@ -36,8 +36,15 @@ def after_downloading(training_minutes: float) -> TrainingJob:
     )
 
 
-def code(training_minutes: float, **policy: object) -> tuple[Verdict, str]:
-    notice = Notice(job=after_downloading(training_minutes), mode=Mode.ENFORCE, now=NOW, naming=NAMING)
+def code(training_minutes: float, changed: datetime | None = None, **policy: object) -> tuple[Verdict, str]:
+    """The idle guard's verdict ``training_minutes`` into Training; ``changed``: the alarm's StateChangeTime."""
+    notice = Notice(
+        job=after_downloading(training_minutes),
+        mode=Mode.ENFORCE,
+        now=NOW,
+        naming=NAMING,
+        alarm_changed_at=changed,
+    )
     verdict = IDLE.judge(IdleRole.NOTIFYING, notice, IdlePolicy.model_validate(policy))
     return verdict.verdict, verdict.decision.code
 
@@ -49,6 +56,20 @@ def test_idle_minutes_before_training_never_count_towards_the_window() -> None:
     assert code(31) == (Verdict.STOP, IdleCode.STOP)
     # A grace longer than the window decides alone
     assert code(45, grace_minutes=60) == (Verdict.TOO_EARLY, IdleCode.GRACE)
+
+
+def test_a_late_notification_is_judged_as_of_its_alarms_state_change() -> None:
+    # Given grace 20 and a 30-minute window, and a notification handled 10 minutes after its alarm fired (an SQS
+    # retry): the window it reports ended then, not now
+    fired = NOW - timedelta(minutes=10)
+    # 35 minutes into Training now, 25 when it fired: its window began 5 idle Downloading minutes before Training
+    assert code(35, changed=fired) == (Verdict.TOO_EARLY, IdleCode.TOO_EARLY)
+    # 28 minutes into Training now, 18 when it fired: within the grace period then
+    assert code(28, changed=fired) == (Verdict.TOO_EARLY, IdleCode.GRACE)
+    # 41 now, 31 when it fired: the whole window was Training
+    assert code(41, changed=fired) == (Verdict.STOP, IdleCode.STOP)
+    # A change stamped after the handling (clocks a moment apart) is judged as of the handling
+    assert code(31, changed=NOW + timedelta(seconds=30)) == (Verdict.STOP, IdleCode.STOP)
 
 
 def test_setting_one_of_the_two_keeps_idle_for_the_whole_window() -> None:

@@ -17,7 +17,11 @@ writes one audit record):
    newer state change of its alarm (a late redelivery, a retry after a failure, a reordered delivery, the
    second of a composite's transitions while its children are reset) resets nothing, and tells nothing
    when the alarm is in ``ALARM`` again (``<guard>.skip.superseded``): the newer change is judged on its
-   own notification, and acting on both would tell an owner twice of one stretch;
+   own notification, and acting on both would tell an owner twice of one stretch. A verdict to stop that
+   the review did not confirm on evidence read just now (``GuardVerdict.confirmed``: the stall judge off,
+   or a guard it does not judge) is checked too: superseded and out of ``ALARM`` now, nothing is stopped;
+   the state unreadable, nothing is stopped and the delivery fails, to be retried
+   (``<guard>.skip.state-unread``);
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt). A judgement that settles the alarm's stretch without acting
@@ -25,12 +29,15 @@ writes one audit record):
    (``DisableAlarmActions``; it stays in ALARM): the reconciler's re-arm, meant for the stall judge's vetoes
    and lost notifications, passes it by, so the stretch is recorded and told once, not at every run; the
    reconciler turns it on again when the stretch ends or a firing could act on the job (``service/reconciler.py``);
-7. **record** the audit record, then the estimated savings of a stop, then tell the owner.
+7. **record** the audit record, then the estimated savings of a stop, then tell the owner. A retry of a
+   delivery whose earlier attempt stopped the job and then failed (the record, or the message) finds the job
+   stopping (already ended): it tells the owner of that stop, once (``_tell_earlier_stop``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -41,6 +48,7 @@ from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     AlarmCode,
     AlarmNaming,
+    AlarmState,
     Guard,
     GuardVerdict,
     Notice,
@@ -54,6 +62,7 @@ from sagemaker_governance.domain.notifications import Notification, Notification
 from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import done_before, note, stop_effect
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,
     AlarmOwnershipPort,
@@ -78,6 +87,7 @@ _OUTCOMES = {
     Verdict.VETOED: Outcome.SKIPPED,
     Verdict.NOTIFY: Outcome.DONE,
     Verdict.SUPERSEDED: Outcome.SKIPPED,
+    Verdict.UNCONFIRMED: Outcome.SKIPPED,
 }
 
 
@@ -239,6 +249,9 @@ class GuardStopper:
         verdict = guard.judge(role, notice, config)
         if verdict.stops:
             verdict = self._review.review(guard, role, notice, verdict, effective)
+        unread: AdapterError | None = None
+        if verdict.stops and not verdict.confirmed:
+            verdict, unread = self._unless_stop_superseded(guard, message, verdict)
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
         # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
@@ -248,6 +261,8 @@ class GuardStopper:
         decision = verdict.decision
         trigger = Trigger(kind=f"{guard.name}-alarm", event_id=message_id)
         record_decision(self._audit, decision, job=job, policy=policy, trigger=trigger, outcome=outcome, at=now)
+        if unread is not None:
+            raise unread  # the delivery is retried: judged again with the alarm's state (or stale, and reset)
         if verdict.verdict is Verdict.NOTIFY and (decision.mode is Mode.ENFORCE or effective.notify_in_audit_mode):
             self._notify_notice(
                 guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
@@ -265,6 +280,10 @@ class GuardStopper:
                     team_tag=effective.team_tag,
                     owner_tag=effective.owner_tag,
                 )
+        if stops and outcome is not Outcome.DONE:
+            self._tell_earlier_stop(
+                guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
+            )
         return StopperResult(
             alarm=message.alarm_name,
             job=job.name,
@@ -273,6 +292,40 @@ class GuardStopper:
             reason=decision.reason,
             code=decision.code,
         )
+
+    def _unless_stop_superseded(
+        self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
+    ) -> tuple[GuardVerdict, AdapterError | None]:
+        """A verdict to stop that no review confirmed on evidence read just now (the stall judge off, or none for
+        the guard) rests on the notification alone, which may be late (an SQS retry, a late SNS delivery, under
+        the stale limit): the alarm's current state is read first. Changed since the notification and not in
+        ``ALARM`` now (the job recovered, or the alarm was reset): superseded, nothing stopped (a stretch that
+        goes on fires again and is judged on its own notification). Back in ``ALARM``, or its last change
+        unknown: the verdict stands. Unreadable: nothing stopped on the notification alone; the skip is
+        recorded (``<guard>.skip.state-unread``) and the error returned with it, for the caller to raise after
+        recording, so that the delivery is retried."""
+        if self._transitions is None:
+            return verdict, None
+        decision = verdict.decision
+        try:
+            current = self._transitions.current_state(message.alarm_name)
+        except AdapterError as exc:
+            logger.warning("alarm state unreadable: no stop on the notification alone", alarm=message.alarm_name)
+            update = {
+                "code": guard.code(AlarmCode.STATE_UNREAD),
+                "action": Action.NONE,
+                "reason": "the alarm's current state could not be read, and nothing but the notification (which may "
+                f"be late) says the condition still holds: the job is not stopped, and the delivery is retried "
+                f"({exc}). The judgement was: {decision.reason}",
+                "remedy": None,
+                "evidence": {**decision.evidence, "unconfirmed_code": decision.code, "error": str(exc)[:300]},
+            }
+            unconfirmed = GuardVerdict(verdict=Verdict.UNCONFIRMED, decision=decision.model_copy(update=update))
+            return unconfirmed, exc
+        changed = message.changed_at
+        if current is None or changed is None or not superseded(changed, current) or current.value == "ALARM":
+            return verdict, None
+        return self._superseded(guard, verdict, current, changed, "stop"), None
 
     def _unless_superseded(
         self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
@@ -294,8 +347,14 @@ class GuardStopper:
             return verdict
         if verdict.verdict is Verdict.NOTIFY and current.value != "ALARM":
             return verdict
-        decision = verdict.decision
         undone = "notice" if verdict.verdict is Verdict.NOTIFY else "reset"
+        return self._superseded(guard, verdict, current, changed, undone)
+
+    def _superseded(
+        self, guard: Guard[Any], verdict: GuardVerdict, current: AlarmState, changed: datetime, undone: str
+    ) -> GuardVerdict:
+        """The verdict that does nothing instead of ``verdict``: its ``undone`` effect is not made."""
+        decision = verdict.decision
         reason = (
             f"the alarm changed state again (to {current.value}) at {current.changed_at.isoformat()}, after this "
             f"notification's change at {changed.isoformat()}: that newer change is judged on its own notification, "
@@ -330,7 +389,37 @@ class GuardStopper:
             return _OUTCOMES[verdict.verdict]
         if not verdict.decision.acts:
             return Outcome.AUDIT_ONLY
-        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+        if self._jobs.stop(job.name) is not StopOutcome.STOPPED:
+            return Outcome.ALREADY_DONE
+        # a retry of this delivery (the record or the message below failed) finds the job stopping: this says the
+        # owner is still to be told (``_tell_earlier_stop``)
+        note(stop_effect(job.name, verdict.decision.rule, verdict.decision.code))
+        return Outcome.DONE
+
+    def _tell_earlier_stop(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        *,
+        config: Any,
+        team_tag: str,
+        owner_tag: str,
+    ) -> None:
+        """An earlier attempt of this delivery stopped the job and then failed (SNS ``Publish`` throttled, say):
+        this retry found the job stopping (already ended) and would tell nobody. The owner is told it was stopped,
+        under the code of that stop; the notifier (``OnceNotifier``) sends it only if that attempt did not."""
+        effect = done_before(stop_effect(job.name, guard.rule_id))
+        if effect is None:
+            return
+        code = effect.removeprefix(stop_effect(job.name, guard.rule_id))
+        reason = (
+            f"the {guard.title} stopped the job on this alarm's notification ({code}); telling its owner failed "
+            f"then, and the delivery's retry, which found the job {job.status}, tells them now"
+        )
+        update = {"code": code, "action": Action.STOP, "reason": reason, "remedy": None}
+        told = GuardVerdict(verdict=Verdict.STOP, decision=verdict.decision.model_copy(update=update))
+        self._notify(guard, job, told, Outcome.DONE, config=config, team_tag=team_tag, owner_tag=owner_tag)
 
     def _notify(
         self,

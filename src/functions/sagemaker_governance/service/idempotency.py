@@ -52,7 +52,9 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
 **The effects.** While a delivery is processed it is the current one (``delivering``); the audit sink and
 the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
-write per effect: what a failed attempt did travels in its release.
+write per effect: what a failed attempt did travels in its release. An action no wrapper sees can be noted
+as an effect too (``note``): a guard's stop (``stop_effect``), whose retry finds the job stopping and would
+otherwise not know that the owner is still to be told.
 
 Only a record that says the action happened (``done``, ``already-done``) settles it. One that says it was
 *not* carried out (``failed``, ``skipped``, ``audit-only``, ``exempted``, ``deferred``, ``no-action``)
@@ -285,6 +287,34 @@ def once(effect: str, act: Callable[[], None], *, unless: str | None = None) -> 
     if delivery is not None:
         delivery.effects.append(effect)
     return True
+
+
+def note(effect: str) -> None:
+    """Add ``effect`` to the current delivery's effects (outside a delivery: nothing): an action a retry of the
+    delivery must know this attempt made, though no wrapper records it (``stop_effect``)."""
+    delivery = _current.get()
+    if delivery is not None:
+        delivery.effects.append(effect)
+
+
+def done_before(prefix: str) -> str | None:
+    """An effect an earlier attempt of the current delivery completed that starts with ``prefix`` (None:
+    none, or outside a delivery)."""
+    delivery = _current.get()
+    if delivery is None:
+        return None
+    return next((effect for effect in sorted(delivery.done) if effect.startswith(prefix)), None)
+
+
+_STOPPED = "stopped|"
+
+
+def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
+    """The effect name of a stop this delivery made (StopTrainingJob accepted), with its decision's code; without
+    ``code``, the prefix every such name of (job, rule) starts with. A retry of the delivery finds the job
+    stopping, and would tell nobody: this tells it that its owner is still to be told (``GuardStopper``)."""
+    head = f"{_STOPPED}{job_name}|{rule}|"
+    return head if code is None else f"{head}{code}"
 
 
 # The outcomes that say the action happened (or was found done): only their records settle it. Every other one

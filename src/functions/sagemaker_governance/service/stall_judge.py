@@ -183,7 +183,7 @@ class StallJudge:
             decision = verdict.decision.model_copy(
                 update={"evidence": {**case.recorded, "judge_verdict": finding.reason}}
             )
-            return verdict.model_copy(update={"decision": decision})
+            return verdict.model_copy(update={"decision": decision, "confirmed": True})
         assert finding.code is not None
         logger.info("stop not confirmed by the stall judge", job=job.name, code=finding.code.value)
         if pinned:

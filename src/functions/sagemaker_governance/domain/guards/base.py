@@ -281,6 +281,9 @@ class AlarmCode(StrEnum):
     # The stopper, for every guard: the alarm changed state again after the notification it judged, so the
     # reset that judgement wanted is not made (the newer state change is judged on its own notification).
     SUPERSEDED = "skip.superseded"
+    # ... and a verdict to stop that no review confirmed on evidence read just now, when the alarm's current state
+    # cannot be read: nothing is stopped on the notification alone (the delivery fails and is retried).
+    STATE_UNREAD = "skip.state-unread"
 
 
 class NoAlarm(BaseModel):
@@ -495,6 +498,7 @@ class Verdict(StrEnum):
     VETOED = "vetoed"  # a review of the verdict to stop found evidence against it (service StopReview)
     NOTIFY = "notify"  # tell the owner (a nudge, no stop); its alarms may be reset to notify again later
     SUPERSEDED = "superseded"  # the alarm changed state again since: the judgement's reset is not made
+    UNCONFIRMED = "unconfirmed"  # a stop resting on the notification alone, its alarm's state unread: not made
 
 
 class Notice(BaseModel):
@@ -522,6 +526,15 @@ class Notice(BaseModel):
         "not be read).",
     )
 
+    @property
+    def as_of(self) -> datetime:
+        """When the window the notification reports ended: its alarm's state change, or ``now`` when that is
+        unknown or later (clocks a moment apart). A notification handled late (an SQS retry, a late SNS delivery)
+        is judged as of then: judged as of ``now``, the minutes since would count towards a window that in fact
+        reached before the job (re)entered ``Training`` or into its grace period."""
+        changed = self.alarm_changed_at
+        return self.now if changed is None else min(self.now, changed)
+
 
 class GuardVerdict(BaseModel):
     """A guard's judgement: the decision (recorded in the audit), and what the stopper must do."""
@@ -535,6 +548,9 @@ class GuardVerdict(BaseModel):
     reset_reason: str = ""
     arm: tuple[str, ...] = ()  # alarms whose actions to enable (second)
     disarm: tuple[str, ...] = ()  # alarms whose actions to disable (last)
+    # a verdict to stop that a review (the stall judge) confirmed on evidence it read just now, not only on the
+    # notification: the stopper need not ask whether the alarm has since left ALARM
+    confirmed: bool = False
 
     @property
     def stops(self) -> bool:

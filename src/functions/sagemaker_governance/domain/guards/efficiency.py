@@ -437,8 +437,8 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         if early is not None:
             return early
         window = config.stop_window_minutes if role == EfficiencyRole.STOP else config.window_minutes
-        # A notice is judged as of its alarm's state change (the end of the window it reports), a stop as of now.
-        as_of = notice.alarm_changed_at if role == EfficiencyRole.NOTICE and notice.alarm_changed_at else now
+        # Judged as of its alarm's state change (the end of the window it reports), a notice and a stop alike
+        as_of = notice.as_of
         needed = timedelta(minutes=config.grace_minutes + window)
         if (since := trained_less_than(job, as_of, needed)) is not None:
             return judgement(

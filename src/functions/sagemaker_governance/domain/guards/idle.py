@@ -99,9 +99,12 @@ def pinned_expression(
 ) -> dict[str, Any]:
     """The alarm's value with the pinned trigger: the busiest host's GPUUtilization, but 0 (breaching) in a
     minute where every host is at or above ``pinned``, or (several hosts) where some host is pinned, the
-    least busy is below ``idle`` and the hosts' mean is at least half of ``pinned`` (most hosts pinned): a
-    stuck host (its GPUs idle) that the others wait for, spinning in the collective; not one host computing
-    while the others wait idle (a rank-0 evaluation). CloudWatch metric math: ``MIN``/``MAX``/``AVG`` over
+    least busy is below ``idle`` and the hosts' mean is at least half of ``pinned``: a stuck host (its GPUs
+    idle) that the others wait for, spinning in the collective. With the other hosts idle, that mean holds
+    once the pinned hosts are at least half of the cluster: one host computing while the others wait idle
+    (a rank-0 evaluation) is told apart from three hosts up, not on two (one pinned, one idle: the mean is
+    exactly half), where the alarm fires and the stall judge decides on the job's log and metrics (the
+    README lists it among the trigger's risks). CloudWatch metric math: ``MIN``/``MAX``/``AVG`` over
     a list of series are series, comparison operators return 1 or 0, arithmetic combines series point by
     point, and ``IF(condition, a, b)`` picks per datapoint (CloudWatch user guide, "Metric math syntax and
     functions", "Using IF expressions"). A third host in between (neither pinned nor idle) is not seen
@@ -546,7 +549,7 @@ class IdleGuard(Guard[IdlePolicy]):
 
     def judge(self, role: str, notice: Notice, config: IdlePolicy) -> GuardVerdict:
         """The notifying alarm went to ALARM: what to do with the job (as re-read just now)."""
-        idle, job, now = config, notice.job, notice.now
+        idle, job, now = config, notice.job, notice.as_of  # as of the end of the window the alarm judged
         judgement = Judgement(self.rule_id, notice.mode, {**notice.evidence, **notice.savings})
         _, metric_alarms = alarm_names(job.name, job.total_instance_count, notice.naming)
         early = preconditions(

@@ -412,7 +412,7 @@ class ProgressGuard(Guard[ProgressPolicy]):
 
     def _stall(self, notice: Notice, progress: ProgressPolicy) -> GuardVerdict:
         """The armed stall alarm fired: what to do with the job (as re-read just now)."""
-        job, now = notice.job, notice.now
+        job, now = notice.job, notice.as_of  # as of the end of the window the alarm judged
         window = timedelta(minutes=progress.window_minutes)
         span = self.fired_span(progress, notice) or window  # shorter than the window: a trigger
         facts = {**self._evidence(notice), **notice.savings, "window_minutes": progress.window_minutes}
