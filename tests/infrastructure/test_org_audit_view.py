@@ -113,11 +113,27 @@ def test_every_failure_path_ends_in_a_dead_letter_queue(central: dict[str, Any],
     ]
 
 
-def test_the_central_dead_letter_alarm_notifies_the_operators_topic_when_given(central: dict[str, Any]) -> None:
-    alarm = central["Resources"]["CentralDeadLetterQueueAlarm"]["Properties"]
-    assert alarm["AlarmActions"] == {
-        "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
-    }
+def test_the_central_dead_letter_alarms_notify_the_operators_topic_when_given(central: dict[str, Any]) -> None:
+    resources = central["Resources"]
+    arrivals = resources["CentralDeadLetterQueueAlarm"]["Properties"]
+    age = resources["CentralDeadLetterAgeAlarm"]["Properties"]
+    for alarm in (arrivals, age):
+        assert alarm["AlarmActions"] == {
+            "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
+        }
+        assert alarm["Dimensions"] == [
+            {"Name": "QueueName", "Value": {"Fn::GetAtt": ["CentralDeadLetterQueue", "QueueName"]}}
+        ]
+    # each arrival raises it (the queue's only feed sends, so it counts in NumberOfMessagesSent), not only the first
+    assert (arrivals["MetricName"], arrivals["Statistic"], arrivals["Threshold"]) == (
+        "NumberOfMessagesSent",
+        "Sum",
+        1,
+    )
+    assert not any("RedrivePolicy" in r.get("Properties", {}) for r in resources.values())
+    # and a record waiting a week raises the other, before SQS deletes it at the queue's retention
+    retention = resources["CentralDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"]
+    assert age["MetricName"] == "ApproximateAgeOfOldestMessage" and age["Threshold"] == 7 * 86_400 < retention
     assert central["Conditions"]["HasAlarmTopic"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}]}
     pattern = re.compile(central["Parameters"]["AlarmTopicArn"]["AllowedPattern"])
     assert pattern.fullmatch("") and pattern.fullmatch("arn:aws:sns:eu-west-1:123456789012:platform-oncall")
