@@ -26,10 +26,13 @@ EXPECTED = {
     "training-job-failed-deadlock.json": "unknown",
 }
 RESUMED = {"hardware", "interconnect", "capacity", "sagemaker-internal"}
+# Minutes after the samples' jobs failed (their Failed transition, 2025-11-22 12:07 UTC): decided at the wall
+# clock's now, a resume would be too late (resume.skip.too-late)
+AT = "2025-11-22T12:10:00Z"
 
 
 def explain(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["explain", *args, "--json"]) == 0
+    assert main(["explain", *args, "--at", AT, "--json"]) == 0
     result: dict[str, Any] = json.loads(capsys.readouterr().out)
     (decision,) = [d for d in result["decisions"] if d["rule"] == "auto-resume"]
     assert isinstance(decision, dict)

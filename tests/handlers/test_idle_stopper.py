@@ -66,6 +66,28 @@ def test_idle_job_after_grace_is_stopped_with_evidence_savings_and_a_notice(
     assert body["kind"] == "idle-stop" and body["outcome"] == "stopped" and body["owner"] == "alice"
 
 
+def test_a_lowered_threshold_re_plans_an_older_stricter_alarm_instead_of_stopping_at_it(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in Training whose alarm was planned at 10 % per GPU, and the operator lowering it to 1 % since
+    acct.ssm.put_parameter(
+        Name="/gov/policy", Value="idle: {threshold_percent: 10}", Type="String", Overwrite=True
+    )
+    alarm = training_job_with_alarm(acct)
+    assert acct.cloudwatch.alarms[alarm]["Threshold"] == 10.0
+    acct.ssm.put_parameter(Name="/gov/policy", Value="idle: {threshold_percent: 1}", Type="String", Overwrite=True)
+    # When the job works at 5 % GPU (below the old threshold, above the new one) and the old alarm fires
+    acct.signals.set("GPUUtilization", "job-1/algo-1", 5.0)  # type: ignore[attr-defined]
+    clock.advance(minutes=50)
+    fire(acct, alarm)
+    # Then the job is not stopped: its alarm is put again at the threshold in force, and reset
+    assert acct.sagemaker.stop_requests == []
+    (record,) = stop_records(acct)
+    assert (record.code, record.outcome.value) == ("idle.skip.stricter-alarm", "skipped")
+    assert (record.evidence["alarm_threshold"], record.evidence["planned_threshold"]) == (10.0, 1.0)
+    assert acct.cloudwatch.alarms[alarm]["Threshold"] == 1.0 and acct.cloudwatch.state(alarm) == "OK"
+
+
 def test_metric_math_alarm_of_a_two_host_job(acct: LocalAccount, clock: MovableClock) -> None:
     resources = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100}
     alarm = training_job_with_alarm(acct, ResourceConfig=resources)

@@ -322,6 +322,21 @@ def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None
     assert resume_records(account)[0].code == "resume.skip.too-short"
 
 
+def test_a_failed_event_redriven_from_the_dead_letter_queue_days_later_clones_nothing(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a long job that failed transiently, its event left in the dead-letter queue by an outage
+    launch(account, "llm-sft-late")
+    event = fail_after(account, clock, "llm-sft-late", hours=26)
+    # When the operator redrives it 10 days later (`smgov dlq redrive`), and again (a duplicate)
+    clock.advance(days=10)
+    account.invoke(handler, event)
+    account.invoke(handler, event)
+    # Then nothing is cloned (its owner has most likely relaunched it by hand), and the skip is recorded
+    assert account.sagemaker.created == []
+    assert {(r.code, r.outcome.value) for r in resume_records(account)} == {("resume.skip.too-late", "no-action")}
+
+
 def test_audit_mode_records_the_plan_and_creates_nothing(clock: Clock) -> None:
     with local_account(clock, {**ENFORCE, "GOVERNANCE_MODE": "audit"}, log_audit=False) as account:
         launch(account, "llm-sft-5")

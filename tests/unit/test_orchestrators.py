@@ -14,7 +14,7 @@ from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.resume import decide_resume, decide_spot
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
-NOW = T0 + timedelta(days=3)
+NOW = T0 + timedelta(hours=44)  # within late_after_hours of each failure here (resume.skip.too-late)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012"
 
 

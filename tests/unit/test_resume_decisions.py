@@ -26,7 +26,7 @@ from sagemaker_governance.settings import Settings
 from tests.builders import describe
 from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
 
-NOW = T0 + timedelta(days=3)
+NOW = T0 + timedelta(hours=44)  # within late_after_hours of each failure here (resume.skip.too-late)
 
 
 def resume(

@@ -352,3 +352,40 @@ def test_a_stop_composite_is_reset_through_its_children() -> None:
         f"{stop}.hosts-11-12",
     )
     assert EFFICIENCY.rearm_targets(stop, "job-1", [stop], NAMING) == (stop,)
+
+
+def firing(j: Any, config: EfficiencyPolicy, role: EfficiencyRole) -> Notice:
+    """The notice of ``j``'s ``role`` alarm as planned under ``config`` firing (its message repeats its terms)."""
+    plan = EFFICIENCY.plan(j, config, NAMING)
+    assert isinstance(plan, AlarmPlan)
+    (alarm,) = [a.request for a in plan.alarms if a.role == role]
+    terms = {
+        "alarm": alarm["AlarmName"],
+        "threshold": alarm["Threshold"],
+        "comparison": alarm["ComparisonOperator"],
+        "period_seconds": alarm["Metrics"][0]["MetricStat"]["Period"],
+        "evaluation_periods": alarm["EvaluationPeriods"],
+        "datapoints_to_alarm": alarm["DatapointsToAlarm"],
+    }
+    return notice(j).model_copy(update={"evidence": terms})
+
+
+@pytest.mark.parametrize("role", [EfficiencyRole.NOTICE, EfficiencyRole.STOP])
+def test_a_minimum_lowered_since_the_alarms_were_planned_neither_tells_nor_stops_on_the_old_one(
+    role: EfficiencyRole,
+) -> None:
+    # Given a job whose alarms were planned at a 50 % minimum, and the team's minimum lowered to 20 % since
+    j = training(400)
+    then, now = (
+        EfficiencyPolicy(**ON, stop_after_notices=2),
+        EfficiencyPolicy(**{**ON, "min_gpu_percent": 20}, stop_after_notices=2),
+    )
+    verdict = EFFICIENCY.judge(role, firing(j, then, role), now)
+    # Then the alarm is put again as planned now and reset: no notice, no stop
+    assert verdict.decision.code == EfficiencyGuardCode.STRICTER_ALARM and verdict.verdict is Verdict.TOO_EARLY
+    (request,) = verdict.rewindow
+    assert request["Threshold"] == now.min_gpu_percent * 4 and verdict.reset == (request["AlarmName"],)
+    # and an alarm planned at a lower minimum than today's is judged on it, and says so
+    laxer = EFFICIENCY.judge(role, firing(j, now, role), then)
+    assert laxer.decision.code != EfficiencyGuardCode.STRICTER_ALARM
+    assert laxer.decision.evidence["min_gpu_percent_applied"] == 20

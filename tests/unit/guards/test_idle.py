@@ -525,3 +525,63 @@ def test_the_idle_alarm_muted_is_the_notifying_one() -> None:
     head = "gov-idle-train-1"
     assert IDLE.muted("train-1", [head, f"{head}.hosts-1-10"], NAMING) == (head,)
     assert IDLE.muted("train-1", [f"{head}.hosts-1-10"], NAMING) == ()
+
+
+def fired_notice(j: TrainingJob, alarm: dict[str, Any]) -> Notice:
+    """The notice of ``alarm`` (a planned PutMetricAlarm request) firing, its definition as its SNS message
+    repeats it (``events/alarms.py``)."""
+    period = alarm.get("Period") or alarm["Metrics"][0]["MetricStat"]["Period"]
+    evidence = {
+        "alarm": alarm["AlarmName"],
+        "threshold": alarm["Threshold"],
+        "comparison": alarm["ComparisonOperator"],
+        "period_seconds": period,
+        "evaluation_periods": alarm["EvaluationPeriods"],
+        "datapoints_to_alarm": alarm["DatapointsToAlarm"],
+    }
+    return Notice(job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence=evidence)
+
+
+def alarm_under(j: TrainingJob, config: IdlePolicy) -> dict[str, Any]:
+    plan = IDLE.plan(j, config, NAMING)
+    assert isinstance(plan, AlarmPlan)
+    (request,) = plan.metric_requests
+    return request
+
+
+@pytest.mark.parametrize(
+    ("then", "now"),
+    [
+        ({"threshold_percent": 10}, {"threshold_percent": 1}),  # the threshold lowered
+        ({"evaluation_periods": 20, "datapoints_to_alarm": 20}, {}),  # the window lengthened to 30 minutes
+    ],
+    ids=["threshold-lowered", "window-lengthened"],
+)
+def test_an_alarm_stricter_than_the_current_plan_is_re_planned_not_obeyed(
+    then: dict[str, Any], now: dict[str, Any]
+) -> None:
+    # Given a job whose alarm was planned under an earlier, stricter policy (the stall judge on, as by default:
+    # a window shorter than the judge's is its trigger, so the judge off would widen it as idle.skip.trigger)
+    j = training_job(NOW - timedelta(hours=2))
+    notice = fired_notice(j, alarm_under(j, IdlePolicy(**then)))
+    current = IdlePolicy(**now)
+    # When it fires under the current policy
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, current)
+    # Then the job is not stopped: its alarm is put again exactly as planned now, and reset
+    assert verdict.decision.code == IdleCode.STRICTER_ALARM and not verdict.stops
+    (request,) = verdict.rewindow
+    planned_now = {k: v for k, v in alarm_under(j, current).items() if k != "Tags"}
+    assert request == planned_now
+    assert verdict.reset == (request["AlarmName"],)
+    assert verdict.decision.evidence["planned_threshold"] == planned_now["Threshold"]
+
+
+def test_an_alarm_laxer_than_the_current_plan_stops_and_says_the_threshold_it_applied() -> None:
+    # Given a job whose alarm was planned at 0.5 % per GPU, and the policy raised to 1 % since
+    j = training_job(NOW - timedelta(hours=2))
+    notice = fired_notice(j, alarm_under(j, IdlePolicy(pinned_percent=None, threshold_percent=0.5)))
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, IdlePolicy(pinned_percent=None))
+    # Then it is judged as before (a stop), and the record states the 0.5 % the alarm applied, not the 1 %
+    assert verdict.stops and verdict.decision.code == IdleCode.STOP
+    assert verdict.decision.evidence["threshold_percent_per_gpu_applied"] == 0.5
+    assert verdict.decision.evidence["threshold_percent_per_gpu"] == 1.0  # the policy's now

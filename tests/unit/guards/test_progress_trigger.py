@@ -99,3 +99,33 @@ def test_a_trigger_without_a_judge_is_widened_to_the_window_never_a_stop() -> No
 def test_trigger_minutes_is_validated() -> None:
     with pytest.raises(ValueError, match="trigger_minutes"):
         ProgressPolicy.model_validate({"trigger_minutes": 0})
+
+
+def test_a_stall_alarm_older_than_a_lengthened_trigger_is_re_planned_not_judged() -> None:
+    # Given a stall alarm planned with a 20-minute trigger, and the policy's trigger lengthened to 45 since
+    policy = Policy.model_validate({"progress": {"trigger_minutes": 45}})
+    notice = Notice(
+        job=trained(300),
+        mode=Mode.ENFORCE,
+        now=NOW,
+        naming=NAMING,
+        alarm_changed_at=NOW,
+        evidence={
+            "alarm": "gov-idle-job-1.progress",
+            "threshold": 1.0,
+            "evaluation_periods": 20,
+            "datapoints_to_alarm": 20,
+            "period_seconds": 60,
+        },
+    )
+    # When it fires
+    verdict = PROGRESS.judge(ProgressRole.STALL, notice, PROGRESS.config(policy))
+    # Then no stop is put to the judge: the alarm is put again with the 45-minute trigger, and reset
+    assert verdict.decision.code == ProgressCode.STRICTER_ALARM and not verdict.stops
+    assert [r["EvaluationPeriods"] for r in verdict.rewindow] == [45]
+    assert verdict.reset == ("gov-idle-job-1.progress",)
+    # while an alarm on the current terms goes to the judge as before
+    current = notice.evidence | {"evaluation_periods": 45, "datapoints_to_alarm": 45}
+    assert PROGRESS.judge(
+        ProgressRole.STALL, notice.model_copy(update={"evidence": current}), PROGRESS.config(policy)
+    ).stops

@@ -26,6 +26,14 @@ LEGACY_DEFAULTS: Final = frozenset(
 )
 LEGACY_CLASS: Final = "sagemaker-internal"
 MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
+# A recovery decided this long after the job ended (a dead letter redriven days later, an event replayed) clones
+# nothing (``late_after_hours``): the owner has most likely relaunched the job by hand meanwhile. The bound
+# stays at least DELIVERY_SLACK_HOURS above the longest backoff (an event's own retries: EventBridge's up
+# to an hour, then up to five receives of the job-events queue, each up to its 30-minute visibility
+# timeout, and the reconciler's runs) and within the dead-letter queue's 14 days (beyond, it bounds nothing).
+DEFAULT_LATE_AFTER_HOURS: Final = 48.0
+DELIVERY_SLACK_HOURS: Final = 4.0
+MAX_LATE_AFTER_HOURS: Final = 336.0
 MAX_ALTERNATIVES: Final = 5  # spot.fallbacks: each one is a ledger Query at an interruption of an opted-in job
 
 
@@ -123,6 +131,7 @@ class ResumePolicy(BaseModel):
           backoff_minutes: [0, 15, 60]   # wait before the 1st, 2nd, 3rd (and later) clone, from the failure
           require_checkpoint: true
           require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
+          late_after_hours: 48       # not resumed when decided longer after the failure (a late redrive)
           classes:                   # verdict per failure class, over the taxonomy's defaults
             capacity: skip
           signatures:                # added to the built-in taxonomy (never replacing it)
@@ -153,6 +162,12 @@ class ResumePolicy(BaseModel):
     signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
     log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
     log_hosts: int = Field(default=8, ge=1, le=64, description="Most hosts whose log tails are read.")
+    late_after_hours: float = Field(
+        default=DEFAULT_LATE_AFTER_HOURS,
+        ge=DELIVERY_SLACK_HOURS,
+        le=MAX_LATE_AFTER_HOURS,
+        description="Not resumed when decided longer than this after the failure (a dead letter redriven late).",
+    )
 
     _classes = field_validator("classes")(check_class_names)
     _signatures = field_validator("signatures")(check_team_signatures)
@@ -163,6 +178,18 @@ class ResumePolicy(BaseModel):
         if any(minutes < 0 or minutes > MAX_BACKOFF_MINUTES for minutes in value):
             raise ValueError(f"each backoff is 0 to {MAX_BACKOFF_MINUTES} minutes")
         return value
+
+    @model_validator(mode="after")
+    def _late_after_backoff(self) -> ResumePolicy:
+        """A deferred resume is made after its backoff, and its own delivery may retry for hours: a bound
+        below that would skip resumes that are on time."""
+        floor = max(self.backoff_minutes) / 60 + DELIVERY_SLACK_HOURS
+        if self.late_after_hours < floor:
+            raise ValueError(
+                f"late_after_hours ({self.late_after_hours:g}) must be at least the longest backoff plus "
+                f"{DELIVERY_SLACK_HOURS:g} h of delivery retries ({floor:g} h)"
+            )
+        return self
 
     def backoff_for(self, attempt: int) -> int:
         """Minutes to wait from the failure before clone ``attempt`` (1, 2, ...)."""
@@ -228,6 +255,7 @@ class SpotPolicy(BaseModel):
           fallback_job_tag: spot-fallbacks   # ... for jobs tagged spot-fallbacks=allow (null: every job)
           max_attempts: 2
           require_checkpoint: true
+          late_after_hours: 48         # a MaxWaitTimeExceeded end decided later than this is not resumed
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -260,3 +288,9 @@ class SpotPolicy(BaseModel):
     )
     max_attempts: int = Field(default=2, ge=0, le=20, description="Most clones per lineage (0: never).")
     require_checkpoint: bool = True
+    late_after_hours: float = Field(
+        default=DEFAULT_LATE_AFTER_HOURS,
+        ge=DELIVERY_SLACK_HOURS,
+        le=MAX_LATE_AFTER_HOURS,
+        description="A job that ended at MaxWaitTimeExceeded longer ago than this is not resumed On-Demand.",
+    )

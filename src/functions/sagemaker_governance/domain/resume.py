@@ -34,7 +34,11 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   is tagged ``smgov:resume-after`` and the scheduled reconciler, which lists recently failed jobs, resumes
   it once the time has come (the same decision, re-made on the job as it is then; the clone's name is
   deterministic, so a late event and the reconciler cannot clone twice). A failure time that cannot be
-  read is not guessed: the job is not resumed.
+  read is not guessed: the job is not resumed;
+- it is not too late: no more than ``late_after_hours`` have passed since it could first be resumed (its
+  failure; for a clone whose source ended after it, the source's end). A decision made later (a dead letter
+  redriven days on, a replayed event, a lost end found late) is ``resume.skip.too-late``, settled: its
+  owner has most likely relaunched the job by hand, and a clone would duplicate that run.
 
 Spot fallback (``decide_spot``), at each interruption of a Managed Spot job: the cost and time to finish
 on Spot against On-Demand (``domain/spot_economics.py``, from the job's transitions and checkpoint writes)
@@ -44,7 +48,8 @@ finish within ``MaxWaitTimeInSeconds`` (or at all), or when the team's deadline 
 When the numbers cannot be computed (no checkpoint listing, missing or conflicting timestamps) or
 ``spot.economics`` is off, the count rule decides (``spot.count_rule_interruptions``) and the evidence
 says why. A Spot job that ended with ``MaxWaitTimeExceeded`` is resumed On-Demand when
-``spot.fallback_on_max_wait`` allows. A job leaving Spot on its own type for its cost, its progress or
+``spot.fallback_on_max_wait`` allows, and no more than ``spot.late_after_hours`` after it ended
+(``spot.skip.too-late``; ``spot.skip.end-time-unknown`` when that time cannot be read). A job leaving Spot on its own type for its cost, its progress or
 ``MaxWaitTimeInSeconds`` first tries the team's ``spot.fallbacks`` on Spot, when it opted in
 (``domain/spot_alternatives.py``): the first allowed, storm-free type cheaper to finish than On-Demand.
 """
@@ -125,6 +130,9 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
+    # decided longer than late_after_hours after the job failed (or its source ended): a dead letter redriven
+    # days later, whose owner has most likely relaunched the job by hand meanwhile
+    TOO_LATE = "resume.skip.too-late"
     # a clone whose source (tag smgov:resumed-from) still runs: a Spot move whose stop failed; both would bill.
     # Tagged smgov:resume-after: the reconciler decides again once the source has ended
     DEFER_SOURCE_RUNNING = "resume.defer.source-running"
@@ -179,6 +187,8 @@ class SpotCode(StrEnum):
     TOO_MANY_TAGS = "spot.skip.too-many-tags"
     ROLE_NOT_ALLOWED = "spot.skip.role-not-allowed"
     JOB_GONE = "spot.skip.job-gone"
+    TOO_LATE = "spot.skip.too-late"  # a MaxWaitTimeExceeded end decided longer than late_after_hours after it
+    END_TIME_UNKNOWN = "spot.skip.end-time-unknown"  # ... or when it ended cannot be read
 
 
 Codes = type[ResumeCode] | type[SpotCode]
@@ -448,6 +458,7 @@ def decide_resume(
         _not_resumable(diagnosis, mode, evidence)
         if diagnosis.verdict is not Verdict.RESUME
         else _source_running(job, tags, source, mode, ctx.now, evidence, next_clone)
+        or _too_late(job, source, resume, mode, ctx.now, evidence)
     )
     if held is not None:
         return held
@@ -535,6 +546,44 @@ def decide_resume(
         request=planned.request,
     )
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def _too_late(
+    job: TrainingJob,
+    source: TrainingJob | None,
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    evidence: dict[str, Any],
+) -> CloneDecision | None:
+    """``resume.skip.too-late`` (settled: time only moves on) when the job could first be resumed more than
+    ``late_after_hours`` ago, ``resume.skip.failure-time-unknown`` when that moment cannot be read (not
+    guessed: a job that failed days ago is not cloned on a guess); None: in time."""
+    since = resumable_since(job, source)
+    if since is None:
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.FAILURE_TIME_UNKNOWN,
+            mode,
+            "not resumed: the failure time cannot be read (no Failed transition, TrainingEndTime or "
+            "LastModifiedTime), so whether the resume is still in time is unknown",
+            evidence,
+        )
+    evidence["ended_at"] = since.isoformat()
+    evidence["late_after_hours"] = resume.late_after_hours
+    age = now - since
+    if age <= timedelta(hours=resume.late_after_hours):
+        return None
+    late = _none(
+        RESUME_RULE_ID,
+        ResumeCode.TOO_LATE,
+        mode,
+        f"not resumed: it could be resumed from {since:%Y-%m-%d %H:%M} UTC, {age.total_seconds() / 3600:.1f} h "
+        f"ago, more than the {resume.late_after_hours:g} h within which a resume is made (a late redrive or "
+        "replay): its owner has most likely relaunched it by hand",
+        evidence,
+    )
+    return replace(late, settled=True)
 
 
 def _source_running(
@@ -664,6 +713,27 @@ def stop_time(job: TrainingJob) -> datetime | None:
         if starts:
             return starts[-1]
     return job.training_end_time or job.last_modified_time
+
+
+ENDED_STATUSES: Final = frozenset({"Completed", "Failed", "Stopped", "MaxRuntimeExceeded", MAX_WAIT_EXCEEDED})
+
+
+def end_time(job: TrainingJob) -> datetime | None:
+    """When the job ended: its last transition to an end (``ENDED_STATUSES``), else ``TrainingEndTime``, else
+    ``LastModifiedTime``; None: none of them is known."""
+    ends = [t.start_time for t in job.transitions if t.status in ENDED_STATUSES and t.start_time is not None]
+    return ends[-1] if ends else job.training_end_time or job.last_modified_time
+
+
+def resumable_since(job: TrainingJob, source: TrainingJob | None) -> datetime | None:
+    """When the failed ``job`` could first be resumed: its failure, or, for a clone whose source (as read now)
+    ended after it, the source's end (a clone deferred while its source ran is handed over at that end, which
+    may come days after its failure). None: the failure time is unknown."""
+    failed_at = failure_time(job)
+    if failed_at is None or source is None or not source.is_terminal:
+        return failed_at
+    ended = end_time(source)
+    return failed_at if ended is None else max(failed_at, ended)
 
 
 def failure_time(job: TrainingJob) -> datetime | None:
@@ -1008,14 +1078,9 @@ def decide_spot(
     code = SpotCode.CLONE_MAX_WAIT
     alternative: CloneDecision | None = None
     if ended:
-        if not spot.fallback_on_max_wait:
-            return _none(
-                SPOT_RULE_ID,
-                SpotCode.NO_FALLBACK_ON_MAX_WAIT,
-                mode,
-                "MaxWaitTimeExceeded: the policy does not fall back to On-Demand",
-                evidence,
-            )
+        held = _max_wait_held(job, spot, mode, ctx.now, evidence)
+        if held is not None:
+            return held
         reason, why = ResumeReason.SPOT_MAX_WAIT, "ran out of Spot wait time (MaxWaitTimeExceeded)"
     elif job.status != "InProgress":
         return _none(
@@ -1076,6 +1141,47 @@ def decide_spot(
         reason=f"Spot job {why}: resume On-Demand as {planned.name}{_where(planned)}",
         stop_code=None if ended else _FALLBACKS[code],
         stop_reason=f"Spot job {why}: stop it, its On-Demand clone {planned.name} takes over",
+    )
+
+
+def _max_wait_held(
+    job: TrainingJob, spot: SpotPolicy, mode: Mode, now: datetime, evidence: dict[str, Any]
+) -> CloneDecision | None:
+    """Why a job that ended at ``MaxWaitTimeExceeded`` is not resumed On-Demand: the policy does not fall back
+    then, it ended more than ``spot.late_after_hours`` ago (``spot.skip.too-late``: a late redrive or replay,
+    its owner has most likely relaunched it), or its end cannot be dated (``spot.skip.end-time-unknown``);
+    None: resume it."""
+    if not spot.fallback_on_max_wait:
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.NO_FALLBACK_ON_MAX_WAIT,
+            mode,
+            "MaxWaitTimeExceeded: the policy does not fall back to On-Demand",
+            evidence,
+        )
+    ended = end_time(job)
+    if ended is None:
+        return _none(
+            SPOT_RULE_ID,
+            SpotCode.END_TIME_UNKNOWN,
+            mode,
+            "MaxWaitTimeExceeded: not resumed On-Demand, when the job ended cannot be read (no transition, "
+            "TrainingEndTime or LastModifiedTime), so whether the resume is still in time is unknown",
+            evidence,
+        )
+    evidence["ended_at"] = ended.isoformat()
+    evidence["late_after_hours"] = spot.late_after_hours
+    age = now - ended
+    if age <= timedelta(hours=spot.late_after_hours):
+        return None
+    return _none(
+        SPOT_RULE_ID,
+        SpotCode.TOO_LATE,
+        mode,
+        f"MaxWaitTimeExceeded at {ended:%Y-%m-%d %H:%M} UTC, {age.total_seconds() / 3600:.1f} h ago, more than the "
+        f"{spot.late_after_hours:g} h within which it is resumed On-Demand (a late redrive or replay): its owner "
+        "has most likely relaunched it by hand",
+        evidence,
     )
 
 

@@ -55,6 +55,8 @@ WHY_JUDGE_OFF: Final = (
 )
 WHY_SHORT_SPAN: Final = "because the stall judge needs a longer stretch than the trigger's before a stop"
 WHY_REPLANNED: Final = "and re-created as the policy plans now, without the pinned (hang) trigger"
+# The comparisons under which a higher threshold fires sooner (a stricter alarm); the others fire sooner lower.
+_FIRES_BELOW: Final = frozenset({"LessThanThreshold", "LessThanOrEqualToThreshold", "LessThanLowerThreshold"})
 
 
 # ---- names and tags --------------------------------------------------------------------------------
@@ -431,6 +433,17 @@ def metric_alarm_request(
     )
     request["Metrics"] = metrics
     return request
+
+
+def _alarm_terms(evidence: Mapping[str, Any]) -> tuple[float, int, int, int] | None:
+    """(threshold, period seconds, evaluation periods, datapoints to alarm) of the alarm a notification
+    describes (``AlarmNotification.evidence``); None when it does not say them all (a composite alarm)."""
+    threshold = evidence.get("threshold")
+    numbers = [evidence.get(k) for k in ("period_seconds", "evaluation_periods", "datapoints_to_alarm")]
+    if not isinstance(threshold, int | float) or not all(isinstance(n, int) and n > 0 for n in numbers):
+        return None
+    period, periods, datapoints = (int(n) for n in numbers)  # type: ignore[arg-type]
+    return float(threshold), period, periods, datapoints
 
 
 def _query_period(request: Mapping[str, Any]) -> int | None:
@@ -879,6 +892,88 @@ class Guard(ABC, Generic[C]):
     def rejudge_alarms(self, job: TrainingJob, naming: AlarmNaming) -> tuple[str, ...]:
         """The alarms to reset when the judge does not confirm a stop (they fire again if it persists)."""
         return ()
+
+    def stricter_than_planned(self, notice: Notice, config: C) -> dict[str, Any] | None:
+        """How the metric alarm that fired is stricter than the one the guard plans for the job now, as its
+        notification repeats its definition: a threshold that fires sooner (higher under a "less than"
+        comparison), or less breaching time needed (``DatapointsToAlarm`` x period), or the same within a longer
+        range. An alarm is planned when the job enters ``Training`` and kept: a policy made laxer since (a
+        lowered idle threshold, a longer window) leaves it firing on the old terms. None: not stricter (laxer,
+        equal), or nothing to compare (a composite alarm's notification carries no definition; the guard
+        plans no such alarm for the job now)."""
+        plan = self.plan_for(notice, config)
+        if not isinstance(plan, AlarmPlan):
+            return None
+        fired = notice.evidence.get("alarm")
+        planned = next((a.request for a in plan.alarms if a.kind is AlarmKind.METRIC and a.name == fired), None)
+        terms = _alarm_terms(notice.evidence)
+        if planned is None or terms is None:
+            return None
+        threshold, period, periods, datapoints = terms
+        p_threshold = float(planned["Threshold"])
+        p_period = int(planned.get("Period") or _query_period(planned) or 60)
+        p_periods, p_datapoints = int(planned["EvaluationPeriods"]), int(planned["DatapointsToAlarm"])
+        below = planned["ComparisonOperator"] in _FIRES_BELOW
+        sooner = threshold > p_threshold if below else threshold < p_threshold
+        breach, p_breach = datapoints * period, p_datapoints * p_period
+        shorter = breach < p_breach or (breach == p_breach and periods * period > p_periods * p_period)
+        if not sooner and not shorter:
+            return None
+        return {
+            "alarm_threshold": threshold,
+            "planned_threshold": p_threshold,
+            "alarm_window": f"{datapoints} of {periods} x {period}s",
+            "planned_window": f"{p_datapoints} of {p_periods} x {p_period}s",
+            "stricter_in": [w for w, s in (("threshold", sooner), ("window", shorter)) if s],
+        }
+
+    def replanned(
+        self, notice: Notice, config: C, alarms: tuple[str, ...] | None = None
+    ) -> tuple[dict[str, Any], ...]:
+        """The ``PutMetricAlarm`` updates that put ``alarms`` (default: those ``rejudge_alarms`` names) back as
+        the guard plans them for the job now (its requests without tags: an update ignores them), armed."""
+        plan = self.plan_for(notice, config)
+        if not isinstance(plan, AlarmPlan):
+            return ()
+        wanted = set(alarms if alarms is not None else self.rejudge_alarms(notice.job, notice.naming))
+        return tuple(
+            {**{k: v for k, v in a.request.items() if k != "Tags"}, "ActionsEnabled": True}
+            for a in plan.alarms
+            if a.kind is AlarmKind.METRIC and a.name in wanted
+        )
+
+    def stricter_alarm(
+        self,
+        judgement: Judgement,
+        notice: Notice,
+        config: C,
+        *,
+        code: str,
+        reset_reason: str,
+        alarms: tuple[str, ...] | None = None,
+    ) -> GuardVerdict | None:
+        """The verdict on an alarm stricter than the current plan (``stricter_than_planned``): never a stop (or a
+        notice) on terms the policy no longer holds; its metric alarms (``alarms``, default ``rejudge_alarms``)
+        are put again as planned now and reset, so the job is judged again on the current terms if it
+        persists. None: not such a case (judge as usual)."""
+        drift = self.stricter_than_planned(notice, config)
+        if drift is None:
+            return None
+        replanned = self.replanned(notice, config, alarms)
+        judgement.evidence.update(drift)
+        return judgement(
+            Verdict.TOO_EARLY,
+            Action.NONE,
+            code,
+            f"the {self.title}'s alarm fired on stricter terms than the policy plans for the job now (threshold "
+            f"{drift['alarm_threshold']:g}, {drift['alarm_window']}; planned: {drift['planned_threshold']:g}, "
+            f"{drift['planned_window']}): the policy changed after the alarm was created; the alarms are put again "
+            "as planned now and reset, and a stop needs them to fire again",
+            rewindow=replanned,
+            reset=tuple(r["AlarmName"] for r in replanned)
+            or (alarms if alarms is not None else self.rejudge_alarms(notice.job, notice.naming)),
+            reset_reason=reset_reason,
+        )
 
     def stall_threshold(self, job: TrainingJob, config: C, notice: Notice) -> float | None:
         """The per-host value below which the alarm's metric counted as stalled (None: not a threshold)."""

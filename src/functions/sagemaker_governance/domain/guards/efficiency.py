@@ -131,6 +131,7 @@ class EfficiencyGuardCode(StrEnum):
     STALE = "efficiency.skip.stale"
     GRACE = "efficiency.skip.grace"
     EXEMPTED = "efficiency.skip.exempted"
+    STRICTER_ALARM = "efficiency.skip.stricter-alarm"  # fired on stricter terms than planned now: re-plan
     NO_GPU = "efficiency.alarm.no-gpu"
     TOO_MANY_HOSTS = "efficiency.alarm.too-many-hosts"
 
@@ -450,6 +451,18 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
+        stricter = self.stricter_alarm(
+            judgement,
+            notice,
+            config,
+            code=EfficiencyGuardCode.STRICTER_ALARM,
+            reset_reason=RESET_REASON,
+            alarms=metric_alarms,
+        )
+        if stricter is not None:
+            return stricter
+        minimum = self._applied_minimum(notice, config)
+        judgement.evidence["min_gpu_percent_applied"] = minimum
         suggestion = (
             "Check the input pipeline (more data-loader workers, prefetching, faster storage: FastFile or FSx), "
             "raise the batch size, or move to a smaller instance type; if this job's low utilization is expected, "
@@ -457,7 +470,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
         if role == EfficiencyRole.STOP:
             reason = (
-                f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU for {window} minutes "
+                f"GPU utilization stayed below {minimum:g}% per GPU for {window} minutes "
                 f"({config.stop_after_notices + 1} windows of {config.window_minutes} in a row; its owner was told "
                 f"after the first){measured}"
             )
@@ -478,10 +491,19 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             Verdict.NOTIFY,
             Action.NOTIFY,
             EfficiencyGuardCode.NOTIFY,
-            f"GPU utilization stayed below {config.min_gpu_percent:g}% per GPU (mean over its GPU hosts) for "
+            f"GPU utilization stayed below {minimum:g}% per GPU (mean over its GPU hosts) for "
             f"{config.window_minutes} minutes{until}{measured}{later}",
             remedy=suggestion,
         )
+
+    def _applied_minimum(self, notice: Notice, config: EfficiencyPolicy) -> float:
+        """The per-GPU minimum of the alarm that fired, as its notification says (one planned under a higher
+        minimum than today's is judged on its own); the policy's when it does not (a composite alarm)."""
+        threshold, plan = notice.evidence.get("threshold"), self.plan_for(notice, config)
+        gpus = plan.evidence.get("gpus_per_host_for_scaling") if isinstance(plan, AlarmPlan) else None
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not isinstance(gpus, int):
+            return config.min_gpu_percent
+        return round(float(threshold) / gpus, 4) if gpus > 0 else config.min_gpu_percent
 
     def symptom(self, config: EfficiencyPolicy) -> tuple[str, str]:
         return (

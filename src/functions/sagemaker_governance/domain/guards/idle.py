@@ -152,6 +152,9 @@ class IdleCode(StrEnum):
     HUNG = "idle.stop.hung"  # the pinned trigger: GPUs pinned busy, no training metric, logs silent
     TRIGGER = "idle.skip.trigger"  # the alarm fired on its trigger, and no judge may confirm a hang: wait
     PINNED_UNJUDGED = "idle.skip.pinned-trigger"  # fired with a pinned trigger the current plan lacks: re-plan
+    STRICTER_ALARM = (
+        "idle.skip.stricter-alarm"  # fired on stricter terms than planned now (a policy change): re-plan
+    )
     NO_INSTANCES = "idle.alarm.no-instances"
     UNKNOWN_INSTANCE = "idle.alarm.unknown-instance"
     NO_GPU = "idle.alarm.no-gpu"
@@ -610,9 +613,16 @@ class IdleGuard(Guard[IdlePolicy]):
                 reset=metric_alarms,
                 reset_reason=RESET_REASON,
             )
-        window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
+        stricter = self.stricter_alarm(
+            judgement, notice, idle, code=IdleCode.STRICTER_ALARM, reset_reason=RESET_REASON
+        )
+        if stricter is not None:
+            return stricter
+        applied, window = self.applied_terms(notice, idle)
+        judgement.evidence["threshold_percent_per_gpu_applied"] = applied
+        judgement.evidence["threshold_percent_per_gpu"] = idle.threshold_percent
         reason = (
-            f"GPU utilization stayed below {idle.threshold_percent:g}% per GPU on every host in {window} "
+            f"GPU utilization stayed below {applied:g}% per GPU on every host in {window} "
             f"after the {idle.grace_minutes}-minute grace period"
         )
         remedy = (
@@ -623,6 +633,24 @@ class IdleGuard(Guard[IdlePolicy]):
         return judgement.stop(
             IdleCode.STOP, IdleCode.EXEMPTED, reason, remedy=remedy, exempted_by=notice.exempted_by
         )
+
+    def applied_terms(self, notice: Notice, idle: IdlePolicy) -> tuple[float, str]:
+        """The per-GPU threshold and the window of the alarm that fired, as its notification says (an alarm
+        planned under a laxer policy than today's is judged on its own terms); the policy's when it does not
+        (a composite alarm's notification carries no definition)."""
+        window = f"{idle.datapoints_to_alarm} of {idle.evaluation_periods} periods of {idle.period_seconds}s"
+        threshold, plan = notice.evidence.get("threshold"), self.plan_for(notice, idle)
+        gpus = plan.evidence.get("gpus_per_host_for_scaling") if isinstance(plan, AlarmPlan) else None
+        if not isinstance(threshold, int | float) or not isinstance(gpus, int) or gpus < 1:
+            return idle.threshold_percent, window
+        ev = notice.evidence
+        if all(
+            isinstance(ev.get(k), int) for k in ("datapoints_to_alarm", "evaluation_periods", "period_seconds")
+        ):
+            window = (
+                f"{ev['datapoints_to_alarm']} of {ev['evaluation_periods']} periods of {ev['period_seconds']}s"
+            )
+        return round(float(threshold) / gpus, 4), window
 
     # ---- the stall judge ------------------------------------------------------------------------
 

@@ -108,6 +108,7 @@ class ProgressCode(StrEnum):
     STALE = "progress.skip.stale"
     TOO_EARLY = "progress.skip.too-early"
     TRIGGER = "progress.skip.trigger"  # the stall alarm fired on its trigger and no judge may decide: wait
+    STRICTER_ALARM = "progress.skip.stricter-alarm"  # fired on a shorter silence than planned now: re-plan
     EXEMPTED = "progress.skip.exempted"
     NO_METRIC_DEFINITIONS = "progress.alarm.no-metric-definitions"
     NO_PROGRESS_METRIC = "progress.alarm.no-progress-metric"
@@ -453,6 +454,11 @@ class ProgressGuard(Guard[ProgressPolicy]):
         )
         if unjudged is not None:
             return unjudged
+        stricter = self.stricter_alarm(
+            judgement, notice, progress, code=ProgressCode.STRICTER_ALARM, reset_reason=RESET_REASON
+        )
+        if stricter is not None:
+            return stricter
         metrics = facts.get("metrics") or []
         named = ", ".join(metrics) if metrics else "its progress metric"
         reason = (
