@@ -379,6 +379,27 @@ def test_a_job_with_its_alarm_is_read_once_per_warm_container_and_not_repaired(
     assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
 
 
+def test_alarms_that_notify_a_deleted_stacks_topic_are_put_again_on_this_stacks_topic(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose alarms a previous deployment of the stack made (deleted and deployed again while the
+    # job trained): the alarms were kept, but they notify the deleted stack's alarm topic, whose ARN
+    # CloudFormation named, so no notification would ever reach the stopper
+    training(acct)
+    topic = acct.environment["ALARM_TOPIC_ARN"]
+    old_topic = topic + "-deleted"
+    ours = [name for name, alarm in acct.cloudwatch.alarms.items() if alarm.get("AlarmActions")]
+    assert ours and all(acct.cloudwatch.alarms[n]["AlarmActions"] == [topic] for n in ours)
+    for name in ours:
+        acct.cloudwatch.alarms[name]["AlarmActions"] = [old_topic]
+    clock.advance(hours=1)
+    # When the reconciler runs
+    assert reconcile(acct)["repairs"] == {"missing-alarm": 1}
+    # Then the job's alarms notify this stack's topic again, and the next run has nothing to repair
+    assert all(acct.cloudwatch.alarms[n]["AlarmActions"] == [topic] for n in ours)
+    assert reconcile(acct)["repairs"] == {}
+
+
 def test_no_alarm_is_created_for_a_job_the_idle_guard_does_not_watch(acct: LocalAccount) -> None:
     training(
         acct,

@@ -270,8 +270,9 @@ class CloudWatchAlarmInventory:
         return [listing.name for listing in self.alarm_states(prefix)]
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
-        """Every alarm under ``prefix`` with its state, when it last changed, whether its actions are on and its
-        description (which stack made it) (all in the same ``DescribeAlarms`` pages: no extra request)."""
+        """Every alarm under ``prefix`` with its state, when it last changed, whether its actions are on, its
+        description (which stack made it) and its actions (which topic it notifies) (all in the same
+        ``DescribeAlarms`` pages: no extra request)."""
         from sagemaker_governance.domain.reconcile import AlarmListing
 
         listings: list[AlarmListing] = []
@@ -292,6 +293,7 @@ class CloudWatchAlarmInventory:
                             updated=alarm.get("StateTransitionedTimestamp") or alarm.get("StateUpdatedTimestamp"),
                             actions_enabled=bool(alarm.get("ActionsEnabled", True)),
                             description=alarm.get("AlarmDescription"),
+                            actions=tuple(alarm.get("AlarmActions") or ()),
                         )
                     )
         except (ClientError, BotoCoreError) as exc:

@@ -77,6 +77,7 @@ class AlarmListing(BaseModel):
     updated: datetime | None = None  # StateTransitionedTimestamp (else StateUpdatedTimestamp)
     actions_enabled: bool = True
     description: str | None = None  # AlarmDescription: says which stack made it (AlarmNaming.describes_ours)
+    actions: tuple[str, ...] = ()  # AlarmActions: the topic it notifies (none: a composite's child)
 
 
 def left_in_alarm(listing: AlarmListing, now: datetime, older_than: timedelta) -> bool:

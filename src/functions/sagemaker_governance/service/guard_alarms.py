@@ -347,6 +347,14 @@ class GuardAlarms:
     def watches(self, job_name: str, alarm_name: str) -> bool:
         return self.guard.role_of(alarm_name, job_name, self._naming) is not None
 
+    def notifies_elsewhere(self, actions: Collection[str]) -> bool:
+        """Whether an alarm with these actions notifies another topic than the stack's alarm topic: the stack
+        was deleted and deployed again (the topic's name, so its ARN, is CloudFormation's, new each time) while
+        the job trained, and its alarms, kept, still notify the deleted topic: nothing would ever stop the job.
+        An alarm without actions (a composite's child) notifies nothing, by design."""
+        topic = self._naming.alarm_topic_arn
+        return topic is not None and any(action != topic for action in actions)
+
     def rejudged(self, job_name: str, alarm_name: str) -> bool:
         """An alarm of this guard whose notification the stall judge decides (the notifying idle alarm, the
         progress stall alarm), or that arms such an alarm (the progress armer: left in ALARM with its actions

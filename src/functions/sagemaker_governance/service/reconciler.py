@@ -120,6 +120,10 @@ class AlarmGuard(Protocol):
         """Whether ``alarm_name`` is one of this guard's alarms for ``job_name``."""
         ...
 
+    def notifies_elsewhere(self, actions: Collection[str]) -> bool:
+        """Whether an alarm with these ``AlarmActions`` notifies a topic other than this stack's alarm topic."""
+        ...
+
     def incomplete(self, job_name: str, observed: Collection[str]) -> bool:
         """Whether this guard's alarms in ``observed`` (some) lack one always created with them."""
         ...
@@ -829,11 +833,19 @@ class ReconcilerService:
             report.repairs[kind.value] += 1
             self._metrics.emit(BusinessMetric.RECONCILER_REPAIRS, kind=kind.value)
 
-    @staticmethod
-    def _lacks(guard: AlarmGuard, item: WorkItem) -> bool:
-        """The guard has no alarm on the job, or not all of those created together."""
+    def _lacks(self, guard: AlarmGuard, item: WorkItem) -> bool:
+        """The guard has no alarm on the job, not all of those created together, or one that notifies another
+        topic than the stack's alarm topic (a stack deployed again: ``notifies_elsewhere``)."""
         mine = [name for name in item.alarms if guard.watches(item.job_name, name)]
-        return not mine or guard.incomplete(item.job_name, mine)
+        return (
+            not mine
+            or guard.incomplete(item.job_name, mine)
+            or any(
+                guard.notifies_elsewhere(listing.actions)
+                for name in mine
+                if (listing := self._listings.get(name)) is not None
+            )
+        )
 
     def _record(
         self, decision: Decision, job: TrainingJob, policy: Policy, trigger: Trigger, outcome: Outcome
