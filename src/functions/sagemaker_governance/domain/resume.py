@@ -548,6 +548,34 @@ def decide_resume(
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
 
 
+def _dated_in_time(
+    rule: str,
+    mode: Mode,
+    since: datetime | None,
+    limit_hours: float,
+    now: datetime,
+    evidence: dict[str, Any],
+    *,
+    undated: tuple[str, str],
+    too_late: tuple[str, str],
+) -> CloneDecision | None:
+    """A clone's time check (auto-resume's and the Spot fallback's): the ``undated`` skip (code, reason) when
+    ``since`` cannot be read, the ``too_late`` one (code, reason with ``{since}``, ``{hours}``, ``{limit}``) when
+    it is more than ``limit_hours`` before ``now``; None: in time. The evidence gains ``ended_at`` and
+    ``late_after_hours`` once dated."""
+    if since is None:
+        return _none(rule, undated[0], mode, undated[1], evidence)
+    evidence["ended_at"] = since.isoformat()
+    evidence["late_after_hours"] = limit_hours
+    age = now - since
+    if age <= timedelta(hours=limit_hours):
+        return None
+    reason = too_late[1].format(
+        since=f"{since:%Y-%m-%d %H:%M}", hours=f"{age.total_seconds() / 3600:.1f}", limit=f"{limit_hours:g}"
+    )
+    return _none(rule, too_late[0], mode, reason, evidence)
+
+
 def _too_late(
     job: TrainingJob,
     source: TrainingJob | None,
@@ -560,30 +588,25 @@ def _too_late(
     ``late_after_hours`` ago, ``resume.skip.failure-time-unknown`` when that moment cannot be read (not
     guessed: a job that failed days ago is not cloned on a guess); None: in time."""
     since = resumable_since(job, source)
-    if since is None:
-        return _none(
-            RESUME_RULE_ID,
+    late = _dated_in_time(
+        RESUME_RULE_ID,
+        mode,
+        since,
+        resume.late_after_hours,
+        now,
+        evidence,
+        undated=(
             ResumeCode.FAILURE_TIME_UNKNOWN,
-            mode,
             "not resumed: the failure time cannot be read (no Failed transition, TrainingEndTime or "
             "LastModifiedTime), so whether the resume is still in time is unknown",
-            evidence,
-        )
-    evidence["ended_at"] = since.isoformat()
-    evidence["late_after_hours"] = resume.late_after_hours
-    age = now - since
-    if age <= timedelta(hours=resume.late_after_hours):
-        return None
-    late = _none(
-        RESUME_RULE_ID,
-        ResumeCode.TOO_LATE,
-        mode,
-        f"not resumed: it could be resumed from {since:%Y-%m-%d %H:%M} UTC, {age.total_seconds() / 3600:.1f} h "
-        f"ago, more than the {resume.late_after_hours:g} h within which a resume is made (a late redrive or "
-        "replay): its owner has most likely relaunched it by hand",
-        evidence,
+        ),
+        too_late=(
+            ResumeCode.TOO_LATE,
+            "not resumed: it could be resumed from {since} UTC, {hours} h ago, more than the {limit} h within "
+            "which a resume is made (a late redrive or replay): its owner has most likely relaunched it by hand",
+        ),
     )
-    return replace(late, settled=True)
+    return late if late is None or since is None else replace(late, settled=True)
 
 
 def _source_running(
@@ -1159,29 +1182,23 @@ def _max_wait_held(
             "MaxWaitTimeExceeded: the policy does not fall back to On-Demand",
             evidence,
         )
-    ended = end_time(job)
-    if ended is None:
-        return _none(
-            SPOT_RULE_ID,
+    return _dated_in_time(
+        SPOT_RULE_ID,
+        mode,
+        end_time(job),
+        spot.late_after_hours,
+        now,
+        evidence,
+        undated=(
             SpotCode.END_TIME_UNKNOWN,
-            mode,
             "MaxWaitTimeExceeded: not resumed On-Demand, when the job ended cannot be read (no transition, "
             "TrainingEndTime or LastModifiedTime), so whether the resume is still in time is unknown",
-            evidence,
-        )
-    evidence["ended_at"] = ended.isoformat()
-    evidence["late_after_hours"] = spot.late_after_hours
-    age = now - ended
-    if age <= timedelta(hours=spot.late_after_hours):
-        return None
-    return _none(
-        SPOT_RULE_ID,
-        SpotCode.TOO_LATE,
-        mode,
-        f"MaxWaitTimeExceeded at {ended:%Y-%m-%d %H:%M} UTC, {age.total_seconds() / 3600:.1f} h ago, more than the "
-        f"{spot.late_after_hours:g} h within which it is resumed On-Demand (a late redrive or replay): its owner "
-        "has most likely relaunched it by hand",
-        evidence,
+        ),
+        too_late=(
+            SpotCode.TOO_LATE,
+            "MaxWaitTimeExceeded at {since} UTC, {hours} h ago, more than the {limit} h within which it is resumed "
+            "On-Demand (a late redrive or replay): its owner has most likely relaunched it by hand",
+        ),
     )
 
 
