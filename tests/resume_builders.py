@@ -7,8 +7,10 @@ from typing import Any
 
 from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
 from sagemaker_governance.domain.clone import RequestShape
+from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.job import TrainingJob
-from sagemaker_governance.domain.resume import CloneContext
+from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
+from sagemaker_governance.domain.resume import CloneContext, CloneDecision, decide_resume, decide_spot
 from tests.builders import ACCOUNT, describe
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -106,6 +108,52 @@ def spot_description(
 
 def as_job(description: dict[str, Any], tags: dict[str, str] | None = None) -> TrainingJob:
     return TrainingJob.model_validate({**description, "Tags": TAGS if tags is None else tags})
+
+
+def resume_of(
+    description: dict[str, Any],
+    now: datetime,
+    *,
+    tags: dict[str, str] | None = None,
+    policy: ResumePolicy | None = None,
+    mode: Mode = Mode.ENFORCE,
+    roles: tuple[str, ...] = ("*SageMaker*",),
+    **inputs: Any,
+) -> CloneDecision:
+    """Auto-resume's decision on a described job with ``tags`` (``TAGS``), as of ``now``, under ``policy`` (the
+    defaults); ``inputs``: ``decide_resume``'s optional ones (``source``, ``next_clone``, ``failure``, ...)."""
+    tags = TAGS if tags is None else tags
+    return decide_resume(
+        as_job(description, tags),
+        description,
+        tags,
+        resume=policy or ResumePolicy(),
+        default_mode=mode,
+        ctx=context(now, roles),
+        **inputs,
+    )
+
+
+def spot_of(
+    description: dict[str, Any],
+    now: datetime,
+    *,
+    tags: dict[str, str] | None = None,
+    policy: SpotPolicy | None = None,
+    reported: dict[str, Any] | None = None,
+) -> CloneDecision:
+    """The Spot fallback's decision on a described job, as ``resume_of``; ``reported``: the description the
+    event carried, when it differs from the one read."""
+    tags = TAGS if tags is None else tags
+    return decide_spot(
+        as_job(description, tags),
+        description,
+        tags,
+        spot=policy or SpotPolicy(),
+        default_mode=Mode.ENFORCE,
+        ctx=context(now),
+        reported=as_job(reported, tags) if reported is not None else None,
+    )
 
 
 def rich_description(name: str = "vision-hetero-7") -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_FAILURE, TAG_ROOT, TAG_STRIKES
-from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.failure_evidence import (
     CheckpointProgress,
     FailureEvidence,
@@ -20,8 +20,8 @@ from sagemaker_governance.domain.failure_evidence import (
 from sagemaker_governance.domain.failure_signatures import Signature, Verdict
 from sagemaker_governance.domain.failures import REQUIRED_CLASSES, Taxonomy, builtin_taxonomy, classify
 from sagemaker_governance.domain.recovery_policy import ResumePolicy
-from sagemaker_governance.domain.resume import CloneDecision, ResumeCode, decide_resume
-from tests.resume_builders import T0, TAGS, as_job, context, failed_description
+from sagemaker_governance.domain.resume import CloneDecision, ResumeCode
+from tests.resume_builders import T0, TAGS, failed_description, resume_of
 
 ALGORITHM_ERROR = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nCommand "/opt/conda/bin/torchrun train.py"'
 AT = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -638,17 +638,7 @@ def decide(
     policy: ResumePolicy | None = None,
     now: datetime = NOW,
 ) -> CloneDecision:
-    tags = TAGS if tags is None else tags
-    return decide_resume(
-        as_job(description, tags),
-        description,
-        tags,
-        resume=policy or ResumePolicy(),
-        default_mode=Mode.ENFORCE,
-        ctx=context(now),
-        failure=failure,
-        checkpoint=checkpoint,
-    )
+    return resume_of(description, now, tags=tags, policy=policy, failure=failure, checkpoint=checkpoint)
 
 
 ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"

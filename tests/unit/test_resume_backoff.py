@@ -17,16 +17,15 @@ from sagemaker_governance.domain.clone import (
     TAG_ROOT,
     TAG_SOURCE,
 )
-from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.recovery_policy import ResumePolicy
 from sagemaker_governance.domain.resume import (
     DeferredResume,
     ResumeCode,
-    decide_resume,
     failure_time,
     resume_after_tag,
 )
-from tests.resume_builders import T0, TAGS, as_job, context, failed_description
+from tests.resume_builders import T0, TAGS, as_job, failed_description, resume_of
 
 TRAINED = timedelta(hours=26)
 FAILED_AT = T0 + timedelta(minutes=7) + TRAINED  # Starting 3 min + Downloading 4 min + Training
@@ -37,16 +36,7 @@ def decide(
     now: datetime, tags: dict[str, str] | None = None, policy: ResumePolicy | None = None, **overrides: Any
 ) -> Any:
     name = "llm-sft-1-r1" if tags is not None else "llm-sft-1"
-    tags = TAGS if tags is None else tags
-    description = failed_description(name, trained=TRAINED, **overrides)
-    return decide_resume(
-        as_job(description, tags),
-        description,
-        tags,
-        resume=policy or ResumePolicy(),
-        default_mode=Mode.ENFORCE,
-        ctx=context(now),
-    )
+    return resume_of(failed_description(name, trained=TRAINED, **overrides), now, tags=tags, policy=policy)
 
 
 def test_the_attempt_number_picks_the_delay_and_the_last_one_repeats() -> None:

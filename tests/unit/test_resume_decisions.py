@@ -15,8 +15,6 @@ from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.resume import (
     ResumeCode,
     SpotCode,
-    decide_resume,
-    decide_spot,
     decide_spot_takeover,
     end_unseen,
     interruption_unseen,
@@ -24,7 +22,16 @@ from sagemaker_governance.domain.resume import (
 )
 from sagemaker_governance.settings import Settings
 from tests.builders import describe
-from tests.resume_builders import T0, TAGS, as_job, context, failed_description, spot_description, transitions
+from tests.resume_builders import (
+    T0,
+    TAGS,
+    as_job,
+    failed_description,
+    resume_of,
+    spot_description,
+    spot_of,
+    transitions,
+)
 
 NOW = T0 + timedelta(hours=44)  # within late_after_hours of each failure here (resume.skip.too-late)
 
@@ -38,16 +45,8 @@ def resume(
     source: Any = None,
     next_clone: Any = None,
 ) -> Any:
-    tags = TAGS if tags is None else tags
-    return decide_resume(
-        as_job(description, tags),
-        description,
-        tags,
-        resume=policy or ResumePolicy(),
-        default_mode=mode,
-        ctx=context(NOW, roles),
-        source=source,
-        next_clone=next_clone,
+    return resume_of(
+        description, NOW, tags=tags, policy=policy, mode=mode, roles=roles, source=source, next_clone=next_clone
     )
 
 
@@ -57,16 +56,7 @@ def spot(
     tags: dict[str, str] | None = None,
     reported: dict[str, Any] | None = None,
 ) -> Any:
-    tags = TAGS if tags is None else tags
-    return decide_spot(
-        as_job(description, tags),
-        description,
-        tags,
-        spot=policy or SpotPolicy(),
-        default_mode=Mode.ENFORCE,
-        ctx=context(NOW),
-        reported=as_job(reported, tags) if reported is not None else None,
-    )
+    return spot_of(description, NOW, policy=policy, tags=tags, reported=reported)
 
 
 # ---- auto-resume ----------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_ROOT, TAG_SOURCE
-from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
-from sagemaker_governance.domain.resume import ResumeCode, SpotCode, decide_resume, decide_spot
-from tests.resume_builders import TAGS, as_job, context, failed_description, spot_description
+from sagemaker_governance.domain.resume import ResumeCode, SpotCode
+from tests.resume_builders import TAGS, as_job, failed_description, resume_of, spot_description, spot_of
 
 TRAINED = timedelta(hours=26)
 CLONE_TAGS = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_SOURCE: "llm-sft-1", TAG_ATTEMPT: "1"}
@@ -33,27 +33,11 @@ def resume(
     tags: dict[str, str] | None = None,
     source: Any = None,
 ) -> Any:
-    tags = TAGS if tags is None else tags
-    return decide_resume(
-        as_job(description, tags),
-        description,
-        tags,
-        resume=policy or ResumePolicy(),
-        default_mode=Mode.ENFORCE,
-        ctx=context(now),
-        source=source,
-    )
+    return resume_of(description, now, policy=policy, tags=tags, source=source)
 
 
 def spot(description: dict[str, Any], now: datetime, policy: SpotPolicy | None = None) -> Any:
-    return decide_spot(
-        as_job(description),
-        description,
-        TAGS,
-        spot=policy or SpotPolicy(),
-        default_mode=Mode.ENFORCE,
-        ctx=context(now),
-    )
+    return spot_of(description, now, policy=policy)
 
 
 def test_a_failure_decided_ten_days_later_is_not_resumed_and_is_settled() -> None:
