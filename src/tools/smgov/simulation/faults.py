@@ -55,6 +55,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.core.botocore_stubber import MockRawResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from smgov.simulation.wire_answers import json_wire_value
+
 FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag")
 DEFAULT_RATES: dict[str, float] = {
     "duplicate": 0.2,
@@ -251,12 +253,6 @@ def throttling_response(protocol: str, url: str) -> AWSResponse:
     return AWSResponse(url, 400, headers, MockRawResponse(body))
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    raise TypeError(f"cannot serialize {type(value).__name__}")
-
-
 FIRST_ATTEMPT_THROTTLED = "smgov_first_attempt_throttled"  # request context: drawn before the send loop
 
 
@@ -358,5 +354,5 @@ class Throttler:
             parsed = {"__type": error["Code"], "message": error.get("Message", "")}
         headers = HTTPHeaders()
         headers["Content-Type"] = "application/x-amz-json-1.1"
-        body = json.dumps(parsed, default=_json_default).encode()
+        body = json.dumps(parsed, default=json_wire_value).encode()
         return AWSResponse(url, http.status_code, headers, MockRawResponse(body))

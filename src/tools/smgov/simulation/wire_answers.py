@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
@@ -26,6 +27,14 @@ def _parser(protocol: str) -> ResponseParser:
     if parser is None:
         parser = _PARSERS[protocol] = create_parser(protocol)
     return parser
+
+
+def json_wire_value(value: Any) -> Any:
+    """``json.dumps``' ``default`` for an answer in a JSON protocol: timestamps as epoch seconds, as AWS sends
+    them (and botocore's parser reads them back)."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    raise TypeError(f"cannot serialize {type(value).__name__}")
 
 
 def parsed_answer(

@@ -959,7 +959,8 @@ class Guard(ABC, Generic[C]):
         drift = self.stricter_than_planned(notice, config)
         if drift is None:
             return None
-        replanned = self.replanned(notice, config, alarms)
+        names = alarms if alarms is not None else self.rejudge_alarms(notice.job, notice.naming)
+        replanned = self.replanned(notice, config, names)
         judgement.evidence.update(drift)
         return judgement(
             Verdict.TOO_EARLY,
@@ -970,8 +971,7 @@ class Guard(ABC, Generic[C]):
             f"{drift['planned_window']}): the policy changed after the alarm was created; the alarms are put again "
             "as planned now and reset, and a stop needs them to fire again",
             rewindow=replanned,
-            reset=tuple(r["AlarmName"] for r in replanned)
-            or (alarms if alarms is not None else self.rejudge_alarms(notice.job, notice.naming)),
+            reset=tuple(r["AlarmName"] for r in replanned) or names,
             reset_reason=reset_reason,
         )
 
@@ -998,22 +998,14 @@ class Guard(ABC, Generic[C]):
         tags (an update ignores them, and needs no ``cloudwatch:TagResource``). ``why`` ends the description's
         "Widened to N minutes" sentence, for whoever reads the alarm in the console. Empty when the guard
         plans no alarm for the job now."""
-        plan = self.plan_for(notice, config)
-        if not isinstance(plan, AlarmPlan):
-            return ()
-        wanted = set(self.rejudge_alarms(notice.job, notice.naming))
         out: list[dict[str, Any]] = []
-        for alarm in plan.alarms:
-            if alarm.kind is not AlarmKind.METRIC or alarm.name not in wanted:
-                continue
-            request = {k: v for k, v in alarm.request.items() if k != "Tags"}
+        for request in self.replanned(notice, config):
             period = int(request.get("Period") or _query_period(request) or 60)
             periods = min(max(1, -(-minutes * 60 // period)), MAX_EVALUATION_SECONDS // period)
             ratio = request["DatapointsToAlarm"] / request["EvaluationPeriods"]
             request.update(
                 EvaluationPeriods=periods,
                 DatapointsToAlarm=max(1, min(periods, round(periods * ratio))),
-                ActionsEnabled=True,
                 AlarmDescription=(
                     f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes {why}; back to the "
                     "guard's window when the job (re)enters Training."

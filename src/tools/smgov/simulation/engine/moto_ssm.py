@@ -13,15 +13,9 @@ a request whose first attempt the fault injector throttles go through moto's wir
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
-
-def _wire_value(value: Any) -> Any:
-    """SSM's JSON protocol sends timestamps as epoch seconds."""
-    if isinstance(value, datetime):
-        return value.timestamp()
-    raise TypeError(f"cannot serialize {type(value).__name__}")
+from smgov.simulation.wire_answers import json_wire_value, moto_answer
 
 
 class ParameterReads:
@@ -37,8 +31,6 @@ class ParameterReads:
         return client
 
     def _call(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> Any:
-        from smgov.simulation.wire_answers import moto_answer
-
         request = json.loads(params.get("body") or b"{}")
         name = str(request.get("Name", ""))
         if name.startswith("/aws/reference/"):
@@ -55,4 +47,6 @@ class ParameterReads:
         found = self._backend.get_parameter(name)
         if found is None:
             raise ParameterNotFound(f"Parameter {name} not found.")
-        return json.dumps({"Parameter": found.response_object(with_decryption, self._region)}, default=_wire_value)
+        return json.dumps(
+            {"Parameter": found.response_object(with_decryption, self._region)}, default=json_wire_value
+        )
