@@ -333,7 +333,7 @@ def test_the_pinned_trigger_breaches_on_pinned_hosts_and_on_a_stuck_host_not_on_
     # The idle alarm's expression over three 4-GPU hosts (pinned 380, idle threshold 4), minute by minute:
     # every host pinned; one idle host while the others are pinned (a stuck host); every host working;
     # one working host and the others pinned; one host pinned while the other two idle (a rank-0
-    # evaluation, the others waiting: most hosts are not pinned); every host idle (the idle alarm's own
+    # evaluation, the others waiting: fewer than half the hosts are pinned); every host idle (the idle alarm's own
     # breach, below 4)
     from sagemaker_governance.domain.guards.idle import pinned_expression
 

@@ -117,7 +117,7 @@ def pinned_expression(
     else:
         stuck = f"({least} < {idle:g}) * ({mean} >= {pinned / 2:g})"
         condition = f"(({busiest} >= {pinned:g}) * (({least} >= {pinned:g}) + {stuck})) >= 1"
-        shown = "0 while every host is pinned, or most are and another idle"
+        shown = "0 while every host is pinned, or at least half are and another idle"
     return {
         "Id": "busiest",
         "Expression": f"IF({condition}, 0, {busiest})",
@@ -185,7 +185,7 @@ class IdlePolicy(GuardConfig):
     ``pinned_percent`` (95 % per GPU; ``null``: off) makes the same alarm the **trigger for hangs** of jobs
     that no progress metric watches: a minute in which every host is at or above it counts as breaching
     too (metric math ``IF(MIN(hosts) >= pinned, 0, MAX(hosts))``), and so does, on several hosts, a minute
-    in which most hosts are pinned while another is idle (one stuck host the others wait for), so a cluster
+    in which at least half the hosts are pinned while another is idle (one stuck host the others wait for), so a cluster
     pinned busy for the whole window fires the alarm and the stall judge decides, from the job's training
     metrics and log lines, whether it is hung (a collective spinning at 100 %) or computing. The alarm alone never stops a pinned
     job: with the judge off (``judge.enabled: false``) the pinned trigger is off too.
@@ -417,8 +417,8 @@ class IdleGuard(Guard[IdlePolicy]):
             + (
                 ""
                 if pinned is None
-                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or most "
-                f"hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
+                else f", or every host at or above {pinned:g} ({idle.pinned_percent:g}% per GPU: pinned), or at least "
+                f"half the hosts pinned while another is below the threshold (a stuck host): {PINNED_TRIGGER_MARK}"
             )
         )
 
