@@ -13,12 +13,14 @@ from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.service.compliance import ComplianceService
+from sagemaker_governance.service.idempotency import Duplicate, deliver
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from tests.builders import job
 from tests.service.conftest import NOW, TAGS
 
 TRIGGER = Trigger(kind="job-state-change", event_id="e-1")
+KEY = "job:job-1:InProgress:Starting:1:-"  # the Starting event's delivery key
 UNTAGGED = {"team": "vision", "owner": "alice"}  # no cost-center
 
 
@@ -173,3 +175,130 @@ def test_a_job_launched_with_50_tags_is_evaluated_but_no_mark_is_tried(
     # while a job with room is marked
     compliance.react(job(tags=TAGS), TRIGGER)
     assert calls.log[-1] == f"mark job-1 {EVALUATED_TAG}"
+
+
+class TaggingMarks:
+    """``EvaluationMarksPort`` that tags the job as SageMaker would: a later re-read (``FakeJobs``) shows the mark."""
+
+    def __init__(self, jobs: Any, calls: Any) -> None:
+        self.jobs = jobs
+        self.calls = calls
+
+    def mark(self, arn: str, key: str, value: str) -> None:
+        name = arn.rsplit("/", 1)[-1]
+        self.calls(f"mark {name} {key}")
+        self.jobs.jobs[name] = self.jobs.jobs[name].with_tags({**(self.jobs.jobs[name].tags or {}), key: value})
+
+
+@pytest.fixture
+def marking(jobs: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, calls: Any) -> ComplianceService:
+    return ComplianceService(jobs, notifier, policies, audit, lambda: NOW, marks=TaggingMarks(jobs, calls))
+
+
+RECONCILER = Trigger(kind="reconciler", event_id="run-1")
+SPOT_WITHOUT_CHECKPOINT: dict[str, Any] = {
+    "EnableManagedSpotTraining": True,
+    "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+}
+
+
+def test_a_job_the_reconciler_evaluated_while_pending_is_not_evaluated_again_by_its_starting_event(
+    marking: ComplianceService, jobs: Any, policies: Any, notifier: Any, audit: MemoryAuditSink
+) -> None:
+    # Given the default policy in enforce mode (a Spot job without a checkpoint: tell the owner), and such a job
+    # queued on a training plan, InProgress/Pending past the grace, which the reconciler evaluated and marked
+    policies.policy = build_policy({**Settings.from_env({}).base_policy_document(), "mode": "enforce"})
+    pending = job(
+        SecondaryStatus="Pending",
+        SecondaryStatusTransitions=[{"Status": "Pending", "StartTime": "1763719201000"}],
+        **SPOT_WITHOUT_CHECKPOINT,
+    )
+    jobs.jobs["job-1"] = pending
+    marking.evaluate(pending, RECONCILER)
+    # When the plan starts the job and its first InProgress/Starting event arrives (its tags from before the mark)
+    decisions = marking.react(job(**SPOT_WITHOUT_CHECKPOINT), TRIGGER)
+    # Then the event finds the mark on the re-read job: the owner was told once, the violation recorded once
+    assert [d.code for d in decisions] == [ComplianceCode.ALREADY_EVALUATED]
+    assert [(r.code, r.trigger, r.outcome.value) for r in audit.records] == [
+        (ComplianceCode.NOTIFY, "reconciler", "done"),
+        (ComplianceCode.ALREADY_EVALUATED, "job-state-change", "already-done"),
+    ]
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.NOTIFIED]
+
+
+def test_a_late_starting_event_of_a_job_the_reconciler_stopped_stops_records_and_tells_nothing_new(
+    marking: ComplianceService, jobs: Any, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job without its cost-center tag that the reconciler evaluated (its Starting event was late): stopped
+    jobs.jobs["job-1"] = job(tags=UNTAGGED)
+    marking.evaluate(job(tags=UNTAGGED), RECONCILER)
+    jobs.jobs["job-1"] = jobs.jobs["job-1"].model_copy(update={"status": "Stopped", "secondary_status": "Stopped"})
+    # When the Starting event is delivered at last (an SQS retry, a redrive from the dead-letter queue)
+    decisions = marking.react(job(tags=UNTAGGED), TRIGGER)
+    # Then it re-reads the job, finds it evaluated, and leaves it: one stop, one violation record, one message
+    assert [d.code for d in decisions] == [ComplianceCode.ALREADY_EVALUATED]
+    assert [c for c in calls.log if c.startswith("stop")] == ["stop job-1"]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [
+        (ComplianceCode.STOP, "done"),
+        (ComplianceCode.ALREADY_EVALUATED, "already-done"),
+    ]
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.STOPPED]
+
+
+def test_an_event_without_tags_whose_listed_tags_show_the_mark_is_not_evaluated_again(
+    compliance: ComplianceService, jobs: Any, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job the reconciler evaluated and marked, and its Starting event carries no tags
+    jobs.jobs["job-1"] = job(tags={**UNTAGGED, EVALUATED_TAG: "2026-11-21T11:40:00Z"})
+    decisions = compliance.react(job().model_copy(update={"tags": None}), TRIGGER)
+    # Then the tags it reads show the mark: nothing else is read, decided, recorded as a violation or told
+    assert calls.log == ["list-tags " + str(job().arn)]
+    assert [d.code for d in decisions] == [ComplianceCode.ALREADY_EVALUATED]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [
+        (ComplianceCode.ALREADY_EVALUATED, "already-done")
+    ]
+    assert decisions[0].evidence == {"evaluated_at": "2026-11-21T11:40:00Z"} and notifier.sent == []
+
+
+def test_the_retry_of_a_delivery_that_marked_the_job_evaluates_it_again_under_the_policy_it_finds(
+    marking: ComplianceService, jobs: Any, policies: Any, notifier: Any, audit: MemoryAuditSink, ledger: Any
+) -> None:
+    # Given a Starting event whose first attempt, in audit mode, recorded the would-stop, marked the job, then
+    # failed later in the delivery (its claim released with what it did)
+    policies.policy = required_tag_policy("audit")
+    jobs.jobs["job-1"] = job(tags=UNTAGGED)
+
+    def attempt(fail: bool) -> list[str]:
+        decisions = marking.react(job(tags=UNTAGGED), TRIGGER)
+        if fail:
+            raise RuntimeError("a later reaction failed")
+        return [d.code for d in decisions]
+
+    with pytest.raises(RuntimeError):
+        deliver(ledger, KEY, lambda: attempt(True), owner="m-1", now=NOW, hold_seconds=60)
+    # When its retry runs after the policy was switched to enforce (the README's rollout)
+    policies.policy = required_tag_policy("enforce")
+    codes = deliver(ledger, KEY, lambda: attempt(False), owner="m-1", now=NOW, hold_seconds=60)
+    # Then the mark is its own attempt's: the job is evaluated again and stopped, as before this mark was read
+    assert codes == [ComplianceCode.STOP]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [
+        (ComplianceCode.STOP, "audit-only"),
+        (ComplianceCode.STOP, "done"),
+    ]
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.STOPPED]
+
+
+def test_a_duplicate_of_a_completed_delivery_is_skipped_by_the_ledger_before_compliance_reads_anything(
+    marking: ComplianceService, jobs: Any, audit: MemoryAuditSink, ledger: Any, calls: Any
+) -> None:
+    # Given a Starting event handled (the job stopped and marked)
+    jobs.jobs["job-1"] = job(tags=UNTAGGED)
+    deliver(ledger, KEY, lambda: marking.react(job(tags=UNTAGGED), TRIGGER), owner="m-1", now=NOW, hold_seconds=60)
+    calls.log.clear()
+    # When another event of the same state change arrives
+    again = deliver(
+        ledger, KEY, lambda: marking.react(job(tags=UNTAGGED), TRIGGER), owner="m-2", now=NOW, hold_seconds=60
+    )
+    # Then it is a duplicate, as before: nothing read, recorded or told
+    assert again == Duplicate(KEY) and calls.log == ["claim m-2"]
+    assert [r.code for r in audit.records] == [ComplianceCode.STOP]

@@ -31,10 +31,26 @@ class ComplianceCode(StrEnum):
     EXEMPTED = "compliance.skip.exempted"  # violated, but an exemption covers the job and rule
     INCONCLUSIVE = "compliance.skip.inconclusive"  # the rule could not decide (data missing)
     COMPLIANT = "compliance.pass.compliant"  # every rule passed
+    # the job is marked evaluated (the reconciler, or another delivery, evaluated it): not evaluated again
+    ALREADY_EVALUATED = "compliance.skip.already-evaluated"
 
 
 def was_evaluated(tags: dict[str, str] | None) -> bool:
     return EVALUATED_TAG in (tags or {})
+
+
+def already_evaluated(job: TrainingJob, policy: Policy) -> Decision:
+    """The one decision about a job its current tags show evaluated (``EVALUATED_TAG``): nothing recorded or
+    told again, whatever its rules would say now."""
+    marked_at = (job.tags or {}).get(EVALUATED_TAG)
+    return Decision(
+        rule=COMPLIANCE_RULE_ID,
+        code=ComplianceCode.ALREADY_EVALUATED,
+        action=Action.NONE,
+        mode=policy.for_job(job).mode,
+        reason=f"compliance already evaluated the job ({EVALUATED_TAG} {marked_at}): not evaluated again",
+        evidence={"evaluated_at": marked_at},
+    )
 
 
 class ComplianceResult(BaseModel):

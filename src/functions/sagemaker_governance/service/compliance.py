@@ -6,19 +6,34 @@ reconciler evaluates, once, a job in progress that lacks the tag (its Starting e
 The decision is made from the event payload (no API calls) when the payload has what is needed. Before
 stopping, the job is re-read (status and tags) and re-evaluated: a developer who added the missing tag
 in the meantime, or a job that has already ended, is never stopped by a stale event.
+
+A job whose current tags (the re-read's, or ``ListTags`` for an event without tags; never the event's own,
+which predate any mark) show the mark was evaluated already, by the reconciler (a job that waited in
+``Pending`` past its grace) or by another delivery: it is not evaluated again (``compliance.skip.already-evaluated``,
+nothing stopped, recorded as a violation or told). A retry of the delivery that marked it is the exception:
+its failed attempt's mark (``mark_effect``, in the delivery's done list) is its own, and it evaluates as that
+attempt did (the policy may have switched to enforce since). A compliant job's event reads nothing, so its
+duplicate records its pass again (and tells no one).
 """
 
 from __future__ import annotations
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import has_room_for
-from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceResult, evaluate_compliance
+from sagemaker_governance.domain.compliance import (
+    EVALUATED_TAG,
+    ComplianceResult,
+    already_evaluated,
+    evaluate_compliance,
+    was_evaluated,
+)
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
+from sagemaker_governance.service.idempotency import done_before, mark_effect, note
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -61,6 +76,8 @@ class ComplianceService:
         policy = self._policies.current()
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
+            if self._evaluated_elsewhere(job):
+                return self._skip_evaluated(job, policy, trigger)
         result = evaluate_compliance(job, policy, self._clock())
         if result.violations or result.inconclusive:
             # before any violation is acted on or recorded (a stop, a notice, audit mode's "would stop": the
@@ -71,15 +88,43 @@ class ComplianceService:
             if fresh is None:
                 return self._record_all(result, job, policy, trigger, skipped="the job no longer exists")
             job = fresh
+            if self._evaluated_elsewhere(job):
+                return self._skip_evaluated(job, policy, trigger)
             result = evaluate_compliance(job, policy, self._clock())
-        for note in result.notes:
-            logger.warning("exemption ignored", job=job.name, note=note)
+        for ignored in result.notes:
+            logger.warning("exemption ignored", job=job.name, note=ignored)
         stop_outcome = self._stop_if_needed(job, result)
         self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome)
         if result.notify_owner:
             self._notify(job, result, policy, stop_outcome)
         self._mark_evaluated(job)
         return list(result.decisions)
+
+    def _evaluated_elsewhere(self, job: TrainingJob) -> bool:
+        """``job``'s current tags show it evaluated, and not by a failed attempt of this delivery (whose retry
+        evaluates as that attempt did)."""
+        return was_evaluated(job.tags) and done_before(mark_effect(job.name, EVALUATED_TAG)) is None
+
+    def _skip_evaluated(self, job: TrainingJob, policy: Policy, trigger: Trigger) -> list[Decision]:
+        """A job evaluated before (the reconciler's repair of a job still waiting to start; an earlier event):
+        its owner was told then, and a stop was made then; nothing is decided twice."""
+        decision = already_evaluated(job, policy)
+        logger.info(
+            "job already evaluated: not evaluated again",
+            job=job.name,
+            evaluated_at=decision.evidence["evaluated_at"],
+            trigger=trigger.kind,
+        )
+        record_decision(
+            self._audit,
+            decision,
+            job=job,
+            policy=policy,
+            trigger=trigger,
+            outcome=Outcome.ALREADY_DONE,
+            at=self._clock(),
+        )
+        return [decision]
 
     def _mark_evaluated(self, job: TrainingJob) -> None:
         """Best effort: a job that cannot be tagged is evaluated again by the reconciler, which at worst
@@ -95,6 +140,8 @@ class ComplianceService:
             self._marks.mark(job.arn, EVALUATED_TAG, self._clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
         except AdapterError as exc:
             logger.warning("could not mark the job as evaluated", job=job.name, error=str(exc))
+            return
+        note(mark_effect(job.name, EVALUATED_TAG))  # this delivery's own mark: its retry is not skipped for it
 
     def _reread(self, job: TrainingJob) -> TrainingJob | None:
         try:

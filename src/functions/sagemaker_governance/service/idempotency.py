@@ -54,7 +54,8 @@ the notifier are wrapped so that each audit record (job, rule, action) and each 
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
 write per effect: what a failed attempt did travels in its release. An action no wrapper sees can be noted
 as an effect too (``note``): a guard's stop (``stop_effect``), whose retry finds the job stopping and would
-otherwise not know that the owner is still to be told.
+otherwise not know that the owner is still to be told; compliance's mark (``mark_effect``), whose retry finds
+the job marked evaluated and would otherwise take it for evaluated by someone else.
 
 Only a record that says the action happened (``done``, ``already-done``) settles it. One that says it was
 *not* carried out (``failed``, ``skipped``, ``audit-only``, ``exempted``, ``deferred``, ``no-action``)
@@ -315,6 +316,14 @@ def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
     stopping, and would tell nobody: this tells it that its owner is still to be told (``GuardStopper``)."""
     head = f"{_STOPPED}{job_name}|{rule}|"
     return head if code is None else f"{head}{code}"
+
+
+def mark_effect(job_name: str, tag: str) -> str:
+    """The effect name of a mark this delivery put on the job (``tag``, e.g. ``smgov:compliance-evaluated``). A
+    retry of the delivery finds the job marked by its own failed attempt, not by another delivery or the
+    reconciler: compliance evaluates it again (the policy may have switched to enforce since:
+    ``ComplianceService``)."""
+    return f"marked|{job_name}|{tag}"
 
 
 # The outcomes that say the action happened (or was found done): only their records settle it. Every other one
