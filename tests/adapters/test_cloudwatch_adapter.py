@@ -202,22 +202,45 @@ def test_current_state_reads_the_state_value_and_its_transition_time_of_either_a
             ownership.current_state("gov-idle-x")
 
 
-def test_description_reads_what_an_alarm_of_either_type_was_planned_to_watch() -> None:
-    # A composite's child's description tells the stopper whether it fires on pinned GPUs too (the judge off)
+def test_definition_reads_what_an_alarm_of_either_type_was_planned_to_watch_and_its_terms() -> None:
+    # A composite's child's description tells the stopper whether it fires on pinned GPUs too (the judge off), its
+    # terms whether it fires on stricter terms than the guard plans now: its parent's notification repeats neither
     cw = client()
     wanted = {"AlarmNames": ["gov-idle-x.hosts-1-10"], "AlarmTypes": ["MetricAlarm", "CompositeAlarm"]}
-    child = {"AlarmName": "gov-idle-x.hosts-1-10", "AlarmDescription": "idle guard ...: a hang trigger"}
+    query = {
+        "Id": "m1",
+        "MetricStat": {"Metric": {"MetricName": "GPUUtilization"}, "Period": 60, "Stat": "Average"},
+    }
+    child = {
+        "AlarmName": "gov-idle-x.hosts-1-10",
+        "AlarmDescription": "idle guard ...: a hang trigger",
+        "Threshold": 80.0,
+        "ComparisonOperator": "LessThanThreshold",
+        "EvaluationPeriods": 30,
+        "DatapointsToAlarm": 30,
+        "Metrics": [query, {"Id": "busiest", "Expression": "MAX([m1])", "ReturnData": True}],
+    }
     with Stubber(cw) as stub:
         stub.add_response("describe_alarms", {"MetricAlarms": [child], "CompositeAlarms": []}, wanted)
         stub.add_response("describe_alarms", {"MetricAlarms": [{"AlarmName": child["AlarmName"]}]}, wanted)
         stub.add_response("describe_alarms", {"MetricAlarms": [], "CompositeAlarms": []}, wanted)
         stub.add_client_error("describe_alarms", "Throttling", "Rate exceeded", http_status_code=400)
         ownership = CloudWatchAlarmOwnership(cw, arn)
-        assert ownership.description(child["AlarmName"]) == child["AlarmDescription"]
-        assert ownership.description(child["AlarmName"]) is None  # no description
-        assert ownership.description(child["AlarmName"]) is None  # no such alarm
+        name = "gov-idle-x.hosts-1-10"
+        read = ownership.definition(name)
+        assert read is not None and read.description == child["AlarmDescription"]
+        assert read.terms == {
+            "threshold": 80.0,
+            "comparison": "LessThanThreshold",
+            "period_seconds": 60,
+            "evaluation_periods": 30,
+            "datapoints_to_alarm": 30,
+        }
+        bare = ownership.definition(name)
+        assert bare is not None and (bare.description, bare.terms) == (None, {})  # no description, no terms
+        assert ownership.definition(name) is None  # no such alarm
         with pytest.raises(AdapterError):
-            ownership.description(child["AlarmName"])
+            ownership.definition(name)
 
 
 def test_actions_enabled_reads_one_named_metric_alarm() -> None:

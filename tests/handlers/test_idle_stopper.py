@@ -109,6 +109,36 @@ def test_composite_alarm_of_a_sixteen_host_job(acct: LocalAccount, clock: Movabl
     assert "alarm_rule" in stop_records(acct)[0].evidence
 
 
+@pytest.mark.parametrize("judge", ["true", "false"])
+def test_a_lowered_threshold_re_plans_a_sixteen_host_jobs_older_stricter_children_instead_of_stopping(
+    acct: LocalAccount, clock: MovableClock, judge: str
+) -> None:
+    # Given a 16-host job (8 GPUs a host) whose child alarms were planned at 10 % per GPU (80 a host), and the
+    # operator lowering the threshold to 1 % since: the composite's notification repeats no child's threshold
+    def policy(threshold: int) -> None:
+        document = f"{{judge: {{enabled: {judge}}}, idle: {{threshold_percent: {threshold}}}}}"
+        acct.ssm.put_parameter(Name="/gov/policy", Value=document, Type="String", Overwrite=True)
+
+    policy(10)
+    resources = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100}
+    alarm = training_job_with_alarm(acct, ResourceConfig=resources)
+    children = [f"{alarm}.hosts-1-10", f"{alarm}.hosts-11-16"]
+    assert [acct.cloudwatch.alarms[c]["Threshold"] for c in children] == [80.0, 80.0]
+    policy(1)
+    # When the job works at 5 % per GPU (below the old threshold, above the new one) and the composite fires
+    for host in range(1, 17):
+        acct.signals.set("GPUUtilization", f"job-1/algo-{host}", 40.0)  # type: ignore[attr-defined]
+    clock.advance(minutes=50)
+    fire(acct, alarm)
+    # Then the job is not stopped: its children are put again at the threshold in force, and reset
+    assert acct.sagemaker.stop_requests == []
+    (record,) = stop_records(acct)
+    assert (record.code, record.outcome.value) == ("idle.skip.stricter-alarm", "skipped")
+    assert (record.evidence["alarm_threshold"], record.evidence["planned_threshold"]) == (80.0, 8.0)
+    assert [acct.cloudwatch.alarms[c]["Threshold"] for c in children] == [8.0, 8.0]
+    assert [acct.cloudwatch.state(c) for c in children] == ["OK", "OK"]
+
+
 def test_a_child_alarm_never_stops_a_job(acct: LocalAccount, clock: MovableClock) -> None:
     resources = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100}
     training_job_with_alarm(acct, ResourceConfig=resources)

@@ -15,7 +15,13 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.errors import AdapterError, Claim, JobNotFound, StopOutcome, Throttled
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, AlarmState
+from sagemaker_governance.domain.guards.base import (
+    AlarmDefinition,
+    AlarmNaming,
+    AlarmPlan,
+    AlarmState,
+    metric_alarm_terms,
+)
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -74,6 +80,7 @@ class FakeAlarms:
         self.changed: dict[str, datetime] = {}  # name -> when its state last changed (none: not known)
         self.state_unreadable = False  # DescribeAlarms fails
         self.descriptions: dict[str, str] = {}  # name -> its AlarmDescription (DescribeAlarms)
+        self.terms: dict[str, dict[str, Any]] = {}  # name -> its threshold and periods (DescribeAlarms)
         self.describe_fails = False  # DescribeAlarms of a definition fails
         self.actions_on: dict[str, bool] = {}  # name -> its ActionsEnabled (as put, armed or disarmed)
         self.actions_unreadable = False  # DescribeAlarms of a metric alarm's ActionsEnabled fails
@@ -82,6 +89,7 @@ class FakeAlarms:
         for name in plan.metric_alarm_names:
             self.calls(f"put {name}")
             self.alarms.setdefault(name, "INSUFFICIENT_DATA")
+        self.terms.update({r["AlarmName"]: metric_alarm_terms(r) for r in plan.metric_requests})
         self.actions_on.update({a.name: bool(a.request.get("ActionsEnabled", True)) for a in plan.alarms})
 
     def delete(self, names: Sequence[str]) -> list[str]:
@@ -120,12 +128,15 @@ class FakeAlarms:
         changed = self.changed.get(name)
         return AlarmState(self.alarms[name], changed) if name in self.alarms and changed is not None else None
 
-    def description(self, name: str) -> str | None:
-        """``AlarmTransitionsPort``: what an alarm was planned to watch (``descriptions``)."""
+    def definition(self, name: str) -> AlarmDefinition | None:
+        """``AlarmTransitionsPort``: what an alarm was planned to watch (``descriptions``) and on which terms
+        (``terms``: as put); ``None``: neither is known."""
         self.calls(f"describe {name}")
         if self.describe_fails:
             raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
-        return self.descriptions.get(name)
+        if name not in self.descriptions and name not in self.terms:
+            return None
+        return AlarmDefinition(name=name, description=self.descriptions.get(name), terms=self.terms.get(name, {}))
 
     def enable_actions(self, names: Sequence[str]) -> None:
         self.calls("arm " + ",".join(names))

@@ -18,10 +18,11 @@ from sagemaker_governance.domain.guards.base import (
     TAG_JOB,
     TAG_MANAGED_BY,
     AlarmNaming,
+    AlarmPlan,
     GuardVerdict,
     Verdict,
 )
-from sagemaker_governance.domain.guards.idle import IdleCode
+from sagemaker_governance.domain.guards.idle import IDLE, IdleCode
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
@@ -95,10 +96,12 @@ def metrics() -> MemoryBusinessMetrics:
 def stopper_with(
     jobs: Any, alarms: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, metrics: Any, naming: AlarmNaming
 ) -> Any:
-    """``GuardStopper`` on the fakes with every registered guard; ``review``: the StopReview (None: accept)."""
+    """``GuardStopper`` on the fakes with every registered guard; ``review``: the StopReview (None: accept);
+    ``windows``: what puts alarms again (None: none)."""
 
-    def build(review: StopReview | None = None) -> GuardStopper:
+    def build(review: StopReview | None = None, windows: Any = None) -> GuardStopper:
         return GuardStopper(
+            windows=windows,
             transitions=alarms,
             guards=GUARDS,
             jobs=jobs,
@@ -503,6 +506,117 @@ def test_a_firing_the_current_plan_has_no_pinned_trigger_for_is_replanned_with_t
     jobs.jobs["job-1"] = training()
     message = notification().model_copy(update={"description": _pinned_description()})
     assert stopper_with(Veto()).handle(message, "msg-1").code == IdleCode.PINNED_UNJUDGED
+
+
+# ---- a composite's children planned on stricter terms than the policy plans now --------------------------------
+
+# 16 hosts of 8 GPUs: the idle guard plans a composite alarm over two children (algo-1..10, algo-11..16)
+SIXTEEN_HOSTS: dict[str, Any] = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 16}}
+
+
+def _idle_policy(threshold_percent: float) -> Any:
+    return build_policy(
+        Settings().base_policy_document(), {"mode": "enforce", "idle": {"threshold_percent": threshold_percent}}
+    )
+
+
+def _sixteen_hosts_planned_at(threshold_percent: float, alarms: Any, naming: AlarmNaming) -> str:
+    """job-1 on 16 hosts in Training, its idle alarms put as planned under ``threshold_percent`` (the composite
+    ``ALARM``, tagged, over two children): the name of its first child."""
+    job = training(**SIXTEEN_HOSTS)
+    policy = _idle_policy(threshold_percent)
+    plan = IDLE.plan(job, IDLE.config(policy.for_job(job)), naming)
+    assert isinstance(plan, AlarmPlan) and plan.composite_request is not None
+    alarms.put(plan)
+    alarms.alarms[ALARM] = "ALARM"
+    alarms.tagged[ALARM] = {TAG_JOB: "job-1", TAG_MANAGED_BY: "gov"}
+    return plan.metric_alarm_names[0]
+
+
+def test_a_composite_whose_child_was_planned_at_a_higher_idle_threshold_is_replanned_not_a_stop(
+    stopper_with: Any,
+    jobs: Any,
+    alarms: Any,
+    policies: Any,
+    audit: MemoryAuditSink,
+    calls: Any,
+    naming: AlarmNaming,
+) -> None:
+    # Given a 16-host job whose children were planned at 10 % per GPU (80 a host), and the policy lowered to 1 %
+    child = _sixteen_hosts_planned_at(10, alarms, naming)
+    jobs.jobs["job-1"] = training(**SIXTEEN_HOSTS)
+    policies.policy = _idle_policy(1)
+    windows = Windows()
+    # When the composite fires, its notification naming the child that triggered it
+    result = stopper_with(windows=windows).handle(_composite_notification(child), "msg-1")
+    # Then the job is not stopped: the child's definition (one DescribeAlarms) is stricter than the one planned now,
+    # so both children are put again at the threshold in force (8 a host) and reset
+    assert (result.code, result.outcome) == (IdleCode.STRICTER_ALARM, "skipped")
+    assert "stop job-1" not in calls.log and calls.log.count(f"describe {child}") == 1
+    children = (child, f"{ALARM}.hosts-11-16")
+    assert [(u["AlarmName"], u["Threshold"]) for u in windows.updates] == [(name, 8.0) for name in children]
+    assert [e for e in calls.log if e.startswith("reset")] == [f"reset {name}" for name in children]
+    (record,) = audit.records
+    assert (record.evidence["child_alarm"], record.evidence["alarm_threshold"]) == (child, 80.0)
+    assert record.evidence["planned_threshold"] == 8.0
+
+
+@pytest.mark.parametrize("review", [None, Confirm()])
+def test_a_composite_whose_child_is_planned_as_the_policy_holds_stops_the_job(
+    stopper_with: Any, jobs: Any, alarms: Any, policies: Any, calls: Any, naming: AlarmNaming, review: Any
+) -> None:
+    # The same job whose children were planned under today's policy (1 %): its composite's firing stops it
+    child = _sixteen_hosts_planned_at(1, alarms, naming)
+    jobs.jobs["job-1"] = training(**SIXTEEN_HOSTS)
+    policies.policy = _idle_policy(1)
+    result = stopper_with(review, windows=Windows()).handle(_composite_notification(child), "msg-1")
+    assert result.code == IdleCode.STOP and "stop job-1" in calls.log
+
+
+def test_a_composite_firing_in_the_grace_period_reads_no_childs_definition(
+    stopper_with: Any, jobs: Any, alarms: Any, calls: Any, naming: AlarmNaming
+) -> None:
+    # A firing the guard judges before its stricter-alarm check (grace, too early, stale ...) costs no DescribeAlarms
+    # of the child: only a verdict to stop or tell needs its terms
+    child = _sixteen_hosts_planned_at(1, alarms, naming)
+    jobs.jobs["job-1"] = training(0.1, **SIXTEEN_HOSTS)
+    result = stopper_with(windows=Windows()).handle(_composite_notification(child), "msg-1")
+    assert result.code == IdleCode.GRACE and not any(e.startswith("describe") for e in calls.log)
+
+
+def test_a_composite_whose_childs_definition_cannot_be_read_stops_nothing_and_fails_the_delivery(
+    stopper_with: Any,
+    jobs: Any,
+    alarms: Any,
+    policies: Any,
+    audit: MemoryAuditSink,
+    calls: Any,
+    naming: AlarmNaming,
+) -> None:
+    # Given DescribeAlarms failing on the composite's triggering child: whether it fired on stricter terms than the
+    # policy plans now is unknown, and no review confirmed the stop on evidence read just now
+    child = _sixteen_hosts_planned_at(1, alarms, naming)
+    jobs.jobs["job-1"] = training(**SIXTEEN_HOSTS)
+    alarms.describe_fails = True
+    # When it is judged, then nothing is stopped, the skip is recorded as for an unread alarm state, and the error
+    # goes back so that the delivery is retried
+    with pytest.raises(AdapterError):
+        stopper_with(windows=Windows()).handle(_composite_notification(child), "msg-1")
+    assert "stop job-1" not in calls.log
+    (record,) = audit.records
+    assert (record.code, record.evidence["unconfirmed_code"]) == ("idle.skip.state-unread", IdleCode.STOP)
+
+
+def test_a_stop_the_review_confirmed_is_made_though_the_composites_child_was_not_read(
+    stopper_with: Any, jobs: Any, alarms: Any, calls: Any, naming: AlarmNaming
+) -> None:
+    # The stall judge confirmed the stop on metrics it read just now, against the threshold planned now: as with an
+    # unread alarm state, a failed DescribeAlarms does not hold it back
+    child = _sixteen_hosts_planned_at(1, alarms, naming)
+    jobs.jobs["job-1"] = training(**SIXTEEN_HOSTS)
+    alarms.describe_fails = True
+    result = stopper_with(Confirm(), windows=Windows()).handle(_composite_notification(child), "msg-1")
+    assert result.code == IdleCode.STOP and "stop job-1" in calls.log
 
 
 class Catalog:

@@ -13,7 +13,16 @@ from pydantic import ValidationError
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, NoAlarm, Notice, Verdict
+from sagemaker_governance.domain.guards.base import (
+    AlarmDefinition,
+    AlarmKind,
+    AlarmNaming,
+    AlarmPlan,
+    NoAlarm,
+    Notice,
+    Verdict,
+    metric_alarm_terms,
+)
 from sagemaker_governance.domain.guards.efficiency import (
     EFFICIENCY,
     EfficiencyGuardCode,
@@ -389,3 +398,32 @@ def test_a_minimum_lowered_since_the_alarms_were_planned_neither_tells_nor_stops
     laxer = EFFICIENCY.judge(role, firing(j, now, role), then)
     assert laxer.decision.code != EfficiencyGuardCode.STRICTER_ALARM
     assert laxer.decision.evidence["min_gpu_percent_applied"] == 20
+
+
+@pytest.mark.parametrize("role", [EfficiencyRole.NOTICE, EfficiencyRole.STOP])
+def test_a_composites_child_planned_at_a_higher_minimum_neither_tells_nor_stops(role: EfficiencyRole) -> None:
+    # Given a 12-host job whose alarms (a composite over two children each) were planned at a 50 % minimum, the
+    # minimum lowered to 20 % since, and the composite firing: its notification repeats no child's terms, the
+    # stopper's DescribeAlarms of the triggering child gives them (Notice.fired_child)
+    j = training(400, count=12)
+    then, now = (
+        EfficiencyPolicy(**ON, stop_after_notices=2),
+        EfficiencyPolicy(**{**ON, "min_gpu_percent": 20}, stop_after_notices=2),
+    )
+
+    def fired(config: EfficiencyPolicy) -> Notice:
+        plan = EFFICIENCY.plan(j, config, NAMING)
+        assert isinstance(plan, AlarmPlan)
+        (composite,) = [a.name for a in plan.alarms if a.role == role and a.kind is AlarmKind.COMPOSITE]
+        child = next(r for r in plan.metric_requests if r["AlarmName"].startswith(f"{composite}.hosts-"))
+        definition = AlarmDefinition(name=child["AlarmName"], terms=metric_alarm_terms(child))
+        return notice(j).model_copy(update={"evidence": {"alarm": composite}, "fired_child": definition})
+
+    verdict = EFFICIENCY.judge(role, fired(then), now)
+    # Then both children are put again as planned now and reset: no notice, no stop
+    assert verdict.decision.code == EfficiencyGuardCode.STRICTER_ALARM and verdict.verdict is Verdict.TOO_EARLY
+    assert [r["Threshold"] for r in verdict.rewindow] == [now.min_gpu_percent * 4] * 2
+    assert verdict.reset == tuple(r["AlarmName"] for r in verdict.rewindow)
+    assert all(".hosts-" in name for name in verdict.reset)
+    # and a child planned as the policy holds now is judged as before
+    assert EFFICIENCY.judge(role, fired(now), now).decision.code != EfficiencyGuardCode.STRICTER_ALARM

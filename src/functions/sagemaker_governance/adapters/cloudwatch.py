@@ -22,7 +22,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sagemaker_governance.adapters.read_failures import THROTTLING_CODES, error_code
 from sagemaker_governance.domain.alarm_deletion import DELETE_BATCH_NAMES
 from sagemaker_governance.domain.errors import AdapterError, Throttled
-from sagemaker_governance.domain.guards.base import AlarmKind, AlarmPlan, AlarmState
+from sagemaker_governance.domain.guards.base import (
+    AlarmDefinition,
+    AlarmKind,
+    AlarmPlan,
+    AlarmState,
+    metric_alarm_terms,
+)
 
 if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports its models (cold start)
     from sagemaker_governance.domain.reconcile import AlarmListing
@@ -185,13 +191,15 @@ class CloudWatchAlarmOwnership:
             return None
         return AlarmState(str(alarm.get("StateValue", "")), when)
 
-    def description(self, name: str) -> str | None:
-        """The alarm's ``AlarmDescription``: what a composite's child was planned to watch, which its parent's
-        notification does not repeat."""
+    def definition(self, name: str) -> AlarmDefinition | None:
+        """The alarm's ``AlarmDescription`` and terms (threshold, comparison, periods): what a composite's child
+        was planned to watch and on which terms it fires, which its parent's notification does not repeat.
+        ``None``: no such alarm."""
         alarm = self._described(name)
         if alarm is None:
             return None
-        return str(alarm.get("AlarmDescription") or "") or None
+        description = str(alarm.get("AlarmDescription") or "") or None
+        return AlarmDefinition(name=name, description=description, terms=metric_alarm_terms(alarm))
 
     def _described(self, name: str) -> dict[str, Any] | None:
         """The alarm as ``DescribeAlarms`` gives it (one call), metric or composite."""

@@ -9,7 +9,11 @@ writes one audit record):
 2. **route**: find the guard and the role of the alarm (``Guard.role_of``); an alarm whose role does not
    act (a child alarm has no action) is ignored;
 3. **re-read** the job (``DescribeTrainingJob``);
-4. **judge**: the guard decides from the facts (``Guard.judge``: pure);
+4. **judge**: the guard decides from the facts (``Guard.judge``: pure); a composite alarm's notification repeats
+   no child's definition, so its triggering child's is read (one ``DescribeAlarms``) when the judgement needs
+   it: whether it was planned with the pinned trigger the plan now lacks (read before judging), and whether it
+   fires on stricter terms than the guard plans now (``Guard.stricter_alarm``: a verdict to stop or tell is
+   judged again with it);
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
    before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
    logs here; without a review every verdict is accepted); a verdict that resets alarms or tells the
@@ -20,8 +24,8 @@ writes one audit record):
    own notification, and acting on both would tell an owner twice of one stretch. A verdict to stop that
    the review did not confirm on evidence read just now (``GuardVerdict.confirmed``: the stall judge off,
    or a guard it does not judge) is checked too: superseded and out of ``ALARM`` now, nothing is stopped;
-   the state unreadable, nothing is stopped and the delivery fails, to be retried
-   (``<guard>.skip.state-unread``);
+   the state unreadable, or a composite's triggering child's definition unread, nothing is stopped and the
+   delivery fails, to be retried (``<guard>.skip.state-unread``);
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt). A judgement that settles the alarm's stretch without acting
@@ -47,6 +51,7 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     AlarmCode,
+    AlarmDefinition,
     AlarmNaming,
     AlarmState,
     Guard,
@@ -89,6 +94,9 @@ _OUTCOMES = {
     Verdict.SUPERSEDED: Outcome.SKIPPED,
     Verdict.UNCONFIRMED: Outcome.SKIPPED,
 }
+# The verdicts a guard gives only past its stricter-alarm check (``Guard.stricter_alarm`` comes before a guard's stop,
+# its exempted stop and its notice): a composite's are judged again with its triggering child's definition.
+_PAST_STRICTER_CHECK = frozenset({Verdict.STOP, Verdict.EXEMPTED, Verdict.NOTIFY})
 
 
 class StopReview(Protocol):
@@ -115,6 +123,17 @@ class AcceptEveryStop:
         self, guard: Guard[Any], role: str, notice: Notice, verdict: GuardVerdict, policy: Any = None
     ) -> GuardVerdict:
         return verdict
+
+
+@dataclass(frozen=True)
+class _ChildRead:
+    """A composite alarm's triggering child as the stopper read it for the notification (one ``DescribeAlarms``):
+    ``read`` when a child was named and the read answered (``definition`` None: no such alarm); ``error`` when
+    the read failed. Neither: a metric alarm's notification, no child named, or no reader."""
+
+    read: bool = False
+    definition: AlarmDefinition | None = None
+    error: AdapterError | None = None
 
 
 @dataclass(frozen=True)
@@ -205,20 +224,48 @@ class GuardStopper:
             return {}
         return resolve_unknown((g.instance_type for g in job.instance_groups), self._instances.facts)
 
-    def _fires_on_pinned(self, message: AlarmNotification) -> bool:
-        """Whether the alarm that fired was planned with the pinned trigger (its description says so; a
-        composite's is its triggering child's, one ``DescribeAlarms``). Unknown (no child named, no reader,
-        the read failed): True, so that no stop is made on it."""
-        if not message.is_composite:
-            return PINNED_TRIGGER_MARK in (message.description or "")
-        children = message.triggering_child_names()
+    def _triggering_child(self, message: AlarmNotification) -> _ChildRead:
+        """A composite's triggering child as ``DescribeAlarms`` gives it (one read, made for a composite's
+        notification only: it repeats neither the child's description nor its terms). A metric alarm's
+        notification repeats its own definition: nothing is read."""
+        children = message.triggering_child_names() if message.is_composite else ()
         if not children or self._transitions is None:
-            return True
+            return _ChildRead()
         try:
-            return PINNED_TRIGGER_MARK in (self._transitions.description(children[0]) or "")
+            return _ChildRead(read=True, definition=self._transitions.definition(children[0]))
         except AdapterError as exc:
             logger.warning("alarm definition unread: no stop on it", alarm=children[0], error=str(exc))
+            return _ChildRead(error=exc)
+
+    @staticmethod
+    def _fires_on_pinned(message: AlarmNotification, child: _ChildRead | None) -> bool:
+        """Whether the alarm that fired was planned with the pinned trigger (its description says so; a
+        composite's is its triggering child's). Unknown (no child named, no reader, the read failed): True, so
+        that no stop is made on it."""
+        if not message.is_composite:
+            return PINNED_TRIGGER_MARK in (message.description or "")
+        if child is None or not child.read:
             return True
+        return PINNED_TRIGGER_MARK in ((child.definition.description if child.definition else None) or "")
+
+    def _judged_with_child(
+        self,
+        guard: Guard[Any],
+        role: str,
+        notice: Notice,
+        config: Any,
+        message: AlarmNotification,
+        child: _ChildRead | None,
+    ) -> tuple[GuardVerdict, _ChildRead | None]:
+        """The guard's verdict on ``notice``; a composite's verdict past the stricter-alarm check judged again with
+        its triggering child's definition, read now unless ``child`` was read before judging. The child as read."""
+        verdict = guard.judge(role, notice, config)
+        if not message.is_composite or child is not None or verdict.verdict not in _PAST_STRICTER_CHECK:
+            return verdict, child
+        child = self._triggering_child(message)
+        if child.definition is None:
+            return verdict, child
+        return guard.judge(role, notice.model_copy(update={"fired_child": child.definition}), config), child
 
     def _judge_and_act(
         self, guard: Guard[Any], role: str, job: TrainingJob, message: AlarmNotification, message_id: str | None
@@ -230,6 +277,13 @@ class GuardStopper:
         stops = guard.stops_from(role)
         exemption = effective.exemption_for(job, guard.rule_id, now)[0] if stops else None
         savings = estimate_savings(job, effective.price_table(), now) if stops else None
+        # A composite's triggering child is read (one DescribeAlarms) when a judgement needs its definition: whether
+        # it has the pinned trigger the plan now lacks (before judging), or whether it is stricter than planned now
+        # (a verdict past that check is judged again with it); a grace or stale firing reads nothing more.
+        child: _ChildRead | None = None
+        pinned_unplanned = guard.stall_kind is not None and not guard.plans_pinned_trigger(config)
+        if pinned_unplanned and message.is_composite:
+            child = self._triggering_child(message)
         notice = Notice(
             job=job,
             mode=config.mode_or(effective.mode),
@@ -241,17 +295,16 @@ class GuardStopper:
             savings=savings.evidence() if savings is not None else {},
             metric_names=_metric_names(message),
             resolved=self._resolved(guard, job),
-            unjudged_pinned=guard.stall_kind is not None
-            and not guard.plans_pinned_trigger(config)
-            and self._fires_on_pinned(message),
+            fired_child=child.definition if child is not None else None,
+            unjudged_pinned=pinned_unplanned and self._fires_on_pinned(message, child),
         )
         # 4. judge, 5. review a stop
-        verdict = guard.judge(role, notice, config)
+        verdict, child = self._judged_with_child(guard, role, notice, config, message, child)
         if verdict.stops:
             verdict = self._review.review(guard, role, notice, verdict, effective)
         unread: AdapterError | None = None
         if verdict.stops and not verdict.confirmed:
-            verdict, unread = self._unless_stop_superseded(guard, message, verdict)
+            verdict, unread = self._unless_stop_superseded(guard, message, verdict, child)
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
         # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
@@ -294,38 +347,53 @@ class GuardStopper:
         )
 
     def _unless_stop_superseded(
-        self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict
+        self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict, child: _ChildRead | None
     ) -> tuple[GuardVerdict, AdapterError | None]:
         """A verdict to stop that no review confirmed on evidence read just now (the stall judge off, or none for
         the guard) rests on the notification alone, which may be late (an SQS retry, a late SNS delivery, under
         the stale limit): the alarm's current state is read first. Changed since the notification and not in
         ``ALARM`` now (the job recovered, or the alarm was reset): superseded, nothing stopped (a stretch that
         goes on fires again and is judged on its own notification). Back in ``ALARM``, or its last change
-        unknown: the verdict stands. Unreadable: nothing stopped on the notification alone; the skip is
-        recorded (``<guard>.skip.state-unread``) and the error returned with it, for the caller to raise after
-        recording, so that the delivery is retried."""
+        unknown: the verdict stands. Unreadable, or a composite's triggering child's definition unread (whether
+        it fired on stricter terms than the policy plans now is unknown): nothing stopped on the notification
+        alone; the skip is recorded (``<guard>.skip.state-unread``) and the error returned with it, for the
+        caller to raise after recording, so that the delivery is retried."""
         if self._transitions is None:
             return verdict, None
-        decision = verdict.decision
+        if child is not None and child.error is not None:
+            why = (
+                "the definition of the composite alarm's triggering child could not be read, so whether it fired on "
+                "stricter terms than the policy plans for the job now is unknown"
+            )
+            return self._unconfirmed(guard, verdict, why, child.error), child.error
         try:
             current = self._transitions.current_state(message.alarm_name)
         except AdapterError as exc:
             logger.warning("alarm state unreadable: no stop on the notification alone", alarm=message.alarm_name)
-            update = {
-                "code": guard.code(AlarmCode.STATE_UNREAD),
-                "action": Action.NONE,
-                "reason": "the alarm's current state could not be read, and nothing but the notification (which may "
-                f"be late) says the condition still holds: the job is not stopped, and the delivery is retried "
-                f"({exc}). The judgement was: {decision.reason}",
-                "remedy": None,
-                "evidence": {**decision.evidence, "unconfirmed_code": decision.code, "error": str(exc)[:300]},
-            }
-            unconfirmed = GuardVerdict(verdict=Verdict.UNCONFIRMED, decision=decision.model_copy(update=update))
-            return unconfirmed, exc
+            why = (
+                "the alarm's current state could not be read, and nothing but the notification (which may be late) "
+                "says the condition still holds"
+            )
+            return self._unconfirmed(guard, verdict, why, exc), exc
         changed = message.changed_at
         if current is None or changed is None or not superseded(changed, current) or current.value == "ALARM":
             return verdict, None
         return self._superseded(guard, verdict, current, changed, "stop"), None
+
+    @staticmethod
+    def _unconfirmed(guard: Guard[Any], verdict: GuardVerdict, why: str, exc: AdapterError) -> GuardVerdict:
+        """The verdict that stops nothing instead of ``verdict``: ``why`` a read failed (``exc``) and left it
+        unconfirmed."""
+        decision = verdict.decision
+        update = {
+            "code": guard.code(AlarmCode.STATE_UNREAD),
+            "action": Action.NONE,
+            "reason": f"{why}: the job is not stopped, and the delivery is retried ({exc}). The judgement was: "
+            f"{decision.reason}",
+            "remedy": None,
+            "evidence": {**decision.evidence, "unconfirmed_code": decision.code, "error": str(exc)[:300]},
+        }
+        return GuardVerdict(verdict=Verdict.UNCONFIRMED, decision=decision.model_copy(update=update))
 
     def _unless_superseded(
         self, guard: Guard[Any], message: AlarmNotification, verdict: GuardVerdict

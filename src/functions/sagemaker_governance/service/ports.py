@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.guards.base import AlarmPlan, AlarmState
+from sagemaker_governance.domain.guards.base import AlarmDefinition, AlarmPlan, AlarmState
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -106,13 +106,14 @@ class AlarmOwnershipPort(Protocol):
 
 class AlarmTransitionsPort(Protocol):
     """The stopper reads an alarm's current state and when it last changed (to tell a notification
-    superseded by a newer state change from the alarm's current one)."""
+    superseded by a newer state change from the alarm's current one), and a composite's triggering child's
+    definition (which its notification does not repeat)."""
 
     def current_state(self, name: str) -> AlarmState | None:
         """``None`` when the alarm, or the time of its last state change, is not there."""
 
-    def description(self, name: str) -> str | None:
-        """The alarm's ``AlarmDescription`` (``None``: no such alarm, or none); raises ``AdapterError``."""
+    def definition(self, name: str) -> AlarmDefinition | None:
+        """The alarm's ``AlarmDescription`` and terms (``None``: no such alarm); raises ``AdapterError``."""
 
 
 class AlarmArmingPort(Protocol):

@@ -455,6 +455,34 @@ def _query_period(request: Mapping[str, Any]) -> int | None:
     return None
 
 
+class AlarmDefinition(BaseModel):
+    """A metric alarm as ``DescribeAlarms`` gives it, for what its notification does not say: a composite's
+    notification names its triggering child but repeats neither the child's description nor its terms.
+    ``terms``: its threshold, comparison and periods in the form a notification's evidence gives them
+    (``metric_alarm_terms``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str | None = None
+    terms: dict[str, Any] = Field(default_factory=dict)
+
+
+def metric_alarm_terms(alarm: Mapping[str, Any]) -> dict[str, Any]:
+    """A metric alarm's terms as its ``PutMetricAlarm`` request or ``DescribeAlarms`` answer spells them (the
+    same fields), in the keys of a notification's evidence (``threshold``, ``comparison``, ``period_seconds``,
+    ``evaluation_periods``, ``datapoints_to_alarm``); the fields it lacks are left out."""
+    period = alarm.get("Period") or _query_period(alarm)
+    terms = {
+        "threshold": alarm.get("Threshold"),
+        "comparison": alarm.get("ComparisonOperator"),
+        "period_seconds": period,
+        "evaluation_periods": alarm.get("EvaluationPeriods"),
+        "datapoints_to_alarm": alarm.get("DatapointsToAlarm"),
+    }
+    return {k: v for k, v in terms.items() if v is not None}
+
+
 # ---- judging a notification ------------------------------------------------------------------------
 
 
@@ -531,6 +559,11 @@ class Notice(BaseModel):
     resolved: dict[str, InstanceFacts] = Field(
         default_factory=dict,
         description="EC2's facts of the job's instance types our table does not know (as its alarms were planned).",
+    )
+    fired_child: AlarmDefinition | None = Field(
+        default=None,
+        description="A composite alarm's triggering child as DescribeAlarms gave it (the notification repeats no "
+        "child's definition); None: a metric alarm's notification, or the child not read.",
     )
     unjudged_pinned: bool = Field(
         default=False,
@@ -895,18 +928,20 @@ class Guard(ABC, Generic[C]):
 
     def stricter_than_planned(self, notice: Notice, config: C) -> dict[str, Any] | None:
         """How the metric alarm that fired is stricter than the one the guard plans for the job now, as its
-        notification repeats its definition: a threshold that fires sooner (higher under a "less than"
-        comparison), or less breaching time needed (``DatapointsToAlarm`` x period), or the same within a longer
-        range. An alarm is planned when the job enters ``Training`` and kept: a policy made laxer since (a
-        lowered idle threshold, a longer window) leaves it firing on the old terms. None: not stricter (laxer,
-        equal), or nothing to compare (a composite alarm's notification carries no definition; the guard
-        plans no such alarm for the job now)."""
+        notification repeats its definition (a composite's: its triggering child's, ``Notice.fired_child``, against
+        the planned child of that name): a threshold that fires sooner (higher under a "less than" comparison), or
+        less breaching time needed (``DatapointsToAlarm`` x period), or the same within a longer range. An alarm
+        is planned when the job enters ``Training`` and kept: a policy made laxer since (a lowered idle threshold,
+        a longer window) leaves it firing on the old terms. None: not stricter (laxer, equal), or nothing to
+        compare (a composite's child not read, a definition without its terms; the guard plans no such alarm
+        for the job now)."""
         plan = self.plan_for(notice, config)
         if not isinstance(plan, AlarmPlan):
             return None
-        fired = notice.evidence.get("alarm")
+        child = notice.fired_child
+        fired = child.name if child is not None else notice.evidence.get("alarm")
         planned = next((a.request for a in plan.alarms if a.kind is AlarmKind.METRIC and a.name == fired), None)
-        terms = _alarm_terms(notice.evidence)
+        terms = _alarm_terms(child.terms if child is not None else notice.evidence)
         if planned is None or terms is None:
             return None
         threshold, period, periods, datapoints = terms
@@ -920,6 +955,7 @@ class Guard(ABC, Generic[C]):
         if not sooner and not shorter:
             return None
         return {
+            **({"child_alarm": child.name} if child is not None else {}),
             "alarm_threshold": threshold,
             "planned_threshold": p_threshold,
             "alarm_window": f"{datapoints} of {periods} x {period}s",
@@ -955,7 +991,9 @@ class Guard(ABC, Generic[C]):
         """The verdict on an alarm stricter than the current plan (``stricter_than_planned``): never a stop (or a
         notice) on terms the policy no longer holds; its metric alarms (``alarms``, default ``rejudge_alarms``)
         are put again as planned now and reset, so the job is judged again on the current terms if it
-        persists. None: not such a case (judge as usual)."""
+        persists. None: not such a case (judge as usual). A guard asks it before any verdict to stop (exempted or
+        not) or to tell: the stopper reads a composite's triggering child (``Notice.fired_child``) only when a
+        first judgement without it gives one of those, and judges again with it."""
         drift = self.stricter_than_planned(notice, config)
         if drift is None:
             return None
