@@ -7,13 +7,17 @@ from typing import Any
 
 import boto3
 import pytest
+from moto import mock_aws
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
+from sagemaker_governance.domain.reconcile import alarm_definition
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
 from smgov.simulation.fake_sagemaker import FakeSageMaker, SageMakerError
-from tests.builders import create_request
+from tests.builders import create_request, job
 
 
 def test_in_progress_jobs_come_from_every_page(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
@@ -109,3 +113,24 @@ def test_a_failed_mark_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_cli
     fake_sagemaker.fail_next["AddTags"] = SageMakerError("ValidationException", "too many tags")
     with pytest.raises(AdapterError, match="AddTags"):
         SageMakerJobMarks(sagemaker_client).mark("arn:aws:sagemaker:us-east-1:1:training-job/x", "k", "v")
+
+
+@pytest.mark.parametrize("hosts", [1, 4])  # a plain metric alarm; metric math over the hosts
+def test_a_listed_alarm_has_the_definition_of_the_request_that_put_it(hosts: int) -> None:
+    # Given a guard's planned alarm put into moto's CloudWatch (its answers parsed by botocore, as AWS's are)
+    naming = AlarmNaming(prefix="gov-idle-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
+    training = job(
+        "job-1",
+        SecondaryStatus="Training",
+        ResourceConfig={"InstanceType": "ml.g5.2xlarge", "InstanceCount": hosts, "VolumeSizeInGB": 50},
+    )
+    plan = IDLE.plan(training, IdlePolicy(threshold_percent=5), naming)
+    assert isinstance(plan, AlarmPlan)
+    (request,) = plan.metric_requests
+    with mock_aws():
+        client = boto3.client("cloudwatch", region_name="us-east-1")
+        client.put_metric_alarm(**request)
+        # When the reconciler lists it
+        (listing,) = CloudWatchAlarmInventory(client).alarm_states("gov-idle-")
+    # Then its definition is the request's: the same alarm is not taken for a drifted one
+    assert listing.definition is not None and listing.definition == alarm_definition(request)

@@ -1452,3 +1452,178 @@ def test_a_lost_end_whose_auto_resume_failed_and_could_not_be_tagged_is_an_error
     # Then both failures are errors of the run, and nothing was made or tagged
     assert first["errors"] == 2 and "deferred-resume" not in first["repairs"]
     assert fake.created == [] and not any(t["Key"] == "smgov:resume-after" for t in fake.tags[fake.arn("job-1")])
+
+
+# ---- drifted alarms: planned under an earlier policy --------------------------------------------
+
+DRIFTED = "reconciler.replan.drifted-alarm"
+
+
+def idle_threshold(account: LocalAccount, percent: float) -> None:
+    account.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value=f"{{idle: {{threshold_percent: {percent}}}}}", Overwrite=True
+    )
+
+
+def cloudwatch_puts(account: LocalAccount, since: int) -> list[dict[str, Any]]:
+    return [params for name, params in account.cloudwatch.requests[since:] if name == "PutMetricAlarm"]
+
+
+def test_a_running_jobs_idle_alarm_planned_at_5_percent_is_put_again_at_10_when_the_policy_says_so(
+    acct: LocalAccount, clock: MovableClock, repairs: MemoryBusinessMetrics
+) -> None:
+    # Given a job in Training whose idle alarm was planned at 5% per GPU, and the reconciler has seen it
+    idle_threshold(acct, 5)
+    training(acct, AlgorithmSpecification=LOSS)
+    planned_at_5 = acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"]
+    acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    # When the platform team raises the idle threshold to 10% while the job trains on
+    idle_threshold(acct, 10)
+    clock.advance(minutes=10)
+    before = len(acct.cloudwatch.requests)
+    result = reconcile(acct)
+    # Then the next run puts the job's idle alarm again at 10%, its state and actions kept, not reset
+    assert result["repairs"] == {"drifted-alarm": 1} and result["errors"] == 0
+    alarm = acct.cloudwatch.alarms[IDLE_ALARM]
+    assert alarm["Threshold"] == pytest.approx(planned_at_5 * 2)
+    assert acct.cloudwatch.state(IDLE_ALARM) == "OK" and alarm["ActionsEnabled"] is True
+    assert [put["AlarmName"] for put in cloudwatch_puts(acct, before)] == [IDLE_ALARM]
+    assert all(name != "SetAlarmState" for name, _ in acct.cloudwatch.requests[before:])
+    (record,) = [r for r in reconciler_records(acct) if r.code == DRIFTED]
+    assert (record.action, record.outcome.value) == ("create-alarm", "done")
+    assert record.evidence["repair"] == "drifted-alarm" and record.evidence["alarms"] == [IDLE_ALARM]
+    assert set(record.evidence["changes"][IDLE_ALARM]) == {"Threshold"}
+    assert repairs.repairs == ["drifted-alarm"]
+    # And the run after it finds the alarm as planned: nothing put, the job not read again
+    acct.sagemaker.calls.clear()
+    before = len(acct.cloudwatch.requests)
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {}
+    assert cloudwatch_puts(acct, before) == [] and acct.sagemaker.calls["DescribeTrainingJob"] == 0
+
+
+def test_an_unchanged_policy_reads_a_job_once_to_compare_and_puts_nothing(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in Training with all its guards' alarms (idle, progress), as planned
+    training(acct, AlgorithmSpecification=LOSS)
+    clock.advance(minutes=20)
+    acct.sagemaker.calls.clear()
+    before = len(acct.cloudwatch.requests)
+    # When the reconciler runs: the job is read once to compare its alarms with the plan, and nothing is put
+    assert reconcile(acct)["repairs"] == {}
+    assert acct.sagemaker.calls["DescribeTrainingJob"] == 1 and cloudwatch_puts(acct, before) == []
+    # Then the next runs on the warm container, the policy and the day unchanged, read nothing of the job
+    for _ in range(3):
+        acct.sagemaker.calls.clear()
+        acct.cloudwatch.calls.clear()
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert dict(acct.sagemaker.calls) == {"ListTrainingJobs": 2}  # in progress, and failed
+        assert dict(acct.cloudwatch.calls) == {"DescribeAlarms": 1}
+
+
+def test_a_job_that_cannot_be_read_keeps_its_alarms_as_they_are_until_it_can(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose idle alarm was planned at 5%, the policy now 10%
+    idle_threshold(acct, 5)
+    training(acct, AlgorithmSpecification=LOSS)
+    planned_at_5 = acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"]
+    idle_threshold(acct, 10)
+    clock.advance(minutes=10)
+    unreadable = {"on": True}
+
+    def no_answer(params: dict[str, Any], **_: Any) -> None:
+        if unreadable["on"] and params.get("TrainingJobName") == "job-1":
+            raise ReadTimeoutError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com")
+
+    acct.root.client("sagemaker").meta.events.register_first(
+        "before-parameter-build.sagemaker.DescribeTrainingJob", no_answer
+    )
+    before = len(acct.cloudwatch.requests)
+    # When the job cannot be read (no answer, past botocore's retries): nothing is put, nothing else fails
+    result = reconcile(acct)
+    assert result["repairs"] == {} and cloudwatch_puts(acct, before) == []
+    assert acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"] == planned_at_5
+    assert [r for r in reconciler_records(acct) if r.code == DRIFTED] == []
+    # Then, once it can, the next run puts it as planned now
+    unreadable["on"] = False
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    assert acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"] == pytest.approx(planned_at_5 * 2)
+
+
+def test_an_alarm_that_fires_is_left_to_the_stopper_and_put_again_once_it_has_left_alarm(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose idle alarm, planned at 5%, is in ALARM with its actions on (its notification may be on its
+    # way to the stopper, or judged now) when the policy goes to 10%
+    idle_threshold(acct, 5)
+    training(acct, AlgorithmSpecification=LOSS)
+    planned_at_5 = acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"]
+    idle_threshold(acct, 10)
+    acct.cloudwatch.set_state(IDLE_ALARM, "ALARM")
+    clock.advance(minutes=10)
+    acct.sagemaker.calls.clear()
+    before = len(acct.cloudwatch.requests)
+    # When the reconciler runs, the alarm is not put
+    assert "drifted-alarm" not in reconcile(acct)["repairs"]
+    assert cloudwatch_puts(acct, before) == []
+    assert acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"] == planned_at_5
+    # Then once it has left ALARM, the next run puts it as planned now
+    acct.cloudwatch.set_state(IDLE_ALARM, "OK")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    assert acct.cloudwatch.alarms[IDLE_ALARM]["Threshold"] == pytest.approx(planned_at_5 * 2)
+
+
+def test_a_muted_alarm_stays_muted_and_a_widened_one_keeps_its_window_when_put_again(
+    audit_acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job in audit mode whose idle alarm, planned at 5%, the stopper muted (left in ALARM, actions off) and the stall
+    # judge widened (its description says so), when the policy goes to 10%
+    idle_threshold(audit_acct, 5)
+    training(audit_acct, AlgorithmSpecification=LOSS)
+    alarm = audit_acct.cloudwatch.alarms[IDLE_ALARM]
+    planned_at_5, periods = alarm["Threshold"], alarm["EvaluationPeriods"]
+    alarm.update(
+        EvaluationPeriods=periods + 30,
+        DatapointsToAlarm=periods + 30,
+        AlarmDescription=alarm["AlarmDescription"] + " Widened to 60 minutes after a veto of the stall judge.",
+    )
+    audit_acct.cloudwatch.set_state(IDLE_ALARM, "ALARM")
+    alarm["ActionsEnabled"] = False
+    idle_threshold(audit_acct, 10)
+    clock.advance(minutes=10)
+    # When the reconciler runs
+    assert reconcile(audit_acct)["repairs"] == {"drifted-alarm": 1}
+    # Then the alarm has the new threshold, keeps its widened window and its mute, and stays in ALARM
+    alarm = audit_acct.cloudwatch.alarms[IDLE_ALARM]
+    assert alarm["Threshold"] == pytest.approx(planned_at_5 * 2)
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (periods + 30, periods + 30)
+    assert "Widened to 60 minutes" in alarm["AlarmDescription"]
+    assert alarm["ActionsEnabled"] is False and audit_acct.cloudwatch.state(IDLE_ALARM) == "ALARM"
+    (record,) = [r for r in reconciler_records(audit_acct) if r.code == DRIFTED]
+    assert record.evidence["kept_window"] == [IDLE_ALARM]
+
+
+def test_a_large_jobs_child_alarms_are_put_again_and_its_composite_is_left_as_it_is(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a 12-host job (a composite over two child alarms) planned at 5%, the policy now 10%
+    idle_threshold(acct, 5)
+    training(acct, ResourceConfig=TWELVE_HOSTS)
+    head = f"{PREFIX}job-1"
+    children = [f"{head}.hosts-1-10", f"{head}.hosts-11-12"]
+    idle_threshold(acct, 10)
+    clock.advance(minutes=10)
+    acct.cloudwatch.calls.clear()
+    # When the reconciler runs, the children are put again as planned; the composite (its rule names them) is not
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == 2 and acct.cloudwatch.calls["PutCompositeAlarm"] == 0
+    (record,) = [r for r in reconciler_records(acct) if r.code == DRIFTED]
+    assert record.evidence["alarms"] == children
+    assert reconcile(acct)["repairs"] == {}

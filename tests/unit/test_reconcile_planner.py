@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
-from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, Notice
+from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.domain.reconcile import (
     EVALUATION_GRACE,
+    WINDOW_TERMS,
+    AlarmListing,
     JobSummary,
+    alarm_definition,
+    definition_changes,
     group_alarms,
     job_of_alarm,
     plan_work,
     ring_start,
     run_index,
 )
+from tests.builders import job
 
 PREFIX = "gov-idle-"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+NAMING = AlarmNaming(prefix=PREFIX, managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
 
 
 def summary(name: str, secondary: str = "Training", created: datetime | None = None) -> JobSummary:
@@ -133,3 +143,79 @@ def test_an_alarm_is_ours_by_its_description_not_by_its_prefix_alone() -> None:
     assert not ours.describes_ours(described) and theirs.describes_ours(described)
     assert ours.describes_ours(f"... {ours.managed_note} Widened to 60 minutes after a veto of the stall judge")
     assert not ours.describes_ours(None) and not ours.describes_ours("")
+
+
+# ---- what an alarm fires on: planned (PutMetricAlarm) and listed (DescribeAlarms) alike ----------------
+
+
+def idle_requests(hosts: int, threshold_percent: float = 1.0) -> tuple[dict[str, Any], ...]:
+    training = training_job(hosts)
+    plan = IDLE.plan(training, IdlePolicy(threshold_percent=threshold_percent), NAMING)
+    assert isinstance(plan, AlarmPlan)
+    return plan.metric_requests
+
+
+def training_job(hosts: int) -> Any:
+    return job(
+        "job-1",
+        SecondaryStatus="Training",
+        ResourceConfig={"InstanceType": "ml.g5.2xlarge", "InstanceCount": hosts, "VolumeSizeInGB": 50},
+    )
+
+
+def as_listed(request: dict[str, Any]) -> dict[str, Any]:
+    """The alarm as DescribeAlarms lists it: dimensions in another order, a query's label and the alarm's state
+    and ARN added, DatapointsToAlarm left out when it equals EvaluationPeriods."""
+    listed = copy.deepcopy(request)
+    listed.pop("Tags", None)
+    listed.update(
+        AlarmArn="arn:aws:cloudwatch:us-east-1:1:alarm:x", StateValue="OK", Threshold=float(listed["Threshold"])
+    )
+    if listed.get("DatapointsToAlarm") == listed["EvaluationPeriods"]:
+        del listed["DatapointsToAlarm"]
+    listed.get("Dimensions", []).reverse()
+    for query in listed.get("Metrics", []):
+        query["Label"] = "shown"
+        query.get("MetricStat", {}).get("Metric", {}).get("Dimensions", []).reverse()
+    listed.get("Metrics", []).reverse()
+    return listed
+
+
+@pytest.mark.parametrize("hosts", [1, 4])  # a plain metric alarm; metric math over the hosts
+def test_a_planned_alarm_and_the_same_alarm_listed_have_one_definition(hosts: int) -> None:
+    for request in idle_requests(hosts):
+        assert alarm_definition(request) is not None
+        assert alarm_definition(as_listed(request)) == alarm_definition(request)
+
+
+@pytest.mark.parametrize(
+    ("hosts", "terms"),
+    [
+        (1, {"Threshold"}),
+        (4, {"Threshold", "Metrics"}),  # the metric math that tells idle from pinned hosts names the threshold
+    ],
+)
+def test_a_threshold_planned_under_another_policy_is_a_change_of_what_names_it(
+    hosts: int, terms: set[str]
+) -> None:
+    (at_5,), (at_10,) = idle_requests(hosts, 5.0), idle_requests(hosts, 10.0)
+    listed, planned = alarm_definition(as_listed(at_5)), alarm_definition(at_10)
+    assert listed is not None and planned is not None
+    assert set(definition_changes(listed, planned)) == terms
+
+
+def test_a_composite_alarm_has_no_definition_to_compare() -> None:
+    assert alarm_definition({"AlarmName": "x", "AlarmRule": 'ALARM("a")', "ActionsEnabled": True}) is None
+
+
+def test_an_alarm_the_stall_judge_widened_is_told_by_its_description_and_differs_in_its_window_only() -> None:
+    training = training_job(1)
+    notice = Notice(job=training, mode=Mode.ENFORCE, now=NOW, naming=NAMING)
+    (widened,) = IDLE.widened(notice, IdlePolicy(), 90)
+    (planned,) = idle_requests(1)
+    assert AlarmListing(name=widened["AlarmName"], description=widened["AlarmDescription"]).widened
+    assert not AlarmListing(name=planned["AlarmName"], description=planned["AlarmDescription"]).widened
+    was, now = alarm_definition(widened), alarm_definition(planned)
+    assert was is not None and now is not None
+    assert set(definition_changes(was, now)) == set(WINDOW_TERMS)
+    assert definition_changes(was, now, keep=WINDOW_TERMS) == {}

@@ -279,9 +279,10 @@ class CloudWatchAlarmInventory:
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
         """Every alarm under ``prefix`` with its state, when it last changed, whether its actions are on, its
-        description (which stack made it) and its actions (which topic it notifies) (all in the same
+        description (which stack made it), its actions (which topic it notifies) and, a metric alarm, what it
+        fires on (``alarm_definition``: compared with what its guard plans now) (all in the same
         ``DescribeAlarms`` pages: no extra request)."""
-        from sagemaker_governance.domain.reconcile import AlarmListing
+        from sagemaker_governance.domain.reconcile import AlarmListing, alarm_definition
 
         listings: list[AlarmListing] = []
         try:
@@ -291,7 +292,8 @@ class CloudWatchAlarmInventory:
                 PaginationConfig={"PageSize": self.PAGE_SIZE},
             )
             for page in pages:
-                for alarm in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]:
+                metric = [(alarm, alarm_definition(alarm)) for alarm in page.get("MetricAlarms", [])]
+                for alarm, definition in [*metric, *((alarm, None) for alarm in page.get("CompositeAlarms", []))]:
                     listings.append(
                         AlarmListing(
                             name=alarm["AlarmName"],
@@ -302,6 +304,7 @@ class CloudWatchAlarmInventory:
                             actions_enabled=bool(alarm.get("ActionsEnabled", True)),
                             description=alarm.get("AlarmDescription"),
                             actions=tuple(alarm.get("AlarmActions") or ()),
+                            definition=definition,
                         )
                     )
         except (ClientError, BotoCoreError) as exc:

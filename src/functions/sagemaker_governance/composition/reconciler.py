@@ -1,4 +1,4 @@
-"""ReconcilerFunction: repair orphan alarms, missing alarms and never-evaluated jobs, on a schedule."""
+"""ReconcilerFunction: repair orphan, missing and drifted alarms and never-evaluated jobs, on a schedule."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sagemaker_governance.adapters.cloudwatch import (
     CloudWatchAlarmEnabling,
     CloudWatchAlarmInventory,
     CloudWatchAlarmLifecycle,
+    CloudWatchAlarmWindows,
 )
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
@@ -39,6 +40,7 @@ ADAPTERS: tuple[type, ...] = (
     SageMakerJobInventory,
     CloudWatchAlarmInventory,
     CloudWatchAlarmEnabling,  # a guard alarm the stopper muted: on again (its stretch over, or it can act)
+    CloudWatchAlarmWindows,  # a guard alarm planned under an earlier policy: put again as planned now
     SageMakerJobMarks,
     AuditForwarder,  # granted only when CentralAuditBusArn is set (the template's condition)
     CloudWatchMetricData,  # the efficiency record of a lost end event; a repair: was the guard armed
@@ -87,6 +89,7 @@ def build(root: Root) -> ReconcilerService:
         arming=CloudWatchAlarmEnabling(root.client("cloudwatch")),
         notices=ports.notices,
         marks=ports.marks,
+        updates=CloudWatchAlarmWindows(root.client("cloudwatch")),
     )
 
 

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -55,6 +55,8 @@ class ReconcilerCode(StrEnum):
     STALE_ALARM = "reconciler.rearm.stale-alarm"  # a guard alarm left in ALARM too long: reset, judged again
     # a guard alarm the stopper muted after a judgement that held its stretch: on again (stretch over, or acts)
     MUTED_ALARM = "reconciler.rearm.muted-alarm"
+    # a training job's guard alarm defined otherwise than its guard plans it now (the policy changed): put as planned
+    DRIFTED_ALARM = "reconciler.replan.drifted-alarm"
 
 
 class RepairKind(StrEnum):
@@ -65,6 +67,91 @@ class RepairKind(StrEnum):
     LOST_END_RESUME = "lost-end-resume"  # a failed job whose Failed event was lost: auto-resume decided now
     STALE_ALARM = "stale-alarm"  # a judged guard alarm left in ALARM longer than judge.rearm_minutes: reset
     MUTED_ALARM = "muted-alarm"  # a guard alarm muted for its stretch: on again when it ended or it can act
+    DRIFTED_ALARM = "drifted-alarm"  # a guard alarm planned under an earlier policy: put again as planned now
+
+
+# What ``Guard.widened`` writes in the description of an alarm whose window it widened ("... Widened to N
+# minutes after a veto of the stall judge; back to the guard's window when the job (re)enters Training.").
+WIDENED_MARK: Final = " Widened to "
+# The parts of a metric alarm's definition that decide when it fires, as a ``PutMetricAlarm`` request and a
+# ``DescribeAlarms`` ``MetricAlarms`` item both spell them (not its name, description, actions or tags).
+AlarmDefinition = tuple[tuple[str, Any], ...]
+WINDOW_TERMS: Final = ("EvaluationPeriods", "DatapointsToAlarm")  # what a widened alarm keeps of its own
+
+
+def _dimensions(dimensions: Iterable[Mapping[str, Any]] | None) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(d.get("Name")), str(d.get("Value"))) for d in dimensions or ()))
+
+
+def _query(query: Mapping[str, Any]) -> tuple[Any, ...]:
+    stat = query.get("MetricStat")
+    if isinstance(stat, Mapping):
+        metric = stat.get("Metric") or {}
+        body: tuple[Any, ...] = (
+            metric.get("Namespace"),
+            metric.get("MetricName"),
+            _dimensions(metric.get("Dimensions")),
+            int(stat.get("Period") or 0),
+            stat.get("Stat"),
+        )
+    else:
+        body = (query.get("Expression"),)
+    return (str(query.get("Id")), body, bool(query.get("ReturnData", True)))
+
+
+def alarm_definition(alarm: Mapping[str, Any]) -> AlarmDefinition | None:
+    """What a metric alarm fires on: threshold, comparison, evaluation periods, datapoints to alarm, missing
+    data, and its metric (namespace, name, dimensions, period, statistic) or metric-math queries (each
+    query's metric or expression; not its label), normalised so that a planned ``PutMetricAlarm`` request
+    and the alarm as ``DescribeAlarms`` lists it compare equal when CloudWatch would evaluate them alike
+    (dimensions in any order, ``DatapointsToAlarm`` absent = ``EvaluationPeriods``, ``TreatMissingData``
+    absent = ``missing``). None: not a threshold metric alarm (a composite alarm)."""
+    if not isinstance(alarm.get("Threshold"), int | float) or not isinstance(alarm.get("EvaluationPeriods"), int):
+        return None
+    periods = int(alarm["EvaluationPeriods"])
+    terms: dict[str, Any] = {
+        "Threshold": float(alarm["Threshold"]),
+        "ComparisonOperator": str(alarm.get("ComparisonOperator")),
+        "EvaluationPeriods": periods,
+        "DatapointsToAlarm": int(alarm.get("DatapointsToAlarm") or periods),
+        "TreatMissingData": str(alarm.get("TreatMissingData") or "missing"),
+    }
+    if alarm.get("Metrics"):
+        terms["Metrics"] = tuple(sorted((_query(q) for q in alarm["Metrics"]), key=lambda q: q[0]))
+    else:
+        terms["Metric"] = (
+            alarm.get("Namespace"),
+            alarm.get("MetricName"),
+            _dimensions(alarm.get("Dimensions")),
+            int(alarm.get("Period") or 0),
+            alarm.get("Statistic") or alarm.get("ExtendedStatistic"),
+        )
+    return tuple(terms.items())
+
+
+def definition_changes(
+    listed: AlarmDefinition, planned: AlarmDefinition, *, keep: Iterable[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """How ``listed`` differs from ``planned``, term by term (``was``, ``now``), the terms in ``keep`` aside
+    (a widened alarm's window); a metric or its queries shown as ``changed``. Empty: the same alarm."""
+    was, now, kept = dict(listed), dict(planned), set(keep)
+    return {
+        term: {"was": _shown(was.get(term)), "now": _shown(now.get(term))}
+        for term in sorted(set(was) | set(now))
+        if term not in kept and was.get(term) != now.get(term)
+    }
+
+
+def definition_period(terms: Mapping[str, Any]) -> int:
+    """The period in seconds of an alarm's definition (``dict(alarm_definition(...))``): its metric's, or its
+    queries' first; 60 when it says none."""
+    metric = terms.get("Metric")
+    periods = [metric[3]] if metric else [body[3] for _, body, _ in terms.get("Metrics", ()) if len(body) > 1]
+    return next((int(p) for p in periods if p), 60)
+
+
+def _shown(value: Any) -> Any:
+    return "changed" if isinstance(value, tuple) else value
 
 
 class AlarmListing(BaseModel):
@@ -78,6 +165,20 @@ class AlarmListing(BaseModel):
     actions_enabled: bool = True
     description: str | None = None  # AlarmDescription: says which stack made it (AlarmNaming.describes_ours)
     actions: tuple[str, ...] = ()  # AlarmActions: the topic it notifies (none: a composite's child)
+    # what it fires on (``alarm_definition``; None: a composite alarm, or not listed with its definition)
+    definition: AlarmDefinition | None = None
+
+    @property
+    def widened(self) -> bool:
+        """Whether the stopper widened its window (``Guard.widened``: after a veto of the stall judge, or a
+        trigger that fired with the judge off), which it keeps until the job (re)enters ``Training``."""
+        return self.description is not None and WIDENED_MARK in self.description
+
+    @property
+    def notifying_in_alarm(self) -> bool:
+        """In ``ALARM`` with its actions on and an action to notify: its notification may be on its way to the
+        stopper, or being judged (a child of a composite notifies nothing)."""
+        return self.state == "ALARM" and self.actions_enabled and bool(self.actions)
 
 
 def left_in_alarm(listing: AlarmListing, now: datetime, older_than: timedelta) -> bool:

@@ -405,6 +405,25 @@ class GuardAlarms:
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
         return DesiredAlarms() if exemption is not None else DesiredAlarms(names=plan.names)
 
+    def planned_requests(self, job: TrainingJob, policy: Policy) -> tuple[dict[str, Any], ...] | None:
+        """The ``PutMetricAlarm`` requests of the metric alarms this guard plans for ``job`` now, as its Training
+        event would put them (without tags: an update ignores them). Empty: it wants none (not training, the
+        guard off, nothing to watch, exempt); None: it cannot know now (a lookup failed: EC2 could not size an
+        instance type). Composite alarms are left out: their rule names their children only."""
+        if not is_training(job):
+            return ()
+        effective = policy.for_job(job)
+        config = self.guard.config(effective)
+        if not config.enabled:
+            return ()
+        plan = self._plan(job, config)
+        if not isinstance(plan, AlarmPlan):
+            return None if plan.provisional else ()
+        exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
+        if exemption is not None:
+            return ()
+        return tuple({k: v for k, v in request.items() if k != "Tags"} for request in plan.metric_requests)
+
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""
         return self._create(job, self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS), trigger)

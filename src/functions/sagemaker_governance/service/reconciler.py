@@ -15,6 +15,10 @@ Each run compares what exists with what should exist and repairs the difference:
   wants an alarm for is remembered (a warm container does not read it again that day under that policy),
   unless that "none" was no answer (EC2 could not size an instance type now) or the job, listed in
   ``Training``, was read out of it (the read lags the listing): it is planned again next run.
+* **drifted alarm**: a guard alarm of a job in ``Training`` defined otherwise than its guard plans it for the job
+  now (the policy changed since the job entered ``Training``: a higher idle threshold, a shorter window) is put
+  again as planned, its state and actions kept; the job is read for that at most once per guard's alarms as
+  listed under a policy version on a UTC day, and an alarm that may be judged now is left (``_drifted_alarms``).
 * **stale alarm**: a judged guard alarm of a training job left in ALARM with its actions on (a vetoed pinned
   trigger, the re-judging cap, a lost notification) is reset, so the job is judged again (``_rearm``).
 * **muted alarm**: a judged guard alarm the stopper muted (actions off, left in ALARM) after a judgement that
@@ -63,17 +67,29 @@ from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_RESUME_SETTL
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
-from sagemaker_governance.domain.guards.base import DesiredAlarms, deletion_units, is_training
+from sagemaker_governance.domain.guards.base import (
+    MAX_DESCRIPTION,
+    MAX_EVALUATION_SECONDS,
+    DesiredAlarms,
+    deletion_units,
+    is_training,
+)
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import (
     IN_PROGRESS_HORIZON,
     RECONCILER_RULE_ID,
+    WIDENED_MARK,
+    WINDOW_TERMS,
+    AlarmDefinition,
     AlarmListing,
     JobListing,
     ReconcilerCode,
     RepairKind,
     WorkItem,
+    alarm_definition,
+    definition_changes,
+    definition_period,
     group_alarms,
     left_in_alarm,
     plan_work,
@@ -134,6 +150,11 @@ class AlarmGuard(Protocol):
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create them (re-reading the job), recording the decision."""
+        ...
+
+    def planned_requests(self, job: TrainingJob, policy: Policy) -> tuple[dict[str, Any], ...] | None:
+        """The ``PutMetricAlarm`` requests (without tags) of the metric alarms this guard plans for ``job`` now
+        (empty: none wanted; None: cannot know now, a lookup failed)."""
         ...
 
     def rejudged(self, job_name: str, alarm_name: str) -> bool:
@@ -197,10 +218,21 @@ class AlarmDeletionPort(Protocol):
     def reset(self, names: Sequence[str], reason: str) -> None: ...
 
 
+class AlarmUpdatePort(Protocol):
+    def update(self, requests: Sequence[dict[str, Any]]) -> None:
+        """``PutMetricAlarm`` over existing alarms (their state kept, tags ignored); raises ``AdapterError``."""
+        ...
+
+
 class AlarmEnablingPort(Protocol):
     def enable_actions(self, names: Sequence[str]) -> None:
         """``EnableAlarmActions``; raises ``AdapterError``."""
         ...
+
+
+_CompareKey = tuple[str, str, str, int, int]  # (job, policy digest, UTC day, guard index, its alarms as listed)
+# A guard whose alarms of a job differ from its plan: the guard, its alarms' names, its key, the planned requests
+_Drift = tuple["AlarmGuard", list[str], _CompareKey, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -265,7 +297,9 @@ class ReconcilerService:
         arming: AlarmEnablingPort | None = None,
         notices: CloneNoticesPort | None = None,
         marks: EvaluationMarksPort | None = None,
+        updates: AlarmUpdatePort | None = None,
     ) -> None:
+        self._updates = updates  # guard alarms planned under an earlier policy are put as planned now (none: kept)
         self._marks = marks  # a lost end's failed auto-resume tagged smgov:resume-after (none: not retried)
         self._failed = failed
         self._arming = arming  # muted guard alarms are turned on again (none: left muted)
@@ -300,6 +334,10 @@ class ReconcilerService:
         self._held: dict[tuple[str, str, str, str], datetime] = {}
         self._run_key = ("", "")
         self._listings: dict[str, AlarmListing] = {}  # this run's DescribeAlarms listing, by name
+        # Guards of jobs in Training whose alarms were compared with what the guard plans now, under a policy digest
+        # on a UTC day, as their definitions were listed then (a hash): a warm container does not read the job
+        # (DescribeTrainingJob, ListTags) again to compare them until the policy, the day or the alarms change.
+        self._compared: set[_CompareKey] = set()
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -360,6 +398,7 @@ class ReconcilerService:
             listed = {job.name for job in in_progress}
             self._evaluated &= listed
             self._unwatched = {key for key in self._unwatched if key[0] in listed}
+            self._compared = {key for key in self._compared if key[0] in listed and key[1:3] == self._run_key}
             self._held = {
                 key: at for key, at in self._held.items() if key[0] in listed and key[2:] == self._run_key
             }
@@ -579,6 +618,8 @@ class ReconcilerService:
                         return repairs  # stopped: no alarm wanted any more
         if needs_alarm and job is not None:
             repairs += self._missing_alarms(job, missing, policy, trigger, unwatched_key)
+        if summary.in_training and self._updates is not None:
+            repairs += self._drifted_alarms(item, job, missing, policy, trigger)
         # Last, on their own: a failed reset (throttled past botocore's retries) must not cost the job the repairs
         # above; the alarm is still in ALARM (or muted) at the next run, which resets it (or turns it on) then.
         if summary.in_training:
@@ -626,6 +667,183 @@ class ReconcilerService:
         elif not wanted:
             self._unwatched.add(unwatched_key)
         return repairs
+
+    def _drifted_alarms(
+        self, item: WorkItem, job: TrainingJob | None, missing: Sequence[int], policy: Policy, trigger: Trigger
+    ) -> list[RepairKind]:
+        """Put again, as its guard plans it now, a guard alarm of a job in ``Training`` whose definition (as
+        listed: threshold, comparison, periods, datapoints, missing data, metric or queries) differs from the
+        plan: the alarms are planned when the job enters ``Training`` and kept, so a policy made stricter (a
+        higher idle threshold, a shorter window or trigger, a team's or the deployment's) would otherwise reach
+        a week-long job only when it next enters ``Training``, and a stall would burn money for the old window.
+
+        Cost: comparing needs the plan, which needs the job (``DescribeTrainingJob``, ``ListTags``): read at most
+        once per guard's alarms as listed under a policy digest on a UTC day per warm container
+        (``_compared``), the read of this visit reused; never for a guard whose alarm may be judged now.
+
+        Left as they are, logged, the next run looks again: a job that cannot be read or is read out of
+        ``Training``; a plan that cannot be made now (a lookup failed); a guard whose notifying alarm is in
+        ``ALARM`` with its actions on (its notification may be in flight or judged: the stopper may widen,
+        mute, arm or re-plan it meanwhile, and a put would undo that; the stopper's stricter-alarm check
+        re-plans a firing alarm stricter than the plan itself); a composite alarm (its rule names its children
+        only: they are compared). A widened alarm (the stall judge's veto: ``WIDENED_MARK``) keeps its window
+        (evaluation and datapoint counts) and gets the rest of the plan. Right before the put the job's alarms
+        are listed again (one ``DescribeAlarms``, on a drift only): an alarm that changed since the run's
+        listing, or went to ``ALARM``, is left for the next run; each put keeps the alarm's ``ActionsEnabled``
+        as just listed (an armed or muted alarm stays so). ``PutMetricAlarm`` keeps the alarm's state and no
+        reset follows: the alarm is not in ``ALARM``, and CloudWatch evaluates the new terms at its next period,
+        going to ``ALARM`` (and notifying) if the job breaches them; a muted alarm stays muted."""
+        updates = self._updates
+        assert updates is not None
+        listed = {name: seen for name in item.alarms if (seen := self._listings.get(name)) is not None}
+        candidates = self._uncompared(item, listed, missing)
+        if not candidates:
+            return []
+        if job is None:
+            try:
+                job = self._jobs.get_job(item.job_name)
+            except (AdapterError, JobNotFound) as exc:
+                logger.warning(
+                    "guard alarms not compared with the plan: the job could not be read; left as they are",
+                    job=item.job_name,
+                    error=str(exc),
+                )
+                return []
+        if not is_training(job):
+            logger.info(
+                "guard alarms not compared with the plan: the job was read out of Training",
+                job=item.job_name,
+                secondary_status=job.secondary_status,
+            )
+            return []
+        drifted: list[_Drift] = []
+        changes: dict[str, dict[str, Any]] = {}
+        for guard, mine, key in candidates:
+            requests = guard.planned_requests(job, policy)
+            if requests is None:
+                logger.info("guard alarms not compared with the plan: a lookup failed", job=item.job_name)
+                continue
+            mismatched = []
+            for request in requests:
+                seen = listed.get(str(request["AlarmName"]))
+                planned = alarm_definition(request)
+                if seen is None or seen.definition is None or planned is None:
+                    continue  # missing (the missing-alarm repair's), or a composite
+                changed = definition_changes(seen.definition, planned, keep=WINDOW_TERMS if seen.widened else ())
+                if changed:
+                    changes[seen.name] = changed
+                    mismatched.append(request)
+            if mismatched:
+                drifted.append((guard, mine, key, mismatched))
+            else:
+                self._compared.add(key)
+        if not drifted:
+            return []
+        return self._replan(item, job, drifted, changes, policy, trigger, updates)
+
+    def _uncompared(
+        self, item: WorkItem, listed: dict[str, AlarmListing], missing: Sequence[int]
+    ) -> list[tuple[AlarmGuard, list[str], _CompareKey]]:
+        """The guards whose alarms of the job are to be compared with their plan at this run: not missing any
+        (the missing-alarm repair puts them all), with a metric alarm listed, not compared under this run key
+        as they are listed, none of their notifying alarms in ``ALARM`` with its actions on (logged)."""
+        candidates: list[tuple[AlarmGuard, list[str], _CompareKey]] = []
+        busy: list[str] = []
+        for index, guard in enumerate(self._guards):
+            mine = sorted(name for name in listed if guard.watches(item.job_name, name))
+            if index in missing or not any(listed[name].definition is not None for name in mine):
+                continue
+            key = self._compare_key(item.job_name, index, {name: listed[name].definition for name in mine})
+            if key in self._compared:
+                continue
+            if firing := [name for name in mine if listed[name].notifying_in_alarm]:
+                busy += firing
+                continue
+            candidates.append((guard, mine, key))
+        if busy:
+            logger.info(
+                "guard alarms in ALARM not compared with the plan: the next run does",
+                job=item.job_name,
+                alarms=busy,
+            )
+        return candidates
+
+    def _compare_key(
+        self, job_name: str, index: int, definitions: dict[str, AlarmDefinition | None]
+    ) -> _CompareKey:
+        """What ``_compared`` remembers of guard ``index``'s alarms of a job: their definitions (a hash)."""
+        return (job_name, *self._run_key, index, hash(tuple(sorted(definitions.items()))))
+
+    def _replan(
+        self,
+        item: WorkItem,
+        job: TrainingJob,
+        drifted: Sequence[_Drift],
+        changes: dict[str, dict[str, Any]],
+        policy: Policy,
+        trigger: Trigger,
+        updates: AlarmUpdatePort,
+    ) -> list[RepairKind]:
+        """Put the drifted alarms as planned, each as listed again just now (``_drifted_alarms``)."""
+        try:
+            fresh = {
+                seen.name: seen
+                for prefix in sorted({guard.alarm_prefix for guard, *_ in drifted})
+                for seen in self._alarm_inventory.alarm_states(prefix + item.job_name)
+            }
+        except AdapterError as exc:
+            logger.warning(
+                "drifted guard alarms not put again: the next run tries again", job=item.job_name, error=str(exc)
+            )
+            return []
+        puts: list[dict[str, Any]] = []
+        done: list[_CompareKey] = []
+        for _, mine, key, requests in drifted:
+            now = [fresh.get(name) for name in mine]
+            if any(seen is None or seen.notifying_in_alarm for seen in now) or any(
+                fresh[name].definition != self._listings[name].definition for name in mine if name in fresh
+            ):
+                logger.info(
+                    "drifted guard alarms changed since the run's listing or fire now: the next run compares them",
+                    job=item.job_name,
+                    alarms=mine,
+                )
+                continue
+            mine_now = {name: self._listings[name].definition for name in mine}
+            for request in requests:
+                put = _as_planned(request, fresh[str(request["AlarmName"])])
+                puts.append(put)
+                mine_now[str(put["AlarmName"])] = alarm_definition(put)
+            done.append(self._compare_key(item.job_name, key[3], mine_now))  # as the next listing shows them
+        if not puts:
+            return []
+        try:
+            updates.update(puts)
+        except AdapterError as exc:
+            logger.warning(
+                "drifted guard alarms not put again: the next run tries again", job=item.job_name, error=str(exc)
+            )
+            return []
+        self._compared.update(done)
+        names = sorted(str(request["AlarmName"]) for request in puts)
+        decision = Decision(
+            rule=RECONCILER_RULE_ID,
+            code=ReconcilerCode.DRIFTED_ALARM,
+            action=Action.CREATE_ALARM,
+            mode=policy.for_job(job).mode,
+            reason="the job is training and its guard alarm(s) were planned under an earlier policy (planned when it "
+            "entered Training and kept): put again as the guard plans them now; their state and actions are kept, "
+            "and CloudWatch evaluates the new terms at its next period",
+            evidence={
+                "repair": RepairKind.DRIFTED_ALARM.value,
+                "alarms": names,
+                "changes": {name: changes[name] for name in names},
+                "kept_window": sorted(name for name in names if self._listings[name].widened),
+            },
+            request={"PutMetricAlarm": puts},
+        )
+        self._record(decision, job, policy, trigger, Outcome.DONE)
+        return [RepairKind.DRIFTED_ALARM]
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
         """Reset the job's judged guard alarms left in ALARM (a pinned trigger the judge vetoed, a re-judging
@@ -873,6 +1091,20 @@ def _listed_job(item: WorkItem, tags: dict[str, str] | None = None) -> TrainingJ
             **({"Tags": dict(tags)} if tags is not None else {}),
         }
     )
+
+
+def _as_planned(request: dict[str, Any], seen: AlarmListing) -> dict[str, Any]:
+    """The put of a drifted alarm: its planned request, with its ``ActionsEnabled`` as listed (an armed progress
+    stall alarm, a disarmed one, a muted alarm stay so); a widened alarm keeps its window and says so."""
+    put = {**request, "ActionsEnabled": seen.actions_enabled}
+    listed = dict(seen.definition or ())
+    description = seen.description or ""
+    period = definition_period(dict(alarm_definition(request) or ()))
+    if seen.widened and period * int(listed.get("EvaluationPeriods", 0)) <= MAX_EVALUATION_SECONDS:
+        put.update({term: listed[term] for term in WINDOW_TERMS})
+        widening = description[description.index(WIDENED_MARK) :]
+        put["AlarmDescription"] = (str(request.get("AlarmDescription", "")) + widening)[:MAX_DESCRIPTION]
+    return put
 
 
 def _unmuted_reason(*, stretch_ended: bool, acts_now: bool) -> str:
