@@ -22,7 +22,7 @@ from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
 from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
-from smgov.simulation.engine.cloudwatch_backend import kept_at
+from smgov.simulation.metrics import kept_at
 from tests.builders import job
 from tests.service.conftest import NOW, FixedPolicies
 
