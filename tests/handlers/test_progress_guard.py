@@ -13,6 +13,7 @@ from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
 from smgov.simulation.harness import LocalAccount
 from smgov.simulation.job_signals import log_stream
+from smgov.simulation.metrics import kept_at
 from tests.builders import create_request
 from tests.conftest import load_event
 from tests.handlers.conftest import ENFORCE, PREFIX, MovableClock, fire, judged_account
@@ -238,10 +239,14 @@ def test_a_late_first_training_event_leaves_the_guard_armed_and_a_later_hang_is_
 
 def kept_history(account: LocalAccount, name: str, spans: list[list[Any]]) -> None:
     """GetMetricData answers the job's progress metric from what it published (one datapoint a minute within
-    each [start, end) of ``spans``, an open end still publishing), as CloudWatch keeps it; the other signals
-    as the double answers them (their current values)."""
+    each [start, end) of ``spans``, an open end still publishing), as CloudWatch keeps it: one value a period
+    holding a published minute, none at all for a period it does not answer from that far back
+    (``kept_at``); the other signals as the double answers them (their current values)."""
     signals = account.signals  # type: ignore[attr-defined]
     current = signals._answer
+
+    def published(minute: Any) -> bool:
+        return any(start <= minute and (end is None or minute < end) for start, end in spans)
 
     def answer(params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = current(params)
@@ -249,15 +254,41 @@ def kept_history(account: LocalAccount, name: str, spans: list[list[Any]]) -> No
             metric = query.get("MetricStat", {}).get("Metric", {})
             if metric.get("MetricName") != "train:loss":
                 continue
-            stamps, at = [], params["StartTime"]
-            while at < params["EndTime"]:
-                if any(start <= at and (end is None or at < end) for start, end in spans):
+            seconds = int(query["MetricStat"]["Period"])
+            period, at = timedelta(seconds=seconds), params["StartTime"]
+            kept = kept_at(seconds, int((signals.clock() - at).total_seconds() // 60))
+            stamps = []
+            while kept and at < params["EndTime"]:
+                if any(published(at + timedelta(minutes=m)) for m in range(seconds // 60)):
                     stamps.append(at)
-                at += timedelta(minutes=1)
+                at += period
             result["Timestamps"], result["Values"] = stamps, [1.0] * len(stamps)
         return out
 
     account.cloudwatch._op_GetMetricData = answer  # type: ignore[method-assign]
+
+
+def test_a_training_event_redriven_weeks_into_the_stint_leaves_the_guard_armed(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose first Training event is late: the reconciler's repair creates its alarms, the job
+    # publishes its loss every minute and the stopper arms the guard
+    spans: list[list[Any]] = []
+    kept_history(acct, "job-1", spans)
+    late_event = repaired_before_its_training_event(acct, clock)
+    spans.append([clock(), None])
+    clock.advance(minutes=1)
+    fire(acct, ARMER)
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    # When its Training event is handled 20 days later (redriven from the dead-letter queue), the job still
+    # training and publishing (CloudWatch keeps only 5-minute datapoints from its entry by then)
+    clock.advance(days=20)
+    acct.invoke(job_events, late_event)
+    # Then the guard stays armed, as the stopper left it
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is False
+    (created,) = [r for r in progress_records(acct, "job-state-change") if r.action == "create-alarm"]
+    assert created.code == "progress.alarm.create" and created.evidence["armed"] is True
 
 
 def test_a_late_training_event_in_audit_mode_leaves_a_muted_stretch_muted(

@@ -22,6 +22,7 @@ from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
 from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
+from smgov.simulation.metrics import kept_at
 from tests.builders import job
 from tests.service.conftest import NOW, FixedPolicies
 
@@ -245,7 +246,10 @@ def test_a_job_without_the_tags_gets_no_tolerance_record(
 
 
 class MetricReads:
-    """``MetricReadPort``: every query answers ``values`` (None: unread), each read logged in ``calls``."""
+    """``MetricReadPort``: every query answers ``values`` (None: unread), each read logged in ``calls``; as
+    CloudWatch answers it, a read whose start lies more than 15 days before its end (now) answers no datapoint
+    unless its period is one CloudWatch keeps from then (the simulator's ``kept_at``: botocore's model,
+    ``MetricStat.Period``)."""
 
     def __init__(self, calls: Any, values: tuple[float, ...] | None) -> None:
         self.calls, self.values = calls, values
@@ -255,7 +259,9 @@ class MetricReads:
         self.calls(f"read {','.join(q.metric for q in queries)}")
         self.asked.append((tuple(q.stat for q in queries), start, end, period))
         errors = () if self.values is not None else ("GetMetricData failed (Throttling) for 1 series",)
-        return MetricReadResult(values={q.id: self.values for q in queries}, errors=errors)
+        kept = kept_at(period, int((end - start).total_seconds() // 60))
+        values = self.values if self.values is None or kept else ()
+        return MetricReadResult(values={q.id: values for q in queries}, errors=errors)
 
 
 class PutPlans:
@@ -304,16 +310,25 @@ LOSS = {
 STALL, ARMER = "gov-guard-job-1.progress", "gov-guard-job-1.progress-armer"
 
 
+def entered_training(at: datetime) -> list[dict[str, str]]:
+    """The transitions of a job that entered Training at ``at``, five minutes after it started."""
+    ms = int(at.timestamp() * 1000)
+    return [{"Status": "Starting", "StartTime": str(ms - 300_000)}, {"Status": "Training", "StartTime": str(ms)}]
+
+
 def test_a_late_put_of_a_job_that_published_puts_the_guard_armed_and_again_the_same(
     jobs: Any, alarms: Any, policies: Any, audit: MemoryAuditSink, calls: Any
 ) -> None:
-    # Given a job in Training for hours whose metric was published (the stopper may have armed its guard)
-    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS)
+    # Given a job in Training for two hours whose metric was published (the stopper may have armed its guard)
+    stint = entered_training(datetime(2026, 11, 21, 10, 5, 1, tzinfo=UTC))
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS, SecondaryStatusTransitions=stint)
     reads, puts = MetricReads(calls, (0.0, 3.0, 1.0)), PutPlans(alarms)
     lifecycle = progress_lifecycle(jobs, puts, policies, audit, reads)
     # When its Training event is handled (late), and delivered again
     for _ in range(2):
-        (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS), TRIGGER)
+        (decision,) = lifecycle.react(
+            training(AlgorithmSpecification=LOSS, SecondaryStatusTransitions=stint), TRIGGER
+        )
     # Then each time: one read of the metric's datapoints since the stint's minute, the alarms put as the
     # stopper leaves them, the stall alarm reset
     once = ["get-job job-1 (event tags)", "read train:loss", f"put {STALL}", f"put {ARMER}", f"reset {STALL}"]
@@ -321,11 +336,49 @@ def test_a_late_put_of_a_job_that_published_puts_the_guard_armed_and_again_the_s
     assert puts.enabled == {STALL: True, ARMER: False}
     (stats, start, end, period), _ = reads.asked
     assert stats == ("SampleCount",) and period == 60 and end == NOW
-    assert start == datetime(2025, 11, 21, 10, 5, tzinfo=UTC)  # the entry at 10:05:01, to its minute
+    assert start == datetime(2026, 11, 21, 10, 5, tzinfo=UTC)  # the entry at 10:05:01, to its minute
     assert decision.code == "progress.alarm.create" and decision.evidence["armed"] is True
     # and the decision shows the requests made (what `smgov explain` shows): armed
     shown = {r["AlarmName"]: r["ActionsEnabled"] for r in decision.request["PutMetricAlarm"]}
     assert shown == {STALL: True, ARMER: False}
+
+
+@pytest.mark.parametrize(
+    ("entered", "period", "since"),
+    [
+        # 20 days into the stint: CloudWatch answers 5-minute periods from then, from the entry's 5 minutes
+        (datetime(2026, 11, 1, 12, 3, 1, tzinfo=UTC), 300, datetime(2026, 11, 1, 12, 0, tzinfo=UTC)),
+        # more than 63 days back (the retention's last step): hours, from the entry's hour
+        (datetime(2026, 9, 1, 12, 33, 1, tzinfo=UTC), 3600, datetime(2026, 9, 1, 12, 0, tzinfo=UTC)),
+    ],
+)
+def test_a_late_put_long_into_the_stint_reads_at_a_period_cloudwatch_keeps_and_keeps_the_guard_armed(
+    jobs: Any,
+    alarms: Any,
+    policies: Any,
+    audit: MemoryAuditSink,
+    calls: Any,
+    entered: datetime,
+    period: int,
+    since: datetime,
+) -> None:
+    # Given a job that entered Training long ago and publishes its metric (the stopper armed its guard), whose
+    # alarms are put again late (the reconciler's repair after a redeploy, a redriven Training event); CloudWatch
+    # answers a one-minute read from that far back with no datapoint at all
+    stint = entered_training(entered)
+    jobs.jobs["job-1"] = training(AlgorithmSpecification=LOSS, SecondaryStatusTransitions=stint)
+    reads, puts = MetricReads(calls, (60.0, 60.0, 60.0)), PutPlans(alarms)
+    lifecycle = progress_lifecycle(jobs, puts, policies, audit, reads)
+    # When the put is made
+    (decision,) = lifecycle.react(training(AlgorithmSpecification=LOSS, SecondaryStatusTransitions=stint), TRIGGER)
+    # Then the metric is read at the finest period CloudWatch still answers, from the interval the entry fell in
+    ((stats, start, end, asked),) = reads.asked
+    assert (stats, start, end, asked) == (("SampleCount",), since, NOW, period)
+    # and the guard is put as the stopper left it, the stall alarm reset: not disarmed with its armer stuck in
+    # ALARM (it would never notify again)
+    assert puts.enabled == {STALL: True, ARMER: False}
+    assert calls.log[-3:] == [f"put {STALL}", f"put {ARMER}", f"reset {STALL}"]
+    assert decision.code == "progress.alarm.create" and decision.evidence["armed"] is True
 
 
 def test_a_late_put_of_a_job_that_published_nothing_puts_the_guard_disarmed(

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from statistics import fmean, median
 from typing import Any, Final, NamedTuple
@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.domain.instances import instance_facts
 from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.metric_retention import finest_period
 from sagemaker_governance.domain.stall_judge import (
     GPU,
     GPU_MEMORY,
@@ -56,8 +57,6 @@ EFFICIENCY_RULE_ID: Final = "efficiency-record"
 IDLE_PERCENT: Final = 10.0  # per GPU: a datapoint under this counts as idle
 MAX_DATAPOINTS_PER_PAGE: Final = 100_800  # GetMetricData, per request (API reference)
 DATAPOINT_BUDGET: Final = 5 * MAX_DATAPOINTS_PER_PAGE  # at most ~5 pages per job
-# CloudWatch's retention by period (GetMetricData API reference): (older than, the finest period left)
-RETENTION: Final = ((timedelta(days=63), 3600), (timedelta(days=15), 300))
 SERIES_PER_HOST: Final = (GPU, GPU_MEMORY)
 
 
@@ -173,12 +172,9 @@ def read_period(start: datetime, end: datetime, now: datetime, series: int) -> i
     """The finest period (seconds) CloudWatch still keeps for ``start`` and that keeps ``series`` series of
     ``[start, end)`` within ``DATAPOINT_BUDGET`` datapoints: a multiple of the retention's period, since a
     ``StartTime`` 15 to 63 days back needs a multiple of 300 and one older a multiple of 3600, "or no data
-    points in that time range is returned" (botocore's CloudWatch model, ``MetricStat.Period``)."""
-    base = 60
-    for age, coarser in RETENTION:
-        if now - start > age:
-            base = coarser
-            break
+    points in that time range is returned" (botocore's CloudWatch model, ``MetricStat.Period``;
+    ``domain/metric_retention.py``)."""
+    base = finest_period(start, now)
     minutes = max(1.0, (end - start).total_seconds() / 60)
     needed_seconds = 60 * series * minutes / DATAPOINT_BUDGET
     return base * max(1, math.ceil(needed_seconds / base))

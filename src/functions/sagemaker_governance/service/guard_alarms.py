@@ -13,9 +13,11 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   a redelivery, a held-back event of an earlier Spot stint, the repair itself), its armer unable to notify
   again. A put made after the end of the period the stint's entry fell in (``may_have_armed``; before it the
   armer cannot have fired for this stint, so a timely event reads nothing) asks whether the job published
-  the metric since (one ``GetMetricData``) and, if so, puts the alarms as the stopper leaves them. When that
-  read fails, it keeps what the stop alarm holds (one ``DescribeAlarms`` of its ``ActionsEnabled``, on that
-  path only): armed, it is put armed; disarmed, missing or unreadable, the plan, as before.
+  the metric since (one ``GetMetricData``, in the armer's period or, for a stint that began more than 15
+  days ago, the finest multiple of it CloudWatch still answers from then: ``domain/metric_retention.py``)
+  and, if so, puts the alarms as the stopper leaves them. When that read fails, it keeps what the stop alarm
+  holds (one ``DescribeAlarms`` of its ``ActionsEnabled``, on that path only): armed, it is put armed;
+  disarmed, missing or unreadable, the plan, as before.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
   success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
@@ -70,6 +72,7 @@ from sagemaker_governance.domain.guards.base import (
 )
 from sagemaker_governance.domain.instances import resolve_unknown
 from sagemaker_governance.domain.job import TrainingJob, training_entries
+from sagemaker_governance.domain.metric_retention import retained_period
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricRead
@@ -263,9 +266,16 @@ class GuardAlarms:
             return False
         if not may_have_armed(started, now, arming.period_seconds):
             return False
-        since = period_start(started, arming.period_seconds)  # the armer's first period of the stint
+        period = arming.period_seconds
+        since = period_start(started, period)  # the armer's first period of the stint
+        # A stint that began more than 15 days ago (SageMaker trains for up to 28) is read in 5-minute periods
+        # (more than 63 days: hours) from the interval its entry fell in, as CloudWatch rounds such a StartTime
+        # anyway: a finer period from then answers no datapoint at all, which would read as never published
+        # (``domain/metric_retention.py``). A datapoint counted in a coarser bucket is one published.
+        while (kept := retained_period(since, now, period)) != period:
+            since, period = period_start(started, kept), kept
         queries = [MetricRead(q.id, q.metric_name, q.dimensions, arming.stat) for q in arming.metrics]
-        read = self._metric_data.read(queries, since, now, arming.period_seconds)
+        read = self._metric_data.read(queries, since, now, period)
         values = [read.values.get(q.id) for q in queries]
         if any(v and any(x > 0 for x in v) for v in values):
             return True

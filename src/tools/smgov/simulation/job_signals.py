@@ -14,6 +14,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from smgov.simulation.metrics import kept_at
+
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
@@ -46,14 +48,19 @@ class JobSignals:
                 self.set(metric, host, value)
 
     def _answer(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One datapoint a period over ``[StartTime, EndTime)`` per series set, none for one not set; none
+        either for a period CloudWatch does not answer from that far back (``kept_at``: more than 15 days, a
+        multiple of 300 s; more than 63 days, of 3600 s)."""
         self.reads += 1
         start, end = params["StartTime"], params["EndTime"]
-        minutes = int((end - start).total_seconds() // 60)
+        age_minutes = int((self.clock() - start).total_seconds() // 60)
         results = []
         for query in params["MetricDataQueries"]:
             metric = query["MetricStat"]["Metric"]
             value = self.values.get((metric["MetricName"], metric["Dimensions"][0]["Value"]))
-            stamps = [] if value is None else [start + timedelta(minutes=m) for m in range(minutes)]
+            period = int(query["MetricStat"]["Period"])
+            periods = int((end - start).total_seconds() // period) if kept_at(period, age_minutes) else 0
+            stamps = [] if value is None else [start + timedelta(seconds=n * period) for n in range(periods)]
             results.append(
                 {
                     "Id": query["Id"],

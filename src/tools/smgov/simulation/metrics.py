@@ -25,6 +25,19 @@ Dimensions = tuple[tuple[str, str], ...]
 MetricKey = tuple[str, str, Dimensions]
 
 STATISTICS = ("Average", "Maximum", "Minimum", "Sum", "SampleCount")
+# What CloudWatch keeps of a metric, by the age of a read's StartTime (botocore's model, MetricStat.Period):
+# older than 3 hours, a multiple of 60 s; 15 to 63 days, of 300 s; older, of 3600 s, "or no data points in
+# that time range is returned". (Minutes here: the simulator's clock.) The simulator's GetMetricData and the
+# handler and service tests' doubles (``job_signals.py``, tests/service) answer by it.
+RETENTION_MULTIPLES: tuple[tuple[int, int], ...] = ((63 * 1440, 3600), (15 * 1440, 300), (180, 60))
+
+
+def kept_at(period_seconds: int, age_minutes: int) -> bool:
+    """Whether CloudWatch answers a ``period_seconds`` read whose StartTime is ``age_minutes`` old."""
+    for older_than, multiple in RETENTION_MULTIPLES:
+        if age_minutes > older_than:
+            return period_seconds % multiple == 0
+    return True
 
 
 def metric_key(namespace: str, name: str, dimensions: Iterable[Mapping[str, str]] = ()) -> MetricKey:

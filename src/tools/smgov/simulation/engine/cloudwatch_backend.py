@@ -27,7 +27,7 @@ from unittest import mock
 
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.fake_cloudwatch import CloudWatchError, FakeCloudWatch
-from smgov.simulation.metrics import MetricKey, MetricStore, metric_key, visible_until
+from smgov.simulation.metrics import MetricKey, MetricStore, kept_at, metric_key, visible_until
 
 ALARM_OPERATIONS = (
     "PutMetricAlarm",
@@ -44,20 +44,6 @@ MAX_DATAPOINTS = 100_800  # GetMetricData: datapoints per call
 
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
-
-
-# What CloudWatch keeps of a metric, by the age of a read's StartTime (botocore's model, MetricStat.Period):
-# older than 3 hours, a multiple of 60 s; 15 to 63 days, of 300 s; older, of 3600 s, "or no data points in
-# that time range is returned". (Minutes here: the simulator's clock.)
-RETENTION_MULTIPLES: tuple[tuple[int, int], ...] = ((63 * 1440, 3600), (15 * 1440, 300), (180, 60))
-
-
-def kept_at(period_seconds: int, age_minutes: int) -> bool:
-    """Whether CloudWatch answers a ``period_seconds`` read whose StartTime is ``age_minutes`` old."""
-    for older_than, multiple in RETENTION_MULTIPLES:
-        if age_minutes > older_than:
-            return period_seconds % multiple == 0
-    return True
 
 
 class SimulatedCloudWatch:
