@@ -27,7 +27,7 @@ from smgov.audit_queries import (
     unknown_fields,
 )
 from tests.infrastructure.conftest import functions
-from tests.insights_subset import commands, flatten, output_fields, selects
+from tests.insights_subset import commands, execute, flatten, output_fields, selects
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "functions" / "sagemaker_governance"
 # Metrics the dashboard shows that capabilities being built on other branches will emit (idle guard:
@@ -225,6 +225,22 @@ def test_every_query_reads_every_function_log_group(template: dict[str, Any]) ->
 def test_queries_use_only_the_supported_commands(template: dict[str, Any]) -> None:
     for query in all_queries(template).values():
         commands(query)  # raises on anything else
+
+
+def test_the_query_reader_refuses_what_insights_refuses_of_two_stats() -> None:
+    # "Use multiple stats commands in a single query" (CWL_QuerySyntax-Stats): the second stats reads only
+    # the first's fields, a sort or limit comes after it, and there are at most two
+    events = [(0, {"message": "m", "a": "x", "n": 1})]
+    assert execute("stats sum(n) as s by a | stats sum(s) as total", events) == [
+        [{"field": "total", "value": "1"}]
+    ]
+    for query in (
+        "stats sum(n) as s by a | stats sum(n) as total",
+        "stats sum(n) as s by a | sort s desc | stats sum(s) as total",
+        "stats sum(n) as s by a | stats sum(s) as t by a | stats count(*) as c",
+    ):
+        with pytest.raises(ValueError):
+            execute(query, events)
 
 
 # ---- dashboard ----------------------------------------------------------------------------------
