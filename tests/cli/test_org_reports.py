@@ -253,3 +253,45 @@ def test_chargeback_org_keeps_each_accounts_job_of_the_same_name(
         15.0,
         30.0,
     )
+
+
+# ---- a record delivered twice counts once ---------------------------------------------------------------
+
+
+def test_report_org_counts_a_duplicated_forwarded_record_once(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stop whose forwarded record arrived twice (EventBridge delivers at least once; a dead letter
+    # redriven after its PutEvents had in fact succeeded), and an audit-mode job the idle guard would have
+    # stopped twice, 40 USD at the first alarm and 25 at the second
+    for _ in range(2):
+        forwarded(
+            org,
+            A,
+            NOW - timedelta(hours=1),
+            job="vision-a",
+            team="vision",
+            evidence={"estimated_savings_usd": 10.0},
+        )
+    for hours, saving in ((3, 40.0), (2, 25.0)):
+        forwarded(
+            org,
+            A,
+            NOW - timedelta(hours=hours),
+            job="vision-b",
+            team="vision",
+            mode="audit",
+            outcome=Outcome.AUDIT_ONLY,
+            evidence={"estimated_savings_usd": saving},
+        )
+    code, out = run(capsys, "report", "--org", "--json")
+    assert code == 0
+    report = json.loads(out)
+    (vision,) = report["teams"]
+    # Then the stop saved 10 USD, once, and the job audit mode would have stopped would have saved 40
+    assert (vision["stopped"], vision["saved_usd"]) == (1, 10.0)
+    assert (vision["would_stop"], vision["would_save_usd"]) == (1, 40.0)
+    assert {(c["outcome"], c["jobs"], c["saved_usd"]) for c in report["stops_by_code"]} == {
+        ("done", 1, 10.0),
+        ("audit-only", 1, 40.0),
+    }

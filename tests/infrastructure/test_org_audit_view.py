@@ -265,3 +265,10 @@ def test_the_actions_by_rule_query_counts_jobs_of_one_name_in_two_regions_apart(
     (row,) = execute(query, events)
     cells = {cell["field"]: cell["value"] for cell in row}
     assert (cells["decisions"], cells["jobs"]) == ("2", "2")
+
+
+def test_the_stops_widget_counts_a_duplicated_record_once(central: dict[str, Any]) -> None:
+    event = _forwarded_event("us-east-1", evidence={"estimated_savings_usd": 10.0})
+    (row,) = execute(_stops_widget(central), [(0, event), (1, event)])
+    cells = {cell["field"]: cell["value"] for cell in row}
+    assert (cells["jobs"], cells["saved"]) == ("1", "10")

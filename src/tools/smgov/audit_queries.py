@@ -171,6 +171,11 @@ def decisions_query(
 # The report queries count per job first (a job is the last field of the first ``stats``' ``by``, which
 # central_query widens to the member's account and region), then per team or code: Logs Insights allows two
 # ``stats`` in a query, the second over the first's fields ("Use multiple stats commands in a single query").
+# A job's saving is the largest estimate among its records, not their sum: records arrive at least once (a
+# forwarded event delivered twice, a dead letter redriven after a PutEvents that had succeeded, a retried
+# delivery that records its decision again) and a job is stopped once; the first estimate is the largest
+# (the remaining allowed runtime only shrinks). ``dedup`` cannot do it: only ``limit`` may follow it
+# (CWL_QuerySyntax-Dedup), and a duplicate re-recorded by a retry carries another time anyway.
 
 
 def governed_jobs_query() -> str:
@@ -190,14 +195,14 @@ REPORTED_OUTCOMES: Final = (Outcome.DONE, Outcome.AUDIT_ONLY)
 
 def actions_query() -> str:
     """Per team, action and outcome: distinct jobs stopped / cloned (done or audit-only) and savings (per job
-    first, then the jobs counted and their savings added per team)."""
+    first, its largest estimate; then the jobs counted and their savings added per team)."""
     actions = " or ".join(f"audit.action = {_literal(a.value)}" for a in REPORTED_ACTIONS)
     outcomes = " or ".join(f"audit.outcome = {_literal(o.value)}" for o in REPORTED_OUTCOMES)
     group = "audit.team, audit.action, audit.outcome"
     return "\n".join(
         [
             f"filter {_is_audit_record()} and ({actions}) and ({outcomes})",
-            f"| stats sum(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
+            f"| stats max(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
             f"| stats count(*) as jobs, sum(job_saved) as saved by {group}",
         ]
     )
@@ -211,7 +216,7 @@ def stops_by_code_query() -> str:
     return "\n".join(
         [
             f"filter {_is_audit_record()} and audit.action = {_literal(Action.STOP.value)} and ({outcomes})",
-            f"| stats sum(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
+            f"| stats max(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
             f"| stats count(*) as jobs, sum(job_saved) as saved by {group}",
         ]
     )
