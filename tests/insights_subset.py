@@ -120,12 +120,14 @@ def selects(query: str, line: Mapping[str, Any]) -> bool:
 
 
 def output_fields(query: str) -> list[str]:
-    """Fields a query reads in ``fields``, ``display``, ``stats ... by``, and inside stats functions."""
+    """Fields a query reads from the log events in ``fields``, ``display``, ``stats ... by``, and inside stats
+    functions (a second ``stats`` reads the first one's output, which ``execute`` checks)."""
     out: list[str] = []
+    stats_seen = 0
     for name, args in commands(query):
         if name in ("fields", "display"):
             out += [f.strip() for f in args.split(",")]
-        elif name == "stats":
+        elif name == "stats" and (stats_seen := stats_seen + 1) == 1:
             aggregates, _, by = args.partition(" by ")
             out += re.findall(r"\(([\w.@]+)\)", aggregates)
             out += [f.strip() for f in by.split(",") if f.strip()]
@@ -188,6 +190,23 @@ def _stats(args: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, by + [alias for _, _, alias in aggregates]
 
 
+def _check_stats(query: str, args: str, defined: list[str], before: list[str]) -> None:
+    """A stats after ``before`` (the commands so far), where the previous stats defined ``defined``: "Use
+    multiple stats commands in a single query" (CWL_QuerySyntax-Stats): at most two; a sort or limit only
+    after the second; the second refers only to fields the first defined."""
+    if "stats" not in before:
+        return
+    if before.count("stats") > 1:
+        raise ValueError(f"more than two stats in {query!r}")
+    if "sort" in before or "limit" in before:
+        raise ValueError(f"sort or limit before the second stats in {query!r}")
+    aggregates_text, _, by_text = args.partition(" by ")
+    read = re.findall(r"\(([\w.@]+)\)", aggregates_text) + [f.strip() for f in by_text.split(",")]
+    undefined = {f for f in read if f and f != "*" and f not in defined}
+    if undefined:
+        raise ValueError(f"the second stats reads {sorted(undefined)}, not defined by the first")
+
+
 def execute(query: str, events: list[tuple[int, dict[str, Any]]]) -> list[list[dict[str, str]]]:
     """Run a query over ``(timestamp_ms, json_line)`` events; rows shaped like GetQueryResults'."""
     rows: list[dict[str, Any]] = [
@@ -195,15 +214,15 @@ def execute(query: str, events: list[tuple[int, dict[str, Any]]]) -> list[list[d
         for n, (ts, line) in enumerate(events)
     ]
     columns: list[str] | None = None
-    aggregated = False
+    before: list[str] = []  # the commands so far
     for name, args in commands(query):
         if name == "filter":
             rows = [row for row in rows if matches(args, row)]
         elif name in ("fields", "display"):
             columns = [f.strip() for f in args.split(",")]
         elif name == "stats":
+            _check_stats(query, args, columns or [], before)
             rows, columns = _stats(args, rows)
-            aggregated = True
         elif name == "sort":
             field, _, order = args.partition(" ")
             present = [r for r in rows if r.get(field) is not None]
@@ -211,6 +230,7 @@ def execute(query: str, events: list[tuple[int, dict[str, Any]]]) -> list[list[d
             rows = sorted(present, key=lambda r: r[field], reverse=order.strip() != "asc") + missing
         elif name == "limit":
             rows = rows[: int(args)]
+        before.append(name)
     if columns is None:
         columns = ["@timestamp", "@message"]
     results = []
@@ -221,7 +241,7 @@ def execute(query: str, events: list[tuple[int, dict[str, Any]]]) -> list[list[d
                 continue  # Insights leaves out fields an event does not have
             value = _timestamp(row[column]) if column == "@timestamp" else _text(row[column])
             cells.append({"field": column, "value": value})
-        if not aggregated:
+        if "stats" not in before:
             cells.append({"field": "@ptr", "value": row["@ptr"]})
         results.append(cells)
     return results

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -193,3 +194,99 @@ def test_an_event_the_forwarding_rule_could_not_deliver_goes_back_on_the_stacks_
     assert cmd_dlq_redrive(args(), dlq) == 0
     (message,) = sqs.receive_message(QueueUrl=forwarded)["Messages"]
     assert json.loads(message["Body"])["detail"] == event["detail"]
+
+
+# ---- the audit account's central dead-letter queue ---------------------------------------------------------
+
+CENTRAL_GROUP = "/aws/events/sagemaker-governance-audit"
+
+
+def _central_dead_letter(sqs: Any, url: str, at: datetime) -> dict[str, Any]:
+    """What EventBridge puts in the central dead-letter queue when the central rule cannot write a record."""
+    from tests.audit_records import MEMBER_INFO, record
+
+    event = {
+        "version": "0",
+        "id": "e-9",
+        "detail-type": "Governance Decision",
+        "source": "sagemaker-governance",
+        "account": "111111111111",  # the member that sent it
+        "time": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {"message": "governance decision", "audit": record("job-z").as_log(), "member": MEMBER_INFO},
+    }
+
+    def attribute(value: str) -> Any:
+        return {"DataType": "String", "StringValue": value}
+
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps(event),
+        MessageAttributes={
+            "RULE_ARN": attribute(
+                "arn:aws:events:us-east-1:999999999999:rule/sagemaker-governance-audit/sagemaker-governance-audit-to-logs"
+            ),
+            "TARGET_ARN": attribute(f"arn:aws:logs:us-east-1:999999999999:log-group:{CENTRAL_GROUP}"),
+            "ERROR_CODE": attribute("ResourceNotFoundException"),
+            "ERROR_MESSAGE": attribute("The specified log group does not exist."),
+        },
+    )
+    return event
+
+
+def test_a_record_the_central_log_group_refused_is_written_back_with_its_time_and_member(aws: None) -> None:
+    sqs, logs = boto3.client("sqs", region_name="us-east-1"), boto3.client("logs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="central-dlq")["QueueUrl"]
+    at = datetime.now(UTC).replace(microsecond=0) - timedelta(days=3)
+    event = _central_dead_letter(sqs, url, at)
+    # (no Lambda client: a log group must never be invoked)
+    dlq = DeadLetterQueue(sqs, None, url, logs_client=lambda region: boto3.client("logs", region_name=region))
+    # When the log group is back and the operator redrives
+    logs.create_log_group(logGroupName=CENTRAL_GROUP)
+    assert cmd_dlq_redrive(args(), dlq) == 0
+    # Then the whole event is in the log group at the event's time, with the member's account, and the letter
+    # is gone
+    (written,) = logs.filter_log_events(logGroupName=CENTRAL_GROUP)["events"]
+    assert json.loads(written["message"]) == event and json.loads(written["message"])["account"] == "111111111111"
+    assert written["timestamp"] == int(at.timestamp() * 1000)
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+    # and a second letter goes into the same stream
+    _central_dead_letter(sqs, url, at + timedelta(minutes=1))
+    assert cmd_dlq_redrive(args(), dlq) == 0
+    assert len(logs.filter_log_events(logGroupName=CENTRAL_GROUP)["events"]) == 2
+
+
+def test_a_central_record_the_log_group_still_refuses_stays_in_the_queue(
+    aws: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs, logs = boto3.client("sqs", region_name="us-east-1"), boto3.client("logs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="central-dlq")["QueueUrl"]
+    dlq = DeadLetterQueue(sqs, None, url, logs_client=lambda region: boto3.client("logs", region_name=region))
+    # Given a record whose log group does not exist yet, and one too old to write at its time
+    _central_dead_letter(sqs, url, datetime.now(UTC) - timedelta(hours=1))
+    assert cmd_dlq_redrive(args(), dlq) == 1
+    assert "CreateLogStream" in capsys.readouterr().err
+    logs.create_log_group(logGroupName=CENTRAL_GROUP)
+    old = DeadLetterQueue(sqs, None, url, logs_client=lambda region: logs)
+    _central_dead_letter(sqs, url, datetime.now(UTC) - timedelta(days=20))
+    assert cmd_dlq_redrive(args(), old) == 1
+    assert "14 days" in capsys.readouterr().err
+    # Then the one too old is still there (the other was written once its group existed), and nothing was lost
+    (left,) = dlq.peek(visibility_seconds=0)
+    assert left.source == "audit-log" and left.redrivable
+    assert len(logs.filter_log_events(logGroupName=CENTRAL_GROUP)["events"]) == 1
+
+
+def test_the_audit_stacks_central_queue_is_found_by_its_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    from smgov.cli import dlq as dlq_cli
+
+    url = "https://sqs.us-east-1.amazonaws.com/999999999999/central-dlq"
+    monkeypatch.setattr(dlq_cli, "stack_outputs", lambda stack: {"CentralDeadLetterQueueUrl": url})
+    monkeypatch.setattr(boto3, "client", lambda service, **kw: (service, kw.get("region_name")))
+    queue = dlq_cli.open_queue(argparse.Namespace(queue_url=None, stack="sagemaker-governance-audit"))
+    assert queue._queue_url == url
+    assert queue._logs is not None and queue._logs("eu-west-1") == ("logs", "eu-west-1")  # the group's region
+    monkeypatch.setattr(dlq_cli, "stack_outputs", lambda stack: {})
+    with pytest.raises(SystemExit, match="CentralDeadLetterQueueUrl"):
+        dlq_cli.open_queue(argparse.Namespace(queue_url=None, stack="nope"))

@@ -350,6 +350,34 @@ def test_report_per_team(aws: Aws, log_output: io.StringIO, capsys: pytest.Captu
         assert unknown_fields(query["queryString"]) == set()
 
 
+def test_report_counts_a_stop_recorded_twice_once(
+    aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stop recorded twice (a late copy of a delivery runs again and writes its audit records a
+    # second time: README "Retries, throttling and idempotency"), the second with the estimate of its time
+    stop = {"job_name": "nlp-a", "code": "idle.stop.idle"}
+    write(
+        aws,
+        log_output,
+        IDLE_GROUP,
+        NOW - timedelta(hours=2),
+        record(**stop, evidence={"estimated_savings_usd": 90.0}),
+    )
+    write(
+        aws,
+        log_output,
+        IDLE_GROUP,
+        NOW - timedelta(hours=1),
+        record(**stop, evidence={"estimated_savings_usd": 80.0}),
+    )
+    code, out, _ = run(capsys, "report", "--json")
+    assert code == 0
+    report = json.loads(out)
+    (nlp,) = report["teams"]
+    assert (nlp["stopped"], nlp["saved_usd"]) == (1, 90.0)  # one stop, its first estimate; not 170
+    assert [(c["jobs"], c["saved_usd"]) for c in report["stops_by_code"]] == [(1, 90.0)]
+
+
 def test_report_table(aws: Aws, log_output: io.StringIO, capsys: pytest.CaptureFixture[str]) -> None:
     fleet(aws, log_output)
     code, out, _ = run(capsys, "report", "--since", "7d")

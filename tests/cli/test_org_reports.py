@@ -64,9 +64,13 @@ def org(monkeypatch: pytest.MonkeyPatch) -> Iterator[Org]:
     yield Org(logs, stack_sets)
 
 
-def forwarded(org: Org, account: str, at: datetime, *, version: str = RELEASE, **overrides: Any) -> None:
+def forwarded(
+    org: Org, account: str, at: datetime, *, version: str = RELEASE, region: str = "us-east-1", **overrides: Any
+) -> None:
     """What the central rule writes: the whole event a member's forwarder put (through the real entry)."""
-    member = {"account": account, "region": "us-east-1", "stack": "sagemaker-governance", "version": version}
+    member = {"account": account, "region": region, "stack": "sagemaker-governance", "version": version}
+    job = overrides.get("job", "llm-pretrain")
+    overrides.setdefault("job_arn", f"arn:aws:sagemaker:{region}:{account}:training-job/{job}")
     entry = AuditForwarder(None, None, bus_name="b", dead_letter_queue_url=None, member=member).entry(
         record(**overrides)
     )
@@ -77,7 +81,7 @@ def forwarded(org: Org, account: str, at: datetime, *, version: str = RELEASE, *
         "source": entry["Source"],
         "account": account,
         "time": at.isoformat(),
-        "region": "us-east-1",
+        "region": region,
         "resources": entry["Resources"],
         "detail": json.loads(entry["Detail"]),
     }
@@ -173,3 +177,121 @@ def test_a_missing_audit_stack_is_an_error_not_an_empty_report(
     code = main(["audit", "--org", "--org-stack", "nope"])
     assert code == 1
     assert "nope" in capsys.readouterr().err
+
+
+# ---- one job is one account's, in one region: a name is unique only there -------------------------------
+
+
+def test_report_org_counts_jobs_of_the_same_name_in_two_accounts_and_two_regions_apart(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given three different jobs named nightly-retrain stopped (A in two regions, and B), each saving 10 USD,
+    # and a job of another name
+    for account, region in ((A, "us-east-1"), (A, "eu-west-1"), (B, "us-east-1")):
+        forwarded(
+            org,
+            account,
+            NOW - timedelta(hours=1),
+            region=region,
+            job="nightly-retrain",
+            team="vision",
+            evidence={"estimated_savings_usd": 10.0},
+        )
+    forwarded(
+        org, B, NOW - timedelta(hours=1), job="other", team="vision", evidence={"estimated_savings_usd": 5.0}
+    )
+    # When the organization's report is asked for
+    code, out = run(capsys, "report", "--org", "--json")
+    # Then each is a job of its own: four stopped and governed, their savings beside them
+    assert code == 0
+    report = json.loads(out)
+    (vision,) = report["teams"]
+    assert (vision["governed"], vision["stopped"], vision["saved_usd"]) == (4, 4, 35.0)
+    assert [(c["code"], c["jobs"], c["saved_usd"]) for c in report["stops_by_code"]] == [
+        ("idle.stop.idle", 4, 35.0)
+    ]
+    # and the queries told them apart by the member's account and region
+    sent = "\n".join(org.logs.sent())
+    assert "detail.member.account, detail.member.region, detail.audit.job_name" in sent
+
+
+def test_chargeback_org_keeps_each_accounts_job_of_the_same_name(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
+
+    # Given a job nightly-retrain of 100 USD in each of two accounts, and one in a second region of A
+    for account, region in ((A, "us-east-1"), (B, "us-east-1"), (A, "eu-west-1")):
+        forwarded(
+            org,
+            account,
+            NOW - timedelta(hours=1),
+            region=region,
+            job="nightly-retrain",
+            team="vision",
+            rule=EFFICIENCY_RULE_ID,
+            code="efficiency.record.measured",
+            action="none",
+            outcome=Outcome.DONE,
+            evidence={"cost_usd": 100.0, "idle_cost_usd": 5.0},
+        )
+    # and the one in B was stopped first, saving 30 USD
+    forwarded(
+        org,
+        B,
+        NOW - timedelta(hours=2),
+        job="nightly-retrain",
+        team="vision",
+        evidence={"estimated_savings_usd": 30.0},
+    )
+    code, out = run(capsys, "report", "--org", "--by", "team", "--json")
+    assert code == 0, out
+    (vision,) = json.loads(out)["groups"]
+    assert (vision["jobs"], vision["spend_usd"], vision["idle_cost_usd"], vision["saved_usd"]) == (
+        3,
+        300.0,
+        15.0,
+        30.0,
+    )
+
+
+# ---- a record delivered twice counts once ---------------------------------------------------------------
+
+
+def test_report_org_counts_a_duplicated_forwarded_record_once(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stop whose forwarded record arrived twice (EventBridge delivers at least once; a dead letter
+    # redriven after its PutEvents had in fact succeeded), and an audit-mode job the idle guard would have
+    # stopped twice, 40 USD at the first alarm and 25 at the second
+    for _ in range(2):
+        forwarded(
+            org,
+            A,
+            NOW - timedelta(hours=1),
+            job="vision-a",
+            team="vision",
+            evidence={"estimated_savings_usd": 10.0},
+        )
+    for hours, saving in ((3, 40.0), (2, 25.0)):
+        forwarded(
+            org,
+            A,
+            NOW - timedelta(hours=hours),
+            job="vision-b",
+            team="vision",
+            mode="audit",
+            outcome=Outcome.AUDIT_ONLY,
+            evidence={"estimated_savings_usd": saving},
+        )
+    code, out = run(capsys, "report", "--org", "--json")
+    assert code == 0
+    report = json.loads(out)
+    (vision,) = report["teams"]
+    # Then the stop saved 10 USD, once, and the job audit mode would have stopped would have saved 40
+    assert (vision["stopped"], vision["saved_usd"]) == (1, 10.0)
+    assert (vision["would_stop"], vision["would_save_usd"]) == (1, 40.0)
+    assert {(c["outcome"], c["jobs"], c["saved_usd"]) for c in report["stops_by_code"]} == {
+        ("done", 1, 10.0),
+        ("audit-only", 1, 40.0),
+    }

@@ -223,3 +223,52 @@ def test_central_queries_find_a_forwarded_record(central: dict[str, Any], log_ou
         for cells in [{c["field"]: c["value"] for c in row}]
     }
     assert pairs == {(MEMBER_INFO["account"], MEMBER_INFO["account"]), ("222222222222", MEMBER_INFO["account"])}
+
+
+def _forwarded_event(region: str, **overrides: Any) -> dict[str, Any]:
+    """What the central rule writes for a member record of ``region`` (the member's real entry)."""
+    from sagemaker_governance.adapters.audit_forwarder import AuditForwarder
+    from tests.audit_records import MEMBER_INFO, record
+
+    member = {**MEMBER_INFO, "region": region}
+    entry = AuditForwarder(None, None, bus_name="b", dead_letter_queue_url=None, member=member).entry(
+        record(**overrides)
+    )
+    return {
+        "version": "0",
+        "source": entry["Source"],
+        "detail-type": entry["DetailType"],
+        "account": member["account"],
+        "region": region,
+        "detail": json.loads(entry["Detail"]),
+    }
+
+
+def _stops_widget(central: dict[str, Any]) -> str:
+    return _central_queries(central)["Stops by member and decision code"]
+
+
+def test_the_stops_widget_counts_jobs_of_one_name_in_two_regions_apart(central: dict[str, Any]) -> None:
+    # A job's name is unique only per account and region: one name in two regions is two jobs
+    events = [
+        (0, _forwarded_event("us-east-1", evidence={"estimated_savings_usd": 10.0})),
+        (1, _forwarded_event("eu-west-1", evidence={"estimated_savings_usd": 10.0})),
+    ]
+    (row,) = execute(_stops_widget(central), events)
+    cells = {cell["field"]: cell["value"] for cell in row}
+    assert (cells["jobs"], cells["saved"]) == ("2", "20")
+
+
+def test_the_actions_by_rule_query_counts_jobs_of_one_name_in_two_regions_apart(central: dict[str, Any]) -> None:
+    query = central["Resources"]["CentralActionsByRuleQuery"]["Properties"]["QueryString"]
+    events = [(0, _forwarded_event("us-east-1")), (1, _forwarded_event("eu-west-1"))]
+    (row,) = execute(query, events)
+    cells = {cell["field"]: cell["value"] for cell in row}
+    assert (cells["decisions"], cells["jobs"]) == ("2", "2")
+
+
+def test_the_stops_widget_counts_a_duplicated_record_once(central: dict[str, Any]) -> None:
+    event = _forwarded_event("us-east-1", evidence={"estimated_savings_usd": 10.0})
+    (row,) = execute(_stops_widget(central), [(0, event), (1, event)])
+    cells = {cell["field"]: cell["value"] for cell in row}
+    assert (cells["jobs"], cells["saved"]) == ("1", "10")

@@ -27,7 +27,7 @@ from smgov.audit_queries import (
     unknown_fields,
 )
 from tests.infrastructure.conftest import functions
-from tests.insights_subset import commands, flatten, output_fields, selects
+from tests.insights_subset import commands, execute, flatten, output_fields, selects
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "functions" / "sagemaker_governance"
 # Metrics the dashboard shows that capabilities being built on other branches will emit (idle guard:
@@ -225,6 +225,45 @@ def test_every_query_reads_every_function_log_group(template: dict[str, Any]) ->
 def test_queries_use_only_the_supported_commands(template: dict[str, Any]) -> None:
     for query in all_queries(template).values():
         commands(query)  # raises on anything else
+
+
+def test_chargeback_query_and_panels_count_a_duplicate_efficiency_record_once(
+    template: dict[str, Any], log_output: io.StringIO
+) -> None:
+    # a late copy of a delivery writes its records again (README "Retries, throttling and idempotency")
+    figures = {"cost_usd": 100.0, "idle_cost_usd": 5.0, "idle_gpu_hours": 2.0, "instance_type": "ml.p4d.24xlarge"}
+    line = log_line(
+        record(rule="efficiency-record", action="none", outcome=Outcome.DONE, evidence=figures), log_output
+    )
+    other = log_line(
+        record(job_name="other", rule="efficiency-record", action="none", evidence=figures), log_output
+    )
+    events = [(0, line), (1, line), (2, other)]
+    queries = all_queries(template)
+    for name in (
+        "AuditChargebackQuery",
+        "dashboard:Chargeback per team: spend, idle cost, idle GPU-hours of the jobs that ended (efficiency records)",
+        "dashboard:Idle cost per instance type (efficiency records)",
+    ):
+        (row,) = execute(queries[name], events)
+        cells = {cell["field"]: cell["value"] for cell in row}
+        assert (cells["jobs"], cells["spend_usd"], cells["idle_cost_usd"]) == ("2", "200", "10"), name
+
+
+def test_the_query_reader_refuses_what_insights_refuses_of_two_stats() -> None:
+    # "Use multiple stats commands in a single query" (CWL_QuerySyntax-Stats): the second stats reads only
+    # the first's fields, a sort or limit comes after it, and there are at most two
+    events = [(0, {"message": "m", "a": "x", "n": 1})]
+    assert execute("stats sum(n) as s by a | stats sum(s) as total", events) == [
+        [{"field": "total", "value": "1"}]
+    ]
+    for query in (
+        "stats sum(n) as s by a | stats sum(n) as total",
+        "stats sum(n) as s by a | sort s desc | stats sum(s) as total",
+        "stats sum(n) as s by a | stats sum(s) as t by a | stats count(*) as c",
+    ):
+        with pytest.raises(ValueError):
+            execute(query, events)
 
 
 # ---- dashboard ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -120,3 +121,63 @@ def test_a_record_the_function_failed_keeps_its_delivery_owner_through_redrives(
         "MessageAttributes": {"RULE_ARN": {"StringValue": "arn:aws:events:us-east-1:123456789012:rule/gov-R"}},
     }
     assert parse_dead_letter(undelivered).owner is None
+
+
+# ---- the audit account's central dead-letter queue: a record the central rule could not write ---------------
+
+CENTRAL_RULE = (
+    "arn:aws:events:us-east-1:999999999999:rule/sagemaker-governance-audit/sagemaker-governance-audit-to-logs"
+)
+CENTRAL_GROUP = "arn:aws:logs:us-east-1:999999999999:log-group:/aws/events/sagemaker-governance-audit"
+
+
+def central_letter(event: dict[str, object]) -> dict[str, object]:
+    def attribute(value: str) -> dict[str, str]:
+        return {"DataType": "String", "StringValue": value}
+
+    return {
+        "MessageId": "m-c",
+        "ReceiptHandle": "h-c",
+        "Body": json.dumps(event),
+        "MessageAttributes": {
+            "RULE_ARN": attribute(CENTRAL_RULE),
+            "TARGET_ARN": attribute(CENTRAL_GROUP),
+            "ERROR_CODE": attribute("ResourceNotFoundException"),
+            "ERROR_MESSAGE": attribute("The specified log group does not exist."),
+        },
+    }
+
+
+def forwarded_event(**overrides: object) -> dict[str, object]:
+    from tests.audit_records import MEMBER_INFO, record
+
+    detail = {"message": "governance decision", "audit": record("j1").as_log(), "member": MEMBER_INFO}
+    return {
+        "version": "0",
+        "id": "e1",
+        "detail-type": "Governance Decision",
+        "source": "sagemaker-governance",
+        "account": "111111111111",
+        "time": "2026-11-28T10:00:00Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": detail,
+        **overrides,
+    }
+
+
+def test_a_record_the_central_log_group_refused_is_written_back_to_it_not_invoked() -> None:
+    letter = parse_dead_letter(central_letter(forwarded_event()))
+    # not a function to invoke (before: source eventbridge, function_arn the log group, Lambda-Invoked)
+    assert (letter.source, letter.function_arn, letter.queue_arn, letter.bus) == ("audit-log", None, None, None)
+    assert (letter.log_group, letter.target, letter.job_name) == (CENTRAL_GROUP, CENTRAL_GROUP, "j1")
+    assert letter.log_timestamp == int(datetime(2026, 11, 28, 10, tzinfo=UTC).timestamp() * 1000)  # event time
+    assert letter.redrivable and "ResourceNotFoundException" in letter.error
+
+
+def test_a_central_record_without_a_time_is_kept_but_not_redrivable() -> None:
+    event = forwarded_event()
+    del event["time"]
+    letter = parse_dead_letter(central_letter(event))
+    assert letter.source == "audit-log" and not letter.redrivable
+    assert "no time" in letter.error

@@ -168,12 +168,23 @@ def decisions_query(
     )
 
 
+# The report queries count per job first (a job is the last field of the first ``stats``' ``by``, which
+# central_query widens to the member's account and region), then per team or code: Logs Insights allows two
+# ``stats`` in a query, the second over the first's fields ("Use multiple stats commands in a single query").
+# A job's saving is the largest estimate among its records, not their sum: records arrive at least once (a
+# forwarded event delivered twice, a dead letter redriven after a PutEvents that had succeeded, a retried
+# delivery that records its decision again) and a job is stopped once; the first estimate is the largest
+# (the remaining allowed runtime only shrinks). ``dedup`` cannot do it: only ``limit`` may follow it
+# (CWL_QuerySyntax-Dedup), and a duplicate re-recorded by a retry carries another time anyway.
+
+
 def governed_jobs_query() -> str:
     """Per team, how many distinct jobs governance decided anything about."""
     return "\n".join(
         [
             f"filter {_is_audit_record()}",
-            "| stats count_distinct(audit.job_name) as jobs by audit.team",
+            "| stats count(*) as records by audit.team, audit.job_name",
+            "| stats count(*) as jobs by audit.team",
         ]
     )
 
@@ -183,26 +194,30 @@ REPORTED_OUTCOMES: Final = (Outcome.DONE, Outcome.AUDIT_ONLY)
 
 
 def actions_query() -> str:
-    """Per team, action and outcome: distinct jobs stopped / cloned (done or audit-only) and savings."""
+    """Per team, action and outcome: distinct jobs stopped / cloned (done or audit-only) and savings (per job
+    first, its largest estimate; then the jobs counted and their savings added per team)."""
     actions = " or ".join(f"audit.action = {_literal(a.value)}" for a in REPORTED_ACTIONS)
     outcomes = " or ".join(f"audit.outcome = {_literal(o.value)}" for o in REPORTED_OUTCOMES)
+    group = "audit.team, audit.action, audit.outcome"
     return "\n".join(
         [
             f"filter {_is_audit_record()} and ({actions}) and ({outcomes})",
-            "| stats count_distinct(audit.job_name) as jobs, sum(audit.evidence.estimated_savings_usd) as saved"
-            " by audit.team, audit.action, audit.outcome",
+            f"| stats max(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
+            f"| stats count(*) as jobs, sum(job_saved) as saved by {group}",
         ]
     )
 
 
 def stops_by_code_query() -> str:
-    """Stops (done or audit-only) by decision code: why jobs were stopped, and what that saved."""
+    """Stops (done or audit-only) by decision code: why jobs were stopped, and what that saved (per job
+    first)."""
     outcomes = " or ".join(f"audit.outcome = {_literal(o.value)}" for o in REPORTED_OUTCOMES)
+    group = "audit.code, audit.outcome"
     return "\n".join(
         [
             f"filter {_is_audit_record()} and audit.action = {_literal(Action.STOP.value)} and ({outcomes})",
-            "| stats count_distinct(audit.job_name) as jobs, sum(audit.evidence.estimated_savings_usd) as saved"
-            " by audit.code, audit.outcome",
+            f"| stats max(audit.evidence.estimated_savings_usd) as job_saved by {group}, audit.job_name",
+            f"| stats count(*) as jobs, sum(job_saved) as saved by {group}",
         ]
     )
 
@@ -241,14 +256,24 @@ def code_lines(rows: Iterable[Row]) -> list[CodeLine]:
 CENTRAL_PREFIX: Final = "detail."
 _CENTRAL_FIELD_RE = re.compile(r"(?<![\w.@])(audit\.|message\b)")
 MEMBER_COLUMNS: Final = ("detail.member.account", "detail.member.region")
+# One training job: its name is unique only within an account and region (CreateTrainingJob
+# ``TrainingJobName``). A member's log groups are one account's in one region, so there the name tells jobs
+# apart; centrally the member's account and region do with it. Not ``job_arn``: a record may lack it (None).
+CENTRAL_JOB_KEY: Final = (*MEMBER_COLUMNS, "detail.audit.job_name")
+# a stats grouping by job: ``audit.job_name`` last in its ``by`` (rewritten already, under ``detail.``)
+_JOB_GROUP_RE = re.compile(
+    r"(\bstats [^|\n]* by [^|\n]*?)\bdetail\.audit\.job_name(?=[ \t]*(?:\||$))", re.MULTILINE
+)
 
 
 def central_query(query: str) -> str:
     """The same query over the central log group: ``audit.x`` -> ``detail.audit.x``, ``message`` ->
-    ``detail.message``; text inside double quotes (values) is left alone."""
+    ``detail.message``, text inside double quotes (values) left alone; and a ``stats`` grouped by job
+    (``audit.job_name`` last in its ``by``) is grouped by the member's account, region and job name."""
     parts = query.split('"')
     for i in range(0, len(parts), 2):  # even parts are outside string literals
         parts[i] = _CENTRAL_FIELD_RE.sub(lambda m: CENTRAL_PREFIX + m.group(1), parts[i])
+        parts[i] = _JOB_GROUP_RE.sub(lambda m: m.group(1) + ", ".join(CENTRAL_JOB_KEY), parts[i])
     return '"'.join(parts)
 
 

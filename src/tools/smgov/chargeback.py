@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from sagemaker_governance.audit import AUDIT_MESSAGE, Outcome
 from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID
+from smgov.audit_queries import CENTRAL_JOB_KEY, CENTRAL_PREFIX
 
 NO_VALUE: Final = "(none)"
 
@@ -217,7 +218,8 @@ def _literal(value: str) -> str:
 
 
 def jobs_query() -> str:
-    """Per job, its efficiency record's figures (a job ends once: ``max`` folds a duplicate record)."""
+    """Per job (centrally: per member account, region and job name, ``central_query``), its efficiency
+    record's figures (a job ends once: ``max`` folds a duplicate record)."""
     return "\n".join(
         [
             f"filter message = {_literal(AUDIT_MESSAGE)} and audit.rule = {_literal(EFFICIENCY_RULE_ID)}",
@@ -242,6 +244,15 @@ def savings_query() -> str:
     )
 
 
+# A row's job: its name, and in the central view its member's account and region (rows read like a
+# member's, ``detail.`` stripped: ``member.account``); a member's rows have no member fields.
+_JOB_COLUMNS: Final = tuple(column.removeprefix(CENTRAL_PREFIX) for column in CENTRAL_JOB_KEY)
+
+
+def _job_of(row: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(row.get(column, "") for column in _JOB_COLUMNS)
+
+
 def _float(text: str | None) -> float | None:
     if text is None or text.strip() == "":
         return None
@@ -256,15 +267,15 @@ def job_costs_from_rows(
 ) -> list[JobCost]:
     """The two queries' rows joined by job (a stopped job without an efficiency record still counts its
     saving)."""
-    saved = {row.get("audit.job_name", ""): row for row in saving_rows}
+    saved = {_job_of(row): row for row in saving_rows}
     out = []
     seen = set()
     for row in job_rows:
-        name = row.get("audit.job_name", "")
-        seen.add(name)
+        job = _job_of(row)
+        seen.add(job)
         out.append(
             JobCost(
-                job=name,
+                job=job[-1],
                 team=row.get("team") or None,
                 owner=row.get("owner") or None,
                 project=row.get("project") or None,
@@ -273,14 +284,14 @@ def job_costs_from_rows(
                 idle_cost_usd=_float(row.get("idle")),
                 idle_gpu_hours=_float(row.get("idle_gpu_hours")),
                 gpu_utilization_mean_percent=_float(row.get("gpu")),
-                saved_usd=_float(saved.get(name, {}).get("saved")) or 0.0,
+                saved_usd=_float(saved.get(job, {}).get("saved")) or 0.0,
             )
         )
-    for name, row in saved.items():
-        if name not in seen:
+    for job, row in saved.items():
+        if job not in seen:
             out.append(
                 JobCost(
-                    job=name,
+                    job=job[-1],
                     team=row.get("team") or None,
                     owner=row.get("owner") or None,
                     saved_usd=_float(row.get("saved")) or 0.0,

@@ -17,12 +17,17 @@ Three shapes arrive:
   deliver to the central bus (an EventBridge delivery failure whose target is an event bus; the rule's
   ARN names the stack's audit bus). Both are redriven by putting the event on the stack's audit bus
   again, whose rule forwards it.
+- **Audit records the central log group refused** (the audit account's central dead-letter queue,
+  org/audit-account.yaml): an EventBridge delivery failure whose target is a CloudWatch Logs log group. It
+  is redriven by writing the event into that log group as the rule's target writes it (the whole event as
+  the message, its ``time`` as the timestamp), which keeps the member's ``account``; re-putting it on the
+  central bus would make the audit account its sender.
 - **Lambda asynchronous invocation failures** (``EventInvokeConfig`` on-failure destination: the
   reconciler): the body is an invocation record with ``requestContext.functionArn``, ``requestPayload``
   (the original event) and ``responsePayload`` (``errorType``, ``errorMessage``).
 
-Each gives back the original payload and where to redrive it: the function (invoked again), or the
-source queue (the body sent to it again, so the event source mapping delivers it like the first time;
+Each gives back the original payload and where to redrive it: the function (invoked again), the log
+group (written again), or the source queue (the body sent to it again, so the event source mapping delivers it like the first time;
 a record the function failed keeps its delivery owner, ``DeadLetter.owner``).
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -42,7 +48,7 @@ class DeadLetter(BaseModel):
 
     message_id: str
     receipt_handle: str
-    source: Literal["eventbridge", "lambda", "queue", "audit-forward", "unknown"]
+    source: Literal["eventbridge", "lambda", "queue", "audit-forward", "audit-log", "unknown"]
     function_arn: str | None
     error: str
     payload: Any
@@ -51,6 +57,10 @@ class DeadLetter(BaseModel):
     queue_arn: str | None = None  # redrive by sending ``body`` to this queue (instead of invoking)
     bus: str | None = None  # redrive by putting the event (``entry``) on this event bus (an audit record)
     entry: dict[str, Any] | None = None  # the PutEvents entry to put on ``bus``
+    # redrive by writing ``body`` into this log group (ARN) at ``log_timestamp`` (epoch milliseconds): a record
+    # the central audit rule could not write (None when the event has no readable time: not redrivable)
+    log_group: str | None = None
+    log_timestamp: int | None = None
     body: str = ""
     # The delivery ledger's owner of a record the function failed (``events/queue.py``): its original message
     # id, which a redrive carries (SendMessage gives the copy a new one) so that the copy takes over the claim
@@ -61,11 +71,13 @@ class DeadLetter(BaseModel):
     def redrivable(self) -> bool:
         if self.bus is not None:
             return self.entry is not None
+        if self.log_group is not None:
+            return self.log_timestamp is not None and bool(self.body)
         return (self.function_arn is not None or self.queue_arn is not None) and self.payload is not None
 
     @property
     def target(self) -> str | None:
-        return self.bus or self.queue_arn or self.function_arn
+        return self.bus or self.log_group or self.queue_arn or self.function_arn
 
 
 def _attribute(attributes: Mapping[str, Any], name: str) -> str | None:
@@ -98,6 +110,30 @@ def _is_queue(arn: str | None) -> bool:
 
 def _is_bus(arn: str | None) -> bool:
     return bool(arn) and str(arn).split(":")[2:3] == ["events"] and ":event-bus/" in str(arn)
+
+
+def _is_log_group(arn: str | None) -> bool:
+    parts = str(arn or "").split(":")
+    return parts[2:3] == ["logs"] and parts[5:6] == ["log-group"] and len(parts) >= 7
+
+
+def log_group_name(arn: str) -> str:
+    """``arn:aws:logs:<region>:<account>:log-group:<name>[:*]`` -> ``<name>``."""
+    return arn.split(":log-group:", 1)[1].removesuffix(":*")
+
+
+def _event_millis(event: Any) -> int | None:
+    """An EventBridge event's ``time`` (``2026-11-28T10:00:00Z``) in epoch milliseconds (None: none)."""
+    text = event.get("time") if isinstance(event, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return int(moment.timestamp() * 1000)
 
 
 def _audit_entry(event: Any, bus: str) -> dict[str, Any] | None:
@@ -203,6 +239,22 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             job_name=_audit_job(body.get("detail") if isinstance(body, Mapping) else None),
             bus=own_bus,
             entry=_audit_entry(body, own_bus),
+        )
+    if _is_log_group(target):
+        # the central audit rule (org/audit-account.yaml) could not write a member's record to its log group
+        code = _attribute(attributes, "ERROR_CODE") or "Error"
+        millis = _event_millis(body)
+        return DeadLetter(
+            **common,
+            source="audit-log",
+            function_arn=None,
+            error=f"not written to the central log group {target}: {code}: "
+            f"{_attribute(attributes, 'ERROR_MESSAGE') or ''}".strip()
+            + ("" if millis is not None else " (the event has no time to write it at: not redrivable)"),
+            payload=body,
+            job_name=_audit_job(body.get("detail") if isinstance(body, Mapping) else None),
+            log_group=target,
+            log_timestamp=millis,
         )
     if target is not None or rule is not None:
         code = _attribute(attributes, "ERROR_CODE") or "Error"

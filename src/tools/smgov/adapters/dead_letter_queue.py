@@ -1,19 +1,21 @@
-"""The dead-letter queue, for operators (`smgov dlq`): peek, redrive (to the function or to the source
-queue), delete."""
+"""The dead-letter queue, for operators (`smgov dlq`): peek, redrive (to the function, the source queue,
+the stack's audit bus or, in the audit account, the central log group), delete."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Final
 
 from botocore.exceptions import ClientError
 
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE
-from smgov.dead_letters import DeadLetter, parse_dead_letter
+from smgov.dead_letters import DeadLetter, log_group_name, parse_dead_letter
 
 MAX_BATCH = 10
+# The stream a redriven central audit record is written to (the rule's own streams are EventBridge's).
+REDRIVE_LOG_STREAM: Final = "smgov-dlq-redrive"
 
 
 def _owner_attribute(letter: DeadLetter) -> dict[str, Any]:
@@ -32,6 +34,8 @@ class DeadLetterQueue:
             "sqs:GetQueueUrl",  # redrive to a source queue
             "sqs:SendMessage",
             "events:PutEvents",  # redrive an audit record to the stack's audit bus (one audit view)
+            "logs:CreateLogStream",  # redrive a record the central audit rule could not write (audit account)
+            "logs:PutLogEvents",
         }
     )
 
@@ -42,10 +46,12 @@ class DeadLetterQueue:
         queue_url: str,
         source_queues: Mapping[str, str] | None = None,
         events_client: Any = None,
+        logs_client: Callable[[str], Any] | None = None,
     ) -> None:
         self._sqs = sqs
         self._lambda = lambda_client
         self._events = events_client
+        self._logs = logs_client  # region -> a CloudWatch Logs client there
         self._queue_url = queue_url
         self._source_queues = dict(source_queues or {})  # body shape -> the queue it came from
 
@@ -91,6 +97,32 @@ class DeadLetterQueue:
                 f"PutEvents to {letter.bus} failed: {result.get('ErrorCode')}: {result.get('ErrorMessage')}"
             )
 
+    def _write_log(self, letter: DeadLetter) -> None:
+        """Write the event into the log group as the central rule's target does: the whole event, its time as
+        the timestamp (PutLogEvents refuses events more than 14 days old or older than the group's
+        retention, and says so in ``rejectedLogEventsInfo``, not as an error)."""
+        arn = str(letter.log_group)
+        if self._logs is None:
+            raise AdapterError(f"message {letter.message_id}: no CloudWatch Logs client to write it to {arn}")
+        logs, group = self._logs(arn.split(":")[3]), log_group_name(arn)
+        try:
+            logs.create_log_stream(logGroupName=group, logStreamName=REDRIVE_LOG_STREAM)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceAlreadyExistsException":
+                raise AdapterError(f"CreateLogStream in {group} failed: {exc}") from exc
+        event = {"timestamp": letter.log_timestamp, "message": letter.body}
+        try:
+            response = logs.put_log_events(logGroupName=group, logStreamName=REDRIVE_LOG_STREAM, logEvents=[event])
+        except ClientError as exc:
+            raise AdapterError(f"PutLogEvents to {group} failed: {exc}") from exc
+        rejected = response.get("rejectedLogEventsInfo")
+        if rejected:
+            raise AdapterError(
+                f"{group} refused the record at its time ({json.dumps(rejected, sort_keys=True)}): CloudWatch Logs "
+                "takes no event more than 14 days old or older than the group's retention; it stays in the queue "
+                "(the member's own log group still has it: README, One audit view)"
+            )
+
     def redrive(self, letter: DeadLetter) -> None:
         """Send the original message back to its queue, or invoke the function asynchronously with the
         original payload; then delete the message (only once the queue or Lambda accepted it). A record the
@@ -100,6 +132,8 @@ class DeadLetterQueue:
             raise AdapterError(f"message {letter.message_id} has no function, queue or payload to redrive")
         if letter.bus is not None and letter.entry is not None:
             self._put_event(letter)
+        elif letter.log_group is not None:
+            self._write_log(letter)
         elif letter.queue_arn is not None:
             name, account = letter.queue_arn.rsplit(":", 2)[-1], letter.queue_arn.split(":")[4]
             try:

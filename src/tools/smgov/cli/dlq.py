@@ -22,14 +22,22 @@ def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
     url = args.queue_url
     if url is None:
         outputs = stack_outputs(args.stack)
-        if "DeadLetterQueueUrl" not in outputs:
-            raise SystemExit(f"stack {args.stack} has no DeadLetterQueueUrl output")
-        url = outputs["DeadLetterQueueUrl"]
+        # a member stack's queue, or the audit account's central one (org/audit-account.yaml)
+        url = outputs.get("DeadLetterQueueUrl") or outputs.get("CentralDeadLetterQueueUrl")
+        if url is None:
+            raise SystemExit(f"stack {args.stack} has no DeadLetterQueueUrl or CentralDeadLetterQueueUrl output")
         # where a message without DeadLetterQueueSourceArn came from, by the shape of its body
         for shape, key in (("eventbridge", "JobEventsQueueArn"), ("sns", "AlarmQueueArn")):
             if key in outputs:
                 sources[shape] = outputs[key]
-    return DeadLetterQueue(boto3.client("sqs"), boto3.client("lambda"), url, sources, boto3.client("events"))
+    return DeadLetterQueue(
+        boto3.client("sqs"),
+        boto3.client("lambda"),
+        url,
+        sources,
+        boto3.client("events"),
+        logs_client=lambda region: boto3.client("logs", region_name=region),  # the log group's region
+    )
 
 
 def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None) -> int:
@@ -53,7 +61,8 @@ def cmd_dlq_list(args: argparse.Namespace, queue: DeadLetterQueue | None = None)
             f"{letter.message_id:<38} {letter.source:<13} {(letter.job_name or '-')[:32]:<32} {letter.error[:100]}"
         )
     print(
-        f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their queue, function or audit bus."
+        f"\n{len(letters)} message(s); `smgov dlq redrive` sends them back to their queue, function, audit bus"
+        " or central log group."
     )
     return 0
 
@@ -89,7 +98,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dlq_sub = dlq.add_subparsers(dest="dlq_command", required=True)
     for name, func, text in (
         ("list", cmd_dlq_list, "show what failed, with the error (messages stay in the queue)"),
-        ("redrive", cmd_dlq_redrive, "send each original event back to its queue or function, then delete it"),
+        (
+            "redrive",
+            cmd_dlq_redrive,
+            "send each original event back to its queue, function, audit bus or log group, then delete it",
+        ),
     ):
         command = dlq_sub.add_parser(name, help=text)
         where = command.add_mutually_exclusive_group()
