@@ -433,8 +433,11 @@ def test_an_interruption_read_while_the_job_waits_for_capacity_moves_it(clock: C
 
 
 def ledger_account(clock: Clock) -> Any:
-    """The deployed wiring: the delivery ledger's table in moto."""
-    account = local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER}, log_audit=False)
+    """The deployed wiring: the delivery ledger's table in moto. Its Spot jobs train 3 hours (``interrupt``)
+    before they move, which is all the training their lineage has when a move's clone fails: resuming such a
+    clone takes a ``min_training_hours`` they meet (3)."""
+    env = {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER, "RESUME_MIN_TRAINING_HOURS": "3"}
+    account = local_account(clock, env, log_audit=False)
     return account
 
 

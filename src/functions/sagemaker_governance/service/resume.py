@@ -94,6 +94,7 @@ from sagemaker_governance.domain.resume import (
     may_be_new_spot_start,
     next_clone_name,
     resume_after_tag,
+    source_qualifies,
     storm_move_wanted,
 )
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
@@ -666,12 +667,18 @@ class AutoResumeReaction(_CloneReaction):
         resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
         or the source no longer exists. A read that fails (throttled) raises ``AdapterError``: the source is
         not assumed ended (do no harm: no clone), and the decision is not made without it either, so the
-        delivery (or the reconciler's next run) is retried rather than completed without a resume."""
+        delivery (or the reconciler's next run) is retried rather than completed without a resume. Its tags
+        are read too (``ListTags``) when they may carry the job's qualification (``source_qualifies``: a Spot
+        move of an auto-resumed clone, say)."""
         name = tags.get(TAG_SOURCE)
         if not name or name == job.name:
             return None
         try:
-            return TrainingJob.model_validate(self._jobs.describe(name))
+            described = self._jobs.describe(name)
+            if not source_qualifies(job.name, tags):
+                return TrainingJob.model_validate(described)
+            source_tags = self._jobs.list_tags(str(described.get("TrainingJobArn") or name))
+            return TrainingJob.model_validate({**described, "Tags": source_tags})
         except JobNotFound:
             return None
         except AdapterError as exc:
