@@ -322,6 +322,34 @@ def test_short_runs_are_not_resumed(account: LocalAccount, clock: Clock) -> None
     assert resume_records(account)[0].code == "resume.skip.too-short"
 
 
+def test_a_deferred_resume_whose_clone_sagemaker_refuses_is_settled_and_not_tried_again(
+    account: LocalAccount, clock: Clock
+) -> None:
+    # Given a clone auto-resume made that failed transiently after 26 h, its resume deferred for the second
+    # attempt's backoff (tagged smgov:resume-after for the reconciler)
+    lineage = {TAG_ROOT: "llm-sft-v", TAG_ATTEMPT: "1", TAG_SOURCE: "llm-sft-v", TAG_REASON: "failed-transient"}
+    launch(account, "llm-sft-v-r1", tags={"team": "vision", "cost-center": "cc-1234", **lineage})
+    account.invoke(handler, fail_after(account, clock, "llm-sft-v-r1", hours=26))
+    assert resume_records(account)[-1].code == "resume.defer.backoff"
+    refusal = SageMakerError("ValidationException", "The request is invalid for this account", 400)
+    # When the reconciler runs once the backoff has elapsed and SageMaker refuses the clone's request, then
+    # runs again (SageMaker would refuse it again)
+    clock.advance(minutes=16)
+    account.sagemaker.fail_next["CreateTrainingJob"] = refusal
+    account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    clock.advance(minutes=10)
+    account.sagemaker.fail_next["CreateTrainingJob"] = refusal
+    account.invoke(reconciler, load_event("scheduled-reconcile.json"))
+    # Then the refusal is recorded once and settles the deferral: the second run neither asks SageMaker to
+    # create the clone again nor records it again
+    refused = [
+        r for r in resume_records(account) if r.job_name == "llm-sft-v-r1" and r.code != "resume.defer.backoff"
+    ]
+    assert [(r.code, r.outcome.value) for r in refused] == [("resume.skip.not-clonable", "no-action")]
+    assert account.sagemaker.calls["CreateTrainingJob"] == 1 and account.sagemaker.created == []
+    assert tags_of(account, "llm-sft-v-r1")[TAG_RESUME_SETTLED] == "resume.skip.not-clonable"
+
+
 def test_a_failed_event_redriven_from_the_dead_letter_queue_days_later_clones_nothing(
     account: LocalAccount, clock: Clock
 ) -> None:
@@ -433,8 +461,11 @@ def test_an_interruption_read_while_the_job_waits_for_capacity_moves_it(clock: C
 
 
 def ledger_account(clock: Clock) -> Any:
-    """The deployed wiring: the delivery ledger's table in moto."""
-    account = local_account(clock, {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER}, log_audit=False)
+    """The deployed wiring: the delivery ledger's table in moto. Its Spot jobs train 3 hours (``interrupt``)
+    before they move, which is all the training their lineage has when a move's clone fails: resuming such a
+    clone takes a ``min_training_hours`` they meet (3)."""
+    env = {**ENFORCE, "IDEMPOTENCY_TABLE_NAME": LEDGER, "RESUME_MIN_TRAINING_HOURS": "3"}
+    account = local_account(clock, env, log_audit=False)
     return account
 
 

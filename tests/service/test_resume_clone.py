@@ -16,6 +16,7 @@ from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusiness
 from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
+    TAG_REASON,
     TAG_RESUME_AFTER,
     TAG_RESUME_SETTLED,
     TAG_ROOT,
@@ -45,6 +46,7 @@ from tests.service.conftest import Calls, FakeNotifier, FixedPolicies, MemoryLed
 NOW = T0 + timedelta(days=3)
 ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1"
 ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+ISE = "InternalServerError: We encountered an internal error. Please try again."
 EVENT = Trigger(kind="event", event_id="e-1")
 
 
@@ -521,17 +523,73 @@ def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     assert world.sagemaker.created == []
 
 
+# ---- qualification of a clone auto-resume did not make ---------------------------------------------------
+
+
+def spot_fallback_clone(world: World, name: str, source: str, attempt: int, *, trained: timedelta) -> TrainingJob:
+    """``name``, the On-Demand clone the Spot fallback made of ``source`` when it ran out of
+    MaxWaitTimeInSeconds, failed on an internal error after ``trained``."""
+    lineage = {**clone_of(source, attempt), TAG_REASON: "spot-max-wait"}
+    return world.sagemaker.add(
+        failed_description(name, trained=trained, reason=ISE, **recent_failure(30, trained)), {**TAGS, **lineage}
+    )
+
+
+def ended_spot_source(world: World, name: str, tags: dict[str, str], *, trained: timedelta) -> None:
+    """``name``, a Spot job that trained ``trained`` and ended at MaxWaitTimeExceeded an hour before NOW."""
+    description = failed_description(
+        name,
+        trained=trained,
+        TrainingJobStatus="Stopped",
+        SecondaryStatus="MaxWaitTimeExceeded",
+        FailureReason=None,
+        EnableManagedSpotTraining=True,
+        **recent_failure(60, trained),
+    )
+    world.sagemaker.add(description, tags)
+
+
+def test_a_spot_fallbacks_clone_is_resumed_only_when_its_lineage_trained_long_enough() -> None:
+    # Given the On-Demand clone of a Spot job (a job governance did not create) that trained 20 minutes, the
+    # clone failed transiently after 6 minutes: the lineage trained less than the default 1 h
+    world = World(evidence=FailureEvidence())
+    job = spot_fallback_clone(world, "llm-sft-1-r1", "llm-sft-1", 1, trained=timedelta(minutes=6))
+    ended_spot_source(world, "llm-sft-1", TAGS, trained=timedelta(minutes=20))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is too short: its source is read (DescribeTrainingJob), not its tags (it is the lineage's root)
+    assert decision.code == "resume.skip.too-short"
+    assert "describe llm-sft-1" in world.calls.log and "list-tags llm-sft-1" not in world.calls.log
+    assert world.codes() == [("resume.skip.too-short", "no-action")] and world.sagemaker.created == []
+
+
+def test_a_spot_fallbacks_clone_of_an_auto_resumed_clone_inherits_its_qualification() -> None:
+    # Given llm-sft-1-r2, the On-Demand clone the Spot fallback made of llm-sft-1-r1, itself a clone auto-resume
+    # made; both trained minutes
+    policy = {"mode": "enforce", "resume": {"max_attempts": 3, "backoff_minutes": [0]}}
+    world = World(evidence=FailureEvidence(), policy=policy)
+    job = spot_fallback_clone(world, "llm-sft-1-r2", "llm-sft-1-r1", 2, trained=timedelta(minutes=6))
+    auto_resumed = {**TAGS, **clone_of("llm-sft-1", 1), TAG_REASON: "failed-transient"}
+    ended_spot_source(world, "llm-sft-1-r1", auto_resumed, trained=timedelta(minutes=20))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the source's tags are read too, and the qualification its resume checked carries the clone: resumed
+    assert "list-tags llm-sft-1-r1" in world.calls.log
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r3"]
+
+
 # ---- backing off between attempts ------------------------------------------------------------------------
 
 
-def recent_failure(minutes_ago: int) -> dict[str, Any]:
-    """Overrides that make the job fail ``minutes_ago`` before NOW (after 26 h of training)."""
+def recent_failure(minutes_ago: int, trained: timedelta = timedelta(hours=26)) -> dict[str, Any]:
+    """Overrides that make the job fail ``minutes_ago`` before NOW (after ``trained``, 26 h unless given)."""
     failed = NOW - timedelta(minutes=minutes_ago)
-    start = failed - timedelta(hours=26, minutes=7)
+    start = failed - trained - timedelta(minutes=7)
     history = transitions(
         ("Starting", timedelta(minutes=3)),
         ("Downloading", timedelta(minutes=4)),
-        ("Training", timedelta(hours=26)),
+        ("Training", trained),
         ("Failed", timedelta(0)),
         start=start,
     )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_FAILURE, TAG_ROOT, TAG_STRIKES
+from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_FAILURE, TAG_REASON, TAG_ROOT, TAG_STRIKES
 from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.failure_evidence import (
     CheckpointProgress,
@@ -670,7 +670,8 @@ def test_a_code_bug_is_never_resumed_even_when_the_reason_looks_transient_to_a_l
 
 
 def lineage(attempt: int, failure: str | None = None, strikes: int = 0) -> dict[str, str]:
-    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: str(attempt)}
+    """The tags of a clone auto-resume made (attempt ``attempt``)."""
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: str(attempt), TAG_REASON: "failed-transient"}
     if failure:
         tags[TAG_FAILURE] = failure
     if strikes:

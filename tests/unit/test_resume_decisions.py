@@ -275,11 +275,92 @@ def test_a_job_governance_did_not_create_ignores_a_stray_retries_tag() -> None:
 
 
 def test_a_clone_inherits_its_lineages_qualification() -> None:
-    # A clone that failed on capacity before training is resumed within the budget.
-    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "1"}
+    # A clone auto-resume made that failed on capacity before training is resumed within the budget.
+    tags = {**TAGS, TAG_ROOT: "llm-sft-1", TAG_ATTEMPT: "1", TAG_REASON: "failed-transient"}
     description = failed_description("llm-sft-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
     (decision,) = resume(description, tags, ResumePolicy(min_training_hours=4, max_attempts=3)).decisions
     assert decision.action is Action.CLONE and decision.evidence["clone_name"] == "llm-sft-1-r2"
+
+
+def test_a_storm_moves_clone_that_trained_minutes_is_not_worth_resuming() -> None:
+    # Given the On-Demand clone a Spot storm move made of a job before it billed, which failed on an internal
+    # error after 6 minutes of training: nothing in its lineage ever met min_training_hours
+    tags = {**TAGS, TAG_ROOT: "new-job", TAG_ATTEMPT: "1", TAG_SOURCE: "new-job", TAG_REASON: "spot-storm"}
+    description = failed_description("new-job-r1", trained=timedelta(minutes=6), reason=ISE)
+    # When auto-resume decides on it
+    (decision,) = resume(description, tags, ResumePolicy(backoff_minutes=(0,))).decisions
+    # Then it is too short to resume, as the same failure of a job governance did not create would be
+    assert decision.action is Action.NONE and decision.code == ResumeCode.TOO_SHORT
+    (first,) = resume(failed_description("new-job", trained=timedelta(minutes=6), reason=ISE)).decisions
+    assert first.code == ResumeCode.TOO_SHORT
+
+
+def test_a_spot_fallbacks_clone_counts_its_sources_training() -> None:
+    # Given the On-Demand clone of a Spot job that trained 3 h before it ran out of MaxWaitTimeInSeconds, the
+    # clone failed on capacity before it trained at all
+    tags = {
+        **TAGS,
+        TAG_ROOT: "bert-spot-1",
+        TAG_ATTEMPT: "1",
+        TAG_SOURCE: "bert-spot-1",
+        TAG_REASON: "spot-max-wait",
+    }
+    description = failed_description("bert-spot-1-r1", trained=timedelta(0), reason="CapacityError: no capacity")
+    source = as_job(spot_description(interruptions=3, status="Stopped", secondary="MaxWaitTimeExceeded"))
+    # When auto-resume decides on it under a 2 h and a 4 h min_training_hours
+    (resumed,) = resume(
+        description, tags, ResumePolicy(min_training_hours=2, backoff_minutes=(0,)), source=source
+    ).decisions
+    (short,) = resume(
+        description, tags, ResumePolicy(min_training_hours=4, backoff_minutes=(0,)), source=source
+    ).decisions
+    # Then the lineage's 3 h (its own and its source's) decide: resumed under 2 h, too short under 4 h
+    assert resumed.code == ResumeCode.CLONE and resumed.evidence["lineage_training_hours"] == 3
+    assert short.code == ResumeCode.TOO_SHORT and short.evidence["source_training_hours"] == 3
+    # and a source that could not be found, or a job other than the one its tag names, counts nothing: the
+    # clone's own training alone is too short
+    (unknown,) = resume(description, tags, ResumePolicy(min_training_hours=2, backoff_minutes=(0,))).decisions
+    assert unknown.code == ResumeCode.TOO_SHORT and unknown.evidence["lineage_training_hours"] == 0
+    stranger = as_job(
+        spot_description("bert-spot-2", interruptions=3, status="Stopped", secondary="MaxWaitTimeExceeded")
+    )
+    (other,) = resume(
+        description, tags, ResumePolicy(min_training_hours=2, backoff_minutes=(0,)), source=stranger
+    ).decisions
+    assert other.code == ResumeCode.TOO_SHORT and other.evidence["lineage_training_hours"] == 0
+
+
+def test_a_spot_move_of_an_auto_resumed_clone_inherits_its_sources_qualification() -> None:
+    # Given llm-sft-1-r2, the On-Demand clone of llm-sft-1-r1 (on Spot, a clone auto-resume made after
+    # llm-sft-1 trained long enough), each of the two having trained less than min_training_hours
+    tags = {
+        **TAGS,
+        TAG_ROOT: "llm-sft-1",
+        TAG_ATTEMPT: "2",
+        TAG_SOURCE: "llm-sft-1-r1",
+        TAG_REASON: "spot-max-wait",
+    }
+    description = failed_description("llm-sft-1-r2", trained=timedelta(minutes=6), reason=ISE)
+    resumed_by_auto_resume = {
+        **TAGS,
+        TAG_ROOT: "llm-sft-1",
+        TAG_ATTEMPT: "1",
+        TAG_SOURCE: "llm-sft-1",
+        TAG_REASON: "failed-transient",
+    }
+    spot_source = spot_description(
+        "llm-sft-1-r1", interruptions=1, status="Stopped", secondary="MaxWaitTimeExceeded"
+    )
+    policy = ResumePolicy(min_training_hours=4, max_attempts=3, backoff_minutes=(0,))
+    # When auto-resume decides on it with its source's tags read
+    (decision,) = resume(description, tags, policy, source=as_job(spot_source, resumed_by_auto_resume)).decisions
+    # Then it inherits the qualification the source's resume checked
+    assert decision.code == ResumeCode.CLONE and decision.evidence["qualified_by"] == "llm-sft-1-r1"
+    # while a source of another lineage, or one whose tags are not known, lends it none
+    other = {**resumed_by_auto_resume, TAG_ROOT: "other-job"}
+    (foreign,) = resume(description, tags, policy, source=as_job(spot_source, other)).decisions
+    (untagged,) = resume(description, tags, policy, source=as_job(spot_source, {})).decisions
+    assert foreign.code == untagged.code == ResumeCode.TOO_SHORT
 
 
 def test_a_clone_whose_source_still_runs_is_not_resumed() -> None:

@@ -12,8 +12,11 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
   alone decides, and the evidence says so;
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
-  timestamps (days included). A clone made by governance inherits its lineage's qualification, so a
-  clone that fails again while starting (e.g. on capacity) is still resumed within the budget;
+  timestamps (days included). A clone auto-resume made (``smgov:resume-reason`` failed-transient)
+  inherits its lineage's qualification, so a clone that fails again while starting (e.g. on capacity) is
+  still resumed within the budget. Any other clone (a Spot or storm move, a Spot alternative, ``smgov
+  resume`` by hand) never met it: its training and its source's count, or the source's qualification
+  when auto-resume made the source; generations further back are not counted (do no harm);
 - no orchestrator owns the job (a tuning, AutoML or labeling job, a Pipelines step, an AWS Batch service
   job: ``domain/orchestrators.py`` says how each is recognised); it retries the job itself;
 - the lineage's retry budget is not spent (attempt number from the lineage tags, plus the retries
@@ -68,6 +71,7 @@ from sagemaker_governance.domain.clone import (
     TAG_RESUME_AFTER,
     TAG_RESUME_SETTLED,
     TAG_RETRIES,
+    TAG_ROOT,
     TAG_SOURCE,
     TAG_STRIKES,
     ClonePlan,
@@ -118,7 +122,7 @@ class ResumeCode(StrEnum):
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
     CHECKPOINT_UNREADABLE = "resume.skip.checkpoint-unreadable"  # the listing failed: progress not confirmed
-    TOO_SHORT = "resume.skip.too-short"  # trained less than min_training_hours (first attempt)
+    TOO_SHORT = "resume.skip.too-short"  # the lineage trained less than min_training_hours, as far as known
     BAD_LINEAGE = "resume.skip.bad-lineage"  # the lineage tags cannot be trusted
     ORCHESTRATED = "resume.skip.orchestrated"  # a tuning/AutoML/labeling job, Pipelines step or Batch job owns it
     BUDGET_SPENT = "resume.skip.budget-spent"  # max_attempts reached for the lineage
@@ -462,18 +466,9 @@ def decide_resume(
     )
     if held is not None:
         return held
-    try:
-        first_attempt = Lineage.of(job.name, tags).attempt == 0
-    except LineageError:
-        first_attempt = True  # _plan reports the broken lineage
-    if first_attempt and hours < resume.min_training_hours:
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.TOO_SHORT,
-            mode,
-            f"not resumed: it trained {hours:g} h, less than the {resume.min_training_hours:g} h worth resuming",
-            evidence,
-        )
+    short = _too_short(job, tags, source, hours, resume, mode, ctx.now, evidence)
+    if short is not None:
+        return short
     planned = _plan(
         RESUME_RULE_ID,
         ResumeCode,
@@ -546,6 +541,77 @@ def decide_resume(
         request=planned.request,
     )
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def _too_short(
+    job: TrainingJob,
+    tags: Mapping[str, str],
+    source: TrainingJob | None,
+    hours: float,
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    evidence: dict[str, Any],
+) -> CloneDecision | None:
+    """``resume.skip.too-short`` when the lineage has not trained ``min_training_hours``, as far as it is
+    known; None: long enough. A job governance did not create (or whose lineage tags are broken: ``_plan``
+    reports them) counts its own training. A clone auto-resume made (``smgov:resume-reason`` failed-transient)
+    inherits the qualification its resume checked, so one that fails again while starting is still resumed.
+    Any other clone (a Spot or storm move, a Spot alternative, a ``MaxWaitTimeExceeded`` fallback, ``smgov
+    resume`` by hand, no reason tag) never met it: its own training and its source's (``source``, as read now;
+    none when not read) count, unless the source is itself a clone auto-resume made in the same lineage (its
+    tags, when read), whose qualification it inherits. Generations further back are not counted: a lineage
+    whose training is not known to be long enough is not resumed (do no harm)."""
+    try:
+        lineage = Lineage.of(job.name, tags)
+    except LineageError:
+        lineage = Lineage(root=job.name, attempt=0)
+    if lineage.attempt > 0 and tags.get(TAG_REASON) == ResumeReason.FAILED:
+        return None
+    trained = hours
+    if source is not None and source.name != tags.get(TAG_SOURCE):
+        source = None  # not the job this one was cloned from (an offline answer): nothing is known of that one
+    if lineage.attempt > 0:
+        if source is not None and _resumed_in(source, lineage.root):
+            evidence["qualified_by"] = source.name
+            return None
+        if source is not None:
+            source_hours = round(source.training_seconds(now) / 3600, 2)
+            evidence["source_training_hours"] = source_hours
+            trained = round(hours + source_hours, 2)
+        evidence["lineage_training_hours"] = trained
+    if trained >= resume.min_training_hours:
+        return None
+    counted = ""
+    if lineage.attempt > 0:
+        made = f"a {tags.get(TAG_REASON) or 'governance'} clone, which auto-resume did not make"
+        known = f"{trained:g} h with its source's" if source is not None else "its source's training unknown"
+        counted = f" ({made}; {known})"
+    return _none(
+        RESUME_RULE_ID,
+        ResumeCode.TOO_SHORT,
+        mode,
+        f"not resumed: it trained {hours:g} h{counted}, less than the {resume.min_training_hours:g} h worth "
+        "resuming",
+        evidence,
+    )
+
+
+def source_qualifies(job_name: str, tags: Mapping[str, str]) -> bool:
+    """Whether a failed job's source may carry its qualification for auto-resume: the job is a clone auto-resume
+    did not make, of a source that is itself a clone (attempt 2 or later). Its source's tags are read then
+    (``ListTags``): a source auto-resume made lends the job its qualification (``_too_short``)."""
+    try:
+        lineage = Lineage.of(job_name, tags)
+    except LineageError:
+        return False
+    return lineage.attempt > 1 and tags.get(TAG_REASON) != ResumeReason.FAILED
+
+
+def _resumed_in(source: TrainingJob, root: str) -> bool:
+    """Whether ``source`` is a clone auto-resume made in lineage ``root`` (its tags, when they were read)."""
+    tags = source.tags or {}
+    return tags.get(TAG_REASON) == ResumeReason.FAILED and tags.get(TAG_ROOT) == root
 
 
 def _dated_in_time(

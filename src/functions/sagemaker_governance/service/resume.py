@@ -94,6 +94,7 @@ from sagemaker_governance.domain.resume import (
     may_be_new_spot_start,
     next_clone_name,
     resume_after_tag,
+    source_qualifies,
     storm_move_wanted,
 )
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
@@ -457,7 +458,9 @@ class _CloneReaction:
         exc: InvalidCloneRequest,
     ) -> tuple[Decision, ...]:
         """SageMaker (or botocore) refused the clone's request as invalid: a retry would meet the same refusal,
-        so it is recorded as not clonable (the source is left as it is) and not raised for a redelivery."""
+        so it is recorded as not clonable (the source is left as it is) and not raised for a redelivery. A
+        deferred resume so refused is settled with that code (``_settle``): the reconciler, which lists the
+        job at every run of its look-back, would otherwise ask for the same clone and record it again."""
         refused = Decision(
             rule=self.rule,
             code=self.codes.NOT_CLONABLE,
@@ -467,6 +470,7 @@ class _CloneReaction:
             evidence={**clone.evidence, "refused": str(exc)},
         )
         self._record(refused, job, policy, trigger, Outcome.NO_ACTION)
+        self._settle(CloneDecision(decisions=(refused,)), job)
         if stop is not None:
             self._record(
                 stop, job, policy, trigger, Outcome.SKIPPED, reason=f"{stop.reason} (not stopped: no clone)"
@@ -496,10 +500,10 @@ class _CloneReaction:
         self._record(decision, job, policy, trigger, Outcome.DEFERRED)
 
     def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
-        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``): tag it
-        ``smgov:resume-settled=<code>`` (``AddTags``, as the deferral was tagged: the service has no
-        ``DeleteTags``), so that the reconciler, which lists it at every run of its look-back, does not
-        decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``, or its
+        clone's request refused as invalid): tag it ``smgov:resume-settled=<code>`` (``AddTags``, as the
+        deferral was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at
+        every run of its look-back, does not decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
         and the next run decides (and records) it again and tags it then."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
@@ -666,12 +670,18 @@ class AutoResumeReaction(_CloneReaction):
         resumed while it still runs (``DescribeTrainingJob``, only for a failed clone). None: not a clone,
         or the source no longer exists. A read that fails (throttled) raises ``AdapterError``: the source is
         not assumed ended (do no harm: no clone), and the decision is not made without it either, so the
-        delivery (or the reconciler's next run) is retried rather than completed without a resume."""
+        delivery (or the reconciler's next run) is retried rather than completed without a resume. Its tags
+        are read too (``ListTags``) when they may carry the job's qualification (``source_qualifies``: a Spot
+        move of an auto-resumed clone, say)."""
         name = tags.get(TAG_SOURCE)
         if not name or name == job.name:
             return None
         try:
-            return TrainingJob.model_validate(self._jobs.describe(name))
+            described = self._jobs.describe(name)
+            if not source_qualifies(job.name, tags):
+                return TrainingJob.model_validate(described)
+            source_tags = self._jobs.list_tags(str(described.get("TrainingJobArn") or name))
+            return TrainingJob.model_validate({**described, "Tags": source_tags})
         except JobNotFound:
             return None
         except AdapterError as exc:
