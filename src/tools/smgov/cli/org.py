@@ -56,6 +56,21 @@ def cmd_policy_template(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_deploy_check(args: argparse.Namespace) -> int:
+    from smgov.org_deploy import DeployRefused, check, describe_output, given_parameters, previous_parameters
+
+    try:
+        previous = previous_parameters(describe_output(Path(args.previous).read_text()))
+        lines = check(previous, given_parameters(args.parameters), confirm_remove=args.confirm_remove)
+    except (OSError, ValueError) as exc:
+        errors = exc.errors if isinstance(exc, DeployRefused) else [str(exc)]
+        return fail("org-deploy refused, nothing deployed:\n" + "\n".join(f"  - {e}" for e in errors), EXIT_USAGE)
+    print("first deploy" if previous is None else "upgrade (parameters not given keep their previous value)")
+    for line in lines or ["no parameter changes"]:
+        print(f"  {line}")
+    return EXIT_OK
+
+
 def register(sub: Any) -> None:
     org = sub.add_parser("org", help="deploy across an AWS Organization (StackSets)")
     org_sub = org.add_subparsers(dest="org_command", required=True)
@@ -79,3 +94,16 @@ def register(sub: Any) -> None:
         "--parameter-name", default="/sagemaker-governance/policy", help="PolicyParameterName of the members"
     )
     policy.set_defaults(func=cmd_policy_template)
+    deploy = org_sub.add_parser(
+        "deploy-check",
+        help="`make org-deploy`'s guard: compare the parameters it passes with the stack's previous ones; refuse "
+        "a first deploy without OUs, and removing OUs, regions or the central audit bus unless --confirm-remove",
+    )
+    deploy.add_argument(
+        "previous", metavar="DESCRIBE_STACKS.json", help="describe-stacks output ({} for no stack)"
+    )
+    deploy.add_argument("parameters", nargs="*", metavar="Key=Value", help="the --parameter-overrides passed")
+    deploy.add_argument(
+        "--confirm-remove", action="store_true", help="allow removing OUs, regions, the central bus"
+    )
+    deploy.set_defaults(func=cmd_deploy_check)
