@@ -143,3 +143,11 @@ def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str,
         assert any(arn.endswith("/AWSLambdaBasicExecutionRole") for arn in role["ManagedPolicyArns"])
         granted |= LAMBDA_BASIC_EXECUTION
         assert granted == contracted_actions(function, True, source["Resources"][function]), function
+
+
+def test_operations_run_at_the_concurrency_they_name(stackset: dict[str, Any]) -> None:
+    # STRICT_FAILURE_TOLERANCE (the default) would start at FailureTolerance + 1 accounts, not
+    # MaxConcurrentPercentage (StackSetOperationPreferences.ConcurrencyMode)
+    preferences = stackset["OperationPreferences"]
+    assert preferences["ConcurrencyMode"] == "SOFT_FAILURE_TOLERANCE"
+    assert {"MaxConcurrentPercentage", "FailureTolerancePercentage"} <= set(preferences)

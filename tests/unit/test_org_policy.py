@@ -121,3 +121,9 @@ def test_cli_writes_the_template_or_lists_every_error(
     broken.write_text(yaml.safe_dump(spec))
     assert main(["org", "policy-template", str(broken), "-o", str(tmp_path / "x.json")]) == 1
     assert "org: mode" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+def test_the_policy_stackset_runs_at_the_concurrency_it_names(spec: dict[str, Any], base: dict[str, Any]) -> None:
+    template = stackset_template(spec, effective_documents(spec, base), "/sagemaker-governance/policy")
+    for resource in template["Resources"].values():
+        assert resource["Properties"]["OperationPreferences"]["ConcurrencyMode"] == "SOFT_FAILURE_TOLERANCE"

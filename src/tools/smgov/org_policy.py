@@ -169,7 +169,9 @@ def stackset_template(
                     "CallAs": {"Ref": "CallAs"},
                     "AutoDeployment": {"Enabled": True, "RetainStacksOnAccountRemoval": False},
                     "ManagedExecution": {"Active": True},
+                    # as org/stackset.yaml: MaxConcurrentPercentage at once, not FailureTolerance + 1
                     "OperationPreferences": {
+                        "ConcurrencyMode": "SOFT_FAILURE_TOLERANCE",
                         "RegionConcurrencyType": "PARALLEL",
                         "MaxConcurrentPercentage": 50,
                         "FailureTolerancePercentage": 10,
