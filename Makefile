@@ -128,7 +128,8 @@ org-package: build
 	mkdir -p $(ORG_DIR)
 	$(BIN)/sam package --template-file .aws-sam/build/template.yaml --region $(ORG_HOME) \
 		--s3-bucket $(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME) --output-template-file $(ORG_DIR)/packaged.yaml
-	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json > $(ORG_DIR)/keys.txt
+	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json \
+		--region $(ORG_HOME) > $(ORG_DIR)/keys.txt
 	for region in $(ORG_REGIONS); do \
 		[ "$$region" = "$(ORG_HOME)" ] && continue; \
 		for key in $$(cat $(ORG_DIR)/keys.txt); do \

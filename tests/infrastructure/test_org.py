@@ -140,7 +140,8 @@ def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str,
                 granted |= set(
                     statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 )
-        assert any(arn.endswith("/AWSLambdaBasicExecutionRole") for arn in role["ManagedPolicyArns"])
+        basic = {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"}
+        assert basic in role["ManagedPolicyArns"]
         granted |= LAMBDA_BASIC_EXECUTION
         assert granted == contracted_actions(function, True, source["Resources"][function]), function
 
@@ -151,3 +152,30 @@ def test_operations_run_at_the_concurrency_they_name(stackset: dict[str, Any]) -
     preferences = stackset["OperationPreferences"]
     assert preferences["ConcurrencyMode"] == "SOFT_FAILURE_TOLERANCE"
     assert {"MaxConcurrentPercentage", "FailureTolerancePercentage"} <= set(preferences)
+
+
+def test_the_member_names_no_partition(member: dict[str, Any]) -> None:
+    # the StackSet deploys one template everywhere: the translator's own ARNs (the basic execution role's
+    # managed policy) were arn:aws:..., wrong in aws-cn and aws-us-gov
+    text = json.dumps(member)
+    assert '"arn:aws' not in text
+    assert text.count("arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole") == 3
+
+
+def test_partition_neutral_leaves_substitutions_alone() -> None:
+    from smgov.org_member import partition_neutral
+
+    template = {
+        "A": "arn:aws:iam::aws:policy/x",
+        "B": {"Fn::Sub": "arn:aws:s3:::${Bucket}"},
+        "C": ["arn:aws-cn:iam::aws:policy/x", "arn:aws:sns:${AWS::Region}:1:t", "not an arn:aws:"],
+    }
+    assert partition_neutral(template) == {
+        "A": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/x"},
+        "B": {"Fn::Sub": "arn:aws:s3:::${Bucket}"},
+        "C": [
+            {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/x"},
+            "arn:aws:sns:${AWS::Region}:1:t",
+            "not an arn:aws:",
+        ],
+    }

@@ -81,7 +81,11 @@ def register(sub: Any) -> None:
     )
     member.add_argument("packaged", metavar="PACKAGED.yaml")
     member.add_argument("--output", "-o", required=True, metavar="MEMBER.json")
-    member.add_argument("--region", default="us-east-1", help="region the translator assumes (partition only)")
+    member.add_argument(
+        "--region",
+        default="us-east-1",
+        help="region the translator assumes; the ARNs it builds are rewritten to ${AWS::Partition}",
+    )
     member.set_defaults(func=cmd_member_template)
     policy = org_sub.add_parser(
         "policy-template",
