@@ -127,3 +127,34 @@ def test_the_policy_stackset_runs_at_the_concurrency_it_names(spec: dict[str, An
     template = stackset_template(spec, effective_documents(spec, base), "/sagemaker-governance/policy")
     for resource in template["Resources"].values():
         assert resource["Properties"]["OperationPreferences"]["ConcurrencyMode"] == "SOFT_FAILURE_TOLERANCE"
+
+
+def test_cli_warns_when_the_template_is_too_large_to_send_in_the_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict[str, Any]
+) -> None:
+    # 34 accounts with their own document of about 1 KB: awscli refuses a template file over 51,200 bytes
+    # without --s3-bucket (the reviewer's big34 case, 61,857 bytes)
+    spec["policy"]["exemptions"] = [
+        {
+            "job_name_prefix": f"bench-{i:02d}-",
+            "rules": ["max-instances"],
+            "expires": "2026-12-31",
+            "reason": "x" * 40,
+        }
+        for i in range(10)
+    ]
+    sandbox = spec["targets"][-1]
+    spec["accounts"] = {
+        f"1000000000{i:02d}": {"ou": sandbox, "policy": {"rules": [{"id": "max-instances", "max": 32}]}}
+        for i in range(34)
+    }
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "policy-stackset.json"
+    assert main(["org", "policy-template", str(big), "-o", str(out)]) == 0
+    assert out.stat().st_size > 51_200
+    err = capsys.readouterr().err
+    assert f"{out.stat().st_size:,} bytes" in err and "--s3-bucket" in err
+    # the example fits, and says nothing
+    assert main(["org", "policy-template", str(EXAMPLE), "-o", str(out)]) == 0
+    assert out.stat().st_size <= 51_200 and capsys.readouterr().err == ""

@@ -36,6 +36,10 @@ from sagemaker_governance.domain.policy import merge_documents
 from sagemaker_governance.domain.policy_document import PolicyDocumentError, build_policy
 
 MAX_VALUE_BYTES = 4096
+# The largest template `aws cloudformation deploy` sends in the request (TemplateBody: "a maximum length of
+# 51,200 bytes", CloudFormation API reference); above it, awscli refuses unless given --s3-bucket, which
+# uploads the template and passes its TemplateURL (up to 1 MB).
+MAX_TEMPLATE_BODY_BYTES = 51_200
 STACKSET_NAME = "sagemaker-governance-policy"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def cmd_policy_template(args: argparse.Namespace) -> int:
     import yaml
 
     from smgov.local_policy import deployed_settings
-    from smgov.org_policy import OrgPolicyError, effective_documents, stackset_template
+    from smgov.org_policy import MAX_TEMPLATE_BODY_BYTES, OrgPolicyError, effective_documents, stackset_template
 
     try:
         spec = yaml.safe_load(Path(args.spec).read_text())
@@ -50,9 +51,18 @@ def cmd_policy_template(args: argparse.Namespace) -> int:
         documents = effective_documents(spec, base)
     except OrgPolicyError as exc:
         return fail(f"{args.spec}: not distributed\n" + "\n".join(f"  - {e}" for e in exc.errors))
-    Path(args.output).write_text(json.dumps(stackset_template(spec, documents, args.parameter_name), indent=1))
+    output = Path(args.output)
+    output.write_text(json.dumps(stackset_template(spec, documents, args.parameter_name), indent=1))
     for name, text in documents.items():
         print(f"{name}: valid, {len(text.encode())} bytes")
+    size = output.stat().st_size
+    if size > MAX_TEMPLATE_BODY_BYTES:
+        print(
+            f"warning: {output} is {size:,} bytes, more than the {MAX_TEMPLATE_BODY_BYTES:,} a template sent in the "
+            "request may be (TemplateBody): deploy it with `aws cloudformation deploy --s3-bucket BUCKET` "
+            "(README: One policy for the organization)",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
