@@ -213,3 +213,9 @@ def test_moving_an_ou_between_modes_is_no_removal() -> None:
 def test_an_ou_in_both_modes_is_refused_even_when_confirmed() -> None:
     with pytest.raises(DeployRefused, match="in both ENFORCE_OUS and AUDIT_OUS"):
         check(PREVIOUS, {"AuditOrganizationalUnitIds": "ou-abcd-prod1234"}, confirm_remove=True)
+
+
+def test_a_move_from_audit_to_enforce_says_its_accounts_are_without_a_stack_for_a_while() -> None:
+    given = {"EnforceOrganizationalUnitIds": "ou-abcd-prod1234,ou-abcd-sand5678", "AuditOrganizationalUnitIds": ""}
+    lines = check(PREVIOUS, given, confirm_remove=False)
+    assert any(line.startswith("note: ou-abcd-sand5678 move from audit to enforce") for line in lines)

@@ -86,6 +86,12 @@ def check(previous: Mapping[str, str] | None, given: Mapping[str, str], *, confi
         for key, value in sorted(given.items())
         if previous.get(key) != value
     ]
+    moving = sorted(set(_items(previous.get(OU_KEYS[1], ""))) & set(ous[OU_KEYS[0]]))
+    if moving:  # org/stackset.yaml: the audit StackSet is updated first (GovernanceStackSet depends on it)
+        changes.append(
+            f"note: {', '.join(moving)} move from audit to enforce: their accounts have no governance stack "
+            "between their removal from sagemaker-governance-audit-mode and their creation in sagemaker-governance"
+        )
     if removals and not confirm_remove:
         errors += [f"{r}; rerun with CONFIRM_REMOVE=yes if that is intended" for r in removals]
     if errors:
