@@ -128,7 +128,8 @@ org-package: build
 	mkdir -p $(ORG_DIR)
 	$(BIN)/sam package --template-file .aws-sam/build/template.yaml --region $(ORG_HOME) \
 		--s3-bucket $(ARTIFACT_BUCKET_PREFIX)-$(ORG_HOME) --output-template-file $(ORG_DIR)/packaged.yaml
-	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json > $(ORG_DIR)/keys.txt
+	$(BIN)/smgov org member-template $(ORG_DIR)/packaged.yaml -o $(ORG_DIR)/member.json \
+		--region $(ORG_HOME) > $(ORG_DIR)/keys.txt
 	for region in $(ORG_REGIONS); do \
 		[ "$$region" = "$(ORG_HOME)" ] && continue; \
 		for key in $$(cat $(ORG_DIR)/keys.txt); do \
@@ -142,13 +143,31 @@ org-package: build
 	@echo "member template: $$(cat $(ORG_DIR)/member-url.txt)"
 
 # ENFORCE_OUS / AUDIT_OUS: comma-separated OU ids (ou-xxxx-yyyyyyyy); CALL_AS=SELF in the management account.
+# A parameter is passed only when its variable is given (command line or environment, even empty): one not
+# passed keeps its previous value (`aws cloudformation deploy` sends UsePreviousValue only for a key it is
+# not given; `Key=` is the value ""), so an upgrade with ORG_REGIONS alone keeps the OUs, the central bus and
+# CallAs. ORG_REGIONS is required: it is the whole list (a region left out loses its stack instances) and its
+# first region is the stack's. `smgov org deploy-check` compares what is passed with the stack's previous
+# parameters first, and refuses a first deploy without OUs, and removing an OU, a region or the central
+# audit bus unless CONFIRM_REMOVE=yes (README "Across an organization").
+ORG_STACK := sagemaker-governance-org
+org_given = $(filter command line environment environment override override,$(origin $(1)))
+org_param = $(if $(call org_given,$(2)),$(1)=$(subst $(space),$(comma),$(strip $($(2)))))
+ORG_DEPLOY_PARAMETERS = MemberTemplateURL=$$(<$(ORG_DIR)/member-url.txt) \
+	Regions=$(subst $(space),$(comma),$(strip $(ORG_REGIONS))) $(call org_param,ArtifactBucketPrefix,ARTIFACT_BUCKET_PREFIX) \
+	$(call org_param,EnforceOrganizationalUnitIds,ENFORCE_OUS) $(call org_param,AuditOrganizationalUnitIds,AUDIT_OUS) \
+	$(call org_param,CallAs,CALL_AS) $(call org_param,CentralAuditBusArn,CENTRAL_AUDIT_BUS_ARN)
+
 org-deploy:
-	aws cloudformation deploy --template-file org/stackset.yaml --stack-name sagemaker-governance-org \
-		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides \
-		MemberTemplateURL=$$(cat $(ORG_DIR)/member-url.txt) ArtifactBucketPrefix=$(ARTIFACT_BUCKET_PREFIX) \
-		Regions=$(subst $(space),$(comma),$(ORG_REGIONS)) EnforceOrganizationalUnitIds=$(ENFORCE_OUS) \
-		AuditOrganizationalUnitIds=$(AUDIT_OUS) CallAs=$(or $(CALL_AS),DELEGATED_ADMIN) \
-		CentralAuditBusArn=$(CENTRAL_AUDIT_BUS_ARN)
+	$(if $(call org_given,ORG_REGIONS),,$(error org-deploy: set ORG_REGIONS to every region to govern, the stack's first; nothing deployed))
+	@test -s $(ORG_DIR)/member-url.txt || { echo "no $(ORG_DIR)/member-url.txt: run make org-package first"; exit 2; }
+	aws cloudformation describe-stacks --stack-name $(ORG_STACK) --region $(ORG_HOME) --output json \
+		> $(ORG_DIR)/previous.json 2> $(ORG_DIR)/previous.err \
+		|| { grep -q 'does not exist' $(ORG_DIR)/previous.err || { cat $(ORG_DIR)/previous.err >&2; exit 2; }; echo '{}' > $(ORG_DIR)/previous.json; }
+	$(BIN)/smgov org deploy-check $(if $(filter yes,$(CONFIRM_REMOVE)),--confirm-remove) $(ORG_DIR)/previous.json \
+		$(ORG_DEPLOY_PARAMETERS)
+	aws cloudformation deploy --template-file org/stackset.yaml --stack-name $(ORG_STACK) \
+		--region $(ORG_HOME) --no-fail-on-empty-changeset --parameter-overrides $(ORG_DEPLOY_PARAMETERS)
 
 # One audit view (README "Across an organization"): run with the audit account's credentials.
 org-audit-deploy:

@@ -178,13 +178,20 @@ def test_stack_set_instances_are_read_page_by_page_with_their_status() -> None:
         )
         instances = StackSetInstances(client).list("sagemaker-governance")
     assert instances == [
-        StackInstance(account="111111111111", region="us-east-1", status="CURRENT", detailed_status="SUCCEEDED"),
+        StackInstance(
+            account="111111111111",
+            region="us-east-1",
+            status="CURRENT",
+            detailed_status="SUCCEEDED",
+            stack_set="sagemaker-governance",  # each instance names its StackSet (one per mode)
+        ),
         StackInstance(
             account="222222222222",
             region="eu-west-1",
             status="OUTDATED",
             detailed_status="FAILED",
             reason="Access denied",
+            stack_set="sagemaker-governance",
         ),
     ]
     assert recorder.actions == StackSetInstances.IAM_ACTIONS

@@ -36,10 +36,11 @@ class FakeStackSets:
     asked: list[tuple[str, str]] = field(default_factory=list)
 
     def list(self, stack_set: str, call_as: str = "DELEGATED_ADMIN") -> list[StackInstance]:
+        """The instances of ``stack_set`` (an instance that names none is the enforce StackSet's)."""
         self.asked.append((stack_set, call_as))
         if self.error:
             raise AdapterError(self.error)
-        return self.instances
+        return [i for i in self.instances if (i.stack_set or "sagemaker-governance") == stack_set]
 
 
 @dataclass
@@ -131,7 +132,11 @@ def test_audit_org_lists_every_members_decisions_and_names_the_silent_and_outdat
     assert members[D]["problem"].startswith("no audit record in the last 7d")
     assert members["555555555555"]["problem"].startswith("stack instance OUTDATED/FAILED")
     assert report["instances_read"] is True
-    assert org.stack_sets.asked == [("sagemaker-governance", "DELEGATED_ADMIN")]
+    # both StackSets of org/stackset.yaml (one per mode) are read
+    assert org.stack_sets.asked == [
+        ("sagemaker-governance", "DELEGATED_ADMIN"),
+        ("sagemaker-governance-audit-mode", "DELEGATED_ADMIN"),
+    ]
     # and every query went to the central log group, fields under detail.
     for query in org.logs.queries.values():
         assert query["logGroupNames"] == [CENTRAL_GROUP]
@@ -154,13 +159,52 @@ def test_report_org_is_the_team_report_over_every_member(org: Org, capsys: pytes
     # Given two members stopped jobs of two teams, one in audit mode
     forwarded(org, A, NOW - timedelta(days=1), job="vision-a", team="vision")
     forwarded(org, B, NOW - timedelta(days=2), job="nlp-b", team="nlp", outcome=Outcome.AUDIT_ONLY, mode="audit")
-    org.stack_sets.instances = [StackInstance(account=a, region="us-east-1", status="CURRENT") for a in (A, B)]
+    org.stack_sets.instances = [
+        StackInstance(account=A, region="us-east-1", status="CURRENT"),
+        StackInstance(
+            account=B, region="us-east-1", status="CURRENT", stack_set="sagemaker-governance-audit-mode"
+        ),
+    ]
     code, out = run(capsys, "report", "--org", "--json")
     assert code == 0
     report = json.loads(out)
     teams = {t["team"]: t for t in report["teams"]}
     assert teams["vision"]["stopped"] == 1 and teams["nlp"]["would_stop"] == 1
     assert [m["problem"] for m in report["org"]["members"]] == [None, None]
+
+
+def test_a_member_deciding_in_another_mode_than_its_stackset_deploys_is_flagged(
+    org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given A is an instance of the enforce StackSet but decides in audit mode (e.g. it joined its OU when
+    # one StackSet gave new accounts the StackSet's default, audit), B of the audit one deciding in audit,
+    # and C an instance of both StackSets
+    forwarded(org, A, NOW - timedelta(hours=3), job="prod-a", mode="enforce")
+    forwarded(org, A, NOW - timedelta(hours=1), job="prod-a2", outcome=Outcome.AUDIT_ONLY, mode="audit")
+    forwarded(org, B, NOW - timedelta(hours=1), job="sandbox-b", outcome=Outcome.AUDIT_ONLY, mode="audit")
+    forwarded(org, C, NOW - timedelta(hours=1), job="both-c", mode="enforce")
+    audit_set = "sagemaker-governance-audit-mode"
+    org.stack_sets.instances = [
+        StackInstance(account=A, region="us-east-1", status="CURRENT"),
+        StackInstance(account=B, region="us-east-1", status="CURRENT", stack_set=audit_set),
+        StackInstance(account=C, region="us-east-1", status="CURRENT"),
+        StackInstance(account=C, region="us-east-1", status="CURRENT", stack_set=audit_set),
+    ]
+    code, out = run(capsys, "audit", "--org", "--json")
+    assert code == 0
+    members = {m["account"]: m for m in json.loads(out)["members"]}
+    # the newest decision's mode is the member's
+    assert members[A]["mode"] == "audit" and members[A]["stack_set"] == "sagemaker-governance"
+    assert members[A]["problem"].startswith(
+        "decides in audit mode, its StackSet sagemaker-governance deploys enforce"
+    )
+    assert members[B]["mode"] == "audit" and members[B]["problem"] is None
+    assert members[C]["problem"].startswith(f"an instance of sagemaker-governance and {audit_set}")
+    # and the table shows the mode
+    code, out = run(capsys, "audit", "--org")
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("account"))
+    assert "mode" in header.split()
 
 
 def test_report_org_with_no_records_still_lists_the_members(org: Org, capsys: pytest.CaptureFixture[str]) -> None:

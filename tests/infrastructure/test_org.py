@@ -52,6 +52,13 @@ def stackset() -> dict[str, Any]:
     return properties
 
 
+# logical id -> (StackSetName, GovernanceMode, the OU parameter it targets)
+STACKSETS = {
+    "GovernanceStackSet": ("sagemaker-governance", "enforce", "EnforceOrganizationalUnitIds"),
+    "AuditModeStackSet": ("sagemaker-governance-audit-mode", "audit", "AuditOrganizationalUnitIds"),
+}
+
+
 def test_the_stackset_template_lints_clean() -> None:
     result = cfn_lint(STACKSET)
     assert (result.returncode, result.stdout) == (0, "")
@@ -92,30 +99,64 @@ def test_the_member_keeps_the_governance_stack(member: dict[str, Any]) -> None:
     assert plain <= set(member["Resources"])
 
 
-def test_service_managed_auto_deployed_delegated_admin(stackset: dict[str, Any]) -> None:
-    assert stackset["PermissionModel"] == "SERVICE_MANAGED"
-    assert stackset["AutoDeployment"] == {"Enabled": True, "RetainStacksOnAccountRemoval": False}
+def test_service_managed_auto_deployed_delegated_admin() -> None:
+    resources = load_template(STACKSET)["Resources"]
+    assert set(resources) == set(STACKSETS)
+    for name in STACKSETS:
+        stackset = resources[name]["Properties"]
+        assert stackset["PermissionModel"] == "SERVICE_MANAGED"
+        assert stackset["AutoDeployment"] == {"Enabled": True, "RetainStacksOnAccountRemoval": False}
+        assert stackset["Capabilities"] == ["CAPABILITY_IAM"]
     spec = load_template(STACKSET)["Parameters"]["CallAs"]
     assert set(spec["AllowedValues"]) == {"SELF", "DELEGATED_ADMIN"}
-    assert stackset["Capabilities"] == ["CAPABILITY_IAM"]
 
 
-def test_stackset_and_per_ou_parameters_exist_in_the_member(
-    stackset: dict[str, Any], member: dict[str, Any]
-) -> None:
-    passed = {p["ParameterKey"] for p in stackset["Parameters"]}
-    assert passed <= set(member["Parameters"])
-    overrides = {
-        o["ParameterKey"]
-        for group in stackset["StackInstancesGroup"]
-        for o in group["Fn::If"][1]["ParameterOverrides"]
-    }
-    # an override must name a parameter the StackSet itself sets
-    assert overrides and overrides <= passed
-    modes = {
-        o["ParameterValue"] for g in stackset["StackInstancesGroup"] for o in g["Fn::If"][1]["ParameterOverrides"]
-    }
-    assert modes <= set(load_template()["Parameters"]["GovernanceMode"]["AllowedValues"])
+def test_each_mode_is_its_stacksets_own_value_so_accounts_that_join_later_get_it() -> None:
+    # auto-deployment gives an account that joins a target OU later the StackSet's values, never a group's
+    # ParameterOverrides (user guide, "Enable or disable automatic deployments"): the mode must not be one
+    resources = load_template(STACKSET)["Resources"]
+    for name, (stackset_name, mode, ous) in STACKSETS.items():
+        stackset = resources[name]["Properties"]
+        assert stackset["StackSetName"] == stackset_name
+        values = {p["ParameterKey"]: p["ParameterValue"] for p in stackset["Parameters"]}
+        assert values["GovernanceMode"] == mode, name
+        (group,) = stackset["StackInstancesGroup"]
+        _condition, targets, otherwise = group["Fn::If"]
+        assert "ParameterOverrides" not in targets, name
+        assert targets["DeploymentTargets"] == {"OrganizationalUnitIds": {"Ref": ous}}
+        assert otherwise == {"Ref": "AWS::NoValue"}
+    assert {m for _, m, _ in STACKSETS.values()} == set(
+        load_template()["Parameters"]["GovernanceMode"]["AllowedValues"]
+    )
+
+
+def test_the_two_stacksets_differ_only_in_name_mode_and_targets() -> None:
+    resources = load_template(STACKSET)["Resources"]
+
+    def shared(name: str) -> dict[str, Any]:
+        properties = dict(resources[name]["Properties"])
+        for key in ("StackSetName", "Description", "StackInstancesGroup"):
+            properties.pop(key)
+        properties["Parameters"] = [p for p in properties["Parameters"] if p["ParameterKey"] != "GovernanceMode"]
+        return properties
+
+    assert shared("GovernanceStackSet") == shared("AuditModeStackSet")
+
+
+def test_the_upgrade_from_one_stackset_keeps_the_enforce_accounts_and_creates_before_it_removes() -> None:
+    # GovernanceStackSet is the StackSet that held both modes (same logical id and name: not replaced); its
+    # enforce instances stay. The audit StackSet is created/updated first, so an account moving to it gets
+    # its new stack before the old one is deleted.
+    resources = load_template(STACKSET)["Resources"]
+    assert resources["GovernanceStackSet"]["DependsOn"] == "AuditModeStackSet"
+    assert "DependsOn" not in resources["AuditModeStackSet"]
+
+
+def test_stackset_parameters_exist_in_the_member(member: dict[str, Any]) -> None:
+    for name in STACKSETS:
+        stackset = load_template(STACKSET)["Resources"][name]["Properties"]
+        passed = {p["ParameterKey"] for p in stackset["Parameters"]}
+        assert passed <= set(member["Parameters"]), name
 
 
 def test_cli_refuses_an_unpackaged_template(tmp_path: Path) -> None:
@@ -140,6 +181,42 @@ def test_doctor_expects_exactly_what_the_sam_translator_grants(member: dict[str,
                 granted |= set(
                     statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 )
-        assert any(arn.endswith("/AWSLambdaBasicExecutionRole") for arn in role["ManagedPolicyArns"])
+        basic = {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"}
+        assert basic in role["ManagedPolicyArns"]
         granted |= LAMBDA_BASIC_EXECUTION
         assert granted == contracted_actions(function, True, source["Resources"][function]), function
+
+
+def test_operations_run_at_the_concurrency_they_name(stackset: dict[str, Any]) -> None:
+    # STRICT_FAILURE_TOLERANCE (the default) would start at FailureTolerance + 1 accounts, not
+    # MaxConcurrentPercentage (StackSetOperationPreferences.ConcurrencyMode)
+    preferences = stackset["OperationPreferences"]
+    assert preferences["ConcurrencyMode"] == "SOFT_FAILURE_TOLERANCE"
+    assert {"MaxConcurrentPercentage", "FailureTolerancePercentage"} <= set(preferences)
+
+
+def test_the_member_names_no_partition(member: dict[str, Any]) -> None:
+    # the StackSet deploys one template everywhere: the translator's own ARNs (the basic execution role's
+    # managed policy) were arn:aws:..., wrong in aws-cn and aws-us-gov
+    text = json.dumps(member)
+    assert '"arn:aws' not in text
+    assert text.count("arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole") == 3
+
+
+def test_partition_neutral_leaves_substitutions_alone() -> None:
+    from smgov.org_member import partition_neutral
+
+    template = {
+        "A": "arn:aws:iam::aws:policy/x",
+        "B": {"Fn::Sub": "arn:aws:s3:::${Bucket}"},
+        "C": ["arn:aws-cn:iam::aws:policy/x", "arn:aws:sns:${AWS::Region}:1:t", "not an arn:aws:"],
+    }
+    assert partition_neutral(template) == {
+        "A": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/x"},
+        "B": {"Fn::Sub": "arn:aws:s3:::${Bucket}"},
+        "C": [
+            {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/x"},
+            "arn:aws:sns:${AWS::Region}:1:t",
+            "not an arn:aws:",
+        ],
+    }

@@ -285,12 +285,13 @@ def central_decisions_query(**filters: object) -> str:
 
 
 def members_query() -> str:
-    """Per member (account, region) and version: decisions received, and the newest one's time."""
+    """Per member (account, region), version and mode: decisions received, and the newest one's time (the
+    mode each decision was made in, so a member running another mode than its StackSet deploys shows)."""
     return "\n".join(
         [
             f"filter {central_query(_is_audit_record())}",
             "| stats count(*) as decisions, max(@timestamp) as last_seen"
-            " by detail.member.account, detail.member.region, detail.member.version",
+            " by detail.member.account, detail.member.region, detail.member.version, detail.audit.mode",
         ]
     )
 

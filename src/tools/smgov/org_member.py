@@ -16,6 +16,7 @@ Developer-side only (``samtranslator`` comes with the SAM CLI, a dev dependency)
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 BUCKET_PARAMETER = "ArtifactBucketPrefix"
@@ -48,7 +49,33 @@ def expand(packaged: dict[str, Any], region: str = "us-east-1") -> dict[str, Any
         passthrough_metadata=False,
         get_managed_policy_map=_NoManagedPolicies().load,
     )
-    return regional_code(expanded)
+    return partition_neutral(regional_code(expanded))
+
+
+LITERAL_PARTITION = re.compile(r"^arn:aws(?:-[a-z-]+)?:")  # aws, aws-cn, aws-us-gov, aws-iso...
+
+
+def partition_neutral(expanded: dict[str, Any]) -> dict[str, Any]:
+    """Every literal ``arn:aws:...`` (or another partition's) becomes ``{"Fn::Sub": "arn:${AWS::Partition}:..."}``.
+
+    The translator writes the ARNs it builds itself (the basic execution role's managed policy,
+    ``arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole``) for the partition of the region it
+    is given, once, where `make org-package` runs; the StackSet deploys the same template to every member
+    region, and in aws-cn or aws-us-gov the role would name a policy that does not exist there. The
+    template's own ARNs already use ``${AWS::Partition}``. A string that is itself the argument of an
+    ``Fn::Sub``, or holds ``${``, is left alone (wrapping it again would change its meaning)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str) and LITERAL_PARTITION.match(node) and "${" not in node:
+            return {"Fn::Sub": LITERAL_PARTITION.sub("arn:${AWS::Partition}:", node, count=1)}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, dict):
+            return {k: (v if k == "Fn::Sub" else walk(v)) for k, v in node.items()}
+        return node
+
+    out: dict[str, Any] = walk(expanded)
+    return out
 
 
 def regional_code(expanded: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@
 A member is an account and region. Two sources name them: the central log group (each forwarded record
 carries ``detail.member``: account, region, stack, version) and the StackSet's instances (where the
 stack should run, with its status). A member is never left out silently: an instance that is not
-``CURRENT`` (missing or outdated: the StackSet's own words), a version other than this release, an
+``CURRENT`` (missing or outdated: the StackSet's own words), a version other than this release, a
+member whose decisions are made in another mode than its StackSet deploys (org/stackset.yaml: one
+StackSet per GovernanceMode, ``STACKSET_MODES``), a member that is an instance of both StackSets, an
 instance with no record in the period and a reporting member the StackSet does not know each get a
 ``problem``; when the instances could not be read, the report says so (``instances_error``).
 """
@@ -19,6 +21,9 @@ from pydantic import BaseModel, ConfigDict
 from smgov.adapters.cloudformation import StackInstance
 from smgov.audit_queries import Row
 
+# org/stackset.yaml's StackSets and the GovernanceMode each deploys (its own value: no per-OU override)
+STACKSET_MODES: dict[str, str] = {"sagemaker-governance": "enforce", "sagemaker-governance-audit-mode": "audit"}
+
 
 class MemberLine(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -26,6 +31,8 @@ class MemberLine(BaseModel):
     account: str
     region: str
     version: str | None = None  # the newest version it reported (None: it reported nothing)
+    mode: str | None = None  # the mode of its newest decision (None: it reported nothing)
+    stack_set: str | None = None  # the StackSet(s) it is an instance of
     decisions: int = 0
     last_seen: str | None = None
     instance_status: str | None = None  # the StackSet instance's Status (None: not an instance / not read)
@@ -62,13 +69,20 @@ def member_lines(
         version = row.get("member.version") or "unknown"
         if version not in acc.versions or last > acc.versions[version]:
             acc.versions[version] = last
-    by_key = {(i.account, i.region): i for i in instances or ()}
+        decided_in = row.get("audit.mode") or "unknown"
+        if decided_in not in acc.modes or last > acc.modes[decided_in]:
+            acc.modes[decided_in] = last
+    by_key: dict[tuple[str, str], list[StackInstance]] = {}
+    for i in instances or ():
+        by_key.setdefault((i.account, i.region), []).append(i)
     lines: list[MemberLine] = []
     for key in sorted(set(seen) | set(by_key)):
         account, region = key
         reported = seen.get(key)
-        instance = by_key.get(key)
+        found = by_key.get(key, [])
+        instance = found[0] if found else None
         newest = max(reported.versions.items(), key=lambda item: item[1]) if reported else None
+        mode = max(reported.modes.items(), key=lambda item: item[1])[0] if reported and reported.modes else None
         problem = _problem(
             reported=reported is not None,
             version=newest[0] if newest else None,
@@ -76,12 +90,14 @@ def member_lines(
             instances_read=instances is not None,
             release=release,
             since_text=since_text,
-        )
+        ) or _placement_problem(found, mode)
         lines.append(
             MemberLine(
                 account=account,
                 region=region,
                 version=newest[0] if newest else None,
+                mode=mode,
+                stack_set=", ".join(sorted({i.stack_set for i in found if i.stack_set})) or None,
                 decisions=reported.decisions if reported else 0,
                 last_seen=(newest[1] or None) if newest else None,
                 instance_status=_status(instance),
@@ -101,6 +117,24 @@ def _status(instance: StackInstance | None) -> str | None:
 class _Seen:
     decisions: int = 0
     versions: dict[str, str] = field(default_factory=dict)  # version -> the newest time it was seen
+    modes: dict[str, str] = field(default_factory=dict)  # mode -> the newest time a decision was made in it
+
+
+def _placement_problem(found: Sequence[StackInstance], mode: str | None) -> str | None:
+    """An instance of both StackSets, or decisions in another mode than its StackSet deploys."""
+    names = sorted({i.stack_set for i in found if i.stack_set})
+    if len(names) > 1:
+        return (
+            f"an instance of {' and '.join(names)}: two governance stacks run here (an OU in both ENFORCE_OUS "
+            "and AUDIT_OUS, or nested in one of the other list; or an OU moving between them)"
+        )
+    expected = STACKSET_MODES.get(names[0]) if names else None
+    if expected and mode and mode not in ("unknown", expected):
+        return (
+            f"decides in {mode} mode, its StackSet {names[0]} deploys {expected} (the mode of the policy "
+            "document it reads, or a stack deployed with other parameters)"
+        )
+    return None
 
 
 def _problem(

@@ -83,6 +83,7 @@ class StackInstance(BaseModel):
     status: str  # CURRENT, OUTDATED, INOPERABLE (StackInstanceSummary.Status)
     detailed_status: str | None = None  # StackInstanceStatus.DetailedStatus: SUCCEEDED, FAILED, ...
     reason: str | None = None
+    stack_set: str | None = None  # the StackSet it is an instance of (None: not said)
 
 
 class StackSetInstances:
@@ -114,6 +115,7 @@ class StackSetInstances:
                 status=str(s.get("Status", "")),
                 detailed_status=(s.get("StackInstanceStatus") or {}).get("DetailedStatus"),
                 reason=s.get("StatusReason"),
+                stack_set=stack_set,
             )
             for s in summaries
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def cmd_policy_template(args: argparse.Namespace) -> int:
     import yaml
 
     from smgov.local_policy import deployed_settings
-    from smgov.org_policy import OrgPolicyError, effective_documents, stackset_template
+    from smgov.org_policy import MAX_TEMPLATE_BODY_BYTES, OrgPolicyError, effective_documents, stackset_template
 
     try:
         spec = yaml.safe_load(Path(args.spec).read_text())
@@ -50,9 +51,33 @@ def cmd_policy_template(args: argparse.Namespace) -> int:
         documents = effective_documents(spec, base)
     except OrgPolicyError as exc:
         return fail(f"{args.spec}: not distributed\n" + "\n".join(f"  - {e}" for e in exc.errors))
-    Path(args.output).write_text(json.dumps(stackset_template(spec, documents, args.parameter_name), indent=1))
+    output = Path(args.output)
+    output.write_text(json.dumps(stackset_template(spec, documents, args.parameter_name), indent=1))
     for name, text in documents.items():
         print(f"{name}: valid, {len(text.encode())} bytes")
+    size = output.stat().st_size
+    if size > MAX_TEMPLATE_BODY_BYTES:
+        print(
+            f"warning: {output} is {size:,} bytes, more than the {MAX_TEMPLATE_BODY_BYTES:,} a template sent in the "
+            "request may be (TemplateBody): deploy it with `aws cloudformation deploy --s3-bucket BUCKET` "
+            "(README: One policy for the organization)",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def cmd_deploy_check(args: argparse.Namespace) -> int:
+    from smgov.org_deploy import DeployRefused, check, describe_output, given_parameters, previous_parameters
+
+    try:
+        previous = previous_parameters(describe_output(Path(args.previous).read_text()))
+        lines = check(previous, given_parameters(args.parameters), confirm_remove=args.confirm_remove)
+    except (OSError, ValueError) as exc:
+        errors = exc.errors if isinstance(exc, DeployRefused) else [str(exc)]
+        return fail("org-deploy refused, nothing deployed:\n" + "\n".join(f"  - {e}" for e in errors), EXIT_USAGE)
+    print("first deploy" if previous is None else "upgrade (parameters not given keep their previous value)")
+    for line in lines or ["no parameter changes"]:
+        print(f"  {line}")
     return EXIT_OK
 
 
@@ -66,7 +91,11 @@ def register(sub: Any) -> None:
     )
     member.add_argument("packaged", metavar="PACKAGED.yaml")
     member.add_argument("--output", "-o", required=True, metavar="MEMBER.json")
-    member.add_argument("--region", default="us-east-1", help="region the translator assumes (partition only)")
+    member.add_argument(
+        "--region",
+        default="us-east-1",
+        help="region the translator assumes; the ARNs it builds are rewritten to ${AWS::Partition}",
+    )
     member.set_defaults(func=cmd_member_template)
     policy = org_sub.add_parser(
         "policy-template",
@@ -79,3 +108,16 @@ def register(sub: Any) -> None:
         "--parameter-name", default="/sagemaker-governance/policy", help="PolicyParameterName of the members"
     )
     policy.set_defaults(func=cmd_policy_template)
+    deploy = org_sub.add_parser(
+        "deploy-check",
+        help="`make org-deploy`'s guard: compare the parameters it passes with the stack's previous ones; refuse "
+        "a first deploy without OUs, and removing OUs, regions or the central audit bus unless --confirm-remove",
+    )
+    deploy.add_argument(
+        "previous", metavar="DESCRIBE_STACKS.json", help="describe-stacks output ({} for no stack)"
+    )
+    deploy.add_argument("parameters", nargs="*", metavar="Key=Value", help="the --parameter-overrides passed")
+    deploy.add_argument(
+        "--confirm-remove", action="store_true", help="allow removing OUs, regions, the central bus"
+    )
+    deploy.set_defaults(func=cmd_deploy_check)

@@ -54,16 +54,16 @@ from smgov.chargeback import (
     to_csv,
     to_json,
 )
-from smgov.org_view import Members, member_lines
+from smgov.org_view import STACKSET_MODES, Members, member_lines
 
 if TYPE_CHECKING:
-    from smgov.adapters.cloudformation import StackOutputs, StackSetInstances
+    from smgov.adapters.cloudformation import StackInstance, StackOutputs, StackSetInstances
     from smgov.adapters.logs_insights import LogsInsights
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_STACK = "sagemaker-governance"
 DEFAULT_ORG_STACK = "sagemaker-governance-audit"  # the audit account's stack (org/audit-account.yaml)
-DEFAULT_STACK_SET = "sagemaker-governance"  # org/stackset.yaml's StackSetName
+DEFAULT_STACK_SET = ",".join(STACKSET_MODES)  # org/stackset.yaml's StackSetNames, one per GovernanceMode
 CENTRAL_LOG_GROUP_OUTPUT = "CentralAuditLogGroupName"
 
 
@@ -165,14 +165,20 @@ def org_members(deps: Dependencies, args: argparse.Namespace) -> Members:
     from importlib.metadata import version
 
     rows = _query(deps, _source(args), members_query(), args.since, rewritten=True)
-    instances, error = None, None
-    if not args.stack_set:
+    instances: list[StackInstance] | None = None
+    error = None
+    names = [n.strip() for n in (args.stack_set or "").split(",") if n.strip()]
+    if not names:
         error = "no --stack-set: members that never reported cannot be listed"
     elif deps.stack_sets is None:
         error = "the StackSet's instances cannot be read here"
     else:
-        try:
-            instances = deps.stack_sets.list(args.stack_set, args.call_as)
+        try:  # every StackSet, or none: a member of an unread StackSet would look deployed by hand
+            instances = [
+                i.model_copy(update={"stack_set": name})
+                for name in names
+                for i in deps.stack_sets.list(name, args.call_as)
+            ]
         except AdapterError as exc:
             error = f"{exc}: members that never reported cannot be listed"
     return member_lines(
@@ -180,7 +186,16 @@ def org_members(deps: Dependencies, args: argparse.Namespace) -> Members:
     )
 
 
-_MEMBER_HEADERS = ("account", "region", "version", "decisions", "last seen (UTC)", "stack instance", "problem")
+_MEMBER_HEADERS = (
+    "account",
+    "region",
+    "version",
+    "mode",
+    "decisions",
+    "last seen (UTC)",
+    "stack instance",
+    "problem",
+)
 
 
 def print_members(members: Members) -> None:
@@ -192,6 +207,7 @@ def print_members(members: Members) -> None:
             m.account or "-",
             m.region or "-",
             m.version or "-",
+            m.mode or "-",
             str(m.decisions),
             m.last_seen or "-",
             m.instance_status or "-",
@@ -200,7 +216,7 @@ def print_members(members: Members) -> None:
         for m in members.members
     ]
     if rows:
-        print(format_table(rows, _MEMBER_HEADERS, numeric=(3,)))
+        print(format_table(rows, _MEMBER_HEADERS, numeric=(4,)))
     else:
         print("  no member reported and none is known")
     if members.problems:
@@ -445,7 +461,8 @@ def _add_common(parser: argparse.ArgumentParser, default_since: str) -> None:
     org.add_argument(
         "--stack-set",
         default=DEFAULT_STACK_SET,
-        help=f"the StackSet whose instances should all report; empty to skip (default {DEFAULT_STACK_SET})",
+        help="the StackSets (comma-separated) whose instances should all report, each in its mode; empty to skip "
+        f"(default {DEFAULT_STACK_SET})",
     )
     org.add_argument(
         "--call-as",
