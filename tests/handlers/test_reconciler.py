@@ -1627,3 +1627,106 @@ def test_a_large_jobs_child_alarms_are_put_again_and_its_composite_is_left_as_it
     (record,) = [r for r in reconciler_records(acct) if r.code == DRIFTED]
     assert record.evidence["alarms"] == children
     assert reconcile(acct)["repairs"] == {}
+
+
+STALL = f"{PREFIX}job-1.progress"
+ARMER = f"{PREFIX}job-1.progress-armer"
+TRAIN_AND_VAL = {
+    **LOSS,
+    "MetricDefinitions": [
+        {"Name": "train:loss", "Regex": "loss=([0-9.]+)"},
+        {"Name": "val:loss", "Regex": "val_loss=([0-9.]+)"},
+    ],
+}
+
+
+def progress_metrics(account: LocalAccount, names: str) -> None:
+    account.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value=f"{{progress: {{metric_names: [{names}]}}}}", Overwrite=True
+    )
+
+
+def watched(alarm: dict[str, Any]) -> set[str]:
+    if "MetricName" in alarm:
+        return {alarm["MetricName"]}
+    return {q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q}
+
+
+def armed_on_train_loss(account: LocalAccount, clock: MovableClock, *, metrics_answer: bool = True) -> None:
+    """A job defining train:loss and val:loss whose progress guard, watching train:loss, the stopper armed once the
+    job published it; it goes on publishing train:loss only (val:loss comes at the end). ``metrics_answer``
+    False: CloudWatch's GetMetricData answers nothing (the double holds no metrics)."""
+    if metrics_answer:
+        JobSignals(clock).attach(account.cloudwatch).set("train:loss", "job-1", 1.0)
+    progress_metrics(account, "train_loss")
+    training(account, AlgorithmSpecification=TRAIN_AND_VAL)
+    clock.advance(minutes=5)
+    fire(account, ARMER)
+    account.cloudwatch.set_state(STALL, "OK")
+    assert account.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert account.cloudwatch.alarms[ARMER]["ActionsEnabled"] is False
+    clock.advance(minutes=10)
+    assert reconcile(account)["repairs"] == {}
+
+
+def test_a_progress_guard_moved_to_a_metric_not_published_yet_is_disarmed_until_that_metric_is_published(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose progress guard was armed on train:loss, which it publishes
+    armed_on_train_loss(acct, clock)
+    # When the platform team makes val_loss the progress metric and the reconciler runs
+    progress_metrics(acct, "val_loss")
+    clock.advance(minutes=10)
+    before = len(acct.cloudwatch.requests)
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    # Then both alarms watch val:loss as the job's entry into Training plans them: the stall alarm disarmed (its
+    # missing data breaches: armed, it would stop a job that never published val:loss), the armer on and reset
+    stall, armer = acct.cloudwatch.alarms[STALL], acct.cloudwatch.alarms[ARMER]
+    assert watched(stall) == watched(armer) == {"val:loss"}
+    assert stall["ActionsEnabled"] is False and armer["ActionsEnabled"] is True
+    assert acct.cloudwatch.state(ARMER) == "OK"
+    assert sorted(params["AlarmName"] for params in cloudwatch_puts(acct, before)) == [STALL, ARMER]
+    (record,) = [r for r in reconciler_records(acct) if r.code == DRIFTED]
+    assert record.evidence["retargeted"] == {STALL: False, ARMER: True}
+    # And the next run finds them as planned and puts nothing
+    before = len(acct.cloudwatch.requests)
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {} and cloudwatch_puts(acct, before) == []
+    # And once the job publishes val:loss, the armer's notification arms the guard again
+    fire(acct, ARMER)
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert [r.code for r in acct.audit.records if r.rule == "progress-guard"][-1] == "progress.arm.published"
+
+
+def test_a_progress_guard_moved_to_metrics_the_job_published_in_its_stint_stays_armed(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose progress guard was armed on train:loss, which it publishes
+    armed_on_train_loss(acct, clock)
+    # When the policy watches val_loss as well, and the reconciler runs
+    progress_metrics(acct, "train_loss, val_loss")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    # Then the alarms watch both, and the stall alarm stays armed (the job published what it watches in this stint),
+    # reset as the stopper's arming resets it; the armer stays off
+    stall, armer = acct.cloudwatch.alarms[STALL], acct.cloudwatch.alarms[ARMER]
+    assert watched(stall) == {"train:loss", "val:loss"}
+    assert stall["ActionsEnabled"] is True and armer["ActionsEnabled"] is False
+    assert acct.cloudwatch.state(STALL) == "OK"
+    (record,) = [r for r in reconciler_records(acct) if r.code == DRIFTED]
+    assert record.evidence["retargeted"] == {STALL: True, ARMER: False}
+
+
+def test_a_progress_guard_moved_to_other_metrics_is_disarmed_when_whether_they_were_published_is_unread(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose progress guard was armed on train:loss, and GetMetricData does not answer
+    armed_on_train_loss(acct, clock, metrics_answer=False)
+    # When the policy watches val_loss as well, and the reconciler runs
+    progress_metrics(acct, "train_loss, val_loss")
+    clock.advance(minutes=10)
+    assert reconcile(acct)["repairs"] == {"drifted-alarm": 1}
+    # Then the stall alarm's arming on train:loss alone is not kept for metrics not seen: disarmed, its armer on
+    assert watched(acct.cloudwatch.alarms[STALL]) == {"train:loss", "val:loss"}
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
+    assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is True and acct.cloudwatch.state(ARMER) == "OK"

@@ -129,6 +129,16 @@ def alarm_definition(alarm: Mapping[str, Any]) -> AlarmDefinition | None:
     return tuple(terms.items())
 
 
+def watched_metrics(definition: AlarmDefinition | None) -> frozenset[tuple[Any, ...]]:
+    """The metrics an alarm's definition reads (``alarm_definition``): each one's namespace, name and dimensions,
+    whatever its statistic or period; none for no definition."""
+    terms = dict(definition or ())
+    metric = terms.get("Metric")
+    if metric is not None:
+        return frozenset({tuple(metric[:3])})
+    return frozenset(tuple(body[:3]) for _, body, _ in terms.get("Metrics", ()) if len(body) > 1)
+
+
 def definition_changes(
     listed: AlarmDefinition, planned: AlarmDefinition, *, keep: Iterable[str] = ()
 ) -> dict[str, dict[str, Any]]:

@@ -48,7 +48,7 @@ stop a job (compliance, the stopper) keep the store's cache time.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -88,7 +88,8 @@ from sagemaker_governance.service.ports import (
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
 
-if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge (cold start)
+if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge nor the reconciler (cold start)
+    from sagemaker_governance.domain.reconcile import AlarmDefinition
     from sagemaker_governance.service.stall_judge import MetricReadPort
 
 LIFECYCLE_POLICY_MAX_AGE_SECONDS = 600  # the reconciler's default interval (ReconcileIntervalMinutes)
@@ -217,10 +218,19 @@ class GuardAlarms:
         return self._record(decision, job, policy, trigger, Outcome.DONE), job
 
     def _put(
-        self, plan: AlarmPlan, decision: Decision, mode: Mode, event_job: TrainingJob, job: TrainingJob
+        self,
+        plan: AlarmPlan,
+        decision: Decision,
+        mode: Mode,
+        event_job: TrainingJob,
+        job: TrainingJob,
+        *,
+        retarget: bool = False,
     ) -> Decision:
         """Put the guard's alarms: the plan, or as the stopper leaves them when it armed the guard in the job's
-        current stint; the create decision with what was put."""
+        current stint; the create decision with what was put. ``retarget``: the alarms as they exist watch other
+        metrics than the plan (the reconciler's re-plan, ``put_entered``), so their arming says nothing of the
+        planned ones: a failed read keeps no arming from the stop alarm, and a put of the plan is reset."""
         guard = self.guard
         # Only in enforce mode: in audit mode the stopper may also have muted the armed stall alarm after a
         # would-stop (actions off, left in ALARM: the stretch told once), which an armed put and reset would
@@ -228,7 +238,7 @@ class GuardAlarms:
         arming = guard.arming(plan) if self._metric_data is not None and mode is Mode.ENFORCE else None
         published = self._published_in_stint(arming, event_job, job) if arming is not None else False
         unread: dict[str, Any] = {}
-        if published is None and arming is not None:
+        if published is None and arming is not None and not retarget:
             # The read failed: a job already hung publishes nothing more, so an arming undone now would never
             # come back. Keep what the stop alarm holds (one DescribeAlarms, on this path only).
             seen = self._current_arming(arming, job)
@@ -243,14 +253,16 @@ class GuardAlarms:
             self._alarms.put(plan)
             if unread:
                 decision = decision.model_copy(update={"evidence": {**decision.evidence, **unread}})
-            if published is None or training_entries(event_job, job) > 1:
+            if retarget or published is None or training_entries(event_job, job) > 1:
                 # Back in Training (a Spot restart, a retry): the alarm kept its state through the pause, and
                 # an ALARM from then would never notify again. CloudWatch leaves an updated alarm's state as it
                 # was and starts a new one in INSUFFICIENT_DATA (PutMetricAlarm), so on the first entry no
                 # reset is needed: an alarm that exists then (the reconciler's repair before a late Training
                 # event) holds the state of this job's own data. Whether the guard was armed unread (None) and
                 # its stop alarm not seen armed: the reset lets its arming alarm notify again while the job
-                # publishes.
+                # publishes. Retargeted (the reconciler's re-plan onto other metrics): the arming alarm, left in
+                # ALARM with its actions off by the stopper's arming on the metrics it watched before, notifies when
+                # the planned ones are published.
                 self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
         return decision
 
@@ -433,6 +445,56 @@ class GuardAlarms:
         if exemption is not None:
             return ()
         return tuple({k: v for k, v in request.items() if k != "Tags"} for request in plan.metric_requests)
+
+    def arming_moved(self, job: TrainingJob, policy: Policy, listed: Mapping[str, AlarmDefinition | None]) -> bool:
+        """Whether putting this guard's alarms of ``job`` as planned now, their actions as ``listed``, would move an
+        arming onto metrics it was not made on: the guard's stop alarm is armed once the job publishes what it
+        watches (the progress guard: ``Arming``), and an alarm as listed watches other metrics (``watched_metrics``:
+        namespace, name, dimensions) than the plan's (a policy's ``progress.metric_names`` changed). The arming
+        depends on nothing else the policy sets: the metrics' statistic and period, the armer's threshold and the
+        stop alarm's missing-data treatment are the guard's own; the window is not what was seen."""
+        from sagemaker_governance.domain.reconcile import alarm_definition, watched_metrics  # reconciler only
+
+        if not is_training(job):
+            return False
+        config = self.guard.config(policy.for_job(job))
+        plan = self._plan(job, config) if config.enabled else None
+        if not isinstance(plan, AlarmPlan) or self.guard.arming(plan) is None:
+            return False
+        return any(
+            (seen := listed.get(str(request["AlarmName"]))) is not None
+            and watched_metrics(seen) != watched_metrics(alarm_definition(request))
+            for request in plan.metric_requests
+        )
+
+    def put_entered(self, job: TrainingJob, policy: Policy) -> tuple[dict[str, Any], ...] | None:
+        """Put this guard's alarms of ``job`` (read just now, in ``Training``) as its ``Training`` event puts them
+        into the job's current stint, when their arming was made on other metrics (``arming_moved``): armed if the
+        job published the planned metrics in this stint (one ``GetMetricData``), else the plan, the stop alarm's
+        actions off and the arming alarm's on, reset so that it notifies once they are published (``_put``). A
+        failed read keeps no arming. The ``PutMetricAlarm`` requests put (without tags); None: nothing planned now
+        (not training, the guard off, nothing to watch, a lookup failed, exempt): nothing put."""
+        if not is_training(job):
+            return None
+        effective = policy.for_job(job)
+        config = self.guard.config(effective)
+        plan = self._plan(job, config) if config.enabled else None
+        if not isinstance(plan, AlarmPlan) or effective.exemption_for(job, self.guard.rule_id, self._clock())[0]:
+            return None
+        mode = config.mode_or(effective.mode)
+        decision = Decision(
+            rule=self.guard.rule_id,
+            code=self.guard.code(AlarmCode.CREATE),
+            action=Action.CREATE_ALARM,
+            mode=mode,
+            reason=self.guard.watching(job, config, plan),
+            evidence=plan.evidence,
+            request=plan.request(),
+        )
+        put = self._put(plan, decision, mode, job, job, retarget=True)
+        armed = self.guard.arming(plan) if put.evidence.get("armed") else None
+        requests = (armed.armed if armed is not None else plan).metric_requests
+        return tuple({k: v for k, v in request.items() if k != "Tags"} for request in requests)
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""

@@ -55,7 +55,7 @@ handlers: creating an alarm is an upsert, deleting a missing alarm is success, s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -157,6 +157,16 @@ class AlarmGuard(Protocol):
         (empty: none wanted; None: cannot know now, a lookup failed)."""
         ...
 
+    def arming_moved(self, job: TrainingJob, policy: Policy, listed: Mapping[str, AlarmDefinition | None]) -> bool:
+        """Whether this guard arms its stop alarm once the job publishes what it watches and its alarms as
+        ``listed`` watch other metrics than it plans now: keeping their actions would arm the plan unseen."""
+        ...
+
+    def put_entered(self, job: TrainingJob, policy: Policy) -> tuple[dict[str, Any], ...] | None:
+        """Put the guard's alarms of ``job`` as its ``Training`` event would into its current stint, the arming
+        decided afresh on the metrics planned now; the requests put (None: nothing planned now, nothing put)."""
+        ...
+
     def rejudged(self, job_name: str, alarm_name: str) -> bool:
         """Whether ``alarm_name`` is one of this guard's alarms whose ALARM the stall judge decides (so one
         left in ALARM is reset to be judged again)."""
@@ -231,8 +241,9 @@ class AlarmEnablingPort(Protocol):
 
 
 _CompareKey = tuple[str, str, str, int, int]  # (job, policy digest, UTC day, guard index, its alarms as listed)
-# A guard whose alarms of a job differ from its plan: the guard, its alarms' names, its key, the planned requests
-_Drift = tuple["AlarmGuard", list[str], _CompareKey, list[dict[str, Any]]]
+# A guard whose alarms of a job differ from its plan: the guard, its alarms' names, its key, the planned requests,
+# and whether its arming was made on other metrics than the plan's (``AlarmGuard.arming_moved``)
+_Drift = tuple["AlarmGuard", list[str], _CompareKey, list[dict[str, Any]], bool]
 
 
 @dataclass(frozen=True)
@@ -692,7 +703,11 @@ class ReconcilerService:
         listing, or went to ``ALARM``, is left for the next run; each put keeps the alarm's ``ActionsEnabled``
         as just listed (an armed or muted alarm stays so). ``PutMetricAlarm`` keeps the alarm's state and no
         reset follows: the alarm is not in ``ALARM``, and CloudWatch evaluates the new terms at its next period,
-        going to ``ALARM`` (and notifying) if the job breaches them; a muted alarm stays muted."""
+        going to ``ALARM`` (and notifying) if the job breaches them; a muted alarm stays muted. Not a guard whose
+        arming was made on other metrics than it plans now (``AlarmGuard.arming_moved``: the progress guard's
+        watched metrics changed): kept armed, its stop alarm would treat the new metrics' missing data as a stall
+        before the job ever published them. Its alarms are put as the job's entry into ``Training`` puts them
+        (``AlarmGuard.put_entered``: armed only if the job published the planned metrics in its stint)."""
         updates = self._updates
         assert updates is not None
         listed = {name: seen for name in item.alarms if (seen := self._listings.get(name)) is not None}
@@ -734,7 +749,8 @@ class ReconcilerService:
                     changes[seen.name] = changed
                     mismatched.append(request)
             if mismatched:
-                drifted.append((guard, mine, key, mismatched))
+                moved = guard.arming_moved(job, policy, {name: listed[name].definition for name in mine})
+                drifted.append((guard, mine, key, mismatched, moved))
             else:
                 self._compared.add(key)
         if not drifted:
@@ -797,8 +813,9 @@ class ReconcilerService:
             )
             return []
         puts: list[dict[str, Any]] = []
+        retargets: list[tuple[AlarmGuard, list[str], _CompareKey]] = []
         done: list[_CompareKey] = []
-        for _, mine, key, requests in drifted:
+        for guard, mine, key, requests, moved in drifted:
             now = [fresh.get(name) for name in mine]
             if any(seen is None or seen.notifying_in_alarm for seen in now) or any(
                 fresh[name].definition != self._listings[name].definition for name in mine if name in fresh
@@ -809,22 +826,29 @@ class ReconcilerService:
                     alarms=mine,
                 )
                 continue
+            if moved:
+                retargets.append((guard, mine, key))
+                continue
             mine_now = {name: self._listings[name].definition for name in mine}
             for request in requests:
                 put = _as_planned(request, fresh[str(request["AlarmName"])])
                 puts.append(put)
                 mine_now[str(put["AlarmName"])] = alarm_definition(put)
             done.append(self._compare_key(item.job_name, key[3], mine_now))  # as the next listing shows them
-        if not puts:
-            return []
         try:
-            updates.update(puts)
+            if puts:
+                updates.update(puts)
         except AdapterError as exc:
             logger.warning(
                 "drifted guard alarms not put again: the next run tries again", job=item.job_name, error=str(exc)
             )
-            return []
+            puts = []
         self._compared.update(done)
+        retargeted = self._retarget(item, job, retargets, policy)
+        if not puts and not retargeted:
+            return []
+        entered = {str(put["AlarmName"]): put for requests in retargeted.values() for put in requests}
+        puts += entered.values()
         names = sorted(str(request["AlarmName"]) for request in puts)
         decision = Decision(
             rule=RECONCILER_RULE_ID,
@@ -833,17 +857,58 @@ class ReconcilerService:
             mode=policy.for_job(job).mode,
             reason="the job is training and its guard alarm(s) were planned under an earlier policy (planned when it "
             "entered Training and kept): put again as the guard plans them now; their state and actions are kept, "
-            "and CloudWatch evaluates the new terms at its next period",
+            "and CloudWatch evaluates the new terms at its next period"
+            + (
+                "; those whose watched metrics changed are put as the job's entry into Training puts them (armed only "
+                "if the job published the metrics they watch now), since their arming was made on other metrics"
+                if retargeted
+                else ""
+            ),
             evidence={
                 "repair": RepairKind.DRIFTED_ALARM.value,
                 "alarms": names,
                 "changes": {name: changes[name] for name in names},
-                "kept_window": sorted(name for name in names if self._listings[name].widened),
+                "kept_window": sorted(
+                    name for name in names if self._listings[name].widened and name not in entered
+                ),
+                # put as the job's entry into Training puts them: whether each notifies now (armed or not)
+                "retargeted": {
+                    name: bool(put.get("ActionsEnabled", True)) for name, put in sorted(entered.items())
+                },
             },
             request={"PutMetricAlarm": puts},
         )
         self._record(decision, job, policy, trigger, Outcome.DONE)
         return [RepairKind.DRIFTED_ALARM]
+
+    def _retarget(
+        self,
+        item: WorkItem,
+        job: TrainingJob,
+        retargets: Sequence[tuple[AlarmGuard, list[str], _CompareKey]],
+        policy: Policy,
+    ) -> dict[int, tuple[dict[str, Any], ...]]:
+        """Put the alarms of each guard whose arming was made on other metrics than it plans now
+        (``AlarmGuard.arming_moved``) as the job's entry into ``Training`` puts them (``AlarmGuard.put_entered``):
+        by guard index, the requests put. A guard whose put fails or plans nothing now is left for the next run."""
+        out: dict[int, tuple[dict[str, Any], ...]] = {}
+        for guard, mine, key in retargets:
+            try:
+                requests = guard.put_entered(job, policy)
+            except AdapterError as exc:
+                logger.warning(
+                    "retargeted guard alarms not put again: the next run tries again",
+                    job=item.job_name,
+                    error=str(exc),
+                )
+                continue
+            if not requests:
+                continue
+            out[key[3]] = requests
+            now = {name: self._listings[name].definition for name in mine}
+            now.update({str(put["AlarmName"]): alarm_definition(put) for put in requests})
+            self._compared.add(self._compare_key(item.job_name, key[3], now))  # as the next listing shows them
+        return out
 
     def _rearm(self, item: WorkItem, policy: Policy, trigger: Trigger) -> bool:
         """Reset the job's judged guard alarms left in ALARM (a pinned trigger the judge vetoed, a re-judging
