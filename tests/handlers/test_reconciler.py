@@ -1730,3 +1730,62 @@ def test_a_progress_guard_moved_to_other_metrics_is_disarmed_when_whether_they_w
     assert watched(acct.cloudwatch.alarms[STALL]) == {"train:loss", "val:loss"}
     assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False
     assert acct.cloudwatch.alarms[ARMER]["ActionsEnabled"] is True and acct.cloudwatch.state(ARMER) == "OK"
+
+
+LONG_NAMES = [f"validation:per_class_mean_average_precision_at_iou_050_{i:02d}" for i in range(10)]
+LONG_JOB = "j" * 63
+LONG_STALL = f"{PREFIX}{LONG_JOB}.progress"
+
+
+def long_description_job(account: LocalAccount) -> None:
+    """A 63-character job watching ten 53-character progress metrics: its stall alarm's description, as planned,
+    fills CloudWatch's 1,024 characters."""
+    progress_metrics(account, ", ".join(LONG_NAMES))
+    definitions = [{"Name": n, "Regex": "x=([0-9.]+)"} for n in LONG_NAMES]
+    training(account, LONG_JOB, AlgorithmSpecification={**LOSS, "MetricDefinitions": definitions})
+
+
+def test_a_widened_stall_alarm_whose_description_was_full_keeps_its_window_and_says_so(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose stall alarm's description is at CloudWatch's limit, armed, then widened by the stopper:
+    # the stall judge could not confirm the stall (no metric or log evidence)
+    long_description_job(acct)
+    planned = acct.cloudwatch.alarms[LONG_STALL]["EvaluationPeriods"]
+    clock.advance(minutes=5)
+    fire(acct, f"{LONG_STALL}-armer")
+    clock.advance(minutes=25)
+    fire(acct, LONG_STALL)
+    widened = acct.cloudwatch.alarms[LONG_STALL]
+    periods = widened["EvaluationPeriods"]
+    assert periods > planned
+    # Then its description keeps both the stack's note and the widening, within the limit
+    description = widened["AlarmDescription"]
+    assert len(description) <= 1024 and " Widened to " in description
+    assert " Managed by " in description and description.endswith("when the job (re)enters Training.")
+    # And the reconciler, the policy unchanged, leaves its window as it is, run after run
+    for _ in range(2):
+        before = len(acct.cloudwatch.requests)
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        assert cloudwatch_puts(acct, before) == []
+        assert acct.cloudwatch.alarms[LONG_STALL]["EvaluationPeriods"] == periods
+
+
+def test_a_stall_alarm_widened_before_its_widening_was_kept_in_a_full_description_keeps_its_window(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job whose full-description stall alarm was widened to 120 minutes when the widening sentence was cut
+    # off at CloudWatch's limit: the description is the planned one, only the window says it was widened
+    long_description_job(acct)
+    alarm = acct.cloudwatch.alarms[LONG_STALL]
+    assert len(alarm["AlarmDescription"]) == 1024
+    alarm.update(EvaluationPeriods=120, DatapointsToAlarm=120)
+    # When the reconciler runs twice, the policy unchanged
+    for _ in range(2):
+        before = len(acct.cloudwatch.requests)
+        clock.advance(minutes=10)
+        assert reconcile(acct)["repairs"] == {}
+        # Then the window is kept: nothing is put
+        assert cloudwatch_puts(acct, before) == []
+        assert acct.cloudwatch.alarms[LONG_STALL]["EvaluationPeriods"] == 120

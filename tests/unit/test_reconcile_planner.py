@@ -10,7 +10,7 @@ import pytest
 
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, Notice
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, Notice, described_with
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.domain.reconcile import (
     EVALUATION_GRACE,
@@ -219,3 +219,48 @@ def test_an_alarm_the_stall_judge_widened_is_told_by_its_description_and_differs
     assert was is not None and now is not None
     assert set(definition_changes(was, now)) == set(WINDOW_TERMS)
     assert definition_changes(was, now, keep=WINDOW_TERMS) == {}
+
+
+def listed_as(request: dict[str, Any]) -> AlarmListing:
+    return AlarmListing(
+        name=request["AlarmName"],
+        description=request["AlarmDescription"],
+        definition=alarm_definition(as_listed(request)),
+    )
+
+
+def full_description(request: dict[str, Any]) -> dict[str, Any]:
+    """The request with a description at CloudWatch's 1,024 characters, as ``AlarmNaming.describe`` cuts one."""
+    return {**request, "AlarmDescription": NAMING.describe("a long alarm description " * 60)}
+
+
+def test_a_widening_keeps_its_sentence_and_the_stacks_note_in_a_description_at_the_limit() -> None:
+    # Given an alarm whose planned description already fills CloudWatch's 1,024 characters
+    (planned,) = idle_requests(1)
+    planned = full_description(planned)
+    assert len(planned["AlarmDescription"]) == 1024
+    # When a widening sentence is added to it
+    sentence = " Widened to 90 minutes after a veto of the stall judge; back to the guard's window."
+    described = described_with(planned["AlarmDescription"], sentence)
+    # Then the body loses its end, never the note nor the sentence
+    assert len(described) == 1024 and described.endswith(f"... {NAMING.managed_note}{sentence}")
+    assert NAMING.describes_ours(described) and AlarmListing(name="x", description=described).widened
+
+
+def test_an_alarm_widened_when_its_sentence_was_cut_off_is_told_by_a_full_description_and_longer_window() -> None:
+    # Given an alarm planned with a full description, listed with that description and a longer window (widened
+    # when the widening sentence was cut off at the limit), or a shorter one
+    (planned,) = idle_requests(1)
+    planned = full_description(planned)
+    periods = planned["EvaluationPeriods"]
+    longer = listed_as({**planned, "EvaluationPeriods": periods + 60, "DatapointsToAlarm": periods + 60})
+    shorter = listed_as({**planned, "EvaluationPeriods": 1, "DatapointsToAlarm": 1})
+    # Then the longer one counts as widened (its window is kept), the shorter one does not
+    assert not longer.widened and longer.widened_from(planned)
+    assert not shorter.widened_from(planned)
+    # and neither does one whose description is not the plan's (the policy changed what the description says)
+    other = {**planned, "AlarmDescription": NAMING.describe("another alarm description " * 60)}
+    assert not longer.widened_from(other)
+    # and a description under the limit must say it was widened
+    (short,) = idle_requests(1)
+    assert not listed_as({**short, "EvaluationPeriods": periods + 60}).widened_from(short)

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sagemaker_governance.domain.guards.base import MAX_DESCRIPTION
 from sagemaker_governance.domain.job import TERMINAL_STATUSES, is_valid_job_name, parse_timestamp
 
 RECONCILER_RULE_ID: Final = "reconciler"
@@ -183,6 +184,26 @@ class AlarmListing(BaseModel):
         """Whether the stopper widened its window (``Guard.widened``: after a veto of the stall judge, or a
         trigger that fired with the judge off), which it keeps until the job (re)enters ``Training``."""
         return self.description is not None and WIDENED_MARK in self.description
+
+    def widened_from(self, planned: Mapping[str, Any]) -> bool:
+        """Whether the stopper widened this alarm from the ``planned`` ``PutMetricAlarm`` request (its window is
+        then kept): its description says so (``widened``), or the alarm was widened before ``Guard.widened`` kept
+        that sentence within CloudWatch's limit (``described_with``): a description the plan's already filled cut
+        it, so it is ``MAX_DESCRIPTION`` long, the planned one followed by at most the start of ``WIDENED_MARK``,
+        and its window is longer than the plan's. A policy that shortens the window of such an alarm (its
+        description otherwise unchanged) then reaches it at the job's next entry into ``Training``, as before the
+        reconciler compared definitions; the stopper's next widening writes the sentence."""
+        if self.widened:
+            return True
+        description, base = self.description or "", str(planned.get("AlarmDescription") or "")
+        listed, plan = dict(self.definition or ()), alarm_definition(planned)
+        return (
+            len(description) == MAX_DESCRIPTION
+            and description.startswith(base)
+            and WIDENED_MARK.startswith(description[len(base) :])
+            and plan is not None
+            and int(listed.get("EvaluationPeriods") or 0) > dict(plan)["EvaluationPeriods"]
+        )
 
     @property
     def notifying_in_alarm(self) -> bool:

@@ -68,10 +68,10 @@ from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
 from sagemaker_governance.domain.guards.base import (
-    MAX_DESCRIPTION,
     MAX_EVALUATION_SECONDS,
     DesiredAlarms,
     deletion_units,
+    described_with,
     is_training,
 )
 from sagemaker_governance.domain.job import TrainingJob
@@ -744,7 +744,8 @@ class ReconcilerService:
                 planned = alarm_definition(request)
                 if seen is None or seen.definition is None or planned is None:
                     continue  # missing (the missing-alarm repair's), or a composite
-                changed = definition_changes(seen.definition, planned, keep=WINDOW_TERMS if seen.widened else ())
+                keep = WINDOW_TERMS if seen.widened_from(request) else ()
+                changed = definition_changes(seen.definition, planned, keep=keep)
                 if changed:
                     changes[seen.name] = changed
                     mismatched.append(request)
@@ -813,6 +814,7 @@ class ReconcilerService:
             )
             return []
         puts: list[dict[str, Any]] = []
+        kept: list[str] = []  # widened alarms put with their window
         retargets: list[tuple[AlarmGuard, list[str], _CompareKey]] = []
         done: list[_CompareKey] = []
         for guard, mine, key, requests, moved in drifted:
@@ -832,6 +834,8 @@ class ReconcilerService:
             mine_now = {name: self._listings[name].definition for name in mine}
             for request in requests:
                 put = _as_planned(request, fresh[str(request["AlarmName"])])
+                if put["EvaluationPeriods"] != request["EvaluationPeriods"]:
+                    kept.append(str(put["AlarmName"]))
                 puts.append(put)
                 mine_now[str(put["AlarmName"])] = alarm_definition(put)
             done.append(self._compare_key(item.job_name, key[3], mine_now))  # as the next listing shows them
@@ -868,9 +872,7 @@ class ReconcilerService:
                 "repair": RepairKind.DRIFTED_ALARM.value,
                 "alarms": names,
                 "changes": {name: changes[name] for name in names},
-                "kept_window": sorted(
-                    name for name in names if self._listings[name].widened and name not in entered
-                ),
+                "kept_window": sorted(name for name in kept if name in names),
                 # put as the job's entry into Training puts them: whether each notifies now (armed or not)
                 "retargeted": {
                     name: bool(put.get("ActionsEnabled", True)) for name, put in sorted(entered.items())
@@ -1165,10 +1167,11 @@ def _as_planned(request: dict[str, Any], seen: AlarmListing) -> dict[str, Any]:
     listed = dict(seen.definition or ())
     description = seen.description or ""
     period = definition_period(dict(alarm_definition(request) or ()))
-    if seen.widened and period * int(listed.get("EvaluationPeriods", 0)) <= MAX_EVALUATION_SECONDS:
+    if seen.widened_from(request) and period * int(listed.get("EvaluationPeriods", 0)) <= MAX_EVALUATION_SECONDS:
         put.update({term: listed[term] for term in WINDOW_TERMS})
-        widening = description[description.index(WIDENED_MARK) :]
-        put["AlarmDescription"] = (str(request.get("AlarmDescription", "")) + widening)[:MAX_DESCRIPTION]
+        if seen.widened:  # else widened before its sentence was kept: the plan's description, which says it too
+            widening = description[description.index(WIDENED_MARK) :]
+            put["AlarmDescription"] = described_with(str(request.get("AlarmDescription", "")), widening)
     return put
 
 

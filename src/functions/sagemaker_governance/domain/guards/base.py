@@ -112,6 +112,23 @@ class AlarmNaming(BaseModel):
         return [self.alarm_topic_arn] if self.alarm_topic_arn else []
 
 
+def described_with(description: str, sentence: str) -> str:
+    """``description`` (an alarm's, as ``AlarmNaming.describe`` made it) followed by ``sentence``, within
+    ``MAX_DESCRIPTION`` characters. Too long, the description's body loses its end (marked ``...``) before its
+    "Managed by" note, as ``describe`` cuts it: neither the note (which stack the alarm is) nor the sentence (a
+    widened window's, which the reconciler reads: ``domain/reconcile.py`` ``WIDENED_MARK``) is cut. A
+    description without the note loses its end before the sentence."""
+    whole = f"{description}{sentence}"
+    if len(whole) <= MAX_DESCRIPTION:
+        return whole
+    at = description.rfind(" Managed by ")
+    if at < 0:
+        return description[: max(0, MAX_DESCRIPTION - len(sentence))] + sentence
+    body, note = description[:at].rstrip("."), description[at + 1 :]
+    room = max(0, MAX_DESCRIPTION - len(sentence) - len(note) - len("... "))
+    return f"{body[:room]}... {note}{sentence}"[:MAX_DESCRIPTION]
+
+
 def alarm_tags_identify(tags: Mapping[str, str], naming: AlarmNaming) -> str | None:
     """The training job an alarm belongs to, if its tags say this stack manages it (and name a job: a tag
     edited by hand into something that cannot be a job name identifies nothing)."""
@@ -1044,10 +1061,11 @@ class Guard(ABC, Generic[C]):
             request.update(
                 EvaluationPeriods=periods,
                 DatapointsToAlarm=max(1, min(periods, round(periods * ratio))),
-                AlarmDescription=(
-                    f"{request.get('AlarmDescription', '')} Widened to {minutes} minutes {why}; back to the "
-                    "guard's window when the job (re)enters Training."
-                )[:MAX_DESCRIPTION],  # the note precedes the sentence: a cut spares it
+                AlarmDescription=described_with(  # a description at the limit keeps the sentence and the note
+                    str(request.get("AlarmDescription", "")),
+                    f" Widened to {minutes} minutes {why}; back to the guard's window when the job (re)enters "
+                    "Training.",
+                ),
             )
             out.append(request)
         return tuple(out)
