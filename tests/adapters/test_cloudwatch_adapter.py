@@ -94,7 +94,7 @@ def test_lifecycle_adapter_declares_exactly_what_it_calls() -> None:
         adapter.put(plan)
         adapter.reset(["gov-idle-train-1.hosts-1-10"], "x")
         adapter.delete(["gov-idle-train-1"])
-        adapter.actions_enabled("gov-idle-train-1.hosts-1-10")
+        adapter.metric_alarm("gov-idle-train-1.hosts-1-10")
     assert recorder.actions | {"cloudwatch:TagResource"} == CloudWatchAlarmLifecycle.IAM_ACTIONS
 
 
@@ -243,7 +243,7 @@ def test_definition_reads_what_an_alarm_of_either_type_was_planned_to_watch_and_
             ownership.definition(name)
 
 
-def test_actions_enabled_reads_one_named_metric_alarm() -> None:
+def test_metric_alarm_reads_one_named_metric_alarm() -> None:
     # The lifecycle asks for metric alarms only, by name: the grant it needs can be scoped to alarm ARNs
     cw = client()
     wanted = {"AlarmNames": ["gov-idle-x.progress"], "AlarmTypes": ["MetricAlarm"]}
@@ -251,25 +251,26 @@ def test_actions_enabled_reads_one_named_metric_alarm() -> None:
         for enabled in (True, False):
             answer = {"MetricAlarms": [{"AlarmName": "gov-idle-x.progress", "ActionsEnabled": enabled}]}
             stub.add_response("describe_alarms", answer, wanted)
-        stub.add_response("describe_alarms", {"MetricAlarms": [{"AlarmName": "gov-idle-x.progress"}]}, wanted)
         stub.add_response("describe_alarms", {"MetricAlarms": [], "CompositeAlarms": []}, wanted)
         stub.add_client_error("describe_alarms", "AccessDenied", "not authorized", http_status_code=403)
         lifecycle = CloudWatchAlarmLifecycle(cw)
-        assert lifecycle.actions_enabled("gov-idle-x.progress") is True
-        assert lifecycle.actions_enabled("gov-idle-x.progress") is False
-        assert lifecycle.actions_enabled("gov-idle-x.progress") is None  # no ActionsEnabled: nothing assumed
-        assert lifecycle.actions_enabled("gov-idle-x.progress") is None  # no such alarm
+        for enabled in (True, False):
+            alarm = lifecycle.metric_alarm("gov-idle-x.progress")
+            assert alarm is not None and alarm["ActionsEnabled"] is enabled
+        assert lifecycle.metric_alarm("gov-idle-x.progress") is None  # no such alarm
         with pytest.raises(AdapterError):
-            lifecycle.actions_enabled("gov-idle-x.progress")
+            lifecycle.metric_alarm("gov-idle-x.progress")
 
 
-def test_actions_enabled_follows_what_was_put_and_switched(aws: None) -> None:
+def test_metric_alarm_follows_what_was_put_and_switched(aws: None) -> None:
     cw = client()
     recorder = IamRecorder(cw)
     lifecycle = CloudWatchAlarmLifecycle(cw)
     lifecycle.put(plan_for(2, "ml.g5.12xlarge"))
-    assert lifecycle.actions_enabled("gov-idle-train-1") is True
+    alarm = lifecycle.metric_alarm("gov-idle-train-1")
+    assert alarm is not None and alarm["ActionsEnabled"] is True and alarm["Metrics"]  # its queries too
     cw.disable_alarm_actions(AlarmNames=["gov-idle-train-1"])
-    assert lifecycle.actions_enabled("gov-idle-train-1") is False
-    assert lifecycle.actions_enabled("gov-idle-nothing") is None
+    alarm = lifecycle.metric_alarm("gov-idle-train-1")
+    assert alarm is not None and alarm["ActionsEnabled"] is False
+    assert lifecycle.metric_alarm("gov-idle-nothing") is None
     assert recorder.actions - {"cloudwatch:DisableAlarmActions"} <= CloudWatchAlarmLifecycle.IAM_ACTIONS

@@ -78,7 +78,7 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "SetAlarmState": lambda c: CloudWatchAlarmLifecycle(c).reset(["gov-idle-job-1"], "test"),
     "ListTagsForResource": lambda c: CloudWatchAlarmOwnership(c, str).tags("gov-idle-job-1"),
     "DescribeAlarms (one)": lambda c: CloudWatchAlarmOwnership(c, str).current_state("gov-idle-job-1"),
-    "DescribeAlarms (arming)": lambda c: CloudWatchAlarmLifecycle(c).actions_enabled("gov-idle-job-1.progress"),
+    "DescribeAlarms (arming)": lambda c: CloudWatchAlarmLifecycle(c).metric_alarm("gov-idle-job-1.progress"),
     "EnableAlarmActions": lambda c: CloudWatchAlarmArming(c).enable_actions(["gov-idle-job-1"]),
     "DisableAlarmActions": lambda c: CloudWatchAlarmArming(c).disable_actions(["gov-idle-job-1"]),
     "PutMetricAlarm (widen)": lambda c: CloudWatchAlarmWindows(c).update([{"AlarmName": "gov-idle-job-1"}]),

@@ -11,10 +11,10 @@ from moto import mock_aws
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobMarks
+from sagemaker_governance.domain.alarm_compare import alarm_definition
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
-from sagemaker_governance.domain.reconcile import alarm_definition
 from smgov.simulation.fake_cloudwatch import FakeCloudWatch
 from smgov.simulation.fake_sagemaker import FakeSageMaker, SageMakerError
 from tests.builders import create_request, job

@@ -11,6 +11,7 @@ import pytest
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.handlers.job_events import handler as job_events
 from sagemaker_governance.handlers.reconciler import handler as reconciler
+from smgov.simulation.fake_cloudwatch import CloudWatchError
 from smgov.simulation.harness import LocalAccount
 from smgov.simulation.job_signals import log_stream
 from smgov.simulation.metrics import kept_at
@@ -37,7 +38,9 @@ def audit_acct(clock: MovableClock, savings: MemoryBusinessMetrics) -> Iterator[
 
 
 def training(account: LocalAccount, name: str = "job-1", **overrides: Any) -> None:
-    account.sagemaker.launch(create_request(name, AlgorithmSpecification=LOSS, **overrides), secondary="Training")
+    account.sagemaker.launch(
+        create_request(name, **{"AlgorithmSpecification": LOSS, **overrides}), secondary="Training"
+    )
     account.invoke(job_events, account.sagemaker.event(name))
     # A hang at busy GPUs, as the stall judge reads it: GPUs pinned, no metric datapoint, the stream silent.
     account.signals.set("GPUUtilization", f"{name}/algo-1", 100.0)  # type: ignore[attr-defined]
@@ -400,3 +403,105 @@ def test_a_timely_training_event_and_a_timely_restart_make_the_calls_they_always
     assert first == {"PutMetricAlarm": 3}
     assert restart == {"PutMetricAlarm": 3, "SetAlarmState": 3}
     assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is False  # a new stint waits for its metric
+
+
+# ---- a stall alarm that fired on metrics the policy no longer watches ----------------------------------------
+
+TRAIN_AND_VAL = {
+    **LOSS,
+    "MetricDefinitions": [
+        {"Name": "train:loss", "Regex": "loss=([0-9.]+)"},
+        {"Name": "val:loss", "Regex": "val_loss=([0-9.]+)"},  # written only at the end
+    ],
+}
+
+
+def policy(account: LocalAccount, document: str) -> None:
+    account.ssm.put_parameter(Name="/gov/policy", Type="String", Value=document, Overwrite=True)
+
+
+def unanswered(params: dict[str, Any]) -> dict[str, Any]:
+    """GetMetricData as CloudWatch answers it when it throttles."""
+    raise CloudWatchError("Throttling", "Rate exceeded")
+
+
+def watched(alarm: dict[str, Any]) -> set[str]:
+    if "MetricName" in alarm:
+        return {alarm["MetricName"]}
+    return {q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q}
+
+
+def test_a_trigger_that_fired_after_the_progress_metrics_moved_is_not_armed_on_a_metric_never_published(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job defining train:loss and val:loss, its progress guard watching train:loss with the stall judge on
+    # (a 20-minute trigger), armed once the job published train:loss
+    policy(acct, "{judge: {enabled: true}, progress: {metric_names: [train_loss]}}")
+    training(acct, AlgorithmSpecification=TRAIN_AND_VAL)
+    publishing(acct)
+    clock.advance(minutes=5)
+    fire(acct, ARMER)
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    assert acct.cloudwatch.alarms[STALL]["EvaluationPeriods"] == 20
+    # and an hour later a genuine 20-minute pause of train:loss, while the platform team turns the judge off and
+    # makes val_loss the progress metric; the trigger fires before the reconciler re-plans the guard
+    clock.advance(hours=1)
+    hangs(acct)
+    policy(acct, "{judge: {enabled: false}, progress: {metric_names: [val_loss]}}")
+    clock.advance(minutes=20)
+    result = fire(acct, STALL)
+    # When the job publishes train:loss every minute again for the whole window
+    publishing(acct)
+    clock.advance(minutes=121)
+    later = notify(acct, STALL)  # the stall alarm goes to ALARM if it watches val:loss (missing data breaching)
+    # Then the healthy job is not stopped
+    assert acct.sagemaker.stop_requests == []
+    assert later is None or later["results"][0]["code"] != "progress.stop.stalled"
+    # since the trigger's notification put the guard as the job's entry into Training does: both alarms watch
+    # val:loss, the stall alarm disarmed, the armer on and reset (it arms the guard once val:loss is published)
+    assert result["results"][0]["code"] == "progress.skip.metrics-moved"
+    stall, armer = acct.cloudwatch.alarms[STALL], acct.cloudwatch.alarms[ARMER]
+    assert watched(stall) == watched(armer) == {"val:loss"}
+    assert stall["ActionsEnabled"] is False and armer["ActionsEnabled"] is True
+    assert stall["EvaluationPeriods"] == 120  # the window (the judge is off): nothing widened
+    assert acct.cloudwatch.state(ARMER) == "OK"
+    (record,) = [r for r in progress_records(acct, "progress-alarm") if r.code == "progress.skip.metrics-moved"]
+    assert record.outcome.value == "skipped"
+    assert (record.evidence["alarm_metrics"], record.evidence["planned_metrics"]) == (["train:loss"], ["val:loss"])
+    # and once the job publishes val:loss, its armer's notification arms the guard on it
+    result = fire(acct, ARMER)
+    assert result["results"][0]["code"] == "progress.arm.published"
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+
+
+def test_a_late_training_event_whose_read_fails_after_the_progress_metrics_moved_keeps_no_arming(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given a job defining train:loss and val:loss whose progress guard, watching train:loss, the stopper armed
+    # (the stall judge off)
+    policy(acct, "{judge: {enabled: false}, progress: {metric_names: [train_loss]}}")
+    training(acct, AlgorithmSpecification=TRAIN_AND_VAL)
+    event = acct.sagemaker.event("job-1")
+    publishing(acct)
+    clock.advance(minutes=5)
+    fire(acct, ARMER)
+    assert acct.cloudwatch.alarms[STALL]["ActionsEnabled"] is True
+    # When the platform team makes val_loss the progress metric and, an hour later, the job's Training event is
+    # delivered again while GetMetricData fails (whether the job published val:loss in its stint is unread)
+    policy(acct, "{judge: {enabled: false}, progress: {metric_names: [val_loss]}}")
+    clock.advance(hours=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(acct.cloudwatch, "_op_GetMetricData", unanswered)
+        acct.invoke(job_events, event)
+    # and the job publishes train:loss every minute for the whole window
+    clock.advance(minutes=121)
+    later = notify(acct, STALL)  # the stall alarm goes to ALARM if it watches val:loss (missing data breaching)
+    # Then the healthy job is not stopped
+    assert acct.sagemaker.stop_requests == []
+    assert later is None or later["results"][0]["code"] != "progress.stop.stalled"
+    # since the stall alarm's arming, made on train:loss, was not kept for val:loss: put disarmed, its armer on
+    stall, armer = acct.cloudwatch.alarms[STALL], acct.cloudwatch.alarms[ARMER]
+    assert watched(stall) == watched(armer) == {"val:loss"}
+    assert stall["ActionsEnabled"] is False and armer["ActionsEnabled"] is True
+    (created,) = [r for r in progress_records(acct, "job-state-change") if r.action == "create-alarm"][1:]
+    assert created.evidence["arming_seen"] == "other-metrics" and created.evidence["arming_kept"] is False

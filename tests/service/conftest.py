@@ -107,12 +107,15 @@ class FakeAlarms:
             self.calls(f"reset {name}")
             self.alarms[name] = "OK"
 
-    def actions_enabled(self, name: str) -> bool | None:
-        """Whether the metric alarm's actions are on now (``actions_on``); ``None``: no such alarm."""
+    def metric_alarm(self, name: str) -> dict[str, Any] | None:
+        """The metric alarm with its actions as they are now (``actions_on``; no metric: whichever it reads is
+        unknown); ``None``: no such alarm."""
         self.calls(f"actions {name}")
         if self.actions_unreadable:
             raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
-        return self.actions_on.get(name, True) if name in self.alarms else None
+        return (
+            {"AlarmName": name, "ActionsEnabled": self.actions_on.get(name, True)} if name in self.alarms else None
+        )
 
     # ``AlarmOwnershipPort`` and ``AlarmArmingPort`` (the stopper's view of the same alarms)
 

@@ -281,8 +281,8 @@ class PutPlans:
     def reset(self, names: Any, reason: str) -> None:
         self.inner.reset(names, reason)
 
-    def actions_enabled(self, name: str) -> bool | None:
-        result: bool | None = self.inner.actions_enabled(name)
+    def metric_alarm(self, name: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = self.inner.metric_alarm(name)
         return result
 
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
 
+from sagemaker_governance.domain.alarm_compare import alarm_definition, watched_metrics
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
+from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressPolicy
 from sagemaker_governance.events.alarms import AlarmNotification, alarm_notifications
+from smgov.simulation.messages import alarm_notification
+from tests.builders import job
 from tests.conftest import load_event
 
 
@@ -57,6 +63,41 @@ def test_metric_math_alarm() -> None:
     assert message.trigger is not None and message.trigger.is_metric_math
     assert len(message.trigger.hosts()) == 2
     assert message.evidence()["expression"] == "MAX([m1, m2])"
+
+
+def test_a_notification_names_the_metrics_its_alarm_reads_as_the_alarm_request_names_them() -> None:
+    # What the stopper compares with the plan (Guard.metrics_moved), as the reconciler compares a listed alarm
+    for sample, metrics in (
+        ("idle-alarm-single-metric.json", 1),
+        ("idle-alarm-metric-math.json", 2),
+        ("progress-alarm-stalled.json", 1),
+    ):
+        trigger = only(sample).trigger
+        assert trigger is not None
+        watched = watched_metrics(alarm_definition(trigger.as_alarm()))
+        assert len(watched) == metrics and all(namespace and name and dims for namespace, name, dims in watched)
+    # and a progress stall alarm over two metrics (metric math) and its armer, notified, name what they were put with
+    naming = AlarmNaming(prefix="gov-", managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t")
+    definitions = [{"Name": "train:loss", "Regex": "l=(.*)"}, {"Name": "val:loss", "Regex": "v=(.*)"}]
+    spec = {"TrainingImage": "img:1", "TrainingInputMode": "File", "MetricDefinitions": definitions}
+    policy = ProgressPolicy(metric_names=("train_loss", "val_loss"))
+    plan = PROGRESS.plan(job(AlgorithmSpecification=spec), policy, naming)
+    assert isinstance(plan, AlarmPlan)
+    for request in plan.metric_requests:
+        sent = alarm_notification(
+            request,
+            old_state="OK",
+            new_state="ALARM",
+            reason="Threshold Crossed",
+            changed_at=datetime(2026, 11, 21, 12, tzinfo=UTC),
+            account="1",
+            region="us-east-1",
+        )
+        trigger = AlarmNotification.model_validate(sent).trigger
+        assert trigger is not None and trigger.is_metric_math
+        watched = watched_metrics(alarm_definition(trigger.as_alarm()))
+        assert {name for _, name, _ in watched} == {"train:loss", "val:loss"}
+        assert watched == watched_metrics(alarm_definition(request))
 
 
 def test_composite_alarm() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sagemaker_governance.domain.alarm_compare import alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, Notice, described_with
@@ -17,7 +18,6 @@ from sagemaker_governance.domain.reconcile import (
     WINDOW_TERMS,
     AlarmListing,
     JobSummary,
-    alarm_definition,
     definition_changes,
     group_alarms,
     job_of_alarm,

@@ -106,7 +106,7 @@ class RecordingAlarms:
     def reset(self, names: Sequence[str], reason: str) -> None:
         self.resets += names
 
-    def actions_enabled(self, name: str) -> bool | None:
+    def metric_alarm(self, name: str) -> dict[str, Any] | None:
         """Offline nothing is known of an alarm (and with no metric read, never asked)."""
         return None
 

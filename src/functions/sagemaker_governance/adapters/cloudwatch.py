@@ -147,12 +147,10 @@ class CloudWatchAlarmLifecycle:
     def reset(self, names: Sequence[str], reason: str) -> None:
         _reset(self._client, names, reason)
 
-    def actions_enabled(self, name: str) -> bool | None:
-        """The metric alarm's ``ActionsEnabled`` (``None``: no such metric alarm, or an answer without the
-        field: nothing is assumed). Metric alarms only: the alarm asked about (a stall alarm) is one."""
-        alarm = _described(self._client, name, ["MetricAlarm"])
-        enabled = alarm.get("ActionsEnabled") if alarm is not None else None
-        return enabled if isinstance(enabled, bool) else None
+    def metric_alarm(self, name: str) -> dict[str, Any] | None:
+        """The metric alarm as ``DescribeAlarms`` lists it (``None``: no such metric alarm). Metric alarms only:
+        the alarm asked about (a stall alarm) is one."""
+        return _described(self._client, name, ["MetricAlarm"])
 
 
 class CloudWatchAlarmOwnership:
@@ -282,7 +280,8 @@ class CloudWatchAlarmInventory:
         description (which stack made it), its actions (which topic it notifies) and, a metric alarm, what it
         fires on (``alarm_definition``: compared with what its guard plans now) (all in the same
         ``DescribeAlarms`` pages: no extra request)."""
-        from sagemaker_governance.domain.reconcile import AlarmListing, alarm_definition
+        from sagemaker_governance.domain.alarm_compare import alarm_definition
+        from sagemaker_governance.domain.reconcile import AlarmListing
 
         listings: list[AlarmListing] = []
         try:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.guards.base import MAX_DESCRIPTION
 from sagemaker_governance.domain.job import TERMINAL_STATUSES, is_valid_job_name, parse_timestamp
 
@@ -74,70 +75,7 @@ class RepairKind(StrEnum):
 # What ``Guard.widened`` writes in the description of an alarm whose window it widened ("... Widened to N
 # minutes after a veto of the stall judge; back to the guard's window when the job (re)enters Training.").
 WIDENED_MARK: Final = " Widened to "
-# The parts of a metric alarm's definition that decide when it fires, as a ``PutMetricAlarm`` request and a
-# ``DescribeAlarms`` ``MetricAlarms`` item both spell them (not its name, description, actions or tags).
-AlarmDefinition = tuple[tuple[str, Any], ...]
 WINDOW_TERMS: Final = ("EvaluationPeriods", "DatapointsToAlarm")  # what a widened alarm keeps of its own
-
-
-def _dimensions(dimensions: Iterable[Mapping[str, Any]] | None) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((str(d.get("Name")), str(d.get("Value"))) for d in dimensions or ()))
-
-
-def _query(query: Mapping[str, Any]) -> tuple[Any, ...]:
-    stat = query.get("MetricStat")
-    if isinstance(stat, Mapping):
-        metric = stat.get("Metric") or {}
-        body: tuple[Any, ...] = (
-            metric.get("Namespace"),
-            metric.get("MetricName"),
-            _dimensions(metric.get("Dimensions")),
-            int(stat.get("Period") or 0),
-            stat.get("Stat"),
-        )
-    else:
-        body = (query.get("Expression"),)
-    return (str(query.get("Id")), body, bool(query.get("ReturnData", True)))
-
-
-def alarm_definition(alarm: Mapping[str, Any]) -> AlarmDefinition | None:
-    """What a metric alarm fires on: threshold, comparison, evaluation periods, datapoints to alarm, missing
-    data, and its metric (namespace, name, dimensions, period, statistic) or metric-math queries (each
-    query's metric or expression; not its label), normalised so that a planned ``PutMetricAlarm`` request
-    and the alarm as ``DescribeAlarms`` lists it compare equal when CloudWatch would evaluate them alike
-    (dimensions in any order, ``DatapointsToAlarm`` absent = ``EvaluationPeriods``, ``TreatMissingData``
-    absent = ``missing``). None: not a threshold metric alarm (a composite alarm)."""
-    if not isinstance(alarm.get("Threshold"), int | float) or not isinstance(alarm.get("EvaluationPeriods"), int):
-        return None
-    periods = int(alarm["EvaluationPeriods"])
-    terms: dict[str, Any] = {
-        "Threshold": float(alarm["Threshold"]),
-        "ComparisonOperator": str(alarm.get("ComparisonOperator")),
-        "EvaluationPeriods": periods,
-        "DatapointsToAlarm": int(alarm.get("DatapointsToAlarm") or periods),
-        "TreatMissingData": str(alarm.get("TreatMissingData") or "missing"),
-    }
-    if alarm.get("Metrics"):
-        terms["Metrics"] = tuple(sorted((_query(q) for q in alarm["Metrics"]), key=lambda q: q[0]))
-    else:
-        terms["Metric"] = (
-            alarm.get("Namespace"),
-            alarm.get("MetricName"),
-            _dimensions(alarm.get("Dimensions")),
-            int(alarm.get("Period") or 0),
-            alarm.get("Statistic") or alarm.get("ExtendedStatistic"),
-        )
-    return tuple(terms.items())
-
-
-def watched_metrics(definition: AlarmDefinition | None) -> frozenset[tuple[Any, ...]]:
-    """The metrics an alarm's definition reads (``alarm_definition``): each one's namespace, name and dimensions,
-    whatever its statistic or period; none for no definition."""
-    terms = dict(definition or ())
-    metric = terms.get("Metric")
-    if metric is not None:
-        return frozenset({tuple(metric[:3])})
-    return frozenset(tuple(body[:3]) for _, body, _ in terms.get("Metrics", ()) if len(body) > 1)
 
 
 def definition_changes(

@@ -107,6 +107,45 @@ class AlarmTrigger(_AlarmModel):
                 dims += query.metric_stat.metric.dimensions
         return tuple(d.value for d in dims if d.name == "Host")
 
+    def as_alarm(self) -> dict[str, Any]:
+        """The alarm's terms and metric(s) as a ``PutMetricAlarm`` request (or ``DescribeAlarms``) spells them, what
+        ``domain/alarm_compare.py`` ``alarm_definition`` reads: a notification's alarm compared with a planned one."""
+
+        def metric(
+            namespace: str | None, name: str | None, dimensions: tuple[AlarmDimension, ...]
+        ) -> dict[str, Any]:
+            shown = [{"Name": d.name, "Value": d.value} for d in dimensions]
+            return {"Namespace": namespace, "MetricName": name, "Dimensions": shown}
+
+        out: dict[str, Any] = {
+            "Threshold": self.threshold,
+            "ComparisonOperator": self.comparison_operator,
+            "EvaluationPeriods": self.evaluation_periods,
+            "DatapointsToAlarm": self.datapoints_to_alarm,
+            "TreatMissingData": self.treat_missing_data,
+        }
+        if not self.metrics:
+            return {
+                **out,
+                **metric(self.namespace, self.metric_name, self.dimensions),
+                "Period": self.period,
+                "Statistic": self.statistic,
+            }
+        queries: list[dict[str, Any]] = []
+        for query in self.metrics:
+            item: dict[str, Any] = {"Id": query.id, "ReturnData": query.return_data is not False}
+            stat = query.metric_stat
+            if stat is not None:
+                item["MetricStat"] = {
+                    "Metric": metric(stat.metric.namespace, stat.metric.metric_name, stat.metric.dimensions),
+                    "Period": stat.period,
+                    "Stat": stat.stat,
+                }
+            else:
+                item["Expression"] = query.expression
+            queries.append(item)
+        return {**out, "Metrics": queries}
+
     def evidence(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "threshold": self.threshold,

@@ -52,6 +52,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
+from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition, watched_metrics
 from sagemaker_governance.domain.alarm_deletion import deletion_requests
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
@@ -88,14 +89,14 @@ from sagemaker_governance.service.ports import (
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
 
-if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge nor the reconciler (cold start)
-    from sagemaker_governance.domain.reconcile import AlarmDefinition
+if TYPE_CHECKING:  # annotations only: the lifecycle never runs the stall judge (cold start)
     from sagemaker_governance.service.stall_judge import MetricReadPort
 
 LIFECYCLE_POLICY_MAX_AGE_SECONDS = 600  # the reconciler's default interval (ReconcileIntervalMinutes)
 
 # What a put whose arming read failed found in the guard's stop alarm (evidence ``arming_seen``)
 ARMED, DISARMED, MISSING, UNREAD = "armed", "disarmed", "missing", "unread"
+OTHER_METRICS = "other-metrics"  # its actions on, for other metrics than planned: no arming of the planned ones
 
 
 class GuardAlarms:
@@ -299,24 +300,38 @@ class GuardAlarms:
     def _current_arming(self, arming: Arming, job: TrainingJob) -> str:
         """What the guard's stop alarm holds now, asked when a put could not read whether the job published
         (``_published_in_stint`` None): ``armed`` (its actions on: the stopper armed it, and the put keeps it),
-        ``disarmed``, ``missing`` (no such alarm: nothing was armed) or ``unread`` (that read failed too). Only
-        ``armed`` is kept: a guard is never armed on no evidence, nor disarmed against the evidence there is.
+        ``disarmed``, ``missing`` (no such alarm: nothing was armed), ``other-metrics`` (its actions on, but it
+        reads other metrics than the plan's stop alarm, namespace, name and dimensions as ``watched_metrics``
+        compares them: armed on what the job published of those, which says nothing of the planned ones, after a
+        policy changed the progress metrics) or ``unread`` (that read failed too). Only ``armed`` is kept: a guard
+        is never armed on no evidence, nor disarmed against the evidence there is.
         The alarm cannot tell this stint's arming from an earlier one's: a restart whose first put this is (its
         timely event handled after its entry's minute) keeps an earlier stint's arming, as a restart whose
         ``Training`` event is lost does (the stopper then waits the alarm's window from the new entry). Logged
         either way."""
         try:
-            enabled = self._alarms.actions_enabled(arming.stop_alarm)
+            alarm = self._alarms.metric_alarm(arming.stop_alarm)
         except AdapterError as exc:
             logger.warning(
                 "alarm arming unread", job=job.name, guard=self.guard.name, alarm=arming.stop_alarm, error=str(exc)
             )
             return UNREAD
-        seen = MISSING if enabled is None else ARMED if enabled else DISARMED
+        enabled = alarm.get("ActionsEnabled") if alarm is not None else None
+        seen = MISSING if not isinstance(enabled, bool) else ARMED if enabled else DISARMED
+        if seen == ARMED and alarm is not None and self._reads_other_metrics(arming, alarm):
+            seen = OTHER_METRICS
         logger.warning(
             "arming from the alarm", job=job.name, guard=self.guard.name, alarm=arming.stop_alarm, seen=seen
         )
         return seen
+
+    @staticmethod
+    def _reads_other_metrics(arming: Arming, alarm: Mapping[str, Any]) -> bool:
+        """Whether the stop alarm as listed (``alarm``) reads other metrics than ``arming`` puts it with; False
+        when the listing shows none (nothing to compare)."""
+        listed = watched_metrics(alarm_definition(alarm))
+        planned = next((r for r in arming.armed.metric_requests if r["AlarmName"] == arming.stop_alarm), None)
+        return bool(listed) and planned is not None and listed != watched_metrics(alarm_definition(planned))
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
 
@@ -453,8 +468,6 @@ class GuardAlarms:
         namespace, name, dimensions) than the plan's (a policy's ``progress.metric_names`` changed). The arming
         depends on nothing else the policy sets: the metrics' statistic and period, the armer's threshold and the
         stop alarm's missing-data treatment are the guard's own; the window is not what was seen."""
-        from sagemaker_governance.domain.reconcile import alarm_definition, watched_metrics  # reconciler only
-
         if not is_training(job):
             return False
         config = self.guard.config(policy.for_job(job))

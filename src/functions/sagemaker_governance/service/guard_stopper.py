@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.alarm_compare import alarm_definition, watched_metrics
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.guards.base import (
@@ -294,6 +295,7 @@ class GuardStopper:
             evidence=message.evidence(),
             savings=savings.evidence() if savings is not None else {},
             metric_names=_metric_names(message),
+            fired_metrics=_fired_metrics(message),
             resolved=self._resolved(guard, job),
             fired_child=child.definition if child is not None else None,
             unjudged_pinned=pinned_unplanned and self._fires_on_pinned(message, child),
@@ -543,6 +545,15 @@ class GuardStopper:
     def _ignore(self, alarm: str, reason: str) -> StopperResult:
         logger.info("alarm notification ignored", alarm=alarm, reason=reason)
         return StopperResult(alarm=alarm, outcome="ignored", reason=reason)
+
+
+def _fired_metrics(message: AlarmNotification) -> frozenset[tuple[Any, ...]] | None:
+    """The metrics the alarm reads as its notification repeats them (``watched_metrics``: namespace, name and
+    dimensions, compared as the reconciler compares a listed alarm with its plan); None when the message has no
+    trigger (a composite) or repeats no metric."""
+    if message.trigger is None:
+        return None
+    return watched_metrics(alarm_definition(message.trigger.as_alarm())) or None
 
 
 def _metric_names(message: AlarmNotification) -> tuple[str, ...] | None:

@@ -89,10 +89,10 @@ class AlarmLifecyclePort(Protocol):
     def reset(self, names: Sequence[str], reason: str) -> None:
         """Set metric alarms back to ``OK`` so that they notify again if the condition still holds."""
 
-    def actions_enabled(self, name: str) -> bool | None:
-        """Whether the metric alarm's actions are on now (``ActionsEnabled``); ``None``: no such metric alarm,
-        or an answer without the field. Raises ``AdapterError``. Read only when a put cannot tell otherwise
-        whether a guard was armed (``GuardAlarms``)."""
+    def metric_alarm(self, name: str) -> Mapping[str, Any] | None:
+        """The metric alarm as ``DescribeAlarms`` lists it now (its ``ActionsEnabled``, its metric or queries);
+        ``None``: no such metric alarm. Raises ``AdapterError``. Read only when a put cannot tell otherwise
+        whether a guard was armed, and on which metrics (``GuardAlarms``)."""
 
 
 class AlarmOwnershipPort(Protocol):

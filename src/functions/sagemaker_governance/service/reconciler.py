@@ -62,6 +62,7 @@ from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
+from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
 from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_RESUME_SETTLED
 from sagemaker_governance.domain.compliance import was_evaluated
@@ -81,13 +82,11 @@ from sagemaker_governance.domain.reconcile import (
     RECONCILER_RULE_ID,
     WIDENED_MARK,
     WINDOW_TERMS,
-    AlarmDefinition,
     AlarmListing,
     JobListing,
     ReconcilerCode,
     RepairKind,
     WorkItem,
-    alarm_definition,
     definition_changes,
     definition_period,
     group_alarms,

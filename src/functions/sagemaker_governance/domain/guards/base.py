@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sagemaker_governance.domain.alarm_compare import alarm_definition, watched_metrics
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob, is_valid_job_name
@@ -582,6 +583,11 @@ class Notice(BaseModel):
         description="A composite alarm's triggering child as DescribeAlarms gave it (the notification repeats no "
         "child's definition); None: a metric alarm's notification, or the child not read.",
     )
+    fired_metrics: frozenset[tuple[Any, ...]] | None = Field(
+        default=None,
+        description="The metrics the metric alarm that fired reads, as its notification repeats them (each one's "
+        "namespace, name and dimensions: domain/alarm_compare.py watched_metrics); None: not repeated (a composite).",
+    )
     unjudged_pinned: bool = Field(
         default=False,
         description="The alarm that fired may also fire on pinned GPUs, which the guard's plan under the current "
@@ -1027,6 +1033,49 @@ class Guard(ABC, Generic[C]):
             "as planned now and reset, and a stop needs them to fire again",
             rewindow=replanned,
             reset=tuple(r["AlarmName"] for r in replanned) or names,
+            reset_reason=reset_reason,
+        )
+
+    def metrics_moved(
+        self, judgement: Judgement, notice: Notice, config: C, *, code: str, reset_reason: str
+    ) -> GuardVerdict | None:
+        """The verdict on a notification of an alarm that reads other metrics (namespace, name, dimensions:
+        ``Notice.fired_metrics``) than the guard plans for it now, when the guard arms its stop alarm once the job
+        publishes what it watches (``arming``: the progress guard, after a policy changed its metric names). Every
+        put of the stop alarm from the plan (``widened``, ``replanned``) turns its actions on, which would arm it on
+        metrics the job may never have published: missing data breaching, it would fire after its window and stop
+        a healthy job. So never a stop, a question to the judge or a widening on it: the guard's metric alarms are
+        put as the job's entry into ``Training`` puts them, the plan (the stop alarm's actions off, the arming
+        alarm's on), and reset (``reset_reason``), so that the arming alarm arms the guard once the job publishes
+        the planned metrics. None: not such a case (the metrics unrepeated, the same, or nothing planned now)."""
+        fired = notice.fired_metrics
+        plan = self.plan_for(notice, config) if fired is not None else None
+        if fired is None or not isinstance(plan, AlarmPlan) or self.arming(plan) is None:
+            return None
+        name = notice.evidence.get("alarm")
+        planned = next((a.request for a in plan.alarms if a.kind is AlarmKind.METRIC and a.name == name), None)
+        watched = watched_metrics(alarm_definition(planned)) if planned is not None else frozenset()
+        if not watched or watched == fired:
+            return None
+        requests = tuple(
+            {k: v for k, v in a.request.items() if k != "Tags"} for a in plan.alarms if a.kind is AlarmKind.METRIC
+        )
+        judgement.evidence.update(
+            alarm_metrics=sorted(str(metric[1]) for metric in fired),
+            planned_metrics=sorted(str(metric[1]) for metric in watched),
+            retargeted={str(r["AlarmName"]): bool(r.get("ActionsEnabled", True)) for r in requests},
+        )
+        return judgement(
+            Verdict.TOO_EARLY,
+            Action.NONE,
+            code,
+            f"the {self.title}'s alarm fired on other metrics ({', '.join(judgement.evidence['alarm_metrics'])}) "
+            f"than the policy has it watch for the job now ({', '.join(judgement.evidence['planned_metrics'])}): "
+            "the policy changed after it was armed, and armed on metrics the job may never have published it would "
+            "stop a healthy job; its alarms are put again as the job's entry into Training puts them (the stall "
+            "alarm off until the new metrics are published) and reset, never a stop on this notification",
+            rewindow=requests,
+            reset=plan.metric_alarm_names,
             reset_reason=reset_reason,
         )
 

@@ -81,6 +81,9 @@ ARMED_REASON: Final = "sagemaker-governance: armed after the job published its p
 RESET_REASON: Final = (
     "sagemaker-governance: reset by the stopper (too early after (re)entering Training, or stale)"
 )
+MOVED_REASON: Final = (
+    "sagemaker-governance: the progress metrics the policy watches changed; the progress guard waits for them"
+)
 _SEPARATORS = re.compile(r"[\s:/\-.]+")
 
 
@@ -109,6 +112,7 @@ class ProgressCode(StrEnum):
     TOO_EARLY = "progress.skip.too-early"
     TRIGGER = "progress.skip.trigger"  # the stall alarm fired on its trigger and no judge may decide: wait
     STRICTER_ALARM = "progress.skip.stricter-alarm"  # fired on a shorter silence than planned now: re-plan
+    METRICS_MOVED = "progress.skip.metrics-moved"  # fired on other metrics than planned now: put as on entry
     EXEMPTED = "progress.skip.exempted"
     NO_METRIC_DEFINITIONS = "progress.alarm.no-metric-definitions"
     NO_PROGRESS_METRIC = "progress.alarm.no-progress-metric"
@@ -433,6 +437,12 @@ class ProgressGuard(Guard[ProgressPolicy]):
         )
         if early is not None:
             return early
+        # before any verdict that puts the stall alarm from the plan (armed) or stops: never on metrics not seen
+        moved = self.metrics_moved(
+            judgement, notice, progress, code=ProgressCode.METRICS_MOVED, reset_reason=MOVED_REASON
+        )
+        if moved is not None:
+            return moved
         if (since := trained_less_than(job, now, span)) is not None:
             return judgement(
                 Verdict.TOO_EARLY,
