@@ -16,10 +16,10 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.errors import AdapterError, Claim, JobNotFound, StopOutcome, Throttled
 from sagemaker_governance.domain.guards.base import (
-    AlarmDefinition,
     AlarmNaming,
     AlarmPlan,
     AlarmState,
+    DescribedAlarm,
     metric_alarm_terms,
 )
 from sagemaker_governance.domain.job import TrainingJob
@@ -131,7 +131,7 @@ class FakeAlarms:
         changed = self.changed.get(name)
         return AlarmState(self.alarms[name], changed) if name in self.alarms and changed is not None else None
 
-    def definition(self, name: str) -> AlarmDefinition | None:
+    def definition(self, name: str) -> DescribedAlarm | None:
         """``AlarmTransitionsPort``: what an alarm was planned to watch (``descriptions``) and on which terms
         (``terms``: as put); ``None``: neither is known."""
         self.calls(f"describe {name}")
@@ -139,7 +139,7 @@ class FakeAlarms:
             raise AdapterError(f"DescribeAlarms {name} failed: Rate exceeded")
         if name not in self.descriptions and name not in self.terms:
             return None
-        return AlarmDefinition(name=name, description=self.descriptions.get(name), terms=self.terms.get(name, {}))
+        return DescribedAlarm(name=name, description=self.descriptions.get(name), terms=self.terms.get(name, {}))
 
     def enable_actions(self, names: Sequence[str]) -> None:
         self.calls("arm " + ",".join(names))

@@ -8,7 +8,7 @@ from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink, Outcome
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
-from sagemaker_governance.domain.guards.base import AlarmDefinition, AlarmNaming, AlarmState
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmState, DescribedAlarm
 from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
@@ -36,7 +36,7 @@ class Alarms:
     def tags(self, name: str) -> dict[str, str] | None:
         return {"smgov:training-job": "job-1", "smgov:managed-by": "gov"}
 
-    def definition(self, name: str) -> AlarmDefinition | None:
+    def definition(self, name: str) -> DescribedAlarm | None:
         return None
 
     def reset(self, names: Any, reason: str) -> None:

@@ -14,10 +14,10 @@ from pydantic import ValidationError
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.guards.base import (
-    AlarmDefinition,
     AlarmKind,
     AlarmNaming,
     AlarmPlan,
+    DescribedAlarm,
     NoAlarm,
     Notice,
     Verdict,
@@ -416,7 +416,7 @@ def test_a_composites_child_planned_at_a_higher_minimum_neither_tells_nor_stops(
         assert isinstance(plan, AlarmPlan)
         (composite,) = [a.name for a in plan.alarms if a.role == role and a.kind is AlarmKind.COMPOSITE]
         child = next(r for r in plan.metric_requests if r["AlarmName"].startswith(f"{composite}.hosts-"))
-        definition = AlarmDefinition(name=child["AlarmName"], terms=metric_alarm_terms(child))
+        definition = DescribedAlarm(name=child["AlarmName"], terms=metric_alarm_terms(child))
         return notice(j).model_copy(update={"evidence": {"alarm": composite}, "fired_child": definition})
 
     verdict = EFFICIENCY.judge(role, fired(then), now)

@@ -23,10 +23,10 @@ from sagemaker_governance.adapters.read_failures import THROTTLING_CODES, error_
 from sagemaker_governance.domain.alarm_deletion import DELETE_BATCH_NAMES
 from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import (
-    AlarmDefinition,
     AlarmKind,
     AlarmPlan,
     AlarmState,
+    DescribedAlarm,
     metric_alarm_terms,
 )
 
@@ -189,7 +189,7 @@ class CloudWatchAlarmOwnership:
             return None
         return AlarmState(str(alarm.get("StateValue", "")), when)
 
-    def definition(self, name: str) -> AlarmDefinition | None:
+    def definition(self, name: str) -> DescribedAlarm | None:
         """The alarm's ``AlarmDescription`` and terms (threshold, comparison, periods): what a composite's child
         was planned to watch and on which terms it fires, which its parent's notification does not repeat.
         ``None``: no such alarm."""
@@ -197,7 +197,7 @@ class CloudWatchAlarmOwnership:
         if alarm is None:
             return None
         description = str(alarm.get("AlarmDescription") or "") or None
-        return AlarmDefinition(name=name, description=description, terms=metric_alarm_terms(alarm))
+        return DescribedAlarm(name=name, description=description, terms=metric_alarm_terms(alarm))
 
     def _described(self, name: str) -> dict[str, Any] | None:
         """The alarm as ``DescribeAlarms`` gives it (one call), metric or composite."""

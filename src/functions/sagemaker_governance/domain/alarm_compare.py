@@ -74,3 +74,11 @@ def watched_metrics(definition: AlarmDefinition | None) -> frozenset[tuple[Any, 
     if metric is not None:
         return frozenset({tuple(metric[:3])})
     return frozenset(tuple(body[:3]) for _, body, _ in terms.get("Metrics", ()) if len(body) > 1)
+
+
+def reads_other_metrics(watched: frozenset[tuple[Any, ...]], planned: Mapping[str, Any] | None) -> bool:
+    """Whether an alarm that reads ``watched`` (``watched_metrics`` of it as listed, or as its notification repeats
+    it) reads other metrics than the ``PutMetricAlarm`` request ``planned`` for it now: a policy moved what the
+    guard watches since the alarm was put. False when either side names none (nothing to compare)."""
+    theirs = watched_metrics(alarm_definition(planned)) if planned is not None else frozenset()
+    return bool(watched) and bool(theirs) and watched != theirs

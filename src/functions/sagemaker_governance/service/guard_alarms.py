@@ -52,7 +52,12 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sagemaker_governance.audit import AuditSink, Outcome
-from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition, watched_metrics
+from sagemaker_governance.domain.alarm_compare import (
+    AlarmDefinition,
+    alarm_definition,
+    reads_other_metrics,
+    watched_metrics,
+)
 from sagemaker_governance.domain.alarm_deletion import deletion_requests
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
@@ -329,9 +334,9 @@ class GuardAlarms:
     def _reads_other_metrics(arming: Arming, alarm: Mapping[str, Any]) -> bool:
         """Whether the stop alarm as listed (``alarm``) reads other metrics than ``arming`` puts it with; False
         when the listing shows none (nothing to compare)."""
-        listed = watched_metrics(alarm_definition(alarm))
-        planned = next((r for r in arming.armed.metric_requests if r["AlarmName"] == arming.stop_alarm), None)
-        return bool(listed) and planned is not None and listed != watched_metrics(alarm_definition(planned))
+        return reads_other_metrics(
+            watched_metrics(alarm_definition(alarm)), arming.armed.metric_request(arming.stop_alarm)
+        )
 
     # ---- declared tolerance (domain/tolerance.py) ----------------------------------------------
 
@@ -459,7 +464,7 @@ class GuardAlarms:
         exemption, _ = effective.exemption_for(job, self.guard.rule_id, self._clock())
         if exemption is not None:
             return ()
-        return tuple({k: v for k, v in request.items() if k != "Tags"} for request in plan.metric_requests)
+        return plan.metric_updates
 
     def arming_moved(self, job: TrainingJob, policy: Policy, listed: Mapping[str, AlarmDefinition | None]) -> bool:
         """Whether putting this guard's alarms of ``job`` as planned now, their actions as ``listed``, would move an
@@ -476,7 +481,7 @@ class GuardAlarms:
             return False
         return any(
             (seen := listed.get(str(request["AlarmName"]))) is not None
-            and watched_metrics(seen) != watched_metrics(alarm_definition(request))
+            and reads_other_metrics(watched_metrics(seen), request)
             for request in plan.metric_requests
         )
 
@@ -506,8 +511,7 @@ class GuardAlarms:
         )
         put = self._put(plan, decision, mode, job, job, retarget=True)
         armed = self.guard.arming(plan) if put.evidence.get("armed") else None
-        requests = (armed.armed if armed is not None else plan).metric_requests
-        return tuple({k: v for k, v in request.items() if k != "Tags"} for request in requests)
+        return (armed.armed if armed is not None else plan).metric_updates
 
     def create_alarms(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """Create the job's alarms as its Training event would (the job is re-read first)."""

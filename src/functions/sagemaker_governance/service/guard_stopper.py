@@ -52,9 +52,9 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     AlarmCode,
-    AlarmDefinition,
     AlarmNaming,
     AlarmState,
+    DescribedAlarm,
     Guard,
     GuardVerdict,
     Notice,
@@ -133,7 +133,7 @@ class _ChildRead:
     the read failed. Neither: a metric alarm's notification, no child named, or no reader."""
 
     read: bool = False
-    definition: AlarmDefinition | None = None
+    definition: DescribedAlarm | None = None
     error: AdapterError | None = None
 
 

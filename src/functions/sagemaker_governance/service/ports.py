@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.guards.base import AlarmDefinition, AlarmPlan, AlarmState
+from sagemaker_governance.domain.guards.base import AlarmPlan, AlarmState, DescribedAlarm
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -112,7 +112,7 @@ class AlarmTransitionsPort(Protocol):
     def current_state(self, name: str) -> AlarmState | None:
         """``None`` when the alarm, or the time of its last state change, is not there."""
 
-    def definition(self, name: str) -> AlarmDefinition | None:
+    def definition(self, name: str) -> DescribedAlarm | None:
         """The alarm's ``AlarmDescription`` and terms (``None``: no such alarm); raises ``AdapterError``."""
 
 

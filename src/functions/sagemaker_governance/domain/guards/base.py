@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sagemaker_governance.domain.alarm_compare import alarm_definition, watched_metrics
+from sagemaker_governance.domain.alarm_compare import alarm_definition, reads_other_metrics, watched_metrics
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob, is_valid_job_name
@@ -269,6 +269,16 @@ class AlarmPlan(BaseModel):
         return tuple(a.request for a in self.alarms if a.kind is AlarmKind.METRIC)
 
     @property
+    def metric_updates(self) -> tuple[dict[str, Any], ...]:
+        """The ``PutMetricAlarm`` requests as an update of existing alarms puts them: without ``Tags`` (an update
+        ignores them), in order."""
+        return tuple({k: v for k, v in r.items() if k != "Tags"} for r in self.metric_requests)
+
+    def metric_request(self, name: object) -> dict[str, Any] | None:
+        """The ``PutMetricAlarm`` request of the metric alarm named ``name``; None: the plan has none so named."""
+        return next((a.request for a in self.alarms if a.kind is AlarmKind.METRIC and a.name == name), None)
+
+    @property
     def composite_request(self) -> dict[str, Any] | None:
         """The ``PutCompositeAlarm`` request, if the plan has one."""
         return next((a.request for a in self.alarms if a.kind is AlarmKind.COMPOSITE), None)
@@ -473,7 +483,7 @@ def _query_period(request: Mapping[str, Any]) -> int | None:
     return None
 
 
-class AlarmDefinition(BaseModel):
+class DescribedAlarm(BaseModel):
     """A metric alarm as ``DescribeAlarms`` gives it, for what its notification does not say: a composite's
     notification names its triggering child but repeats neither the child's description nor its terms.
     ``terms``: its threshold, comparison and periods in the form a notification's evidence gives them
@@ -578,7 +588,7 @@ class Notice(BaseModel):
         default_factory=dict,
         description="EC2's facts of the job's instance types our table does not know (as its alarms were planned).",
     )
-    fired_child: AlarmDefinition | None = Field(
+    fired_child: DescribedAlarm | None = Field(
         default=None,
         description="A composite alarm's triggering child as DescribeAlarms gave it (the notification repeats no "
         "child's definition); None: a metric alarm's notification, or the child not read.",
@@ -963,7 +973,7 @@ class Guard(ABC, Generic[C]):
             return None
         child = notice.fired_child
         fired = child.name if child is not None else notice.evidence.get("alarm")
-        planned = next((a.request for a in plan.alarms if a.kind is AlarmKind.METRIC and a.name == fired), None)
+        planned = plan.metric_request(fired)
         terms = _alarm_terms(child.terms if child is not None else notice.evidence)
         if planned is None or terms is None:
             return None
@@ -995,11 +1005,7 @@ class Guard(ABC, Generic[C]):
         if not isinstance(plan, AlarmPlan):
             return ()
         wanted = set(alarms if alarms is not None else self.rejudge_alarms(notice.job, notice.naming))
-        return tuple(
-            {**{k: v for k, v in a.request.items() if k != "Tags"}, "ActionsEnabled": True}
-            for a in plan.alarms
-            if a.kind is AlarmKind.METRIC and a.name in wanted
-        )
+        return tuple({**r, "ActionsEnabled": True} for r in plan.metric_updates if r["AlarmName"] in wanted)
 
     def stricter_alarm(
         self,
@@ -1052,14 +1058,11 @@ class Guard(ABC, Generic[C]):
         plan = self.plan_for(notice, config) if fired is not None else None
         if fired is None or not isinstance(plan, AlarmPlan) or self.arming(plan) is None:
             return None
-        name = notice.evidence.get("alarm")
-        planned = next((a.request for a in plan.alarms if a.kind is AlarmKind.METRIC and a.name == name), None)
-        watched = watched_metrics(alarm_definition(planned)) if planned is not None else frozenset()
-        if not watched or watched == fired:
+        planned = plan.metric_request(notice.evidence.get("alarm"))
+        if planned is None or not reads_other_metrics(fired, planned):
             return None
-        requests = tuple(
-            {k: v for k, v in a.request.items() if k != "Tags"} for a in plan.alarms if a.kind is AlarmKind.METRIC
-        )
+        watched = watched_metrics(alarm_definition(planned))
+        requests = plan.metric_updates
         judgement.evidence.update(
             alarm_metrics=sorted(str(metric[1]) for metric in fired),
             planned_metrics=sorted(str(metric[1]) for metric in watched),
