@@ -22,8 +22,9 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, DescribedAlarm, metric_alarm_terms
 from sagemaker_governance.domain.guards.registry import GUARDS
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import AlarmListing, JobListing
@@ -169,6 +170,45 @@ class OfflineAlarms:
         self.disabled += list(names)
 
 
+class PlannedTransitions:
+    """The alarm stopper's reads of an alarm's state and of a composite's triggering child, answered offline:
+    the notification is taken as the alarm's current state (nothing newer is known), and a child's definition
+    is the one its guard plans now for the described job under the given policy (what ``DescribeAlarms``
+    would give for an alarm put as planned). Deployed, both are read from CloudWatch (said in ``assumed``)."""
+
+    def __init__(self, job: TrainingJob, policy: Policy, naming: AlarmNaming) -> None:
+        self._job, self._policy, self._naming = job, policy, naming
+
+    def current_state(self, name: str) -> None:
+        return None
+
+    def definition(self, name: str) -> DescribedAlarm | None:
+        effective = self._policy.for_job(self._job)
+        for guard in GUARDS:
+            if guard.role_of(name, self._job.name, self._naming) is None:
+                continue
+            plan = guard.plan(self._job, guard.config(effective), self._naming)
+            request = plan.metric_request(name) if isinstance(plan, AlarmPlan) else None
+            if request is not None:
+                return DescribedAlarm(
+                    name=name, description=request.get("AlarmDescription"), terms=metric_alarm_terms(request)
+                )
+        return None
+
+
+class UnaskedInstances:
+    """EC2's facts of an instance type our table lacks, offline: not asked, so unknown as a failed lookup is
+    (nothing decided on it is settled). Deployed, the stopper asks EC2 (said in ``assumed``)."""
+
+    def facts(self, instance_type: str) -> InstanceFacts:
+        return InstanceFacts(
+            instance_type=instance_type,
+            accelerator=Accelerator.UNKNOWN,
+            note="not in the service's table, and EC2 is not asked offline",
+            lookup_failed=True,
+        )
+
+
 def _job_of(describe: dict[str, Any] | None, what: str) -> TrainingJob:
     if describe is None:
         raise ExplainError(f"{what} names a training job: give its DescribeTrainingJob answer with --describe")
@@ -233,11 +273,24 @@ def explain_alarm(
                 naming=naming,
                 account_id=message.account_id,
                 review=review,
+                transitions=PlannedTransitions(job, policy, naming),
+                instances=UnaskedInstances(),
             )
             results.append(stopper.handle(message, message_id).as_dict())
     finally:
         logger.setLevel(saved_level)
-    assumed = "the alarm exists and carries this stack's tags for the described job"
+    assumed = (
+        "the alarm exists and carries this stack's tags for the described job; its state is still the notified "
+        "one (deployed, it is read again before a stop or reset); a composite alarm's triggering child is as "
+        "its guard plans it now for the described job (deployed, DescribeAlarms gives it)"
+    )
+    types = {g.instance_type for g in job.instance_groups}
+    unknown = sorted(t for t in types if instance_facts(t).accelerator is Accelerator.UNKNOWN)
+    if unknown:
+        assumed += (
+            f"; {', '.join(unknown)} not in the service's table and EC2 not asked offline (deployed, the stopper asks "
+            "EC2 and judges with its answer)"
+        )
     if review is None:
         assumed += "; no --evidence: a stop is not reviewed by the stall judge (deployed, it reads the job first)"
     return {
