@@ -251,11 +251,12 @@ def explain_alarm(
     jobs = OfflineJobs(job, describe)
     results: list[dict[str, Any]] = []
     notifier = RecordingNotifier()
-    review = None
+    review, gpu_data = None, None
     if evidence is not None:
         read = load_evidence(evidence)
         checkpoints = OfflineCheckpoints(read) if read.checkpoint_objects is not None else None
-        review = StallJudge(OfflineMetricData(read), OfflineLogActivity(read), checkpoints)
+        gpu_data = OfflineMetricData(read)
+        review = StallJudge(gpu_data, OfflineLogActivity(read), checkpoints)
     saved_level = logger.log_level
     logger.setLevel("WARNING")  # the service's info logs would mix into what is printed (and --json)
     try:
@@ -275,6 +276,7 @@ def explain_alarm(
                 review=review,
                 transitions=PlannedTransitions(job, policy, naming),
                 instances=UnaskedInstances(),
+                gpu_data=gpu_data,
             )
             results.append(stopper.handle(message, message_id).as_dict())
     finally:
@@ -292,7 +294,10 @@ def explain_alarm(
             "EC2 and judges with its answer)"
         )
     if review is None:
-        assumed += "; no --evidence: a stop is not reviewed by the stall judge (deployed, it reads the job first)"
+        assumed += (
+            "; no --evidence: a stop is not reviewed by the stall judge (deployed, it reads the job first), and a "
+            "heterogeneous composite's stop or notice, whose hosts' GPU data is read first, is skipped as unread"
+        )
     return {
         "job": job.name,
         "status": f"{job.status}/{job.secondary_status}",

@@ -44,6 +44,7 @@ def build(root: Root) -> GuardStopper:
     cloudwatch = root.client("cloudwatch")
     pattern = root.settings.checkpoint_bucket_pattern
     alarms = CloudWatchAlarmOwnership(cloudwatch, root.settings.alarm_arn)
+    metric_data = CloudWatchMetricData(cloudwatch, root.metrics)
     return GuardStopper(
         guards=root.guards,
         jobs=SageMakerJobs(root.client("sagemaker")),
@@ -57,7 +58,7 @@ def build(root: Root) -> GuardStopper:
         naming=root.alarm_naming,
         account_id=root.settings.account_id,
         review=StallJudge(
-            CloudWatchMetricData(cloudwatch, root.metrics),
+            metric_data,
             TrainingLogs(root.client("logs"), root.metrics),
             # listed only before a stop: the client is built then, not at cold start
             CheckpointStore(LazyClient(root, "s3"), pattern, root.metrics) if pattern else None,
@@ -66,6 +67,8 @@ def build(root: Root) -> GuardStopper:
         transitions=alarms,  # a notification superseded by a newer state change of its alarm resets nothing
         # a type our table lacks: EC2's facts, as the job's alarms were planned (client built on first use)
         instances=Ec2InstanceCatalog(lambda: root.client("ec2"), root.metrics),
+        # a heterogeneous composite's stop or notice: its hosts' GPU data is read first (only when one fired)
+        gpu_data=metric_data,
     )
 
 

@@ -13,7 +13,10 @@ writes one audit record):
    no child's definition, so its triggering child's is read (one ``DescribeAlarms``) when the judgement needs
    it: whether it was planned with the pinned trigger the plan now lacks (read before judging), and whether it
    fires on stricter terms than the guard plans now (``Guard.stricter_alarm``: a verdict to stop or tell is
-   judged again with it);
+   judged again with it); a verdict to stop or tell on a composite whose children treat missing data as
+   ``missing`` (a heterogeneous cluster above 10 hosts) stands only if the hosts' ``GPUUtilization`` covers
+   the window the alarm judged (one ``GetMetricData``, ``_unless_gpu_data_missing``): such a child goes to
+   ``ALARM`` on a few breaching datapoints followed by none;
 5. **review** a verdict to stop: the ``StopReview`` port may confirm it or veto it with more evidence
    before anything is stopped (the stall judge, ``service/stall_judge.py``, reads the job's metrics and
    logs here; without a review every verdict is accepted); a verdict that resets alarms or tells the
@@ -41,7 +44,7 @@ writes one audit record):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
@@ -49,10 +52,12 @@ from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetric
 from sagemaker_governance.domain.alarm_compare import alarm_definition, watched_metrics
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.gpu_coverage import GpuCoverage, gpu_coverage, gpu_queries
 from sagemaker_governance.domain.guards.base import (
     PINNED_TRIGGER_MARK,
     AlarmCode,
     AlarmNaming,
+    AlarmPlan,
     AlarmState,
     DescribedAlarm,
     Guard,
@@ -60,12 +65,15 @@ from sagemaker_governance.domain.guards.base import (
     Notice,
     Verdict,
     alarm_tags_identify,
+    metric_alarm_terms,
     superseded,
+    training_started_at,
 )
 from sagemaker_governance.domain.instances import InstanceFacts, resolve_unknown
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.pricing import estimate_savings
+from sagemaker_governance.domain.stall_judge import JudgePolicy, window_start
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import done_before, note, stop_effect
@@ -80,6 +88,7 @@ from sagemaker_governance.service.ports import (
     PolicySource,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
+from sagemaker_governance.service.stall_judge import MetricReadPort
 
 # What the stopper records when the verdict is not to stop (a stop's outcome depends on the stop).
 _OUTCOMES = {
@@ -98,6 +107,10 @@ _OUTCOMES = {
 # The verdicts a guard gives only past its stricter-alarm check (``Guard.stricter_alarm`` comes before a guard's stop,
 # its exempted stop and its notice): a composite's are judged again with its triggering child's definition.
 _PAST_STRICTER_CHECK = frozenset({Verdict.STOP, Verdict.EXEMPTED, Verdict.NOTIFY})
+GPU_DATA_RESET_REASON = (
+    "sagemaker-governance: the composite alarm fired without GPU data covering its window; reset, it fires again "
+    "if the condition holds on data"
+)
 
 
 class StopReview(Protocol):
@@ -169,8 +182,12 @@ class GuardStopper:
         windows: AlarmWindowsPort | None = None,
         transitions: AlarmTransitionsPort | None = None,
         instances: InstanceCatalogPort | None = None,
+        gpu_data: MetricReadPort | None = None,
     ) -> None:
         self._guards = guards
+        # the hosts' GPUUtilization, read before a stop or a notice on a composite whose children treat missing
+        # data as missing (None: unread, so no such stop or notice)
+        self._gpu_data = gpu_data
         self._instances = instances  # EC2's facts of types our table lacks, as the job's alarms were planned
         self._jobs = jobs
         self._alarms = alarms
@@ -302,6 +319,8 @@ class GuardStopper:
         )
         # 4. judge, 5. review a stop
         verdict, child = self._judged_with_child(guard, role, notice, config, message, child)
+        if verdict.stops or verdict.verdict is Verdict.NOTIFY:
+            verdict = self._unless_gpu_data_missing(guard, notice, config, effective, message, child, verdict)
         if verdict.stops:
             verdict = self._review.review(guard, role, notice, verdict, effective)
         unread: AdapterError | None = None
@@ -346,6 +365,78 @@ class GuardStopper:
             outcome=outcome.value,
             reason=decision.reason,
             code=decision.code,
+        )
+
+    def _unless_gpu_data_missing(
+        self,
+        guard: Guard[Any],
+        notice: Notice,
+        config: Any,
+        policy: Any,
+        message: AlarmNotification,
+        child: _ChildRead | None,
+        verdict: GuardVerdict,
+    ) -> GuardVerdict:
+        """A verdict to stop or to tell on a composite alarm whose children treat missing data as ``missing`` (the
+        idle and efficiency guards' plan of a heterogeneous cluster above 10 hosts), checked against the hosts'
+        ``GPUUtilization`` over the window the alarm judged (one ``GetMetricData``, whether or not the stall judge
+        is on; ``domain/gpu_coverage.py``): such a child goes to ALARM on a few breaching datapoints followed by
+        silence, so the firing alone is no evidence. Not covered (or unread): nothing is stopped or told, the
+        skip is recorded (``<guard>.skip.gpu-data-missing``) and the composite's children are reset, to fire
+        again if the condition holds on data. Any other alarm's verdict is returned as it is, and nothing read."""
+        if not message.is_composite:
+            return verdict
+        plan = guard.plan_for(notice, config)
+        if not isinstance(plan, AlarmPlan):
+            return verdict
+        job = notice.job
+        children = guard.rearm_targets(message.alarm_name, job.name, plan.metric_alarm_names, self._naming)
+        requests = {name: r for name in children if (r := plan.metric_request(name)) is not None}
+        if not any(r.get("TreatMissingData") == "missing" for r in requests.values()):
+            return verdict
+        fired = message.triggering_child_names()
+        planned = requests.get(fired[0]) if fired else None
+        terms = {
+            **metric_alarm_terms(planned or next(iter(requests.values()))),
+            **(child.definition.terms if child is not None and child.definition is not None else {}),
+        }
+        period, periods = terms.get("period_seconds"), terms.get("evaluation_periods")
+        if not isinstance(period, int) or not isinstance(periods, int) or period < 1 or periods < 1:
+            return verdict  # a plan always names them
+        end = notice.as_of
+        start = window_start(end, timedelta(seconds=period * periods), training_started_at(job))
+        settings: JudgePolicy = getattr(policy, "judge", None) or JudgePolicy()
+        queries = gpu_queries(job.name, job.total_instance_count)
+        if self._gpu_data is None:
+            coverage = GpuCoverage(False, "the hosts' GPUUtilization cannot be read here (no metric reader)", {})
+        else:
+            read = self._gpu_data.read(queries, start, end)
+            coverage = gpu_coverage(
+                queries, read, start=start, end=end, period_seconds=period, min_coverage=settings.min_coverage
+            )
+        if coverage.covered:
+            return verdict
+        decision = verdict.decision
+        undone = "stopped" if verdict.stops else "told"
+        logger.info("composite alarm fired without GPU data: no stop or notice", job=job.name, code=decision.code)
+        reason = (
+            f"{coverage.reason}: the composite alarm's children treat missing data as missing (some hosts publish "
+            "no GPUUtilization), and such a child goes to ALARM on a few breaching datapoints followed by none, so "
+            f"this firing is no evidence; the job is not {undone}, and the children are reset (they fire again if "
+            f"the condition holds on data). The judgement was: {decision.reason}"
+        )
+        update = {
+            "code": guard.code(AlarmCode.GPU_DATA_MISSING),
+            "action": Action.NONE,
+            "reason": reason,
+            "remedy": None,
+            "evidence": {**decision.evidence, "skipped_code": decision.code, "gpu_coverage": coverage.evidence},
+        }
+        return GuardVerdict(
+            verdict=Verdict.VETOED,
+            decision=decision.model_copy(update=update),
+            reset=tuple(requests),
+            reset_reason=GPU_DATA_RESET_REASON,
         )
 
     def _unless_stop_superseded(

@@ -314,6 +314,10 @@ class AlarmCode(StrEnum):
     # ... and a verdict to stop that no review confirmed on evidence read just now, when the alarm's current state
     # cannot be read: nothing is stopped on the notification alone (the delivery fails and is retried).
     STATE_UNREAD = "skip.state-unread"
+    # ... and a stop or a notice on a composite alarm whose children treat missing data as ``missing`` (a
+    # heterogeneous cluster above 10 hosts), when the hosts' GPU data does not cover the window the alarm judged
+    # (domain/gpu_coverage.py): such a child goes to ALARM on a few breaching datapoints followed by silence.
+    GPU_DATA_MISSING = "skip.gpu-data-missing"
 
 
 class NoAlarm(BaseModel):

@@ -32,7 +32,8 @@ the sum over its GPUs):
   (its owner told after the first). The stall judge (the stopper's review) does not review it: it
   judges stalls (idle GPUs, no progress), and a job below a minimum is not stalled, so its evidence would
   veto every such stop. The stop stands on its alarm (every 5-minute mean of the stop window below the
-  threshold; missing data never counts as below) and the checks every verdict gets: the job re-read and in
+  threshold; missing data never counts as below; above 10 hosts on a heterogeneous cluster, the hosts' data
+  read to cover the window, see below) and the checks every verdict gets: the job re-read and in
   ``Training`` for its grace period plus the stop window, a notification at most 15 minutes old, the
   team's exemptions and audit mode. A stop not made (audit mode), an exempt job or the guard off mutes the
   stop alarm for its stretch (``mutes``): recorded once, and turned on and reset by the reconciler once the
@@ -40,7 +41,8 @@ the sum over its GPUs):
   below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops).
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
-period without data is never "below the minimum"), the judgement resets the alarms while the job is in
+period without data is never "below the minimum"; a heterogeneous cluster's children above 10 hosts treat it
+as missing, and their composite's firing is checked against the hosts' data, below), the judgement resets the alarms while the job is in
 its grace period or has been in ``Training`` for less than the alarm's window, and a job that is not
 ``Training`` is not judged.
 
@@ -58,8 +60,12 @@ same window), ``ALARM(c1) AND ALARM(c2) ...``: every group of hosts below the mi
 is below it too (a mean of values below a threshold is below it). The converse does not hold: a job with
 one busy group of hosts is not told (a nudge may be missed, never sent wrongly). Where some hosts publish no
 ``GPUUtilization`` (a heterogeneous cluster) the rule is the idle guard's ``no child OK and at least one in
-ALARM`` with children treating missing data as ``missing``. A notice resets nothing here either (the
-composite stays in ``ALARM`` with its children). Why not one Metrics Insights query alarm over the job's hosts: its ``WHERE`` clause supports
+ALARM`` with children treating missing data as ``missing``; such a child also goes to ``ALARM`` on a few low
+datapoints followed by none (CloudWatch's missing-data row ``X - - - -``: ten low minutes, then no data, fire
+the stop composite once they are as old as its window), so before a notice or a stop on it the stopper reads
+the hosts' ``GPUUtilization`` over the alarm's window and, when it does not cover that window, neither tells
+nor stops and resets the children (``efficiency.skip.gpu-data-missing``; ``domain/gpu_coverage.py``). A notice
+resets nothing here either (the composite stays in ``ALARM`` with its children). Why not one Metrics Insights query alarm over the job's hosts: its ``WHERE`` clause supports
 ``=``, ``!=`` and ``AND`` only (Metrics Insights query components and syntax), so one query cannot select
 ``<job>/algo-1`` .. ``<job>/algo-N``; and such alarms evaluate the latest 3 hours of data only, 200 per
 Region by default (the alarm limits page), where a stop window may last a day. Beyond what a composite

@@ -21,14 +21,21 @@ The alarm watches ``/aws/sagemaker/TrainingJobs`` ``GPUUtilization`` (dimension 
   hosts only and never have data. There the children treat missing data as ``missing`` (a child without
   any data goes to ``INSUFFICIENT_DATA``) and the composite rule is ``(NOT (OK(c1) OR OK(c2) ...)) AND
   (ALARM(c1) OR ALARM(c2) ...)``: no child whose hosts show GPU activity, and at least one child with
-  idle data. A child without data never blocks the composite, and data missing everywhere never fires it.
+  idle data. A child without data never blocks the composite. But a child treating missing data as
+  ``missing`` also goes to ``ALARM`` on a few idle datapoints followed by none: CloudWatch moves it there
+  when the oldest breaching datapoint in its evaluation range is at least ``DatapointsToAlarm`` periods old
+  and every newer one is breaching or missing (the user guide's missing-data table, row ``X - - - -``). Three
+  idle minutes and then no ``GPUUtilization`` (an agent or driver failure on the GPU hosts) fire the
+  composite half an hour later. So the stopper reads the hosts' ``GPUUtilization`` over the alarm's window
+  before it acts on such a composite, and stops nothing when that data does not cover the window
+  (``idle.skip.gpu-data-missing``; ``domain/gpu_coverage.py``).
 * **Threshold** = per-GPU percent x GPU count. Heterogeneous clusters assign host names randomly across
   instance groups, so the planner cannot know which ``algo-n`` has how many GPUs. It scales by the
   *smallest* GPU count of the GPU groups: a host with more GPUs then needs even less per-GPU activity to
   count as busy, so a busy host can never look idle (do no harm). CPU, Trainium and Inferentia hosts
   publish no ``GPUUtilization``; ``MAX`` ignores them.
 * **Missing data never stops a job**: ``TreatMissingData=notBreaching`` on every metric alarm (except
-  the heterogeneous children above, where only a child *with* idle data can fire the composite).
+  the heterogeneous children above, whose composite's firing the stopper checks against the hosts' data).
 * No GPU at all, or an instance type we cannot size: no alarm, with the reason.
 
 Nothing here talks to AWS: the planner returns the exact request documents, the service sends them; the
