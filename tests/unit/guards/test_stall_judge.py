@@ -246,6 +246,44 @@ def test_a_hang_claim_at_idle_gpus_is_vetoed_by_busy_cpus_but_not_at_pinned_ones
     assert spinning.confirmed
 
 
+def test_a_hang_is_never_confirmed_on_gpus_or_cpus_the_judge_could_not_see() -> None:
+    def gpu_host(n: int, per_gpu: float, cpu: float = 200.0, minutes: int = 30) -> HostEvidence:
+        series: dict[str, tuple[float, ...] | None] = {GPU: (per_gpu * 8,) * minutes}
+        return host(n, cpu=cpu, series=series).model_copy(update={"gpus": (8, 8), "vcpus": 96})
+
+    # Given a silent job (no metric, no log line) whose second host published no GPUUtilization in the window
+    # (its agent stopped, or the metric is late): the host may be computing at 60% per GPU
+    unseen = judge(
+        StallKind.HANG, evidence(gpu_host(1, 100), gpu_host(2, 0, minutes=0)), POLICY, gpu_threshold=None
+    )
+    # Then the hang is not confirmed, and the record names the missing series
+    assert not unseen.confirmed and unseen.code is JudgeCode.INSUFFICIENT
+    assert "GPUUtilization of job-1/algo-2: 0 of 30 minutes" in unseen.evidence["missing"]
+    # Given too few GPU datapoints on the only host (10 of 30 minutes, below min_coverage): the same
+    sparse = judge(StallKind.HANG, evidence(gpu_host(1, 100, minutes=10)), POLICY, gpu_threshold=None)
+    assert sparse.code is JudgeCode.INSUFFICIENT
+    # Given every GPU idle and one host's CPUs unread: busy CPUs would be a CPU phase, so they are required
+    idle_cpus_unseen = evidence(
+        gpu_host(1, 0), gpu_host(2, 0).model_copy(update={"series": {GPU: (0.0,) * 30, CPU: ()}})
+    )
+    found = judge(StallKind.HANG, idle_cpus_unseen, POLICY, gpu_threshold=None)
+    assert found.code is JudgeCode.INSUFFICIENT
+    assert "CPUUtilization of job-1/algo-2: 0 of 30 minutes" in found.evidence["missing"]
+    # while at pinned GPUs the CPUs decide nothing (a spinning collective): an unread CPU series blocks no stop
+    pinned = evidence(
+        gpu_host(1, 100), gpu_host(2, 100).model_copy(update={"series": {GPU: (800.0,) * 30, CPU: ()}})
+    )
+    assert judge(StallKind.HANG, pinned, POLICY, gpu_threshold=None).confirmed
+
+
+def test_a_cpu_only_jobs_hang_is_still_confirmed_on_its_silence() -> None:
+    # Given a job without GPUs (no host publishes GPUUtilization) whose metric and log are silent
+    cpu_host = host(1, cpu=150.0, series={GPU: (), GPU_MEMORY: ()}).model_copy(update={"vcpus": 4})
+    ev = Evidence(start=START, end=END, hosts=(cpu_host,), gpu_hosts=0, logs=LogEvidence(streams=1))
+    # Then the hang is confirmed as before: its missing GPU series is no gap, its CPUs decide nothing
+    assert judge(StallKind.HANG, ev, POLICY, gpu_threshold=None).confirmed
+
+
 def test_the_working_range_must_be_a_range() -> None:
     with pytest.raises(ValueError, match="gpu_working_percent"):
         JudgePolicy(gpu_working_percent=(95, 5))

@@ -28,7 +28,8 @@ The rules (``judge``):
   busy CPUs while the GPUs are idle on every host (a CPU phase that prints nothing, as the idle judgement
   also holds).
 * **insufficient evidence never stops**: a failed or throttled read, a required series with too few
-  datapoints, no log stream of the job at all. The verdict names what was missing.
+  datapoints (each GPU host's GPUs for either kind: a host the judge cannot see may be computing; each
+  host's CPUs wherever they can veto), no log stream of the job at all. The verdict names what was missing.
 
 ``GPUMemoryUtilization`` and ``MemoryUtilization`` are recorded, never decisive: allocated memory stays
 allocated in a stalled job and in a healthy one alike (one calibration trace sat 25 minutes at 0 % GPU
@@ -489,13 +490,16 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                 out.append(f"{metric} of {host.host}: {len(values)} of {evidence.minutes} minutes")
         return out
 
-    # What must have been read for each kind (a failed read is already in ``missing``).
-    if kind is StallKind.IDLE:
+    # What must have been read (a failed read is already in ``missing``): for either kind each GPU host's
+    # GPUs (a hang's GPUs that work between idle and pinned are its veto: a host the judge cannot see may be
+    # computing), and each host's CPUs wherever they can veto: always for idleness, for a hang while the
+    # GPUs are idle on every GPU host (busy CPUs are then a CPU phase, below).
+    gpu_thin = thin(GPU)
+    # Hosts without GPUs publish no GPUUtilization: as many hosts may lack it as the job has non-GPU hosts.
+    if len(gpu_thin) > len(evidence.hosts) - evidence.gpu_hosts:
+        missing += gpu_thin
+    if kind is StallKind.IDLE or _cpus_decide_hang(evidence, policy):
         missing += thin(CPU)
-        gpu_thin = thin(GPU)
-        # Hosts without GPUs publish no GPUUtilization: as many hosts may lack it as the job has non-GPU hosts.
-        if len(gpu_thin) > len(evidence.hosts) - evidence.gpu_hosts:
-            missing += gpu_thin
     if evidence.logs is None:
         pass  # the failed read is in ``missing``
     elif evidence.logs.streams == 0:
@@ -618,8 +622,7 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
             "and only logs its metric rarely",
             evidence=summary,
         )
-    gpu_means = [(fmean(v), h.gpus[1]) for h in evidence.hosts if (v := h.values(GPU)) and h.gpus is not None]
-    if not gpu_means or any(mean / most >= low for mean, most in gpu_means):
+    if not _cpus_decide_hang(evidence, policy):
         return None  # pinned (or unknown): busy CPUs are a spinning collective's, no veto
     return _cpu_phase(
         evidence,
@@ -628,6 +631,15 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
         f"the GPUs were idle (below {low:g}% per GPU) and the CPUs busy: {{busy}} on average over the window; "
         "a job working on its CPUs (tokenization, an evaluation or rollouts on CPU, a download) is not hung",
     )
+
+
+def _cpus_decide_hang(evidence: Evidence, policy: JudgePolicy) -> bool:
+    """Whether busy CPUs veto a hang: the GPUs were idle (below ``gpu_working_percent``'s low bound per GPU)
+    on every host whose GPUs were read and counted, and there was at least one such host. A job without
+    GPUs (or of unknown GPU count) has no idle GPUs to tell a CPU phase by: its CPUs decide nothing."""
+    low = policy.gpu_working_percent[0]
+    gpu_means = [(fmean(v), h.gpus[1]) for h in evidence.hosts if (v := h.values(GPU)) and h.gpus is not None]
+    return bool(gpu_means) and all(mean / most < low for mean, most in gpu_means)
 
 
 def gpus_idle(evidence: Evidence, policy: JudgePolicy) -> bool:
