@@ -769,6 +769,29 @@ def test_a_cpu_only_jobs_hang_is_still_stopped_on_its_silence() -> None:
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == ProgressCode.STOP
 
 
+def test_a_mixed_clusters_large_host_at_half_load_is_not_read_as_pinned() -> None:
+    # Given an ml.g5.48xlarge (8 GPUs) and an ml.g5.xlarge (1 GPU), without a training metric: the large host
+    # computes at 50% per GPU (400), the small one at 100%; the log had a 5-minute rhythm, then an evaluation
+    # that prints only at its end has kept it silent for 21 minutes
+    started = NOW - timedelta(hours=3)
+    groups = [
+        {"InstanceGroupName": "learner", "InstanceType": "ml.g5.48xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "actor", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1},
+    ]
+    j = training(started, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 50})
+    load = {
+        ("GPUUtilization", "job-1/algo-1"): 400.0,
+        ("CPUUtilization", "job-1/algo-1"): 2000.0,
+        ("GPUUtilization", "job-1/algo-2"): 100.0,
+        ("CPUUtilization", "job-1/algo-2"): 200.0,
+    }
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    # When the idle alarm's pinned trigger (95 x the fewest GPUs) fires on it
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(load), logs, j=j, alarm_minutes=20)
+    # Then the job is not stopped as hung: its GPUs work, as the same load on a one-type cluster would say
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
+
+
 class Hiccup(Metrics):
     """Pinned GPUs (99% on the one GPU) and busy CPUs, but 0% in the single minute ``at``: a 20-minute mean
     of 94% (working: a sign of life) within a 40-minute mean of 96.6% (pinned)."""

@@ -22,6 +22,7 @@ from sagemaker_governance.domain.stall_judge import (
     LogEvidence,
     LogRhythm,
     StallKind,
+    gpus_idle,
     judge,
     quiet_minutes,
     rejudge_minutes,
@@ -282,6 +283,27 @@ def test_a_cpu_only_jobs_hang_is_still_confirmed_on_its_silence() -> None:
     ev = Evidence(start=START, end=END, hosts=(cpu_host,), gpu_hosts=0, logs=LogEvidence(streams=1))
     # Then the hang is confirmed as before: its missing GPU series is no gap, its CPUs decide nothing
     assert judge(StallKind.HANG, ev, POLICY, gpu_threshold=None).confirmed
+
+
+def test_a_mixed_clusters_host_is_pinned_or_idle_only_under_every_gpu_count_it_may_have() -> None:
+    # Given a cluster of 8-GPU and 1-GPU hosts: SageMaker does not say which host is which, and each host's
+    # GPUUtilization is the sum over its GPUs
+    def mixed(n: int, reported: float) -> HostEvidence:
+        return host(n, gpu=reported, cpu=200.0).model_copy(update={"gpus": (1, 8), "vcpus": 4})
+
+    # When a silent job's hosts report 400 (more than one GPU can: 8 GPUs at 50%) and 100 (one GPU pinned, or
+    # eight at 12.5%)
+    half = judge(StallKind.HANG, evidence(mixed(1, 400.0), mixed(2, 100.0)), POLICY, gpu_threshold=None)
+    # Then neither is read as pinned: both are working, a veto
+    assert not half.confirmed and half.code is JudgeCode.GPU_WORKING
+    assert "job-1/algo-1" in half.reason and "job-1/algo-2" in half.reason
+    # A host above 800 x 95% is pinned under every count it may have, one below 5% idle under every count:
+    # the stuck host is still confirmed
+    stuck = judge(StallKind.HANG, evidence(mixed(1, 790.0), mixed(2, 0.0)), POLICY, gpu_threshold=None)
+    assert stuck.confirmed
+    # The 1-GPU host at 30% is not idle (it may have one GPU), so the GPUs are not idle on every host
+    assert not gpus_idle(evidence(mixed(1, 0.0), mixed(2, 30.0)), POLICY)
+    assert gpus_idle(evidence(mixed(1, 0.0), mixed(2, 2.0)), POLICY)
 
 
 def test_the_working_range_must_be_a_range() -> None:
