@@ -201,6 +201,23 @@ def test_an_over_cap_declaration_is_ignored_and_the_owner_told_once(
     assert [r.code for r in audit.records].count("judge.tolerance.ignored") == 2
 
 
+def test_a_declaration_key_in_capitals_is_ignored_and_the_owner_told(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any
+) -> None:
+    # Given a job tagged SMGOV:progress-minutes=90 (a valid value, but not the key the service reads)
+    tags = {"team": "rl", "owner": "alice", "SMGOV:progress-minutes": "90"}
+    jobs.jobs["job-1"] = training(tags=tags, AlgorithmSpecification=LOSS_DEFINITION)
+    lifecycle = lifecycle_with_notifier(PROGRESS, jobs, alarms, CAPPED_AT_180, audit, notifier)
+    # When its Training event arrives
+    decisions = lifecycle.react(training(tags=tags, AlgorithmSpecification=LOSS_DEFINITION), TRIGGER)
+    # Then the team's window stays, the ignored tag is recorded and its owner told, not left believing the
+    # job protected
+    assert [d.code for d in decisions] == ["judge.tolerance.ignored", "progress.alarm.create"]
+    assert decisions[1].evidence["window_minutes"] == 120
+    (message,) = notifier.sent
+    assert message.kind == "tolerance-ignored" and message.owner == "alice"
+
+
 def test_a_restarts_training_event_whose_reread_lags_it_resets_and_does_not_tell_again(
     jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
 ) -> None:

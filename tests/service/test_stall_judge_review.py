@@ -720,6 +720,78 @@ def test_a_progress_trigger_without_a_rhythm_waits_for_the_window() -> None:
     assert widened_to(verdict) == [120]
 
 
+def test_a_hang_on_hosts_that_published_no_gpu_data_is_never_stopped() -> None:
+    # Given a silent job (no metric, no log line) whose one host published CPUUtilization but no
+    # GPUUtilization in the window (GetMetricData complete, no datapoint): its GPUs may be computing
+    unseen = review(
+        PROGRESS, ProgressRole.STALL, Metrics({("CPUUtilization", "job-1/algo-1"): 40.0}), Logs(), j=progress_job()
+    )
+    # Then the stall alarm does not stop it: insufficient evidence, the missing series named
+    assert unseen.verdict is Verdict.VETOED and unseen.decision.code == JudgeCode.INSUFFICIENT
+    assert "GPUUtilization of job-1/algo-1: 0 of 120 minutes" in unseen.decision.evidence["judge"]["missing"]
+    # Given a 2-host job that logged every 5 minutes, silent for 21, and no host metric published at all
+    started = NOW - timedelta(hours=3)
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    j = two_host_progress_job(started)
+    blind = review(PROGRESS, ProgressRole.STALL, Metrics({}), logs, j=j, alarm_minutes=120)
+    # Then its stall alarm stops nothing either, though the job is silent past its rhythm's limit
+    assert blind.verdict is not Verdict.STOP and blind.decision.code == JudgeCode.INSUFFICIENT
+
+
+def test_a_pinned_trigger_with_a_host_that_published_nothing_is_not_a_stuck_host() -> None:
+    # Given 2 x ml.p4d.24xlarge without a training metric, algo-1 pinned, algo-2 with busy CPUs and no GPU
+    # datapoint in the window; the log had a 5-minute rhythm and has been silent for 21 minutes
+    started = NOW - timedelta(hours=3)
+    j = training(
+        started, ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100}
+    )
+    seen = {**STUCK_RANK, ("CPUUtilization", "job-1/algo-2"): 900.0}
+    del seen[("GPUUtilization", "job-1/algo-2")]
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    # When the idle alarm's pinned trigger fires
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(seen), logs, j=j, alarm_minutes=20)
+    # Then the job is not stopped as hung: what algo-2's GPUs did is unknown
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.INSUFFICIENT
+    assert any("GPUUtilization of job-1/algo-2" in m for m in verdict.decision.evidence["judge"]["missing"])
+
+
+def test_a_cpu_only_jobs_hang_is_still_stopped_on_its_silence() -> None:
+    # Given a job on CPU instances (no GPUUtilization ever) whose loss and log stopped for the window
+    j = training(
+        NOW - timedelta(hours=3),
+        AlgorithmSpecification=progress_job().algorithm.model_dump(by_alias=True),
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50},
+    )
+    verdict = review(
+        PROGRESS, ProgressRole.STALL, Metrics({("CPUUtilization", "job-1/algo-1"): 390.0}), Logs(), j=j
+    )
+    # Then the stall is stopped as before: a host without GPUs lacks no GPU series
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == ProgressCode.STOP
+
+
+def test_a_mixed_clusters_large_host_at_half_load_is_not_read_as_pinned() -> None:
+    # Given an ml.g5.48xlarge (8 GPUs) and an ml.g5.xlarge (1 GPU), without a training metric: the large host
+    # computes at 50% per GPU (400), the small one at 100%; the log had a 5-minute rhythm, then an evaluation
+    # that prints only at its end has kept it silent for 21 minutes
+    started = NOW - timedelta(hours=3)
+    groups = [
+        {"InstanceGroupName": "learner", "InstanceType": "ml.g5.48xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "actor", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1},
+    ]
+    j = training(started, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 50})
+    load = {
+        ("GPUUtilization", "job-1/algo-1"): 400.0,
+        ("CPUUtilization", "job-1/algo-1"): 2000.0,
+        ("GPUUtilization", "job-1/algo-2"): 100.0,
+        ("CPUUtilization", "job-1/algo-2"): 200.0,
+    }
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=21)))
+    # When the idle alarm's pinned trigger (95 x the fewest GPUs) fires on it
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(load), logs, j=j, alarm_minutes=20)
+    # Then the job is not stopped as hung: its GPUs work, as the same load on a one-type cluster would say
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
+
+
 class Hiccup(Metrics):
     """Pinned GPUs (99% on the one GPU) and busy CPUs, but 0% in the single minute ``at``: a 20-minute mean
     of 94% (working: a sign of life) within a 40-minute mean of 96.6% (pinned)."""

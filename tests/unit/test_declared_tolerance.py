@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sagemaker_governance.domain.decisions import Action
 from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
@@ -49,6 +50,31 @@ def test_a_bad_value_is_ignored_and_the_team_window_stays(value: str) -> None:
     (declaration,) = policy.declared_tolerance(tagged(**{TAG_IDLE_MINUTES: value}))
     assert declaration.code is ToleranceCode.IGNORED and declaration.minutes is None
     assert IDLE.config(policy.for_job(tagged(**{TAG_IDLE_MINUTES: value}))).window_minutes == 30
+
+
+@pytest.mark.parametrize("key", ["SMGOV:idle-minutes", "smgov:Idle-Minutes", "SMGOV:IDLE-MINUTES"])
+def test_a_declaration_key_in_another_capitalization_is_ignored_and_told(key: str) -> None:
+    # Given a job tagged with the idle declaration's key in other letters, and a valid value
+    policy = Policy()
+    miscased = tagged(**{key: "90"})
+    # When its declarations are read
+    (declaration,) = policy.declared_tolerance(miscased)
+    # Then it is ignored, as tag keys are read exactly, the team's window stays, and the owner is told the key
+    assert declaration.code is ToleranceCode.IGNORED and declaration.minutes is None
+    assert IDLE.config(policy.for_job(miscased)).window_minutes == 30
+    decision = declaration.decision(policy.mode)
+    assert decision.code == ToleranceCode.IGNORED and decision.action is Action.NOTIFY
+    assert decision.remedy is not None and TAG_IDLE_MINUTES in decision.remedy and key in decision.remedy
+
+
+def test_the_exact_key_is_applied_and_comes_first_beside_another_capitalization() -> None:
+    # Given the exact progress key and the same key in capitals, with different values
+    both = tagged(**{TAG_PROGRESS_MINUTES: "60", "SMGOV:PROGRESS-MINUTES": "200"})
+    exact, miscased = Policy().declared_tolerance(both)
+    # Then the exact one is the guard's window and the first of its guard's declarations; the other is ignored
+    assert exact.tag == TAG_PROGRESS_MINUTES and exact.minutes == 60
+    assert miscased.code is ToleranceCode.IGNORED and miscased.section == "progress"
+    assert PROGRESS.config(Policy().for_job(both)).window_minutes == 60
 
 
 def test_the_cap_is_the_teams_and_zero_accepts_nothing() -> None:

@@ -22,6 +22,7 @@ from sagemaker_governance.domain.stall_judge import (
     LogEvidence,
     LogRhythm,
     StallKind,
+    gpus_idle,
     judge,
     quiet_minutes,
     rejudge_minutes,
@@ -244,6 +245,65 @@ def test_a_hang_claim_at_idle_gpus_is_vetoed_by_busy_cpus_but_not_at_pinned_ones
     # Pinned GPUs with busy CPUs (a collective spinning both): still a hang
     spinning = judge(StallKind.HANG, evidence(gpu_host(1, 100, 9600.0)), POLICY, gpu_threshold=None)
     assert spinning.confirmed
+
+
+def test_a_hang_is_never_confirmed_on_gpus_or_cpus_the_judge_could_not_see() -> None:
+    def gpu_host(n: int, per_gpu: float, cpu: float = 200.0, minutes: int = 30) -> HostEvidence:
+        series: dict[str, tuple[float, ...] | None] = {GPU: (per_gpu * 8,) * minutes}
+        return host(n, cpu=cpu, series=series).model_copy(update={"gpus": (8, 8), "vcpus": 96})
+
+    # Given a silent job (no metric, no log line) whose second host published no GPUUtilization in the window
+    # (its agent stopped, or the metric is late): the host may be computing at 60% per GPU
+    unseen = judge(
+        StallKind.HANG, evidence(gpu_host(1, 100), gpu_host(2, 0, minutes=0)), POLICY, gpu_threshold=None
+    )
+    # Then the hang is not confirmed, and the record names the missing series
+    assert not unseen.confirmed and unseen.code is JudgeCode.INSUFFICIENT
+    assert "GPUUtilization of job-1/algo-2: 0 of 30 minutes" in unseen.evidence["missing"]
+    # Given too few GPU datapoints on the only host (10 of 30 minutes, below min_coverage): the same
+    sparse = judge(StallKind.HANG, evidence(gpu_host(1, 100, minutes=10)), POLICY, gpu_threshold=None)
+    assert sparse.code is JudgeCode.INSUFFICIENT
+    # Given every GPU idle and one host's CPUs unread: busy CPUs would be a CPU phase, so they are required
+    idle_cpus_unseen = evidence(
+        gpu_host(1, 0), gpu_host(2, 0).model_copy(update={"series": {GPU: (0.0,) * 30, CPU: ()}})
+    )
+    found = judge(StallKind.HANG, idle_cpus_unseen, POLICY, gpu_threshold=None)
+    assert found.code is JudgeCode.INSUFFICIENT
+    assert "CPUUtilization of job-1/algo-2: 0 of 30 minutes" in found.evidence["missing"]
+    # while at pinned GPUs the CPUs decide nothing (a spinning collective): an unread CPU series blocks no stop
+    pinned = evidence(
+        gpu_host(1, 100), gpu_host(2, 100).model_copy(update={"series": {GPU: (800.0,) * 30, CPU: ()}})
+    )
+    assert judge(StallKind.HANG, pinned, POLICY, gpu_threshold=None).confirmed
+
+
+def test_a_cpu_only_jobs_hang_is_still_confirmed_on_its_silence() -> None:
+    # Given a job without GPUs (no host publishes GPUUtilization) whose metric and log are silent
+    cpu_host = host(1, cpu=150.0, series={GPU: (), GPU_MEMORY: ()}).model_copy(update={"vcpus": 4})
+    ev = Evidence(start=START, end=END, hosts=(cpu_host,), gpu_hosts=0, logs=LogEvidence(streams=1))
+    # Then the hang is confirmed as before: its missing GPU series is no gap, its CPUs decide nothing
+    assert judge(StallKind.HANG, ev, POLICY, gpu_threshold=None).confirmed
+
+
+def test_a_mixed_clusters_host_is_pinned_or_idle_only_under_every_gpu_count_it_may_have() -> None:
+    # Given a cluster of 8-GPU and 1-GPU hosts: SageMaker does not say which host is which, and each host's
+    # GPUUtilization is the sum over its GPUs
+    def mixed(n: int, reported: float) -> HostEvidence:
+        return host(n, gpu=reported, cpu=200.0).model_copy(update={"gpus": (1, 8), "vcpus": 4})
+
+    # When a silent job's hosts report 400 (more than one GPU can: 8 GPUs at 50%) and 100 (one GPU pinned, or
+    # eight at 12.5%)
+    half = judge(StallKind.HANG, evidence(mixed(1, 400.0), mixed(2, 100.0)), POLICY, gpu_threshold=None)
+    # Then neither is read as pinned: both are working, a veto
+    assert not half.confirmed and half.code is JudgeCode.GPU_WORKING
+    assert "job-1/algo-1" in half.reason and "job-1/algo-2" in half.reason
+    # A host above 800 x 95% is pinned under every count it may have, one below 5% idle under every count:
+    # the stuck host is still confirmed
+    stuck = judge(StallKind.HANG, evidence(mixed(1, 790.0), mixed(2, 0.0)), POLICY, gpu_threshold=None)
+    assert stuck.confirmed
+    # The 1-GPU host at 30% is not idle (it may have one GPU), so the GPUs are not idle on every host
+    assert not gpus_idle(evidence(mixed(1, 0.0), mixed(2, 30.0)), POLICY)
+    assert gpus_idle(evidence(mixed(1, 0.0), mixed(2, 2.0)), POLICY)
 
 
 def test_the_working_range_must_be_a_range() -> None:

@@ -26,9 +26,11 @@ The rules (``judge``):
   the job defines was published and the logs were silent for the whole window. Pinned GPUs and busy CPUs
   do not veto a hang: a deadlocked collective spins both. GPUs that work between idle and pinned do; so do
   busy CPUs while the GPUs are idle on every host (a CPU phase that prints nothing, as the idle judgement
-  also holds).
+  also holds). In a cluster of several GPU counts a host is pinned or idle only under every count it may
+  still have (``gpu_counts``); an ambiguous host counts as working, never as a hang's evidence.
 * **insufficient evidence never stops**: a failed or throttled read, a required series with too few
-  datapoints, no log stream of the job at all. The verdict names what was missing.
+  datapoints (each GPU host's GPUs for either kind: a host the judge cannot see may be computing; each
+  host's CPUs wherever they can veto), no log stream of the job at all. The verdict names what was missing.
 
 ``GPUMemoryUtilization`` and ``MemoryUtilization`` are recorded, never decisive: allocated memory stays
 allocated in a stalled job and in a healthy one alike (one calibration trace sat 25 minutes at 0 % GPU
@@ -489,13 +491,16 @@ def judge(kind: StallKind, evidence: Evidence, policy: JudgePolicy, *, gpu_thres
                 out.append(f"{metric} of {host.host}: {len(values)} of {evidence.minutes} minutes")
         return out
 
-    # What must have been read for each kind (a failed read is already in ``missing``).
-    if kind is StallKind.IDLE:
+    # What must have been read (a failed read is already in ``missing``): for either kind each GPU host's
+    # GPUs (a hang's GPUs that work between idle and pinned are its veto: a host the judge cannot see may be
+    # computing), and each host's CPUs wherever they can veto: always for idleness, for a hang while the
+    # GPUs are idle on every GPU host (busy CPUs are then a CPU phase, below).
+    gpu_thin = thin(GPU)
+    # Hosts without GPUs publish no GPUUtilization: as many hosts may lack it as the job has non-GPU hosts.
+    if len(gpu_thin) > len(evidence.hosts) - evidence.gpu_hosts:
+        missing += gpu_thin
+    if kind is StallKind.IDLE or _cpus_decide_hang(evidence, policy):
         missing += thin(CPU)
-        gpu_thin = thin(GPU)
-        # Hosts without GPUs publish no GPUUtilization: as many hosts may lack it as the job has non-GPU hosts.
-        if len(gpu_thin) > len(evidence.hosts) - evidence.gpu_hosts:
-            missing += gpu_thin
     if evidence.logs is None:
         pass  # the failed read is in ``missing``
     elif evidence.logs.streams == 0:
@@ -607,7 +612,11 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
     idle), or GPUs idle on every GPU host while CPUs were busy (a CPU phase: tokenization, an evaluation
     or rollouts on CPU, a download; the idle judgement vetoes it the same way)."""
     low, high = policy.gpu_working_percent
-    working = {h.host: level for h in evidence.hosts if (level := _gpu_working(h, policy)) is not None}
+    working = {
+        h.host: load.level
+        for h in evidence.hosts
+        if (load := _gpu_load(h, policy)) and load.state is GpuState.WORKING
+    }
     if working:
         named = ", ".join(f"{host} ({level})" for host, level in working.items())
         return Finding(
@@ -618,8 +627,7 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
             "and only logs its metric rarely",
             evidence=summary,
         )
-    gpu_means = [(fmean(v), h.gpus[1]) for h in evidence.hosts if (v := h.values(GPU)) and h.gpus is not None]
-    if not gpu_means or any(mean / most >= low for mean, most in gpu_means):
+    if not _cpus_decide_hang(evidence, policy):
         return None  # pinned (or unknown): busy CPUs are a spinning collective's, no veto
     return _cpu_phase(
         evidence,
@@ -630,15 +638,19 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
     )
 
 
+def _cpus_decide_hang(evidence: Evidence, policy: JudgePolicy) -> bool:
+    """Whether busy CPUs veto a hang: the GPUs were idle (below ``gpu_working_percent``'s low bound per GPU,
+    whatever GPU count the host may have) on every host whose GPUs were read and counted, and there was at
+    least one such host. A job without GPUs (or of unknown GPU count) has no idle GPUs to tell a CPU phase
+    by: its CPUs decide nothing."""
+    loads = [load for h in evidence.hosts if (load := _gpu_load(h, policy)) is not None]
+    return bool(loads) and all(load.state is GpuState.IDLE for load in loads)
+
+
 def gpus_idle(evidence: Evidence, policy: JudgePolicy) -> bool:
-    """Whether no host's GPUs averaged ``gpu_working_percent``'s low bound per GPU or more over the window
-    (every GPU idle, or no GPU series at all): no GPU is pinned, so no collective spins."""
-    low = policy.gpu_working_percent[0]
-    return not any(
-        fmean(values) / host.gpus[1] >= low
-        for host in evidence.hosts
-        if (values := host.values(GPU)) and host.gpus
-    )
+    """Whether every host's GPUs averaged below ``gpu_working_percent``'s low bound per GPU over the window
+    whatever GPU count the host may have (or no GPU series at all): no GPU is pinned, so no collective spins."""
+    return all(load.state is GpuState.IDLE for h in evidence.hosts if (load := _gpu_load(h, policy)) is not None)
 
 
 def _cpu_phase(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any], reason: str) -> Finding | None:
@@ -651,19 +663,49 @@ def _cpu_phase(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any],
     return Finding(confirmed=False, code=JudgeCode.CPU_BUSY, reason=reason.format(busy=named), evidence=summary)
 
 
-def _gpu_working(host: HostEvidence, policy: JudgePolicy) -> str | None:
-    """The host's mean GPU utilization per GPU, if it lies between idle and pinned whatever GPU count it has."""
-    values = host.values(GPU)
-    if not values or host.gpus is None:
+class GpuState(StrEnum):
+    """What a host's GPUs did over the window, per GPU, whatever GPU count the host may have."""
+
+    IDLE = "idle"  # below gpu_working_percent's low bound
+    PINNED = "pinned"  # at or above its high bound
+    WORKING = "working"  # anything else, including a level that is idle or pinned only under some GPU counts
+
+
+class GpuLoad(NamedTuple):
+    state: GpuState
+    level: str  # the mean per GPU, as a range when the host's GPU count is not known to one
+
+
+def gpu_counts(host: HostEvidence) -> tuple[int, int] | None:
+    """The fewest and most GPUs ``host`` may have, narrowed by what it reported: its GPUUtilization is the
+    sum over its GPUs (at most 100 each), so a value above 100 x k rules out k GPUs or fewer (an 8-GPU host
+    of a cluster that also has 1-GPU hosts shows itself once it reports more than 100). None: unknown."""
+    if host.gpus is None:
         return None
     fewest, most = host.gpus
+    values = host.values(GPU)
+    if values:
+        fewest = min(most, max(fewest, math.ceil(max(values) / 100 - 1e-9)))
+    return fewest, most
+
+
+def _gpu_load(host: HostEvidence, policy: JudgePolicy) -> GpuLoad | None:
+    """The host's GPUs over the window: idle or pinned only if so under every GPU count it may still have
+    (``gpu_counts``), else working. A host that is one or the other only under some count is ambiguous, and
+    an ambiguous host is never a hang's evidence: at 100 a host with 1 or 8 GPUs is pinned or at 12.5%."""
+    values = host.values(GPU)
+    counts = gpu_counts(host)
+    if not values or counts is None:
+        return None
+    fewest, most = counts
     mean = fmean(values)
     low, high = policy.gpu_working_percent
-    if mean / most >= low and mean / fewest < high:
-        return (
-            f"{mean / most:.0f}% per GPU" if fewest == most else f"{mean / most:.0f}-{mean / fewest:.0f}% per GPU"
-        )
-    return None
+    level = f"{mean / most:.0f}% per GPU" if fewest == most else f"{mean / most:.0f}-{mean / fewest:.0f}% per GPU"
+    if mean / fewest < low:
+        return GpuLoad(GpuState.IDLE, level)
+    if mean / most >= high:
+        return GpuLoad(GpuState.PINNED, level)
+    return GpuLoad(GpuState.WORKING, level)
 
 
 def _cpu_busy(host: HostEvidence, policy: JudgePolicy) -> str | None:

@@ -16,6 +16,11 @@ negative, zero, a fraction, below the floor, over the cap, or any value when the
 the team's window stays, so a bad tag never loosens beyond the cap and never causes a stop, and the owner
 is told (code ``judge.tolerance.ignored``). An applied one is recorded (``judge.tolerance.applied``).
 
+Tag keys are read exactly as written, as the service reads every tag key (README, "Tag keys: IAM ignores
+their case, the service does not"): ``SMGOV:idle-minutes`` is not the declaration. Such a key (the
+declaration's in another capitalization) is a malformed declaration: ignored and told like a bad value,
+so an owner who believes the job protected learns that it is not.
+
 The tags come with the job: the state-change event carries them, and the stopper's re-read lists them
 already (``ListTags``): a job without them costs no call and no record.
 """
@@ -90,13 +95,17 @@ class Declaration(BaseModel):
                 reason=self.reason,
                 evidence=evidence,
             )
+        key = DECLARATION_TAGS[self.section]
+        rename = (
+            f"Tag keys are read exactly as written: replace {self.tag} with {key}. " if self.tag != key else ""
+        )
         return Decision(
             rule=RULE_IDS[self.section],
             code=self.code.value,
             action=Action.NOTIFY,
             mode=mode,
             reason=self.reason,
-            remedy=f"Tag the job {self.tag} with a whole number of minutes from {MIN_DECLARED_MINUTES} to "
+            remedy=f"{rename}Tag the job {key} with a whole number of minutes from {MIN_DECLARED_MINUTES} to "
             f"{self.cap}, or ask the platform team for a longer judge.max_declared_minutes.",
             evidence=evidence,
         )
@@ -135,13 +144,34 @@ def _judge_value(section: str, tag: str, raw: str, cap: int) -> Declaration:
     )
 
 
+def _miscased(section: str, tag: str, key: str, raw: str, cap: int) -> Declaration:
+    """A declaration's key in another capitalization (``SMGOV:idle-minutes``): ignored, whatever its value."""
+    return Declaration(
+        section=section,
+        tag=key,
+        value=raw,
+        cap=cap,
+        minutes=None,
+        reason=f"tag {key}={raw!r} ignored: tag keys are read exactly as written, and {key} is not {tag}; "
+        f"the team's {section} window applies",
+    )
+
+
 def read_declarations(tags: Mapping[str, str] | None, cap: int) -> tuple[Declaration, ...]:
-    """The job's declarations, each judged against the team's ``cap`` (in ``DECLARATION_TAGS`` order)."""
+    """The job's declarations, each judged against the team's ``cap`` (in ``DECLARATION_TAGS`` order; per
+    guard the exact key first, then any key that is it in another capitalization, ignored)."""
     if not tags:
         return ()
-    return tuple(
-        _judge_value(section, tag, tags[tag], cap) for section, tag in DECLARATION_TAGS.items() if tag in tags
-    )
+    declared: list[Declaration] = []
+    for section, tag in DECLARATION_TAGS.items():
+        if tag in tags:
+            declared.append(_judge_value(section, tag, tags[tag], cap))
+        declared += [
+            _miscased(section, tag, key, tags[key], cap)
+            for key in sorted(tags)
+            if key != tag and key.casefold() == tag.casefold()
+        ]
+    return tuple(declared)
 
 
 def window_overlay(declaration: Declaration, config: Any) -> dict[str, Any]:
