@@ -172,6 +172,22 @@ def test_team_override_and_disabling_come_from_the_policy_document(acct: LocalAc
     assert f"{PREFIX}nlp-job" not in acct.cloudwatch.alarms
 
 
+def test_a_training_event_with_an_empty_tag_map_gets_the_teams_alarm(acct: LocalAccount) -> None:
+    # Given a vision team whose idle threshold is 60 % (the default: 1 %), and a vision job's Training event that
+    # carries an empty Tags map (as AWS's documented sample event does)
+    acct.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value="teams: {vision: {idle: {threshold_percent: 60}}}"
+    )
+    event = start_training(acct, "vision-job")  # builders tag team=vision
+    event["detail"]["Tags"] = {}
+    # When it is delivered
+    acct.invoke(handler, event)
+    # Then the alarm is planned on the job's own tags: the vision team's threshold, not the default team's
+    assert acct.cloudwatch.alarms[f"{PREFIX}vision-job"]["Threshold"] == 60.0
+    (record,) = idle_records(acct)
+    assert (record.code, record.team) == ("idle.alarm.create", "vision")
+
+
 def test_exempted_job_gets_no_alarm(acct: LocalAccount) -> None:
     acct.ssm.put_parameter(
         Name="/gov/policy",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,9 +12,10 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
 from sagemaker_governance.handlers.job_events import handler
-from smgov.simulation.harness import LocalAccount
+from smgov.simulation.harness import LocalAccount, local_account
 from tests.builders import launch_from_sample
 from tests.conftest import load_event
+from tests.handlers.conftest import ENFORCE, NOW
 
 
 def test_compliant_job_is_left_alone_with_one_audit_record(account: LocalAccount) -> None:
@@ -33,6 +35,47 @@ def test_untagged_job_is_stopped_and_its_owner_told(account: LocalAccount) -> No
     (record,) = account.audit.records
     assert (record.action, record.mode, record.outcome.value) == ("stop", "enforce", "done")
     assert record.owner == "bob"
+
+
+# The defaults pass the sample's job (no required tag, any ml.* type); its vision team allows only ml.p5.* and stops.
+VISION_ON_P5_ONLY = """
+rules:
+  - {id: instance-types, type: allowed-instance-types, patterns: ["ml.*"]}
+teams:
+  vision:
+    rules:
+      - {id: instance-types, type: allowed-instance-types, patterns: ["ml.p5.*"], on_violation: stop}
+"""
+
+
+@pytest.fixture
+def no_required_tags() -> Iterator[LocalAccount]:
+    with local_account(lambda: NOW, {**ENFORCE, "REQUIRED_TAGS": ""}) as acct:
+        acct.ssm.put_parameter(Name="/gov/policy", Value=VISION_ON_P5_ONLY, Type="String")
+        yield acct
+
+
+@pytest.mark.parametrize("tags", ["empty", "as-launched"])
+def test_a_starting_event_with_an_empty_tag_map_is_judged_on_the_jobs_tags_under_its_team(
+    no_required_tags: LocalAccount, tags: str
+) -> None:
+    # Given a vision job on ml.g5.12xlarge (its team allows only ml.p5.*), whose Starting event carries an empty
+    # Tags map (as AWS's documented sample event does), or the job's tags
+    account = no_required_tags
+    event = launch_from_sample(account, "training-job-starting.json")
+    if tags == "empty":
+        event["detail"]["Tags"] = {}
+    before = account.sagemaker.calls.copy()
+    # When it is delivered
+    account.invoke(handler, event)
+    # Then the job's own tags decide (an empty map costs one ListTags more than the event with its tags, whose
+    # violation is read again before the stop in either case): the vision team's rule stops it, and the record
+    # names the team and the owner
+    assert account.sagemaker.stop_requests == ["resnet50-imagenet-2025-11-21-10-00-00"]
+    (record,) = account.audit.records
+    assert (record.code, record.outcome.value) == ("compliance.stop.violation", "done")
+    assert (record.team, record.owner) == ("vision", "alice")
+    assert (account.sagemaker.calls - before)["ListTags"] == (2 if tags == "empty" else 1)
 
 
 def test_audit_mode_records_but_never_stops(audit_account: LocalAccount) -> None:

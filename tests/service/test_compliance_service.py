@@ -12,8 +12,10 @@ from sagemaker_governance.domain.clone import MAX_TAGS
 from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
 from sagemaker_governance.domain.notifications import NotificationOutcome
 from sagemaker_governance.domain.policy_document import build_policy
+from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.idempotency import Duplicate, deliver
+from sagemaker_governance.service.job_events import JobEventsService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from tests.builders import job
@@ -302,3 +304,70 @@ def test_a_duplicate_of_a_completed_delivery_is_skipped_by_the_ledger_before_com
     # Then it is a duplicate, as before: nothing read, recorded or told
     assert again == Duplicate(KEY) and calls.log == ["claim m-2"]
     assert [r.code for r in audit.records] == [ComplianceCode.STOP]
+
+
+# A team narrower than the defaults: the defaults pass a job on ml.g5.2xlarge, the vision team's override stops it.
+VISION_ON_P5_ONLY = {
+    "mode": "enforce",
+    "rules": [{"id": "instance-types", "type": "allowed-instance-types", "patterns": ["ml.*"]}],
+    "teams": {
+        "vision": {
+            "rules": [
+                {
+                    "id": "instance-types",
+                    "type": "allowed-instance-types",
+                    "patterns": ["ml.p5.*"],
+                    "on_violation": "stop",
+                }
+            ]
+        }
+    },
+}
+
+
+def starting_event(tags: dict[str, str] | None) -> TrainingJobStateChange:
+    """The job's Starting event as EventBridge delivers it, its detail carrying ``tags`` (None: no Tags)."""
+    detail = job().model_dump(by_alias=True, mode="json", exclude={"tags"})
+    return TrainingJobStateChange.model_validate(
+        {
+            "version": "0",
+            "id": "e-1",
+            "detail-type": "SageMaker Training Job State Change",
+            "source": "aws.sagemaker",
+            "account": "123456789012",
+            "time": "2026-11-21T12:00:00Z",
+            "region": "us-east-1",
+            "resources": [str(job().arn)],
+            "detail": {**detail, **({"Tags": tags} if tags is not None else {})},
+        }
+    )
+
+
+def test_a_starting_event_with_an_empty_tag_map_is_judged_on_the_jobs_own_tags_and_its_teams_override(
+    compliance: ComplianceService, jobs: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a vision job on ml.g5.2xlarge (the defaults allow it, its team's override stops it), and its Starting
+    # event carries an empty Tags map, as AWS's documented sample event does
+    policies.policy = build_policy(VISION_ON_P5_ONLY)
+    jobs.jobs["job-1"] = job(tags=TAGS)
+    service = JobEventsService([compliance], policies, audit, lambda: NOW, jobs)
+    # When the job-events service handles the event as it reads it
+    decisions = service.handle(service.said(starting_event({})))
+    # Then the empty map is not taken for "no tags": the job's tags are read, and its team's verdict stops it
+    assert calls.log[0] == f"list-tags {job().arn}" and "stop job-1" in calls.log
+    assert [d.code for d in decisions] == [ComplianceCode.STOP]
+    assert [(r.code, r.outcome.value, r.team) for r in audit.records] == [(ComplianceCode.STOP, "done", "vision")]
+
+
+def test_a_starting_event_with_its_tags_reads_none(
+    compliance: ComplianceService, jobs: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a compliant job whose Starting event carries its tags
+    policies.policy = build_policy(VISION_ON_P5_ONLY)
+    jobs.jobs["job-1"] = job(tags={**TAGS, "team": "nlp"})
+    service = JobEventsService([compliance], policies, audit, lambda: NOW, jobs)
+    # When the job-events service handles it
+    decisions = service.handle(service.said(starting_event({**TAGS, "team": "nlp"})))
+    # Then it is judged on the event's tags: nothing is read from SageMaker
+    assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
+    assert calls.log == [f"mark job-1 {EVALUATED_TAG}"]

@@ -13,13 +13,16 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import AlarmNaming
+from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.guards.idle import IDLE
 from sagemaker_governance.domain.guards.progress import PROGRESS
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import AlarmListing, JobListing, JobSummary
 from sagemaker_governance.domain.stall_judge import MetricReadResult
+from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
+from sagemaker_governance.service.job_events import JobEventsService
 from sagemaker_governance.service.reconciler import ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from smgov.simulation.metrics import kept_at
@@ -257,6 +260,77 @@ def test_a_job_without_the_tags_gets_no_tolerance_record(
     lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, Policy(mode=Mode.ENFORCE), audit, notifier)
     assert [d.code for d in lifecycle.react(training(), TRIGGER)] == ["idle.alarm.create"]
     assert notifier.sent == []
+
+
+# ---- an event whose Tags map is empty (AWS's documented sample shows "Tags": {}) ------------------------
+
+
+def training_event(tags: dict[str, str]) -> TrainingJobStateChange:
+    """The job's first Training event as EventBridge delivers it, its detail carrying ``tags``."""
+    detail = training().model_dump(by_alias=True, mode="json", exclude={"tags"})
+    return TrainingJobStateChange.model_validate(
+        {
+            "version": "0",
+            "id": "e-1",
+            "detail-type": "SageMaker Training Job State Change",
+            "source": "aws.sagemaker",
+            "account": "123456789012",
+            "time": "2026-11-21T12:00:00Z",
+            "region": "us-east-1",
+            "resources": [str(training().arn)],
+            "detail": {**detail, "Tags": tags},
+        }
+    )
+
+
+def test_a_training_event_with_an_empty_tag_map_plans_the_alarm_on_the_teams_terms(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given a vision job whose team counts a GPU idle below 5 % (the default: 1 %), and its Training event carries
+    # an empty Tags map
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"vision": {"idle": {"threshold_percent": 5}}}})
+    jobs.jobs["job-1"] = training()
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When the job-events service handles the event as it reads it
+    (decision,) = service.handle(service.said(training_event({})))
+    # Then the job is re-read with its own tags (not the empty map), and the alarm has the team's threshold
+    assert calls.log[0] == "get-job job-1"
+    assert decision.code == "idle.alarm.create" and decision.request is not None
+    assert decision.request["Threshold"] == 5
+    assert [r.team for r in audit.records] == ["vision"]
+
+
+def test_a_training_event_with_an_empty_tag_map_creates_the_alarms_of_a_guard_only_its_team_turns_on(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given the minimum-utilization guard, off by default and on for the vision team, and a vision job whose
+    # Training event carries an empty Tags map
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"vision": {"efficiency": {"enabled": True}}}})
+    jobs.jobs["job-1"] = training()
+    lifecycle = lifecycle_with_notifier(EFFICIENCY, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When the job-events service handles the event as it reads it
+    decisions = service.handle(service.said(training_event({})))
+    # Then the guard is not taken for off (as the default team has it): the job's tags are read and its alarms made
+    assert calls.log[0] == "get-job job-1"
+    assert [d.code for d in decisions] == ["efficiency.alarm.create"]
+    assert alarms.alarms
+
+
+def test_a_training_event_with_its_tags_is_planned_on_them_without_listing_them(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given the same vision team, and a Training event that carries the job's tags
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"vision": {"idle": {"threshold_percent": 5}}}})
+    jobs.jobs["job-1"] = training()
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When it is handled
+    (decision,) = service.handle(service.said(training_event(dict(training().tags or {}))))
+    # Then the re-read takes the event's tags (no ListTags), and the alarm is the team's
+    assert calls.log[0] == "get-job job-1 (event tags)"
+    assert decision.request is not None and decision.request["Threshold"] == 5
 
 
 # ---- a put after the stopper may have armed the progress guard (a late event, the reconciler's repair) ----

@@ -12,6 +12,7 @@ from sagemaker_governance.audit import AuditRecord, MemoryAuditSink, Outcome
 from sagemaker_governance.domain import efficiency
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.efficiency import EFFICIENCY_RULE_ID, EfficiencyCode, EfficiencyPlan, read_period
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
@@ -492,3 +493,44 @@ def test_a_large_clusters_record_keeps_the_hosts_that_idled_most_and_sums_up_the
     )
     assert [h["host"] for h in small.evidence()["hosts"]] == ["j/algo-1", "j/algo-2", "j/algo-3"]
     assert "hosts_omitted" not in small.evidence()
+
+
+class TaggedJobs(Jobs):
+    """``Jobs`` whose ``ListTags`` answers ``tags`` (None: the read fails)."""
+
+    def __init__(self, job: Any, tags: dict[str, str] | None) -> None:
+        super().__init__(job)
+        self.tags = tags
+        self.listed = 0
+
+    def list_tags(self, arn: str) -> dict[str, str]:
+        self.listed += 1
+        if self.tags is None:
+            raise AdapterError(f"ListTags {arn} failed: Rate exceeded")
+        return dict(self.tags)
+
+
+def test_an_end_event_that_does_not_say_the_tags_is_recorded_under_the_teams_read() -> None:
+    # Given an ended vision job whose end event carried an empty Tags map (read as not said: no tags known)
+    job = ended(1, Tags={"team": "vision", "owner": "alice"})
+    jobs = TaggedJobs(job, {"team": "vision", "owner": "alice"})
+    # When its record is written
+    audit = react(job.model_copy(update={"tags": None}), Reads({"h0_0": (400.0,) * 60}), jobs)
+    # Then its tags are read (ListTags, once): the record is the vision team's and names the owner
+    [record] = audit.records
+    assert jobs.listed == 1 and (record.code, record.team, record.owner) == (
+        "efficiency.record.measured",
+        "vision",
+        "alice",
+    )
+
+
+def test_an_end_event_with_its_tags_reads_none_and_a_failed_read_records_nothing() -> None:
+    job = ended(1, Tags={"team": "vision"})
+    # Given an end event that carries the job's tags: nothing is listed
+    jobs = TaggedJobs(job, None)
+    assert [r.team for r in react(job, Reads({"h0_0": (400.0,) * 60}), jobs).records] == ["vision"]
+    assert jobs.listed == 0
+    # Given one that does not say them, and ListTags fails: the delivery fails (retried), no record without a team
+    with pytest.raises(AdapterError):
+        react(job.model_copy(update={"tags": None}), Reads({"h0_0": (400.0,) * 60}), jobs)

@@ -349,3 +349,18 @@ def test_entries_into_training_count_the_event_and_the_reread_whichever_shows_mo
         )
 
     assert training_entries(upto(event_upto), upto(reread_upto)) == entries
+
+
+@pytest.mark.parametrize(
+    ("tags", "said"),
+    [({}, None), (None, None), ({"team": "nlp"}, {"team": "nlp"})],
+    ids=["empty-map", "left-out", "tagged"],
+)
+def test_an_events_empty_tag_map_is_not_said(tags: dict[str, str] | None, said: dict[str, str] | None) -> None:
+    # Given an event detail whose Tags map is empty (AWS's documented sample), left out, or the job's tags
+    job = TrainingJob.model_validate({**describe(), **({"Tags": tags} if tags is not None else {})})
+    # Then only a map with tags is the job's: an empty one is read as left out, and its section is unsaid
+    assert job.as_event_says().tags == said
+    assert ("Tags" in job.as_event_says().unsaid_sections()) is (said is None)
+    # while tags read with ListTags keep their empty answer: that job has none
+    assert job.with_tags({}).tags == {}

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.guards.idle import IdlePolicy
 from sagemaker_governance.domain.guards.progress import ProgressPolicy
+from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Exemption, Policy, merge_documents
 from sagemaker_governance.domain.policy_document import (
     PolicyDocumentError,
@@ -21,6 +22,7 @@ from sagemaker_governance.domain.policy_document import (
 )
 from sagemaker_governance.domain.rules import RULE_CLASSES
 from sagemaker_governance.settings import BASE_POLICY_PARAMETERS, Settings
+from tests.builders import describe
 
 
 def _docstring_example(cls: type) -> object:
@@ -177,3 +179,13 @@ def test_digest_changes_with_content() -> None:
     a = build_policy({"mode": "audit"})
     b = build_policy({"mode": "enforce"})
     assert a.digest() != b.digest() and a.digest() == build_policy({"mode": "audit"}).digest()
+
+
+def test_a_job_whose_tags_are_unknown_may_be_under_any_team() -> None:
+    # Given a policy with two teams
+    policy = Policy.model_validate({"teams": {"vision": {"mode": "enforce"}, "nlp": {"mode": "audit"}}})
+    tagged = TrainingJob.model_validate({**describe(), "Tags": {"team": "nlp"}})
+    # Then a job with known tags is under its team's policy only; one whose tags are unknown under any
+    assert [p.mode for p in policy.possible_for(tagged)] == [Mode.AUDIT]
+    unknown = tagged.model_copy(update={"tags": None})
+    assert policy.possible_for(unknown) == (policy, policy.for_team("nlp"), policy.for_team("vision"))

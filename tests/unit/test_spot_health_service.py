@@ -134,6 +134,19 @@ def test_in_a_storm_a_new_spot_job_of_an_opted_in_team_starts_on_demand_once() -
     assert health.written == []  # a start is no Spot signal
 
 
+def test_in_a_storm_a_new_spot_job_whose_event_does_not_say_its_team_is_moved_when_its_team_opted_in() -> None:
+    # Given only the vision team opted in, and a vision job's Starting event that does not say its tags (an empty
+    # Tags map, read as left out)
+    now = T0 + timedelta(minutes=2)
+    opted = {"teams": {"vision": {"spot": {"storm": {"move_new_jobs": True}}}}}
+    job, spot, jobs, launcher, _ = reaction(starting(), FakeHealth(storm(now)), opted, now)
+    # When the event is handled
+    clone, stop = spot.react(job.model_copy(update={"tags": None}), TRIGGER)
+    # Then it is not taken for a job of a team that did not opt in: read, cloned On-Demand and stopped
+    assert (clone.code, stop.code) == ("spot.clone.storm", "spot.stop.storm")
+    assert jobs.stopped == ["new-spot-1"] and len(launcher.requests) == 1
+
+
 def test_without_a_storm_the_opted_in_new_job_stays_on_spot() -> None:
     now = T0 + timedelta(minutes=2)
     job, spot, jobs, launcher, _ = reaction(

@@ -202,6 +202,15 @@ class Policy(_WithGuardSections):
             document.update(window_overlay(declaration, getattr(team, declaration.section, None)))
         return team.overlay(document) if document else team
 
+    def possible_for(self, job: TrainingJob) -> tuple[Policy, ...]:
+        """The policies ``job`` may be under: its own (``for_job``) when its tags are known; when they are not
+        (an event that left them out or carried an empty map: ``TrainingJob.as_event_says``), the default and
+        every team's, so that a check made before the tags are read ("no policy of this job wants anything
+        here") holds whichever team the job turns out to be in."""
+        if job.tags is not None:
+            return (self.for_job(job),)
+        return (self, *(self.for_team(team) for team in sorted(self.teams)))
+
     def declared_tolerance(self, job: TrainingJob) -> tuple[Declaration, ...]:
         """The job's declared windows judged against this policy's cap (call it on the team's policy)."""
         return read_declarations(job.tags, self.judge.max_declared_minutes)

@@ -7,7 +7,8 @@ The decision is made from the event payload (no API calls) when the payload has 
 stopping, the job is re-read (status and tags) and re-evaluated: a developer who added the missing tag
 in the meantime, or a job that has already ended, is never stopped by a stale event.
 
-A job whose current tags (the re-read's, or ``ListTags`` for an event without tags; never the event's own,
+A job whose current tags (the re-read's, or ``ListTags`` for an event without tags, an empty map among them:
+``TrainingJob.as_event_says``; never the event's own,
 which predate any mark) show the mark was evaluated already, by the reconciler (a job that waited in
 ``Pending`` past its grace) or by another delivery: it is not evaluated again (``compliance.skip.already-evaluated``,
 nothing stopped, recorded as a violation or told). A retry of the delivery that marked it is the exception:
@@ -81,8 +82,8 @@ class ComplianceService:
         result = evaluate_compliance(job, policy, self._clock())
         if result.violations or result.inconclusive:
             # before any violation is acted on or recorded (a stop, a notice, audit mode's "would stop": the
-            # job may have been fixed since, or the event may show less than the job has, e.g. an empty Tags
-            # map), and when the event left out what a rule needs: the job as DescribeTrainingJob and
+            # job may have been fixed since, or the event may show less than the job has, e.g. a tag added
+            # since), and when the event left out what a rule needs: the job as DescribeTrainingJob and
             # ListTags say it now, evaluated again
             fresh = self._reread(job)
             if fresh is None:

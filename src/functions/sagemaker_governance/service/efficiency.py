@@ -167,10 +167,13 @@ class EfficiencyReaction:
 
     def _complete(self, job: TrainingJob) -> TrainingJob:
         """The event's job, or DescribeTrainingJob's when the event lacks what the record needs: its
-        instances, its training start, or (on Spot, for the savings) its billable time."""
+        instances, its training start, or (on Spot, for the savings) its billable time. Its tags (the record's
+        team, owner, project and the team's prices) are the event's, or ``ListTags``'s when the event left
+        them out or sent an empty map; a read that fails raises ``AdapterError`` (the delivery is retried), as
+        a failed ``DescribeTrainingJob`` does: no record is charged to no team for want of a read."""
         known = job.training_start_time is not None or job.training_end_time is not None
         if known and job.instance_groups and not (job.spot and job.billable_seconds is None):
-            return job
+            return job if job.tags is not None or job.arn is None else job.with_tags(self._jobs.list_tags(job.arn))
         try:
             return self._jobs.get_job(job.name, job.tags)
         except JobNotFound:

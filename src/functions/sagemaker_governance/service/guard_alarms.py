@@ -147,8 +147,9 @@ class GuardAlarms:
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
-        if self.guard.quiet_when_disabled and not self.guard.config(policy.for_job(job)).enabled:
-            return []  # the event's tags select the team policy; nothing to create or delete
+        quiet = self.guard.quiet_when_disabled
+        if quiet and not any(self.guard.config(p).enabled for p in policy.possible_for(job)):
+            return []  # off for the event's team (tags unsaid: for every team); nothing to create or delete
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return self._create(job, policy, trigger)
@@ -174,7 +175,8 @@ class GuardAlarms:
                 decision = self._none(policy, event_job, unwatched.code, unwatched.reason)
                 return self._record(decision, event_job, policy, trigger, Outcome.NO_ACTION)
         try:
-            job = self._jobs.get_job(event_job.name, event_job.tags)  # the event's tags: no ListTags
+            # the event's tags: no ListTags (an event that left them out or sent an empty map: ListTags)
+            job = self._jobs.get_job(event_job.name, event_job.tags)
         except JobNotFound:
             decision = self._none(
                 policy,

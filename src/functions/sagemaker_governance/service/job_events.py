@@ -55,8 +55,12 @@ class JobEventsService:
         a return to Training re-arms the guards) read them, so the job is read again (DescribeTrainingJob)
         and the event takes its transitions as they stood at the event's time. An event that carries them costs no
         call. A job that no longer exists leaves the event as it is (the reactions find it gone); an answer
-        that lags the event raises ``DescriptionBehind`` (the delivery is retried)."""
-        job: TrainingJob = event.detail
+        that lags the event raises ``DescriptionBehind`` (the delivery is retried). An empty ``Tags`` map is
+        unsaid too (``TrainingJob.as_event_says``): every reaction reads the job's tags (``ListTags``) before it
+        judges a team, an owner or a mark from them, as for an event that leaves them out."""
+        job: TrainingJob = event.detail.as_event_says()
+        if job is not event.detail:
+            event = event.model_copy(update={"detail": job})
         unsaid = job.unsaid_sections()
         if unsaid:  # the reactions read such a job again; this line tells the platform team events do this
             logger.info(EVENT_SECTIONS_MISSING, sections=list(unsaid), status=job.status)

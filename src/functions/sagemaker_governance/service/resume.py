@@ -731,8 +731,10 @@ class SpotFallbackReaction(_CloneReaction):
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         if is_spot_stop(job):
             return self._stopped(job, trigger)
-        if may_be_new_spot_start(job) and not storm_move_wanted(self._policies.current().for_job(job).spot):
-            return []  # a new (Spot?) job of a team that does not move them: no AWS call at all
+        if may_be_new_spot_start(job) and not any(
+            storm_move_wanted(p.spot) for p in self._policies.current().possible_for(job)
+        ):
+            return []  # a new (Spot?) job of a team that does not move them (tags unsaid: of no team): no AWS call
         return super().react(job, trigger)
 
     def _stopped(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
