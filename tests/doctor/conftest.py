@@ -187,6 +187,11 @@ def account() -> Iterator[Account]:
             mapping = clients["lambda"].create_event_source_mapping(
                 EventSourceArn=queues[referenced_id(props["EventSourceArn"]) or ""],
                 FunctionName=resources[referenced_id(props["FunctionName"]) or ""],
+                BatchSize=props["BatchSize"],
+                FunctionResponseTypes=props["FunctionResponseTypes"],
+                ScalingConfig={
+                    "MaximumConcurrency": int(template["Parameters"]["JobEventsConcurrency"]["Default"])
+                },
             )
             resources[logical] = mapping["UUID"]
         for logical, targets in _expected_rules(template).items():

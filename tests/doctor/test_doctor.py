@@ -90,6 +90,32 @@ def test_a_disabled_queue_mapping_is_named(account: Account) -> None:
     assert [(f.subject, f.status) for f in detail(account, "queues")] == [("AlarmQueueMapping", Status.FAIL)]
 
 
+def test_a_mapping_that_lost_report_batch_item_failures_fails(account: Account) -> None:
+    # Given the job-events mapping edited so that it no longer reports batch item failures (fails on the old
+    # code: only state, queue and function were compared), so a partly failed batch deletes its failed records
+    reconcile_run(account, minutes_ago=5)
+    uuid = account.deployment.resources["JobEventsQueueMapping"]
+    account.clients["lambda"].update_event_source_mapping(UUID=uuid, FunctionResponseTypes=[])
+    # When the doctor runs, Then that mapping fails, naming the missing response type
+    found = [(f.subject, f.status) for f in detail(account, "queues")]
+    assert found == [("JobEventsQueueMapping", Status.FAIL)]
+    assert "ReportBatchItemFailures" in detail(account, "queues")[0].detail
+
+
+def test_a_mapping_whose_batching_or_concurrency_moved_warns(account: Account) -> None:
+    # Given the alarm mapping's batch size, batching window and concurrency cap changed outside the stack
+    reconcile_run(account, minutes_ago=5)
+    uuid = account.deployment.resources["AlarmQueueMapping"]
+    account.clients["lambda"].update_event_source_mapping(
+        UUID=uuid, BatchSize=10, MaximumBatchingWindowInSeconds=30, ScalingConfig={"MaximumConcurrency": 50}
+    )
+    # When the doctor runs, Then it warns (records are still processed and retried), naming each setting
+    (finding,) = detail(account, "queues")
+    assert (finding.subject, finding.status) == ("AlarmQueueMapping", Status.WARN)
+    for setting in ("BatchSize", "MaximumBatchingWindowInSeconds", "MaximumConcurrency"):
+        assert setting in finding.detail
+
+
 def test_dead_letters_fail_with_their_count(account: Account) -> None:
     reconcile_run(account, minutes_ago=5)
     account.clients["sqs"].send_message(QueueUrl=account.deployment.resources["DeadLetterQueue"], MessageBody="{}")

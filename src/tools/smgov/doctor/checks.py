@@ -149,6 +149,81 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+def _declared(d: Deployment, template: Mapping[str, Any], value: Any) -> Any:
+    """A template property as deployed: a ``!Ref`` to a Parameter is the stack's value of it (its default when
+    the stack does not list it); a literal is itself; any other intrinsic is None (not known here)."""
+    if isinstance(value, Mapping):
+        name = value.get("Ref")
+        parameter = template.get("Parameters", {}).get(name) if isinstance(name, str) else None
+        if parameter is None:
+            return None
+        return d.parameter(str(name)) or parameter.get("Default")
+    return value
+
+
+def _same_number(deployed: Any, declared: Any) -> bool:
+    try:
+        return int(deployed) == int(declared)
+    except (TypeError, ValueError):
+        return False
+
+
+def _graded(check: str, subject: str, problems: list[str], warnings: list[str], ok_detail: str) -> Finding:
+    """FAIL naming every problem (and warning), else WARN naming every warning, else OK with ``ok_detail``."""
+    if problems:
+        return Finding(check, subject, Status.FAIL, "; ".join(problems + warnings))
+    if warnings:
+        return Finding(check, subject, Status.WARN, "; ".join(warnings))
+    return Finding(check, subject, Status.OK, ok_detail)
+
+
+def _mapping_problems(d: Deployment, props: Mapping[str, Any], mapping: Mapping[str, Any]) -> list[str]:
+    queue, function = referenced_id(props.get("EventSourceArn")), referenced_id(props.get("FunctionName"))
+    problems = []
+    if mapping.get("State") != "Enabled":
+        problems.append(f"state {mapping.get('State')} (the function does not read {queue})")
+    if queue and mapping.get("EventSourceArn") != _queue_arn(d, queue):
+        problems.append(f"reads {mapping.get('EventSourceArn')}, not {queue}")
+    name = d.physical(function) if function else None
+    if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
+        problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
+    # Without ReportBatchItemFailures Lambda ignores the handlers' batchItemFailures: a batch with one failed
+    # record counts as processed and SQS deletes the failed record (never retried, never dead-lettered)
+    for kind in props.get("FunctionResponseTypes", []):
+        if kind not in (mapping.get("FunctionResponseTypes") or []):
+            problems.append(
+                f"FunctionResponseTypes lacks {kind}: a record the function fails in a batch that partly "
+                f"succeeds is deleted from {queue}, never retried; update the stack to set it back"
+            )
+    return problems
+
+
+def _mapping_warnings(
+    d: Deployment, template: Mapping[str, Any], props: Mapping[str, Any], mapping: Mapping[str, Any]
+) -> list[str]:
+    """Batching and concurrency changed outside the stack: records are still processed and retried."""
+    warnings = []
+    declared_batch = _declared(d, template, props.get("BatchSize"))
+    if declared_batch is not None and not _same_number(mapping.get("BatchSize"), declared_batch):
+        warnings.append(f"BatchSize {mapping.get('BatchSize')}, the template's {declared_batch}")
+    declared_window = _declared(d, template, props.get("MaximumBatchingWindowInSeconds", 0))
+    if not _same_number(mapping.get("MaximumBatchingWindowInSeconds") or 0, declared_window):
+        warnings.append(
+            f"MaximumBatchingWindowInSeconds {mapping.get('MaximumBatchingWindowInSeconds')}, the template's "
+            f"{declared_window} (records wait that long before the function sees them)"
+        )
+    declared_cap = _declared(d, template, props.get("ScalingConfig", {}).get("MaximumConcurrency"))
+    deployed_cap = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if declared_cap is not None and not _same_number(deployed_cap, declared_cap):
+        warnings.append(
+            f"ScalingConfig.MaximumConcurrency {deployed_cap}, the template's {declared_cap} "
+            "(JobEventsConcurrency: the request rate a burst of jobs puts on SageMaker and CloudWatch)"
+        )
+    if warnings:
+        warnings[-1] += ": changed outside the stack; update the stack to restore it"
+    return warnings
+
+
 def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
     lam = d.client("lambda")
     out: list[Finding] = []
@@ -166,15 +241,9 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 Finding("queues", logical_id, Status.UNKNOWN, f"could not read mapping {uuid}: {error_text(exc)}")
             )
             continue
-        problems = []
-        if mapping.get("State") != "Enabled":
-            problems.append(f"state {mapping.get('State')} (the function does not read {queue})")
-        if queue and mapping.get("EventSourceArn") != _queue_arn(d, queue):
-            problems.append(f"reads {mapping.get('EventSourceArn')}, not {queue}")
-        name = d.physical(function) if function else None
-        if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
-            problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
-        out.append(Finding.from_problems("queues", logical_id, problems, f"{queue} -> {function}"))
+        problems = _mapping_problems(d, props, mapping)
+        warnings = _mapping_warnings(d, ctx.template, props, mapping)
+        out.append(_graded("queues", logical_id, problems, warnings, f"{queue} -> {function}"))
     return out
 
 
