@@ -139,7 +139,12 @@ def account() -> Iterator[Account]:
                 arn = resources[referenced_id(topic) or ""]
                 policy = _statements(spec["Properties"]["PolicyDocument"]["Statement"], arn)
                 clients["sns"].set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
-        clients["sns"].subscribe(TopicArn=resources["AlarmTopic"], Protocol="sqs", Endpoint=queues["AlarmQueue"])
+        clients["sns"].subscribe(
+            TopicArn=resources["AlarmTopic"],
+            Protocol="sqs",
+            Endpoint=queues["AlarmQueue"],
+            Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": queues["DeadLetterQueue"]})},
+        )
         clients["sns"].subscribe(
             TopicArn=resources["NotificationsTopic"], Protocol="email", Endpoint="platform@example.com"
         )

@@ -319,6 +319,7 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         "Owner": "123456789012",
     }
     alarm_queue = f"arn:aws:sqs:us-east-1:123456789012:{deployment.resources['AlarmQueue'].rsplit('/', 1)[-1]}"
+    dlq = f"arn:aws:sqs:us-east-1:123456789012:{deployment.resources['DeadLetterQueue'].rsplit('/', 1)[-1]}"
     delivered = {
         "SubscriptionArn": deployment.resources["AlarmTopic"] + ":1",
         "Protocol": "sqs",
@@ -336,6 +337,11 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         {"Subscriptions": [delivered]},
         {"TopicArn": deployment.resources["AlarmTopic"]},
     )
+    stubber.add_response(
+        "get_subscription_attributes",
+        {"Attributes": {"RawMessageDelivery": "false", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq})}},
+        {"SubscriptionArn": delivered["SubscriptionArn"]},
+    )
     stubber.activate()
     stubbed = replace(deployment, client=lambda service: sns if service == "sns" else deployment.client(service))
     # When the subscriptions are checked, Then the pending one fails by protocol and endpoint
@@ -343,6 +349,38 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         (f.subject, f.status) for f in check_subscriptions(stubbed, account.context()) if f.status is not Status.OK
     ]
     assert found == [("NotificationsTopic email:ops@example.com", Status.FAIL)]
+
+
+def _alarm_subscription(account: Account) -> str:
+    sns = account.clients["sns"]
+    listed = sns.list_subscriptions_by_topic(TopicArn=account.deployment.resources["AlarmTopic"])["Subscriptions"]
+    return next(str(sub["SubscriptionArn"]) for sub in listed if sub["Protocol"] == "sqs")
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [
+        # SNS drops every notification the policy does not match: nothing reaches the queue or a DLQ
+        ("FilterPolicy", json.dumps({"owner": ["nobody"]})),
+        # the queue gets the bare alarm JSON, which the stopper rejects: every notification dead-lettered
+        ("RawMessageDelivery", "true"),
+        # deliveries SNS cannot make go to another queue than the stack's dead-letter queue
+        ("RedrivePolicy", json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:elsewhere"})),
+    ],
+)
+def test_an_alarm_subscription_that_delivers_otherwise_than_declared_fails(
+    account: Account, attribute: str, value: str
+) -> None:
+    # Given the alarm topic's subscription to the alarm queue, confirmed, but with one attribute the
+    # template does not declare (fails on the old code: only a confirmed subscription was looked for)
+    reconcile_run(account, minutes_ago=5)
+    account.clients["sns"].set_subscription_attributes(
+        SubscriptionArn=_alarm_subscription(account), AttributeName=attribute, AttributeValue=value
+    )
+    # When the doctor runs, Then the alarm topic's delivery fails, naming the attribute
+    (finding,) = detail(account, "subscriptions")
+    assert (finding.subject, finding.status) == ("AlarmTopic", Status.FAIL)
+    assert attribute in finding.detail
 
 
 def test_drift_leaves_a_job_the_reconciler_has_not_reached_yet(account: Account) -> None:

@@ -250,15 +250,48 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
 # ---- topics: subscriptions and policies ------------------------------------------------------------
 
 
+def _delivery_problems(
+    d: Deployment, queue: str, declared: Mapping[str, Any], attributes: Mapping[str, Any]
+) -> list[str]:
+    """What a subscription to one of the stack's queues does otherwise than the template declares
+    (``GetSubscriptionAttributes``): a filter policy, raw delivery, its redrive policy."""
+    problems = []
+    filter_policy = attributes.get("FilterPolicy")
+    if filter_policy and "FilterPolicy" not in declared:
+        problems.append(
+            f"a FilterPolicy ({str(filter_policy)[:200]}): SNS silently drops every message it does not match "
+            f"(nothing reaches {queue} or any dead-letter queue); remove it or update the stack"
+        )
+    raw = str(attributes.get("RawMessageDelivery", "false")).lower() == "true"
+    if raw != (str(declared.get("RawMessageDelivery", "false")).lower() == "true"):
+        body = "the bare message, not the SNS envelope" if raw else "the SNS envelope, not the bare message"
+        problems.append(
+            f"RawMessageDelivery {str(raw).lower()}: {queue} receives {body} its function reads, which it "
+            "rejects (every message dead-lettered after maxReceiveCount); set it back (update the stack)"
+        )
+    dlq = referenced_id((declared.get("RedrivePolicy") or {}).get("deadLetterTargetArn"))
+    if dlq:
+        try:
+            target = json.loads(str(attributes.get("RedrivePolicy") or "{}")).get("deadLetterTargetArn")
+        except (ValueError, AttributeError):
+            target = None
+        if target != _queue_arn(d, dlq):
+            problems.append(
+                f"messages SNS cannot deliver to {queue} go to {target or 'no dead-letter queue (dropped)'}, "
+                f"not {dlq}; set the subscription's RedrivePolicy back (update the stack)"
+            )
+    return problems
+
+
 def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
     sns = d.client("sns")
     out: list[Finding] = []
-    expected_sqs: dict[str, set[str]] = {}
+    expected_sqs: dict[str, dict[str, Mapping[str, Any]]] = {}  # topic -> queue -> the subscription's properties
     for spec in resources_of_type(ctx.template, "AWS::SNS::Subscription").values():
         props = spec.get("Properties", {})
         topic, endpoint = referenced_id(props.get("TopicArn")), referenced_id(props.get("Endpoint"))
         if props.get("Protocol") == "sqs" and topic and endpoint:
-            expected_sqs.setdefault(topic, set()).add(endpoint)
+            expected_sqs.setdefault(topic, {})[endpoint] = props
     for topic in resources_of_type(ctx.template, "AWS::SNS::Topic"):
         arn = d.physical(topic)
         if arn is None:
@@ -286,15 +319,23 @@ def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
                     )
                 )
         confirmed_sqs = {
-            s.get("Endpoint")
+            s.get("Endpoint"): str(s.get("SubscriptionArn"))
             for s in subs
             if s.get("Protocol") == "sqs" and s.get("SubscriptionArn") != "PendingConfirmation"
         }
-        for queue in sorted(expected_sqs.get(topic, ())):
-            queue_arn = _queue_arn(d, queue)
-            status = Status.OK if queue_arn in confirmed_sqs else Status.FAIL
-            detail = f"delivers to {queue}" if status is Status.OK else f"no confirmed subscription of {queue}"
-            out.append(Finding("subscriptions", topic, status, detail))
+        for queue, props in sorted(expected_sqs.get(topic, {}).items()):
+            subscription = confirmed_sqs.get(_queue_arn(d, queue))
+            if subscription is None:
+                out.append(Finding("subscriptions", topic, Status.FAIL, f"no confirmed subscription of {queue}"))
+                continue
+            try:
+                attributes = sns.get_subscription_attributes(SubscriptionArn=subscription).get("Attributes", {})
+            except AWS_ERRORS as exc:
+                detail = f"could not read the subscription of {queue}: {error_text(exc)}"
+                out.append(Finding("subscriptions", topic, Status.UNKNOWN, detail))
+                continue
+            problems = _delivery_problems(d, queue, props, attributes)
+            out.append(Finding.from_problems("subscriptions", topic, problems, f"delivers to {queue}"))
         if not subs:
             out.append(
                 Finding("subscriptions", topic, Status.WARN, "no subscriptions: nobody receives what it publishes")

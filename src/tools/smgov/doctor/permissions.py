@@ -18,6 +18,7 @@ DOCTOR_IAM_ACTIONS: Final = frozenset(
         "lambda:GetFunctionConfiguration",
         "sns:ListSubscriptionsByTopic",
         "sns:GetTopicAttributes",
+        "sns:GetSubscriptionAttributes",
         "kms:DescribeKey",
         "kms:GetKeyPolicy",
         "iam:ListRolePolicies",
