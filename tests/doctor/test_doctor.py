@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from smgov.doctor.checks import check_subscriptions, run_checks
+from smgov.doctor.checks import check_functions, check_subscriptions, run_checks
 from smgov.doctor.deployment import deployed_version
 from smgov.doctor.findings import DoctorReport, Finding, Status
 from smgov.doctor.permissions import DOCTOR_IAM_ACTIONS
@@ -114,6 +114,65 @@ def test_a_mapping_whose_batching_or_concurrency_moved_warns(account: Account) -
     assert (finding.subject, finding.status) == ("AlarmQueueMapping", Status.WARN)
     for setting in ("BatchSize", "MaximumBatchingWindowInSeconds", "MaximumConcurrency"):
         assert setting in finding.detail
+
+
+@pytest.mark.parametrize("function", ["JobEventsFunction", "IdleStopperFunction"])
+def test_a_function_throttled_to_zero_fails(account: Account, function: str) -> None:
+    # Given the console's Throttle on a function its queue feeds (reserved concurrency 0): it never runs and
+    # its records go to the dead-letter queue an hour later (fails on the old code: nothing read it)
+    reconcile_run(account, minutes_ago=5)
+    account.clients["lambda"].put_function_concurrency(
+        FunctionName=account.deployment.resources[function], ReservedConcurrentExecutions=0
+    )
+    # When the doctor runs, Then that function fails, saying it is throttled
+    (finding,) = detail(account, "functions")
+    assert (finding.subject, finding.status) == (function, Status.FAIL)
+    assert "reserved concurrency 0" in finding.detail
+
+
+def test_a_function_that_is_not_active_or_whose_update_failed_fails(account: Account) -> None:
+    # Given Lambda says the stopper is Inactive and the reconciler's last update Failed (a stubbed Lambda:
+    # moto's functions are always Active)
+    lam = boto3.client("lambda", region_name="us-east-1")
+    stubber = Stubber(lam)
+    deployment = account.deployment
+    answers = {
+        "JobEventsFunction": {"State": "Active", "LastUpdateStatus": "Successful"},
+        "IdleStopperFunction": {"State": "Inactive", "LastUpdateStatus": "Successful"},
+        "ReconcilerFunction": {"State": "Active", "LastUpdateStatus": "Failed"},
+    }
+    for function, configuration in answers.items():
+        name = {"FunctionName": deployment.resources[function]}
+        stubber.add_response("get_function_concurrency", {}, name)
+        stubber.add_response("get_function_configuration", configuration, name)
+    stubber.activate()
+    stubbed = replace(
+        deployment, client=lambda service: lam if service == "lambda" else deployment.client(service)
+    )
+    # When the functions are checked, Then both fail and the healthy one does not
+    found = {f.subject: f.status for f in check_functions(stubbed, account.context()) if f.status is not Status.OK}
+    assert found == {"IdleStopperFunction": Status.FAIL, "ReconcilerFunction": Status.FAIL}
+    stubber.assert_no_pending_responses()
+
+
+def test_a_source_queue_whose_oldest_message_is_old_warns(account: Account) -> None:
+    # Given SQS reports the job-events queue's oldest message an hour old
+    reconcile_run(account, minutes_ago=5)
+    queue = account.deployment.resources["JobEventsQueue"].rsplit("/", 1)[-1]
+    account.clients["cloudwatch"].put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Dimensions": [{"Name": "QueueName", "Value": queue}],
+                "Timestamp": account.now - timedelta(minutes=3),
+                "Value": 3600,
+            }
+        ],
+    )
+    # When the doctor runs, Then the function that reads it is a warning (it may be failing or throttled)
+    (finding,) = detail(account, "functions")
+    assert (finding.subject, finding.status) == ("JobEventsFunction", Status.WARN)
 
 
 def test_dead_letters_fail_with_their_count(account: Account) -> None:

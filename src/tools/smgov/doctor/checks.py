@@ -247,6 +247,102 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
     return out
 
 
+# ---- functions: can they run ----------------------------------------------------------------------
+
+QUEUE_AGE_WINDOW = timedelta(minutes=15)
+# A record the function takes waits seconds; one older than this has been received and not deleted (the
+# function failed, timed out or was throttled), or was never received. Each of the stack's source queues
+# dead-letters a record after maxReceiveCount receives of VisibilityTimeout (30 minutes) each.
+QUEUE_AGE_WARN_SECONDS = 900
+
+
+def _source_queues(template: Mapping[str, Any]) -> dict[str, str]:
+    """Function logical id -> the queue its event source mapping reads (template.yaml)."""
+    out = {}
+    for spec in resources_of_type(template, "AWS::Lambda::EventSourceMapping").values():
+        props = spec.get("Properties", {})
+        function, queue = referenced_id(props.get("FunctionName")), referenced_id(props.get("EventSourceArn"))
+        if function and queue:
+            out[function] = queue
+    return out
+
+
+def _function_problems(lam: Any, name: str, queue: str | None) -> tuple[list[str], list[str]]:
+    """Why the function cannot run (``GetFunctionConcurrency``, ``GetFunctionConfiguration``), and warnings."""
+    problems, warnings = [], []
+    waits = f"records wait in {queue}, then go to the dead-letter queue" if queue else "its invocations fail"
+    reserved = lam.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
+    if reserved == 0:
+        problems.append(
+            f"reserved concurrency 0 (the console's Throttle): it never runs and {waits}; remove the "
+            "function's reserved concurrency (Lambda console: Concurrency, or DeleteFunctionConcurrency)"
+        )
+    configuration = lam.get_function_configuration(FunctionName=name)
+    state, update = configuration.get("State"), configuration.get("LastUpdateStatus")
+    if state is not None and state != "Active":
+        reason = configuration.get("StateReason") or configuration.get("StateReasonCode") or ""
+        problems.append(f"state {state} {reason}".rstrip() + f": it does not run and {waits}")
+    if update == "Failed":
+        reason = configuration.get("LastUpdateStatusReason") or ""
+        problems.append(f"last update Failed {reason}".rstrip() + "; update the stack again")
+    elif update is not None and update != "Successful":
+        warnings.append(f"last update {update} (a deployment in progress: check again when it ends)")
+    return problems, warnings
+
+
+def _queue_ages(d: Deployment, ctx: CheckContext, queues: Iterable[str]) -> dict[str, float] | None:
+    """The oldest message's age (seconds, the maximum of the last 15 minutes) per source queue, from SQS's
+    ``ApproximateAgeOfOldestMessage`` metric; a queue without datapoints is left out; None: not read."""
+    names = {f"q{i}": queue for i, queue in enumerate(sorted(queues))}
+    queries = []
+    for query_id, queue in names.items():
+        url = d.physical(queue)
+        if url is None:
+            continue
+        dimension = {"Name": "QueueName", "Value": url.rstrip("/").rsplit("/", 1)[-1]}
+        metric = {"Namespace": "AWS/SQS", "MetricName": "ApproximateAgeOfOldestMessage", "Dimensions": [dimension]}
+        queries.append({"Id": query_id, "MetricStat": {"Metric": metric, "Period": 300, "Stat": "Maximum"}})
+    if not queries:
+        return {}
+    try:
+        answer = d.client("cloudwatch").get_metric_data(
+            MetricDataQueries=queries, StartTime=ctx.now - QUEUE_AGE_WINDOW, EndTime=ctx.now
+        )
+    except AWS_ERRORS:
+        return None
+    return {
+        names[result["Id"]]: max(result["Values"])
+        for result in answer.get("MetricDataResults", [])
+        if result.get("Id") in names and result.get("Values")
+    }
+
+
+def check_functions(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    lam = d.client("lambda")
+    sources = _source_queues(ctx.template)
+    ages = _queue_ages(d, ctx, sources.values())
+    out: list[Finding] = []
+    for logical_id in resources_of_type(ctx.template, "AWS::Serverless::Function"):
+        name = d.physical(logical_id)
+        if name is None:  # missing: the stack check says so (or its condition is off)
+            continue
+        queue = sources.get(logical_id)
+        try:
+            problems, warnings = _function_problems(lam, name, queue)
+        except AWS_ERRORS as exc:
+            detail = f"could not read the function {name}: {error_text(exc)}"
+            out.append(Finding("functions", logical_id, Status.UNKNOWN, detail))
+            continue
+        age = (ages or {}).get(queue or "")
+        if age is not None and age > QUEUE_AGE_WARN_SECONDS:
+            warnings.append(
+                f"the oldest message in {queue} is {age / 60:.0f} minutes old: the function is not keeping up, "
+                "failing or throttled (see its log and Throttles metric)"
+            )
+        out.append(_graded("functions", logical_id, problems, warnings, f"{name} can run"))
+    return out
+
+
 # ---- topics: subscriptions and policies ------------------------------------------------------------
 
 
@@ -932,6 +1028,7 @@ CHECKS: tuple[Check, ...] = (
     check_stack,
     check_rules,
     check_queue_mappings,
+    check_functions,
     check_subscriptions,
     check_policies,
     check_iam,

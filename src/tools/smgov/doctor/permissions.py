@@ -16,6 +16,7 @@ DOCTOR_IAM_ACTIONS: Final = frozenset(
         "events:ListTargetsByRule",
         "lambda:GetEventSourceMapping",
         "lambda:GetFunctionConfiguration",
+        "lambda:GetFunctionConcurrency",
         "sns:ListSubscriptionsByTopic",
         "sns:GetTopicAttributes",
         "sns:GetSubscriptionAttributes",
