@@ -80,6 +80,64 @@ def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> Non
     assert "does not target JobEventsQueue" in found["JobStartingRule"]
 
 
+def test_a_rule_whose_pattern_was_narrowed_fails(account: Account) -> None:
+    # Given JobEndedRule edited to match Completed jobs only: Failed and Stopped events are dropped in silence,
+    # and no failed job is resumed (fails on the old code: the pattern was never read)
+    reconcile_run(account, minutes_ago=5)
+    name = account.deployment.resources["JobEndedRule"]
+    narrowed = {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {"TrainingJobStatus": ["Completed"]},
+    }
+    account.clients["events"].put_rule(Name=name, EventPattern=json.dumps(narrowed), State="ENABLED")
+    # When the doctor runs, Then that rule fails, naming its pattern
+    (finding,) = detail(account, "rules")
+    assert (finding.subject, finding.status) == ("JobEndedRule", Status.FAIL)
+    assert "EventPattern" in finding.detail
+
+
+def test_a_pattern_spelled_in_another_order_is_the_same_pattern(account: Account) -> None:
+    # Given JobEndedRule's pattern put back with its statuses in another order (EventBridge matches any of them)
+    reconcile_run(account, minutes_ago=5)
+    name = account.deployment.resources["JobEndedRule"]
+    reordered = {
+        "detail": {"TrainingJobStatus": ["Stopped", "Failed", "Completed"]},
+        "detail-type": ["SageMaker Training Job State Change"],
+        "source": ["aws.sagemaker"],
+    }
+    account.clients["events"].put_rule(Name=name, EventPattern=json.dumps(reordered), State="ENABLED")
+    # Then nothing is wrong with it
+    assert detail(account, "rules") == []
+
+
+def test_a_target_with_an_input_transformer_fails_and_a_changed_retry_policy_warns(account: Account) -> None:
+    # Given JobStartingRule's target rewritten to deliver only the job's name (the function rejects that body),
+    # and JobInterruptedRule's target retrying once (fails on the old code: neither setting was compared)
+    reconcile_run(account, minutes_ago=5)
+    events, resources = account.clients["events"], account.deployment.resources
+    queue = f"arn:aws:sqs:us-east-1:123456789012:{resources['JobEventsQueue'].rsplit('/', 1)[-1]}"
+    dlq = {"Arn": f"arn:aws:sqs:us-east-1:123456789012:{resources['DeadLetterQueue'].rsplit('/', 1)[-1]}"}
+    transformer = {"InputPathsMap": {"job": "$.detail.TrainingJobName"}, "InputTemplate": '{"job": <job>}'}
+    events.put_targets(
+        Rule=resources["JobStartingRule"],
+        Targets=[{"Id": "0", "Arn": queue, "DeadLetterConfig": dlq, "InputTransformer": transformer}],
+    )
+    retry_once = {"MaximumRetryAttempts": 1, "MaximumEventAgeInSeconds": 3600}
+    events.put_targets(
+        Rule=resources["JobInterruptedRule"],
+        Targets=[{"Id": "0", "Arn": queue, "DeadLetterConfig": dlq, "RetryPolicy": retry_once}],
+    )
+    # When the doctor runs, Then the transformed target fails and the retry policy is a warning
+    found = {f.subject: (f.status, f.detail) for f in detail(account, "rules")}
+    assert {subject: status for subject, (status, _) in found.items()} == {
+        "JobStartingRule": Status.FAIL,
+        "JobInterruptedRule": Status.WARN,
+    }
+    assert "InputTransformer" in found["JobStartingRule"][1]
+    assert "RetryPolicy" in found["JobInterruptedRule"][1]
+
+
 GROUP = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/TrainingJobs"
 
 

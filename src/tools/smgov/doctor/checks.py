@@ -112,10 +112,84 @@ def _expected_rules(template: Mapping[str, Any]) -> dict[str, list[tuple[str, st
     return rules
 
 
+def _declared_rule(template: Mapping[str, Any], logical_id: str) -> tuple[Any, dict[str, Mapping[str, Any]]]:
+    """The EventPattern a rule of the template declares (None: a SAM schedule) and each target's declared
+    settings by the target's logical id, as ``_expected_rules`` names it."""
+    spec = template.get("Resources", {}).get(logical_id, {})
+    if spec.get("Type") == "AWS::Events::Rule":
+        props = spec.get("Properties", {})
+        targets = {referenced_id(t.get("Arn")) or "?": t for t in props.get("Targets", [])}
+        return props.get("EventPattern"), targets
+    for fn, function in resources_of_type(template, "AWS::Serverless::Function").items():
+        for event, source in function.get("Properties", {}).get("Events", {}).items():
+            if f"{fn}{event}" == logical_id:
+                return None, {fn: source.get("Properties", {})}
+    return None, {}
+
+
+def _canonical(value: Any) -> str:
+    """An event pattern as JSON in one spelling (keys and list members sorted: their order matches nothing)."""
+
+    def sort(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {k: sort(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return sorted((sort(v) for v in node), key=lambda v: json.dumps(v, sort_keys=True))
+        return node
+
+    return json.dumps(sort(value), sort_keys=True)
+
+
+def _rule_problems(
+    d: Deployment, ctx: CheckContext, logical_id: str, rule: Mapping[str, Any], deployed: list[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """What a deployed rule and its targets do otherwise than the template declares: problems and warnings."""
+    state = rule.get("State")
+    problems = [] if state == "ENABLED" else [f"state {state}"]
+    warnings: list[str] = []
+    pattern, declared_targets = _declared_rule(ctx.template, logical_id)
+    if pattern is not None:
+        try:
+            deployed_pattern = json.loads(str(rule.get("EventPattern") or "null"))
+        except ValueError:
+            deployed_pattern = None
+        if _canonical(deployed_pattern) != _canonical(pattern):
+            problems.append(
+                f"EventPattern differs from the template's (deployed {str(rule.get('EventPattern'))[:300]}): the "
+                "events it no longer matches are dropped, in silence; update the stack to put it back"
+            )
+    by_arn = {t.get("Arn"): t for t in deployed}
+    for target, dlq in _expected_rules(ctx.template)[logical_id]:
+        arn = _target_arn(d, ctx.template, target)
+        if arn not in by_arn:
+            problems.append(f"does not target {target} ({arn})")
+            continue
+        settings, declared = by_arn[arn], declared_targets.get(target, {})
+        dlq_arn = _queue_arn(d, dlq) if dlq else None
+        if dlq_arn and settings.get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
+            problems.append(f"delivery failures to {target} do not go to {dlq}")
+        for key in ("Input", "InputPath", "InputTransformer"):
+            if settings.get(key) != declared.get(key):
+                problems.append(
+                    f"its target {target} has {key} {json.dumps(settings.get(key))[:200]}, the template's "
+                    f"{json.dumps(declared.get(key))[:200]}: {target} receives another body than the event its "
+                    "function reads; update the stack to put it back"
+                )
+        want = {k: _declared(d, ctx.template, v) for k, v in (declared.get("RetryPolicy") or {}).items()}
+        have = settings.get("RetryPolicy") or {}
+        if want and any(not _same_number(have.get(k), v) for k, v in want.items()):
+            warnings.append(
+                f"the RetryPolicy of its target {target} is {have or 'EventBridge default'}, the template's {want}: "
+                "events it cannot deliver are retried otherwise before they go to the dead-letter queue; "
+                "update the stack to put it back"
+            )
+    return problems, warnings
+
+
 def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
     events = d.client("events")
     out: list[Finding] = []
-    for logical_id, targets in _expected_rules(ctx.template).items():
+    for logical_id in _expected_rules(ctx.template):
         name = d.physical(logical_id)
         spec = ctx.template.get("Resources", {}).get(logical_id, {})
         if name is None and "Condition" in spec:  # e.g. the audit forwarder without CentralAuditBusArn
@@ -128,24 +202,15 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
         on_bus = {"EventBusName": d.physical(bus_ref) or ""} if bus_ref else {}
         rule_name = name.split("|")[-1]
         try:
-            state = events.describe_rule(Name=rule_name, **on_bus).get("State")
+            rule = events.describe_rule(Name=rule_name, **on_bus)
             deployed = events.list_targets_by_rule(Rule=rule_name, **on_bus).get("Targets", [])
         except AWS_ERRORS as exc:
             out.append(
                 Finding("rules", logical_id, Status.UNKNOWN, f"could not read rule {name}: {error_text(exc)}")
             )
             continue
-        problems = [] if state == "ENABLED" else [f"state {state}"]
-        by_arn = {t.get("Arn"): t for t in deployed}
-        for target, dlq in targets:
-            arn = _target_arn(d, ctx.template, target)
-            if arn not in by_arn:
-                problems.append(f"does not target {target} ({arn})")
-                continue
-            dlq_arn = _queue_arn(d, dlq) if dlq else None
-            if dlq_arn and by_arn[arn].get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
-                problems.append(f"delivery failures to {target} do not go to {dlq}")
-        out.append(Finding.from_problems("rules", logical_id, problems, f"{name} enabled"))
+        problems, warnings = _rule_problems(d, ctx, logical_id, rule, deployed)
+        out.append(_graded("rules", logical_id, problems, warnings, f"{name} enabled"))
     return out
 
 
