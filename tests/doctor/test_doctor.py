@@ -197,15 +197,15 @@ def test_a_function_throttled_to_zero_fails(account: Account, function: str) -> 
     assert "reserved concurrency 0" in finding.detail
 
 
-def test_a_function_that_is_not_active_or_whose_update_failed_fails(account: Account) -> None:
-    # Given Lambda says the stopper is Inactive and the reconciler's last update Failed (a stubbed Lambda:
-    # moto's functions are always Active)
+def test_a_function_that_failed_or_whose_update_failed_fails_and_an_inactive_one_warns(account: Account) -> None:
+    # Given Lambda says the job-events function is Inactive (its next invocation reactivates it), the stopper
+    # Failed and the reconciler's last update Failed (a stubbed Lambda: moto's functions are always Active)
     lam = boto3.client("lambda", region_name="us-east-1")
     stubber = Stubber(lam)
     deployment = account.deployment
     answers = {
-        "JobEventsFunction": {"State": "Active", "LastUpdateStatus": "Successful"},
-        "IdleStopperFunction": {"State": "Inactive", "LastUpdateStatus": "Successful"},
+        "JobEventsFunction": {"State": "Inactive", "LastUpdateStatus": "Successful"},
+        "IdleStopperFunction": {"State": "Failed", "LastUpdateStatus": "Successful"},
         "ReconcilerFunction": {"State": "Active", "LastUpdateStatus": "Failed"},
     }
     for function, configuration in answers.items():
@@ -216,10 +216,31 @@ def test_a_function_that_is_not_active_or_whose_update_failed_fails(account: Acc
     stubbed = replace(
         deployment, client=lambda service: lam if service == "lambda" else deployment.client(service)
     )
-    # When the functions are checked, Then both fail and the healthy one does not
+    # When the functions are checked, Then the two that cannot run fail and the inactive one is a warning
     found = {f.subject: f.status for f in check_functions(stubbed, account.context()) if f.status is not Status.OK}
-    assert found == {"IdleStopperFunction": Status.FAIL, "ReconcilerFunction": Status.FAIL}
+    assert found == {
+        "JobEventsFunction": Status.WARN,
+        "IdleStopperFunction": Status.FAIL,
+        "ReconcilerFunction": Status.FAIL,
+    }
     stubber.assert_no_pending_responses()
+
+
+def test_a_queue_age_that_cannot_be_read_is_unknown_not_ok(account: Account) -> None:
+    # Given CloudWatch refuses the doctor's metric read (a stubbed client: AccessDenied)
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    stubber = Stubber(cloudwatch)
+    stubber.add_client_error("get_metric_data", "AccessDenied", "not authorized")
+    stubber.activate()
+    deployment = account.deployment
+    stubbed = replace(
+        deployment, client=lambda service: cloudwatch if service == "cloudwatch" else deployment.client(service)
+    )
+    # When the functions are checked, Then the queue age is not checked, and says so
+    found = [
+        (f.subject, f.status) for f in check_functions(stubbed, account.context()) if f.status is not Status.OK
+    ]
+    assert found == [("source queues", Status.UNKNOWN)]
 
 
 def test_a_source_queue_whose_oldest_message_is_old_warns(account: Account) -> None:

@@ -344,9 +344,11 @@ def _function_problems(lam: Any, name: str, queue: str | None) -> tuple[list[str
         )
     configuration = lam.get_function_configuration(FunctionName=name)
     state, update = configuration.get("State"), configuration.get("LastUpdateStatus")
-    if state is not None and state != "Active":
-        reason = configuration.get("StateReason") or configuration.get("StateReasonCode") or ""
-        problems.append(f"state {state} {reason}".rstrip() + f": it does not run and {waits}")
+    reason = configuration.get("StateReason") or configuration.get("StateReasonCode") or ""
+    if state == "Failed":
+        problems.append(f"state Failed {reason}".rstrip() + f": it does not run and {waits}; update the stack")
+    elif state is not None and state != "Active":  # Pending, or Inactive (reactivated by its next invocation)
+        warnings.append(f"state {state} {reason}".rstrip() + ": its next invocations may fail until it is Active")
     if update == "Failed":
         reason = configuration.get("LastUpdateStatusReason") or ""
         problems.append(f"last update Failed {reason}".rstrip() + "; update the stack again")
@@ -387,6 +389,9 @@ def check_functions(d: Deployment, ctx: CheckContext) -> list[Finding]:
     sources = _source_queues(ctx.template)
     ages = _queue_ages(d, ctx, sources.values())
     out: list[Finding] = []
+    if ages is None:
+        detail = "could not read the source queues' ApproximateAgeOfOldestMessage (cloudwatch:GetMetricData)"
+        out.append(Finding("functions", "source queues", Status.UNKNOWN, detail))
     for logical_id in resources_of_type(ctx.template, "AWS::Serverless::Function"):
         name = d.physical(logical_id)
         if name is None:  # missing: the stack check says so (or its condition is off)
