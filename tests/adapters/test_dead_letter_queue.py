@@ -36,6 +36,34 @@ def test_list_shows_the_error_and_leaves_the_message(
     assert len(dlq.peek()) == 1  # still there, visible again
 
 
+def test_list_by_stack_names_the_job_of_a_dead_lettered_alarm_notification(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given stack gov's dead-letter queue holding an idle alarm's notification from its alarm queue, with
+    # the Subject CloudWatch gives it (fails on the old code: the JOB column showed that Subject)
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="gov-DeadLetterQueue")["QueueUrl"]
+    alarm = {
+        "AlarmName": "gov-idle-bert-sst2-finetune-42",
+        "AWSAccountId": "123456789012",
+        "NewStateValue": "ALARM",
+    }
+    body = {
+        "Type": "Notification",
+        "MessageId": "n-1",
+        "Subject": 'ALARM: "gov-idle-bert-sst2-finetune-42" in US East (N. Virginia)',
+        "Message": json.dumps(alarm),
+    }
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+    outputs = {"DeadLetterQueueUrl": url, "AlarmQueueArn": "arn:aws:sqs:us-east-1:123456789012:gov-AlarmQueue"}
+    monkeypatch.setattr("smgov.cli.dlq.stack_outputs", lambda stack: outputs)
+    # When `smgov dlq list --stack gov --json` lists it
+    assert cmd_dlq_list(args(stack="gov", queue_url=None, json=True)) == 0
+    # Then its job is the one the alarm's name carries (the stack's idle alarm prefix taken off)
+    (letter,) = json.loads(capsys.readouterr().out)
+    assert (letter["source"], letter["job_name"]) == ("queue", "bert-sst2-finetune-42")
+
+
 def test_redrive_invokes_the_function_with_the_original_event_then_deletes(queue: tuple[Any, str]) -> None:
     sqs, url = queue
     lambda_client = boto3.client("lambda", region_name="us-east-1")

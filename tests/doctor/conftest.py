@@ -106,6 +106,42 @@ def _create_alarms(cloudwatch: Any, template: dict[str, Any]) -> None:
         )
 
 
+def _declared_targets(template: dict[str, Any], rule: str) -> dict[str, dict[str, Any]]:
+    """Each target's declared settings by the target's logical id (a SAM schedule: its event's Properties)."""
+    spec = template["Resources"].get(rule)
+    if spec is not None:
+        return {referenced_id(t["Arn"]) or "?": t for t in spec["Properties"]["Targets"]}
+    for function, fspec in resources_of_type(template, "AWS::Serverless::Function").items():
+        for event, source in fspec["Properties"].get("Events", {}).items():
+            if f"{function}{event}" == rule:
+                return {function: source.get("Properties", {})}
+    return {}
+
+
+def _rule_targets(
+    template: dict[str, Any],
+    rule: str,
+    targets: list[tuple[str, str | None]],
+    queues: dict[str, str],
+    resources: dict[str, str],
+) -> list[dict[str, Any]]:
+    """A rule's targets as the template declares them (ARN, dead-letter queue, retry policy)."""
+    declared = _declared_targets(template, rule)
+    deployed = []
+    for index, (target, dlq) in enumerate(targets):
+        if target == "CentralAuditBusArn":
+            arn = CENTRAL_BUS
+        else:
+            arn = queues.get(target) or f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{resources[target]}"
+        entry: dict[str, Any] = {"Id": str(index), "Arn": arn}
+        if dlq:
+            entry["DeadLetterConfig"] = {"Arn": queues[dlq]}
+        if "RetryPolicy" in declared.get(target, {}):
+            entry["RetryPolicy"] = declared[target]["RetryPolicy"]
+        deployed.append(entry)
+    return deployed
+
+
 @pytest.fixture
 def account() -> Iterator[Account]:
     now = datetime.now(UTC).replace(microsecond=0)  # moto's logs refuse events far from its own clock
@@ -139,7 +175,12 @@ def account() -> Iterator[Account]:
                 arn = resources[referenced_id(topic) or ""]
                 policy = _statements(spec["Properties"]["PolicyDocument"]["Statement"], arn)
                 clients["sns"].set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=policy)
-        clients["sns"].subscribe(TopicArn=resources["AlarmTopic"], Protocol="sqs", Endpoint=queues["AlarmQueue"])
+        clients["sns"].subscribe(
+            TopicArn=resources["AlarmTopic"],
+            Protocol="sqs",
+            Endpoint=queues["AlarmQueue"],
+            Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": queues["DeadLetterQueue"]})},
+        )
         clients["sns"].subscribe(
             TopicArn=resources["NotificationsTopic"], Protocol="email", Endpoint="platform@example.com"
         )
@@ -187,6 +228,11 @@ def account() -> Iterator[Account]:
             mapping = clients["lambda"].create_event_source_mapping(
                 EventSourceArn=queues[referenced_id(props["EventSourceArn"]) or ""],
                 FunctionName=resources[referenced_id(props["FunctionName"]) or ""],
+                BatchSize=props["BatchSize"],
+                FunctionResponseTypes=props["FunctionResponseTypes"],
+                ScalingConfig={
+                    "MaximumConcurrency": int(template["Parameters"]["JobEventsConcurrency"]["Default"])
+                },
             )
             resources[logical] = mapping["UUID"]
         for logical, targets in _expected_rules(template).items():
@@ -197,21 +243,12 @@ def account() -> Iterator[Account]:
                 bus = f"{STACK}-audit"
                 clients["events"].create_event_bus(Name=bus)
                 resources["AuditBus"], on_bus = bus, {"EventBusName": bus}
-                clients["events"].put_rule(
-                    Name=name, EventPattern='{"source": ["sagemaker-governance"]}', **on_bus
-                )
+            pattern = template["Resources"].get(logical, {}).get("Properties", {}).get("EventPattern")
+            if pattern is not None:  # the job-event rules and the audit forwarder, as the template declares them
+                clients["events"].put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED", **on_bus)
             else:
                 clients["events"].put_rule(Name=name, ScheduleExpression="rate(10 minutes)", State="ENABLED")
-            deployed = []
-            for index, (target, dlq) in enumerate(targets):
-                if target == "CentralAuditBusArn":
-                    arn = CENTRAL_BUS
-                else:
-                    arn = queues.get(target) or f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{resources[target]}"
-                entry: dict[str, Any] = {"Id": str(index), "Arn": arn}
-                if dlq:
-                    entry["DeadLetterConfig"] = {"Arn": queues[dlq]}
-                deployed.append(entry)
+            deployed = _rule_targets(template, logical, targets, queues, resources)
             clients["events"].put_targets(Rule=name, Targets=deployed, **on_bus)
             resources[logical] = f"{on_bus['EventBusName']}|{name}" if on_bus else name
         group = f"/aws/lambda/{STACK}-reconciler"

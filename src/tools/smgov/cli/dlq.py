@@ -9,6 +9,7 @@ import sys
 import boto3
 
 from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.settings import Settings
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
 
 
@@ -20,6 +21,7 @@ def stack_outputs(stack: str) -> dict[str, str]:
 def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
     sources: dict[str, str] = {}
     url = args.queue_url
+    prefix = None
     if url is None:
         outputs = stack_outputs(args.stack)
         # a member stack's queue, or the audit account's central one (org/audit-account.yaml)
@@ -30,6 +32,8 @@ def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
         for shape, key in (("eventbridge", "JobEventsQueueArn"), ("sns", "AlarmQueueArn")):
             if key in outputs:
                 sources[shape] = outputs[key]
+        # the stack's idle alarm prefix, as its functions derive it, names a dead-lettered alarm's job
+        prefix = Settings.model_validate({"STACK_NAME": args.stack}).idle_alarm_prefix
     return DeadLetterQueue(
         boto3.client("sqs"),
         boto3.client("lambda"),
@@ -37,6 +41,7 @@ def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
         sources,
         boto3.client("events"),
         logs_client=lambda region: boto3.client("logs", region_name=region),  # the log group's region
+        alarm_prefix=prefix,
     )
 
 

@@ -94,9 +94,9 @@ def _alarm_canary(deployment: Any, context: Any) -> list[Any]:
 def register(sub: Any) -> None:
     doctor = sub.add_parser(
         "doctor",
-        help="read-only checks of a deployed stack (rules, queues, subscriptions, policies, IAM, reconciler, "
-        "dead letters, drift, the policy document); exit 1 when something is wrong, 2 when something "
-        "could not be checked",
+        help="read-only checks of a deployed stack (rules, queues, functions, subscriptions, policies, IAM, "
+        "reconciler, dead letters, the service's alarms, event shape, disk metric, the policy document, drift); "
+        "exit 1 when something is wrong, 2 when something could not be checked",
     )
     doctor.add_argument("--stack", default=DEFAULT_STACK, metavar="NAME")
     doctor.add_argument("--region", help="the stack's region (default: the AWS configuration's)")

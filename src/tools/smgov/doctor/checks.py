@@ -112,10 +112,84 @@ def _expected_rules(template: Mapping[str, Any]) -> dict[str, list[tuple[str, st
     return rules
 
 
+def _declared_rule(template: Mapping[str, Any], logical_id: str) -> tuple[Any, dict[str, Mapping[str, Any]]]:
+    """The EventPattern a rule of the template declares (None: a SAM schedule) and each target's declared
+    settings by the target's logical id, as ``_expected_rules`` names it."""
+    spec = template.get("Resources", {}).get(logical_id, {})
+    if spec.get("Type") == "AWS::Events::Rule":
+        props = spec.get("Properties", {})
+        targets = {referenced_id(t.get("Arn")) or "?": t for t in props.get("Targets", [])}
+        return props.get("EventPattern"), targets
+    for fn, function in resources_of_type(template, "AWS::Serverless::Function").items():
+        for event, source in function.get("Properties", {}).get("Events", {}).items():
+            if f"{fn}{event}" == logical_id:
+                return None, {fn: source.get("Properties", {})}
+    return None, {}
+
+
+def _canonical(value: Any) -> str:
+    """An event pattern as JSON in one spelling (keys and list members sorted: their order matches nothing)."""
+
+    def sort(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {k: sort(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return sorted((sort(v) for v in node), key=lambda v: json.dumps(v, sort_keys=True))
+        return node
+
+    return json.dumps(sort(value), sort_keys=True)
+
+
+def _rule_problems(
+    d: Deployment, ctx: CheckContext, logical_id: str, rule: Mapping[str, Any], deployed: list[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """What a deployed rule and its targets do otherwise than the template declares: problems and warnings."""
+    state = rule.get("State")
+    problems = [] if state == "ENABLED" else [f"state {state}"]
+    warnings: list[str] = []
+    pattern, declared_targets = _declared_rule(ctx.template, logical_id)
+    if pattern is not None:
+        try:
+            deployed_pattern = json.loads(str(rule.get("EventPattern") or "null"))
+        except ValueError:
+            deployed_pattern = None
+        if _canonical(deployed_pattern) != _canonical(pattern):
+            problems.append(
+                f"EventPattern differs from the template's (deployed {str(rule.get('EventPattern'))[:300]}): the "
+                "events it no longer matches are dropped, in silence; update the stack to put it back"
+            )
+    by_arn = {t.get("Arn"): t for t in deployed}
+    for target, dlq in _expected_rules(ctx.template)[logical_id]:
+        arn = _target_arn(d, ctx.template, target)
+        if arn not in by_arn:
+            problems.append(f"does not target {target} ({arn})")
+            continue
+        settings, declared = by_arn[arn], declared_targets.get(target, {})
+        dlq_arn = _queue_arn(d, dlq) if dlq else None
+        if dlq_arn and settings.get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
+            problems.append(f"delivery failures to {target} do not go to {dlq}")
+        for key in ("Input", "InputPath", "InputTransformer"):
+            if settings.get(key) != declared.get(key):
+                problems.append(
+                    f"its target {target} has {key} {json.dumps(settings.get(key))[:200]}, the template's "
+                    f"{json.dumps(declared.get(key))[:200]}: {target} receives another body than the event its "
+                    "function reads; update the stack to put it back"
+                )
+        want = {k: _declared(d, ctx.template, v) for k, v in (declared.get("RetryPolicy") or {}).items()}
+        have = settings.get("RetryPolicy") or {}
+        if want and any(not _same_number(have.get(k), v) for k, v in want.items()):
+            warnings.append(
+                f"the RetryPolicy of its target {target} is {have or 'EventBridge default'}, the template's {want}: "
+                "events it cannot deliver are retried otherwise before they go to the dead-letter queue; "
+                "update the stack to put it back"
+            )
+    return problems, warnings
+
+
 def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
     events = d.client("events")
     out: list[Finding] = []
-    for logical_id, targets in _expected_rules(ctx.template).items():
+    for logical_id in _expected_rules(ctx.template):
         name = d.physical(logical_id)
         spec = ctx.template.get("Resources", {}).get(logical_id, {})
         if name is None and "Condition" in spec:  # e.g. the audit forwarder without CentralAuditBusArn
@@ -128,25 +202,91 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
         on_bus = {"EventBusName": d.physical(bus_ref) or ""} if bus_ref else {}
         rule_name = name.split("|")[-1]
         try:
-            state = events.describe_rule(Name=rule_name, **on_bus).get("State")
+            rule = events.describe_rule(Name=rule_name, **on_bus)
             deployed = events.list_targets_by_rule(Rule=rule_name, **on_bus).get("Targets", [])
         except AWS_ERRORS as exc:
             out.append(
                 Finding("rules", logical_id, Status.UNKNOWN, f"could not read rule {name}: {error_text(exc)}")
             )
             continue
-        problems = [] if state == "ENABLED" else [f"state {state}"]
-        by_arn = {t.get("Arn"): t for t in deployed}
-        for target, dlq in targets:
-            arn = _target_arn(d, ctx.template, target)
-            if arn not in by_arn:
-                problems.append(f"does not target {target} ({arn})")
-                continue
-            dlq_arn = _queue_arn(d, dlq) if dlq else None
-            if dlq_arn and by_arn[arn].get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
-                problems.append(f"delivery failures to {target} do not go to {dlq}")
-        out.append(Finding.from_problems("rules", logical_id, problems, f"{name} enabled"))
+        problems, warnings = _rule_problems(d, ctx, logical_id, rule, deployed)
+        out.append(_graded("rules", logical_id, problems, warnings, f"{name} enabled"))
     return out
+
+
+def _declared(d: Deployment, template: Mapping[str, Any], value: Any) -> Any:
+    """A template property as deployed: a ``!Ref`` to a Parameter is the stack's value of it (its default when
+    the stack does not list it); a literal is itself; any other intrinsic is None (not known here)."""
+    if isinstance(value, Mapping):
+        name = value.get("Ref")
+        parameter = template.get("Parameters", {}).get(name) if isinstance(name, str) else None
+        if parameter is None:
+            return None
+        return d.parameter(str(name)) or parameter.get("Default")
+    return value
+
+
+def _same_number(deployed: Any, declared: Any) -> bool:
+    try:
+        return int(deployed) == int(declared)
+    except (TypeError, ValueError):
+        return False
+
+
+def _graded(check: str, subject: str, problems: list[str], warnings: list[str], ok_detail: str) -> Finding:
+    """FAIL naming every problem (and warning), else WARN naming every warning, else OK with ``ok_detail``."""
+    if problems:
+        return Finding(check, subject, Status.FAIL, "; ".join(problems + warnings))
+    if warnings:
+        return Finding(check, subject, Status.WARN, "; ".join(warnings))
+    return Finding(check, subject, Status.OK, ok_detail)
+
+
+def _mapping_problems(d: Deployment, props: Mapping[str, Any], mapping: Mapping[str, Any]) -> list[str]:
+    queue, function = referenced_id(props.get("EventSourceArn")), referenced_id(props.get("FunctionName"))
+    problems = []
+    if mapping.get("State") != "Enabled":
+        problems.append(f"state {mapping.get('State')} (the function does not read {queue})")
+    if queue and mapping.get("EventSourceArn") != _queue_arn(d, queue):
+        problems.append(f"reads {mapping.get('EventSourceArn')}, not {queue}")
+    name = d.physical(function) if function else None
+    if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
+        problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
+    # Without ReportBatchItemFailures Lambda ignores the handlers' batchItemFailures: a batch with one failed
+    # record counts as processed and SQS deletes the failed record (never retried, never dead-lettered)
+    for kind in props.get("FunctionResponseTypes", []):
+        if kind not in (mapping.get("FunctionResponseTypes") or []):
+            problems.append(
+                f"FunctionResponseTypes lacks {kind}: a record the function fails in a batch that partly "
+                f"succeeds is deleted from {queue}, never retried; update the stack to set it back"
+            )
+    return problems
+
+
+def _mapping_warnings(
+    d: Deployment, template: Mapping[str, Any], props: Mapping[str, Any], mapping: Mapping[str, Any]
+) -> list[str]:
+    """Batching and concurrency changed outside the stack: records are still processed and retried."""
+    warnings = []
+    declared_batch = _declared(d, template, props.get("BatchSize"))
+    if declared_batch is not None and not _same_number(mapping.get("BatchSize"), declared_batch):
+        warnings.append(f"BatchSize {mapping.get('BatchSize')}, the template's {declared_batch}")
+    declared_window = _declared(d, template, props.get("MaximumBatchingWindowInSeconds", 0))
+    if not _same_number(mapping.get("MaximumBatchingWindowInSeconds") or 0, declared_window):
+        warnings.append(
+            f"MaximumBatchingWindowInSeconds {mapping.get('MaximumBatchingWindowInSeconds')}, the template's "
+            f"{declared_window} (records wait that long before the function sees them)"
+        )
+    declared_cap = _declared(d, template, props.get("ScalingConfig", {}).get("MaximumConcurrency"))
+    deployed_cap = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if declared_cap is not None and not _same_number(deployed_cap, declared_cap):
+        warnings.append(
+            f"ScalingConfig.MaximumConcurrency {deployed_cap}, the template's {declared_cap} "
+            "(JobEventsConcurrency: the request rate a burst of jobs puts on SageMaker and CloudWatch)"
+        )
+    if warnings:
+        warnings[-1] += ": changed outside the stack; update the stack to restore it"
+    return warnings
 
 
 def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
@@ -166,30 +306,158 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 Finding("queues", logical_id, Status.UNKNOWN, f"could not read mapping {uuid}: {error_text(exc)}")
             )
             continue
-        problems = []
-        if mapping.get("State") != "Enabled":
-            problems.append(f"state {mapping.get('State')} (the function does not read {queue})")
-        if queue and mapping.get("EventSourceArn") != _queue_arn(d, queue):
-            problems.append(f"reads {mapping.get('EventSourceArn')}, not {queue}")
-        name = d.physical(function) if function else None
-        if name and not str(mapping.get("FunctionArn", "")).endswith(f":function:{name}"):
-            problems.append(f"invokes {mapping.get('FunctionArn')}, not {function}")
-        out.append(Finding.from_problems("queues", logical_id, problems, f"{queue} -> {function}"))
+        problems = _mapping_problems(d, props, mapping)
+        warnings = _mapping_warnings(d, ctx.template, props, mapping)
+        out.append(_graded("queues", logical_id, problems, warnings, f"{queue} -> {function}"))
+    return out
+
+
+# ---- functions: can they run ----------------------------------------------------------------------
+
+QUEUE_AGE_WINDOW = timedelta(minutes=15)
+# A record the function takes waits seconds; one older than this has been received and not deleted (the
+# function failed, timed out or was throttled), or was never received. Each of the stack's source queues
+# dead-letters a record after maxReceiveCount receives of VisibilityTimeout (30 minutes) each.
+QUEUE_AGE_WARN_SECONDS = 900
+
+
+def _source_queues(template: Mapping[str, Any]) -> dict[str, str]:
+    """Function logical id -> the queue its event source mapping reads (template.yaml)."""
+    out = {}
+    for spec in resources_of_type(template, "AWS::Lambda::EventSourceMapping").values():
+        props = spec.get("Properties", {})
+        function, queue = referenced_id(props.get("FunctionName")), referenced_id(props.get("EventSourceArn"))
+        if function and queue:
+            out[function] = queue
+    return out
+
+
+def _function_problems(lam: Any, name: str, queue: str | None) -> tuple[list[str], list[str]]:
+    """Why the function cannot run (``GetFunctionConcurrency``, ``GetFunctionConfiguration``), and warnings."""
+    problems, warnings = [], []
+    waits = f"records wait in {queue}, then go to the dead-letter queue" if queue else "its invocations fail"
+    reserved = lam.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
+    if reserved == 0:
+        problems.append(
+            f"reserved concurrency 0 (the console's Throttle): it never runs and {waits}; remove the "
+            "function's reserved concurrency (Lambda console: Concurrency, or DeleteFunctionConcurrency)"
+        )
+    configuration = lam.get_function_configuration(FunctionName=name)
+    state, update = configuration.get("State"), configuration.get("LastUpdateStatus")
+    reason = configuration.get("StateReason") or configuration.get("StateReasonCode") or ""
+    if state == "Failed":
+        problems.append(f"state Failed {reason}".rstrip() + f": it does not run and {waits}; update the stack")
+    elif state is not None and state != "Active":  # Pending, or Inactive (reactivated by its next invocation)
+        warnings.append(f"state {state} {reason}".rstrip() + ": its next invocations may fail until it is Active")
+    if update == "Failed":
+        reason = configuration.get("LastUpdateStatusReason") or ""
+        problems.append(f"last update Failed {reason}".rstrip() + "; update the stack again")
+    elif update is not None and update != "Successful":
+        warnings.append(f"last update {update} (a deployment in progress: check again when it ends)")
+    return problems, warnings
+
+
+def _queue_ages(d: Deployment, ctx: CheckContext, queues: Iterable[str]) -> dict[str, float] | None:
+    """The oldest message's age (seconds, the maximum of the last 15 minutes) per source queue, from SQS's
+    ``ApproximateAgeOfOldestMessage`` metric; a queue without datapoints is left out; None: not read."""
+    names = {f"q{i}": queue for i, queue in enumerate(sorted(queues))}
+    queries = []
+    for query_id, queue in names.items():
+        url = d.physical(queue)
+        if url is None:
+            continue
+        dimension = {"Name": "QueueName", "Value": url.rstrip("/").rsplit("/", 1)[-1]}
+        metric = {"Namespace": "AWS/SQS", "MetricName": "ApproximateAgeOfOldestMessage", "Dimensions": [dimension]}
+        queries.append({"Id": query_id, "MetricStat": {"Metric": metric, "Period": 300, "Stat": "Maximum"}})
+    if not queries:
+        return {}
+    try:
+        answer = d.client("cloudwatch").get_metric_data(
+            MetricDataQueries=queries, StartTime=ctx.now - QUEUE_AGE_WINDOW, EndTime=ctx.now
+        )
+    except AWS_ERRORS:
+        return None
+    return {
+        names[result["Id"]]: max(result["Values"])
+        for result in answer.get("MetricDataResults", [])
+        if result.get("Id") in names and result.get("Values")
+    }
+
+
+def check_functions(d: Deployment, ctx: CheckContext) -> list[Finding]:
+    lam = d.client("lambda")
+    sources = _source_queues(ctx.template)
+    ages = _queue_ages(d, ctx, sources.values())
+    out: list[Finding] = []
+    if ages is None:
+        detail = "could not read the source queues' ApproximateAgeOfOldestMessage (cloudwatch:GetMetricData)"
+        out.append(Finding("functions", "source queues", Status.UNKNOWN, detail))
+    for logical_id in resources_of_type(ctx.template, "AWS::Serverless::Function"):
+        name = d.physical(logical_id)
+        if name is None:  # missing: the stack check says so (or its condition is off)
+            continue
+        queue = sources.get(logical_id)
+        try:
+            problems, warnings = _function_problems(lam, name, queue)
+        except AWS_ERRORS as exc:
+            detail = f"could not read the function {name}: {error_text(exc)}"
+            out.append(Finding("functions", logical_id, Status.UNKNOWN, detail))
+            continue
+        age = (ages or {}).get(queue or "")
+        if age is not None and age > QUEUE_AGE_WARN_SECONDS:
+            warnings.append(
+                f"the oldest message in {queue} is {age / 60:.0f} minutes old: the function is not keeping up, "
+                "failing or throttled (see its log and Throttles metric)"
+            )
+        out.append(_graded("functions", logical_id, problems, warnings, f"{name} can run"))
     return out
 
 
 # ---- topics: subscriptions and policies ------------------------------------------------------------
 
 
+def _delivery_problems(
+    d: Deployment, queue: str, declared: Mapping[str, Any], attributes: Mapping[str, Any]
+) -> list[str]:
+    """What a subscription to one of the stack's queues does otherwise than the template declares
+    (``GetSubscriptionAttributes``): a filter policy, raw delivery, its redrive policy."""
+    problems = []
+    filter_policy = attributes.get("FilterPolicy")
+    if filter_policy and "FilterPolicy" not in declared:
+        problems.append(
+            f"a FilterPolicy ({str(filter_policy)[:200]}): SNS silently drops every message it does not match "
+            f"(nothing reaches {queue} or any dead-letter queue); remove it or update the stack"
+        )
+    raw = str(attributes.get("RawMessageDelivery", "false")).lower() == "true"
+    if raw != (str(declared.get("RawMessageDelivery", "false")).lower() == "true"):
+        body = "the bare message, not the SNS envelope" if raw else "the SNS envelope, not the bare message"
+        problems.append(
+            f"RawMessageDelivery {str(raw).lower()}: {queue} receives {body} its function reads, which it "
+            "rejects (every message dead-lettered after maxReceiveCount); set it back (update the stack)"
+        )
+    dlq = referenced_id((declared.get("RedrivePolicy") or {}).get("deadLetterTargetArn"))
+    if dlq:
+        try:
+            target = json.loads(str(attributes.get("RedrivePolicy") or "{}")).get("deadLetterTargetArn")
+        except (ValueError, AttributeError):
+            target = None
+        if target != _queue_arn(d, dlq):
+            problems.append(
+                f"messages SNS cannot deliver to {queue} go to {target or 'no dead-letter queue (dropped)'}, "
+                f"not {dlq}; set the subscription's RedrivePolicy back (update the stack)"
+            )
+    return problems
+
+
 def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
     sns = d.client("sns")
     out: list[Finding] = []
-    expected_sqs: dict[str, set[str]] = {}
+    expected_sqs: dict[str, dict[str, Mapping[str, Any]]] = {}  # topic -> queue -> the subscription's properties
     for spec in resources_of_type(ctx.template, "AWS::SNS::Subscription").values():
         props = spec.get("Properties", {})
         topic, endpoint = referenced_id(props.get("TopicArn")), referenced_id(props.get("Endpoint"))
         if props.get("Protocol") == "sqs" and topic and endpoint:
-            expected_sqs.setdefault(topic, set()).add(endpoint)
+            expected_sqs.setdefault(topic, {})[endpoint] = props
     for topic in resources_of_type(ctx.template, "AWS::SNS::Topic"):
         arn = d.physical(topic)
         if arn is None:
@@ -217,15 +485,23 @@ def check_subscriptions(d: Deployment, ctx: CheckContext) -> list[Finding]:
                     )
                 )
         confirmed_sqs = {
-            s.get("Endpoint")
+            s.get("Endpoint"): str(s.get("SubscriptionArn"))
             for s in subs
             if s.get("Protocol") == "sqs" and s.get("SubscriptionArn") != "PendingConfirmation"
         }
-        for queue in sorted(expected_sqs.get(topic, ())):
-            queue_arn = _queue_arn(d, queue)
-            status = Status.OK if queue_arn in confirmed_sqs else Status.FAIL
-            detail = f"delivers to {queue}" if status is Status.OK else f"no confirmed subscription of {queue}"
-            out.append(Finding("subscriptions", topic, status, detail))
+        for queue, props in sorted(expected_sqs.get(topic, {}).items()):
+            subscription = confirmed_sqs.get(_queue_arn(d, queue))
+            if subscription is None:
+                out.append(Finding("subscriptions", topic, Status.FAIL, f"no confirmed subscription of {queue}"))
+                continue
+            try:
+                attributes = sns.get_subscription_attributes(SubscriptionArn=subscription).get("Attributes", {})
+            except AWS_ERRORS as exc:
+                detail = f"could not read the subscription of {queue}: {error_text(exc)}"
+                out.append(Finding("subscriptions", topic, Status.UNKNOWN, detail))
+                continue
+            problems = _delivery_problems(d, queue, props, attributes)
+            out.append(Finding.from_problems("subscriptions", topic, problems, f"delivers to {queue}"))
         if not subs:
             out.append(
                 Finding("subscriptions", topic, Status.WARN, "no subscriptions: nobody receives what it publishes")
@@ -822,6 +1098,7 @@ CHECKS: tuple[Check, ...] = (
     check_stack,
     check_rules,
     check_queue_mappings,
+    check_functions,
     check_subscriptions,
     check_policies,
     check_iam,
