@@ -19,6 +19,7 @@ from sagemaker_governance.domain.guards.base import (
 )
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import (
     CPU,
@@ -775,3 +776,54 @@ def test_cpu_only_hosts_of_a_heterogeneous_cluster_do_not_make_an_idle_window_a_
     # and the same window on the GPU hosts alone says the same
     alone = evidence.model_copy(update={"hosts": hosts[:2]})
     assert StallJudge.pinned_claim(StallKind.IDLE, alone, idle_threshold=8.0, pinned_threshold=760.0) is False
+
+
+# ---- an instance type our table does not know: the GPU count EC2 gave ----------------------------------
+
+
+def hang_on(instance_type: str, resolved: dict[str, InstanceFacts], metrics: Metrics) -> GuardVerdict:
+    """The progress guard's stall alarm of a job on one ``instance_type`` host, judged with ``resolved`` (EC2's
+    facts as the stopper read them)."""
+    j = training(
+        NOW - timedelta(hours=3),
+        AlgorithmSpecification=progress_job().algorithm.model_dump(by_alias=True),
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": 1, "VolumeSizeInGB": 100},
+    )
+    policy = judging(Mode.ENFORCE)
+    notice = Notice(
+        job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence={"threshold": 1.0},
+        resolved=resolved,
+    )  # fmt: skip
+    verdict = PROGRESS.judge(ProgressRole.STALL, notice, PROGRESS.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, Logs()).review(PROGRESS, ProgressRole.STALL, notice, verdict, policy)
+
+
+EIGHT_GPUS_AT_60 = {("GPUUtilization", "job-1/algo-1"): 480.0, ("CPUUtilization", "job-1/algo-1"): 2000.0}
+
+
+def test_gpus_working_on_a_type_only_ec2_knows_veto_a_hang_as_on_a_type_our_table_knows() -> None:
+    # Given a job on one 8-GPU host whose GPUs compute at 60% each, no progress metric in the window and a
+    # silent log: on a type our table lists, and on one only EC2's DescribeInstanceTypes sizes (8 GPUs)
+    known = hang_on("ml.p4d.24xlarge", {}, Metrics(EIGHT_GPUS_AT_60))
+    p7 = InstanceFacts(instance_type="ml.p7.48xlarge", accelerator=Accelerator.NVIDIA_GPU, gpus=8, note="EC2")
+    resolved = hang_on("ml.p7.48xlarge", {"ml.p7.48xlarge": p7}, Metrics(EIGHT_GPUS_AT_60))
+    # Then the judge counts EC2's GPUs as it counts the table's: the GPUs work, no hang, no stop
+    assert known.verdict is resolved.verdict is Verdict.VETOED
+    assert known.decision.code == resolved.decision.code == JudgeCode.GPU_WORKING
+
+
+def test_gpu_load_on_a_type_whose_gpu_count_nobody_gave_is_insufficient_evidence_never_no_gpus() -> None:
+    # Given a job on a type neither our table nor EC2 sizes (EC2 throttled), whose host publishes GPUUtilization
+    unknown = InstanceFacts(
+        instance_type="ml.p7.48xlarge", accelerator=Accelerator.UNKNOWN, note="EC2 throttled", lookup_failed=True
+    )
+    pinned = hang_on("ml.p7.48xlarge", {"ml.p7.48xlarge": unknown}, Metrics(EIGHT_GPUS_AT_60))
+    # Then how busy its GPUs are per GPU cannot be told: no stop, the missing count is named
+    assert pinned.verdict is Verdict.VETOED and pinned.decision.code == JudgeCode.INSUFFICIENT
+    assert any("ml.p7.48xlarge" in why for why in pinned.decision.evidence["judge"]["missing"])
+    # and a host that publishes no GPUUtilization is judged as before: a CPU-only host, silent, stopped
+    cpu_only = hang_on(
+        "ml.p7.48xlarge", {"ml.p7.48xlarge": unknown}, Metrics({("CPUUtilization", "job-1/algo-1"): 5.0})
+    )
+    assert cpu_only.verdict is Verdict.STOP

@@ -24,7 +24,7 @@ do not grow. In audit mode the judge runs just the same: the record says what en
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
@@ -40,7 +40,7 @@ from sagemaker_governance.domain.guards.base import (
     training_started_at,
 )
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
-from sagemaker_governance.domain.instances import instance_facts, vcpus
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
     DISK,
     GPU,
@@ -139,7 +139,7 @@ class StallJudge:
         span = guard.fired_span(config, notice) or window  # shorter than the window: the alarm is a trigger
         job, now = notice.job, notice.now
         started = training_started_at(job)
-        evidence = self.gather(job, now, window_start(now, span, started), settings)
+        evidence = self.gather(job, now, window_start(now, span, started), settings, resolved=notice.resolved)
         threshold = guard.stall_threshold(job, config, notice)
         pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
         if pinned:
@@ -160,13 +160,14 @@ class StallJudge:
                 evidence,
                 at_least=window.total_seconds() / 60 if whole_window else 0,
                 unknown=window,
+                resolved=notice.resolved,
             )
             case = case._replace(needed=needed, over_needed=over)
         finding = judge(kind, case.evidence, settings, gpu_threshold=threshold)
         if kind is StallKind.IDLE and span < window and finding.confirmed:
             # idle over the trigger: idle over the whole window too (a trigger that fired late)? Whether that
             # reaches back the whole window (not cut at the entry into Training) is ``_wait``'s to ask.
-            over = self.gather(job, now, window_start(now, window, started), settings)
+            over = self.gather(job, now, window_start(now, window, started), settings, resolved=notice.resolved)
             whole = judge(kind, over, settings, gpu_threshold=threshold)
             if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
@@ -325,6 +326,7 @@ class StallJudge:
         *,
         at_least: float = 0,
         unknown: timedelta,
+        resolved: Mapping[str, InstanceFacts] | None = None,
     ) -> tuple[Evidence, LogRhythm | str, timedelta]:
         """A hang is judged over the silence the job's own log rhythm makes unusual: the evidence again over
         that window when the rhythm is known (the pinned claim stays the alarm's window's), over ``unknown``
@@ -342,7 +344,7 @@ class StallJudge:
                 if silence is not None and isinstance(rhythm, LogRhythm) and evidence.logs is not None
                 else None
             )
-            evidence = self.gather(job, now, start, settings, logs=logs)
+            evidence = self.gather(job, now, start, settings, logs=logs, resolved=resolved)
         return evidence, rhythm, needed
 
     def _writing(self, case: _Case, finding: Finding) -> tuple[_Case, Finding]:
@@ -489,10 +491,20 @@ class StallJudge:
         return quiet_minutes(now, since, active)
 
     def gather(
-        self, job: Any, now: datetime, start: datetime, settings: JudgePolicy, *, logs: LogEvidence | None = None
+        self,
+        job: Any,
+        now: datetime,
+        start: datetime,
+        settings: JudgePolicy,
+        *,
+        logs: LogEvidence | None = None,
+        resolved: Mapping[str, InstanceFacts] | None = None,
     ) -> Evidence:
         """Read the job's evidence over ``[start, now)`` (the log activity too, unless ``logs`` gives it); a
-        failed read is recorded in ``missing``."""
+        failed read is recorded in ``missing``. ``resolved``: EC2's facts of the instance types our table does
+        not know (``Notice.resolved``), as the guard's alarms were planned with them. A host that published
+        ``GPUUtilization`` while the GPU count of one of the job's types is still unknown is missing evidence
+        (how busy its GPUs are per GPU cannot be told), never a host without GPUs."""
         hosts = host_names(job.name, job.total_instance_count)
         defined = [d.name for d in job.algorithm.metric_definitions]
         metrics = progress_metrics(defined, settings.progress_metric_names, normalize_metric_name)
@@ -512,9 +524,11 @@ class StallJudge:
         # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
         # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
         smallest = min(known) if known and len(known) == len(sizes) else None
-        counts_of_gpus = [
-            f.gpus for g in job.instance_groups if (f := instance_facts(g.instance_type)).publishes_gpu_utilization
+        facts = [
+            ((resolved or {}).get(g.instance_type) or instance_facts(g.instance_type), g)
+            for g in job.instance_groups
         ]
+        counts_of_gpus = [f.gpus for f, _ in facts if f.publishes_gpu_utilization]
         gpus = (min(counts_of_gpus), max(counts_of_gpus)) if counts_of_gpus else None
         host_evidence = tuple(
             HostEvidence(
@@ -525,6 +539,14 @@ class StallJudge:
             )
             for i, host in enumerate(hosts)
         )
+        unknown = sorted({f.instance_type for f, _ in facts if f.accelerator is Accelerator.UNKNOWN})
+        publishing = [h.host for h in host_evidence if h.values(GPU)]
+        if unknown and publishing:
+            missing.append(
+                f"GPUUtilization of {', '.join(publishing[:5])}{' ...' if len(publishing) > 5 else ''} while the GPU "
+                f"count of {', '.join(unknown)} is unknown (neither our table nor EC2 gave it): how busy its GPUs "
+                "are per GPU cannot be told"
+            )
         counts: dict[str, int | None] = {}
         for i, name in enumerate(metrics):
             values = result.values.get(f"t{i}")
@@ -534,11 +556,7 @@ class StallJudge:
                 logs = self._logs.activity(job.name, start, now)
             except AdapterError as exc:
                 missing.append(str(exc))
-        gpu_hosts = sum(
-            g.instance_count
-            for g in job.instance_groups
-            if instance_facts(g.instance_type).publishes_gpu_utilization
-        )
+        gpu_hosts = sum(g.instance_count for f, g in facts if f.publishes_gpu_utilization)
         return Evidence(
             start=start,
             end=now,
