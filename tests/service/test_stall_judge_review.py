@@ -827,3 +827,83 @@ def test_gpu_load_on_a_type_whose_gpu_count_nobody_gave_is_insufficient_evidence
         "ml.p7.48xlarge", {"ml.p7.48xlarge": unknown}, Metrics({("CPUUtilization", "job-1/algo-1"): 5.0})
     )
     assert cpu_only.verdict is Verdict.STOP
+
+
+# ---- a notification handled late: judged as of its alarm's state change ----------------------------------
+
+
+class Lagging(Metrics):
+    """GetMetricData as SageMaker publishes a job's instance metrics: one value a minute, with nothing after
+    ``published_until`` yet (the metrics arrive late); ``gpu(t)`` the one host's GPU use at minute ``t``, its CPU
+    idle."""
+
+    def __init__(self, gpu: Any, published_until: datetime) -> None:
+        super().__init__({})
+        self.gpu, self.published_until = gpu, published_until
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        self.calls.append((queries, start, end))
+        minutes = [start + timedelta(minutes=m) for m in range(int((end - start).total_seconds() // 60))]
+        seen = tuple(t for t in minutes if t < self.published_until)
+        levels = {"GPUUtilization": self.gpu, "CPUUtilization": lambda t: 4.0}
+        out: dict[str, tuple[float, ...] | None] = {
+            q.id: tuple(levels[q.metric](t) for t in seen) if q.metric in levels else () for q in queries
+        }
+        times = {q.id: seen if q.metric in levels else () for q in queries}
+        return MetricReadResult(out, (), times)
+
+
+def handled_late(metrics: Metrics, logs: Logs, *, changed_at: datetime, alarm_minutes: int) -> GuardVerdict:
+    """The idle alarm's notification of a state change at ``changed_at`` handled at NOW (a retried delivery)."""
+    j, policy = training(NOW - timedelta(hours=3)), judging(Mode.ENFORCE)
+    notice = Notice(
+        job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=changed_at,
+        evidence={"threshold": 1.0, "evaluation_periods": alarm_minutes, "period_seconds": 60},
+    )  # fmt: skip
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, IDLE.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, logs).review(IDLE, IdleRole.NOTIFYING, notice, verdict, policy)
+
+
+def test_a_trigger_handled_late_is_judged_as_of_its_state_change_not_of_its_handling() -> None:
+    # Given a job idle from 30 minutes ago that resumed 4 minutes ago (not published yet), whose 20-minute
+    # trigger changed state 10 minutes ago and whose notification is handled only now (a retried delivery)
+    idle_from, resumed = NOW - timedelta(minutes=30), NOW - timedelta(minutes=4)
+    metrics = Lagging(lambda t: 0.0 if idle_from <= t < resumed else 90.0, published_until=resumed)
+    verdict = handled_late(metrics, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=20)
+    # Then it is judged over the 20 minutes up to the state change: idle 20 minutes then, not the 26 idle minutes
+    # up to now, so no stop before the whole window; the alarm waits for the window
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    judged = verdict.decision.evidence["judge"]["window"]
+    assert (judged["start"], judged["end"]) == (idle_from.isoformat(), (NOW - timedelta(minutes=10)).isoformat())
+    assert widened_to(verdict) == [30]
+
+
+def test_a_sign_of_life_after_the_state_change_of_a_late_notification_vetoes_the_stop() -> None:
+    # Given a job idle for the whole 30-minute window up to its alarm's state change 10 minutes ago, whose GPUs
+    # came back 6 minutes ago (published) before its notification is handled now
+    back = NOW - timedelta(minutes=6)
+    metrics = Lagging(lambda t: 90.0 if t >= back or t < NOW - timedelta(minutes=60) else 0.0, NOW)
+    verdict = handled_late(metrics, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    # Then the job recovered: a veto with the sign's code, never a stop; the record keeps both readings
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_BUSY
+    judged = verdict.decision.evidence["judge"]
+    assert judged["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()
+    assert judged["since_state_change"]["window"]["end"] == NOW.isoformat()
+    # and so does a log line since then
+    line = Logs(lines=[NOW - timedelta(minutes=3)])
+    idle = Lagging(lambda t: 0.0, NOW - timedelta(minutes=4))
+    verdict = handled_late(idle, line, changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+
+
+def test_minutes_not_yet_published_after_a_late_state_change_are_no_sign_either_way() -> None:
+    # Given a job idle for the whole window up to its alarm's state change 10 minutes ago, still idle, its
+    # metrics published only up to 4 minutes ago
+    idle = Lagging(lambda t: 0.0, NOW - timedelta(minutes=4))
+    verdict = handled_late(idle, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    # Then the stop stands as it would have at the state change (the unpublished minutes veto nothing)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    assert verdict.decision.evidence["judge"]["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()

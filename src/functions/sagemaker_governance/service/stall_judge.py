@@ -68,6 +68,8 @@ from sagemaker_governance.domain.stall_judge import (
 from sagemaker_governance.observability import logger
 
 RESET_REASON = "sagemaker-governance: the stall judge did not confirm the stop; judged again if it persists"
+# A notification handled this long or more after its alarm's state change is late: what the job did since is read.
+LATE_AFTER = timedelta(minutes=1)  # the metrics' period: sooner, no minute since can have been published
 
 
 class MetricReadPort(Protocol):
@@ -137,9 +139,11 @@ class StallJudge:
         if window is None:
             return verdict
         span = guard.fired_span(config, notice) or window  # shorter than the window: the alarm is a trigger
-        job, now = notice.job, notice.now
+        # judged as of the alarm's state change, not of a late handling: the minutes since, which SageMaker may not
+        # have published yet, never count as quiet ones (``_recovered`` reads them for a sign of life only)
+        job, as_of = notice.job, notice.as_of
         started = training_started_at(job)
-        evidence = self.gather(job, now, window_start(now, span, started), settings, resolved=notice.resolved)
+        evidence = self.gather(job, as_of, window_start(as_of, span, started), settings, resolved=notice.resolved)
         threshold = guard.stall_threshold(job, config, notice)
         pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
         if pinned:
@@ -154,7 +158,7 @@ class StallJudge:
             )
             over, rhythm, needed = self.over_rhythm(
                 job,
-                now,
+                as_of,
                 started,
                 settings,
                 evidence,
@@ -167,15 +171,17 @@ class StallJudge:
         if kind is StallKind.IDLE and span < window and finding.confirmed:
             # idle over the trigger: idle over the whole window too (a trigger that fired late)? Whether that
             # reaches back the whole window (not cut at the entry into Training) is ``_wait``'s to ask.
-            over = self.gather(job, now, window_start(now, window, started), settings, resolved=notice.resolved)
+            over = self.gather(
+                job, as_of, window_start(as_of, window, started), settings, resolved=notice.resolved
+            )
             whole = judge(kind, over, settings, gpu_threshold=threshold)
             if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
-        if finding.confirmed:  # every other signal agrees (a stop or a wait follows): is the job writing?
-            case, finding = self._writing(case, finding)
+        case, finding, recovered = self._last_checks(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
-        waiting, finding = self._triggered(case, finding, pinned, rhythm) if span < window else (None, finding)
+        triggered = span < window and not recovered  # a sign of life since the state change: a veto, never a wait
+        waiting, finding = self._triggered(case, finding, pinned, rhythm) if triggered else (None, finding)
         if waiting is not None:
             return waiting
         if finding.confirmed:
@@ -242,6 +248,42 @@ class StallJudge:
             reset_reason=RESET_REASON,
         )
 
+    def _last_checks(self, case: _Case, finding: Finding) -> tuple[_Case, Finding, bool]:
+        """When every other signal agrees (a stop or a wait follows): what the job did since its alarm's state
+        change (a late notification, ``_recovered``), then whether it is writing (``_writing``); the case, the
+        finding, and whether the job recovered since the state change."""
+        if not finding.confirmed:
+            return case, finding, False
+        recovered = self._recovered(case, finding)
+        if recovered is not None:
+            return case, recovered, True
+        case, finding = self._writing(case, finding)
+        return case, finding, False
+
+    def _recovered(self, case: _Case, finding: Finding) -> Finding | None:
+        """A notification handled late (a retried delivery, an SQS backlog): the job is judged as of its alarm's
+        state change (``finding``), and what it did since, up to now, is read once more: a sign of life there (a
+        training metric, a log line, GPUs back at the threshold, busy CPUs, GPUs working) is the finding that
+        vetoes, with the code of that sign: the job recovered. Minutes since that SageMaker has not published yet
+        (its instance metrics arrive late) are no sign either way: read only for a veto, never as idle. None when
+        the notification is timely or nothing since shows life."""
+        notice = case.notice
+        as_of, now = notice.as_of, notice.now
+        if now - as_of < LATE_AFTER:
+            return None
+        since = self.gather(notice.job, now, as_of, case.settings, resolved=notice.resolved)
+        after = judge(case.kind, since, case.settings, gpu_threshold=case.threshold)
+        if after.confirmed or after.code is JudgeCode.INSUFFICIENT:
+            return None  # quiet since, or too little published yet to say: the judgement as of then stands
+        late = math.floor((now - as_of).total_seconds() / 60)
+        return after.model_copy(
+            update={
+                "reason": f"since the alarm's state change at {as_of.isoformat()} (this notification is handled "
+                f"{late} minutes later), the job shows a sign of life: {after.reason}",
+                "evidence": {**finding.evidence, "since_state_change": after.evidence},
+            }
+        )
+
     def _triggered(
         self, case: _Case, finding: Finding, pinned: bool, rhythm: LogRhythm | str | None
     ) -> tuple[GuardVerdict | None, Finding]:
@@ -261,7 +303,7 @@ class StallJudge:
         stopped), or the span's own when it shows a sign of life (a veto: the span and the longer window are
         judged on different means, and the longer window's agreement is no stop while it is too short)."""
         needed, span, notice = case.needed, case.span, case.notice
-        if finding.confirmed and notice.now - case.evidence.start >= needed:
+        if finding.confirmed and notice.as_of - case.evidence.start >= needed:
             return None, finding  # stuck for what a stop needs (the window; a hang: its silence limit)
         over_span = finding
         if case.kind is StallKind.HANG and case.over_span is not case.evidence:
@@ -355,7 +397,8 @@ class StallJudge:
         signals already gave."""
         job, now = case.notice.job, case.notice.now
         evidence = case.evidence
-        since = max(evidence.start, now - case.needed)
+        # from what a stop needs before the alarm's state change up to now: a write since is a sign of life too
+        since = max(evidence.start, case.notice.as_of - case.needed)
         hosts = host_names(job.name, job.total_instance_count)
         queries = [MetricRead(f"d{i}", DISK, (("Host", host),), "Average") for i, host in enumerate(hosts)]
         read = self._metrics.read(queries, since, now)
