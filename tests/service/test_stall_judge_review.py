@@ -907,3 +907,77 @@ def test_minutes_not_yet_published_after_a_late_state_change_are_no_sign_either_
     # Then the stop stands as it would have at the state change (the unpublished minutes veto nothing)
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
     assert verdict.decision.evidence["judge"]["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()
+
+
+# ---- the job's log rhythm over its whole stint in Training -----------------------------------------------
+
+
+def with_a_silent_phase(started: datetime, every_minutes: float, phase_from: datetime) -> list[datetime]:
+    """A line every ``every_minutes`` since ``started``, none for the 40 minutes from ``phase_from`` (an
+    evaluation that prints nothing) and none in the last 21 minutes."""
+    lines = every(every_minutes, start=started, until=phase_from + timedelta(seconds=1))
+    return lines + every(
+        every_minutes, start=phase_from + timedelta(minutes=40), until=NOW - timedelta(minutes=21)
+    )
+
+
+class PagedLogs(Logs):
+    """The job's lines read as the adapter reads them: at most ``cap`` a read (its page cap), oldest first; a
+    read that holds more is cut short."""
+
+    def __init__(self, lines: Sequence[datetime], cap: int) -> None:
+        super().__init__(lines=lines)
+        self.cap = cap
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        self.rhythm_calls.append((start, end))
+        inside = sorted(t for t in self.lines or () if start <= t < end)
+        return LogRhythm.of(start, end, inside[: self.cap], complete=len(inside) <= self.cap)
+
+
+def test_a_silent_phase_hours_back_in_the_stint_still_sets_the_jobs_silence_limit() -> None:
+    # Given a pinned job 8 hours in Training that logs every 5 minutes, went 40 minutes without a line 5 hours
+    # ago (more than judge.max_rejudge_minutes back), and has now been silent for 21 minutes
+    started = NOW - timedelta(hours=8)
+    logs = Logs(lines=with_a_silent_phase(started, 5, NOW - timedelta(hours=5, minutes=40)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then its rhythm is read since it entered Training: 120 silent minutes (3 x 40), so no hang yet; the
+    # alarm waits for them
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 120
+    assert logs.rhythm_calls == [(started, NOW)] and widened_to(verdict) == [120]
+
+
+def test_a_stint_too_long_to_read_whole_joins_its_head_with_its_last_hours() -> None:
+    # Given a pinned job 10 hours in Training that logs every minute, went 40 minutes without a line in its
+    # second hour and has now been silent for 21 minutes; a read holds 300 lines, fewer than the stint's
+    started = NOW - timedelta(hours=10)
+    lines = with_a_silent_phase(started, 1, started + timedelta(minutes=60))
+    logs = PagedLogs(lines, cap=300)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the read from its entry into Training, cut short, is joined with a whole read of its last 240
+    # minutes: the 40-minute phase still counts (120 silent minutes), the stretch between is recorded unread
+    assert logs.rhythm_calls == [(started, NOW), (NOW - timedelta(minutes=240), NOW)]
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    rhythm = verdict.decision.evidence["judge"]["rhythm"]
+    assert (
+        rhythm["silence_minutes"] == 120 and rhythm["unread"]["to"] == (NOW - timedelta(minutes=240)).isoformat()
+    )
+    # and when the last 240 minutes do not fit in a read either, the rhythm is unknown: the 30-minute window,
+    # as before
+    capped = PagedLogs(lines, cap=100)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), capped, j=training(started), alarm_minutes=20)
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] is None
+    assert verdict.verdict is Verdict.TOO_EARLY and widened_to(verdict) == [30]
+
+
+def test_the_quiet_before_the_first_line_of_a_long_stint_counts_only_from_240_minutes_back() -> None:
+    # Given a pinned job 8 hours in Training whose earliest lines are gone (its log group's retention, or a long
+    # silent start-up): its first line 6 hours ago, then one a minute until 21 minutes ago
+    started = NOW - timedelta(hours=8)
+    logs = Logs(lines=every(1, start=NOW - timedelta(hours=6), until=NOW - timedelta(minutes=21)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the two hours before that line are no gap of its rhythm (1 minute: a 20-minute limit), and the hang
+    # is stopped at its silence limit
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 20
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, NamedTuple, Protocol
 
 from sagemaker_governance.domain.decisions import Action, Decision
@@ -115,6 +116,43 @@ class _Case(NamedTuple):
     @property
     def evidence(self) -> Evidence:
         return self.over_needed if self.over_needed is not None else self.over_span
+
+
+class StintRhythm(LogRhythm):
+    """The job's log rhythm over a stint in ``Training`` too long to read whole within the page cap: the lines of
+    its head (read from the entry into ``Training``, cut short at ``unread_from``) joined with those of its last
+    ``judge.max_rejudge_minutes`` (read whole, from ``unread_to``); the stretch between is unread. Its longest gap
+    is the longer of the two reads' own, the gap across the unread stretch not counted: never shorter than the
+    recent read's alone (the rhythm a read of that window gave before), and it keeps a long silent phase of the
+    stint's head that the recent read no longer holds."""
+
+    unread_from: datetime
+    unread_to: datetime
+
+    @classmethod
+    def joined(cls, head: LogRhythm, recent: LogRhythm) -> StintRhythm:
+        times = tuple(t for t in head.times if t < recent.start) + recent.times
+        return cls(
+            start=head.start,
+            end=recent.end,
+            lines=len(times),
+            longest_gap_seconds=max(head.longest_gap_seconds, recent.longest_gap_seconds),
+            last_line_at=times[-1] if times else None,
+            complete=True,
+            times=times,
+            unread_from=min(head.last_line_at or head.start, recent.start),
+            unread_to=recent.start,
+        )
+
+    def covers(self, start: datetime) -> bool:
+        """Whether the lines read hold every line from ``start`` on (it is not before the unread stretch ends)."""
+        return start >= self.unread_to
+
+    def summary(self, policy: JudgePolicy) -> dict[str, Any]:
+        return {
+            **super().summary(policy),
+            "unread": {"from": self.unread_from.isoformat(), "to": self.unread_to.isoformat()},
+        }
 
 
 class StallJudge:
@@ -345,13 +383,37 @@ class StallJudge:
         ), finding
 
     def rhythm(self, job: Any, now: datetime, started: datetime | None, settings: JudgePolicy) -> LogRhythm | str:
-        """The job's log rhythm since it (re)entered Training, at most ``max_rejudge_minutes`` back; why not
-        when the read failed."""
-        since = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
+        """The job's log rhythm over its stint in ``Training`` (since it last entered it) up to ``now``; why not
+        when a read failed. The stint is read from its start with the adapter's page cap; a read cut short (a
+        long or chatty stint) is joined with a read of the last ``max_rejudge_minutes`` (``StintRhythm``), and
+        when that one is cut short too the rhythm is unknown (the guard's window), as it was. Unknown start:
+        the last ``max_rejudge_minutes``. The gap before the first line read counts from the start of those
+        minutes only (``_leading_from``)."""
+        recent_from = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
+        stint_from = started if started is not None else recent_from
         try:
-            return self._logs.rhythm(job.name, since, now)
+            stint = self._leading_from(self._logs.rhythm(job.name, stint_from, now), recent_from)
+            if stint.complete or stint_from >= recent_from:
+                return stint
+            recent = self._logs.rhythm(job.name, recent_from, now)
         except AdapterError as exc:
             return str(exc)
+        return StintRhythm.joined(stint, recent) if recent.complete else recent
+
+    @staticmethod
+    def _leading_from(rhythm: LogRhythm, edge: datetime) -> LogRhythm:
+        """``rhythm`` with the gap before its first line counted from ``edge`` on (none when that line came
+        before it): the gaps between the lines read are the job's, but the stretch from an entry into
+        ``Training`` more than ``max_rejudge_minutes`` back to the first line read may be lines CloudWatch Logs'
+        retention has deleted since, and a silent start-up does not recur; counted from ``edge``, it is the
+        gap a read of those minutes alone gave."""
+        if rhythm.start >= edge:
+            return rhythm
+        times = rhythm.times
+        gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
+        if times and times[0] > edge:
+            gaps.append((times[0] - edge).total_seconds())
+        return rhythm.model_copy(update={"longest_gap_seconds": max(gaps, default=0.0)})
 
     @staticmethod
     def declares(job: Any, guard: Guard[Any], policy: Any) -> bool:
@@ -380,12 +442,12 @@ class StallJudge:
         needed = max(timedelta(minutes=silence) if silence is not None else unknown, timedelta(minutes=at_least))
         start = window_start(now, needed, started)
         if start != evidence.start:
-            # a complete read's lines are read already: the metrics again over the limit
-            logs = (
-                rhythm.activity(start, evidence.logs.streams)
-                if silence is not None and isinstance(rhythm, LogRhythm) and evidence.logs is not None
-                else None
-            )
+            # a complete read's lines are read already (a joined one's from its unread stretch's end): the metrics
+            # again over the limit
+            logs = None
+            held = not isinstance(rhythm, StintRhythm) or rhythm.covers(start)
+            if isinstance(rhythm, LogRhythm) and silence is not None and evidence.logs is not None and held:
+                logs = rhythm.activity(start, evidence.logs.streams)
             evidence = self.gather(job, now, start, settings, logs=logs, resolved=resolved)
         return evidence, rhythm, needed
 
