@@ -122,6 +122,22 @@ def test_a_job_that_still_logs_is_not_stopped_for_a_silent_metric(acct: LocalAcc
     assert acct.sagemaker.stop_requests == [] and acct.cloudwatch.state(STALL) == "OK"
 
 
+def test_a_job_on_a_type_only_ec2_sizes_whose_gpus_compute_is_not_stopped_for_a_silent_metric(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an armed job on ml.g5g.16xlarge (our table lacks g5g; EC2 gives 2 GPUs) whose GPUs compute at 60%
+    # each, its loss and its log silent for 3 hours (a long evaluation that logs nothing)
+    training(acct, ResourceConfig={"InstanceType": "ml.g5g.16xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50})
+    acct.signals.set("GPUUtilization", "job-1/algo-1", 120.0)  # type: ignore[attr-defined]
+    fire(acct, ARMER)
+    clock.advance(hours=3)
+    # When the stall alarm fires
+    result = fire(acct, STALL)
+    # Then the judge sizes the host with EC2's GPU count as the idle guard does: its GPUs work, no stop
+    assert result["results"][0]["code"] == "judge.veto.gpu-working"
+    assert acct.sagemaker.stop_requests == []
+
+
 def test_a_stall_alarm_within_a_window_of_entering_training_is_reset_not_acted_on(
     acct: LocalAccount,
     clock: MovableClock,

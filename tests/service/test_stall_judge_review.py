@@ -19,6 +19,7 @@ from sagemaker_governance.domain.guards.base import (
 )
 from sagemaker_governance.domain.guards.idle import IDLE, IdleCode, IdleRole
 from sagemaker_governance.domain.guards.progress import PROGRESS, ProgressCode, ProgressRole
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import (
     CPU,
@@ -847,3 +848,208 @@ def test_cpu_only_hosts_of_a_heterogeneous_cluster_do_not_make_an_idle_window_a_
     # and the same window on the GPU hosts alone says the same
     alone = evidence.model_copy(update={"hosts": hosts[:2]})
     assert StallJudge.pinned_claim(StallKind.IDLE, alone, idle_threshold=8.0, pinned_threshold=760.0) is False
+
+
+# ---- an instance type our table does not know: the GPU count EC2 gave ----------------------------------
+
+
+def hang_on(instance_type: str, resolved: dict[str, InstanceFacts], metrics: Metrics) -> GuardVerdict:
+    """The progress guard's stall alarm of a job on one ``instance_type`` host, judged with ``resolved`` (EC2's
+    facts as the stopper read them)."""
+    j = training(
+        NOW - timedelta(hours=3),
+        AlgorithmSpecification=progress_job().algorithm.model_dump(by_alias=True),
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": 1, "VolumeSizeInGB": 100},
+    )
+    policy = judging(Mode.ENFORCE)
+    notice = Notice(
+        job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=NOW, evidence={"threshold": 1.0},
+        resolved=resolved,
+    )  # fmt: skip
+    verdict = PROGRESS.judge(ProgressRole.STALL, notice, PROGRESS.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, Logs()).review(PROGRESS, ProgressRole.STALL, notice, verdict, policy)
+
+
+EIGHT_GPUS_AT_60 = {("GPUUtilization", "job-1/algo-1"): 480.0, ("CPUUtilization", "job-1/algo-1"): 2000.0}
+
+
+def test_gpus_working_on_a_type_only_ec2_knows_veto_a_hang_as_on_a_type_our_table_knows() -> None:
+    # Given a job on one 8-GPU host whose GPUs compute at 60% each, no progress metric in the window and a
+    # silent log: on a type our table lists, and on one only EC2's DescribeInstanceTypes sizes (8 GPUs)
+    known = hang_on("ml.p4d.24xlarge", {}, Metrics(EIGHT_GPUS_AT_60))
+    p7 = InstanceFacts(instance_type="ml.p7.48xlarge", accelerator=Accelerator.NVIDIA_GPU, gpus=8, note="EC2")
+    resolved = hang_on("ml.p7.48xlarge", {"ml.p7.48xlarge": p7}, Metrics(EIGHT_GPUS_AT_60))
+    # Then the judge counts EC2's GPUs as it counts the table's: the GPUs work, no hang, no stop
+    assert known.verdict is resolved.verdict is Verdict.VETOED
+    assert known.decision.code == resolved.decision.code == JudgeCode.GPU_WORKING
+
+
+def test_gpu_load_on_a_type_whose_gpu_count_nobody_gave_is_insufficient_evidence_never_no_gpus() -> None:
+    # Given a job on a type neither our table nor EC2 sizes (EC2 throttled), whose host publishes GPUUtilization
+    unknown = InstanceFacts(
+        instance_type="ml.p7.48xlarge", accelerator=Accelerator.UNKNOWN, note="EC2 throttled", lookup_failed=True
+    )
+    pinned = hang_on("ml.p7.48xlarge", {"ml.p7.48xlarge": unknown}, Metrics(EIGHT_GPUS_AT_60))
+    # Then how busy its GPUs are per GPU cannot be told: no stop, the missing count is named
+    assert pinned.verdict is Verdict.VETOED and pinned.decision.code == JudgeCode.INSUFFICIENT
+    assert any("ml.p7.48xlarge" in why for why in pinned.decision.evidence["judge"]["missing"])
+    # and a host that publishes no GPUUtilization is judged as before: a CPU-only host, silent, stopped
+    cpu_only = hang_on(
+        "ml.p7.48xlarge", {"ml.p7.48xlarge": unknown}, Metrics({("CPUUtilization", "job-1/algo-1"): 5.0})
+    )
+    assert cpu_only.verdict is Verdict.STOP
+
+
+# ---- a notification handled late: judged as of its alarm's state change ----------------------------------
+
+
+class Lagging(Metrics):
+    """GetMetricData as SageMaker publishes a job's instance metrics: one value a minute, with nothing after
+    ``published_until`` yet (the metrics arrive late); ``gpu(t)`` the one host's GPU use at minute ``t``, its CPU
+    idle."""
+
+    def __init__(self, gpu: Any, published_until: datetime) -> None:
+        super().__init__({})
+        self.gpu, self.published_until = gpu, published_until
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        self.calls.append((queries, start, end))
+        minutes = [start + timedelta(minutes=m) for m in range(int((end - start).total_seconds() // 60))]
+        seen = tuple(t for t in minutes if t < self.published_until)
+        levels = {"GPUUtilization": self.gpu, "CPUUtilization": lambda t: 4.0}
+        out: dict[str, tuple[float, ...] | None] = {
+            q.id: tuple(levels[q.metric](t) for t in seen) if q.metric in levels else () for q in queries
+        }
+        times = {q.id: seen if q.metric in levels else () for q in queries}
+        return MetricReadResult(out, (), times)
+
+
+def handled_late(metrics: Metrics, logs: Logs, *, changed_at: datetime, alarm_minutes: int) -> GuardVerdict:
+    """The idle alarm's notification of a state change at ``changed_at`` handled at NOW (a retried delivery)."""
+    j, policy = training(NOW - timedelta(hours=3)), judging(Mode.ENFORCE)
+    notice = Notice(
+        job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=changed_at,
+        evidence={"threshold": 1.0, "evaluation_periods": alarm_minutes, "period_seconds": 60},
+    )  # fmt: skip
+    verdict = IDLE.judge(IdleRole.NOTIFYING, notice, IDLE.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, logs).review(IDLE, IdleRole.NOTIFYING, notice, verdict, policy)
+
+
+def test_a_trigger_handled_late_is_judged_as_of_its_state_change_not_of_its_handling() -> None:
+    # Given a job idle from 30 minutes ago that resumed 4 minutes ago (not published yet), whose 20-minute
+    # trigger changed state 10 minutes ago and whose notification is handled only now (a retried delivery)
+    idle_from, resumed = NOW - timedelta(minutes=30), NOW - timedelta(minutes=4)
+    metrics = Lagging(lambda t: 0.0 if idle_from <= t < resumed else 90.0, published_until=resumed)
+    verdict = handled_late(metrics, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=20)
+    # Then it is judged over the 20 minutes up to the state change: idle 20 minutes then, not the 26 idle minutes
+    # up to now, so no stop before the whole window; the alarm waits for the window
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    judged = verdict.decision.evidence["judge"]["window"]
+    assert (judged["start"], judged["end"]) == (idle_from.isoformat(), (NOW - timedelta(minutes=10)).isoformat())
+    assert widened_to(verdict) == [30]
+
+
+def test_a_sign_of_life_after_the_state_change_of_a_late_notification_vetoes_the_stop() -> None:
+    # Given a job idle for the whole 30-minute window up to its alarm's state change 10 minutes ago, whose GPUs
+    # came back 6 minutes ago (published) before its notification is handled now
+    back = NOW - timedelta(minutes=6)
+    metrics = Lagging(lambda t: 90.0 if t >= back or t < NOW - timedelta(minutes=60) else 0.0, NOW)
+    verdict = handled_late(metrics, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    # Then the job recovered: a veto with the sign's code, never a stop; the record keeps both readings
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_BUSY
+    judged = verdict.decision.evidence["judge"]
+    assert judged["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()
+    assert judged["since_state_change"]["window"]["end"] == NOW.isoformat()
+    # and so does a log line since then
+    line = Logs(lines=[NOW - timedelta(minutes=3)])
+    idle = Lagging(lambda t: 0.0, NOW - timedelta(minutes=4))
+    verdict = handled_late(idle, line, changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.LOGS_ACTIVE
+
+
+def test_minutes_not_yet_published_after_a_late_state_change_are_no_sign_either_way() -> None:
+    # Given a job idle for the whole window up to its alarm's state change 10 minutes ago, still idle, its
+    # metrics published only up to 4 minutes ago
+    idle = Lagging(lambda t: 0.0, NOW - timedelta(minutes=4))
+    verdict = handled_late(idle, Logs(), changed_at=NOW - timedelta(minutes=10), alarm_minutes=30)
+    # Then the stop stands as it would have at the state change (the unpublished minutes veto nothing)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.STOP
+    assert verdict.decision.evidence["judge"]["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()
+
+
+# ---- the job's log rhythm over its whole stint in Training -----------------------------------------------
+
+
+def with_a_silent_phase(started: datetime, every_minutes: float, phase_from: datetime) -> list[datetime]:
+    """A line every ``every_minutes`` since ``started``, none for the 40 minutes from ``phase_from`` (an
+    evaluation that prints nothing) and none in the last 21 minutes."""
+    lines = every(every_minutes, start=started, until=phase_from + timedelta(seconds=1))
+    return lines + every(
+        every_minutes, start=phase_from + timedelta(minutes=40), until=NOW - timedelta(minutes=21)
+    )
+
+
+class PagedLogs(Logs):
+    """The job's lines read as the adapter reads them: at most ``cap`` a read (its page cap), oldest first; a
+    read that holds more is cut short."""
+
+    def __init__(self, lines: Sequence[datetime], cap: int) -> None:
+        super().__init__(lines=lines)
+        self.cap = cap
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        self.rhythm_calls.append((start, end))
+        inside = sorted(t for t in self.lines or () if start <= t < end)
+        return LogRhythm.of(start, end, inside[: self.cap], complete=len(inside) <= self.cap)
+
+
+def test_a_silent_phase_hours_back_in_the_stint_still_sets_the_jobs_silence_limit() -> None:
+    # Given a pinned job 8 hours in Training that logs every 5 minutes, went 40 minutes without a line 5 hours
+    # ago (more than judge.max_rejudge_minutes back), and has now been silent for 21 minutes
+    started = NOW - timedelta(hours=8)
+    logs = Logs(lines=with_a_silent_phase(started, 5, NOW - timedelta(hours=5, minutes=40)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then its rhythm is read since it entered Training: 120 silent minutes (3 x 40), so no hang yet; the
+    # alarm waits for them
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 120
+    assert logs.rhythm_calls == [(started, NOW)] and widened_to(verdict) == [120]
+
+
+def test_a_stint_too_long_to_read_whole_joins_its_head_with_its_last_hours() -> None:
+    # Given a pinned job 10 hours in Training that logs every minute, went 40 minutes without a line in its
+    # second hour and has now been silent for 21 minutes; a read holds 300 lines, fewer than the stint's
+    started = NOW - timedelta(hours=10)
+    lines = with_a_silent_phase(started, 1, started + timedelta(minutes=60))
+    logs = PagedLogs(lines, cap=300)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the read from its entry into Training, cut short, is joined with a whole read of its last 240
+    # minutes: the 40-minute phase still counts (120 silent minutes), the stretch between is recorded unread
+    assert logs.rhythm_calls == [(started, NOW), (NOW - timedelta(minutes=240), NOW)]
+    assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
+    rhythm = verdict.decision.evidence["judge"]["rhythm"]
+    assert (
+        rhythm["silence_minutes"] == 120 and rhythm["unread"]["to"] == (NOW - timedelta(minutes=240)).isoformat()
+    )
+    # and when the last 240 minutes do not fit in a read either, the rhythm is unknown: the 30-minute window,
+    # as before
+    capped = PagedLogs(lines, cap=100)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), capped, j=training(started), alarm_minutes=20)
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] is None
+    assert verdict.verdict is Verdict.TOO_EARLY and widened_to(verdict) == [30]
+
+
+def test_the_quiet_before_the_first_line_of_a_long_stint_counts_only_from_240_minutes_back() -> None:
+    # Given a pinned job 8 hours in Training whose earliest lines are gone (its log group's retention, or a long
+    # silent start-up): its first line 6 hours ago, then one a minute until 21 minutes ago
+    started = NOW - timedelta(hours=8)
+    logs = Logs(lines=every(1, start=NOW - timedelta(hours=6), until=NOW - timedelta(minutes=21)))
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the two hours before that line are no gap of its rhythm (1 minute: a 20-minute limit), and the hang
+    # is stopped at its silence limit
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 20
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG

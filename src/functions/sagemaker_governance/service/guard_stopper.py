@@ -237,8 +237,11 @@ class GuardStopper:
 
     def _resolved(self, guard: Guard[Any], job: TrainingJob) -> dict[str, InstanceFacts]:
         """EC2's facts of the job's instance types our table does not know, for a guard that planned its alarms
-        with them (its thresholds, its pinned trigger and its re-planned windows come from the same plan)."""
-        if self._instances is None or not getattr(guard, "uses_instance_facts", False):
+        with them (its thresholds, its pinned trigger and its re-planned windows come from the same plan) or whose
+        stop the stall judge reviews (how many GPUs each host has: without it a host's GPU load cannot be told
+        from a CPU-only host's). Read only here, when an alarm fired (cached for the container's life)."""
+        uses = getattr(guard, "uses_instance_facts", False) or guard.stall_kind is not None
+        if self._instances is None or not uses:
             return {}
         return resolve_unknown((g.instance_type for g in job.instance_groups), self._instances.facts)
 

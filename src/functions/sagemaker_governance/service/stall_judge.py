@@ -24,8 +24,9 @@ do not grow. In audit mode the judge runs just the same: the record says what en
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, NamedTuple, Protocol
 
 from sagemaker_governance.domain.decisions import Action, Decision
@@ -40,7 +41,7 @@ from sagemaker_governance.domain.guards.base import (
     training_started_at,
 )
 from sagemaker_governance.domain.guards.progress import JOB_DIMENSION, normalize_metric_name
-from sagemaker_governance.domain.instances import instance_facts, vcpus
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts, vcpus
 from sagemaker_governance.domain.stall_judge import (
     DISK,
     GPU,
@@ -68,6 +69,8 @@ from sagemaker_governance.domain.stall_judge import (
 from sagemaker_governance.observability import logger
 
 RESET_REASON = "sagemaker-governance: the stall judge did not confirm the stop; judged again if it persists"
+# A notification handled this long or more after its alarm's state change is late: what the job did since is read.
+LATE_AFTER = timedelta(minutes=1)  # the metrics' period: sooner, no minute since can have been published
 
 
 class MetricReadPort(Protocol):
@@ -115,6 +118,43 @@ class _Case(NamedTuple):
         return self.over_needed if self.over_needed is not None else self.over_span
 
 
+class StintRhythm(LogRhythm):
+    """The job's log rhythm over a stint in ``Training`` too long to read whole within the page cap: the lines of
+    its head (read from the entry into ``Training``, cut short at ``unread_from``) joined with those of its last
+    ``judge.max_rejudge_minutes`` (read whole, from ``unread_to``); the stretch between is unread. Its longest gap
+    is the longer of the two reads' own, the gap across the unread stretch not counted: never shorter than the
+    recent read's alone (the rhythm a read of that window gave before), and it keeps a long silent phase of the
+    stint's head that the recent read no longer holds."""
+
+    unread_from: datetime
+    unread_to: datetime
+
+    @classmethod
+    def joined(cls, head: LogRhythm, recent: LogRhythm) -> StintRhythm:
+        times = tuple(t for t in head.times if t < recent.start) + recent.times
+        return cls(
+            start=head.start,
+            end=recent.end,
+            lines=len(times),
+            longest_gap_seconds=max(head.longest_gap_seconds, recent.longest_gap_seconds),
+            last_line_at=times[-1] if times else None,
+            complete=True,
+            times=times,
+            unread_from=min(head.last_line_at or head.start, recent.start),
+            unread_to=recent.start,
+        )
+
+    def covers(self, start: datetime) -> bool:
+        """Whether the lines read hold every line from ``start`` on (it is not before the unread stretch ends)."""
+        return start >= self.unread_to
+
+    def summary(self, policy: JudgePolicy) -> dict[str, Any]:
+        return {
+            **super().summary(policy),
+            "unread": {"from": self.unread_from.isoformat(), "to": self.unread_to.isoformat()},
+        }
+
+
 class StallJudge:
     """The ``StopReview`` that reads the job's metrics and logs before a guard's stop is carried out."""
 
@@ -137,9 +177,11 @@ class StallJudge:
         if window is None:
             return verdict
         span = guard.fired_span(config, notice) or window  # shorter than the window: the alarm is a trigger
-        job, now = notice.job, notice.now
+        # judged as of the alarm's state change, not of a late handling: the minutes since, which SageMaker may not
+        # have published yet, never count as quiet ones (``_recovered`` reads them for a sign of life only)
+        job, as_of = notice.job, notice.as_of
         started = training_started_at(job)
-        evidence = self.gather(job, now, window_start(now, span, started), settings)
+        evidence = self.gather(job, as_of, window_start(as_of, span, started), settings, resolved=notice.resolved)
         threshold = guard.stall_threshold(job, config, notice)
         pinned = self.pinned_claim(kind, evidence, threshold, guard.pinned_threshold(job, config, notice))
         if pinned:
@@ -154,27 +196,30 @@ class StallJudge:
             )
             over, rhythm, needed = self.over_rhythm(
                 job,
-                now,
+                as_of,
                 started,
                 settings,
                 evidence,
                 at_least=window.total_seconds() / 60 if whole_window else 0,
                 unknown=window,
+                resolved=notice.resolved,
             )
             case = case._replace(needed=needed, over_needed=over)
         finding = judge(kind, case.evidence, settings, gpu_threshold=threshold)
         if kind is StallKind.IDLE and span < window and finding.confirmed:
             # idle over the trigger: idle over the whole window too (a trigger that fired late)? Whether that
             # reaches back the whole window (not cut at the entry into Training) is ``_wait``'s to ask.
-            over = self.gather(job, now, window_start(now, window, started), settings)
+            over = self.gather(
+                job, as_of, window_start(as_of, window, started), settings, resolved=notice.resolved
+            )
             whole = judge(kind, over, settings, gpu_threshold=threshold)
             if whole.confirmed:
                 case, finding = case._replace(over_needed=over), whole
-        if finding.confirmed:  # every other signal agrees (a stop or a wait follows): is the job writing?
-            case, finding = self._writing(case, finding)
+        case, finding, recovered = self._last_checks(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
-        waiting, finding = self._triggered(case, finding, pinned, rhythm) if span < window else (None, finding)
+        triggered = span < window and not recovered  # a sign of life since the state change: a veto, never a wait
+        waiting, finding = self._triggered(case, finding, pinned, rhythm) if triggered else (None, finding)
         if waiting is not None:
             return waiting
         if finding.confirmed:
@@ -241,6 +286,42 @@ class StallJudge:
             reset_reason=RESET_REASON,
         )
 
+    def _last_checks(self, case: _Case, finding: Finding) -> tuple[_Case, Finding, bool]:
+        """When every other signal agrees (a stop or a wait follows): what the job did since its alarm's state
+        change (a late notification, ``_recovered``), then whether it is writing (``_writing``); the case, the
+        finding, and whether the job recovered since the state change."""
+        if not finding.confirmed:
+            return case, finding, False
+        recovered = self._recovered(case, finding)
+        if recovered is not None:
+            return case, recovered, True
+        case, finding = self._writing(case, finding)
+        return case, finding, False
+
+    def _recovered(self, case: _Case, finding: Finding) -> Finding | None:
+        """A notification handled late (a retried delivery, an SQS backlog): the job is judged as of its alarm's
+        state change (``finding``), and what it did since, up to now, is read once more: a sign of life there (a
+        training metric, a log line, GPUs back at the threshold, busy CPUs, GPUs working) is the finding that
+        vetoes, with the code of that sign: the job recovered. Minutes since that SageMaker has not published yet
+        (its instance metrics arrive late) are no sign either way: read only for a veto, never as idle. None when
+        the notification is timely or nothing since shows life."""
+        notice = case.notice
+        as_of, now = notice.as_of, notice.now
+        if now - as_of < LATE_AFTER:
+            return None
+        since = self.gather(notice.job, now, as_of, case.settings, resolved=notice.resolved)
+        after = judge(case.kind, since, case.settings, gpu_threshold=case.threshold)
+        if after.confirmed or after.code is JudgeCode.INSUFFICIENT:
+            return None  # quiet since, or too little published yet to say: the judgement as of then stands
+        late = math.floor((now - as_of).total_seconds() / 60)
+        return after.model_copy(
+            update={
+                "reason": f"since the alarm's state change at {as_of.isoformat()} (this notification is handled "
+                f"{late} minutes later), the job shows a sign of life: {after.reason}",
+                "evidence": {**finding.evidence, "since_state_change": after.evidence},
+            }
+        )
+
     def _triggered(
         self, case: _Case, finding: Finding, pinned: bool, rhythm: LogRhythm | str | None
     ) -> tuple[GuardVerdict | None, Finding]:
@@ -260,7 +341,7 @@ class StallJudge:
         stopped), or the span's own when it shows a sign of life (a veto: the span and the longer window are
         judged on different means, and the longer window's agreement is no stop while it is too short)."""
         needed, span, notice = case.needed, case.span, case.notice
-        if finding.confirmed and notice.now - case.evidence.start >= needed:
+        if finding.confirmed and notice.as_of - case.evidence.start >= needed:
             return None, finding  # stuck for what a stop needs (the window; a hang: its silence limit)
         over_span = finding
         if case.kind is StallKind.HANG and case.over_span is not case.evidence:
@@ -302,13 +383,37 @@ class StallJudge:
         ), finding
 
     def rhythm(self, job: Any, now: datetime, started: datetime | None, settings: JudgePolicy) -> LogRhythm | str:
-        """The job's log rhythm since it (re)entered Training, at most ``max_rejudge_minutes`` back; why not
-        when the read failed."""
-        since = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
+        """The job's log rhythm over its stint in ``Training`` (since it last entered it) up to ``now``; why not
+        when a read failed. The stint is read from its start with the adapter's page cap; a read cut short (a
+        long or chatty stint) is joined with a read of the last ``max_rejudge_minutes`` (``StintRhythm``), and
+        when that one is cut short too the rhythm is unknown (the guard's window), as it was. Unknown start:
+        the last ``max_rejudge_minutes``. The gap before the first line read counts from the start of those
+        minutes only (``_leading_from``)."""
+        recent_from = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
+        stint_from = started if started is not None else recent_from
         try:
-            return self._logs.rhythm(job.name, since, now)
+            stint = self._leading_from(self._logs.rhythm(job.name, stint_from, now), recent_from)
+            if stint.complete or stint_from >= recent_from:
+                return stint
+            recent = self._logs.rhythm(job.name, recent_from, now)
         except AdapterError as exc:
             return str(exc)
+        return StintRhythm.joined(stint, recent) if recent.complete else recent
+
+    @staticmethod
+    def _leading_from(rhythm: LogRhythm, edge: datetime) -> LogRhythm:
+        """``rhythm`` with the gap before its first line counted from ``edge`` on (none when that line came
+        before it): the gaps between the lines read are the job's, but the stretch from an entry into
+        ``Training`` more than ``max_rejudge_minutes`` back to the first line read may be lines CloudWatch Logs'
+        retention has deleted since, and a silent start-up does not recur; counted from ``edge``, it is the
+        gap a read of those minutes alone gave."""
+        if rhythm.start >= edge:
+            return rhythm
+        times = rhythm.times
+        gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
+        if times and times[0] > edge:
+            gaps.append((times[0] - edge).total_seconds())
+        return rhythm.model_copy(update={"longest_gap_seconds": max(gaps, default=0.0)})
 
     @staticmethod
     def declares(job: Any, guard: Guard[Any], policy: Any) -> bool:
@@ -325,6 +430,7 @@ class StallJudge:
         *,
         at_least: float = 0,
         unknown: timedelta,
+        resolved: Mapping[str, InstanceFacts] | None = None,
     ) -> tuple[Evidence, LogRhythm | str, timedelta]:
         """A hang is judged over the silence the job's own log rhythm makes unusual: the evidence again over
         that window when the rhythm is known (the pinned claim stays the alarm's window's), over ``unknown``
@@ -336,13 +442,13 @@ class StallJudge:
         needed = max(timedelta(minutes=silence) if silence is not None else unknown, timedelta(minutes=at_least))
         start = window_start(now, needed, started)
         if start != evidence.start:
-            # a complete read's lines are read already: the metrics again over the limit
-            logs = (
-                rhythm.activity(start, evidence.logs.streams)
-                if silence is not None and isinstance(rhythm, LogRhythm) and evidence.logs is not None
-                else None
-            )
-            evidence = self.gather(job, now, start, settings, logs=logs)
+            # a complete read's lines are read already (a joined one's from its unread stretch's end): the metrics
+            # again over the limit
+            logs = None
+            held = not isinstance(rhythm, StintRhythm) or rhythm.covers(start)
+            if isinstance(rhythm, LogRhythm) and silence is not None and evidence.logs is not None and held:
+                logs = rhythm.activity(start, evidence.logs.streams)
+            evidence = self.gather(job, now, start, settings, logs=logs, resolved=resolved)
         return evidence, rhythm, needed
 
     def _writing(self, case: _Case, finding: Finding) -> tuple[_Case, Finding]:
@@ -353,7 +459,8 @@ class StallJudge:
         signals already gave."""
         job, now = case.notice.job, case.notice.now
         evidence = case.evidence
-        since = max(evidence.start, now - case.needed)
+        # from what a stop needs before the alarm's state change up to now: a write since is a sign of life too
+        since = max(evidence.start, case.notice.as_of - case.needed)
         hosts = host_names(job.name, job.total_instance_count)
         queries = [MetricRead(f"d{i}", DISK, (("Host", host),), "Average") for i, host in enumerate(hosts)]
         read = self._metrics.read(queries, since, now)
@@ -489,10 +596,20 @@ class StallJudge:
         return quiet_minutes(now, since, active)
 
     def gather(
-        self, job: Any, now: datetime, start: datetime, settings: JudgePolicy, *, logs: LogEvidence | None = None
+        self,
+        job: Any,
+        now: datetime,
+        start: datetime,
+        settings: JudgePolicy,
+        *,
+        logs: LogEvidence | None = None,
+        resolved: Mapping[str, InstanceFacts] | None = None,
     ) -> Evidence:
         """Read the job's evidence over ``[start, now)`` (the log activity too, unless ``logs`` gives it); a
-        failed read is recorded in ``missing``."""
+        failed read is recorded in ``missing``. ``resolved``: EC2's facts of the instance types our table does
+        not know (``Notice.resolved``), as the guard's alarms were planned with them. A host that published
+        ``GPUUtilization`` while the GPU count of one of the job's types is still unknown is missing evidence
+        (how busy its GPUs are per GPU cannot be told), never a host without GPUs."""
         hosts = host_names(job.name, job.total_instance_count)
         defined = [d.name for d in job.algorithm.metric_definitions]
         metrics = progress_metrics(defined, settings.progress_metric_names, normalize_metric_name)
@@ -512,9 +629,11 @@ class StallJudge:
         # Hosts are assigned to instance groups at random: scale by the smallest vCPU count (a host with more
         # vCPUs then looks busier than it is, never idler); unknown if any group's is unknown.
         smallest = min(known) if known and len(known) == len(sizes) else None
-        counts_of_gpus = [
-            f.gpus for g in job.instance_groups if (f := instance_facts(g.instance_type)).publishes_gpu_utilization
+        facts = [
+            ((resolved or {}).get(g.instance_type) or instance_facts(g.instance_type), g)
+            for g in job.instance_groups
         ]
+        counts_of_gpus = [f.gpus for f, _ in facts if f.publishes_gpu_utilization]
         gpus = (min(counts_of_gpus), max(counts_of_gpus)) if counts_of_gpus else None
         host_evidence = tuple(
             HostEvidence(
@@ -525,6 +644,14 @@ class StallJudge:
             )
             for i, host in enumerate(hosts)
         )
+        unknown = sorted({f.instance_type for f, _ in facts if f.accelerator is Accelerator.UNKNOWN})
+        publishing = [h.host for h in host_evidence if h.values(GPU)]
+        if unknown and publishing:
+            missing.append(
+                f"GPUUtilization of {', '.join(publishing[:5])}{' ...' if len(publishing) > 5 else ''} while the GPU "
+                f"count of {', '.join(unknown)} is unknown (neither our table nor EC2 gave it): how busy its GPUs "
+                "are per GPU cannot be told"
+            )
         counts: dict[str, int | None] = {}
         for i, name in enumerate(metrics):
             values = result.values.get(f"t{i}")
@@ -534,11 +661,7 @@ class StallJudge:
                 logs = self._logs.activity(job.name, start, now)
             except AdapterError as exc:
                 missing.append(str(exc))
-        gpu_hosts = sum(
-            g.instance_count
-            for g in job.instance_groups
-            if instance_facts(g.instance_type).publishes_gpu_utilization
-        )
+        gpu_hosts = sum(g.instance_count for f, g in facts if f.publishes_gpu_utilization)
         return Evidence(
             start=start,
             end=now,
