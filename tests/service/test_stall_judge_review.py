@@ -793,6 +793,25 @@ def test_a_mixed_clusters_large_host_at_half_load_is_not_read_as_pinned() -> Non
     assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
 
 
+def test_a_mixed_cluster_whose_every_host_spins_is_stopped_as_hung() -> None:
+    # Given two ml.g5.48xlarge (8 GPUs) and four ml.g5.xlarge (1 GPU) in a collective that never completes:
+    # the large hosts report 790, the small ones 99; no training metric, and the log silent for 40 minutes
+    started = NOW - timedelta(hours=3)
+    groups = [
+        {"InstanceGroupName": "learner", "InstanceType": "ml.g5.48xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "actor", "InstanceType": "ml.g5.xlarge", "InstanceCount": 4},
+    ]
+    j = training(started, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 50})
+    load = {("GPUUtilization", f"job-1/algo-{n}"): 790.0 if n <= 2 else 99.0 for n in range(1, 7)}
+    load |= {("CPUUtilization", f"job-1/algo-{n}"): 100.0 for n in range(1, 7)}
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=40)))
+    # When the idle alarm's pinned trigger fires on it
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(load), logs, j=j, alarm_minutes=20)
+    # Then the job's groups say which hosts have one GPU once the two 8-GPU hosts have shown themselves: every
+    # host is pinned, and the hang is stopped (before, a host at 99 might have been eight GPUs at 12%: a veto)
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+
+
 class Hiccup(Metrics):
     """Pinned GPUs (99% on the one GPU) and busy CPUs, but 0% in the single minute ``at``: a 20-minute mean
     of 94% (working: a sign of life) within a 40-minute mean of 96.6% (pinned)."""

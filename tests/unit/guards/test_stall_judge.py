@@ -306,6 +306,32 @@ def test_a_mixed_clusters_host_is_pinned_or_idle_only_under_every_gpu_count_it_m
     assert gpus_idle(evidence(mixed(1, 0.0), mixed(2, 2.0)), POLICY)
 
 
+def test_the_jobs_gpu_groups_tell_which_hosts_are_small_once_the_large_ones_have_shown_themselves() -> None:
+    # Given a silent job on two 8-GPU hosts and four 1-GPU hosts (which host is which, SageMaker does not say)
+    groups = ((8, 2), (1, 4))
+
+    def mixed(n: int, reported: float) -> HostEvidence:
+        return host(n, gpu=reported, cpu=200.0).model_copy(update={"gpus": (1, 8), "vcpus": 4})
+
+    spinning = [mixed(1, 790.0), mixed(2, 790.0), *(mixed(n, 99.0) for n in range(3, 7))]
+    # When every host spins in a collective: the two 8-GPU hosts show 790 (only 8 GPUs can), the others 99
+    hang = judge(StallKind.HANG, evidence(*spinning, gpu_groups=groups), POLICY, gpu_threshold=None)
+    # Then the two groups' room for 8-GPU hosts is taken, the other four have 1 GPU each and are pinned: confirmed
+    assert hang.confirmed
+    # Without the groups each host at 99 may be eight GPUs at 12%: working, a veto (no stop on a guess)
+    unsized = judge(StallKind.HANG, evidence(*spinning), POLICY, gpu_threshold=None)
+    assert not unsized.confirmed and unsized.code is JudgeCode.GPU_WORKING
+    # Healthy load stays a veto: the 8-GPU hosts at 50% per GPU work, whatever the 1-GPU hosts show
+    healthy = [mixed(1, 400.0), mixed(2, 400.0), *(mixed(n, 99.0) for n in range(3, 7))]
+    found = judge(StallKind.HANG, evidence(*healthy, gpu_groups=groups), POLICY, gpu_threshold=None)
+    assert not found.confirmed and found.code is JudgeCode.GPU_WORKING
+    # And groups that what was read contradicts (three hosts above 100 where the groups hold two 8-GPU hosts)
+    # narrow nothing: the hosts at 99 stay ambiguous, a veto
+    odd = [mixed(1, 790.0), mixed(2, 790.0), mixed(3, 790.0), *(mixed(n, 99.0) for n in range(4, 7))]
+    contradicted = judge(StallKind.HANG, evidence(*odd, gpu_groups=groups), POLICY, gpu_threshold=None)
+    assert not contradicted.confirmed and contradicted.code is JudgeCode.GPU_WORKING
+
+
 def test_the_working_range_must_be_a_range() -> None:
     with pytest.raises(ValueError, match="gpu_working_percent"):
         JudgePolicy(gpu_working_percent=(95, 5))

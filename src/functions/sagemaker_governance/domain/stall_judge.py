@@ -369,6 +369,12 @@ class Evidence(BaseModel):
     end: datetime
     hosts: tuple[HostEvidence, ...]
     gpu_hosts: int = Field(description="How many of the hosts have GPUs (publish GPUUtilization).")
+    gpu_groups: tuple[tuple[int, int], ...] = Field(
+        default=(),
+        description="The job's GPU hosts by GPU count: (GPUs per host, hosts) per count, from its instance "
+        "groups (empty: not known). SageMaker does not say which host belongs to which group; the counts "
+        "narrow what each host may have (``cluster_gpu_counts``).",
+    )
     metrics: dict[str, int | None] = Field(default_factory=dict, description="Training metric -> datapoints.")
     logs: LogEvidence | None = None
     # The checkpoint location, listed only when every other signal agrees (None: not listed, or no location)
@@ -612,10 +618,11 @@ def _hang_veto(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any])
     idle), or GPUs idle on every GPU host while CPUs were busy (a CPU phase: tokenization, an evaluation
     or rollouts on CPU, a download; the idle judgement vetoes it the same way)."""
     low, high = policy.gpu_working_percent
+    counts = cluster_gpu_counts(evidence)
     working = {
         h.host: load.level
         for h in evidence.hosts
-        if (load := _gpu_load(h, policy)) and load.state is GpuState.WORKING
+        if (load := _gpu_load(h, policy, counts[h.host])) and load.state is GpuState.WORKING
     }
     if working:
         named = ", ".join(f"{host} ({level})" for host, level in working.items())
@@ -643,14 +650,20 @@ def _cpus_decide_hang(evidence: Evidence, policy: JudgePolicy) -> bool:
     whatever GPU count the host may have) on every host whose GPUs were read and counted, and there was at
     least one such host. A job without GPUs (or of unknown GPU count) has no idle GPUs to tell a CPU phase
     by: its CPUs decide nothing."""
-    loads = [load for h in evidence.hosts if (load := _gpu_load(h, policy)) is not None]
+    counts = cluster_gpu_counts(evidence)
+    loads = [load for h in evidence.hosts if (load := _gpu_load(h, policy, counts[h.host])) is not None]
     return bool(loads) and all(load.state is GpuState.IDLE for load in loads)
 
 
 def gpus_idle(evidence: Evidence, policy: JudgePolicy) -> bool:
     """Whether every host's GPUs averaged below ``gpu_working_percent``'s low bound per GPU over the window
     whatever GPU count the host may have (or no GPU series at all): no GPU is pinned, so no collective spins."""
-    return all(load.state is GpuState.IDLE for h in evidence.hosts if (load := _gpu_load(h, policy)) is not None)
+    counts = cluster_gpu_counts(evidence)
+    return all(
+        load.state is GpuState.IDLE
+        for h in evidence.hosts
+        if (load := _gpu_load(h, policy, counts[h.host])) is not None
+    )
 
 
 def _cpu_phase(evidence: Evidence, policy: JudgePolicy, summary: dict[str, Any], reason: str) -> Finding | None:
@@ -689,12 +702,47 @@ def gpu_counts(host: HostEvidence) -> tuple[int, int] | None:
     return fewest, most
 
 
-def _gpu_load(host: HostEvidence, policy: JudgePolicy) -> GpuLoad | None:
+def cluster_gpu_counts(evidence: Evidence) -> dict[str, tuple[int, int] | None]:
+    """Each host's fewest and most GPUs (``gpu_counts``), narrowed further by the job's GPU groups: a count
+    no group has is ruled out (a host shown to have more than one GPU, in a cluster of 1- and 8-GPU hosts,
+    has 8), and once as many hosts have shown at least ``c`` GPUs as the groups of ``c`` or more hold, every
+    other host has fewer (two 8-GPU hosts reporting 800 beside four hosts at 100: those four have 1 GPU, so
+    they are pinned, not 8 GPUs at 12.5%). Without the groups, each host as ``gpu_counts`` says."""
+    own = {h.host: gpu_counts(h) for h in evidence.hosts}
+    sizes = sorted({gpus for gpus, hosts in evidence.gpu_groups if gpus > 0 and hosts > 0})
+    if not sizes:
+        return own
+
+    def snapped(fewest: int, most: int) -> tuple[int, int] | None:
+        inside = [c for c in sizes if fewest <= c <= most]
+        return (inside[0], inside[-1]) if inside else None
+
+    counts = {h: snapped(*r) if r is not None else None for h, r in own.items()}
+    if any(r is None for h, r in counts.items() if own[h] is not None):
+        return own  # a host outside every group's count: the groups are not what was read, narrow nothing
+    changed = True
+    while changed:
+        changed = False
+        for i, size in enumerate(sizes[1:], start=1):
+            room = sum(hosts for gpus, hosts in evidence.gpu_groups if gpus >= size)
+            shown = sum(1 for r in counts.values() if r is not None and r[0] >= size)
+            if shown > room:
+                return own  # more hosts showed that many GPUs than the groups hold: trust neither
+            if shown < room:
+                continue
+            for host, r in counts.items():
+                if r is not None and r[0] < size <= r[1]:
+                    counts[host] = (r[0], sizes[i - 1])
+                    changed = True
+    return counts
+
+
+def _gpu_load(host: HostEvidence, policy: JudgePolicy, counts: tuple[int, int] | None) -> GpuLoad | None:
     """The host's GPUs over the window: idle or pinned only if so under every GPU count it may still have
-    (``gpu_counts``), else working. A host that is one or the other only under some count is ambiguous, and
-    an ambiguous host is never a hang's evidence: at 100 a host with 1 or 8 GPUs is pinned or at 12.5%."""
+    (``counts``: ``cluster_gpu_counts``), else working. A host that is one or the other only under some count
+    is ambiguous, and an ambiguous host is never a hang's evidence: at 100 a host with 1 or 8 GPUs is pinned
+    or at 12.5%."""
     values = host.values(GPU)
-    counts = gpu_counts(host)
     if not values or counts is None:
         return None
     fewest, most = counts

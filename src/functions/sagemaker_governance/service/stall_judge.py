@@ -662,11 +662,16 @@ class StallJudge:
             except AdapterError as exc:
                 missing.append(str(exc))
         gpu_hosts = sum(g.instance_count for f, g in facts if f.publishes_gpu_utilization)
+        by_count: dict[int, int] = {}
+        for f, g in facts:
+            if f.publishes_gpu_utilization:
+                by_count[f.gpus] = by_count.get(f.gpus, 0) + g.instance_count
         return Evidence(
             start=start,
             end=now,
             hosts=host_evidence,
             gpu_hosts=min(gpu_hosts, len(hosts)) if job.instance_groups else len(hosts),
+            gpu_groups=tuple(sorted(by_count.items())),
             metrics=counts,
             logs=logs,
             missing=tuple(missing),
