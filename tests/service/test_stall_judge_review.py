@@ -1000,6 +1000,40 @@ def test_minutes_not_yet_published_after_a_late_state_change_are_no_sign_either_
     assert verdict.decision.evidence["judge"]["window"]["end"] == (NOW - timedelta(minutes=10)).isoformat()
 
 
+class ThrottledSince(Lagging):
+    """``Lagging``, but a read that starts at ``fails_from`` (the alarm's state change) is throttled."""
+
+    def __init__(self, gpu: Any, fails_from: datetime) -> None:
+        super().__init__(gpu, NOW)
+        self.fails_from = fails_from
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        if start == self.fails_from:
+            self.calls.append((queries, start, end))
+            return MetricReadResult({q.id: None for q in queries}, ("GetMetricData failed (Throttling)",))
+        return super().read(queries, start, end, period)
+
+
+def test_a_late_notification_whose_read_since_its_state_change_fails_is_never_a_stop() -> None:
+    # Given a job idle for the whole 30-minute window up to its alarm's state change 10 minutes ago, whose GPUs
+    # came back 8 minutes ago (published), and whose notification is handled only now
+    changed, back = NOW - timedelta(minutes=10), NOW - timedelta(minutes=8)
+    gpu = lambda t: 90.0 if t >= back else 0.0  # noqa: E731
+    # When the read of the minutes since the state change is throttled (as the delivery that came late was)
+    verdict = handled_late(ThrottledSince(gpu, changed), Logs(), changed_at=changed, alarm_minutes=30)
+    # Then the job is not stopped on the judgement as of then: insufficient evidence, the failed read recorded,
+    # and no stop confirmed (before, an idle stop the stopper did not check against the alarm's state)
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.INSUFFICIENT
+    assert not verdict.confirmed
+    since = verdict.decision.evidence["judge"]["since_state_change"]
+    assert any("Throttling" in why for why in since["missing"])
+    # and the same minutes read fine are the sign of life they are
+    read = handled_late(Lagging(gpu, NOW), Logs(), changed_at=changed, alarm_minutes=30)
+    assert read.verdict is Verdict.VETOED and read.decision.code == JudgeCode.GPU_BUSY
+
+
 # ---- the job's log rhythm over its whole stint in Training -----------------------------------------------
 
 

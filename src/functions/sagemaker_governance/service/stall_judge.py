@@ -218,7 +218,7 @@ class StallJudge:
         case, finding, recovered = self._last_checks(case, finding)
         case.recorded.update(verdict.decision.evidence)
         case.recorded["judge"] = self._judged(finding.evidence, pinned, rhythm, settings)
-        triggered = span < window and not recovered  # a sign of life since the state change: a veto, never a wait
+        triggered = span < window and not recovered  # a sign of life (or a failed read) since: a veto, no wait
         waiting, finding = self._triggered(case, finding, pinned, rhythm) if triggered else (None, finding)
         if waiting is not None:
             return waiting
@@ -289,7 +289,8 @@ class StallJudge:
     def _last_checks(self, case: _Case, finding: Finding) -> tuple[_Case, Finding, bool]:
         """When every other signal agrees (a stop or a wait follows): what the job did since its alarm's state
         change (a late notification, ``_recovered``), then whether it is writing (``_writing``); the case, the
-        finding, and whether the job recovered since the state change."""
+        finding, and whether what the job did since the state change vetoes (a sign of life, or a failed read
+        of those minutes)."""
         if not finding.confirmed:
             return case, finding, False
         recovered = self._recovered(case, finding)
@@ -303,22 +304,41 @@ class StallJudge:
         state change (``finding``), and what it did since, up to now, is read once more: a sign of life there (a
         training metric, a log line, GPUs back at the threshold, busy CPUs, GPUs working) is the finding that
         vetoes, with the code of that sign: the job recovered. Minutes since that SageMaker has not published yet
-        (its instance metrics arrive late) are no sign either way: read only for a veto, never as idle. None when
-        the notification is timely or nothing since shows life."""
+        (its instance metrics arrive late) are no sign either way: read only for a veto, never as idle. A read of
+        those minutes that failed (the throttling that often made the delivery late) is missing data: no stop on
+        the judgement as of then alone (``judge.skip.insufficient-evidence``, naming the read): the stopper does not
+        ask the alarm's state again about a confirmed stop, so a stop confirmed here must rest on a read of the
+        job up to now. None when the notification is timely or nothing since shows life."""
         notice = case.notice
         as_of, now = notice.as_of, notice.now
         if now - as_of < LATE_AFTER:
             return None
         since = self.gather(notice.job, now, as_of, case.settings, resolved=notice.resolved)
         after = judge(case.kind, since, case.settings, gpu_threshold=case.threshold)
-        if after.confirmed or after.code is JudgeCode.INSUFFICIENT:
-            return None  # quiet since, or too little published yet to say: the judgement as of then stands
         late = math.floor((now - as_of).total_seconds() / 60)
+        recorded = {**finding.evidence, "since_state_change": after.evidence}
+        if after.confirmed:
+            return None  # quiet since: the judgement as of then stands
+        if after.code is JudgeCode.INSUFFICIENT:
+            failed = list(since.missing)
+            if since.logs is not None and since.logs.truncated and since.logs.line_at is None:
+                failed.append("the log search ended before it covered the minutes since the state change")
+            if not failed:
+                return None  # too little published yet to say: the judgement as of then stands
+            return after.model_copy(
+                update={
+                    "reason": f"insufficient evidence to confirm the stall (never a stop): this notification is "
+                    f"handled {late} minutes after its alarm's state change at {as_of.isoformat()}, and what the "
+                    f"job did since could not be read ({'; '.join(failed)}); the judgement as of the state change "
+                    "alone does not stop a job that may have recovered since",
+                    "evidence": recorded,
+                }
+            )
         return after.model_copy(
             update={
                 "reason": f"since the alarm's state change at {as_of.isoformat()} (this notification is handled "
                 f"{late} minutes later), the job shows a sign of life: {after.reason}",
-                "evidence": {**finding.evidence, "since_state_change": after.evidence},
+                "evidence": recorded,
             }
         )
 
