@@ -1034,6 +1034,94 @@ def test_a_late_notification_whose_read_since_its_state_change_fails_is_never_a_
     assert read.verdict is Verdict.VETOED and read.decision.code == JudgeCode.GPU_BUSY
 
 
+class Cluster(Metrics):
+    """GetMetricData for a cluster: ``level(metric, host, t)`` a minute (None: no datapoint), each host's published
+    up to ``published(host)``."""
+
+    def __init__(self, level: Any, published: Any = lambda host: NOW) -> None:
+        super().__init__({})
+        self.level, self.published = level, published
+
+    def read(
+        self, queries: Sequence[MetricRead], start: datetime, end: datetime, period: int = 60
+    ) -> MetricReadResult:
+        self.calls.append((queries, start, end))
+        minutes = [start + timedelta(minutes=m) for m in range(int((end - start).total_seconds() // 60))]
+        out: dict[str, tuple[float, ...] | None] = {}
+        times: dict[str, tuple[datetime, ...]] = {}
+        for q in queries:
+            host = q.dimensions[0][1]
+            seen = [(t, self.level(q.metric, host, t)) for t in minutes if t < self.published(host)]
+            read = [(t, v) for t, v in seen if v is not None]
+            out[q.id], times[q.id] = tuple(v for _, v in read), tuple(t for t, _ in read)
+        return MetricReadResult(out, (), times)
+
+
+MIXED_GROUPS = [
+    {"InstanceGroupName": "learner", "InstanceType": "ml.g5.48xlarge", "InstanceCount": 2},
+    {"InstanceGroupName": "actor", "InstanceType": "ml.g5.xlarge", "InstanceCount": 4},
+]
+
+
+def spinning_cluster(metric: str, host: str, t: datetime) -> float | None:
+    """Two 8-GPU hosts at 790 and four 1-GPU hosts at 99: a collective spinning everywhere; CPUs busy."""
+    if metric == "GPUUtilization":
+        return 790.0 if host in ("job-1/algo-1", "job-1/algo-2") else 99.0
+    return 100.0 if metric == "CPUUtilization" else None
+
+
+def late_on_the_cluster(guard: Any, role: str, metrics: Metrics, *, changed_at: datetime, minutes: int) -> Any:
+    """``guard``'s alarm of a silent job on MIXED_GROUPS (a line every 5 minutes until 45 minutes ago), its state
+    change at ``changed_at`` handled at NOW."""
+    started = NOW - timedelta(hours=3)
+    spec = progress_job().algorithm.model_dump(by_alias=True) if guard is PROGRESS else None
+    j = training(
+        started,
+        ResourceConfig={"InstanceGroups": MIXED_GROUPS, "VolumeSizeInGB": 50},
+        **({"AlgorithmSpecification": spec} if spec else {}),
+    )
+    logs = Logs(lines=every(5, start=started, until=NOW - timedelta(minutes=45)))
+    policy = judging(Mode.ENFORCE)
+    notice = Notice(
+        job=j, mode=Mode.ENFORCE, now=NOW, naming=NAMING, alarm_changed_at=changed_at,
+        evidence={"threshold": 1.0, "evaluation_periods": minutes, "period_seconds": 60},
+    )  # fmt: skip
+    verdict = guard.judge(role, notice, guard.config(policy))
+    assert verdict.stops
+    return StallJudge(metrics, logs).review(guard, role, notice, verdict, policy)
+
+
+def test_a_late_notification_keeps_the_gpu_counts_its_window_showed_when_a_host_has_not_published_since() -> None:
+    # Given a mixed cluster spinning everywhere, log silent, whose alarms changed state 3 minutes ago; one 8-GPU
+    # host (algo-2) has published no minute since, the others have
+    changed = NOW - timedelta(minutes=3)
+    lagging = Cluster(spinning_cluster, published=lambda host: changed if host == "job-1/algo-2" else NOW)
+    # When the idle alarm's pinned trigger and the progress guard's stall alarm are handled now
+    pinned = late_on_the_cluster(IDLE, IdleRole.NOTIFYING, lagging, changed_at=changed, minutes=20)
+    stalled = late_on_the_cluster(PROGRESS, ProgressRole.STALL, lagging, changed_at=changed, minutes=30)
+    # Then the 1-GPU hosts the window showed to be pinned stay pinned in the minutes since (before, with one
+    # 8-GPU host unseen there, they were again 1 GPU at 99 or 8 at 12%: "GPUs working", a veto of the hang)
+    assert pinned.verdict is Verdict.STOP and pinned.decision.code == IdleCode.HUNG
+    assert stalled.verdict is Verdict.STOP and stalled.decision.code == ProgressCode.STOP
+
+
+def test_a_level_since_the_state_change_that_contradicts_the_windows_gpu_counts_narrows_nothing() -> None:
+    # Given the same cluster and late notification, but a host the window showed to have 1 GPU (algo-3) reports
+    # 400 since the state change: more than one GPU can give
+    changed = NOW - timedelta(minutes=3)
+
+    def level(metric: str, host: str, t: datetime) -> float | None:
+        if metric == "GPUUtilization" and host == "job-1/algo-3" and t >= changed:
+            return 400.0
+        return spinning_cluster(metric, host, t)
+
+    # When the idle alarm's pinned trigger is handled now
+    verdict = late_on_the_cluster(IDLE, IdleRole.NOTIFYING, Cluster(level), changed_at=changed, minutes=20)
+    # Then the window's counts are not imposed on what was read since (400 on one GPU would read as pinned):
+    # the host may have 8 GPUs at 50%, working, and the job is not stopped
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.GPU_WORKING
+
+
 # ---- the job's log rhythm over its whole stint in Training -----------------------------------------------
 
 

@@ -58,6 +58,7 @@ from sagemaker_governance.domain.stall_judge import (
     MetricRead,
     MetricReadResult,
     StallKind,
+    cluster_gpu_counts,
     gpus_idle,
     host_names,
     judge,
@@ -308,12 +309,15 @@ class StallJudge:
         those minutes that failed (the throttling that often made the delivery late) is missing data: no stop on
         the judgement as of then alone (``judge.skip.insufficient-evidence``, naming the read): the stopper does not
         ask the alarm's state again about a confirmed stop, so a stop confirmed here must rest on a read of the
-        job up to now. None when the notification is timely or nothing since shows life."""
+        job up to now. Each host keeps the GPU counts the judged window narrowed it to (``_narrowed``). None when
+        the notification is timely or nothing since shows life."""
         notice = case.notice
         as_of, now = notice.as_of, notice.now
         if now - as_of < LATE_AFTER:
             return None
-        since = self.gather(notice.job, now, as_of, case.settings, resolved=notice.resolved)
+        since = self._narrowed(
+            self.gather(notice.job, now, as_of, case.settings, resolved=notice.resolved), case.evidence
+        )
         after = judge(case.kind, since, case.settings, gpu_threshold=case.threshold)
         late = math.floor((now - as_of).total_seconds() / 60)
         recorded = {**finding.evidence, "since_state_change": after.evidence}
@@ -341,6 +345,26 @@ class StallJudge:
                 "evidence": recorded,
             }
         )
+
+    @staticmethod
+    def _narrowed(since: Evidence, judged: Evidence) -> Evidence:
+        """``since`` with each host's possible GPU counts those ``judged`` (the window judged, up to the state
+        change) narrowed it to (``cluster_gpu_counts``): a host's GPU count does not change, so a host whose
+        count that window resolved is not ambiguous again because a short read since has too few hosts
+        publishing to narrow it. A host that window left ambiguous stays so, and is working (a sign of life) if
+        its level since is idle or pinned only under some of its counts: a hang's window would have vetoed it
+        then unless it was idle or pinned under every count, so such a level is a change, and no stop rests on
+        it. A value since above 100 x a host's narrowed count contradicts the narrowing: nothing narrowed."""
+        counts = cluster_gpu_counts(judged)
+        narrowed = {h: c for h, c in counts.items() if c is not None}
+        for host in since.hosts:
+            held = narrowed.get(host.host)
+            if held is not None and any(v > 100 * held[1] + 1e-9 for v in host.values(GPU) or ()):
+                return since
+        hosts = tuple(
+            h.model_copy(update={"gpus": narrowed[h.host]}) if h.host in narrowed else h for h in since.hosts
+        )
+        return since.model_copy(update={"hosts": hosts})
 
     def _triggered(
         self, case: _Case, finding: Finding, pinned: bool, rhythm: LogRhythm | str | None
