@@ -1075,6 +1075,23 @@ def test_the_quiet_before_the_first_line_of_a_long_stint_counts_only_from_240_mi
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
 
 
+def test_a_silent_start_up_early_in_a_long_stint_does_not_set_the_limit_of_its_later_hangs() -> None:
+    # Given a pinned job 8 hours in Training that printed one banner line, prepared its data for 60 silent
+    # minutes, then logged a line a minute until it hung 25 minutes ago
+    started = NOW - timedelta(hours=8)
+    lines = [
+        started + timedelta(minutes=1),
+        *every(1, start=started + timedelta(minutes=61), until=NOW - timedelta(minutes=25)),
+    ]
+    logs = Logs(lines=lines)
+    # When its pinned trigger is judged
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the start-up's silence is no gap of its rhythm (a line a minute: a 20-minute limit), and the hang is
+    # stopped at 25 silent minutes, not made to wait for 180
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 20
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+
+
 def test_a_job_silent_within_its_recent_limit_is_not_read_further_back() -> None:
     # Given a pinned job 8 hours in Training that logs every 5 minutes, went 40 minutes without a line 5 hours
     # ago, and has now been silent for 12 minutes (its pinned trigger fired on a 10-minute alarm)

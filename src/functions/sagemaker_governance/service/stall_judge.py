@@ -139,15 +139,19 @@ class StintRhythm(LogRhythm):
         }
 
 
-def stint_rhythm(older: LogRhythm, recent: LogRhythm) -> LogRhythm:
+def stint_rhythm(older: LogRhythm, recent: LogRhythm, start_up: timedelta) -> LogRhythm:
     """The rhythm of a whole stint: ``recent`` (its last ``max_rejudge_minutes``, read whole; its gaps count as
-    they did when only those minutes were read) joined with ``older`` (the stint before them, read from its
-    entry into ``Training`` and perhaps cut short). Of the older part, the gaps between its lines count, the gap
-    across to the recent read's first line included when ``older`` is whole; the stretch before its first line
-    does not: it may be lines CloudWatch Logs' retention has deleted since, and a silent start-up does not
-    recur. Never a shorter longest gap than ``recent``'s alone."""
+    they did when only those minutes were read, a start-up's too while it is that recent) joined with ``older``
+    (the stint before them, read from its entry into ``Training`` and perhaps cut short). Of the older part,
+    the gaps between its lines that begin ``start_up`` (``min_silence_minutes``) or more after its first line
+    count, the gap across to the recent read's first line included when ``older`` is whole: the quiet before
+    and just after the job's first lines (a banner, then a silent data preparation) is its start-up, which does
+    not recur, and the stretch before the first line read may be lines CloudWatch Logs' retention has deleted
+    since. A silent phase later in the stint (an evaluation) counts however long ago it was. Never a shorter
+    longest gap than ``recent``'s alone."""
     lines = (*older.times, *recent.times[:1]) if older.complete else older.times
-    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(lines)]
+    counted_from = lines[0] + start_up if lines else older.end
+    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(lines) if earlier >= counted_from]
     times = older.times + recent.times
     joined = {
         "start": older.start,
@@ -410,7 +414,7 @@ class StallJudge:
             older = self._logs.rhythm(job.name, started, recent_from)
         except AdapterError as exc:
             return str(exc)
-        return stint_rhythm(older, recent)
+        return stint_rhythm(older, recent, timedelta(minutes=settings.min_silence_minutes))
 
     @staticmethod
     def declares(job: Any, guard: Guard[Any], policy: Any) -> bool:
