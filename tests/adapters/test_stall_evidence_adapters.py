@@ -13,7 +13,8 @@ from moto.logs.responses import LogsResponse
 
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.training_logs import LOG_GROUP, RHYTHM_PAGES, LogsUnavailable, TrainingLogs
-from sagemaker_governance.domain.stall_judge import MetricRead
+from sagemaker_governance.domain.stall_judge import JudgePolicy, LogRhythm, MetricRead
+from sagemaker_governance.service.stall_judge import StallJudge
 from smgov.simulation.engine.moto_logs import honoring_prefix
 from tests.adapters.conftest import CallRecorder
 
@@ -122,6 +123,53 @@ def test_a_rhythm_read_past_its_page_budget_is_incomplete_and_a_failed_one_raise
         assert not cut.complete and cut.lines == RHYTHM_PAGES
         with pytest.raises(LogsUnavailable, match="ThrottlingException"):
             TrainingLogs(client).rhythm("job-1", NOW - timedelta(minutes=30), NOW)
+
+
+class ChattyLog:
+    """FilterLogEvents over a job that logs 100 lines a minute (a line every 600 ms), none in ``quiet``
+    (``[from, to)`` in ms): up to 10,000 events a page, a token while more; ``calls`` counts the requests."""
+
+    def __init__(self, quiet: list[tuple[int, int]]) -> None:
+        self.quiet = quiet
+        self.calls: list[dict[str, Any]] = []
+
+    def filter_log_events(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(request)
+        at = int(request.get("nextToken") or request["startTime"])
+        at = -(-at // 600) * 600  # onto the job's 600 ms grid
+        events: list[dict[str, Any]] = []
+        while at <= request["endTime"] and len(events) < 10_000:
+            if not any(begin <= at < end for begin, end in self.quiet):
+                events.append({"logStreamName": "job-1/algo-1-1", "timestamp": at, "message": "step"})
+            at += 600
+        return {"events": events, **({"nextToken": str(at)} if at <= request["endTime"] else {})}
+
+
+class Job:
+    name = "job-1"
+
+
+def test_a_chatty_jobs_rhythm_reads_its_older_log_only_once_its_silence_reaches_the_recent_limit() -> None:
+    # Given a job 3 days in Training that logs 100 lines a minute and went 40 minutes without a line in its
+    # fifth hour
+    started = NOW - timedelta(days=3)
+    phase = (_millis(started + timedelta(hours=5)) + 1, _millis(started + timedelta(hours=5, minutes=40)))
+    judge = StallJudge(CloudWatchMetricData(mock.Mock()), TrainingLogs(healthy := ChattyLog([phase])))
+    # When its rhythm is read (a pinned trigger judged) while it logs
+    rhythm = judge.rhythm(Job(), NOW, started, JudgePolicy())
+    # Then its last 240 minutes are read, in the 3 pages they were before the whole stint was read, and give
+    # 20 minutes: the older gaps could only lengthen a limit not reached
+    assert isinstance(rhythm, LogRhythm) and rhythm.silence_minutes(JudgePolicy()) == 20
+    assert len(healthy.calls) == 3
+    assert {c["startTime"] for c in healthy.calls} == {_millis(NOW - timedelta(minutes=240))}
+    # and once the job has been silent for 25 minutes, past those 20, the stint's older part is read from its
+    # entry into Training (cut short at the page cap) and its 40-minute phase sets the limit: 120
+    hung = ChattyLog([phase, (_millis(NOW - timedelta(minutes=25)), _millis(NOW) + 1)])
+    rhythm = StallJudge(CloudWatchMetricData(mock.Mock()), TrainingLogs(hung)).rhythm(
+        Job(), NOW, started, JudgePolicy()
+    )
+    assert isinstance(rhythm, LogRhythm) and rhythm.silence_minutes(JudgePolicy()) == 120
+    assert len(hung.calls) == 3 + RHYTHM_PAGES and hung.calls[3]["startTime"] == _millis(started)
 
 
 def test_metric_series_are_read_oldest_first_and_failures_are_reported(aws: None) -> None:

@@ -1154,11 +1154,12 @@ def test_a_silent_phase_hours_back_in_the_stint_still_sets_the_jobs_silence_limi
     started = NOW - timedelta(hours=8)
     logs = Logs(lines=with_a_silent_phase(started, 5, NOW - timedelta(hours=5, minutes=40)))
     verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
-    # Then its rhythm is read since it entered Training: 120 silent minutes (3 x 40), so no hang yet; the
-    # alarm waits for them
+    # Then, silent past the 20 minutes its last 240 give, its rhythm is read back to its entry into Training:
+    # 120 silent minutes (3 x 40), so no hang yet; the alarm waits for them
     assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
     assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 120
-    assert logs.rhythm_calls == [(started, NOW)] and widened_to(verdict) == [120]
+    recent_from = NOW - timedelta(minutes=240)
+    assert logs.rhythm_calls == [(recent_from, NOW), (started, recent_from)] and widened_to(verdict) == [120]
 
 
 def test_a_stint_too_long_to_read_whole_joins_its_head_with_its_last_hours() -> None:
@@ -1168,9 +1169,9 @@ def test_a_stint_too_long_to_read_whole_joins_its_head_with_its_last_hours() -> 
     lines = with_a_silent_phase(started, 1, started + timedelta(minutes=60))
     logs = PagedLogs(lines, cap=300)
     verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
-    # Then the read from its entry into Training, cut short, is joined with a whole read of its last 240
-    # minutes: the 40-minute phase still counts (120 silent minutes), the stretch between is recorded unread
-    assert logs.rhythm_calls == [(started, NOW), (NOW - timedelta(minutes=240), NOW)]
+    # Then a whole read of its last 240 minutes is joined with the read from its entry into Training up to
+    # them, cut short: the 40-minute phase still counts (120 silent minutes), the stretch between is unread
+    assert logs.rhythm_calls == [(NOW - timedelta(minutes=240), NOW), (started, NOW - timedelta(minutes=240))]
     assert verdict.verdict is Verdict.TOO_EARLY and verdict.decision.code == JudgeCode.WAIT
     rhythm = verdict.decision.evidence["judge"]["rhythm"]
     assert (
@@ -1194,3 +1195,35 @@ def test_the_quiet_before_the_first_line_of_a_long_stint_counts_only_from_240_mi
     # is stopped at its silence limit
     assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 20
     assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+
+
+def test_a_silent_start_up_early_in_a_long_stint_does_not_set_the_limit_of_its_later_hangs() -> None:
+    # Given a pinned job 8 hours in Training that printed one banner line, prepared its data for 60 silent
+    # minutes, then logged a line a minute until it hung 25 minutes ago
+    started = NOW - timedelta(hours=8)
+    lines = [
+        started + timedelta(minutes=1),
+        *every(1, start=started + timedelta(minutes=61), until=NOW - timedelta(minutes=25)),
+    ]
+    logs = Logs(lines=lines)
+    # When its pinned trigger is judged
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=20)
+    # Then the start-up's silence is no gap of its rhythm (a line a minute: a 20-minute limit), and the hang is
+    # stopped at 25 silent minutes, not made to wait for 180
+    assert verdict.decision.evidence["judge"]["rhythm"]["silence_minutes"] == 20
+    assert verdict.verdict is Verdict.STOP and verdict.decision.code == IdleCode.HUNG
+
+
+def test_a_job_silent_within_its_recent_limit_is_not_read_further_back() -> None:
+    # Given a pinned job 8 hours in Training that logs every 5 minutes, went 40 minutes without a line 5 hours
+    # ago, and has now been silent for 12 minutes (its pinned trigger fired on a 10-minute alarm)
+    started = NOW - timedelta(hours=8)
+    phase = NOW - timedelta(hours=5, minutes=40)
+    lines = every(5, start=started, until=phase + timedelta(seconds=1))
+    lines += every(5, start=phase + timedelta(minutes=40), until=NOW - timedelta(minutes=12))
+    logs = Logs(lines=lines)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=10)
+    # Then only its last 240 minutes are read: 12 silent minutes are under the 20 they give, and the older gaps
+    # could only lengthen that limit; the alarm waits for it (and the older part is read when it is reached)
+    assert logs.rhythm_calls == [(NOW - timedelta(minutes=240), NOW)]
+    assert verdict.verdict is Verdict.TOO_EARLY and widened_to(verdict) == [20]

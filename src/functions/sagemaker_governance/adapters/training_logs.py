@@ -17,9 +17,10 @@ IAM: both actions on the training-job log group only.
 
 **The job's log rhythm** (the stall judge, when it judges a hang): the times of the job's lines since it
 (re)entered Training, from ``FilterLogEvents`` pages (the prefix, ``startTime``/``endTime``, up to 10,000
-events a page), at most ``RHYTHM_PAGES`` pages; a read cut short says so, and the judge then joins it with a
-read of the stint's last hours (``service/stall_judge.StintRhythm``) or, when that one is cut short too, does
-without the rhythm. Only timestamps are kept.
+events a page), at most ``RHYTHM_PAGES`` pages; a read cut short says so. The judge reads the stint's last
+hours first (cut short: it does without the rhythm) and its older part only when the job has been silent for
+the limit those give; that read cut short is joined with them (``service/stall_judge.StintRhythm``). Only
+timestamps are kept.
 
 **The last lines of each host's stream** (auto-resume, only when a job failed): for each host, its latest
 stream's last lines. ``GetLogEvents`` with ``startFromHead=false`` returns the latest events first

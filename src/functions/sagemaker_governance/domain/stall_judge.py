@@ -151,8 +151,8 @@ class JudgePolicy(BaseModel):
     **The job's log rhythm** (``log_rhythm_factor``, ``min_silence_minutes``): a hang (no progress metric,
     the GPUs pinned or idle) is judged over the silence the job's own logs make unusual, not over the
     guard's window: ``log_rhythm_factor`` x the longest gap between its log lines since it (re)entered
-    Training (at most ``max_rejudge_minutes`` back), at least ``min_silence_minutes``, at most
-    ``max_rejudge_minutes``. A job that logs every minute is judged hung after 20 silent minutes; one whose
+    Training (more than ``max_rejudge_minutes`` back too, its start-up's quiet then excepted), at least
+    ``min_silence_minutes``, at most ``max_rejudge_minutes``. A job that logs every minute is judged hung after 20 silent minutes; one whose
     log has had a 40-minute gap (a long checkpoint save, an evaluation that prints nothing) only after 120.
     Where the rhythm cannot be read (too few lines, the read failed or was cut short) the guard's window
     is used, as without it.

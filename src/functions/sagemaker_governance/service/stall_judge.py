@@ -120,30 +120,14 @@ class _Case(NamedTuple):
 
 
 class StintRhythm(LogRhythm):
-    """The job's log rhythm over a stint in ``Training`` too long to read whole within the page cap: the lines of
-    its head (read from the entry into ``Training``, cut short at ``unread_from``) joined with those of its last
-    ``judge.max_rejudge_minutes`` (read whole, from ``unread_to``); the stretch between is unread. Its longest gap
-    is the longer of the two reads' own, the gap across the unread stretch not counted: never shorter than the
-    recent read's alone (the rhythm a read of that window gave before), and it keeps a long silent phase of the
-    stint's head that the recent read no longer holds."""
+    """The job's log rhythm over a stint in ``Training`` whose older part (before its last
+    ``judge.max_rejudge_minutes``) was too long to read whole within the page cap: the lines of that part from
+    the entry into ``Training``, cut short at ``unread_from``, joined with those of the last
+    ``max_rejudge_minutes`` (read whole, from ``unread_to``); the stretch between is unread and no gap across it
+    counts (``stint_rhythm``)."""
 
     unread_from: datetime
     unread_to: datetime
-
-    @classmethod
-    def joined(cls, head: LogRhythm, recent: LogRhythm) -> StintRhythm:
-        times = tuple(t for t in head.times if t < recent.start) + recent.times
-        return cls(
-            start=head.start,
-            end=recent.end,
-            lines=len(times),
-            longest_gap_seconds=max(head.longest_gap_seconds, recent.longest_gap_seconds),
-            last_line_at=times[-1] if times else None,
-            complete=True,
-            times=times,
-            unread_from=min(head.last_line_at or head.start, recent.start),
-            unread_to=recent.start,
-        )
 
     def covers(self, start: datetime) -> bool:
         """Whether the lines read hold every line from ``start`` on (it is not before the unread stretch ends)."""
@@ -154,6 +138,34 @@ class StintRhythm(LogRhythm):
             **super().summary(policy),
             "unread": {"from": self.unread_from.isoformat(), "to": self.unread_to.isoformat()},
         }
+
+
+def stint_rhythm(older: LogRhythm, recent: LogRhythm, start_up: timedelta) -> LogRhythm:
+    """The rhythm of a whole stint: ``recent`` (its last ``max_rejudge_minutes``, read whole; its gaps count as
+    they did when only those minutes were read, a start-up's too while it is that recent) joined with ``older``
+    (the stint before them, read from its entry into ``Training`` and perhaps cut short). Of the older part,
+    the gaps between its lines that begin ``start_up`` (``min_silence_minutes``) or more after its first line
+    count, the gap across to the recent read's first line included when ``older`` is whole: the quiet before
+    and just after the job's first lines (a banner, then a silent data preparation) is its start-up, which does
+    not recur, and the stretch before the first line read may be lines CloudWatch Logs' retention has deleted
+    since. A silent phase later in the stint (an evaluation) counts however long ago it was. Never a shorter
+    longest gap than ``recent``'s alone."""
+    lines = (*older.times, *recent.times[:1]) if older.complete else older.times
+    counted_from = lines[0] + start_up if lines else older.end
+    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(lines) if earlier >= counted_from]
+    times = older.times + recent.times
+    joined = {
+        "start": older.start,
+        "end": recent.end,
+        "lines": len(times),
+        "longest_gap_seconds": max([recent.longest_gap_seconds, *gaps]),
+        "last_line_at": times[-1] if times else None,
+        "complete": True,
+        "times": times,
+    }
+    if older.complete:
+        return LogRhythm(**joined)
+    return StintRhythm(**joined, unread_from=older.last_line_at or older.start, unread_to=recent.start)
 
 
 class StallJudge:
@@ -428,36 +440,25 @@ class StallJudge:
 
     def rhythm(self, job: Any, now: datetime, started: datetime | None, settings: JudgePolicy) -> LogRhythm | str:
         """The job's log rhythm over its stint in ``Training`` (since it last entered it) up to ``now``; why not
-        when a read failed. The stint is read from its start with the adapter's page cap; a read cut short (a
-        long or chatty stint) is joined with a read of the last ``max_rejudge_minutes`` (``StintRhythm``), and
-        when that one is cut short too the rhythm is unknown (the guard's window), as it was. Unknown start:
-        the last ``max_rejudge_minutes``. The gap before the first line read counts from the start of those
-        minutes only (``_leading_from``)."""
+        when a read failed. The last ``max_rejudge_minutes`` are read first (unknown start: only they), as
+        before the stint was read: cut short, the rhythm is unknown (the guard's window). The stint's older part
+        is read (from the entry into ``Training``, with the adapter's page cap) and joined (``stint_rhythm``)
+        only when it can change the verdict: when the recent read gives no limit (too few lines) or the job
+        has been silent for the limit it gives; a silence within it is no hang whatever the older gaps, which
+        can only lengthen that limit (a healthy chatty job pays the one read it paid before)."""
         recent_from = window_start(now, timedelta(minutes=settings.max_rejudge_minutes), started)
-        stint_from = started if started is not None else recent_from
         try:
-            stint = self._leading_from(self._logs.rhythm(job.name, stint_from, now), recent_from)
-            if stint.complete or stint_from >= recent_from:
-                return stint
             recent = self._logs.rhythm(job.name, recent_from, now)
+            if started is None or recent_from <= started or not recent.complete:
+                return recent
+            limit = recent.silence_minutes(settings)
+            silent = now - (recent.last_line_at or recent.start)
+            if limit is not None and (silent < timedelta(minutes=limit) or limit >= settings.max_rejudge_minutes):
+                return recent
+            older = self._logs.rhythm(job.name, started, recent_from)
         except AdapterError as exc:
             return str(exc)
-        return StintRhythm.joined(stint, recent) if recent.complete else recent
-
-    @staticmethod
-    def _leading_from(rhythm: LogRhythm, edge: datetime) -> LogRhythm:
-        """``rhythm`` with the gap before its first line counted from ``edge`` on (none when that line came
-        before it): the gaps between the lines read are the job's, but the stretch from an entry into
-        ``Training`` more than ``max_rejudge_minutes`` back to the first line read may be lines CloudWatch Logs'
-        retention has deleted since, and a silent start-up does not recur; counted from ``edge``, it is the
-        gap a read of those minutes alone gave."""
-        if rhythm.start >= edge:
-            return rhythm
-        times = rhythm.times
-        gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
-        if times and times[0] > edge:
-            gaps.append((times[0] - edge).total_seconds())
-        return rhythm.model_copy(update={"longest_gap_seconds": max(gaps, default=0.0)})
+        return stint_rhythm(older, recent, timedelta(minutes=settings.min_silence_minutes))
 
     @staticmethod
     def declares(job: Any, guard: Guard[Any], policy: Any) -> bool:
