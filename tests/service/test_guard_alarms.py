@@ -388,6 +388,54 @@ def test_an_empty_tag_map_end_event_deletes_the_alarms_of_a_guard_its_team_turns
     assert [(r.code, r.team, r.owner) for r in audit.records] == [("efficiency.alarm.delete", "vision", "alice")]
 
 
+@pytest.mark.parametrize("tags", ["empty", "as-launched"])
+def test_an_end_events_alarm_deletion_is_recorded_on_the_jobs_own_team_and_owner(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any, tags: str
+) -> None:
+    # Given a vision job owned by alice (vision in audit mode, the default enforce), with its idle alarm, whose
+    # Completed event carries an empty Tags map, or the job's tags
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"vision": {"mode": "audit"}}})
+    ended = training(**COMPLETED)
+    jobs.jobs["job-1"] = ended
+    alarms.alarms["gov-guard-job-1"] = "OK"
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    # When the job-events service handles it
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    said = dict(ended.tags or {}) if tags == "as-launched" else {}
+    (decision,) = service.handle(service.said(training_event(said, of=ended)))
+    # Then the alarm is deleted and recorded under the job's team, owner and mode; the empty map costs one ListTags,
+    # read before the delete, and the event with its tags none
+    expected = (
+        [f"list-tags {ended.arn}", "delete gov-guard-job-1"] if tags == "empty" else ["delete gov-guard-job-1"]
+    )
+    assert calls.log == expected
+    assert (decision.code, decision.mode) == ("idle.alarm.delete", Mode.AUDIT)
+    assert [(r.team, r.owner, r.mode) for r in audit.records] == [("vision", "alice", Mode.AUDIT)]
+
+
+def test_an_end_event_whose_tags_cannot_be_read_deletes_and_records_nothing_and_fails_the_delivery(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given a job with its idle alarm whose Completed event carries an empty Tags map, and ListTags fails
+    ended = training(**COMPLETED)
+    jobs.jobs["job-1"] = ended
+    alarms.alarms["gov-guard-job-1"] = "OK"
+
+    def refused(arn: str) -> dict[str, str]:
+        raise AdapterError(f"ListTags {arn} failed: AccessDenied")
+
+    jobs.list_tags = refused
+    policy = Policy(mode=Mode.ENFORCE)
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When it is handled
+    # Then the delivery fails (it is retried), and nothing was deleted or recorded on no team's terms meanwhile
+    with pytest.raises(AdapterError):
+        service.handle(service.said(training_event({}, of=ended)))
+    assert alarms.alarms == {"gov-guard-job-1": "OK"}
+    assert audit.records == []
+
+
 # ---- a put after the stopper may have armed the progress guard (a late event, the reconciler's repair) ----
 
 

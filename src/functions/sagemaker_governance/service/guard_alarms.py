@@ -20,7 +20,9 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   disarmed, missing or unreadable, the plan, as before.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
-  success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
+  success); a job it could never watch had none: no call, no record. An event that does not say the job's
+  tags (left out, or an empty map) costs one ``ListTags`` first, so that the record names the job's team and
+  owner, in its mode (a failed read fails the delivery before anything is deleted). A delete CloudWatch still throttles
   after botocore's retries (many jobs ending together: ``DeleteAlarms`` has a quota of 3 requests per
   second per account and region) is recorded as deferred, not failed: the delivery succeeds and the
   reconciler deletes an ended job's leftover alarms on its next run, up to 100 names per request. An
@@ -539,11 +541,20 @@ class GuardAlarms:
         if not guard.watchable(job):
             return []
         hosts = job.total_instance_count
+        gone = False
         if guard.sized_by_hosts and hosts == 0:  # an event without ResourceConfig: ask SageMaker
             try:
-                hosts = self._jobs.get_job(job.name).total_instance_count
+                described = self._jobs.get_job(job.name)
             except JobNotFound:
-                hosts = 1
+                hosts, gone = 1, True
+            else:
+                hosts = described.total_instance_count
+                job = job if job.tags is not None else job.with_tags(described.tags or {})
+        if not gone:
+            # The record's team, owner and mode are the job's: tags the event did not say are read before
+            # anything is deleted (a read made above is used; a failed one fails the delivery, retried, with
+            # nothing deleted or recorded on the default team's terms meanwhile)
+            job = self._with_own_tags(job)
         names = guard.owned_alarms(job.name, hosts, self._naming)
         # DeleteAlarms takes at most one composite alarm per request: a guard with several composites (one
         # per role above 10 hosts) deletes them in as many requests; every other plan in one.
