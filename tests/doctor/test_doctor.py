@@ -3,6 +3,7 @@ thing a platform team could meet after deploy is named precisely, and makes the 
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from datetime import timedelta
@@ -13,7 +14,14 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from smgov.doctor.checks import check_functions, check_subscriptions, run_checks
+from smgov.doctor.checks import (
+    CheckContext,
+    check_functions,
+    check_queue_mappings,
+    check_rules,
+    check_subscriptions,
+    run_checks,
+)
 from smgov.doctor.deployment import deployed_version
 from smgov.doctor.findings import DoctorReport, Finding, Status
 from smgov.doctor.permissions import DOCTOR_IAM_ACTIONS
@@ -145,6 +153,41 @@ def test_a_target_with_an_input_transformer_fails_and_a_changed_retry_policy_war
     }
     assert "InputTransformer" in found["JobStartingRule"][1]
     assert "RetryPolicy" in found["JobInterruptedRule"][1]
+
+
+def test_settings_the_template_declares_through_an_intrinsic_the_doctor_cannot_resolve_are_not_checked(
+    account: Account,
+) -> None:
+    # Given a healthy stack, and a template that declares JobEndedRule's pattern, its target's Input and
+    # InputTransformer and one RetryPolicy setting, and the alarm mapping's batching window and concurrency cap
+    # through !If and !Sub (values the doctor cannot resolve offline; fails on the old code: the pattern and the
+    # input failed and the batching window warned, on a stack deployed as declared)
+    reconcile_run(account, minutes_ago=5)
+    template = copy.deepcopy(account.template)
+    rule = template["Resources"]["JobEndedRule"]["Properties"]
+    rule["EventPattern"] = {"Fn::If": ["OnlyEnded", rule["EventPattern"], {"Ref": "AWS::NoValue"}]}
+    (target,) = rule["Targets"]
+    target["Input"] = {
+        "Fn::If": ["Wrapped", {"Fn::Sub": '{"stack": "${AWS::StackName}"}'}, {"Ref": "AWS::NoValue"}]
+    }
+    target["InputTransformer"] = {"InputPathsMap": {}, "InputTemplate": {"Fn::Sub": "${AWS::StackName}"}}
+    target["RetryPolicy"]["MaximumRetryAttempts"] = {"Fn::If": ["Patient", 20, 5]}
+    mapping = template["Resources"]["AlarmQueueMapping"]["Properties"]
+    mapping["MaximumBatchingWindowInSeconds"] = {"Fn::If": ["Batched", 30, {"Ref": "AWS::NoValue"}]}
+    mapping["ScalingConfig"] = {"Fn::If": ["Capped", mapping["ScalingConfig"], {"Ref": "AWS::NoValue"}]}
+    context = CheckContext(template=template, now=account.now)
+    # When the doctor compares the deployed rules and mappings with that template
+    rules = {f.subject: f for f in check_rules(account.deployment, context)}
+    queues = {f.subject: f for f in check_queue_mappings(account.deployment, context)}
+    # Then nothing is a difference: every rule and mapping is ok, and each such setting is said to be not checked
+    assert {f.status for f in [*rules.values(), *queues.values()]} == {Status.OK}
+    for setting in ("EventPattern", "Input ", "InputTransformer", "RetryPolicy.MaximumRetryAttempts"):
+        assert setting in rules["JobEndedRule"].detail
+    assert rules["JobEndedRule"].detail.count("not checked") == 4
+    for setting in ("MaximumBatchingWindowInSeconds", "ScalingConfig.MaximumConcurrency"):
+        assert setting in queues["AlarmQueueMapping"].detail
+    assert queues["AlarmQueueMapping"].detail.count("not checked") == 2
+    assert "not checked" not in rules["JobStartingRule"].detail + queues["JobEventsQueueMapping"].detail
 
 
 GROUP = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/TrainingJobs"

@@ -188,6 +188,24 @@ def test_a_training_event_with_an_empty_tag_map_gets_the_teams_alarm(acct: Local
     assert (record.code, record.team) == ("idle.alarm.create", "vision")
 
 
+def test_an_end_event_with_an_empty_tag_map_records_the_deletion_under_the_jobs_team_owner_and_mode(
+    acct: LocalAccount,
+) -> None:
+    # Given a vision team in audit mode (the default enforces), and a vision job owned by alice with its idle alarm,
+    # whose Completed event carries an empty Tags map
+    acct.ssm.put_parameter(Name="/gov/policy", Type="String", Value="teams: {vision: {mode: audit}}")
+    acct.invoke(handler, start_training(acct, "vision-job"))  # builders tag team=vision, owner=alice
+    acct.sagemaker.transition("vision-job", "Completed", "Completed")
+    event = acct.sagemaker.event("vision-job")
+    event["detail"]["Tags"] = {}
+    # When it is delivered
+    acct.invoke(handler, event)
+    # Then the alarm is deleted, and its record names the job's team and owner, in the team's mode
+    assert f"{PREFIX}vision-job" not in acct.cloudwatch.alarms
+    deleted = [r for r in idle_records(acct) if r.code == "idle.alarm.delete"]
+    assert [(r.team, r.owner, r.mode) for r in deleted] == [("vision", "alice", "audit")]
+
+
 def test_exempted_job_gets_no_alarm(acct: LocalAccount) -> None:
     acct.ssm.put_parameter(
         Name="/gov/policy",

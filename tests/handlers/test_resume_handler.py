@@ -1033,7 +1033,10 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         account.sagemaker.transition("plain-job", "Stopping", "Stopping")
         account.sagemaker.transition("plain-job", "Stopped", "Stopped")
         event = account.sagemaker.event("plain-job")
-        if spot is None:  # nor carries its tags: ListTags is read for its lineage and the efficiency record's team
+        if (
+            spot is None
+        ):  # nor carries its tags: ListTags is read for its lineage, the efficiency record's team and
+            # the idle alarm's deletion record
             del event["detail"]["EnableManagedSpotTraining"]
             del event["detail"]["Tags"]
         described: list[str] = []
@@ -1050,7 +1053,7 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         # Then an On-Demand job costs no look for a clone; a Spot one (or one that may be) one DescribeTrainingJob
         # of its next clone's name, which does not exist: nothing more is read, written or recorded
         assert [n for n in described if n != "plain-job"] == ([] if spot is False else ["plain-job-r1"])
-        assert (account.sagemaker.calls - before)["ListTags"] == (2 if spot is None else 0)
+        assert (account.sagemaker.calls - before)["ListTags"] == (3 if spot is None else 0)
         assert not {"AddTags", "CreateTrainingJob", "StopTrainingJob"} & set(
             (account.sagemaker.calls - before).keys()
         )

@@ -265,9 +265,10 @@ def test_a_job_without_the_tags_gets_no_tolerance_record(
 # ---- an event whose Tags map is empty (AWS's documented sample shows "Tags": {}) ------------------------
 
 
-def training_event(tags: dict[str, str]) -> TrainingJobStateChange:
-    """The job's first Training event as EventBridge delivers it, its detail carrying ``tags``."""
-    detail = training().model_dump(by_alias=True, mode="json", exclude={"tags"})
+def training_event(tags: dict[str, str], of: TrainingJob | None = None) -> TrainingJobStateChange:
+    """The job's first Training event as EventBridge delivers it (``of``: the event of that job's state instead),
+    its detail carrying ``tags``."""
+    detail = (of or training()).model_dump(by_alias=True, mode="json", exclude={"tags"})
     return TrainingJobStateChange.model_validate(
         {
             "version": "0",
@@ -312,8 +313,9 @@ def test_a_training_event_with_an_empty_tag_map_creates_the_alarms_of_a_guard_on
     service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
     # When the job-events service handles the event as it reads it
     decisions = service.handle(service.said(training_event({})))
-    # Then the guard is not taken for off (as the default team has it): the job's tags are read and its alarms made
-    assert calls.log[0] == "get-job job-1"
+    # Then the guard is not taken for off (as the default team has it): the job's tags are read first, the re-read
+    # takes them (one ListTags in all), and its alarms are made
+    assert calls.log[:2] == [f"list-tags {training().arn}", "get-job job-1 (event tags)"]
     assert [d.code for d in decisions] == ["efficiency.alarm.create"]
     assert alarms.alarms
 
@@ -331,6 +333,107 @@ def test_a_training_event_with_its_tags_is_planned_on_them_without_listing_them(
     # Then the re-read takes the event's tags (no ListTags), and the alarm is the team's
     assert calls.log[0] == "get-job job-1 (event tags)"
     assert decision.request is not None and decision.request["Threshold"] == 5
+
+
+EFFICIENCY_FOR_VISION = {"mode": "enforce", "teams": {"vision": {"efficiency": {"enabled": True}}}}
+NLP = {"team": "nlp", "owner": "bob"}
+COMPLETED = {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed"}
+
+
+@pytest.mark.parametrize(
+    ("event_state", "job_state"),
+    [({}, {}), (COMPLETED, COMPLETED), ({}, COMPLETED)],
+    ids=["training", "completed", "late-training-after-the-end"],
+)
+def test_an_empty_tag_map_keeps_a_guard_quiet_for_a_team_that_leaves_it_off_when_another_team_turns_it_on(
+    jobs: Any,
+    alarms: Any,
+    audit: MemoryAuditSink,
+    notifier: Any,
+    calls: Any,
+    event_state: dict[str, str],
+    job_state: dict[str, str],
+) -> None:
+    # Given the minimum-utilization guard, off by default and on for the vision team only, and an nlp job whose
+    # event (Training, Completed, or a Training event delivered after the job completed) carries an empty Tags map
+    policy = Policy.model_validate(EFFICIENCY_FOR_VISION)
+    jobs.jobs["job-1"] = training(tags=NLP, **job_state)
+    lifecycle = lifecycle_with_notifier(EFFICIENCY, jobs, alarms, policy, audit, notifier)
+    # When the job-events service handles the event as it reads it
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    decisions = service.handle(service.said(training_event({}, of=training(**event_state))))
+    # Then the guard reads the job's tags (one ListTags) and, off for its team, stays quiet: no DescribeTrainingJob,
+    # no alarm created or deleted, no record of its own
+    assert calls.log == [f"list-tags {training().arn}"]
+    assert [d.code for d in decisions] == ["router.skip.no-reaction"]
+    assert [r.code for r in audit.records] == ["router.skip.no-reaction"]
+
+
+def test_an_empty_tag_map_end_event_deletes_the_alarms_of_a_guard_its_team_turns_on_with_one_tag_read(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given the minimum-utilization guard on for the vision team only, and a vision job with its alarms whose
+    # Completed event carries an empty Tags map
+    policy = Policy.model_validate(EFFICIENCY_FOR_VISION)
+    jobs.jobs["job-1"] = training(**COMPLETED)
+    alarms.alarms["gov-guard-job-1.efficiency"] = "OK"
+    lifecycle = lifecycle_with_notifier(EFFICIENCY, jobs, alarms, policy, audit, notifier)
+    # When the job-events service handles it
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    decisions = service.handle(service.said(training_event({}, of=training(**COMPLETED))))
+    # Then the tags the quiet check read are the delete's too (one ListTags), and the record names the team
+    assert [c for c in calls.log if c.startswith("list-tags")] == [f"list-tags {training().arn}"]
+    assert [d.code for d in decisions] == ["efficiency.alarm.delete"]
+    assert "gov-guard-job-1.efficiency" not in alarms.alarms
+    assert [(r.code, r.team, r.owner) for r in audit.records] == [("efficiency.alarm.delete", "vision", "alice")]
+
+
+@pytest.mark.parametrize("tags", ["empty", "as-launched"])
+def test_an_end_events_alarm_deletion_is_recorded_on_the_jobs_own_team_and_owner(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any, tags: str
+) -> None:
+    # Given a vision job owned by alice (vision in audit mode, the default enforce), with its idle alarm, whose
+    # Completed event carries an empty Tags map, or the job's tags
+    policy = Policy.model_validate({"mode": "enforce", "teams": {"vision": {"mode": "audit"}}})
+    ended = training(**COMPLETED)
+    jobs.jobs["job-1"] = ended
+    alarms.alarms["gov-guard-job-1"] = "OK"
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    # When the job-events service handles it
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    said = dict(ended.tags or {}) if tags == "as-launched" else {}
+    (decision,) = service.handle(service.said(training_event(said, of=ended)))
+    # Then the alarm is deleted and recorded under the job's team, owner and mode; the empty map costs one ListTags,
+    # read before the delete, and the event with its tags none
+    expected = (
+        [f"list-tags {ended.arn}", "delete gov-guard-job-1"] if tags == "empty" else ["delete gov-guard-job-1"]
+    )
+    assert calls.log == expected
+    assert (decision.code, decision.mode) == ("idle.alarm.delete", Mode.AUDIT)
+    assert [(r.team, r.owner, r.mode) for r in audit.records] == [("vision", "alice", Mode.AUDIT)]
+
+
+def test_an_end_event_whose_tags_cannot_be_read_deletes_and_records_nothing_and_fails_the_delivery(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given a job with its idle alarm whose Completed event carries an empty Tags map, and ListTags fails
+    ended = training(**COMPLETED)
+    jobs.jobs["job-1"] = ended
+    alarms.alarms["gov-guard-job-1"] = "OK"
+
+    def refused(arn: str) -> dict[str, str]:
+        raise AdapterError(f"ListTags {arn} failed: AccessDenied")
+
+    jobs.list_tags = refused
+    policy = Policy(mode=Mode.ENFORCE)
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When it is handled
+    # Then the delivery fails (it is retried), and nothing was deleted or recorded on no team's terms meanwhile
+    with pytest.raises(AdapterError):
+        service.handle(service.said(training_event({}, of=ended)))
+    assert alarms.alarms == {"gov-guard-job-1": "OK"}
+    assert audit.records == []
 
 
 # ---- a put after the stopper may have armed the progress guard (a late event, the reconciler's repair) ----

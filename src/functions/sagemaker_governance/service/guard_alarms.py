@@ -20,11 +20,18 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   disarmed, missing or unreadable, the plan, as before.
   A job the guard cannot watch at all, seen from the event (e.g. no metric definitions), is not re-read.
 * ``Completed``/``Failed``/``Stopped``: delete the guard's alarms of the job (a missing alarm is
-  success); a job it could never watch had none: no call, no record. A delete CloudWatch still throttles
+  success); a job it could never watch had none: no call, no record. An event that does not say the job's
+  tags (left out, or an empty map) costs one ``ListTags`` first, so that the record names the job's team and
+  owner, in its mode (a failed read fails the delivery before anything is deleted). A delete CloudWatch still throttles
   after botocore's retries (many jobs ending together: ``DeleteAlarms`` has a quota of 3 requests per
   second per account and region) is recorded as deferred, not failed: the delivery succeeds and the
   reconciler deletes an ended job's leftover alarms on its next run, up to 100 names per request. An
   ended job's alarm costs nothing in the meantime: the stopper re-reads the job before it acts.
+* A guard off by default (``quiet_when_disabled``: the minimum-utilization guard) makes no call and no record
+  for a job whose own policy leaves it off, on any event. When some team turns it on and the event does not
+  say the job's tags (left out, or an empty map), they are read first (one ``ListTags``, which the re-read and
+  the deletion record then use). A job whose policy turned the guard off while it ran keeps those alarms until
+  the reconciler's orphan repair deletes them once it has ended (the stopper re-reads the job before it acts).
 
 A job may declare its own window for a guard (``smgov:idle-minutes``, ``smgov:progress-minutes``, within
 the team's ``judge.max_declared_minutes``: ``domain/tolerance.py``). The effective policy applies it; when
@@ -147,9 +154,17 @@ class GuardAlarms:
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
-        quiet = self.guard.quiet_when_disabled
-        if quiet and not any(self.guard.config(p).enabled for p in policy.possible_for(job)):
-            return []  # off for the event's team (tags unsaid: for every team); nothing to create or delete
+        if self.guard.quiet_when_disabled:
+            if job.tags is None and job.is_terminal and not self.guard.watchable(job):
+                return []  # a job it could never watch had no alarm: no call, no record
+            if job.tags is None and any(self.guard.config(p).enabled for p in policy.possible_for(job)):
+                # Some team turns it on and the event did not say the job's team: its tags first (one ListTags,
+                # which the re-read below then takes as said; a failed read fails the delivery)
+                job = self._with_own_tags(job)
+            if not any(self.guard.config(p).enabled for p in policy.possible_for(job)):
+                # off for the job's team: nothing to create, and nothing to delete (alarms left by a run the
+                # guard was on for are deleted by the reconciler's orphan repair once the job has ended)
+                return []
         if job.is_terminal:
             return self._delete(job, policy, trigger)
         return self._create(job, policy, trigger)
@@ -526,11 +541,20 @@ class GuardAlarms:
         if not guard.watchable(job):
             return []
         hosts = job.total_instance_count
+        gone = False
         if guard.sized_by_hosts and hosts == 0:  # an event without ResourceConfig: ask SageMaker
             try:
-                hosts = self._jobs.get_job(job.name).total_instance_count
+                described = self._jobs.get_job(job.name)
             except JobNotFound:
-                hosts = 1
+                hosts, gone = 1, True
+            else:
+                hosts = described.total_instance_count
+                job = job if job.tags is not None else job.with_tags(described.tags or {})
+        if not gone:
+            # The record's team, owner and mode are the job's: tags the event did not say are read before
+            # anything is deleted (a read made above is used; a failed one fails the delivery, retried, with
+            # nothing deleted or recorded on the default team's terms meanwhile)
+            job = self._with_own_tags(job)
         names = guard.owned_alarms(job.name, hosts, self._naming)
         # DeleteAlarms takes at most one composite alarm per request: a guard with several composites (one
         # per role above 10 hosts) deletes them in as many requests; every other plan in one.
@@ -570,6 +594,19 @@ class GuardAlarms:
         return [self._record(decision, job, policy, trigger, outcome)]
 
     # ---- helpers ---------------------------------------------------------------------------------
+
+    def _with_own_tags(self, job: TrainingJob) -> TrainingJob:
+        """``job`` with its tags: the event's, else ``ListTags`` (``AdapterError`` when it fails: the delivery
+        is retried). A job SageMaker no longer has (no ARN to list, and not found) is left as it is."""
+        if job.tags is not None:
+            return job
+        if job.arn is not None:
+            return job.with_tags(self._jobs.list_tags(job.arn))
+        try:
+            return job.with_tags(self._jobs.get_job(job.name).tags or {})
+        except JobNotFound:
+            logger.warning("tags unread: the job no longer exists", job=job.name, guard=self.guard.name)
+            return job
 
     def _mode(self, policy: Policy, job: TrainingJob) -> Mode:
         effective = policy.for_job(job)

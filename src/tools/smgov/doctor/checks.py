@@ -142,13 +142,17 @@ def _canonical(value: Any) -> str:
 
 def _rule_problems(
     d: Deployment, ctx: CheckContext, logical_id: str, rule: Mapping[str, Any], deployed: list[dict[str, Any]]
-) -> tuple[list[str], list[str]]:
-    """What a deployed rule and its targets do otherwise than the template declares: problems and warnings."""
+) -> tuple[list[str], list[str], list[str]]:
+    """What a deployed rule and its targets do otherwise than the template declares: problems and warnings; and
+    notes naming what was not checked (a declared value the doctor cannot resolve: ``UNRESOLVED``)."""
     state = rule.get("State")
     problems = [] if state == "ENABLED" else [f"state {state}"]
     warnings: list[str] = []
+    notes: list[str] = []
     pattern, declared_targets = _declared_rule(ctx.template, logical_id)
-    if pattern is not None:
+    if pattern is not None and _holds_intrinsic(pattern):
+        notes.append(f"EventPattern {NOT_CHECKED}")
+    elif pattern is not None:
         try:
             deployed_pattern = json.loads(str(rule.get("EventPattern") or "null"))
         except ValueError:
@@ -169,21 +173,44 @@ def _rule_problems(
         if dlq_arn and settings.get("DeadLetterConfig", {}).get("Arn") != dlq_arn:
             problems.append(f"delivery failures to {target} do not go to {dlq}")
         for key in ("Input", "InputPath", "InputTransformer"):
-            if settings.get(key) != declared.get(key):
+            if _holds_intrinsic(declared.get(key)):
+                notes.append(f"the {key} of its target {target} {NOT_CHECKED}")
+            elif settings.get(key) != declared.get(key):
                 problems.append(
                     f"its target {target} has {key} {json.dumps(settings.get(key))[:200]}, the template's "
                     f"{json.dumps(declared.get(key))[:200]}: {target} receives another body than the event its "
                     "function reads; update the stack to put it back"
                 )
-        want = {k: _declared(d, ctx.template, v) for k, v in (declared.get("RetryPolicy") or {}).items()}
-        have = settings.get("RetryPolicy") or {}
-        if want and any(not _same_number(have.get(k), v) for k, v in want.items()):
-            warnings.append(
-                f"the RetryPolicy of its target {target} is {have or 'EventBridge default'}, the template's {want}: "
-                "events it cannot deliver are retried otherwise before they go to the dead-letter queue; "
-                "update the stack to put it back"
-            )
-    return problems, warnings
+        warnings += _retry_policy_warnings(d, ctx.template, target, declared.get("RetryPolicy"), settings, notes)
+    return problems, warnings, notes
+
+
+def _retry_policy_warnings(
+    d: Deployment,
+    template: Mapping[str, Any],
+    target: str,
+    declared: Any,
+    settings: Mapping[str, Any],
+    notes: list[str],
+) -> list[str]:
+    """A warning when the target's deployed RetryPolicy differs from the one ``declared``, in each setting the
+    template resolves to a value; one it does not (an intrinsic) is not checked and added to ``notes``."""
+    if _intrinsic(declared):
+        notes.append(f"the RetryPolicy of its target {target} {NOT_CHECKED}")
+        return []
+    want = {k: _declared(d, template, v) for k, v in (declared or {}).items()}
+    notes += [
+        f"the RetryPolicy.{k} of its target {target} {NOT_CHECKED}" for k, v in want.items() if v is UNRESOLVED
+    ]
+    want = {k: v for k, v in want.items() if v is not UNRESOLVED}
+    have = settings.get("RetryPolicy") or {}
+    if not want or all(_same_number(have.get(k), v) for k, v in want.items()):
+        return []
+    return [
+        f"the RetryPolicy of its target {target} is {have or 'EventBridge default'}, the template's {want}: "
+        "events it cannot deliver are retried otherwise before they go to the dead-letter queue; "
+        "update the stack to put it back"
+    ]
 
 
 def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
@@ -209,21 +236,47 @@ def check_rules(d: Deployment, ctx: CheckContext) -> list[Finding]:
                 Finding("rules", logical_id, Status.UNKNOWN, f"could not read rule {name}: {error_text(exc)}")
             )
             continue
-        problems, warnings = _rule_problems(d, ctx, logical_id, rule, deployed)
-        out.append(_graded("rules", logical_id, problems, warnings, f"{name} enabled"))
+        problems, warnings, notes = _rule_problems(d, ctx, logical_id, rule, deployed)
+        out.append(_graded("rules", logical_id, problems, warnings, f"{name} enabled", notes))
     return out
+
+
+# A declared value the doctor cannot know offline: any intrinsic but a Ref to a Parameter (!If, !Sub, !FindInMap,
+# a Ref to AWS::NoValue or to a resource). It is not checked, and the finding says so: never a difference.
+UNRESOLVED: Any = type("Unresolved", (), {"__repr__": lambda self: "UNRESOLVED"})()
+NOT_CHECKED = "not checked: the template declares it through an intrinsic the doctor does not resolve"
+
+
+def _intrinsic(value: Any) -> bool:
+    """Whether ``value`` is one CloudFormation intrinsic (``{"Ref": ...}``, ``{"Fn::If": ...}``, ...)."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return False
+    (key,) = value
+    return key == "Ref" or str(key).startswith("Fn::")
+
+
+def _holds_intrinsic(value: Any) -> bool:
+    """Whether ``value`` is an intrinsic or holds one anywhere (an event pattern, a target's input)."""
+    if _intrinsic(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_intrinsic(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_intrinsic(v) for v in value)
+    return False
 
 
 def _declared(d: Deployment, template: Mapping[str, Any], value: Any) -> Any:
     """A template property as deployed: a ``!Ref`` to a Parameter is the stack's value of it (its default when
-    the stack does not list it); a literal is itself; any other intrinsic is None (not known here)."""
-    if isinstance(value, Mapping):
+    the stack does not list it); a literal is itself; any other intrinsic, or a literal holding one, is
+    ``UNRESOLVED`` (not known here: the caller leaves it unchecked)."""
+    if _intrinsic(value):
         name = value.get("Ref")
         parameter = template.get("Parameters", {}).get(name) if isinstance(name, str) else None
         if parameter is None:
-            return None
+            return UNRESOLVED
         return d.parameter(str(name)) or parameter.get("Default")
-    return value
+    return UNRESOLVED if _holds_intrinsic(value) else value
 
 
 def _same_number(deployed: Any, declared: Any) -> bool:
@@ -233,13 +286,16 @@ def _same_number(deployed: Any, declared: Any) -> bool:
         return False
 
 
-def _graded(check: str, subject: str, problems: list[str], warnings: list[str], ok_detail: str) -> Finding:
-    """FAIL naming every problem (and warning), else WARN naming every warning, else OK with ``ok_detail``."""
+def _graded(
+    check: str, subject: str, problems: list[str], warnings: list[str], ok_detail: str, notes: Iterable[str] = ()
+) -> Finding:
+    """FAIL naming every problem (and warning), else WARN naming every warning, else OK with ``ok_detail``; the
+    ``notes`` (what was not checked) follow in every case."""
     if problems:
-        return Finding(check, subject, Status.FAIL, "; ".join(problems + warnings))
+        return Finding(check, subject, Status.FAIL, "; ".join([*problems, *warnings, *notes]))
     if warnings:
-        return Finding(check, subject, Status.WARN, "; ".join(warnings))
-    return Finding(check, subject, Status.OK, ok_detail)
+        return Finding(check, subject, Status.WARN, "; ".join([*warnings, *notes]))
+    return Finding(check, subject, Status.OK, "; ".join([ok_detail, *notes]))
 
 
 def _mapping_problems(d: Deployment, props: Mapping[str, Any], mapping: Mapping[str, Any]) -> list[str]:
@@ -265,28 +321,39 @@ def _mapping_problems(d: Deployment, props: Mapping[str, Any], mapping: Mapping[
 
 def _mapping_warnings(
     d: Deployment, template: Mapping[str, Any], props: Mapping[str, Any], mapping: Mapping[str, Any]
-) -> list[str]:
-    """Batching and concurrency changed outside the stack: records are still processed and retried."""
-    warnings = []
-    declared_batch = _declared(d, template, props.get("BatchSize"))
-    if declared_batch is not None and not _same_number(mapping.get("BatchSize"), declared_batch):
+) -> tuple[list[str], list[str]]:
+    """Batching and concurrency changed outside the stack: records are still processed and retried. And notes
+    naming the settings not checked (declared through an intrinsic the doctor does not resolve)."""
+    warnings: list[str] = []
+    scaling = props.get("ScalingConfig", {})
+    declared = {
+        "BatchSize": _declared(d, template, props.get("BatchSize")),
+        "MaximumBatchingWindowInSeconds": _declared(d, template, props.get("MaximumBatchingWindowInSeconds", 0)),
+        "ScalingConfig.MaximumConcurrency": (
+            UNRESOLVED if _intrinsic(scaling) else _declared(d, template, scaling.get("MaximumConcurrency"))
+        ),
+    }
+    notes = [f"{key} {NOT_CHECKED}" for key, value in declared.items() if value is UNRESOLVED]
+    declared_batch = declared["BatchSize"]
+    if declared_batch not in (None, UNRESOLVED) and not _same_number(mapping.get("BatchSize"), declared_batch):
         warnings.append(f"BatchSize {mapping.get('BatchSize')}, the template's {declared_batch}")
-    declared_window = _declared(d, template, props.get("MaximumBatchingWindowInSeconds", 0))
-    if not _same_number(mapping.get("MaximumBatchingWindowInSeconds") or 0, declared_window):
+    declared_window = declared["MaximumBatchingWindowInSeconds"]
+    deployed_window = mapping.get("MaximumBatchingWindowInSeconds") or 0
+    if declared_window is not UNRESOLVED and not _same_number(deployed_window, declared_window):
         warnings.append(
             f"MaximumBatchingWindowInSeconds {mapping.get('MaximumBatchingWindowInSeconds')}, the template's "
             f"{declared_window} (records wait that long before the function sees them)"
         )
-    declared_cap = _declared(d, template, props.get("ScalingConfig", {}).get("MaximumConcurrency"))
+    declared_cap = declared["ScalingConfig.MaximumConcurrency"]
     deployed_cap = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
-    if declared_cap is not None and not _same_number(deployed_cap, declared_cap):
+    if declared_cap not in (None, UNRESOLVED) and not _same_number(deployed_cap, declared_cap):
         warnings.append(
             f"ScalingConfig.MaximumConcurrency {deployed_cap}, the template's {declared_cap} "
             "(JobEventsConcurrency: the request rate a burst of jobs puts on SageMaker and CloudWatch)"
         )
     if warnings:
         warnings[-1] += ": changed outside the stack; update the stack to restore it"
-    return warnings
+    return warnings, notes
 
 
 def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
@@ -307,8 +374,8 @@ def check_queue_mappings(d: Deployment, ctx: CheckContext) -> list[Finding]:
             )
             continue
         problems = _mapping_problems(d, props, mapping)
-        warnings = _mapping_warnings(d, ctx.template, props, mapping)
-        out.append(_graded("queues", logical_id, problems, warnings, f"{queue} -> {function}"))
+        warnings, notes = _mapping_warnings(d, ctx.template, props, mapping)
+        out.append(_graded("queues", logical_id, problems, warnings, f"{queue} -> {function}", notes))
     return out
 
 
