@@ -648,6 +648,33 @@ def test_a_pinned_trigger_waits_for_a_longer_rhythm_limit() -> None:
     assert widened_to(verdict) == [36]
 
 
+class OlderPartUnreadable(Logs):
+    """The job's log: its last hours read, the stint's older part (asked for second) throttled."""
+
+    def rhythm(self, job_name: str, start: datetime, end: datetime) -> LogRhythm:
+        if self.rhythm_calls:
+            self.rhythm_calls.append((start, end))
+            raise AdapterError("the job's log lines could not be read (ThrottlingException)")
+        return super().rhythm(job_name, start, end)
+
+
+def test_a_pinned_trigger_whose_older_log_cannot_be_read_stops_nothing() -> None:
+    # Given a pinned job 8 hours in Training that logs every 5 minutes and ran a silent 40-minute evaluation
+    # 5 h 40 min ago (its rhythm: 120 silent minutes), silent now for 35 minutes: past the 20 its last 4 hours
+    # give, so the older part is read, and that read is throttled
+    started = NOW - timedelta(hours=8)
+    evaluation = NOW - timedelta(hours=5, minutes=40)
+    lines = every(5, start=started, until=evaluation + timedelta(seconds=1))
+    lines += every(5, start=evaluation + timedelta(minutes=40), until=NOW - timedelta(minutes=35))
+    logs = OlderPartUnreadable(lines=lines)
+    verdict = review(IDLE, IdleRole.NOTIFYING, Metrics(PINNED_HOST), logs, j=training(started), alarm_minutes=30)
+    # Then the job is not stopped on the guard's window: the read that could have given it a longer limit is
+    # missing, and missing data stops nothing
+    assert len(logs.rhythm_calls) == 2
+    assert verdict.verdict is Verdict.VETOED and verdict.decision.code == JudgeCode.INSUFFICIENT
+    assert any("log rhythm" in m for m in verdict.decision.evidence["judge"]["missing"])
+
+
 def test_a_pinned_trigger_of_a_job_that_logs_is_left_in_alarm_as_before() -> None:
     # Given a pinned job with a line 3 minutes ago: computing, not hung
     started = NOW - timedelta(hours=2)

@@ -119,6 +119,21 @@ class _Case(NamedTuple):
         return self.over_needed if self.over_needed is not None else self.over_span
 
 
+class OlderLogUnread(str):
+    """The job's log rhythm when the last ``judge.max_rejudge_minutes`` were read and the stint's older part,
+    read because the job had been silent for the limit they give, was not: the older part may hold a longer
+    healthy gap, so the job's limit is unknown and the judgement rests on missing data (the text: why)."""
+
+    __slots__ = ()
+
+    def __new__(cls, error: AdapterError) -> OlderLogUnread:
+        return super().__new__(cls, f"the job's log before its last hours could not be read ({error})")
+
+    @property
+    def missing(self) -> str:
+        return f"log rhythm: {self}"
+
+
 class StintRhythm(LogRhythm):
     """The job's log rhythm over a stint in ``Training`` whose older part (before its last
     ``judge.max_rejudge_minutes``) was too long to read whole within the page cap: the lines of that part from
@@ -455,9 +470,12 @@ class StallJudge:
             silent = now - (recent.last_line_at or recent.start)
             if limit is not None and (silent < timedelta(minutes=limit) or limit >= settings.max_rejudge_minutes):
                 return recent
-            older = self._logs.rhythm(job.name, started, recent_from)
         except AdapterError as exc:
             return str(exc)
+        try:
+            older = self._logs.rhythm(job.name, started, recent_from)
+        except AdapterError as exc:
+            return OlderLogUnread(exc)
         return stint_rhythm(older, recent, timedelta(minutes=settings.min_silence_minutes))
 
     @staticmethod
@@ -483,6 +501,9 @@ class StallJudge:
         its quiet phases); with that window. Cut at the (re)entry into Training, a known rhythm's window still
         holds its last line: a job is never judged hung before it has been silent that long."""
         rhythm = self.rhythm(job, now, started, settings)
+        if isinstance(rhythm, OlderLogUnread):
+            # the read that could have given the job a longer limit failed: missing data, no stop on it
+            evidence = evidence.model_copy(update={"missing": (*evidence.missing, rhythm.missing)})
         silence = rhythm.silence_minutes(settings) if isinstance(rhythm, LogRhythm) else None
         needed = max(timedelta(minutes=silence) if silence is not None else unknown, timedelta(minutes=at_least))
         start = window_start(now, needed, started)
