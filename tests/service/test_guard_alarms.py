@@ -436,6 +436,30 @@ def test_an_end_event_whose_tags_cannot_be_read_deletes_and_records_nothing_and_
     assert audit.records == []
 
 
+def test_an_end_event_of_a_job_deleted_since_deletes_its_alarms_rather_than_failing_the_delivery(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, calls: Any
+) -> None:
+    # Given a job with its idle alarm, deleted from SageMaker after it ended (DeleteTrainingJob), whose Completed
+    # event carries an empty Tags map: ListTags on its ARN fails and DescribeTrainingJob no longer finds it
+    ended = training(**COMPLETED)
+    alarms.alarms["gov-guard-job-1"] = "OK"
+
+    def gone(arn: str) -> dict[str, str]:
+        calls(f"list-tags {arn}")
+        raise AdapterError(f"ListTags {arn} failed: ValidationException")
+
+    jobs.list_tags = gone
+    policy = Policy(mode=Mode.ENFORCE)
+    lifecycle = lifecycle_with_notifier(IDLE, jobs, alarms, policy, audit, notifier)
+    service = JobEventsService([lifecycle], FixedPolicies(policy), audit, lambda: NOW, jobs)
+    # When it is handled
+    (decision,) = service.handle(service.said(training_event({}, of=ended)))
+    # Then the alarm is deleted and recorded without the job's tags (none can be read), and the delivery succeeds
+    assert calls.log == [f"list-tags {ended.arn}", "describe job-1", "delete gov-guard-job-1"]
+    assert decision.code == "idle.alarm.delete" and alarms.alarms == {}
+    assert [(r.code, r.team) for r in audit.records] == [("idle.alarm.delete", None)]
+
+
 # ---- a put after the stopper may have armed the progress guard (a late event, the reconciler's repair) ----
 
 

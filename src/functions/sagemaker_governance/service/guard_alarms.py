@@ -597,12 +597,18 @@ class GuardAlarms:
 
     def _with_own_tags(self, job: TrainingJob) -> TrainingJob:
         """``job`` with its tags: the event's, else ``ListTags`` (``AdapterError`` when it fails: the delivery
-        is retried). A job SageMaker no longer has (no ARN to list, and not found) is left as it is."""
+        is retried). A job SageMaker no longer has (``DeleteTrainingJob`` after its end: no ARN to list, or a
+        ``ListTags`` that fails on a job ``DescribeTrainingJob`` no longer finds) is left as it is: its alarms are
+        still deleted, recorded without its tags, rather than the delivery failed into the dead-letter queue."""
         if job.tags is not None:
             return job
-        if job.arn is not None:
-            return job.with_tags(self._jobs.list_tags(job.arn))
         try:
+            if job.arn is not None:
+                try:
+                    return job.with_tags(self._jobs.list_tags(job.arn))
+                except AdapterError:
+                    self._jobs.describe(job.name)  # JobNotFound: gone; found: the read really failed
+                    raise
             return job.with_tags(self._jobs.get_job(job.name).tags or {})
         except JobNotFound:
             logger.warning("tags unread: the job no longer exists", job=job.name, guard=self.guard.name)
