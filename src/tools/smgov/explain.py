@@ -22,7 +22,7 @@ from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition import job_events
 from sagemaker_governance.composition.governance import Ports
 from sagemaker_governance.domain.errors import AdapterError
-from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, DescribedAlarm, metric_alarm_terms
+from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan, DescribedAlarm
 from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
@@ -190,9 +190,7 @@ class PlannedTransitions:
             plan = guard.plan(self._job, guard.config(effective), self._naming)
             request = plan.metric_request(name) if isinstance(plan, AlarmPlan) else None
             if request is not None:
-                return DescribedAlarm(
-                    name=name, description=request.get("AlarmDescription"), terms=metric_alarm_terms(request)
-                )
+                return DescribedAlarm.of(name, request)
         return None
 
 

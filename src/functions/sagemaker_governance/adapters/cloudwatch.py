@@ -27,7 +27,6 @@ from sagemaker_governance.domain.guards.base import (
     AlarmPlan,
     AlarmState,
     DescribedAlarm,
-    metric_alarm_terms,
 )
 
 if TYPE_CHECKING:  # the listing is the reconciler's: the stopper never imports its models (cold start)
@@ -196,8 +195,7 @@ class CloudWatchAlarmOwnership:
         alarm = self._described(name)
         if alarm is None:
             return None
-        description = str(alarm.get("AlarmDescription") or "") or None
-        return DescribedAlarm(name=name, description=description, terms=metric_alarm_terms(alarm))
+        return DescribedAlarm.of(name, alarm)
 
     def _described(self, name: str) -> dict[str, Any] | None:
         """The alarm as ``DescribeAlarms`` gives it (one call), metric or composite."""

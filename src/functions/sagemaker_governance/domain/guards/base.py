@@ -499,6 +499,13 @@ class DescribedAlarm(BaseModel):
     description: str | None = None
     terms: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def of(cls, name: str, alarm: Mapping[str, Any]) -> DescribedAlarm:
+        """The alarm named ``name`` as a ``DescribeAlarms`` answer or a ``PutMetricAlarm`` request spells it (the
+        same fields): its description (an empty one is none) and its terms."""
+        description = str(alarm.get("AlarmDescription") or "") or None
+        return cls(name=name, description=description, terms=metric_alarm_terms(alarm))
+
 
 def metric_alarm_terms(alarm: Mapping[str, Any]) -> dict[str, Any]:
     """A metric alarm's terms as its ``PutMetricAlarm`` request or ``DescribeAlarms`` answer spells them (the
