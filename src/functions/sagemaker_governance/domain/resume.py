@@ -1442,7 +1442,11 @@ def decide_spot_start(
     """A new Spot job of an instance type in a storm starts On-Demand instead, before it bills (clone, then
     stop the Spot job while it is still ``Starting``), when the team opted in. ``job`` is the re-read of a
     job whose start event triggered: one that is past its first ``Starting``/``Pending`` by now (billed,
-    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``)."""
+    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``). A job whose own
+    team did not opt in (``spot``: its team's policy, its tags read when the event left them out) is no
+    business of the storm move: no decision, as for an event that said the team."""
+    if not storm_move_wanted(spot):
+        return CloneDecision(decisions=())
     mode = spot.mode or default_mode
     evidence: dict[str, Any] = {"secondary_status": job.secondary_status}
     if not is_new_spot_start(job):
