@@ -14,7 +14,7 @@ from smgov.cli.simulate import check_failed
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import DEFAULT_RATES, FAULTS, FaultInjector, FaultSpec, LaggingReads
+from smgov.simulation.faults import DEFAULT_RATES, FAULTS, SPARSE_SECTIONS, FaultInjector, FaultSpec, LaggingReads
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
 from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
@@ -233,10 +233,10 @@ def test_every_failure_class_is_decided_as_without_lag_when_every_re_read_lags(t
 @pytest.mark.heavy(30)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_invariants_hold_on_a_fleet_under_every_fault_but_drop(template: dict[str, Any], seed: int) -> None:
-    # Given a fleet with duplicated, reordered, throttled and crashing deliveries and lagging re-reads (drop
-    # needs the reconciler)
+    # Given a fleet with duplicated, reordered, throttled and crashing deliveries, lagging re-reads and sparse
+    # events (drop needs the reconciler)
     require_idle_guard(template)
-    result = run(fleet(100), template, "duplicate,reorder,throttle,crash,lag", seed=seed)
+    result = run(fleet(100), template, "duplicate,reorder,throttle,crash,lag,sparse", seed=seed)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
     # Then every invariant is 0
     counts, names = invariants(result, known_gaps(result))
@@ -424,4 +424,59 @@ def test_each_owner_is_told_once_per_stretch_below_the_minimum_under_every_fault
     # reset an alarm already notified, or tell the owner again, unless the stopper checks the alarm's state
     # (before that check the 12-host job's owner was told four times, another job's never)
     report = simulate(builtin_scenario("efficiency-nudges"), template=template, faults=FaultSpec.parse("all"))
+    assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]
+
+
+# ---- sparse events ------------------------------------------------------------------------------------------
+
+
+def state_change(fake: FakeSageMaker, name: str) -> dict[str, Any]:
+    return fake.event(name, event_id="e-1")
+
+
+def test_a_sparse_event_leaves_out_sections_aws_does_not_promise_and_only_those() -> None:
+    # Given a job whose event carries every such section, and every state-change event sparse
+    clock = VirtualClock(builtin_scenario("untagged").start)
+    fake = FakeSageMaker(clock)
+    fake.launch(
+        {
+            "TrainingJobName": "j",
+            "ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+            "AlgorithmSpecification": {"TrainingImage": "image", "TrainingInputMode": "File"},
+            "Tags": [{"Key": "team", "Value": "nlp"}],
+        }
+    )
+    full = state_change(fake, "j")
+    injector = FaultInjector(FaultSpec(rates={"sparse": 1.0}), seed=4)
+    # When a hundred events are made sparse
+    sparse = [injector.sparse(state_change(fake, "j")) for _ in range(100)]
+    # Then each left out at least one of those sections (absent, null or, for the tags, an empty map) and kept
+    # everything else as SageMaker sent it, the full event untouched
+    for event in sparse:
+        changed = {k for k in full["detail"] if event["detail"].get(k, "absent") != full["detail"][k]}
+        assert changed and changed <= set(SPARSE_SECTIONS)
+        assert all(event["detail"].get(k) in (None, {}) for k in changed)
+        assert {k: v for k, v in event.items() if k != "detail"} == {
+            k: v for k, v in full.items() if k != "detail"
+        }
+    assert state_change(fake, "j") == full
+    shapes = {("absent" if k not in e["detail"] else repr(e["detail"][k])) for e in sparse for k in ("Tags",)}
+    assert shapes == {"absent", "None", "{}", "{'team': 'nlp'}"}
+    assert injector.injected["sparse"] == 100
+    # and at rate 0 the event is the same object, nothing counted
+    quiet = FaultInjector(FaultSpec(rates={"sparse": 0.0}), seed=4)
+    assert quiet.sparse(full) is full and quiet.injected["sparse"] == 0
+
+
+def test_under_sparse_events_every_job_of_a_spot_storm_ends_as_with_full_ones(template: dict[str, Any]) -> None:
+    # Given a Spot storm where one team moves its new Spot jobs On-Demand and another does not, and every
+    # state-change event leaving out sections (the team's tags among them), each job read again while
+    # DescribeTrainingJob lags its transitions
+    require_auto_resume(template)
+    report = simulate(
+        builtin_scenario("spot-storm-pending"), template=template, faults=FaultSpec.parse("sparse=1,lag=1")
+    )
+    assert report["faults"]["injected"]["sparse"] > 0
+    # Then every job ends as the scenario expects with full events: the other team's new job stays on Spot
     assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]

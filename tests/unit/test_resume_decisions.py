@@ -814,6 +814,23 @@ def test_a_reread_whose_history_ends_before_the_reported_interruption_lags_the_e
     assert interruption_unseen(as_job(lagging), as_job(training_event)) is None
 
 
+def test_an_interruption_event_without_its_interrupted_transition_is_dated_by_its_last_modified_time() -> None:
+    # Given the third interruption's event that left its transitions out, read again while DescribeTrainingJob
+    # still answered from before it: the event takes the re-read's history, which ends in Training
+    event = spot_description(interruptions=3)
+    began = event["SecondaryStatusTransitions"][-1]["StartTime"]
+    history = [dict(t) for t in event["SecondaryStatusTransitions"][:-1]]
+    history[-1].pop("EndTime")
+    lagging = {**event, "SecondaryStatus": "Training", "SecondaryStatusTransitions": history}
+    said = {**event, "SecondaryStatusTransitions": history, "LastModifiedTime": began}
+    # Then the re-read lags the event as of the event's own LastModifiedTime (the status change): retried, not
+    # judged an interruption that is over
+    assert interruption_unseen(as_job(lagging), as_job(said)) == began
+    # while a re-read that is itself Interrupted knows it, and an event without a LastModifiedTime says nothing
+    assert interruption_unseen(as_job({**lagging, "SecondaryStatus": "Interrupted"}), as_job(said)) is None
+    assert interruption_unseen(as_job(lagging), as_job({**said, "LastModifiedTime": None})) is None
+
+
 @pytest.mark.parametrize(
     ("event", "reread", "behind"),
     [

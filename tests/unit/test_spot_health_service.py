@@ -147,6 +147,22 @@ def test_in_a_storm_a_new_spot_job_whose_event_does_not_say_its_team_is_moved_wh
     assert jobs.stopped == ["new-spot-1"] and len(launcher.requests) == 1
 
 
+def test_in_a_storm_a_new_spot_job_whose_event_does_not_say_its_team_stays_on_spot_when_its_team_did_not_opt_in() -> (
+    None
+):
+    # Given only the nlp team opted in, and a vision job's Starting event that does not say its tags: the event
+    # could be any team's, so the job is read (its tags say vision)
+    now = T0 + timedelta(minutes=2)
+    opted = {"teams": {"nlp": {"spot": {"storm": {"move_new_jobs": True}}}}}
+    job, spot, jobs, launcher, audit = reaction(starting(), FakeHealth(storm(now)), opted, now)
+    # When the event is handled
+    decisions = spot.react(job.model_copy(update={"tags": None}), TRIGGER)
+    # Then the job's own team decides: it did not opt in, so the job stays on Spot, as when the event says its
+    # tags (nothing cloned, nothing stopped, nothing recorded)
+    assert decisions == [] and audit.records == []
+    assert launcher.requests == [] and jobs.stopped == []
+
+
 def test_without_a_storm_the_opted_in_new_job_stays_on_spot() -> None:
     now = T0 + timedelta(minutes=2)
     job, spot, jobs, launcher, _ = reaction(

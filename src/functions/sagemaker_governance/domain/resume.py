@@ -1354,8 +1354,21 @@ def interruption_unseen(job: TrainingJob, reported: TrainingJob) -> datetime | N
     it yet: its answer lags the event (DescribeTrainingJob is read right after SageMaker's event, and may
     still say ``Training``). Taken for a lag only when the re-read's history ends before that interruption
     began (every transition it lists started earlier): a re-read that lists a later transition, or none at
-    all, is not older than the event, and ``_interruption_over`` judges it. None: not a lag."""
-    seen = interruption_start(reported) if is_spot_interruption(reported) else None
+    all, is not older than the event, and ``_interruption_over`` judges it. None: not a lag.
+
+    An event whose transitions do not end in its ``Interrupted`` (it left the transitions out and they were read
+    again, from a re-read that did not know the interruption yet: ``Interrupted`` is no documented
+    ``SecondaryStatusTransition``, so ``with_transitions_of`` does not wait for it) is dated by its own
+    ``LastModifiedTime`` ("when the status of the training job was last modified", botocore's SageMaker model),
+    unless the re-read is itself ``Interrupted`` (then it knows the interruption)."""
+    if not is_spot_interruption(reported):
+        return None
+    listed = (
+        reported.transitions[-1] if reported.transitions else None
+    )  # an earlier interruption's is not this one
+    seen = listed.start_time if listed is not None and listed.status == INTERRUPTED else None
+    if seen is None and job.secondary_status != reported.secondary_status:
+        seen = reported.last_modified_time
     starts = [t.start_time for t in job.transitions]
     if seen is None or job.status != "InProgress" or not starts or None in starts:
         return None
@@ -1442,7 +1455,11 @@ def decide_spot_start(
     """A new Spot job of an instance type in a storm starts On-Demand instead, before it bills (clone, then
     stop the Spot job while it is still ``Starting``), when the team opted in. ``job`` is the re-read of a
     job whose start event triggered: one that is past its first ``Starting``/``Pending`` by now (billed,
-    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``)."""
+    interrupted or ended: a delayed event) is not moved (``spot.skip.no-longer-starting``). A job whose own
+    team did not opt in (``spot``: its team's policy, its tags read when the event left them out) is no
+    business of the storm move: no decision, as for an event that said the team."""
+    if not storm_move_wanted(spot):
+        return CloneDecision(decisions=())
     mode = spot.mode or default_mode
     evidence: dict[str, Any] = {"secondary_status": job.secondary_status}
     if not is_new_spot_start(job):

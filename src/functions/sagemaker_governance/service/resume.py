@@ -806,7 +806,9 @@ class SpotFallbackReaction(_CloneReaction):
         spot = policy.spot
         if may_be_new_spot_start(event):  # a first start's event: the storm move, while the job is still new
             start_fleet: FleetHealth | Unknown = Unknown("not read: the job is past its first start")
-            if is_new_spot_start(job):
+            # the team's own policy decides (an event that left the tags out was let through for any team that
+            # opted in): the fleet is read only for a team that moves new jobs
+            if is_new_spot_start(job) and storm_move_wanted(spot):
                 start_fleet = self._fleet(job, spot.storm, ctx.now) or Unknown("no Spot health ledger")
             return decide_spot_start(
                 job, description, tags, spot=spot, default_mode=policy.mode, ctx=ctx, fleet=start_fleet

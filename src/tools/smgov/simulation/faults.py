@@ -33,6 +33,13 @@ engine misbehave the way AWS is allowed to:
   each time a lagging answer is served. Only DescribeTrainingJob lags: the SageMaker API reference does not
   say which reads are eventually consistent, and this one is the read the service decides on after an
   event (``ListTrainingJobs``, the reconciler's listing, answers the current state).
+- **sparse**: a SageMaker state-change event leaves out sections of the job that no AWS source promises it
+  carries (``SPARSE_SECTIONS``): each of a random non-empty subset is absent or null (SageMaker writes an
+  absent member as null: ``events/training-job-interrupted-spot-null-transitions.json``), and ``Tags`` may
+  also come as an empty map (AWS's documented sample event carries ``"Tags": {}``). Every delivery of the
+  event (a redelivery, a held-back copy) carries the same sparse detail. The service must read the job again
+  for what it needs (``DescribeTrainingJob``, ``ListTags``) and decide as on a full event; with ``lag`` that
+  read may answer the state before the event's (``DescriptionBehind``, retried).
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
@@ -57,7 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from smgov.simulation.wire_answers import json_wire_value
 
-FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag")
+FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag", "sparse")
 DEFAULT_RATES: dict[str, float] = {
     "duplicate": 0.2,
     "reorder": 0.2,
@@ -65,7 +72,18 @@ DEFAULT_RATES: dict[str, float] = {
     "throttle": 0.05,
     "crash": 0.05,
     "lag": 0.2,
+    "sparse": 0.2,
 }
+# The sections of a state-change event's detail that the service reads and no AWS source promises: AWS documents
+# no complete schema of the event (the service's EVENT_SECTIONS; `smgov doctor`'s `events` check counts them).
+SPARSE_SECTIONS = (
+    "EnableManagedSpotTraining",
+    "ResourceConfig",
+    "StoppingCondition",
+    "AlgorithmSpecification",
+    "Tags",
+    "SecondaryStatusTransitions",
+)
 REORDER_WINDOW_MINUTES = 3
 ANSWERED_URL = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
 
@@ -154,6 +172,23 @@ class FaultInjector:
 
     def coin(self, name: str) -> bool:
         return self._rngs[name].random() < 0.5
+
+    def sparse(self, event: dict[str, Any]) -> dict[str, Any]:
+        """``event`` as SageMaker may send it (the sparse fault): with the fault's rate, its detail without a
+        random non-empty subset of ``SPARSE_SECTIONS`` (each absent or null; ``Tags`` absent, null or ``{}``)."""
+        if not self.draw("sparse"):
+            return event
+        rng = self._rngs["sparse"]
+        left_out = [name for name in SPARSE_SECTIONS if rng.random() < 0.5] or [rng.choice(SPARSE_SECTIONS)]
+        detail = dict(event["detail"])
+        for name in left_out:
+            shape = rng.choice(("absent", "null", "empty") if name == "Tags" else ("absent", "null"))
+            if shape == "absent":
+                detail.pop(name, None)
+            else:
+                detail[name] = {} if shape == "empty" else None
+        self.injected["sparse"] += 1
+        return {**event, "detail": detail}
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -215,7 +215,7 @@ class Simulation:
 
     def _emit(self, name: str) -> None:
         if self.governed:
-            self.delivery.event(self.fake.event(name, event_id=self.uuids.next()))
+            self.delivery.event(self.faults.sparse(self.fake.event(name, event_id=self.uuids.next())))
 
     def _after_invocation(self) -> None:
         self.lifecycle.after_service()
