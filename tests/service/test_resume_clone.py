@@ -48,6 +48,15 @@ ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1"
 ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
 ISE = "InternalServerError: We encountered an internal error. Please try again."
 EVENT = Trigger(kind="event", event_id="e-1")
+EFA = (
+    "{host}:288:390 [1] NCCL WARN NET/OFI Request 0x7f3a2c01e0c0 completed with error. RC: 21. Error: 4 "
+    "(Interrupted system call). Completed length: 0"
+)
+REMOTE = "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely."
+NCCL_REASON = (
+    'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "torch.distributed.DistBackendError: NCCL '
+    'error: remote process exited or there was a network error, NCCL version 2.21.5 ncclRemoteError"'
+)
 
 
 class FakeSageMaker:
@@ -111,6 +120,41 @@ class FakeLogs:
         return self.evidence
 
 
+class ClusterLogs:
+    """``FailureLogsPort`` over many hosts, read as the adapter reads them when DescribeLogStreams'
+    ``lastEventTimestamp`` lags or is absent ("eventual consistency", its API reference): in name order
+    (algo-1, algo-10, algo-11, ...), at most ``hosts`` of them."""
+
+    def __init__(self, calls: Calls, tails: dict[str, tuple[LogLine, ...]]) -> None:
+        self.calls = calls
+        self.by_host = tails
+        self.asked: list[int] = []
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        self.calls(f"logs {job_name}")
+        self.asked.append(hosts)
+        order = sorted(self.by_host)
+        read = tuple(HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h]) for h in order[:hosts])
+        return FailureEvidence(hosts=read, logs_read=True, hosts_total=len(order))
+
+
+def efa_fault_on(host: str, hosts: int) -> dict[str, tuple[LogLine, ...]]:
+    """``host``'s EFA transport fails 20 minutes before the job ends (its log ends there); every other rank
+    trains on and reports its peer's exit (``ncclRemoteError``) when NCCL gives up."""
+    end = NOW - timedelta(hours=1)
+    tails: dict[str, tuple[LogLine, ...]] = {}
+    for n in range(1, hosts + 1):
+        name = f"algo-{n}"
+        if name == host:
+            tails[name] = (
+                LogLine("step 900", end - timedelta(minutes=21)),
+                LogLine(EFA.format(host=host), end - timedelta(minutes=20)),
+            )
+        else:
+            tails[name] = (LogLine("step 920", end - timedelta(minutes=1)), LogLine(REMOTE, end))
+    return tails
+
+
 class FakeCheckpoints:
     def __init__(self, calls: Calls, progress: CheckpointProgress) -> None:
         self.calls = calls
@@ -160,6 +204,7 @@ class World:
         policy: dict[str, Any] | None = None,
         once_per_delivery: bool = False,
         notifier: type[FakeNotifier] = FakeNotifier,
+        cluster: dict[str, tuple[LogLine, ...]] | None = None,
     ) -> None:
         self.calls = Calls()
         self.sagemaker = FakeSageMaker(self.calls)
@@ -167,7 +212,9 @@ class World:
         self.audit = MemoryAuditSink()
         self.ledger = MemoryLedger(self.calls)
         self.metrics = MemoryBusinessMetrics()
-        self.logs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
+        self.logs: FakeLogs | ClusterLogs = FakeLogs(self.calls, evidence or ecc_on("algo-2"))
+        if cluster is not None:
+            self.logs = ClusterLogs(self.calls, cluster)
         written = CheckpointProgress(checked=True, written=3, total=5)
         self.checkpoints = FakeCheckpoints(self.calls, progress or written)
         self.marks = FakeMarks(self.calls, self.sagemaker)
@@ -459,6 +506,48 @@ def test_a_code_bug_on_one_host_is_not_cloned_for_the_ncclremoteerror_of_its_pee
     assert decision.evidence["diagnosis"]["host"] == "algo-1"
     assert world.sagemaker.created == [] and world.notifier.sent == []
     assert world.codes() == [("resume.skip.user-code", "no-action")]
+
+
+def test_a_peer_s_fault_outside_the_hosts_read_first_is_found_by_reading_them_all() -> None:
+    # Given a 12-host job whose algo-7 lost its EFA transport 20 minutes before the end, the 11 others then
+    # reporting its exit (ncclRemoteError, quoted in the FailureReason), and stream timestamps that lag, so
+    # the 8 hosts read first (algo-1, algo-10, algo-11, algo-12, algo-2 .. algo-5) do not include algo-7
+    world = World(cluster=efa_fault_on("algo-7", 12))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the consequences alone send it back for every host, and the interconnect fault on algo-7 is resumed
+    assert decision.code == "resume.clone.transient"
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
+    assert decision.evidence["diagnosis"]["class"] == "interconnect"
+    assert decision.evidence["diagnosis"]["host"] == "algo-7"
+    (request,) = world.sagemaker.created
+    assert {t["Key"]: t["Value"] for t in request["Tags"]}[TAG_FAILURE] == "interconnect@algo-7"
+
+
+def test_a_cause_among_the_hosts_read_first_reads_no_more() -> None:
+    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first
+    world = World(cluster=efa_fault_on("algo-2", 12))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the logs are read once: the cause was found, the other 4 hosts cost nothing
+    assert decision.code == "resume.clone.transient"
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8]
+
+
+def test_a_peer_s_failure_with_hosts_still_unread_is_insufficient_evidence_and_clones_nothing() -> None:
+    # Given a 70-host job whose failing host (algo-9) sorts after the 64 hosts that can be read, so every log
+    # read shows only its peers' ncclRemoteError
+    world = World(cluster=efa_fault_on("algo-9", 70))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it reads as many hosts as it may and says the evidence is insufficient: no clone on a guess
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 6
+    assert world.sagemaker.created == [] and world.notifier.sent == []
 
 
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------

@@ -1,4 +1,6 @@
-"""The simulated account's FilterLogEvents honours logStreamNamePrefix, as CloudWatch Logs does."""
+"""The simulated account's CloudWatch Logs: FilterLogEvents honours logStreamNamePrefix, as CloudWatch Logs
+does; DescribeLogStreams' lastEventTimestamp may lag, as CloudWatch Logs' may; a host whose process died
+writes no more lines."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ import boto3
 from moto import mock_aws
 from moto.logs.responses import LogsResponse
 
-from sagemaker_governance.adapters.training_logs import LOG_GROUP, TrainingLogs
+from sagemaker_governance.adapters.training_logs import LOG_GROUP, TrainingLogs, TrainingLogTails
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.logs import GROUP, LogStreams
-from smgov.simulation.engine.moto_logs import DirectLogs, honoring_prefix
+from smgov.simulation.engine.moto_logs import DirectLogs, honoring_prefix, lagging_last_event
 from smgov.simulation.harness import REGION, patched_env
 
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # moto's Logs keeps recent events only
@@ -85,3 +87,59 @@ def test_the_simulators_own_lines_go_into_motos_backend_as_a_client_would_put_th
     # Then moto holds the same events in the same streams, and the direct writes made no request
     assert direct == by_client and sum(len(events) for _, events in direct) > 60
     assert client_requests > 0 and direct_requests == 0
+
+
+def _millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def test_a_lagging_last_event_timestamp_is_answered_as_of_the_lag_and_absent_for_a_recent_stream() -> None:
+    now = NOW.replace(tzinfo=None)
+    lagging = lagging_last_event(LogsResponse.describe_log_streams, 60, lambda: now)
+    with mock_aws(), mock.patch.object(LogsResponse, "describe_log_streams", lagging):
+        logs = boto3.client("logs", region_name="us-east-1")
+        logs.create_log_group(logGroupName=LOG_GROUP)
+        # Given algo-1 logging until 2 hours ago and algo-2 until now, and algo-3 whose stream began 30 min ago
+        lines = {
+            "job/algo-1-1700000000": [NOW - timedelta(hours=3), NOW - timedelta(hours=2)],
+            "job/algo-2-1700000000": [NOW - timedelta(hours=3), NOW - timedelta(minutes=90), NOW],
+            "job/algo-3-1700000000": [NOW - timedelta(minutes=30)],
+        }
+        for stream, times in lines.items():
+            logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+            events = [{"timestamp": _millis(t), "message": "step"} for t in times]
+            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream, logEvents=events)
+        # When the streams are described with a lastEventTimestamp that lags by an hour
+        described = logs.describe_log_streams(logGroupName=LOG_GROUP, logStreamNamePrefix="job/")["logStreams"]
+        last = {s["logStreamName"]: s.get("lastEventTimestamp") for s in described}
+        # Then each stream reports its last event an hour ago, none for the stream younger than the lag
+        assert last == {
+            "job/algo-1-1700000000": _millis(NOW - timedelta(hours=2)),
+            "job/algo-2-1700000000": _millis(NOW - timedelta(minutes=90)),
+            "job/algo-3-1700000000": None,
+        }
+        # and a reader that orders by it takes algo-3 last, though every event is there for GetLogEvents
+        tail = TrainingLogTails(logs).tails("job", lines=10, hosts=3)
+        assert [(h.host, len(h.lines)) for h in tail.hosts] == [("algo-1", 2), ("algo-2", 3), ("algo-3", 1)]
+
+
+def test_a_host_whose_process_died_writes_no_more_lines_until_its_container_starts_again() -> None:
+    # Given two hosts logging every minute, and algo-2's process dying at minute 10 after its last line
+    streams = LogStreams(VirtualClock(NOW - timedelta(hours=2)))
+    streams.start("job/algo-1", 0)
+    streams.start("job/algo-2", 0)
+    streams.cadence("job/algo-1", 1, 0)
+    streams.cadence("job/algo-2", 1, 0)
+    streams.write("job/algo-2", 10, ("NCCL WARN NET/OFI Request completed with error",))
+    streams.silence("job/algo-2", 10)
+    # When the hosts publish again (the cadence is set anew at minute 15)
+    streams.cadence("job/algo-1", 1, 15)
+    streams.cadence("job/algo-2", 1, 15)
+    # Then algo-2's stream ends with its last line at minute 10, algo-1's goes on; no new stream for algo-2
+    (algo_2,) = streams.of("job/algo-2")
+    (algo_1,) = streams.of("job/algo-1")
+    assert algo_2.last_line(30) == 10 and algo_1.last_line(30) == 29
+    # and a new container (a retry, a restart) writes again
+    restarted = streams.start("job/algo-2", 40)
+    streams.cadence("job/algo-2", 1, 40)
+    assert restarted.last_line(45) == 44

@@ -547,6 +547,22 @@ def test_a_peer_gone_in_the_failure_reason_alone_is_never_resumed(reason: str, c
     assert decision.evidence["diagnosis"]["basis"] == "failure-reason"
 
 
+@pytest.mark.parametrize(("total", "code"), [(12, ResumeCode.INSUFFICIENT_EVIDENCE), (2, ResumeCode.UNKNOWN)])
+def test_a_peer_gone_with_hosts_left_unread_is_insufficient_evidence_not_unknown(
+    total: int, code: ResumeCode
+) -> None:
+    # Given two hosts' logs read, both reporting a peer's exit (ncclRemoteError) that no peer read explains, of a
+    # job of ``total`` hosts
+    read = (host("algo-1", (NCCL_REMOTE, AT)), host("algo-2", (NCCL_REMOTE, AT)))
+    failure = FailureEvidence(hosts=read, logs_read=True, hosts_total=total)
+    # When auto-resume decides
+    (decision,) = decide(failed_description(reason=ALGORITHM_ERROR), failure).decisions
+    # Then with hosts left unread the failing peer may be among them: insufficient evidence, not a verdict
+    # of "unknown"; with every host read it is unknown. Neither is resumed
+    assert decision.action is Action.NONE and decision.code == code
+    assert decision.evidence["diagnosis"].get("hosts_unread", 0) == total - 2
+
+
 def test_the_earliest_cause_wins_when_lines_are_timed() -> None:
     # Given a GPU fault on algo-3 and, later, a data loader error on algo-1 that it provoked
     diagnosis = diagnose(

@@ -27,7 +27,8 @@ start, BENCHMARKS.md).
    log holds it, explains it, and the job is ``user-code``. A line any consequence pattern matches
    (whatever its ``where``) and PyTorch's ``NCCL error`` line right before a consequence only report it
    and explain nothing. Else their class only when a peer's failure corroborates them (a peer whose log
-   fell silent ``silent_peer_minutes`` before), else ``unknown``. A consequence in the ``FailureReason``
+   fell silent ``silent_peer_minutes`` before), else ``unknown`` (``Diagnosis.peer_unread`` when some
+   hosts' logs were not read: the failing peer's may be among them). A consequence in the ``FailureReason``
    alone has no time, so it is never corroborated;
 4. else *generic* matches (a Python exception line, a bare ``ClientError``), by precedence;
 5. else ``unknown``.
@@ -178,6 +179,13 @@ class Diagnosis:
     notes: tuple[str, ...] = ()
     exit_codes: tuple[int, ...] = ()
     hosts_read: tuple[str, ...] = ()
+    hosts_unread: int = 0  # the job's hosts whose log was found but not read (cut, or the read failed)
+
+    @property
+    def peer_unread(self) -> bool:
+        """Only a peer's failure was seen (an uncorroborated consequence: unknown) while some hosts' logs were
+        not read: the failing peer's log may be among them, so the verdict rests on missing evidence."""
+        return self.failure_class == UNKNOWN and self.role is Role.CONSEQUENCE and self.hosts_unread > 0
 
     @property
     def lemon_key(self) -> str | None:
@@ -205,6 +213,8 @@ class Diagnosis:
             out["exit_codes"] = list(self.exit_codes)
         if self.hosts_read:
             out["hosts_read"] = list(self.hosts_read)
+        if self.hosts_unread:
+            out["hosts_unread"] = self.hosts_unread
         return out
 
 
@@ -359,6 +369,7 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
         "basis": basis,
         "exit_codes": _exit_codes(reason, evidence),
         "hosts_read": tuple(h.host for h in evidence.hosts),
+        "hosts_unread": max(evidence.hosts_total - len(evidence.hosts), 0),
     }
     by_role = {role: [m for m in matches if m.signature.role is role] for role in Role}
     reports = _Reports.of(reason, evidence, taxonomy)

@@ -34,6 +34,9 @@ MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far a
 DEFAULT_LATE_AFTER_HOURS: Final = 48.0
 DELIVERY_SLACK_HOURS: Final = 4.0
 MAX_LATE_AFTER_HOURS: Final = 336.0
+# resume.log_hosts' ceiling, and how many hosts a diagnosis reads at most when the first ones read show only a
+# peer's failure (service/resume.py): 64 GetLogEvents (a few pages each at most) inside one delivery
+MAX_LOG_HOSTS: Final = 64
 MAX_ALTERNATIVES: Final = 5  # spot.fallbacks: each one is a ledger Query at an interruption of an opted-in job
 
 
@@ -161,7 +164,12 @@ class ResumePolicy(BaseModel):
     classes: dict[str, Verdict] = Field(default_factory=dict, description="Verdict per failure class.")
     signatures: tuple[Signature, ...] = Field(default=(), description="A team's failure signatures.")
     log_lines: int = Field(default=200, ge=10, le=10_000, description="Last lines read per host at failure.")
-    log_hosts: int = Field(default=8, ge=1, le=64, description="Most hosts whose log tails are read.")
+    log_hosts: int = Field(
+        default=8,
+        ge=1,
+        le=MAX_LOG_HOSTS,
+        description="Most hosts whose log tails are read first (all, up to 64, when those show only a peer's failure).",
+    )
     late_after_hours: float = Field(
         default=DEFAULT_LATE_AFTER_HOURS,
         ge=DELIVERY_SLACK_HOURS,

@@ -10,7 +10,9 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   (hardware, interconnect, capacity and SageMaker-internal faults resume by default; user code and unknown
   do not). Teams add signatures and change a class's verdict (``resume.signatures``, ``resume.classes``);
   the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
-  alone decides, and the evidence says so;
+  alone decides, and the evidence says so. Only a peer's failure seen (``ncclRemoteError`` and its kind)
+  while some hosts' logs were not read (the service reads them all, up to ``MAX_LOG_HOSTS``, before it
+  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict;
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
   timestamps (days included). A clone auto-resume made (``smgov:resume-reason`` failed-transient)
   inherits its lineage's qualification, so a clone that fails again while starting (e.g. on capacity) is
@@ -119,6 +121,10 @@ class ResumeCode(StrEnum):
     NOT_FAILED = "resume.skip.not-failed"
     USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
     UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
+    # only a peer's failure was seen (ncclRemoteError, a watchdog timeout ...) and some of the job's hosts' logs
+    # could not be read (more than resume.log_hosts' ceiling, or a read that failed): not "not transient" but
+    # not known either, so nothing is cloned on a guess
+    INSUFFICIENT_EVIDENCE = "resume.skip.insufficient-evidence"
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
     CHECKPOINT_UNREADABLE = "resume.skip.checkpoint-unreadable"  # the listing failed: progress not confirmed
@@ -363,6 +369,17 @@ def earlier_retries(tags: Mapping[str, str]) -> int:
 
 def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
     cls = diagnosis.failure_class
+    if diagnosis.peer_unread:
+        read = len(diagnosis.hosts_read)
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.INSUFFICIENT_EVIDENCE,
+            mode,
+            f"not resumed: the hosts' logs read show only a peer's failure ({diagnosis.signature}), and "
+            f"{diagnosis.hosts_unread} of the job's {read + diagnosis.hosts_unread} hosts' logs could not be "
+            "read: the failing host's may be among them, so the cause is not known",
+            evidence,
+        )
     code = {"user-code": ResumeCode.USER_CODE, UNKNOWN: ResumeCode.UNKNOWN}.get(cls, ResumeCode.CLASS_SKIPPED)
     where = f" on {diagnosis.host}" if diagnosis.host else ""
     what = f"{cls} ({diagnosis.signature}{where})" if diagnosis.signature else cls

@@ -64,10 +64,11 @@ from sagemaker_governance.domain.clone import (
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
+from sagemaker_governance.domain.failures import classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
+from sagemaker_governance.domain.recovery_policy import MAX_LOG_HOSTS, ResumePolicy, SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
@@ -624,7 +625,7 @@ class AutoResumeReaction(_CloneReaction):
         checkpoint: CheckpointProgress | None = None
         source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
-            failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
+            failure = self._read_failure_logs(job, resume)
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
 
@@ -687,6 +688,35 @@ class AutoResumeReaction(_CloneReaction):
         except AdapterError as exc:
             logger.warning("source of a clone unreadable; retried", job=job.name, source=name, error=str(exc))
             raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
+
+    def _read_failure_logs(self, job: TrainingJob, resume: ResumePolicy) -> FailureEvidence:
+        """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
+        ``MAX_LOG_HOSTS``) when those show only a peer's failure (``Diagnosis.peer_unread``: an
+        ``ncclRemoteError`` or a watchdog timeout nothing explains) and the job has more hosts. The failing
+        host is the one whose stream's ``lastEventTimestamp`` is the earliest, which CloudWatch Logs updates
+        "on an eventual consistency basis" (typically within an hour; absent for a recent stream, then the
+        order is by name): on a job of more hosts than ``log_hosts`` that order may leave the failing peer
+        unread, and the survivors' reports alone are no verdict. The second read is one more
+        ``DescribeLogStreams`` and one ``GetLogEvents`` per host (a few pages at most), the first hosts read
+        again (a port of one call); a second read that fails keeps the first, and a diagnosis that still
+        misses hosts is ``resume.skip.insufficient-evidence``."""
+        failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
+        if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
+            return failure
+        if not classify(job.failure_reason, failure, resume.taxonomy()).peer_unread:
+            return failure
+        every = self._read_logs(job, resume.log_lines, MAX_LOG_HOSTS)
+        if not every.logs_read:
+            return replace(
+                failure, notes=(*failure.notes, "the other hosts could not be read: " + "; ".join(every.notes))
+            )
+        logger.info(
+            "only a peer's failure in the first hosts' logs: read them all",
+            job=job.name,
+            hosts=len(every.hosts),
+            of=every.hosts_total,
+        )
+        return every
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:

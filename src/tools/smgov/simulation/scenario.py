@@ -51,6 +51,7 @@ DEFAULT_SET = (
     "log-rhythm",
     "hardware-algorithm-error",
     "failure-classes",
+    "efa-fault-large-cluster",
     "efficiency-nudges",
     "spot-storm-pending",
     "checkpoint-saves",
@@ -162,6 +163,19 @@ class Faults(_Model):
     failure_log: tuple[str, ...] | None = Field(
         None, description="the log tail the failing process writes (None: a traceback ending in failure_reason)"
     )
+    failure_host: PositiveInt | None = Field(
+        None,
+        description="the host (algo-<n>) whose process fails and writes failure_log (None: algo-1, and no other "
+        "host writes anything)",
+    )
+    failure_host_silent_minutes: NonNegativeInt = Field(
+        0,
+        description="failure_host's process dies this many minutes before the job fails: it writes failure_log "
+        "then and its log ends there, while the other hosts go on until the job fails",
+    )
+    peer_failure_log: tuple[str, ...] = Field(
+        (), description="what every host but failure_host writes when the job fails (its peer's exit, say)"
+    )
     pending_minutes: NonNegativeInt = Field(
         0,
         description="minutes in Pending (waiting for compute capacity, unbilled) after each Starting; "
@@ -215,6 +229,12 @@ class Script(Faults):
             raise ValueError("fail_after_hours must be less than train_hours")
         if self.fail_during is not None and self.fail_after_hours is not None:
             raise ValueError("give either fail_during or fail_after_hours")
+        if self.failure_host_silent_minutes and (
+            self.failure_host is None
+            or self.fail_after_hours is None
+            or self.failure_host_silent_minutes >= round(self.fail_after_hours * 60)
+        ):
+            raise ValueError("failure_host_silent_minutes needs a failure_host and a later fail_after_hours")
         return self
 
     def resumed(self) -> Script:
@@ -513,6 +533,11 @@ class Scenario(_Model):
     )
     detection_minutes: NonNegativeInt = Field(
         10, description="a perfect governor's detection delay, for recoverable waste"
+    )
+    log_last_event_lag_minutes: NonNegativeInt | None = Field(
+        None,
+        description="DescribeLogStreams answers each stream's lastEventTimestamp as of this many minutes ago, "
+        "none when it had no event by then (CloudWatch Logs updates it eventually); None: exact, as moto does",
     )
     jobs: tuple[JobSpec, ...] = ()
     fleet: Fleet | None = None

@@ -120,6 +120,7 @@ class SimulatedAccount:
             mock.patch("moto.logs.models.utcnow", self._naive_utc_now),
             mock.patch("moto.events.models.unix_time_millis", self._event_millis),
             mock.patch.object(LogsResponse, "filter_log_events", honoring_prefix(LogsResponse.filter_log_events)),
+            mock.patch.object(LogsResponse, "describe_log_streams", self._describe_log_streams(LogsResponse)),
             moto_shortcuts(),  # after every patch of a response class
             user_agents_once(),
         ):
@@ -256,6 +257,14 @@ class SimulatedAccount:
         if root.settings.policy_parameter_name:  # the policy store's reads, in process
             ParameterReads(self.account, REGION, throttler).attach(root.client("ssm"))
         return root
+
+    def _describe_log_streams(self, response: Any) -> Any:
+        """moto's ``DescribeLogStreams``, its ``lastEventTimestamp`` lagging when the scenario says so."""
+        from smgov.simulation.engine.moto_logs import lagging_last_event
+
+        lag = self.scenario.log_last_event_lag_minutes
+        original = response.describe_log_streams
+        return original if lag is None else lagging_last_event(original, lag, self._naive_utc_now)
 
     def _naive_utc_now(self) -> datetime:
         """moto's Logs accepts events of the last 14 days by its clock: the virtual one here."""

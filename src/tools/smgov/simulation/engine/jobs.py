@@ -73,6 +73,7 @@ class JobRun:
     stint_started: int = 0  # the minute the current Training stint began
     stall_ends_at: int | None = None  # a recovering stall ends here
     stall_recovered: bool = False  # its stall ended by itself: it does not stall again
+    host_died: bool = False  # its failure_host's process died ahead of the job (failure_host_silent_minutes)
     # The training minute its faults count from: 0, or where a clone or a retry resumed (set when it
     # enters Training; None until then).
     fault_origin: int | None = 0

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from smgov.simulation.engine.clock import VirtualClock
-from smgov.simulation.engine.jobs import JobRun, StallEpisode, job_from_request, source_of, training_request
+from smgov.simulation.engine.jobs import Host, JobRun, StallEpisode, job_from_request, source_of, training_request
 from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.phases import BILLABLE, PHASES, RUNNING, Publication, following
 from smgov.simulation.engine.telemetry import OFF, Activity, Telemetry
@@ -276,7 +276,7 @@ class Lifecycle:
         self._publish(job, OFF)
         self._end_stall(job, recovered=False)
         if status == "Failed" and job.phase == "training":  # the failing process writes its last lines
-            self.logs.write(job.hosts[0].name, self.now, job.script.failure_tail())
+            self._write_failure(job)
         self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now
@@ -327,6 +327,9 @@ class Lifecycle:
             elif script.fail_after_hours is not None and self._done(job) >= round(script.fail_after_hours * 60):
                 self._fail(job)
                 return
+            elif self._host_death_due(job):
+                self._host_dies(job)
+                self._training_state(job)
             else:
                 self._training_state(job)
         elif phase.duration is not None and now - job.phase_since >= phase.duration(script):
@@ -350,7 +353,8 @@ class Lifecycle:
         if script.failure_reason.startswith(RETRYABLE) and job.attempts < job.retry_attempts:
             job.attempts += 1
             if job.phase == "training":
-                self.logs.write(job.hosts[0].name, self.now, script.failure_tail())
+                self._write_failure(job)
+            job.host_died = False
             self._end_stall(job, recovered=False)
             job.stalled_at = job.stall_ends_at = None
             job.script = script.resumed()  # a retry runs like a clone: the fault recurs only with `repeat`
@@ -361,6 +365,44 @@ class Lifecycle:
             self._schedule(job, self._next_tick(job))
             return
         self._end(job, "Failed", "Failed", failure_reason=script.failure_reason)
+
+    def _write_failure(self, job: JobRun) -> None:
+        """The job fails: its failing host writes its tail (``failure_log``; algo-1 unless ``failure_host``
+        names another, and not again when its process died earlier), every other host its report of the
+        peer's exit (``peer_failure_log``)."""
+        script = job.script
+        if script.failure_host is None:
+            self.logs.write(job.hosts[0].name, self.now, script.failure_tail())
+            return
+        failing = self._failing_host(job)
+        if not job.host_died:
+            self.logs.write(failing.name, self.now, script.failure_tail())
+        if script.peer_failure_log:
+            for host in job.hosts:
+                if host is not failing:
+                    self.logs.write(host.name, self.now, script.peer_failure_log)
+
+    def _failing_host(self, job: JobRun) -> Host:
+        number = job.script.failure_host
+        found = next((host for host in job.hosts if host.number == number), None)
+        if found is None:
+            raise ValueError(f"{job.name}: failure_host {number} is not one of its {len(job.hosts)} hosts")
+        return found
+
+    def _host_death_due(self, job: JobRun) -> bool:
+        """Whether the failing host's process dies now, ``failure_host_silent_minutes`` before the job fails."""
+        script = job.script
+        if job.host_died or not script.failure_host_silent_minutes or script.fail_after_hours is None:
+            return False
+        return self._done(job) >= round(script.fail_after_hours * 60) - script.failure_host_silent_minutes
+
+    def _host_dies(self, job: JobRun) -> None:
+        """The failing host's process dies (an EFA transport lost, say): it writes its tail and nothing more;
+        the other ranks train on, blocked, until the job fails."""
+        failing = self._failing_host(job)
+        self.logs.write(failing.name, self.now, job.script.failure_tail())
+        self.logs.silence(failing.name, self.now)
+        job.host_died = True
 
     def _recover(self, job: JobRun) -> None:
         """A stall that ends by itself: training goes on from where it stopped."""
@@ -441,6 +483,10 @@ class Lifecycle:
             origin = job.fault_origin or 0
             if script.fail_after_hours is not None:
                 targets.append(origin + round(script.fail_after_hours * 60))
+                if script.failure_host_silent_minutes and not job.host_died:
+                    targets.append(
+                        origin + round(script.fail_after_hours * 60) - script.failure_host_silent_minutes
+                    )
             if script.stall_after_minutes is not None and not job.stall_recovered:
                 targets.append(origin + script.stall_after_minutes)
             later = [t for t in targets if t > job.progress]

@@ -5,7 +5,9 @@ Log group ``/aws/sagemaker/TrainingJobs``; one stream per host and container sta
 Spot restart or a retry starts a new container, hence a new stream). A stream exists from the moment
 the job enters Training (the container starts); while the script trains it writes a line every
 ``log_every_minutes`` (per phase and per host; silent while stalled unless the script says otherwise,
-and in phases with ``log_every_minutes: 0``). A failing process writes its tail (``failure_tail``).
+and in phases with ``log_every_minutes: 0``). A failing process writes its tail (``failure_tail``); one
+that dies before the job fails (``failure_host_silent_minutes``) writes nothing more (``silence``) until
+its host's container starts again.
 
 Lines are kept as cadence segments and written to moto's CloudWatch Logs lazily: whenever the service
 calls a CloudWatch Logs API, the lines of the last ``WINDOW_MINUTES`` that are not there yet are put
@@ -61,10 +63,12 @@ class LogStreams:
         self.clock = clock
         self.streams: dict[str, Stream] = {}
         self._current: dict[str, Stream] = {}  # host -> its open stream
+        self._dead: set[str] = set()  # hosts whose process died: no line until their container starts again
 
     def start(self, host: str, now: int) -> Stream:
         """The host's algorithm container starts: a new stream."""
         self.stop(host, now)
+        self._dead.discard(host)
         epoch = int(self.clock.at(now).timestamp())
         stream = Stream(f"{host}-{epoch}", host)
         self.streams[stream.name] = stream
@@ -73,6 +77,8 @@ class LogStreams:
 
     def cadence(self, host: str, every: int, now: int) -> None:
         """From ``now`` on the host writes a line every ``every`` minutes (0: none)."""
+        if host in self._dead:
+            return
         stream = self._current.get(host)
         if stream is None:
             if every <= 0:
@@ -88,6 +94,11 @@ class LogStreams:
     def write(self, host: str, now: int, lines: tuple[str, ...]) -> None:
         stream = self._current.get(host) or self.start(host, now)
         stream.extra += [(now, text) for text in lines]
+
+    def silence(self, host: str, now: int) -> None:
+        """The host's process died (its container may linger): its stream gets no more lines."""
+        self.stop(host, now)
+        self._dead.add(host)
 
     def stop(self, host: str, now: int) -> None:
         """The host's container is gone: its stream gets no more lines."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, timedelta
 from typing import Any
 
 
@@ -69,6 +70,32 @@ def honoring_prefix(original: Callable[[Any], str]) -> Callable[[Any], str]:
         return json.dumps({"events": events, "nextToken": token, "searchedLogStreams": searched})
 
     return filter_log_events
+
+
+def lagging_last_event(
+    original: Callable[[Any], str], lag_minutes: int, now: Callable[[], Any]
+) -> Callable[[Any], str]:
+    """A replacement for ``moto.logs.responses.LogsResponse.describe_log_streams`` whose
+    ``lastEventTimestamp`` lags as CloudWatch Logs' may: moto computes it from the stream's events on each
+    call; the API reference says it "updates on an eventual consistency basis. It typically updates in less
+    than an hour from ingestion, but in rare situations might take longer". Each stream's is answered as of
+    ``lag_minutes`` ago: its last event at or before then, and none (the member left out, as for a stream
+    with no event) when it had no event by then. ``now``: the virtual clock, naive UTC (moto's)."""
+
+    def describe_log_streams(self: Any) -> str:
+        answer = json.loads(original(self))
+        group = self.logs_backend.groups.get(self._get_param("logGroupName"))
+        cutoff = int((now() - timedelta(minutes=lag_minutes)).replace(tzinfo=UTC).timestamp() * 1000)
+        for described in answer.get("logStreams") or []:
+            stream = group.streams.get(described.get("logStreamName")) if group is not None else None
+            seen = [e.timestamp for e in stream.events if e.timestamp <= cutoff] if stream is not None else []
+            if seen:
+                described["lastEventTimestamp"] = max(seen)
+            else:
+                described.pop("lastEventTimestamp", None)
+        return json.dumps(answer)
+
+    return describe_log_streams
 
 
 class _Request:
