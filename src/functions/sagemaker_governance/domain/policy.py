@@ -188,8 +188,12 @@ class Policy(_WithGuardSections):
         return Policy.model_validate(merge_documents(self.model_dump(mode="json"), document))
 
     def for_team(self, team: str | None) -> Policy:
+        """The policy of a job whose team tag says ``team``: that team's override merged on the rest, or the
+        rest alone when it has none. Either way without ``teams``: a job is under one team, and another team's
+        override has no say in its policy (``for_job`` validates the job's declared windows on top of this;
+        re-validating every team's override on them failed a valid document for a valid tag)."""
         if not team or team not in self.teams:
-            return self
+            return self.model_copy(update={"teams": {}}) if self.teams else self
         merged = merge_documents(self.model_dump(mode="json", exclude={"teams"}), self.teams[team])
         return Policy.model_validate(merged)
 
