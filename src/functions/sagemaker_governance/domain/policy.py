@@ -244,7 +244,9 @@ class Policy(_WithGuardSections):
     def warnings(self) -> list[str]:
         """What is valid but probably not meant (``smgov policy validate`` prints them)."""
         out: list[str] = []
+        told: set[tuple[str, ...]] = set()
         for team, policy in [(None, self), *((t, self.for_team(t)) for t in sorted(self.teams))]:
+            out += _same_type_warnings(policy, "rules" if team is None else f"teams.{team}.rules", told)
             idle = IDLE.config(policy)
             where = "idle" if team is None else f"teams.{team}.idle"
             if idle.datapoints_to_alarm < idle.evaluation_periods:
@@ -266,6 +268,35 @@ class Policy(_WithGuardSections):
         """A short content hash: audit records name the exact policy that decided."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _same_type_warnings(policy: Policy, where: str, told: set[tuple[str, ...]]) -> list[str]:
+    """Enabled rules of one type in one policy (``told``: the rule ids already warned about, so a global pair is
+    not told again for every team). Each applies on its own, so a rule meant to change one of the base's does
+    not: written without ``id``, a rule takes its type as id (``max-instance-count``), which the base's rule of
+    that type does not have (``max-instances``), and both then decide. Not rejected: two rules of one type can be
+    meant (a notify rule below a stop rule), and a rejected document would keep an older one or the defaults."""
+    by_type: dict[str, list[str]] = {}
+    for rule in policy.rules:
+        if rule.enabled:
+            by_type.setdefault(rule.type, []).append(rule.id)
+    out: list[str] = []
+    for kind, ids in by_type.items():
+        if len(ids) < 2 or tuple(ids) in told:
+            continue
+        told.add(tuple(ids))
+        warning = (
+            f"{where}: {len(ids)} enabled rules of type {kind} ({', '.join(ids)}): each applies on its own (the "
+            "strictest decides), none changes another"
+        )
+        if kind in ids[1:]:  # added after a rule of its type (a document's new rules follow the base's)
+            others = [i for i in ids if i != kind]
+            warning += (
+                f"; rule {kind} has its type as id, as a rule written without id does, so it was added beside "
+                f"{', '.join(others)} rather than changing it: to change a rule, give its id (id: {others[0]})"
+            )
+        out.append(warning)
+    return out
 
 
 def _tolerance_warnings(policy: Policy, where: str) -> list[str]:
