@@ -221,3 +221,28 @@ teams: {vision: {rules: [{id: runtime-notice, type: max-runtime, max_hours: 24, 
     by_id = load_policy_text("rules: [{id: max-instances, max: 64}]\n", base)
     assert evaluate_compliance(_instances("big-1", 32), by_id, datetime(2026, 11, 27, tzinfo=UTC)).stops is False
     assert by_id.warnings() == []
+
+
+def test_an_exemption_naming_no_rule_id_exempts_nothing_and_validate_says_so() -> None:
+    # Given an exemption for bench- jobs that names the rules by type and by section (max-instance-count,
+    # idle), a second one by the ids (max-instances, idle-guard), and a team rule one may name too
+    base = Settings.from_env({"GOVERNANCE_MODE": "enforce"}).base_policy_document()
+    document = """
+exemptions:
+  - {job_name_prefix: bench-, rules: [max-instance-count, idle], expires: 2099-12-31, reason: INC-1 by type}
+  - {job_name_prefix: scale-, rules: [max-instances, idle-guard, progress-guard, efficiency, p5-only],
+     expires: 2099-12-31, reason: INC-2 by id}
+teams: {nlp: {rules: [{id: p5-only, type: allowed-instance-types, patterns: ["ml.p5.*"]}]}}
+"""
+    policy = load_policy_text(document, base)
+    # When a 32-instance vision job of each is evaluated, then the first is still stopped (no rule of its
+    # ids), the second exempt
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    by_type = evaluate_compliance(_instances("bench-1", 32), policy, now)
+    by_id = evaluate_compliance(_instances("scale-1", 32), policy, now)
+    assert [(d.rule, d.code) for d in by_type.decisions] == [("max-instances", ComplianceCode.STOP)]
+    assert [(d.rule, d.code) for d in by_id.decisions] == [("max-instances", ComplianceCode.EXEMPTED)]
+    # and validate warns about the first only, naming the ids it meant (a guard's id and a team's rule are ids)
+    (warning,) = [w for w in policy.warnings() if w.startswith("exemptions")]
+    assert warning.startswith("exemptions[0] (INC-1 by type): rules max-instance-count, idle name no rule id")
+    assert "type of rule max-instances" in warning and "its rule id is idle-guard" in warning

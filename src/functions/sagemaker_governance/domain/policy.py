@@ -262,6 +262,35 @@ class Policy(_WithGuardSections):
                     "job using 1 of 4 GPUs counts as idle); the idle guard is for stalled jobs"
                 )
             out += _tolerance_warnings(policy, "judge" if team is None else f"teams.{team}.judge")
+        return out + self._exemption_warnings()
+
+    def _exemption_warnings(self) -> list[str]:
+        """An exemption's ``rules`` that name no rule of the policy or of a team, nor a guard: it exempts nothing
+        from them. Not rejected: a rule can leave the policy without the document changing (a stack deployed with
+        RequiredTags=""), and a rejected document would take every other exemption with it."""
+        types = {rule.id: rule.type for p in (self, *map(self.for_team, sorted(self.teams))) for rule in p.rules}
+        sections = {guard.section: guard.rule_id for guard in GUARDS if guard.section is not None}
+        known = {*types, *(guard.rule_id for guard in GUARDS)}
+        out: list[str] = []
+        for position, exemption in enumerate(self.exemptions):
+            unknown = [name for name in exemption.rules or () if name not in known]
+            if not unknown:
+                continue
+            hints = [
+                f"{name} is the type of rule {', '.join(i for i, t in types.items() if t == name)}"
+                for name in unknown
+                if name in types.values()
+            ] + [
+                f"{name} is a guard's section, its rule id is {sections[name]}"
+                for name in unknown
+                if name in sections
+            ]
+            out.append(
+                f"exemptions[{position}] ({exemption.reason}): rules {', '.join(unknown)} name no rule id of the "
+                f"policy, its teams or its guards, so it exempts nothing from them"
+                + "".join(f"; {hint}" for hint in hints)
+                + f" (rule ids: {', '.join(sorted(known))})"
+            )
         return out
 
     def digest(self) -> str:
