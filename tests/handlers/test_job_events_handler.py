@@ -97,6 +97,27 @@ def test_a_declared_window_on_a_job_outside_a_team_override_is_governed_not_dead
     assert account.sagemaker.stop_requests == []
 
 
+def test_a_team_value_spelled_otherwise_than_its_override_is_governed_as_written_and_its_owner_told(
+    no_required_tags: LocalAccount,
+) -> None:
+    # Given a job on ml.g5.2xlarge tagged team=Vision: the vision override (ml.p5.* only) would stop it, the
+    # policy without it allows any ml.* type
+    account = no_required_tags
+    queue_url = account.notification_inbox()
+    account.sagemaker.launch(create_request("vision-2", tags={"team": "Vision", "owner": "alice"}))
+    # When its Starting event is delivered
+    account.invoke(handler, account.sagemaker.event("vision-2"))
+    # Then it is governed by the value as written (not stopped) and the miss is recorded and told to its owner
+    assert account.sagemaker.stop_requests == []
+    assert [(r.code, r.outcome.value) for r in account.audit.records] == [
+        ("compliance.pass.compliant", "no-action"),
+        ("compliance.notify.team-misspelled", "done"),
+    ]
+    (message,) = account.sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["outcome"] == "notified" and [item["rule"] for item in body["items"]] == ["compliance"]
+
+
 def test_audit_mode_records_but_never_stops(audit_account: LocalAccount) -> None:
     event = launch_from_sample(audit_account, "training-job-starting-untagged.json")
     audit_account.invoke(handler, event)

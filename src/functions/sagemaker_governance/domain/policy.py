@@ -206,6 +206,18 @@ class Policy(_WithGuardSections):
             document.update(window_overlay(declaration, getattr(team, declaration.section, None)))
         return team.overlay(document) if document else team
 
+    def team_misspelled(self, job: TrainingJob) -> tuple[str, ...]:
+        """The team overrides the job's team tag value names only in another capitalization or with spaces
+        around it (``Vision``, ``"vision "`` for ``vision``; several when overrides differ only so): the job is
+        not under them, as the value is read exactly (as IAM's ``StringEquals aws:RequestTag/team`` reads it), and
+        compliance tells the owner (``compliance.notify.team-misspelled``). Empty when the value names an override
+        exactly, or none in any spelling."""
+        value = job.tag(self.team_tag)
+        if value is None or value in self.teams or not value.strip():
+            return ()
+        wanted = value.strip().casefold()
+        return tuple(sorted(team for team in self.teams if team.strip().casefold() == wanted))
+
     def possible_for(self, job: TrainingJob) -> tuple[Policy, ...]:
         """The policies ``job`` may be under: its own (``for_job``) when its tags are known; when they are not
         (an event that left them out or carried an empty map: ``TrainingJob.as_event_says``), the default and
