@@ -11,11 +11,12 @@ import pytest
 from pydantic import ValidationError
 
 from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
+from sagemaker_governance.domain.stall_judge import TAG_IDLE_MINUTES
 from sagemaker_governance.handlers.job_events import handler
 from smgov.simulation.harness import LocalAccount, local_account
-from tests.builders import launch_from_sample
+from tests.builders import create_request, launch_from_sample
 from tests.conftest import load_event
-from tests.handlers.conftest import ENFORCE, NOW
+from tests.handlers.conftest import ENFORCE, NOW, sqs_batch
 
 
 def test_compliant_job_is_left_alone_with_one_audit_record(account: LocalAccount) -> None:
@@ -76,6 +77,45 @@ def test_a_starting_event_with_an_empty_tag_map_is_judged_on_the_jobs_tags_under
     assert (record.code, record.outcome.value) == ("compliance.stop.violation", "done")
     assert (record.team, record.owner) == ("vision", "alice")
     assert (account.sagemaker.calls - before)["ListTags"] == (2 if tags == "empty" else 1)
+
+
+def test_a_declared_window_on_a_job_outside_a_team_override_is_governed_not_dead_lettered(
+    account: LocalAccount,
+) -> None:
+    # Given a valid document whose nlp team samples GPU utilization every 10 minutes, and a compliant vision
+    # job declaring 240 idle minutes (the default cap), which nlp's periods would make longer than a day
+    account.ssm.put_parameter(
+        Name="/gov/policy", Type="String", Value="teams:\n  nlp:\n    idle: {period_seconds: 600}\n"
+    )
+    tags = {"team": "vision", "cost-center": "cc-1234", "owner": "alice", TAG_IDLE_MINUTES: "240"}
+    account.sagemaker.launch(create_request("vision-1", tags=tags))
+    # When its Starting event is delivered from the queue
+    result = account.invoke(handler, sqs_batch(json.dumps(account.sagemaker.event("vision-1"))))
+    # Then the delivery succeeds (not retried into the dead-letter queue) and the job is judged compliant
+    assert result == {"batchItemFailures": []}
+    assert [r.code for r in account.audit.records if r.job_name == "vision-1"] == ["compliance.pass.compliant"]
+    assert account.sagemaker.stop_requests == []
+
+
+def test_a_team_value_spelled_otherwise_than_its_override_is_governed_as_written_and_its_owner_told(
+    no_required_tags: LocalAccount,
+) -> None:
+    # Given a job on ml.g5.2xlarge tagged team=Vision: the vision override (ml.p5.* only) would stop it, the
+    # policy without it allows any ml.* type
+    account = no_required_tags
+    queue_url = account.notification_inbox()
+    account.sagemaker.launch(create_request("vision-2", tags={"team": "Vision", "owner": "alice"}))
+    # When its Starting event is delivered
+    account.invoke(handler, account.sagemaker.event("vision-2"))
+    # Then it is governed by the value as written (not stopped) and the miss is recorded and told to its owner
+    assert account.sagemaker.stop_requests == []
+    assert [(r.code, r.outcome.value) for r in account.audit.records] == [
+        ("compliance.pass.compliant", "no-action"),
+        ("compliance.notify.team-misspelled", "done"),
+    ]
+    (message,) = account.sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["outcome"] == "notified" and [item["rule"] for item in body["items"]] == ["compliance"]
 
 
 def test_audit_mode_records_but_never_stops(audit_account: LocalAccount) -> None:

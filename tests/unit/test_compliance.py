@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from sagemaker_governance.domain.compliance import ComplianceCode, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Mode
 from sagemaker_governance.domain.policy_document import build_policy
@@ -116,6 +118,37 @@ def test_team_override_replaces_the_rule_for_that_team_only() -> None:
     nlp = evaluate_compliance(job(tags={"team": "nlp", "cost-center": "cc"}, **p5), pol, NOW)
     assert vision.decisions[0].action is Action.NONE
     assert nlp.decisions[0].rule == "instance-types" and nlp.decisions[0].action is Action.STOP
+
+
+@pytest.mark.parametrize("value", ["Vision", "vision ", " VISION"])
+def test_a_team_value_that_names_an_override_only_spelled_otherwise_is_not_guessed_and_is_told(value: str) -> None:
+    # Given a vision override that allows ml.p5.*, and a p5 job whose team tag is vision spelled otherwise
+    pol = policy(teams={"vision": {"rules": [{"id": "instance-types", "patterns": ["ml.p5.*"]}]}})
+    p5: dict[str, Any] = {"ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1}}
+    result = evaluate_compliance(job(tags={"team": value, "cost-center": "cc"}, **p5), pol, NOW)
+    # Then it is judged by the policy its value names, as IAM reads it (no override: p5 is not allowed), and the
+    # owner is told which override the value missed and how to tag it
+    assert [(d.rule, d.code, d.action) for d in result.decisions] == [
+        ("instance-types", ComplianceCode.STOP, Action.STOP),
+        ("compliance", ComplianceCode.TEAM_MISSPELLED, Action.NOTIFY),
+    ]
+    notice = result.decisions[1]
+    assert notice.evidence == {"tag": "team", "value": value, "overrides": ["vision"]}
+    assert notice.remedy is not None and "team=vision" in notice.remedy and result.notify_owner
+
+
+def test_a_team_value_told_once_for_every_override_it_could_mean_and_never_for_an_exact_one() -> None:
+    # Given overrides that differ only in capitalization, and a compliant job of each spelling and of another
+    pol = policy(teams={"vision": {"mode": "audit"}, "Vision": {"mode": "enforce"}})
+
+    def told(value: str) -> list[Any]:
+        decisions = evaluate_compliance(job(tags={"team": value, "cost-center": "cc"}), pol, NOW).decisions
+        return [d.evidence["overrides"] for d in decisions if d.code == ComplianceCode.TEAM_MISSPELLED]
+
+    # Then a value naming neither exactly is told both (neither is chosen); an exact one, or one naming no
+    # override in any spelling, is told nothing
+    assert told("VISION") == [["Vision", "vision"]]
+    assert told("vision") == told("Vision") == told("nlp") == []
 
 
 def test_disabled_rule_is_skipped() -> None:

@@ -130,6 +130,48 @@ def test_any_tag_value_never_loosens_beyond_the_cap(value: str, cap: int) -> Non
             assert 10 <= declaration.minutes <= cap and window == declaration.minutes
 
 
+@pytest.mark.parametrize("team", ["vision", None], ids=["another-team", "no-team"])
+def test_a_declaration_outside_a_team_override_is_not_validated_against_that_override(team: str | None) -> None:
+    # Given a valid document whose nlp team samples GPU utilization every 10 minutes (30 x 600 s), and a job
+    # of another team (or of none) declaring 240 idle minutes, the default cap
+    policy = Policy.model_validate({"teams": {"nlp": {"idle": {"period_seconds": 600}}}})
+    tags = {"owner": "alice", TAG_IDLE_MINUTES: "240"} | ({"team": team} if team else {})
+    # When the job's policy is resolved
+    effective = policy.for_job(job(tags=tags))
+    # Then its declared window applies (240 one-minute periods, which nlp's 600 s periods would make longer
+    # than a day), and its policy carries no other team's override
+    assert IDLE.config(effective).evaluation_periods == 240
+    assert effective.teams == {} and policy.for_team(team).teams == {}
+
+
+@given(
+    value=st.text(max_size=12) | st.integers(min_value=-10, max_value=2000).map(str),
+    team=st.sampled_from([None, "nlp", "ops", "rl", "vision"]),
+    key=st.sampled_from([TAG_IDLE_MINUTES, TAG_PROGRESS_MINUTES, "SMGOV:idle-minutes"]),
+)
+def test_no_declared_value_fails_the_resolution_of_any_teams_job(value: str, team: str | None, key: str) -> None:
+    """Whatever a developer writes on a job of any team (or none), its policy resolves: applied or ignored."""
+    # Given teams whose windows and caps differ as far as the schema allows
+    policy = Policy.model_validate(
+        {
+            "judge": {"max_declared_minutes": 1440},
+            "teams": {
+                "nlp": {"idle": {"period_seconds": 2400}},  # 30 x 40 minutes
+                "ops": {"judge": {"max_declared_minutes": 0}},
+                "rl": {"idle": {"period_seconds": 120, "evaluation_periods": 20, "datapoints_to_alarm": 5}},
+            },
+        }
+    )
+    declared = job(
+        tags={"owner": "alice", key: value, TAG_PROGRESS_MINUTES: value} | ({"team": team} if team else {})
+    )
+    # When it is resolved, then it does not raise, and each declaration is applied or ignored
+    effective = policy.for_job(declared)
+    for declaration in policy.for_team(team).declared_tolerance(declared):
+        assert declaration.code in (ToleranceCode.APPLIED, ToleranceCode.IGNORED)
+    assert IDLE.config(effective).period_seconds * IDLE.config(effective).evaluation_periods <= 86_400
+
+
 def test_policy_validate_warns_about_a_cap_that_can_only_shorten_or_outruns_rejudging() -> None:
     assert Policy().warnings() == []
     low = Policy.model_validate({"teams": {"rl": {"judge": {"max_declared_minutes": 60}}}}).warnings()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+from datetime import UTC, datetime
 
 import pytest
 import yaml
 from pydantic import ValidationError
 
+from sagemaker_governance.domain.compliance import ComplianceCode, evaluate_compliance
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.guards.idle import IdlePolicy
 from sagemaker_governance.domain.guards.progress import ProgressPolicy
@@ -189,3 +191,58 @@ def test_a_job_whose_tags_are_unknown_may_be_under_any_team() -> None:
     assert [p.mode for p in policy.possible_for(tagged)] == [Mode.AUDIT]
     unknown = tagged.model_copy(update={"tags": None})
     assert policy.possible_for(unknown) == (policy, policy.for_team("nlp"), policy.for_team("vision"))
+
+
+def _instances(name: str, count: int) -> TrainingJob:
+    resources = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": count, "VolumeSizeInGB": 50}
+    tags = {"team": "vision", "cost-center": "cc-1234", "owner": "alice"}
+    return TrainingJob.model_validate({**describe(name, ResourceConfig=resources), "Tags": tags})
+
+
+def test_a_rule_without_id_of_a_base_rules_type_is_added_beside_it_and_validate_says_so() -> None:
+    # Given the stack's base (rule max-instances: 16) and a document that raises the limit by the rule's type,
+    # without its id, and whose vision team adds a notify rule under the base's max-runtime, with its own id
+    base = Settings.from_env({"GOVERNANCE_MODE": "enforce"}).base_policy_document()
+    by_type = """
+rules: [{type: max-instance-count, max: 64}]
+teams: {vision: {rules: [{id: runtime-notice, type: max-runtime, max_hours: 24, on_violation: notify}]}}
+"""
+    policy = load_policy_text(by_type, base)
+    # When a 32-instance job is evaluated, then both rules apply, and the base's still stops it
+    result = evaluate_compliance(_instances("big-1", 32), policy, datetime(2026, 11, 27, tzinfo=UTC))
+    assert [(d.rule, d.code) for d in result.decisions] == [("max-instances", ComplianceCode.STOP)]
+    # and validate warns once for each policy (not again for the team), the rule without id with the id that
+    # changes the base's rule, the team's rule of its own id as a second rule only
+    warnings = [w for w in policy.warnings() if "enabled rules of type" in w]
+    assert [w.split(":", 1)[0] for w in warnings] == ["rules", "teams.vision.rules"]
+    assert "(max-instances, max-instance-count)" in warnings[0] and "(id: max-instances)" in warnings[0]
+    assert "(max-runtime, runtime-notice)" in warnings[1] and "as id" not in warnings[1]
+    # while the document that names the rule by its id changes it: no stop, no warning
+    by_id = load_policy_text("rules: [{id: max-instances, max: 64}]\n", base)
+    assert evaluate_compliance(_instances("big-1", 32), by_id, datetime(2026, 11, 27, tzinfo=UTC)).stops is False
+    assert by_id.warnings() == []
+
+
+def test_an_exemption_naming_no_rule_id_exempts_nothing_and_validate_says_so() -> None:
+    # Given an exemption for bench- jobs that names the rules by type and by section (max-instance-count,
+    # idle), a second one by the ids (max-instances, idle-guard), and a team rule one may name too
+    base = Settings.from_env({"GOVERNANCE_MODE": "enforce"}).base_policy_document()
+    document = """
+exemptions:
+  - {job_name_prefix: bench-, rules: [max-instance-count, idle], expires: 2099-12-31, reason: INC-1 by type}
+  - {job_name_prefix: scale-, rules: [max-instances, idle-guard, progress-guard, efficiency, p5-only],
+     expires: 2099-12-31, reason: INC-2 by id}
+teams: {nlp: {rules: [{id: p5-only, type: allowed-instance-types, patterns: ["ml.p5.*"]}]}}
+"""
+    policy = load_policy_text(document, base)
+    # When a 32-instance vision job of each is evaluated, then the first is still stopped (no rule of its
+    # ids), the second exempt
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    by_type = evaluate_compliance(_instances("bench-1", 32), policy, now)
+    by_id = evaluate_compliance(_instances("scale-1", 32), policy, now)
+    assert [(d.rule, d.code) for d in by_type.decisions] == [("max-instances", ComplianceCode.STOP)]
+    assert [(d.rule, d.code) for d in by_id.decisions] == [("max-instances", ComplianceCode.EXEMPTED)]
+    # and validate warns about the first only, naming the ids it meant (a guard's id and a team's rule are ids)
+    (warning,) = [w for w in policy.warnings() if w.startswith("exemptions")]
+    assert warning.startswith("exemptions[0] (INC-1 by type): rules max-instance-count, idle name no rule id")
+    assert "type of rule max-instances" in warning and "its rule id is idle-guard" in warning

@@ -2,7 +2,8 @@
 
 Pure: the job, the policy and ``now`` in; decisions and notes out. One decision per violated rule, one
 per rule that could not decide, and a single ``none`` decision when the job passes every rule, so each
-evaluation leaves at least one audit record.
+evaluation leaves at least one audit record; besides, a notice when the job's team tag names a team override
+only as spelled otherwise (``compliance.notify.team-misspelled``: the value is read exactly, never guessed).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class ComplianceCode(StrEnum):
     COMPLIANT = "compliance.pass.compliant"  # every rule passed
     # the job is marked evaluated (the reconciler, or another delivery, evaluated it): not evaluated again
     ALREADY_EVALUATED = "compliance.skip.already-evaluated"
+    # the team tag's value names a team override only in another capitalization or with spaces: not applied, told
+    TEAM_MISSPELLED = "compliance.notify.team-misspelled"
 
 
 def was_evaluated(tags: dict[str, str] | None) -> bool:
@@ -137,9 +140,31 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
                 reason=f"compliant with {evaluated} rule(s)",
             )
         )
+    misspelled = policy.team_misspelled(job)
+    if misspelled:
+        decisions.append(_team_misspelled(job, policy, effective.mode, misspelled))
     # The owner hears about violations in enforce mode; in audit mode only when the policy says so.
     notify_owner = any(
         d.action in (Action.STOP, Action.NOTIFY) and (d.mode is Mode.ENFORCE or effective.notify_in_audit_mode)
         for d in decisions
     )
     return ComplianceResult(decisions=tuple(decisions), notes=tuple(notes), notify_owner=notify_owner)
+
+
+def _team_misspelled(job: TrainingJob, policy: Policy, mode: Mode, overrides: tuple[str, ...]) -> Decision:
+    """The notice of a team tag value that names an override only as spelled otherwise: the job is judged by the
+    policy its value names (no override), never by a guess, and its owner learns why."""
+    key, value = policy.team_tag, job.tag(policy.team_tag)
+    named = " or ".join(f"{key}={team}" for team in overrides)
+    return Decision(
+        rule=COMPLIANCE_RULE_ID,
+        code=ComplianceCode.TEAM_MISSPELLED,
+        action=Action.NOTIFY,
+        mode=mode,
+        reason=f"tag {key}={value!r} names no team override as written, only "
+        f"{' and '.join(f'teams.{team}' for team in overrides)} spelled otherwise (capitalization, spaces): the job "
+        "is governed without a team override",
+        remedy=f"Tag values are read exactly as written: tag the job {named} for the team's policy, or ask the "
+        f"platform team for an override named {value!r}.",
+        evidence={"tag": key, "value": value, "overrides": list(overrides)},
+    )

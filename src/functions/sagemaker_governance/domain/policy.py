@@ -188,8 +188,12 @@ class Policy(_WithGuardSections):
         return Policy.model_validate(merge_documents(self.model_dump(mode="json"), document))
 
     def for_team(self, team: str | None) -> Policy:
+        """The policy of a job whose team tag says ``team``: that team's override merged on the rest, or the
+        rest alone when it has none. Either way without ``teams``: a job is under one team, and another team's
+        override has no say in its policy (``for_job`` validates the job's declared windows on top of this;
+        re-validating every team's override on them failed a valid document for a valid tag)."""
         if not team or team not in self.teams:
-            return self
+            return self.model_copy(update={"teams": {}}) if self.teams else self
         merged = merge_documents(self.model_dump(mode="json", exclude={"teams"}), self.teams[team])
         return Policy.model_validate(merged)
 
@@ -201,6 +205,18 @@ class Policy(_WithGuardSections):
         for declaration in team.declared_tolerance(job):
             document.update(window_overlay(declaration, getattr(team, declaration.section, None)))
         return team.overlay(document) if document else team
+
+    def team_misspelled(self, job: TrainingJob) -> tuple[str, ...]:
+        """The team overrides the job's team tag value names only in another capitalization or with spaces
+        around it (``Vision``, ``"vision "`` for ``vision``; several when overrides differ only so): the job is
+        not under them, as the value is read exactly (as IAM's ``StringEquals aws:RequestTag/team`` reads it), and
+        compliance tells the owner (``compliance.notify.team-misspelled``). Empty when the value names an override
+        exactly, or none in any spelling."""
+        value = job.tag(self.team_tag)
+        if value is None or value in self.teams or not value.strip():
+            return ()
+        wanted = value.strip().casefold()
+        return tuple(sorted(team for team in self.teams if team.strip().casefold() == wanted))
 
     def possible_for(self, job: TrainingJob) -> tuple[Policy, ...]:
         """The policies ``job`` may be under: its own (``for_job``) when its tags are known; when they are not
@@ -240,7 +256,9 @@ class Policy(_WithGuardSections):
     def warnings(self) -> list[str]:
         """What is valid but probably not meant (``smgov policy validate`` prints them)."""
         out: list[str] = []
+        told: set[tuple[str, ...]] = set()
         for team, policy in [(None, self), *((t, self.for_team(t)) for t in sorted(self.teams))]:
+            out += _same_type_warnings(policy, "rules" if team is None else f"teams.{team}.rules", told)
             idle = IDLE.config(policy)
             where = "idle" if team is None else f"teams.{team}.idle"
             if idle.datapoints_to_alarm < idle.evaluation_periods:
@@ -256,12 +274,70 @@ class Policy(_WithGuardSections):
                     "job using 1 of 4 GPUs counts as idle); the idle guard is for stalled jobs"
                 )
             out += _tolerance_warnings(policy, "judge" if team is None else f"teams.{team}.judge")
+        return out + self._exemption_warnings()
+
+    def _exemption_warnings(self) -> list[str]:
+        """An exemption's ``rules`` that name no rule of the policy or of a team, nor a guard: it exempts nothing
+        from them. Not rejected: a rule can leave the policy without the document changing (a stack deployed with
+        RequiredTags=""), and a rejected document would take every other exemption with it."""
+        types = {rule.id: rule.type for p in (self, *map(self.for_team, sorted(self.teams))) for rule in p.rules}
+        sections = {guard.section: guard.rule_id for guard in GUARDS if guard.section is not None}
+        known = {*types, *(guard.rule_id for guard in GUARDS)}
+        out: list[str] = []
+        for position, exemption in enumerate(self.exemptions):
+            unknown = [name for name in exemption.rules or () if name not in known]
+            if not unknown:
+                continue
+            hints = [
+                f"{name} is the type of rule {', '.join(i for i, t in types.items() if t == name)}"
+                for name in unknown
+                if name in types.values()
+            ] + [
+                f"{name} is a guard's section, its rule id is {sections[name]}"
+                for name in unknown
+                if name in sections
+            ]
+            out.append(
+                f"exemptions[{position}] ({exemption.reason}): rules {', '.join(unknown)} name no rule id of the "
+                f"policy, its teams or its guards, so it exempts nothing from them"
+                + "".join(f"; {hint}" for hint in hints)
+                + f" (rule ids: {', '.join(sorted(known))})"
+            )
         return out
 
     def digest(self) -> str:
         """A short content hash: audit records name the exact policy that decided."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _same_type_warnings(policy: Policy, where: str, told: set[tuple[str, ...]]) -> list[str]:
+    """Enabled rules of one type in one policy (``told``: the rule ids already warned about, so a global pair is
+    not told again for every team). Each applies on its own, so a rule meant to change one of the base's does
+    not: written without ``id``, a rule takes its type as id (``max-instance-count``), which the base's rule of
+    that type does not have (``max-instances``), and both then decide. Not rejected: two rules of one type can be
+    meant (a notify rule below a stop rule), and a rejected document would keep an older one or the defaults."""
+    by_type: dict[str, list[str]] = {}
+    for rule in policy.rules:
+        if rule.enabled:
+            by_type.setdefault(rule.type, []).append(rule.id)
+    out: list[str] = []
+    for kind, ids in by_type.items():
+        if len(ids) < 2 or tuple(ids) in told:
+            continue
+        told.add(tuple(ids))
+        warning = (
+            f"{where}: {len(ids)} enabled rules of type {kind} ({', '.join(ids)}): each applies on its own (the "
+            "strictest decides), none changes another"
+        )
+        if kind in ids[1:]:  # added after a rule of its type (a document's new rules follow the base's)
+            others = [i for i in ids if i != kind]
+            warning += (
+                f"; rule {kind} has its type as id, as a rule written without id does, so it was added beside "
+                f"{', '.join(others)} rather than changing it: to change a rule, give its id (id: {others[0]})"
+            )
+        out.append(warning)
+    return out
 
 
 def _tolerance_warnings(policy: Policy, where: str) -> list[str]:
