@@ -69,6 +69,39 @@ def test_a_broken_document_keeps_the_last_good_policy(
     assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
 
 
+def test_a_rejected_document_is_validated_once_and_counted_once_per_cache_period(
+    ssm: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], log_output: io.StringIO
+) -> None:
+    # Given a warm container with a 60 s cache that has read a good document, and then a bad edit
+    from sagemaker_governance.adapters import policy_store
+    from sagemaker_governance.domain.policy_document import parse_document
+
+    now = [NOW]
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    now[0] += timedelta(seconds=61)
+    capsys.readouterr()
+    parsed: list[str] = []
+
+    def parse_counted(text: str) -> dict[str, Any]:
+        parsed.append(text)
+        return parse_document(text)
+
+    monkeypatch.setattr(policy_store, "parse_document", parse_counted)
+    # When every reaction of the next two minutes asks for the policy (ten every 30 s; SSM read each minute)
+    for _ in range(4):
+        for _ in range(10):
+            assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+        now[0] += timedelta(seconds=30)
+    # Then the bad text is validated once in the container (a document of nested aliases costs its reading
+    # once, not at every reaction), and its rejection is logged and counted once per cache period
+    assert parsed.count(BROKEN) == 1
+    assert capsys.readouterr().out.count('"PolicyLoadErrors":[1.0]') == 2
+    assert log_output.getvalue().count("policy document rejected") == 2
+
+
 def test_a_broken_document_never_valid_at_cold_start_falls_back_to_defaults(ssm: Any) -> None:
     ssm.put_parameter(Name=NAME, Type="String", Value="{not: [valid")
     assert store(ssm).current().mode is Mode.AUDIT

@@ -12,7 +12,9 @@ Read with ``GetParameter`` (a ``String`` parameter: no decryption) and kept for 
 injected clock. (Powertools' parameters utility did the reading before: its cache was never used, every
 read was forced, and importing it loaded all its providers into every function's cold start.) A broken
 document never switches governance off: it is logged, counted (``PolicyLoadErrors``) and the last good
-policy is kept. A container that never read a good document (every cold start after a bad edit) finds the
+policy is kept. A container validates a rejected text once (not at every reaction: a document's reading may
+cost much) and logs and counts its rejection at the first reaction and then once per ``cache_seconds`` while
+it lasts, as for rejected deploy-time defaults. A container that never read a good document (every cold start after a bad edit) finds the
 last good one in the parameter's history (``GetParameterHistory``: SSM keeps its last 100 versions), the
 newest version that validates; only when none does the deploy-time defaults apply. Without that, each new
 container would drop the document's exemptions and team overrides and its mode until the document is mended:
@@ -109,6 +111,11 @@ class PolicyStore:
         self._last_text: str | None = None
         # A rejected text whose history holds no valid version (not read again for the same text).
         self._no_history_for: str | None = None
+        # The last rejected text and why (validated once per container, not at every reaction), and when its
+        # rejection was last logged and counted (once per cache_seconds while it lasts).
+        self._rejected_text: str | None = None
+        self._rejected_detail = ""
+        self._rejected_said_at: datetime | None = None
         self._seen_document = False
         # The policy of this container's last answer (a document, its history, or the defaults when there is no
         # document): kept while the document cannot be read. None until the first answer: the policy is unknown.
@@ -146,21 +153,26 @@ class PolicyStore:
             # What this container knew of the deleted document goes with it: a bad document put under the name
             # later must not bring the deleted one back as "last good" (deleting it returns to the defaults), and
             # the new parameter's history is not the old one's.
-            self._last_good = self._last_text = self._no_history_for = None
+            self._last_good = self._last_text = self._no_history_for = self._rejected_text = None
             self._known = self._base
             return self._base
         self._seen_document = True
         if text == self._last_text and self._last_good is not None:
             self._known = self._last_good
             return self._last_good
-        try:
-            policy = build_policy(self._base_document, parse_document(text))
-        except PolicyDocumentError as exc:
-            self._known = self._rejected(text, "; ".join(exc.errors))
-            return self._known
-        self._last_good, self._last_text = policy, text
-        self._known = policy
-        return policy
+        if text != self._rejected_text:
+            try:
+                policy = build_policy(self._base_document, parse_document(text))
+            except PolicyDocumentError as exc:
+                self._rejected_text, self._rejected_detail = text, "; ".join(exc.errors)
+                self._rejected_said_at = None
+            else:
+                self._last_good, self._last_text = policy, text
+                self._rejected_text = None
+                self._known = policy
+                return policy
+        self._known = self._rejected(text, self._rejected_detail)
+        return self._known
 
     def _say_base_fallbacks(self) -> None:
         """Replaced parts of the deploy-time defaults: one error log naming them and a ``PolicyLoadErrors``
@@ -258,14 +270,17 @@ class PolicyStore:
     def _rejected(self, rejected: str, detail: str) -> Policy:
         """What governs while the document is rejected: the last good policy; in a container that never read a
         good one, the newest valid version in the parameter's history (the deploy-time defaults when no version
-        validates); the history unreadable: as for an unreadable document."""
-        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+        validates); the history unreadable: as for an unreadable document (counted at each reaction, as a
+        failed read of the document is). The rejection is logged and counted in ``PolicyLoadErrors`` at the
+        first reaction that finds the text rejected and then once per ``cache_seconds`` while it stays
+        rejected, as rejected deploy-time defaults are (``PolicyRejectedAlarm`` stays in alarm meanwhile)."""
         message = "policy document rejected"
         policy, kept = self._last_good, "last good document"
         if policy is None:
             try:
                 found = self._from_history(rejected)
             except AdapterError as exc:
+                self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
                 logger.error(
                     "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
                 )
@@ -275,7 +290,12 @@ class PolicyStore:
             else:  # kept from now on like a document read in this container
                 version, policy = found
                 self._last_good, kept = policy, f"version {version} of the document (its history)"
-        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
+        now = self._clock()
+        said = self._rejected_said_at
+        if said is None or (now - said).total_seconds() >= self._cache_seconds:
+            self._rejected_said_at = now
+            self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+            logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
         return policy
 
     def _from_history(self, rejected: str) -> tuple[int, Policy] | None:
