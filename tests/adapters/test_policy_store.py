@@ -69,6 +69,39 @@ def test_a_broken_document_keeps_the_last_good_policy(
     assert '"PolicyLoadErrors":[1.0]' in capsys.readouterr().out
 
 
+def test_a_rejected_document_is_validated_once_and_counted_once_per_cache_period(
+    ssm: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], log_output: io.StringIO
+) -> None:
+    # Given a warm container with a 60 s cache that has read a good document, and then a bad edit
+    from sagemaker_governance.adapters import policy_store
+    from sagemaker_governance.domain.policy_document import parse_document
+
+    now = [NOW]
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    policies = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    now[0] += timedelta(seconds=61)
+    capsys.readouterr()
+    parsed: list[str] = []
+
+    def parse_counted(text: str) -> dict[str, Any]:
+        parsed.append(text)
+        return parse_document(text)
+
+    monkeypatch.setattr(policy_store, "parse_document", parse_counted)
+    # When every reaction of the next two minutes asks for the policy (ten every 30 s; SSM read each minute)
+    for _ in range(4):
+        for _ in range(10):
+            assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
+        now[0] += timedelta(seconds=30)
+    # Then the bad text is validated once in the container (a document of nested aliases costs its reading
+    # once, not at every reaction), and its rejection is logged and counted once per cache period
+    assert parsed.count(BROKEN) == 1
+    assert capsys.readouterr().out.count('"PolicyLoadErrors":[1.0]') == 2
+    assert log_output.getvalue().count("policy document rejected") == 2
+
+
 def test_a_broken_document_never_valid_at_cold_start_falls_back_to_defaults(ssm: Any) -> None:
     ssm.put_parameter(Name=NAME, Type="String", Value="{not: [valid")
     assert store(ssm).current().mode is Mode.AUDIT
@@ -101,6 +134,52 @@ def test_a_cold_container_after_a_bad_edit_keeps_the_newest_valid_version_from_t
     # and the history is read once, not at every reaction while the document stays bad
     assert policies.current().rules[0].max == 8  # type: ignore[union-attr]
     assert history == ["read"]
+
+
+def test_after_a_bad_edit_a_warm_container_governs_with_the_version_a_new_one_takes(
+    ssm: Any, log_output: io.StringIO
+) -> None:
+    # Given a warm container that read version 1 (enforce, no exemption) and was not invoked while version 2
+    # added an exemption, and then a bad edit (3)
+    now = [NOW]
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    warm = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    assert warm.current().exemptions == ()
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD, Overwrite=True)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    now[0] += timedelta(minutes=5)
+    # When it reacts, as a container started after the bad edit does
+    warm_policy = warm.current()
+    new_policy = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0]).current()
+    # Then both govern with version 2, the newest valid one in the history (its exemption), not the warm
+    # container with version 1, and the version kept is logged
+    assert [e.job_name_prefix for e in warm_policy.exemptions] == ["bench-"]
+    assert warm_policy.digest() == new_policy.digest() == warm.read().policy.digest()
+    rejected = [json.loads(line) for line in log_output.getvalue().splitlines() if "document rejected" in line]
+    assert [(entry["version"], entry["kept_version"]) for entry in rejected] == [(3, 2), (3, 2)]
+
+
+def test_a_warm_container_whose_history_cannot_be_read_keeps_its_last_good_version(
+    ssm: Any, log_output: io.StringIO
+) -> None:
+    # Given a warm container that read version 1, then a good version 2 and a bad edit (3), and a history
+    # read that is throttled once
+    now = [NOW]
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n")
+    warm = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    warm.current()
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD, Overwrite=True)
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    now[0] += timedelta(minutes=5)
+    refuse(ssm, "GetParameterHistory", "ThrottlingException")
+    # When it reacts, Then it keeps version 1 (what it knows), saying so, and takes version 2 once the
+    # history can be read
+    assert warm.current().exemptions == ()
+    rejected = [json.loads(line) for line in log_output.getvalue().splitlines() if "document rejected" in line]
+    assert [entry["kept_version"] for entry in rejected] == [1]
+    assert [e.job_name_prefix for e in warm.current().exemptions] == ["bench-"]
+    rejected = [json.loads(line) for line in log_output.getvalue().splitlines() if "document rejected" in line]
+    assert [entry["kept_version"] for entry in rejected] == [1, 2]
 
 
 def test_a_bad_document_with_no_valid_version_in_its_history_falls_back_to_defaults_reading_it_once(

@@ -151,3 +151,33 @@ def test_the_tag_limits_are_botocores() -> None:
         and tags.allowed_in_tag(chr(code)) != (allowed.fullmatch(chr(code)) is not None)
     ]
     assert disagree == []
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["([a-z0-9]+-?)+", "(a+)+", r"(\w+\s?)*", "(.*,)+", "(a{1,2})+", "(a|b+)*c", "(a|aa)*", "(?i)([A-Z]+[a-z]?)+"],
+)
+def test_a_pattern_that_can_backtrack_exponentially_is_a_validation_error(pattern: str) -> None:
+    # Given a required tag whose pattern repeats a part that can match the same characters in more than one
+    # way (nested quantifiers, overlapping alternatives): Python's re has no timeout, and one developer's
+    # 27-character tag value took seconds per compliance evaluation, doubling with each further character
+    rule = {"id": "project-tag", "type": "required-tags", "tags": {"project": {"pattern": pattern}}}
+    # When the rule is validated, then it is rejected, naming the rule, the tag and the pattern
+    with pytest.raises(ValidationError) as caught:
+        RequiredTags.model_validate(rule)
+    message = str(caught.value)
+    assert "'project-tag'" in message and "'project'" in message and repr(pattern) in message
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["cc-[0-9]{4}", "[a-z0-9]+(-[a-z0-9]+)*", r"(\d+,)*\d+", "(dev|prod)+", r"v[0-9]+(\.[0-9]+)*", r"(\d|[a-z])+"],
+)
+def test_a_pattern_that_matches_each_value_one_way_stays_valid_and_judges_quickly(
+    pattern: str, ctx: EvaluationContext
+) -> None:
+    # Given a required tag whose pattern matches each value one way only (the safe way to write the above)
+    rule = RequiredTags.model_validate({"type": "required-tags", "tags": {"project": {"pattern": pattern}}})
+    # When a job carries a long value it does not match, then the evaluation reports it (and returns at once)
+    finding = rule.evaluate(job(tags={"project": "a" * 255 + "_"}), ctx)
+    assert finding is not None and finding.observed["invalid"] == {"project": "a" * 255 + "_"}

@@ -12,11 +12,16 @@ Read with ``GetParameter`` (a ``String`` parameter: no decryption) and kept for 
 injected clock. (Powertools' parameters utility did the reading before: its cache was never used, every
 read was forced, and importing it loaded all its providers into every function's cold start.) A broken
 document never switches governance off: it is logged, counted (``PolicyLoadErrors``) and the last good
-policy is kept. A container that never read a good document (every cold start after a bad edit) finds the
-last good one in the parameter's history (``GetParameterHistory``: SSM keeps its last 100 versions), the
-newest version that validates; only when none does the deploy-time defaults apply. Without that, each new
-container would drop the document's exemptions and team overrides and its mode until the document is mended:
-stops of jobs it exempts, or enforcement switched off.
+policy governs. "Last good" is the newest version that validates in the parameter's history
+(``GetParameterHistory``: SSM keeps its last 100 versions), read once per rejected version, in every container
+alike: a warm container that last read version 1 governs with version 2 (an exemption added, a switch to
+audit) as a new container does, not with what it happened to read last; its own last good document only
+while the history cannot be read. Only when no version validates do the deploy-time defaults apply. Without
+the history, each new container would drop the document's exemptions and team overrides and its mode until
+the document is mended: stops of jobs it exempts, or enforcement switched off. A container validates a
+rejected text once (not at every reaction: a document's reading may cost much) and logs (naming the version
+kept) and counts its rejection at the first reaction and then once per ``cache_seconds`` while it lasts, as
+for rejected deploy-time defaults.
 
 A read that fails (throttled past botocore's retries, a 5xx, denied) keeps the policy of the container's last
 answer. A new container has none: its policy is unknown, and ``current()`` raises ``PolicyUnavailable`` (so
@@ -105,10 +110,21 @@ class PolicyStore:
         self._metrics = metrics or EmfBusinessMetrics()
         self._fetched_at: datetime | None = None
         self._cached_text: str | None = None
+        self._cached_version: int | None = None
+        # The newest good document this container knows (read, or found in the history), its text and version.
         self._last_good: Policy | None = None
         self._last_text: str | None = None
-        # A rejected text whose history holds no valid version (not read again for the same text).
-        self._no_history_for: str | None = None
+        self._last_good_version: int | None = None
+        # What the history gave for a rejected version (its text and version number): the newest valid
+        # version, or None when none validates (the history is not read again for the same version).
+        self._history_for: tuple[str, int | None] | None = None
+        self._history_answer: tuple[int, str, Policy] | None = None
+        # The last rejected text and why (validated once per container, not at every reaction), and when its
+        # rejection was last logged and counted (once per cache_seconds while it lasts).
+        self._rejected_text: str | None = None
+        self._rejected_detail = ""
+        self._rejected_said_at: datetime | None = None
+        self._rejected_kept: int | None = None  # the version that governed when it was last said (None: defaults)
         self._seen_document = False
         # The policy of this container's last answer (a document, its history, or the defaults when there is no
         # document): kept while the document cannot be read. None until the first answer: the policy is unknown.
@@ -146,21 +162,28 @@ class PolicyStore:
             # What this container knew of the deleted document goes with it: a bad document put under the name
             # later must not bring the deleted one back as "last good" (deleting it returns to the defaults), and
             # the new parameter's history is not the old one's.
-            self._last_good = self._last_text = self._no_history_for = None
+            self._last_good = self._last_text = self._last_good_version = self._rejected_text = None
+            self._history_for = self._history_answer = None
             self._known = self._base
             return self._base
         self._seen_document = True
         if text == self._last_text and self._last_good is not None:
             self._known = self._last_good
             return self._last_good
-        try:
-            policy = build_policy(self._base_document, parse_document(text))
-        except PolicyDocumentError as exc:
-            self._known = self._rejected(text, "; ".join(exc.errors))
-            return self._known
-        self._last_good, self._last_text = policy, text
-        self._known = policy
-        return policy
+        if text != self._rejected_text:
+            try:
+                policy = build_policy(self._base_document, parse_document(text))
+            except PolicyDocumentError as exc:
+                self._rejected_text, self._rejected_detail = text, "; ".join(exc.errors)
+                self._rejected_said_at = None
+            else:
+                self._last_good, self._last_text = policy, text
+                self._last_good_version = self._cached_version
+                self._rejected_text = None
+                self._known = policy
+                return policy
+        self._known = self._rejected(text, self._rejected_detail)
+        return self._known
 
     def _say_base_fallbacks(self) -> None:
         """Replaced parts of the deploy-time defaults: one error log naming them and a ``PolicyLoadErrors``
@@ -198,7 +221,7 @@ class PolicyStore:
             except AdapterError as unread:
                 raise PolicyHistoryUnreadable(str(unread), rejected, version) from unread
             valid = self._newest_valid(versions, text)
-            earlier, recovered = valid if valid is not None else (None, None)
+            earlier, _, recovered = valid if valid is not None else (None, None, None)
             return PolicyReading(
                 policy=recovered or self._base,
                 parameter=self._parameter_name,
@@ -218,14 +241,9 @@ class PolicyStore:
         now = self._clock()
         fresh = self._fetched_at is not None and (now - self._fetched_at).total_seconds() < max_age
         if not fresh:
-            self._cached_text = self._get_parameter()
+            self._cached_text, self._cached_version = self._parameter() or (None, None)
             self._fetched_at = now
         return self._cached_text
-
-    def _get_parameter(self) -> str | None:
-        """The parameter's value; None when it does not exist; ``AdapterError`` when it cannot be read."""
-        found = self._parameter()
-        return None if found is None else found[0]
 
     def _parameter(self) -> tuple[str, int | None] | None:
         """The parameter's value and version; None when it does not exist; ``AdapterError`` when it cannot
@@ -256,49 +274,78 @@ class PolicyStore:
         return self._known
 
     def _rejected(self, rejected: str, detail: str) -> Policy:
-        """What governs while the document is rejected: the last good policy; in a container that never read a
-        good one, the newest valid version in the parameter's history (the deploy-time defaults when no version
-        validates); the history unreadable: as for an unreadable document."""
-        self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+        """What governs while the document is rejected: the newest valid version in the parameter's history
+        (the deploy-time defaults when no version validates), in every container alike, whatever version it
+        read last: a warm container that last read version 1 governs with version 2 as a new one does. Only
+        when the history cannot be read: the container's last good document, or, in a container without one,
+        as for an unreadable document (``PolicyUnavailable``); counted at each reaction, as a failed read of
+        the document is, and the history read again at the next. The rejection is logged (naming the version
+        kept) and counted in ``PolicyLoadErrors`` at the first reaction that finds the text rejected and then
+        once per ``cache_seconds`` while it stays rejected, as rejected deploy-time defaults are
+        (``PolicyRejectedAlarm`` stays in alarm meanwhile)."""
         message = "policy document rejected"
-        policy, kept = self._last_good, "last good document"
-        if policy is None:
-            try:
-                found = self._from_history(rejected)
-            except AdapterError as exc:
-                logger.error(
-                    "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
-                )
+        try:
+            found = self._from_history(rejected)
+        except AdapterError as exc:
+            self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+            logger.error(
+                "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
+            )
+            if self._last_good is None:
                 return self._known_or_unavailable(f"{message} ({detail}); its history could not be read", exc)
+            policy, version = self._last_good, self._last_good_version
+            kept = f"this container's last good document (version {version}): its history could not be read"
+        else:
             if found is None:
-                policy, kept = self._base, "deploy-time defaults"
-            else:  # kept from now on like a document read in this container
-                version, policy = found
-                self._last_good, kept = policy, f"version {version} of the document (its history)"
-        logger.error(message, parameter=self._parameter_name, detail=detail, kept=kept)
+                policy, version, kept = (
+                    self._base,
+                    None,
+                    "deploy-time defaults: no version of the document validates",
+                )
+            else:  # kept from now on as this container's last good document
+                version, text, policy = found
+                self._last_good, self._last_text, self._last_good_version = policy, text, version
+                kept = f"version {version} of the document (the newest valid one in its history)"
+        now = self._clock()
+        said = self._rejected_said_at
+        if said is None or (now - said).total_seconds() >= self._cache_seconds or version != self._rejected_kept:
+            self._rejected_said_at, self._rejected_kept = now, version
+            self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+            logger.error(
+                message,
+                parameter=self._parameter_name,
+                version=self._cached_version,
+                detail=detail,
+                kept=kept,
+                kept_version=version,
+            )
         return policy
 
-    def _from_history(self, rejected: str) -> tuple[int, Policy] | None:
-        """The newest earlier version of the document that validates, with its version number; None when there
-        is none (remembered for this text); ``AdapterError`` when the history cannot be read (not remembered:
-        the next reaction tries again)."""
-        if rejected == self._no_history_for:
-            return None
-        versions = self._history()
-        found = self._newest_valid(versions, rejected)
-        if found is None:
-            self._no_history_for = rejected
-        return found
+    def _from_history(self, rejected: str) -> tuple[int, str, Policy] | None:
+        """The newest earlier version of the document that validates (its number, text and policy); None when
+        there is none. Remembered for the rejected version (the history is read once for it);
+        ``AdapterError`` when the history cannot be read (not remembered: the next reaction tries again)."""
+        key = (rejected, self._cached_version)
+        if key != self._history_for:
+            self._history_answer = self._newest_valid(self._history(), rejected)
+            self._history_for = key
+        return self._history_answer
 
-    def _newest_valid(self, versions: Iterable[Mapping[str, Any]], rejected: str) -> tuple[int, Policy] | None:
+    def _newest_valid(
+        self, versions: Iterable[Mapping[str, Any]], rejected: str
+    ) -> tuple[int, str, Policy] | None:
         """The newest of ``versions`` (GetParameterHistory's entries) whose document validates over the
-        deploy-time defaults, with its version number; None when none does."""
+        deploy-time defaults, with its version number and text; None when none does. A version whose text
+        this container already holds as its last good document is not validated again."""
         for entry in sorted(versions, key=lambda v: int(v.get("Version") or 0), reverse=True):
             value = entry.get("Value")
             if not isinstance(value, str) or value == rejected:
                 continue
+            version = int(entry.get("Version") or 0)
+            if value == self._last_text and self._last_good is not None:
+                return version, value, self._last_good
             try:
-                return int(entry.get("Version") or 0), build_policy(self._base_document, parse_document(value))
+                return version, value, build_policy(self._base_document, parse_document(value))
             except PolicyDocumentError:
                 continue
         return None

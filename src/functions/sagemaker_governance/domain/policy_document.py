@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     import yaml
 
 MAX_DOCUMENT_BYTES = 64 * 1024
+# The most values (scalars, lists, mappings) a document may hold once its aliases are expanded: as many as
+# its size limit in bytes, more than any document without aliases can write (each value takes a byte or more).
+MAX_DOCUMENT_VALUES = MAX_DOCUMENT_BYTES
 
 
 class PolicyDocumentError(ValueError):
@@ -31,6 +34,11 @@ class PolicyDocumentError(ValueError):
 def _strict_loader() -> type[yaml.SafeLoader]:
     """``yaml.SafeLoader`` that rejects a key given twice in one mapping (YAML and JSON loaders keep the
     last silently: a second ``rules:`` would drop the first list). Merge keys (``<<``) still work.
+
+    It also rejects, before building anything, a document that expands through its aliases to more than
+    ``MAX_DOCUMENT_VALUES`` values or refers to itself (``_expanded_values``): an alias is a shared reference
+    while loading, but validation walks (and an error's repr writes out) every expansion, so 351 bytes of
+    nested aliases took about 10 s and 550 MB to reject, beyond a function's memory and timeout.
 
     PyYAML is imported here, at the first document parsed, not with this module: a deployment without a
     policy document never parses one, and its functions do not load PyYAML at cold start (BENCHMARKS.md)."""
@@ -57,7 +65,54 @@ def _strict_loader() -> type[yaml.SafeLoader]:
                     )
             return super().construct_mapping(node, deep=deep)
 
+        def construct_document(self, node: yaml.Node) -> Any:
+            problem = _expanded_values_problem(node)
+            if problem is not None:
+                raise _TooLarge(problem)
+            return super().construct_document(node)
+
     return StrictLoader
+
+
+class _TooLarge(Exception):
+    """A composed document refused before it is built (``_expanded_values_problem``)."""
+
+
+def _expanded_values_problem(root: yaml.Node) -> str | None:
+    """Why the document composed as ``root`` is refused: its values counted with every alias expanded (a
+    mapping's keys and values, a merge key's mapping at each ``<<``) exceed ``MAX_DOCUMENT_VALUES``, or an
+    alias refers to a node that contains it. None: it is not. Linear in the composed nodes (each node's
+    expanded count is computed once) and iterative (no recursion limit)."""
+    import yaml
+
+    def children(node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        return []
+
+    counts: dict[int, int] = {}
+    ancestors: set[int] = set()  # the nodes whose count is being computed: the path from the root
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        if counted:
+            ancestors.discard(id(node))
+            count = 1 + sum(counts[id(child)] for child in children(node))
+            if count > MAX_DOCUMENT_VALUES:
+                return (
+                    f"the document expands to more than {MAX_DOCUMENT_VALUES} values through its aliases "
+                    f"(*name), from line {node.start_mark.line + 1}"
+                )
+            counts[id(node)] = count
+        elif id(node) in ancestors:
+            return f"line {node.start_mark.line + 1}: an alias refers to a value that contains it"
+        elif id(node) not in counts:
+            ancestors.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children(node))
+    return None
 
 
 def parse_document(text: str) -> dict[str, Any]:
@@ -70,6 +125,8 @@ def parse_document(text: str) -> dict[str, Any]:
         loaded = yaml.load(text, Loader=_strict_loader())
     except RecursionError as exc:
         raise PolicyDocumentError(["the document is nested too deeply"]) from exc
+    except _TooLarge as exc:
+        raise PolicyDocumentError([str(exc)]) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sagemaker_governance.domain.backtracking import backtracking_problem
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
 from sagemaker_governance.domain.tags import TAG_VALUE_MAX, tag_key_problem, tag_value_problem
@@ -128,6 +129,20 @@ class RequiredTags(RuleBase):
 
     type: Literal["required-tags"]
     tags: dict[TagKey, TagConstraint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _patterns_do_not_backtrack(self) -> RequiredTags:
+        # Python's re has no timeout: one job's tag value would time out every compliance evaluation of it
+        # (dead-lettered, and again at each reconciler run). domain/backtracking.py says what is refused.
+        for key, constraint in self.tags.items():
+            problem = None if constraint.pattern is None else backtracking_problem(constraint.pattern)
+            if problem is not None:
+                raise ValueError(
+                    f"rule {self.id!r}, tag {key!r}: pattern {constraint.pattern!r} can take exponential time on a "
+                    f"value it does not match: {problem}. Write it so that each character can be matched one "
+                    f"way only (e.g. '[a-z0-9]+(-[a-z0-9]+)*', not '([a-z0-9]+-?)+')"
+                )
+        return self
 
     def evaluate(self, job: TrainingJob, ctx: EvaluationContext) -> Finding | None:
         if job.tags is None:

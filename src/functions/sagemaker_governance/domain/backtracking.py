@@ -1,0 +1,249 @@
+"""Regular expressions that can backtrack exponentially, found in their parse before they are ever matched.
+
+Python's ``re`` has no timeout: a policy pattern such as ``([a-z0-9]+-?)+`` took seconds on a developer's
+27-character tag value (``aaaaaaaaaaaaaaaaaaaaaaaaaa_``), doubling with each further character (tag values
+have up to 256), so a compliance evaluation timed out, was dead-lettered, and the reconciler timed out on
+the same job at every run. ``backtracking_problem`` says why a pattern may do that, so the document is
+rejected when it is validated (``smgov policy validate``, and the functions keep the last good policy).
+
+It refuses a repeat (``*``, ``+``, ``{m,n}`` with n > 1; not a possessive one or an atomic group) whose body
+can match one string in more than one way, in two forms:
+
+- **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
+  whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
+  them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
+  ``([a-z0-9]+-?)+``. A body that must consume a character the inner repeat cannot is unambiguous and
+  passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
+- **overlapping alternatives**: two branches of an alternation in the body can begin with the same character:
+  ``(a|aa)*``, ``(x|xy)+`` (conservative: ``(a|ab)*`` is refused too; ``(dev|prod)+`` passes, and so does
+  ``(\\w|\\d)+``, which Python's parser turns into one character class).
+
+Characters are compared on a sample alphabet (ASCII, a space and a few non-ASCII letters, what tag values and
+failure messages hold). The analysis reads CPython's parser (``re._parser``, private): where it is missing or
+fails, no pattern is refused on this ground. Polynomial backtracking (``.*.*.*x``) is not looked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+_ALPHABET: Final = frozenset(
+    [chr(code) for code in range(32, 127)] + ["\t", "\n", "\u00a0", "\u00e9", "\u00df", "\u00dc", "\u4e2d"]
+)
+_CATEGORY: Final = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+def backtracking_problem(pattern: str) -> str | None:
+    """Why ``pattern`` can backtrack exponentially (quoting the part of it at fault); None when it cannot be
+    shown (or the analysis is not available)."""
+    try:
+        parser = importlib.import_module("re._parser")
+        constants = importlib.import_module("re._constants")
+        parsed = parser.parse(pattern)
+        return _Walk(constants, pattern, bool(parsed.state.flags & re.IGNORECASE)).sequence(parsed)
+    except Exception:  # the analysis is an extra check, never a reason to reject by itself
+        return None
+
+
+class _Walk:
+    def __init__(self, constants: Any, pattern: str, ignore_case: bool) -> None:
+        self.c = constants
+        self.pattern = pattern
+        self.ignore_case = ignore_case
+        self.unbounded = int(constants.MAXREPEAT)
+
+    # ---- the search ----------------------------------------------------------------------------
+
+    def sequence(self, items: Iterable[tuple[Any, Any]]) -> str | None:
+        for op, av in items:
+            problem = self.node(op, av)
+            if problem is not None:
+                return problem
+        return None
+
+    def node(self, op: Any, av: Any) -> str | None:
+        c = self.c
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            low, high, body = av
+            if high > 1:
+                problem = self._ambiguous_body(body, low, high)
+                if problem is not None:
+                    return problem
+            return self.sequence(body)
+        if op is c.SUBPATTERN:
+            return self.sequence(av[-1])
+        if op is c.BRANCH:
+            for branch in av[1]:
+                problem = self.sequence(branch)
+                if problem is not None:
+                    return problem
+            return None
+        if op in (c.ASSERT, c.ASSERT_NOT):
+            return self.sequence(av[1])
+        if op is c.GROUPREF_EXISTS:
+            return self.sequence(av[1]) or (self.sequence(av[2]) if av[2] is not None else None)
+        return None  # a character, an anchor, a possessive repeat or an atomic group: nothing to backtrack
+
+    def _ambiguous_body(self, body: Any, low: int, high: int) -> str | None:
+        shown = f"a repeat ({_quantifier(low, high, self.unbounded)})"
+        for inner_low, inner_high, inner in self._varying_repeats(body):
+            chars = self.consumed(inner)
+            if chars and self.matches_within(body, chars):
+                return (
+                    f"{shown} holds a repeat ({_quantifier(inner_low, inner_high, self.unbounded)}) whose "
+                    f"characters the repeated part can match alone, so a run of them splits between the two "
+                    f"repeats in exponentially many ways (nested quantifiers)"
+                )
+        for branches in self._alternations(body):
+            firsts = [self.first(branch) for branch in branches]
+            for index, first in enumerate(firsts):
+                if any(first & other for other in firsts[index + 1 :]):
+                    return (
+                        f"{shown} holds alternatives that can begin with the same character, so a value can "
+                        f"be matched in exponentially many ways (overlapping alternatives)"
+                    )
+        return None
+
+    def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
+        """The repeats of varying count in ``items``, at any depth (not inside possessive or atomic parts)."""
+        c = self.c
+        for op, av in items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                if av[1] > av[0]:
+                    yield av[0], av[1], av[2]
+                yield from self._varying_repeats(av[2])
+            elif op is c.SUBPATTERN:
+                yield from self._varying_repeats(av[-1])
+            elif op is c.BRANCH:
+                for branch in av[1]:
+                    yield from self._varying_repeats(branch)
+
+    def _alternations(self, items: Any) -> Iterable[list[Any]]:
+        c = self.c
+        for op, av in items:
+            if op is c.BRANCH:
+                yield av[1]
+                for branch in av[1]:
+                    yield from self._alternations(branch)
+            elif op is c.SUBPATTERN:
+                yield from self._alternations(av[-1])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                yield from self._alternations(av[2])
+
+    # ---- characters ----------------------------------------------------------------------------
+
+    def chars(self, op: Any, av: Any) -> frozenset[str] | None:
+        """The characters one character node matches (of the sample alphabet); None: not a character node."""
+        c = self.c
+        if op is c.LITERAL:
+            found = frozenset({chr(av)})
+        elif op is c.NOT_LITERAL:
+            found = _ALPHABET - {chr(av)}
+        elif op is c.ANY:
+            found = _ALPHABET - {"\n"}
+        elif op is c.IN:
+            negate = bool(av) and av[0][0] is c.NEGATE
+            members: set[str] = set()
+            for item_op, item_av in av[1:] if negate else av:
+                if item_op is c.LITERAL:
+                    members.add(chr(item_av))
+                elif item_op is c.RANGE:
+                    members.update(ch for ch in _ALPHABET if item_av[0] <= ord(ch) <= item_av[1])
+                elif item_op is c.CATEGORY:
+                    members.update(ch for ch in _ALPHABET if re.fullmatch(_CATEGORY[str(item_av)], ch))
+                else:
+                    members.update(_ALPHABET)  # not understood: every character (refuses more, never less)
+            found = _ALPHABET - members if negate else frozenset(members)
+        else:
+            return None
+        if self.ignore_case:
+            found = found | {ch.swapcase() for ch in found}
+        return frozenset(found)
+
+    def consumed(self, items: Any) -> frozenset[str]:
+        """Every character ``items`` can consume."""
+        c = self.c
+        out: set[str] = set()
+        for op, av in items:
+            own = self.chars(op, av)
+            if own is not None:
+                out |= own
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                out |= self.consumed(av[2])
+            elif op is c.SUBPATTERN:
+                out |= self.consumed(av[-1])
+            elif op is c.ATOMIC_GROUP:
+                out |= self.consumed(av)
+            elif op is c.BRANCH:
+                for branch in av[1]:
+                    out |= self.consumed(branch)
+            elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
+                out |= _ALPHABET
+        return frozenset(out)
+
+    def matches_within(self, items: Any, chars: frozenset[str]) -> bool:
+        """Whether ``items`` can match a string of ``chars`` only (the empty one counts: a body that can match
+        nothing but also a run of them is ambiguous as well)."""
+        c = self.c
+        for op, av in items:
+            own = self.chars(op, av)
+            if own is not None:
+                can = bool(own & chars)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                can = av[0] == 0 or self.matches_within(av[2], chars)
+            elif op is c.SUBPATTERN:
+                can = self.matches_within(av[-1], chars)
+            elif op is c.ATOMIC_GROUP:
+                can = self.matches_within(av, chars)
+            elif op is c.BRANCH:
+                can = any(self.matches_within(branch, chars) for branch in av[1])
+            else:
+                can = True
+            if not can:
+                return False
+        return True  # anchors, lookarounds and group references: assumed to let it through
+
+    def first(self, items: Any) -> frozenset[str]:
+        """The characters a match of ``items`` can begin with (every character when it can be empty)."""
+        c = self.c
+        out: set[str] = set()
+        for op, av in items:
+            own = self.chars(op, av)
+            if own is not None:
+                return frozenset(out | own)
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                out |= self.first(av[2])
+                if av[0] > 0:
+                    return frozenset(out)
+            elif op is c.SUBPATTERN:
+                inner = self.first(av[-1])
+                out |= inner
+                if inner != _ALPHABET:  # it cannot be empty (else it could begin with anything)
+                    return frozenset(out)
+            elif op is c.BRANCH:
+                for branch in av[1]:
+                    out |= self.first(branch)
+                return frozenset(out)
+            elif op in (c.GROUPREF, c.GROUPREF_EXISTS, c.ATOMIC_GROUP):
+                return _ALPHABET
+        return _ALPHABET  # it can match the empty string: whatever follows it may begin
+
+
+def _quantifier(low: int, high: int, unbounded: int) -> str:
+    if (low, high) == (0, unbounded):
+        return "*"
+    if (low, high) == (1, unbounded):
+        return "+"
+    if (low, high) == (0, 1):
+        return "?"
+    return f"{{{low},{'' if high == unbounded else high}}}"
