@@ -590,6 +590,53 @@ def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
     assert sum(acct.sagemaker.calls.values()) == sum(acct.cloudwatch.calls.values()) == 0
 
 
+class PagedBudget:
+    """Seconds left of a 300 s run in which each ``ListTrainingJobs`` page costs ``page_s`` (a busy account's
+    listing: SageMaker pages jobs of every status) and nothing else costs time."""
+
+    def __init__(self, account: LocalAccount, page_s: float) -> None:
+        self.account, self.page_s = account, page_s
+        self.pages_before = account.sagemaker.calls["ListTrainingJobs"]
+
+    def __call__(self) -> float:
+        return 300.0 - (self.account.sagemaker.calls["ListTrainingJobs"] - self.pages_before) * self.page_s
+
+
+def test_a_window_longer_than_a_run_can_list_leaves_the_repairs_their_time_and_is_reached_over_runs(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given, oldest first: a job in Training with its alarm, a job in Training whose Training event was lost,
+    # then 60 ended jobs (31 pages of 2), then an orphan alarm's job and a new job whose Training event was lost
+    training(acct, "old-watched")
+    training(acct, "old-lost", event=False)
+    for i in range(60):
+        clock.advance(minutes=1)
+        acct.sagemaker.launch(create_request(f"hist-{i:03d}"))
+        acct.sagemaker.transition(f"hist-{i:03d}", "Completed", "Completed")
+    clock.advance(minutes=1)
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    training(acct, "new-lost", event=False)
+    acct.sagemaker.list_page_size = 2
+    service = reconciler_service(acct.root)
+    trigger = Trigger(kind="reconciler", event_id="test")
+    # When the reconciler runs every 10 minutes and a page costs 10 s, so a run can read 28 pages, not the 32
+    runs = [service.run(trigger, PagedBudget(acct, page_s=10.0))]
+    # Then the first run lists for half its time and repairs with the rest: the orphan alarm deleted and the new
+    # job watched, the oldest jobs (not listed) untouched: the watched one's alarm re-read and kept
+    assert runs[0].stopped_early and runs[0].repairs == {"orphan-alarm": 1, "missing-alarm": 1}
+    assert f"{PREFIX}ended" not in acct.cloudwatch.alarms and f"{PREFIX}new-lost" in acct.cloudwatch.alarms
+    assert f"{PREFIX}old-watched" in acct.cloudwatch.alarms and f"{PREFIX}old-lost" not in acct.cloudwatch.alarms
+    # And the next runs list the newest jobs again, then continue where the last one stopped, until the oldest
+    # job in progress is reached and watched too
+    for _ in range(4):
+        clock.advance(minutes=10)
+        runs.append(service.run(trigger, PagedBudget(acct, page_s=10.0)))
+    assert all(r.visited for r in runs)
+    assert sum(r.repairs["missing-alarm"] for r in runs[1:]) == 1
+    assert f"{PREFIX}old-lost" in acct.cloudwatch.alarms and f"{PREFIX}old-watched" in acct.cloudwatch.alarms
+
+
 # ---- the event ----------------------------------------------------------------------------------
 
 

@@ -87,7 +87,9 @@ class World:
 
     # ---- ports (this world answers them all) -------------------------------------------------------
 
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
         self.asked_created_after.append(created_after)
         return JobListing(complete=self.listed_all, pages=1)
 

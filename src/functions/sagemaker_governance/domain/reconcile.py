@@ -196,6 +196,9 @@ class JobListing(BaseModel):
     jobs: tuple[JobSummary, ...] = ()
     complete: bool = True
     pages: int = 0
+    # The oldest CreationTime among the jobs its pages held, of any status (none: unknown): where a listing cut
+    # short stopped, from which a later one continues (``CreationTimeBefore``)
+    reached: datetime | None = None
 
 
 def job_of_alarm(alarm_name: str, prefix: str) -> str | None:

@@ -48,7 +48,9 @@ nothing and fails, so that its dead-letter queue tells; the next run does the wo
 Every repair leaves an audit record (trigger ``reconciler``) and a ``ReconcilerRepairs`` metric (dimension
 ``kind``); each run logs one summary line. A run stops before its time budget is spent (the safety margin
 covers one item); the next run starts elsewhere on the ring of jobs (``domain/reconcile.py``), so every
-item is eventually visited without storing a cursor. Everything is safe to run concurrently with the event
+item is eventually visited without storing a cursor. The listing of the jobs in progress gets at most half of
+the run's time (``LISTING_SHARE``); a warm container continues a listing cut short at its next run
+(``_list_in_progress``). Everything is safe to run concurrently with the event
 handlers: creating an alarm is an upsert, deleting a missing alarm is success, stops are idempotent.
 """
 
@@ -106,6 +108,15 @@ UNMUTE_REASON = (
     "can act on the job now: reset to judge again"
 )
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
+# The listing of the jobs in progress stops (between pages) once this share of the run's time is spent, so that
+# the repairs always get the rest: in a busy account the 60-day window holds more pages than a run can read
+# (``ListTrainingJobs`` pages jobs of every status). Half: the listing gives the repairs their jobs, the repairs
+# are the point; an even split also bounds a run's gap in either.
+LISTING_SHARE = 0.5
+# A listing continued from where the last one stopped asks for jobs created before the oldest it read plus this
+# (jobs created in the same instant on both sides of a page boundary): the few read twice are merged. A page whose
+# jobs all share that instant would be read again and again: the next one then starts just before it.
+CONTINUE_OVERLAP = timedelta(milliseconds=1)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
 
@@ -191,9 +202,12 @@ class ComplianceEvaluator(Protocol):
 
 
 class JobInventoryPort(Protocol):
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
-        """The jobs in progress created after ``created_after``, newest first; ``more()`` is asked before each
-        further page (False: the listing stops there, not complete)."""
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
+        """The jobs in progress created after ``created_after`` and before ``created_before`` (none: now), newest
+        first; ``more()`` is asked before each further page (False: the listing stops there, not complete, with
+        the oldest job its pages held as ``reached``)."""
         ...
 
 
@@ -348,10 +362,16 @@ class ReconcilerService:
         # on a UTC day, as their definitions were listed then (a hash): a warm container does not read the job
         # (DescribeTrainingJob, ListTags) again to compare them until the policy, the day or the alarms change.
         self._compared: set[_CompareKey] = set()
+        # Where this container's last listing of the jobs in progress that was cut short stopped (the oldest
+        # CreationTime its pages held): the next run lists the newest jobs again, then continues from there, so
+        # the oldest jobs of the window are reached within a few runs however long the window (none: from the
+        # newest; a cold container starts there again).
+        self._listed_to: datetime | None = None
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
-        if remaining() < self._safety:
+        at_start = remaining()
+        if at_start < self._safety:
             report.stopped_early = True
             return self._summarise(report)
         try:
@@ -362,19 +382,20 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
-        listing = self._inventory.in_progress(
-            self._clock() - IN_PROGRESS_HORIZON, lambda: remaining() >= self._safety
-        )
+        spendable = at_start - self._safety
+        listing = self._list_in_progress(remaining, self._safety + spendable * (1 - LISTING_SHARE))
         in_progress = list(listing.jobs)
         if not listing.complete:
-            # Newest first: the jobs not listed are the oldest of the horizon. Nothing is done to them on a
-            # guess: one with alarms is re-read before they are deleted (kept while it runs); the next run
-            # lists again. The deferred resumes wait for a run with time.
+            # Newest first: the jobs not listed are the oldest of the horizon (or, a listing continued, those
+            # between its two parts, listed by the runs before). Nothing is done to them on a guess: one with
+            # alarms is re-read before they are deleted (kept while it runs). The deferred resumes wait for a run
+            # with time.
             report.stopped_early = True
             logger.warning(
-                "jobs in progress not all listed: the run's time ran out",
+                "jobs in progress not all listed: the listing's share of the run's time ran out",
                 pages=listing.pages,
                 listed=len(in_progress),
+                continues_before=self._listed_to.isoformat() if self._listed_to is not None else None,
             )
         observed: dict[str, set[str]] = {}
         self._listings = {}
@@ -419,6 +440,41 @@ class ReconcilerService:
             name, first = defects[0]
             raise ReconcileDefect(f"{len(defects)} job(s) raised; first {name}: {first!r}") from first
         return summary
+
+    def _list_in_progress(self, remaining: Budget, floor: float) -> JobListing:
+        """The jobs in progress, newest first, read while ``remaining()`` stays at or above ``floor``.
+
+        A cut-short listing is continued by this container's next run: it lists the newest jobs again with half
+        of its time (new jobs need their alarms and their evaluation first), then the jobs created before where
+        the last one stopped with the other half, and so on to the horizon, after which the next run starts from
+        the newest again. Complete only when one run read the whole window without a gap."""
+        horizon = self._clock() - IN_PROGRESS_HORIZON
+        cursor = self._listed_to if self._listed_to is not None and self._listed_to > horizon else None
+        newest_floor = floor if cursor is None else (remaining() + floor) / 2
+        newest = self._inventory.in_progress(horizon, lambda: remaining() >= newest_floor)
+        if newest.complete:
+            self._listed_to = None
+            return newest
+        if cursor is None:
+            self._listed_to = newest.reached
+            return newest
+        start = cursor if newest.reached is None else min(cursor, newest.reached)
+        older = self._inventory.in_progress(
+            horizon, lambda: remaining() >= floor, created_before=start + CONTINUE_OVERLAP
+        )
+        if older.complete:
+            self._listed_to = None
+        elif older.reached is not None and older.reached < start:
+            self._listed_to = older.reached
+        else:  # no step back (one instant filled its pages): step past it
+            self._listed_to = start - CONTINUE_OVERLAP
+        jobs = {job.name: job for job in older.jobs} | {job.name: job for job in newest.jobs}
+        joined = older.complete and newest.reached is not None and newest.reached <= cursor
+        return JobListing(
+            jobs=tuple(sorted(jobs.values(), key=lambda job: job.name)),
+            complete=joined,
+            pages=newest.pages + older.pages,
+        )
 
     # ---- one job -----------------------------------------------------------------------------------
 
