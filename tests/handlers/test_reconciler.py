@@ -245,6 +245,65 @@ def test_a_read_that_gets_no_answer_costs_only_its_own_job_the_run(acct: LocalAc
     assert acct.cloudwatch.alarms == {}
 
 
+def fail_pages(account: LocalAccount, service: str, operation: str, fails: Any) -> None:
+    """``operation``'s requests for which ``fails(params)`` get no answer (a read timeout past botocore's
+    retries)."""
+
+    def no_answer(params: dict[str, Any], **_: Any) -> None:
+        if fails(params):
+            raise ReadTimeoutError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com")
+
+    account.root.client(service).meta.events.register_first(
+        f"before-parameter-build.{service}.{operation}", no_answer
+    )
+
+
+def test_a_failed_page_of_the_jobs_in_progress_keeps_the_pages_read_and_fails_nothing(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given, newest first: a job in Training whose Training event was lost, a job whose Completed event was lost
+    # (its alarm left behind), then 6 ended jobs: 4 pages of 2
+    for i in range(6):
+        acct.sagemaker.launch(create_request(f"hist-{i}"))
+        acct.sagemaker.transition(f"hist-{i}", "Completed", "Completed")
+        clock.advance(minutes=1)
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    clock.advance(minutes=1)
+    training(acct, "lost", event=False)
+    acct.sagemaker.list_page_size = 2
+    # When the last page of the jobs in progress gets no answer (the listing of the failed jobs answers)
+    fail_pages(
+        acct, "sagemaker", "ListTrainingJobs", lambda p: "StatusEquals" not in p and p.get("NextToken") == "6"
+    )
+    result = reconcile(acct)
+    # Then the pages read are used as a listing cut short: the orphan alarm deleted, the listed job watched, and
+    # the failed page counted as an error of the run, which does not fail
+    assert result["repairs"] == {"orphan-alarm": 1, "missing-alarm": 1}
+    assert result["errors"] == 1 and result["unlisted"] == ["jobs-in-progress"]
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost"}
+
+
+def test_a_failed_page_of_the_alarms_visits_no_job_rather_than_repair_from_part_of_them(
+    acct: LocalAccount,
+) -> None:
+    # Given a job in Training with its alarm and a job whose Completed event was lost, one alarm per page
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    training(acct, "job-1")
+    acct.cloudwatch.alarm_page_size = 1
+    puts = acct.cloudwatch.calls["PutMetricAlarm"]
+    # When the second page of the alarms gets no answer
+    fail_pages(acct, "cloudwatch", "DescribeAlarms", lambda p: "NextToken" in p)
+    result = reconcile(acct)
+    # Then no job is visited: the job in Training is not taken for unwatched (no alarm put again), the orphan is
+    # kept for a run that sees every alarm, and the run counts the error without failing
+    assert result["visited"] == 0 and result["repairs"] == {}
+    assert result["errors"] == 1 and result["unlisted"] == ["alarms"]
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}ended", f"{PREFIX}job-1"}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == puts
+
+
 def test_a_defect_in_one_jobs_repair_costs_only_that_job_and_then_fails_the_run(
     acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
@@ -54,12 +55,15 @@ class FakeNotices:
 class World:
     """The reconciler with no job in progress and no alarm: only its deferred-resume step has work."""
 
-    def __init__(self, policy: dict[str, Any] | None = None, told: set[str] | None = None) -> None:
+    def __init__(
+        self, policy: dict[str, Any] | None = None, told: set[str] | None = None, alarm_prefix: str | None = None
+    ) -> None:
         self.calls = Calls()
         self.failed: dict[str, dict[str, str]] = {}  # name -> tags
         self.existing: set[str] = set()
         self.asked_since: list[datetime] = []
         self.list_error: AdapterError | None = None
+        self.alarm_error: AdapterError | None = None
         self.asked_created_after: list[datetime] = []
         self.listed_all = True  # False: the listings stop after their first page (the run's time ran out)
         self.resumed: list[str] = []
@@ -70,7 +74,8 @@ class World:
             inventory=self,
             alarm_inventory=self,
             alarms=self,
-            guards=(),
+            # a guard's alarm prefix, for a listing of the alarms to fail (nothing else of it is asked then)
+            guards=(SimpleNamespace(alarm_prefix=alarm_prefix),) if alarm_prefix is not None else (),
             compliance=self,
             policies=FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
             audit=MemoryAuditSink(),
@@ -94,6 +99,8 @@ class World:
         return JobListing(complete=self.listed_all, pages=1)
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        if self.alarm_error is not None:
+            raise self.alarm_error
         return []
 
     def delete(self, names: Any) -> list[str]:
@@ -219,6 +226,19 @@ def test_a_listing_that_fails_is_an_error_of_the_run_not_a_crash() -> None:
     world.list_error = AdapterError("ListTrainingJobs throttled")
     report = world.run()
     assert report.errors == 1 and world.resumed == []
+
+
+def test_a_failed_listing_of_the_alarms_still_runs_the_deferred_resumes() -> None:
+    # Given a deferred resume that is due, and the alarms' listing failing past the client's retries
+    world = World(alarm_prefix="gov-idle-")
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    world.alarm_error = AdapterError("DescribeAlarms throttled")
+    # When the reconciler runs
+    report = world.run()
+    # Then the alarm repairs wait for a run that sees every alarm, the resume (which reads neither listing) is
+    # made, and the failed listing is an error of the run, not a crash
+    assert report.visited == [] and report.unlisted == ["alarms"] and report.errors == 1
+    assert world.resumed == ["llm-sft-1-r1"] and report.repairs == {"deferred-resume": 1}
 
 
 def test_one_resume_that_fails_does_not_stop_the_others() -> None:

@@ -177,7 +177,11 @@ class SageMakerJobInventory:
                 if page.get("NextToken") and not more():
                     return JobListing(jobs=tuple(jobs), complete=False, pages=pages, reached=_oldest(jobs))
         except (ClientError, BotoCoreError) as exc:
-            raise AdapterError(f"ListTrainingJobs ({status or 'any status'}) failed: {exc}") from exc
+            # One page failed past botocore's retries: the pages read are kept, the listing is not complete (what
+            # the reconciler already handles safely: nothing is done to a job it did not reach), and says why.
+            error = f"ListTrainingJobs ({status or 'any status'}) page {pages + 1} failed: {exc}"
+            logger.error("job listing cut short by a failed page", pages=pages, error=error)
+            return JobListing(jobs=tuple(jobs), complete=False, pages=pages, reached=_oldest(jobs), error=error)
         return JobListing(jobs=tuple(jobs), complete=True, pages=pages, reached=_oldest(jobs))
 
 

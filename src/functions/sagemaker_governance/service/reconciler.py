@@ -283,6 +283,8 @@ class ReconcileReport:
     errors: int = 0
     stopped_early: bool = False
     efficiency_records: int = 0  # ended jobs' records written here (their end event lost)
+    # Listings a failed page cut short (after the client's retries): "jobs-in-progress", "alarms", "failed-jobs"
+    unlisted: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -296,6 +298,8 @@ class ReconcileReport:
         }
         if self.efficiency_records:
             shown["efficiency_records"] = self.efficiency_records
+        if self.unlisted:
+            shown["unlisted"] = list(self.unlisted)
         return shown
 
 
@@ -382,34 +386,18 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
-        spendable = at_start - self._safety
-        listing = self._list_in_progress(remaining, self._safety + spendable * (1 - LISTING_SHARE))
+        listing = self._jobs_listed(remaining, at_start, report)
         in_progress = list(listing.jobs)
-        if not listing.complete:
-            # Newest first: the jobs not listed are the oldest of the horizon (or, a listing continued, those
-            # between its two parts, listed by the runs before). Nothing is done to them on a guess: one with
-            # alarms is re-read before they are deleted (kept while it runs). The deferred resumes wait for a run
-            # with time.
-            report.stopped_early = True
-            logger.warning(
-                "jobs in progress not all listed: the listing's share of the run's time ran out",
-                pages=listing.pages,
-                listed=len(in_progress),
-                continues_before=self._listed_to.isoformat() if self._listed_to is not None else None,
-            )
-        observed: dict[str, set[str]] = {}
-        self._listings = {}
-        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
-            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
-            listings = [
-                listing
-                for listing in self._alarm_inventory.alarm_states(prefix)
-                if any(guard.manages(listing.description) for guard in self._guards)
-            ]
-            self._listings.update({listing.name: listing for listing in listings})
-            for job, names in group_alarms([listing.name for listing in listings], prefix).items():
-                observed.setdefault(job, set()).update(names)
+        observed = self._observed_alarms()
+        pictured = observed is not None and listing.complete  # what the run saw is the whole picture
+        if observed is None:
+            # A failed page leaves a partial picture of the alarms: a job would look unwatched (its alarms
+            # created again over those not listed) and an orphan unseen. No item is visited this run (the
+            # evaluation of unevaluated jobs waits too: the next run lists again); the deferred resumes, which
+            # read neither listing, still run.
+            report.errors += 1
+            report.unlisted.append("alarms")
+            in_progress, observed = [], {}
         items = plan_work(in_progress, observed, run_index(self._clock(), self._interval))
         report.jobs_in_progress = len(in_progress)
         report.alarms = sum(len(names) for names in observed.values())
@@ -425,7 +413,7 @@ class ReconcilerService:
         self._count(report, self._delete_orphans(ended, trigger, report))
         if not report.stopped_early:
             self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
-        if listing.complete:  # a partial listing says nothing of the jobs it did not reach
+        if pictured:  # a partial listing says nothing of the jobs it did not reach
             listed = {job.name for job in in_progress}
             self._evaluated &= listed
             self._unwatched = {key for key in self._unwatched if key[0] in listed}
@@ -440,6 +428,58 @@ class ReconcilerService:
             name, first = defects[0]
             raise ReconcileDefect(f"{len(defects)} job(s) raised; first {name}: {first!r}") from first
         return summary
+
+    def _jobs_listed(self, remaining: Budget, at_start: float, report: ReconcileReport) -> JobListing:
+        """The jobs in progress, listed within ``LISTING_SHARE`` of the run's time; a listing cut short is logged
+        (a failed page also counted as an error)."""
+        spendable = at_start - self._safety
+        try:
+            listing = self._list_in_progress(remaining, self._safety + spendable * (1 - LISTING_SHARE))
+        except AdapterError as exc:  # a port that raises rather than keep the pages it read
+            listing = JobListing(complete=False, error=str(exc))
+        if listing.error is not None:
+            # A page failed after the client's retries: the pages read are used as a listing cut short (nothing
+            # is done to a job it did not reach). Counted, not raised: the next run lists again, and a throttled
+            # listing is no defect to dead-letter; the run's summary line carries it (`smgov doctor` fails on it).
+            report.errors += 1
+            report.unlisted.append("jobs-in-progress")
+            logger.error(
+                "jobs in progress not all listed: a page failed", error=listing.error, listed=len(listing.jobs)
+            )
+        elif not listing.complete:
+            # Newest first: the jobs not listed are the oldest of the horizon (or, a listing continued, those
+            # between its two parts, listed by the runs before). Nothing is done to them on a guess: one with
+            # alarms is re-read before they are deleted (kept while it runs). The deferred resumes wait for a run
+            # with time.
+            report.stopped_early = True
+            logger.warning(
+                "jobs in progress not all listed: the listing's share of the run's time ran out",
+                pages=listing.pages,
+                listed=len(listing.jobs),
+                continues_before=self._listed_to.isoformat() if self._listed_to is not None else None,
+            )
+        return listing
+
+    def _observed_alarms(self) -> dict[str, set[str]] | None:
+        """This stack's alarm names by job, from every page of ``DescribeAlarms`` (None: a page failed)."""
+        observed: dict[str, set[str]] = {}
+        self._listings = {}
+        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
+            try:
+                listed = self._alarm_inventory.alarm_states(prefix)
+            except AdapterError as exc:
+                self._listings = {}
+                logger.error("alarms not listed: no item visited this run", prefix=prefix, error=str(exc))
+                return None
+            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
+            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
+            listings = [
+                listing for listing in listed if any(guard.manages(listing.description) for guard in self._guards)
+            ]
+            self._listings.update({listing.name: listing for listing in listings})
+            for job, names in group_alarms([listing.name for listing in listings], prefix).items():
+                observed.setdefault(job, set()).update(names)
+        return observed
 
     def _list_in_progress(self, remaining: Budget, floor: float) -> JobListing:
         """The jobs in progress, newest first, read while ``remaining()`` stays at or above ``floor``.
@@ -458,13 +498,17 @@ class ReconcilerService:
         if cursor is None:
             self._listed_to = newest.reached
             return newest
+        if newest.error is not None:  # a page failed: the continuation waits for the next run, where it was
+            return newest
         start = cursor if newest.reached is None else min(cursor, newest.reached)
         older = self._inventory.in_progress(
             horizon, lambda: remaining() >= floor, created_before=start + CONTINUE_OVERLAP
         )
         if older.complete:
             self._listed_to = None
-        elif older.reached is not None and older.reached < start:
+        elif older.reached is None:  # nothing read (its first page failed): from the same point again
+            self._listed_to = start
+        elif older.reached < start:
             self._listed_to = older.reached
         else:  # no step back (one instant filled its pages): step past it
             self._listed_to = start - CONTINUE_OVERLAP
@@ -474,6 +518,7 @@ class ReconcilerService:
             jobs=tuple(sorted(jobs.values(), key=lambda job: job.name)),
             complete=joined,
             pages=newest.pages + older.pages,
+            error=older.error,
         )
 
     # ---- one job -----------------------------------------------------------------------------------
@@ -1124,7 +1169,11 @@ class ReconcilerService:
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
             return []
-        if not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
+        if listing.error is not None:  # a page failed: the listed ones (the newest) are decided all the same
+            report.errors += 1
+            report.unlisted.append("failed-jobs")
+            logger.error("failed jobs not all listed: a page failed", error=listing.error, pages=listing.pages)
+        elif not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
             report.stopped_early = True
             logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
         repairs: list[RepairKind] = []
