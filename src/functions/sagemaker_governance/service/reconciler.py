@@ -28,7 +28,8 @@ Each run compares what exists with what should exist and repairs the difference:
   that lifted its exemption or moved it to an enforcing team: its tags are read again every
   ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
-  the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
+  the policy and its teams, plus three runs; further back after passes that were missed, ``_failed_since``)
+  and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
   it raised, ``_retry_resume``) and not ``smgov:resume-settled`` (a
   final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
@@ -36,7 +37,8 @@ Each run compares what exists with what should exist and repairs the difference:
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
   failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
   the job and its evidence and decides again (meeting "already exists", it tells). ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
-  ``ListTags`` per failed job find them; nothing else is read for a job that is not due.
+  ``ListTags`` per failed job find them; nothing else is read for a job that is not due. This pass runs
+  first, within ``RESUME_SHARE`` of the run's time, so neither the listing nor the repairs starve it.
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
   deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
@@ -113,6 +115,10 @@ DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notifi
 # (``ListTrainingJobs`` pages jobs of every status). Half: the listing gives the repairs their jobs, the repairs
 # are the point; an even split also bounds a run's gap in either.
 LISTING_SHARE = 0.5
+# The deferred resumes run first, within this share of the run's time, so neither the listing nor the repairs can
+# starve them: a resume is a team's job waiting (they are few and cheap: a listing of the look-back and one
+# ``ListTags`` per failed job), and what they leave unused goes to the listing and the repairs.
+RESUME_SHARE = 0.25
 # A listing continued from where the last one stopped asks for jobs created before the oldest it read plus this
 # (jobs created in the same instant on both sides of a page boundary): the few read twice are merged. A page whose
 # jobs all share that instant would be read again and again: the next one then starts just before it.
@@ -371,6 +377,10 @@ class ReconcilerService:
         # the oldest jobs of the window are reached within a few runs however long the window (none: from the
         # newest; a cold container starts there again).
         self._listed_to: datetime | None = None
+        # When this container's last deferred-resume pass that decided every failed job of its look-back ran (none:
+        # not in this container): the next pass looks back from there too, so runs that failed, or whose pass
+        # was cut short, are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway).
+        self._resumed_through: datetime | None = None
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -386,6 +396,8 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
+        kept = (at_start - self._safety) * (1 - RESUME_SHARE)  # left for the listing and the repairs
+        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report))
         listing = self._jobs_listed(remaining, at_start, report)
         in_progress = list(listing.jobs)
         observed = self._observed_alarms()
@@ -394,7 +406,7 @@ class ReconcilerService:
             # A failed page leaves a partial picture of the alarms: a job would look unwatched (its alarms
             # created again over those not listed) and an orphan unseen. No item is visited this run (the
             # evaluation of unevaluated jobs waits too: the next run lists again); the deferred resumes, which
-            # read neither listing, still run.
+            # read neither listing, have run.
             report.errors += 1
             report.unlisted.append("alarms")
             in_progress, observed = [], {}
@@ -411,8 +423,6 @@ class ReconcilerService:
             report.visited.append(item.job_name)
             self._visit(item, policy, trigger, report, ended, defects)
         self._count(report, self._delete_orphans(ended, trigger, report))
-        if not report.stopped_early:
-            self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
         if pictured:  # a partial listing says nothing of the jobs it did not reach
             listed = {job.name for job in in_progress}
             self._evaluated &= listed
@@ -449,8 +459,7 @@ class ReconcilerService:
         elif not listing.complete:
             # Newest first: the jobs not listed are the oldest of the horizon (or, a listing continued, those
             # between its two parts, listed by the runs before). Nothing is done to them on a guess: one with
-            # alarms is re-read before they are deleted (kept while it runs). The deferred resumes wait for a run
-            # with time.
+            # alarms is re-read before they are deleted (kept while it runs).
             report.stopped_early = True
             logger.warning(
                 "jobs in progress not all listed: the listing's share of the run's time ran out",
@@ -607,7 +616,7 @@ class ReconcilerService:
         """A lost end's auto-resume that raised (a re-read that lags its end, a refused or throttled clone): the
         claim is released with the efficiency record done and the job's alarms are deleted, so no run visits it
         as an orphan again. It is tagged ``smgov:resume-after`` (now) instead, as a deferral is: the
-        deferred-resume pass (this run's, else a later one's within the look-back) decides it again, and its
+        deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
         if job.tag(TAG_RESUME_AFTER) is not None or job.tag(TAG_RESUME_SETTLED) is not None:
@@ -1153,9 +1162,22 @@ class ReconcilerService:
     def _lookback(self, policy: Policy) -> timedelta:
         """How far back a deferred resume can have failed: the longest backoff of the policy and its teams,
         plus three runs (a run that failed or stopped early is made up by the next)."""
+        return timedelta(minutes=_longest_backoff(policy) + 3 * self._interval)
+
+    def _failed_since(self, policy: Policy, now: datetime) -> datetime:
+        """Where this run's deferred-resume pass looks back to: the look-back, or further back to make up for the
+        runs since this container's last pass that decided every failed job of its look-back (a run that failed,
+        a pass cut short or with errors): a job due since then failed at most the longest backoff before it.
+        Never further than the longest ``resume.late_after_hours`` (a resume decided later is skipped as too
+        late). Each failed job in the window costs a ``ListTags`` per run, so the window widens only while
+        passes are missed and narrows again at the first pass that decides them all."""
+        since = now - self._lookback(policy)
+        if self._resumed_through is None:
+            return since
         policies = [policy, *(policy.for_team(team) for team in policy.teams)]
-        longest = max(max(p.resume.backoff_minutes) for p in policies)
-        return timedelta(minutes=longest + 3 * self._interval)
+        late = timedelta(hours=max(p.resume.late_after_hours for p in policies))
+        made_up = self._resumed_through - timedelta(minutes=_longest_backoff(policy))
+        return min(since, max(made_up, now - late))
 
     def _deferred_resumes(
         self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
@@ -1163,8 +1185,11 @@ class ReconcilerService:
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
+        errors = report.errors
         try:
-            listing = self._failed.failed_since(now - self._lookback(policy), lambda: remaining() >= self._safety)
+            listing = self._failed.failed_since(
+                self._failed_since(policy, now), lambda: remaining() >= self._safety
+            )
         except AdapterError as exc:
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
@@ -1177,9 +1202,11 @@ class ReconcilerService:
             report.stopped_early = True
             logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
         repairs: list[RepairKind] = []
+        decided = listing.complete
         for summary in listing.jobs:
             if remaining() < self._safety:
                 report.stopped_early = True
+                decided = False
                 break
             try:
                 tags = self._jobs.list_tags(summary.arn)
@@ -1200,6 +1227,8 @@ class ReconcilerService:
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
+        if decided and report.errors == errors:  # every failed job of the window decided: the next looks back less
+            self._resumed_through = now
         return repairs
 
     def _exists(self, name: str) -> bool:
@@ -1246,6 +1275,12 @@ class ReconcilerService:
     def _summarise(self, report: ReconcileReport) -> ReconcileReport:
         logger.info("reconcile run", extra={RECONCILE_KEY: report.as_dict()})  # written at any LogLevel
         return report
+
+
+def _longest_backoff(policy: Policy) -> int:
+    """The longest ``resume.backoff_minutes`` of the policy and its teams."""
+    policies = [policy, *(policy.for_team(team) for team in policy.teams)]
+    return max(max(p.resume.backoff_minutes) for p in policies)
 
 
 def _listed_job(item: WorkItem, tags: dict[str, str] | None = None) -> TrainingJob:
