@@ -84,3 +84,18 @@ def test_the_failed_listing_stops_between_pages_too() -> None:
         fake.transition(name, "Failed", "Failed", failure_reason="InternalServerError")
     listing = SageMakerJobInventory(client).failed_since(NOW - timedelta(days=1), lambda: False)
     assert fake.calls["ListTrainingJobs"] == 1 and not listing.complete
+
+
+def test_a_listing_cut_short_says_where_its_pages_stopped_and_a_later_one_continues_before_it() -> None:
+    # Given a year of finished jobs, one an hour, and two jobs in progress (an hour and 20 days old)
+    fake, client = account(24 * 365)
+    inventory = SageMakerJobInventory(client)
+    # When the jobs in progress are listed and the run's time is spent after the first page
+    first = inventory.in_progress(NOW - IN_PROGRESS_HORIZON, lambda: False)
+    # Then the listing says where its page stopped: the oldest job it held, finished ones included
+    assert [j.name for j in first.jobs] == ["live-1"] and not first.complete
+    assert first.reached is not None and NOW - timedelta(days=5) < first.reached < NOW - timedelta(days=3)
+    # And a listing of the jobs created before that point reads on from there and finds the older job
+    rest = inventory.in_progress(NOW - IN_PROGRESS_HORIZON, lambda: True, created_before=first.reached)
+    assert [j.name for j in rest.jobs] == ["long-1"] and rest.complete
+    assert fake.calls["ListTrainingJobs"] == 1 + rest.pages

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmInventory
@@ -52,10 +53,30 @@ def test_failed_jobs_since_a_time_come_from_every_page() -> None:
     assert fake.calls["ListTrainingJobs"] == 2
 
 
-def test_a_failed_listing_is_our_error(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
-    fake_sagemaker.fail_next["ListTrainingJobs"] = SageMakerError("ThrottlingException", "Rate exceeded")
-    with pytest.raises(AdapterError):
-        SageMakerJobInventory(sagemaker_client).failed_since(datetime(2026, 11, 23, tzinfo=UTC), lambda: True)
+def test_a_failed_page_ends_the_listing_with_the_pages_read_and_says_why(
+    fake_sagemaker: FakeSageMaker, sagemaker_client: Any
+) -> None:
+    # Given 5 jobs in progress, 2 per page, and SageMaker throttling the second page past botocore's retries
+    fake_sagemaker.list_page_size = 2
+    for i in range(5):
+        fake_sagemaker.launch(create_request(f"job-{i}"), secondary="Training")
+    inventory = SageMakerJobInventory(sagemaker_client)
+    first_page = inventory.in_progress(datetime(2026, 1, 1, tzinfo=UTC), lambda: True).jobs[:2]
+    sagemaker_client.meta.events.register_first(
+        "before-parameter-build.sagemaker.ListTrainingJobs", fail_second_page
+    )
+    # When the jobs in progress are listed
+    listing = inventory.in_progress(datetime(2026, 1, 1, tzinfo=UTC), lambda: True)
+    # Then the first page's jobs are kept, the listing is not complete, and it says why
+    assert listing.jobs == first_page and not listing.complete and listing.pages == 1
+    assert listing.error is not None and "ThrottlingException" in listing.error
+
+
+def fail_second_page(params: dict[str, Any], **_: Any) -> None:
+    if params.get("NextToken"):
+        raise ClientError(
+            {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "ListTrainingJobs"
+        )
 
 
 def test_metric_alarm_names_come_from_every_page_under_the_prefix() -> None:

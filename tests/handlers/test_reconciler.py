@@ -245,6 +245,65 @@ def test_a_read_that_gets_no_answer_costs_only_its_own_job_the_run(acct: LocalAc
     assert acct.cloudwatch.alarms == {}
 
 
+def fail_pages(account: LocalAccount, service: str, operation: str, fails: Any) -> None:
+    """``operation``'s requests for which ``fails(params)`` get no answer (a read timeout past botocore's
+    retries)."""
+
+    def no_answer(params: dict[str, Any], **_: Any) -> None:
+        if fails(params):
+            raise ReadTimeoutError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com")
+
+    account.root.client(service).meta.events.register_first(
+        f"before-parameter-build.{service}.{operation}", no_answer
+    )
+
+
+def test_a_failed_page_of_the_jobs_in_progress_keeps_the_pages_read_and_fails_nothing(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given, newest first: a job in Training whose Training event was lost, a job whose Completed event was lost
+    # (its alarm left behind), then 6 ended jobs: 4 pages of 2
+    for i in range(6):
+        acct.sagemaker.launch(create_request(f"hist-{i}"))
+        acct.sagemaker.transition(f"hist-{i}", "Completed", "Completed")
+        clock.advance(minutes=1)
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    clock.advance(minutes=1)
+    training(acct, "lost", event=False)
+    acct.sagemaker.list_page_size = 2
+    # When the last page of the jobs in progress gets no answer (the listing of the failed jobs answers)
+    fail_pages(
+        acct, "sagemaker", "ListTrainingJobs", lambda p: "StatusEquals" not in p and p.get("NextToken") == "6"
+    )
+    result = reconcile(acct)
+    # Then the pages read are used as a listing cut short: the orphan alarm deleted, the listed job watched, and
+    # the failed page counted as an error of the run, which does not fail
+    assert result["repairs"] == {"orphan-alarm": 1, "missing-alarm": 1}
+    assert result["errors"] == 1 and result["unlisted"] == ["jobs-in-progress"]
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}lost"}
+
+
+def test_a_failed_page_of_the_alarms_visits_no_job_rather_than_repair_from_part_of_them(
+    acct: LocalAccount,
+) -> None:
+    # Given a job in Training with its alarm and a job whose Completed event was lost, one alarm per page
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    training(acct, "job-1")
+    acct.cloudwatch.alarm_page_size = 1
+    puts = acct.cloudwatch.calls["PutMetricAlarm"]
+    # When the second page of the alarms gets no answer
+    fail_pages(acct, "cloudwatch", "DescribeAlarms", lambda p: "NextToken" in p)
+    result = reconcile(acct)
+    # Then no job is visited: the job in Training is not taken for unwatched (no alarm put again), the orphan is
+    # kept for a run that sees every alarm, and the run counts the error without failing
+    assert result["visited"] == 0 and result["repairs"] == {}
+    assert result["errors"] == 1 and result["unlisted"] == ["alarms"]
+    assert set(acct.cloudwatch.alarms) == {f"{PREFIX}ended", f"{PREFIX}job-1"}
+    assert acct.cloudwatch.calls["PutMetricAlarm"] == puts
+
+
 def test_a_defect_in_one_jobs_repair_costs_only_that_job_and_then_fails_the_run(
     acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -575,19 +634,68 @@ def test_runs_stop_within_their_budget_and_eventually_cover_every_job(
     while set(acct.cloudwatch.alarms) != wanted and len(runs) < 100:
         runs.append(service.run(trigger, CountdownBudget(36)))
         clock.advance(minutes=10)
-    # Then each run stopped early within its budget (one look of it spent between the listing's two pages), and
-    # every orphan and every missing alarm was repaired
-    assert all(r.stopped_early and len(r.visited) == 14 for r in runs)
+    # Then each run stopped early within its budget (one look of it spent between the two pages of the jobs in
+    # progress, and one between the two of the failed jobs', listed first for the deferred resumes, while the
+    # 120 jobs were modified within their look-back), and every orphan and every missing alarm was repaired
+    assert all(r.stopped_early and len(r.visited) in (13, 14) for r in runs)
     assert set(acct.cloudwatch.alarms) == wanted
     assert sum(r.repairs["orphan-alarm"] for r in runs) == 60
     assert sum(r.repairs["missing-alarm"] for r in runs) == 60
-    assert len(runs) <= 3 * 120 // 15  # the rotation's bound (domain/reconcile.py): nobody is starved
+    assert len(runs) <= 3 * 120 // 13  # the rotation's bound (domain/reconcile.py): nobody is starved
 
 
 def test_no_time_left_means_no_call_at_all(acct: LocalAccount) -> None:
     report = reconciler_service(acct.root).run(Trigger(kind="reconciler"), lambda: 5.0)
     assert report.stopped_early and report.visited == []
     assert sum(acct.sagemaker.calls.values()) == sum(acct.cloudwatch.calls.values()) == 0
+
+
+class PagedBudget:
+    """Seconds left of a 300 s run in which each ``ListTrainingJobs`` page costs ``page_s`` (a busy account's
+    listing: SageMaker pages jobs of every status) and nothing else costs time."""
+
+    def __init__(self, account: LocalAccount, page_s: float) -> None:
+        self.account, self.page_s = account, page_s
+        self.pages_before = account.sagemaker.calls["ListTrainingJobs"]
+
+    def __call__(self) -> float:
+        return 300.0 - (self.account.sagemaker.calls["ListTrainingJobs"] - self.pages_before) * self.page_s
+
+
+def test_a_window_longer_than_a_run_can_list_leaves_the_repairs_their_time_and_is_reached_over_runs(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given, oldest first: a job in Training with its alarm, a job in Training whose Training event was lost,
+    # then 60 ended jobs (31 pages of 2), and two hours later (beyond the deferred resumes' look-back, whose
+    # listing stays short) an orphan alarm's job and a new job whose Training event was lost
+    training(acct, "old-watched")
+    training(acct, "old-lost", event=False)
+    for i in range(60):
+        clock.advance(minutes=1)
+        acct.sagemaker.launch(create_request(f"hist-{i:03d}"))
+        acct.sagemaker.transition(f"hist-{i:03d}", "Completed", "Completed")
+    clock.advance(hours=2)
+    training(acct, "ended")
+    acct.sagemaker.transition("ended", "Completed", "Completed")
+    training(acct, "new-lost", event=False)
+    acct.sagemaker.list_page_size = 2
+    service = reconciler_service(acct.root)
+    trigger = Trigger(kind="reconciler", event_id="test")
+    # When the reconciler runs every 10 minutes and a page costs 10 s, so a run can read 28 pages, not the 32
+    runs = [service.run(trigger, PagedBudget(acct, page_s=10.0))]
+    # Then the first run lists for half its time and repairs with the rest: the orphan alarm deleted and the new
+    # job watched, the oldest jobs (not listed) untouched: the watched one's alarm re-read and kept
+    assert runs[0].stopped_early and runs[0].repairs == {"orphan-alarm": 1, "missing-alarm": 1}
+    assert f"{PREFIX}ended" not in acct.cloudwatch.alarms and f"{PREFIX}new-lost" in acct.cloudwatch.alarms
+    assert f"{PREFIX}old-watched" in acct.cloudwatch.alarms and f"{PREFIX}old-lost" not in acct.cloudwatch.alarms
+    # And the next runs list the newest jobs again, then continue where the last one stopped, until the oldest
+    # job in progress is reached and watched too
+    for _ in range(4):
+        clock.advance(minutes=10)
+        runs.append(service.run(trigger, PagedBudget(acct, page_s=10.0)))
+    assert all(r.visited for r in runs)
+    assert sum(r.repairs["missing-alarm"] for r in runs[1:]) == 1
+    assert f"{PREFIX}old-lost" in acct.cloudwatch.alarms and f"{PREFIX}old-watched" in acct.cloudwatch.alarms
 
 
 # ---- the event ----------------------------------------------------------------------------------

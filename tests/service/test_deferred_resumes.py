@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sagemaker_governance.audit import MemoryAuditSink
@@ -54,14 +55,20 @@ class FakeNotices:
 class World:
     """The reconciler with no job in progress and no alarm: only its deferred-resume step has work."""
 
-    def __init__(self, policy: dict[str, Any] | None = None, told: set[str] | None = None) -> None:
+    def __init__(
+        self, policy: dict[str, Any] | None = None, told: set[str] | None = None, alarm_prefix: str | None = None
+    ) -> None:
         self.calls = Calls()
         self.failed: dict[str, dict[str, str]] = {}  # name -> tags
         self.existing: set[str] = set()
         self.asked_since: list[datetime] = []
         self.list_error: AdapterError | None = None
+        self.alarm_error: AdapterError | None = None
         self.asked_created_after: list[datetime] = []
         self.listed_all = True  # False: the listings stop after their first page (the run's time ran out)
+        self.failed_all = True  # False: the listing of the failed jobs stops after its first page
+        self.on_listing: Callable[[], None] = lambda: None  # what listing the jobs in progress costs
+        self.now = NOW
         self.resumed: list[str] = []
         self.react_error: AdapterError | None = None
         self.metrics = MemoryBusinessMetrics()
@@ -70,12 +77,13 @@ class World:
             inventory=self,
             alarm_inventory=self,
             alarms=self,
-            guards=(),
+            # a guard's alarm prefix, for a listing of the alarms to fail (nothing else of it is asked then)
+            guards=(SimpleNamespace(alarm_prefix=alarm_prefix),) if alarm_prefix is not None else (),
             compliance=self,
             policies=FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
             audit=MemoryAuditSink(),
             metrics=self.metrics,
-            clock=lambda: NOW,
+            clock=lambda: self.now,
             interval_minutes=10,
             failed=self,
             resume=self,
@@ -83,15 +91,23 @@ class World:
         )
 
     def run(self, remaining: float = 300.0) -> Any:
-        return self.service.run(RUN, remaining=lambda: remaining)
+        return self.run_with(lambda: remaining)
+
+    def run_with(self, remaining: Callable[[], float]) -> Any:
+        return self.service.run(RUN, remaining=remaining)
 
     # ---- ports (this world answers them all) -------------------------------------------------------
 
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
         self.asked_created_after.append(created_after)
+        self.on_listing()
         return JobListing(complete=self.listed_all, pages=1)
 
     def alarm_states(self, prefix: str) -> list[AlarmListing]:
+        if self.alarm_error is not None:
+            raise self.alarm_error
         return []
 
     def delete(self, names: Any) -> list[str]:
@@ -114,7 +130,8 @@ class World:
                     {"TrainingJobName": n, "TrainingJobArn": arn(n), "TrainingJobStatus": "Failed"}
                 )
                 for n in self.failed
-            )
+            ),
+            complete=self.failed_all,
         )
 
     def list_tags(self, job_arn: str) -> dict[str, str]:
@@ -219,6 +236,19 @@ def test_a_listing_that_fails_is_an_error_of_the_run_not_a_crash() -> None:
     assert report.errors == 1 and world.resumed == []
 
 
+def test_a_failed_listing_of_the_alarms_still_runs_the_deferred_resumes() -> None:
+    # Given a deferred resume that is due, and the alarms' listing failing past the client's retries
+    world = World(alarm_prefix="gov-idle-")
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    world.alarm_error = AdapterError("DescribeAlarms throttled")
+    # When the reconciler runs
+    report = world.run()
+    # Then the alarm repairs wait for a run that sees every alarm, the resume (which reads neither listing) is
+    # made, and the failed listing is an error of the run, not a crash
+    assert report.visited == [] and report.unlisted == ["alarms"] and report.errors == 1
+    assert world.resumed == ["llm-sft-1-r1"] and report.repairs == {"deferred-resume": 1}
+
+
 def test_one_resume_that_fails_does_not_stop_the_others() -> None:
     world = World()
     world.failed["a-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "a"}
@@ -229,21 +259,68 @@ def test_one_resume_that_fails_does_not_stop_the_others() -> None:
     assert [c for c in world.calls.log if c.startswith("resume")] == ["resume a-r1", "resume b-r1"]
 
 
-def test_a_run_out_of_time_stops_before_the_deferred_resumes() -> None:
+def test_a_run_without_time_makes_no_call_not_even_for_the_deferred_resumes() -> None:
+    # Given a due deferred resume and a run started with less time than its safety margin
     world = World()
     world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    # When it runs
     report = world.run(remaining=1.0)
+    # Then it stops cleanly before any call: the resume is the next run's
     assert report.stopped_early and world.calls.log == []
 
 
-def test_a_listing_of_the_jobs_in_progress_cut_short_ends_the_run_before_the_deferred_resumes() -> None:
-    # Given a deferred resume that is due, and a run whose time runs out while it lists the jobs in progress
+def test_a_listing_of_the_jobs_in_progress_cut_short_no_longer_delays_the_deferred_resumes() -> None:
+    # Given a deferred resume that is due, and a run whose listing of the jobs in progress is cut short
     world = World()
     world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
     world.listed_all = False
     # When it runs
     report = world.run()
-    # Then it listed from the horizon (the longest a job can be in progress), said it stopped early, and left
-    # the deferred resume to the next run
+    # Then it listed from the horizon and said it stopped early, and the deferred resume was made all the same
     assert world.asked_created_after == [NOW - IN_PROGRESS_HORIZON]
-    assert report.stopped_early and world.calls.log == [] and world.resumed == []
+    assert report.stopped_early and world.resumed == ["llm-sft-1-r1"]
+
+
+def test_the_deferred_resumes_are_made_before_a_listing_that_takes_the_rest_of_the_run() -> None:
+    # Given a due deferred resume, and a listing of the jobs in progress that takes every second left
+    world = World()
+    world.failed["llm-sft-1-r1"] = clone_tags(due_tag(-1))
+    left = [300.0]
+    world.on_listing = lambda: left.__setitem__(0, 0.0)
+    # When the reconciler runs
+    report = world.run_with(lambda: left[0])
+    # Then the resume was made first, within its share of the run's time
+    assert world.resumed == ["llm-sft-1-r1"] and report.repairs == {"deferred-resume": 1}
+    assert world.calls.log[0] == "list-failed"
+
+
+def test_a_pass_that_missed_runs_looks_back_far_enough_to_make_them_up() -> None:
+    # Given a container whose deferred-resume pass decided every failed job at NOW (default backoffs: 60 at most)
+    world = World()
+    world.run()
+    # When its next passes are cut short (their listing of the failed jobs unfinished) for 100 minutes
+    world.failed_all = False
+    for minutes in range(10, 110, 10):
+        world.now = NOW + timedelta(minutes=minutes)
+        world.run()
+    # Then each looks back to the last complete pass less the longest backoff (a job due since then failed at
+    # most that long before it), not just the longest backoff and three runs
+    assert world.asked_since[-1] == NOW - timedelta(minutes=60) < world.now - timedelta(minutes=60 + 30)
+    # And once a pass decides them all, the next looks back as usual
+    world.failed_all = True
+    world.run()
+    world.now += timedelta(minutes=10)
+    world.run()
+    assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)
+
+
+def test_the_make_up_reaches_back_no_further_than_a_resume_can_be_late() -> None:
+    # Given a container whose last complete pass was three days ago (resume.late_after_hours: 48)
+    world = World()
+    world.run()
+    world.failed_all = False
+    world.now = NOW + timedelta(days=3)
+    # When its pass runs
+    world.run()
+    # Then it looks back 48 hours: a resume decided later is skipped as too late anyway
+    assert world.asked_since[-1] == world.now - timedelta(hours=48)

@@ -714,7 +714,9 @@ def test_a_put_that_read_the_metric_never_reads_the_alarms_arming(
 class InProgressListing:
     """The reconciler's job and alarm inventories: ``job-1`` listed in Training, no alarm of this stack."""
 
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
         listed = {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training", "CreationTime": NOW}
         job = JobSummary.model_validate({"TrainingJobName": "job-1", "TrainingJobArn": "arn:job-1", **listed})
         return JobListing(jobs=(job,))

@@ -371,7 +371,9 @@ class _Listed:
     def __init__(self, items: list[Any]) -> None:
         self._items = items
 
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
         return JobListing(jobs=tuple(self._items))
 
     def alarm_names(self, prefix: str) -> list[str]:

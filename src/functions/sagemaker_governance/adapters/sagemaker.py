@@ -16,7 +16,7 @@ from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, 
 from sagemaker_governance.observability import logger
 
 if TYPE_CHECKING:  # the listings are the reconciler's: the stopper never imports their models (cold start)
-    from sagemaker_governance.domain.reconcile import JobListing
+    from sagemaker_governance.domain.reconcile import JobListing, JobSummary
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -136,10 +136,20 @@ class SageMakerJobInventory:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
         """The jobs in progress created after ``created_after`` (``IN_PROGRESS_HORIZON`` ago: the longest a job
-        can be in progress)."""
-        return self._listing("InProgress", {"CreationTimeAfter": created_after}, more)
+        can be in progress) and before ``created_before`` (none: now). Listed without ``StatusEquals`` and kept
+        here: SageMaker pages jobs of every status before it filters, so the filter saves no request, and the
+        listing then knows where its pages stopped (``reached``: the oldest job read, whatever its status), from
+        which a listing cut short is continued by a later run."""
+        window = {"CreationTimeAfter": created_after}
+        if created_before is not None:
+            window["CreationTimeBefore"] = created_before
+        listing = self._listing(None, window, more)
+        kept = tuple(job for job in listing.jobs if job.status == "InProgress")
+        return listing.model_copy(update={"jobs": kept})
 
     def failed_since(self, since: datetime, more: Callable[[], bool]) -> JobListing:
         """The jobs that failed and were last modified at or after ``since`` (deferred resumes): the time is
@@ -148,26 +158,35 @@ class SageMakerJobInventory:
         kept = tuple(j for j in listing.jobs if j.last_modified_time is None or j.last_modified_time >= since)
         return listing.model_copy(update={"jobs": kept})
 
-    def _listing(self, status: str, window: dict[str, datetime], more: Callable[[], bool]) -> JobListing:
+    def _listing(self, status: str | None, window: dict[str, datetime], more: Callable[[], bool]) -> JobListing:
         from sagemaker_governance.domain.reconcile import JobListing, JobSummary
 
         jobs: list[JobSummary] = []
         pages = 0
+        filtered = {"StatusEquals": status} if status is not None else {}
         try:
             for page in self._client.get_paginator("list_training_jobs").paginate(
-                StatusEquals=status,
                 SortBy="CreationTime",
                 SortOrder="Descending",
                 PaginationConfig={"PageSize": self.PAGE_SIZE},
+                **filtered,
                 **window,
             ):
                 pages += 1
                 jobs += [JobSummary.model_validate(item) for item in page.get("TrainingJobSummaries", [])]
                 if page.get("NextToken") and not more():
-                    return JobListing(jobs=tuple(jobs), complete=False, pages=pages)
+                    return JobListing(jobs=tuple(jobs), complete=False, pages=pages, reached=_oldest(jobs))
         except (ClientError, BotoCoreError) as exc:
-            raise AdapterError(f"ListTrainingJobs ({status}) failed: {exc}") from exc
-        return JobListing(jobs=tuple(jobs), complete=True, pages=pages)
+            # One page failed past botocore's retries: the pages read are kept, the listing is not complete (what
+            # the reconciler already handles safely: nothing is done to a job it did not reach), and says why.
+            error = f"ListTrainingJobs ({status or 'any status'}) page {pages + 1} failed: {exc}"
+            logger.error("job listing cut short by a failed page", pages=pages, error=error)
+            return JobListing(jobs=tuple(jobs), complete=False, pages=pages, reached=_oldest(jobs), error=error)
+        return JobListing(jobs=tuple(jobs), complete=True, pages=pages, reached=_oldest(jobs))
+
+
+def _oldest(jobs: list[JobSummary]) -> datetime | None:
+    return min((job.creation_time for job in jobs if job.creation_time is not None), default=None)
 
 
 class SageMakerJobMarks:

@@ -188,14 +188,20 @@ class JobSummary(BaseModel):
 
 class JobListing(BaseModel):
     """The jobs one ``ListTrainingJobs`` listing found, and whether it read every page: a listing stops
-    between pages when its run's time is spent (``complete`` False; newest first, so what is missing is the
-    oldest jobs of its window)."""
+    between pages when its run's time is spent or a page fails (``complete`` False; newest first, so what is
+    missing is the oldest jobs of its window)."""
 
     model_config = ConfigDict(frozen=True)
 
     jobs: tuple[JobSummary, ...] = ()
     complete: bool = True
     pages: int = 0
+    # The oldest CreationTime among the jobs its pages held, of any status (none: unknown): where a listing cut
+    # short stopped, from which a later one continues (``CreationTimeBefore``)
+    reached: datetime | None = None
+    # Why it stopped when a page failed after the client's retries (throttled, a 5xx, no answer): the pages read
+    # before are kept, ``complete`` False
+    error: str | None = None
 
 
 def job_of_alarm(alarm_name: str, prefix: str) -> str | None:

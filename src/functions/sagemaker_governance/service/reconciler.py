@@ -28,7 +28,8 @@ Each run compares what exists with what should exist and repairs the difference:
   that lifted its exemption or moved it to an enforcing team: its tags are read again every
   ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
-  the policy and its teams, plus three runs) and carries ``smgov:resume-after`` (auto-resume deferred it
+  the policy and its teams, plus three runs; further back after passes that were missed, ``_failed_since``)
+  and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
   it raised, ``_retry_resume``) and not ``smgov:resume-settled`` (a
   final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
@@ -36,7 +37,8 @@ Each run compares what exists with what should exist and repairs the difference:
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
   failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
   the job and its evidence and decides again (meeting "already exists", it tells). ``ListTrainingJobs`` (``StatusEquals=Failed``, ``LastModifiedTimeAfter``) and one
-  ``ListTags`` per failed job find them; nothing else is read for a job that is not due.
+  ``ListTags`` per failed job find them; nothing else is read for a job that is not due. This pass runs
+  first, within ``RESUME_SHARE`` of the run's time, so neither the listing nor the repairs starve it.
 * **unevaluated job**: a job in progress for longer than ``EVALUATION_GRACE`` without the
   ``smgov:compliance-evaluated`` tag (its Starting event was lost, or it started before governance was
   deployed) is evaluated by the compliance service, once: it tags the job. Audit mode and exemptions
@@ -48,7 +50,9 @@ nothing and fails, so that its dead-letter queue tells; the next run does the wo
 Every repair leaves an audit record (trigger ``reconciler``) and a ``ReconcilerRepairs`` metric (dimension
 ``kind``); each run logs one summary line. A run stops before its time budget is spent (the safety margin
 covers one item); the next run starts elsewhere on the ring of jobs (``domain/reconcile.py``), so every
-item is eventually visited without storing a cursor. Everything is safe to run concurrently with the event
+item is eventually visited without storing a cursor. The listing of the jobs in progress gets at most half of
+the run's time (``LISTING_SHARE``); a warm container continues a listing cut short at its next run
+(``_list_in_progress``). Everything is safe to run concurrently with the event
 handlers: creating an alarm is an upsert, deleting a missing alarm is success, stops are idempotent.
 """
 
@@ -106,6 +110,19 @@ UNMUTE_REASON = (
     "can act on the job now: reset to judge again"
 )
 DEFAULT_SAFETY_SECONDS = 20.0  # longer than one item can take (a stop, a notification, retries)
+# The listing of the jobs in progress stops (between pages) once this share of the run's time is spent, so that
+# the repairs always get the rest: in a busy account the 60-day window holds more pages than a run can read
+# (``ListTrainingJobs`` pages jobs of every status). Half: the listing gives the repairs their jobs, the repairs
+# are the point; an even split also bounds a run's gap in either.
+LISTING_SHARE = 0.5
+# The deferred resumes run first, within this share of the run's time, so neither the listing nor the repairs can
+# starve them: a resume is a team's job waiting (they are few and cheap: a listing of the look-back and one
+# ``ListTags`` per failed job), and what they leave unused goes to the listing and the repairs.
+RESUME_SHARE = 0.25
+# A listing continued from where the last one stopped asks for jobs created before the oldest it read plus this
+# (jobs created in the same instant on both sides of a page boundary): the few read twice are merged. A page whose
+# jobs all share that instant would be read again and again: the next one then starts just before it.
+CONTINUE_OVERLAP = timedelta(milliseconds=1)
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
 
@@ -191,9 +208,12 @@ class ComplianceEvaluator(Protocol):
 
 
 class JobInventoryPort(Protocol):
-    def in_progress(self, created_after: datetime, more: Callable[[], bool]) -> JobListing:
-        """The jobs in progress created after ``created_after``, newest first; ``more()`` is asked before each
-        further page (False: the listing stops there, not complete)."""
+    def in_progress(
+        self, created_after: datetime, more: Callable[[], bool], created_before: datetime | None = None
+    ) -> JobListing:
+        """The jobs in progress created after ``created_after`` and before ``created_before`` (none: now), newest
+        first; ``more()`` is asked before each further page (False: the listing stops there, not complete, with
+        the oldest job its pages held as ``reached``)."""
         ...
 
 
@@ -269,6 +289,8 @@ class ReconcileReport:
     errors: int = 0
     stopped_early: bool = False
     efficiency_records: int = 0  # ended jobs' records written here (their end event lost)
+    # Listings a failed page cut short (after the client's retries): "jobs-in-progress", "alarms", "failed-jobs"
+    unlisted: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -282,6 +304,8 @@ class ReconcileReport:
         }
         if self.efficiency_records:
             shown["efficiency_records"] = self.efficiency_records
+        if self.unlisted:
+            shown["unlisted"] = list(self.unlisted)
         return shown
 
 
@@ -348,10 +372,20 @@ class ReconcilerService:
         # on a UTC day, as their definitions were listed then (a hash): a warm container does not read the job
         # (DescribeTrainingJob, ListTags) again to compare them until the policy, the day or the alarms change.
         self._compared: set[_CompareKey] = set()
+        # Where this container's last listing of the jobs in progress that was cut short stopped (the oldest
+        # CreationTime its pages held): the next run lists the newest jobs again, then continues from there, so
+        # the oldest jobs of the window are reached within a few runs however long the window (none: from the
+        # newest; a cold container starts there again).
+        self._listed_to: datetime | None = None
+        # When this container's last deferred-resume pass that decided every failed job of its look-back ran (none:
+        # not in this container): the next pass looks back from there too, so runs that failed, or whose pass
+        # was cut short, are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway).
+        self._resumed_through: datetime | None = None
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
-        if remaining() < self._safety:
+        at_start = remaining()
+        if at_start < self._safety:
             report.stopped_early = True
             return self._summarise(report)
         try:
@@ -362,33 +396,20 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
-        listing = self._inventory.in_progress(
-            self._clock() - IN_PROGRESS_HORIZON, lambda: remaining() >= self._safety
-        )
+        kept = (at_start - self._safety) * (1 - RESUME_SHARE)  # left for the listing and the repairs
+        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report))
+        listing = self._jobs_listed(remaining, at_start, report)
         in_progress = list(listing.jobs)
-        if not listing.complete:
-            # Newest first: the jobs not listed are the oldest of the horizon. Nothing is done to them on a
-            # guess: one with alarms is re-read before they are deleted (kept while it runs); the next run
-            # lists again. The deferred resumes wait for a run with time.
-            report.stopped_early = True
-            logger.warning(
-                "jobs in progress not all listed: the run's time ran out",
-                pages=listing.pages,
-                listed=len(in_progress),
-            )
-        observed: dict[str, set[str]] = {}
-        self._listings = {}
-        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
-            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
-            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
-            listings = [
-                listing
-                for listing in self._alarm_inventory.alarm_states(prefix)
-                if any(guard.manages(listing.description) for guard in self._guards)
-            ]
-            self._listings.update({listing.name: listing for listing in listings})
-            for job, names in group_alarms([listing.name for listing in listings], prefix).items():
-                observed.setdefault(job, set()).update(names)
+        observed = self._observed_alarms()
+        pictured = observed is not None and listing.complete  # what the run saw is the whole picture
+        if observed is None:
+            # A failed page leaves a partial picture of the alarms: a job would look unwatched (its alarms
+            # created again over those not listed) and an orphan unseen. No item is visited this run (the
+            # evaluation of unevaluated jobs waits too: the next run lists again); the deferred resumes, which
+            # read neither listing, have run.
+            report.errors += 1
+            report.unlisted.append("alarms")
+            in_progress, observed = [], {}
         items = plan_work(in_progress, observed, run_index(self._clock(), self._interval))
         report.jobs_in_progress = len(in_progress)
         report.alarms = sum(len(names) for names in observed.values())
@@ -402,9 +423,7 @@ class ReconcilerService:
             report.visited.append(item.job_name)
             self._visit(item, policy, trigger, report, ended, defects)
         self._count(report, self._delete_orphans(ended, trigger, report))
-        if not report.stopped_early:
-            self._count(report, self._deferred_resumes(policy, trigger, remaining, report))
-        if listing.complete:  # a partial listing says nothing of the jobs it did not reach
+        if pictured:  # a partial listing says nothing of the jobs it did not reach
             listed = {job.name for job in in_progress}
             self._evaluated &= listed
             self._unwatched = {key for key in self._unwatched if key[0] in listed}
@@ -419,6 +438,97 @@ class ReconcilerService:
             name, first = defects[0]
             raise ReconcileDefect(f"{len(defects)} job(s) raised; first {name}: {first!r}") from first
         return summary
+
+    def _jobs_listed(self, remaining: Budget, at_start: float, report: ReconcileReport) -> JobListing:
+        """The jobs in progress, listed within ``LISTING_SHARE`` of the run's time; a listing cut short is logged
+        (a failed page also counted as an error)."""
+        spendable = at_start - self._safety
+        try:
+            listing = self._list_in_progress(remaining, self._safety + spendable * (1 - LISTING_SHARE))
+        except AdapterError as exc:  # a port that raises rather than keep the pages it read
+            listing = JobListing(complete=False, error=str(exc))
+        if listing.error is not None:
+            # A page failed after the client's retries: the pages read are used as a listing cut short (nothing
+            # is done to a job it did not reach). Counted, not raised: the next run lists again, and a throttled
+            # listing is no defect to dead-letter; the run's summary line carries it (`smgov doctor` fails on it).
+            report.errors += 1
+            report.unlisted.append("jobs-in-progress")
+            logger.error(
+                "jobs in progress not all listed: a page failed", error=listing.error, listed=len(listing.jobs)
+            )
+        elif not listing.complete:
+            # Newest first: the jobs not listed are the oldest of the horizon (or, a listing continued, those
+            # between its two parts, listed by the runs before). Nothing is done to them on a guess: one with
+            # alarms is re-read before they are deleted (kept while it runs).
+            report.stopped_early = True
+            logger.warning(
+                "jobs in progress not all listed: the listing's share of the run's time ran out",
+                pages=listing.pages,
+                listed=len(listing.jobs),
+                continues_before=self._listed_to.isoformat() if self._listed_to is not None else None,
+            )
+        return listing
+
+    def _observed_alarms(self) -> dict[str, set[str]] | None:
+        """This stack's alarm names by job, from every page of ``DescribeAlarms`` (None: a page failed)."""
+        observed: dict[str, set[str]] = {}
+        self._listings = {}
+        for prefix in sorted({guard.alarm_prefix for guard in self._guards}):
+            try:
+                listed = self._alarm_inventory.alarm_states(prefix)
+            except AdapterError as exc:
+                self._listings = {}
+                logger.error("alarms not listed: no item visited this run", prefix=prefix, error=str(exc))
+                return None
+            # Only this stack's alarms (their description says so): another stack whose prefix starts with ours
+            # (stack "a-idle-b" under stack "a") is neither deleted as orphans, nor re-armed, nor taken for ours.
+            listings = [
+                listing for listing in listed if any(guard.manages(listing.description) for guard in self._guards)
+            ]
+            self._listings.update({listing.name: listing for listing in listings})
+            for job, names in group_alarms([listing.name for listing in listings], prefix).items():
+                observed.setdefault(job, set()).update(names)
+        return observed
+
+    def _list_in_progress(self, remaining: Budget, floor: float) -> JobListing:
+        """The jobs in progress, newest first, read while ``remaining()`` stays at or above ``floor``.
+
+        A cut-short listing is continued by this container's next run: it lists the newest jobs again with half
+        of its time (new jobs need their alarms and their evaluation first), then the jobs created before where
+        the last one stopped with the other half, and so on to the horizon, after which the next run starts from
+        the newest again. Complete only when one run read the whole window without a gap."""
+        horizon = self._clock() - IN_PROGRESS_HORIZON
+        cursor = self._listed_to if self._listed_to is not None and self._listed_to > horizon else None
+        newest_floor = floor if cursor is None else (remaining() + floor) / 2
+        newest = self._inventory.in_progress(horizon, lambda: remaining() >= newest_floor)
+        if newest.complete:
+            self._listed_to = None
+            return newest
+        if cursor is None:
+            self._listed_to = newest.reached
+            return newest
+        if newest.error is not None:  # a page failed: the continuation waits for the next run, where it was
+            return newest
+        start = cursor if newest.reached is None else min(cursor, newest.reached)
+        older = self._inventory.in_progress(
+            horizon, lambda: remaining() >= floor, created_before=start + CONTINUE_OVERLAP
+        )
+        if older.complete:
+            self._listed_to = None
+        elif older.reached is None:  # nothing read (its first page failed): from the same point again
+            self._listed_to = start
+        elif older.reached < start:
+            self._listed_to = older.reached
+        else:  # no step back (one instant filled its pages): step past it
+            self._listed_to = start - CONTINUE_OVERLAP
+        jobs = {job.name: job for job in older.jobs} | {job.name: job for job in newest.jobs}
+        joined = older.complete and newest.reached is not None and newest.reached <= cursor
+        return JobListing(
+            jobs=tuple(sorted(jobs.values(), key=lambda job: job.name)),
+            complete=joined,
+            pages=newest.pages + older.pages,
+            error=older.error,
+        )
 
     # ---- one job -----------------------------------------------------------------------------------
 
@@ -506,7 +616,7 @@ class ReconcilerService:
         """A lost end's auto-resume that raised (a re-read that lags its end, a refused or throttled clone): the
         claim is released with the efficiency record done and the job's alarms are deleted, so no run visits it
         as an orphan again. It is tagged ``smgov:resume-after`` (now) instead, as a deferral is: the
-        deferred-resume pass (this run's, else a later one's within the look-back) decides it again, and its
+        deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
         if job.tag(TAG_RESUME_AFTER) is not None or job.tag(TAG_RESUME_SETTLED) is not None:
@@ -1052,9 +1162,22 @@ class ReconcilerService:
     def _lookback(self, policy: Policy) -> timedelta:
         """How far back a deferred resume can have failed: the longest backoff of the policy and its teams,
         plus three runs (a run that failed or stopped early is made up by the next)."""
+        return timedelta(minutes=_longest_backoff(policy) + 3 * self._interval)
+
+    def _failed_since(self, policy: Policy, now: datetime) -> datetime:
+        """Where this run's deferred-resume pass looks back to: the look-back, or further back to make up for the
+        runs since this container's last pass that decided every failed job of its look-back (a run that failed,
+        a pass cut short or with errors): a job due since then failed at most the longest backoff before it.
+        Never further than the longest ``resume.late_after_hours`` (a resume decided later is skipped as too
+        late). Each failed job in the window costs a ``ListTags`` per run, so the window widens only while
+        passes are missed and narrows again at the first pass that decides them all."""
+        since = now - self._lookback(policy)
+        if self._resumed_through is None:
+            return since
         policies = [policy, *(policy.for_team(team) for team in policy.teams)]
-        longest = max(max(p.resume.backoff_minutes) for p in policies)
-        return timedelta(minutes=longest + 3 * self._interval)
+        late = timedelta(hours=max(p.resume.late_after_hours for p in policies))
+        made_up = self._resumed_through - timedelta(minutes=_longest_backoff(policy))
+        return min(since, max(made_up, now - late))
 
     def _deferred_resumes(
         self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
@@ -1062,19 +1185,28 @@ class ReconcilerService:
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
+        errors = report.errors
         try:
-            listing = self._failed.failed_since(now - self._lookback(policy), lambda: remaining() >= self._safety)
+            listing = self._failed.failed_since(
+                self._failed_since(policy, now), lambda: remaining() >= self._safety
+            )
         except AdapterError as exc:
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
             return []
-        if not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
+        if listing.error is not None:  # a page failed: the listed ones (the newest) are decided all the same
+            report.errors += 1
+            report.unlisted.append("failed-jobs")
+            logger.error("failed jobs not all listed: a page failed", error=listing.error, pages=listing.pages)
+        elif not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
             report.stopped_early = True
             logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
         repairs: list[RepairKind] = []
+        decided = listing.complete
         for summary in listing.jobs:
             if remaining() < self._safety:
                 report.stopped_early = True
+                decided = False
                 break
             try:
                 tags = self._jobs.list_tags(summary.arn)
@@ -1095,6 +1227,8 @@ class ReconcilerService:
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
+        if decided and report.errors == errors:  # every failed job of the window decided: the next looks back less
+            self._resumed_through = now
         return repairs
 
     def _exists(self, name: str) -> bool:
@@ -1141,6 +1275,12 @@ class ReconcilerService:
     def _summarise(self, report: ReconcileReport) -> ReconcileReport:
         logger.info("reconcile run", extra={RECONCILE_KEY: report.as_dict()})  # written at any LogLevel
         return report
+
+
+def _longest_backoff(policy: Policy) -> int:
+    """The longest ``resume.backoff_minutes`` of the policy and its teams."""
+    policies = [policy, *(policy.for_team(team) for team in policy.teams)]
+    return max(max(p.resume.backoff_minutes) for p in policies)
 
 
 def _listed_job(item: WorkItem, tags: dict[str, str] | None = None) -> TrainingJob:
