@@ -69,9 +69,6 @@ CALLS: dict[str, Callable[[Any], Any]] = {
     "DescribeTrainingJob": lambda c: SageMakerJobs(c).describe("job-1"),
     "ListTags": lambda c: SageMakerJobs(c).list_tags("arn:aws:sagemaker:us-east-1:1:training-job/job-1"),
     "StopTrainingJob": lambda c: SageMakerJobs(c).stop("job-1"),
-    "ListTrainingJobs": lambda c: SageMakerJobInventory(c).in_progress(
-        datetime(2026, 1, 1, tzinfo=UTC), lambda: True
-    ),
     "CreateTrainingJob": lambda c: SageMakerLauncher(c).create_training_job({"TrainingJobName": "job-1-r1"}),
     "PutMetricAlarm": lambda c: CloudWatchAlarmLifecycle(c).put(plan()),
     "DeleteAlarms": lambda c: CloudWatchAlarmLifecycle(c).delete(["gov-idle-job-1"]),
@@ -103,3 +100,17 @@ def test_a_call_without_an_answer_is_an_adapter_error(call: str, error: BotoCore
         CALLS[call](NoAnswer(error))
     assert not isinstance(raised.value, (JobNotFound, Throttled))
     assert raised.value.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [EndpointConnectionError(endpoint_url=URL), ReadTimeoutError(endpoint_url=URL)],
+    ids=["connect", "read"],
+)
+def test_a_job_listing_without_an_answer_is_an_incomplete_listing_that_says_why(error: BotoCoreError) -> None:
+    # Given a client that gets no answer, when the reconciler's job listing reads its first page
+    listing = SageMakerJobInventory(NoAnswer(error)).in_progress(datetime(2026, 1, 1, tzinfo=UTC), lambda: True)
+    # Then it is no error of the run but an incomplete listing (nothing is done to a job it did not reach) that
+    # names the failure
+    assert (listing.jobs, listing.complete, listing.pages) == ((), False, 0)
+    assert listing.error is not None and "ListTrainingJobs" in listing.error
