@@ -15,6 +15,10 @@ nothing stopped, recorded as a violation or told). A retry of the delivery that 
 its failed attempt's mark (``mark_effect``, in the delivery's done list) is its own, and it evaluates as that
 attempt did (the policy may have switched to enforce since). A compliant job's event reads nothing, so its
 duplicate records its pass again (and tells no one).
+
+A retry of a delivery whose failed attempt stopped the job (its ``Publish`` throttled, say, or the stop's own
+answer lost) finds the job stopping: that stop is its own (``stop_noted``, in the delivery's done list), so it is
+recorded ``done`` and its owner told the job was stopped, not that it had already ended.
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import done_before, mark_effect, note
+from sagemaker_governance.service.idempotency import (
+    done_before,
+    mark_effect,
+    note,
+    stop_effect,
+    stop_noted,
+    stopped_earlier,
+)
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -151,11 +162,19 @@ class ComplianceService:
             return None
 
     def _stop_if_needed(self, job: TrainingJob, result: ComplianceResult) -> Outcome | None:
+        """``done`` when this delivery stopped the job: now, or in an earlier attempt that then failed (its
+        message, its record, or the stop's own answer lost: ``stop_noted``), whose retry finds the job stopping;
+        ``already-done`` when the job was stopping or ended before it."""
         if not result.stops:
             return None
-        if job.status != "InProgress":
-            return Outcome.ALREADY_DONE
-        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+        stops = [d for d in result.decisions if d.action is Action.STOP and d.acts]
+        if job.status == "InProgress":
+            effects = [stop_effect(job.name, d.rule, d.code) for d in stops]
+            if stop_noted(lambda: self._jobs.stop(job.name), *effects) is StopOutcome.STOPPED:
+                return Outcome.DONE
+        if any(stopped_earlier(job.name, d.rule) is not None for d in stops):
+            return Outcome.DONE
+        return Outcome.ALREADY_DONE
 
     def _record_all(
         self,

@@ -53,8 +53,8 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
 the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
 write per effect: what a failed attempt did travels in its release. An action no wrapper sees can be noted
-as an effect too (``note``): a guard's stop (``stop_effect``), whose retry finds the job stopping and would
-otherwise not know that the owner is still to be told; compliance's mark (``mark_effect``), whose retry finds
+as an effect too (``note``): a guard's or compliance's stop (``stop_effect``, ``stop_noted``), whose retry finds
+the job stopping and would otherwise not know that the stop was its own, nor that the owner is still to be told; compliance's mark (``mark_effect``), whose retry finds
 the job marked evaluated and would otherwise take it for evaluated by someone else.
 
 Only a record that says the action happened (``done``, ``already-done``) settles it. One that says it was
@@ -82,7 +82,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim
+from sagemaker_governance.domain.errors import Claim, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -311,11 +311,38 @@ _STOPPED = "stopped|"
 
 
 def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
-    """The effect name of a stop this delivery made (StopTrainingJob accepted), with its decision's code; without
-    ``code``, the prefix every such name of (job, rule) starts with. A retry of the delivery finds the job
-    stopping, and would tell nobody: this tells it that its owner is still to be told (``GuardStopper``)."""
+    """The effect name of a stop this delivery made (StopTrainingJob accepted, or its answer lost: ``stop_noted``),
+    with its decision's code; without ``code``, the prefix every such name of (job, rule) starts with. A retry of
+    the delivery finds the job stopping, and would tell nobody: this tells it that the stop was its own and its
+    owner is still to be told (``GuardStopper``, ``ComplianceService``)."""
     head = f"{_STOPPED}{job_name}|{rule}|"
     return head if code is None else f"{head}{code}"
+
+
+def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
+    """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
+    stops) when SageMaker accepted it, or when the call raised: its answer may have been lost after the stop was
+    applied (a read timeout), and a retry of the delivery that finds the job stopping must take that stop for
+    this delivery's own, not for an earlier end (``stopped_earlier``). A stop answered "already ended" notes
+    nothing: that job was stopping (or ended) before this delivery."""
+    try:
+        outcome = stop()
+    except Exception:
+        for effect in effects:
+            note(effect)
+        raise
+    if outcome is StopOutcome.STOPPED:
+        for effect in effects:
+            note(effect)
+    return outcome
+
+
+def stopped_earlier(job_name: str, rule: str) -> str | None:
+    """The code of the stop of ``job_name`` for ``rule`` that an earlier attempt of the current delivery made
+    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost); None: none (or
+    outside a delivery). Its retry finds the job stopping and records and tells that stop as done."""
+    effect = done_before(stop_effect(job_name, rule))
+    return None if effect is None else effect.removeprefix(stop_effect(job_name, rule))
 
 
 def mark_effect(job_name: str, tag: str) -> str:
