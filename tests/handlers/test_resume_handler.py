@@ -1035,8 +1035,8 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         event = account.sagemaker.event("plain-job")
         if (
             spot is None
-        ):  # nor carries its tags: ListTags is read for its lineage, the efficiency record's team and
-            # the idle alarm's deletion record
+        ):  # nor carries its tags: ListTags is read for its lineage, the efficiency record's team, the idle
+            # alarm's deletion record and compliance's look for a stop its owner is owed (the job was never marked)
             del event["detail"]["EnableManagedSpotTraining"]
             del event["detail"]["Tags"]
         described: list[str] = []
@@ -1053,7 +1053,7 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         # Then an On-Demand job costs no look for a clone; a Spot one (or one that may be) one DescribeTrainingJob
         # of its next clone's name, which does not exist: nothing more is read, written or recorded
         assert [n for n in described if n != "plain-job"] == ([] if spot is False else ["plain-job-r1"])
-        assert (account.sagemaker.calls - before)["ListTags"] == (3 if spot is None else 0)
+        assert (account.sagemaker.calls - before)["ListTags"] == (4 if spot is None else 0)
         assert not {"AddTags", "CreateTrainingJob", "StopTrainingJob"} & set(
             (account.sagemaker.calls - before).keys()
         )

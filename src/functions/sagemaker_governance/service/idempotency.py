@@ -471,13 +471,22 @@ class _LedgerNotices:
         self._ledger = ledger
         self._clock = clock
 
-    def _once(self, key: str, tell: Callable[[], object]) -> bool:
-        """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran."""
+    def _once(self, key: str, tell: Callable[[], object], *, owed: Sequence[str] = ()) -> bool:
+        """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran. A telling that
+        fails releases the key with ``owed`` (and what an earlier failed teller left owed): what it was to tell,
+        for a later teller that does not know it (``ComplianceNotices``)."""
         now = self._clock()
         try:
             claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
         except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
             return self._unclaimed(key, exc, tell)
+        if not self._granted(key, claim):
+            return False
+        return self._tell(key, claim, now, tell, sorted({*claim.done, *owed}))
+
+    def _granted(self, key: str, claim: Claim) -> bool:
+        """Whether ``claim`` is granted; a claim refused while another teller holds the key raises within a
+        delivery."""
         if not claim.granted:
             if claim.pending and _current.get() is not None:
                 # Another teller holds the key and may still fail (its Publish throttled, its process killed
@@ -487,11 +496,17 @@ class _LedgerNotices:
                 raise hold_left(NoticePending(f"{key} is held by a teller that has not finished"))
             logger.info("owner told already", notice=key)
             return False
+        return True
+
+    def _tell(
+        self, key: str, claim: Claim, now: datetime, tell: Callable[[], object], owed: Sequence[str]
+    ) -> bool:
+        """Run ``tell`` under the granted ``claim``: completed when it told, released with ``owed`` when not."""
         try:
             tell()
         except Exception as exc:
             try:
-                self._ledger.release(key, self.OWNER, now, ())
+                self._ledger.release(key, self.OWNER, now, owed)
             except Exception:  # the claim stays: taken over once its hold is over
                 logger.exception("notice not released", notice=key)
                 hold_left(exc)  # the delivery's record must come back after the hold, not "told already"
@@ -530,6 +545,51 @@ class CloneNotices(_LedgerNotices):
             return True
         self._ledger.release(key, self.OWNER, now, ())
         return False
+
+
+# A compliance stop's notice: told once, whoever tells (the delivery that stopped the job, the reconciler's repair
+# that did, or the job's Stopped event when the telling failed where nothing retries it).
+COMPLIANCE_NOTICE_OWNER = "compliance-notice"
+
+
+def compliance_notice_key(job_name: str) -> str:
+    return f"compliance:{job_name}"
+
+
+class ComplianceNotices(_LedgerNotices):
+    """Tell a job's owner once that compliance stopped it when the stop was made outside any delivery: the
+    reconciler's repair of a job that lacked its evaluation, which nothing retries (the job, stopping, is no
+    longer listed in progress). The key ``compliance:<job>`` (``_LedgerNotices``); a telling that fails releases
+    it with the stop's effects (``stop_effect``: rule and code), and the job's ``Stopped`` event tells what they
+    owe (``tell_owed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
+    retries (``OnceNotifier``, ``stopped_earlier``): no key, no write."""
+
+    OWNER = COMPLIANCE_NOTICE_OWNER
+
+    def once(self, job_name: str, stops: Sequence[str], tell: Callable[[], object]) -> bool:
+        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names),
+        unless they were told (or are being told); True if it ran. Within a delivery it runs as it is."""
+        if _current.get() is not None:
+            tell()
+            return True
+        return self._once(compliance_notice_key(job_name), tell, owed=stops)
+
+    def tell_owed(self, job_name: str, tell: Callable[[tuple[str, ...]], object]) -> bool:
+        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names), if any and not
+        told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
+        release."""
+        key, now = compliance_notice_key(job_name), self._clock()
+        claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
+        if not self._granted(key, claim):
+            return False
+        owed = tuple(sorted(effect for effect in claim.done if effect.startswith(_STOPPED)))
+        if not owed:
+            try:
+                self._ledger.release(key, self.OWNER, now, sorted(claim.done))
+            except Exception:  # nothing to tell: the key is taken over once its hold is over
+                logger.exception("notice not released", notice=key)
+            return False
+        return self._tell(key, claim, now, lambda: tell(owed), owed)
 
 
 class ToleranceNotices(_LedgerNotices):
