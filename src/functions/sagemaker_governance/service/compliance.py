@@ -271,7 +271,7 @@ class ComplianceService:
     def _notify(self, job: TrainingJob, result: ComplianceResult, policy: Policy, stopped: Outcome | None) -> None:
         if stopped is Outcome.DONE:
             outcome = NotificationOutcome.STOPPED
-        elif result.stops or any(d.action is Action.STOP for d in result.violations):
+        elif any(d.action is Action.STOP for d in result.told):
             outcome = (
                 NotificationOutcome.ALREADY_ENDED
                 if stopped is Outcome.ALREADY_DONE
@@ -279,7 +279,9 @@ class ComplianceService:
             )
         else:
             outcome = NotificationOutcome.NOTIFIED
-        message = self._message(job, policy, outcome, result.violations)
+        # the violations the message is meant to tell, and its outcome from them alone: an audit-mode stop rule
+        # beside an enforce-mode notice is neither told nor makes the message a "would stop"
+        message = self._message(job, policy, outcome, result.told)
         if outcome is NotificationOutcome.STOPPED and self._notices is not None:
             # told once, whoever tells; a failed Publish leaves the stop owed to the job's Stopped event
             stops = [
