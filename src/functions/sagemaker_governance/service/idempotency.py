@@ -535,6 +535,12 @@ class CloneNotices(_LedgerNotices):
         """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
         return self._once(clone_notice_key(clone), tell)
 
+    def once_spent(self, clone: str, tell: Callable[[], None]) -> bool:
+        """Run ``tell``, the message that a Spot job stays on Spot because ``clone``, its next move's name, exists
+        failed or stopped (its fallback spent), unless it was told (or is being told): once per clone (the key
+        ``spent:<clone>``), not at every later interruption, each its own delivery; True if it ran."""
+        return self._once(f"spent:{clone}", tell)
+
     def told(self, clone: str) -> bool:
         """Whether the clone's owner was told (or is being told): the reconciler's check before it hands a
         due job whose clone exists to auto-resume again. A claim it is granted is released at once (two
