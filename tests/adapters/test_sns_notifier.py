@@ -69,6 +69,20 @@ def test_text_rendering_names_the_violation_and_the_fix() -> None:
     assert "missing tag: cost-center" in text and "How to fix: Add cost-center." in text
 
 
+def test_the_email_and_chat_forms_name_each_items_decision_code() -> None:
+    # Given a message whose item carries its decision code (as every governance decision's does)
+    item = MESSAGE.items[0].model_copy(update={"code": "compliance.stop.violation"})
+    coded = MESSAGE.model_copy(update={"items": (item,)})
+    # When it is rendered for e-mail and for chat
+    text, chat = render_text(coded), render_chatbot(coded)["content"]["description"]
+    # Then each item's line names the code, the key the README's codes table and the audit trail share
+    assert (
+        "[required-tags] missing tag: cost-center (action: stop, mode: enforce, code: compliance.stop.violation)"
+        in text
+    )
+    assert "• [required-tags] missing tag: cost-center (`compliance.stop.violation`)" in chat
+
+
 # ---- notifications people read (issue 20 item 4) --------------------------------------------------
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -12,10 +12,11 @@ import boto3
 import pytest
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
+from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, StopOutcome
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
@@ -519,10 +520,13 @@ def test_crash_in_the_notifier_after_the_stop_is_retried_to_one_record_and_one_m
     with pytest.raises(RuntimeError, match="injected"):
         acct.invoke(job_events, event, request_id=RETRIED)
     acct.invoke(job_events, event, request_id=RETRIED)
-    # Then the job is stopped, the stop recorded once (by the attempt that acted) and the owner told once
+    # Then the job is stopped, the stop recorded once (by the attempt that acted) and the owner told once. The
+    # retry finds the job stopping, and learns from the released claim that its delivery made the stop: the owner
+    # is told the job was stopped, not that it had already ended
     assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
     assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
-    assert len(inbox_messages(acct, inbox)) == 1
+    (told,) = inbox_messages(acct, inbox)
+    assert json.loads(told["Body"])["outcome"] == "stopped"
 
 
 def test_crash_in_the_recorder_after_the_stop_is_retried_to_one_record(
@@ -545,11 +549,44 @@ def test_crash_in_the_recorder_after_the_stop_is_retried_to_one_record(
     with pytest.raises(RuntimeError, match="injected"):
         acct.invoke(job_events, event, request_id=RETRIED)
     acct.invoke(job_events, event, request_id=RETRIED)
-    # Then the stop happened once and is recorded once, saying the retry found it already done
+    # Then the stop happened once and is recorded once, as done: the retry finds the job stopping, and the
+    # released claim says the stop was its delivery's own (a stop counted among those governance made)
     assert acct.sagemaker.stop_requests[0] == "untagged-1"
     assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
-    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "already-done")]
-    assert len(inbox_messages(acct, inbox)) == 1
+    assert [(r.action, r.outcome.value) for r in acct.audit.records] == [("stop", "done")]
+    (told,) = inbox_messages(acct, inbox)
+    assert json.loads(told["Body"])["outcome"] == "stopped"
+
+
+def test_a_compliance_stop_whose_answer_was_lost_is_retried_to_a_done_record_and_a_stopped_message(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given StopTrainingJob applied once but its answer lost (a read timeout past botocore's retries)
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    stop = SageMakerJobs.stop
+    lost = FailOnce(lambda _name: True)
+
+    def answer_lost(self: SageMakerJobs, name: str) -> StopOutcome:
+        outcome = stop(self, name)
+        if lost(name):
+            raise AdapterError(f"StopTrainingJob {name} failed: Read timeout on endpoint URL")
+        return outcome
+
+    monkeypatch.setattr(SageMakerJobs, "stop", answer_lost)
+    # When the invocation fails and is retried (the same request id)
+    with pytest.raises(AdapterError, match="Read timeout"):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the retry, finding the job stopping, takes the stop for its delivery's own: recorded done, and the owner
+    # told the job was stopped
+    assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "done")
+    ]
+    (told,) = inbox_messages(acct, inbox)
+    assert json.loads(told["Body"])["outcome"] == "stopped"
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(

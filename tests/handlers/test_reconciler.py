@@ -15,12 +15,14 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from pydantic import ValidationError
 
+from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition.alarm_stopper import build as stopper_build
 from sagemaker_governance.composition.job_events import build as job_events_build
 from sagemaker_governance.composition.reconciler import build as reconciler_build
 from sagemaker_governance.composition.reconciler import reconciler_service
 from sagemaker_governance.domain.compliance import EVALUATED_TAG
+from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
@@ -565,6 +567,99 @@ def test_a_job_the_event_path_evaluated_is_not_evaluated_again(acct: LocalAccoun
     result = reconcile(acct)
     assert result["repairs"] == {}
     assert [r for r in reconciler_records(acct) if r.rule != "idle-guard"] == []
+
+
+def publish_fails_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SNS refuses the next Publish (throttled past botocore's retries), then publishes."""
+    publish = SnsNotifier.publish
+    failed: list[str] = []
+
+    def flaky(self: SnsNotifier, message: Any) -> str | None:
+        if not failed:
+            failed.append(message.job_name)
+            raise AdapterError("SNS Publish failed: Throttling")
+        return publish(self, message)
+
+    monkeypatch.setattr(SnsNotifier, "publish", flaky)
+
+
+def inbox_bodies(account: LocalAccount, inbox: str) -> list[dict[str, Any]]:
+    """The notifications the owner's inbox holds (taken out), as sent."""
+    bodies: list[dict[str, Any]] = []
+    while messages := account.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            bodies.append(json.loads(message["Body"]))
+            account.sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+    return bodies
+
+
+def test_a_never_evaluated_jobs_stop_whose_message_failed_is_told_once_at_its_stopped_event(
+    ledger_acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an untagged job whose Starting event was lost, and SNS refusing the reconciler's Publish once
+    inbox = ledger_acct.notification_inbox()
+    ledger_acct.sagemaker.launch(create_request("untagged", tags={}))
+    publish_fails_once(monkeypatch)
+    # When the reconciler evaluates and stops it (its message failing: an error of the run), the job stops (its
+    # Stopped event delivered twice) and the reconciler runs on
+    clock.advance(minutes=16)
+    assert reconcile(ledger_acct)["errors"] == 1
+    assert ledger_acct.sagemaker.stop_requests == ["untagged"]
+    ledger_acct.sagemaker.transition("untagged", "Stopped", "Stopped")
+    for _ in range(2):
+        ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("untagged"))
+        clock.advance(minutes=15)
+        reconcile(ledger_acct)
+    # Then the stop is recorded once, and its owner told once, at the Stopped event, that the job was stopped
+    stops = [r for r in ledger_acct.audit.records if r.action == "stop"]
+    assert [(r.trigger, r.code, r.outcome.value) for r in stops] == [
+        ("reconciler", "compliance.stop.violation", "done")
+    ]
+    (told,) = inbox_bodies(ledger_acct, inbox)
+    assert (told["kind"], told["outcome"]) == ("compliance", "stopped")
+    assert [item["code"] for item in told["items"]] == ["compliance.stop.violation"]
+
+
+def test_a_stopped_job_compliance_did_not_stop_is_told_nothing_at_its_stopped_event(
+    ledger_acct: LocalAccount,
+) -> None:
+    # Given an untagged job its owner stopped before anything evaluated it (its Starting event lost)
+    inbox = ledger_acct.notification_inbox()
+    ledger_acct.sagemaker.launch(create_request("untagged", tags={}))
+    ledger_acct.sagemaker.transition("untagged", "Stopped", "Stopped")
+    # When its Stopped event is delivered
+    ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("untagged"))
+    # Then nobody is told, and no stop is recorded
+    assert inbox_bodies(ledger_acct, inbox) == []
+    assert [r for r in ledger_acct.audit.records if r.action == "stop"] == []
+
+
+def test_a_never_evaluated_jobs_notice_whose_message_failed_is_told_and_recorded_once(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a Spot job without checkpoints (a notify-only violation) whose Starting event was lost, and SNS
+    # refusing the reconciler's Publish once
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(
+        create_request(
+            "spotty",
+            EnableManagedSpotTraining=True,
+            StoppingCondition={"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 90_000},
+        )
+    )
+    publish_fails_once(monkeypatch)
+    # When the reconciler evaluates it (its message failing: an error of the run), and runs again
+    clock.advance(minutes=16)
+    assert reconcile(acct)["errors"] == 1
+    clock.advance(minutes=15)
+    assert reconcile(acct)["repairs"] == {"unevaluated-job": 1}
+    clock.advance(minutes=15)
+    reconcile(acct)
+    # Then the notice is recorded done once, by the run that told the owner, and the owner told once
+    notices = [r for r in reconciler_records(acct) if r.action == "notify"]
+    assert [(r.code, r.outcome.value) for r in notices] == [("compliance.notify.violation", "done")]
+    (told,) = inbox_bodies(acct, inbox)
+    assert told["outcome"] == "notified"
 
 
 def test_an_exempt_job_is_evaluated_once_and_not_stopped(acct: LocalAccount, clock: MovableClock) -> None:

@@ -615,6 +615,34 @@ def test_a_source_whose_clone_failed_is_not_stopped_by_a_later_move(account: Loc
     )
 
 
+def test_a_spot_job_whose_fallback_is_spent_is_told_so_once_not_at_every_later_interruption(
+    clock: Clock,
+) -> None:
+    # Given the deployed wiring, and a Spot job whose move's clone was created but whose stop failed, the clone
+    # then failing while the Spot job got capacity back
+    with ledger_account(clock) as account:
+        create_ledger(account)
+        inbox = account.notification_inbox()
+        launch(account, "bert-spot-12", spot=True)
+        event = interrupt(account, clock, "bert-spot-12", 3)
+        account.sagemaker.fail_next["StopTrainingJob"] = SageMakerError("ThrottlingException", "slow down", 400)
+        with pytest.raises(AdapterError):
+            account.invoke(handler, event)
+        account.sagemaker.transition(
+            "bert-spot-12-r1", "Failed", "Failed", failure_reason="ClientError: bad input"
+        )
+        # When it is interrupted again, twice (each interruption its own delivery), and each move meets the clone
+        for _ in range(2):
+            account.sagemaker.transition("bert-spot-12", "InProgress", "Starting")
+            account.invoke(handler, interrupt(account, clock, "bert-spot-12", 1))
+        # Then each move is recorded as skipped (the fallback spent), and the owner is told the job stays on Spot
+        # once
+        spent = [r for r in resume_records(account) if r.evidence.get("spot_fallback") == "spent"]
+        assert [(r.action, r.outcome.value) for r in spent] == [("clone", "skipped"), ("stop", "skipped")] * 2
+        told = [m for m in messages(account, inbox) if m["kind"] == "spot-fallback" and m["outcome"] == "notified"]
+        assert len(told) == 1
+
+
 def test_a_failed_clone_is_not_resumed_while_its_spot_source_still_trains(
     account: LocalAccount, clock: Clock
 ) -> None:
@@ -1035,8 +1063,8 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         event = account.sagemaker.event("plain-job")
         if (
             spot is None
-        ):  # nor carries its tags: ListTags is read for its lineage, the efficiency record's team and
-            # the idle alarm's deletion record
+        ):  # nor carries its tags: ListTags is read for its lineage, the efficiency record's team, the idle
+            # alarm's deletion record and compliance's look for a stop its owner is owed (the job was never marked)
             del event["detail"]["EnableManagedSpotTraining"]
             del event["detail"]["Tags"]
         described: list[str] = []
@@ -1053,7 +1081,7 @@ def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spo
         # Then an On-Demand job costs no look for a clone; a Spot one (or one that may be) one DescribeTrainingJob
         # of its next clone's name, which does not exist: nothing more is read, written or recorded
         assert [n for n in described if n != "plain-job"] == ([] if spot is False else ["plain-job-r1"])
-        assert (account.sagemaker.calls - before)["ListTags"] == (3 if spot is None else 0)
+        assert (account.sagemaker.calls - before)["ListTags"] == (4 if spot is None else 0)
         assert not {"AddTags", "CreateTrainingJob", "StopTrainingJob"} & set(
             (account.sagemaker.calls - before).keys()
         )

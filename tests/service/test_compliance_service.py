@@ -124,6 +124,33 @@ def test_audit_mode_records_what_enforce_would_stop_and_stops_nothing(
     assert [m.outcome for m in notifier.sent] == told
 
 
+def test_an_audit_mode_stop_rule_is_not_told_beside_an_enforce_notice(
+    compliance: ComplianceService, jobs: Any, policies: Any, notifier: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given enforce mode without notify_in_audit_mode, the required-tags stop rule in audit mode (its rollout) and
+    # a notify-only rule on the instance count, and a job that violates both
+    document = Settings.from_env({"REQUIRED_TAGS": "team,cost-center"}).base_policy_document()
+    for rule in document["rules"]:
+        if rule["id"] == "required-tags":
+            rule["mode"] = "audit"
+        if rule["id"] == "max-instances":
+            rule.update({"max": 1, "on_violation": "notify"})
+    policies.policy = build_policy({**document, "mode": "enforce", "notify_in_audit_mode": False})
+    two_hosts = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 2, "VolumeSizeInGB": 50}
+    jobs.jobs["job-1"] = job(tags=UNTAGGED, ResourceConfig=two_hosts)
+    # When its first InProgress event is evaluated
+    compliance.react(job(tags=UNTAGGED, ResourceConfig=two_hosts), TRIGGER)
+    # Then nothing is stopped, both are recorded, and the owner is told of the notice alone, as a notice
+    assert "stop job-1" not in calls.log
+    assert sorted((r.code, r.outcome.value) for r in audit.records) == [
+        (ComplianceCode.NOTIFY, "done"),
+        (ComplianceCode.STOP, "audit-only"),
+    ]
+    (told,) = notifier.sent
+    assert told.outcome is NotificationOutcome.NOTIFIED
+    assert [(item.code, item.mode) for item in told.items] == [(ComplianceCode.NOTIFY, "enforce")]
+
+
 def test_an_event_without_tags_reads_them_once(
     compliance: ComplianceService, jobs: Any, calls: Any, audit: MemoryAuditSink
 ) -> None:

@@ -21,12 +21,14 @@ from sagemaker_governance.domain.redelivery import held_visibility
 from sagemaker_governance.service.idempotency import (
     NOTICE_HOLD_SECONDS,
     CloneNotices,
+    ComplianceNotices,
     Duplicate,
     OnceAuditSink,
     OnceNotifier,
     deliver,
     delivery_batch,
     mark_unreleased,
+    stop_effect,
     unreleased,
 )
 from tests.builders import job
@@ -220,6 +222,32 @@ def test_a_clone_notice_that_could_not_be_released_marks_its_deliverys_error_unr
     )
     # Then the owner is told, once
     assert [c for c in calls.log if c.startswith("told")] == ["told"]
+
+
+def test_a_compliance_stop_whose_telling_failed_is_owed_to_the_next_teller_and_told_once(
+    ledger: Any, calls: Any, now: datetime
+) -> None:
+    # Given a compliance stop whose owner's message failed outside any delivery (the reconciler's repair)
+    notices = ComplianceNotices(ledger, lambda: now)
+    stop = stop_effect("untagged", "required-tags", "compliance.stop.violation")
+    with pytest.raises(AdapterError):
+        notices.once("untagged", [stop], publish_throttled)
+    # When the job's Stopped event asks what is owed (twice: a copy of the event)
+    told: list[tuple[str, ...]] = []
+    assert notices.tell_owed("untagged", told.append)
+    assert not notices.tell_owed("untagged", told.append)
+    # Then the stop is told once, with its rule and code
+    assert told == [(stop,)]
+
+
+def test_a_job_compliance_never_stopped_is_owed_nothing(ledger: Any, now: datetime) -> None:
+    # Given a job whose owner stopped it, and no compliance telling ever claimed for it
+    notices = ComplianceNotices(ledger, lambda: now)
+    # When its Stopped event asks what is owed
+    told: list[tuple[str, ...]] = []
+    # Then nothing is told
+    assert not notices.tell_owed("owner-stopped", told.append)
+    assert told == []
 
 
 def test_a_clone_notice_claim_that_raised_marks_its_deliverys_error_unreleased(

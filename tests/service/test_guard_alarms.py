@@ -11,7 +11,7 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.domain.decisions import Mode
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming
 from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.guards.idle import IDLE
@@ -119,6 +119,39 @@ def test_a_delete_throttled_past_botocores_retries_is_deferred_and_the_delivery_
     assert alarms.alarms == {"gov-guard-job-1": "OK"}
     assert [(r.code, r.outcome.value) for r in audit.records] == [("idle.alarm.delete-deferred", "deferred")]
     assert "throttled" in audit.records[0].evidence
+
+
+def test_a_delete_throttled_after_an_earlier_composites_delete_records_what_was_deleted(
+    jobs: Any, alarms: Any, audit: MemoryAuditSink, notifier: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a 12-host GPU job's efficiency alarms (two composites: its notice's and its stop's, each with its
+    # children), deleted in one request per composite, and CloudWatch throttling the second request
+    policy = Policy.model_validate({"mode": "enforce", "efficiency": {"enabled": True}})
+    lifecycle = lifecycle_with_notifier(EFFICIENCY, jobs, alarms, policy, audit, notifier)
+    naming = AlarmNaming(prefix="gov-guard-", managed_by="gov")
+    names = EFFICIENCY.owned_alarms("job-1", 12, naming)
+    alarms.alarms.update(dict.fromkeys(names, "OK"))
+    delete = alarms.delete
+    requests: list[list[str]] = []
+
+    def second_throttled(request: Any) -> list[str]:
+        requests.append(list(request))
+        if len(requests) == 2:
+            raise Throttled("DeleteAlarms throttled: Rate exceeded")
+        result: list[str] = delete(request)
+        return result
+
+    monkeypatch.setattr(alarms, "delete", second_throttled)
+    hosts = {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 12, "VolumeSizeInGB": 50}
+    ended = training(TrainingJobStatus="Completed", SecondaryStatus="Completed", ResourceConfig=hosts)
+    # When the job's Completed event is handled
+    (decision,) = lifecycle.react(ended, TRIGGER)
+    # Then the deletion is deferred (the second composite's alarms left for the reconciler), and its record names
+    # the alarms the first request deleted: they are gone, and no later record would say so
+    assert decision.code == "efficiency.alarm.delete-deferred"
+    assert [(r.code, r.outcome.value) for r in audit.records] == [("efficiency.alarm.delete-deferred", "deferred")]
+    assert audit.records[0].evidence["deleted"] == requests[0]
+    assert set(alarms.alarms) == set(requests[1])
 
 
 # ---- declared tolerance (domain/tolerance.py) ------------------------------------------------------

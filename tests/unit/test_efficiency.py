@@ -16,7 +16,13 @@ from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.stall_judge import MetricReadResult
 from sagemaker_governance.service.efficiency import RECONCILER_HOLD_SECONDS, EfficiencyReaction
-from sagemaker_governance.service.idempotency import OnceAuditSink, audit_effect, job_delivery_key, once
+from sagemaker_governance.service.idempotency import (
+    OnceAuditSink,
+    audit_effect,
+    delivering,
+    job_delivery_key,
+    once,
+)
 from sagemaker_governance.service.recording import Trigger
 from smgov.cfn_template import load_template
 from tests.builders import job as build_job
@@ -534,3 +540,44 @@ def test_an_end_event_with_its_tags_reads_none_and_a_failed_read_records_nothing
     # Given one that does not say them, and ListTags fails: the delivery fails (retried), no record without a team
     with pytest.raises(AdapterError):
         react(job.model_copy(update={"tags": None}), Reads({"h0_0": (400.0,) * 60}), jobs)
+
+
+class Throttled(Reads):
+    """GetMetricData throttled past botocore's retries: every series unread."""
+
+    def read(self, queries: Any, start: datetime, end: datetime, period: int = 60) -> MetricReadResult:
+        self.calls.append((len(queries), period))
+        return MetricReadResult(
+            values={q.id: None for q in queries}, errors=("GetMetricData failed (Throttling)",)
+        )
+
+
+def test_a_late_end_event_whose_read_fails_writes_no_second_record_beside_the_reconcilers_measured_one() -> None:
+    # Given the reconciler wrote a lost end's measured record under the end event's delivery key and released it
+    job = ended(1)
+    measured = audit_effect(job.name, EFFICIENCY_RULE_ID, "none", Outcome.NO_ACTION)
+    # When the late end event claims the released key, as a retry does, and its GetMetricData is throttled
+    audit = MemoryAuditSink()
+    reaction = EfficiencyReaction(Jobs(job), Throttled({}), Policies(), OnceAuditSink(audit), lambda: START)  # type: ignore[arg-type]
+    with delivering(job_delivery_key(job), frozenset({measured})):
+        reaction.react(job, Trigger(kind="job-state-change", event_id="e-1"))
+    # Then it writes no "unread" record beside the measured one
+    assert audit.records == []
+
+
+def test_a_measured_record_an_end_events_failed_attempt_wrote_is_not_followed_by_the_reconcilers_unread_one() -> (
+    None
+):
+    # Given an end event's attempt that measured the job's record, then failed and released its delivery with the
+    # record among its done effects
+    ledger = MemoryLedger(Calls())
+    job = ended(1)
+    key = job_delivery_key(job)
+    ledger.claim(key, "m-1", START, 60)
+    ledger.release(key, "m-1", START, [audit_effect(job.name, EFFICIENCY_RULE_ID, "none", Outcome.NO_ACTION)])
+    # When the reconciler finds the job's alarms left behind and its GetMetricData is throttled
+    audit = MemoryAuditSink()
+    reaction = EfficiencyReaction(Jobs(None), Throttled({}), Policies(), audit, lambda: START, ledger)  # type: ignore[arg-type]
+    # Then it writes no second record
+    assert reaction.record_lost_end(job, Trigger(kind="reconciler", event_id="run-1")) == []
+    assert audit.records == []

@@ -101,7 +101,10 @@ def render_text(message: Notification) -> str:
     if message.items:
         lines += ["", "Details:"]
         for item in message.items:
-            lines.append(f"  - [{item.rule}] {item.reason} (action: {item.action}, mode: {item.mode})")
+            code = (
+                f", code: {item.code}" if item.code else ""
+            )  # the decision code the audit trail and the README name
+            lines.append(f"  - [{item.rule}] {item.reason} (action: {item.action}, mode: {item.mode}{code})")
             if item.remedy:
                 lines.append(f"    How to fix: {item.remedy}")
     links = console_links(message)
@@ -127,7 +130,9 @@ def render_chatbot(message: Notification) -> dict[str, Any]:
         description.append(
             f"*Failure class:* {message.diagnosis.get('class')} ({message.diagnosis.get('signature') or 'no signature'})"
         )
-    description += [f"• [{item.rule}] {item.reason}" for item in message.items]
+    description += [
+        f"• [{item.rule}] {item.reason}" + (f" (`{item.code}`)" if item.code else "") for item in message.items
+    ]
     steps = [f"How to fix: {item.remedy}" for item in message.items if item.remedy]
     steps += [f"{_LINK_LABELS[k]}: {url}" for k, url in console_links(message).items()]
     keywords = [k for k in (message.kind, str(message.outcome), message.team) if k]

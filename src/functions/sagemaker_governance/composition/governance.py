@@ -23,7 +23,7 @@ from sagemaker_governance.domain.clone import RequestShape
 from sagemaker_governance.domain.guards.base import AlarmNaming, Guard
 from sagemaker_governance.service.compliance import ComplianceService
 from sagemaker_governance.service.guard_alarms import GuardAlarms
-from sagemaker_governance.service.idempotency import CloneNotices, LedgerPort, ToleranceNotices
+from sagemaker_governance.service.idempotency import CloneNotices, ComplianceNotices, LedgerPort, ToleranceNotices
 from sagemaker_governance.service.ports import (
     AlarmLifecyclePort,
     CheckpointsPort,
@@ -63,6 +63,8 @@ class Ports:
     notices: CloneNotices | None = None
     # Each ignored tolerance declaration told once per job and guard, whoever creates the alarms (the same table)
     tolerance_notices: ToleranceNotices | None = None
+    # Each compliance stop's owner told once, whoever tells (a failed telling left to the job's Stopped event)
+    compliance_notices: ComplianceNotices | None = None
     # Whether a guard's arming metric was published in the job's current stint, read by a put of its alarms
     # that may come after the stopper armed it (a late Training event, the reconciler's repair; None: offline)
     metric_data: MetricReadPort | None = None
@@ -86,6 +88,7 @@ class Ports:
             ledger=root.idempotency,
             notices=root.clone_notices,
             tolerance_notices=root.tolerance_notices,
+            compliance_notices=root.compliance_notices,
             metric_data=CloudWatchMetricData(root.client("cloudwatch"), root.metrics),
         )
 
@@ -93,7 +96,13 @@ class Ports:
 def compliance_service(ports: Ports) -> ComplianceService:
     """Compliance (the job-events function and the reconciler): it tags each job it has evaluated."""
     return ComplianceService(
-        ports.jobs, ports.notifier, ports.policies, ports.audit, ports.clock, marks=ports.marks
+        ports.jobs,
+        ports.notifier,
+        ports.policies,
+        ports.audit,
+        ports.clock,
+        marks=ports.marks,
+        notices=ports.compliance_notices,
     )
 
 

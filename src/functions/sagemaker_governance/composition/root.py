@@ -36,6 +36,7 @@ from sagemaker_governance.domain.guards.registry import GUARDS
 from sagemaker_governance.service.idempotency import (
     CLONE_NOTICE_TTL_SECONDS,
     CloneNotices,
+    ComplianceNotices,
     Duplicate,
     OnceAuditSink,
     OnceNotifier,
@@ -181,6 +182,12 @@ class Root:
         (``tolerance:<job>:<guard>:<value>``; None: no table)."""
         ledger = self._notices_ledger
         return ToleranceNotices(ledger, self.now) if ledger is not None else None
+
+    @cached_property
+    def compliance_notices(self) -> ComplianceNotices | None:
+        """Each compliance stop's owner told once, whoever tells (``compliance:<job>``; None: no table)."""
+        ledger = self._notices_ledger
+        return ComplianceNotices(ledger, self.now) if ledger is not None else None
 
     @cached_property
     def audit_forwarder(self) -> AuditForwarder | None:

@@ -62,6 +62,9 @@ class ComplianceResult(BaseModel):
     decisions: tuple[Decision, ...]
     notes: tuple[str, ...] = ()
     notify_owner: bool = False
+    # The violations the owner's message tells: enforce-mode ones, and audit-mode ones when the policy's
+    # notify_in_audit_mode says so (a rule in audit mode during its rollout is not told beside an enforce one)
+    told: tuple[Decision, ...] = ()
 
     @property
     def violations(self) -> tuple[Decision, ...]:
@@ -144,11 +147,12 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
     if misspelled:
         decisions.append(_team_misspelled(job, policy, effective.mode, misspelled))
     # The owner hears about violations in enforce mode; in audit mode only when the policy says so.
-    notify_owner = any(
-        d.action in (Action.STOP, Action.NOTIFY) and (d.mode is Mode.ENFORCE or effective.notify_in_audit_mode)
+    told = tuple(
+        d
         for d in decisions
+        if d.action in (Action.STOP, Action.NOTIFY) and (d.mode is Mode.ENFORCE or effective.notify_in_audit_mode)
     )
-    return ComplianceResult(decisions=tuple(decisions), notes=tuple(notes), notify_owner=notify_owner)
+    return ComplianceResult(decisions=tuple(decisions), notes=tuple(notes), notify_owner=bool(told), told=told)
 
 
 def _team_misspelled(job: TrainingJob, policy: Policy, mode: Mode, overrides: tuple[str, ...]) -> Decision:

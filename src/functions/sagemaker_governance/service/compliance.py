@@ -15,6 +15,10 @@ nothing stopped, recorded as a violation or told). A retry of the delivery that 
 its failed attempt's mark (``mark_effect``, in the delivery's done list) is its own, and it evaluates as that
 attempt did (the policy may have switched to enforce since). A compliant job's event reads nothing, so its
 duplicate records its pass again (and tells no one).
+
+A retry of a delivery whose failed attempt stopped the job (its ``Publish`` throttled, say, or the stop's own
+answer lost) finds the job stopping: that stop is its own (``stop_noted``, in the delivery's done list), so it is
+recorded ``done`` and its owner told the job was stopped, not that it had already ended.
 """
 
 from __future__ import annotations
@@ -28,13 +32,21 @@ from sagemaker_governance.domain.compliance import (
     evaluate_compliance,
     was_evaluated,
 )
-from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import done_before, mark_effect, note
+from sagemaker_governance.service.idempotency import (
+    ComplianceNotices,
+    done_before,
+    mark_effect,
+    note,
+    stop_effect,
+    stop_noted,
+    stopped_earlier,
+)
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -59,6 +71,7 @@ class ComplianceService:
         clock: Clock,
         *,
         marks: EvaluationMarksPort | None = None,
+        notices: ComplianceNotices | None = None,
     ) -> None:
         self._jobs = jobs
         self._notifier = notifier
@@ -66,12 +79,58 @@ class ComplianceService:
         self._audit = audit
         self._clock = clock
         self._marks = marks
+        self._notices = notices  # a stop's owner told once, whoever tells (None: no ledger, told by its stopper)
 
     def applies(self, job: TrainingJob) -> bool:
-        return is_first_in_progress(job)
+        return is_first_in_progress(job) or self._may_owe_telling(job)
 
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        if job.status == "Stopped":
+            return self.tell_owed(job, trigger)
         return self.evaluate(job, trigger)
+
+    def _may_owe_telling(self, job: TrainingJob) -> bool:
+        """A stopped job whose owner compliance may still owe the news of its stop: not marked evaluated (the
+        mark comes after the telling), and a ledger to say. No call: a job whose event leaves its tags out is
+        read (``ListTags``) by ``tell_owed``."""
+        return self._notices is not None and job.status == "Stopped" and not was_evaluated(job.tags)
+
+    def tell_owed(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
+        """The job's ``Stopped`` event: tell its owner of a compliance stop whose telling failed where nothing
+        retries it (the reconciler's repair: the job, stopping, is no longer in progress; a delivery whose every
+        retry failed), once (``ComplianceNotices``). The stop was recorded when it was made: nothing is
+        recorded here."""
+        if self._notices is None:
+            return []
+        if job.tags is None and job.arn:
+            job = job.with_tags(self._jobs.list_tags(job.arn))
+            if was_evaluated(job.tags):
+                return []
+        policy = self._policies.current()
+        if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed)):
+            logger.info("compliance stop told at the job's end", job=job.name, trigger=trigger.kind)
+        return []
+
+    def _tell_stop(self, job: TrainingJob, policy: Policy, owed: tuple[str, ...]) -> None:
+        """Tell the owner ``job`` was stopped for the ``owed`` stops (``stop_effect`` names), each told as the
+        job evaluates now when its rule still stops it, else by its rule and code alone."""
+        now = evaluate_compliance(job, policy, self._clock())
+        items: list[Decision] = []
+        for effect in owed:
+            _, _, rule, code = effect.split("|", 3)
+            found = next((d for d in now.violations if d.rule == rule and d.action is Action.STOP), None)
+            items.append(
+                found.model_copy(update={"code": code})
+                if found is not None
+                else Decision(
+                    rule=rule,
+                    code=code,
+                    action=Action.STOP,
+                    mode=Mode.ENFORCE,
+                    reason=f"the job was stopped for violating the rule {rule}",
+                )
+            )
+        self._notifier.publish(self._message(job, policy, NotificationOutcome.STOPPED, items))
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current()
@@ -95,9 +154,22 @@ class ComplianceService:
         for ignored in result.notes:
             logger.warning("exemption ignored", job=job.name, note=ignored)
         stop_outcome = self._stop_if_needed(job, result)
-        self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome)
+        # A notice is recorded once its owner was told: a failed Publish leaves it to the retry (the delivery's, or
+        # the reconciler's next run, which evaluates the job again: it was not marked), never recorded twice
+        told = [d for d in result.decisions if d.action is Action.NOTIFY and d.acts] if result.notify_owner else []
+        self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome, later=told)
         if result.notify_owner:
             self._notify(job, result, policy, stop_outcome)
+            for decision in told:
+                record_decision(
+                    self._audit,
+                    decision,
+                    job=job,
+                    policy=policy,
+                    trigger=trigger,
+                    outcome=Outcome.DONE,
+                    at=self._clock(),
+                )
         self._mark_evaluated(job)
         return list(result.decisions)
 
@@ -151,11 +223,19 @@ class ComplianceService:
             return None
 
     def _stop_if_needed(self, job: TrainingJob, result: ComplianceResult) -> Outcome | None:
+        """``done`` when this delivery stopped the job: now, or in an earlier attempt that then failed (its
+        message, its record, or the stop's own answer lost: ``stop_noted``), whose retry finds the job stopping;
+        ``already-done`` when the job was stopping or ended before it."""
         if not result.stops:
             return None
-        if job.status != "InProgress":
-            return Outcome.ALREADY_DONE
-        return Outcome.DONE if self._jobs.stop(job.name) is StopOutcome.STOPPED else Outcome.ALREADY_DONE
+        stops = [d for d in result.decisions if d.action is Action.STOP and d.acts]
+        if job.status == "InProgress":
+            effects = [stop_effect(job.name, d.rule, d.code) for d in stops]
+            if stop_noted(lambda: self._jobs.stop(job.name), *effects) is StopOutcome.STOPPED:
+                return Outcome.DONE
+        if any(stopped_earlier(job.name, d.rule) is not None for d in stops):
+            return Outcome.DONE
+        return Outcome.ALREADY_DONE
 
     def _record_all(
         self,
@@ -166,8 +246,11 @@ class ComplianceService:
         *,
         stop_outcome: Outcome | None = None,
         skipped: str | None = None,
+        later: list[Decision] | None = None,
     ) -> list[Decision]:
         for decision in result.decisions:
+            if later and decision in later:
+                continue
             reason = None
             if skipped is not None:
                 outcome, reason = Outcome.SKIPPED, f"{decision.reason} (not acted on: {skipped})"
@@ -186,10 +269,9 @@ class ComplianceService:
         return list(result.decisions)
 
     def _notify(self, job: TrainingJob, result: ComplianceResult, policy: Policy, stopped: Outcome | None) -> None:
-        effective = policy.for_job(job)
         if stopped is Outcome.DONE:
             outcome = NotificationOutcome.STOPPED
-        elif result.stops or any(d.action is Action.STOP for d in result.violations):
+        elif any(d.action is Action.STOP for d in result.told):
             outcome = (
                 NotificationOutcome.ALREADY_ENDED
                 if stopped is Outcome.ALREADY_DONE
@@ -197,17 +279,37 @@ class ComplianceService:
             )
         else:
             outcome = NotificationOutcome.NOTIFIED
-        self._notifier.publish(
-            Notification(
-                kind=NotificationKind.COMPLIANCE,
-                job_name=job.name,
-                job_arn=job.arn,
-                team=job.tag(effective.team_tag),
-                owner=job.tag(effective.owner_tag),
-                headline=headline(NotificationKind.COMPLIANCE, outcome, job.name),
-                outcome=outcome,
-                items=Notification.items_from(result.violations),
-            )
+        # the violations the message is meant to tell, and its outcome from them alone: an audit-mode stop rule
+        # beside an enforce-mode notice is neither told nor makes the message a "would stop"
+        message = self._message(job, policy, outcome, result.told)
+        if outcome is NotificationOutcome.STOPPED and self._notices is not None:
+            # told once, whoever tells; a failed Publish leaves the stop owed to the job's Stopped event
+            stops = [
+                stop_effect(job.name, d.rule, d.code)
+                for d in result.decisions
+                if d.action is Action.STOP and d.acts
+            ]
+            self._notices.once(job.name, stops, lambda: self._notifier.publish(message))
+        else:
+            self._notifier.publish(message)
+
+    def _message(
+        self,
+        job: TrainingJob,
+        policy: Policy,
+        outcome: NotificationOutcome,
+        items: tuple[Decision, ...] | list[Decision],
+    ) -> Notification:
+        effective = policy.for_job(job)
+        return Notification(
+            kind=NotificationKind.COMPLIANCE,
+            job_name=job.name,
+            job_arn=job.arn,
+            team=job.tag(effective.team_tag),
+            owner=job.tag(effective.owner_tag),
+            headline=headline(NotificationKind.COMPLIANCE, outcome, job.name),
+            outcome=outcome,
+            items=Notification.items_from(items),
         )
 
 

@@ -19,7 +19,9 @@ auto-resume) and skips the record (``OnceAuditSink``). A failed job's auto-resum
 runs then too, runs as that delivery: what it did (its records, the owner's notification of a clone, the
 metric) is released done with the record, so the late event meets "already exists" and repeats none of
 it. The other way round, an end event that was handled (its key claimed, its alarms' delete deferred)
-leaves the reconciler nothing to claim: no second record.
+leaves the reconciler nothing to claim: no second record. A record that says what was found (outcome
+``no-action``) settles the job's record for either path: a read of the other that fails or finds no datapoints
+yet (``skipped``, an outcome that alone would not hide it: ``SETTLED``) writes none beside it (``_measured``).
 The event path pays no extra call. A claim lives as long as the ledger keeps deliveries (four hours by
 default, longer than EventBridge retries an event and a queue receives a record). Without a ledger the reconciler writes no record: it
 could not tell whether the event path did.
@@ -40,7 +42,13 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.guard_alarms import LIFECYCLE_POLICY_MAX_AGE_SECONDS
-from sagemaker_governance.service.idempotency import LedgerPort, audit_effect, delivering, job_delivery_key
+from sagemaker_governance.service.idempotency import (
+    LedgerPort,
+    audit_effect,
+    delivering,
+    done_before,
+    job_delivery_key,
+)
 from sagemaker_governance.service.ports import Clock, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
 
@@ -56,6 +64,14 @@ _OUTCOMES = {
     EfficiencyCode.NO_METRICS: Outcome.SKIPPED,
     EfficiencyCode.UNREAD: Outcome.SKIPPED,
 }
+
+
+def _measured(job_name: str) -> str:
+    """The effect of a job's record that says what was found (measured, partial, no GPU, ...: outcome no-action).
+    Once written for the delivery (by the end event's failed attempt, or the reconciler under its key), it is the
+    job's record: a later read that fails (unread) or finds no datapoints yet writes no second one beside it."""
+    return audit_effect(job_name, EFFICIENCY_RULE_ID, Action.NONE.value, Outcome.NO_ACTION)
+
 
 RECONCILER_OWNER = "reconciler"  # the ledger owner of the reconciler's lost-end claims
 RECONCILER_HOLD_SECONDS = 300.0  # the reconciler function's timeout (template.yaml): longer than any run
@@ -86,6 +102,9 @@ class EfficiencyReaction:
     def react(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         # A record, not an action: the document read up to the lifecycle's age serves (the alarm guards'
         # deletion on the same event reads it so too): no SSM read of its own.
+        if done_before(_measured(job.name)) is not None:
+            logger.info("efficiency record written for this delivery already", job=job.name)
+            return []
         policy = self._policies.current(LIFECYCLE_POLICY_MAX_AGE_SECONDS)
         now = self._clock()
         job = self._complete(job)
@@ -115,7 +134,7 @@ class EfficiencyReaction:
         settled = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value)
         effect = audit_effect(job.name, EFFICIENCY_RULE_ID, Action.NONE.value, _OUTCOMES[result.code])
         claim = ledger.claim(key, owner, now, RECONCILER_HOLD_SECONDS)
-        if not claim.granted or effect in claim.done or settled in claim.done:
+        if not claim.granted or {effect, settled, _measured(job.name)} & claim.done:
             logger.info("efficiency record left to the end event's delivery", job=job.name, delivery=key)
             return []
         decision = self._write(job, result, policy, trigger, now)

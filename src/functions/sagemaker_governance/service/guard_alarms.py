@@ -572,8 +572,11 @@ class GuardAlarms:
                 reason=(
                     f"the job is {job.status} but CloudWatch throttled deleting its {guard.what}: "
                     "the reconciler deletes them on its next run"
+                    + (f" ({len(deleted)} deleted before the throttle)" if deleted else "")
                 ),
-                evidence={"throttled": str(exc)[:300]},
+                # the alarms earlier requests deleted (a guard with several composites deletes them one request
+                # each): gone now, so the reconciler's repair of the rest will not name them
+                evidence={"throttled": str(exc)[:300], "deleted": deleted},
                 request={"AlarmNames": list(names)},
             )
             return [self._record(deferred, job, policy, trigger, Outcome.DEFERRED)]

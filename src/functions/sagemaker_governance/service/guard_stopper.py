@@ -76,7 +76,7 @@ from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.domain.stall_judge import JudgePolicy, window_start
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import done_before, note, stop_effect
+from sagemaker_governance.service.idempotency import stop_effect, stop_noted, stopped_earlier
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,
     AlarmOwnershipPort,
@@ -553,11 +553,11 @@ class GuardStopper:
             return _OUTCOMES[verdict.verdict]
         if not verdict.decision.acts:
             return Outcome.AUDIT_ONLY
-        if self._jobs.stop(job.name) is not StopOutcome.STOPPED:
+        # a retry of this delivery (the record or the message below failed) finds the job stopping: the noted stop
+        # says the owner is still to be told (``_tell_earlier_stop``)
+        effect = stop_effect(job.name, verdict.decision.rule, verdict.decision.code)
+        if stop_noted(lambda: self._jobs.stop(job.name), effect) is not StopOutcome.STOPPED:
             return Outcome.ALREADY_DONE
-        # a retry of this delivery (the record or the message below failed) finds the job stopping: this says the
-        # owner is still to be told (``_tell_earlier_stop``)
-        note(stop_effect(job.name, verdict.decision.rule, verdict.decision.code))
         return Outcome.DONE
 
     def _tell_earlier_stop(
@@ -573,10 +573,9 @@ class GuardStopper:
         """An earlier attempt of this delivery stopped the job and then failed (SNS ``Publish`` throttled, say):
         this retry found the job stopping (already ended) and would tell nobody. The owner is told it was stopped,
         under the code of that stop; the notifier (``OnceNotifier``) sends it only if that attempt did not."""
-        effect = done_before(stop_effect(job.name, guard.rule_id))
-        if effect is None:
+        code = stopped_earlier(job.name, guard.rule_id)
+        if code is None:
             return
-        code = effect.removeprefix(stop_effect(job.name, guard.rule_id))
         reason = (
             f"the {guard.title} stopped the job on this alarm's notification ({code}); telling its owner failed "
             f"then, and the delivery's retry, which found the job {job.status}, tells them now"

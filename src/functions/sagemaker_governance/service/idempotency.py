@@ -53,8 +53,8 @@ taken for a duplicate of itself (``adapters/idempotency.py``: each claim call wr
 the notifier are wrapped so that each audit record (job, rule, action) and each notification (kind, job)
 of a delivery happens once: an effect the released attempt completed is not repeated by the retry. No
 write per effect: what a failed attempt did travels in its release. An action no wrapper sees can be noted
-as an effect too (``note``): a guard's stop (``stop_effect``), whose retry finds the job stopping and would
-otherwise not know that the owner is still to be told; compliance's mark (``mark_effect``), whose retry finds
+as an effect too (``note``): a guard's or compliance's stop (``stop_effect``, ``stop_noted``), whose retry finds
+the job stopping and would otherwise not know that the stop was its own, nor that the owner is still to be told; compliance's mark (``mark_effect``), whose retry finds
 the job marked evaluated and would otherwise take it for evaluated by someone else.
 
 Only a record that says the action happened (``done``, ``already-done``) settles it. One that says it was
@@ -82,7 +82,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim
+from sagemaker_governance.domain.errors import Claim, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -311,11 +311,38 @@ _STOPPED = "stopped|"
 
 
 def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
-    """The effect name of a stop this delivery made (StopTrainingJob accepted), with its decision's code; without
-    ``code``, the prefix every such name of (job, rule) starts with. A retry of the delivery finds the job
-    stopping, and would tell nobody: this tells it that its owner is still to be told (``GuardStopper``)."""
+    """The effect name of a stop this delivery made (StopTrainingJob accepted, or its answer lost: ``stop_noted``),
+    with its decision's code; without ``code``, the prefix every such name of (job, rule) starts with. A retry of
+    the delivery finds the job stopping, and would tell nobody: this tells it that the stop was its own and its
+    owner is still to be told (``GuardStopper``, ``ComplianceService``)."""
     head = f"{_STOPPED}{job_name}|{rule}|"
     return head if code is None else f"{head}{code}"
+
+
+def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
+    """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
+    stops) when SageMaker accepted it, or when the call raised: its answer may have been lost after the stop was
+    applied (a read timeout), and a retry of the delivery that finds the job stopping must take that stop for
+    this delivery's own, not for an earlier end (``stopped_earlier``). A stop answered "already ended" notes
+    nothing: that job was stopping (or ended) before this delivery."""
+    try:
+        outcome = stop()
+    except Exception:
+        for effect in effects:
+            note(effect)
+        raise
+    if outcome is StopOutcome.STOPPED:
+        for effect in effects:
+            note(effect)
+    return outcome
+
+
+def stopped_earlier(job_name: str, rule: str) -> str | None:
+    """The code of the stop of ``job_name`` for ``rule`` that an earlier attempt of the current delivery made
+    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost); None: none (or
+    outside a delivery). Its retry finds the job stopping and records and tells that stop as done."""
+    effect = done_before(stop_effect(job_name, rule))
+    return None if effect is None else effect.removeprefix(stop_effect(job_name, rule))
 
 
 def mark_effect(job_name: str, tag: str) -> str:
@@ -444,13 +471,22 @@ class _LedgerNotices:
         self._ledger = ledger
         self._clock = clock
 
-    def _once(self, key: str, tell: Callable[[], object]) -> bool:
-        """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran."""
+    def _once(self, key: str, tell: Callable[[], object], *, owed: Sequence[str] = ()) -> bool:
+        """Run ``tell`` unless the owner was told (or is being told) of ``key``; True if it ran. A telling that
+        fails releases the key with ``owed`` (and what an earlier failed teller left owed): what it was to tell,
+        for a later teller that does not know it (``ComplianceNotices``)."""
         now = self._clock()
         try:
             claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
         except Exception as exc:  # of unknown outcome: DynamoDB may have applied it, its answer lost
             return self._unclaimed(key, exc, tell)
+        if not self._granted(key, claim):
+            return False
+        return self._tell(key, claim, now, tell, sorted({*claim.done, *owed}))
+
+    def _granted(self, key: str, claim: Claim) -> bool:
+        """Whether ``claim`` is granted; a claim refused while another teller holds the key raises within a
+        delivery."""
         if not claim.granted:
             if claim.pending and _current.get() is not None:
                 # Another teller holds the key and may still fail (its Publish throttled, its process killed
@@ -460,11 +496,17 @@ class _LedgerNotices:
                 raise hold_left(NoticePending(f"{key} is held by a teller that has not finished"))
             logger.info("owner told already", notice=key)
             return False
+        return True
+
+    def _tell(
+        self, key: str, claim: Claim, now: datetime, tell: Callable[[], object], owed: Sequence[str]
+    ) -> bool:
+        """Run ``tell`` under the granted ``claim``: completed when it told, released with ``owed`` when not."""
         try:
             tell()
         except Exception as exc:
             try:
-                self._ledger.release(key, self.OWNER, now, ())
+                self._ledger.release(key, self.OWNER, now, owed)
             except Exception:  # the claim stays: taken over once its hold is over
                 logger.exception("notice not released", notice=key)
                 hold_left(exc)  # the delivery's record must come back after the hold, not "told already"
@@ -493,6 +535,12 @@ class CloneNotices(_LedgerNotices):
         """Run ``tell`` unless the clone's owner was told (or is being told); True if it ran."""
         return self._once(clone_notice_key(clone), tell)
 
+    def once_spent(self, clone: str, tell: Callable[[], None]) -> bool:
+        """Run ``tell``, the message that a Spot job stays on Spot because ``clone``, its next move's name, exists
+        failed or stopped (its fallback spent), unless it was told (or is being told): once per clone (the key
+        ``spent:<clone>``), not at every later interruption, each its own delivery; True if it ran."""
+        return self._once(f"spent:{clone}", tell)
+
     def told(self, clone: str) -> bool:
         """Whether the clone's owner was told (or is being told): the reconciler's check before it hands a
         due job whose clone exists to auto-resume again. A claim it is granted is released at once (two
@@ -503,6 +551,51 @@ class CloneNotices(_LedgerNotices):
             return True
         self._ledger.release(key, self.OWNER, now, ())
         return False
+
+
+# A compliance stop's notice: told once, whoever tells (the delivery that stopped the job, the reconciler's repair
+# that did, or the job's Stopped event when the telling failed where nothing retries it).
+COMPLIANCE_NOTICE_OWNER = "compliance-notice"
+
+
+def compliance_notice_key(job_name: str) -> str:
+    return f"compliance:{job_name}"
+
+
+class ComplianceNotices(_LedgerNotices):
+    """Tell a job's owner once that compliance stopped it when the stop was made outside any delivery: the
+    reconciler's repair of a job that lacked its evaluation, which nothing retries (the job, stopping, is no
+    longer listed in progress). The key ``compliance:<job>`` (``_LedgerNotices``); a telling that fails releases
+    it with the stop's effects (``stop_effect``: rule and code), and the job's ``Stopped`` event tells what they
+    owe (``tell_owed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
+    retries (``OnceNotifier``, ``stopped_earlier``): no key, no write."""
+
+    OWNER = COMPLIANCE_NOTICE_OWNER
+
+    def once(self, job_name: str, stops: Sequence[str], tell: Callable[[], object]) -> bool:
+        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names),
+        unless they were told (or are being told); True if it ran. Within a delivery it runs as it is."""
+        if _current.get() is not None:
+            tell()
+            return True
+        return self._once(compliance_notice_key(job_name), tell, owed=stops)
+
+    def tell_owed(self, job_name: str, tell: Callable[[tuple[str, ...]], object]) -> bool:
+        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names), if any and not
+        told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
+        release."""
+        key, now = compliance_notice_key(job_name), self._clock()
+        claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
+        if not self._granted(key, claim):
+            return False
+        owed = tuple(sorted(effect for effect in claim.done if effect.startswith(_STOPPED)))
+        if not owed:
+            try:
+                self._ledger.release(key, self.OWNER, now, sorted(claim.done))
+            except Exception:  # nothing to tell: the key is taken over once its hold is over
+                logger.exception("notice not released", notice=key)
+            return False
+        return self._tell(key, claim, now, lambda: tell(owed), owed)
 
 
 class ToleranceNotices(_LedgerNotices):

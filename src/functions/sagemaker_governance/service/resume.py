@@ -311,7 +311,8 @@ class _CloneReaction:
         job would leave nothing running, so it stays on Spot. The clone's name is deterministic (the
         lineage's root and the job's next attempt), so every later move of this job plans that same name:
         its Spot fallback is spent. Nothing was created or stopped, and the records say so (skipped, with
-        the existing clone's status); the owner is told the job stays on Spot (once per delivery)."""
+        the existing clone's status); the owner is told the job stays on Spot, once per clone with the ledger
+        (``CloneNotices.once_spent``: each later interruption is a delivery of its own), else once per delivery."""
         assert result.plan is not None
         name = result.plan.name
         evidence = {"clone_status": status, "spot_fallback": "spent"}
@@ -338,7 +339,15 @@ class _CloneReaction:
             "clone exists but does not run; Spot fallback spent", job=job.name, clone=name, status=status
         )
         spent = CloneDecision(decisions=skipped, plan=result.plan)
-        self._notify(job, effective, spent, name, result.plan.on_demand, NotificationOutcome.NOTIFIED)
+        on_demand = result.plan.on_demand
+
+        def tell() -> None:
+            self._notify(job, effective, spent, name, on_demand, NotificationOutcome.NOTIFIED)
+
+        if self._notices is not None:
+            self._notices.once_spent(name, tell)  # once per clone, not at every later interruption
+        else:
+            tell()
         return skipped
 
     def _clone_not_running(
