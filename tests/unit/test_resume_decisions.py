@@ -823,14 +823,25 @@ def test_an_interruption_event_without_its_interrupted_transition_is_dated_by_it
     began = event["SecondaryStatusTransitions"][-1]["StartTime"]
     history = [dict(t) for t in event["SecondaryStatusTransitions"][:-1]]
     history[-1].pop("EndTime")
-    lagging = {**event, "SecondaryStatus": "Training", "SecondaryStatusTransitions": history}
+    lagging = {
+        **event,
+        "SecondaryStatus": "Training",
+        "SecondaryStatusTransitions": history,
+        "LastModifiedTime": history[-1]["StartTime"],
+    }
     said = {**event, "SecondaryStatusTransitions": history, "LastModifiedTime": began}
-    # Then the re-read lags the event as of the event's own LastModifiedTime (the status change): retried, not
-    # judged an interruption that is over
+    # Then the re-read, last modified before the event, lags it as of the event's own LastModifiedTime (the
+    # status change): retried, not judged an interruption that is over
     assert interruption_unseen(as_job(lagging), as_job(said)) == began
     # while a re-read that is itself Interrupted knows it, and an event without a LastModifiedTime says nothing
     assert interruption_unseen(as_job({**lagging, "SecondaryStatus": "Interrupted"}), as_job(said)) is None
     assert interruption_unseen(as_job(lagging), as_job({**said, "LastModifiedTime": None})) is None
+    # and a re-read waiting for capacity after the interruption (Pending, no recorded transition either), modified
+    # at or after the event, or one that does not say when it changed, is no lag: never retried until dead-lettered
+    pending = {**lagging, "SecondaryStatus": "Pending"}
+    for changed in (began, began + timedelta(minutes=3)):
+        assert interruption_unseen(as_job({**pending, "LastModifiedTime": changed}), as_job(said)) is None
+    assert interruption_unseen(as_job({**pending, "LastModifiedTime": None}), as_job(said)) is None
 
 
 @pytest.mark.parametrize(

@@ -1376,8 +1376,10 @@ def interruption_unseen(job: TrainingJob, reported: TrainingJob) -> datetime | N
     An event whose transitions do not end in its ``Interrupted`` (it left the transitions out and they were read
     again, from a re-read that did not know the interruption yet: ``Interrupted`` is no documented
     ``SecondaryStatusTransition``, so ``with_transitions_of`` does not wait for it) is dated by its own
-    ``LastModifiedTime`` ("when the status of the training job was last modified", botocore's SageMaker model),
-    unless the re-read is itself ``Interrupted`` (then it knows the interruption)."""
+    ``LastModifiedTime`` ("when the status of the training job was last modified", botocore's SageMaker model)
+    when the re-read's own ``LastModifiedTime`` is earlier: a re-read that is itself ``Interrupted``, or newer
+    (waiting for capacity after it: ``Pending``, which is no recorded transition either), or that does not say
+    when it changed, is no lag (``_interruption_over`` judges it), so a capacity wait is never retried as one."""
     if not is_spot_interruption(reported):
         return None
     listed = (
@@ -1385,7 +1387,11 @@ def interruption_unseen(job: TrainingJob, reported: TrainingJob) -> datetime | N
     )  # an earlier interruption's is not this one
     seen = listed.start_time if listed is not None and listed.status == INTERRUPTED else None
     if seen is None and job.secondary_status != reported.secondary_status:
-        seen = reported.last_modified_time
+        # the re-read is older than the event only if its own LastModifiedTime says so: one waiting for capacity
+        # after the interruption (Pending, no recorded transition either) is newer, never a lag to wait out
+        read_at, changed_at = job.last_modified_time, reported.last_modified_time
+        if read_at is not None and changed_at is not None and read_at < changed_at - SAME_INSTANT:
+            seen = changed_at
     starts = [t.start_time for t in job.transitions]
     if seen is None or job.status != "InProgress" or not starts or None in starts:
         return None
