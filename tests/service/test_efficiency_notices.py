@@ -64,8 +64,10 @@ def run(
     minutes_training: int = 400,
     changed_minutes_ago: int = 1,
     alarm_now: tuple[str, timedelta] | None = None,
+    efficiency: dict[str, Any] | None = None,
 ) -> tuple[Calls, MemoryAuditSink, Notifier]:
-    """``alarm_now``: the alarm's state and how long after the notification's change it moved there."""
+    """``alarm_now``: the alarm's state and how long after the notification's change it moved there;
+    ``efficiency``: the team's section now (default ``ON``)."""
     calls, audit, notifier = Calls(), MemoryAuditSink(), Notifier()
     jobs = FakeJobs(calls)
     started = (NOW - timedelta(minutes=minutes_training)).isoformat()
@@ -85,7 +87,7 @@ def run(
         alarms=alarms,
         arming=alarms,
         notifier=notifier,
-        policies=FixedPolicies(Policy.model_validate({"mode": mode, "efficiency": ON})),
+        policies=FixedPolicies(Policy.model_validate({"mode": mode, "efficiency": efficiency or ON})),
         audit=audit,
         metrics=MemoryBusinessMetrics(),
         clock=lambda: NOW,
@@ -147,6 +149,15 @@ def test_the_stop_alarm_stops_after_the_unheeded_notices() -> None:
     assert "stop job-1" in calls.log
     assert [r.code for r in audit.records] == ["efficiency.stop.below-minimum"]
     assert [m.kind for m in notifier.messages] == ["efficiency-stop"]
+
+
+def test_a_stop_alarm_from_before_the_team_set_never_a_stop_does_not_stop_the_job() -> None:
+    # Given a stop alarm created under stop_after_notices 2, and the team's policy now says 0: never a stop
+    calls, audit, notifier = run(".efficiency-stop", efficiency={**ON, "stop_after_notices": 0})
+    # Then its firing stops nothing and tells nothing; the skip is recorded, the alarm left as it is
+    assert "stop job-1" not in calls.log and notifier.messages == []
+    assert [(r.code, r.outcome) for r in audit.records] == [("efficiency.skip.unplanned-alarm", Outcome.SKIPPED)]
+    assert not any(line.startswith("reset") for line in calls.log)
 
 
 def test_never_a_stop_in_the_grace_period_plus_its_window() -> None:

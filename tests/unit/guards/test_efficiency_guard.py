@@ -427,3 +427,21 @@ def test_a_composites_child_planned_at_a_higher_minimum_neither_tells_nor_stops(
     assert all(".hosts-" in name for name in verdict.reset)
     # and a child planned as the policy holds now is judged as before
     assert EFFICIENCY.judge(role, fired(now), now).decision.code != EfficiencyGuardCode.STRICTER_ALARM
+
+
+def test_a_stop_alarm_left_from_an_earlier_policy_never_stops_once_the_team_says_never_a_stop() -> None:
+    # Given a job whose stop alarm was planned under stop_after_notices 3, and the team has set 0 ("never a stop")
+    j = training(400)
+    then, now = EfficiencyPolicy(**ON, stop_after_notices=3), EfficiencyPolicy(**ON, stop_after_notices=0)
+    # When that old stop alarm fires
+    verdict = EFFICIENCY.judge(EfficiencyRole.STOP, firing(j, then, EfficiencyRole.STOP), now)
+    # Then the job is not stopped: the alarm is not in the plan any more, and nothing is put, reset or muted
+    assert not verdict.stops and verdict.decision.code == "efficiency.skip.unplanned-alarm"
+    assert verdict.decision.action is Action.NONE and (verdict.rewindow, verdict.reset, verdict.disarm) == (
+        (),
+        (),
+        (),
+    )
+    # and the notice alarm, still planned, tells as before
+    told = EFFICIENCY.judge(EfficiencyRole.NOTICE, firing(j, then, EfficiencyRole.NOTICE), now)
+    assert told.decision.code == EfficiencyGuardCode.NOTIFY

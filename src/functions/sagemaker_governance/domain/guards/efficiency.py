@@ -38,7 +38,9 @@ the sum over its GPUs):
   team's exemptions and audit mode. A stop not made (audit mode), an exempt job or the guard off mutes the
   stop alarm for its stretch (``mutes``): recorded once, and turned on and reset by the reconciler once the
   guard can stop the job (a switch to enforce, the exemption lifted, the guard on again) while it stays
-  below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops).
+  below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops). A stop alarm
+  created under an earlier ``stop_after_notices`` that the plan no longer has (the team set 0 since: "never a
+  stop") never stops (``efficiency.skip.unplanned-alarm``, ``Guard.unplanned``: every guard's rule).
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"; a heterogeneous cluster's children above 10 hosts treat it
