@@ -76,7 +76,7 @@ rule allows (100 children: over 1,000 hosts) no alarm: ``efficiency.alarm.too-ma
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -111,7 +111,7 @@ from sagemaker_governance.domain.guards.base import (
     preconditions,
     trained_less_than,
 )
-from sagemaker_governance.domain.instances import instance_facts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 
 EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
@@ -141,6 +141,7 @@ class EfficiencyGuardCode(StrEnum):
     EXEMPTED = "efficiency.skip.exempted"
     STRICTER_ALARM = "efficiency.skip.stricter-alarm"  # fired on stricter terms than planned now: re-plan
     NO_GPU = "efficiency.alarm.no-gpu"
+    UNKNOWN_INSTANCE = "efficiency.alarm.unknown-instance"  # a type whose GPUs cannot be sized: no alarm
     TOO_MANY_HOSTS = "efficiency.alarm.too-many-hosts"
 
 
@@ -208,14 +209,48 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
     rearm_reason = "sagemaker-governance: the training job (re)entered Training; utilization is judged afresh"
     sized_by_hosts = True  # above 10 hosts its alarms are a composite per role over one child per 10 hosts
     quiet_when_disabled = True  # off by default: no call at all for a job whose policy does not turn it on
+    uses_instance_facts = (
+        True  # its plan takes ``resolved`` facts (EC2's) for types the table lacks, as the idle guard's
+    )
 
     def watchable(self, job: TrainingJob) -> bool:
         if not job.instance_groups:  # the event does not say what the job runs on: DescribeTrainingJob will
             return True
-        return any(instance_facts(g.instance_type).publishes_gpu_utilization for g in job.instance_groups)
+        return any(
+            (facts := instance_facts(g.instance_type)).publishes_gpu_utilization
+            or facts.accelerator is Accelerator.UNKNOWN  # EC2 may know it (the plan asks)
+            for g in job.instance_groups
+        )
 
-    def plan(self, job: TrainingJob, config: EfficiencyPolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
-        groups = [g for g in job.instance_groups if instance_facts(g.instance_type).publishes_gpu_utilization]
+    def plan(
+        self,
+        job: TrainingJob,
+        config: EfficiencyPolicy,
+        naming: AlarmNaming,
+        resolved: Mapping[str, InstanceFacts] | None = None,
+    ) -> AlarmPlan | NoAlarm:
+        """The notice (and stop) alarms of ``job`` under ``config``, or why there are none. ``resolved``: EC2's
+        facts of the instance types our table does not know (``domain/instances.py``): a type that stays unknown
+        gets no alarm rather than a guessed GPU count (its hosts are averaged with the others, so a threshold
+        scaled without them would be wrong: a 1-GPU host unknown to the table pulled the mean of a fully busy
+        cluster scaled by its 8-GPU group under the minimum)."""
+        facts = _facts(job, resolved)
+        unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
+        if unknown:
+            failed = [t for t in unknown if facts[t].lookup_failed]
+            provisional = len(failed) == len(unknown)
+            retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
+            return NoAlarm(
+                code=EfficiencyGuardCode.UNKNOWN_INSTANCE,
+                reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: no efficiency alarm rather than a wrong "
+                "threshold",
+                evidence={
+                    "instance_types": {t: f.note for t, f in facts.items()},
+                    **({"lookup_failed": failed} if failed else {}),
+                },
+                provisional=provisional,
+            )
+        groups = [g for g in job.instance_groups if facts[g.instance_type].publishes_gpu_utilization]
         if not groups:
             return NoAlarm(
                 code=EfficiencyGuardCode.NO_GPU, reason="no instance of this job publishes GPUUtilization"
@@ -225,7 +260,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         # the sum over its GPUs and SageMaker does not say which algo-n is in which group, so a host's value
         # cannot be divided by its own GPU count; with every GPU at the minimum each host publishes at least
         # min_gpu_percent x the smallest count, and so does their mean: never below this threshold.
-        gpu_counts = sorted({instance_facts(g.instance_type).gpus for g in groups})
+        gpu_counts = sorted({facts[g.instance_type].gpus for g in groups})
         gpus = gpu_counts[0]
         threshold = round(config.min_gpu_percent * gpus, 6)
         silent_hosts = len(groups) < len(job.instance_groups)  # CPU/Trainium groups publish no GPUUtilization
@@ -349,6 +384,9 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         evidence["alarms"] = [a.name for a in alarms if a.kind is AlarmKind.COMPOSITE or not composite]
         return AlarmPlan(job_name=job.name, what=self.what, alarms=tuple(alarms), evidence=evidence)
 
+    def plan_for(self, notice: Notice, config: EfficiencyPolicy) -> AlarmPlan | NoAlarm:
+        return self.plan(notice.job, config, notice.naming, resolved=notice.resolved)
+
     def watching(self, job: TrainingJob, config: EfficiencyPolicy, plan: AlarmPlan) -> str:
         stop = (
             f"; a stop after {config.stop_after_notices} unheeded notice(s)" if config.stop_after_notices else ""
@@ -421,7 +459,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
 
     def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
         job, now = notice.job, notice.now
-        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"))
+        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"), notice.resolved)
         judgement = Judgement(
             self.rule_id,
             notice.mode,
@@ -521,17 +559,23 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
 
 
-def _measured(job: TrainingJob, newest: Any) -> tuple[str, float | None]:
+def _facts(job: TrainingJob, resolved: Mapping[str, InstanceFacts] | None) -> dict[str, InstanceFacts]:
+    """The facts of each of the job's instance types: EC2's (``resolved``) where our table does not know it."""
+    return {
+        g.instance_type: (resolved or {}).get(g.instance_type) or instance_facts(g.instance_type)
+        for g in job.instance_groups
+    }
+
+
+def _measured(
+    job: TrainingJob, newest: Any, resolved: Mapping[str, InstanceFacts] | None = None
+) -> tuple[str, float | None]:
     """What the owner is told of the alarm's newest 5-minute mean (``newest_value``, from its state reason:
     the mean over the GPU hosts of each host's sum over its GPUs), and that mean per GPU where the job's
     GPU hosts have one GPU count. Nothing when the reason listed no datapoint (a composite alarm)."""
     if isinstance(newest, bool) or not isinstance(newest, int | float):
         return "", None
-    counts = {
-        instance_facts(g.instance_type).gpus
-        for g in job.instance_groups
-        if instance_facts(g.instance_type).publishes_gpu_utilization
-    }
+    counts = {f.gpus for f in _facts(job, resolved).values() if f.publishes_gpu_utilization}
     if len(counts) == 1:
         per_gpu = round(float(newest) / next(iter(counts)), 1)
         return f" (its last 5-minute mean: {per_gpu:.0f}% per GPU)", per_gpu
