@@ -321,6 +321,11 @@ class AlarmCode(StrEnum):
     # ... and a firing of an alarm the guard does not plan for the job now (the policy changed since it was created:
     # the minimum-utilization guard's stop alarm after ``stop_after_notices: 0``): never a stop or a notice on it.
     UNPLANNED = "skip.unplanned-alarm"
+    # ... and a stop of a guard whose stop needs its owner told first (``Guard.notice_before_stop``: the
+    # minimum-utilization guard) when no notice of the stretch was sent: told now instead, no stop on it ...
+    NOTIFY_BEFORE_STOP = "notify.before-stop"
+    # ... or, its notice alarm not in ALARM (the stretch's notice unknown), neither stopped nor told here
+    NOT_TOLD = "skip.not-told"
 
 
 class NoAlarm(BaseModel):
@@ -910,6 +915,11 @@ class Guard(ABC, Generic[C]):
         )
 
     # ---- judging --------------------------------------------------------------------------------
+
+    def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
+        """The alarm whose notice must have been sent to the job's owner in the stretch a stop ends, before the
+        stopper carries out a stop of this guard (None: a stop stands on its own evidence)."""
+        return None
 
     def stops_from(self, role: str) -> bool:
         """Whether a notification of this role may stop the job (its decisions carry the savings estimate

@@ -35,7 +35,9 @@ the sum over its GPUs):
   threshold; missing data never counts as below; above 10 hosts on a heterogeneous cluster, the hosts' data
   read to cover the window, see below) and the checks every verdict gets: the job re-read and in
   ``Training`` for its grace period plus the stop window, a notification at most 15 minutes old, the
-  team's exemptions and audit mode. A stop not made (audit mode), an exempt job or the guard off mutes the
+  team's exemptions and audit mode, and a notice of the stretch actually sent to the owner (``notice_before_stop``:
+  the stopper asks the ledger about the notice alarm's current ``ALARM``; a stop without one becomes that notice,
+  ``efficiency.notify.before-stop``). A stop not made (audit mode), an exempt job or the guard off mutes the
   stop alarm for its stretch (``mutes``): recorded once, and turned on and reset by the reconciler once the
   guard can stop the job (a switch to enforce, the exemption lifted, the guard on again) while it stays
   below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops). A stop alarm
@@ -427,6 +429,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         if alarm_name.startswith(f"{stop}{CHILD_HOSTS_MARK}"):
             return EfficiencyRole.STOP_CHILD
         return None
+
+    def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
+        """The notice alarm: a stop comes only after unheeded notices, so its owner must have been sent the notice
+        of the stretch (its ALARM state change) the stop ends; one only recorded (audit mode, the guard off) is
+        none."""
+        return naming.alarm_name(job_name, NOTICE_MARK)
 
     def acts_on(self, role: str) -> bool:
         return role in (EfficiencyRole.NOTICE, EfficiencyRole.STOP)
