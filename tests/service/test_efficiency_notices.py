@@ -13,10 +13,12 @@ from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events.alarms import AlarmNotification
+from sagemaker_governance.service.guard_alarms import GuardAlarms
 from sagemaker_governance.service.guard_stopper import GuardStopper
 from sagemaker_governance.service.idempotency import GuardNotices
+from sagemaker_governance.service.recording import Trigger
 from tests.builders import job
-from tests.service.conftest import NOW, TAGS, Calls, FakeJobs, FixedPolicies, MemoryLedger
+from tests.service.conftest import NOW, TAGS, Calls, FakeAlarms, FakeJobs, FixedPolicies, MemoryLedger
 
 PREFIX = "gov-idle-"
 ON = {"enabled": True, "min_gpu_percent": 50, "window_minutes": 60, "grace_minutes": 30, "stop_after_notices": 2}
@@ -258,3 +260,47 @@ def test_a_stop_whose_notice_alarm_is_not_in_alarm_neither_stops_nor_tells() -> 
     # Then no stop and no message: the notice alarm's own notification tells the owner
     assert "stop job-1" not in calls.log and notifier.messages == []
     assert [(r.code, r.outcome) for r in audit.records] == [("efficiency.skip.not-told", Outcome.SKIPPED)]
+
+
+# ---- told once per stretch, also across entries into Training ----------------------------------------
+
+
+def test_a_late_training_event_does_not_reset_a_notice_alarm_whose_owner_was_told() -> None:
+    # Given a job in its second stint, below the minimum and its owner told (its notice alarm in ALARM), with stops on
+    calls = Calls()
+    jobs, alarms = FakeJobs(calls), FakeAlarms(calls)
+    first = [
+        {"Status": "Starting", "StartTime": (NOW - timedelta(minutes=700)).isoformat()},
+        {"Status": "Training", "StartTime": (NOW - timedelta(minutes=690)).isoformat()},
+    ]
+    both = [
+        *first,
+        {"Status": "Interrupted", "StartTime": (NOW - timedelta(minutes=500)).isoformat()},
+        {"Status": "Training", "StartTime": (NOW - timedelta(minutes=400)).isoformat()},
+    ]
+    resources = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
+    jobs.jobs["job-1"] = job(
+        "job-1", TAGS, SecondaryStatus="Training", SecondaryStatusTransitions=both, ResourceConfig=resources
+    )
+    naming = AlarmNaming(prefix=PREFIX, managed_by="gov")
+    notice, stop = naming.alarm_name("job-1", ".efficiency"), naming.alarm_name("job-1", ".efficiency-stop")
+    alarms.alarms[notice] = "ALARM"
+    lifecycle = GuardAlarms(
+        EFFICIENCY,
+        jobs=jobs,
+        alarms=alarms,
+        audit=MemoryAuditSink(),
+        clock=lambda: NOW,
+        naming=naming,
+        policies=FixedPolicies(Policy.model_validate({"mode": "enforce", "efficiency": ON})),
+    )
+    # When the first stint's Training event comes late (a redrive), after the re-read shows the restart
+    late = job(
+        "job-1", TAGS, SecondaryStatus="Training", SecondaryStatusTransitions=first, ResourceConfig=resources
+    )
+    (decision,) = lifecycle.react(late, Trigger(kind="job-state-change", event_id="late"))
+    # Then the alarms are put again, the stop alarm reset as before, but the notice alarm stays in ALARM: reset, it
+    # would fire again within a minute and tell the owner again of the same stretch
+    assert decision.code == "efficiency.alarm.create"
+    assert f"reset {stop}" in calls.log and f"reset {notice}" not in calls.log
+    assert alarms.alarms[notice] == "ALARM"

@@ -916,6 +916,14 @@ class Guard(ABC, Generic[C]):
 
     # ---- judging --------------------------------------------------------------------------------
 
+    def reset_on_entry(self, role: str) -> bool:
+        """Whether the lifecycle resets an alarm of this role when the job (re)enters ``Training`` again (a Spot
+        restart, a late or repeated ``Training`` event, the reconciler's repair): every alarm by default, so that an
+        ALARM kept through the pause notifies again. Not an alarm whose ALARM means "the owner was told of this
+        stretch" (the minimum-utilization guard's notice alarm): reset, it would fire again within a minute and tell
+        the owner again of the same stretch."""
+        return True
+
     def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
         """The alarm whose notice must have been sent to the job's owner in the stretch a stop ends, before the
         stopper carries out a stop of this guard (None: a stop stands on its own evidence)."""

@@ -430,6 +430,14 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             return EfficiencyRole.STOP_CHILD
         return None
 
+    def reset_on_entry(self, role: str) -> bool:
+        """Never the notice alarm (nor its children): in ALARM it says the owner was told of this stretch, and a
+        reset on a late or repeated ``Training`` event, a Spot restart or the reconciler's repair would have it fire
+        again within a minute, a new state change, and tell the owner again of the same stretch. A pause in
+        ``Training`` longer than a period sends it to OK by itself (no data is not below the minimum), so a new
+        stretch after a restart is told as usual; one of a few minutes stays the stretch it was."""
+        return role not in (EfficiencyRole.NOTICE, EfficiencyRole.NOTICE_CHILD)
+
     def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
         """The notice alarm: a stop comes only after unheeded notices, so its owner must have been sent the notice
         of the stretch (its ALARM state change) the stop ends; one only recorded (audit mode, the guard off) is
