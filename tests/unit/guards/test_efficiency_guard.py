@@ -476,3 +476,17 @@ def test_a_gpu_group_of_a_type_the_table_does_not_know_is_sized_by_ec2_or_gets_n
     assert all(r["Threshold"] <= busy_mean for r in plan.metric_requests)
     # and a job of that type alone is read again on its Training event (EC2 may know it), not passed by
     assert EFFICIENCY.watchable(training(0, instance_type=NEW_1_GPU))
+
+
+def test_policy_validate_warns_of_a_stop_window_shorter_than_the_healthy_jobs_low_phases() -> None:
+    # Given a team that stops after one notice of a 10-minute window (20 minutes below the minimum, no grace)
+    quick = {**ON, "window_minutes": 10, "grace_minutes": 0, "stop_after_notices": 1}
+    warnings = Policy.model_validate({"teams": {"nlp": {"efficiency": quick}}}).warnings()
+    # Then `smgov policy validate` warns: healthy jobs of the calibration traces stay that low for up to 45 minutes
+    assert [w.split(":")[0] for w in warnings] == ["teams.nlp.efficiency"]
+    assert "20 minutes" in warnings[0]
+    # and quick notices without stops, or stops over a long enough window, are fine
+    notices_only = {**quick, "stop_after_notices": 0}
+    long_enough = {**ON, "window_minutes": 45, "stop_after_notices": 1}
+    for section in (notices_only, long_enough):
+        assert Policy.model_validate({"teams": {"nlp": {"efficiency": section}}}).warnings() == []

@@ -832,6 +832,11 @@ class Guard(ABC, Generic[C]):
     def mode(self, policy: Sections) -> Mode:
         return self.config(policy).mode_or(policy.mode)
 
+    def warnings(self, config: C, where: str) -> list[str]:
+        """What this guard's section ``config`` (at ``where`` in the document) allows but probably does not mean
+        (``Policy.warnings``: ``smgov policy validate`` prints them)."""
+        return []
+
     # ---- alarms ---------------------------------------------------------------------------------
 
     def watchable(self, job: TrainingJob) -> bool:

@@ -120,6 +120,12 @@ EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
 NOTICE_MARK: Final = ".efficiency"  # job names cannot contain ".": never another job's alarm
 STOP_MARK: Final = ".efficiency-stop"
 PERIOD_SECONDS: Final = 300
+# The shortest stop window (``(stop_after_notices + 1) x window_minutes``) ``smgov policy validate`` lets pass without
+# a warning: twice the longest stretch below 50 % per GPU (5-minute means) that a healthy job of the calibration
+# traces (../shared/gpu_traces, docs/calibration.md) recovered from, 45 minutes (an 8B SFT job whose pass@k
+# evaluation loads vLLM: 25 minutes at 0 % within it); a 22-minute scoring pass at 8-16 % is another. A 10-minute
+# window with one notice stops such a job 20 minutes into its evaluation.
+MIN_STOP_WINDOW_MINUTES: Final = 90
 RESET_REASON: Final = "sagemaker-governance: efficiency guard (grace period or stale notification)"
 
 
@@ -223,6 +229,21 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             or facts.accelerator is Accelerator.UNKNOWN  # EC2 may know it (the plan asks)
             for g in job.instance_groups
         )
+
+    def warnings(self, config: EfficiencyPolicy, where: str) -> list[str]:
+        """A stop window shorter than ``MIN_STOP_WINDOW_MINUTES`` (the notices may stay as quick as the team likes)."""
+        if (
+            not config.enabled
+            or not config.stop_after_notices
+            or config.stop_window_minutes >= MIN_STOP_WINDOW_MINUTES
+        ):
+            return []
+        return [
+            f"{where}: (stop_after_notices + 1) x window_minutes = {config.stop_window_minutes} minutes is shorter than "
+            f"{MIN_STOP_WINDOW_MINUTES}: healthy jobs of the calibration traces stay below 50% per GPU for up to 45 "
+            "minutes and recover (an evaluation phase, a scoring pass), and would be stopped; keep the window short for "
+            "notices if you like, and give stops a longer one (more notices, or a longer window)"
+        ]
 
     def plan(
         self,
