@@ -13,9 +13,12 @@ from sagemaker_governance.domain.guards.efficiency import EFFICIENCY
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.events.alarms import AlarmNotification
+from sagemaker_governance.service.guard_alarms import GuardAlarms
 from sagemaker_governance.service.guard_stopper import GuardStopper
+from sagemaker_governance.service.idempotency import GuardNotices
+from sagemaker_governance.service.recording import Trigger
 from tests.builders import job
-from tests.service.conftest import NOW, TAGS, Calls, FakeJobs, FixedPolicies
+from tests.service.conftest import NOW, TAGS, Calls, FakeAlarms, FakeJobs, FixedPolicies, MemoryLedger
 
 PREFIX = "gov-idle-"
 ON = {"enabled": True, "min_gpu_percent": 50, "window_minutes": 60, "grace_minutes": 30, "stop_after_notices": 2}
@@ -25,13 +28,14 @@ class Alarms:
     """The alarms exist with this stack's tags; resets are recorded; ``now``: the notified alarm's state
     and when it last changed (``None``: not known)."""
 
-    def __init__(self, calls: Calls, now: AlarmState | None = None) -> None:
+    def __init__(self, calls: Calls, now: AlarmState | None = None, notice: AlarmState | None = None) -> None:
         self.calls = calls
         self.now = now
+        self.notice = notice  # the notice alarm's, when a stop is judged (None: as ``now``)
 
     def current_state(self, name: str) -> AlarmState | None:
         self.calls(f"state {name}")
-        return self.now
+        return self.notice if self.notice is not None and name.endswith(".efficiency") else self.now
 
     def tags(self, name: str) -> dict[str, str] | None:
         return {"smgov:training-job": "job-1", "smgov:managed-by": "gov"}
@@ -64,8 +68,12 @@ def run(
     minutes_training: int = 400,
     changed_minutes_ago: int = 1,
     alarm_now: tuple[str, timedelta] | None = None,
+    efficiency: dict[str, Any] | None = None,
+    notices: tuple[MemoryLedger, AlarmState | None] | None = None,
 ) -> tuple[Calls, MemoryAuditSink, Notifier]:
-    """``alarm_now``: the alarm's state and how long after the notification's change it moved there."""
+    """``alarm_now``: the alarm's state and how long after the notification's change it moved there;
+    ``efficiency``: the team's section now (default ``ON``); ``notices``: the notices' ledger (None: none)
+    and the notice alarm's state as a stop reads it."""
     calls, audit, notifier = Calls(), MemoryAuditSink(), Notifier()
     jobs = FakeJobs(calls)
     started = (NOW - timedelta(minutes=minutes_training)).isoformat()
@@ -78,20 +86,23 @@ def run(
         SecondaryStatusTransitions=[{"Status": "Training", "StartTime": started}],
     )
     changed = NOW - timedelta(minutes=changed_minutes_ago)
-    alarms = Alarms(calls, AlarmState(alarm_now[0], changed + alarm_now[1]) if alarm_now else None)
+    alarms = Alarms(
+        calls, AlarmState(alarm_now[0], changed + alarm_now[1]) if alarm_now else None, notices and notices[1]
+    )
     stopper = GuardStopper(
         guards=(EFFICIENCY,),
         jobs=jobs,
         alarms=alarms,
         arming=alarms,
         notifier=notifier,
-        policies=FixedPolicies(Policy.model_validate({"mode": mode, "efficiency": ON})),
+        policies=FixedPolicies(Policy.model_validate({"mode": mode, "efficiency": efficiency or ON})),
         audit=audit,
         metrics=MemoryBusinessMetrics(),
         clock=lambda: NOW,
         naming=AlarmNaming(prefix=PREFIX, managed_by="gov", alarm_topic_arn="arn:aws:sns:us-east-1:1:t"),
         account_id="123456789012",
         transitions=alarms,
+        notices=GuardNotices(notices[0], lambda: NOW) if notices is not None else None,
     )
     message = AlarmNotification.model_validate(
         {
@@ -149,6 +160,15 @@ def test_the_stop_alarm_stops_after_the_unheeded_notices() -> None:
     assert [m.kind for m in notifier.messages] == ["efficiency-stop"]
 
 
+def test_a_stop_alarm_from_before_the_team_set_never_a_stop_does_not_stop_the_job() -> None:
+    # Given a stop alarm created under stop_after_notices 2, and the team's policy now says 0: never a stop
+    calls, audit, notifier = run(".efficiency-stop", efficiency={**ON, "stop_after_notices": 0})
+    # Then its firing stops nothing and tells nothing; the skip is recorded, the alarm left as it is
+    assert "stop job-1" not in calls.log and notifier.messages == []
+    assert [(r.code, r.outcome) for r in audit.records] == [("efficiency.skip.unplanned-alarm", Outcome.SKIPPED)]
+    assert not any(line.startswith("reset") for line in calls.log)
+
+
 def test_never_a_stop_in_the_grace_period_plus_its_window() -> None:
     calls, audit, notifier = run(".efficiency-stop", minutes_training=30 + 180 - 5)
     assert "stop job-1" not in calls.log and notifier.messages == []
@@ -194,3 +214,93 @@ def test_a_late_notice_is_judged_as_of_its_alarm_change_not_of_its_delivery() ->
 def test_the_stop_alarm_still_treats_a_late_notification_as_stale() -> None:
     calls, audit, _ = run(".efficiency-stop", changed_minutes_ago=30)
     assert [r.code for r in audit.records] == ["efficiency.skip.stale"] and "stop job-1" not in calls.log
+
+
+# ---- a stop only after a notice that reached the owner -------------------------------------------------
+
+
+def test_a_stop_after_a_notice_only_recorded_in_audit_mode_is_a_notice_instead() -> None:
+    # Given the stretch's notice judged in audit mode (recorded, not sent: notify_in_audit_mode false), its notice
+    # alarm left in ALARM since then
+    ledger = MemoryLedger(Calls())
+    _, audit, notifier = run(".efficiency", mode="audit", changed_minutes_ago=120, notices=(ledger, None))
+    assert [r.outcome for r in audit.records] == [Outcome.AUDIT_ONLY] and notifier.messages == []
+    # When the team switched to enforce and the stop alarm fires in that stretch
+    noticed = AlarmState("ALARM", NOW - timedelta(minutes=120))
+    calls, audit, notifier = run(".efficiency-stop", notices=(ledger, noticed))
+    # Then the job is not stopped: its owner, never told, gets the notice now, and nothing is reset
+    assert "stop job-1" not in calls.log
+    assert [(r.code, r.outcome) for r in audit.records] == [("efficiency.notify.before-stop", Outcome.DONE)]
+    assert [m.kind for m in notifier.messages] == ["efficiency-notice"]
+    assert not any(line.startswith("reset") for line in calls.log)
+    # and the stretch's notice counts as told: a later firing of its stop alarm stops the job
+    calls, audit, _ = run(".efficiency-stop", notices=(ledger, noticed))
+    assert "stop job-1" in calls.log and [r.code for r in audit.records] == ["efficiency.stop.below-minimum"]
+
+
+def test_a_stop_after_the_notice_was_sent_in_the_same_stretch_stops() -> None:
+    # Given the stretch's notice sent (enforce), its notice alarm in ALARM since
+    ledger = MemoryLedger(Calls())
+    _, _, notifier = run(".efficiency", changed_minutes_ago=120, notices=(ledger, None))
+    assert [m.kind for m in notifier.messages] == ["efficiency-notice"]
+    # When the stop alarm fires
+    noticed = AlarmState("ALARM", NOW - timedelta(minutes=120))
+    calls, audit, notifier = run(".efficiency-stop", notices=(ledger, noticed))
+    # Then the job is stopped, and the owner is told of the stop (not noticed again)
+    assert "stop job-1" in calls.log and [r.code for r in audit.records] == ["efficiency.stop.below-minimum"]
+    assert [m.kind for m in notifier.messages] == ["efficiency-stop"]
+
+
+def test_a_stop_whose_notice_alarm_is_not_in_alarm_neither_stops_nor_tells() -> None:
+    # Given a notice alarm reset a moment ago (OK): which notice this stretch had is unknown
+    ledger = MemoryLedger(Calls())
+    calls, audit, notifier = run(
+        ".efficiency-stop", notices=(ledger, AlarmState("OK", NOW - timedelta(minutes=2)))
+    )
+    # Then no stop and no message: the notice alarm's own notification tells the owner
+    assert "stop job-1" not in calls.log and notifier.messages == []
+    assert [(r.code, r.outcome) for r in audit.records] == [("efficiency.skip.not-told", Outcome.SKIPPED)]
+
+
+# ---- told once per stretch, also across entries into Training ----------------------------------------
+
+
+def test_a_late_training_event_does_not_reset_a_notice_alarm_whose_owner_was_told() -> None:
+    # Given a job in its second stint, below the minimum and its owner told (its notice alarm in ALARM), with stops on
+    calls = Calls()
+    jobs, alarms = FakeJobs(calls), FakeAlarms(calls)
+    first = [
+        {"Status": "Starting", "StartTime": (NOW - timedelta(minutes=700)).isoformat()},
+        {"Status": "Training", "StartTime": (NOW - timedelta(minutes=690)).isoformat()},
+    ]
+    both = [
+        *first,
+        {"Status": "Interrupted", "StartTime": (NOW - timedelta(minutes=500)).isoformat()},
+        {"Status": "Training", "StartTime": (NOW - timedelta(minutes=400)).isoformat()},
+    ]
+    resources = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}
+    jobs.jobs["job-1"] = job(
+        "job-1", TAGS, SecondaryStatus="Training", SecondaryStatusTransitions=both, ResourceConfig=resources
+    )
+    naming = AlarmNaming(prefix=PREFIX, managed_by="gov")
+    notice, stop = naming.alarm_name("job-1", ".efficiency"), naming.alarm_name("job-1", ".efficiency-stop")
+    alarms.alarms[notice] = "ALARM"
+    lifecycle = GuardAlarms(
+        EFFICIENCY,
+        jobs=jobs,
+        alarms=alarms,
+        audit=MemoryAuditSink(),
+        clock=lambda: NOW,
+        naming=naming,
+        policies=FixedPolicies(Policy.model_validate({"mode": "enforce", "efficiency": ON})),
+    )
+    # When the first stint's Training event comes late (a redrive), after the re-read shows the restart
+    late = job(
+        "job-1", TAGS, SecondaryStatus="Training", SecondaryStatusTransitions=first, ResourceConfig=resources
+    )
+    (decision,) = lifecycle.react(late, Trigger(kind="job-state-change", event_id="late"))
+    # Then the alarms are put again, the stop alarm reset as before, but the notice alarm stays in ALARM: reset, it
+    # would fire again within a minute and tell the owner again of the same stretch
+    assert decision.code == "efficiency.alarm.create"
+    assert f"reset {stop}" in calls.log and f"reset {notice}" not in calls.log
+    assert alarms.alarms[notice] == "ALARM"

@@ -29,7 +29,7 @@ from sagemaker_governance.domain.guards.efficiency import (
     EfficiencyPolicy,
     EfficiencyRole,
 )
-from sagemaker_governance.domain.instances import instance_facts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.service.guard_alarms import GuardAlarms
 from sagemaker_governance.service.recording import Trigger
@@ -427,3 +427,66 @@ def test_a_composites_child_planned_at_a_higher_minimum_neither_tells_nor_stops(
     assert all(".hosts-" in name for name in verdict.reset)
     # and a child planned as the policy holds now is judged as before
     assert EFFICIENCY.judge(role, fired(now), now).decision.code != EfficiencyGuardCode.STRICTER_ALARM
+
+
+def test_a_stop_alarm_left_from_an_earlier_policy_never_stops_once_the_team_says_never_a_stop() -> None:
+    # Given a job whose stop alarm was planned under stop_after_notices 3, and the team has set 0 ("never a stop")
+    j = training(400)
+    then, now = EfficiencyPolicy(**ON, stop_after_notices=3), EfficiencyPolicy(**ON, stop_after_notices=0)
+    # When that old stop alarm fires
+    verdict = EFFICIENCY.judge(EfficiencyRole.STOP, firing(j, then, EfficiencyRole.STOP), now)
+    # Then the job is not stopped: the alarm is not in the plan any more, and nothing is put, reset or muted
+    assert not verdict.stops and verdict.decision.code == "efficiency.skip.unplanned-alarm"
+    assert verdict.decision.action is Action.NONE and (verdict.rewindow, verdict.reset, verdict.disarm) == (
+        (),
+        (),
+        (),
+    )
+    # and the notice alarm, still planned, tells as before
+    told = EFFICIENCY.judge(EfficiencyRole.NOTICE, firing(j, then, EfficiencyRole.NOTICE), now)
+    assert told.decision.code == EfficiencyGuardCode.NOTIFY
+
+
+NEW_1_GPU = "ml.g8.xlarge"  # a type newer than our table; EC2 says: one NVIDIA GPU
+
+
+def test_a_gpu_group_of_a_type_the_table_does_not_know_is_sized_by_ec2_or_gets_no_alarm() -> None:
+    # Given a cluster of one 8-GPU host and three 1-GPU hosts of a type our table does not know
+    assert instance_facts(NEW_1_GPU).accelerator is Accelerator.UNKNOWN
+    j = mixed([("ml.p4d.24xlarge", 1), (NEW_1_GPU, 3)])
+    config = EfficiencyPolicy(**ON, stop_after_notices=1)
+    # When nothing sizes the unknown type: no alarm rather than a threshold scaled without its hosts (their
+    # GPUUtilization is averaged with the others: every GPU busy, (800 + 3 x 100) / 4 = 275 < 400)
+    unsized = EFFICIENCY.plan(j, config, NAMING)
+    assert isinstance(unsized, NoAlarm) and unsized.code == EfficiencyGuardCode.UNKNOWN_INSTANCE
+    assert not unsized.provisional
+    # When EC2 could not answer now: no alarm either, and the reconciler plans the job again
+    failed = InstanceFacts(
+        instance_type=NEW_1_GPU, accelerator=Accelerator.UNKNOWN, note="throttled", lookup_failed=True
+    )
+    retry = EFFICIENCY.plan(j, config, NAMING, resolved={NEW_1_GPU: failed})
+    assert isinstance(retry, NoAlarm) and retry.provisional and retry.evidence["lookup_failed"] == [NEW_1_GPU]
+    # When EC2 sizes it: the threshold is scaled by the smallest GPU count, 1, and a fully busy job is not below it
+    ec2 = InstanceFacts(
+        instance_type=NEW_1_GPU, accelerator=Accelerator.NVIDIA_GPU, gpus=1, note="EC2: 1 NVIDIA GPU"
+    )
+    plan = EFFICIENCY.plan(j, config, NAMING, resolved={NEW_1_GPU: ec2})
+    assert isinstance(plan, AlarmPlan) and plan.evidence["gpus_per_host_for_scaling"] == 1
+    busy_mean = (800 + 3 * 100) / 4
+    assert all(r["Threshold"] <= busy_mean for r in plan.metric_requests)
+    # and a job of that type alone is read again on its Training event (EC2 may know it), not passed by
+    assert EFFICIENCY.watchable(training(0, instance_type=NEW_1_GPU))
+
+
+def test_policy_validate_warns_of_a_stop_window_shorter_than_the_healthy_jobs_low_phases() -> None:
+    # Given a team that stops after one notice of a 10-minute window (20 minutes below the minimum, no grace)
+    quick = {**ON, "window_minutes": 10, "grace_minutes": 0, "stop_after_notices": 1}
+    warnings = Policy.model_validate({"teams": {"nlp": {"efficiency": quick}}}).warnings()
+    # Then `smgov policy validate` warns: healthy jobs of the calibration traces stay that low for up to 45 minutes
+    assert [w.split(":")[0] for w in warnings] == ["teams.nlp.efficiency"]
+    assert "20 minutes" in warnings[0]
+    # and quick notices without stops, or stops over a long enough window, are fine
+    notices_only = {**quick, "stop_after_notices": 0}
+    long_enough = {**ON, "window_minutes": 45, "stop_after_notices": 1}
+    for section in (notices_only, long_enough):
+        assert Policy.model_validate({"teams": {"nlp": {"efficiency": section}}}).warnings() == []

@@ -69,6 +69,8 @@ def build(root: Root) -> GuardStopper:
         instances=Ec2InstanceCatalog(lambda: root.client("ec2"), root.metrics),
         # a heterogeneous composite's stop or notice: its hosts' GPU data is read first (only when one fired)
         gpu_data=metric_data,
+        # an efficiency notice told once per stretch, and a stop only after its owner was told (the ledger's table)
+        notices=root.guard_notices,
     )
 
 

@@ -38,6 +38,7 @@ from sagemaker_governance.service.idempotency import (
     CloneNotices,
     ComplianceNotices,
     Duplicate,
+    GuardNotices,
     OnceAuditSink,
     OnceNotifier,
     ToleranceNotices,
@@ -175,6 +176,13 @@ class Root:
         """Each clone's owner told once, whoever made it (``resume:<clone>``; None: no table)."""
         ledger = self._notices_ledger
         return CloneNotices(ledger, self.now) if ledger is not None else None
+
+    @cached_property
+    def guard_notices(self) -> GuardNotices | None:
+        """A guard's notices told once per state change of its notice alarm, and asked before a stop that needs one
+        (``guard-notice:<alarm> <time>``; None: no table)."""
+        ledger = self._notices_ledger
+        return GuardNotices(ledger, self.now) if ledger is not None else None
 
     @cached_property
     def tolerance_notices(self) -> ToleranceNotices | None:

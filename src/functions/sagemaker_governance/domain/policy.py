@@ -274,6 +274,8 @@ class Policy(_WithGuardSections):
                     "job using 1 of 4 GPUs counts as idle); the idle guard is for stalled jobs"
                 )
             out += _tolerance_warnings(policy, "judge" if team is None else f"teams.{team}.judge")
+            at = "" if team is None else f"teams.{team}."
+            out += [w for g in GUARDS if g.section for w in g.warnings(g.config(policy), f"{at}{g.section}")]
         return out + self._exemption_warnings()
 
     def _exemption_warnings(self) -> list[str]:

@@ -5,7 +5,9 @@ them when it ends (the guard says which alarms: ``domain/guards``).
   the guard's alarms only if it is still ``InProgress`` (a late event must not leave an alarm for an
   ended job). ``PutMetricAlarm``/``PutCompositeAlarm`` are upserts; the metric alarms are then reset to
   ``OK`` so that a job that restarted training is judged afresh (an update alone keeps the old state and
-  would never notify again; a guard whose alarms start disarmed is disarmed again). A restart is told by
+  would never notify again; a guard whose alarms start disarmed is disarmed again), except an alarm whose
+  ``ALARM`` says the owner was told of the stretch (``Guard.reset_on_entry``: the minimum-utilization guard's
+  notice alarm, which would tell the owner again). A restart is told by
   the event's transitions as well as the re-read's (``training_entries``): the re-read, right after the
   event, may still answer the job before this ``Training``.
   A guard whose stop alarm is created disarmed and armed by the stopper (the progress guard: ``Arming``)
@@ -70,6 +72,7 @@ from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
 from sagemaker_governance.domain.guards.base import (
     AlarmCode,
+    AlarmKind,
     AlarmNaming,
     AlarmPlan,
     Arming,
@@ -285,8 +288,13 @@ class GuardAlarms:
                 # its stop alarm not seen armed: the reset lets its arming alarm notify again while the job
                 # publishes. Retargeted (the reconciler's re-plan onto other metrics): the arming alarm, left in
                 # ALARM with its actions off by the stopper's arming on the metrics it watched before, notifies when
-                # the planned ones are published.
-                self._alarms.reset(plan.metric_alarm_names, guard.rearm_reason)
+                # the planned ones are published. Not an alarm whose ALARM says its owner was told of the stretch
+                # (``Guard.reset_on_entry``: the minimum-utilization guard's notice alarm): it would tell again.
+                names = tuple(
+                    a.name for a in plan.alarms if a.kind is AlarmKind.METRIC and guard.reset_on_entry(a.role)
+                )
+                if names:
+                    self._alarms.reset(names, guard.rearm_reason)
         return decision
 
     def _published_in_stint(self, arming: Arming, event_job: TrainingJob, job: TrainingJob) -> bool | None:

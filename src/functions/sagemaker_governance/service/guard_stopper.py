@@ -28,7 +28,9 @@ writes one audit record):
    the review did not confirm on evidence read just now (``GuardVerdict.confirmed``: the stall judge off,
    or a guard it does not judge) is checked too: superseded and out of ``ALARM`` now, nothing is stopped;
    the state unreadable, or a composite's triggering child's definition unread, nothing is stopped and the
-   delivery fails, to be retried (``<guard>.skip.state-unread``);
+   delivery fails, to be retried (``<guard>.skip.state-unread``). A stop of a guard whose stop comes only after a
+   notice (``Guard.notice_before_stop``: the minimum-utilization guard) stands only if the ledger says the notice
+   of the stretch was sent (``_unless_untold``); else it becomes that notice (``<guard>.notify.before-stop``);
 6. **act**: widen (a vetoed stop's alarms: ``PutMetricAlarm``), reset, arm, disarm the alarms the verdict
    names; stop the job if the verdict says so and the
    decision acts (enforce mode, not exempt). A judgement that settles the alarm's stretch without acting
@@ -76,7 +78,12 @@ from sagemaker_governance.domain.pricing import estimate_savings
 from sagemaker_governance.domain.stall_judge import JudgePolicy, window_start
 from sagemaker_governance.events.alarms import AlarmNotification
 from sagemaker_governance.observability import logger
-from sagemaker_governance.service.idempotency import stop_effect, stop_noted, stopped_earlier
+from sagemaker_governance.service.idempotency import (
+    GuardNotices,
+    stop_effect,
+    stop_noted,
+    stopped_earlier,
+)
 from sagemaker_governance.service.ports import (
     AlarmArmingPort,
     AlarmOwnershipPort,
@@ -183,8 +190,12 @@ class GuardStopper:
         transitions: AlarmTransitionsPort | None = None,
         instances: InstanceCatalogPort | None = None,
         gpu_data: MetricReadPort | None = None,
+        notices: GuardNotices | None = None,
     ) -> None:
         self._guards = guards
+        # a guard's notices told once per state change of its notice alarm, and whether one was before a stop that
+        # needs it (None: no ledger; a stop then stands on its alarm, as before)
+        self._notices = notices
         # the hosts' GPUUtilization, read before a stop or a notice on a composite whose children treat missing
         # data as missing (None: unread, so no such stop or notice)
         self._gpu_data = gpu_data
@@ -329,6 +340,10 @@ class GuardStopper:
         unread: AdapterError | None = None
         if verdict.stops and not verdict.confirmed:
             verdict, unread = self._unless_stop_superseded(guard, message, verdict, child)
+        # the stretch's notice (alarm, state change) a notice tells: its own alarm's, or the notice of a stop untold
+        verdict, told_of, unread = self._unless_untold(
+            guard, job, verdict, (message.alarm_name, message.changed_at), unread
+        )
         if verdict.reset or verdict.verdict is Verdict.NOTIFY:
             verdict = self._unless_superseded(guard, message, verdict)
         # 6. act (an alarm whose judgement held its stretch is muted: judged once per stretch)
@@ -341,9 +356,7 @@ class GuardStopper:
         if unread is not None:
             raise unread  # the delivery is retried: judged again with the alarm's state (or stale, and reset)
         if verdict.verdict is Verdict.NOTIFY and (decision.mode is Mode.ENFORCE or effective.notify_in_audit_mode):
-            self._notify_notice(
-                guard, job, verdict, config=config, team_tag=effective.team_tag, owner_tag=effective.owner_tag
-            )
+            self._tell_notice(guard, job, verdict, told_of, config=config, policy=effective)
         if verdict.stops:
             if outcome is Outcome.DONE and savings is not None:
                 self._metrics.emit(BusinessMetric.ESTIMATED_SAVINGS_USD, savings.usd, rule=guard.rule_id)
@@ -369,6 +382,85 @@ class GuardStopper:
             reason=decision.reason,
             code=decision.code,
         )
+
+    def _tell_notice(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        told_of: tuple[str, datetime | None],
+        *,
+        config: Any,
+        policy: Any,
+    ) -> None:
+        """Tell the owner a guard's notice, once per state change of the notice alarm it tells of (``told_of``),
+        with the ledger: what a stop of that stretch asks first (``_unless_untold``)."""
+
+        def tell() -> None:
+            self._notify_notice(
+                guard, job, verdict, config=config, team_tag=policy.team_tag, owner_tag=policy.owner_tag
+            )
+
+        alarm, changed = told_of
+        if self._notices is None or changed is None:
+            tell()
+        else:
+            self._notices.once(alarm, changed, tell)
+
+    def _unless_untold(
+        self,
+        guard: Guard[Any],
+        job: TrainingJob,
+        verdict: GuardVerdict,
+        told_of: tuple[str, datetime | None],
+        unread: AdapterError | None,
+    ) -> tuple[GuardVerdict, tuple[str, datetime | None], AdapterError | None]:
+        """A stop of a guard whose stop needs its owner told first (``Guard.notice_before_stop``: the
+        minimum-utilization guard) stands only when the notice of the stretch it ends was sent: the notice alarm is in
+        ``ALARM`` (one ``DescribeAlarms``: the stretch's notice is its state change) and the ledger says its owner
+        was told of that change (``GuardNotices``). A notice only recorded (audit mode without
+        ``notify_in_audit_mode``, the guard off) is none: a team switched to enforce, or the guard on again, would
+        otherwise stop a job whose owner never heard of it. Untold, the stop becomes that notice
+        (``<guard>.notify.before-stop``, told once under the notice alarm's state change, so a later stop of the
+        same stretch finds it told); the notice alarm not in ``ALARM``, neither (``<guard>.skip.not-told``: its own
+        notification tells). Either way the stop alarm is left as it is: this stretch is not stopped on it. The
+        state unread: nothing stopped, the delivery retried (``<guard>.skip.state-unread``). Without a ledger or
+        an alarm-state reader the verdict stands (a stop on its alarm, as before). Returns the verdict, the notice
+        it tells of, and the read error to raise after recording (``unread``: one already met, nothing asked)."""
+        alarm = guard.notice_before_stop(job.name, self._naming)
+        asks = verdict.stops and verdict.decision.acts and unread is None
+        if not asks or alarm is None or self._notices is None or self._transitions is None:
+            return verdict, told_of, unread
+        try:
+            current = self._transitions.current_state(alarm)
+        except AdapterError as exc:
+            why = "the notice alarm's state could not be read, so whether the owner was told of this stretch is unknown"
+            return self._unconfirmed(guard, verdict, why, exc), told_of, exc
+        decision = verdict.decision
+        if current is not None and current.value == "ALARM":
+            if self._notices.told(alarm, current.changed_at):
+                return verdict, told_of, None
+            code, kind, action = guard.code(AlarmCode.NOTIFY_BEFORE_STOP), Verdict.NOTIFY, Action.NOTIFY
+            reason = (
+                f"{decision.reason}; but its owner was not sent the notice of this stretch (its notice alarm has been "
+                f"in ALARM since {current.changed_at.isoformat()}, and that notice was only recorded: audit mode, or the "
+                "guard off), so the job is not stopped: its owner is told now, and this stretch is not stopped"
+            )
+            told_of = (alarm, current.changed_at)
+        else:
+            code, kind, action = guard.code(AlarmCode.NOT_TOLD), Verdict.TOO_EARLY, Action.NONE
+            reason = (
+                f"{decision.reason}; but its notice alarm is not in ALARM ({current.value if current else 'unknown'}), "
+                "so no notice of this stretch is known to have reached its owner: the job is not stopped (the notice "
+                "alarm's own notification tells the owner)"
+            )
+        update = {
+            "code": code,
+            "action": action,
+            "reason": reason,
+            "evidence": {**decision.evidence, "stop_code": decision.code, "notice_alarm": alarm},
+        }
+        return GuardVerdict(verdict=kind, decision=decision.model_copy(update=update)), told_of, None
 
     def _unless_gpu_data_missing(
         self,

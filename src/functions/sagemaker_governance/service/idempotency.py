@@ -78,7 +78,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
@@ -446,6 +446,18 @@ def tolerance_notice_key(job_name: str, guard_section: str, value: str) -> str:
     return f"tolerance:{job_name}:{guard_section}:{value}"
 
 
+# A guard's notice of a stretch (the minimum-utilization guard's): told once per state change of its notice alarm,
+# and what a stop of that stretch needs first, its owner told (``GuardStopper``: a stop without it becomes a notice).
+GUARD_NOTICE_OWNER = "guard-notice"
+
+
+def guard_notice_key(alarm: str, changed_at: datetime) -> str:
+    """A notice alarm's state change (its notification's ``StateChangeTime``, ``DescribeAlarms``'
+    ``StateTransitionedTimestamp``: the same instant), to the second. Alarm names hold no spaces; the time, last,
+    holds ``:``."""
+    return f"guard-notice:{alarm} {changed_at.astimezone(UTC).replace(microsecond=0).isoformat()}"
+
+
 class NoticePending(RuntimeError):
     """A notice's key is held by a teller that has not finished: the delivery comes back after the hold."""
 
@@ -596,6 +608,30 @@ class ComplianceNotices(_LedgerNotices):
                 logger.exception("notice not released", notice=key)
             return False
         return self._tell(key, claim, now, lambda: tell(owed), owed)
+
+
+class GuardNotices(_LedgerNotices):
+    """Tell a job's owner once of a guard's notice alarm's state change (``guard-notice:<alarm> <time>``,
+    ``_LedgerNotices``), and answer whether they were told of it: the minimum-utilization guard stops a job only
+    after its owner was sent the notice of the stretch the stop ends (a notice only recorded, in audit mode or
+    with the guard off, is no notice). A claim that raised fails the delivery, marked unreleased (retried past
+    the hold: the owner is told, or the stop judged, then)."""
+
+    OWNER = GUARD_NOTICE_OWNER
+
+    def once(self, alarm: str, changed_at: datetime, tell: Callable[[], object]) -> bool:
+        """Run ``tell`` unless the owner was told (or is being told) of this state change; True if it ran."""
+        return self._once(guard_notice_key(alarm, changed_at), tell)
+
+    def told(self, alarm: str, changed_at: datetime) -> bool:
+        """Whether the owner was told (or is being told) of this state change of ``alarm``: a claim refused. A
+        claim granted is released at once (two writes, made only before a stop)."""
+        key, now = guard_notice_key(alarm, changed_at), self._clock()
+        claim = self._ledger.claim(key, self.OWNER, now, 0.0)
+        if not claim.granted:
+            return True
+        self._ledger.release(key, self.OWNER, now, ())
+        return False
 
 
 class ToleranceNotices(_LedgerNotices):

@@ -318,6 +318,14 @@ class AlarmCode(StrEnum):
     # heterogeneous cluster above 10 hosts), when the hosts' GPU data does not cover the window the alarm judged
     # (domain/gpu_coverage.py): such a child goes to ALARM on a few breaching datapoints followed by silence.
     GPU_DATA_MISSING = "skip.gpu-data-missing"
+    # ... and a firing of an alarm the guard does not plan for the job now (the policy changed since it was created:
+    # the minimum-utilization guard's stop alarm after ``stop_after_notices: 0``): never a stop or a notice on it.
+    UNPLANNED = "skip.unplanned-alarm"
+    # ... and a stop of a guard whose stop needs its owner told first (``Guard.notice_before_stop``: the
+    # minimum-utilization guard) when no notice of the stretch was sent: told now instead, no stop on it ...
+    NOTIFY_BEFORE_STOP = "notify.before-stop"
+    # ... or, its notice alarm not in ALARM (the stretch's notice unknown), neither stopped nor told here
+    NOT_TOLD = "skip.not-told"
 
 
 class NoAlarm(BaseModel):
@@ -824,6 +832,11 @@ class Guard(ABC, Generic[C]):
     def mode(self, policy: Sections) -> Mode:
         return self.config(policy).mode_or(policy.mode)
 
+    def warnings(self, config: C, where: str) -> list[str]:
+        """What this guard's section ``config`` (at ``where`` in the document) allows but probably does not mean
+        (``Policy.warnings``: ``smgov policy validate`` prints them)."""
+        return []
+
     # ---- alarms ---------------------------------------------------------------------------------
 
     def watchable(self, job: TrainingJob) -> bool:
@@ -907,6 +920,19 @@ class Guard(ABC, Generic[C]):
         )
 
     # ---- judging --------------------------------------------------------------------------------
+
+    def reset_on_entry(self, role: str) -> bool:
+        """Whether the lifecycle resets an alarm of this role when the job (re)enters ``Training`` again (a Spot
+        restart, a late or repeated ``Training`` event, the reconciler's repair): every alarm by default, so that an
+        ALARM kept through the pause notifies again. Not an alarm whose ALARM means "the owner was told of this
+        stretch" (the minimum-utilization guard's notice alarm): reset, it would fire again within a minute and tell
+        the owner again of the same stretch."""
+        return True
+
+    def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
+        """The alarm whose notice must have been sent to the job's owner in the stretch a stop ends, before the
+        stopper carries out a stop of this guard (None: a stop stands on its own evidence)."""
+        return None
 
     def stops_from(self, role: str) -> bool:
         """Whether a notification of this role may stop the job (its decisions carry the savings estimate
@@ -1007,6 +1033,21 @@ class Guard(ABC, Generic[C]):
             "stricter_in": [w for w, s in (("threshold", sooner), ("window", shorter)) if s],
         }
 
+    def unplanned(self, notice: Notice, config: C) -> bool:
+        """Whether the alarm that fired (its notification's ``alarm``: a composite's own name) is one the guard does
+        not plan for the job now: a plan without it, or no alarm at all. An alarm is planned when the job enters
+        ``Training`` and kept, so a policy changed since may leave one the plan no longer has (the
+        minimum-utilization guard's stop alarm once a team sets ``stop_after_notices: 0``: "never a stop"). False
+        when the notification does not name it, or when the plan lacked a fact a lookup could not give now
+        (``NoAlarm.provisional``: judged as before, on the alarm as created)."""
+        fired = notice.evidence.get("alarm")
+        if not isinstance(fired, str):
+            return False
+        plan = self.plan_for(notice, config)
+        if isinstance(plan, NoAlarm):
+            return not plan.provisional
+        return fired not in plan.names
+
     def replanned(
         self, notice: Notice, config: C, alarms: tuple[str, ...] | None = None
     ) -> tuple[dict[str, Any], ...]:
@@ -1033,7 +1074,21 @@ class Guard(ABC, Generic[C]):
         are put again as planned now and reset, so the job is judged again on the current terms if it
         persists. None: not such a case (judge as usual). A guard asks it before any verdict to stop (exempted or
         not) or to tell: the stopper reads a composite's triggering child (``Notice.fired_child``) only when a
-        first judgement without it gives one of those, and judges again with it."""
+        first judgement without it gives one of those, and judges again with it. An alarm the guard does not plan
+        for the job now at all (``unplanned``) never stops or tells either (``<guard>.skip.unplanned-alarm``): nothing
+        is put or reset (there is no plan to put it as), and it is not muted, which would have the reconciler turn
+        it on and reset it again at every run while the guard can act on the job; left in ``ALARM``, it notifies
+        again only after a new state change (a guard whose alarms the reconciler re-arms, at most every
+        ``judge.rearm_minutes``)."""
+        if self.unplanned(notice, config):
+            return judgement(
+                Verdict.TOO_EARLY,
+                Action.NONE,
+                self.code(AlarmCode.UNPLANNED),
+                f"the {self.title}'s alarm {notice.evidence.get('alarm')} is not among the alarms the policy plans for "
+                "the job now (the policy changed after it was created): never a stop or a notice on an alarm the "
+                "policy no longer wants; it is left as it is and acts again only on a new state change",
+            )
         drift = self.stricter_than_planned(notice, config)
         if drift is None:
             return None

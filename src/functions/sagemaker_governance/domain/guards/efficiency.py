@@ -35,10 +35,14 @@ the sum over its GPUs):
   threshold; missing data never counts as below; above 10 hosts on a heterogeneous cluster, the hosts' data
   read to cover the window, see below) and the checks every verdict gets: the job re-read and in
   ``Training`` for its grace period plus the stop window, a notification at most 15 minutes old, the
-  team's exemptions and audit mode. A stop not made (audit mode), an exempt job or the guard off mutes the
+  team's exemptions and audit mode, and a notice of the stretch actually sent to the owner (``notice_before_stop``:
+  the stopper asks the ledger about the notice alarm's current ``ALARM``; a stop without one becomes that notice,
+  ``efficiency.notify.before-stop``). A stop not made (audit mode), an exempt job or the guard off mutes the
   stop alarm for its stretch (``mutes``): recorded once, and turned on and reset by the reconciler once the
   guard can stop the job (a switch to enforce, the exemption lifted, the guard on again) while it stays
-  below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops).
+  below. Nothing re-arms either alarm (``rejudged`` is false: no stall judge vetoes these stops). A stop alarm
+  created under an earlier ``stop_after_notices`` that the plan no longer has (the team set 0 since: "never a
+  stop") never stops (``efficiency.skip.unplanned-alarm``, ``Guard.unplanned``: every guard's rule).
 
 **Never on missing data, never in the grace period.** Both alarms treat missing data as not breaching (a
 period without data is never "below the minimum"; a heterogeneous cluster's children above 10 hosts treat it
@@ -74,7 +78,7 @@ rule allows (100 children: over 1,000 hosts) no alarm: ``efficiency.alarm.too-ma
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final
@@ -109,13 +113,19 @@ from sagemaker_governance.domain.guards.base import (
     preconditions,
     trained_less_than,
 )
-from sagemaker_governance.domain.instances import instance_facts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
 
 EFFICIENCY_GUARD_RULE_ID: Final = "efficiency"
 NOTICE_MARK: Final = ".efficiency"  # job names cannot contain ".": never another job's alarm
 STOP_MARK: Final = ".efficiency-stop"
 PERIOD_SECONDS: Final = 300
+# The shortest stop window (``(stop_after_notices + 1) x window_minutes``) ``smgov policy validate`` lets pass without
+# a warning: twice the longest stretch below 50 % per GPU (5-minute means) that a healthy job of the calibration
+# traces (../shared/gpu_traces, docs/calibration.md) recovered from, 45 minutes (an 8B SFT job whose pass@k
+# evaluation loads vLLM: 25 minutes at 0 % within it); a 22-minute scoring pass at 8-16 % is another. A 10-minute
+# window with one notice stops such a job 20 minutes into its evaluation.
+MIN_STOP_WINDOW_MINUTES: Final = 90
 RESET_REASON: Final = "sagemaker-governance: efficiency guard (grace period or stale notification)"
 
 
@@ -139,6 +149,7 @@ class EfficiencyGuardCode(StrEnum):
     EXEMPTED = "efficiency.skip.exempted"
     STRICTER_ALARM = "efficiency.skip.stricter-alarm"  # fired on stricter terms than planned now: re-plan
     NO_GPU = "efficiency.alarm.no-gpu"
+    UNKNOWN_INSTANCE = "efficiency.alarm.unknown-instance"  # a type whose GPUs cannot be sized: no alarm
     TOO_MANY_HOSTS = "efficiency.alarm.too-many-hosts"
 
 
@@ -206,14 +217,63 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
     rearm_reason = "sagemaker-governance: the training job (re)entered Training; utilization is judged afresh"
     sized_by_hosts = True  # above 10 hosts its alarms are a composite per role over one child per 10 hosts
     quiet_when_disabled = True  # off by default: no call at all for a job whose policy does not turn it on
+    uses_instance_facts = (
+        True  # its plan takes ``resolved`` facts (EC2's) for types the table lacks, as the idle guard's
+    )
 
     def watchable(self, job: TrainingJob) -> bool:
         if not job.instance_groups:  # the event does not say what the job runs on: DescribeTrainingJob will
             return True
-        return any(instance_facts(g.instance_type).publishes_gpu_utilization for g in job.instance_groups)
+        return any(
+            (facts := instance_facts(g.instance_type)).publishes_gpu_utilization
+            or facts.accelerator is Accelerator.UNKNOWN  # EC2 may know it (the plan asks)
+            for g in job.instance_groups
+        )
 
-    def plan(self, job: TrainingJob, config: EfficiencyPolicy, naming: AlarmNaming) -> AlarmPlan | NoAlarm:
-        groups = [g for g in job.instance_groups if instance_facts(g.instance_type).publishes_gpu_utilization]
+    def warnings(self, config: EfficiencyPolicy, where: str) -> list[str]:
+        """A stop window shorter than ``MIN_STOP_WINDOW_MINUTES`` (the notices may stay as quick as the team likes)."""
+        if (
+            not config.enabled
+            or not config.stop_after_notices
+            or config.stop_window_minutes >= MIN_STOP_WINDOW_MINUTES
+        ):
+            return []
+        return [
+            f"{where}: (stop_after_notices + 1) x window_minutes = {config.stop_window_minutes} minutes is shorter than "
+            f"{MIN_STOP_WINDOW_MINUTES}: healthy jobs of the calibration traces stay below 50% per GPU for up to 45 "
+            "minutes and recover (an evaluation phase, a scoring pass), and would be stopped; keep the window short for "
+            "notices if you like, and give stops a longer one (more notices, or a longer window)"
+        ]
+
+    def plan(
+        self,
+        job: TrainingJob,
+        config: EfficiencyPolicy,
+        naming: AlarmNaming,
+        resolved: Mapping[str, InstanceFacts] | None = None,
+    ) -> AlarmPlan | NoAlarm:
+        """The notice (and stop) alarms of ``job`` under ``config``, or why there are none. ``resolved``: EC2's
+        facts of the instance types our table does not know (``domain/instances.py``): a type that stays unknown
+        gets no alarm rather than a guessed GPU count (its hosts are averaged with the others, so a threshold
+        scaled without them would be wrong: a 1-GPU host unknown to the table pulled the mean of a fully busy
+        cluster scaled by its 8-GPU group under the minimum)."""
+        facts = _facts(job, resolved)
+        unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
+        if unknown:
+            failed = [t for t in unknown if facts[t].lookup_failed]
+            provisional = len(failed) == len(unknown)
+            retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
+            return NoAlarm(
+                code=EfficiencyGuardCode.UNKNOWN_INSTANCE,
+                reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: no efficiency alarm rather than a wrong "
+                "threshold",
+                evidence={
+                    "instance_types": {t: f.note for t, f in facts.items()},
+                    **({"lookup_failed": failed} if failed else {}),
+                },
+                provisional=provisional,
+            )
+        groups = [g for g in job.instance_groups if facts[g.instance_type].publishes_gpu_utilization]
         if not groups:
             return NoAlarm(
                 code=EfficiencyGuardCode.NO_GPU, reason="no instance of this job publishes GPUUtilization"
@@ -223,7 +283,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         # the sum over its GPUs and SageMaker does not say which algo-n is in which group, so a host's value
         # cannot be divided by its own GPU count; with every GPU at the minimum each host publishes at least
         # min_gpu_percent x the smallest count, and so does their mean: never below this threshold.
-        gpu_counts = sorted({instance_facts(g.instance_type).gpus for g in groups})
+        gpu_counts = sorted({facts[g.instance_type].gpus for g in groups})
         gpus = gpu_counts[0]
         threshold = round(config.min_gpu_percent * gpus, 6)
         silent_hosts = len(groups) < len(job.instance_groups)  # CPU/Trainium groups publish no GPUUtilization
@@ -347,6 +407,9 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         evidence["alarms"] = [a.name for a in alarms if a.kind is AlarmKind.COMPOSITE or not composite]
         return AlarmPlan(job_name=job.name, what=self.what, alarms=tuple(alarms), evidence=evidence)
 
+    def plan_for(self, notice: Notice, config: EfficiencyPolicy) -> AlarmPlan | NoAlarm:
+        return self.plan(notice.job, config, notice.naming, resolved=notice.resolved)
+
     def watching(self, job: TrainingJob, config: EfficiencyPolicy, plan: AlarmPlan) -> str:
         stop = (
             f"; a stop after {config.stop_after_notices} unheeded notice(s)" if config.stop_after_notices else ""
@@ -388,6 +451,20 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
             return EfficiencyRole.STOP_CHILD
         return None
 
+    def reset_on_entry(self, role: str) -> bool:
+        """Never the notice alarm (nor its children): in ALARM it says the owner was told of this stretch, and a
+        reset on a late or repeated ``Training`` event, a Spot restart or the reconciler's repair would have it fire
+        again within a minute, a new state change, and tell the owner again of the same stretch. A pause in
+        ``Training`` longer than a period sends it to OK by itself (no data is not below the minimum), so a new
+        stretch after a restart is told as usual; one of a few minutes stays the stretch it was."""
+        return role not in (EfficiencyRole.NOTICE, EfficiencyRole.NOTICE_CHILD)
+
+    def notice_before_stop(self, job_name: str, naming: AlarmNaming) -> str | None:
+        """The notice alarm: a stop comes only after unheeded notices, so its owner must have been sent the notice
+        of the stretch (its ALARM state change) the stop ends; one only recorded (audit mode, the guard off) is
+        none."""
+        return naming.alarm_name(job_name, NOTICE_MARK)
+
     def acts_on(self, role: str) -> bool:
         return role in (EfficiencyRole.NOTICE, EfficiencyRole.STOP)
 
@@ -419,7 +496,7 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
 
     def judge(self, role: str, notice: Notice, config: EfficiencyPolicy) -> GuardVerdict:
         job, now = notice.job, notice.now
-        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"))
+        measured, per_gpu = _measured(job, notice.evidence.get("newest_value"), notice.resolved)
         judgement = Judgement(
             self.rule_id,
             notice.mode,
@@ -519,17 +596,23 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
 
 
-def _measured(job: TrainingJob, newest: Any) -> tuple[str, float | None]:
+def _facts(job: TrainingJob, resolved: Mapping[str, InstanceFacts] | None) -> dict[str, InstanceFacts]:
+    """The facts of each of the job's instance types: EC2's (``resolved``) where our table does not know it."""
+    return {
+        g.instance_type: (resolved or {}).get(g.instance_type) or instance_facts(g.instance_type)
+        for g in job.instance_groups
+    }
+
+
+def _measured(
+    job: TrainingJob, newest: Any, resolved: Mapping[str, InstanceFacts] | None = None
+) -> tuple[str, float | None]:
     """What the owner is told of the alarm's newest 5-minute mean (``newest_value``, from its state reason:
     the mean over the GPU hosts of each host's sum over its GPUs), and that mean per GPU where the job's
     GPU hosts have one GPU count. Nothing when the reason listed no datapoint (a composite alarm)."""
     if isinstance(newest, bool) or not isinstance(newest, int | float):
         return "", None
-    counts = {
-        instance_facts(g.instance_type).gpus
-        for g in job.instance_groups
-        if instance_facts(g.instance_type).publishes_gpu_utilization
-    }
+    counts = {f.gpus for f in _facts(job, resolved).values() if f.publishes_gpu_utilization}
     if len(counts) == 1:
         per_gpu = round(float(newest) / next(iter(counts)), 1)
         return f" (its last 5-minute mean: {per_gpu:.0f}% per GPU)", per_gpu
