@@ -231,7 +231,8 @@ def test_a_capacity_wait_in_pending_after_a_restart_counts_as_the_wait_it_is() -
     waits = {}
     for waiting in ("Starting", "Pending"):
         doc, at = restarted_through(waiting)
-        history = history_of(as_job(doc), [at - timedelta(minutes=1)], at + timedelta(minutes=1))
+        writes = [T0 + timedelta(minutes=100), at - timedelta(minutes=1)]  # one in each Training stint
+        history = history_of(as_job(doc), writes, at + timedelta(minutes=1))
         assert not isinstance(history, Unknown)
         waits[waiting] = history.wait_hours_per_interruption
     # Then both are the same capacity wait: Interrupted 5 + Starting 5 + 180 minutes
@@ -266,3 +267,40 @@ def test_one_interruption_minutes_into_the_first_run_is_judged_with_the_fleet_no
     (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions
     assert decision.code == SpotCode.SPOT_CHEAPER
     assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["spot_efficiency"] > 0.9
+
+
+def on_p4d(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["ResourceConfig"] = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 8, "VolumeSizeInGB": 500}
+    return doc
+
+
+@pytest.mark.parametrize("surviving", [1, 2])
+def test_a_checkpoint_key_overwritten_or_rotated_is_no_evidence_that_earlier_stints_lost_their_work(
+    surviving: int,
+) -> None:
+    # Given 8 x p4d interrupted four times (stints of 100, 90, 110 and 95 minutes) with a checkpoint every
+    # 10 minutes, and a team whose count rule waits for a fifth interruption
+    doc, writes, now = lived([100, 90, 110, 95], every=10, max_runtime_hours=48, max_wait_hours=96)
+    doc, policy = on_p4d(doc), SpotPolicy(count_rule_interruptions=5)
+    prices = {"ml.p4d.24xlarge": 37.688}
+    (full,) = decide(doc, now, listed(writes), policy, prices).decisions
+    assert full.code == SpotCode.SPOT_CHEAPER and full.evidence["spot_efficiency"] > 0.9
+    # When its location keeps only the newest write(s): one key it overwrites (checkpoint.pt), or rotated
+    # checkpoints (save_total_limit=2), so ListObjectsV2 shows no write in the first three stints
+    result = decide(doc, now, listed(writes[-surviving:]), policy, prices)
+    # Then those stints are not taken as all lost (a move On-Demand at 2.9 times the price): the work kept
+    # is unknown, the count rule decides, and the record says why
+    assert [d.code for d in result.decisions] == [SpotCode.BELOW_THRESHOLD]
+    decision = result.decisions[0]
+    assert decision.action is Action.NONE and decision.evidence["economics"] == "unavailable"
+    assert decision.evidence["economics_cause"] == "checkpoint-history-unknown"
+
+
+def test_a_stint_too_short_for_a_checkpoint_is_lost_work_wherever_it_falls() -> None:
+    # Given stints of 20 and 8 minutes, before and after two of 120 minutes that wrote every 30 minutes
+    doc, writes, now = lived([20, 120, 120, 8], every=30, max_runtime_hours=48, max_wait_hours=96)
+    history = history_of(as_job(doc), writes, now)
+    # Then the history is read: both were shorter than the 30 minutes between two writes the listing shows,
+    # so a listing that keeps every write shows them without one too, and their 28 minutes are lost work
+    assert not isinstance(history, Unknown)
+    assert history.lost_hours == pytest.approx(28 / 60)

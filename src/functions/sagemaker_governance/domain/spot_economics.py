@@ -44,7 +44,12 @@ was lost, which says nothing of its checkpoints yet) the blended numbers decide,
 
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
-the count rule and says so.
+the count rule and says so. So does a listing with a Training stint that shows no write before a later
+stint that shows writes, unless the stint was shorter than the longest interval between two writes within
+one stint (``economics_cause: checkpoint-history-unknown``): ``ListObjectsV2`` gives the ``LastModified``
+of the keys that survive, so a job that overwrites one key (``checkpoint.pt``, ``last.ckpt``) or rotates
+its checkpoints shows its newest writes only, and taking its earlier stints as all lost would move a
+healthy job On-Demand.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, Final
 
 from sagemaker_governance.domain.job import StatusTransition, TrainingJob
@@ -85,14 +91,23 @@ class Stint:
     end: datetime
 
 
+# Why the economics are unavailable, when a record should say it in a key (``economics_cause``), not prose only.
+# Stints without a checkpoint write before one with writes: the location keeps no history of its writes.
+CHECKPOINT_HISTORY_UNKNOWN: Final = "checkpoint-history-unknown"
+
+
 @dataclass(frozen=True)
 class Unknown:
-    """The economics cannot be computed: the count rule decides; ``reason`` says why."""
+    """The economics cannot be computed: the count rule decides; ``reason`` says why (``cause``: a key for it)."""
 
     reason: str
+    cause: str | None = None
 
     def evidence(self) -> dict[str, Any]:
-        return {"economics": "unavailable", "economics_note": self.reason}
+        out = {"economics": "unavailable", "economics_note": self.reason}
+        if self.cause is not None:
+            out["economics_cause"] = self.cause
+        return out
 
 
 @dataclass(frozen=True)
@@ -271,6 +286,49 @@ def _first_wait(parts: Sequence[Stint]) -> float:
     return hours
 
 
+def _writes_unseen(parts: Sequence[Stint], writes: Sequence[datetime]) -> int:
+    """The Training stints without a checkpoint write, before the last stint with one, that the listing
+    cannot say lost their work.
+
+    ``ListObjectsV2`` gives one ``LastModified`` per surviving key: a job saving to one key it overwrites
+    (``checkpoint.pt``, Lightning's ``last.ckpt``) or rotating its checkpoints (the Hugging Face Trainer's
+    ``save_total_limit``) shows its newest writes only, and its earlier stints none. Such a stint is lost
+    work only when it was too short for a checkpoint: shorter than the longest interval between two writes
+    within one stint (the job's checkpoint cadence, as far as the listing shows it; none when no stint shows
+    two writes, then no such stint is known to be lost). A stint without a write after the last one with
+    writes is lost work (a history that keeps every write shows the same)."""
+    trained = [s for s in parts if s.status == "Training"]
+    seen = [[w for w in writes if s.start <= w <= s.end] for s in trained]
+    if not any(seen):
+        return 0
+    last = max(i for i, stint_writes in enumerate(seen) if stint_writes)
+    gaps = [b - a for stint_writes in seen for a, b in pairwise(stint_writes)]
+    cadence = max(gaps) if gaps else None
+    return sum(
+        1
+        for stint, stint_writes in zip(trained[:last], seen[:last], strict=True)
+        if not stint_writes and (cadence is None or stint.end - stint.start >= cadence)
+    )
+
+
+def _writes_unreadable(
+    created: datetime, parts: Sequence[Stint], writes: Sequence[datetime], now: datetime
+) -> Unknown | None:
+    """Why the checkpoint writes (sorted) do not say the work kept in each stint, or None."""
+    if writes and (writes[0] < created - timedelta(minutes=5) or writes[-1] > now + timedelta(minutes=5)):
+        return Unknown("checkpoint write times fall outside the job's life (another job writes there?)")
+    unseen = _writes_unseen(parts, writes)
+    if unseen:
+        return Unknown(
+            f"{unseen} Training stint(s), each longer than the checkpoint interval the listing shows (or the "
+            "listing shows none), have no checkpoint write before a later one that has writes: the location "
+            "keeps no history of its writes (one key overwritten, such as checkpoint.pt or last.ckpt, or "
+            "rotated checkpoints), so the work kept in them is unknown",
+            CHECKPOINT_HISTORY_UNKNOWN,
+        )
+    return None
+
+
 def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: datetime) -> SpotHistory | Unknown:
     """The job's Spot history, or why it cannot be read."""
     if job.creation_time is None:
@@ -281,10 +339,9 @@ def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: date
     if not parts:
         return Unknown("the job has no status transitions")
     writes = sorted(checkpoint_times)
-    if writes and (
-        writes[0] < job.creation_time - timedelta(minutes=5) or writes[-1] > now + timedelta(minutes=5)
-    ):
-        return Unknown("checkpoint write times fall outside the job's life (another job writes there?)")
+    unreadable = _writes_unreadable(job.creation_time, parts, writes, now)
+    if unreadable is not None:
+        return unreadable
     training = kept = downloading = 0.0
     downloads = 0
     interruptions = waited = 0
