@@ -39,10 +39,10 @@ def decide(
     )
 
 
-def calm_fleet(now: datetime) -> FleetHealth:
+def calm_fleet(now: datetime, instance_type: str = "ml.g5.12xlarge") -> FleetHealth:
     """Another job of the type: one interruption in 50 running hours."""
     other = SpotSignal(
-        "ml.g5.12xlarge",
+        instance_type,
         SignalKind.INTERRUPTION,
         now - timedelta(minutes=30),
         "long-runner",
@@ -50,7 +50,7 @@ def calm_fleet(now: datetime) -> FleetHealth:
         interruptions=1,
         running_hours=50,
     )
-    return FleetHealth.of("ml.g5.12xlarge", [other], now, StormPolicy(), exclude_job="bert-spot-1")
+    return FleetHealth.of(instance_type, [other], now, StormPolicy(), exclude_job="bert-spot-1")
 
 
 def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> None:
@@ -67,9 +67,9 @@ def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> Non
     assert evidence["kept_work_hours"] == pytest.approx(42.0, abs=0.01)
 
 
-def test_interruptions_faster_than_the_checkpoints_move_the_job_at_the_first() -> None:
-    # Given a stint of 20 minutes and checkpoints every 30: nothing kept
-    doc, writes, now = lived([20], every=30)
+def test_interruptions_faster_than_the_checkpoints_move_the_job_once_it_has_run_an_hour() -> None:
+    # Given two stints of 30 minutes and checkpoints every 45: nothing kept in an hour of running
+    doc, writes, now = lived([30, 30], every=45)
     result = decide(doc, now, listed(writes))
     assert [d.code for d in result.decisions] == [SpotCode.CLONE_NO_PROGRESS, SpotCode.STOP_NO_PROGRESS]
     assert result.decisions[0].evidence["spot_efficiency"] < 0.05
@@ -304,3 +304,30 @@ def test_a_stint_too_short_for_a_checkpoint_is_lost_work_wherever_it_falls() -> 
     # so a listing that keeps every write shows them without one too, and their 28 minutes are lost work
     assert not isinstance(history, Unknown)
     assert history.lost_hours == pytest.approx(28 / 60)
+
+
+@pytest.mark.parametrize(
+    "fleet",
+    [None, Unknown("the ledger could not be read: ThrottlingException"), "interrupted early"],
+)
+def test_one_interruption_minutes_in_without_a_rated_fleet_is_left_to_the_count_rule(fleet: Any) -> None:
+    # Given 8 x p4d interrupted 20 minutes into its first Training (checkpoints every 30: nothing kept yet),
+    # and the fleet's rate of its type unknown: the ledger not read, unreadable (throttled), or holding only
+    # jobs interrupted minutes into their runs (no job of the type ran an hour)
+    doc, writes, now = lived([20], every=30, max_runtime_hours=48, max_wait_hours=96)
+    doc = on_p4d(doc)
+    if fleet == "interrupted early":
+        early = SpotSignal(
+            "ml.p4d.24xlarge", SignalKind.INTERRUPTION, now - timedelta(minutes=20), "other", 4.0,
+            interruptions=1, running_hours=0.25,
+        )  # fmt: skip
+        fleet = FleetHealth.of("ml.p4d.24xlarge", [early], now, StormPolicy(), exclude_job="bert-spot-1")
+    result = decide(doc, now, listed(writes), prices={"ml.p4d.24xlarge": 37.688}, fleet=fleet)
+    # Then its 23 minutes of running alone do not move it On-Demand (spot.clone.no-progress and a stop, on
+    # the old code): the economics are unknown, the count rule decides (not yet at 1), and the record says why
+    assert [d.code for d in result.decisions] == [SpotCode.BELOW_THRESHOLD]
+    evidence = result.decisions[0].evidence
+    assert evidence["economics"] == "unavailable" and evidence["economics_cause"] == "too-little-running"
+    # while with a rated, calm fleet the blended numbers decide, as before
+    (calm,) = decide(doc, now, listed(writes), fleet=calm_fleet(now, "ml.p4d.24xlarge")).decisions
+    assert calm.code == SpotCode.SPOT_CHEAPER and calm.evidence["economics"] == "computed"

@@ -40,7 +40,10 @@ makes progress at all (``spot.clone.no-progress``: nearly nothing kept) is decid
 numbers once they rest on ``MIN_RUNNING_HOURS`` of running: a calm fleet never keeps a job that keeps
 nothing on Spot, and a stormy one that would leave it almost nothing makes On-Demand the cheaper, not a
 job without progress. Before that (one interruption a few minutes into its first run: everything it ran
-was lost, which says nothing of its checkpoints yet) the blended numbers decide, as they do the rest.
+was lost, which says nothing of its checkpoints yet) the blended numbers decide, as they do the rest, when
+the fleet has a rated rate of the type; without one (the ledger unreadable or not read, or no job of the
+type ran an hour in the window) the job's few minutes alone would decide, so the economics are unknown
+(``economics_cause: too-little-running``) and the count rule decides.
 
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
@@ -94,6 +97,8 @@ class Stint:
 # Why the economics are unavailable, when a record should say it in a key (``economics_cause``), not prose only.
 # Stints without a checkpoint write before one with writes: the location keeps no history of its writes.
 CHECKPOINT_HISTORY_UNKNOWN: Final = "checkpoint-history-unknown"
+# Under MIN_RUNNING_HOURS of running and no rated fleet rate of its type to weigh with the job's own.
+TOO_LITTLE_RUNNING: Final = "too-little-running"
 
 
 @dataclass(frozen=True)
@@ -407,6 +412,13 @@ def estimate(
     if fleet_rate_per_hour is not None:
         weight = min(max(fleet_exposure_hours, 0.0), FLEET_MAX_HOURS)
         rate = (history.interruptions + weight * fleet_rate_per_hour) / (history.running_hours + weight)
+    if history.running_hours < MIN_RUNNING_HOURS and weight <= 0:
+        return Unknown(
+            f"the job has run {history.running_hours:.2f} h, under {MIN_RUNNING_HOURS:g} h, and there is no rated "
+            "interruption rate of its type in the fleet to weigh with its own (the ledger unreadable or not "
+            "read, or no job of the type ran an hour in the window): its own interruptions say too little",
+            TOO_LITTLE_RUNNING,
+        )
     restart = history.lost_per_interruption + history.download_hours_per_start
     efficiency = max(0.0, 1.0 - rate * restart)
     job_efficiency = max(0.0, 1.0 - job_rate * restart)
