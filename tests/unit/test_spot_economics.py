@@ -331,3 +331,21 @@ def test_one_interruption_minutes_in_without_a_rated_fleet_is_left_to_the_count_
     # while with a rated, calm fleet the blended numbers decide, as before
     (calm,) = decide(doc, now, listed(writes), fleet=calm_fleet(now, "ml.p4d.24xlarge")).decisions
     assert calm.code == SpotCode.SPOT_CHEAPER and calm.evidence["economics"] == "computed"
+
+
+@pytest.mark.parametrize("max_runtime_hours", [24, 120])
+def test_the_deadline_is_judged_on_the_least_work_left_not_on_max_runtime(max_runtime_hours: int) -> None:
+    # Given 8 x p4d interrupted three times in about 6 hours, 10 minutes lost each time (a checkpoint every
+    # 10 minutes, the last one of each stint lost), a team slack of 12 hours, and a MaxRuntimeInSeconds of
+    # 24 hours or a generous 120 (an upper bound of the job's work: nothing says how much is left)
+    doc, writes, now = lived([110, 100, 120], every=10, max_runtime_hours=max_runtime_hours, max_wait_hours=200)
+    doc = on_p4d(doc)
+    ends = {t["EndTime"] for t in doc["SecondaryStatusTransitions"] if t["Status"] == "Training"}
+    kept = tuple(w for w in writes if w not in ends)
+    result = decide(doc, now, listed(kept), SpotPolicy(max_delay_hours=12), {"ml.p4d.24xlarge": 37.688})
+    # Then it stays on Spot either way: about an hour of delay so far and one restart are well within the
+    # slack (with the upper bound, 120 h read as 26 h late: spot.clone.deadline and a stop on the old code)
+    assert [d.code for d in result.decisions] == [SpotCode.SPOT_CHEAPER]
+    evidence = result.decisions[0].evidence
+    assert evidence["deadline_work_bound"] == "lower"
+    assert evidence["least_delay_on_spot_hours"] < 2

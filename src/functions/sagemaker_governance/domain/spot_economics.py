@@ -23,6 +23,12 @@ upper bound, the same on both sides of the cost comparison). Then, for the remai
 The prices cancel out of the comparison (the same instances on both sides): a missing price only leaves
 the dollar figures out of the evidence.
 
+The team's deadline slack (``spot.max_delay_hours``) is judged the same way as the max-wait check below:
+on the least work left, none. The job moves when the delay it has incurred so far (elapsed time not
+turned into kept work) plus the restart under way (a capacity wait and a download) is already past the
+slack; a job with more work left is judged again at its next interruption, with its delay by then. The
+upper bound would make the same history pass or fail by how generous ``MaxRuntimeInSeconds`` is.
+
 ``MaxWaitTimeInSeconds`` is an absolute limit, where the upper bound of the remaining work does not cancel
 out: a job whose ``MaxWaitTimeInSeconds`` equals its ``MaxRuntimeInSeconds`` (valid: it "must be equal to
 or greater than" it, botocore's ``StoppingCondition``; the SDK's default) would always seem to run out after
@@ -197,10 +203,13 @@ class SpotEstimate:
         return max(0.0, self.history.elapsed_hours - self.history.first_start_hours - self.history.kept_hours)
 
     @property
-    def extra_delay_on_spot_hours(self) -> float | None:
-        if self.spot_hours_to_finish is None:
-            return None
-        return self.spot_hours_to_finish - self.on_demand_hours_to_finish
+    def least_delay_on_spot_hours(self) -> float:
+        """The least delay past an uninterrupted run the job finishes with on Spot: the delay so far, then
+        the restart under way (a capacity wait and a download) with the least work left
+        (``WORK_LEFT_AT_LEAST``: none, as the max-wait check; ``MaxRuntimeInSeconds`` bounds the work only
+        from above)."""
+        h = self.history
+        return self.delay_so_far_hours + h.wait_hours_per_interruption + h.download_hours_per_start
 
     @property
     def beyond_max_wait(self) -> bool:
@@ -212,11 +221,14 @@ class SpotEstimate:
         return within is not None and within < WORK_LEFT_AT_LEAST
 
     def slack_spent(self, max_delay_hours: float | None) -> bool:
-        """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run."""
+        """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run even
+        with the least work left (``least_delay_on_spot_hours``). The upper bound of the work left
+        (``MaxRuntimeInSeconds`` minus the kept work) cancels out of the cost comparison but not here: with
+        it, the same history was within a 12 h slack at a MaxRuntime of 24 h and past it at 120 h. A job
+        with more work left is judged again at its next interruption, on the delay by then."""
         if max_delay_hours is None:
             return False
-        extra = self.extra_delay_on_spot_hours
-        return extra is None or self.delay_so_far_hours + extra > max_delay_hours
+        return self.least_delay_on_spot_hours > max_delay_hours
 
     def _usd(self, units: float | None) -> float | None:
         if units is None or self.cluster_price_per_hour is None:
@@ -245,6 +257,8 @@ class SpotEstimate:
             "spot_hours_to_finish": r(self.spot_hours_to_finish),
             "on_demand_hours_to_finish": r(self.on_demand_hours_to_finish),
             "delay_so_far_hours": r(self.delay_so_far_hours),
+            "least_delay_on_spot_hours": r(self.least_delay_on_spot_hours),
+            "deadline_work_bound": "lower",  # the deadline check's work left: WORK_LEFT_AT_LEAST
             "spot_price_factor": self.price_factor,
             "spot_cost_instance_hours": r(self.spot_cost_units),
             "on_demand_cost_instance_hours": r(self.on_demand_cost_units),
