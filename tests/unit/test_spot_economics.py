@@ -63,7 +63,7 @@ def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> Non
     evidence = decision.evidence
     assert evidence["economics"] == "computed"
     assert evidence["spot_efficiency"] > 0.95
-    assert evidence["spot_cost_instance_hours"] < evidence["on_demand_cost_instance_hours"]
+    assert evidence["spot_cost_cluster_hours"] < evidence["on_demand_cost_cluster_hours"]
     assert evidence["kept_work_hours"] == pytest.approx(42.0, abs=0.01)
 
 
@@ -84,7 +84,7 @@ def test_on_demand_is_chosen_when_spot_loses_more_than_its_discount() -> None:
     result = decide(doc, now, listed(writes), policy)
     assert result.decisions[0].code == SpotCode.CLONE_ON_DEMAND_CHEAPER
     evidence = result.decisions[0].evidence
-    assert evidence["spot_cost_instance_hours"] > evidence["on_demand_cost_instance_hours"]
+    assert evidence["spot_cost_cluster_hours"] > evidence["on_demand_cost_cluster_hours"]
     # and at Spot's usual discount, the same history stays on Spot
     (stay,) = decide(doc, now, listed(writes), SpotPolicy(price_factor=0.3)).decisions
     assert stay.code == SpotCode.SPOT_CHEAPER
@@ -167,7 +167,7 @@ def test_dollars_are_in_the_evidence_when_the_type_is_priced() -> None:
     doc, writes, now = lived([14 * 60] * 2, every=30)
     (priced,) = decide(doc, now, listed(writes), prices={"ml.g5.12xlarge": 7.09}).decisions
     assert priced.evidence["on_demand_cost_usd"] == pytest.approx(
-        priced.evidence["on_demand_cost_instance_hours"] * 2 * 7.09, rel=0.01
+        priced.evidence["on_demand_cost_cluster_hours"] * 2 * 7.09, rel=0.01
     )
     (unpriced,) = decide(doc, now, listed(writes), prices={}).decisions
     assert "on_demand_cost_usd" not in unpriced.evidence and unpriced.code == priced.code
@@ -349,3 +349,18 @@ def test_the_deadline_is_judged_on_the_least_work_left_not_on_max_runtime(max_ru
     evidence = result.decisions[0].evidence
     assert evidence["deadline_work_bound"] == "lower"
     assert evidence["least_delay_on_spot_hours"] < 2
+
+
+def test_the_costs_in_hours_are_named_for_the_whole_cluster_they_measure() -> None:
+    # Given 8 x p4d interrupted three times, priced per instance-hour
+    doc, writes, now = lived([100, 90, 110], every=10, max_runtime_hours=48, max_wait_hours=96)
+    doc = on_p4d(doc)
+    (decision,) = decide(doc, now, listed(writes), prices={"ml.p4d.24xlarge": 37.688}).decisions
+    evidence = decision.evidence
+    # Then each side's cost in hours is hours of the whole cluster (an auditor costing them per instance
+    # would understate them 8 times): so named, and the dollars are them x 8 instances x the price
+    assert "on_demand_cost_instance_hours" not in evidence and "spot_cost_instance_hours" not in evidence
+    for side in ("spot", "on_demand"):
+        assert evidence[f"{side}_cost_usd"] == pytest.approx(
+            evidence[f"{side}_cost_cluster_hours"] * 8 * 37.688, rel=0.01
+        )

@@ -996,7 +996,7 @@ def _spot_verdict(
         )
     if n.on_demand_cheaper:
         return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
-            f"would cost {n.spot_cost_units:.1f} On-Demand instance-hours equivalent to finish on Spot "
+            f"would cost {n.spot_cost_units:.1f} On-Demand cluster-hours equivalent to finish on Spot "
             f"({n.efficiency:.0%} kept) against {n.on_demand_cost_units:.1f} On-Demand"
         )
     if n.slack_spent(spot.max_delay_hours):
@@ -1006,7 +1006,7 @@ def _spot_verdict(
             f"the {spot.max_delay_hours:g} h slack"
         )
     return SpotCode.SPOT_CHEAPER, (
-        f"stays on Spot: {n.spot_cost_units:.1f} instance-hours equivalent and {n.spot_hours_to_finish:.1f} h "
+        f"stays on Spot: {n.spot_cost_units:.1f} cluster-hours equivalent and {n.spot_hours_to_finish:.1f} h "
         f"to finish, against {n.on_demand_cost_units:.1f} and {n.on_demand_hours_to_finish:.1f} h On-Demand"
     )
 

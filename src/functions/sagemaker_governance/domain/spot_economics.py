@@ -158,7 +158,9 @@ class SpotEstimate:
     spot_running_hours: float | None  # None: Spot is not expected to finish
     spot_hours_to_finish: float | None
     on_demand_hours_to_finish: float
-    spot_cost_units: float | None  # On-Demand instance-hours equivalent (x price = USD)
+    # hours of the whole cluster at the On-Demand price (x the cluster's price per hour = USD; x the instance
+    # count = instance-hours): *_cost_cluster_hours in the evidence
+    spot_cost_units: float | None
     on_demand_cost_units: float
     price_factor: float
     cluster_price_per_hour: float | None  # On-Demand USD per hour of the whole cluster (None: unpriced)
@@ -260,8 +262,8 @@ class SpotEstimate:
             "least_delay_on_spot_hours": r(self.least_delay_on_spot_hours),
             "deadline_work_bound": "lower",  # the deadline check's work left: WORK_LEFT_AT_LEAST
             "spot_price_factor": self.price_factor,
-            "spot_cost_instance_hours": r(self.spot_cost_units),
-            "on_demand_cost_instance_hours": r(self.on_demand_cost_units),
+            "spot_cost_cluster_hours": r(self.spot_cost_units),
+            "on_demand_cost_cluster_hours": r(self.on_demand_cost_units),
         }
         if self.fleet_rate_per_hour is not None:
             out["fleet_interruption_rate_per_hour"] = r(self.fleet_rate_per_hour)
