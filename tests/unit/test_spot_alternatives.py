@@ -4,7 +4,7 @@ a type in a storm or one whose cost to finish does not beat On-Demand; the evide
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,11 +12,11 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_REASON
 from sagemaker_governance.domain.decisions import Action, Mode
-from sagemaker_governance.domain.recovery_policy import SpotPolicy
+from sagemaker_governance.domain.recovery_policy import SpotPolicy, StormPolicy
 from sagemaker_governance.domain.resume import CloneDecision, SpotCode, decide_spot
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_economics import Unknown
-from sagemaker_governance.domain.spot_health import FleetHealth
+from sagemaker_governance.domain.spot_health import FleetHealth, SignalKind, SpotSignal
 from tests.resume_builders import TAGS, as_job, context
 from tests.spot_builders import TYPE, listed, lived
 
@@ -206,3 +206,22 @@ def test_a_job_with_a_volume_key_and_only_local_storage_alternatives_goes_on_dem
     assert clone.evidence["alternatives"][0]["verdict"] == "local-storage"
     resources = (clone.request or {})["ResourceConfig"]
     assert (resources["InstanceType"], resources["VolumeKmsKeyId"]) == (EBS_OWN, KEY)
+
+
+def test_an_alternative_whose_jobs_were_all_interrupted_minutes_in_is_not_taken_for_calm() -> None:
+    # Given the calm-priced alternative's window: two other jobs, each interrupted 15 minutes into its run
+    # (not a storm at 3 jobs; neither ran an hour, so the fleet has no rate of the type)
+    _, _, now = losing_job()
+    signals = [
+        SpotSignal(CALM, SignalKind.INTERRUPTION, now - timedelta(minutes=m), job, 4.0,
+                   interruptions=1, running_hours=0.25)
+        for m, job in ((20, "a"), (40, "b"))
+    ]  # fmt: skip
+    early = FleetHealth.of(CALM, signals, now, StormPolicy(), exclude_job="bert-spot-1")
+    assert early.fleet_rate_per_hour is None and not early.storm
+    result = decide([{"instance_type": CALM}], fleet={CALM: early})
+    # Then its health is unknown (not a rate of 0, on the old code: chosen), and the job goes On-Demand
+    clone, stop = result.decisions
+    assert (clone.code, stop.code) == (SpotCode.CLONE_ON_DEMAND_CHEAPER, SpotCode.STOP_ON_DEMAND_CHEAPER)
+    (considered,) = clone.evidence["alternatives"]
+    assert considered["verdict"] == "health-unknown"

@@ -39,10 +39,10 @@ def decide(
     )
 
 
-def calm_fleet(now: datetime) -> FleetHealth:
+def calm_fleet(now: datetime, instance_type: str = "ml.g5.12xlarge") -> FleetHealth:
     """Another job of the type: one interruption in 50 running hours."""
     other = SpotSignal(
-        "ml.g5.12xlarge",
+        instance_type,
         SignalKind.INTERRUPTION,
         now - timedelta(minutes=30),
         "long-runner",
@@ -50,7 +50,7 @@ def calm_fleet(now: datetime) -> FleetHealth:
         interruptions=1,
         running_hours=50,
     )
-    return FleetHealth.of("ml.g5.12xlarge", [other], now, StormPolicy(), exclude_job="bert-spot-1")
+    return FleetHealth.of(instance_type, [other], now, StormPolicy(), exclude_job="bert-spot-1")
 
 
 def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> None:
@@ -63,13 +63,13 @@ def test_a_long_job_interrupted_three_times_over_two_days_stays_on_spot() -> Non
     evidence = decision.evidence
     assert evidence["economics"] == "computed"
     assert evidence["spot_efficiency"] > 0.95
-    assert evidence["spot_cost_instance_hours"] < evidence["on_demand_cost_instance_hours"]
+    assert evidence["spot_cost_cluster_hours"] < evidence["on_demand_cost_cluster_hours"]
     assert evidence["kept_work_hours"] == pytest.approx(42.0, abs=0.01)
 
 
-def test_interruptions_faster_than_the_checkpoints_move_the_job_at_the_first() -> None:
-    # Given a stint of 20 minutes and checkpoints every 30: nothing kept
-    doc, writes, now = lived([20], every=30)
+def test_interruptions_faster_than_the_checkpoints_move_the_job_once_it_has_run_an_hour() -> None:
+    # Given two stints of 30 minutes and checkpoints every 45: nothing kept in an hour of running
+    doc, writes, now = lived([30, 30], every=45)
     result = decide(doc, now, listed(writes))
     assert [d.code for d in result.decisions] == [SpotCode.CLONE_NO_PROGRESS, SpotCode.STOP_NO_PROGRESS]
     assert result.decisions[0].evidence["spot_efficiency"] < 0.05
@@ -84,7 +84,7 @@ def test_on_demand_is_chosen_when_spot_loses_more_than_its_discount() -> None:
     result = decide(doc, now, listed(writes), policy)
     assert result.decisions[0].code == SpotCode.CLONE_ON_DEMAND_CHEAPER
     evidence = result.decisions[0].evidence
-    assert evidence["spot_cost_instance_hours"] > evidence["on_demand_cost_instance_hours"]
+    assert evidence["spot_cost_cluster_hours"] > evidence["on_demand_cost_cluster_hours"]
     # and at Spot's usual discount, the same history stays on Spot
     (stay,) = decide(doc, now, listed(writes), SpotPolicy(price_factor=0.3)).decisions
     assert stay.code == SpotCode.SPOT_CHEAPER
@@ -167,7 +167,7 @@ def test_dollars_are_in_the_evidence_when_the_type_is_priced() -> None:
     doc, writes, now = lived([14 * 60] * 2, every=30)
     (priced,) = decide(doc, now, listed(writes), prices={"ml.g5.12xlarge": 7.09}).decisions
     assert priced.evidence["on_demand_cost_usd"] == pytest.approx(
-        priced.evidence["on_demand_cost_instance_hours"] * 2 * 7.09, rel=0.01
+        priced.evidence["on_demand_cost_cluster_hours"] * 2 * 7.09, rel=0.01
     )
     (unpriced,) = decide(doc, now, listed(writes), prices={}).decisions
     assert "on_demand_cost_usd" not in unpriced.evidence and unpriced.code == priced.code
@@ -231,7 +231,8 @@ def test_a_capacity_wait_in_pending_after_a_restart_counts_as_the_wait_it_is() -
     waits = {}
     for waiting in ("Starting", "Pending"):
         doc, at = restarted_through(waiting)
-        history = history_of(as_job(doc), [at - timedelta(minutes=1)], at + timedelta(minutes=1))
+        writes = [T0 + timedelta(minutes=100), at - timedelta(minutes=1)]  # one in each Training stint
+        history = history_of(as_job(doc), writes, at + timedelta(minutes=1))
         assert not isinstance(history, Unknown)
         waits[waiting] = history.wait_hours_per_interruption
     # Then both are the same capacity wait: Interrupted 5 + Starting 5 + 180 minutes
@@ -266,3 +267,100 @@ def test_one_interruption_minutes_into_the_first_run_is_judged_with_the_fleet_no
     (decision,) = decide(doc, now, listed(writes), fleet=calm_fleet(now)).decisions
     assert decision.code == SpotCode.SPOT_CHEAPER
     assert decision.evidence["job_spot_efficiency"] == 0 and decision.evidence["spot_efficiency"] > 0.9
+
+
+def on_p4d(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["ResourceConfig"] = {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 8, "VolumeSizeInGB": 500}
+    return doc
+
+
+@pytest.mark.parametrize("surviving", [1, 2])
+def test_a_checkpoint_key_overwritten_or_rotated_is_no_evidence_that_earlier_stints_lost_their_work(
+    surviving: int,
+) -> None:
+    # Given 8 x p4d interrupted four times (stints of 100, 90, 110 and 95 minutes) with a checkpoint every
+    # 10 minutes, and a team whose count rule waits for a fifth interruption
+    doc, writes, now = lived([100, 90, 110, 95], every=10, max_runtime_hours=48, max_wait_hours=96)
+    doc, policy = on_p4d(doc), SpotPolicy(count_rule_interruptions=5)
+    prices = {"ml.p4d.24xlarge": 37.688}
+    (full,) = decide(doc, now, listed(writes), policy, prices).decisions
+    assert full.code == SpotCode.SPOT_CHEAPER and full.evidence["spot_efficiency"] > 0.9
+    # When its location keeps only the newest write(s): one key it overwrites (checkpoint.pt), or rotated
+    # checkpoints (save_total_limit=2), so ListObjectsV2 shows no write in the first three stints
+    result = decide(doc, now, listed(writes[-surviving:]), policy, prices)
+    # Then those stints are not taken as all lost (a move On-Demand at 2.9 times the price): the work kept
+    # is unknown, the count rule decides, and the record says why
+    assert [d.code for d in result.decisions] == [SpotCode.BELOW_THRESHOLD]
+    decision = result.decisions[0]
+    assert decision.action is Action.NONE and decision.evidence["economics"] == "unavailable"
+    assert decision.evidence["economics_cause"] == "checkpoint-history-unknown"
+
+
+def test_a_stint_too_short_for_a_checkpoint_is_lost_work_wherever_it_falls() -> None:
+    # Given stints of 20 and 8 minutes, before and after two of 120 minutes that wrote every 30 minutes
+    doc, writes, now = lived([20, 120, 120, 8], every=30, max_runtime_hours=48, max_wait_hours=96)
+    history = history_of(as_job(doc), writes, now)
+    # Then the history is read: both were shorter than the 30 minutes between two writes the listing shows,
+    # so a listing that keeps every write shows them without one too, and their 28 minutes are lost work
+    assert not isinstance(history, Unknown)
+    assert history.lost_hours == pytest.approx(28 / 60)
+
+
+@pytest.mark.parametrize(
+    "fleet",
+    [None, Unknown("the ledger could not be read: ThrottlingException"), "interrupted early"],
+)
+def test_one_interruption_minutes_in_without_a_rated_fleet_is_left_to_the_count_rule(fleet: Any) -> None:
+    # Given 8 x p4d interrupted 20 minutes into its first Training (checkpoints every 30: nothing kept yet),
+    # and the fleet's rate of its type unknown: the ledger not read, unreadable (throttled), or holding only
+    # jobs interrupted minutes into their runs (no job of the type ran an hour)
+    doc, writes, now = lived([20], every=30, max_runtime_hours=48, max_wait_hours=96)
+    doc = on_p4d(doc)
+    if fleet == "interrupted early":
+        early = SpotSignal(
+            "ml.p4d.24xlarge", SignalKind.INTERRUPTION, now - timedelta(minutes=20), "other", 4.0,
+            interruptions=1, running_hours=0.25,
+        )  # fmt: skip
+        fleet = FleetHealth.of("ml.p4d.24xlarge", [early], now, StormPolicy(), exclude_job="bert-spot-1")
+    result = decide(doc, now, listed(writes), prices={"ml.p4d.24xlarge": 37.688}, fleet=fleet)
+    # Then its 23 minutes of running alone do not move it On-Demand (spot.clone.no-progress and a stop, on
+    # the old code): the economics are unknown, the count rule decides (not yet at 1), and the record says why
+    assert [d.code for d in result.decisions] == [SpotCode.BELOW_THRESHOLD]
+    evidence = result.decisions[0].evidence
+    assert evidence["economics"] == "unavailable" and evidence["economics_cause"] == "too-little-running"
+    # while with a rated, calm fleet the blended numbers decide, as before
+    (calm,) = decide(doc, now, listed(writes), fleet=calm_fleet(now, "ml.p4d.24xlarge")).decisions
+    assert calm.code == SpotCode.SPOT_CHEAPER and calm.evidence["economics"] == "computed"
+
+
+@pytest.mark.parametrize("max_runtime_hours", [24, 120])
+def test_the_deadline_is_judged_on_the_least_work_left_not_on_max_runtime(max_runtime_hours: int) -> None:
+    # Given 8 x p4d interrupted three times in about 6 hours, 10 minutes lost each time (a checkpoint every
+    # 10 minutes, the last one of each stint lost), a team slack of 12 hours, and a MaxRuntimeInSeconds of
+    # 24 hours or a generous 120 (an upper bound of the job's work: nothing says how much is left)
+    doc, writes, now = lived([110, 100, 120], every=10, max_runtime_hours=max_runtime_hours, max_wait_hours=200)
+    doc = on_p4d(doc)
+    ends = {t["EndTime"] for t in doc["SecondaryStatusTransitions"] if t["Status"] == "Training"}
+    kept = tuple(w for w in writes if w not in ends)
+    result = decide(doc, now, listed(kept), SpotPolicy(max_delay_hours=12), {"ml.p4d.24xlarge": 37.688})
+    # Then it stays on Spot either way: about an hour of delay so far and one restart are well within the
+    # slack (with the upper bound, 120 h read as 26 h late: spot.clone.deadline and a stop on the old code)
+    assert [d.code for d in result.decisions] == [SpotCode.SPOT_CHEAPER]
+    evidence = result.decisions[0].evidence
+    assert evidence["deadline_work_bound"] == "lower"
+    assert evidence["least_delay_on_spot_hours"] < 2
+
+
+def test_the_costs_in_hours_are_named_for_the_whole_cluster_they_measure() -> None:
+    # Given 8 x p4d interrupted three times, priced per instance-hour
+    doc, writes, now = lived([100, 90, 110], every=10, max_runtime_hours=48, max_wait_hours=96)
+    doc = on_p4d(doc)
+    (decision,) = decide(doc, now, listed(writes), prices={"ml.p4d.24xlarge": 37.688}).decisions
+    evidence = decision.evidence
+    # Then each side's cost in hours is hours of the whole cluster (an auditor costing them per instance
+    # would understate them 8 times): so named, and the dollars are them x 8 instances x the price
+    assert "on_demand_cost_instance_hours" not in evidence and "spot_cost_instance_hours" not in evidence
+    for side in ("spot", "on_demand"):
+        assert evidence[f"{side}_cost_usd"] == pytest.approx(
+            evidence[f"{side}_cost_cluster_hours"] * 8 * 37.688, rel=0.01
+        )

@@ -996,16 +996,17 @@ def _spot_verdict(
         )
     if n.on_demand_cheaper:
         return SpotCode.CLONE_ON_DEMAND_CHEAPER, (
-            f"would cost {n.spot_cost_units:.1f} On-Demand instance-hours equivalent to finish on Spot "
+            f"would cost {n.spot_cost_units:.1f} On-Demand cluster-hours equivalent to finish on Spot "
             f"({n.efficiency:.0%} kept) against {n.on_demand_cost_units:.1f} On-Demand"
         )
     if n.slack_spent(spot.max_delay_hours):
         return SpotCode.CLONE_DEADLINE, (
-            f"would finish {n.delay_so_far_hours + (n.extra_delay_on_spot_hours or 0):.1f} h later than an "
-            f"uninterrupted run on Spot, more than the {spot.max_delay_hours:g} h slack"
+            f"would finish at least {n.least_delay_on_spot_hours:.1f} h later than an uninterrupted run on Spot "
+            f"({n.delay_so_far_hours:.1f} h so far and the restart under way, even with no work left), more than "
+            f"the {spot.max_delay_hours:g} h slack"
         )
     return SpotCode.SPOT_CHEAPER, (
-        f"stays on Spot: {n.spot_cost_units:.1f} instance-hours equivalent and {n.spot_hours_to_finish:.1f} h "
+        f"stays on Spot: {n.spot_cost_units:.1f} cluster-hours equivalent and {n.spot_hours_to_finish:.1f} h "
         f"to finish, against {n.on_demand_cost_units:.1f} and {n.on_demand_hours_to_finish:.1f} h On-Demand"
     )
 

@@ -15,12 +15,13 @@ into the evidence with its verdict:
   non-compliant job);
 - ``local-storage``: the job has a ``VolumeKmsKeyId`` and the type has local instance storage (or is not
   known to have none), on which SageMaker refuses one (``clone.volume_key_refusal``);
-- ``health-unknown`` / ``storm``: the fleet's Spot health of the type could not be read, or it is in a
-  storm (``domain/spot_health.py``);
+- ``health-unknown`` / ``storm``: the fleet's Spot health of the type could not be read, or its window
+  holds interruptions but none of a job that ran ``MIN_RUNNING_HOURS`` (no rate: jobs interrupted minutes
+  into their runs are no sign of a calm type), or it is in a storm (``domain/spot_health.py``);
 - ``unpriced``: no On-Demand price for the type (the costs of two types do not cancel out);
 - ``no-progress`` / ``on-demand-cheaper``: with the job's own lost work per interruption and download per
-  restart at the alternative's interruption rate in the fleet (pooled, ``domain/spot_health.py``; none on
-  record in the window, or only from jobs that ran under an hour: none assumed, and said), finishing there
+  restart at the alternative's interruption rate in the fleet (pooled, ``domain/spot_health.py``; no
+  interruption of it on record in the window: none assumed, and said), finishing there
   on Spot would keep too little of its work or cost at least as much as finishing On-Demand on the job's
   own type;
 - ``chosen``.
@@ -39,7 +40,7 @@ from sagemaker_governance.domain.clone import volume_key_refusal
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.recovery_policy import SpotAlternative
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
-from sagemaker_governance.domain.spot_economics import MIN_EFFICIENCY, SpotEstimate, Unknown
+from sagemaker_governance.domain.spot_economics import MIN_EFFICIENCY, MIN_RUNNING_HOURS, SpotEstimate, Unknown
 from sagemaker_governance.domain.spot_health import FleetHealth
 
 FALLBACK_TAG_VALUE: Final = "allow"
@@ -161,6 +162,13 @@ def _judge(
     if fleet.storm:
         window = f"{fleet.interrupted_jobs} job(s) interrupted in {fleet.window_hours:g} h"
         return Considered(kind, "storm", f"in a Spot storm ({window})")
+    if fleet.fleet_rate_per_hour is None and fleet.interruptions:
+        return Considered(
+            kind,
+            "health-unknown",
+            f"{fleet.interruptions} interruption(s) of it in the window, none of a job that ran "
+            f"{MIN_RUNNING_HOURS:g} h: its interruption rate is unknown",
+        )
     if price is None:
         return Considered(kind, "unpriced", "no On-Demand price for it in the policy")
     history = numbers.history
@@ -168,10 +176,6 @@ def _judge(
     efficiency = max(0.0, 1.0 - rate * (history.lost_per_interruption + history.download_hours_per_start))
     if fleet.fleet_rate_per_hour is not None:
         rated = f"{rate:.2f} interruption(s) per running hour in the fleet"
-    elif fleet.interruptions:
-        rated = (
-            f"{fleet.interruptions} interruption(s) of it in the window, none of a job that ran an hour: no rate"
-        )
     else:
         rated = "no interruption of it in the window"
     if efficiency < MIN_EFFICIENCY:

@@ -23,6 +23,12 @@ upper bound, the same on both sides of the cost comparison). Then, for the remai
 The prices cancel out of the comparison (the same instances on both sides): a missing price only leaves
 the dollar figures out of the evidence.
 
+The team's deadline slack (``spot.max_delay_hours``) is judged the same way as the max-wait check below:
+on the least work left, none. The job moves when the delay it has incurred so far (elapsed time not
+turned into kept work) plus the restart under way (a capacity wait and a download) is already past the
+slack; a job with more work left is judged again at its next interruption, with its delay by then. The
+upper bound would make the same history pass or fail by how generous ``MaxRuntimeInSeconds`` is.
+
 ``MaxWaitTimeInSeconds`` is an absolute limit, where the upper bound of the remaining work does not cancel
 out: a job whose ``MaxWaitTimeInSeconds`` equals its ``MaxRuntimeInSeconds`` (valid: it "must be equal to
 or greater than" it, botocore's ``StoppingCondition``; the SDK's default) would always seem to run out after
@@ -40,11 +46,19 @@ makes progress at all (``spot.clone.no-progress``: nearly nothing kept) is decid
 numbers once they rest on ``MIN_RUNNING_HOURS`` of running: a calm fleet never keeps a job that keeps
 nothing on Spot, and a stormy one that would leave it almost nothing makes On-Demand the cheaper, not a
 job without progress. Before that (one interruption a few minutes into its first run: everything it ran
-was lost, which says nothing of its checkpoints yet) the blended numbers decide, as they do the rest.
+was lost, which says nothing of its checkpoints yet) the blended numbers decide, as they do the rest, when
+the fleet has a rated rate of the type; without one (the ledger unreadable or not read, or no job of the
+type ran an hour in the window) the job's few minutes alone would decide, so the economics are unknown
+(``economics_cause: too-little-running``) and the count rule decides.
 
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
-the count rule and says so.
+the count rule and says so. So does a listing with a Training stint that shows no write before a later
+stint that shows writes, unless the stint was shorter than the longest interval between two writes within
+one stint (``economics_cause: checkpoint-history-unknown``): ``ListObjectsV2`` gives the ``LastModified``
+of the keys that survive, so a job that overwrites one key (``checkpoint.pt``, ``last.ckpt``) or rotates
+its checkpoints shows its newest writes only, and taking its earlier stints as all lost would move a
+healthy job On-Demand.
 """
 
 from __future__ import annotations
@@ -52,6 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, Final
 
 from sagemaker_governance.domain.job import StatusTransition, TrainingJob
@@ -85,14 +100,25 @@ class Stint:
     end: datetime
 
 
+# Why the economics are unavailable, when a record should say it in a key (``economics_cause``), not prose only.
+# Stints without a checkpoint write before one with writes: the location keeps no history of its writes.
+CHECKPOINT_HISTORY_UNKNOWN: Final = "checkpoint-history-unknown"
+# Under MIN_RUNNING_HOURS of running and no rated fleet rate of its type to weigh with the job's own.
+TOO_LITTLE_RUNNING: Final = "too-little-running"
+
+
 @dataclass(frozen=True)
 class Unknown:
-    """The economics cannot be computed: the count rule decides; ``reason`` says why."""
+    """The economics cannot be computed: the count rule decides; ``reason`` says why (``cause``: a key for it)."""
 
     reason: str
+    cause: str | None = None
 
     def evidence(self) -> dict[str, Any]:
-        return {"economics": "unavailable", "economics_note": self.reason}
+        out = {"economics": "unavailable", "economics_note": self.reason}
+        if self.cause is not None:
+            out["economics_cause"] = self.cause
+        return out
 
 
 @dataclass(frozen=True)
@@ -132,7 +158,9 @@ class SpotEstimate:
     spot_running_hours: float | None  # None: Spot is not expected to finish
     spot_hours_to_finish: float | None
     on_demand_hours_to_finish: float
-    spot_cost_units: float | None  # On-Demand instance-hours equivalent (x price = USD)
+    # hours of the whole cluster at the On-Demand price (x the cluster's price per hour = USD; x the instance
+    # count = instance-hours): *_cost_cluster_hours in the evidence
+    spot_cost_units: float | None
     on_demand_cost_units: float
     price_factor: float
     cluster_price_per_hour: float | None  # On-Demand USD per hour of the whole cluster (None: unpriced)
@@ -177,10 +205,13 @@ class SpotEstimate:
         return max(0.0, self.history.elapsed_hours - self.history.first_start_hours - self.history.kept_hours)
 
     @property
-    def extra_delay_on_spot_hours(self) -> float | None:
-        if self.spot_hours_to_finish is None:
-            return None
-        return self.spot_hours_to_finish - self.on_demand_hours_to_finish
+    def least_delay_on_spot_hours(self) -> float:
+        """The least delay past an uninterrupted run the job finishes with on Spot: the delay so far, then
+        the restart under way (a capacity wait and a download) with the least work left
+        (``WORK_LEFT_AT_LEAST``: none, as the max-wait check; ``MaxRuntimeInSeconds`` bounds the work only
+        from above)."""
+        h = self.history
+        return self.delay_so_far_hours + h.wait_hours_per_interruption + h.download_hours_per_start
 
     @property
     def beyond_max_wait(self) -> bool:
@@ -192,11 +223,14 @@ class SpotEstimate:
         return within is not None and within < WORK_LEFT_AT_LEAST
 
     def slack_spent(self, max_delay_hours: float | None) -> bool:
-        """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run."""
+        """Staying on Spot would finish more than ``max_delay_hours`` later than an uninterrupted run even
+        with the least work left (``least_delay_on_spot_hours``). The upper bound of the work left
+        (``MaxRuntimeInSeconds`` minus the kept work) cancels out of the cost comparison but not here: with
+        it, the same history was within a 12 h slack at a MaxRuntime of 24 h and past it at 120 h. A job
+        with more work left is judged again at its next interruption, on the delay by then."""
         if max_delay_hours is None:
             return False
-        extra = self.extra_delay_on_spot_hours
-        return extra is None or self.delay_so_far_hours + extra > max_delay_hours
+        return self.least_delay_on_spot_hours > max_delay_hours
 
     def _usd(self, units: float | None) -> float | None:
         if units is None or self.cluster_price_per_hour is None:
@@ -225,9 +259,11 @@ class SpotEstimate:
             "spot_hours_to_finish": r(self.spot_hours_to_finish),
             "on_demand_hours_to_finish": r(self.on_demand_hours_to_finish),
             "delay_so_far_hours": r(self.delay_so_far_hours),
+            "least_delay_on_spot_hours": r(self.least_delay_on_spot_hours),
+            "deadline_work_bound": "lower",  # the deadline check's work left: WORK_LEFT_AT_LEAST
             "spot_price_factor": self.price_factor,
-            "spot_cost_instance_hours": r(self.spot_cost_units),
-            "on_demand_cost_instance_hours": r(self.on_demand_cost_units),
+            "spot_cost_cluster_hours": r(self.spot_cost_units),
+            "on_demand_cost_cluster_hours": r(self.on_demand_cost_units),
         }
         if self.fleet_rate_per_hour is not None:
             out["fleet_interruption_rate_per_hour"] = r(self.fleet_rate_per_hour)
@@ -271,6 +307,49 @@ def _first_wait(parts: Sequence[Stint]) -> float:
     return hours
 
 
+def _writes_unseen(parts: Sequence[Stint], writes: Sequence[datetime]) -> int:
+    """The Training stints without a checkpoint write, before the last stint with one, that the listing
+    cannot say lost their work.
+
+    ``ListObjectsV2`` gives one ``LastModified`` per surviving key: a job saving to one key it overwrites
+    (``checkpoint.pt``, Lightning's ``last.ckpt``) or rotating its checkpoints (the Hugging Face Trainer's
+    ``save_total_limit``) shows its newest writes only, and its earlier stints none. Such a stint is lost
+    work only when it was too short for a checkpoint: shorter than the longest interval between two writes
+    within one stint (the job's checkpoint cadence, as far as the listing shows it; none when no stint shows
+    two writes, then no such stint is known to be lost). A stint without a write after the last one with
+    writes is lost work (a history that keeps every write shows the same)."""
+    trained = [s for s in parts if s.status == "Training"]
+    seen = [[w for w in writes if s.start <= w <= s.end] for s in trained]
+    if not any(seen):
+        return 0
+    last = max(i for i, stint_writes in enumerate(seen) if stint_writes)
+    gaps = [b - a for stint_writes in seen for a, b in pairwise(stint_writes)]
+    cadence = max(gaps) if gaps else None
+    return sum(
+        1
+        for stint, stint_writes in zip(trained[:last], seen[:last], strict=True)
+        if not stint_writes and (cadence is None or stint.end - stint.start >= cadence)
+    )
+
+
+def _writes_unreadable(
+    created: datetime, parts: Sequence[Stint], writes: Sequence[datetime], now: datetime
+) -> Unknown | None:
+    """Why the checkpoint writes (sorted) do not say the work kept in each stint, or None."""
+    if writes and (writes[0] < created - timedelta(minutes=5) or writes[-1] > now + timedelta(minutes=5)):
+        return Unknown("checkpoint write times fall outside the job's life (another job writes there?)")
+    unseen = _writes_unseen(parts, writes)
+    if unseen:
+        return Unknown(
+            f"{unseen} Training stint(s), each longer than the checkpoint interval the listing shows (or the "
+            "listing shows none), have no checkpoint write before a later one that has writes: the location "
+            "keeps no history of its writes (one key overwritten, such as checkpoint.pt or last.ckpt, or "
+            "rotated checkpoints), so the work kept in them is unknown",
+            CHECKPOINT_HISTORY_UNKNOWN,
+        )
+    return None
+
+
 def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: datetime) -> SpotHistory | Unknown:
     """The job's Spot history, or why it cannot be read."""
     if job.creation_time is None:
@@ -281,10 +360,9 @@ def history_of(job: TrainingJob, checkpoint_times: Iterable[datetime], now: date
     if not parts:
         return Unknown("the job has no status transitions")
     writes = sorted(checkpoint_times)
-    if writes and (
-        writes[0] < job.creation_time - timedelta(minutes=5) or writes[-1] > now + timedelta(minutes=5)
-    ):
-        return Unknown("checkpoint write times fall outside the job's life (another job writes there?)")
+    unreadable = _writes_unreadable(job.creation_time, parts, writes, now)
+    if unreadable is not None:
+        return unreadable
     training = kept = downloading = 0.0
     downloads = 0
     interruptions = waited = 0
@@ -350,6 +428,13 @@ def estimate(
     if fleet_rate_per_hour is not None:
         weight = min(max(fleet_exposure_hours, 0.0), FLEET_MAX_HOURS)
         rate = (history.interruptions + weight * fleet_rate_per_hour) / (history.running_hours + weight)
+    if history.running_hours < MIN_RUNNING_HOURS and weight <= 0:
+        return Unknown(
+            f"the job has run {history.running_hours:.2f} h, under {MIN_RUNNING_HOURS:g} h, and there is no rated "
+            "interruption rate of its type in the fleet to weigh with its own (the ledger unreadable or not "
+            "read, or no job of the type ran an hour in the window): its own interruptions say too little",
+            TOO_LITTLE_RUNNING,
+        )
     restart = history.lost_per_interruption + history.download_hours_per_start
     efficiency = max(0.0, 1.0 - rate * restart)
     job_efficiency = max(0.0, 1.0 - job_rate * restart)
