@@ -13,6 +13,8 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
+from sagemaker_governance.domain import failures
+from sagemaker_governance.domain import resume as domain_resume
 from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
@@ -30,6 +32,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.tolerance import read_declarations
+from sagemaker_governance.service import resume as service_resume
 from sagemaker_governance.service.idempotency import (
     CloneNotices,
     Duplicate,
@@ -606,13 +609,36 @@ def test_the_hosts_read_first_keep_their_longer_tails_when_every_host_is_read() 
     # hosts read first (200 lines each) showing only the others' ncclRemoteError
     world = World(cluster=efa_fault_on("algo-7", 12, history=300))
     job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
-    failure = world.reaction._read_failure_logs(job, Policy.model_validate({"mode": "enforce"}).resume)
+    failure, _ = world.reaction._read_failure_logs(job, Policy.model_validate({"mode": "enforce"}).resume)
     # When every host is read again (at the 100-line floor, 1,600 / 12 = 133 lines each)
     # Then the hosts read first keep their 200 lines, the others have 133, and all 12 are there
     lengths = {h.host: len(h.lines) for h in failure.hosts}
     assert isinstance(world.logs, ClusterLogs) and world.logs.lines == [200, 133]
     assert len(lengths) == 12 and failure.hosts_total == 12
     assert lengths["algo-1"] == 200 and lengths["algo-7"] == 133
+
+
+def test_the_logs_of_a_job_of_more_hosts_than_are_read_first_are_classified_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first, and a count of the
+    # classifications made (each a signature search over every line read)
+    made: list[int] = []
+
+    def counted(reason: str | None, evidence: FailureEvidence, taxonomy: Any) -> Any:
+        made.append(sum(len(h.lines) for h in evidence.hosts))
+        return failures.classify(reason, evidence, taxonomy)
+
+    monkeypatch.setattr(service_resume, "classify", counted)
+    monkeypatch.setattr(domain_resume, "classify", counted)
+    world = World(cluster=efa_fault_on("algo-2", 12))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the classification that found the cause among the first hosts is the one the decision uses:
+    # the 8 hosts' lines are classified once, not once to look and once to decide
+    assert decision.code == "resume.clone.transient"
+    assert len(made) == 1
 
 
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------

@@ -64,7 +64,7 @@ from sagemaker_governance.domain.clone import (
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.failures import classify
+from sagemaker_governance.domain.failures import Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
@@ -665,12 +665,15 @@ class AutoResumeReaction(_CloneReaction):
     ) -> CloneDecision:
         resume = policy.resume
         failure: FailureEvidence | None = None
+        diagnosis: Diagnosis | None = None
         checkpoint: CheckpointProgress | None = None
         source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
-            failure = self._read_failure_logs(job, resume)
+            failure, diagnosis = self._read_failure_logs(job, resume)
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
+            # Classified once (a signature search per line read), for every decision made of it below
+            diagnosis = diagnosis or classify(job.failure_reason, failure, resume.taxonomy())
 
         def decide(next_clone: TrainingJob | None = None) -> CloneDecision:
             return decide_resume(
@@ -684,6 +687,7 @@ class AutoResumeReaction(_CloneReaction):
                 checkpoint=checkpoint,
                 source=source,
                 next_clone=next_clone,
+                diagnosis=diagnosis,
             )
 
         result = decide()
@@ -732,7 +736,9 @@ class AutoResumeReaction(_CloneReaction):
             logger.warning("source of a clone unreadable; retried", job=job.name, source=name, error=str(exc))
             raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
-    def _read_failure_logs(self, job: TrainingJob, resume: ResumePolicy) -> FailureEvidence:
+    def _read_failure_logs(
+        self, job: TrainingJob, resume: ResumePolicy
+    ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
         ``MAX_LOG_HOSTS``) when those show only a peer's failure (``Diagnosis.peer_unread``: an
         ``ncclRemoteError`` or a watchdog timeout nothing explains) and the job has more hosts. The failing
@@ -743,18 +749,19 @@ class AutoResumeReaction(_CloneReaction):
         ``DescribeLogStreams`` and one ``GetLogEvents`` per host (a few pages at most) within the budget of
         the first (``_every_host_lines``); the port reads the first hosts again, and their first, longer
         tails are kept. A second read that fails keeps the first, and a diagnosis that still misses hosts is
-        ``resume.skip.insufficient-evidence``."""
+        ``resume.skip.insufficient-evidence``. With the evidence, its diagnosis when one was made of it (the
+        first read's, which decided that no second read was needed), so that it is not classified twice."""
         failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
         if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
-            return failure
-        if not classify(job.failure_reason, failure, resume.taxonomy()).peer_unread:
-            return failure
+            return failure, None
+        first = classify(job.failure_reason, failure, resume.taxonomy())
+        if not first.peer_unread:
+            return failure, first
         lines = _every_host_lines(resume, failure.hosts_total)
         every = self._read_logs(job, lines, MAX_LOG_HOSTS)
         if not every.logs_read:
-            return replace(
-                failure, notes=(*failure.notes, "the other hosts could not be read: " + "; ".join(every.notes))
-            )
+            note = "the other hosts could not be read: " + "; ".join(every.notes)
+            return replace(failure, notes=(*failure.notes, note)), None
         logger.info(
             "only a peer's failure in the first hosts' logs: read them all",
             job=job.name,
@@ -762,7 +769,7 @@ class AutoResumeReaction(_CloneReaction):
             of=every.hosts_total,
             lines=lines,
         )
-        return _joined(failure, every, lines)
+        return _joined(failure, every, lines), None
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
