@@ -13,6 +13,8 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
+from sagemaker_governance.domain import failures
+from sagemaker_governance.domain import resume as domain_resume
 from sagemaker_governance.domain.clone import (
     TAG_ATTEMPT,
     TAG_FAILURE,
@@ -30,6 +32,7 @@ from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.tolerance import read_declarations
+from sagemaker_governance.service import resume as service_resume
 from sagemaker_governance.service.idempotency import (
     CloneNotices,
     Duplicate,
@@ -129,29 +132,47 @@ class ClusterLogs:
         self.calls = calls
         self.by_host = tails
         self.asked: list[int] = []
+        self.lines: list[int] = []  # the lines asked of each host, per read
 
     def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
         self.calls(f"logs {job_name}")
         self.asked.append(hosts)
+        self.lines.append(lines)
         order = sorted(self.by_host)
-        read = tuple(HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h]) for h in order[:hosts])
+        read = tuple(HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h][-lines:]) for h in order[:hosts])
         return FailureEvidence(hosts=read, logs_read=True, hosts_total=len(order))
 
+    def lines_read(self) -> int:
+        """The log lines the reads asked for in all (what the service would fetch and classify)."""
+        return sum(
+            lines * min(hosts, len(self.by_host)) for lines, hosts in zip(self.lines, self.asked, strict=True)
+        )
 
-def efa_fault_on(host: str, hosts: int) -> dict[str, tuple[LogLine, ...]]:
-    """``host``'s EFA transport fails 20 minutes before the job ends (its log ends there); every other rank
-    trains on and reports its peer's exit (``ncclRemoteError``) when NCCL gives up."""
+
+def efa_fault_on(host: str, hosts: int, *, history: int = 0, aftermath: int = 0) -> dict[str, tuple[LogLine, ...]]:
+    """``host``'s EFA transport fails 20 minutes before the job ends (its log ends ``aftermath`` lines of the
+    launcher's report later); every other rank trains on and reports its peer's exit (``ncclRemoteError``)
+    when NCCL gives up. ``history``: lines of training progress before each host's last lines."""
     end = NOW - timedelta(hours=1)
+    fault = end - timedelta(minutes=20)
     tails: dict[str, tuple[LogLine, ...]] = {}
     for n in range(1, hosts + 1):
         name = f"algo-{n}"
+        at = fault if name == host else end
+        progress = tuple(
+            LogLine(f"step {i} loss=2.{i:04d}", at - timedelta(minutes=21, seconds=history - i))
+            for i in range(history)
+        )
         if name == host:
+            report = tuple(LogLine(f"torchrun: {i}", fault) for i in range(aftermath))
             tails[name] = (
-                LogLine("step 900", end - timedelta(minutes=21)),
-                LogLine(EFA.format(host=host), end - timedelta(minutes=20)),
+                *progress,
+                LogLine("step 900", fault - timedelta(minutes=1)),
+                LogLine(EFA.format(host=host), fault),
+                *report,
             )
         else:
-            tails[name] = (LogLine("step 920", end - timedelta(minutes=1)), LogLine(REMOTE, end))
+            tails[name] = (*progress, LogLine("step 920", end - timedelta(minutes=1)), LogLine(REMOTE, end))
     return tails
 
 
@@ -548,6 +569,76 @@ def test_a_peer_s_failure_with_hosts_still_unread_is_insufficient_evidence_and_c
     assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
     assert decision.evidence["diagnosis"]["hosts_unread"] == 6
     assert world.sagemaker.created == [] and world.notifier.sent == []
+
+
+def test_reading_every_host_shares_the_first_read_s_budget_instead_of_multiplying_it() -> None:
+    # Given a team reading the last 2,000 lines of 8 hosts (16,000 lines), and a 64-host job whose algo-7
+    # lost its EFA transport, the 8 hosts read first showing only the others' ncclRemoteError
+    world = World(
+        policy={"mode": "enforce", "resume": {"log_lines": 2000}},
+        cluster=efa_fault_on("algo-7", 64),
+    )
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the second read asks every host for its share of the 16,000 lines (250 each), not 2,000 each,
+    # and algo-7's fault is still found and resumed
+    assert isinstance(world.logs, ClusterLogs)
+    assert world.logs.asked == [8, 64] and world.logs.lines == [2000, 250]
+    assert world.logs.lines_read() <= 2 * 8 * 2000
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["host"] == "algo-7"
+
+
+def test_every_host_read_gets_at_least_its_last_hundred_lines_where_a_failed_process_s_cause_sits() -> None:
+    # Given the default budget (200 lines of 8 hosts: 25 lines a host for 64 hosts), and a 64-host job whose
+    # algo-7 wrote its EFA error 60 lines before its log ends (the launcher's report of its failed process)
+    world = World(cluster=efa_fault_on("algo-7", 64, history=150, aftermath=60))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then each host is read 100 lines deep, not 25, so the cause itself is found (not only algo-7's silence)
+    assert isinstance(world.logs, ClusterLogs) and world.logs.lines == [200, 100]
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["signature"] == "efa-transport-error"
+    assert decision.evidence["diagnosis"]["host"] == "algo-7"
+
+
+def test_the_hosts_read_first_keep_their_longer_tails_when_every_host_is_read() -> None:
+    # Given a 12-host job whose algo-7 lost its EFA transport, every host's log holding 300 lines, the 8
+    # hosts read first (200 lines each) showing only the others' ncclRemoteError
+    world = World(cluster=efa_fault_on("algo-7", 12, history=300))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    failure, _ = world.reaction._read_failure_logs(job, Policy.model_validate({"mode": "enforce"}).resume)
+    # When every host is read again (at the 100-line floor, 1,600 / 12 = 133 lines each)
+    # Then the hosts read first keep their 200 lines, the others have 133, and all 12 are there
+    lengths = {h.host: len(h.lines) for h in failure.hosts}
+    assert isinstance(world.logs, ClusterLogs) and world.logs.lines == [200, 133]
+    assert len(lengths) == 12 and failure.hosts_total == 12
+    assert lengths["algo-1"] == 200 and lengths["algo-7"] == 133
+
+
+def test_the_logs_of_a_job_of_more_hosts_than_are_read_first_are_classified_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first, and a count of the
+    # classifications made (each a signature search over every line read)
+    made: list[int] = []
+
+    def counted(reason: str | None, evidence: FailureEvidence, taxonomy: Any) -> Any:
+        made.append(sum(len(h.lines) for h in evidence.hosts))
+        return failures.classify(reason, evidence, taxonomy)
+
+    monkeypatch.setattr(service_resume, "classify", counted)
+    monkeypatch.setattr(domain_resume, "classify", counted)
+    world = World(cluster=efa_fault_on("algo-2", 12))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the classification that found the cause among the first hosts is the one the decision uses:
+    # the 8 hosts' lines are classified once, not once to look and once to decide
+    assert decision.code == "resume.clone.transient"
+    assert len(made) == 1
 
 
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------

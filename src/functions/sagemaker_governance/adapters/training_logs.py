@@ -28,8 +28,8 @@ stream's last lines. ``GetLogEvents`` with ``startFromHead=false`` returns the l
 may answer a page with no events while more exist). Hosts are read failing host first: the one whose stream
 received its last event earliest (a host that crashed or fell silent stops writing first), at most
 ``hosts`` of them; that order rests on ``lastEventTimestamp`` (below), so auto-resume asks again for every
-host when the first ones show only a peer's failure (``service/resume.py``). IAM: ``DescribeLogStreams`` on
-the log group, ``GetLogEvents`` on its streams.
+host, fewer lines each, when the first ones show only a peer's failure (``service/resume.py``). IAM:
+``DescribeLogStreams`` on the log group, ``GetLogEvents`` on its streams.
 
 Nothing here raises for what cannot be read (no log group, no stream, throttled or denied after botocore's
 retries): the evidence lists what was not read and why, and the decision rests on ``FailureReason``.

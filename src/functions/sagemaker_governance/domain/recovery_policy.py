@@ -37,6 +37,11 @@ MAX_LATE_AFTER_HOURS: Final = 336.0
 # resume.log_hosts' ceiling, and how many hosts a diagnosis reads at most when the first ones read show only a
 # peer's failure (service/resume.py): 64 GetLogEvents (a few pages each at most) inside one delivery
 MAX_LOG_HOSTS: Final = 64
+# The fewest last lines read of each host in that second read, whatever the budget it shares
+# (resume.log_hosts x resume.log_lines lines in all): a failed process's root-cause line sits within its last
+# hundred lines or so (its exception line, PyTorch's 3-line CUDA postscript, torchrun's ChildFailedError
+# traceback and report, the toolkit's report of the failure); 64 x 100 = 6,400 lines when it binds
+EVERY_HOST_MIN_LINES: Final = 100
 MAX_ALTERNATIVES: Final = 5  # spot.fallbacks: each one is a ledger Query at an interruption of an opted-in job
 
 

@@ -443,11 +443,13 @@ def decide_resume(
     checkpoint: CheckpointProgress | None = None,
     source: TrainingJob | None = None,
     next_clone: TrainingJob | None = None,
+    diagnosis: Diagnosis | None = None,
 ) -> CloneDecision:
     """Resume a ``Failed`` job when the policy says it is worth it (see the module docstring).
 
     ``failure`` is what was read of the hosts' logs (None: nothing was read; the ``FailureReason`` alone
-    decides); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
+    decides), ``diagnosis`` its classification when the caller has made it (None: classified here; the
+    classification costs a signature search per line read, so a caller that needed it first passes it on); ``checkpoint`` what the checkpoint location holds (None: not checked); ``source`` the job a
     clone was made from (its ``smgov:resumed-from`` tag) as it is now (None: not a clone, or the source no
     longer exists; a source that cannot be read is no decision: the service raises, and the delivery is
     retried). A clone whose source still runs is not resumed now (``resume.defer.source-running``): a Spot
@@ -471,9 +473,10 @@ def decide_resume(
             f"not resumed: the job is {job.status}, not Failed",
             evidence,
         )
-    diagnosis = classify(
-        job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
-    )
+    if diagnosis is None:
+        diagnosis = classify(
+            job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
+        )
     evidence["diagnosis"] = diagnosis.evidence()
     held = (
         _not_resumable(diagnosis, mode, evidence)

@@ -64,11 +64,17 @@ from sagemaker_governance.domain.clone import (
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.failures import classify
+from sagemaker_governance.domain.failures import Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
-from sagemaker_governance.domain.recovery_policy import MAX_LOG_HOSTS, ResumePolicy, SpotPolicy, StormPolicy
+from sagemaker_governance.domain.recovery_policy import (
+    EVERY_HOST_MIN_LINES,
+    MAX_LOG_HOSTS,
+    ResumePolicy,
+    SpotPolicy,
+    StormPolicy,
+)
 from sagemaker_governance.domain.resume import (
     CLONE_RUNNING,
     RESUME_RULE_ID,
@@ -606,6 +612,34 @@ def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
     return replace(result, decisions=decisions)
 
 
+def _every_host_lines(resume: ResumePolicy, hosts_total: int) -> int:
+    """The last lines read of each host when every host is read: the first read's budget
+    (``log_hosts`` x ``log_lines`` lines) shared by the hosts read (up to ``MAX_LOG_HOSTS``, the first ones
+    included: the port reads them again), never fewer than ``EVERY_HOST_MIN_LINES`` (a failed process's
+    root-cause line sits within its last hundred lines or so) nor more than ``log_lines``. The second read
+    is at most max(budget, 64 x 100) lines: the team's own budget, or 6,400 lines at the defaults (25 a
+    host would miss a failing host's exception under torchrun's report)."""
+    hosts = min(hosts_total, MAX_LOG_HOSTS)
+    shared = resume.log_hosts * resume.log_lines // max(hosts, 1)
+    return min(resume.log_lines, max(EVERY_HOST_MIN_LINES, shared))
+
+
+def _joined(first: FailureEvidence, every: FailureEvidence, lines: int) -> FailureEvidence:
+    """Every host's tail, in the second read's order (failing host first, as it reads now), each host read
+    first keeping its first, longer tail; a host the second read missed (its ``GetLogEvents`` failed) keeps
+    its first tail too."""
+    kept = {h.host: h for h in first.hosts}
+    hosts = [kept.pop(h.host, h) for h in every.hosts]
+    hosts += [h for h in first.hosts if h.host in kept]
+    note = f"the hosts not read first: their last {lines} lines each (the first read's budget shared)"
+    return replace(
+        every,
+        hosts=tuple(hosts),
+        hosts_total=max(every.hosts_total, first.hosts_total),
+        notes=(*every.notes, note),
+    )
+
+
 class AutoResumeReaction(_CloneReaction):
     """On ``Failed``: resume a long-running job that failed for a transient reason."""
 
@@ -631,12 +665,15 @@ class AutoResumeReaction(_CloneReaction):
     ) -> CloneDecision:
         resume = policy.resume
         failure: FailureEvidence | None = None
+        diagnosis: Diagnosis | None = None
         checkpoint: CheckpointProgress | None = None
         source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
-            failure = self._read_failure_logs(job, resume)
+            failure, diagnosis = self._read_failure_logs(job, resume)
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
+            # Classified once (a signature search per line read), for every decision made of it below
+            diagnosis = diagnosis or classify(job.failure_reason, failure, resume.taxonomy())
 
         def decide(next_clone: TrainingJob | None = None) -> CloneDecision:
             return decide_resume(
@@ -650,6 +687,7 @@ class AutoResumeReaction(_CloneReaction):
                 checkpoint=checkpoint,
                 source=source,
                 next_clone=next_clone,
+                diagnosis=diagnosis,
             )
 
         result = decide()
@@ -698,7 +736,9 @@ class AutoResumeReaction(_CloneReaction):
             logger.warning("source of a clone unreadable; retried", job=job.name, source=name, error=str(exc))
             raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
-    def _read_failure_logs(self, job: TrainingJob, resume: ResumePolicy) -> FailureEvidence:
+    def _read_failure_logs(
+        self, job: TrainingJob, resume: ResumePolicy
+    ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
         ``MAX_LOG_HOSTS``) when those show only a peer's failure (``Diagnosis.peer_unread``: an
         ``ncclRemoteError`` or a watchdog timeout nothing explains) and the job has more hosts. The failing
@@ -706,26 +746,30 @@ class AutoResumeReaction(_CloneReaction):
         "on an eventual consistency basis" (typically within an hour; absent for a recent stream, then the
         order is by name): on a job of more hosts than ``log_hosts`` that order may leave the failing peer
         unread, and the survivors' reports alone are no verdict. The second read is one more
-        ``DescribeLogStreams`` and one ``GetLogEvents`` per host (a few pages at most), the first hosts read
-        again (a port of one call); a second read that fails keeps the first, and a diagnosis that still
-        misses hosts is ``resume.skip.insufficient-evidence``."""
+        ``DescribeLogStreams`` and one ``GetLogEvents`` per host (a few pages at most) within the budget of
+        the first (``_every_host_lines``); the port reads the first hosts again, and their first, longer
+        tails are kept. A second read that fails keeps the first, and a diagnosis that still misses hosts is
+        ``resume.skip.insufficient-evidence``. With the evidence, its diagnosis when one was made of it (the
+        first read's, which decided that no second read was needed), so that it is not classified twice."""
         failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
         if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
-            return failure
-        if not classify(job.failure_reason, failure, resume.taxonomy()).peer_unread:
-            return failure
-        every = self._read_logs(job, resume.log_lines, MAX_LOG_HOSTS)
+            return failure, None
+        first = classify(job.failure_reason, failure, resume.taxonomy())
+        if not first.peer_unread:
+            return failure, first
+        lines = _every_host_lines(resume, failure.hosts_total)
+        every = self._read_logs(job, lines, MAX_LOG_HOSTS)
         if not every.logs_read:
-            return replace(
-                failure, notes=(*failure.notes, "the other hosts could not be read: " + "; ".join(every.notes))
-            )
+            note = "the other hosts could not be read: " + "; ".join(every.notes)
+            return replace(failure, notes=(*failure.notes, note)), None
         logger.info(
             "only a peer's failure in the first hosts' logs: read them all",
             job=job.name,
             hosts=len(every.hosts),
             of=every.hosts_total,
+            lines=lines,
         )
-        return every
+        return _joined(failure, every, lines), None
 
     def _read_logs(self, job: TrainingJob, lines: int, hosts: int) -> FailureEvidence:
         if self._logs is None:
