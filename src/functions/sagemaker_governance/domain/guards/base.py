@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.alarm_compare import alarm_definition, reads_other_metrics, watched_metrics
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.instances import InstanceFacts
+from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob, is_valid_job_name
 from sagemaker_governance.domain.stall_judge import StallKind
 
@@ -341,6 +341,35 @@ class NoAlarm(BaseModel):
     reason: str
     evidence: dict[str, Any] = Field(default_factory=dict)
     provisional: bool = False
+
+
+def job_instance_facts(job: TrainingJob, resolved: Mapping[str, InstanceFacts] | None) -> dict[str, InstanceFacts]:
+    """The facts of each of the job's instance types: EC2's (``resolved``) where our table does not know it."""
+    return {
+        g.instance_type: (resolved or {}).get(g.instance_type) or instance_facts(g.instance_type)
+        for g in job.instance_groups
+    }
+
+
+def unsized(facts: Mapping[str, InstanceFacts], code: str, reason: str) -> NoAlarm | None:
+    """No alarm (``code``) when a type of ``facts`` stays unknown: a guard never plans on a guessed GPU count.
+    Provisional when every unknown type is one EC2 could not answer for (the reconciler plans the job again at its
+    next run); None when every type is sized."""
+    unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
+    if not unknown:
+        return None
+    failed = [t for t in unknown if facts[t].lookup_failed]
+    provisional = len(failed) == len(unknown)
+    retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
+    return NoAlarm(
+        code=code,
+        reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: {reason}",
+        evidence={
+            "instance_types": {t: f.note for t, f in facts.items()},
+            **({"lookup_failed": failed} if failed else {}),
+        },
+        provisional=provisional,
+    )
 
 
 class DesiredAlarms(BaseModel):

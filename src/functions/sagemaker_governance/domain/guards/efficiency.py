@@ -109,9 +109,11 @@ from sagemaker_governance.domain.guards.base import (
     composite_limits_exceeded,
     composite_rule,
     host_chunks,
+    job_instance_facts,
     metric_alarm_request,
     preconditions,
     trained_less_than,
+    unsized,
 )
 from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
 from sagemaker_governance.domain.job import TrainingJob
@@ -257,22 +259,12 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         gets no alarm rather than a guessed GPU count (its hosts are averaged with the others, so a threshold
         scaled without them would be wrong: a 1-GPU host unknown to the table pulled the mean of a fully busy
         cluster scaled by its 8-GPU group under the minimum)."""
-        facts = _facts(job, resolved)
-        unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
-        if unknown:
-            failed = [t for t in unknown if facts[t].lookup_failed]
-            provisional = len(failed) == len(unknown)
-            retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
-            return NoAlarm(
-                code=EfficiencyGuardCode.UNKNOWN_INSTANCE,
-                reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: no efficiency alarm rather than a wrong "
-                "threshold",
-                evidence={
-                    "instance_types": {t: f.note for t, f in facts.items()},
-                    **({"lookup_failed": failed} if failed else {}),
-                },
-                provisional=provisional,
-            )
+        facts = job_instance_facts(job, resolved)
+        unknown = unsized(
+            facts, EfficiencyGuardCode.UNKNOWN_INSTANCE, "no efficiency alarm rather than a wrong threshold"
+        )
+        if unknown is not None:
+            return unknown
         groups = [g for g in job.instance_groups if facts[g.instance_type].publishes_gpu_utilization]
         if not groups:
             return NoAlarm(
@@ -596,14 +588,6 @@ class EfficiencyGuard(Guard[EfficiencyPolicy]):
         )
 
 
-def _facts(job: TrainingJob, resolved: Mapping[str, InstanceFacts] | None) -> dict[str, InstanceFacts]:
-    """The facts of each of the job's instance types: EC2's (``resolved``) where our table does not know it."""
-    return {
-        g.instance_type: (resolved or {}).get(g.instance_type) or instance_facts(g.instance_type)
-        for g in job.instance_groups
-    }
-
-
 def _measured(
     job: TrainingJob, newest: Any, resolved: Mapping[str, InstanceFacts] | None = None
 ) -> tuple[str, float | None]:
@@ -612,7 +596,7 @@ def _measured(
     GPU hosts have one GPU count. Nothing when the reason listed no datapoint (a composite alarm)."""
     if isinstance(newest, bool) or not isinstance(newest, int | float):
         return "", None
-    counts = {f.gpus for f in _facts(job, resolved).values() if f.publishes_gpu_utilization}
+    counts = {f.gpus for f in job_instance_facts(job, resolved).values() if f.publishes_gpu_utilization}
     if len(counts) == 1:
         per_gpu = round(float(newest) / next(iter(counts)), 1)
         return f" (its last 5-minute mean: {per_gpu:.0f}% per GPU)", per_gpu

@@ -80,14 +80,16 @@ from sagemaker_governance.domain.guards.base import (
     child_range,
     composite_rule,
     host_chunks,
+    job_instance_facts,
     judged_trigger,
     metric_alarm_request,
     preconditions,
     rule_elements,
     trained_less_than,
     training_started_at,
+    unsized,
 )
-from sagemaker_governance.domain.instances import Accelerator, InstanceFacts, instance_facts
+from sagemaker_governance.domain.instances import InstanceFacts
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.pricing import DEFAULT_PRICES
 from sagemaker_governance.domain.stall_judge import TAG_IDLE_MINUTES, StallKind, tolerance_hint
@@ -352,26 +354,15 @@ class IdleGuard(Guard[IdlePolicy]):
         the service learnt elsewhere (EC2) for instance types our table does not know (issue 16 item 3)."""
         idle = config
         groups = job.instance_groups
-        facts = {
-            group.instance_type: (resolved or {}).get(group.instance_type) or instance_facts(group.instance_type)
-            for group in groups
-        }
+        facts = job_instance_facts(job, resolved)
         described = {t: f.note for t, f in facts.items()}
         if not groups or job.total_instance_count < 1:
             return NoAlarm(code=IdleCode.NO_INSTANCES, reason="the job names no instances; nothing to watch")
-        unknown = [t for t, f in facts.items() if f.accelerator is Accelerator.UNKNOWN]
-        if unknown:
-            # A lookup that could not answer is no fact: unless a type is unknown for good (EC2 does not know
-            # it), the answer may change, and the reconciler plans the job again at its next run.
-            failed = [t for t in unknown if facts[t].lookup_failed]
-            provisional = len(failed) == len(unknown)
-            retry = " (EC2 could not answer: the reconciler asks again at its next run)" if provisional else ""
-            return NoAlarm(
-                code=IdleCode.UNKNOWN_INSTANCE,
-                reason=f"cannot size the GPUs of {', '.join(unknown)}{retry}: no alarm rather than a wrong threshold",
-                evidence={"instance_types": described, **({"lookup_failed": failed} if failed else {})},
-                provisional=provisional,
-            )
+        # A lookup that could not answer is no fact: unless a type is unknown for good (EC2 does not know it), the
+        # answer may change, and the reconciler plans the job again at its next run.
+        unknown = unsized(facts, IdleCode.UNKNOWN_INSTANCE, "no alarm rather than a wrong threshold")
+        if unknown is not None:
+            return unknown
         gpu_counts = sorted({f.gpus for f in facts.values() if f.publishes_gpu_utilization})
         if not gpu_counts:
             return NoAlarm(
