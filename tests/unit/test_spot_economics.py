@@ -296,14 +296,53 @@ def test_a_checkpoint_key_overwritten_or_rotated_is_no_evidence_that_earlier_sti
     assert decision.evidence["economics_cause"] == "checkpoint-history-unknown"
 
 
-def test_a_stint_too_short_for_a_checkpoint_is_lost_work_wherever_it_falls() -> None:
-    # Given stints of 20 and 8 minutes, before and after two of 120 minutes that wrote every 30 minutes
-    doc, writes, now = lived([20, 120, 120, 8], every=30, max_runtime_hours=48, max_wait_hours=96)
+@pytest.mark.parametrize("files_per_save", [1, 3])
+def test_a_stint_too_short_for_a_checkpoint_is_lost_work_wherever_it_falls(files_per_save: int) -> None:
+    # Given stints of 20 and 8 minutes, before and after two of 120 minutes that saved every 30 minutes (each
+    # save one object, or three written seconds apart: weights, optimizer, trainer state)
+    doc, saves, now = lived([20, 120, 120, 8], every=30, max_runtime_hours=48, max_wait_hours=96)
+    writes = [save - timedelta(seconds=20 * n) for save in saves for n in range(files_per_save)]
     history = history_of(as_job(doc), writes, now)
-    # Then the history is read: both were shorter than the 30 minutes between two writes the listing shows,
-    # so a listing that keeps every write shows them without one too, and their 28 minutes are lost work
+    # Then the history is read: both were shorter than the 30 minutes between saves that three consecutive
+    # saves in one stint prove, so a listing that keeps every write shows them without one too, and their
+    # 28 minutes are lost work
     assert not isinstance(history, Unknown)
     assert history.lost_hours == pytest.approx(28 / 60)
+
+
+@pytest.mark.parametrize("newest", [1, 2])
+def test_a_best_checkpoint_kept_beside_the_newest_proves_no_checkpoint_interval(newest: int) -> None:
+    # Given 8 x p4d interrupted four times (stints of 100, 90, 110 and 150 minutes) with a checkpoint every
+    # 10 minutes, which the full listing judges worth keeping on Spot, and a count rule at five
+    doc, writes, now = lived([100, 90, 110, 150], every=10, max_runtime_hours=48, max_wait_hours=96)
+    doc, policy = on_p4d(doc), SpotPolicy(count_rule_interruptions=5)
+    prices = {"ml.p4d.24xlarge": 37.688}
+    (full,) = decide(doc, now, listed(writes), policy, prices).decisions
+    assert full.code == SpotCode.SPOT_CHEAPER and full.evidence["spot_efficiency"] > 0.9
+    # When the location keeps the best checkpoint (20 minutes into the last stint) beside the newest one or
+    # two (save_total_limit with load_best_model_at_end, or save_top_k on a metric): gaps of 130 minutes, or
+    # 120 and 10, none that two consecutive gaps agree on
+    best = writes[-14]
+    result = decide(doc, now, listed((best, *writes[-newest:])), policy, prices)
+    # Then the earlier stints are not taken as too short for a checkpoint and all lost (a stop and a clone
+    # On-Demand): the work kept is unknown, the count rule decides and keeps the job, and the record says why
+    assert [d.code for d in result.decisions] == [SpotCode.BELOW_THRESHOLD]
+    (decision,) = result.decisions
+    assert decision.action is Action.NONE and decision.evidence["economics"] == "unavailable"
+    assert decision.evidence["economics_cause"] == "checkpoint-history-unknown"
+
+
+def test_a_checkpoint_interval_two_writes_show_is_not_proven() -> None:
+    # Given a stint of 12 minutes before one of 60 that shows two writes 40 minutes apart (a best checkpoint
+    # and the newest, or two saves 40 minutes apart: the listing cannot say which)
+    doc, _, now = lived([12, 60], every=10, max_runtime_hours=48, max_wait_hours=96)
+    second = as_job(doc).transitions[-2].start_time  # the second Training stint's start
+    assert second is not None
+    writes = [second + timedelta(minutes=15), second + timedelta(minutes=55)]
+    # When the history is read
+    history = history_of(as_job(doc), writes, now)
+    # Then the 12 minutes without a write are not taken as lost: the work kept is unknown
+    assert isinstance(history, Unknown) and history.cause == "checkpoint-history-unknown"
 
 
 @pytest.mark.parametrize(

@@ -54,11 +54,13 @@ type ran an hour in the window) the job's few minutes alone would decide, so the
 Missing or conflicting data (no checkpoint listing, no transition timestamps, checkpoint times outside
 the job's life, no interruption on record) gives an ``Unknown`` with the reason: the caller then applies
 the count rule and says so. So does a listing with a Training stint that shows no write before a later
-stint that shows writes, unless the stint was shorter than the longest interval between two writes within
-one stint (``economics_cause: checkpoint-history-unknown``): ``ListObjectsV2`` gives the ``LastModified``
-of the keys that survive, so a job that overwrites one key (``checkpoint.pt``, ``last.ckpt``) or rotates
-its checkpoints shows its newest writes only, and taking its earlier stints as all lost would move a
-healthy job On-Demand.
+stint that shows writes, unless the stint was shorter than a checkpoint interval that consecutive writes
+prove (``economics_cause: checkpoint-history-unknown``): ``ListObjectsV2`` gives the ``LastModified`` of
+the keys that survive, so a job that overwrites one key (``checkpoint.pt``, ``last.ckpt``) or rotates its
+checkpoints shows its newest writes only, and taking its earlier stints as all lost would move a healthy
+job On-Demand. Two surviving writes need not be consecutive (a rotation that keeps the best checkpoint
+beside the newest), so the interval is proven only by three writes in one stint at two gaps that agree
+(``CADENCE_AGREEMENT``).
 """
 
 from __future__ import annotations
@@ -85,6 +87,13 @@ FLEET_MAX_HOURS: Final = 12.0
 # Below this many running hours a job's own interruptions say too little: a fleet job's are not pooled, and
 # the deciding job's own numbers alone do not say it makes no progress.
 MIN_RUNNING_HOURS: Final = 1.0
+# Two gaps between three writes in one stint agree on a checkpoint interval when the shorter is at least this
+# share of the longer: a job saving every N steps writes at nearly even times (its step time varies a little),
+# while a rotation that keeps a best checkpoint beside the newest leaves one gap many intervals long.
+CADENCE_AGREEMENT: Final = 0.75
+# Objects written less than this apart are one checkpoint save (a save is several files: weights, optimizer,
+# trainer state, or one shard per rank, each with its own LastModified), for the interval between saves.
+SAVE_BURST: Final = timedelta(minutes=2)
 
 
 def _hours(delta: timedelta) -> float:
@@ -307,6 +316,35 @@ def _first_wait(parts: Sequence[Stint]) -> float:
     return hours
 
 
+def _saves(stint_writes: Sequence[datetime]) -> list[datetime]:
+    """The end of each save among one stint's writes (sorted): writes less than ``SAVE_BURST`` apart are one."""
+    out: list[datetime] = []
+    for write in stint_writes:
+        if out and write - out[-1] < SAVE_BURST:
+            out[-1] = write
+        else:
+            out.append(write)
+    return out
+
+
+def _cadence(seen: Sequence[Sequence[datetime]]) -> timedelta | None:
+    """The checkpoint interval that consecutive writes prove, or None: the shortest over the stints' runs of
+    three saves (``_saves``) whose two gaps agree (within ``CADENCE_AGREEMENT``), taken as the shorter gap.
+
+    One gap between two surviving writes proves nothing: the Hugging Face Trainer's ``save_total_limit``
+    with ``load_best_model_at_end`` (or Lightning's ``save_top_k`` on a metric) keeps the best checkpoint
+    beside the newest, hours apart, and an interval read from them would make healthy stints look too short
+    for a checkpoint. The shortest proven interval is taken: a shorter one only leaves more stints unknown
+    (the count rule decides), a longer one would count more of them as lost."""
+    agreed = [
+        min(first, second)
+        for stint_writes in seen
+        for first, second in pairwise(b - a for a, b in pairwise(_saves(stint_writes)))
+        if min(first, second) >= CADENCE_AGREEMENT * max(first, second)
+    ]
+    return min(agreed, default=None)
+
+
 def _writes_unseen(parts: Sequence[Stint], writes: Sequence[datetime]) -> int:
     """The Training stints without a checkpoint write, before the last stint with one, that the listing
     cannot say lost their work.
@@ -314,17 +352,15 @@ def _writes_unseen(parts: Sequence[Stint], writes: Sequence[datetime]) -> int:
     ``ListObjectsV2`` gives one ``LastModified`` per surviving key: a job saving to one key it overwrites
     (``checkpoint.pt``, Lightning's ``last.ckpt``) or rotating its checkpoints (the Hugging Face Trainer's
     ``save_total_limit``) shows its newest writes only, and its earlier stints none. Such a stint is lost
-    work only when it was too short for a checkpoint: shorter than the longest interval between two writes
-    within one stint (the job's checkpoint cadence, as far as the listing shows it; none when no stint shows
-    two writes, then no such stint is known to be lost). A stint without a write after the last one with
-    writes is lost work (a history that keeps every write shows the same)."""
+    work only when it was too short for a checkpoint: shorter than the interval that consecutive writes
+    prove (``_cadence``; when none is proven, no such stint is known to be lost). A stint without a write
+    after the last one with writes is lost work (a history that keeps every write shows the same)."""
     trained = [s for s in parts if s.status == "Training"]
     seen = [[w for w in writes if s.start <= w <= s.end] for s in trained]
     if not any(seen):
         return 0
     last = max(i for i, stint_writes in enumerate(seen) if stint_writes)
-    gaps = [b - a for stint_writes in seen for a, b in pairwise(stint_writes)]
-    cadence = max(gaps) if gaps else None
+    cadence = _cadence(seen)
     return sum(
         1
         for stint, stint_writes in zip(trained[:last], seen[:last], strict=True)
@@ -341,9 +377,9 @@ def _writes_unreadable(
     unseen = _writes_unseen(parts, writes)
     if unseen:
         return Unknown(
-            f"{unseen} Training stint(s), each longer than the checkpoint interval the listing shows (or the "
-            "listing shows none), have no checkpoint write before a later one that has writes: the location "
-            "keeps no history of its writes (one key overwritten, such as checkpoint.pt or last.ckpt, or "
+            f"{unseen} Training stint(s), each longer than the checkpoint interval consecutive saves prove (or no "
+            "three saves in one stint prove one), have no checkpoint write before a later one that has writes: the "
+            "location keeps no history of its writes (one key overwritten, such as checkpoint.pt or last.ckpt, or "
             "rotated checkpoints), so the work kept in them is unknown",
             CHECKPOINT_HISTORY_UNKNOWN,
         )
