@@ -173,13 +173,46 @@ def test_a_warm_container_whose_history_cannot_be_read_keeps_its_last_good_versi
     now[0] += timedelta(minutes=5)
     refuse(ssm, "GetParameterHistory", "ThrottlingException")
     # When it reacts, Then it keeps version 1 (what it knows), saying so, and takes version 2 once the
-    # history can be read
+    # history can be read (tried again a cache period later)
     assert warm.current().exemptions == ()
     rejected = [json.loads(line) for line in log_output.getvalue().splitlines() if "document rejected" in line]
     assert [entry["kept_version"] for entry in rejected] == [1]
+    now[0] += timedelta(seconds=60)
     assert [e.job_name_prefix for e in warm.current().exemptions] == ["bench-"]
     rejected = [json.loads(line) for line in log_output.getvalue().splitlines() if "document rejected" in line]
     assert [entry["kept_version"] for entry in rejected] == [1, 2]
+
+
+def test_a_warm_container_tries_a_failed_history_read_again_only_a_cache_period_later(
+    ssm: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a warm container that governs with a good document (version 1), then a bad edit (version 2),
+    # and a history read that is throttled for a while (each failure is ~30 s of botocore's retries)
+    now = [NOW]
+    ssm.put_parameter(Name=NAME, Type="String", Value=GOOD)
+    warm = PolicyStore(BASE, NAME, ssm, cache_seconds=60, clock=lambda: now[0])
+    assert warm.current().mode is Mode.ENFORCE
+    ssm.put_parameter(Name=NAME, Type="String", Value=BROKEN, Overwrite=True)
+    now[0] += timedelta(minutes=5)
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameterHistory", lambda **_: reads.append("history"))
+    refuse(ssm, "GetParameterHistory", "ThrottlingException", times=2)
+    capsys.readouterr()
+    # When it reacts to 20 events within one cache period
+    policies = [warm.current() for _ in range(20)]
+    # Then every reaction keeps version 1, the history is read once, and one failure is counted
+    assert all(p.mode is Mode.ENFORCE and p.exemptions for p in policies)
+    assert reads == ["history"]
+    assert capsys.readouterr().out.count('"PolicyLoadErrors":[1.0]') == 2  # the failed read, the rejection
+    # And a cache period later it reads the history again (throttled once more), then once it answers
+    now[0] += timedelta(seconds=60)
+    assert warm.current().exemptions
+    assert reads == ["history", "history"]
+    now[0] += timedelta(seconds=59)
+    assert warm.current().exemptions and reads == ["history", "history"]
+    now[0] += timedelta(seconds=1)
+    assert warm.current().exemptions and reads == ["history", "history", "history"]
+    assert warm.current().exemptions and reads == ["history", "history", "history"]
 
 
 def test_a_bad_document_with_no_valid_version_in_its_history_falls_back_to_defaults_reading_it_once(

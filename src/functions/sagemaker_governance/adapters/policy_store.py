@@ -119,6 +119,9 @@ class PolicyStore:
         # version, or None when none validates (the history is not read again for the same version).
         self._history_for: tuple[str, int | None] | None = None
         self._history_answer: tuple[int, str, Policy] | None = None
+        # When a read of the history last failed: a container with a last good document keeps it without
+        # reading the history again for cache_seconds (botocore's retries of a throttled read took ~30 s).
+        self._history_failed_at: datetime | None = None
         # The last rejected text and why (validated once per container, not at every reaction), and when its
         # rejection was last logged and counted (once per cache_seconds while it lasts).
         self._rejected_text: str | None = None
@@ -163,7 +166,7 @@ class PolicyStore:
             # later must not bring the deleted one back as "last good" (deleting it returns to the defaults), and
             # the new parameter's history is not the old one's.
             self._last_good = self._last_text = self._last_good_version = self._rejected_text = None
-            self._history_for = self._history_answer = None
+            self._history_for = self._history_answer = self._history_failed_at = None
             self._known = self._base
             return self._base
         self._seen_document = True
@@ -278,35 +281,46 @@ class PolicyStore:
         (the deploy-time defaults when no version validates), in every container alike, whatever version it
         read last: a warm container that last read version 1 governs with version 2 as a new one does. Only
         when the history cannot be read: the container's last good document, or, in a container without one,
-        as for an unreadable document (``PolicyUnavailable``); counted at each reaction, as a failed read of
-        the document is, and the history read again at the next. The rejection is logged (naming the version
+        as for an unreadable document (``PolicyUnavailable``, the history read again at the next reaction). A
+        failed read is counted as a failed read of the document is; a container that keeps its last good
+        document then reads the history again only ``cache_seconds`` later: at every reaction, a throttled
+        read cost ~30 s of botocore's retries, more load on SSM and a datapoint each time. The rejection is logged (naming the version
         kept) and counted in ``PolicyLoadErrors`` at the first reaction that finds the text rejected and then
         once per ``cache_seconds`` while it stays rejected, as rejected deploy-time defaults are
         (``PolicyRejectedAlarm`` stays in alarm meanwhile)."""
         message = "policy document rejected"
-        try:
-            found = self._from_history(rejected)
-        except AdapterError as exc:
-            self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
-            logger.error(
-                "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
-            )
-            if self._last_good is None:
-                return self._known_or_unavailable(f"{message} ({detail}); its history could not be read", exc)
+        now = self._clock()
+        failed = self._history_failed_at
+        waiting = (  # a read of the history failed lately, and a last good document is at hand
+            self._last_good is not None
+            and failed is not None
+            and (now - failed).total_seconds() < self._cache_seconds
+            and (rejected, self._cached_version) != self._history_for
+        )
+        found: tuple[int, str, Policy] | None = None
+        if not waiting:
+            try:
+                found = self._from_history(rejected)
+            except AdapterError as exc:
+                self._history_failed_at = now
+                self._metrics.emit(BusinessMetric.POLICY_LOAD_ERRORS)
+                logger.error(
+                    "policy document history could not be read", parameter=self._parameter_name, detail=str(exc)
+                )
+                if self._last_good is None:
+                    return self._known_or_unavailable(f"{message} ({detail}); its history could not be read", exc)
+                waiting = True
+            else:
+                self._history_failed_at = None
+        if waiting and self._last_good is not None:
             policy, version = self._last_good, self._last_good_version
             kept = f"this container's last good document (version {version}): its history could not be read"
-        else:
-            if found is None:
-                policy, version, kept = (
-                    self._base,
-                    None,
-                    "deploy-time defaults: no version of the document validates",
-                )
-            else:  # kept from now on as this container's last good document
-                version, text, policy = found
-                self._last_good, self._last_text, self._last_good_version = policy, text, version
-                kept = f"version {version} of the document (the newest valid one in its history)"
-        now = self._clock()
+        elif found is None:
+            policy, version, kept = self._base, None, "deploy-time defaults: no version of the document validates"
+        else:  # kept from now on as this container's last good document
+            version, text, policy = found
+            self._last_good, self._last_text, self._last_good_version = policy, text, version
+            kept = f"version {version} of the document (the newest valid one in its history)"
         said = self._rejected_said_at
         if said is None or (now - said).total_seconds() >= self._cache_seconds or version != self._rejected_kept:
             self._rejected_said_at, self._rejected_kept = now, version
@@ -324,7 +338,8 @@ class PolicyStore:
     def _from_history(self, rejected: str) -> tuple[int, str, Policy] | None:
         """The newest earlier version of the document that validates (its number, text and policy); None when
         there is none. Remembered for the rejected version (the history is read once for it);
-        ``AdapterError`` when the history cannot be read (not remembered: the next reaction tries again)."""
+        ``AdapterError`` when the history cannot be read (not remembered: ``_rejected`` says when to try
+        again)."""
         key = (rejected, self._cached_version)
         if key != self._history_for:
             self._history_answer = self._newest_valid(self._history(), rejected)

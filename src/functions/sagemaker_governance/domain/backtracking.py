@@ -7,16 +7,26 @@ the same job at every run. ``backtracking_problem`` says why a pattern may do th
 rejected when it is validated (``smgov policy validate``, and the functions keep the last good policy).
 
 It refuses a repeat (``*``, ``+``, ``{m,n}`` with n > 1; not a possessive one or an atomic group) whose body
-can match one string in more than one way, in two forms:
+can match one string in more than one way, in three forms. A repeat of fixed count (``{3}``) is not refused:
+it is its body written out that many times, so a value is matched in a number of ways polynomial in its
+length at most (the IPv4 pattern ``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`` passes).
 
 - **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
   ``([a-z0-9]+-?)+``. A body that must consume a character the inner repeat cannot is unambiguous and
   passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
-- **overlapping alternatives**: two branches of an alternation in the body can begin with the same character:
-  ``(a|aa)*``, ``(x|xy)+`` (conservative: ``(a|ab)*`` is refused too; ``(dev|prod)+`` passes, and so does
-  ``(\\w|\\d)+``, which Python's parser turns into one character class).
+- **ambiguous words**: a body that matches a few strings of bounded length (literal words, alternatives,
+  character classes, ``?`` and bounded repeats: at most 256 spellings of at most 64 characters) is spelled
+  out as strings of character sets, and refused when a concatenation of them can be split in two ways (the
+  Sardinas-Patterson test of unique decodability): ``(a|aa)*``, ``(ab|a|ba)*``, ``(?i)(ab|AB)+``. It is
+  exact for literal words, so ``(x|xy)+``, ``(a|ab)*``, ``(foo|bar|baz)+`` and
+  ``(dev|prod|perf)(,(dev|prod|perf))*`` pass; a character class is taken to allow any of its characters
+  at once in both words compared, which can refuse more than it should, never less.
+- **overlapping alternatives**, in a body that also holds an unbounded repeat (so cannot be spelled out):
+  an alternation whose branches can be spelled out is refused when one branch can match the beginning of
+  another (``((x|xy)y*)+``; ``((dev|deploy)-\\d+,)*`` passes); one whose branches cannot, when two can
+  begin with the same character. ``(\\w|\\d)+`` passes: Python's parser turns it into one character class.
 
 Characters are compared on a sample alphabet (ASCII, a space and a few non-ASCII letters, what tag values and
 failure messages hold). The analysis reads CPython's parser (``re._parser``, private): where it is missing or
@@ -33,6 +43,9 @@ from typing import Any, Final
 _ALPHABET: Final = frozenset(
     [chr(code) for code in range(32, 127)] + ["\t", "\n", "\u00a0", "\u00e9", "\u00df", "\u00dc", "\u4e2d"]
 )
+_MAX_WORDS: Final = 256
+_MAX_LENGTH: Final = 64
+_Word = tuple[frozenset[str], ...]
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -75,7 +88,7 @@ class _Walk:
         c = self.c
         if op in (c.MAX_REPEAT, c.MIN_REPEAT):
             low, high, body = av
-            if high > 1:
+            if high > 1 and high != low:  # a fixed count ({3}) is the body written out: never exponential
                 problem = self._ambiguous_body(body, low, high)
                 if problem is not None:
                     return problem
@@ -104,14 +117,28 @@ class _Walk:
                     f"characters the repeated part can match alone, so a run of them splits between the two "
                     f"repeats in exponentially many ways (nested quantifiers)"
                 )
+        words = self.words(body)
+        if words is not None:
+            if not _uniquely_decodable(words):
+                return (
+                    f"{shown} holds a part that can match one string in more than one way (as one repeat or "
+                    f"split between repeats), so a value can be matched in exponentially many ways "
+                    f"(ambiguous words)"
+                )
+            return None
         for branches in self._alternations(body):
-            firsts = [self.first(branch) for branch in branches]
-            for index, first in enumerate(firsts):
-                if any(first & other for other in firsts[index + 1 :]):
-                    return (
-                        f"{shown} holds alternatives that can begin with the same character, so a value can "
-                        f"be matched in exponentially many ways (overlapping alternatives)"
-                    )
+            spelled = [self.words(branch) for branch in branches]
+            if all(found is not None for found in spelled):
+                if _prefix_free([word for found in spelled for word in found or ()]):
+                    continue
+            else:
+                firsts = [self.first(branch) for branch in branches]
+                if not any(first & other for index, first in enumerate(firsts) for other in firsts[index + 1 :]):
+                    continue
+            return (
+                f"{shown} holds alternatives of which one can match the beginning of another, so a value can "
+                f"be matched in exponentially many ways (overlapping alternatives)"
+            )
         return None
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
@@ -213,6 +240,56 @@ class _Walk:
                 return False
         return True  # anchors, lookarounds and group references: assumed to let it through
 
+    def words(self, items: Any) -> list[_Word] | None:
+        """Every string ``items`` can match, spelled as a string of character sets (one a position), when
+        there are few (at most ``_MAX_WORDS``, each at most ``_MAX_LENGTH`` long); None when it can match
+        more (an unbounded repeat) or is not understood (a group reference, an atomic part). Anchors and
+        lookarounds are left out: the spelling holds every string the part matches, and maybe more."""
+        c = self.c
+        out: list[_Word] = [()]
+        for op, av in items:
+            own = self.chars(op, av)
+            if own is not None:
+                options: list[_Word] | None = [(own,)]
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                options = self._repeated(av[0], av[1], av[2])
+            elif op is c.SUBPATTERN:
+                options = self.words(av[-1])
+            elif op is c.BRANCH:
+                options = []
+                for branch in av[1]:
+                    spelled = self.words(branch)
+                    if spelled is None:
+                        return None
+                    options.extend(spelled)
+            elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                options = [()]
+            else:
+                return None
+            if options is None or len(out) * len(options) > _MAX_WORDS:
+                return None
+            out = [head + tail for head in out for tail in options]
+            if any(len(word) > _MAX_LENGTH for word in out):
+                return None
+        return out
+
+    def _repeated(self, low: int, high: int, body: Any) -> list[_Word] | None:
+        if high - low > _MAX_WORDS or high > _MAX_LENGTH:
+            return None
+        once = self.words(body)
+        if once is None:
+            return None
+        out: list[_Word] = []
+        current: list[_Word] = [()]
+        for count in range(high + 1):
+            if count >= low:
+                out.extend(current)
+            if count < high:
+                current = [head + tail for head in current for tail in once]
+                if len(current) + len(out) > _MAX_WORDS:
+                    return None
+        return out
+
     def first(self, items: Any) -> frozenset[str]:
         """The characters a match of ``items`` can begin with (every character when it can be empty)."""
         c = self.c
@@ -237,6 +314,46 @@ class _Walk:
             elif op in (c.GROUPREF, c.GROUPREF_EXISTS, c.ATOMIC_GROUP):
                 return _ALPHABET
         return _ALPHABET  # it can match the empty string: whatever follows it may begin
+
+
+def _compatible(shorter: _Word, longer: _Word) -> bool:
+    """Whether some string of ``shorter`` begins some string of ``longer`` (position by position)."""
+    return len(shorter) <= len(longer) and all(a & b for a, b in zip(shorter, longer, strict=False))
+
+
+def _prefix_free(words: list[_Word]) -> bool:
+    """Whether no string of one word begins a string of another (nor of the same word listed again)."""
+    pairs = [(word, other) for index, word in enumerate(words) for other in words[index + 1 :]]
+    return not any(_compatible(word, other) or _compatible(other, word) for word, other in pairs)
+
+
+def _uniquely_decodable(words: list[_Word]) -> bool:
+    """The Sardinas-Patterson test on words spelled as character sets: whether no string is a concatenation
+    of words in two ways. Exact for words of single characters (literal strings); a set of several
+    characters is taken to allow any of them at that place in both words compared, so it errs towards
+    "not decodable" (the pattern refused), never the other way. The empty word counts as a word: a part
+    that can match nothing and something is refused."""
+    dangling: set[_Word] = set()
+    for index, word in enumerate(words):
+        for other_index, other in enumerate(words):
+            if index != other_index and _compatible(word, other):
+                if len(word) == len(other):
+                    return False  # one string, two words
+                dangling.add(other[len(word) :])
+    seen: set[_Word] = set()
+    while dangling:
+        suffix = dangling.pop()
+        if suffix in seen:
+            continue
+        seen.add(suffix)
+        for word in words:
+            if _compatible(suffix, word):
+                if len(suffix) == len(word):
+                    return False  # what is left of one split is a word of the other
+                dangling.add(word[len(suffix) :])
+            elif _compatible(word, suffix):
+                dangling.add(suffix[len(word) :])
+    return True
 
 
 def _quantifier(low: int, high: int, unbounded: int) -> str:

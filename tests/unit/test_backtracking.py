@@ -1,0 +1,131 @@
+"""Which patterns domain/backtracking.py refuses: exactly those that can match a value in exponentially many
+ways, not every repeat that looks alike (a refused pattern rejects the whole policy document)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sagemaker_governance.domain.backtracking import backtracking_problem
+from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.failures import builtin_taxonomy
+from sagemaker_governance.domain.policy import Policy
+from sagemaker_governance.domain.policy_document import parse_document
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REFUSED = [
+    # nested quantifiers: a run of characters splits between the two repeats in many ways
+    "(a+)+",
+    "(a+)+$",
+    r"(\w+\s?)*",
+    r"(\w+\s?)+",
+    "([a-z0-9]+-?)+",
+    "([a-z0-9]+-?)+!",
+    "(.*,)+",
+    "(a{1,2})+",
+    "(a|b+)*c",
+    "(?i)([A-Z]+[a-z]?)+",
+    r"^(x+x+)+y$",
+    r"^(?:\d+|[a-f]+)+$",
+    r"^( ?[a-z]+)+$",
+    r"^(\s*\w+)+$",
+    # a repeated part whose words are not uniquely decodable (Sardinas-Patterson)
+    "(a|aa)*",
+    "(a|aa)+ failed",
+    "(ab|a|ba)*",
+    "(a|[ab]a)+",
+    r"(a|\w\wa)+",
+    "(a|)+",
+    "(a|aa){1,5}",
+    # the same word twice when case is ignored (team signatures are matched so)
+    "(?i)(ab|AB)+c",
+    "(?i)(ab|AB){2,}c",
+    # alternatives of which one begins another, in a part that also holds an unbounded repeat
+    "((x|xy)y*)+",
+]
+
+ACCEPTED = [
+    # lists whose alternatives share a first letter but decode one way only
+    "(dev|staging|prod|perf)(,(dev|staging|prod|perf))*",
+    "(?i)(dev|staging|prod|perf)(,(dev|staging|prod|perf))*",
+    "(foo|bar|baz)+",
+    "(?:cpu|gpu|gpu-large)(?:,(?:cpu|gpu|gpu-large))*",
+    "(dev|develop)+",
+    r"^(?:jpe?g|png)+$",
+    "(x|xy)+ failed",
+    "(a|ab)*",
+    r"((dev|deploy)-\d+,)*",
+    r"^(?:(?:dev|prod)-)+\w+$",
+    # a fixed count is the part written out that many times
+    r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$",
+    r"^(?:[0-9]{3}-){2}[0-9]{4}$",
+    # a separator each repeat must begin or end with
+    "[a-z0-9]+(-[a-z0-9]+)*",
+    r"(\d+,)*",
+    r"(\d+,)*\d+",
+    r"v[0-9]+(\.[0-9]+)*",
+    r"^v\d+(\.\d+){0,2}$",
+    # one character class
+    r"(\d|[a-z])+",
+    r"(\w|a)+",
+    # the README's
+    "cc-[0-9]{4}",
+    "(dev|prod)",
+    "(dev|prod)+",
+    "[#]+",
+    "MYPLUGIN: transport to rank [0-9]+ lost",
+]
+
+
+@pytest.mark.parametrize("pattern", REFUSED)
+def test_a_pattern_that_can_match_a_value_in_exponentially_many_ways_is_refused(pattern: str) -> None:
+    # Given a pattern whose repeated part can match one string in two ways
+    # When it is analysed, then a reason is given
+    assert backtracking_problem(pattern) is not None
+
+
+@pytest.mark.parametrize("pattern", ACCEPTED)
+def test_a_pattern_that_matches_each_value_one_way_is_accepted(pattern: str) -> None:
+    # Given a pattern that cannot match a value in more than one way per repeat (or only a bounded number)
+    # When it is analysed, then nothing is found, with or without case ignored
+    assert backtracking_problem(pattern) is None
+    assert backtracking_problem(f"(?i){pattern}") is None
+
+
+def test_every_built_in_signature_and_example_pattern_is_accepted() -> None:
+    # Given the built-in failure taxonomy (matched ignoring case) and the example policies' patterns
+    patterns = [f"(?i){signature.pattern}" for signature in builtin_taxonomy().signatures]
+    for name in ("policy.yaml", "org-policy.yaml"):
+        patterns.extend(_patterns(yaml.safe_load((ROOT / "examples" / name).read_text())))
+    assert len(patterns) > 10
+    # When each is analysed, then none is refused
+    assert [pattern for pattern in patterns if backtracking_problem(pattern) is not None] == []
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(dev|staging|prod|perf)(,(dev|staging|prod|perf))*",
+        "(foo|bar|baz)+",
+        "^(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$",
+    ],
+)
+def test_a_document_with_a_linear_tag_pattern_still_loads_with_its_own_settings(pattern: str) -> None:
+    # Given a deployed document in audit mode whose required-tags pattern is linear (refused before this
+    # change, so the functions fell back to the defaults and enforced)
+    document = f"mode: audit\nrules:\n  - id: tags\n    type: required-tags\n    tags:\n      env: {{pattern: '{pattern}'}}\n"
+    # When it is validated, then it is valid and its mode governs
+    policy = Policy.model_validate({"mode": "enforce", **parse_document(document)})
+    assert policy.mode is Mode.AUDIT
+
+
+def _patterns(node: object) -> list[str]:
+    if isinstance(node, dict):
+        found = [value for key, value in node.items() if key == "pattern" and isinstance(value, str)]
+        return found + [pattern for value in node.values() for pattern in _patterns(value)]
+    if isinstance(node, list):
+        return [pattern for value in node for pattern in _patterns(value)]
+    return []
