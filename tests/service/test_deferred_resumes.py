@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_ROOT
@@ -17,7 +19,7 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import IN_PROGRESS_HORIZON, AlarmListing, JobListing, JobSummary
-from sagemaker_governance.service.reconciler import ReconcilerService
+from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.service.conftest import NOW, Calls, FixedPolicies
 
@@ -71,6 +73,7 @@ class World:
         self.now = NOW
         self.resumed: list[str] = []
         self.react_error: AdapterError | None = None
+        self.defective: set[str] = set()  # jobs whose auto-resume raises a defect of ours (not an AdapterError)
         self.metrics = MemoryBusinessMetrics()
         self.service = ReconcilerService(
             jobs=self,
@@ -155,6 +158,8 @@ class World:
         self.calls(f"resume {job.name}")
         if self.react_error is not None:
             raise self.react_error
+        if job.name in self.defective:
+            raise KeyError("FailureReason")
         self.resumed.append(job.name)
         assert trigger == RUN and job.arn == arn(job.name)
         clone = Decision(
@@ -257,6 +262,37 @@ def test_one_resume_that_fails_does_not_stop_the_others() -> None:
     report = world.run()
     assert report.errors == 2
     assert [c for c in world.calls.log if c.startswith("resume")] == ["resume a-r1", "resume b-r1"]
+
+
+def test_one_deferred_resume_s_defect_fails_the_run_only_after_the_others_and_the_repairs() -> None:
+    # Given two due deferred resumes, the first of which makes auto-resume raise a defect of ours
+    world = World()
+    world.failed["poison-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "poison"}
+    world.failed["ok-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "ok"}
+    world.defective = {"poison-r1"}
+    # When the reconciler runs
+    with pytest.raises(ReconcileDefect, match="poison-r1") as raised:
+        world.run()
+    # Then the other job is resumed and the run goes on to list the jobs in progress (its repairs) before the
+    # invocation fails on the defect (the dead-letter queue and its alarm)
+    assert world.resumed == ["ok-r1"] and world.asked_created_after != []
+    assert isinstance(raised.value.__cause__, KeyError)
+
+
+def test_a_deferred_resume_s_defect_does_not_hold_the_look_back_open() -> None:
+    # Given a container whose pass decided every failed job at NOW, then a due job whose resume raises a defect
+    world = World()
+    world.run()
+    world.failed["poison-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "poison"}
+    world.defective = {"poison-r1"}
+    # When the reconciler runs every interval (10 minutes) for six hours, each run failing on that job
+    for run in range(1, 37):
+        world.now = NOW + timedelta(minutes=10 * run)
+        with pytest.raises(ReconcileDefect):
+            world.run()
+        # Then each pass looks back as usual (the longest backoff and three runs), not to the last pass before
+        # the defect: a wider window would only meet the same defect, at a ListTags per failed job
+        assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)
 
 
 def test_a_run_without_time_makes_no_call_not_even_for_the_deferred_resumes() -> None:

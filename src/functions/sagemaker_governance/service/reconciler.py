@@ -396,8 +396,9 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
+        defects: list[tuple[str, Exception]] = []
         kept = (at_start - self._safety) * (1 - RESUME_SHARE)  # left for the listing and the repairs
-        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report))
+        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report, defects))
         listing = self._jobs_listed(remaining, at_start, report)
         in_progress = list(listing.jobs)
         observed = self._observed_alarms()
@@ -415,7 +416,6 @@ class ReconcilerService:
         report.alarms = sum(len(names) for names in observed.values())
         report.items = len(items)
         ended: list[Orphan] = []  # ended jobs' alarms, deleted together (DeleteAlarms takes 100 names)
-        defects: list[tuple[str, Exception]] = []
         for item in items:
             if remaining() < self._safety:
                 report.stopped_early = True
@@ -1180,8 +1180,18 @@ class ReconcilerService:
         return min(since, max(made_up, now - late))
 
     def _deferred_resumes(
-        self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
+        self,
+        policy: Policy,
+        trigger: Trigger,
+        remaining: Budget,
+        report: ReconcileReport,
+        defects: list[tuple[str, Exception]],
     ) -> list[RepairKind]:
+        """The deferred resumes due within the look-back. One job's defect (an exception other than an
+        ``AdapterError``) is kept in ``defects``, as an item's is, and the pass goes on: the run goes on to its
+        repairs and fails at its end. A defect does not hold the look-back open (an error does, to make it up):
+        the job is tried again while it is within the usual look-back, each run failing on it, and a wider
+        window would only repeat it."""
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
@@ -1224,6 +1234,10 @@ class ReconcilerService:
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("deferred resume failed", job=summary.name, error=str(exc))
+                continue
+            except Exception as exc:  # one job's defect must not leave the others, and the run's repairs, undone
+                defects.append((summary.name, exc))
+                logger.exception("deferred resume raised", job=summary.name)
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
