@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_ROOT
@@ -17,7 +19,7 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import IN_PROGRESS_HORIZON, AlarmListing, JobListing, JobSummary
-from sagemaker_governance.service.reconciler import ReconcilerService
+from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.service.conftest import NOW, Calls, FixedPolicies
 
@@ -67,10 +69,15 @@ class World:
         self.asked_created_after: list[datetime] = []
         self.listed_all = True  # False: the listings stop after their first page (the run's time ran out)
         self.failed_all = True  # False: the listing of the failed jobs stops after its first page
+        # When a failed job failed (its LastModifiedTime): a job given one is listed only within the look-back
+        self.failed_at: dict[str, datetime] = {}
+        self.tag_cost = 0.0  # seconds of the run each ListTags takes
+        self.spent = 0.0  # seconds of the run ListTags took
         self.on_listing: Callable[[], None] = lambda: None  # what listing the jobs in progress costs
         self.now = NOW
         self.resumed: list[str] = []
         self.react_error: AdapterError | None = None
+        self.defective: set[str] = set()  # jobs whose auto-resume raises a defect of ours (not an AdapterError)
         self.metrics = MemoryBusinessMetrics()
         self.service = ReconcilerService(
             jobs=self,
@@ -124,12 +131,18 @@ class World:
         self.asked_since.append(since)
         if self.list_error is not None:
             raise self.list_error
+        listed = [n for n in self.failed if n not in self.failed_at or since <= self.failed_at[n] <= self.now]
         return JobListing(
             jobs=tuple(
                 JobSummary.model_validate(
-                    {"TrainingJobName": n, "TrainingJobArn": arn(n), "TrainingJobStatus": "Failed"}
+                    {
+                        "TrainingJobName": n,
+                        "TrainingJobArn": arn(n),
+                        "TrainingJobStatus": "Failed",
+                        "LastModifiedTime": self.failed_at.get(n),
+                    }
                 )
-                for n in self.failed
+                for n in listed
             ),
             complete=self.failed_all,
         )
@@ -137,6 +150,7 @@ class World:
     def list_tags(self, job_arn: str) -> dict[str, str]:
         name = job_arn.rsplit("/", 1)[-1]
         self.calls(f"list-tags {name}")
+        self.spent += self.tag_cost
         return dict(self.failed.get(name, {}))
 
     def describe(self, name: str) -> dict[str, Any]:
@@ -155,6 +169,8 @@ class World:
         self.calls(f"resume {job.name}")
         if self.react_error is not None:
             raise self.react_error
+        if job.name in self.defective:
+            raise KeyError("FailureReason")
         self.resumed.append(job.name)
         assert trigger == RUN and job.arn == arn(job.name)
         clone = Decision(
@@ -259,6 +275,37 @@ def test_one_resume_that_fails_does_not_stop_the_others() -> None:
     assert [c for c in world.calls.log if c.startswith("resume")] == ["resume a-r1", "resume b-r1"]
 
 
+def test_one_deferred_resume_s_defect_fails_the_run_only_after_the_others_and_the_repairs() -> None:
+    # Given two due deferred resumes, the first of which makes auto-resume raise a defect of ours
+    world = World()
+    world.failed["poison-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "poison"}
+    world.failed["ok-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "ok"}
+    world.defective = {"poison-r1"}
+    # When the reconciler runs
+    with pytest.raises(ReconcileDefect, match="poison-r1") as raised:
+        world.run()
+    # Then the other job is resumed and the run goes on to list the jobs in progress (its repairs) before the
+    # invocation fails on the defect (the dead-letter queue and its alarm)
+    assert world.resumed == ["ok-r1"] and world.asked_created_after != []
+    assert isinstance(raised.value.__cause__, KeyError)
+
+
+def test_a_deferred_resume_s_defect_does_not_hold_the_look_back_open() -> None:
+    # Given a container whose pass decided every failed job at NOW, then a due job whose resume raises a defect
+    world = World()
+    world.run()
+    world.failed["poison-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "poison"}
+    world.defective = {"poison-r1"}
+    # When the reconciler runs every interval (10 minutes) for six hours, each run failing on that job
+    for run in range(1, 37):
+        world.now = NOW + timedelta(minutes=10 * run)
+        with pytest.raises(ReconcileDefect):
+            world.run()
+        # Then each pass looks back as usual (the longest backoff and three runs), not to the last pass before
+        # the defect: a wider window would only meet the same defect, at a ListTags per failed job
+        assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)
+
+
 def test_a_run_without_time_makes_no_call_not_even_for_the_deferred_resumes() -> None:
     # Given a due deferred resume and a run started with less time than its safety margin
     world = World()
@@ -298,8 +345,8 @@ def test_a_pass_that_missed_runs_looks_back_far_enough_to_make_them_up() -> None
     # Given a container whose deferred-resume pass decided every failed job at NOW (default backoffs: 60 at most)
     world = World()
     world.run()
-    # When its next passes are cut short (their listing of the failed jobs unfinished) for 100 minutes
-    world.failed_all = False
+    # When its next passes fail (their listing of the failed jobs throttled) for 100 minutes
+    world.list_error = AdapterError("ListTrainingJobs throttled")
     for minutes in range(10, 110, 10):
         world.now = NOW + timedelta(minutes=minutes)
         world.run()
@@ -307,7 +354,7 @@ def test_a_pass_that_missed_runs_looks_back_far_enough_to_make_them_up() -> None
     # most that long before it), not just the longest backoff and three runs
     assert world.asked_since[-1] == NOW - timedelta(minutes=60) < world.now - timedelta(minutes=60 + 30)
     # And once a pass decides them all, the next looks back as usual
-    world.failed_all = True
+    world.list_error = None
     world.run()
     world.now += timedelta(minutes=10)
     world.run()
@@ -324,3 +371,74 @@ def test_the_make_up_reaches_back_no_further_than_a_resume_can_be_late() -> None
     world.run()
     # Then it looks back 48 hours: a resume decided later is skipped as too late anyway
     assert world.asked_since[-1] == world.now - timedelta(hours=48)
+
+
+def test_a_due_job_is_decided_before_newer_failed_jobs_that_are_not_due_yet() -> None:
+    # Given 80 failed jobs not due yet, listed first (the listing is newest created first), and a due job created
+    # before them all, listed last; each ListTags takes a second, so a pass of a 300 s run reads some 70 tags
+    world = World()
+    for i in range(80):
+        world.failed[f"new{i}-r1"] = {**clone_tags(due_tag(50)), TAG_ROOT: f"new{i}"}
+        world.failed_at[f"new{i}-r1"] = NOW - timedelta(minutes=10)
+    world.failed["old-r1"] = {**clone_tags(due_tag(-10)), TAG_ROOT: "old"}
+    world.failed_at["old-r1"] = NOW - timedelta(minutes=70)
+    world.tag_cost = 1.0
+    # When the reconciler runs
+    report = world.run_with(lambda: 300.0 - world.spent)
+    # Then the pass, cut short for time, has resumed the due job first: the oldest failure is read first
+    assert report.stopped_early and world.resumed == ["old-r1"]
+    assert world.calls.log.index("list-tags old-r1") == 1
+
+
+def test_a_pass_cut_short_for_time_leaves_the_next_no_wider_window_than_it_handled() -> None:
+    # Given a container whose pass decided every failed job at NOW, in an account where a job fails every 90 s
+    # (60 within the usual look-back of 90 minutes) and each ListTags takes a second (some 70 a pass), and a job
+    # that ran two days and fails at NOW + 2 h 05 (created before all the others: listed last), due an hour on
+    world = World()
+    world.run()
+    at = NOW + timedelta(hours=6)
+    while at >= NOW - timedelta(hours=48):
+        world.failed[f"j{int(at.timestamp())}-r1"] = {}  # failed, not deferred
+        world.failed_at[f"j{int(at.timestamp())}-r1"] = at
+        at -= timedelta(seconds=90)
+    world.failed["long-r1"] = {
+        **clone_tags((NOW + timedelta(hours=3, minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")),
+        TAG_ROOT: "long",
+    }
+    world.failed_at["long-r1"] = NOW + timedelta(hours=2, minutes=5)
+    world.tag_cost = 1.0
+    # When its passes fail for four runs (the listing throttled), then it runs every 10 minutes for six hours
+    starts = []
+    for run in range(1, 37):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.list_error = AdapterError("ListTrainingJobs throttled") if run <= 4 else None
+        world.spent = 0.0
+        world.run_with(lambda: 300.0 - world.spent)
+        starts.append(world.asked_since[-1])
+    # Then the first pass after them makes up from the last complete pass, and each pass cut short leaves the next
+    # to start where it stopped, never further back, until the look-back is the usual one again
+    assert starts[4] == NOW - timedelta(minutes=60)
+    assert starts[4:] == sorted(starts[4:])
+    assert starts[-1] == world.now - timedelta(minutes=60 + 30)
+    # And the long job, due at NOW + 3 h 05, is resumed
+    assert "long-r1" in world.resumed
+
+
+def test_a_pass_whose_listing_is_cut_short_for_time_leaves_the_next_the_usual_look_back() -> None:
+    # Given a container whose pass decided every failed job at NOW, and whose next five passes failed
+    world = World()
+    world.run()
+    world.list_error = AdapterError("ListTrainingJobs throttled")
+    for minutes in range(10, 60, 10):
+        world.now = NOW + timedelta(minutes=minutes)
+        world.run()
+    # When the next pass makes them up but its listing of the failed jobs is cut short for time
+    world.list_error = None
+    world.failed_all = False
+    world.now = NOW + timedelta(minutes=60)
+    world.run()
+    assert world.asked_since[-1] == NOW - timedelta(minutes=60)
+    # Then the pass after it looks back as usual: a window whose listing alone took a pass's time is not widened
+    world.now += timedelta(minutes=10)
+    world.run()
+    assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)

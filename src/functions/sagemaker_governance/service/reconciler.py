@@ -88,6 +88,7 @@ from sagemaker_governance.domain.reconcile import (
     WINDOW_TERMS,
     AlarmListing,
     JobListing,
+    JobSummary,
     ReconcilerCode,
     RepairKind,
     WorkItem,
@@ -377,10 +378,11 @@ class ReconcilerService:
         # the oldest jobs of the window are reached within a few runs however long the window (none: from the
         # newest; a cold container starts there again).
         self._listed_to: datetime | None = None
-        # When this container's last deferred-resume pass that decided every failed job of its look-back ran (none:
-        # not in this container): the next pass looks back from there too, so runs that failed, or whose pass
-        # was cut short, are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway).
-        self._resumed_through: datetime | None = None
+        # The failure time before which this container's deferred-resume passes decided every failed job (none:
+        # not known, the usual look-back): the next pass looks back to it too, so runs whose pass failed or met an
+        # error are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway). A pass cut
+        # short for time moves it to where it stopped (``_deferred_resumes``): never a wider window than it handled.
+        self._decided_before: datetime | None = None
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -396,8 +398,9 @@ class ReconcilerService:
             logger.error("reconciler run skipped: the policy is unknown")
             raise
         self._run_key = (policy.digest(), self._clock().date().isoformat())
+        defects: list[tuple[str, Exception]] = []
         kept = (at_start - self._safety) * (1 - RESUME_SHARE)  # left for the listing and the repairs
-        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report))
+        self._count(report, self._deferred_resumes(policy, trigger, lambda: remaining() - kept, report, defects))
         listing = self._jobs_listed(remaining, at_start, report)
         in_progress = list(listing.jobs)
         observed = self._observed_alarms()
@@ -415,7 +418,6 @@ class ReconcilerService:
         report.alarms = sum(len(names) for names in observed.values())
         report.items = len(items)
         ended: list[Orphan] = []  # ended jobs' alarms, deleted together (DeleteAlarms takes 100 names)
-        defects: list[tuple[str, Exception]] = []
         for item in items:
             if remaining() < self._safety:
                 report.stopped_early = True
@@ -1165,32 +1167,39 @@ class ReconcilerService:
         return timedelta(minutes=_longest_backoff(policy) + 3 * self._interval)
 
     def _failed_since(self, policy: Policy, now: datetime) -> datetime:
-        """Where this run's deferred-resume pass looks back to: the look-back, or further back to make up for the
-        runs since this container's last pass that decided every failed job of its look-back (a run that failed,
-        a pass cut short or with errors): a job due since then failed at most the longest backoff before it.
-        Never further than the longest ``resume.late_after_hours`` (a resume decided later is skipped as too
-        late). Each failed job in the window costs a ``ListTags`` per run, so the window widens only while
-        passes are missed and narrows again at the first pass that decides them all."""
+        """Where this run's deferred-resume pass looks back to: the look-back, or further back to where this
+        container's passes last decided every failed job (``_decided_before``), to make up for the runs since
+        (a pass that failed or met an error). Never further than the longest ``resume.late_after_hours`` (a
+        resume decided later is skipped as too late). Each failed job in the window costs a ``ListTags`` per
+        run, so the window widens only while passes are missed, by one interval a run, and never past what the
+        last pass handled: a pass cut short for time leaves the next one to start where it stopped."""
         since = now - self._lookback(policy)
-        if self._resumed_through is None:
+        if self._decided_before is None:
             return since
         policies = [policy, *(policy.for_team(team) for team in policy.teams)]
         late = timedelta(hours=max(p.resume.late_after_hours for p in policies))
-        made_up = self._resumed_through - timedelta(minutes=_longest_backoff(policy))
-        return min(since, max(made_up, now - late))
+        return min(since, max(self._decided_before, now - late))
 
     def _deferred_resumes(
-        self, policy: Policy, trigger: Trigger, remaining: Budget, report: ReconcileReport
+        self,
+        policy: Policy,
+        trigger: Trigger,
+        remaining: Budget,
+        report: ReconcileReport,
+        defects: list[tuple[str, Exception]],
     ) -> list[RepairKind]:
+        """The deferred resumes due within the look-back. One job's defect (an exception other than an
+        ``AdapterError``) is kept in ``defects``, as an item's is, and the pass goes on: the run goes on to its
+        repairs and fails at its end. A defect does not hold the look-back open (an error does, to make it up):
+        the job is tried again while it is within the usual look-back, each run failing on it, and a wider
+        window would only repeat it."""
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
-        errors = report.errors
+        since = self._failed_since(policy, now)
         try:
-            listing = self._failed.failed_since(
-                self._failed_since(policy, now), lambda: remaining() >= self._safety
-            )
-        except AdapterError as exc:
+            listing = self._failed.failed_since(since, lambda: remaining() >= self._safety)
+        except AdapterError as exc:  # a missed pass: the next one makes it up
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
             return []
@@ -1202,11 +1211,16 @@ class ReconcilerService:
             report.stopped_early = True
             logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
         repairs: list[RepairKind] = []
-        decided = listing.complete
-        for summary in listing.jobs:
+        # The oldest failure first: a job is due a backoff after it failed, so the due jobs (the most overdue
+        # first) come before those that are not yet due, whatever order the listing (newest created first) gave;
+        # a job of unknown failure time is not put off. Stable: a tie keeps the listing's order.
+        jobs = sorted(listing.jobs, key=lambda job: job.last_modified_time or since)
+        stopped: JobSummary | None = None  # the first job left for lack of time
+        erred: JobSummary | None = None  # the first job whose resume met an AdapterError
+        for summary in jobs:
             if remaining() < self._safety:
                 report.stopped_early = True
-                decided = False
+                stopped = summary
                 break
             try:
                 tags = self._jobs.list_tags(summary.arn)
@@ -1224,12 +1238,53 @@ class ReconcilerService:
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("deferred resume failed", job=summary.name, error=str(exc))
+                erred = erred or summary
+                continue
+            except Exception as exc:  # one job's defect must not leave the others, and the run's repairs, undone
+                defects.append((summary.name, exc))
+                logger.exception("deferred resume raised", job=summary.name)
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
-        if decided and report.errors == errors:  # every failed job of the window decided: the next looks back less
-            self._resumed_through = now
+        self._decided_before = self._decided(listing, since, stopped, erred, now, policy)
         return repairs
+
+    def _decided(
+        self,
+        listing: JobListing,
+        since: datetime,
+        stopped: JobSummary | None,
+        erred: JobSummary | None,
+        now: datetime,
+        policy: Policy,
+    ) -> datetime | None:
+        """Where the next pass may start looking back (``_decided_before``), after a pass of window ``since``.
+
+        * Every listed job visited: each one that failed a longest backoff before ``now`` was due and decided, so
+          the next pass looks back to there (or as usual, when that reaches further back).
+        * A job whose resume met an ``AdapterError`` (a throttled call): the next pass looks back to that job's
+          failure, to try it again. A listing that failed, or a page of it, leaves the point where it was: the
+          next pass makes this one up.
+        * Cut short for time: the pass could not handle its window, so the next starts at the failure of the
+          first job it did not read, never further back than this one started (the jobs are read oldest failure
+          first: every one before it was read; one that met an error is tried again within the usual look-back
+          only). The window so moves forward by what a pass reads instead of growing by a run's interval at
+          every run up to ``resume.late_after_hours``, with a due job beyond a pass's reach.
+        * A listing cut short for time, or a first job not read whose failure time is unknown, says nothing of
+          where the pass stopped: the usual look-back (a window whose listing alone takes a pass's time is wider
+          than any pass handles)."""
+        settled = now - timedelta(minutes=_longest_backoff(policy))
+        if listing.error is not None:
+            return self._decided_before
+        if not listing.complete:
+            return None
+        if stopped is not None:
+            if stopped.last_modified_time is None:
+                return None
+            return max(since, min(stopped.last_modified_time, settled))
+        if erred is not None:
+            return max(since, min(erred.last_modified_time or since, settled))
+        return settled
 
     def _exists(self, name: str) -> bool:
         try:
