@@ -233,7 +233,7 @@ class ComplianceService:
             effects = [stop_effect(job.name, d.rule, d.code) for d in stops]
             if stop_noted(lambda: self._jobs.stop(job.name), *effects) is StopOutcome.STOPPED:
                 return Outcome.DONE
-        if any(stopped_earlier(job.name, d.rule) is not None for d in stops):
+        if any(stopped_earlier(job.name, d.rule, job.status) is not None for d in stops):
             return Outcome.DONE
         return Outcome.ALREADY_DONE
 

@@ -82,7 +82,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim, StopOutcome
+from sagemaker_governance.domain.errors import Claim, StopOutcome, StopUnanswered
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -321,13 +321,14 @@ def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
 
 def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
-    stops) when SageMaker accepted it, or when the call raised: its answer may have been lost after the stop was
-    applied (a read timeout), and a retry of the delivery that finds the job stopping must take that stop for
-    this delivery's own, not for an earlier end (``stopped_earlier``). A stop answered "already ended" notes
-    nothing: that job was stopping (or ended) before this delivery."""
+    stops) when SageMaker accepted it, or when its outcome is unknown (``StopUnanswered``: no answer, a server
+    error): its answer may have been lost after the stop was applied, and a retry of the delivery that finds the
+    job stopping must take that stop for this delivery's own, not for an earlier end (``stopped_earlier``). A stop
+    SageMaker refused (throttled, denied: any other error) was not made and notes nothing; nor does one answered
+    "already ended": that job was stopping (or ended) before this delivery."""
     try:
         outcome = stop()
-    except Exception:
+    except StopUnanswered:
         for effect in effects:
             note(effect)
         raise
@@ -337,10 +338,20 @@ def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     return outcome
 
 
-def stopped_earlier(job_name: str, rule: str) -> str | None:
+# The statuses of a job a stop was applied to (``Stopped`` once it ended): an earlier attempt's stop is this
+# delivery's only when the job shows it; a job still running, or that completed or failed on its own, was not
+# stopped by it (its StopTrainingJob had no answer and was not applied).
+STOPPED_STATUSES = frozenset({"Stopping", "Stopped"})
+
+
+def stopped_earlier(job_name: str, rule: str, status: str | None) -> str | None:
     """The code of the stop of ``job_name`` for ``rule`` that an earlier attempt of the current delivery made
-    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost); None: none (or
-    outside a delivery). Its retry finds the job stopping and records and tells that stop as done."""
+    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost), when the job's
+    current ``status`` (read by this attempt) shows a stop (``STOPPED_STATUSES``); None: none, the job not
+    stopping (the noted stop was not applied), or outside a delivery. Its retry records and tells that stop as
+    done."""
+    if status not in STOPPED_STATUSES:
+        return None
     effect = done_before(stop_effect(job_name, rule))
     return None if effect is None else effect.removeprefix(stop_effect(job_name, rule))
 
