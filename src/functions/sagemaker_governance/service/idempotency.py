@@ -590,7 +590,7 @@ class ComplianceNotices(_LedgerNotices):
     reconciler's repair of a job that lacked its evaluation, which nothing retries (the job, stopping, is no
     longer listed in progress). The key ``compliance:<job>`` (``_LedgerNotices``); a telling that fails releases
     it with the stop's effects (``stop_effect``: rule and code), and the job's ``Stopped`` event tells what they
-    owe (``tell_owed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
+    owe (``tell_owed``); a claim that raised tells anyway (``_unclaimed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
     retries (``OnceNotifier``, ``stopped_earlier``): no key, no write."""
 
     OWNER = COMPLIANCE_NOTICE_OWNER
@@ -619,6 +619,17 @@ class ComplianceNotices(_LedgerNotices):
                 logger.exception("notice not released", notice=key)
             return False
         return self._tell(key, claim, now, lambda: tell(owed), owed)
+
+    def _unclaimed(self, key: str, exc: Exception, tell: Callable[[], object]) -> bool:
+        """Outside a delivery (the reconciler's stop, which nothing retries) a claim that raised tells anyway,
+        logged: skipped, the stop would be owed to nobody (the key holds no effects for the job's ``Stopped``
+        event) and its owner never told; told, at worst a teller whose claim's answer was lost meets the key
+        held and tells nothing more. A telling that then fails is the run's error, as a failed Publish is."""
+        if _current.get() is not None:
+            return super()._unclaimed(key, exc, tell)
+        logger.warning("compliance notice not claimed: told anyway", notice=key, error=str(exc)[:300])
+        tell()
+        return True
 
 
 class GuardNotices(_LedgerNotices):
