@@ -622,6 +622,47 @@ def test_a_never_evaluated_jobs_stop_whose_message_failed_is_told_once_at_its_st
     assert [item["code"] for item in told["items"]] == ["compliance.stop.violation"]
 
 
+def test_a_notice_told_with_a_stop_whose_message_failed_is_told_and_recorded_once_at_the_stopped_event(
+    ledger_acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a never-evaluated Spot job without tags or checkpoints (a stop rule and a notify rule both violated),
+    # and SNS refusing the reconciler's Publish once
+    inbox = ledger_acct.notification_inbox()
+    ledger_acct.sagemaker.launch(
+        create_request(
+            "spotty",
+            tags={},
+            EnableManagedSpotTraining=True,
+            StoppingCondition={"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 90_000},
+        )
+    )
+    publish_fails_once(monkeypatch)
+    # When the reconciler stops it (its one message, stop and notice, failing), the job's Stopped event is
+    # delivered twice and the reconciler runs on
+    clock.advance(minutes=16)
+    assert reconcile(ledger_acct)["errors"] == 1
+    assert ledger_acct.sagemaker.stop_requests == ["spotty"]
+    ledger_acct.sagemaker.transition("spotty", "Stopped", "Stopped")
+    for _ in range(2):
+        ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("spotty"))
+        clock.advance(minutes=15)
+        reconcile(ledger_acct)
+    # Then the owner is told once, of the stop and the notice, and each is recorded done once: the stop by the
+    # reconciler that made it, the notice by the Stopped event that told it
+    (told,) = inbox_bodies(ledger_acct, inbox)
+    assert told["outcome"] == "stopped"
+    assert sorted(item["code"] for item in told["items"]) == [
+        "compliance.notify.violation",
+        "compliance.stop.violation",
+    ]
+    acted = [
+        (r.trigger, r.action, r.outcome.value)
+        for r in ledger_acct.audit.records
+        if r.rule in ("required-tags", "spot-checkpoint")
+    ]
+    assert sorted(acted) == [("job-state-change", "notify", "done"), ("reconciler", "stop", "done")]
+
+
 def test_a_stopped_job_compliance_did_not_stop_is_told_nothing_at_its_stopped_event(
     ledger_acct: LocalAccount,
 ) -> None:

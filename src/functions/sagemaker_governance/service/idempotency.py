@@ -319,6 +319,21 @@ def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
     return head if code is None else f"{head}{code}"
 
 
+_NOTICED = "notice|"
+
+
+def is_stop_effect(effect: str) -> bool:
+    """Whether ``effect`` names a stop (``stop_effect``), not a notice owed with it (``notice_effect``)."""
+    return effect.startswith(_STOPPED)
+
+
+def notice_effect(job_name: str, rule: str, code: str) -> str:
+    """The name of a compliance notice (a violation whose action is to tell) told in one message with a stop
+    (``stop_effect``) whose telling failed outside a delivery: owed with it (``ComplianceNotices``), and told and
+    recorded by whoever tells that stop (the job's ``Stopped`` event)."""
+    return f"{_NOTICED}{job_name}|{rule}|{code}"
+
+
 def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
     stops) when SageMaker accepted it, or when its outcome is unknown (``StopUnanswered``: no answer, a server
@@ -596,23 +611,24 @@ class ComplianceNotices(_LedgerNotices):
     OWNER = COMPLIANCE_NOTICE_OWNER
 
     def once(self, job_name: str, stops: Sequence[str], tell: Callable[[], object]) -> bool:
-        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names),
-        unless they were told (or are being told); True if it ran. Within a delivery it runs as it is."""
+        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names, and
+        the message's notices: ``notice_effect``), unless they were told (or are being told); True if it ran.
+        Within a delivery it runs as it is."""
         if _current.get() is not None:
             tell()
             return True
         return self._once(compliance_notice_key(job_name), tell, owed=stops)
 
     def tell_owed(self, job_name: str, tell: Callable[[tuple[str, ...]], object]) -> bool:
-        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names), if any and not
-        told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
+        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names) and the notices of
+        the same message (``notice_effect``), if a stop is owed and not told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
         release."""
         key, now = compliance_notice_key(job_name), self._clock()
         claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
         if not self._granted(key, claim):
             return False
-        owed = tuple(sorted(effect for effect in claim.done if effect.startswith(_STOPPED)))
-        if not owed:
+        owed = tuple(sorted(effect for effect in claim.done if effect.startswith((_STOPPED, _NOTICED))))
+        if not any(effect.startswith(_STOPPED) for effect in owed):
             try:
                 self._ledger.release(key, self.OWNER, now, sorted(claim.done))
             except Exception:  # nothing to tell: the key is taken over once its hold is over
