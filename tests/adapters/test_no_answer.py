@@ -23,7 +23,7 @@ from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sagemaker import SageMakerJobInventory, SageMakerJobs
 from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 from sagemaker_governance.adapters.sns import SnsNotifier
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, Throttled
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopUnanswered, Throttled
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.domain.notifications import Notification
@@ -99,6 +99,19 @@ def test_a_call_without_an_answer_is_an_adapter_error(call: str, error: BotoCore
     with pytest.raises(AdapterError) as raised:
         CALLS[call](NoAnswer(error))
     assert not isinstance(raised.value, (JobNotFound, Throttled))
+    assert raised.value.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [EndpointConnectionError(endpoint_url=URL), ReadTimeoutError(endpoint_url=URL)],
+    ids=["connect", "read"],
+)
+def test_a_stop_without_an_answer_is_a_stop_whose_outcome_is_unknown(error: BotoCoreError) -> None:
+    # Given a client that gets no answer, when the adapter stops a job, then it raises StopUnanswered: the stop
+    # may have been applied (a retry that finds the job stopping takes it for its delivery's own)
+    with pytest.raises(StopUnanswered) as raised:
+        SageMakerJobs(NoAnswer(error)).stop("job-1")
     assert raised.value.__cause__ is error
 
 

@@ -8,7 +8,7 @@ from botocore.exceptions import ParamValidationError
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome, StopUnanswered
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
@@ -72,6 +72,25 @@ def test_the_modelled_stop_error_reads_the_jobs_status_like_sagemakers_validatio
             },
         )
         assert SageMakerJobs(client).stop("done") is StopOutcome.ALREADY_ENDED
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "unknown"),
+    [("ThrottlingException", 400, False), ("AccessDeniedException", 400, False), ("InternalFailure", 500, True)],
+)
+def test_a_refused_stop_is_told_apart_from_one_whose_outcome_is_unknown(
+    code: str, status: int, unknown: bool
+) -> None:
+    # Given StopTrainingJob answered with an error past botocore's retries
+    client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_client_error("stop_training_job", service_error_code=code, http_status_code=status)
+        # When the adapter stops the job
+        with pytest.raises(AdapterError) as raised:
+            SageMakerJobs(client).stop("job-1")
+    # Then a refusal (throttled, denied: not applied) is a plain AdapterError, and a server error, after which the
+    # stop may have been applied, is StopUnanswered
+    assert isinstance(raised.value, StopUnanswered) is unknown
 
 
 def test_unknown_job_is_translated(sagemaker_client: Any) -> None:

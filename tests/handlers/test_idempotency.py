@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -16,7 +17,7 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, StopOutcome, StopUnanswered
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
@@ -571,7 +572,7 @@ def test_a_compliance_stop_whose_answer_was_lost_is_retried_to_a_done_record_and
     def answer_lost(self: SageMakerJobs, name: str) -> StopOutcome:
         outcome = stop(self, name)
         if lost(name):
-            raise AdapterError(f"StopTrainingJob {name} failed: Read timeout on endpoint URL")
+            raise StopUnanswered(f"StopTrainingJob {name} failed: Read timeout on endpoint URL")
         return outcome
 
     monkeypatch.setattr(SageMakerJobs, "stop", answer_lost)
@@ -587,6 +588,81 @@ def test_a_compliance_stop_whose_answer_was_lost_is_retried_to_a_done_record_and
     ]
     (told,) = inbox_messages(acct, inbox)
     assert json.loads(told["Body"])["outcome"] == "stopped"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        AdapterError("StopTrainingJob untagged-1 failed: ThrottlingException: Rate exceeded"),
+        StopUnanswered("StopTrainingJob untagged-1 failed: Read timeout on endpoint URL"),
+    ],
+    ids=["refused", "unanswered-not-applied"],
+)
+def test_a_compliance_stop_that_was_not_applied_is_not_recorded_nor_told_as_made_when_the_job_ends_on_its_own(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch, failure: AdapterError
+) -> None:
+    # Given a job that violates an enforced stop rule, and StopTrainingJob failing without stopping it: refused
+    # (throttled past botocore's retries), or without an answer
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+
+    def not_applied(self: SageMakerJobs, name: str) -> StopOutcome:
+        raise failure
+
+    monkeypatch.setattr(SageMakerJobs, "stop", not_applied)
+    with pytest.raises(AdapterError):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    # When the job fails on its own before the delivery's retry
+    acct.sagemaker.transition("untagged-1", "Failed", "Failed")
+    acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the stop is not recorded as made by governance, and its owner is not told it was stopped
+    stops = [r.outcome.value for r in acct.audit.records if r.action == "stop"]
+    assert "done" not in stops
+    assert all(json.loads(m["Body"])["outcome"] != "stopped" for m in inbox_messages(acct, inbox))
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        AdapterError("StopTrainingJob idle-1 failed: ThrottlingException: Rate exceeded"),
+        StopUnanswered("StopTrainingJob idle-1 failed: Read timeout on endpoint URL"),
+    ],
+    ids=["refused", "unanswered-not-applied"],
+)
+def test_a_guard_stop_that_was_not_applied_is_not_told_as_made_when_the_retry_no_longer_stops(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch, failure: AdapterError
+) -> None:
+    # Given an idle job whose alarm fires, and StopTrainingJob failing once without stopping it: refused
+    # (throttled past botocore's retries), or without an answer
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    signals = JobSignals(clock).attach(acct.cloudwatch)
+    signals.idle("idle-1")
+    log_stream("idle-1")
+    clock.advance(minutes=90)
+    stops: list[str] = []
+
+    def not_applied(self: SageMakerJobs, name: str) -> StopOutcome:
+        stops.append(name)
+        raise failure
+
+    monkeypatch.setattr(SageMakerJobs, "stop", not_applied)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    event = acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)])
+    with pytest.raises(AdapterError):
+        acct.invoke(stopper, event, request_id=RETRIED)
+    # When the job is busy again before the delivery's retry (its GPUs and logs active): the judge no longer stops
+    signals.set("GPUUtilization", "idle-1/algo-1", 95.0)
+    signals.set("CPUUtilization", "idle-1/algo-1", 60.0)
+    log_stream("idle-1", lines_at=tuple(clock() - timedelta(minutes=m) for m in range(39, 0, -1)))
+    acct.invoke(stopper, event, request_id=RETRIED)
+    # Then the job runs on (one stop tried, the first attempt's) and its owner is never told it was stopped
+    assert stops == ["idle-1"]
+    assert acct.sagemaker.jobs["idle-1"]["TrainingJobStatus"] == "InProgress"
+    assert all(json.loads(m["Body"])["outcome"] != "stopped" for m in inbox_messages(acct, inbox))
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(

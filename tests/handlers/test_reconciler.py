@@ -8,6 +8,7 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -15,6 +16,7 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from pydantic import ValidationError
 
+from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.business_metrics import MemoryBusinessMetrics
 from sagemaker_governance.composition.alarm_stopper import build as stopper_build
@@ -22,7 +24,7 @@ from sagemaker_governance.composition.job_events import build as job_events_buil
 from sagemaker_governance.composition.reconciler import build as reconciler_build
 from sagemaker_governance.composition.reconciler import reconciler_service
 from sagemaker_governance.domain.compliance import EVALUATED_TAG
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, Claim
 from sagemaker_governance.domain.guards.base import AlarmNaming, AlarmPlan
 from sagemaker_governance.domain.guards.idle import IDLE, IdlePolicy
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
@@ -620,6 +622,47 @@ def test_a_never_evaluated_jobs_stop_whose_message_failed_is_told_once_at_its_st
     assert [item["code"] for item in told["items"]] == ["compliance.stop.violation"]
 
 
+def test_a_notice_told_with_a_stop_whose_message_failed_is_told_and_recorded_once_at_the_stopped_event(
+    ledger_acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a never-evaluated Spot job without tags or checkpoints (a stop rule and a notify rule both violated),
+    # and SNS refusing the reconciler's Publish once
+    inbox = ledger_acct.notification_inbox()
+    ledger_acct.sagemaker.launch(
+        create_request(
+            "spotty",
+            tags={},
+            EnableManagedSpotTraining=True,
+            StoppingCondition={"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 90_000},
+        )
+    )
+    publish_fails_once(monkeypatch)
+    # When the reconciler stops it (its one message, stop and notice, failing), the job's Stopped event is
+    # delivered twice and the reconciler runs on
+    clock.advance(minutes=16)
+    assert reconcile(ledger_acct)["errors"] == 1
+    assert ledger_acct.sagemaker.stop_requests == ["spotty"]
+    ledger_acct.sagemaker.transition("spotty", "Stopped", "Stopped")
+    for _ in range(2):
+        ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("spotty"))
+        clock.advance(minutes=15)
+        reconcile(ledger_acct)
+    # Then the owner is told once, of the stop and the notice, and each is recorded done once: the stop by the
+    # reconciler that made it, the notice by the Stopped event that told it
+    (told,) = inbox_bodies(ledger_acct, inbox)
+    assert told["outcome"] == "stopped"
+    assert sorted(item["code"] for item in told["items"]) == [
+        "compliance.notify.violation",
+        "compliance.stop.violation",
+    ]
+    acted = [
+        (r.trigger, r.action, r.outcome.value)
+        for r in ledger_acct.audit.records
+        if r.rule in ("required-tags", "spot-checkpoint")
+    ]
+    assert sorted(acted) == [("job-state-change", "notify", "done"), ("reconciler", "stop", "done")]
+
+
 def test_a_stopped_job_compliance_did_not_stop_is_told_nothing_at_its_stopped_event(
     ledger_acct: LocalAccount,
 ) -> None:
@@ -632,6 +675,41 @@ def test_a_stopped_job_compliance_did_not_stop_is_told_nothing_at_its_stopped_ev
     # Then nobody is told, and no stop is recorded
     assert inbox_bodies(ledger_acct, inbox) == []
     assert [r for r in ledger_acct.audit.records if r.action == "stop"] == []
+
+
+def test_a_never_evaluated_jobs_stop_whose_notice_could_not_be_claimed_is_told_once_by_the_reconciler(
+    ledger_acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an untagged job whose Starting event was lost, and the ledger refusing the claim of its compliance
+    # notice once (DynamoDB throttled past botocore's retries)
+    inbox = ledger_acct.notification_inbox()
+    ledger_acct.sagemaker.launch(create_request("untagged", tags={}))
+    claim = DeliveryLedger.claim
+    refused: list[str] = []
+
+    def refused_once(self: DeliveryLedger, key: str, owner: str, now: datetime, hold: float) -> Claim:
+        if key.startswith("compliance:") and not refused:
+            refused.append(key)
+            raise AdapterError(f"DynamoDB UpdateItem (claim {key}) failed: ProvisionedThroughputExceededException")
+        return claim(self, key, owner, now, hold)
+
+    monkeypatch.setattr(DeliveryLedger, "claim", refused_once)
+    # When the reconciler evaluates and stops it, the job stops (its Stopped event delivered) and the reconciler
+    # runs on
+    clock.advance(minutes=16)
+    reconcile(ledger_acct)
+    assert ledger_acct.sagemaker.stop_requests == ["untagged"]
+    ledger_acct.sagemaker.transition("untagged", "Stopped", "Stopped")
+    ledger_acct.invoke(job_events, ledger_acct.sagemaker.event("untagged"))
+    for _ in range(2):
+        clock.advance(minutes=15)
+        reconcile(ledger_acct)
+    # Then the claim was tried, the stop recorded once, and its owner told once that the job was stopped
+    assert refused == ["compliance:untagged"]
+    stops = [r for r in ledger_acct.audit.records if r.action == "stop"]
+    assert [(r.trigger, r.outcome.value) for r in stops] == [("reconciler", "done")]
+    (told,) = inbox_bodies(ledger_acct, inbox)
+    assert (told["kind"], told["outcome"]) == ("compliance", "stopped")
 
 
 def test_a_never_evaluated_jobs_notice_whose_message_failed_is_told_and_recorded_once(

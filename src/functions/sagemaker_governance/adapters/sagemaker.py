@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sagemaker_governance.adapters.read_failures import error_code
 from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome, StopUnanswered
 from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
 from sagemaker_governance.observability import logger
 
@@ -108,13 +108,17 @@ class SageMakerJobs:
             # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
             # DescribeTrainingJob raises JobNotFound for a job that does not exist).
             if error_code(exc) not in {"ValidationException", "ResourceNotFound"}:
+                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+                    # a server error: the stop may have been applied before it failed
+                    raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
+                # refused (throttled, denied): not applied
                 raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
             status = self.describe(name).get("TrainingJobStatus")
             if status in {"Stopping", "Stopped", "Completed", "Failed"}:
                 return StopOutcome.ALREADY_ENDED
             raise AdapterError(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
         except BotoCoreError as exc:  # no answer (the stop may have been made: stopping again is success)
-            raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
+            raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
         return StopOutcome.STOPPED
 
 

@@ -23,6 +23,13 @@ class Throttled(AdapterError):
     retry quota was spent): the caller may defer the work to a later run instead of failing."""
 
 
+class StopUnanswered(AdapterError):
+    """StopTrainingJob's outcome is unknown: no answer (botocore's ``BotoCoreError``: a read timeout, a connection
+    error) or a server error (5xx) past botocore's retries, so SageMaker may have applied the stop. A refusal
+    (``ThrottlingException``, ``AccessDenied``: any other error answer) is a plain ``AdapterError``: that stop was
+    not made."""
+
+
 class NotOurAlarm(AdapterError):
     pass
 

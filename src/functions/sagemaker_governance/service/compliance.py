@@ -41,8 +41,10 @@ from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import (
     ComplianceNotices,
     done_before,
+    is_stop_effect,
     mark_effect,
     note,
+    notice_effect,
     stop_effect,
     stop_noted,
     stopped_earlier,
@@ -107,30 +109,46 @@ class ComplianceService:
             if was_evaluated(job.tags):
                 return []
         policy = self._policies.current()
-        if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed)):
+        if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed, trigger)):
             logger.info("compliance stop told at the job's end", job=job.name, trigger=trigger.kind)
         return []
 
-    def _tell_stop(self, job: TrainingJob, policy: Policy, owed: tuple[str, ...]) -> None:
-        """Tell the owner ``job`` was stopped for the ``owed`` stops (``stop_effect`` names), each told as the
-        job evaluates now when its rule still stops it, else by its rule and code alone."""
+    def _tell_stop(self, job: TrainingJob, policy: Policy, owed: tuple[str, ...], trigger: Trigger) -> None:
+        """Tell the owner ``job`` was stopped for the ``owed`` stops (``stop_effect`` names), with the notices of
+        the same message (``notice_effect`` names), each told as the job evaluates now when its rule still
+        decides the same action, else by its rule and code alone; then record each notice ``done``: a notice is
+        recorded once told, and this is its telling (the stops were recorded when they were made)."""
         now = evaluate_compliance(job, policy, self._clock())
-        items: list[Decision] = []
+        stops: list[Decision] = []
+        notices: list[Decision] = []
         for effect in owed:
             _, _, rule, code = effect.split("|", 3)
-            found = next((d for d in now.violations if d.rule == rule and d.action is Action.STOP), None)
+            action, items = (Action.STOP, stops) if is_stop_effect(effect) else (Action.NOTIFY, notices)
+            found = next((d for d in now.violations if d.rule == rule and d.action is action), None)
             items.append(
                 found.model_copy(update={"code": code})
                 if found is not None
                 else Decision(
                     rule=rule,
                     code=code,
-                    action=Action.STOP,
+                    action=action,
                     mode=Mode.ENFORCE,
-                    reason=f"the job was stopped for violating the rule {rule}",
+                    reason=f"the job violated the rule {rule}"
+                    if action is Action.NOTIFY
+                    else f"the job was stopped for violating the rule {rule}",
                 )
             )
-        self._notifier.publish(self._message(job, policy, NotificationOutcome.STOPPED, items))
+        self._notifier.publish(self._message(job, policy, NotificationOutcome.STOPPED, [*stops, *notices]))
+        for decision in notices:
+            record_decision(
+                self._audit,
+                decision,
+                job=job,
+                policy=policy,
+                trigger=trigger,
+                outcome=Outcome.DONE,
+                at=self._clock(),
+            )
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current()
@@ -233,7 +251,7 @@ class ComplianceService:
             effects = [stop_effect(job.name, d.rule, d.code) for d in stops]
             if stop_noted(lambda: self._jobs.stop(job.name), *effects) is StopOutcome.STOPPED:
                 return Outcome.DONE
-        if any(stopped_earlier(job.name, d.rule) is not None for d in stops):
+        if any(stopped_earlier(job.name, d.rule, job.status) is not None for d in stops):
             return Outcome.DONE
         return Outcome.ALREADY_DONE
 
@@ -284,12 +302,15 @@ class ComplianceService:
         message = self._message(job, policy, outcome, result.told)
         if outcome is NotificationOutcome.STOPPED and self._notices is not None:
             # told once, whoever tells; a failed Publish leaves the stop owed to the job's Stopped event
-            stops = [
+            # its notices too: held back from the record until told (``evaluate``), they are owed with the stops
+            owed = [
                 stop_effect(job.name, d.rule, d.code)
+                if d.action is Action.STOP
+                else notice_effect(job.name, d.rule, d.code)
                 for d in result.decisions
-                if d.action is Action.STOP and d.acts
+                if d.action in (Action.STOP, Action.NOTIFY) and d.acts
             ]
-            self._notices.once(job.name, stops, lambda: self._notifier.publish(message))
+            self._notices.once(job.name, owed, lambda: self._notifier.publish(message))
         else:
             self._notifier.publish(message)
 

@@ -665,7 +665,7 @@ class GuardStopper:
         """An earlier attempt of this delivery stopped the job and then failed (SNS ``Publish`` throttled, say):
         this retry found the job stopping (already ended) and would tell nobody. The owner is told it was stopped,
         under the code of that stop; the notifier (``OnceNotifier``) sends it only if that attempt did not."""
-        code = stopped_earlier(job.name, guard.rule_id)
+        code = stopped_earlier(job.name, guard.rule_id, job.status)
         if code is None:
             return
         reason = (

@@ -82,7 +82,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import Claim, StopOutcome
+from sagemaker_governance.domain.errors import Claim, StopOutcome, StopUnanswered
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -319,15 +319,31 @@ def stop_effect(job_name: str, rule: str, code: str | None = None) -> str:
     return head if code is None else f"{head}{code}"
 
 
+_NOTICED = "notice|"
+
+
+def is_stop_effect(effect: str) -> bool:
+    """Whether ``effect`` names a stop (``stop_effect``), not a notice owed with it (``notice_effect``)."""
+    return effect.startswith(_STOPPED)
+
+
+def notice_effect(job_name: str, rule: str, code: str) -> str:
+    """The name of a compliance notice (a violation whose action is to tell) told in one message with a stop
+    (``stop_effect``) whose telling failed outside a delivery: owed with it (``ComplianceNotices``), and told and
+    recorded by whoever tells that stop (the job's ``Stopped`` event)."""
+    return f"{_NOTICED}{job_name}|{rule}|{code}"
+
+
 def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
-    stops) when SageMaker accepted it, or when the call raised: its answer may have been lost after the stop was
-    applied (a read timeout), and a retry of the delivery that finds the job stopping must take that stop for
-    this delivery's own, not for an earlier end (``stopped_earlier``). A stop answered "already ended" notes
-    nothing: that job was stopping (or ended) before this delivery."""
+    stops) when SageMaker accepted it, or when its outcome is unknown (``StopUnanswered``: no answer, a server
+    error): its answer may have been lost after the stop was applied, and a retry of the delivery that finds the
+    job stopping must take that stop for this delivery's own, not for an earlier end (``stopped_earlier``). A stop
+    SageMaker refused (throttled, denied: any other error) was not made and notes nothing; nor does one answered
+    "already ended": that job was stopping (or ended) before this delivery."""
     try:
         outcome = stop()
-    except Exception:
+    except StopUnanswered:
         for effect in effects:
             note(effect)
         raise
@@ -337,10 +353,20 @@ def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     return outcome
 
 
-def stopped_earlier(job_name: str, rule: str) -> str | None:
+# The statuses of a job a stop was applied to (``Stopped`` once it ended): an earlier attempt's stop is this
+# delivery's only when the job shows it; a job still running, or that completed or failed on its own, was not
+# stopped by it (its StopTrainingJob had no answer and was not applied).
+STOPPED_STATUSES = frozenset({"Stopping", "Stopped"})
+
+
+def stopped_earlier(job_name: str, rule: str, status: str | None) -> str | None:
     """The code of the stop of ``job_name`` for ``rule`` that an earlier attempt of the current delivery made
-    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost); None: none (or
-    outside a delivery). Its retry finds the job stopping and records and tells that stop as done."""
+    (``stop_noted``), which then failed (its record, its message, or the stop's own answer lost), when the job's
+    current ``status`` (read by this attempt) shows a stop (``STOPPED_STATUSES``); None: none, the job not
+    stopping (the noted stop was not applied), or outside a delivery. Its retry records and tells that stop as
+    done."""
+    if status not in STOPPED_STATUSES:
+        return None
     effect = done_before(stop_effect(job_name, rule))
     return None if effect is None else effect.removeprefix(stop_effect(job_name, rule))
 
@@ -579,35 +605,47 @@ class ComplianceNotices(_LedgerNotices):
     reconciler's repair of a job that lacked its evaluation, which nothing retries (the job, stopping, is no
     longer listed in progress). The key ``compliance:<job>`` (``_LedgerNotices``); a telling that fails releases
     it with the stop's effects (``stop_effect``: rule and code), and the job's ``Stopped`` event tells what they
-    owe (``tell_owed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
+    owe (``tell_owed``); a claim that raised tells anyway (``_unclaimed``). A stop made by a delivery (the job's Starting event) is told by that delivery and its
     retries (``OnceNotifier``, ``stopped_earlier``): no key, no write."""
 
     OWNER = COMPLIANCE_NOTICE_OWNER
 
     def once(self, job_name: str, stops: Sequence[str], tell: Callable[[], object]) -> bool:
-        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names),
-        unless they were told (or are being told); True if it ran. Within a delivery it runs as it is."""
+        """Run ``tell``, the owner's message that the job was stopped for ``stops`` (``stop_effect`` names, and
+        the message's notices: ``notice_effect``), unless they were told (or are being told); True if it ran.
+        Within a delivery it runs as it is."""
         if _current.get() is not None:
             tell()
             return True
         return self._once(compliance_notice_key(job_name), tell, owed=stops)
 
     def tell_owed(self, job_name: str, tell: Callable[[tuple[str, ...]], object]) -> bool:
-        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names), if any and not
-        told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
+        """Run ``tell`` with the stops an earlier teller failed to tell (``stop_effect`` names) and the notices of
+        the same message (``notice_effect``), if a stop is owed and not told since; True if it ran. A key never claimed (a job compliance did not stop) costs a claim and its
         release."""
         key, now = compliance_notice_key(job_name), self._clock()
         claim = self._ledger.claim(key, self.OWNER, now, NOTICE_HOLD_SECONDS)
         if not self._granted(key, claim):
             return False
-        owed = tuple(sorted(effect for effect in claim.done if effect.startswith(_STOPPED)))
-        if not owed:
+        owed = tuple(sorted(effect for effect in claim.done if effect.startswith((_STOPPED, _NOTICED))))
+        if not any(effect.startswith(_STOPPED) for effect in owed):
             try:
                 self._ledger.release(key, self.OWNER, now, sorted(claim.done))
             except Exception:  # nothing to tell: the key is taken over once its hold is over
                 logger.exception("notice not released", notice=key)
             return False
         return self._tell(key, claim, now, lambda: tell(owed), owed)
+
+    def _unclaimed(self, key: str, exc: Exception, tell: Callable[[], object]) -> bool:
+        """Outside a delivery (the reconciler's stop, which nothing retries) a claim that raised tells anyway,
+        logged: skipped, the stop would be owed to nobody (the key holds no effects for the job's ``Stopped``
+        event) and its owner never told; told, at worst a teller whose claim's answer was lost meets the key
+        held and tells nothing more. A telling that then fails is the run's error, as a failed Publish is."""
+        if _current.get() is not None:
+            return super()._unclaimed(key, exc, tell)
+        logger.warning("compliance notice not claimed: told anyway", notice=key, error=str(exc)[:300])
+        tell()
+        return True
 
 
 class GuardNotices(_LedgerNotices):
