@@ -78,6 +78,7 @@ class World:
         self.resumed: list[str] = []
         self.react_error: AdapterError | None = None
         self.defective: set[str] = set()  # jobs whose auto-resume raises a defect of ours (not an AdapterError)
+        self.throttled_once: set[str] = set()  # jobs whose next auto-resume meets an AdapterError (then succeeds)
         self.metrics = MemoryBusinessMetrics()
         self.service = ReconcilerService(
             jobs=self,
@@ -169,6 +170,9 @@ class World:
         self.calls(f"resume {job.name}")
         if self.react_error is not None:
             raise self.react_error
+        if job.name in self.throttled_once:
+            self.throttled_once.discard(job.name)
+            raise AdapterError("CreateTrainingJob throttled")
         if job.name in self.defective:
             raise KeyError("FailureReason")
         self.resumed.append(job.name)
@@ -442,3 +446,75 @@ def test_a_pass_whose_listing_is_cut_short_for_time_leaves_the_next_the_usual_lo
     world.now += timedelta(minutes=10)
     world.run()
     assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)
+
+
+def test_a_due_job_whose_resume_met_an_error_in_a_pass_cut_short_is_tried_again() -> None:
+    # Given a container whose pass decided every failed job at NOW and whose next 18 passes (three hours) failed
+    world = World()
+    world.run()
+    world.list_error = AdapterError("ListTrainingJobs throttled")
+    for run in range(1, 19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.run()
+    world.list_error = None
+    # and a deferred job that failed at NOW, due five minutes on, before a job failing every minute for three
+    # hours after it, with a ListTags a second: a pass reads far fewer of them than its window holds
+    world.failed["due-r1"] = {
+        **clone_tags((NOW + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")),
+        TAG_ROOT: "due",
+    }
+    world.failed_at["due-r1"] = NOW
+    at = NOW + timedelta(minutes=1)
+    while at < NOW + timedelta(hours=3):
+        world.failed[f"j{int(at.timestamp())}-r1"] = {}  # failed, not deferred
+        world.failed_at[f"j{int(at.timestamp())}-r1"] = at
+        at += timedelta(minutes=1)
+    world.tag_cost = 1.0
+    # When the passes run again every 10 minutes, the first one's resume of the due job is throttled and that
+    # pass is then cut short for time among the newer failures
+    world.throttled_once = {"due-r1"}
+    starts = []
+    for run in range(19, 25):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.spent = 0.0
+        report = world.run_with(lambda: 300.0 - world.spent)
+        starts.append(world.asked_since[-1])
+        if run == 19:
+            assert report.errors == 1 and report.stopped_early
+    # Then the next pass still looks back to the due job's failure, not to where the first one stopped, and
+    # resumes it: tried twice, resumed once
+    assert starts[1] == NOW
+    assert [c for c in world.calls.log if c == "resume due-r1"] == ["resume due-r1", "resume due-r1"]
+    assert world.resumed == ["due-r1"]
+    # And once it is resumed the window moves on again
+    assert starts[2] > NOW
+
+
+def test_a_due_job_whose_resume_met_an_error_in_a_pass_whose_listing_was_cut_short_is_tried_again() -> None:
+    # Given a container whose pass decided every failed job at NOW and whose next five passes failed, and a
+    # deferred job that failed at NOW, due five minutes on
+    world = World()
+    world.run()
+    world.list_error = AdapterError("ListTrainingJobs throttled")
+    for minutes in range(10, 60, 10):
+        world.now = NOW + timedelta(minutes=minutes)
+        world.run()
+    world.list_error = None
+    world.failed["due-r1"] = {
+        **clone_tags((NOW + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")),
+        TAG_ROOT: "due",
+    }
+    world.failed_at["due-r1"] = NOW
+    # When the next pass makes them up, its listing of the failed jobs is cut short for time and its resume of
+    # the due job is throttled
+    world.failed_all = False
+    world.throttled_once = {"due-r1"}
+    world.now = NOW + timedelta(minutes=60)
+    world.run()
+    # Then the pass after it looks back to the due job's failure (further than the usual look-back, which no
+    # longer reaches it) and resumes it
+    world.failed_all = True
+    world.now += timedelta(minutes=40)
+    world.run()
+    assert world.asked_since[-1] == NOW
+    assert world.resumed == ["due-r1"]

@@ -1266,24 +1266,30 @@ class ReconcilerService:
           failure, to try it again. A listing that failed, or a page of it, leaves the point where it was: the
           next pass makes this one up.
         * Cut short for time: the pass could not handle its window, so the next starts at the failure of the
-          first job it did not read, never further back than this one started (the jobs are read oldest failure
-          first: every one before it was read; one that met an error is tried again within the usual look-back
-          only). The window so moves forward by what a pass reads instead of growing by a run's interval at
+          first job it did not read, or of the first one that met an error when that failed earlier, never
+          further back than this one started (the jobs are read oldest failure first: every one before it was
+          read). The window so moves forward by what a pass reads instead of growing by a run's interval at
           every run up to ``resume.late_after_hours``, with a due job beyond a pass's reach.
         * A listing cut short for time, or a first job not read whose failure time is unknown, says nothing of
           where the pass stopped: the usual look-back (a window whose listing alone takes a pass's time is wider
-          than any pass handles)."""
+          than any pass handles), or the failure of the first job that met an error, never further back than
+          this one started.
+
+        Whatever the pass did, the next never starts after the failure of a job whose resume met an error here:
+        a window that started after it would never list it again, and its resume would be lost."""
         settled = now - timedelta(minutes=_longest_backoff(policy))
+        # Held at the first job that met an error, whatever else the pass did: the next pass tries it again.
+        held = None if erred is None else max(since, min(erred.last_modified_time or since, settled))
         if listing.error is not None:
-            return self._decided_before
+            return _earliest(self._decided_before, held)
         if not listing.complete:
-            return None
+            return held
         if stopped is not None:
             if stopped.last_modified_time is None:
-                return None
-            return max(since, min(stopped.last_modified_time, settled))
-        if erred is not None:
-            return max(since, min(erred.last_modified_time or since, settled))
+                return held
+            return _earliest(max(since, min(stopped.last_modified_time, settled)), held)
+        if held is not None:
+            return held
         return settled
 
     def _exists(self, name: str) -> bool:
@@ -1336,6 +1342,16 @@ def _longest_backoff(policy: Policy) -> int:
     """The longest ``resume.backoff_minutes`` of the policy and its teams."""
     policies = [policy, *(policy.for_team(team) for team in policy.teams)]
     return max(max(p.resume.backoff_minutes) for p in policies)
+
+
+def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:
+    """The earlier of two points where the next deferred-resume pass may start, ``None`` (the usual look-back)
+    only when both are."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return min(first, second)
 
 
 def _listed_job(item: WorkItem, tags: dict[str, str] | None = None) -> TrainingJob:
