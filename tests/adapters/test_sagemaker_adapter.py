@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
+import botocore.config
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ParamValidationError
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome, StopUnanswered
+from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopDenied, StopOutcome, StopUnanswered
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
@@ -75,11 +78,15 @@ def test_the_modelled_stop_error_reads_the_jobs_status_like_sagemakers_validatio
 
 
 @pytest.mark.parametrize(
-    ("code", "status", "unknown"),
-    [("ThrottlingException", 400, False), ("AccessDeniedException", 400, False), ("InternalFailure", 500, True)],
+    ("code", "status", "raised_as"),
+    [
+        ("ThrottlingException", 400, AdapterError),
+        ("AccessDeniedException", 400, StopDenied),
+        ("InternalFailure", 500, StopUnanswered),
+    ],
 )
-def test_a_refused_stop_is_told_apart_from_one_whose_outcome_is_unknown(
-    code: str, status: int, unknown: bool
+def test_a_denied_stop_is_told_apart_from_one_that_may_have_been_applied(
+    code: str, status: int, raised_as: type[AdapterError]
 ) -> None:
     # Given StopTrainingJob answered with an error past botocore's retries
     client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
@@ -88,9 +95,48 @@ def test_a_refused_stop_is_told_apart_from_one_whose_outcome_is_unknown(
         # When the adapter stops the job
         with pytest.raises(AdapterError) as raised:
             SageMakerJobs(client).stop("job-1")
-    # Then a refusal (throttled, denied: not applied) is a plain AdapterError, and a server error, after which the
-    # stop may have been applied, is StopUnanswered
-    assert isinstance(raised.value, StopUnanswered) is unknown
+    # Then a refusal for want of permission (one attempt, not applied) is StopDenied, a server error after which
+    # the stop may have been applied is StopUnanswered, and a throttled last attempt (an earlier one may have been
+    # applied) is neither
+    assert type(raised.value) is raised_as
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
+def test_a_stop_answered_5xx_then_throttled_by_botocores_retries_is_not_taken_for_denied() -> None:
+    # Given a client in botocore's standard retry mode whose StopTrainingJob's first attempt is answered 500 (the
+    # stop perhaps applied) and whose two retries are throttled
+    client = boto3.client(
+        "sagemaker",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=botocore.config.Config(retries={"mode": "standard", "total_max_attempts": 3}),
+    )
+    answers = [(500, "InternalFailure"), (400, "ThrottlingException"), (400, "ThrottlingException")]
+    sent: list[int] = []
+
+    def send(request: Any, **_: Any) -> AWSResponse:
+        status, code = answers[len(sent)]
+        sent.append(status)
+        body = json.dumps({"__type": code, "message": "injected"}).encode()
+        headers = HTTPHeaders()
+        headers["content-type"] = "application/x-amz-json-1.1"
+        return AWSResponse(request.url, status, headers, _Body(body))
+
+    client.meta.events.register("before-send.sagemaker.StopTrainingJob", send)
+    # When the adapter stops the job
+    with pytest.raises(AdapterError) as raised:
+        SageMakerJobs(client).stop("job-1")
+    # Then every attempt was sent, and the error is not a denial: stop_noted notes such a stop as perhaps applied
+    assert sent == [500, 400, 400]
+    assert not isinstance(raised.value, StopDenied)
 
 
 def test_unknown_job_is_translated(sagemaker_client: Any) -> None:

@@ -17,7 +17,13 @@ from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 from sagemaker_governance.adapters.sns import SnsNotifier
 from sagemaker_governance.audit import AuditRecord, MemoryAuditSink
 from sagemaker_governance.composition.job_events import job_events_service
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, StopOutcome, StopUnanswered
+from sagemaker_governance.domain.errors import (
+    AdapterError,
+    DescriptionBehind,
+    StopDenied,
+    StopOutcome,
+    StopUnanswered,
+)
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
@@ -594,15 +600,16 @@ def test_a_compliance_stop_whose_answer_was_lost_is_retried_to_a_done_record_and
     "failure",
     [
         AdapterError("StopTrainingJob untagged-1 failed: ThrottlingException: Rate exceeded"),
+        StopDenied("StopTrainingJob untagged-1 failed: AccessDeniedException: explicit deny"),
         StopUnanswered("StopTrainingJob untagged-1 failed: Read timeout on endpoint URL"),
     ],
-    ids=["refused", "unanswered-not-applied"],
+    ids=["throttled-not-applied", "denied", "unanswered-not-applied"],
 )
 def test_a_compliance_stop_that_was_not_applied_is_not_recorded_nor_told_as_made_when_the_job_ends_on_its_own(
     acct: LocalAccount, monkeypatch: pytest.MonkeyPatch, failure: AdapterError
 ) -> None:
-    # Given a job that violates an enforced stop rule, and StopTrainingJob failing without stopping it: refused
-    # (throttled past botocore's retries), or without an answer
+    # Given a job that violates an enforced stop rule, and StopTrainingJob failing without stopping it: throttled
+    # past botocore's retries, denied, or without an answer
     inbox = acct.notification_inbox()
     acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
     event = acct.sagemaker.event("untagged-1")
@@ -626,15 +633,16 @@ def test_a_compliance_stop_that_was_not_applied_is_not_recorded_nor_told_as_made
     "failure",
     [
         AdapterError("StopTrainingJob idle-1 failed: ThrottlingException: Rate exceeded"),
+        StopDenied("StopTrainingJob idle-1 failed: AccessDeniedException: explicit deny"),
         StopUnanswered("StopTrainingJob idle-1 failed: Read timeout on endpoint URL"),
     ],
-    ids=["refused", "unanswered-not-applied"],
+    ids=["throttled-not-applied", "denied", "unanswered-not-applied"],
 )
 def test_a_guard_stop_that_was_not_applied_is_not_told_as_made_when_the_retry_no_longer_stops(
     acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch, failure: AdapterError
 ) -> None:
-    # Given an idle job whose alarm fires, and StopTrainingJob failing once without stopping it: refused
-    # (throttled past botocore's retries), or without an answer
+    # Given an idle job whose alarm fires, and StopTrainingJob failing once without stopping it: throttled past
+    # botocore's retries, denied, or without an answer
     inbox = acct.notification_inbox()
     acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
     acct.invoke(job_events, acct.sagemaker.event("idle-1"))
@@ -663,6 +671,72 @@ def test_a_guard_stop_that_was_not_applied_is_not_told_as_made_when_the_retry_no
     assert stops == ["idle-1"]
     assert acct.sagemaker.jobs["idle-1"]["TrainingJobStatus"] == "InProgress"
     assert all(json.loads(m["Body"])["outcome"] != "stopped" for m in inbox_messages(acct, inbox))
+
+
+def applied_then_throttled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """StopTrainingJob's first call is applied and then raises what the adapter raises when botocore's first
+    attempt was applied but answered 5xx and its retries were throttled (a plain AdapterError: the last attempt's
+    answer; tests/adapters/test_sagemaker_adapter.py); later calls behave. Returns the names stopped."""
+    stop = SageMakerJobs.stop
+    calls: list[str] = []
+
+    def first_applied_then_throttled(self: SageMakerJobs, name: str) -> StopOutcome:
+        calls.append(name)
+        outcome = stop(self, name)
+        if len(calls) == 1:
+            raise AdapterError(f"StopTrainingJob {name} failed: ThrottlingException: Rate exceeded")
+        return outcome
+
+    monkeypatch.setattr(SageMakerJobs, "stop", first_applied_then_throttled)
+    return calls
+
+
+def test_a_guard_stop_applied_whose_retries_were_throttled_is_told_once_by_the_delivery_retry(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an idle job whose alarm fires, and StopTrainingJob applied by its first HTTP attempt (answered 5xx)
+    # while botocore's retries of it are throttled, so that the call fails with a throttling error
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")
+    log_stream("idle-1")
+    clock.advance(minutes=90)
+    applied_then_throttled(monkeypatch)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    event = acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)])
+    with pytest.raises(AdapterError, match="ThrottlingException"):
+        acct.invoke(stopper, event, request_id=RETRIED)
+    # When the delivery is retried and finds the job stopping
+    acct.invoke(stopper, event, request_id=RETRIED)
+    # Then the retry takes the stop for its delivery's own: the owner is told once that the job was stopped
+    assert acct.sagemaker.jobs["idle-1"]["TrainingJobStatus"] in {"Stopping", "Stopped"}
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["stopped"]
+
+
+def test_a_compliance_stop_applied_whose_retries_were_throttled_is_recorded_done_and_told_stopped_on_retry(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job that violates an enforced stop rule, and StopTrainingJob applied by its first HTTP attempt
+    # (answered 5xx) while botocore's retries of it are throttled
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    applied_then_throttled(monkeypatch)
+    with pytest.raises(AdapterError, match="ThrottlingException"):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    # When the delivery is retried and finds the job stopping
+    acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the stop is recorded done, as governance's, and the owner is told once that it was stopped (not that
+    # it had already ended)
+    assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "done")
+    ]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["stopped"]
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(

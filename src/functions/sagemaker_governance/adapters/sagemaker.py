@@ -9,9 +9,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sagemaker_governance.adapters.read_failures import error_code
+from sagemaker_governance.adapters.read_failures import DENIED_CODES, error_code
 from sagemaker_governance.adapters.sagemaker_model import unmodelled_paths
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome, StopUnanswered
+from sagemaker_governance.domain.errors import (
+    AdapterError,
+    JobNotFound,
+    StopDenied,
+    StopOutcome,
+    StopUnanswered,
+)
 from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
 from sagemaker_governance.observability import logger
 
@@ -108,10 +114,13 @@ class SageMakerJobs:
             # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
             # DescribeTrainingJob raises JobNotFound for a job that does not exist).
             if error_code(exc) not in {"ValidationException", "ResourceNotFound"}:
+                if error_code(exc) in DENIED_CODES:  # not retried by botocore: the one attempt was not applied
+                    raise StopDenied(f"StopTrainingJob {name} failed: {exc}") from exc
                 if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
                     # a server error: the stop may have been applied before it failed
                     raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
-                # refused (throttled, denied): not applied
+                # this answer (throttled, say) refused the last attempt only: an earlier one, answered 5xx or not
+                # at all and retried by botocore, may have been applied (stop_noted)
                 raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
             status = self.describe(name).get("TrainingJobStatus")
             if status in {"Stopping", "Stopped", "Completed", "Failed"}:

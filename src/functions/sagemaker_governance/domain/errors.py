@@ -24,10 +24,16 @@ class Throttled(AdapterError):
 
 
 class StopUnanswered(AdapterError):
-    """StopTrainingJob's outcome is unknown: no answer (botocore's ``BotoCoreError``: a read timeout, a connection
-    error) or a server error (5xx) past botocore's retries, so SageMaker may have applied the stop. A refusal
-    (``ThrottlingException``, ``AccessDenied``: any other error answer) is a plain ``AdapterError``: that stop was
-    not made."""
+    """StopTrainingJob's last attempt got no answer (botocore's ``BotoCoreError``: a read timeout, a connection
+    error) or a server error (5xx): SageMaker may have applied the stop. The last attempt's answer says nothing of
+    the earlier ones: a call whose first attempt was applied and answered 5xx, and whose retries were throttled,
+    ends in a plain ``AdapterError``, so a failed stop is taken as perhaps applied unless denied
+    (``StopDenied``: ``stop_noted``)."""
+
+
+class StopDenied(AdapterError):
+    """SageMaker refused StopTrainingJob for want of permission (``AccessDenied``-like: IAM, an SCP, a permissions
+    boundary). botocore does not retry that answer, so the call had one attempt and the stop was not made."""
 
 
 class NotOurAlarm(AdapterError):
