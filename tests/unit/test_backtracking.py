@@ -45,6 +45,16 @@ REFUSED = [
     "(?i)(ab|AB){2,}c",
     # alternatives of which one begins another, in a part that also holds an unbounded repeat
     "((x|xy)y*)+",
+    # a fixed count whose part can match nothing, or one string in many ways: the ways multiply per copy
+    "(?:[a-z0-9]?){30}[a-z0-9]{30}",
+    "(?:a|a?){26}!",
+    "(?:a|a){26}!",
+    "(?:[a-z]+-?){3}",
+    # one repeat's trailing run and the next one's leading run over the same characters
+    "(?:[a-z]*-[a-z]*)*x",
+    r"(?:\d+\.\d+)+!",
+    # the IPv4 part unbounded: 1?\d?\d reads 11 two ways, at every repeat
+    r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.)+$",
 ]
 
 ACCEPTED = [
@@ -62,6 +72,7 @@ ACCEPTED = [
     # a fixed count is the part written out that many times
     r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$",
     r"^(?:[0-9]{3}-){2}[0-9]{4}$",
+    r"^(?:[a-z]+-){2}[a-z]+$",
     # a separator each repeat must begin or end with
     "[a-z0-9]+(-[a-z0-9]+)*",
     r"(\d+,)*",

@@ -7,10 +7,15 @@ the same job at every run. ``backtracking_problem`` says why a pattern may do th
 rejected when it is validated (``smgov policy validate``, and the functions keep the last good policy).
 
 It refuses a repeat (``*``, ``+``, ``{m,n}`` with n > 1; not a possessive one or an atomic group) whose body
-can match one string in more than one way, in three forms. A repeat of fixed count (``{3}``) is not refused:
-it is its body written out that many times, so a value is matched in a number of ways polynomial in its
-length at most (the IPv4 pattern ``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`` passes).
+can match one string in more than one way, in the forms below. A repeat of fixed count (``{30}``) is checked
+alike, for its copies share a value among them as a repeat's iterations do (``(?:[a-z0-9]?){30}[a-z0-9]{30}``
+and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters). The one leniency: a fixed count {n} whose
+words split one way, though one string may be up to k of them (two of its words share a string), passes
+while k**n is at most 64, the number of ways it can then match a value: the IPv4 pattern
+``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`` passes (every word ends in ``.``, a code; ``1?\\d?\\d`` reads
+``11`` two ways, 2**3 in all), ``(?:a|a){26}`` does not.
 
+- **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``.
 - **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
@@ -19,14 +24,18 @@ length at most (the IPv4 pattern ``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`
 - **ambiguous words**: a body that matches a few strings of bounded length (literal words, alternatives,
   character classes, ``?`` and bounded repeats: at most 256 spellings of at most 64 characters) is spelled
   out as strings of character sets, and refused when a concatenation of them can be split in two ways (the
-  Sardinas-Patterson test of unique decodability): ``(a|aa)*``, ``(ab|a|ba)*``, ``(?i)(ab|AB)+``. It is
-  exact for literal words, so ``(x|xy)+``, ``(a|ab)*``, ``(foo|bar|baz)+`` and
-  ``(dev|prod|perf)(,(dev|prod|perf))*`` pass; a character class is taken to allow any of its characters
-  at once in both words compared, which can refuse more than it should, never less.
+  Sardinas-Patterson test of unique decodability) or two of them share a string: ``(a|aa)*``,
+  ``(ab|a|ba)*``, ``(?i)(ab|AB)+``. It is exact for literal words, so ``(x|xy)+``, ``(a|ab)*``,
+  ``(foo|bar|baz)+`` and ``(dev|prod|perf)(,(dev|prod|perf))*`` pass; a character class is taken to allow
+  any of its characters at once in both words compared, which can refuse more than it should, never less.
 - **overlapping alternatives**, in a body that also holds an unbounded repeat (so cannot be spelled out):
   an alternation whose branches can be spelled out is refused when one branch can match the beginning of
   another (``((x|xy)y*)+``; ``((dev|deploy)-\\d+,)*`` passes); one whose branches cannot, when two can
   begin with the same character. ``(\\w|\\d)+`` passes: Python's parser turns it into one character class.
+- **runs at both ends**: a body that can end with a repeat of varying count and begin with one (past parts
+  that can match nothing) over shared characters, so a run of them splits between one iteration's end and
+  the next one's beginning: ``(?:[a-z]*-[a-z]*)*x`` (``a-a-...``), ``(?:\\d+\\.\\d+)+``. A body that begins or
+  ends with a character of its own passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
 
 Characters are compared on a sample alphabet (ASCII, a space and a few non-ASCII letters, what tag values and
 failure messages hold). The analysis reads CPython's parser (``re._parser``, private): where it is missing or
@@ -45,6 +54,7 @@ _ALPHABET: Final = frozenset(
 )
 _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
+_MAX_READINGS: Final = 64  # a repeat of fixed count {n} whose part reads one string k ways: k**n at most
 _Word = tuple[frozenset[str], ...]
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
@@ -88,7 +98,7 @@ class _Walk:
         c = self.c
         if op in (c.MAX_REPEAT, c.MIN_REPEAT):
             low, high, body = av
-            if high > 1 and high != low:  # a fixed count ({3}) is the body written out: never exponential
+            if high > 1:  # a fixed count ({30}) too: each of its copies can split a value anew
                 problem = self._ambiguous_body(body, low, high)
                 if problem is not None:
                     return problem
@@ -109,6 +119,11 @@ class _Walk:
 
     def _ambiguous_body(self, body: Any, low: int, high: int) -> str | None:
         shown = f"a repeat ({_quantifier(low, high, self.unbounded)})"
+        if self.nullable(body) and self.consumed(body):
+            return (
+                f"{shown} holds a part that can match the empty string as well as characters, so a value can "
+                f"be shared among its repeats in exponentially many ways (a part that can match nothing)"
+            )
         for inner_low, inner_high, inner in self._varying_repeats(body):
             chars = self.consumed(inner)
             if chars and self.matches_within(body, chars):
@@ -119,13 +134,23 @@ class _Walk:
                 )
         words = self.words(body)
         if words is not None:
-            if not _uniquely_decodable(words):
+            readings = _readings(words)
+            if low == high and _splits_one_way(words) and readings**low <= _MAX_READINGS:
+                return None  # the words split one way; each copy's few readings multiply to a bounded number
+            if readings > 1 or not _splits_one_way(words):
                 return (
                     f"{shown} holds a part that can match one string in more than one way (as one repeat or "
                     f"split between repeats), so a value can be matched in exponentially many ways "
                     f"(ambiguous words)"
                 )
             return None
+        shared = self.edge_runs(body, from_end=True) & self.edge_runs(body, from_end=False)
+        if shared:
+            return (
+                f"{shown} holds a part that can end with a repeat and begin with another over the same "
+                f"characters ({_sample(shared)}), so a run of them splits between one repeat's end and the next "
+                f"one's beginning in exponentially many ways (runs at both ends)"
+            )
         for branches in self._alternations(body):
             spelled = [self.words(branch) for branch in branches]
             if all(found is not None for found in spelled):
@@ -240,6 +265,47 @@ class _Walk:
                 return False
         return True  # anchors, lookarounds and group references: assumed to let it through
 
+    def nullable(self, items: Any) -> bool:
+        """Whether ``items`` can match the empty string (anchors and lookarounds match it; a group reference
+        is assumed to)."""
+        c = self.c
+        for op, av in items:
+            if self.chars(op, av) is not None:
+                return False
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                can = av[0] == 0 or self.nullable(av[2])
+            elif op is c.SUBPATTERN:
+                can = self.nullable(av[-1])
+            elif op is c.ATOMIC_GROUP:
+                can = self.nullable(av)
+            elif op is c.BRANCH:
+                can = any(self.nullable(branch) for branch in av[1])
+            else:
+                can = True
+            if not can:
+                return False
+        return True
+
+    def edge_runs(self, items: Any, from_end: bool) -> frozenset[str]:
+        """The characters of the repeats of varying count (``*``, ``+``, ``?``, ``{1,3}``) a match of ``items``
+        can begin with (``from_end``: end with), looking past the parts that can match nothing."""
+        c = self.c
+        out: set[str] = set()
+        for op, av in reversed(list(items)) if from_end else items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                if av[1] > av[0]:
+                    out |= self.consumed(av[2])
+                else:
+                    out |= self.edge_runs(av[2], from_end)
+            elif op is c.SUBPATTERN:
+                out |= self.edge_runs(av[-1], from_end)
+            elif op is c.BRANCH:
+                for branch in av[1]:
+                    out |= self.edge_runs(branch, from_end)
+            if not self.nullable([(op, av)]):
+                break
+        return frozenset(out)
+
     def words(self, items: Any) -> list[_Word] | None:
         """Every string ``items`` can match, spelled as a string of character sets (one a position), when
         there are few (at most ``_MAX_WORDS``, each at most ``_MAX_LENGTH`` long); None when it can match
@@ -327,18 +393,25 @@ def _prefix_free(words: list[_Word]) -> bool:
     return not any(_compatible(word, other) or _compatible(other, word) for word, other in pairs)
 
 
-def _uniquely_decodable(words: list[_Word]) -> bool:
+def _readings(words: list[_Word]) -> int:
+    """How many of ``words`` one string can be, at most (1: no two words share a string): for each word, the
+    words of its length it shares a string with, itself included, which counts more than may share one."""
+    return max(
+        (sum(len(other) == len(word) and _compatible(word, other) for other in words) for word in words), default=1
+    )
+
+
+def _splits_one_way(words: list[_Word]) -> bool:
     """The Sardinas-Patterson test on words spelled as character sets: whether no string is a concatenation
-    of words in two ways. Exact for words of single characters (literal strings); a set of several
-    characters is taken to allow any of them at that place in both words compared, so it errs towards
-    "not decodable" (the pattern refused), never the other way. The empty word counts as a word: a part
-    that can match nothing and something is refused."""
+    of words split at two different places (two words that share a string are counted by ``_readings``).
+    Exact for words of single characters (literal strings); a set of several characters is taken to allow
+    any of them at that place in both words compared, so it errs towards "not decodable" (the pattern
+    refused), never the other way. The empty word counts as a word: a part that can match nothing and
+    something is refused."""
     dangling: set[_Word] = set()
     for index, word in enumerate(words):
         for other_index, other in enumerate(words):
-            if index != other_index and _compatible(word, other):
-                if len(word) == len(other):
-                    return False  # one string, two words
+            if index != other_index and len(word) < len(other) and _compatible(word, other):
                 dangling.add(other[len(word) :])
     seen: set[_Word] = set()
     while dangling:
@@ -356,6 +429,11 @@ def _uniquely_decodable(words: list[_Word]) -> bool:
     return True
 
 
+def _sample(chars: frozenset[str]) -> str:
+    shown = "".join(sorted(chars)[:8])
+    return repr(shown + "..." if len(chars) > 8 else shown)
+
+
 def _quantifier(low: int, high: int, unbounded: int) -> str:
     if (low, high) == (0, unbounded):
         return "*"
@@ -363,4 +441,6 @@ def _quantifier(low: int, high: int, unbounded: int) -> str:
         return "+"
     if (low, high) == (0, 1):
         return "?"
+    if low == high:
+        return f"{{{low}}}"
     return f"{{{low},{'' if high == unbounded else high}}}"
