@@ -23,6 +23,8 @@ recorded ``done`` and its owner told the job was stopped, not that it had alread
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import has_room_for
 from sagemaker_governance.domain.compliance import (
@@ -139,16 +141,7 @@ class ComplianceService:
                 )
             )
         self._notifier.publish(self._message(job, policy, NotificationOutcome.STOPPED, [*stops, *notices]))
-        for decision in notices:
-            record_decision(
-                self._audit,
-                decision,
-                job=job,
-                policy=policy,
-                trigger=trigger,
-                outcome=Outcome.DONE,
-                at=self._clock(),
-            )
+        self._record_told(notices, job, policy, trigger)
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current()
@@ -178,18 +171,25 @@ class ComplianceService:
         self._record_all(result, job, policy, trigger, stop_outcome=stop_outcome, later=told)
         if result.notify_owner:
             self._notify(job, result, policy, stop_outcome)
-            for decision in told:
-                record_decision(
-                    self._audit,
-                    decision,
-                    job=job,
-                    policy=policy,
-                    trigger=trigger,
-                    outcome=Outcome.DONE,
-                    at=self._clock(),
-                )
+            self._record_told(told, job, policy, trigger)
         self._mark_evaluated(job)
         return list(result.decisions)
+
+    def _record_told(
+        self, notices: Sequence[Decision], job: TrainingJob, policy: Policy, trigger: Trigger
+    ) -> None:
+        """Record each notice done, once its owner's message was published (never before: a failed publish
+        leaves it to whoever tells it later)."""
+        for decision in notices:
+            record_decision(
+                self._audit,
+                decision,
+                job=job,
+                policy=policy,
+                trigger=trigger,
+                outcome=Outcome.DONE,
+                at=self._clock(),
+            )
 
     def _evaluated_elsewhere(self, job: TrainingJob) -> bool:
         """``job``'s current tags show it evaluated, and not by a failed attempt of this delivery (whose retry
