@@ -506,3 +506,49 @@ def test_read_never_guesses_when_ssm_cannot_be_read(ssm: Any, operation: str) ->
         store(ssm).read()
     if isinstance(unread.value, PolicyHistoryUnreadable):
         assert unread.value.version == 1 and unread.value.rejected
+
+
+M_OF_N = "mode: enforce\nidle:\n  evaluation_periods: 30\n  datapoints_to_alarm: 20\n"
+
+
+def warning_records(log_output: io.StringIO) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in log_output.getvalue().splitlines() if line.startswith("{")]
+    return [r for r in records if r.get("message") == "policy valid with warnings"]
+
+
+def test_a_document_valid_with_warnings_is_said_once_per_adopted_version(
+    ssm: Any, log_output: io.StringIO
+) -> None:
+    # Given a document that is valid but judges idleness M-of-N (what `smgov policy validate` warns about), put
+    # straight into SSM: nobody ran validate
+    ssm.put_parameter(Name=NAME, Type="String", Value=M_OF_N)
+    policies = store(ssm)
+    # When the container reads it at every reaction
+    assert policies.current().mode is Mode.ENFORCE and policies.current().mode is Mode.ENFORCE
+    # Then the warnings reach the function's log once, naming the version that governs
+    (said,) = warning_records(log_output)
+    assert said["source"] == "version 1" and any("datapoints_to_alarm" in w for w in said["warnings"])
+    # When a version without warnings replaces it, nothing more is said; a later one with warnings is said again
+    ssm.put_parameter(Name=NAME, Type="String", Value="mode: enforce\n", Overwrite=True)
+    assert policies.current().mode is Mode.ENFORCE
+    assert len(warning_records(log_output)) == 1
+    ssm.put_parameter(Name=NAME, Type="String", Value=M_OF_N, Overwrite=True)
+    assert policies.current().mode is Mode.ENFORCE
+    assert [r["source"] for r in warning_records(log_output)] == ["version 1", "version 3"]
+
+
+def test_warnings_that_cannot_be_computed_never_keep_the_policy_from_governing(
+    ssm: Any, log_output: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a fault in computing a policy's warnings
+    from sagemaker_governance.domain.policy import Policy
+
+    def broken(self: Policy) -> list[str]:
+        raise RuntimeError("warning bug")
+
+    monkeypatch.setattr(Policy, "warnings", broken)
+    ssm.put_parameter(Name=NAME, Type="String", Value=M_OF_N)
+    # When the container reads the document, then it governs with it and the fault is logged, not raised
+    assert store(ssm).current().mode is Mode.ENFORCE
+    assert "policy warnings could not be computed" in log_output.getvalue()
+    assert warning_records(log_output) == []

@@ -132,6 +132,7 @@ class PolicyStore:
         # The policy of this container's last answer (a document, its history, or the defaults when there is no
         # document): kept while the document cannot be read. None until the first answer: the policy is unknown.
         self._known: Policy | None = None
+        self._warned_for: Policy | None = None  # the last policy whose warnings were logged (``_say_warnings``)
 
     @property
     def base(self) -> Policy:
@@ -145,6 +146,32 @@ class PolicyStore:
     def current(self, max_age_seconds: float | None = None) -> Policy:
         """The effective policy. Raises ``PolicyUnavailable`` when it is unknown: this container never had a
         policy (no answer yet) and the document, or the history of a rejected one, cannot be read now."""
+        policy = self._current(max_age_seconds)
+        self._say_warnings(policy)
+        return policy
+
+    def _say_warnings(self, policy: Policy) -> None:
+        """What is valid but probably not meant in the policy that governs (``Policy.warnings``: M-of-N idle
+        windows, two rules of one type, an exemption naming no rule, ...), logged once per policy a container
+        adopts: the document, a version of its history, or the deploy-time defaults. ``smgov policy validate``
+        prints the same warnings, but only to whoever runs it; a document put with ``aws ssm put-parameter``
+        reached the functions with nothing said. A warning never changes what governs, and a fault in
+        computing them is logged, never raised: governance goes on with the policy."""
+        if policy is self._warned_for:
+            return
+        self._warned_for = policy
+        try:
+            warnings = policy.warnings()
+        except Exception as exc:  # a warning is advice: its failure must not stop the reaction
+            logger.error("policy warnings could not be computed", parameter=self._parameter_name, error=str(exc))
+            return
+        if warnings:
+            source = "deploy-time defaults" if policy is self._base else f"version {self._last_good_version}"
+            logger.warning(
+                "policy valid with warnings", parameter=self._parameter_name, source=source, warnings=warnings
+            )
+
+    def _current(self, max_age_seconds: float | None) -> Policy:
         self._say_base_fallbacks()
         if self._ssm is None or self._parameter_name is None:
             return self._base
