@@ -246,3 +246,26 @@ teams: {nlp: {rules: [{id: p5-only, type: allowed-instance-types, patterns: ["ml
     (warning,) = [w for w in policy.warnings() if w.startswith("exemptions")]
     assert warning.startswith("exemptions[0] (INC-1 by type): rules max-instance-count, idle name no rule id")
     assert "type of rule max-instances" in warning and "its rule id is idle-guard" in warning
+
+
+def test_an_exemption_with_an_empty_rule_list_exempts_nothing_and_validate_says_so() -> None:
+    # Given an exemption written with rules: [] (meant as "every rule", which is rules left out)
+    base = Settings.from_env({"GOVERNANCE_MODE": "enforce"}).base_policy_document()
+    document = """
+exemptions:
+  - {job_name_prefix: bench-, rules: [], expires: 2099-12-31, reason: INC-3 empty}
+  - {job_name_prefix: scale-, expires: 2099-12-31, reason: INC-4 every rule}
+"""
+    policy = load_policy_text(document, base)
+    # When a 32-instance job of each is evaluated, then the first is stopped, the second exempt
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    assert [d.code for d in evaluate_compliance(_instances("bench-1", 32), policy, now).decisions] == [
+        ComplianceCode.STOP
+    ]
+    assert [d.code for d in evaluate_compliance(_instances("scale-1", 32), policy, now).decisions] == [
+        ComplianceCode.EXEMPTED
+    ]
+    # and validate warns about the empty list only
+    assert [w.split(":")[0] for w in policy.warnings() if w.startswith("exemptions")] == [
+        "exemptions[0] (INC-3 empty)"
+    ]

@@ -280,13 +280,20 @@ class Policy(_WithGuardSections):
 
     def _exemption_warnings(self) -> list[str]:
         """An exemption's ``rules`` that name no rule of the policy or of a team, nor a guard: it exempts nothing
-        from them. Not rejected: a rule can leave the policy without the document changing (a stack deployed with
+        from them; so does an empty list (``rules: []``, unlike leaving ``rules`` out, which exempts from every
+        rule). Not rejected: a rule can leave the policy without the document changing (a stack deployed with
         RequiredTags=""), and a rejected document would take every other exemption with it."""
         types = {rule.id: rule.type for p in (self, *map(self.for_team, sorted(self.teams))) for rule in p.rules}
         sections = {guard.section: guard.rule_id for guard in GUARDS if guard.section is not None}
         known = {*types, *(guard.rule_id for guard in GUARDS)}
         out: list[str] = []
         for position, exemption in enumerate(self.exemptions):
+            if exemption.rules == ():
+                out.append(
+                    f"exemptions[{position}] ({exemption.reason}): rules is empty, so it exempts nothing; leave "
+                    "rules out to exempt the jobs from every rule, or name the rule ids"
+                )
+                continue
             unknown = [name for name in exemption.rules or () if name not in known]
             if not unknown:
                 continue
