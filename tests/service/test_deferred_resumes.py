@@ -19,7 +19,7 @@ from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOu
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.reconcile import IN_PROGRESS_HORIZON, AlarmListing, JobListing, JobSummary
-from sagemaker_governance.service.reconciler import ReconcileDefect, ReconcilerService
+from sagemaker_governance.service.reconciler import RESUME_HOLD_PASSES, ReconcileDefect, ReconcilerService
 from sagemaker_governance.service.recording import Trigger
 from tests.service.conftest import NOW, Calls, FixedPolicies
 
@@ -79,6 +79,7 @@ class World:
         self.react_error: AdapterError | None = None
         self.defective: set[str] = set()  # jobs whose auto-resume raises a defect of ours (not an AdapterError)
         self.throttled_once: set[str] = set()  # jobs whose next auto-resume meets an AdapterError (then succeeds)
+        self.erring: set[str] = set()  # jobs whose every auto-resume meets an AdapterError (a quota, a denial)
         self.metrics = MemoryBusinessMetrics()
         self.service = ReconcilerService(
             jobs=self,
@@ -173,6 +174,8 @@ class World:
         if job.name in self.throttled_once:
             self.throttled_once.discard(job.name)
             raise AdapterError("CreateTrainingJob throttled")
+        if job.name in self.erring:
+            raise AdapterError("CreateTrainingJob: ResourceLimitExceeded")
         if job.name in self.defective:
             raise KeyError("FailureReason")
         self.resumed.append(job.name)
@@ -518,3 +521,69 @@ def test_a_due_job_whose_resume_met_an_error_in_a_pass_whose_listing_was_cut_sho
     world.run()
     assert world.asked_since[-1] == NOW
     assert world.resumed == ["due-r1"]
+
+
+def test_a_due_job_whose_resume_always_meets_an_error_holds_a_pass_cut_short_only_a_few_passes() -> None:
+    # Given a container whose pass decided every failed job at NOW and whose next 18 passes (three hours) failed
+    world = World()
+    world.run()
+    world.list_error = AdapterError("ListTrainingJobs throttled")
+    for run in range(1, 19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.run()
+    world.list_error = None
+    # and a deferred job that failed at NOW, due five minutes on, whose every resume is refused (an instance
+    # quota), before a job failing every minute for three hours after it, with a ListTags a second: a pass reads
+    # far fewer of them than its window holds; and a second deferred job that failed at NOW + 2 h 50, due five
+    # minutes on
+    world.failed["due-r1"] = {
+        **clone_tags((NOW + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")),
+        TAG_ROOT: "due",
+    }
+    world.failed_at["due-r1"] = NOW
+    world.erring = {"due-r1"}
+    at = NOW + timedelta(minutes=1)
+    while at < NOW + timedelta(hours=3):
+        world.failed[f"j{int(at.timestamp())}-r1"] = {}  # failed, not deferred
+        world.failed_at[f"j{int(at.timestamp())}-r1"] = at
+        at += timedelta(minutes=1)
+    later = NOW + timedelta(hours=2, minutes=50)
+    world.failed["later-r1"] = {
+        **clone_tags((later + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")),
+        TAG_ROOT: "later",
+    }
+    world.failed_at["later-r1"] = later
+    world.tag_cost = 1.0
+    # When the passes run again every 10 minutes for six hours, each cut short for time while its window is wide
+    starts = []
+    for run in range(19, 19 + 36):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.spent = 0.0
+        world.run_with(lambda: 300.0 - world.spent)
+        starts.append(world.asked_since[-1])
+    # Then the passes after the first look back to the refused job's failure only for the first passes in a row
+    # that met the error, trying it again at each, and then move on by what a pass reads, never further back
+    assert starts[1 : 1 + RESUME_HOLD_PASSES] == [NOW] * RESUME_HOLD_PASSES
+    assert starts[1 + RESUME_HOLD_PASSES] > NOW and starts[1:] == sorted(starts[1:])
+    assert world.calls.log.count("resume due-r1") == 1 + RESUME_HOLD_PASSES
+    # And the due job beyond it is resumed, and the look-back is the usual one again within the six hours
+    assert "later-r1" in world.resumed
+    assert starts[-1] == world.now - timedelta(minutes=60 + 30)
+
+
+def test_a_due_job_whose_resume_always_meets_an_error_does_not_hold_a_complete_pass_s_window_open() -> None:
+    # Given a due deferred job that failed at NOW, whose every resume is denied (iam:PassRole on the clone's role)
+    world = World()
+    world.failed["due-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "due"}
+    world.failed_at["due-r1"] = NOW
+    world.erring = {"due-r1"}
+    # When the reconciler runs every 10 minutes for six hours, each pass deciding every other failed job
+    for run in range(37):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.run()
+    # Then every pass looks back as usual, and the job is tried at each pass that listed it (the ten within 90
+    # minutes of its failure): an error met at every pass no longer holds the window at the job once the usual
+    # look-back has left it, rather than widen the window at every run up to resume.late_after_hours
+    usual = timedelta(minutes=60 + 30)
+    assert world.asked_since == [NOW + timedelta(minutes=10 * run) - usual for run in range(37)]
+    assert world.calls.log.count("resume due-r1") == 10

@@ -124,6 +124,13 @@ RESUME_SHARE = 0.25
 # (jobs created in the same instant on both sides of a page boundary): the few read twice are merged. A page whose
 # jobs all share that instant would be read again and again: the next one then starts just before it.
 CONTINUE_OVERLAP = timedelta(milliseconds=1)
+# A due job whose resume meets an error (an ``AdapterError``) holds the next deferred-resume pass's window at its
+# failure, so that it is tried again, for at most this many passes in a row: a throttled call passes within them,
+# and an error that does not pass by itself (CreateTrainingJob answered ResourceLimitExceeded, AccessDenied on
+# iam:PassRole, a ListTags denied) would otherwise hold every later window at it, growing each one, and each pass
+# cut short for time would read the same jobs again and never reach a due job beyond them. Three, as the usual
+# look-back makes up three runs.
+RESUME_HOLD_PASSES = 3
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
 
@@ -383,6 +390,10 @@ class ReconcilerService:
         # error are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway). A pass cut
         # short for time moves it to where it stopped (``_deferred_resumes``): never a wider window than it handled.
         self._decided_before: datetime | None = None
+        # Failed jobs whose resume met an error in this container's last passes that read them, with how many such
+        # passes in a row: the window is held at such a job for its first ``RESUME_HOLD_PASSES`` only (none: a
+        # cold container, whose window is the usual look-back, starts counting again).
+        self._erring: dict[str, int] = {}
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -1190,9 +1201,9 @@ class ReconcilerService:
     ) -> list[RepairKind]:
         """The deferred resumes due within the look-back. One job's defect (an exception other than an
         ``AdapterError``) is kept in ``defects``, as an item's is, and the pass goes on: the run goes on to its
-        repairs and fails at its end. A defect does not hold the look-back open (an error does, to make it up):
-        the job is tried again while it is within the usual look-back, each run failing on it, and a wider
-        window would only repeat it."""
+        repairs and fails at its end. A defect does not hold the look-back open (an error does, to make it up, for
+        ``RESUME_HOLD_PASSES`` passes in a row): the job is tried again while it is within the usual look-back,
+        each run failing on it, and a wider window would only repeat it."""
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
@@ -1222,6 +1233,7 @@ class ReconcilerService:
                 report.stopped_early = True
                 stopped = summary
                 break
+            passes = self._erring.pop(summary.name, 0)  # kept only while its resume meets an error
             try:
                 tags = self._jobs.list_tags(summary.arn)
                 deferred = DeferredResume.of(summary.name, tags)
@@ -1238,7 +1250,8 @@ class ReconcilerService:
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("deferred resume failed", job=summary.name, error=str(exc))
-                erred = erred or summary
+                if self._holds(summary, passes + 1, exc):
+                    erred = erred or summary
                 continue
             except Exception as exc:  # one job's defect must not leave the others, and the run's repairs, undone
                 defects.append((summary.name, exc))
@@ -1247,7 +1260,29 @@ class ReconcilerService:
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
         self._decided_before = self._decided(listing, since, stopped, erred, now, policy)
+        self._forget_unlisted(listing)
         return repairs
+
+    def _holds(self, summary: JobSummary, passes: int, exc: AdapterError) -> bool:
+        """Whether a job whose resume met an error at ``passes`` passes in a row (this one included) holds the next
+        pass's window at its failure: for the first ``RESUME_HOLD_PASSES`` only. The pass after them says so once
+        in the log; the job is still tried at each pass whose window lists it."""
+        self._erring[summary.name] = passes
+        if passes == RESUME_HOLD_PASSES + 1:
+            logger.error(
+                "deferred resume no longer holds the window: its resume met an error at every pass",
+                job=summary.name,
+                passes=passes,
+                error=str(exc),
+            )
+        return passes <= RESUME_HOLD_PASSES
+
+    def _forget_unlisted(self, listing: JobListing) -> None:
+        """Forget the errors of jobs a complete listing did not list: they failed before its window, which no
+        later pass of this container reaches back past (a failed listing or page may have left them out)."""
+        if listing.complete and listing.error is None:
+            listed = {summary.name for summary in listing.jobs}
+            self._erring = {name: passes for name, passes in self._erring.items() if name in listed}
 
     def _decided(
         self,
@@ -1262,9 +1297,9 @@ class ReconcilerService:
 
         * Every listed job visited: each one that failed a longest backoff before ``now`` was due and decided, so
           the next pass looks back to there (or as usual, when that reaches further back).
-        * A job whose resume met an ``AdapterError`` (a throttled call): the next pass looks back to that job's
-          failure, to try it again. A listing that failed, or a page of it, leaves the point where it was: the
-          next pass makes this one up.
+        * A job whose resume met an ``AdapterError`` (a throttled call) at no more than ``RESUME_HOLD_PASSES``
+          passes in a row (``erred``): the next pass looks back to that job's failure, to try it again. A listing
+          that failed, or a page of it, leaves the point where it was: the next pass makes this one up.
         * Cut short for time: the pass could not handle its window, so the next starts at the failure of the
           first job it did not read, or of the first one that met an error when that failed earlier, never
           further back than this one started (the jobs are read oldest failure first: every one before it was
@@ -1275,8 +1310,12 @@ class ReconcilerService:
           than any pass handles), or the failure of the first job that met an error, never further back than
           this one started.
 
-        Whatever the pass did, the next never starts after the failure of a job whose resume met an error here:
-        a window that started after it would never list it again, and its resume would be lost."""
+        Whatever the pass did, the next never starts after the failure of a job whose resume met an error here
+        at its first ``RESUME_HOLD_PASSES`` passes in a row: a window that started after it would never list it
+        again, and its resume would be lost to a passing error. After that the job no longer holds the window (it is
+        logged, and tried again while a window lists it): an error that does not pass by itself would otherwise
+        hold every window at it, and every pass cut short for time would read the same jobs and never reach a due
+        job beyond them."""
         settled = now - timedelta(minutes=_longest_backoff(policy))
         # Held at the first job that met an error, whatever else the pass did: the next pass tries it again.
         held = None if erred is None else max(since, min(erred.last_modified_time or since, settled))
