@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
@@ -22,6 +23,7 @@ from sagemaker_governance.domain.errors import (
     DescriptionBehind,
     StopDenied,
     StopOutcome,
+    StopRefused,
     StopUnanswered,
 )
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
@@ -737,6 +739,44 @@ def test_a_compliance_stop_applied_whose_retries_were_throttled_is_recorded_done
     ]
     outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
     assert outcomes == ["stopped"]
+
+
+def test_a_compliance_stop_refused_as_the_owner_stopped_first_is_not_taken_as_made_when_the_status_is_unread(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job that violates an enforced stop rule, read InProgress, and stopped by its owner just before
+    # compliance's StopTrainingJob, whose only attempt is answered "not stoppable"; the adapter's read of the
+    # job's status then throttled
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    client = acct.root.client("sagemaker")
+    send = client.stop_training_job
+    owner_first = FailOnce(lambda: True)
+
+    def stop_after_the_owner(**params: Any) -> Any:
+        if owner_first():
+            acct.sagemaker.transition("untagged-1", "Stopping", "Stopping")
+            acct.sagemaker.fail_next["DescribeTrainingJob"] = SageMakerError(
+                "ThrottlingException", "Rate exceeded"
+            )
+        try:
+            return send(**params)
+        except ClientError as exc:
+            exc.response["ResponseMetadata"]["RetryAttempts"] = 0  # the first attempt's answer
+            raise
+
+    monkeypatch.setattr(client, "stop_training_job", stop_after_the_owner)
+    with pytest.raises(StopRefused):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    # When the delivery is retried and finds the job stopping
+    acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the owner's stop is not taken for governance's: recorded already-done, and told as an earlier end
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "already-done")
+    ]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["already-ended"]
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(
