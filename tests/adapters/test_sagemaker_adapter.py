@@ -184,6 +184,43 @@ def wire(answers: dict[str, list[tuple[int, dict[str, Any]]]], attempts: int) ->
     return client, sent
 
 
+def test_a_stop_applied_by_its_first_attempt_whose_retry_finds_the_job_stopping_is_this_calls_stop() -> None:
+    # Given StopTrainingJob's first attempt applied and answered 500, and botocore's retry of it answered "not
+    # stoppable" (the job is now Stopping: that attempt's own doing)
+    client, sent = wire(
+        {
+            "StopTrainingJob": [
+                (500, {"__type": "InternalFailure", "message": "injected"}),
+                (400, {"__type": "ValidationException", "message": NOT_STOPPABLE}),
+            ],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then the stop is this call's (stop_noted notes it; its callers record it done and tell its owner), not an
+    # end that came before it
+    assert sent == ["StopTrainingJob", "StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.STOPPED
+
+
+def test_a_stop_answered_not_stoppable_on_its_only_attempt_is_an_earlier_end() -> None:
+    # Given StopTrainingJob's only attempt answered "not stoppable" (someone else stopped the job first)
+    client, sent = wire(
+        {
+            "StopTrainingJob": [(400, {"__type": "ValidationException", "message": NOT_STOPPABLE})],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then that answer is the call's whole truth: the job was stopping before it
+    assert sent == ["StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.ALREADY_ENDED
+
+
 @pytest.mark.parametrize(
     ("stop_answers", "raised_as"),
     [

@@ -147,8 +147,9 @@ class SageMakerJobs:
         (or one that does not say how many attempts came before it): the job was stopping or had ended before it
         (``ALREADY_ENDED``), or the stop was refused (``StopRefused``, a status that cannot be read included:
         nothing of ours was applied). The answer to a retry (``earlier``): an earlier attempt, answered 5xx or not
-        at all, may have been applied, and a status that cannot be read leaves the stop perhaps applied (a plain
-        ``AdapterError``: ``stop_noted``)."""
+        at all, may have made the job stopping; a job ``Stopping`` or ``Stopped`` is taken as stopped by this
+        call, as a delivery's retry takes a stop noted as perhaps applied (``stopped_earlier``), and a status that
+        cannot be read leaves the stop perhaps applied (a plain ``AdapterError``: ``stop_noted``)."""
         try:
             status = self.describe(name).get("TrainingJobStatus")
         except JobNotFound:
@@ -157,6 +158,14 @@ class SageMakerJobs:
             if earlier:
                 raise AdapterError(f"StopTrainingJob {name} retried and refused ({exc}); {unread}") from unread
             raise StopRefused(f"StopTrainingJob {name} refused ({exc}); {unread}") from unread
+        if earlier and status in {"Stopping", "Stopped"}:
+            logger.info(
+                "stop taken as this call's: an earlier attempt of it may have been applied",
+                job=name,
+                status=status,
+                retries=_retry_attempts(exc),
+            )
+            return StopOutcome.STOPPED
         if status in {"Stopping", "Stopped", "Completed", "Failed"}:
             return StopOutcome.ALREADY_ENDED
         if earlier:
