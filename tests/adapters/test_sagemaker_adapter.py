@@ -11,7 +11,14 @@ from botocore.exceptions import ParamValidationError
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopDenied, StopOutcome, StopUnanswered
+from sagemaker_governance.domain.errors import (
+    AdapterError,
+    JobNotFound,
+    StopDenied,
+    StopOutcome,
+    StopRefused,
+    StopUnanswered,
+)
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
@@ -137,6 +144,137 @@ def test_a_stop_answered_5xx_then_throttled_by_botocores_retries_is_not_taken_fo
     # Then every attempt was sent, and the error is not a denial: stop_noted notes such a stop as perhaps applied
     assert sent == [500, 400, 400]
     assert not isinstance(raised.value, StopDenied)
+
+
+STOPPING_JOB = {
+    "TrainingJobName": "job-1",
+    "TrainingJobArn": "arn:aws:sagemaker:us-east-1:123456789012:training-job/job-1",
+    "TrainingJobStatus": "Stopping",
+    "SecondaryStatus": "Stopping",
+    "ModelArtifacts": {"S3ModelArtifacts": "s3://b/m"},
+    "AlgorithmSpecification": {"TrainingInputMode": "File"},
+    "ResourceConfig": {"VolumeSizeInGB": 1},
+    "StoppingCondition": {},
+    "CreationTime": 0,
+}
+NOT_STOPPABLE = "The request was rejected because the training job is in status Stopping."
+
+
+def wire(answers: dict[str, list[tuple[int, dict[str, Any]]]], attempts: int) -> tuple[Any, list[str]]:
+    """A client in botocore's standard retry mode (``attempts`` at most per call) whose SageMaker answers each
+    operation's attempts in turn from ``answers`` (status, body); returns it and the operations sent, in order."""
+    client = boto3.client(
+        "sagemaker",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=botocore.config.Config(retries={"mode": "standard", "total_max_attempts": attempts}),
+    )
+    sent: list[str] = []
+
+    def send(request: Any, **_: Any) -> AWSResponse:
+        operation = request.headers["X-Amz-Target"].decode().rsplit(".", 1)[-1]
+        status, body = answers[operation][sent.count(operation)]
+        sent.append(operation)
+        headers = HTTPHeaders()
+        headers["content-type"] = "application/x-amz-json-1.1"
+        return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
+
+    client.meta.events.register("before-send.sagemaker.*", send)
+    return client, sent
+
+
+def test_a_stop_applied_by_its_first_attempt_whose_retry_finds_the_job_stopping_is_this_calls_stop() -> None:
+    # Given StopTrainingJob's first attempt applied and answered 500, and botocore's retry of it answered "not
+    # stoppable" (the job is now Stopping: that attempt's own doing)
+    client, sent = wire(
+        {
+            "StopTrainingJob": [
+                (500, {"__type": "InternalFailure", "message": "injected"}),
+                (400, {"__type": "ValidationException", "message": NOT_STOPPABLE}),
+            ],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then the stop is this call's (stop_noted notes it; its callers record it done and tell its owner), not an
+    # end that came before it
+    assert sent == ["StopTrainingJob", "StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.STOPPED
+
+
+def test_a_stop_answered_not_stoppable_on_its_only_attempt_is_an_earlier_end() -> None:
+    # Given StopTrainingJob's only attempt answered "not stoppable" (someone else stopped the job first)
+    client, sent = wire(
+        {
+            "StopTrainingJob": [(400, {"__type": "ValidationException", "message": NOT_STOPPABLE})],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then that answer is the call's whole truth: the job was stopping before it
+    assert sent == ["StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.ALREADY_ENDED
+
+
+@pytest.mark.parametrize(
+    ("stop_answers", "raised_as"),
+    [
+        ([(400, {"__type": "ValidationException", "message": NOT_STOPPABLE})], StopRefused),
+        (
+            [
+                (500, {"__type": "InternalFailure", "message": "injected"}),
+                (400, {"__type": "ValidationException", "message": NOT_STOPPABLE}),
+            ],
+            AdapterError,
+        ),
+    ],
+    ids=["only-attempt-refused", "retry-refused"],
+)
+def test_a_stop_answered_not_stoppable_whose_status_cannot_be_read_is_refused_only_after_one_attempt(
+    stop_answers: list[tuple[int, dict[str, Any]]], raised_as: type[AdapterError]
+) -> None:
+    # Given StopTrainingJob answered "not stoppable", and DescribeTrainingJob throttled past botocore's retries
+    throttled = (400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
+    client, _ = wire({"StopTrainingJob": stop_answers, "DescribeTrainingJob": [throttled, throttled]}, attempts=2)
+    # When the adapter stops the job
+    with pytest.raises(AdapterError) as raised:
+        SageMakerJobs(client).stop("job-1")
+    # Then a refusal of the only attempt is StopRefused (nothing of ours applied: stop_noted notes nothing), and a
+    # refused retry, whose first attempt may have been applied, is not
+    assert type(raised.value) is raised_as
+
+
+@pytest.mark.parametrize(
+    ("stop_answers", "raised_as"),
+    [
+        ([(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})], StopRefused),
+        ([(400, {"__type": "AccessDeniedException", "message": "explicit deny"})], StopDenied),
+        (
+            [
+                (500, {"__type": "InternalFailure", "message": "injected"}),
+                (400, {"__type": "AccessDeniedException", "message": "explicit deny"}),
+            ],
+            AdapterError,
+        ),
+    ],
+    ids=["only-attempt-throttled", "only-attempt-denied", "retry-denied"],
+)
+def test_a_refusal_is_taken_as_not_applied_only_when_it_answered_the_calls_only_attempt(
+    stop_answers: list[tuple[int, dict[str, Any]]], raised_as: type[AdapterError]
+) -> None:
+    # Given StopTrainingJob refused on its only attempt (botocore's retries spent, or its retry quota), or refused
+    # on botocore's retry of a first attempt answered 500
+    client, _ = wire({"StopTrainingJob": stop_answers}, attempts=len(stop_answers))
+    # When the adapter stops the job
+    with pytest.raises(AdapterError) as raised:
+        SageMakerJobs(client).stop("job-1")
+    # Then only the refusal of the only attempt says the stop was not made
+    assert type(raised.value) is raised_as
 
 
 def test_unknown_job_is_translated(sagemaker_client: Any) -> None:

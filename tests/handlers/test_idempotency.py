@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
@@ -22,6 +23,7 @@ from sagemaker_governance.domain.errors import (
     DescriptionBehind,
     StopDenied,
     StopOutcome,
+    StopRefused,
     StopUnanswered,
 )
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
@@ -737,6 +739,115 @@ def test_a_compliance_stop_applied_whose_retries_were_throttled_is_recorded_done
     ]
     outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
     assert outcomes == ["stopped"]
+
+
+def applied_and_retried_by_botocore(account: LocalAccount, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """StopTrainingJob as botocore sends it when its first attempt is applied and its answer lost (a 5xx, a read
+    timeout): the call's first HTTP attempt is applied, botocore sends it again, and the call ends in the retry's
+    answer, which botocore's endpoint marks with the attempts before it (``RetryAttempts`` 1); later calls have
+    one attempt. Returns the names stopped, one per call."""
+    client = account.root.client("sagemaker")
+    send = client.stop_training_job
+    calls: list[str] = []
+
+    def retried(**params: Any) -> Any:
+        calls.append(params["TrainingJobName"])
+        if len(calls) > 1:
+            return send(**params)
+        send(**params)  # applied, its answer lost
+        try:
+            answer = send(**params)
+        except ClientError as exc:
+            exc.response["ResponseMetadata"]["RetryAttempts"] = 1
+            raise
+        answer["ResponseMetadata"]["RetryAttempts"] = 1
+        return answer
+
+    monkeypatch.setattr(client, "stop_training_job", retried)
+    return calls
+
+
+def test_a_compliance_stop_applied_whose_retry_is_answered_not_stoppable_is_recorded_done_and_told_stopped(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job that violates an enforced stop rule, and StopTrainingJob applied by its first HTTP attempt while
+    # botocore's retry of it is answered "not stoppable" (the job is Stopping: that attempt's doing)
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    calls = applied_and_retried_by_botocore(acct, monkeypatch)
+    # When the job's event is delivered
+    acct.invoke(job_events, acct.sagemaker.event("untagged-1"))
+    # Then the stop is governance's: recorded done, and the owner told once that the job was stopped (not that it
+    # had already ended)
+    assert calls == ["untagged-1"]
+    assert acct.sagemaker.jobs["untagged-1"]["TrainingJobStatus"] == "Stopping"
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "done")
+    ]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["stopped"]
+
+
+def test_a_guard_stop_applied_whose_retry_is_answered_not_stoppable_is_told_to_its_owner(
+    acct: LocalAccount, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an idle job whose alarm fires, and StopTrainingJob applied by its first HTTP attempt while botocore's
+    # retry of it is answered "not stoppable"
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")
+    log_stream("idle-1")
+    clock.advance(minutes=90)
+    calls = applied_and_retried_by_botocore(acct, monkeypatch)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    # When the alarm's notification is delivered
+    acct.invoke(stopper, acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)]))
+    # Then the stop is the guard's: recorded done, and its owner told once that the job was stopped
+    assert calls == ["idle-1"]
+    assert acct.sagemaker.jobs["idle-1"]["TrainingJobStatus"] in {"Stopping", "Stopped"}
+    assert [(r.code, r.outcome.value) for r in records(acct, "stop")] == [("idle.stop.idle", "done")]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["stopped"]
+
+
+def test_a_compliance_stop_refused_as_the_owner_stopped_first_is_not_taken_as_made_when_the_status_is_unread(
+    acct: LocalAccount, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job that violates an enforced stop rule, read InProgress, and stopped by its owner just before
+    # compliance's StopTrainingJob, whose only attempt is answered "not stoppable"; the adapter's read of the
+    # job's status then throttled
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    event = acct.sagemaker.event("untagged-1")
+    client = acct.root.client("sagemaker")
+    send = client.stop_training_job
+    owner_first = FailOnce(lambda: True)
+
+    def stop_after_the_owner(**params: Any) -> Any:
+        if owner_first():
+            acct.sagemaker.transition("untagged-1", "Stopping", "Stopping")
+            acct.sagemaker.fail_next["DescribeTrainingJob"] = SageMakerError(
+                "ThrottlingException", "Rate exceeded"
+            )
+        try:
+            return send(**params)
+        except ClientError as exc:
+            exc.response["ResponseMetadata"]["RetryAttempts"] = 0  # the first attempt's answer
+            raise
+
+    monkeypatch.setattr(client, "stop_training_job", stop_after_the_owner)
+    with pytest.raises(StopRefused):
+        acct.invoke(job_events, event, request_id=RETRIED)
+    # When the delivery is retried and finds the job stopping
+    acct.invoke(job_events, event, request_id=RETRIED)
+    # Then the owner's stop is not taken for governance's: recorded already-done, and told as an earlier end
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "already-done")
+    ]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["already-ended"]
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(

@@ -16,6 +16,7 @@ from sagemaker_governance.domain.errors import (
     JobNotFound,
     StopDenied,
     StopOutcome,
+    StopRefused,
     StopUnanswered,
 )
 from sagemaker_governance.domain.job import UNMODELLED_FIELDS_KEY, TrainingJob, parse_tags
@@ -106,29 +107,77 @@ class SageMakerJobs:
         return TrainingJob.model_validate({**description, "Tags": dict(tags)})
 
     def stop(self, name: str) -> StopOutcome:
-        """Stop a job; a job that is already stopping or has ended counts as success."""
+        """Stop a job; a job that is already stopping or has ended counts as success.
+
+        botocore retries an attempt answered 5xx or not at all (and a throttled one), and raises the last
+        attempt's answer; ``RetryAttempts`` (its ``ResponseMetadata``, set on that answer) says how many attempts
+        came before it. After none, the answer is the whole truth of the call: a refusal was not applied
+        (``StopRefused``). After some, an earlier attempt may have been applied: a refusal says nothing of it.
+        An answer that does not say how many came before it (a client double's: botocore's always says) is read
+        as the call's only one, but for a throttled answer, which is taken as perhaps applied, as it was before
+        the count was read (a delivery's retry takes it for made only when the job shows a stop)."""
         try:
             self._client.stop_training_job(TrainingJobName=name)
         except ClientError as exc:
+            retries = _retry_attempts(exc)
+            earlier = retries is not None and retries > 0  # an earlier attempt may have been applied
             # SageMaker answers a job it cannot stop with ValidationException; its model's one error for
             # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
             # DescribeTrainingJob raises JobNotFound for a job that does not exist).
-            if error_code(exc) not in {"ValidationException", "ResourceNotFound"}:
-                if error_code(exc) in DENIED_CODES:  # not retried by botocore: the one attempt was not applied
-                    raise StopDenied(f"StopTrainingJob {name} failed: {exc}") from exc
-                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-                    # a server error: the stop may have been applied before it failed
-                    raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
+            if error_code(exc) in {"ValidationException", "ResourceNotFound"}:
+                return self._not_stoppable(name, exc, earlier)
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+                # a server error: the stop may have been applied before it failed
+                raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
+            if earlier:
                 # this answer (throttled, say) refused the last attempt only: an earlier one, answered 5xx or not
                 # at all and retried by botocore, may have been applied (stop_noted)
-                raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
-            status = self.describe(name).get("TrainingJobStatus")
-            if status in {"Stopping", "Stopped", "Completed", "Failed"}:
-                return StopOutcome.ALREADY_ENDED
-            raise AdapterError(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
+                raise AdapterError(f"StopTrainingJob {name} failed after {retries} retries: {exc}") from exc
+            if error_code(exc) in DENIED_CODES:  # the call's one attempt, not applied
+                raise StopDenied(f"StopTrainingJob {name} failed: {exc}") from exc
+            if retries == 0:  # the call's one attempt, answered with a refusal: not applied
+                raise StopRefused(f"StopTrainingJob {name} failed: {exc}") from exc
+            raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
         except BotoCoreError as exc:  # no answer (the stop may have been made: stopping again is success)
             raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
         return StopOutcome.STOPPED
+
+    def _not_stoppable(self, name: str, exc: ClientError, earlier: bool) -> StopOutcome:
+        """A stop SageMaker answered "not stoppable" (``exc``), by the job's status now. The call's only answer
+        (or one that does not say how many attempts came before it): the job was stopping or had ended before it
+        (``ALREADY_ENDED``), or the stop was refused (``StopRefused``, a status that cannot be read included:
+        nothing of ours was applied). The answer to a retry (``earlier``): an earlier attempt, answered 5xx or not
+        at all, may have made the job stopping; a job ``Stopping`` or ``Stopped`` is taken as stopped by this
+        call, as a delivery's retry takes a stop noted as perhaps applied (``stopped_earlier``), and a status that
+        cannot be read leaves the stop perhaps applied (a plain ``AdapterError``: ``stop_noted``)."""
+        try:
+            status = self.describe(name).get("TrainingJobStatus")
+        except JobNotFound:
+            raise
+        except AdapterError as unread:
+            if earlier:
+                raise AdapterError(f"StopTrainingJob {name} retried and refused ({exc}); {unread}") from unread
+            raise StopRefused(f"StopTrainingJob {name} refused ({exc}); {unread}") from unread
+        if earlier and status in {"Stopping", "Stopped"}:
+            logger.info(
+                "stop taken as this call's: an earlier attempt of it may have been applied",
+                job=name,
+                status=status,
+                retries=_retry_attempts(exc),
+            )
+            return StopOutcome.STOPPED
+        if status in {"Stopping", "Stopped", "Completed", "Failed"}:
+            return StopOutcome.ALREADY_ENDED
+        if earlier:
+            raise AdapterError(f"StopTrainingJob {name} retried and rejected while {status}: {exc}") from exc
+        raise StopRefused(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
+
+
+def _retry_attempts(exc: ClientError) -> int | None:
+    """How many attempts botocore sent before the one ``exc`` answers (``ResponseMetadata.RetryAttempts``, which
+    its endpoint sets on the last answer); None when the answer does not say (a client double's)."""
+    attempts = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
+    return attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else None
 
 
 class SageMakerJobInventory:

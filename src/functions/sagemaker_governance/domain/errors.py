@@ -27,13 +27,20 @@ class StopUnanswered(AdapterError):
     """StopTrainingJob's last attempt got no answer (botocore's ``BotoCoreError``: a read timeout, a connection
     error) or a server error (5xx): SageMaker may have applied the stop. The last attempt's answer says nothing of
     the earlier ones: a call whose first attempt was applied and answered 5xx, and whose retries were throttled,
-    ends in a plain ``AdapterError``, so a failed stop is taken as perhaps applied unless denied
-    (``StopDenied``: ``stop_noted``)."""
+    ends in a plain ``AdapterError``, so a failed stop is taken as perhaps applied unless refused (``StopRefused``:
+    ``stop_noted``)."""
 
 
-class StopDenied(AdapterError):
+class StopRefused(AdapterError):
+    """SageMaker answered StopTrainingJob's only attempt (botocore's ``RetryAttempts`` 0: no earlier attempt was
+    sent) with a refusal (throttled, or not stoppable in the job's status, which could then not be read): the stop
+    was not made, by this call or any attempt of it, and is not noted (``stop_noted``)."""
+
+
+class StopDenied(StopRefused):
     """SageMaker refused StopTrainingJob for want of permission (``AccessDenied``-like: IAM, an SCP, a permissions
-    boundary). botocore does not retry that answer, so the call had one attempt and the stop was not made."""
+    boundary). botocore does not retry that answer; given as the call's first answer (or an answer that does not
+    say how many attempts it ended), the call had one attempt and the stop was not made."""
 
 
 class NotOurAlarm(AdapterError):

@@ -82,7 +82,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditRecord, AuditSink, Outcome
-from sagemaker_governance.domain.errors import AdapterError, Claim, StopDenied, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, Claim, StopOutcome, StopRefused
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.observability import logger
@@ -336,16 +336,17 @@ def notice_effect(job_name: str, rule: str, code: str) -> str:
 
 def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
-    stops) when SageMaker accepted it, or when the call failed (any ``AdapterError``) other than for want of
-    permission (``StopDenied``: one attempt, not applied). botocore retries a call answered 5xx or not at all, and
-    the error raised is the last attempt's: a stop applied by its first attempt, answered 5xx, whose retries were
-    then throttled, raises a refusal. A retry of the delivery that finds the job stopping must take that stop for
-    this delivery's own, not for an earlier end; a noted stop that was not applied is not taken for made, since
-    ``stopped_earlier`` also needs the job ``Stopping`` or ``Stopped``. A stop answered "already ended" notes
-    nothing: that job was stopping (or ended) before this delivery."""
+    stops) when SageMaker accepted it (the adapter's ``STOPPED``, which includes a retried call whose earlier
+    attempt may have made the job stopping), or when the call failed (any ``AdapterError``) other than by a refusal
+    of its only attempt (``StopRefused``, ``StopDenied``: not applied). botocore retries a call answered 5xx or not
+    at all, and the error raised is the last attempt's: a stop applied by its first attempt, answered 5xx, whose
+    retries were then throttled, raises a refusal. A retry of the delivery that finds the job stopping must take
+    that stop for this delivery's own, not for an earlier end; a noted stop that was not applied is not taken for
+    made, since ``stopped_earlier`` also needs the job ``Stopping`` or ``Stopped``. A stop answered "already ended"
+    notes nothing: that job was stopping (or ended) before this delivery."""
     try:
         outcome = stop()
-    except StopDenied:
+    except StopRefused:
         raise
     except AdapterError:
         for effect in effects:
