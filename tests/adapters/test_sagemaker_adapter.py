@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -19,9 +20,19 @@ from sagemaker_governance.domain.errors import (
     StopRefused,
     StopUnanswered,
 )
+from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.fake_sagemaker import FakeSageMaker
 from tests.adapters.conftest import CallRecorder
 from tests.builders import create_request
+
+
+@pytest.fixture(autouse=True)
+def no_retry_sleep() -> Iterator[list[float]]:
+    """botocore's retry backoff does not block: the clients in botocore's standard retry mode below would sleep
+    about a second per test. The delays it chose are kept."""
+    waited: list[float] = []
+    with virtual_backoff(waited.append):
+        yield waited
 
 
 def test_get_job_reads_every_page_of_tags(fake_sagemaker: FakeSageMaker, sagemaker_client: Any) -> None:
