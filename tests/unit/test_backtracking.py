@@ -55,6 +55,20 @@ REFUSED = [
     r"(?:\d+\.\d+)+!",
     # the IPv4 part unbounded: 1?\d?\d reads 11 two ways, at every repeat
     r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.)+$",
+    # a case ignored in one group only: (?i:a) is A as well
+    r"^(?:(?i:a)|A)+$",
+    # characters beyond ASCII that a class or category matches as well as the pattern's own letter
+    r"^(?:\w-|ж-)+$",
+    "^(?:\\d|(\u0660))+$",
+    # a few readings per part, multiplied over parts in a row rather than counted per repeat
+    "^" + "(?:a|a){6}" * 5 + "$",
+    "^" + "(?:ab|[a-z]{2})?" * 26 + "$",
+    # one run of characters cut among more than three repeats in a row (polynomial, of that degree)
+    r"^\d*\d*\d*\d*\d*\d*\d*x$",
+    r"^[a-z-]*-[a-z-]*-[a-z-]*-[a-z-]*-[a-z-]*$",
+    r"^(?:\w+\s?){2}(?:\w+\s?){2}$",
+    # or among many optional parts in a row (2**22 ways)
+    "(?:(?:x)?)?" * 22 + "c",
 ]
 
 ACCEPTED = [
@@ -82,6 +96,20 @@ ACCEPTED = [
     # one character class
     r"(\d|[a-z])+",
     r"(\w|a)+",
+    # ordinary tag values
+    r"^CC-\d{4,6}$",
+    r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$",
+    r"^v?\d+(\.\d+)?(\.\d+)?(-\w+)?$",
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$",
+    r"^\d{12}$",
+    r"^arn:aws:iam::\d{12}:role/[\w+=,.@-]+$",
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    r"^(?:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,}$",
+    r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+    r"^\d{1,3}\.?\d{1,3}\.?\d{1,3}\.?\d{1,3}$",
+    r"^[\w.-]+$",
+    r"^(?:\w-|ж)+$",
     # the README's
     "cc-[0-9]{4}",
     "(dev|prod)",
