@@ -96,6 +96,10 @@ ACCEPTED = [
     # one character class
     r"(\d|[a-z])+",
     r"(\w|a)+",
+    # two copies of a part with nested quantifiers: a run cut in two, quadratic, on a value matched whole
+    r"^(?:\w+\s?){2}$",
+    r"^(?:[a-z0-9]+[._-]?){2}$",
+    r"^(?:[a-z]+\d*){2}$",
     # ordinary tag values
     r"^CC-\d{4,6}$",
     r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
@@ -134,14 +138,25 @@ def test_a_pattern_that_matches_each_value_one_way_is_accepted(pattern: str) -> 
     assert backtracking_problem(f"(?i){pattern}") is None
 
 
+@pytest.mark.parametrize("pattern", [r"(?:\w+\s?){2}x", r"(?:[a-z]+\d*){2}!"])
+def test_a_fixed_count_of_nested_quantifiers_is_refused_where_the_pattern_is_searched_for(pattern: str) -> None:
+    # Given two copies of a part with nested quantifiers, accepted in a value matched whole
+    assert backtracking_problem(pattern) is None
+    # When it is analysed as a pattern searched for in long text (a team signature in a log line, where every
+    # start pays the quadratic cut again), then a reason is given
+    assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
+
+
 def test_every_built_in_signature_and_example_pattern_is_accepted() -> None:
     # Given the built-in failure taxonomy (matched ignoring case) and the example policies' patterns
-    patterns = [f"(?i){signature.pattern}" for signature in builtin_taxonomy().signatures]
+    signatures = [f"(?i){signature.pattern}" for signature in builtin_taxonomy().signatures]
+    patterns = list(signatures)
     for name in ("policy.yaml", "org-policy.yaml"):
         patterns.extend(_patterns(yaml.safe_load((ROOT / "examples" / name).read_text())))
     assert len(patterns) > 10
-    # When each is analysed, then none is refused
+    # When each is analysed (a signature as searched for), then none is refused
     assert [pattern for pattern in patterns if backtracking_problem(pattern) is not None] == []
+    assert [pattern for pattern in signatures if backtracking_problem(pattern, searched=True) is not None] == []
 
 
 @pytest.mark.parametrize(

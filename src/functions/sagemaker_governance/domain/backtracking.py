@@ -16,7 +16,10 @@ and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters).
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
   ``([a-z0-9]+-?)+``. A body that must consume a character the inner repeat cannot is unambiguous and
-  passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
+  passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``. Two copies (``(?:\\w+\\s?){2}``) cut a run in two,
+  quadratic, not exponential: they pass in a value matched whole and are left to the degree rule below;
+  not in a pattern searched for (``searched``: a team signature, searched for in log lines of up to 2,000
+  characters, where every start pays the cut again: ``(?:\\w+\\s?){2}x`` took over three minutes on one).
 - **ambiguous words**: a body that matches a few strings of bounded length (literal words, alternatives,
   character classes, ``?`` and bounded repeats: at most 256 spellings of at most 64 characters) is spelled
   out as strings of character sets, and refused when a concatenation of them can be split in two ways (the
@@ -32,7 +35,7 @@ and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters).
 - **runs at both ends**: a body that can end with a repeat of varying count and begin with one (past parts
   that can match nothing) over shared characters, so a run of them splits between one iteration's end and
   the next one's beginning: ``(?:[a-z]*-[a-z]*)*x`` (``a-a-...``), ``(?:\\d+\\.\\d+)+``. A body that begins or
-  ends with a character of its own passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
+  ends with a character of its own passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``. Two copies pass as above.
 
 Over the whole pattern, not only inside repeats:
 
@@ -45,7 +48,8 @@ Over the whole pattern, not only inside repeats:
   match nothing, through groups and a fixed count's copies) that can each take a piece of one run of the
   same characters: a pattern that fails tries every way to cut the run. More than 3 repeats that can take
   a piece of any length (``\\d*\\d*\\d*\\d*x``: the length to the power 4; ``\\d*\\d*\\d*x`` passes,
-  68 ms on 256 digits), or bounded ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
+  68 ms on 256 digits), more than 2 when the run goes through two copies (``(?:\\w+\\s?){2}\\w+``), or bounded
+  ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
   ``[a-z]+(?:-[a-z]+)?(?:-[a-z]+)?`` passes: each optional part begins with its own ``-``.
 
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
@@ -75,11 +79,12 @@ _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
 _MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
 _MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
+_FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 _Word = tuple[frozenset[str], ...]
-_Run = tuple[int, int]  # repeats of any length a run is cut among, ways bounded ones cut it
+_Run = tuple[int, int, bool]  # repeats of any length a run is cut among, ways bounded ones cut it, via copies
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -90,15 +95,17 @@ _CATEGORY: Final = {
 }
 
 
-def backtracking_problem(pattern: str) -> str | None:
+def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
     """Why ``pattern`` can backtrack exponentially, or polynomially of a degree above ``_MAX_DEGREE`` (a run
     of characters cut among more repeats than that); None when it cannot be shown (or the analysis is not
-    available)."""
+    available). ``searched``: the pattern is searched for in long text (a log line), which pays one degree
+    more for every place it starts at, so a fixed count of nested quantifiers (``(?:\\w+\\s?){2}``) is
+    refused there as before, while a tag value matched whole may hold one of up to ``_FEW_COPIES``."""
     try:
         parser = importlib.import_module("re._parser")
         constants = importlib.import_module("re._constants")
         parsed = parser.parse(pattern)
-        walk = _Walk(constants, pattern)
+        walk = _Walk(constants, pattern, 0 if searched else _FEW_COPIES)
         items = walk.prepare(parsed, parsed.state.flags)
         problem = walk.sequence(items)
         if problem is None and walk.readings(items) > _MAX_READINGS:
@@ -112,9 +119,10 @@ def backtracking_problem(pattern: str) -> str | None:
 
 
 class _Walk:
-    def __init__(self, constants: Any, pattern: str) -> None:
+    def __init__(self, constants: Any, pattern: str, few_copies: int) -> None:
         self.c = constants
         self.pattern = pattern
+        self.few_copies = few_copies
         self.unbounded = int(constants.MAXREPEAT)
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
         self._sets: dict[tuple[str, int], frozenset[str]] = {}
@@ -258,7 +266,10 @@ class _Walk:
                 f"{shown} holds a part that can match the empty string as well as characters, so a value can "
                 f"be shared among its repeats in exponentially many ways (a part that can match nothing)"
             )
-        for inner_low, inner_high, inner in self._varying_repeats(body):
+        # a few copies ({2}) of a part that splits a run among its repeats: polynomial, of a degree the
+        # degree rule bounds (the copies' runs counted together with their neighbours')
+        few = low == high and low <= self.few_copies
+        for inner_low, inner_high, inner in () if few else self._varying_repeats(body):
             chars = self.consumed(inner)
             if chars and self.matches_within(body, chars):
                 return (
@@ -279,7 +290,7 @@ class _Walk:
                 )
             return None
         shared = self.edge_runs(body, from_end=True) & self.edge_runs(body, from_end=False)
-        if shared:
+        if shared and not few:
             return (
                 f"{shown} holds a part that can end with a repeat and begin with another over the same "
                 f"characters ({_sample(shared)}), so a run of them splits between one repeat's end and the next "
@@ -331,10 +342,11 @@ class _Walk:
         """A run of shared characters that repeats of varying count in a row (past parts that can match
         nothing, through groups and the copies of a fixed count) can cut among them in too many ways: more
         than ``_MAX_DEGREE`` repeats that take any length (``\\d*\\d*\\d*\\d*x`` tries every way to cut a
-        run of digits in four, a polynomial of that degree), or bounded ones whose counts multiply past
-        ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
+        run of digits in four, a polynomial of that degree), more than ``_FEW_COPIES`` when the run goes
+        through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
+        past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
-        for op, av in self._flat(items, 4096):
+        for op, av, copied in self._flat(items, 4096, copied=False):
             own, nullable = self._part(op, av)
             body = self._varying(op, av)
             if body is None:  # a part that can match nothing is skipped; another narrows the runs
@@ -350,20 +362,20 @@ class _Walk:
                     # a repeat that can take a piece of the run anywhere cuts it once more (a degree), one that
                     # takes it in a few ways multiplies them; one that only begins with a repeat of the run's
                     # characters cuts it once more and ends it
-                    spanned, cut = run
+                    spanned, cut, through = run
                     spreads = not whole or self._spreads(body, counts, shared)
                     cut_again = (spanned + 1, cut) if spreads else (spanned, cut * counts)
-                    problem = _too_many_cuts(*cut_again, chars & (own if whole else begin))
+                    problem = _too_many_cuts(*cut_again, through or copied, chars & (own if whole else begin))
                     if problem is not None:
                         return problem
                     if whole:
-                        after[shared] = max(after.get(shared, run), cut_again)
+                        after[shared] = max(after.get(shared, run), (*cut_again, through or copied))
             if own and self._within(body, own):
-                start = (1, 1) if self._spreads(body, counts, own) else (0, counts)
-                after[own] = max(after.get(own, (0, 1)), start)
+                start = (1, 1, copied) if self._spreads(body, counts, own) else (0, counts, copied)
+                after[own] = max(after.get(own, (0, 1, False)), start)
             end_run = self.edge_runs(body, from_end=True)
             if end_run:
-                after[end_run] = max(after.get(end_run, (0, 1)), (1, 1))
+                after[end_run] = max(after.get(end_run, (0, 1, False)), (1, 1, copied))
             runs = dict(sorted(after.items(), key=lambda item: item[1], reverse=True)[:32])
         return None
 
@@ -407,20 +419,21 @@ class _Walk:
             return self._memo[key]
         return None
 
-    def _flat(self, items: Any, budget: int) -> list[tuple[Any, Any]]:
-        """``items`` with groups opened and a fixed count written out (as many copies as can matter)."""
+    def _flat(self, items: Any, budget: int, copied: bool) -> list[tuple[Any, Any, bool]]:
+        """``items`` with groups opened and a fixed count written out (as many copies as can matter), each
+        told whether it is one of the copies."""
         c = self.c
-        out: list[tuple[Any, Any]] = []
+        out: list[tuple[Any, Any, bool]] = []
         for op, av in items:
             if len(out) >= budget:
-                out.append((op, av))
+                out.append((op, av, copied))
             elif op is c.SUBPATTERN:
-                out.extend(self._flat(av[-1], budget - len(out)))
+                out.extend(self._flat(av[-1], budget - len(out), copied))
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
-                once = self._flat(av[2], budget - len(out))
+                once = self._flat(av[2], budget - len(out), copied or av[0] > 1)
                 out.extend(once * min(av[0], _MAX_DEGREE + 1))
             else:
-                out.append((op, av))
+                out.append((op, av, copied))
         return out
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
@@ -625,12 +638,12 @@ def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str]) -> dict[f
     return kept
 
 
-def _too_many_cuts(degree: int, splits: int, chars: frozenset[str]) -> str | None:
-    """Why a run cut among ``degree`` repeats of any length and bounded ones that cut it ``splits`` ways takes
-    too long; None when it does not."""
+def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str]) -> str | None:
+    """Why a run cut among ``degree`` repeats of any length (through a fixed count's copies: ``copied``) and
+    bounded ones that cut it ``splits`` ways takes too long; None when it does not."""
     if splits > _MAX_SPLITS:
         cost = f"{splits} ways or more"
-    elif degree > _MAX_DEGREE:
+    elif degree > (_FEW_COPIES if copied else _MAX_DEGREE):
         cost = f"its length to the power {degree}"
     else:
         return None
