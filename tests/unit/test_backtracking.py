@@ -67,6 +67,9 @@ REFUSED = [
     r"^\d*\d*\d*\d*\d*\d*\d*x$",
     r"^[a-z-]*-[a-z-]*-[a-z-]*-[a-z-]*-[a-z-]*$",
     r"^(?:\w+\s?){2}(?:\w+\s?){2}$",
+    # the repeats inside an optional part or an alternative count each
+    r"^(?:\w+[a-z]+)?(?:[a-z]+\w+)?$",
+    r"^(?:\w+[a-z]+|-)(?:[a-z]+\w+|_)$",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
 ]

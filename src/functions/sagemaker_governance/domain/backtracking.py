@@ -45,8 +45,9 @@ Over the whole pattern, not only inside repeats:
   2**3 * 2 in all), ``(?:a|a){6}`` written five times (64**5) and ``(?:ab|[a-z]{2})?`` written 26 times
   (2**26) do not. Of alternatives too many to spell out together, the most readings of one is taken.
 - **a run cut many ways** (polynomial backtracking): repeats of varying count in a row (past parts that can
-  match nothing, through groups and a fixed count's copies) that can each take a piece of one run of the
-  same characters: a pattern that fails tries every way to cut the run. More than 3 repeats that can take
+  match nothing, through groups and a fixed count's copies, each of those inside an optional part or the
+  alternative that holds the most) that can each take a piece of one run of the same characters: a
+  pattern that fails tries every way to cut the run. More than 3 repeats that can take
   a piece of any length (``\\d*\\d*\\d*\\d*x``: the length to the power 4; ``\\d*\\d*\\d*x`` passes,
   68 ms on 256 digits), more than 2 when the run goes through two copies (``(?:\\w+\\s?){2}\\w+``), or bounded
   ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
@@ -359,19 +360,20 @@ class _Walk:
                 shared = chars & own
                 whole = bool(shared) and self._within(body, shared)
                 if whole or chars & begin:
-                    # a repeat that can take a piece of the run anywhere cuts it once more (a degree), one that
-                    # takes it in a few ways multiplies them; one that only begins with a repeat of the run's
-                    # characters cuts it once more and ends it
+                    # a part holding repeats that can take a piece of the run anywhere cuts it once more for
+                    # each (a degree), one that takes it in a few ways multiplies them; one that only begins
+                    # with a repeat of the run's characters cuts it once more and ends it
                     spanned, cut, through = run
-                    spreads = not whole or self._spreads(body, counts, shared)
-                    cut_again = (spanned + 1, cut) if spreads else (spanned, cut * counts)
+                    pieces = self._pieces(body, counts, shared) if whole else 1
+                    cut_again = (spanned + pieces, cut) if pieces else (spanned, cut * counts)
                     problem = _too_many_cuts(*cut_again, through or copied, chars & (own if whole else begin))
                     if problem is not None:
                         return problem
                     if whole:
                         after[shared] = max(after.get(shared, run), (*cut_again, through or copied))
             if own and self._within(body, own):
-                start = (1, 1, copied) if self._spreads(body, counts, own) else (0, counts, copied)
+                pieces = self._pieces(body, counts, own)
+                start = (pieces, 1, copied) if pieces else (0, counts, copied)
                 after[own] = max(after.get(own, (0, 1, False)), start)
             end_run = self.edge_runs(body, from_end=True)
             if end_run:
@@ -394,18 +396,34 @@ class _Walk:
             self._memo[key] = self.matches_within(body, chars)
         return bool(self._memo[key])
 
-    def _spreads(self, body: Any, counts: int, chars: frozenset[str]) -> bool:
-        """Whether a repeat of ``counts`` counts of ``body`` (a run of ``chars`` it can match whole) can take a
-        piece of the run of any length at any place: its own count is unbounded (or of many counts), or
-        ``body`` holds such a repeat that can match a run of ``chars`` alone (``(?:-[a-z]+)?`` takes a piece
-        of ``-a-a`` only where a ``-`` begins, so it is one of a few ways, not a cut anywhere)."""
-        if counts > _WIDE:
-            return True
-        for low, high, inner in self._varying_repeats(body):
-            shared = chars & self.consumed(inner)
-            if (high == self.unbounded or high - low >= _WIDE) and shared and self._within(body, shared):
-                return True
-        return False
+    def _pieces(self, body: Any, counts: int, chars: frozenset[str]) -> int:
+        """How many times a repeat of ``counts`` counts of ``body`` (a run of ``chars`` it can match whole) can
+        cut the run at any place: once when its own count is unbounded (or of many counts), else once for
+        each repeat in a row in ``body`` that can (``(?:\\w+[a-z]+)?``: twice). ``(?:-[a-z]+)?`` takes a piece
+        of ``-a-a`` only where a ``-`` begins, so it cuts it in one of a few ways, not anywhere: none."""
+        return 1 if counts > _WIDE else self._in_row(body, chars)
+
+    def _in_row(self, items: Any, chars: frozenset[str]) -> int:
+        """The repeats of ``items`` in a row that can take a piece of any length of a run of ``chars`` (all of
+        ``items`` can match a run of the characters such a repeat and the run share); of alternatives, the
+        most of one."""
+        key = ("row", id(items), chars)
+        if key in self._memo:
+            found: int = self._memo[key]
+            return found
+        c = self.c
+        total = 0
+        for op, av, _ in self._flat(items, 4096, copied=False):
+            if op is c.BRANCH:
+                total += max((self._in_row(branch, chars) for branch in av[1]), default=0)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > av[0]:
+                shared = chars & self.consumed(av[2])
+                if av[1] == self.unbounded or av[1] - av[0] >= _WIDE:
+                    total += 1 if shared and self._within(items, shared) else 0
+                else:
+                    total += self._in_row(av[2], chars)
+        self._memo[key] = total
+        return total
 
     def _varying(self, op: Any, av: Any) -> Any:
         """The part a repeat of varying count repeats, or an alternation as a part; None for anything else."""
