@@ -204,8 +204,9 @@ def test_bad_team_signatures_are_rejected_and_never_replace_the_defaults() -> No
         )
     with pytest.raises(ValidationError, match="unknown class"):
         ResumePolicy.model_validate({"signatures": [{"id": "mine", "class": "cosmic-rays", "pattern": "x"}]})
-    # nested quantifiers, words that split two ways, and alternatives that are one word only ignoring case (as matched)
-    for slow in ("(a+)+$", "(a|aa)+ failed", "([a-z0-9]+-?)+!", "(ab|AB)+c"):
+    # nested quantifiers, words that split two ways, and alternatives that are one word only ignoring case (as matched);
+    # two copies of nested quantifiers too, which a tag value may hold: a signature is searched for in long lines
+    for slow in ("(a+)+$", "(a|aa)+ failed", "([a-z0-9]+-?)+!", "(ab|AB)+c", r"(?:\w+\s?){2}x"):
         with pytest.raises(ValidationError, match="backtrack"):
             ResumePolicy.model_validate({"signatures": [{"id": "slow", "class": "hardware", "pattern": slow}]})
     with pytest.raises(ValidationError, match="unknown class"):

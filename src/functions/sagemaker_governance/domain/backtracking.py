@@ -9,18 +9,17 @@ rejected when it is validated (``smgov policy validate``, and the functions keep
 It refuses a repeat (``*``, ``+``, ``{m,n}`` with n > 1; not a possessive one or an atomic group) whose body
 can match one string in more than one way, in the forms below. A repeat of fixed count (``{30}``) is checked
 alike, for its copies share a value among them as a repeat's iterations do (``(?:[a-z0-9]?){30}[a-z0-9]{30}``
-and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters). The one leniency: a fixed count {n} whose
-words split one way, though one string may be up to k of them (two of its words share a string), passes
-while k**n is at most 64, the number of ways it can then match a value: the IPv4 pattern
-``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`` passes (every word ends in ``.``, a code; ``1?\\d?\\d`` reads
-``11`` two ways, 2**3 in all), ``(?:a|a){26}`` does not.
+and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters).
 
 - **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``.
 - **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
   ``([a-z0-9]+-?)+``. A body that must consume a character the inner repeat cannot is unambiguous and
-  passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
+  passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``. Two copies (``(?:\\w+\\s?){2}``) cut a run in two,
+  quadratic, not exponential: they pass in a value matched whole and are left to the degree rule below;
+  not in a pattern searched for (``searched``: a team signature, searched for in log lines of up to 2,000
+  characters, where every start pays the cut again: ``(?:\\w+\\s?){2}x`` took over three minutes on one).
 - **ambiguous words**: a body that matches a few strings of bounded length (literal words, alternatives,
   character classes, ``?`` and bounded repeats: at most 256 spellings of at most 64 characters) is spelled
   out as strings of character sets, and refused when a concatenation of them can be split in two ways (the
@@ -28,6 +27,7 @@ while k**n is at most 64, the number of ways it can then match a value: the IPv4
   ``(ab|a|ba)*``, ``(?i)(ab|AB)+``. It is exact for literal words, so ``(x|xy)+``, ``(a|ab)*``,
   ``(foo|bar|baz)+`` and ``(dev|prod|perf)(,(dev|prod|perf))*`` pass; a character class is taken to allow
   any of its characters at once in both words compared, which can refuse more than it should, never less.
+  A fixed count whose words split one way, though one string may be up to k of them, passes on its own.
 - **overlapping alternatives**, in a body that also holds an unbounded repeat (so cannot be spelled out):
   an alternation whose branches can be spelled out is refused when one branch can match the beginning of
   another (``((x|xy)y*)+``; ``((dev|deploy)-\\d+,)*`` passes); one whose branches cannot, when two can
@@ -35,27 +35,57 @@ while k**n is at most 64, the number of ways it can then match a value: the IPv4
 - **runs at both ends**: a body that can end with a repeat of varying count and begin with one (past parts
   that can match nothing) over shared characters, so a run of them splits between one iteration's end and
   the next one's beginning: ``(?:[a-z]*-[a-z]*)*x`` (``a-a-...``), ``(?:\\d+\\.\\d+)+``. A body that begins or
-  ends with a character of its own passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``.
+  ends with a character of its own passes: ``[a-z0-9]+(-[a-z0-9]+)*``, ``(\\d+,)*``. Two copies pass as above.
 
-Characters are compared on a sample alphabet (ASCII, a space and a few non-ASCII letters, what tag values and
-failure messages hold). The analysis reads CPython's parser (``re._parser``, private): where it is missing or
-fails, no pattern is refused on this ground. Polynomial backtracking (``.*.*.*x``) is not looked for.
+Over the whole pattern, not only inside repeats:
+
+- **readings multiplied**: the ways each part can read one string (two words that share a string, a fixed
+  count's copies each reading it k ways: k**n), multiplied over the parts in a row, may be at most 64: the
+  IPv4 pattern ``(?:(?:25[0-5]|2[0-4]\\d|1?\\d?\\d)\\.){3}...`` passes (``1?\\d?\\d`` reads ``11`` two ways,
+  2**3 * 2 in all), ``(?:a|a){6}`` written five times (64**5) and ``(?:ab|[a-z]{2})?`` written 26 times
+  (2**26) do not. Of alternatives too many to spell out together, the most readings of one is taken.
+- **a run cut many ways** (polynomial backtracking): repeats of varying count in a row (past parts that can
+  match nothing, through groups and a fixed count's copies, each of those inside an optional part or the
+  alternative that holds the most) that can each take a piece of one run of the same characters: a
+  pattern that fails tries every way to cut the run. More than 3 repeats that can take
+  a piece of any length (``\\d*\\d*\\d*\\d*x``: the length to the power 4; ``\\d*\\d*\\d*x`` passes,
+  68 ms on 256 digits), more than 2 when the run goes through two copies (``(?:\\w+\\s?){2}\\w+``), or bounded
+  ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
+  ``[a-z]+(?:-[a-z]+)?(?:-[a-z]+)?`` passes: each optional part begins with its own ``-``.
+
+Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
+in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
+(ASCII, a space, a few letters, digits, spaces and signs beyond ASCII, what tag values and failure messages
+hold) widened by the pattern's own characters in either case, so ``\\w`` meets a literal ``ж`` and ``\\d``
+a literal ``\\u0660`` (an Arabic-Indic zero) as they do at run time. The analysis reads CPython's parser
+(``re._parser``, private): where it is missing or fails, no pattern is refused on this ground.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final
 
 _ALPHABET: Final = frozenset(
     [chr(code) for code in range(32, 127)] + ["\t", "\n", "\u00a0", "\u00e9", "\u00df", "\u00dc", "\u4e2d"]
 )
+# characters outside ASCII that classes and categories match at run time, one of each kind: a letter and its
+# capital, a digit (\d), a space (\s), a sign, a combining mark, a digit that is \w only, and the letters that
+# match ASCII ones when case is ignored (the long s, the Kelvin sign, the dotless i, the dotted I)
+_BEYOND: Final = frozenset("\u0436\u0416\u0660\u2003\u2014\u0301\u00b2\u017f\u212a\u0131\u0130")
 _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
-_MAX_READINGS: Final = 64  # a repeat of fixed count {n} whose part reads one string k ways: k**n at most
+_MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
+_MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
+_FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
+_WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
+_MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
+_CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 _Word = tuple[frozenset[str], ...]
+_Run = tuple[int, int, bool]  # repeats of any length a run is cut among, ways bounded ones cut it, via copies
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -66,28 +96,141 @@ _CATEGORY: Final = {
 }
 
 
-def backtracking_problem(pattern: str) -> str | None:
-    """Why ``pattern`` can backtrack exponentially (quoting the part of it at fault); None when it cannot be
-    shown (or the analysis is not available)."""
+def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
+    """Why ``pattern`` can backtrack exponentially, or polynomially of a degree above ``_MAX_DEGREE`` (a run
+    of characters cut among more repeats than that); None when it cannot be shown (or the analysis is not
+    available). ``searched``: the pattern is searched for in long text (a log line), which pays one degree
+    more for every place it starts at, so a fixed count of nested quantifiers (``(?:\\w+\\s?){2}``) is
+    refused there as before, while a tag value matched whole may hold one of up to ``_FEW_COPIES``."""
     try:
         parser = importlib.import_module("re._parser")
         constants = importlib.import_module("re._constants")
         parsed = parser.parse(pattern)
-        return _Walk(constants, pattern, bool(parsed.state.flags & re.IGNORECASE)).sequence(parsed)
+        walk = _Walk(constants, pattern, 0 if searched else _FEW_COPIES)
+        items = walk.prepare(parsed, parsed.state.flags)
+        problem = walk.sequence(items)
+        if problem is None and walk.readings(items) > _MAX_READINGS:
+            problem = (
+                f"its parts can each match one string in a few ways, more than {_MAX_READINGS} in all, so a "
+                f"value can be matched in exponentially many ways (ambiguous words, multiplied)"
+            )
+        return problem
     except Exception:  # the analysis is an extra check, never a reason to reject by itself
         return None
 
 
 class _Walk:
-    def __init__(self, constants: Any, pattern: str, ignore_case: bool) -> None:
+    def __init__(self, constants: Any, pattern: str, few_copies: int) -> None:
         self.c = constants
         self.pattern = pattern
-        self.ignore_case = ignore_case
+        self.few_copies = few_copies
         self.unbounded = int(constants.MAXREPEAT)
+        self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
+        self._sets: dict[tuple[str, int], frozenset[str]] = {}
+        self._memo: dict[tuple[str, int, Any], Any] = {}  # by the identity of a part of the rewritten parse
+
+    # ---- characters, read once with the flags in force where they stand ----------------------------
+
+    def prepare(self, items: Any, flags: int) -> list[tuple[Any, Any]]:
+        """``items`` with every character node replaced by the set of characters it matches, read with the
+        flags in force where it stands (a scoped ``(?i:...)`` too), on the sample alphabet widened by the
+        pattern's own characters (in either case), so a class is compared with them as at run time."""
+        own: set[str] = set()
+        self._own(items, own)
+        self.alphabet = frozenset(_ALPHABET | _BEYOND | {variant for ch in own for variant in _cases(ch)})
+        return self._rewrite(items, flags)
+
+    def _own(self, items: Any, out: set[str]) -> None:
+        c = self.c
+        for op, av in items:
+            if op in (c.LITERAL, c.NOT_LITERAL):
+                out.add(chr(av))
+            elif op is c.IN:
+                for item_op, item_av in av:
+                    if item_op is c.LITERAL:
+                        out.add(chr(item_av))
+                    elif item_op is c.RANGE:
+                        out.update((chr(item_av[0]), chr(item_av[1])))
+            else:
+                for child in self._children(op, av):
+                    self._own(child, out)
+
+    def _children(self, op: Any, av: Any) -> list[Any]:
+        c = self.c
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            return [av[2]]
+        if op is c.SUBPATTERN:
+            return [av[-1]]
+        if op is c.BRANCH:
+            return list(av[1])
+        if op is c.ATOMIC_GROUP:
+            return [av]
+        if op in (c.ASSERT, c.ASSERT_NOT):
+            return [av[1]]
+        if op is c.GROUPREF_EXISTS:
+            return [av[1]] + ([av[2]] if av[2] is not None else [])
+        return []
+
+    def _rewrite(self, items: Any, flags: int) -> list[tuple[Any, Any]]:
+        c = self.c
+        out: list[tuple[Any, Any]] = []
+        for op, av in items:
+            if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+                out.append((_CHARS, self._set(op, av, flags)))
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                out.append((op, (av[0], av[1], self._rewrite(av[2], flags))))
+            elif op is c.SUBPATTERN:
+                group, add, remove, body = av
+                out.append((op, (group, add, remove, self._rewrite(body, (flags | add) & ~remove))))
+            elif op is c.BRANCH:
+                out.append((op, (av[0], [self._rewrite(branch, flags) for branch in av[1]])))
+            elif op is c.ATOMIC_GROUP:
+                out.append((op, self._rewrite(av, flags)))
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                out.append((op, (av[0], self._rewrite(av[1], flags))))
+            elif op is c.GROUPREF_EXISTS:
+                no = None if av[2] is None else self._rewrite(av[2], flags)
+                out.append((op, (av[0], self._rewrite(av[1], flags), no)))
+            else:
+                out.append((op, av))
+        return out
+
+    def _set(self, op: Any, av: Any, flags: int) -> frozenset[str]:
+        """The characters of the alphabet one character node matches, asked of ``re`` itself."""
+        c = self.c
+        if op is c.LITERAL:
+            text = re.escape(chr(av))
+        elif op is c.NOT_LITERAL:
+            text = f"[^{re.escape(chr(av))}]"
+        elif op is c.ANY:
+            text = "."
+        else:
+            parts = []
+            for item_op, item_av in av:
+                if item_op is c.NEGATE:
+                    parts.append("^")
+                elif item_op is c.LITERAL:
+                    parts.append(re.escape(chr(item_av)))
+                elif item_op is c.RANGE:
+                    parts.append(f"{re.escape(chr(item_av[0]))}-{re.escape(chr(item_av[1]))}")
+                elif item_op is c.CATEGORY and str(item_av) in _CATEGORY:
+                    parts.append(_CATEGORY[str(item_av)])
+                else:
+                    return self.alphabet  # not understood: every character (refuses more, never less)
+            text = f"[{''.join(parts)}]"
+        key = (text, flags & (re.IGNORECASE | re.ASCII | re.DOTALL))
+        found = self._sets.get(key)
+        if found is None:
+            matcher = re.compile(key[0], key[1]).fullmatch
+            found = self._sets[key] = frozenset(ch for ch in self.alphabet if matcher(ch))
+        return found
 
     # ---- the search ----------------------------------------------------------------------------
 
     def sequence(self, items: Iterable[tuple[Any, Any]]) -> str | None:
+        problem = self.degree_problem(items)
+        if problem is not None:
+            return problem
         for op, av in items:
             problem = self.node(op, av)
             if problem is not None:
@@ -124,7 +267,10 @@ class _Walk:
                 f"{shown} holds a part that can match the empty string as well as characters, so a value can "
                 f"be shared among its repeats in exponentially many ways (a part that can match nothing)"
             )
-        for inner_low, inner_high, inner in self._varying_repeats(body):
+        # a few copies ({2}) of a part that splits a run among its repeats: polynomial, of a degree the
+        # degree rule bounds (the copies' runs counted together with their neighbours')
+        few = low == high and low <= self.few_copies
+        for inner_low, inner_high, inner in () if few else self._varying_repeats(body):
             chars = self.consumed(inner)
             if chars and self.matches_within(body, chars):
                 return (
@@ -135,8 +281,8 @@ class _Walk:
         words = self.words(body)
         if words is not None:
             readings = _readings(words)
-            if low == high and _splits_one_way(words) and readings**low <= _MAX_READINGS:
-                return None  # the words split one way; each copy's few readings multiply to a bounded number
+            if low == high and _splits_one_way(words):
+                return None  # the words split one way; each copy's few readings are counted by readings()
             if readings > 1 or not _splits_one_way(words):
                 return (
                     f"{shown} holds a part that can match one string in more than one way (as one repeat or "
@@ -145,7 +291,7 @@ class _Walk:
                 )
             return None
         shared = self.edge_runs(body, from_end=True) & self.edge_runs(body, from_end=False)
-        if shared:
+        if shared and not few:
             return (
                 f"{shown} holds a part that can end with a repeat and begin with another over the same "
                 f"characters ({_sample(shared)}), so a run of them splits between one repeat's end and the next "
@@ -165,6 +311,148 @@ class _Walk:
                 f"be matched in exponentially many ways (overlapping alternatives)"
             )
         return None
+
+    def readings(self, items: Any) -> int:
+        """How many ways ``items`` can match one string, at most, from the readings of its parts that can be
+        spelled out (a fixed count's to the power of its count, an unbounded repeat's part already read one
+        way): parts in a row multiply; of alternatives that cannot be spelled out together, the most."""
+        words = self.words(items)
+        if words is not None:
+            return _readings(words)
+        c = self.c
+        total = 1
+        for op, av in items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                low, high, body = av
+                if low == high:
+                    once = self.readings(body)
+                    part = 1 if once == 1 else min(once ** min(low, _MAX_READINGS), _MAX_READINGS + 1)
+                else:
+                    spelled = self.words([(op, av)])
+                    part = 1 if spelled is None else _readings(spelled)
+            elif op is c.SUBPATTERN:
+                part = self.readings(av[-1])
+            elif op is c.BRANCH:  # too many words to compare: two alternatives are taken to match apart
+                part = max(self.readings(branch) for branch in av[1])
+            else:
+                part = 1
+            total = min(total * part, _MAX_READINGS + 1)
+        return total
+
+    def degree_problem(self, items: Any) -> str | None:
+        """A run of shared characters that repeats of varying count in a row (past parts that can match
+        nothing, through groups and the copies of a fixed count) can cut among them in too many ways: more
+        than ``_MAX_DEGREE`` repeats that take any length (``\\d*\\d*\\d*\\d*x`` tries every way to cut a
+        run of digits in four, a polynomial of that degree), more than ``_FEW_COPIES`` when the run goes
+        through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
+        past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
+        runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
+        for op, av, copied in self._flat(items, 4096, copied=False):
+            own, nullable = self._part(op, av)
+            body = self._varying(op, av)
+            if body is None:  # a part that can match nothing is skipped; another narrows the runs
+                runs = _narrowed(runs, own) if self.chars(op, av) is not None or not nullable else runs
+                continue
+            counts = 1 if op is self.c.BRANCH else av[1] - av[0] + 1
+            begin = self.edge_runs(body, from_end=False)
+            after = dict(runs) if nullable else {}
+            for chars, run in runs.items():
+                shared = chars & own
+                whole = bool(shared) and self._within(body, shared)
+                if whole or chars & begin:
+                    # a part holding repeats that can take a piece of the run anywhere cuts it once more for
+                    # each (a degree), one that takes it in a few ways multiplies them; one that only begins
+                    # with a repeat of the run's characters cuts it once more and ends it
+                    spanned, cut, through = run
+                    pieces = self._pieces(body, counts, shared) if whole else 1
+                    cut_again = (spanned + pieces, cut) if pieces else (spanned, cut * counts)
+                    problem = _too_many_cuts(*cut_again, through or copied, chars & (own if whole else begin))
+                    if problem is not None:
+                        return problem
+                    if whole:
+                        after[shared] = max(after.get(shared, run), (*cut_again, through or copied))
+            if own and self._within(body, own):
+                pieces = self._pieces(body, counts, own)
+                start = (pieces, 1, copied) if pieces else (0, counts, copied)
+                after[own] = max(after.get(own, (0, 1, False)), start)
+            end_run = self.edge_runs(body, from_end=True)
+            if end_run:
+                after[end_run] = max(after.get(end_run, (0, 1, False)), (1, 1, copied))
+            runs = dict(sorted(after.items(), key=lambda item: item[1], reverse=True)[:32])
+        return None
+
+    def _part(self, op: Any, av: Any) -> tuple[frozenset[str], bool]:
+        """The characters one part can consume and whether it can match nothing (kept: a part is asked once
+        for every sequence it is opened into)."""
+        key = ("part", id(av), op)
+        if key not in self._memo:
+            self._memo[key] = (self.consumed([(op, av)]), self.nullable([(op, av)]))
+        found: tuple[frozenset[str], bool] = self._memo[key]
+        return found
+
+    def _within(self, body: Any, chars: frozenset[str]) -> bool:
+        key = ("within", id(body), chars)
+        if key not in self._memo:
+            self._memo[key] = self.matches_within(body, chars)
+        return bool(self._memo[key])
+
+    def _pieces(self, body: Any, counts: int, chars: frozenset[str]) -> int:
+        """How many times a repeat of ``counts`` counts of ``body`` (a run of ``chars`` it can match whole) can
+        cut the run at any place: once when its own count is unbounded (or of many counts), else once for
+        each repeat in a row in ``body`` that can (``(?:\\w+[a-z]+)?``: twice). ``(?:-[a-z]+)?`` takes a piece
+        of ``-a-a`` only where a ``-`` begins, so it cuts it in one of a few ways, not anywhere: none."""
+        return 1 if counts > _WIDE else self._in_row(body, chars)
+
+    def _in_row(self, items: Any, chars: frozenset[str]) -> int:
+        """The repeats of ``items`` in a row that can take a piece of any length of a run of ``chars`` (all of
+        ``items`` can match a run of the characters such a repeat and the run share); of alternatives, the
+        most of one."""
+        key = ("row", id(items), chars)
+        if key in self._memo:
+            found: int = self._memo[key]
+            return found
+        c = self.c
+        total = 0
+        for op, av, _ in self._flat(items, 4096, copied=False):
+            if op is c.BRANCH:
+                total += max((self._in_row(branch, chars) for branch in av[1]), default=0)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > av[0]:
+                shared = chars & self.consumed(av[2])
+                if av[1] == self.unbounded or av[1] - av[0] >= _WIDE:
+                    total += 1 if shared and self._within(items, shared) else 0
+                else:
+                    total += self._in_row(av[2], chars)
+        self._memo[key] = total
+        return total
+
+    def _varying(self, op: Any, av: Any) -> Any:
+        """The part a repeat of varying count repeats, or an alternation as a part; None for anything else."""
+        c = self.c
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > av[0]:
+            return av[2]
+        if op is c.BRANCH:  # the same list every time it is asked for (a key of the kept answers)
+            key = ("branch", id(av), op)
+            if key not in self._memo:
+                self._memo[key] = [(op, av)]
+            return self._memo[key]
+        return None
+
+    def _flat(self, items: Any, budget: int, copied: bool) -> list[tuple[Any, Any, bool]]:
+        """``items`` with groups opened and a fixed count written out (as many copies as can matter), each
+        told whether it is one of the copies."""
+        c = self.c
+        out: list[tuple[Any, Any, bool]] = []
+        for op, av in items:
+            if len(out) >= budget:
+                out.append((op, av, copied))
+            elif op is c.SUBPATTERN:
+                out.extend(self._flat(av[-1], budget - len(out), copied))
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
+                once = self._flat(av[2], budget - len(out), copied or av[0] > 1)
+                out.extend(once * min(av[0], _MAX_DEGREE + 1))
+            else:
+                out.append((op, av, copied))
+        return out
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
         """The repeats of varying count in ``items``, at any depth (not inside possessive or atomic parts)."""
@@ -192,35 +480,11 @@ class _Walk:
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
                 yield from self._alternations(av[2])
 
-    # ---- characters ----------------------------------------------------------------------------
+    # ---- what parts match ----------------------------------------------------------------------
 
     def chars(self, op: Any, av: Any) -> frozenset[str] | None:
-        """The characters one character node matches (of the sample alphabet); None: not a character node."""
-        c = self.c
-        if op is c.LITERAL:
-            found = frozenset({chr(av)})
-        elif op is c.NOT_LITERAL:
-            found = _ALPHABET - {chr(av)}
-        elif op is c.ANY:
-            found = _ALPHABET - {"\n"}
-        elif op is c.IN:
-            negate = bool(av) and av[0][0] is c.NEGATE
-            members: set[str] = set()
-            for item_op, item_av in av[1:] if negate else av:
-                if item_op is c.LITERAL:
-                    members.add(chr(item_av))
-                elif item_op is c.RANGE:
-                    members.update(ch for ch in _ALPHABET if item_av[0] <= ord(ch) <= item_av[1])
-                elif item_op is c.CATEGORY:
-                    members.update(ch for ch in _ALPHABET if re.fullmatch(_CATEGORY[str(item_av)], ch))
-                else:
-                    members.update(_ALPHABET)  # not understood: every character (refuses more, never less)
-            found = _ALPHABET - members if negate else frozenset(members)
-        else:
-            return None
-        if self.ignore_case:
-            found = found | {ch.swapcase() for ch in found}
-        return frozenset(found)
+        """The characters one character node matches (of the alphabet); None: not a character node."""
+        return av if op == _CHARS else None
 
     def consumed(self, items: Any) -> frozenset[str]:
         """Every character ``items`` can consume."""
@@ -240,7 +504,7 @@ class _Walk:
                 for branch in av[1]:
                     out |= self.consumed(branch)
             elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
-                out |= _ALPHABET
+                out |= self.alphabet
         return frozenset(out)
 
     def matches_within(self, items: Any, chars: frozenset[str]) -> bool:
@@ -348,7 +612,7 @@ class _Walk:
         out: list[_Word] = []
         current: list[_Word] = [()]
         for count in range(high + 1):
-            if count >= low:
+            if count >= low and (count or () not in once or high == 0):  # nothing, once, as its part can match
                 out.extend(current)
             if count < high:
                 current = [head + tail for head in current for tail in once]
@@ -371,15 +635,40 @@ class _Walk:
             elif op is c.SUBPATTERN:
                 inner = self.first(av[-1])
                 out |= inner
-                if inner != _ALPHABET:  # it cannot be empty (else it could begin with anything)
+                if inner != self.alphabet:  # it cannot be empty (else it could begin with anything)
                     return frozenset(out)
             elif op is c.BRANCH:
                 for branch in av[1]:
                     out |= self.first(branch)
                 return frozenset(out)
             elif op in (c.GROUPREF, c.GROUPREF_EXISTS, c.ATOMIC_GROUP):
-                return _ALPHABET
-        return _ALPHABET  # it can match the empty string: whatever follows it may begin
+                return self.alphabet
+        return self.alphabet  # it can match the empty string: whatever follows it may begin
+
+
+def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str]) -> dict[frozenset[str], _Run]:
+    """The runs that go on through a part that matches ``chars`` (none, if it matches none: an anchor ends
+    no run, it is skipped as a part that can match nothing)."""
+    kept: dict[frozenset[str], _Run] = {}
+    for run_chars, run in runs.items():
+        if run_chars & chars:
+            kept[run_chars & chars] = max(kept.get(run_chars & chars, run), run)
+    return kept
+
+
+def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str]) -> str | None:
+    """Why a run cut among ``degree`` repeats of any length (through a fixed count's copies: ``copied``) and
+    bounded ones that cut it ``splits`` ways takes too long; None when it does not."""
+    if splits > _MAX_SPLITS:
+        cost = f"{splits} ways or more"
+    elif degree > (_FEW_COPIES if copied else _MAX_DEGREE):
+        cost = f"its length to the power {degree}"
+    else:
+        return None
+    return (
+        f"repeats in a row can each take part of one run of the same characters ({_sample(chars)}), so every way "
+        f"to cut a run among them is tried, {cost} (polynomial backtracking)"
+    )
 
 
 def _compatible(shorter: _Word, longer: _Word) -> bool:
@@ -396,8 +685,13 @@ def _prefix_free(words: list[_Word]) -> bool:
 def _readings(words: list[_Word]) -> int:
     """How many of ``words`` one string can be, at most (1: no two words share a string): for each word, the
     words of its length it shares a string with, itself included, which counts more than may share one."""
+    counts = Counter(words)  # one spelling reached through different parts is as many readings
     return max(
-        (sum(len(other) == len(word) and _compatible(word, other) for other in words) for word in words), default=1
+        (
+            sum(count for other, count in counts.items() if len(other) == len(word) and _compatible(word, other))
+            for word in counts
+        ),
+        default=1,
     )
 
 
@@ -408,10 +702,11 @@ def _splits_one_way(words: list[_Word]) -> bool:
     any of them at that place in both words compared, so it errs towards "not decodable" (the pattern
     refused), never the other way. The empty word counts as a word: a part that can match nothing and
     something is refused."""
+    words = list(dict.fromkeys(words))  # a spelling listed twice is counted by ``_readings``
     dangling: set[_Word] = set()
-    for index, word in enumerate(words):
-        for other_index, other in enumerate(words):
-            if index != other_index and len(word) < len(other) and _compatible(word, other):
+    for word in words:
+        for other in words:
+            if len(word) < len(other) and _compatible(word, other):
                 dangling.add(other[len(word) :])
     seen: set[_Word] = set()
     while dangling:
@@ -444,3 +739,10 @@ def _quantifier(low: int, high: int, unbounded: int) -> str:
     if low == high:
         return f"{{{low}}}"
     return f"{{{low},{'' if high == unbounded else high}}}"
+
+
+def _cases(ch: str) -> set[str]:
+    """``ch`` and the single characters it is written as in other cases (what ignoring case may match)."""
+    return {ch} | {
+        variant for variant in (ch.lower(), ch.upper(), ch.swapcase(), ch.casefold()) if len(variant) == 1
+    }

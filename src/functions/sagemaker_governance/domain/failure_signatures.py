@@ -87,7 +87,7 @@ class Signature(BaseModel):
             raise ValueError(f"not a regular expression: {exc}") from exc
         # Python's re has no timeout: a pattern that can backtrack exponentially on a long non-matching log line
         # would time the resume function out, so it is refused up front (matched ignoring case, as it is used)
-        problem = backtracking_problem(f"(?i){value}")
+        problem = backtracking_problem(f"(?i){value}", searched=True)
         if problem is not None:
             raise ValueError(f"the pattern could backtrack for ever: {problem}")
         return value
