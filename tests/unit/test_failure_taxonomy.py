@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -114,6 +115,29 @@ def test_each_class_is_recognised_in_a_hosts_log(line: str, failure_class: str, 
     assert (diagnosis.failure_class, diagnosis.signature) == (failure_class, signature)
     assert diagnosis.host == "algo-1" and diagnosis.basis == "logs"
     assert diagnosis.lines[0].host == "algo-1"
+
+
+@pytest.mark.parametrize(
+    ("line", "fatal"),
+    [
+        ("NVRM: Xid (PCI:0000:3b:00): 94, pid=1, Contained: SM", True),
+        ("Xid 48", True),
+        ("Xid: 119", True),
+        ("Xid  ( PCI:1 ) :  154 recovery", True),
+        ("Xid (PCI:0000:3b:00) 74", True),
+        ("NVRM: Xid (PCI:0000:3b:00): 31, pid=1, MMU Fault", False),  # left out: application bugs raise it
+        ("Xid 13", False),
+        ("Xid79", False),
+        ("Xid: 640", False),
+        ("Xid" + " " * 1990 + "x", False),
+    ],
+)
+def test_the_fatal_xid_signature_reads_the_drivers_spellings(line: str, fatal: bool) -> None:
+    # Given the driver's line with the PCI address, the colon and the spaces present or not, then the fatal Xids
+    # are recognised and the others are not (the last line, one run of spaces cut at the line limit, is read in
+    # one pass by the signature's single repeat over it)
+    (xid,) = [s for s in builtin_taxonomy().signatures if s.id == "xid-fatal"]
+    assert bool(re.search(xid.pattern, line)) is fatal
 
 
 def test_a_user_code_line_that_merely_mentions_nccl_is_not_a_hardware_fault() -> None:
