@@ -24,6 +24,16 @@ from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal, spo
 # A job that is about to start: what the State Change event says right after CreateTrainingJob.
 PREFLIGHT_STATUS = "InProgress"
 PREFLIGHT_SECONDARY_STATUS = "Starting"
+# What SageMaker sets when a request leaves StoppingCondition.MaxRuntimeInSeconds out (both are optional in
+# botocore's CreateTrainingJob model): "The default value is 1 day." (botocore's sagemaker service-2.json,
+# StoppingCondition.MaxRuntimeInSeconds). DescribeTrainingJob then says 86400, and the service judges that.
+DEFAULT_MAX_RUNTIME_SECONDS = 86_400
+
+
+def lacks_max_runtime(request: Mapping[str, Any]) -> bool:
+    """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default."""
+    stopping = request.get("StoppingCondition")
+    return not isinstance(stopping, Mapping) or stopping.get("MaxRuntimeInSeconds") is None
 
 
 def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
@@ -31,9 +41,17 @@ def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
     request lacks what governance needs (e.g. ``TrainingJobName``).
 
     A request without ``Tags`` creates an untagged job: its tags are known to be empty (unlike an event
-    that omits them), so the required-tags rule decides instead of reporting "not known".
+    that omits them), so the required-tags rule decides instead of reporting "not known". A request without
+    ``StoppingCondition.MaxRuntimeInSeconds`` creates a job with SageMaker's default (``DEFAULT_MAX_RUNTIME_SECONDS``,
+    1 day), as ``DescribeTrainingJob`` shows it to the service, so the max-runtime rule decides on it.
     """
     data = dict(request)
+    if lacks_max_runtime(request):
+        stopping = request.get("StoppingCondition")
+        data["StoppingCondition"] = {
+            **(stopping if isinstance(stopping, Mapping) else {}),
+            "MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME_SECONDS,
+        }
     data["TrainingJobStatus"] = PREFLIGHT_STATUS
     data["SecondaryStatus"] = PREFLIGHT_SECONDARY_STATUS
     data["Tags"] = request.get("Tags") or []
@@ -243,12 +261,20 @@ def preflight_request(
     # now rather than a surprise at the first idle phase (domain/tolerance.py).
     team = policy.for_team(job.tag(policy.team_tag))
     ignored = tuple(d.decision(team.mode) for d in team.declared_tolerance(job) if not d.applied)
+    defaulted = (
+        (
+            "StoppingCondition.MaxRuntimeInSeconds not set: judged with SageMaker's default, "
+            f"{DEFAULT_MAX_RUNTIME_SECONDS} s (1 day)",
+        )
+        if lacks_max_runtime(to_send)
+        else ()
+    )
     return PreflightOutcome(
         job_name=job.name,
         request=to_send,
         filled_tags=filled,
         decisions=(*result.decisions, *ignored),
-        notes=result.notes,
+        notes=(*defaulted, *result.notes),
         refuse_on="any" if strict else effective.preflight.refuse_on,
         policy_digest=policy.digest(),
         spot_health=storm,
