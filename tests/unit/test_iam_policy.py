@@ -548,7 +548,17 @@ def test_translated_globs_accept_everything_the_regex_accepts(data: st.DataObjec
 
 @pytest.mark.parametrize(
     ("pattern", "expected"),
-    [("ml.g5.*", "ml.g5.*"), ("ml.p[45]*", "ml.p?*"), ("ml.[!p]*", "ml.?*"), ("ml.$x", "ml.?x")],
+    [
+        ("ml.g5.*", "ml.g5.*"),
+        ("ml.p[45]*", "ml.p?*"),
+        ("ml.[!p]*", "ml.?*"),
+        ("ml.$x", "ml.?x"),
+        # a "]" right after "[" or "[!" is a member of the set (fnmatch), not its end: still one character
+        ("ml.[!]]5.xlarge", "ml.?5.xlarge"),
+        ("ml.[]]5.xlarge", "ml.?5.xlarge"),
+        ("ml.[!]p]5.*", "ml.?5.*"),
+        ("ml.[]g]5.*", "ml.?5.*"),
+    ],
 )
 def test_instance_type_patterns_widen_to_iam_globs(pattern: str, expected: str) -> None:
     assert fnmatch_to_iam(pattern) == expected

@@ -167,7 +167,10 @@ def fnmatch_to_iam(pattern: str) -> str:
     while i < len(pattern):
         char = pattern[i]
         if char == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            # as fnmatch reads a set: a "]" right after "[" or "[!" is a member, not the set's end
+            start = i + 2 if pattern[i + 1 : i + 2] == "!" else i + 1
+            start += pattern[start : start + 1] == "]"
+            end = pattern.find("]", start)
             if end != -1:
                 out.append("?")
                 i = end + 1
