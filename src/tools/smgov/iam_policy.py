@@ -54,6 +54,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.policy import Exemption, Policy
 from sagemaker_governance.domain.rules import (
@@ -749,6 +750,20 @@ def derive_iam_policy(
         raise NothingToExpress(
             "no enforced rule can be expressed as an IAM condition (rules in audit mode or on_violation "
             "notify are left to the service)"
+        )
+    # Marks governance writes on a job after its creation, in the request that creates it: copied from another
+    # job (a console Clone copies its tags, a pasted ListTags). Governance's own clones never carry them
+    # (domain/clone.py's copyable_tags leaves GOVERNANCE_MARKS out), so this never denies its CreateTrainingJob.
+    # Every job's, whatever its team: in the document without --team only (a team's selects that team's jobs).
+    if team is None:
+        statements.append(
+            {
+                "Sid": "DenyGovernanceMarks",
+                "Effect": "Deny",
+                "Action": [CREATE_ACTION, TUNING_ACTION],
+                "Resource": "*",
+                "Condition": _merge({"ForAnyValue:StringEquals": {TAG_KEYS: list(LATER_MARKS)}}, scope),
+            }
         )
     if required:
         removing: Condition = {"ForAnyValue:StringEquals": {TAG_KEYS: sorted(required)}}

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError
@@ -147,6 +148,21 @@ class PreflightOutcome(BaseModel):
     refuse_on: Literal["enforced", "any"]
     policy_digest: str
     spot_health: dict[str, Any] | None = None  # the instance type's fleet Spot health, when it was read
+    # marks governance writes on a job after its creation (``LATER_MARKS``) that the request carries
+    copied_marks: tuple[str, ...] = ()
+
+    @property
+    def marks_warning(self) -> str | None:
+        """A warning, not a refusal: the service does not stop a job for carrying governance's marks (a copied
+        evaluation mark is ignored), but they are not the job's own (a console Clone, a pasted ListTags), the
+        statements of ``smgov iam-policy`` deny the request, and a copied ``smgov:resume-settled`` would keep
+        the job's own deferred resume from being made."""
+        if not self.copied_marks:
+            return None
+        return (
+            f"the request carries {', '.join(self.copied_marks)}, which governance writes on a job after its "
+            "creation (copied from another job's tags?): remove them (smgov iam-policy's statements deny it)"
+        )
 
     @property
     def spot_storm_warning(self) -> str | None:
@@ -179,7 +195,7 @@ class PreflightOutcome(BaseModel):
             "job": self.job_name,
             "verdict": "refused"
             if self.refused
-            else ("warnings" if self.warnings or self.spot_storm_warning else "ok"),
+            else ("warnings" if self.warnings or self.spot_storm_warning or self.marks_warning else "ok"),
             "refuse_on": self.refuse_on,
             "policy_digest": self.policy_digest,
             "violations": [d.explain() for d in self.blocking],
@@ -189,16 +205,17 @@ class PreflightOutcome(BaseModel):
             "exempted": [d.explain() for d in self.decisions if d.exempted_by],
             "notes": list(self.notes),
             "spot_health": self.spot_health,
+            "copied_marks": list(self.copied_marks),
         }
 
     def render_text(self) -> str:
         """What a developer reads: each violation with its fix."""
         if self.refused:
             head = f"training job {self.job_name!r} refused by governance preflight: {len(self.blocking)} violation(s)"
-        elif self.warnings or self.spot_storm_warning:
+        elif self.warnings or self.spot_storm_warning or self.marks_warning:
             head = (
                 f"training job {self.job_name!r} passes governance preflight with "
-                f"{len(self.warnings) + bool(self.spot_storm_warning)} warning(s)"
+                f"{len(self.warnings) + bool(self.spot_storm_warning) + bool(self.marks_warning)} warning(s)"
             )
         else:
             head = f"training job {self.job_name!r} passes governance preflight"
@@ -216,6 +233,8 @@ class PreflightOutcome(BaseModel):
                 lines.append(f"  note [{d.rule}]: {d.reason}")
         lines.extend(f"  filled tag {key}={value!r} (policy default)" for key, value in self.filled_tags.items())
         lines.extend(f"  note: {note}" for note in self.notes)
+        if self.marks_warning:
+            lines.append(f"  warning [governance-marks]: {self.marks_warning}")
         if self.spot_storm_warning:
             lines.append(f"  warning [spot-health]: {self.spot_storm_warning}")
         elif self.spot_health and self.spot_health.get("action") == "unchecked":
@@ -278,4 +297,5 @@ def preflight_request(
         refuse_on="any" if strict else effective.preflight.refuse_on,
         policy_digest=policy.digest(),
         spot_health=storm,
+        copied_marks=tuple(key for key in LATER_MARKS if key in (job.tags or {})),
     )
