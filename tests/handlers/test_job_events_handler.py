@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from sagemaker_governance.domain.compliance import EVALUATED_TAG
 from sagemaker_governance.domain.job import EVENT_SECTIONS_MISSING
 from sagemaker_governance.domain.stall_judge import TAG_IDLE_MINUTES
 from sagemaker_governance.handlers.job_events import handler
@@ -136,6 +137,36 @@ def test_tag_added_after_launch_is_seen_before_stopping(account: LocalAccount) -
     # Then the job is re-read and not stopped
     assert account.sagemaker.stop_requests == []
     assert account.audit.records[0].outcome.value == "no-action"
+
+
+def test_a_job_launched_with_a_mark_copied_from_an_earlier_job_is_evaluated_stopped_and_marked_again(
+    account: LocalAccount,
+) -> None:
+    # Given a job without its cost tags cloned from an earlier job: the clone copied the earlier job's tags, among
+    # them governance's mark, written when that job was evaluated, the day before this one was created
+    account.sagemaker.launch(
+        create_request("cloned-1", tags={"owner": "alice", EVALUATED_TAG: "2026-11-20T09:15:00Z"})
+    )
+    # When its Starting event (its tags as launched) is delivered
+    result = account.invoke(handler, account.sagemaker.event("cloned-1"))
+    # Then the copied mark is not governance's: the job is evaluated and stopped, and marked with this evaluation
+    assert [d["code"] for d in result["decisions"]] == ["compliance.stop.violation"]
+    assert account.sagemaker.stop_requests == ["cloned-1"]
+    assert [(r.code, r.outcome.value) for r in account.audit.records] == [("compliance.stop.violation", "done")]
+    tags = {t["Key"]: t["Value"] for t in account.sagemaker.tags[account.sagemaker.arn("cloned-1")]}
+    assert tags[EVALUATED_TAG] == "2026-11-21T12:00:00Z"
+
+
+def test_a_job_marked_by_governance_after_its_creation_is_not_evaluated_again(account: LocalAccount) -> None:
+    # Given a job without its cost tags that governance evaluated and marked once it existed (the reconciler)
+    account.sagemaker.launch(create_request("marked-1", tags={"owner": "alice"}))
+    arn = account.sagemaker.arn("marked-1")
+    account.sagemaker.tags[arn] += [{"Key": EVALUATED_TAG, "Value": "2026-11-21T12:00:00Z"}]
+    # When its Starting event (its tags from before the mark) is delivered
+    result = account.invoke(handler, account.sagemaker.event("marked-1"))
+    # Then the re-read finds governance's own mark: nothing is decided or stopped again
+    assert [d["code"] for d in result["decisions"]] == ["compliance.skip.already-evaluated"]
+    assert account.sagemaker.stop_requests == []
 
 
 def test_job_that_already_ended_is_not_stopped(account: LocalAccount) -> None:

@@ -549,6 +549,23 @@ def test_a_never_evaluated_non_compliant_job_is_stopped_once(
     assert EVALUATED_TAG in {t["Key"] for t in acct.sagemaker.tags[arn]}
 
 
+def test_a_job_whose_only_mark_was_copied_from_an_older_job_is_evaluated_and_stopped(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an untagged job launched with an earlier job's tags pasted in, governance's mark among them (written
+    # the day before this job existed), and whose Starting event was lost
+    acct.sagemaker.launch(create_request("pasted", tags={EVALUATED_TAG: "2026-11-20T09:15:00Z"}))
+    # When the reconciler runs after the grace period
+    clock.advance(minutes=16)
+    result = reconcile(acct)
+    # Then the copied mark does not count: the job is evaluated, stopped, and marked with this evaluation's time
+    assert acct.sagemaker.stop_requests == ["pasted"]
+    assert result["repairs"] == {"unevaluated-job": 1}
+    assert [r.code for r in reconciler_records(acct) if r.action == "stop"] == ["compliance.stop.violation"]
+    arn = acct.sagemaker.jobs["pasted"]["TrainingJobArn"]
+    assert {t["Key"]: t["Value"] for t in acct.sagemaker.tags[arn]}[EVALUATED_TAG] == "2026-11-21T12:16:00Z"
+
+
 def test_in_audit_mode_a_never_evaluated_job_is_reported_once_and_not_stopped(
     audit_acct: LocalAccount, clock: MovableClock
 ) -> None:

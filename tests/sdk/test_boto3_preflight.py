@@ -68,6 +68,19 @@ def test_audit_mode_violations_warn_and_launch(aws: boto3.Session, policy: Polic
     assert job_names(aws) == ["llm-finetune-2026-11-21-11-30-00"]
 
 
+def test_a_request_carrying_a_copied_governance_mark_warns_and_launches(
+    aws: boto3.Session, policy: Policy
+) -> None:
+    # Given a compliant request whose tags were pasted from an evaluated job's ListTags output
+    install_preflight(aws, policy, user="carol", clock=lambda: NOW)
+    request = request_file("compliant.json")
+    request["Tags"].append({"Key": "smgov:compliance-evaluated", "Value": "2026-11-20T09:15:00Z"})
+    # When it is created, then the developer is warned of the mark (as smgov preflight warns) and it launches
+    with pytest.warns(GovernanceWarning, match="smgov:compliance-evaluated"):
+        aws.client("sagemaker").create_training_job(**request)
+    assert job_names(aws) == [request["TrainingJobName"]]
+
+
 def test_strict_refuses_audit_mode_violations(aws: boto3.Session, policy: Policy) -> None:
     install_preflight(aws, policy.overlay({"mode": "audit"}), user="carol", strict=True, clock=lambda: NOW)
     with pytest.raises(GovernanceViolation):

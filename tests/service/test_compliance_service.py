@@ -398,3 +398,42 @@ def test_a_starting_event_with_its_tags_reads_none(
     # Then it is judged on the event's tags: nothing is read from SageMaker
     assert [d.code for d in decisions] == [ComplianceCode.COMPLIANT]
     assert calls.log == [f"mark job-1 {EVALUATED_TAG}"]
+
+
+@pytest.mark.parametrize("copied", ["2025-11-20T09:15:00Z", "2025-11-21T09:59:59Z", "evaluated"])
+def test_a_mark_the_job_was_launched_with_is_ignored_and_the_job_evaluated_stopped_and_marked_again(
+    compliance: ComplianceService, jobs: Any, audit: MemoryAuditSink, calls: Any, copied: str
+) -> None:
+    # Given a job created at 10:00:00 without its cost-center tag, launched carrying a mark it did not earn (a
+    # console Clone of an evaluated job, a pasted ListTags output): older than the job, or not a time at all
+    tags = {**UNTAGGED, EVALUATED_TAG: copied}
+    jobs.jobs["job-1"] = job(tags=tags)
+    # When its first InProgress event is evaluated
+    decisions = compliance.react(job(tags=tags), TRIGGER)
+    # Then the mark is not governance's: the job is re-read, stopped, told, and marked with this evaluation
+    assert [d.code for d in decisions] == [ComplianceCode.STOP]
+    assert calls.log == ["get-job job-1", "stop job-1", "notify compliance job-1", f"mark job-1 {EVALUATED_TAG}"]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
+
+
+@pytest.mark.parametrize(
+    ("created", "mark"),
+    [
+        ("1763719200900", "2025-11-21T10:00:00Z"),  # written in the second the job was created (to the second)
+        (None, "2025-11-20T09:15:00Z"),  # the job's creation time unknown: any mark is taken as governance's
+    ],
+)
+def test_a_mark_governance_wrote_after_the_job_s_creation_or_of_a_job_of_unknown_creation_is_kept(
+    compliance: ComplianceService, jobs: Any, audit: MemoryAuditSink, calls: Any, created: str | None, mark: str
+) -> None:
+    # Given a job without its cost-center tag, marked as evaluated
+    tags = {**UNTAGGED, EVALUATED_TAG: mark}
+    jobs.jobs["job-1"] = job(tags=tags, CreationTime=created)
+    # When its first InProgress event is evaluated
+    decisions = compliance.react(job(tags=tags, CreationTime=created), TRIGGER)
+    # Then the mark counts: nothing is stopped, told or marked again
+    assert [d.code for d in decisions] == [ComplianceCode.ALREADY_EVALUATED]
+    assert calls.log == ["get-job job-1"]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [
+        (ComplianceCode.ALREADY_EVALUATED, "already-done")
+    ]

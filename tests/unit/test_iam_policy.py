@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape
+from sagemaker_governance.domain.clone import LATER_MARKS, ResumeReason, plan_clone
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.policy_document import build_policy
 from smgov.iam_policy import (
@@ -26,6 +28,7 @@ from smgov.iam_policy import (
     split_document,
 )
 from smgov.preflight import preflight_request
+from tests.builders import describe
 from tests.iam_evaluator import (
     OPERATORS,
     may_deny,
@@ -548,10 +551,54 @@ def test_translated_globs_accept_everything_the_regex_accepts(data: st.DataObjec
 
 @pytest.mark.parametrize(
     ("pattern", "expected"),
-    [("ml.g5.*", "ml.g5.*"), ("ml.p[45]*", "ml.p?*"), ("ml.[!p]*", "ml.?*"), ("ml.$x", "ml.?x")],
+    [
+        ("ml.g5.*", "ml.g5.*"),
+        ("ml.p[45]*", "ml.p?*"),
+        ("ml.[!p]*", "ml.?*"),
+        ("ml.$x", "ml.?x"),
+        # a "]" right after "[" or "[!" is a member of the set (fnmatch), not its end: still one character
+        ("ml.[!]]5.xlarge", "ml.?5.xlarge"),
+        ("ml.[]]5.xlarge", "ml.?5.xlarge"),
+        ("ml.[!]p]5.*", "ml.?5.*"),
+        ("ml.[]g]5.*", "ml.?5.*"),
+    ],
 )
 def test_instance_type_patterns_widen_to_iam_globs(pattern: str, expected: str) -> None:
     assert fnmatch_to_iam(pattern) == expected
+
+
+@pytest.mark.parametrize("mark", LATER_MARKS)
+def test_a_request_carrying_a_mark_governance_writes_after_creation_is_denied_and_preflight_warns(
+    now: datetime, mark: str
+) -> None:
+    # Given a compliant request that carries a mark governance writes on a job after its creation (copied from
+    # another job's tags: a console Clone, a pasted ListTags)
+    tags = {"team": "nlp", "cost-center": "cc-1234", "env": "dev", mark: "2026-11-20T09:15:00Z"}
+    derivation = derive_iam_policy(policy(), now, target="scp")
+    # When the statements judge it, training job or tuning job alike
+    (marks,) = [s for s in derivation.document["Statement"] if s["Sid"] == "DenyGovernanceMarks"]
+    # Then it is denied, and only for the mark; preflight warns (the service would not stop it)
+    assert iam_denies(derivation.document, create_request(tags=tags)) == ["DenyGovernanceMarks"]
+    assert marks["Action"] == ["sagemaker:CreateTrainingJob", "sagemaker:CreateHyperParameterTuningJob"]
+    outcome = preflight_request(create_request(tags=tags), policy(), now)
+    assert not outcome.refused and outcome.copied_marks == (mark,)
+    assert outcome.report()["verdict"] == "warnings"
+
+
+def test_governance_s_own_clone_of_a_job_carrying_every_mark_is_not_denied(now: datetime) -> None:
+    # Given a job governance evaluated, deferred and settled (every mark written after creation on it)
+    tags = {
+        "team": "nlp",
+        "cost-center": "cc-1234",
+        "env": "dev",
+        **dict.fromkeys(LATER_MARKS, "x"),
+    }
+    # When governance plans its clone
+    plan = plan_clone(describe("job-1"), tags, create_training_job_shape(), reason=ResumeReason.MANUAL)
+    # Then the clone carries none of them, and no statement denies its CreateTrainingJob for them
+    assert not set(LATER_MARKS) & {t["Key"] for t in plan.request["Tags"]}
+    doc = derive_iam_policy(policy(), now, target="scp").document
+    assert "DenyGovernanceMarks" not in iam_denies(doc, plan.request)
 
 
 def test_exempt_jobs_are_not_denied_and_the_others_still_are(now: datetime) -> None:

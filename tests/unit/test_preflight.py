@@ -89,6 +89,27 @@ def test_heterogeneous_request_checks_every_instance_group(now: datetime) -> Non
     assert violation.evidence["observed"] == ["ml.c5.18xlarge", "ml.p4d.24xlarge"]
 
 
+@pytest.mark.parametrize("stopping", [None, {}, {"MaxWaitTimeInSeconds": 172_800}])
+def test_a_request_without_a_max_runtime_is_judged_with_sagemaker_s_one_day_default(
+    now: datetime, stopping: dict[str, int] | None
+) -> None:
+    # Given a request that leaves MaxRuntimeInSeconds to SageMaker (1 day), under a 12-hour limit in enforce mode
+    req = request("compliant.json")
+    if stopping is None:
+        del req["StoppingCondition"]
+    else:
+        req["StoppingCondition"] = stopping
+    strict = policy(rules=[{"id": "max-runtime", "type": "max-runtime", "max_hours": 12}])
+    # When it is judged before launch
+    outcome = preflight_request(req, strict, now, user="carol")
+    # Then it is judged as the job SageMaker creates (and the service reads back): refused, and the output says so
+    assert [(d.rule, d.code) for d in outcome.blocking] == [("max-runtime", "compliance.stop.violation")]
+    assert any("MaxRuntimeInSeconds not set" in note for note in outcome.report()["notes"])
+    assert outcome.request == req  # sent as written: SageMaker fills the default itself
+    # And under a limit of a day or more the default passes
+    assert not preflight_request(req, policy(), now, user="carol").refused
+
+
 def test_a_request_without_a_job_name_is_rejected() -> None:
     req = request("compliant.json")
     del req["TrainingJobName"]

@@ -54,6 +54,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.policy import Exemption, Policy
 from sagemaker_governance.domain.rules import (
@@ -167,7 +168,10 @@ def fnmatch_to_iam(pattern: str) -> str:
     while i < len(pattern):
         char = pattern[i]
         if char == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            # as fnmatch reads a set: a "]" right after "[" or "[!" is a member, not the set's end
+            start = i + 2 if pattern[i + 1 : i + 2] == "!" else i + 1
+            start += pattern[start : start + 1] == "]"
+            end = pattern.find("]", start)
             if end != -1:
                 out.append("?")
                 i = end + 1
@@ -746,6 +750,20 @@ def derive_iam_policy(
         raise NothingToExpress(
             "no enforced rule can be expressed as an IAM condition (rules in audit mode or on_violation "
             "notify are left to the service)"
+        )
+    # Marks governance writes on a job after its creation, in the request that creates it: copied from another
+    # job (a console Clone copies its tags, a pasted ListTags). Governance's own clones never carry them
+    # (domain/clone.py's copyable_tags leaves GOVERNANCE_MARKS out), so this never denies its CreateTrainingJob.
+    # Every job's, whatever its team: in the document without --team only (a team's selects that team's jobs).
+    if team is None:
+        statements.append(
+            {
+                "Sid": "DenyGovernanceMarks",
+                "Effect": "Deny",
+                "Action": [CREATE_ACTION, TUNING_ACTION],
+                "Resource": "*",
+                "Condition": _merge({"ForAnyValue:StringEquals": {TAG_KEYS: list(LATER_MARKS)}}, scope),
+            }
         )
     if required:
         removing: Condition = {"ForAnyValue:StringEquals": {TAG_KEYS: sorted(required)}}

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.compliance import evaluate_compliance
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError
@@ -24,6 +25,16 @@ from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal, spo
 # A job that is about to start: what the State Change event says right after CreateTrainingJob.
 PREFLIGHT_STATUS = "InProgress"
 PREFLIGHT_SECONDARY_STATUS = "Starting"
+# What SageMaker sets when a request leaves StoppingCondition.MaxRuntimeInSeconds out (both are optional in
+# botocore's CreateTrainingJob model): "The default value is 1 day." (botocore's sagemaker service-2.json,
+# StoppingCondition.MaxRuntimeInSeconds). DescribeTrainingJob then says 86400, and the service judges that.
+DEFAULT_MAX_RUNTIME_SECONDS = 86_400
+
+
+def lacks_max_runtime(request: Mapping[str, Any]) -> bool:
+    """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default."""
+    stopping = request.get("StoppingCondition")
+    return not isinstance(stopping, Mapping) or stopping.get("MaxRuntimeInSeconds") is None
 
 
 def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
@@ -31,9 +42,17 @@ def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
     request lacks what governance needs (e.g. ``TrainingJobName``).
 
     A request without ``Tags`` creates an untagged job: its tags are known to be empty (unlike an event
-    that omits them), so the required-tags rule decides instead of reporting "not known".
+    that omits them), so the required-tags rule decides instead of reporting "not known". A request without
+    ``StoppingCondition.MaxRuntimeInSeconds`` creates a job with SageMaker's default (``DEFAULT_MAX_RUNTIME_SECONDS``,
+    1 day), as ``DescribeTrainingJob`` shows it to the service, so the max-runtime rule decides on it.
     """
     data = dict(request)
+    if lacks_max_runtime(request):
+        stopping = request.get("StoppingCondition")
+        data["StoppingCondition"] = {
+            **(stopping if isinstance(stopping, Mapping) else {}),
+            "MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME_SECONDS,
+        }
     data["TrainingJobStatus"] = PREFLIGHT_STATUS
     data["SecondaryStatus"] = PREFLIGHT_SECONDARY_STATUS
     data["Tags"] = request.get("Tags") or []
@@ -129,6 +148,21 @@ class PreflightOutcome(BaseModel):
     refuse_on: Literal["enforced", "any"]
     policy_digest: str
     spot_health: dict[str, Any] | None = None  # the instance type's fleet Spot health, when it was read
+    # marks governance writes on a job after its creation (``LATER_MARKS``) that the request carries
+    copied_marks: tuple[str, ...] = ()
+
+    @property
+    def marks_warning(self) -> str | None:
+        """A warning, not a refusal: the service does not stop a job for carrying governance's marks (a copied
+        evaluation mark is ignored), but they are not the job's own (a console Clone, a pasted ListTags), the
+        statements of ``smgov iam-policy`` deny the request, and a copied ``smgov:resume-settled`` would keep
+        the job's own deferred resume from being made."""
+        if not self.copied_marks:
+            return None
+        return (
+            f"the request carries {', '.join(self.copied_marks)}, which governance writes on a job after its "
+            "creation (copied from another job's tags?): remove them (smgov iam-policy's statements deny it)"
+        )
 
     @property
     def spot_storm_warning(self) -> str | None:
@@ -161,7 +195,7 @@ class PreflightOutcome(BaseModel):
             "job": self.job_name,
             "verdict": "refused"
             if self.refused
-            else ("warnings" if self.warnings or self.spot_storm_warning else "ok"),
+            else ("warnings" if self.warnings or self.spot_storm_warning or self.marks_warning else "ok"),
             "refuse_on": self.refuse_on,
             "policy_digest": self.policy_digest,
             "violations": [d.explain() for d in self.blocking],
@@ -171,16 +205,17 @@ class PreflightOutcome(BaseModel):
             "exempted": [d.explain() for d in self.decisions if d.exempted_by],
             "notes": list(self.notes),
             "spot_health": self.spot_health,
+            "copied_marks": list(self.copied_marks),
         }
 
     def render_text(self) -> str:
         """What a developer reads: each violation with its fix."""
         if self.refused:
             head = f"training job {self.job_name!r} refused by governance preflight: {len(self.blocking)} violation(s)"
-        elif self.warnings or self.spot_storm_warning:
+        elif self.warnings or self.spot_storm_warning or self.marks_warning:
             head = (
                 f"training job {self.job_name!r} passes governance preflight with "
-                f"{len(self.warnings) + bool(self.spot_storm_warning)} warning(s)"
+                f"{len(self.warnings) + bool(self.spot_storm_warning) + bool(self.marks_warning)} warning(s)"
             )
         else:
             head = f"training job {self.job_name!r} passes governance preflight"
@@ -198,6 +233,8 @@ class PreflightOutcome(BaseModel):
                 lines.append(f"  note [{d.rule}]: {d.reason}")
         lines.extend(f"  filled tag {key}={value!r} (policy default)" for key, value in self.filled_tags.items())
         lines.extend(f"  note: {note}" for note in self.notes)
+        if self.marks_warning:
+            lines.append(f"  warning [governance-marks]: {self.marks_warning}")
         if self.spot_storm_warning:
             lines.append(f"  warning [spot-health]: {self.spot_storm_warning}")
         elif self.spot_health and self.spot_health.get("action") == "unchecked":
@@ -243,13 +280,22 @@ def preflight_request(
     # now rather than a surprise at the first idle phase (domain/tolerance.py).
     team = policy.for_team(job.tag(policy.team_tag))
     ignored = tuple(d.decision(team.mode) for d in team.declared_tolerance(job) if not d.applied)
+    defaulted = (
+        (
+            "StoppingCondition.MaxRuntimeInSeconds not set: judged with SageMaker's default, "
+            f"{DEFAULT_MAX_RUNTIME_SECONDS} s (1 day)",
+        )
+        if lacks_max_runtime(to_send)
+        else ()
+    )
     return PreflightOutcome(
         job_name=job.name,
         request=to_send,
         filled_tags=filled,
         decisions=(*result.decisions, *ignored),
-        notes=result.notes,
+        notes=(*defaulted, *result.notes),
         refuse_on="any" if strict else effective.preflight.refuse_on,
         policy_digest=policy.digest(),
         spot_health=storm,
+        copied_marks=tuple(key for key in LATER_MARKS if key in (job.tags or {})),
     )

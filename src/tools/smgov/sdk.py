@@ -188,7 +188,7 @@ class PreflightHook:
         if (outcome.spot_health or {}).get("action") == "switched-to-on-demand":
             params["EnableManagedSpotTraining"] = False
             params["StoppingCondition"] = outcome.request["StoppingCondition"]
-        if outcome.warnings or outcome.spot_storm_warning:
+        if outcome.warnings or outcome.spot_storm_warning or outcome.marks_warning:
             warnings.warn(outcome.render_text(), GovernanceWarning, stacklevel=2)
 
 

@@ -8,7 +8,7 @@ only as spelled otherwise (``compliance.notify.team-misspelled``: the value is r
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -38,8 +38,44 @@ class ComplianceCode(StrEnum):
     TEAM_MISSPELLED = "compliance.notify.team-misspelled"
 
 
-def was_evaluated(tags: dict[str, str] | None) -> bool:
-    return EVALUATED_TAG in (tags or {})
+# The mark's value: when compliance evaluated the job (UTC, to the second; a valid SageMaker tag value)
+MARK_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def marked_at(value: str) -> datetime | None:
+    """A mark's value read as the time it was written (``MARK_TIME_FORMAT``); None when it is not one."""
+    try:
+        return datetime.strptime(value, MARK_TIME_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def is_own_mark(value: str | None, created: datetime | None) -> bool:
+    """Whether a mark written after a job's creation (``value``: the time it was written) is governance's own
+    on the job created at ``created``. Governance writes it with its clock after the job exists, so its value is
+    at or after the job's ``CreationTime`` (truncated to the second, as the value is); a value that is older,
+    or not a time, came with the job's request (a console Clone copies the source's tags, a developer pastes a
+    previous job's ``ListTags`` output) and is not governance's. When ``created`` is not known the mark is
+    taken as governance's, as before this check (a job is never evaluated twice for want of its creation
+    time)."""
+    if value is None:
+        return False
+    if created is None:
+        return True
+    at = marked_at(value)
+    return at is not None and at >= created.astimezone(UTC).replace(microsecond=0)
+
+
+def was_evaluated(tags: dict[str, str] | None, *, created: datetime | None) -> bool:
+    """``tags`` (the job's current ones) carry compliance's own mark (``is_own_mark``): a copied one does
+    not count, and the job is evaluated (and marked again)."""
+    return is_own_mark((tags or {}).get(EVALUATED_TAG), created)
+
+
+def copied_mark(tags: dict[str, str] | None, created: datetime | None) -> str | None:
+    """The value of a mark on ``tags`` that is not governance's own (``is_own_mark``), None when there is none."""
+    value = (tags or {}).get(EVALUATED_TAG)
+    return value if value is not None and not is_own_mark(value, created) else None
 
 
 def already_evaluated(job: TrainingJob, policy: Policy) -> Decision:

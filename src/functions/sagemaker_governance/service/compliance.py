@@ -1,7 +1,9 @@
 """Compliance use case: evaluate a job on its first InProgress event; stop and notify when it violates.
 
 Once evaluated, the job is tagged ``smgov:compliance-evaluated`` (when a marks port is given): the
-reconciler evaluates, once, a job in progress that lacks the tag (its Starting event was lost).
+reconciler evaluates, once, a job in progress that lacks the tag (its Starting event was lost). Only a mark
+written after the job's creation is governance's (``is_own_mark``): one launched with the job (a console
+Clone, a pasted ``ListTags`` output) is ignored, and the job evaluated and marked.
 
 The decision is made from the event payload (no API calls) when the payload has what is needed. Before
 stopping, the job is re-read (status and tags) and re-evaluated: a developer who added the missing tag
@@ -31,6 +33,7 @@ from sagemaker_governance.domain.compliance import (
     EVALUATED_TAG,
     ComplianceResult,
     already_evaluated,
+    copied_mark,
     evaluate_compliance,
     was_evaluated,
 )
@@ -97,7 +100,11 @@ class ComplianceService:
         """A stopped job whose owner compliance may still owe the news of its stop: not marked evaluated (the
         mark comes after the telling), and a ledger to say. No call: a job whose event leaves its tags out is
         read (``ListTags``) by ``tell_owed``."""
-        return self._notices is not None and job.status == "Stopped" and not was_evaluated(job.tags)
+        return (
+            self._notices is not None
+            and job.status == "Stopped"
+            and not was_evaluated(job.tags, created=job.creation_time)
+        )
 
     def tell_owed(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """The job's ``Stopped`` event: tell its owner of a compliance stop whose telling failed where nothing
@@ -108,7 +115,7 @@ class ComplianceService:
             return []
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
-            if was_evaluated(job.tags):
+            if was_evaluated(job.tags, created=job.creation_time):
                 return []
         policy = self._policies.current()
         if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed, trigger)):
@@ -193,8 +200,18 @@ class ComplianceService:
 
     def _evaluated_elsewhere(self, job: TrainingJob) -> bool:
         """``job``'s current tags show it evaluated, and not by a failed attempt of this delivery (whose retry
-        evaluates as that attempt did)."""
-        return was_evaluated(job.tags) and done_before(mark_effect(job.name, EVALUATED_TAG)) is None
+        evaluates as that attempt did). A mark older than the job (or not a time) came with its request
+        (``is_own_mark``): it is ignored, logged, and the job evaluated; with the job's creation time unknown,
+        any mark is taken as governance's (logged)."""
+        copied = copied_mark(job.tags, job.creation_time)
+        if copied is not None:
+            logger.warning("mark copied from another job ignored: evaluated", job=job.name, mark=copied)
+        elif job.creation_time is None and EVALUATED_TAG in (job.tags or {}):
+            logger.info("job's creation time unknown: its mark is taken as governance's", job=job.name)
+        return (
+            was_evaluated(job.tags, created=job.creation_time)
+            and done_before(mark_effect(job.name, EVALUATED_TAG)) is None
+        )
 
     def _skip_evaluated(self, job: TrainingJob, policy: Policy, trigger: Trigger) -> list[Decision]:
         """A job evaluated before (the reconciler's repair of a job still waiting to start; an earlier event):
@@ -220,8 +237,9 @@ class ComplianceService:
     def _mark_evaluated(self, job: TrainingJob) -> None:
         """Best effort: a job that cannot be tagged is evaluated again by the reconciler, which at worst
         repeats the same decision. A job that already holds SageMaker's 50 tags is not tried at all (the
-        refusal is certain); the reconciler evaluates it once per container, as it then finds it unmarked."""
-        if self._marks is None or job.arn is None or EVALUATED_TAG in (job.tags or {}):
+        refusal is certain); the reconciler evaluates it once per container, as it then finds it unmarked. A
+        mark copied from another job (``is_own_mark``) is overwritten with this evaluation's."""
+        if self._marks is None or job.arn is None or was_evaluated(job.tags, created=job.creation_time):
             return
         if job.tags is not None and not has_room_for(job.tags, EVALUATED_TAG):
             # launched with SageMaker's 50 tags: AddTags would be refused, now and at every later try

@@ -739,7 +739,9 @@ class ReconcilerService:
             job = self._jobs.get_job(item.job_name)
         if item.job_name not in self._evaluated and summary.old_enough_to_reconcile(self._clock()):
             tags = job.tags if job is not None else self._jobs.list_tags(summary.arn)
-            if was_evaluated(tags):
+            # a mark copied from another job (older than this one's creation) does not count: ``is_own_mark``
+            created = job.creation_time if job is not None else summary.creation_time
+            if was_evaluated(tags, created=created):
                 self._evaluated.add(item.job_name)
             else:
                 job = job if job is not None else self._jobs.get_job(item.job_name)
