@@ -21,6 +21,7 @@ class VirtualClock:
         self.sleeps = 0
         self.backoff_seconds = 0.0
         self.max_lag = 0.0
+        self._minutes: dict[int, datetime] = {}  # minute -> its moment: ``at`` is asked for each datapoint
 
     def __call__(self) -> datetime:
         """The service's clock (what the handlers read as "now")."""
@@ -29,7 +30,12 @@ class VirtualClock:
         return self.epoch + timedelta(minutes=self.now)
 
     def at(self, minute: int) -> datetime:
-        return self.epoch + timedelta(minutes=minute)
+        """The moment of ``minute`` (kept: a fleet run asks for the same few thousand minutes about a million
+        times, one per datapoint and log line it answers; a datetime is immutable, so the same one serves)."""
+        moment = self._minutes.get(minute)
+        if moment is None:
+            moment = self._minutes[minute] = self.epoch + timedelta(minutes=minute)
+        return moment
 
     def api_seconds(self) -> float:
         """The service's clock in seconds since the epoch: the minute, or later after backoff sleeps."""

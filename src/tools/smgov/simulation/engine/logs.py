@@ -64,6 +64,12 @@ class LogStreams:
         self.streams: dict[str, Stream] = {}
         self._current: dict[str, Stream] = {}  # host -> its open stream
         self._dead: set[str] = set()  # hosts whose process died: no line until their container starts again
+        # The streams' names in the order they were first started (``streams``' own order), each with its
+        # place, and the names each prefix a request gave has matched so far (names only ever come): a
+        # flush for one job's streams looks only at those, not at every stream of the fleet.
+        self._order: dict[str, int] = {}
+        self._names: list[str] = []
+        self._by_prefix: dict[str, tuple[int, list[str]]] = {}
 
     def start(self, host: str, now: int) -> Stream:
         """The host's algorithm container starts: a new stream."""
@@ -72,6 +78,9 @@ class LogStreams:
         epoch = int(self.clock.at(now).timestamp())
         stream = Stream(f"{host}-{epoch}", host)
         self.streams[stream.name] = stream
+        if stream.name not in self._order:
+            self._order[stream.name] = len(self._names)
+            self._names.append(stream.name)
         self._current[host] = stream
         return stream
 
@@ -122,9 +131,7 @@ class LogStreams:
         exits, so they are in CloudWatch Logs by the time SageMaker reports the job ``Failed`` (read in the
         same virtual minute). ``names``, ``prefix``: only the streams a request reads (all when neither)."""
         put = 0
-        for stream in self.streams.values():
-            if (names and stream.name not in names) or (prefix and not stream.name.startswith(prefix)):
-                continue
+        for stream in self._selected(names, prefix):
             start = max(stream.written_until, now - WINDOW_MINUTES)
             host = stream.host.rsplit("/", 1)[-1]
             lines = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, now)]
@@ -148,3 +155,18 @@ class LogStreams:
                 )
                 put += len(batch)
         return put
+
+    def _selected(self, names: frozenset[str], prefix: str | None) -> list[Stream]:
+        """The streams named (all when none) whose names start with ``prefix`` (any when None), in
+        ``streams``' order: those a request reads."""
+        if names:
+            chosen = sorted((name for name in names if name in self.streams), key=self._order.__getitem__)
+        elif prefix:
+            seen, matched = self._by_prefix.get(prefix, (0, []))
+            if seen < len(self._names):
+                matched = matched + [n for n in self._names[seen:] if n.startswith(prefix)]
+                self._by_prefix[prefix] = (len(self._names), matched)
+            chosen = matched
+        else:
+            return list(self.streams.values())
+        return [self.streams[name] for name in chosen if not prefix or name.startswith(prefix)]
