@@ -13,8 +13,19 @@ import pytest
 from smgov.cli.simulate import check_failed
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import DEFAULT_RATES, FAULTS, SPARSE_SECTIONS, FaultInjector, FaultSpec, LaggingReads
+from smgov.simulation.faults import (
+    DEFAULT_RATES,
+    FAULTS,
+    LATE_LOG_MAX_DELAY_MINUTES,
+    LATE_LOG_TAIL_MINUTES,
+    SPARSE_SECTIONS,
+    FaultInjector,
+    FaultSpec,
+    LaggingReads,
+    LateLogs,
+)
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
 from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
@@ -480,3 +491,79 @@ def test_under_sparse_events_every_job_of_a_spot_storm_ends_as_with_full_ones(te
     assert report["faults"]["injected"]["sparse"] > 0
     # Then every job ends as the scenario expects with full events: the other team's new job stays on Spot
     assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]
+
+
+# ---- late log lines -----------------------------------------------------------------------------------------
+
+
+class RecordingLogs:
+    """Stands in for CloudWatch Logs behind ``LogStreams.flush``: the minute of each line put, per stream."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.lines: dict[str, list[tuple[int, str]]] = {}
+
+    def create_log_stream(self, *, logGroupName: str, logStreamName: str) -> None:
+        self.lines.setdefault(logStreamName, [])
+
+    def put_log_events(self, *, logGroupName: str, logStreamName: str, logEvents: list[dict[str, Any]]) -> None:
+        epoch = self.clock.at(0).timestamp()
+        self.lines[logStreamName] += [
+            (round((e["timestamp"] / 1000 - epoch) / 60), e["message"]) for e in logEvents
+        ]
+
+
+def test_a_failed_jobs_last_lines_reach_cloudwatch_logs_minutes_after_its_failed_event() -> None:
+    # Given a host that logs every minute from minute 0 and fails at minute 60, writing its traceback then, with
+    # every failure's lines late
+    clock = VirtualClock(builtin_scenario("failure-classes").start)
+    injector = FaultInjector(FaultSpec.parse("late-logs=1"), seed=2)
+    logs = LogStreams(clock)
+    logs.late = LateLogs(injector)
+    stream = logs.start("j/algo-1", 0)
+    logs.cadence("j/algo-1", 1, 0)
+    logs.write("j/algo-1", 60, ("Traceback (most recent call last):", "EFA error: transport lost"))
+    logs.stop("j/algo-1", 60)
+    logs.failed(["j/algo-1"], 60)
+    cloudwatch = RecordingLogs(clock)
+    # When the service reads the stream at the Failed event (minute 60)
+    logs.flush(cloudwatch, 60)
+    # Then it holds the lines up to LATE_LOG_TAIL_MINUTES before the failure, not the last ones nor the traceback
+    at_failure = list(cloudwatch.lines[stream.name])
+    assert [m for m, _ in at_failure] == list(range(60 - LATE_LOG_TAIL_MINUTES))
+    assert injector.injected["late-logs"] == 1 and injector.late_lines == 0
+    # and still not at any minute before they arrive, then all of them, in order, counted as late
+    arrived = next(
+        minute
+        for minute in range(61, 61 + LATE_LOG_MAX_DELAY_MINUTES)
+        if logs.flush(cloudwatch, minute) and cloudwatch.lines[stream.name] != at_failure
+    )
+    assert 60 < arrived <= 60 + LATE_LOG_MAX_DELAY_MINUTES
+    late = cloudwatch.lines[stream.name][len(at_failure) :]
+    assert [m for m, _ in late] == [*range(60 - LATE_LOG_TAIL_MINUTES, 60), 60, 60]
+    assert late[-1][1] == "EFA error: transport lost"
+    assert injector.late_lines == LATE_LOG_TAIL_MINUTES + 2
+    assert injector.report()["late_lines"] == LATE_LOG_TAIL_MINUTES + 2
+    # and without the fault the same read at the Failed event holds every line, the traceback included
+    on_time = LogStreams(clock)
+    on_time.start("j/algo-1", 0)
+    on_time.cadence("j/algo-1", 1, 0)
+    on_time.write("j/algo-1", 60, ("Traceback (most recent call last):", "EFA error: transport lost"))
+    on_time.stop("j/algo-1", 60)
+    on_time.failed(["j/algo-1"], 60)
+    plain = RecordingLogs(clock)
+    on_time.flush(plain, 60)
+    assert len(next(iter(plain.lines.values()))) == 60 + 2
+
+
+def test_under_late_logs_every_failed_job_of_the_failure_classes_is_struck(template: dict[str, Any]) -> None:
+    # Given the failure classes with every failure's last lines late
+    require_auto_resume(template)
+    result = run(builtin_scenario("failure-classes"), template, "late-logs=1")
+    # Then each job (clones included) that ended Failed was struck once, and lines reached the log group late
+    failed = [job for job in result.jobs.values() if job.final_status == "Failed"]
+    assert failed and result.faults["injected"]["late-logs"] == len(failed)
+    assert result.faults["late_lines"] > 0
+    # and no invariant broke
+    counts, _ = invariants(result)
+    assert counts == dict.fromkeys(counts, 0)

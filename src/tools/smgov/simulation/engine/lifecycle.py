@@ -277,6 +277,8 @@ class Lifecycle:
         self._end_stall(job, recovered=False)
         if status == "Failed" and job.phase == "training":  # the failing process writes its last lines
             self._write_failure(job)
+        if status == "Failed":  # they reach CloudWatch Logs by the Failed event, or later (late-logs)
+            self.logs.failed([host.name for host in job.hosts], self.now)
         self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now

@@ -30,7 +30,7 @@ from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.telemetry import Telemetry
 from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import FaultInjector, FaultSpec, LaggingReads
+from smgov.simulation.faults import FaultInjector, FaultSpec, LaggingReads, LateLogs
 from smgov.simulation.harness import ACCOUNT, REGION
 from smgov.simulation.metrics import MetricStore
 from smgov.simulation.scenario import OrgSpec, Scenario
@@ -126,6 +126,8 @@ class Simulation:
             salt=str(seed),
         )
         self.logs = LogStreams(self.clock)
+        if self.faults.spec.rate("late-logs") > 0:  # a failed job's last lines reach CloudWatch Logs late
+            self.logs.late = LateLogs(self.faults)
         self.lifecycle = Lifecycle(
             scenario,
             self.specs,
