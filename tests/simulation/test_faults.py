@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from smgov.cli.simulate import check_failed
+from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.logs import LogStreams
@@ -28,6 +32,7 @@ from smgov.simulation.faults import (
 )
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
+from tests.builders import sim_job, sim_scenario
 from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
 
 
@@ -119,9 +124,12 @@ def test_every_fault_is_injected_and_counted(template: dict[str, Any]) -> None:
     # Then each fault struck, and the report says how often
     assert set(result.faults["injected"]) == set(FAULTS)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
-    # crashes are real function failures that Lambda's retry ran again
+    # crashes are real function failures that Lambda's retry ran again: each fails its invocation, every record
+    # of its batch with it (one error per record): no fewer errors than crashes, and no fewer crashes than the
+    # (minute, function) pairs those errors came from
     crashed = [e for e in result.errors if "InjectedCrash" in (e.error or "")]
-    assert len(crashed) == result.faults["injected"]["crash"]
+    crashes = result.faults["injected"]["crash"]
+    assert len({(e.minute, e.function) for e in crashed}) <= crashes <= len(crashed)
     # and no fault is silent: every delivery ended processed or dead-lettered
     d = result.deliveries
     assert d["delivered"] == d["processed"] + d["dead_lettered"] + d["lost"]
@@ -567,3 +575,104 @@ def test_under_late_logs_every_failed_job_of_the_failure_classes_is_struck(templ
     # and no invariant broke
     counts, _ = invariants(result)
     assert counts == dict.fromkeys(counts, 0)
+
+
+# ---- SQS batches --------------------------------------------------------------------------------------------
+
+
+def mapping_batch_size(template: dict[str, Any], function: str) -> int:
+    return next(
+        int(res["Properties"]["BatchSize"])
+        for res in template["Resources"].values()
+        if res["Type"] == "AWS::Lambda::EventSourceMapping"
+        and res["Properties"]["FunctionName"] == {"Ref": function}
+    )
+
+
+def received_batches(sim: Simulation, function: str) -> list[list[tuple[str, str]]]:
+    """The (job, secondary status) of the records of each batch ``function`` is invoked with, batch by batch:
+    a batch's records are all wrapped (``on_invocation``) before its invocation, which ends the batch."""
+    batches: list[list[tuple[str, str]]] = []
+    state: dict[str, list[tuple[str, str]] | None] = {"open": None}
+
+    @contextmanager
+    def record(deployed: DeployedFunction, body: Any, trigger: str) -> Iterator[None]:
+        if deployed.logical_id != function:
+            yield
+            return
+        batch = state["open"]
+        if batch is None:
+            batch = state["open"] = []
+            batches.append(batch)
+        detail = json.loads(body)["detail"] if isinstance(body, str) else body["detail"]
+        batch.append((detail["TrainingJobName"], detail["SecondaryStatus"]))
+        yield
+        state["open"] = None
+
+    sim.on_invocation(record)
+    return batches
+
+
+def test_records_ready_together_reach_the_function_in_batches_of_the_templates_batch_size(
+    template: dict[str, Any],
+) -> None:
+    # Given seven jobs created in the same minute, and SQS batching on
+    size = mapping_batch_size(template, "JobEventsFunction")
+    jobs = [sim_job(f"j{n}", instance_count=1) for n in range(7)]
+    sim = Simulation(sim_scenario(*jobs), template=template, faults=FaultSpec.parse("batch=1"))
+    batches = received_batches(sim, "JobEventsFunction")
+    result = sim.run()
+    received = batches
+    # Then their Starting events came in one batch of BatchSize and one of the rest, each job's once
+    assert [len(batch) for batch in received[:2]] == [size, 7 - size]
+    assert sorted(received[0] + received[1]) == [(f"j{n}", "Starting") for n in range(7)]
+    # and every batch was one invocation of at most BatchSize records, every record received
+    assert all(1 <= len(batch) <= size for batch in received)
+    assert result.invocations["JobEventsFunction"] == len(received) == sum(result.faults["batch_sizes"].values())
+    assert max(result.faults["batch_sizes"]) == size
+    assert result.faults["injected"]["batch"] > 0  # (batches shuffled)
+    d = result.deliveries
+    assert d["delivered"] == d["processed"] and not result.errors
+    # and the jobs ran as without batches
+    counts, _ = invariants(result)
+    assert counts == dict.fromkeys(counts, 0)
+    assert all(job.final_status == "Completed" for job in result.jobs.values())
+
+
+def test_a_record_that_fails_in_a_batch_comes_back_alone_while_its_batch_mates_are_deleted(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two jobs created in the same minute, every event of one of them failing (an AdapterError: the
+    # function names its record in the partial batch response), and SQS batching on
+    from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.service.job_events import JobEventsService
+
+    handle = JobEventsService.handle
+
+    def failing_for_bad(self: JobEventsService, event: Any) -> Any:
+        if event.detail.name == "bad":
+            raise AdapterError("injected: DescribeTrainingJob failed")
+        return handle(self, event)
+
+    monkeypatch.setattr(JobEventsService, "handle", failing_for_bad)
+    sim = Simulation(
+        sim_scenario(sim_job("bad"), sim_job("good")), template=template, faults=FaultSpec.parse("batch=1")
+    )
+    batches = received_batches(sim, "JobEventsFunction")
+    result = sim.run()
+    received = batches
+    # Then both Starting events came in one batch
+    assert sorted(received[0]) == [("bad", "Starting"), ("good", "Starting")]
+    # and only the failed record came back, maxReceiveCount times in all, each time in a batch of its own
+    receives = job_events_queue(template)["RedrivePolicy"]["maxReceiveCount"]
+    assert sum(batch.count(("bad", "Starting")) for batch in received) == receives
+    assert sum(batch.count(("good", "Starting")) for batch in received) == 1
+    assert all(batch == [("bad", "Starting")] for batch in received[1:] if ("bad", "Starting") in batch)
+    # and the failing job's records failed maxReceiveCount times each, the good job's never: its compliance was
+    # decided once
+    failed = {e.record for e in result.errors}
+    assert failed and all(e.function == "JobEventsFunction" for e in result.errors)
+    assert len(result.errors) == receives * len(failed)
+    assert sum(1 for batch in received for job, _ in batch if job == "bad") == receives * len(failed)
+    good = [r.code for r in result.audit if r.job_name == "good"]
+    assert good.count("compliance.pass.compliant") == 1

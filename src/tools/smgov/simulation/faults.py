@@ -52,6 +52,17 @@ engine misbehave the way AWS is allowed to:
   ``PutLogEvents`` (a per-account quota, per the same model) add up to on a host being torn down, and is
   shorter than the reconciler's period, so what the service could do about it (read again later) stays
   within its reach. ``injected`` counts the failed jobs struck, ``late_lines`` the lines put late.
+- **batch**: an event source mapping hands its function several SQS records at once, as Lambda does (up to the
+  mapping's ``BatchSize``: botocore's Lambda model, ``CreateEventSourceMapping``, "The maximum number of records
+  in each batch that Lambda pulls from your stream or queue and sends to your function"), in any order (a
+  standard queue's ordering is best effort). With the fault on, the records ready at the same simulated time
+  are received together in batches (``engine/delivery.py``); the rate is the share of batches of more than
+  one record whose order is shuffled (``injected``). A failed record comes back alone while its batch-mates
+  are deleted (a partial batch response), or with them all (an exception or a death). Not the default: a
+  batch is one invocation, so the default run's invocation and AWS call counts would change (its outcomes do
+  not: with ``batch=1`` alone the default scenarios' costs, stops, invariants and expected outcomes are the
+  default run's). The report's ``batch_sizes`` counts the batches of each size.
+
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
 Delivery faults (duplicate, reorder, drop) are applied where events are delivered
@@ -75,7 +86,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from smgov.simulation.wire_answers import json_wire_value
 
-FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag", "sparse", "late-logs")
+FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag", "sparse", "late-logs", "batch")
 DEFAULT_RATES: dict[str, float] = {
     "duplicate": 0.2,
     "reorder": 0.2,
@@ -85,6 +96,7 @@ DEFAULT_RATES: dict[str, float] = {
     "lag": 0.2,
     "sparse": 0.2,
     "late-logs": 0.5,
+    "batch": 0.5,
 }
 # The sections of a state-change event's detail that the service reads and no AWS source promises: AWS documents
 # no complete schema of the event (the service's EVENT_SECTIONS; `smgov doctor`'s `events` check counts them).
@@ -189,6 +201,10 @@ class FaultInjector:
 
     def coin(self, name: str) -> bool:
         return self._rngs[name].random() < 0.5
+
+    def shuffle(self, name: str, items: list[Any]) -> None:
+        """Reorder ``items`` in place by fault ``name``'s stream."""
+        self._rngs[name].shuffle(items)
 
     def sparse(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` as SageMaker may send it (the sparse fault): with the fault's rate, its detail without a
