@@ -5,18 +5,34 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from smgov.cli.simulate import check_failed
+from smgov.simulation.deploy import DeployedFunction
 from smgov.simulation.engine import RunResult, Simulation
 from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import DEFAULT_RATES, FAULTS, SPARSE_SECTIONS, FaultInjector, FaultSpec, LaggingReads
+from smgov.simulation.faults import (
+    DEFAULT_RATES,
+    FAULTS,
+    LATE_LOG_MAX_DELAY_MINUTES,
+    LATE_LOG_TAIL_MINUTES,
+    SPARSE_SECTIONS,
+    FaultInjector,
+    FaultSpec,
+    LaggingReads,
+    LateLogs,
+)
 from smgov.simulation.report import invariants, simulate
 from smgov.simulation.scenario import Scenario, builtin_scenario
+from tests.builders import sim_job, sim_scenario
 from tests.simulation.capabilities import granted, require_auto_resume, require_idle_guard
 
 
@@ -108,9 +124,12 @@ def test_every_fault_is_injected_and_counted(template: dict[str, Any]) -> None:
     # Then each fault struck, and the report says how often
     assert set(result.faults["injected"]) == set(FAULTS)
     assert all(n > 0 for n in result.faults["injected"].values()), result.faults
-    # crashes are real function failures that Lambda's retry ran again
+    # crashes are real function failures that Lambda's retry ran again: each fails its invocation, every record
+    # of its batch with it (one error per record): no fewer errors than crashes, and no fewer crashes than the
+    # (minute, function) pairs those errors came from
     crashed = [e for e in result.errors if "InjectedCrash" in (e.error or "")]
-    assert len(crashed) == result.faults["injected"]["crash"]
+    crashes = result.faults["injected"]["crash"]
+    assert len({(e.minute, e.function) for e in crashed}) <= crashes <= len(crashed)
     # and no fault is silent: every delivery ended processed or dead-lettered
     d = result.deliveries
     assert d["delivered"] == d["processed"] + d["dead_lettered"] + d["lost"]
@@ -480,3 +499,180 @@ def test_under_sparse_events_every_job_of_a_spot_storm_ends_as_with_full_ones(te
     assert report["faults"]["injected"]["sparse"] > 0
     # Then every job ends as the scenario expects with full events: the other team's new job stays on Spot
     assert not check_failed(report, faulty=True), [(j["name"], j["unexpected"]) for j in report["jobs"]]
+
+
+# ---- late log lines -----------------------------------------------------------------------------------------
+
+
+class RecordingLogs:
+    """Stands in for CloudWatch Logs behind ``LogStreams.flush``: the minute of each line put, per stream."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.lines: dict[str, list[tuple[int, str]]] = {}
+
+    def create_log_stream(self, *, logGroupName: str, logStreamName: str) -> None:
+        self.lines.setdefault(logStreamName, [])
+
+    def put_log_events(self, *, logGroupName: str, logStreamName: str, logEvents: list[dict[str, Any]]) -> None:
+        epoch = self.clock.at(0).timestamp()
+        self.lines[logStreamName] += [
+            (round((e["timestamp"] / 1000 - epoch) / 60), e["message"]) for e in logEvents
+        ]
+
+
+def test_a_failed_jobs_last_lines_reach_cloudwatch_logs_minutes_after_its_failed_event() -> None:
+    # Given a host that logs every minute from minute 0 and fails at minute 60, writing its traceback then, with
+    # every failure's lines late
+    clock = VirtualClock(builtin_scenario("failure-classes").start)
+    injector = FaultInjector(FaultSpec.parse("late-logs=1"), seed=2)
+    logs = LogStreams(clock)
+    logs.late = LateLogs(injector)
+    stream = logs.start("j/algo-1", 0)
+    logs.cadence("j/algo-1", 1, 0)
+    logs.write("j/algo-1", 60, ("Traceback (most recent call last):", "EFA error: transport lost"))
+    logs.stop("j/algo-1", 60)
+    logs.failed(["j/algo-1"], 60)
+    cloudwatch = RecordingLogs(clock)
+    # When the service reads the stream at the Failed event (minute 60)
+    logs.flush(cloudwatch, 60)
+    # Then it holds the lines up to LATE_LOG_TAIL_MINUTES before the failure, not the last ones nor the traceback
+    at_failure = list(cloudwatch.lines[stream.name])
+    assert [m for m, _ in at_failure] == list(range(60 - LATE_LOG_TAIL_MINUTES))
+    assert injector.injected["late-logs"] == 1 and injector.late_lines == 0
+    # and still not at any minute before they arrive, then all of them, in order, counted as late
+    arrived = next(
+        minute
+        for minute in range(61, 61 + LATE_LOG_MAX_DELAY_MINUTES)
+        if logs.flush(cloudwatch, minute) and cloudwatch.lines[stream.name] != at_failure
+    )
+    assert 60 < arrived <= 60 + LATE_LOG_MAX_DELAY_MINUTES
+    late = cloudwatch.lines[stream.name][len(at_failure) :]
+    assert [m for m, _ in late] == [*range(60 - LATE_LOG_TAIL_MINUTES, 60), 60, 60]
+    assert late[-1][1] == "EFA error: transport lost"
+    assert injector.late_lines == LATE_LOG_TAIL_MINUTES + 2
+    assert injector.report()["late_lines"] == LATE_LOG_TAIL_MINUTES + 2
+    # and without the fault the same read at the Failed event holds every line, the traceback included
+    on_time = LogStreams(clock)
+    on_time.start("j/algo-1", 0)
+    on_time.cadence("j/algo-1", 1, 0)
+    on_time.write("j/algo-1", 60, ("Traceback (most recent call last):", "EFA error: transport lost"))
+    on_time.stop("j/algo-1", 60)
+    on_time.failed(["j/algo-1"], 60)
+    plain = RecordingLogs(clock)
+    on_time.flush(plain, 60)
+    assert len(next(iter(plain.lines.values()))) == 60 + 2
+
+
+def test_under_late_logs_every_failed_job_of_the_failure_classes_is_struck(template: dict[str, Any]) -> None:
+    # Given the failure classes with every failure's last lines late
+    require_auto_resume(template)
+    result = run(builtin_scenario("failure-classes"), template, "late-logs=1")
+    # Then each job (clones included) that ended Failed was struck once, and lines reached the log group late
+    failed = [job for job in result.jobs.values() if job.final_status == "Failed"]
+    assert failed and result.faults["injected"]["late-logs"] == len(failed)
+    assert result.faults["late_lines"] > 0
+    # and no invariant broke
+    counts, _ = invariants(result)
+    assert counts == dict.fromkeys(counts, 0)
+
+
+# ---- SQS batches --------------------------------------------------------------------------------------------
+
+
+def mapping_batch_size(template: dict[str, Any], function: str) -> int:
+    return next(
+        int(res["Properties"]["BatchSize"])
+        for res in template["Resources"].values()
+        if res["Type"] == "AWS::Lambda::EventSourceMapping"
+        and res["Properties"]["FunctionName"] == {"Ref": function}
+    )
+
+
+def received_batches(sim: Simulation, function: str) -> list[list[tuple[str, str]]]:
+    """The (job, secondary status) of the records of each batch ``function`` is invoked with, batch by batch:
+    a batch's records are all wrapped (``on_invocation``) before its invocation, which ends the batch."""
+    batches: list[list[tuple[str, str]]] = []
+    state: dict[str, list[tuple[str, str]] | None] = {"open": None}
+
+    @contextmanager
+    def record(deployed: DeployedFunction, body: Any, trigger: str) -> Iterator[None]:
+        if deployed.logical_id != function:
+            yield
+            return
+        batch = state["open"]
+        if batch is None:
+            batch = state["open"] = []
+            batches.append(batch)
+        detail = json.loads(body)["detail"] if isinstance(body, str) else body["detail"]
+        batch.append((detail["TrainingJobName"], detail["SecondaryStatus"]))
+        yield
+        state["open"] = None
+
+    sim.on_invocation(record)
+    return batches
+
+
+def test_records_ready_together_reach_the_function_in_batches_of_the_templates_batch_size(
+    template: dict[str, Any],
+) -> None:
+    # Given seven jobs created in the same minute, and SQS batching on
+    size = mapping_batch_size(template, "JobEventsFunction")
+    jobs = [sim_job(f"j{n}", instance_count=1) for n in range(7)]
+    sim = Simulation(sim_scenario(*jobs), template=template, faults=FaultSpec.parse("batch=1"))
+    batches = received_batches(sim, "JobEventsFunction")
+    result = sim.run()
+    received = batches
+    # Then their Starting events came in one batch of BatchSize and one of the rest, each job's once
+    assert [len(batch) for batch in received[:2]] == [size, 7 - size]
+    assert sorted(received[0] + received[1]) == [(f"j{n}", "Starting") for n in range(7)]
+    # and every batch was one invocation of at most BatchSize records, every record received
+    assert all(1 <= len(batch) <= size for batch in received)
+    assert result.invocations["JobEventsFunction"] == len(received) == sum(result.faults["batch_sizes"].values())
+    assert max(result.faults["batch_sizes"]) == size
+    assert result.faults["injected"]["batch"] > 0  # (batches shuffled)
+    d = result.deliveries
+    assert d["delivered"] == d["processed"] and not result.errors
+    # and the jobs ran as without batches
+    counts, _ = invariants(result)
+    assert counts == dict.fromkeys(counts, 0)
+    assert all(job.final_status == "Completed" for job in result.jobs.values())
+
+
+def test_a_record_that_fails_in_a_batch_comes_back_alone_while_its_batch_mates_are_deleted(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two jobs created in the same minute, every event of one of them failing (an AdapterError: the
+    # function names its record in the partial batch response), and SQS batching on
+    from sagemaker_governance.domain.errors import AdapterError
+    from sagemaker_governance.service.job_events import JobEventsService
+
+    handle = JobEventsService.handle
+
+    def failing_for_bad(self: JobEventsService, event: Any) -> Any:
+        if event.detail.name == "bad":
+            raise AdapterError("injected: DescribeTrainingJob failed")
+        return handle(self, event)
+
+    monkeypatch.setattr(JobEventsService, "handle", failing_for_bad)
+    sim = Simulation(
+        sim_scenario(sim_job("bad"), sim_job("good")), template=template, faults=FaultSpec.parse("batch=1")
+    )
+    batches = received_batches(sim, "JobEventsFunction")
+    result = sim.run()
+    received = batches
+    # Then both Starting events came in one batch
+    assert sorted(received[0]) == [("bad", "Starting"), ("good", "Starting")]
+    # and only the failed record came back, maxReceiveCount times in all, each time in a batch of its own
+    receives = job_events_queue(template)["RedrivePolicy"]["maxReceiveCount"]
+    assert sum(batch.count(("bad", "Starting")) for batch in received) == receives
+    assert sum(batch.count(("good", "Starting")) for batch in received) == 1
+    assert all(batch == [("bad", "Starting")] for batch in received[1:] if ("bad", "Starting") in batch)
+    # and the failing job's records failed maxReceiveCount times each, the good job's never: its compliance was
+    # decided once
+    failed = {e.record for e in result.errors}
+    assert failed and all(e.function == "JobEventsFunction" for e in result.errors)
+    assert len(result.errors) == receives * len(failed)
+    assert sum(1 for batch in received for job, _ in batch if job == "bad") == receives * len(failed)
+    good = [r.code for r in result.audit if r.job_name == "good"]
+    assert good.count("compliance.pass.compliant") == 1

@@ -96,8 +96,51 @@ def test_holiday_weekend_baseline_is_the_17280_dollar_story() -> None:
 def test_spot_storm_baseline_ends_unfinished_at_max_wait() -> None:
     run = Simulation(builtin_scenario("spot-storm"), governed=False).run().jobs["bert-spot-storm"]
     assert (run.final_status, run.final_secondary) == ("Stopped", "MaxWaitTimeExceeded")
-    assert run.ended_at == 16 * 60
+    assert run.ended_at == 16 * 60 + 1  # one minute Stopping after the limit
     assert run.interruptions >= 5
+
+
+def status_changes(sim: Simulation, name: str) -> list[tuple[int, str, str]]:
+    """Every (minute, status, secondary status) job ``name`` emitted a state-change event in, in order."""
+    seen: list[tuple[int, str, str]] = []
+    emit = sim.lifecycle.emit
+
+    def recording(job: str) -> None:
+        if job == name:
+            described = sim.fake.jobs[job]
+            seen.append((sim.now, described["TrainingJobStatus"], described["SecondaryStatus"]))
+        emit(job)
+
+    sim.lifecycle.emit = recording
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("scenario_name", "job_name", "limit", "secondary"),
+    [
+        ("holiday-weekend", "llm-pretrain-holiday", None, "MaxRuntimeExceeded"),
+        ("spot-storm", "bert-spot-storm", 16 * 60, "MaxWaitTimeExceeded"),
+    ],
+)
+def test_a_job_at_its_time_limit_passes_through_stopping_then_ends_stopped_with_the_limit(
+    scenario_name: str, job_name: str, limit: int | None, secondary: str
+) -> None:
+    # Given a job that runs into its MaxRuntimeInSeconds (held 72 h of billing by a stall) or, on Spot, its
+    # MaxWaitTimeInSeconds (16 h of interruptions), without governance
+    sim = Simulation(builtin_scenario(scenario_name), governed=False)
+    changes = status_changes(sim, job_name)
+    run = sim.run().jobs[job_name]
+    # Then, as SageMaker does, its last two state changes are Stopping (secondary status Stopping) at the
+    # limit and, a minute later, Stopped with the limit's secondary status
+    (stopping_at, *stopping), (stopped_at, *stopped) = changes[-2:]
+    assert stopping == ["Stopping", "Stopping"]
+    assert stopped == ["Stopped", secondary]
+    assert stopped_at == stopping_at + 1 == run.ended_at
+    if limit is not None:
+        assert stopping_at == limit
+    # and the Stopping minute is not billed: the runtime limit bills exactly MaxRuntimeInSeconds
+    if secondary == "MaxRuntimeExceeded":
+        assert run.billable == run.max_runtime
 
 
 def test_the_series_records_what_the_hosts_published() -> None:

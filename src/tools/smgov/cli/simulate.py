@@ -23,7 +23,7 @@ def first_sentence(text: str) -> str:
 
 
 def add_parser(sub: Any) -> None:
-    from smgov.simulation.faults import DEFAULT_RATES
+    from smgov.simulation.faults import DEFAULT_RATES, FAULTS
     from smgov.simulation.scenario import DEFAULT_SET
 
     parser = sub.add_parser(
@@ -64,8 +64,9 @@ def add_parser(sub: Any) -> None:
         "--faults",
         metavar="SPEC",
         help=(
-            "inject faults into the governed run: a comma list of duplicate, reorder, drop, throttle, crash, lag "
-            "(or all), each optionally =RATE, e.g. duplicate=0.2,drop=0.05 (bare names: "
+            "inject faults into the governed run: a comma list of "
+            + ", ".join(FAULTS)
+            + " (or all), each optionally =RATE, e.g. duplicate=0.2,drop=0.05 (bare names: "
             + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_RATES.items())
             + ")"
         ),

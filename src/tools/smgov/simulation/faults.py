@@ -40,6 +40,28 @@ engine misbehave the way AWS is allowed to:
   event (a redelivery, a held-back copy) carries the same sparse detail. The service must read the job again
   for what it needs (``DescribeTrainingJob``, ``ListTags``) and decide as on a full event; with ``lag`` that
   read may answer the state before the event's (``DescriptionBehind``, retried).
+- **late-logs**: a failing job's last log lines reach CloudWatch Logs after its ``Failed`` event. The hosts'
+  lines go to CloudWatch Logs through a log agent that buffers and batches them, and ``PutLogEvents`` takes
+  events up to 14 days old (botocore's CloudWatch Logs model: "Events older than 14 days ... are rejected"),
+  so nothing AWS documents makes the lines a process wrote before it exited readable by the time SageMaker
+  reports the job ``Failed``. With the fault's rate, at a job's ``Failed`` end the lines of every host's
+  stream of its last ``LATE_LOG_TAIL_MINUTES`` (its failure tail, its peers' reports of the exit) that are not
+  in CloudWatch Logs yet are held back until 1 to ``LATE_LOG_MAX_DELAY_MINUTES`` minutes later; a read before
+  then sees the stream without them (``engine/logs.py``, ``Stream.held``). The bound is ours, not AWS's: a few
+  minutes is what an agent's flush interval (seconds) and its backed-off retries of a throttled
+  ``PutLogEvents`` (a per-account quota, per the same model) add up to on a host being torn down, and is
+  shorter than the reconciler's period, so what the service could do about it (read again later) stays
+  within its reach. ``injected`` counts the failed jobs struck, ``late_lines`` the lines put late.
+- **batch**: an event source mapping hands its function several SQS records at once, as Lambda does (up to the
+  mapping's ``BatchSize``: botocore's Lambda model, ``CreateEventSourceMapping``, "The maximum number of records
+  in each batch that Lambda pulls from your stream or queue and sends to your function"), in any order (a
+  standard queue's ordering is best effort). With the fault on, the records ready at the same simulated time
+  are received together in batches (``engine/delivery.py``); the rate is the share of batches of more than
+  one record whose order is shuffled (``injected``). A failed record comes back alone while its batch-mates
+  are deleted (a partial batch response), or with them all (an exception or a death). Not the default: a
+  batch is one invocation, so the default run's invocation and AWS call counts would change (its outcomes do
+  not: with ``batch=1`` alone the default scenarios' costs, stops, invariants and expected outcomes are the
+  default run's). The report's ``batch_sizes`` counts the batches of each size.
 
 Each fault draws from its own seeded random stream, so a run is reproducible and enabling one fault
 does not change where another one strikes.
@@ -64,7 +86,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from smgov.simulation.wire_answers import json_wire_value
 
-FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag", "sparse")
+FAULTS = ("duplicate", "reorder", "drop", "throttle", "crash", "lag", "sparse", "late-logs", "batch")
 DEFAULT_RATES: dict[str, float] = {
     "duplicate": 0.2,
     "reorder": 0.2,
@@ -73,6 +95,8 @@ DEFAULT_RATES: dict[str, float] = {
     "crash": 0.05,
     "lag": 0.2,
     "sparse": 0.2,
+    "late-logs": 0.5,
+    "batch": 0.5,
 }
 # The sections of a state-change event's detail that the service reads and no AWS source promises: AWS documents
 # no complete schema of the event (the service's EVENT_SECTIONS; `smgov doctor`'s `events` check counts them).
@@ -85,6 +109,10 @@ SPARSE_SECTIONS = (
     "SecondaryStatusTransitions",
 )
 REORDER_WINDOW_MINUTES = 3
+# late-logs: the lines a failing job's hosts wrote in its last LATE_LOG_TAIL_MINUTES (the failure tail among them)
+# reach CloudWatch Logs 1 to LATE_LOG_MAX_DELAY_MINUTES after the Failed event (see the module docstring).
+LATE_LOG_TAIL_MINUTES = 5
+LATE_LOG_MAX_DELAY_MINUTES = 5
 ANSWERED_URL = "https://answered.simulator.invalid/"  # a URL moto does not serve: the request is taken
 
 
@@ -160,6 +188,7 @@ class FaultInjector:
         self.spec = spec or FaultSpec()
         self.injected: Counter[str] = Counter()
         self.dropped: list[DroppedEvent] = []
+        self.late_lines = 0  # late-logs: lines put into CloudWatch Logs after their job's Failed event
         self._rngs = {name: random.Random(f"faults-{seed}-{name}") for name in FAULTS}
 
     def draw(self, name: str) -> bool:
@@ -172,6 +201,10 @@ class FaultInjector:
 
     def coin(self, name: str) -> bool:
         return self._rngs[name].random() < 0.5
+
+    def shuffle(self, name: str, items: list[Any]) -> None:
+        """Reorder ``items`` in place by fault ``name``'s stream."""
+        self._rngs[name].shuffle(items)
 
     def sparse(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` as SageMaker may send it (the sparse fault): with the fault's rate, its detail without a
@@ -197,6 +230,8 @@ class FaultInjector:
         }
         if self.spec.rate("drop") > 0:
             out["dropped"] = [asdict(event) for event in self.dropped]
+        if self.spec.rate("late-logs") > 0:
+            out["late_lines"] = self.late_lines
         return out
 
 
@@ -251,6 +286,28 @@ class LaggingReads:
 
     def served(self, name: str) -> None:
         self.injector.injected["lag"] += 1
+
+
+# ---- late-logs -----------------------------------------------------------------------------------
+
+
+class LateLogs:
+    """The late-logs fault, plugged into the log streams (``LogStreams.late``): at a job's ``Failed`` end, with
+    the fault's rate, the minute its last lines reach CloudWatch Logs."""
+
+    def __init__(self, injector: FaultInjector) -> None:
+        self.injector = injector
+
+    def arrival(self, now: int) -> int | None:
+        """When the lines of a job that failed at ``now`` arrive (None: on time)."""
+        if not self.injector.draw("late-logs"):
+            return None
+        self.injector.injected["late-logs"] += 1
+        return now + self.injector._rngs["late-logs"].randint(1, LATE_LOG_MAX_DELAY_MINUTES)
+
+    def put(self, lines: int) -> None:
+        """``lines`` held back were put into CloudWatch Logs."""
+        self.injector.late_lines += lines
 
 
 # ---- throttle ------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 - Lambda's asynchronous invocation: a failing invocation is retried ``MaximumRetryAttempts`` times (with
   its request id), then goes to the on-failure destination (or dead-letter queue), else it is lost;
 - an SQS queue between a source and a function (a rule target or an SNS subscription with protocol
-  ``sqs`` read by an event source mapping): the function receives SQS batches of one record; a failed
+  ``sqs`` read by an event source mapping): the function receives SQS batches of one record (with the
+  ``batch`` fault, of every record ready at the same time, up to the mapping's ``BatchSize``); a failed
   record (exception, or listed in the partial batch response) is received again when its visibility
   timeout has passed (the queue's ``VisibilityTimeout``, or the one the function set while the record was
   in flight: ``InFlight`` answers the function's ``ChangeMessageVisibility(Batch)`` calls), up to the
@@ -16,6 +17,22 @@
 
 With ``--faults`` (``faults.py``) events and messages are duplicated, held back (reordered) or, for
 state-change events, dropped before delivery; crashes and throttles strike inside the invocation.
+
+**Batches** (the ``batch`` fault). An event source mapping polls its queue and invokes the function with a
+batch of up to ``BatchSize`` records (botocore's Lambda model, ``CreateEventSourceMapping``: "The maximum
+number of records in each batch that Lambda pulls from your stream or queue and sends to your function"; the
+Lambda developer guide, *Using Lambda with Amazon SQS*: Lambda reads the messages in batches and invokes the
+function once for each batch), and a standard queue keeps no order (SQS developer guide: best-effort
+ordering). So records of the same job (its Starting and Training events, an event and its duplicate) may
+share one invocation, in any order. With the fault a queued record is not received at once: the records
+ready at the same moment (those every job change, alarm, schedule or redelivery of the minute caused, once
+nothing else is left to deliver) are received together, per function and queue, in batches of up to the
+template's ``BatchSize`` (``QueueDelivery.batch_size``); with the fault's rate a batch comes in another order
+than its records were sent (shuffled). The function answers for the batch: an exception or a death fails
+every record of it, a partial batch response the records it names (an identifier that is none of the
+batch's fails them all, as Lambda does), and the others are deleted. Each failed record comes back on its
+own visibility timeout, to be batched with whatever is ready then. A batch is one invocation
+(``invocations``); ``deliveries`` still count records.
 """
 
 from __future__ import annotations
@@ -178,6 +195,9 @@ class Delivery:
         self._schedules: list[tuple[int, DeployedFunction, str, int]] = []  # (due, function, name, every)
         self._invocations_now = 0
         self._invocation_minute = -1
+        self.batching = faults.spec.rate("batch") > 0  # records ready together are received together
+        self._ready: list[QueuedRecord] = []  # batching: records received at the next flush (``_receive_ready``)
+        self.batch_sizes: list[int] = []  # batching: the number of records of each batch received
 
     # ---- queues --------------------------------------------------------------------------------
 
@@ -191,8 +211,8 @@ class Delivery:
 
     @property
     def pending(self) -> bool:
-        """Late deliveries are still held back."""
-        return bool(self._held)
+        """Late deliveries are still held back (or, batching, records wait for their batch)."""
+        return bool(self._held) or bool(self._ready)
 
     def next_held(self) -> int | None:
         return self._held[0][0] if self._held else None
@@ -224,8 +244,10 @@ class Delivery:
 
     # ---- delivery ------------------------------------------------------------------------------
 
-    def deliver(self) -> None:
-        """Deliver what is queued: EventBridge events, then SNS messages, then late deliveries now due."""
+    def deliver(self, *, receive: bool = True) -> None:
+        """Deliver what is queued: EventBridge events, then SNS messages, then late deliveries now due, then
+        (batching) the queued records ready, in batches; ``receive=False`` leaves those ready for a later
+        call in the same minute, so that the records of several job changes can share a batch."""
         if self.deployment is None:
             return
         while True:
@@ -241,6 +263,8 @@ class Delivery:
                     self._redeliver(item)
                 else:
                     self._send_sns(*item)
+            elif self._ready and receive:
+                self._receive_ready()
             else:
                 return
 
@@ -349,7 +373,10 @@ class Delivery:
         self, function: DeployedFunction, event: Any, trigger: str, queue: QueueDelivery | None = None
     ) -> None:
         """Invoke ``function`` with ``event`` (through ``queue``: ``event`` is the message body, sent as
-        SQS records)."""
+        SQS records; batching, the hooks wrap the batch's invocation instead)."""
+        if queue is not None and self.batching:
+            self._invoke(function, event, trigger, queue)
+            return
         with contextlib.ExitStack() as hooks:
             for hook in self.hooks:
                 hooks.enter_context(hook(function, event, trigger))
@@ -362,15 +389,16 @@ class Delivery:
         self._invocations_now += 1
         if self._invocations_now > MAX_INVOCATIONS_PER_MINUTE:
             raise SimulationError(f"more than {MAX_INVOCATIONS_PER_MINUTE} invocations at minute {now}: a loop?")
-        changed = {k: v for k, v in function.environment.items() if self.environment.get(k) != v}
-        if changed:
-            os.environ.update(changed)
-            self.environment.update(changed)
+        self._environment(function)
         counters = self.counters
         counters.deliveries["delivered"] += 1
         if queue is not None:  # the queue's redrive policy, not Lambda's asynchronous retries
             body = event if isinstance(event, str) else json.dumps(event)
-            self._receive(QueuedRecord(function, trigger, queue, body, self.uuids.next()))
+            record = QueuedRecord(function, trigger, queue, body, self.uuids.next())
+            if self.batching:
+                self._ready.append(record)
+            else:
+                self._receive([record])
             return
         request_id = self.uuids.next()  # Lambda's retries of an asynchronous invocation keep its request id
         for attempt in range(function.retries + 1):
@@ -385,23 +413,44 @@ class Delivery:
             )
         self._give_up(function.on_failure)
 
-    def _receive(self, record: QueuedRecord) -> None:
-        """One receive of an SQS record by the event source mapping. A failed record stays in the queue and
-        becomes visible again when its visibility timeout expires ("Handling errors for an SQS event source
-        in Lambda", Lambda developer guide): the queue's, or the one the function set while the record was
-        in flight (``InFlight``); it is received again then (on the minute clock: the next whole minute at
-        the earliest), until the redrive policy's ``maxReceiveCount`` moves it to the dead-letter queue."""
-        counters, function, queue = self.counters, record.function, record.queue
+    def _environment(self, function: DeployedFunction) -> None:
+        """The process environment ``function`` runs with (``Globals`` merged with its own)."""
+        changed = {k: v for k, v in function.environment.items() if self.environment.get(k) != v}
+        if changed:
+            os.environ.update(changed)
+            self.environment.update(changed)
+
+    def _receive(self, records: list[QueuedRecord]) -> None:
+        """One receive of a batch of SQS records (of one function and queue) by the event source mapping. A
+        failed record stays in the queue and becomes visible again when its visibility timeout expires
+        ("Handling errors for an SQS event source in Lambda", Lambda developer guide): the queue's, or the one
+        the function set while the record was in flight (``InFlight``); it is received again then (on the
+        minute clock: the next whole minute at the earliest), until the redrive policy's ``maxReceiveCount``
+        moves it to the dead-letter queue. An exception (or a death) fails the whole batch, a partial batch
+        response the records it names."""
+        counters, function, queue = self.counters, records[0].function, records[0].queue
         counters.invocations[function.logical_id] += 1
-        event = self._sqs_event(queue, record.body, record.message_id, record.receive_count)
-        handle = event["Records"][0]["receiptHandle"]
-        self.in_flight.received(handle, queue.queue_url)
-        error = self._attempt(function, event, queue)
-        changed = self.in_flight.answered(handle)
+        self._environment(function)
+        event = self._sqs_event(queue, records)
+        handles = [sqs["receiptHandle"] for sqs in event["Records"]]
+        for handle in handles:
+            self.in_flight.received(handle, queue.queue_url)
+        named: list[str] = []
+        error = self._attempt(function, event, queue, failed_items=named)
+        changed = [self.in_flight.answered(handle) for handle in handles]
         self.after_invocation()
-        if error is None:
-            counters.deliveries["processed"] += 1
-            return
+        ids = {record.message_id for record in records}
+        whole = error is not None and (not named or not set(named) <= ids)  # every record of the batch failed
+        for record, seconds in zip(records, changed, strict=True):
+            if error is None or not (whole or record.message_id in named):
+                counters.deliveries["processed"] += 1
+                continue
+            assert error is not None
+            self._failed(record, error, seconds)
+
+    def _failed(self, record: QueuedRecord, error: str, changed: int | None) -> None:
+        """``record`` failed its receive: received again after its visibility timeout, or dead-lettered."""
+        counters, function, queue = self.counters, record.function, record.queue
         counters.errors.append(
             Invocation(
                 self.clock.now,
@@ -420,10 +469,34 @@ class Delivery:
         self._give_up(queue.dead_letter_arn)
 
     def _redeliver(self, record: QueuedRecord) -> None:
+        if self.batching:
+            self._ready.append(record)
+            return
         with contextlib.ExitStack() as hooks:
             for hook in self.hooks:
                 hooks.enter_context(hook(record.function, record.body, record.trigger))
-            self._receive(record)
+            self._receive([record])
+
+    def _receive_ready(self) -> None:
+        """Batching: the records ready now, received per function and queue in batches of up to the mapping's
+        ``BatchSize``, in the order they were sent unless the fault's draw shuffles a batch."""
+        ready, self._ready = self._ready, []
+        groups: dict[tuple[str, str], list[QueuedRecord]] = {}
+        for record in ready:
+            groups.setdefault((record.function.logical_id, record.queue.queue_arn), []).append(record)
+        for records in groups.values():
+            size = max(1, records[0].queue.batch_size)
+            for first in range(0, len(records), size):
+                batch = records[first : first + size]
+                if len(batch) > 1 and self.faults.draw("batch"):
+                    self.faults.injected["batch"] += 1
+                    self.faults.shuffle("batch", batch)
+                self.batch_sizes.append(len(batch))
+                with contextlib.ExitStack() as hooks:
+                    for record in batch:
+                        for hook in self.hooks:
+                            hooks.enter_context(hook(record.function, record.body, record.trigger))
+                    self._receive(batch)
 
     def _give_up(self, on_failure: str | None) -> None:
         if on_failure:
@@ -432,12 +505,18 @@ class Delivery:
         else:  # no on-failure destination and no dead-letter queue: Lambda discards the event
             self.counters.deliveries["lost"] += 1
 
-    def _sqs_event(self, queue: QueueDelivery, body: str, message_id: str, receive_count: int) -> dict[str, Any]:
-        """An event source mapping's invocation: a batch of one SQS record (the simulator does not batch)."""
-        record = sqs_record(
-            queue.queue_arn, body, message_id=message_id, sent_at=self.clock(), receive_count=receive_count
+    def _sqs_event(self, queue: QueueDelivery, records: list[QueuedRecord]) -> dict[str, Any]:
+        """An event source mapping's invocation: a batch of SQS records (of one, unless batching)."""
+        return sqs_lambda_event(
+            sqs_record(
+                queue.queue_arn,
+                record.body,
+                message_id=record.message_id,
+                sent_at=self.clock(),
+                receive_count=record.receive_count,
+            )
+            for record in records
         )
-        return sqs_lambda_event([record])
 
     def _attempt(
         self,
@@ -446,9 +525,10 @@ class Delivery:
         queue: QueueDelivery | None = None,
         *,
         request_id: str | None = None,
+        failed_items: list[str] | None = None,
     ) -> str | None:
         """One invocation attempt; the error it ended with (None: success, or for a queue no record in
-        the partial batch response's ``batchItemFailures``). An injected crash (``InjectedCrash``) is the
+        the partial batch response's ``batchItemFailures``, whose ``itemIdentifier``s go to ``failed_items``). An injected crash (``InjectedCrash``) is the
         function's death, not an error it raised: nothing of the function caught it (no answer, no
         visibility changed), and Lambda counts the invocation failed: a queued record (its whole batch)
         comes back after the queue's timeout, an asynchronous invocation is retried."""
@@ -463,6 +543,8 @@ class Delivery:
                 response = function.handler(json.loads(json.dumps(event)), context)
             failed = response.get("batchItemFailures") if isinstance(response, Mapping) else None
             if queue is not None and queue.reports_item_failures and failed:
+                if failed_items is not None:
+                    failed_items += [str(item.get("itemIdentifier") or "") for item in failed]
                 return "the record is in the partial batch response's batchItemFailures"
             return None
         except (Exception, InjectedCrash) as exc:

@@ -57,6 +57,9 @@ class JobRun:
     stalled_at: int | None = None
     first_stall: int | None = None
     stopping_billable: bool = True
+    # The SecondaryStatus its Stopping ends with: Stopped (a StopTrainingJob), MaxRuntimeExceeded or
+    # MaxWaitTimeExceeded (a time limit SageMaker enforced; ``Lifecycle._limit``)
+    stopping_for: str = "Stopped"
     accrued_at: int = 0
     billable: int = 0
     billed_from: int | None = None  # the minute it began to bill (None: never billed)

@@ -277,6 +277,8 @@ class Lifecycle:
         self._end_stall(job, recovered=False)
         if status == "Failed" and job.phase == "training":  # the failing process writes its last lines
             self._write_failure(job)
+        if status == "Failed":  # they reach CloudWatch Logs by the Failed event, or later (late-logs)
+            self.logs.failed([host.name for host in job.hosts], self.now)
         self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now
@@ -297,13 +299,13 @@ class Lifecycle:
         self._accrue(job)
         script, now = job.script, self.now
         if job.phase == "stopping":
-            self._end(job, "Stopped", "Stopped")
+            self._end(job, "Stopped", job.stopping_for)
             return
         if job.max_wait is not None and now - job.created >= job.max_wait:
-            self._end(job, "Stopped", "MaxWaitTimeExceeded")
+            self._limit(job, "MaxWaitTimeExceeded")
             return
         if job.phase in BILLABLE and job.billable >= job.max_runtime:
-            self._end(job, "Stopped", "MaxRuntimeExceeded")
+            self._limit(job, "MaxRuntimeExceeded")
             return
         if (
             job.spot
@@ -345,6 +347,27 @@ class Lifecycle:
         elif phase.publishes is Publication.PHASE:
             self._publish(job, self._activity(job))  # the noise moves on
         self._schedule(job, self._next_tick(job))
+
+    def _limit(self, job: JobRun, secondary: str) -> None:
+        """The job reached a time limit (``MaxRuntimeInSeconds``, or a Spot job's ``MaxWaitTimeInSeconds``):
+        SageMaker ends it as it ends a stopped one, through ``Stopping`` (secondary status ``Stopping``), then
+        ``Stopped`` with ``secondary`` (``MaxRuntimeExceeded`` or ``MaxWaitTimeExceeded``). botocore's SageMaker
+        model (``DescribeTrainingJobResponse.SecondaryStatus``) gives ``Stopping`` as the secondary status of
+        ``Stopping`` and these two, with ``Stopped``, as those of ``Stopped``; its ``StoppingCondition`` says
+        that at either limit "SageMaker ends the job", sending the algorithm SIGTERM, "which delays job
+        termination for 120 seconds". The Stopping lasts one simulated minute, as a service stop's does
+        (``PHASES["stopping"]``), and is not billed (``stopping_billable``), so a job billed what it billed
+        when a limit ended it at once. A ``StopTrainingJob`` in the meantime is refused by the double (the job
+        is not ``InProgress``) and changes nothing here (``after_service``)."""
+        self._publish(job, OFF)
+        self._end_stall(job, recovered=False)
+        if job.phase == "training":
+            self._containers_gone(job)
+        job.stopping_billable = False
+        job.stopping_for = secondary
+        self._enter(job, "stopping")
+        self._transition(job, "Stopping", "Stopping")
+        self._schedule(job, self.now + 1)
 
     def _fail(self, job: JobRun) -> None:
         """The job's process fails: SageMaker retries it inside the job (``RetryStrategy``, an

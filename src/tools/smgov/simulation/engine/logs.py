@@ -13,7 +13,8 @@ Lines are kept as cadence segments and written to moto's CloudWatch Logs lazily:
 calls a CloudWatch Logs API, the lines of the last ``WINDOW_MINUTES`` that are not there yet are put
 first, in every stream the request can read (those it names or whose names start with its prefix; every
 stream when it names none), so the service reads what CloudWatch would hold (older lines are not written: a reader
-of a long job's full history sees only the recent window).
+of a long job's full history sees only the recent window). With the late-logs fault (``faults.py``,
+``LateLogs``) a failed job's last lines are held back (``Stream.held``) and put only once they have arrived.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smgov.simulation.engine.clock import VirtualClock
+from smgov.simulation.faults import LATE_LOG_TAIL_MINUTES, LateLogs
 
 GROUP = "/aws/sagemaker/TrainingJobs"
 WINDOW_MINUTES = 240
@@ -38,6 +40,8 @@ class Stream:
     written_until: int = 0  # cadence lines before this minute are in moto
     extra_put: int = 0  # the first ``extra_put`` failure-tail lines are in moto
     created: bool = False
+    # late-logs: (from, arrival): the lines from minute ``from`` on are not in CloudWatch Logs before ``arrival``
+    held: tuple[int, int] | None = None
 
     def minutes(self, start: int, end: int) -> Iterator[int]:
         """The minutes in ``[start, end)`` with a cadence line, in order."""
@@ -70,6 +74,17 @@ class LogStreams:
         self._order: dict[str, int] = {}
         self._names: list[str] = []
         self._by_prefix: dict[str, tuple[int, list[str]]] = {}
+        self.late: LateLogs | None = None  # the late-logs fault, when injected
+
+    def failed(self, hosts: list[str], now: int) -> None:
+        """The job of ``hosts`` ended ``Failed`` at ``now`` (after its failure tails were written): with the
+        late-logs fault, its streams' lines of the last ``LATE_LOG_TAIL_MINUTES`` arrive later."""
+        arrival = self.late.arrival(now) if self.late is not None else None
+        if arrival is None:
+            return
+        for host in hosts:
+            for stream in self.of(host):
+                stream.held = (now - LATE_LOG_TAIL_MINUTES, arrival)
 
     def start(self, host: str, now: int) -> Stream:
         """The host's algorithm container starts: a new stream."""
@@ -132,17 +147,24 @@ class LogStreams:
         same virtual minute). ``names``, ``prefix``: only the streams a request reads (all when neither)."""
         put = 0
         for stream in self._selected(names, prefix):
+            held_from, until = now + 1, now  # lines before held_from are in; cadence lines before ``until``
+            if stream.held is not None and now < stream.held[1]:  # late-logs: the last lines have not arrived
+                held_from = until = min(now, stream.held[0])
             start = max(stream.written_until, now - WINDOW_MINUTES)
             host = stream.host.rsplit("/", 1)[-1]
-            lines = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, now)]
+            lines = [(m, f"[{host}] training: minute {m}") for m in stream.minutes(start, until)]
             tails = stream.extra[stream.extra_put :]
-            lines += [(m, text) for m, text in tails if now - WINDOW_MINUTES <= m <= now]
-            stream.extra_put += sum(1 for m, _ in tails if m <= now)
+            lines += [(m, text) for m, text in tails if now - WINDOW_MINUTES <= m < held_from]
+            stream.extra_put += sum(1 for m, _ in tails if m < held_from)  # tails are in order: a prefix
             lines.sort(key=lambda line: line[0])
+            if stream.held is not None and now >= stream.held[1]:  # arrived: put now, late
+                if self.late is not None:
+                    self.late.put(sum(1 for m, _ in lines if m >= stream.held[0]))
+                stream.held = None
             if not stream.created:
                 logs.create_log_stream(logGroupName=GROUP, logStreamName=stream.name)
                 stream.created = True
-            stream.written_until = now
+            stream.written_until = max(stream.written_until, until)
             for first in range(0, len(lines), MAX_BATCH):
                 batch = lines[first : first + MAX_BATCH]
                 logs.put_log_events(

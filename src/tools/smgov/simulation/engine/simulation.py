@@ -30,7 +30,7 @@ from smgov.simulation.engine.logs import LogStreams
 from smgov.simulation.engine.telemetry import Telemetry
 from smgov.simulation.fake_s3 import CheckpointObjects
 from smgov.simulation.fake_sagemaker import FakeSageMaker
-from smgov.simulation.faults import FaultInjector, FaultSpec, LaggingReads
+from smgov.simulation.faults import FaultInjector, FaultSpec, LaggingReads, LateLogs
 from smgov.simulation.harness import ACCOUNT, REGION
 from smgov.simulation.metrics import MetricStore
 from smgov.simulation.scenario import OrgSpec, Scenario
@@ -126,6 +126,8 @@ class Simulation:
             salt=str(seed),
         )
         self.logs = LogStreams(self.clock)
+        if self.faults.spec.rate("late-logs") > 0:  # a failed job's last lines reach CloudWatch Logs late
+            self.logs.late = LateLogs(self.faults)
         self.lifecycle = Lifecycle(
             scenario,
             self.specs,
@@ -264,7 +266,8 @@ class Simulation:
             if minute > horizon:
                 break
             self.clock.now = minute
-            lifecycle.run_ticks(minute, delivery.deliver)
+            # batching: the records of every job change of the minute wait to be received together (below)
+            lifecycle.run_ticks(minute, lambda: delivery.deliver(receive=not delivery.batching))
             if self.governed:
                 delivery.deliver()  # late (held) deliveries due now
                 evaluator.run_due(minute)
@@ -291,7 +294,7 @@ class Simulation:
             minutes=self.now,
             evaluations=self.alarms.evaluator.evaluations,
             throttling=self._throttling(),
-            faults=self.faults.report() if self.faults.spec.enabled else {},
+            faults=self._faults(),
             deliveries=counters.deliveries,
             ground_truth=self.invariants.ground_truth(records) if self.governed else {},
             account=self.account_id,
@@ -299,6 +302,15 @@ class Simulation:
             dead_lettered_audit=list(self.account.dead_lettered_audit),
             repair_minutes=self.delivery.longest_schedule,
         )
+
+    def _faults(self) -> dict[str, Any]:
+        """What the fault injector reports, with (batching) how many batches of each size were received."""
+        if not self.faults.spec.enabled:
+            return {}
+        report = self.faults.report()
+        if self.delivery.batching:
+            report["batch_sizes"] = dict(sorted(Counter(self.delivery.batch_sizes).items()))
+        return report
 
     def _throttling(self) -> dict[str, Any]:
         """botocore's retry sleeps (quota model or throttle faults) and, with the quota model on, its
