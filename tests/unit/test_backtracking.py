@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sagemaker_governance.domain import backtracking
 from sagemaker_governance.domain.backtracking import backtracking_problem
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.failures import builtin_taxonomy
@@ -72,6 +73,9 @@ REFUSED = [
     r"^(?:\w+[a-z]+|-)(?:[a-z]+\w+|_)$",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
+    # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
+    "(?:" * 20 + "a" + "){2}" * 20,
+    "(?:" * 24 + "a" + "){2}" * 24,
 ]
 
 ACCEPTED = [
@@ -88,6 +92,7 @@ ACCEPTED = [
     r"^(?:(?:dev|prod)-)+\w+$",
     # a fixed count is the part written out that many times
     r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$",
+    "(?:" * 14 + "a" + "){3}" * 14,
     r"^(?:[0-9]{3}-){2}[0-9]{4}$",
     r"^(?:[a-z]+-){2}[a-z]+$",
     # a separator each repeat must begin or end with
@@ -148,6 +153,17 @@ def test_a_fixed_count_of_nested_quantifiers_is_refused_where_the_pattern_is_sea
     # When it is analysed as a pattern searched for in long text (a team signature in a log line, where every
     # start pays the quadratic cut again), then a reason is given
     assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
+
+
+def test_a_pattern_the_analysis_fails_on_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an analysis that fails inside (a fault of its own, not of the pattern)
+    def broken(*_: object) -> int:
+        raise RuntimeError("analysis fault")
+
+    monkeypatch.setattr(backtracking._Walk, "readings", broken)
+    # When a linear pattern is analysed, then it is refused: not checked is not known to be safe
+    assert backtracking_problem("[a-z0-9]+(-[a-z0-9]+)*") is not None
+    assert backtracking_problem("[a-z0-9]+(-[a-z0-9]+)*", searched=True) is not None
 
 
 def test_every_built_in_signature_and_example_pattern_is_accepted() -> None:

@@ -58,7 +58,14 @@ in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``Ğ
 (ASCII, a space, a few letters, digits, spaces and signs beyond ASCII, what tag values and failure messages
 hold) widened by the pattern's own characters in either case, so ``\\w`` meets a literal ``Ğ¶`` and ``\\d``
 a literal ``\\u0660`` (an Arabic-Indic zero) as they do at run time. The analysis reads CPython's parser
-(``re._parser``, private): where it is missing or fails, no pattern is refused on this ground.
+(``re._parser``, private): where it is missing or cannot parse the pattern (``re.compile`` says why), no
+pattern is refused on this ground. The analysis itself is bounded: a sequence is opened into at most 4,096
+parts (a fixed count's copies written out stop there, however deeply they nest), and the whole analysis
+may take ``_MAX_STEPS`` steps (parts walked or written out); a pattern that needs more, such as ``(?:a){2}``
+nested twenty deep (2**20 copies, which took seconds and, 24 deep, minutes to analyse), is refused as too
+complex to check. So is one the analysis fails on inside (an exception of its own): a pattern not checked
+is not known to be safe, and a refused team pattern costs the document (the functions keep its last good
+version), while an accepted one that backtracks hangs every reaction that matches it.
 """
 
 from __future__ import annotations
@@ -80,8 +87,10 @@ _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
 _MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
 _MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
+_MAX_STEPS: Final = 200_000  # parts the degree rule may walk over the whole analysis; more: too complex
 _FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
+_FLAT_BUDGET: Final = 4096  # parts a sequence is opened into, at most (fixed counts written out)
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 _Word = tuple[frozenset[str], ...]
@@ -106,6 +115,9 @@ def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
         parser = importlib.import_module("re._parser")
         constants = importlib.import_module("re._constants")
         parsed = parser.parse(pattern)
+    except Exception:  # no parser to read (another Python), or not a pattern at all: re.compile says so
+        return None
+    try:
         walk = _Walk(constants, pattern, 0 if searched else _FEW_COPIES)
         items = walk.prepare(parsed, parsed.state.flags)
         problem = walk.sequence(items)
@@ -115,8 +127,17 @@ def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
                 f"value can be matched in exponentially many ways (ambiguous words, multiplied)"
             )
         return problem
-    except Exception:  # the analysis is an extra check, never a reason to reject by itself
-        return None
+    except _TooComplex:
+        return (
+            f"it is too complex to check (more than {_MAX_STEPS} steps of the analysis: nested fixed counts "
+            f"written out, or a great many parts)"
+        )
+    except Exception as exc:  # a pattern that cannot be checked is not known to be safe: refused
+        return f"it could not be checked ({type(exc).__name__} in the analysis)"
+
+
+class _TooComplex(Exception):
+    """The analysis spent its ``_MAX_STEPS``: the pattern is refused rather than checked for ever."""
 
 
 class _Walk:
@@ -124,6 +145,7 @@ class _Walk:
         self.c = constants
         self.pattern = pattern
         self.few_copies = few_copies
+        self.steps = 0
         self.unbounded = int(constants.MAXREPEAT)
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
         self._sets: dict[tuple[str, int], frozenset[str]] = {}
@@ -347,7 +369,8 @@ class _Walk:
         through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
         past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
-        for op, av, copied in self._flat(items, 4096, copied=False):
+        for op, av, copied in self._flat(items, _FLAT_BUDGET, copied=False):
+            self._step()
             own, nullable = self._part(op, av)
             body = self._varying(op, av)
             if body is None:  # a part that can match nothing is skipped; another narrows the runs
@@ -413,7 +436,8 @@ class _Walk:
             return found
         c = self.c
         total = 0
-        for op, av, _ in self._flat(items, 4096, copied=False):
+        for op, av, _ in self._flat(items, _FLAT_BUDGET, copied=False):
+            self._step()
             if op is c.BRANCH:
                 total += max((self._in_row(branch, chars) for branch in av[1]), default=0)
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > av[0]:
@@ -443,16 +467,26 @@ class _Walk:
         c = self.c
         out: list[tuple[Any, Any, bool]] = []
         for op, av in items:
+            self._step()
             if len(out) >= budget:
                 out.append((op, av, copied))
             elif op is c.SUBPATTERN:
                 out.extend(self._flat(av[-1], budget - len(out), copied))
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
                 once = self._flat(av[2], budget - len(out), copied or av[0] > 1)
-                out.extend(once * min(av[0], _MAX_DEGREE + 1))
+                # the copies written out up to the budget (nested fixed counts multiply: 2**20 for twenty)
+                copies = min(av[0], _MAX_DEGREE + 1, max(1, (budget - len(out)) // max(1, len(once))))
+                self._step(len(once) * copies)
+                out.extend(once * copies)
             else:
                 out.append((op, av, copied))
         return out
+
+    def _step(self, count: int = 1) -> None:
+        """Counts ``count`` steps of the analysis (a part walked or written out); too many: too complex."""
+        self.steps += count
+        if self.steps > _MAX_STEPS:
+            raise _TooComplex
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
         """The repeats of varying count in ``items``, at any depth (not inside possessive or atomic parts)."""
