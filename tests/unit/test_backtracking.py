@@ -155,6 +155,45 @@ def test_a_fixed_count_of_nested_quantifiers_is_refused_where_the_pattern_is_sea
     assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
 
 
+# searched for in a log line (re.search tries every start, one degree more): one run cut between two repeats
+# and the start is refused there, while a tag value matched whole may hold it
+SEARCHED_REFUSED = [
+    r".*=.*=.*nan",  # a progress bar of "=" cut at every start, then between the three .*
+    r"\w+\s*\w+\s*timeout",  # a hex dump: letters and digits cut at every start, then between the two \w+
+    r"\S+\s*\S+\s*oom",
+    r"\w+\w+:\s*error",
+    r".*=.*x",
+    r"(?m)^\w+\w+x",  # ^ after every newline: every line's start
+]
+
+SEARCHED_ACCEPTED = [
+    r".*x",  # one repeat after the start: the line's length squared at most
+    r"\w+x",
+    r"^\w+\w+x",  # one start only
+    r"\A\w+\w+x",
+    r"=\w+\w+x",  # a start on a "=" that the repeats do not share begins a run of its own
+    r"libfabric:.*\befa\b",
+    r"libfabric:(?>.*?\befa\b).*\berr\b",
+    "MYPLUGIN: transport to rank [0-9]+ lost",
+]
+
+
+@pytest.mark.parametrize("pattern", SEARCHED_REFUSED)
+def test_a_run_cut_at_every_start_and_again_is_refused_where_the_pattern_is_searched_for(pattern: str) -> None:
+    # Given a pattern whose repeats cut a run in two ways or more, within a value matched whole
+    assert backtracking_problem(pattern) is None
+    # When it is analysed as a team signature (searched for, ignoring case, in log lines of up to 2,000
+    # characters, where every start position cuts the run once more), then a reason is given
+    assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
+
+
+@pytest.mark.parametrize("pattern", SEARCHED_ACCEPTED)
+def test_a_signature_that_reads_a_line_from_each_start_in_one_pass_is_accepted(pattern: str) -> None:
+    # Given a pattern anchored at the line's start, or whose runs after an unanchored start are cut once at most
+    # When it is analysed as a team signature, then nothing is found
+    assert backtracking_problem(f"(?i){pattern}", searched=True) is None
+
+
 def test_a_pattern_the_analysis_fails_on_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given an analysis that fails inside (a fault of its own, not of the pattern)
     def broken(*_: object) -> int:

@@ -53,6 +53,18 @@ Over the whole pattern, not only inside repeats:
   ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
   ``[a-z]+(?:-[a-z]+)?(?:-[a-z]+)?`` passes: each optional part begins with its own ``-``.
 
+  **Searched for** (``searched``: a team signature, under ``re.search`` in log lines of up to 2,000
+  characters), the bound is 2 and the start counts as one: ``re.search`` tries the pattern at every start,
+  as if it began with a lazy repeat of any character, so each run that can begin at the start is cut once
+  more. ``.*=.*=.*nan`` (over 40 s on a progress bar of 500 ``=``), ``\\w+\\s*\\w+\\s*timeout`` (a
+  hex dump), ``\\S+\\s*\\S+\\s*oom`` and ``\\w+\\w+:\\s*error`` (15 s on 2,000 letters) are
+  refused; ``.*x`` and ``\\w+x`` (the line's length squared: 50 ms) pass. A pattern anchored at the
+  text's start (``^`` without MULTILINE, ``\\A``, in every alternative) is tried at one start, so
+  ``^\\w+\\w+x`` passes; a first character the repeats do not share ends the start's run there
+  (``=\\w+\\w+x``: a run of letters begins after each ``=``, and the runs after different starts are
+  apart), while ``libfabric:.*`` starts where ``l`` does, which ``.*`` shares: the start and the ``.*``
+  count two. Words in order are best found with atomic groups (``libfabric:(?>.*?\\befa\\b).*\\berr``).
+
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
 in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
 (ASCII, a space, a few letters, digits, spaces and signs beyond ASCII, what tag values and failure messages
@@ -87,6 +99,7 @@ _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
 _MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
 _MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
+_SEARCHED_DEGREE: Final = 2  # the same, searched for (re.search): its start positions count as one of them
 _MAX_STEPS: Final = 200_000  # parts the degree rule may walk over the whole analysis; more: too complex
 _FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
@@ -109,8 +122,10 @@ def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
     """Why ``pattern`` can backtrack exponentially, or polynomially of a degree above ``_MAX_DEGREE`` (a run
     of characters cut among more repeats than that); None when it cannot be shown (or the analysis is not
     available). ``searched``: the pattern is searched for in long text (a log line), which pays one degree
-    more for every place it starts at, so a fixed count of nested quantifiers (``(?:\\w+\\s?){2}``) is
-    refused there as before, while a tag value matched whole may hold one of up to ``_FEW_COPIES``."""
+    more for every place it starts at: a run that can begin at an unanchored start may be cut among at most
+    ``_SEARCHED_DEGREE`` repeats, the start counted as one, and a fixed count of nested quantifiers
+    (``(?:\\w+\\s?){2}``) is refused there as before, while a tag value matched whole may hold one of up to
+    ``_FEW_COPIES``."""
     try:
         parser = importlib.import_module("re._parser")
         constants = importlib.import_module("re._constants")
@@ -118,9 +133,9 @@ def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
     except Exception:  # no parser to read (another Python), or not a pattern at all: re.compile says so
         return None
     try:
-        walk = _Walk(constants, pattern, 0 if searched else _FEW_COPIES)
+        walk = _Walk(constants, pattern, searched)
         items = walk.prepare(parsed, parsed.state.flags)
-        problem = walk.sequence(items)
+        problem = walk.sequence(items, top=True)
         if problem is None and walk.readings(items) > _MAX_READINGS:
             problem = (
                 f"its parts can each match one string in a few ways, more than {_MAX_READINGS} in all, so a "
@@ -141,10 +156,12 @@ class _TooComplex(Exception):
 
 
 class _Walk:
-    def __init__(self, constants: Any, pattern: str, few_copies: int) -> None:
+    def __init__(self, constants: Any, pattern: str, searched: bool) -> None:
         self.c = constants
         self.pattern = pattern
-        self.few_copies = few_copies
+        self.searched = searched
+        self.few_copies = 0 if searched else _FEW_COPIES
+        self.max_degree = _SEARCHED_DEGREE if searched else _MAX_DEGREE
         self.steps = 0
         self.unbounded = int(constants.MAXREPEAT)
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
@@ -213,6 +230,8 @@ class _Walk:
             elif op is c.GROUPREF_EXISTS:
                 no = None if av[2] is None else self._rewrite(av[2], flags)
                 out.append((op, (av[0], self._rewrite(av[1], flags), no)))
+            elif op is c.AT and av is c.AT_BEGINNING and flags & re.MULTILINE:
+                out.append((op, c.AT_BEGINNING_LINE))  # as re compiles it: ^ after every newline as well
             else:
                 out.append((op, av))
         return out
@@ -249,8 +268,8 @@ class _Walk:
 
     # ---- the search ----------------------------------------------------------------------------
 
-    def sequence(self, items: Iterable[tuple[Any, Any]]) -> str | None:
-        problem = self.degree_problem(items)
+    def sequence(self, items: Iterable[tuple[Any, Any]], top: bool = False) -> str | None:
+        problem = self.degree_problem(items, top)
         if problem is not None:
             return problem
         for op, av in items:
@@ -361,7 +380,7 @@ class _Walk:
             total = min(total * part, _MAX_READINGS + 1)
         return total
 
-    def degree_problem(self, items: Any) -> str | None:
+    def degree_problem(self, items: Any, top: bool = False) -> str | None:
         """A run of shared characters that repeats of varying count in a row (past parts that can match
         nothing, through groups and the copies of a fixed count) can cut among them in too many ways: more
         than ``_MAX_DEGREE`` repeats that take any length (``\\d*\\d*\\d*\\d*x`` tries every way to cut a
@@ -369,6 +388,9 @@ class _Walk:
         through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
         past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
+        if top and self.searched and not self._anchored(items):
+            # re.search tries the pattern at every start: as if it began with a lazy repeat of any character
+            runs[self.alphabet] = (1, 1, False)
         for op, av, copied in self._flat(items, _FLAT_BUDGET, copied=False):
             self._step()
             own, nullable = self._part(op, av)
@@ -389,7 +411,9 @@ class _Walk:
                     spanned, cut, through = run
                     pieces = self._pieces(body, counts, shared) if whole else 1
                     cut_again = (spanned + pieces, cut) if pieces else (spanned, cut * counts)
-                    problem = _too_many_cuts(*cut_again, through or copied, chars & (own if whole else begin))
+                    problem = _too_many_cuts(
+                        *cut_again, through or copied, chars & (own if whole else begin), self.max_degree
+                    )
                     if problem is not None:
                         return problem
                     if whole:
@@ -487,6 +511,21 @@ class _Walk:
         self.steps += count
         if self.steps > _MAX_STEPS:
             raise _TooComplex
+
+    def _anchored(self, items: Any) -> bool:
+        """Whether ``items`` can match only at the beginning of the text (``^`` without MULTILINE, ``\\A``),
+        so re.search tries it at one start, not at each: past groups and parts that can match nothing."""
+        c = self.c
+        for op, av in items:
+            if op is c.AT:
+                return av is c.AT_BEGINNING_STRING or av is c.AT_BEGINNING  # not AT_BEGINNING_LINE
+            if op is c.SUBPATTERN:
+                return self._anchored(av[-1])
+            if op is c.BRANCH:
+                return all(self._anchored(branch) for branch in av[1])
+            if not self.nullable([(op, av)]):
+                return False
+        return False
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
         """The repeats of varying count in ``items``, at any depth (not inside possessive or atomic parts)."""
@@ -690,12 +729,12 @@ def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str]) -> dict[f
     return kept
 
 
-def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str]) -> str | None:
+def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str], most: int) -> str | None:
     """Why a run cut among ``degree`` repeats of any length (through a fixed count's copies: ``copied``) and
-    bounded ones that cut it ``splits`` ways takes too long; None when it does not."""
+    bounded ones that cut it ``splits`` ways takes too long, ``most`` repeats allowed; None when it does not."""
     if splits > _MAX_SPLITS:
         cost = f"{splits} ways or more"
-    elif degree > (_FEW_COPIES if copied else _MAX_DEGREE):
+    elif degree > (min(_FEW_COPIES, most) if copied else most):
         cost = f"its length to the power {degree}"
     else:
         return None
