@@ -46,6 +46,8 @@ REFUSED = [
     "(?i)(ab|AB){2,}c",
     # alternatives of which one begins another, in a part that also holds an unbounded repeat
     "((x|xy)y*)+",
+    # a repeated reference to a group that can be empty
+    r"(a*)\1+",
     # a fixed count whose part can match nothing, or one string in many ways: the ways multiply per copy
     "(?:[a-z0-9]?){30}[a-z0-9]{30}",
     "(?:a|a?){26}!",
@@ -108,6 +110,9 @@ ACCEPTED = [
     r"^(?:\w+\s?){2}$",
     r"^(?:[a-z0-9]+[._-]?){2}$",
     r"^(?:[a-z]+\d*){2}$",
+    # a repeated reference to a group that cannot be empty repeats one fixed string
+    r"(a)\1+",
+    r"^(ab)-\1+$",
     # ordinary tag values
     r"^CC-\d{4,6}$",
     r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",

@@ -11,7 +11,8 @@ can match one string in more than one way, in the forms below. A repeat of fixed
 alike, for its copies share a value among them as a repeat's iterations do (``(?:[a-z0-9]?){30}[a-z0-9]{30}``
 and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters).
 
-- **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``.
+- **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``, ``(a*)\\1+`` (a
+  reference to a group matches what the group did: ``(a)\\1+`` repeats one ``a`` and passes).
 - **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
@@ -167,6 +168,7 @@ class _Walk:
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
         self._sets: dict[tuple[str, int], frozenset[str]] = {}
         self._memo: dict[tuple[str, int, Any], Any] = {}  # by the identity of a part of the rewritten parse
+        self._groups: dict[int, Any] = {}  # a capturing group's number: its part, rewritten
 
     # ---- characters, read once with the flags in force where they stand ----------------------------
 
@@ -221,6 +223,8 @@ class _Walk:
             elif op is c.SUBPATTERN:
                 group, add, remove, body = av
                 out.append((op, (group, add, remove, self._rewrite(body, (flags | add) & ~remove))))
+                if group is not None:
+                    self._groups[group] = out[-1][1][-1]
             elif op is c.BRANCH:
                 out.append((op, (av[0], [self._rewrite(branch, flags) for branch in av[1]])))
             elif op is c.ATOMIC_GROUP:
@@ -604,7 +608,7 @@ class _Walk:
 
     def nullable(self, items: Any) -> bool:
         """Whether ``items`` can match the empty string (anchors and lookarounds match it; a group reference
-        is assumed to)."""
+        when its group can, or is not known)."""
         c = self.c
         for op, av in items:
             if self.chars(op, av) is not None:
@@ -617,6 +621,8 @@ class _Walk:
                 can = self.nullable(av)
             elif op is c.BRANCH:
                 can = any(self.nullable(branch) for branch in av[1])
+            elif op is c.GROUPREF and av in self._groups:  # (a)\1+: the reference matches what the group did
+                can = self.nullable(self._groups[av])
             else:
                 can = True
             if not can:
