@@ -4,6 +4,7 @@ is handed to auto-resume (which re-reads and decides again). Order and branches.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -615,6 +616,24 @@ def test_a_due_job_whose_resume_meets_an_error_after_the_window_left_it_is_resum
     assert world.asked_since[10] > NOW
     # And the job, no longer listed, is tried again by name and resumed once, at the first pass after the error
     assert world.calls.log.count("resume due-r3") == 1 + RESUME_HOLD_PASSES + 1
+    assert world.resumed == ["due-r3"]
+
+
+def test_a_due_job_tried_by_name_whose_resume_meets_a_defect_once_is_tried_again() -> None:
+    # Given the third clone due an hour after it failed at NOW, whose resume is refused until the window has left
+    # it, so that it is tried by name
+    world = World()
+    world.failed["due-r3"] = {**clone_tags(due_tag(60), attempt=3), TAG_ROOT: "due"}
+    world.failed_at["due-r3"] = NOW
+    world.erring = {"due-r3"}
+    # When one of those tries by name meets a defect of ours (an odd answer: not an AdapterError), gone at the next
+    for run in range(19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.erring = {"due-r3"} if run < 12 else set()
+        world.defective = {"due-r3"} if run == 12 else set()
+        with contextlib.suppress(ReconcileDefect):
+            world.run()
+    # Then the job stays on the list of those tried by name and is resumed at the next pass
     assert world.resumed == ["due-r3"]
 
 
