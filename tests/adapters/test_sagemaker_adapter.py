@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import botocore.config
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
-from botocore.exceptions import ParamValidationError
+from botocore.exceptions import ParamValidationError, ReadTimeoutError
 from botocore.stub import Stubber
 
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
@@ -169,17 +169,21 @@ STOPPING_JOB = {
     "CreationTime": 0,
 }
 NOT_STOPPABLE = "The request was rejected because the training job is in status Stopping."
+RetryMode = Literal["standard", "legacy"]
 
 
-def wire(answers: dict[str, list[tuple[int, dict[str, Any]]]], attempts: int) -> tuple[Any, list[str]]:
-    """A client in botocore's standard retry mode (``attempts`` at most per call) whose SageMaker answers each
-    operation's attempts in turn from ``answers`` (status, body); returns it and the operations sent, in order."""
+def wire(
+    answers: dict[str, list[tuple[int | None, dict[str, Any]]]], attempts: int, mode: RetryMode = "standard"
+) -> tuple[Any, list[str]]:
+    """A client in botocore's ``mode`` of retries (standard unless told; ``attempts`` at most per call) whose
+    SageMaker answers each operation's attempts in turn from ``answers`` (status, body; a status of None: no answer,
+    a read timeout); returns it and the operations sent, in order."""
     client = boto3.client(
         "sagemaker",
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
-        config=botocore.config.Config(retries={"mode": "standard", "total_max_attempts": attempts}),
+        config=botocore.config.Config(retries={"mode": mode, "total_max_attempts": attempts}),
     )
     sent: list[str] = []
 
@@ -187,12 +191,17 @@ def wire(answers: dict[str, list[tuple[int, dict[str, Any]]]], attempts: int) ->
         operation = request.headers["X-Amz-Target"].decode().rsplit(".", 1)[-1]
         status, body = answers[operation][sent.count(operation)]
         sent.append(operation)
+        if status is None:
+            raise ReadTimeoutError(endpoint_url=request.url)
         headers = HTTPHeaders()
         headers["content-type"] = "application/x-amz-json-1.1"
         return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))
 
     client.meta.events.register("before-send.sagemaker.*", send)
     return client, sent
+
+
+THROTTLED = (400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
 
 
 def test_a_stop_applied_by_its_first_attempt_whose_retry_finds_the_job_stopping_is_this_calls_stop() -> None:
@@ -232,6 +241,44 @@ def test_a_stop_answered_not_stoppable_on_its_only_attempt_is_an_earlier_end() -
     assert outcome is StopOutcome.ALREADY_ENDED
 
 
+@pytest.mark.parametrize("mode", ["standard", "legacy"])
+def test_a_throttled_stop_whose_job_was_stopped_before_its_retry_is_an_earlier_end(mode: RetryMode) -> None:
+    # Given StopTrainingJob's first attempt throttled (not applied), the job stopped by someone else (its owner,
+    # another guard, its MaxRuntime) while botocore waited to retry, and the retry answered "not stoppable"
+    client, sent = wire(
+        {
+            "StopTrainingJob": [THROTTLED, (400, {"__type": "ValidationException", "message": NOT_STOPPABLE})],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+        mode=mode,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then no attempt of the call was applied: the job's stop came before the call's answer and is not the call's
+    assert sent == ["StopTrainingJob", "StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.ALREADY_ENDED
+
+
+def test_a_stop_whose_first_attempt_got_no_answer_and_whose_retry_finds_the_job_stopping_is_this_calls_stop() -> (
+    None
+):
+    # Given StopTrainingJob's first attempt without an answer (a read timeout: perhaps applied), and botocore's
+    # retry of it answered "not stoppable"
+    client, sent = wire(
+        {
+            "StopTrainingJob": [(None, {}), (400, {"__type": "ValidationException", "message": NOT_STOPPABLE})],
+            "DescribeTrainingJob": [(200, STOPPING_JOB)],
+        },
+        attempts=3,
+    )
+    # When the adapter stops the job
+    outcome = SageMakerJobs(client).stop("job-1")
+    # Then the stop is taken as this call's, as after a first attempt answered 500
+    assert sent == ["StopTrainingJob", "StopTrainingJob", "DescribeTrainingJob"]
+    assert outcome is StopOutcome.STOPPED
+
+
 @pytest.mark.parametrize(
     ("stop_answers", "raised_as"),
     [
@@ -243,20 +290,21 @@ def test_a_stop_answered_not_stoppable_on_its_only_attempt_is_an_earlier_end() -
             ],
             AdapterError,
         ),
+        ([THROTTLED, (400, {"__type": "ValidationException", "message": NOT_STOPPABLE})], StopRefused),
     ],
-    ids=["only-attempt-refused", "retry-refused"],
+    ids=["only-attempt-refused", "retry-refused", "throttled-then-refused"],
 )
 def test_a_stop_answered_not_stoppable_whose_status_cannot_be_read_is_refused_only_after_one_attempt(
-    stop_answers: list[tuple[int, dict[str, Any]]], raised_as: type[AdapterError]
+    stop_answers: list[tuple[int | None, dict[str, Any]]], raised_as: type[AdapterError]
 ) -> None:
-    # Given StopTrainingJob answered "not stoppable", and DescribeTrainingJob throttled past botocore's retries
-    throttled = (400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
-    client, _ = wire({"StopTrainingJob": stop_answers, "DescribeTrainingJob": [throttled, throttled]}, attempts=2)
+    # Given StopTrainingJob answered "not stoppable" (after a first attempt answered 500, or throttled), and
+    # DescribeTrainingJob throttled past botocore's retries
+    client, _ = wire({"StopTrainingJob": stop_answers, "DescribeTrainingJob": [THROTTLED, THROTTLED]}, attempts=2)
     # When the adapter stops the job
     with pytest.raises(AdapterError) as raised:
         SageMakerJobs(client).stop("job-1")
-    # Then a refusal of the only attempt is StopRefused (nothing of ours applied: stop_noted notes nothing), and a
-    # refused retry, whose first attempt may have been applied, is not
+    # Then a refusal after no attempt that may have been applied is StopRefused (nothing of ours applied:
+    # stop_noted notes nothing), and a refused retry, whose first attempt may have been applied, is not
     assert type(raised.value) is raised_as
 
 
@@ -272,19 +320,29 @@ def test_a_stop_answered_not_stoppable_whose_status_cannot_be_read_is_refused_on
             ],
             AdapterError,
         ),
+        ([THROTTLED, THROTTLED, THROTTLED], StopRefused),
+        ([THROTTLED, (400, {"__type": "AccessDeniedException", "message": "explicit deny"})], StopDenied),
+        ([(None, {}), THROTTLED], AdapterError),
     ],
-    ids=["only-attempt-throttled", "only-attempt-denied", "retry-denied"],
+    ids=[
+        "only-attempt-throttled",
+        "only-attempt-denied",
+        "retry-denied",
+        "every-attempt-throttled",
+        "throttled-then-denied",
+        "unanswered-then-throttled",
+    ],
 )
-def test_a_refusal_is_taken_as_not_applied_only_when_it_answered_the_calls_only_attempt(
-    stop_answers: list[tuple[int, dict[str, Any]]], raised_as: type[AdapterError]
+def test_a_refusal_is_taken_as_not_applied_only_when_no_attempt_of_the_call_may_have_been(
+    stop_answers: list[tuple[int | None, dict[str, Any]]], raised_as: type[AdapterError]
 ) -> None:
-    # Given StopTrainingJob refused on its only attempt (botocore's retries spent, or its retry quota), or refused
-    # on botocore's retry of a first attempt answered 500
+    # Given StopTrainingJob refused on its only attempt (botocore's retries spent, or its retry quota), on every
+    # attempt, or on botocore's retry of a first attempt answered 500 or not at all
     client, _ = wire({"StopTrainingJob": stop_answers}, attempts=len(stop_answers))
     # When the adapter stops the job
     with pytest.raises(AdapterError) as raised:
         SageMakerJobs(client).stop("job-1")
-    # Then only the refusal of the only attempt says the stop was not made
+    # Then a refusal says the stop was not made only when every attempt before it was refused too
     assert type(raised.value) is raised_as
 
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError
+from moto.core.botocore_stubber import MockRawResponse
 
 from sagemaker_governance.adapters.idempotency import DeliveryLedger
 from sagemaker_governance.adapters.sagemaker import SageMakerJobs
@@ -29,7 +31,9 @@ from sagemaker_governance.domain.errors import (
 from sagemaker_governance.handlers.idle_stopper import handler as stopper
 from sagemaker_governance.handlers.job_events import handler as job_events
 from smgov.adapters.dead_letter_queue import DeadLetterQueue
+from smgov.simulation.backoff import virtual_backoff
 from smgov.simulation.fake_sagemaker import SageMakerError
+from smgov.simulation.faults import ANSWERED_URL
 from smgov.simulation.harness import LocalAccount, local_account
 from smgov.simulation.job_signals import JobSignals, log_stream
 from smgov.simulation.messages import sqs_lambda_event, sqs_record
@@ -848,6 +852,98 @@ def test_a_compliance_stop_refused_as_the_owner_stopped_first_is_not_taken_as_ma
     ]
     outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
     assert outcomes == ["already-ended"]
+
+
+def throttled_while_its_owner_stops(account: LocalAccount) -> list[int]:
+    """The next StopTrainingJob as botocore's send loop makes it (the double answers every other call before that
+    loop, as always): its first HTTP attempt throttled, so not applied, and the job stopped by its owner while
+    botocore waits to retry it (``stopped_during_the_backoff``); the double answers the retry on the wire as
+    SageMaker would (the job is Stopping: "not stoppable"). Returns the HTTP status of each attempt."""
+    fake = account.sagemaker
+    events = account.root.client("sagemaker").meta.events
+    statuses: list[int] = []
+    stop_operation: list[Any] = []
+
+    def before_the_send_loop(model: Any, **kwargs: Any) -> Any:
+        if model.name == "StopTrainingJob" and not statuses:
+            stop_operation.append(model)
+            return None  # sent through botocore's send loop, answered below
+        return fake._answer(model=model, **kwargs)
+
+    def send(request: Any, **_: Any) -> AWSResponse:
+        if statuses:
+            http, parsed = fake._answer(model=stop_operation[0], params={})
+            error = parsed.get("Error")
+            status, body = (
+                http.status_code,
+                {} if error is None else {"__type": error["Code"], "message": error["Message"]},
+            )
+        else:
+            status, body = 400, {"__type": "ThrottlingException", "message": "Rate exceeded"}
+        statuses.append(status)
+        url, request.url = request.url, ANSWERED_URL  # moto's stubber, asked after us, leaves it alone
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.1"
+        return AWSResponse(url, status, headers, MockRawResponse(json.dumps(body).encode()))
+
+    events.unregister("before-call.sagemaker.*", fake._answer)
+    events.register("before-call.sagemaker.*", before_the_send_loop)
+    events.register_first("before-send.sagemaker.StopTrainingJob", send)
+    return statuses
+
+
+def stopped_during_the_backoff(account: LocalAccount, name: str) -> Any:
+    """botocore's retry backoff, without sleeping, during which job ``name``'s owner stops it."""
+
+    def owner_stops(_seconds: float) -> None:
+        if account.sagemaker.jobs[name]["TrainingJobStatus"] == "InProgress":
+            account.sagemaker.transition(name, "Stopping", "Stopping")
+
+    return virtual_backoff(owner_stops)
+
+
+def test_a_compliance_stop_throttled_while_the_owner_stops_the_job_is_not_taken_as_governances(
+    acct: LocalAccount,
+) -> None:
+    # Given a job that violates an enforced stop rule, and compliance's StopTrainingJob throttled on its first
+    # attempt (not applied) while the owner stops the job before botocore's retry, which is answered "not
+    # stoppable"
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("untagged-1", tags=UNTAGGED))
+    statuses = throttled_while_its_owner_stops(acct)
+    # When the job's event is delivered
+    with stopped_during_the_backoff(acct, "untagged-1"):
+        acct.invoke(job_events, acct.sagemaker.event("untagged-1"))
+    # Then the owner's stop is not taken for governance's: recorded already-done, and told as an earlier end
+    assert statuses == [400, 400]
+    assert [(r.action, r.code, r.outcome.value) for r in acct.audit.records] == [
+        ("stop", "compliance.stop.violation", "already-done")
+    ]
+    outcomes = [json.loads(m["Body"])["outcome"] for m in inbox_messages(acct, inbox)]
+    assert outcomes == ["already-ended"]
+
+
+def test_a_guard_stop_throttled_while_the_owner_stops_the_job_tells_nobody_it_was_stopped(
+    acct: LocalAccount, clock: MovableClock
+) -> None:
+    # Given an idle job whose alarm fires, and the guard's StopTrainingJob throttled on its first attempt (not
+    # applied) while the owner stops the job before botocore's retry, which is answered "not stoppable"
+    inbox = acct.notification_inbox()
+    acct.sagemaker.launch(create_request("idle-1"), secondary="Training")
+    acct.invoke(job_events, acct.sagemaker.event("idle-1"))
+    JobSignals(clock).attach(acct.cloudwatch).idle("idle-1")
+    log_stream("idle-1")
+    clock.advance(minutes=90)
+    statuses = throttled_while_its_owner_stops(acct)
+    alarm = "sagemaker-governance-idle-idle-1"
+    acct.cloudwatch.set_state(alarm, "ALARM")
+    # When the alarm's notification is delivered
+    with stopped_during_the_backoff(acct, "idle-1"):
+        acct.invoke(stopper, acct.cloudwatch.sns_event([acct.cloudwatch.notification(alarm)]))
+    # Then the owner's stop is not taken for the guard's: recorded already-done, and nobody told it was stopped
+    assert statuses == [400, 400]
+    assert [(r.code, r.outcome.value) for r in records(acct, "stop")] == [("idle.stop.idle", "already-done")]
+    assert inbox_messages(acct, inbox) == []
 
 
 def test_idle_stopper_crash_after_the_stop_is_retried_to_one_stop_and_one_record(

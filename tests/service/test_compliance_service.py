@@ -416,6 +416,22 @@ def test_a_mark_the_job_was_launched_with_is_ignored_and_the_job_evaluated_stopp
     assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
 
 
+def test_an_event_without_tags_or_creation_time_reads_the_job_before_trusting_the_mark_its_tags_show(
+    compliance: ComplianceService, jobs: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job created at 10:00:00 without its cost-center tag, launched with a mark copied from a job
+    # evaluated the day before, whose event leaves out both its tags and its creation time
+    tags = {**UNTAGGED, EVALUATED_TAG: "2025-11-20T09:15:00Z"}
+    jobs.jobs["job-1"] = job(tags=tags)
+    event = job(CreationTime=None).model_copy(update={"tags": None})
+    # When it is evaluated
+    decisions = compliance.react(event, TRIGGER)
+    # Then the job is read for its creation time before its mark is trusted: the mark is older, the job is stopped
+    assert [d.code for d in decisions] == [ComplianceCode.STOP]
+    assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1"]
+    assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
+
+
 @pytest.mark.parametrize(
     ("created", "mark"),
     [

@@ -4,6 +4,7 @@ is handed to auto-resume (which re-reads and decides again). Order and branches.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -555,17 +556,24 @@ def test_a_due_job_whose_resume_always_meets_an_error_holds_a_pass_cut_short_onl
     world.failed_at["later-r1"] = later
     world.tag_cost = 1.0
     # When the passes run again every 10 minutes for six hours, each cut short for time while its window is wide
-    starts = []
+    starts, tries, cut = [], [], []
     for run in range(19, 19 + 36):
         world.now = NOW + timedelta(minutes=10 * run)
         world.spent = 0.0
-        world.run_with(lambda: 300.0 - world.spent)
+        before = len(world.calls.log)
+        cut.append(world.run_with(lambda: 300.0 - world.spent).stopped_early)
         starts.append(world.asked_since[-1])
+        tries.append(world.calls.log[before:].count("resume due-r1"))
     # Then the passes after the first look back to the refused job's failure only for the first passes in a row
     # that met the error, trying it again at each, and then move on by what a pass reads, never further back
     assert starts[1 : 1 + RESUME_HOLD_PASSES] == [NOW] * RESUME_HOLD_PASSES
     assert starts[1 + RESUME_HOLD_PASSES] > NOW and starts[1:] == sorted(starts[1:])
-    assert world.calls.log.count("resume due-r1") == 1 + RESUME_HOLD_PASSES
+    assert tries[: 1 + RESUME_HOLD_PASSES] == [1] * (1 + RESUME_HOLD_PASSES)
+    # And the pass cut short after them does not reach the refused job by name (the jobs its window lists come
+    # first), and every later pass that reads its whole window tries it again by name
+    assert cut[1 + RESUME_HOLD_PASSES] and tries[1 + RESUME_HOLD_PASSES] == 0
+    assert all(tries[run] == 1 for run in range(2 + RESUME_HOLD_PASSES, 36) if not cut[run])
+    assert not any(cut[-10:])
     # And the due job beyond it is resumed, and the look-back is the usual one again within the six hours
     assert "later-r1" in world.resumed
     assert starts[-1] == world.now - timedelta(minutes=60 + 30)
@@ -581,9 +589,66 @@ def test_a_due_job_whose_resume_always_meets_an_error_does_not_hold_a_complete_p
     for run in range(37):
         world.now = NOW + timedelta(minutes=10 * run)
         world.run()
-    # Then every pass looks back as usual, and the job is tried at each pass that listed it (the ten within 90
-    # minutes of its failure): an error met at every pass no longer holds the window at the job once the usual
-    # look-back has left it, rather than widen the window at every run up to resume.late_after_hours
+    # Then every pass looks back as usual: an error met at every pass no longer holds the window at the job once
+    # the usual look-back has left it, rather than widen the window at every run up to resume.late_after_hours
     usual = timedelta(minutes=60 + 30)
     assert world.asked_since == [NOW + timedelta(minutes=10 * run) - usual for run in range(37)]
-    assert world.calls.log.count("resume due-r1") == 10
+    # And the job is tried at every pass all the same: by name once no window lists it
+    assert world.calls.log.count("resume due-r1") == 37
+
+
+def test_a_due_job_whose_resume_meets_an_error_after_the_window_left_it_is_resumed_once_the_error_passes() -> None:
+    # Given the default backoff [0, 15, 60]: a third clone that failed at NOW is due an hour on
+    world = World()
+    world.failed["due-r3"] = {**clone_tags(due_tag(60), attempt=3), TAG_ROOT: "due"}
+    world.failed_at["due-r3"] = NOW
+    # and its every resume is refused for the 40 minutes after it is due (ResourceLimitExceeded: the instance
+    # quota is full until other jobs end), one pass more than hold the window at it
+    world.erring = {"due-r3"}
+    # When the reconciler runs every 10 minutes, the quota freeing after the pass at NOW + 90 min
+    for run in range(19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        if run == 10:
+            world.erring = set()
+        world.run()
+    # Then the window moves on as usual once the error has held it for its passes
+    assert world.asked_since[-1] == world.now - timedelta(minutes=60 + 30)
+    assert world.asked_since[10] > NOW
+    # And the job, no longer listed, is tried again by name and resumed once, at the first pass after the error
+    assert world.calls.log.count("resume due-r3") == 1 + RESUME_HOLD_PASSES + 1
+    assert world.resumed == ["due-r3"]
+
+
+def test_a_due_job_tried_by_name_whose_resume_meets_a_defect_once_is_tried_again() -> None:
+    # Given the third clone due an hour after it failed at NOW, whose resume is refused until the window has left
+    # it, so that it is tried by name
+    world = World()
+    world.failed["due-r3"] = {**clone_tags(due_tag(60), attempt=3), TAG_ROOT: "due"}
+    world.failed_at["due-r3"] = NOW
+    world.erring = {"due-r3"}
+    # When one of those tries by name meets a defect of ours (an odd answer: not an AdapterError), gone at the next
+    for run in range(19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.erring = {"due-r3"} if run < 12 else set()
+        world.defective = {"due-r3"} if run == 12 else set()
+        with contextlib.suppress(ReconcileDefect):
+            world.run()
+    # Then the job stays on the list of those tried by name and is resumed at the next pass
+    assert world.resumed == ["due-r3"]
+
+
+def test_a_due_job_whose_resume_meets_an_error_until_it_is_too_late_is_tried_no_longer() -> None:
+    # Given a due deferred job that failed at NOW, whose every resume is refused, resumes being made up to 5 h
+    # after a failure
+    world = World({"mode": "enforce", "resume": {"late_after_hours": 5}})
+    world.failed["due-r1"] = {**clone_tags(due_tag(-1)), TAG_ROOT: "due"}
+    world.failed_at["due-r1"] = NOW
+    world.erring = {"due-r1"}
+    # When the reconciler runs every 10 minutes for six hours
+    for run in range(37):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.run()
+    # Then the job is tried at every pass up to the first one after those 5 h (where auto-resume decides it too
+    # late), and no longer after it
+    assert world.calls.log.count("resume due-r1") == 32
+    assert world.calls.log[-1] == "list-failed"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sagemaker_governance.domain import backtracking
 from sagemaker_governance.domain.backtracking import backtracking_problem
 from sagemaker_governance.domain.decisions import Mode
 from sagemaker_governance.domain.failures import builtin_taxonomy
@@ -45,6 +46,8 @@ REFUSED = [
     "(?i)(ab|AB){2,}c",
     # alternatives of which one begins another, in a part that also holds an unbounded repeat
     "((x|xy)y*)+",
+    # a repeated reference to a group that can be empty
+    r"(a*)\1+",
     # a fixed count whose part can match nothing, or one string in many ways: the ways multiply per copy
     "(?:[a-z0-9]?){30}[a-z0-9]{30}",
     "(?:a|a?){26}!",
@@ -72,6 +75,9 @@ REFUSED = [
     r"^(?:\w+[a-z]+|-)(?:[a-z]+\w+|_)$",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
+    # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
+    "(?:" * 20 + "a" + "){2}" * 20,
+    "(?:" * 24 + "a" + "){2}" * 24,
 ]
 
 ACCEPTED = [
@@ -88,6 +94,7 @@ ACCEPTED = [
     r"^(?:(?:dev|prod)-)+\w+$",
     # a fixed count is the part written out that many times
     r"^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)$",
+    "(?:" * 14 + "a" + "){3}" * 14,
     r"^(?:[0-9]{3}-){2}[0-9]{4}$",
     r"^(?:[a-z]+-){2}[a-z]+$",
     # a separator each repeat must begin or end with
@@ -103,6 +110,9 @@ ACCEPTED = [
     r"^(?:\w+\s?){2}$",
     r"^(?:[a-z0-9]+[._-]?){2}$",
     r"^(?:[a-z]+\d*){2}$",
+    # a repeated reference to a group that cannot be empty repeats one fixed string
+    r"(a)\1+",
+    r"^(ab)-\1+$",
     # ordinary tag values
     r"^CC-\d{4,6}$",
     r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
@@ -148,6 +158,56 @@ def test_a_fixed_count_of_nested_quantifiers_is_refused_where_the_pattern_is_sea
     # When it is analysed as a pattern searched for in long text (a team signature in a log line, where every
     # start pays the quadratic cut again), then a reason is given
     assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
+
+
+# searched for in a log line (re.search tries every start, one degree more): one run cut between two repeats
+# and the start is refused there, while a tag value matched whole may hold it
+SEARCHED_REFUSED = [
+    r".*=.*=.*nan",  # a progress bar of "=" cut at every start, then between the three .*
+    r"\w+\s*\w+\s*timeout",  # a hex dump: letters and digits cut at every start, then between the two \w+
+    r"\S+\s*\S+\s*oom",
+    r"\w+\w+:\s*error",
+    r".*=.*x",
+    r"(?m)^\w+\w+x",  # ^ after every newline: every line's start
+]
+
+SEARCHED_ACCEPTED = [
+    r".*x",  # one repeat after the start: the line's length squared at most
+    r"\w+x",
+    r"^\w+\w+x",  # one start only
+    r"\A\w+\w+x",
+    r"=\w+\w+x",  # a start on a "=" that the repeats do not share begins a run of its own
+    r"libfabric:.*\befa\b",
+    r"libfabric:(?>.*?\befa\b).*\berr\b",
+    "MYPLUGIN: transport to rank [0-9]+ lost",
+]
+
+
+@pytest.mark.parametrize("pattern", SEARCHED_REFUSED)
+def test_a_run_cut_at_every_start_and_again_is_refused_where_the_pattern_is_searched_for(pattern: str) -> None:
+    # Given a pattern whose repeats cut a run in two ways or more, within a value matched whole
+    assert backtracking_problem(pattern) is None
+    # When it is analysed as a team signature (searched for, ignoring case, in log lines of up to 2,000
+    # characters, where every start position cuts the run once more), then a reason is given
+    assert backtracking_problem(f"(?i){pattern}", searched=True) is not None
+
+
+@pytest.mark.parametrize("pattern", SEARCHED_ACCEPTED)
+def test_a_signature_that_reads_a_line_from_each_start_in_one_pass_is_accepted(pattern: str) -> None:
+    # Given a pattern anchored at the line's start, or whose runs after an unanchored start are cut once at most
+    # When it is analysed as a team signature, then nothing is found
+    assert backtracking_problem(f"(?i){pattern}", searched=True) is None
+
+
+def test_a_pattern_the_analysis_fails_on_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an analysis that fails inside (a fault of its own, not of the pattern)
+    def broken(*_: object) -> int:
+        raise RuntimeError("analysis fault")
+
+    monkeypatch.setattr(backtracking._Walk, "readings", broken)
+    # When a linear pattern is analysed, then it is refused: not checked is not known to be safe
+    assert backtracking_problem("[a-z0-9]+(-[a-z0-9]+)*") is not None
+    assert backtracking_problem("[a-z0-9]+(-[a-z0-9]+)*", searched=True) is not None
 
 
 def test_every_built_in_signature_and_example_pattern_is_accepted() -> None:

@@ -140,6 +140,41 @@ def test_the_fatal_xid_signature_reads_the_drivers_spellings(line: str, fatal: b
     assert bool(re.search(xid.pattern, line)) is fatal
 
 
+@pytest.mark.parametrize(
+    ("signature_id", "line", "matched"),
+    [
+        ("efa-transport-error", "libfabric:123:efa:efa_rdm_txe_handle_error():45<warn> err: 5 Input/output", True),
+        ("efa-transport-error", "LIBFABRIC: provider EFA <warn> ep 3 error", True),
+        ("efa-transport-error", "libfabric: efa <warn> efa <warn> retrying", False),
+        ("efa-transport-error", "libfabric: refa <warn> err", False),
+        ("efa-transport-error", "libfabric: <warn> efa err", False),
+        ("efa-transport-error", "NET/OFI Request 0x1 completed with error", True),
+        ("efa-transport-error", ("libfabric:efa<warn>" * 110)[:2000], False),
+        (
+            "dtype-mismatch",
+            "Input type (torch.cuda.HalfTensor) and weight type (torch.FloatTensor) should be the same",
+            True,
+        ),
+        ("dtype-mismatch", "Input type (a) and weight type (b) and weight type (c) should be the same", True),
+        ("dtype-mismatch", "Input type (a) should be the same and weight type (b)", False),
+        ("dtype-mismatch", ("Input type (" + ") and weight type (" * 110)[:2000], False),
+        ("python-exception", "[1,mpirank:0,algo-1]<stderr>:ValueError: bad shape", True),
+        ("python-exception", '[1,0]<stdout>: [x] ErrorMessage "torch.OutOfMemoryError: CUDA', True),
+        ("python-exception", "[1,0]<stderr>:ChildFailedError: rank 3", False),
+        ("python-exception", "[1,0] [2,0] <stderr>: ValueError: x", False),
+        ("python-exception", "[1,mpirank:0]<stderr>:" + "a" * 1977, False),
+    ],
+)
+def test_signatures_written_for_one_pass_match_what_they_matched(
+    signature_id: str, line: str, matched: bool
+) -> None:
+    # Given a built-in signature whose pattern was rewritten so that it reads a line in one pass (an atomic
+    # group around a part to find first, a possessive prefix of bracketed fields), then it matches the lines
+    # it matched before, the last of each a run of what it looks for without the end, cut at the line limit
+    (signature,) = [s for s in builtin_taxonomy().signatures if s.id == signature_id]
+    assert bool(signature.regex.search(line)) is matched
+
+
 def test_a_user_code_line_that_merely_mentions_nccl_is_not_a_hardware_fault() -> None:
     # Given a code bug whose error text names NCCL
     diagnosis = diagnose(

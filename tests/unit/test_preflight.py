@@ -110,6 +110,15 @@ def test_a_request_without_a_max_runtime_is_judged_with_sagemaker_s_one_day_defa
     assert not preflight_request(req, policy(), now, user="carol").refused
 
 
+@pytest.mark.parametrize("stopping", ["oops", 5, ["x"]])
+def test_a_malformed_stopping_condition_is_rejected_not_replaced_by_the_default(stopping: object) -> None:
+    # Given a request whose StoppingCondition is not a section at all
+    req = {**request("compliant.json"), "StoppingCondition": stopping}
+    # Then it is rejected as malformed, never judged as a job with SageMaker's default that was not requested
+    with pytest.raises(ValidationError):
+        job_from_request(req)
+
+
 def test_a_request_without_a_job_name_is_rejected() -> None:
     req = request("compliant.json")
     del req["TrainingJobName"]

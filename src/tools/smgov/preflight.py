@@ -34,7 +34,11 @@ DEFAULT_MAX_RUNTIME_SECONDS = 86_400
 def lacks_max_runtime(request: Mapping[str, Any]) -> bool:
     """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default."""
     stopping = request.get("StoppingCondition")
-    return not isinstance(stopping, Mapping) or stopping.get("MaxRuntimeInSeconds") is None
+    if stopping is None:
+        return True
+    # Only a section that is there and leaves the limit out: anything else is the request's own (malformed)
+    # value, for the model to reject, never replaced by a job that was not requested
+    return isinstance(stopping, Mapping) and stopping.get("MaxRuntimeInSeconds") is None
 
 
 def job_from_request(request: Mapping[str, Any]) -> TrainingJob:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -49,13 +50,25 @@ class SageMakerJobs:
     def __init__(self, client: Any) -> None:
         self._client = client
         self._raw: bytes | None = None
+        self._stop_attempts = threading.local()  # ``record``: the attempts of the stop in progress on this thread
         events = getattr(getattr(client, "meta", None), "events", None)
         if events is not None:
             events.register("before-parse.sagemaker.DescribeTrainingJob", self._keep_raw)
+            events.register("needs-retry.sagemaker.StopTrainingJob", self._note_stop_attempt)
 
     def _keep_raw(self, response_dict: dict[str, Any] | None = None, **_: Any) -> None:
         body = (response_dict or {}).get("body")
         self._raw = body if isinstance(body, bytes) else None
+
+    def _note_stop_attempt(self, response: Any = None, caught_exception: Any = None, **_: Any) -> None:
+        """botocore's ``needs-retry`` after each attempt of a StopTrainingJob (its endpoint's send loop, the
+        calling thread): notes whether that attempt may have been applied (True: answered 5xx, or not at all;
+        False: answered 4xx, a refusal: throttled, denied, not stoppable) in the record of the stop this adapter
+        is making on this thread, if any. Returns None, which leaves botocore's retry decision as its own retry
+        handler makes it (``Endpoint._needs_retry`` takes the first answer that is not None)."""
+        record = getattr(self._stop_attempts, "record", None)
+        if record is not None:
+            record.append(_perhaps_applied(response, caught_exception))
 
     def describe(self, name: str) -> dict[str, Any]:
         self._raw = None
@@ -110,46 +123,57 @@ class SageMakerJobs:
         """Stop a job; a job that is already stopping or has ended counts as success.
 
         botocore retries an attempt answered 5xx or not at all (and a throttled one), and raises the last
-        attempt's answer; ``RetryAttempts`` (its ``ResponseMetadata``, set on that answer) says how many attempts
-        came before it. After none, the answer is the whole truth of the call: a refusal was not applied
-        (``StopRefused``). After some, an earlier attempt may have been applied: a refusal says nothing of it.
-        An answer that does not say how many came before it (a client double's: botocore's always says) is read
-        as the call's only one, but for a throttled answer, which is taken as perhaps applied, as it was before
-        the count was read (a delivery's retry takes it for made only when the job shows a stop)."""
+        attempt's answer. Whether an attempt before that answer may have been applied (answered 5xx or not at
+        all) is read from each attempt's answer as botocore's send loop gets it (``_note_stop_attempt``): a call
+        whose earlier attempts, if any, were all refused (answered 4xx: throttled, say) applied nothing before its
+        last answer, and a refusal then was not applied (``StopRefused``). After an attempt answered 5xx or not at
+        all, a refusal says nothing of it: it may have been applied. A client that answers before the send loop
+        (a double, botocore's Stubber) shows no attempts: its answer's ``RetryAttempts`` (``ResponseMetadata``)
+        is read instead, any earlier attempt taken as perhaps applied; an answer that does not say either is read
+        as the call's only one, but for a throttled answer, which is taken as perhaps applied (a delivery's retry
+        takes it for made only when the job shows a stop)."""
+        record: list[bool] = []
+        self._stop_attempts.record = record
         try:
             self._client.stop_training_job(TrainingJobName=name)
         except ClientError as exc:
-            retries = _retry_attempts(exc)
-            earlier = retries is not None and retries > 0  # an earlier attempt may have been applied
+            self._stop_attempts.record = None
+            earlier = _earlier_applied(exc, record)
             # SageMaker answers a job it cannot stop with ValidationException; its model's one error for
             # StopTrainingJob is ResourceNotFound. Either way the job's own status says what happened (and
             # DescribeTrainingJob raises JobNotFound for a job that does not exist).
             if error_code(exc) in {"ValidationException", "ResourceNotFound"}:
-                return self._not_stoppable(name, exc, earlier)
+                return self._not_stoppable(name, exc, earlier is True)
             if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
                 # a server error: the stop may have been applied before it failed
                 raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
             if earlier:
                 # this answer (throttled, say) refused the last attempt only: an earlier one, answered 5xx or not
                 # at all and retried by botocore, may have been applied (stop_noted)
-                raise AdapterError(f"StopTrainingJob {name} failed after {retries} retries: {exc}") from exc
-            if error_code(exc) in DENIED_CODES:  # the call's one attempt, not applied
+                raise AdapterError(
+                    f"StopTrainingJob {name} failed after {_retry_attempts(exc)} retries: {exc}"
+                ) from exc
+            if error_code(exc) in DENIED_CODES:  # no attempt of the call applied
                 raise StopDenied(f"StopTrainingJob {name} failed: {exc}") from exc
-            if retries == 0:  # the call's one attempt, answered with a refusal: not applied
+            if earlier is False:  # every attempt of the call answered with a refusal: not applied
                 raise StopRefused(f"StopTrainingJob {name} failed: {exc}") from exc
             raise AdapterError(f"StopTrainingJob {name} failed: {exc}") from exc
         except BotoCoreError as exc:  # no answer (the stop may have been made: stopping again is success)
             raise StopUnanswered(f"StopTrainingJob {name} failed: {exc}") from exc
+        finally:
+            self._stop_attempts.record = None
         return StopOutcome.STOPPED
 
     def _not_stoppable(self, name: str, exc: ClientError, earlier: bool) -> StopOutcome:
-        """A stop SageMaker answered "not stoppable" (``exc``), by the job's status now. The call's only answer
-        (or one that does not say how many attempts came before it): the job was stopping or had ended before it
-        (``ALREADY_ENDED``), or the stop was refused (``StopRefused``, a status that cannot be read included:
-        nothing of ours was applied). The answer to a retry (``earlier``): an earlier attempt, answered 5xx or not
-        at all, may have made the job stopping; a job ``Stopping`` or ``Stopped`` is taken as stopped by this
-        call, as a delivery's retry takes a stop noted as perhaps applied (``stopped_earlier``), and a status that
-        cannot be read leaves the stop perhaps applied (a plain ``AdapterError``: ``stop_noted``)."""
+        """A stop SageMaker answered "not stoppable" (``exc``), by the job's status now. When no earlier attempt
+        of the call may have been applied (the call's only answer, the answer to a retry of attempts all refused,
+        or one that says nothing of the attempts before it): the job was stopping or had ended before the call
+        or while botocore waited to retry it, by someone else's doing (``ALREADY_ENDED``), or the stop was refused
+        (``StopRefused``, a status that cannot be read included: nothing of ours was applied). When one may
+        (``earlier``: answered 5xx or not at all), it may have made the job stopping; a job ``Stopping`` or
+        ``Stopped`` is taken as stopped by this call, as a delivery's retry takes a stop noted as perhaps applied
+        (``stopped_earlier``), and a status that cannot be read leaves the stop perhaps applied (a plain
+        ``AdapterError``: ``stop_noted``)."""
         try:
             status = self.describe(name).get("TrainingJobStatus")
         except JobNotFound:
@@ -171,6 +195,26 @@ class SageMakerJobs:
         if earlier:
             raise AdapterError(f"StopTrainingJob {name} retried and rejected while {status}: {exc}") from exc
         raise StopRefused(f"StopTrainingJob {name} rejected while {status}: {exc}") from exc
+
+
+def _perhaps_applied(response: Any, caught_exception: Any) -> bool:
+    """Whether a StopTrainingJob attempt botocore's send loop got ``response`` (the HTTP response and its parse)
+    or ``caught_exception`` for may have been applied: yes unless SageMaker answered it 4xx (a refusal)."""
+    if caught_exception is not None or not isinstance(response, tuple) or not response:
+        return True
+    status = getattr(response[0], "status_code", None)
+    return not (isinstance(status, int) and 400 <= status < 500)
+
+
+def _earlier_applied(exc: ClientError, record: list[bool]) -> bool | None:
+    """Whether an attempt of a failed StopTrainingJob before the one ``exc`` answers may have been applied:
+    by the call's ``record`` (``_note_stop_attempt``: one entry per attempt, the last ``exc``'s) when botocore's
+    send loop made any; else by ``RetryAttempts`` (any earlier attempt perhaps applied), None when ``exc`` does
+    not say it (a client double's answer)."""
+    if record:
+        return any(record[:-1])
+    retries = _retry_attempts(exc)
+    return None if retries is None else retries > 0
 
 
 def _retry_attempts(exc: ClientError) -> int | None:

@@ -11,7 +11,8 @@ can match one string in more than one way, in the forms below. A repeat of fixed
 alike, for its copies share a value among them as a repeat's iterations do (``(?:[a-z0-9]?){30}[a-z0-9]{30}``
 and ``(?:a|a?){26}!`` took seconds on 31 and 26 characters).
 
-- **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``.
+- **a body that can match nothing** as well as characters: ``(a|)+``, ``(?:a|a?){26}``, ``(a*)\\1+`` (a
+  reference to a group matches what the group did: ``(a)\\1+`` repeats one ``a`` and passes).
 - **nested quantifiers**: the body holds a repeat of varying count (``+``, ``*``, ``?``, ``{1,3}``) and the
   whole body can match a non-empty string of only the characters that inner repeat consumes, so a run of
   them splits between iterations in exponentially many ways: ``(a+)+``, ``(\\w+\\s?)*``,
@@ -53,12 +54,31 @@ Over the whole pattern, not only inside repeats:
   ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
   ``[a-z]+(?:-[a-z]+)?(?:-[a-z]+)?`` passes: each optional part begins with its own ``-``.
 
+  **Searched for** (``searched``: a team signature, under ``re.search`` in log lines of up to 2,000
+  characters), the bound is 2 and the start counts as one: ``re.search`` tries the pattern at every start,
+  as if it began with a lazy repeat of any character, so each run that can begin at the start is cut once
+  more. ``.*=.*=.*nan`` (over 40 s on a progress bar of 500 ``=``), ``\\w+\\s*\\w+\\s*timeout`` (a
+  hex dump), ``\\S+\\s*\\S+\\s*oom`` and ``\\w+\\w+:\\s*error`` (15 s on 2,000 letters) are
+  refused; ``.*x`` and ``\\w+x`` (the line's length squared: 50 ms) pass. A pattern anchored at the
+  text's start (``^`` without MULTILINE, ``\\A``, in every alternative) is tried at one start, so
+  ``^\\w+\\w+x`` passes; a first character the repeats do not share ends the start's run there
+  (``=\\w+\\w+x``: a run of letters begins after each ``=``, and the runs after different starts are
+  apart), while ``libfabric:.*`` starts where ``l`` does, which ``.*`` shares: the start and the ``.*``
+  count two. Words in order are best found with atomic groups (``libfabric:(?>.*?\\befa\\b).*\\berr``).
+
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
 in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
 (ASCII, a space, a few letters, digits, spaces and signs beyond ASCII, what tag values and failure messages
 hold) widened by the pattern's own characters in either case, so ``\\w`` meets a literal ``ж`` and ``\\d``
 a literal ``\\u0660`` (an Arabic-Indic zero) as they do at run time. The analysis reads CPython's parser
-(``re._parser``, private): where it is missing or fails, no pattern is refused on this ground.
+(``re._parser``, private): where it is missing or cannot parse the pattern (``re.compile`` says why), no
+pattern is refused on this ground. The analysis itself is bounded: a sequence is opened into at most 4,096
+parts (a fixed count's copies written out stop there, however deeply they nest), and the whole analysis
+may take ``_MAX_STEPS`` steps (parts walked or written out); a pattern that needs more, such as ``(?:a){2}``
+nested twenty deep (2**20 copies, which took seconds and, 24 deep, minutes to analyse), is refused as too
+complex to check. So is one the analysis fails on inside (an exception of its own): a pattern not checked
+is not known to be safe, and a refused team pattern costs the document (the functions keep its last good
+version), while an accepted one that backtracks hangs every reaction that matches it.
 """
 
 from __future__ import annotations
@@ -80,8 +100,11 @@ _MAX_WORDS: Final = 256
 _MAX_LENGTH: Final = 64
 _MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
 _MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
+_SEARCHED_DEGREE: Final = 2  # the same, searched for (re.search): its start positions count as one of them
+_MAX_STEPS: Final = 200_000  # parts the degree rule may walk over the whole analysis; more: too complex
 _FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
+_FLAT_BUDGET: Final = 4096  # parts a sequence is opened into, at most (fixed counts written out)
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 _Word = tuple[frozenset[str], ...]
@@ -100,34 +123,52 @@ def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
     """Why ``pattern`` can backtrack exponentially, or polynomially of a degree above ``_MAX_DEGREE`` (a run
     of characters cut among more repeats than that); None when it cannot be shown (or the analysis is not
     available). ``searched``: the pattern is searched for in long text (a log line), which pays one degree
-    more for every place it starts at, so a fixed count of nested quantifiers (``(?:\\w+\\s?){2}``) is
-    refused there as before, while a tag value matched whole may hold one of up to ``_FEW_COPIES``."""
+    more for every place it starts at: a run that can begin at an unanchored start may be cut among at most
+    ``_SEARCHED_DEGREE`` repeats, the start counted as one, and a fixed count of nested quantifiers
+    (``(?:\\w+\\s?){2}``) is refused there as before, while a tag value matched whole may hold one of up to
+    ``_FEW_COPIES``."""
     try:
         parser = importlib.import_module("re._parser")
         constants = importlib.import_module("re._constants")
         parsed = parser.parse(pattern)
-        walk = _Walk(constants, pattern, 0 if searched else _FEW_COPIES)
+    except Exception:  # no parser to read (another Python), or not a pattern at all: re.compile says so
+        return None
+    try:
+        walk = _Walk(constants, pattern, searched)
         items = walk.prepare(parsed, parsed.state.flags)
-        problem = walk.sequence(items)
+        problem = walk.sequence(items, top=True)
         if problem is None and walk.readings(items) > _MAX_READINGS:
             problem = (
                 f"its parts can each match one string in a few ways, more than {_MAX_READINGS} in all, so a "
                 f"value can be matched in exponentially many ways (ambiguous words, multiplied)"
             )
         return problem
-    except Exception:  # the analysis is an extra check, never a reason to reject by itself
-        return None
+    except _TooComplex:
+        return (
+            f"it is too complex to check (more than {_MAX_STEPS} steps of the analysis: nested fixed counts "
+            f"written out, or a great many parts)"
+        )
+    except Exception as exc:  # a pattern that cannot be checked is not known to be safe: refused
+        return f"it could not be checked ({type(exc).__name__} in the analysis)"
+
+
+class _TooComplex(Exception):
+    """The analysis spent its ``_MAX_STEPS``: the pattern is refused rather than checked for ever."""
 
 
 class _Walk:
-    def __init__(self, constants: Any, pattern: str, few_copies: int) -> None:
+    def __init__(self, constants: Any, pattern: str, searched: bool) -> None:
         self.c = constants
         self.pattern = pattern
-        self.few_copies = few_copies
+        self.searched = searched
+        self.few_copies = 0 if searched else _FEW_COPIES
+        self.max_degree = _SEARCHED_DEGREE if searched else _MAX_DEGREE
+        self.steps = 0
         self.unbounded = int(constants.MAXREPEAT)
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
         self._sets: dict[tuple[str, int], frozenset[str]] = {}
         self._memo: dict[tuple[str, int, Any], Any] = {}  # by the identity of a part of the rewritten parse
+        self._groups: dict[int, Any] = {}  # a capturing group's number: its part, rewritten
 
     # ---- characters, read once with the flags in force where they stand ----------------------------
 
@@ -182,6 +223,8 @@ class _Walk:
             elif op is c.SUBPATTERN:
                 group, add, remove, body = av
                 out.append((op, (group, add, remove, self._rewrite(body, (flags | add) & ~remove))))
+                if group is not None:
+                    self._groups[group] = out[-1][1][-1]
             elif op is c.BRANCH:
                 out.append((op, (av[0], [self._rewrite(branch, flags) for branch in av[1]])))
             elif op is c.ATOMIC_GROUP:
@@ -191,6 +234,8 @@ class _Walk:
             elif op is c.GROUPREF_EXISTS:
                 no = None if av[2] is None else self._rewrite(av[2], flags)
                 out.append((op, (av[0], self._rewrite(av[1], flags), no)))
+            elif op is c.AT and av is c.AT_BEGINNING and flags & re.MULTILINE:
+                out.append((op, c.AT_BEGINNING_LINE))  # as re compiles it: ^ after every newline as well
             else:
                 out.append((op, av))
         return out
@@ -227,8 +272,8 @@ class _Walk:
 
     # ---- the search ----------------------------------------------------------------------------
 
-    def sequence(self, items: Iterable[tuple[Any, Any]]) -> str | None:
-        problem = self.degree_problem(items)
+    def sequence(self, items: Iterable[tuple[Any, Any]], top: bool = False) -> str | None:
+        problem = self.degree_problem(items, top)
         if problem is not None:
             return problem
         for op, av in items:
@@ -339,7 +384,7 @@ class _Walk:
             total = min(total * part, _MAX_READINGS + 1)
         return total
 
-    def degree_problem(self, items: Any) -> str | None:
+    def degree_problem(self, items: Any, top: bool = False) -> str | None:
         """A run of shared characters that repeats of varying count in a row (past parts that can match
         nothing, through groups and the copies of a fixed count) can cut among them in too many ways: more
         than ``_MAX_DEGREE`` repeats that take any length (``\\d*\\d*\\d*\\d*x`` tries every way to cut a
@@ -347,7 +392,11 @@ class _Walk:
         through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
         past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30)."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
-        for op, av, copied in self._flat(items, 4096, copied=False):
+        if top and self.searched and not self._anchored(items):
+            # re.search tries the pattern at every start: as if it began with a lazy repeat of any character
+            runs[self.alphabet] = (1, 1, False)
+        for op, av, copied in self._flat(items, _FLAT_BUDGET, copied=False):
+            self._step()
             own, nullable = self._part(op, av)
             body = self._varying(op, av)
             if body is None:  # a part that can match nothing is skipped; another narrows the runs
@@ -366,7 +415,9 @@ class _Walk:
                     spanned, cut, through = run
                     pieces = self._pieces(body, counts, shared) if whole else 1
                     cut_again = (spanned + pieces, cut) if pieces else (spanned, cut * counts)
-                    problem = _too_many_cuts(*cut_again, through or copied, chars & (own if whole else begin))
+                    problem = _too_many_cuts(
+                        *cut_again, through or copied, chars & (own if whole else begin), self.max_degree
+                    )
                     if problem is not None:
                         return problem
                     if whole:
@@ -413,7 +464,8 @@ class _Walk:
             return found
         c = self.c
         total = 0
-        for op, av, _ in self._flat(items, 4096, copied=False):
+        for op, av, _ in self._flat(items, _FLAT_BUDGET, copied=False):
+            self._step()
             if op is c.BRANCH:
                 total += max((self._in_row(branch, chars) for branch in av[1]), default=0)
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] > av[0]:
@@ -443,16 +495,41 @@ class _Walk:
         c = self.c
         out: list[tuple[Any, Any, bool]] = []
         for op, av in items:
+            self._step()
             if len(out) >= budget:
                 out.append((op, av, copied))
             elif op is c.SUBPATTERN:
                 out.extend(self._flat(av[-1], budget - len(out), copied))
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
                 once = self._flat(av[2], budget - len(out), copied or av[0] > 1)
-                out.extend(once * min(av[0], _MAX_DEGREE + 1))
+                # the copies written out up to the budget (nested fixed counts multiply: 2**20 for twenty)
+                copies = min(av[0], _MAX_DEGREE + 1, max(1, (budget - len(out)) // max(1, len(once))))
+                self._step(len(once) * copies)
+                out.extend(once * copies)
             else:
                 out.append((op, av, copied))
         return out
+
+    def _step(self, count: int = 1) -> None:
+        """Counts ``count`` steps of the analysis (a part walked or written out); too many: too complex."""
+        self.steps += count
+        if self.steps > _MAX_STEPS:
+            raise _TooComplex
+
+    def _anchored(self, items: Any) -> bool:
+        """Whether ``items`` can match only at the beginning of the text (``^`` without MULTILINE, ``\\A``),
+        so re.search tries it at one start, not at each: past groups and parts that can match nothing."""
+        c = self.c
+        for op, av in items:
+            if op is c.AT:
+                return av is c.AT_BEGINNING_STRING or av is c.AT_BEGINNING  # not AT_BEGINNING_LINE
+            if op is c.SUBPATTERN:
+                return self._anchored(av[-1])
+            if op is c.BRANCH:
+                return all(self._anchored(branch) for branch in av[1])
+            if not self.nullable([(op, av)]):
+                return False
+        return False
 
     def _varying_repeats(self, items: Any) -> Iterable[tuple[int, int, Any]]:
         """The repeats of varying count in ``items``, at any depth (not inside possessive or atomic parts)."""
@@ -531,7 +608,7 @@ class _Walk:
 
     def nullable(self, items: Any) -> bool:
         """Whether ``items`` can match the empty string (anchors and lookarounds match it; a group reference
-        is assumed to)."""
+        when its group can, or is not known)."""
         c = self.c
         for op, av in items:
             if self.chars(op, av) is not None:
@@ -544,6 +621,8 @@ class _Walk:
                 can = self.nullable(av)
             elif op is c.BRANCH:
                 can = any(self.nullable(branch) for branch in av[1])
+            elif op is c.GROUPREF and av in self._groups:  # (a)\1+: the reference matches what the group did
+                can = self.nullable(self._groups[av])
             else:
                 can = True
             if not can:
@@ -656,12 +735,12 @@ def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str]) -> dict[f
     return kept
 
 
-def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str]) -> str | None:
+def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str], most: int) -> str | None:
     """Why a run cut among ``degree`` repeats of any length (through a fixed count's copies: ``copied``) and
-    bounded ones that cut it ``splits`` ways takes too long; None when it does not."""
+    bounded ones that cut it ``splits`` ways takes too long, ``most`` repeats allowed; None when it does not."""
     if splits > _MAX_SPLITS:
         cost = f"{splits} ways or more"
-    elif degree > (_FEW_COPIES if copied else _MAX_DEGREE):
+    elif degree > (min(_FEW_COPIES, most) if copied else most):
         cost = f"its length to the power {degree}"
     else:
         return None

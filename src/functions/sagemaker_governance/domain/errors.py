@@ -32,15 +32,16 @@ class StopUnanswered(AdapterError):
 
 
 class StopRefused(AdapterError):
-    """SageMaker answered StopTrainingJob's only attempt (botocore's ``RetryAttempts`` 0: no earlier attempt was
-    sent) with a refusal (throttled, or not stoppable in the job's status, which could then not be read): the stop
+    """SageMaker answered StopTrainingJob's last attempt with a refusal (throttled, or not stoppable in the job's
+    status, which could then not be read) and every attempt before it, if any, with a refusal too (a 4xx, seen by
+    the adapter's hook in botocore's send loop; botocore's ``RetryAttempts`` 0 when that loop shows none): the stop
     was not made, by this call or any attempt of it, and is not noted (``stop_noted``)."""
 
 
 class StopDenied(StopRefused):
     """SageMaker refused StopTrainingJob for want of permission (``AccessDenied``-like: IAM, an SCP, a permissions
-    boundary). botocore does not retry that answer; given as the call's first answer (or an answer that does not
-    say how many attempts it ended), the call had one attempt and the stop was not made."""
+    boundary). botocore does not retry that answer; after no attempt that may have been applied (none, or only
+    refused ones; or an answer that does not say how many attempts it ended) the stop was not made."""
 
 
 class NotOurAlarm(AdapterError):

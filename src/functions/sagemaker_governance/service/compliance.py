@@ -154,6 +154,10 @@ class ComplianceService:
         policy = self._policies.current()
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
+            if job.creation_time is None and EVALUATED_TAG in (job.tags or {}):
+                # whose mark it is depends on when the job was created, which this event left out: read the
+                # job (a copied mark trusted here would skip a violating job as evaluated)
+                job = self._reread(job) or job
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
         result = evaluate_compliance(job, policy, self._clock())

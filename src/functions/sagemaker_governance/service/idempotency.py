@@ -338,12 +338,12 @@ def stop_noted(stop: Callable[[], StopOutcome], *effects: str) -> StopOutcome:
     """Make a stop (``stop``: StopTrainingJob) and note its ``effects`` (``stop_effect``: one per decision that
     stops) when SageMaker accepted it (the adapter's ``STOPPED``, which includes a retried call whose earlier
     attempt may have made the job stopping), or when the call failed (any ``AdapterError``) other than by a refusal
-    of its only attempt (``StopRefused``, ``StopDenied``: not applied). botocore retries a call answered 5xx or not
-    at all, and the error raised is the last attempt's: a stop applied by its first attempt, answered 5xx, whose
-    retries were then throttled, raises a refusal. A retry of the delivery that finds the job stopping must take
-    that stop for this delivery's own, not for an earlier end; a noted stop that was not applied is not taken for
-    made, since ``stopped_earlier`` also needs the job ``Stopping`` or ``Stopped``. A stop answered "already ended"
-    notes nothing: that job was stopping (or ended) before this delivery."""
+    after no attempt that may have been applied (``StopRefused``, ``StopDenied``: not applied). botocore retries a
+    call answered 5xx or not at all, and the error raised is the last attempt's: a stop applied by its first
+    attempt, answered 5xx, whose retries were then throttled, raises a refusal. A retry of the delivery that finds
+    the job stopping must take that stop for this delivery's own, not for an earlier end; a noted stop that was not
+    applied is not taken for made, since ``stopped_earlier`` also needs the job ``Stopping`` or ``Stopped``. A stop
+    answered "already ended" notes nothing: that job was stopping (or ended) before this delivery."""
     try:
         outcome = stop()
     except StopRefused:

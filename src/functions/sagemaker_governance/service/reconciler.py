@@ -129,7 +129,8 @@ CONTINUE_OVERLAP = timedelta(milliseconds=1)
 # and an error that does not pass by itself (CreateTrainingJob answered ResourceLimitExceeded, AccessDenied on
 # iam:PassRole, a ListTags denied) would otherwise hold every later window at it, growing each one, and each pass
 # cut short for time would read the same jobs again and never reach a due job beyond them. Three, as the usual
-# look-back makes up three runs.
+# look-back makes up three runs. After them the job is tried again by name at each pass (after the jobs its window
+# lists, when time is left) until ``resume.late_after_hours`` after its failure, so its resume is not lost.
 RESUME_HOLD_PASSES = 3
 
 Budget = Callable[[], float]  # seconds left before the function's deadline
@@ -390,10 +391,11 @@ class ReconcilerService:
         # error are made up (up to ``resume.late_after_hours``, after which a resume is skipped anyway). A pass cut
         # short for time moves it to where it stopped (``_deferred_resumes``): never a wider window than it handled.
         self._decided_before: datetime | None = None
-        # Failed jobs whose resume met an error in this container's last passes that read them, with how many such
-        # passes in a row: the window is held at such a job for its first ``RESUME_HOLD_PASSES`` only (none: a
-        # cold container, whose window is the usual look-back, starts counting again).
-        self._erring: dict[str, int] = {}
+        # Failed jobs whose resume met an error in this container's last passes that read them, as listed, with how
+        # many such passes in a row: the window is held at such a job for its first ``RESUME_HOLD_PASSES`` only,
+        # and a job no window lists is tried again by name at each pass until it is too late (none: a cold
+        # container, whose window is the usual look-back, starts counting again).
+        self._erring: dict[str, tuple[JobSummary, int]] = {}
 
     def run(self, trigger: Trigger, remaining: Budget) -> ReconcileReport:
         report = ReconcileReport()
@@ -1189,9 +1191,7 @@ class ReconcilerService:
         since = now - self._lookback(policy)
         if self._decided_before is None:
             return since
-        policies = [policy, *(policy.for_team(team) for team in policy.teams)]
-        late = timedelta(hours=max(p.resume.late_after_hours for p in policies))
-        return min(since, max(self._decided_before, now - late))
+        return min(since, max(self._decided_before, now - _late_after(policy)))
 
     def _deferred_resumes(
         self,
@@ -1205,7 +1205,9 @@ class ReconcilerService:
         ``AdapterError``) is kept in ``defects``, as an item's is, and the pass goes on: the run goes on to its
         repairs and fails at its end. A defect does not hold the look-back open (an error does, to make it up, for
         ``RESUME_HOLD_PASSES`` passes in a row): the job is tried again while it is within the usual look-back,
-        each run failing on it, and a wider window would only repeat it."""
+        each run failing on it, and a wider window would only repeat it. A job whose resume met an error in an
+        earlier pass and that this window does not list is tried again by name after the listed ones (``_retried``),
+        until ``resume.late_after_hours`` after its failure."""
         if self._failed is None or self._resume is None:
             return []
         now = self._clock()
@@ -1216,13 +1218,7 @@ class ReconcilerService:
             report.errors += 1
             logger.error("failed jobs not listed", error=str(exc))
             return []
-        if listing.error is not None:  # a page failed: the listed ones (the newest) are decided all the same
-            report.errors += 1
-            report.unlisted.append("failed-jobs")
-            logger.error("failed jobs not all listed: a page failed", error=listing.error, pages=listing.pages)
-        elif not listing.complete:  # the listed ones (the newest) are decided; the next run lists again
-            report.stopped_early = True
-            logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
+        _note_unlisted(listing, report)
         repairs: list[RepairKind] = []
         # The oldest failure first: a job is due a backoff after it failed, so the due jobs (the most overdue
         # first) come before those that are not yet due, whatever order the listing (newest created first) gave;
@@ -1230,12 +1226,15 @@ class ReconcilerService:
         jobs = sorted(listing.jobs, key=lambda job: job.last_modified_time or since)
         stopped: JobSummary | None = None  # the first job left for lack of time
         erred: JobSummary | None = None  # the first job whose resume met an AdapterError
-        for summary in jobs:
+        listed = {summary.name for summary in jobs}
+        retried, given_up = self._retried(listed, since, now - _late_after(policy))
+        for summary in [*jobs, *retried]:
             if remaining() < self._safety:
                 report.stopped_early = True
-                stopped = summary
+                if summary.name in listed:  # a job tried by name is left on its list for the next pass
+                    stopped = summary
                 break
-            passes = self._erring.pop(summary.name, 0)  # kept only while its resume meets an error
+            _, passes = self._erring.pop(summary.name, (summary, 0))  # kept only while its resume meets an error
             try:
                 tags = self._jobs.list_tags(summary.arn)
                 deferred = DeferredResume.of(summary.name, tags)
@@ -1252,24 +1251,53 @@ class ReconcilerService:
             except AdapterError as exc:
                 report.errors += 1
                 logger.error("deferred resume failed", job=summary.name, error=str(exc))
-                if self._holds(summary, passes + 1, exc):
+                if self._holds(summary, passes + 1, exc, too_late=summary.name in given_up):
                     erred = erred or summary
                 continue
             except Exception as exc:  # one job's defect must not leave the others, and the run's repairs, undone
                 defects.append((summary.name, exc))
                 logger.exception("deferred resume raised", job=summary.name)
+                if summary.name not in listed and summary.name not in given_up:
+                    # tried by name: no window lists it again, so it stays on the list (a defect of one pass,
+                    # an odd answer, must not lose it), until it is too late as for an error
+                    self._erring[summary.name] = (summary, passes)
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):
                 repairs.append(RepairKind.DEFERRED_RESUME)
         self._decided_before = self._decided(listing, since, stopped, erred, now, policy)
-        self._forget_unlisted(listing)
         return repairs
 
-    def _holds(self, summary: JobSummary, passes: int, exc: AdapterError) -> bool:
+    def _retried(
+        self, listed: Collection[str], since: datetime, late: datetime
+    ) -> tuple[list[JobSummary], set[str]]:
+        """The jobs whose resume met an error at this container's last passes that read them and that this pass's
+        window does not list (it moved past them), oldest failure first: tried again by name after the listed ones,
+        so a job the window no longer holds at is not lost; and the names of those that failed before ``late``
+        (``resume.late_after_hours`` ago): tried a last time, when auto-resume decides them too late, and given up
+        if that meets an error again."""
+        retried = sorted(
+            (summary for name, (summary, _) in self._erring.items() if name not in listed),
+            key=lambda job: job.last_modified_time or since,
+        )
+        return retried, {
+            job.name for job in retried if job.last_modified_time is not None and job.last_modified_time < late
+        }
+
+    def _holds(self, summary: JobSummary, passes: int, exc: AdapterError, *, too_late: bool) -> bool:
         """Whether a job whose resume met an error at ``passes`` passes in a row (this one included) holds the next
         pass's window at its failure: for the first ``RESUME_HOLD_PASSES`` only. The pass after them says so once
-        in the log; the job is still tried at each pass whose window lists it."""
-        self._erring[summary.name] = passes
+        in the log; the job is still tried at each pass, by name once no window lists it, until it is too late
+        (``too_late``: tried by name more than ``resume.late_after_hours`` after its failure), when it is given up
+        and logged (auto-resume records ``resume.skip.too-late`` when it decides it)."""
+        if too_late:
+            logger.error(
+                "deferred resume given up: its resume met an error at every pass until too late",
+                job=summary.name,
+                passes=passes,
+                error=str(exc),
+            )
+            return False
+        self._erring[summary.name] = (summary, passes)
         if passes == RESUME_HOLD_PASSES + 1:
             logger.error(
                 "deferred resume no longer holds the window: its resume met an error at every pass",
@@ -1278,13 +1306,6 @@ class ReconcilerService:
                 error=str(exc),
             )
         return passes <= RESUME_HOLD_PASSES
-
-    def _forget_unlisted(self, listing: JobListing) -> None:
-        """Forget the errors of jobs a complete listing did not list: they failed before its window, which no
-        later pass of this container reaches back past (a failed listing or page may have left them out)."""
-        if listing.complete and listing.error is None:
-            listed = {summary.name for summary in listing.jobs}
-            self._erring = {name: passes for name, passes in self._erring.items() if name in listed}
 
     def _decided(
         self,
@@ -1315,9 +1336,9 @@ class ReconcilerService:
         Whatever the pass did, the next never starts after the failure of a job whose resume met an error here
         at its first ``RESUME_HOLD_PASSES`` passes in a row: a window that started after it would never list it
         again, and its resume would be lost to a passing error. After that the job no longer holds the window (it is
-        logged, and tried again while a window lists it): an error that does not pass by itself would otherwise
-        hold every window at it, and every pass cut short for time would read the same jobs and never reach a due
-        job beyond them."""
+        logged, and tried again at each pass, by name once no window lists it, until it is too late): an error that
+        does not pass by itself would otherwise hold every window at it, and every pass cut short for time would
+        read the same jobs and never reach a due job beyond them."""
         settled = now - timedelta(minutes=_longest_backoff(policy))
         # Held at the first job that met an error, whatever else the pass did: the next pass tries it again.
         held = None if erred is None else max(since, min(erred.last_modified_time or since, settled))
@@ -1383,6 +1404,25 @@ def _longest_backoff(policy: Policy) -> int:
     """The longest ``resume.backoff_minutes`` of the policy and its teams."""
     policies = [policy, *(policy.for_team(team) for team in policy.teams)]
     return max(max(p.resume.backoff_minutes) for p in policies)
+
+
+def _note_unlisted(listing: JobListing, report: ReconcileReport) -> None:
+    """Count and log a listing of the failed jobs that did not read every page: the listed ones (the newest) are
+    decided all the same, and the next run lists again."""
+    if listing.error is not None:  # a page failed
+        report.errors += 1
+        report.unlisted.append("failed-jobs")
+        logger.error("failed jobs not all listed: a page failed", error=listing.error, pages=listing.pages)
+    elif not listing.complete:  # the run's time ran out
+        report.stopped_early = True
+        logger.warning("failed jobs not all listed: the run's time ran out", pages=listing.pages)
+
+
+def _late_after(policy: Policy) -> timedelta:
+    """The longest ``resume.late_after_hours`` of the policy and its teams: a resume decided later after its
+    failure is skipped as too late (``resume.skip.too-late``)."""
+    policies = [policy, *(policy.for_team(team) for team in policy.teams)]
+    return timedelta(hours=max(p.resume.late_after_hours for p in policies))
 
 
 def _earliest(first: datetime | None, second: datetime | None) -> datetime | None:
