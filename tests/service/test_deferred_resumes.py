@@ -253,6 +253,20 @@ def test_the_look_back_covers_the_longest_backoff_of_any_team_and_three_runs() -
     assert world.asked_since == [NOW - timedelta(minutes=240 + 3 * 10)]
 
 
+def test_the_look_back_covers_a_team_s_logs_settle_period_when_longer_than_its_backoffs() -> None:
+    # Given a team that resumes at once but waits 45 minutes for a failure's last log lines
+    world = World(
+        {"mode": "enforce", "teams": {"nlp": {"resume": {"backoff_minutes": [0], "logs_settle_minutes": 45}}}}
+    )
+    # When the reconciler runs
+    world.run()
+    # Then it looks back far enough to find that team's failures deferred for their logs when they are due
+    assert world.asked_since == [NOW - timedelta(minutes=60 + 3 * 10)]
+    world = World({"mode": "enforce", "resume": {"backoff_minutes": [0], "logs_settle_minutes": 45}})
+    world.run()
+    assert world.asked_since == [NOW - timedelta(minutes=45 + 3 * 10)]
+
+
 def test_a_listing_that_fails_is_an_error_of_the_run_not_a_crash() -> None:
     world = World()
     world.list_error = AdapterError("ListTrainingJobs throttled")

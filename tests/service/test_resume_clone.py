@@ -228,6 +228,7 @@ class World:
         cluster: dict[str, tuple[LogLine, ...]] | None = None,
     ) -> None:
         self.calls = Calls()
+        self.now = NOW
         self.sagemaker = FakeSageMaker(self.calls)
         self.notifier = notifier(self.calls)
         self.audit = MemoryAuditSink()
@@ -246,7 +247,7 @@ class World:
             OnceNotifier(self.notifier) if once_per_delivery else self.notifier,
             FixedPolicies(Policy.model_validate(policy or {"mode": "enforce"})),
             OnceAuditSink(self.audit) if once_per_delivery else self.audit,
-            clock=lambda: NOW,
+            clock=lambda: self.now,
             shape=shape,
             role_patterns=("*SageMaker*",),
             metrics=self.metrics,
@@ -988,4 +989,173 @@ def test_a_final_skip_of_a_deferred_resume_is_marked_settled_once_and_a_failed_m
     stopped_source(world, NOW - timedelta(minutes=10))
     world.reaction.react(job, EVENT)
     assert world.codes() == [("resume.skip.source-stopped", "no-action")]
+    assert not any(line.startswith("tag") for line in world.calls.log)
+
+
+# ---- waiting for the failed process's last log lines ------------------------------------------------------
+# CloudWatch Logs receives a host's lines from an agent that batches them: the traceback that says why a job
+# failed may arrive after its Failed event. A recent failure whose logs hold no cause yet is deferred
+# (resume.defer.logs-pending) and decided by the reconciler once resume.logs_settle_minutes (5) have passed.
+
+EFA_REASON = NCCL_REASON  # what SageMaker quotes of an EFA fault: a survivor's ncclRemoteError
+ECC_REASON = f'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "{ECC}"'
+
+
+def no_cause_yet(job_name: str = "llm-sft-1") -> FailureEvidence:
+    """Both hosts' streams as read before the failed process's last lines arrived: training progress only."""
+    return FailureEvidence(
+        hosts=tuple(
+            HostLog(host, f"{job_name}/{host}-1700000000", (LogLine("step 899"), LogLine("step 900")))
+            for host in ("algo-1", "algo-2")
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+
+
+def efa_on_algo_1(job_name: str = "llm-sft-1") -> FailureEvidence:
+    """The same streams once the lines arrived: algo-1's EFA transport failed, algo-2 reports its exit later."""
+    fault = NOW - timedelta(minutes=6)
+    return FailureEvidence(
+        hosts=(
+            HostLog(
+                "algo-1",
+                f"{job_name}/algo-1-1700000000",
+                (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-1"), fault)),
+            ),
+            HostLog(
+                "algo-2",
+                f"{job_name}/algo-2-1700000000",
+                (LogLine("step 920", fault + timedelta(minutes=4)), LogLine(REMOTE, fault + timedelta(minutes=5))),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+
+
+def at_due(minutes: int) -> str:
+    return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_recent_failure_with_no_cause_in_its_logs_is_deferred_then_resumed_once_its_cause_arrived() -> None:
+    # Given a job that failed a minute ago with the ncclRemoteError SageMaker quotes, whose hosts' streams do
+    # not hold its last lines yet
+    world = World(evidence=no_cause_yet())
+    job = world.failed(FailureReason=EFA_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event, and the event is delivered again
+    (decision,) = world.reaction.react(job, EVENT)
+    world.reaction.react(job, EVENT)
+    # Then nothing is decided for good: the job is tagged for the reconciler at the failure plus 5 minutes,
+    # the same tag both times, nothing created and nobody told
+    assert decision.code == "resume.defer.logs-pending"
+    assert decision.evidence["diagnosis"]["class"] == "unknown" and decision.evidence["logs_settle_minutes"] == 5
+    assert world.codes() == [("resume.defer.logs-pending", "deferred")] * 2
+    tagged = [line for line in world.calls.log if line.startswith("tag")]
+    assert tagged == [f"tag llm-sft-1 {TAG_RESUME_AFTER}={at_due(4)}"] * 2
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+    # When the reconciler's run hands it to auto-resume once due, the EFA line now in algo-1's log
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = efa_on_algo_1()
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then it is resumed for the interconnect fault on algo-1, and its clone carries the fault for the lemon rule
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["host"] == "algo-1"
+    (request,) = world.sagemaker.created
+    assert {t["Key"]: t["Value"] for t in request["Tags"]}[TAG_FAILURE] == "interconnect@algo-1"
+
+
+def test_a_deferred_failure_whose_logs_still_hold_no_cause_when_due_is_skipped_for_good() -> None:
+    # Given a failure deferred for its last log lines, which have still not arrived when it is due
+    world = World(evidence=no_cause_yet())
+    job = world.failed(FailureReason=EFA_REASON, **recent_failure(1))
+    world.reaction.react(job, EVENT)
+    world.now = NOW + timedelta(minutes=4)
+    # When the reconciler's run decides it
+    (decision,) = world.reaction.react(job, RUN)
+    # Then it is decided on what the logs hold then, as before the deferral existed, and settled: the
+    # reconciler does not decide it again at its next runs
+    assert decision.code == "resume.skip.unknown"
+    assert world.codes() == [("resume.defer.logs-pending", "deferred"), ("resume.skip.unknown", "no-action")]
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.unknown"
+    assert world.sagemaker.created == []
+
+
+def test_a_clone_whose_fault_rests_on_failure_reason_alone_waits_for_its_host_and_is_charged_double() -> None:
+    # Given the first clone, made for an ECC error on algo-1, failing a minute ago with the ECC error SageMaker
+    # quotes, its hosts' streams without it yet (no host: the lemon rule cannot be applied)
+    world = World(evidence=no_cause_yet("llm-sft-1-r1"))
+    tags = clone_of("llm-sft-1", 1, failure="hardware@algo-1")
+    job = world.failed("llm-sft-1-r1", tags=tags, FailureReason=ECC_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is not resumed yet: a resume now would carry no fault for the next clone's lemon rule
+    assert decision.code == "resume.defer.logs-pending"
+    assert decision.evidence["diagnosis"]["class"] == "hardware" and decision.evidence["diagnosis"]["host"] is None
+    # When it is due and the ECC error is now in algo-1's log
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = ecc_on("algo-1", "llm-sft-1-r1")
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the fault recurred on the same host position: charged double, the budget of 2 is spent, for good
+    assert decision.code == "resume.skip.budget-spent" and decision.evidence["repeated_fault"] == "hardware@algo-1"
+    assert world.sagemaker.created == []
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.budget-spent"
+
+
+@pytest.mark.parametrize(
+    ("minutes_ago", "policy"),
+    [
+        (5, {"mode": "enforce"}),  # the settle period has passed
+        (1, {"mode": "enforce", "resume": {"logs_settle_minutes": 0}}),  # no settle period
+    ],
+)
+def test_a_failure_past_its_settle_period_or_with_none_is_decided_at_once(
+    minutes_ago: int, policy: dict[str, Any]
+) -> None:
+    # Given a failure whose logs hold no cause, older than the settle period or with the period set to 0
+    world = World(evidence=no_cause_yet(), policy=policy)
+    job = world.failed(FailureReason=EFA_REASON, **recent_failure(minutes_ago))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is decided at once, as before, and nothing is tagged (it was never deferred)
+    assert decision.code == "resume.skip.unknown"
+    assert not any(line.startswith("tag") for line in world.calls.log)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "reason", "trained", "code"),
+    [
+        # the logs could not be read at all: waiting does not mend a read that failed; FailureReason decides
+        (
+            FailureEvidence.unread("GetLogEvents failed (ThrottlingException)"),
+            EFA_REASON,
+            26,
+            "resume.skip.unknown",
+        ),
+        # a job too short to be resumed whatever its logs say: its diagnosis decides at once, as before
+        (no_cause_yet(), EFA_REASON, 0.3, "resume.skip.unknown"),
+        # a cause in a host's log: nothing to wait for
+        (efa_on_algo_1(), EFA_REASON, 26, "resume.clone.transient"),
+        # SageMaker's own internal error: no host decides anything of it, its resume is not put off
+        (no_cause_yet(), ISE, 26, "resume.clone.transient"),
+    ],
+)
+def test_a_recent_failure_is_decided_at_once_when_waiting_for_its_logs_cannot_change_the_decision(
+    evidence: FailureEvidence, reason: str, trained: float, code: str
+) -> None:
+    world = World(evidence=evidence)
+    job = world.failed(FailureReason=reason, **recent_failure(1, trained=timedelta(hours=trained)))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == code
+    assert not any(line.startswith("tag") for line in world.calls.log)
+
+
+def test_a_wait_for_the_logs_in_audit_mode_is_recorded_only() -> None:
+    world = World(evidence=no_cause_yet(), policy={"mode": "audit"})
+    job = world.failed(FailureReason=EFA_REASON, **recent_failure(1))
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.defer.logs-pending"
+    assert world.codes() == [("resume.defer.logs-pending", "audit-only")]
     assert not any(line.startswith("tag") for line in world.calls.log)

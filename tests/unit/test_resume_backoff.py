@@ -50,6 +50,19 @@ def test_a_backoff_out_of_range_is_rejected(bad: tuple[int, ...]) -> None:
         ResumePolicy(backoff_minutes=bad)
 
 
+@pytest.mark.parametrize("bad", [-1, 61])
+def test_a_logs_settle_period_out_of_range_is_rejected(bad: int) -> None:
+    with pytest.raises(ValidationError):
+        ResumePolicy(logs_settle_minutes=bad)
+
+
+def test_late_after_hours_must_leave_room_for_the_logs_settle_period_too() -> None:
+    # Given a policy that resumes at once but waits an hour for a failure's last log lines
+    ResumePolicy(backoff_minutes=(0,), logs_settle_minutes=60, late_after_hours=5)
+    with pytest.raises(ValidationError):
+        ResumePolicy(backoff_minutes=(0,), logs_settle_minutes=60, late_after_hours=4.5)
+
+
 def test_the_first_clone_does_not_wait_by_default() -> None:
     (decision,) = decide(FAILED_AT + timedelta(minutes=1)).decisions
     assert decision.action is Action.CLONE and decision.code == ResumeCode.CLONE

@@ -26,6 +26,9 @@ LEGACY_DEFAULTS: Final = frozenset(
 )
 LEGACY_CLASS: Final = "sagemaker-internal"
 MAX_BACKOFF_MINUTES: Final = 1440  # a day: the reconciler looks back this far at most for deferred resumes
+# resume.logs_settle_minutes' ceiling: how long after a failure a decision whose logs gave no cause may wait for
+# the failed process's last lines to reach CloudWatch Logs (a log agent batches them; AWS promises no bound)
+MAX_LOGS_SETTLE_MINUTES: Final = 60
 # A recovery decided this long after the job ended (a dead letter redriven days later, an event replayed) clones
 # nothing (``late_after_hours``): the owner has most likely relaunched the job by hand meanwhile. The bound
 # stays at least DELIVERY_SLACK_HOURS above the longest backoff (an event's own retries: EventBridge's up
@@ -140,6 +143,7 @@ class ResumePolicy(BaseModel):
           require_checkpoint: true
           require_checkpoint_progress: true   # false: resume even when the failed attempt wrote nothing
           late_after_hours: 48       # not resumed when decided longer after the failure (a late redrive)
+          logs_settle_minutes: 5     # a recent failure whose logs gave no cause is decided this long after it (0: at once)
           classes:                   # verdict per failure class, over the taxonomy's defaults
             capacity: skip
           signatures:                # added to the built-in taxonomy (never replacing it)
@@ -181,6 +185,15 @@ class ResumePolicy(BaseModel):
         le=MAX_LATE_AFTER_HOURS,
         description="Not resumed when decided longer than this after the failure (a dead letter redriven late).",
     )
+    logs_settle_minutes: int = Field(
+        default=5,
+        ge=0,
+        le=MAX_LOGS_SETTLE_MINUTES,
+        description=(
+            "A failure whose logs gave no cause is decided this long after it, once its last lines may have "
+            "reached CloudWatch Logs (0: at once, on what the logs hold then)."
+        ),
+    )
 
     _classes = field_validator("classes")(check_class_names)
     _signatures = field_validator("signatures")(check_team_signatures)
@@ -196,13 +209,19 @@ class ResumePolicy(BaseModel):
     def _late_after_backoff(self) -> ResumePolicy:
         """A deferred resume is made after its backoff, and its own delivery may retry for hours: a bound
         below that would skip resumes that are on time."""
-        floor = max(self.backoff_minutes) / 60 + DELIVERY_SLACK_HOURS
+        floor = self.longest_wait() / 60 + DELIVERY_SLACK_HOURS
         if self.late_after_hours < floor:
             raise ValueError(
-                f"late_after_hours ({self.late_after_hours:g}) must be at least the longest backoff plus "
+                f"late_after_hours ({self.late_after_hours:g}) must be at least the longest backoff (or "
+                f"logs_settle_minutes) plus "
                 f"{DELIVERY_SLACK_HOURS:g} h of delivery retries ({floor:g} h)"
             )
         return self
+
+    def longest_wait(self) -> int:
+        """The longest a resume may be deferred after its failure, in minutes: the longest backoff, or the
+        settle period of a failure whose logs gave no cause (``logs_settle_minutes``), whichever is longer."""
+        return max(*self.backoff_minutes, self.logs_settle_minutes)
 
     def backoff_for(self, attempt: int) -> int:
         """Minutes to wait from the failure before clone ``attempt`` (1, 2, ...)."""

@@ -12,7 +12,14 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
   alone decides, and the evidence says so. Only a peer's failure seen (``ncclRemoteError`` and its kind)
   while some hosts' logs were not read (the service reads them all, up to ``MAX_LOG_HOSTS``, before it
-  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict;
+  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict. A failure
+  more recent than ``logs_settle_minutes`` (5) whose logs were read but hold no cause of it (``unknown``, a
+  skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
+  silent peer corroborates) is not decided yet:
+  the failed process's last lines may still be on their way to CloudWatch Logs, so the decision is
+  ``resume.defer.logs-pending`` (tagged ``smgov:resume-after``, due at the failure plus the settle period)
+  and the reconciler decides then, on what the logs hold by then, for good (a job too short to resume
+  anyway is decided at once);
 - it trained long enough: time in the ``Training`` secondary status from SageMaker's own transition
   timestamps (days included). A clone auto-resume made (``smgov:resume-reason`` failed-transient)
   inherits its lineage's qualification, so a clone that fails again while starting (e.g. on capacity) is
@@ -90,8 +97,8 @@ from sagemaker_governance.domain.clone import (
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
-from sagemaker_governance.domain.failure_signatures import Verdict
-from sagemaker_governance.domain.failures import UNKNOWN, Diagnosis, classify
+from sagemaker_governance.domain.failure_signatures import Role, Verdict
+from sagemaker_governance.domain.failures import HARDWARE_CLASSES, UNKNOWN, Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
@@ -139,6 +146,11 @@ class ResumeCode(StrEnum):
     ROLE_NOT_ALLOWED = "resume.skip.role-not-allowed"  # governance may not pass the job's role
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
+    # failed less than resume.logs_settle_minutes ago and the logs read hold no cause of it (the diagnosis is
+    # unknown, a skip or a hardware fault resting on FailureReason alone, or a peer's report with no cause): its last lines
+    # may still be on their way to CloudWatch Logs. Tagged smgov:resume-after (the failure + the settle period):
+    # the reconciler decides then, on what the logs hold by then, for good
+    DEFER_LOGS_PENDING = "resume.defer.logs-pending"
     FAILURE_TIME_UNKNOWN = "resume.skip.failure-time-unknown"  # no failure time to count a backoff from
     # decided longer than late_after_hours after the job failed (or its source ended): a dead letter redriven
     # days later, whose owner has most likely relaunched the job by hand meanwhile
@@ -387,6 +399,71 @@ def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -
     return _none(RESUME_RULE_ID, code, mode, f"not resumed: the failure is classified as {what}{basis}", evidence)
 
 
+def _logs_pending(
+    job: TrainingJob,
+    failure: FailureEvidence | None,
+    diagnosis: Diagnosis,
+    resume: ResumePolicy,
+    now: datetime,
+) -> tuple[datetime, str] | None:
+    """When (the failure + ``resume.logs_settle_minutes``) and why a decision waits for the failed process's
+    last log lines: the logs were read, the failure is more recent than the settle period, and they hold no
+    cause of it. CloudWatch Logs receives a host's lines from an agent that batches them, and nothing bounds
+    when the last ones (the traceback that says why) arrive, so a read at the ``Failed`` event may miss them.
+    No cause: the diagnosis is ``unknown`` (nothing matched, a peer's report nothing explains, only a peer's
+    report with hosts unread), rests on the ``FailureReason`` alone (no host) for a skip the logs could still
+    overturn or a hardware or interconnect fault whose lemon rule needs its host, or is a peer's report that
+    only a silent peer corroborates (the silence may be its lines in flight). None: decide now; so is a
+    resumable class SageMaker itself reports (``InternalServerError``, a capacity error): no host decides
+    anything of it, and its resume is not put off. Logs that could not be read
+    at all are not waited for: the read failed (denied, throttled past its retries, no log group, no stream),
+    which waiting does not mend, and the ``FailureReason`` decides as it always did; neither is a failure
+    whose time cannot be read (its backoff and lateness cannot be counted either)."""
+    settle = resume.logs_settle_minutes
+    if not settle or failure is None or not failure.logs_read:
+        return None
+    failed_at = failure_time(job)
+    if failed_at is None:
+        return None
+    due = failed_at + timedelta(minutes=settle)
+    if now >= due:
+        return None
+    if diagnosis.failure_class == UNKNOWN:
+        why = "the logs read hold no cause of it"
+    elif diagnosis.host is None and (
+        diagnosis.verdict is not Verdict.RESUME or diagnosis.failure_class in HARDWARE_CLASSES
+    ):
+        why = "its cause rests on the FailureReason alone, none of the logs read holds it"
+    elif diagnosis.role is Role.CONSEQUENCE:
+        why = "the logs read hold only a peer's report of it, corroborated by a peer's silence alone"
+    else:
+        return None
+    return due, why
+
+
+def _logs_deferral(
+    pending: tuple[datetime, str], diagnosis: Diagnosis, resume: ResumePolicy, mode: Mode, evidence: dict[str, Any]
+) -> CloneDecision:
+    """``resume.defer.logs-pending``: decided again at ``due`` (tagged ``smgov:resume-after``), by the reconciler."""
+    due, why = pending
+    evidence["logs_settle_minutes"] = resume.logs_settle_minutes
+    evidence["resume_after"] = due.isoformat()
+    what = f"{diagnosis.failure_class} ({diagnosis.signature})" if diagnosis.signature else diagnosis.failure_class
+    deferred = Decision(
+        rule=RESUME_RULE_ID,
+        code=ResumeCode.DEFER_LOGS_PENDING,
+        action=Action.NONE,
+        mode=mode,
+        reason=(
+            f"not decided yet: it failed less than {resume.logs_settle_minutes} min ago and {why} (read as {what}); "
+            "a failed process's last lines may reach CloudWatch Logs minutes after its end, so the reconciler "
+            f"decides after {due:%Y-%m-%d %H:%M} UTC, on what the logs hold then"
+        ),
+        evidence=evidence,
+    )
+    return CloneDecision(decisions=(deferred,), resume_after=due)
+
+
 def _backoff(
     job: TrainingJob,
     planned: ClonePlan,
@@ -478,17 +555,21 @@ def decide_resume(
             job.failure_reason, failure or FailureEvidence.unread("the logs were not read"), resume.taxonomy()
         )
     evidence["diagnosis"] = diagnosis.evidence()
-    held = (
-        _not_resumable(diagnosis, mode, evidence)
-        if diagnosis.verdict is not Verdict.RESUME
-        else _source_running(job, tags, source, mode, ctx.now, evidence, next_clone)
-        or _too_late(job, source, resume, mode, ctx.now, evidence)
+    held = _held(
+        job,
+        tags,
+        resume,
+        mode,
+        ctx.now,
+        failure=failure,
+        diagnosis=diagnosis,
+        source=source,
+        next_clone=next_clone,
+        hours=hours,
+        evidence=evidence,
     )
     if held is not None:
         return held
-    short = _too_short(job, tags, source, hours, resume, mode, ctx.now, evidence)
-    if short is not None:
-        return short
     planned = _plan(
         RESUME_RULE_ID,
         ResumeCode,
@@ -505,7 +586,7 @@ def decide_resume(
         fault=diagnosis.lemon_key,
     )
     if isinstance(planned, CloneDecision):
-        return planned
+        return replace(planned, settled=True)  # the job's description and tags decide: final
     code = ResumeCode.CLONE
     start = f" from checkpoint {planned.checkpoint_s3_uri}" if planned.checkpoint_s3_uri else " from scratch"
     if checkpoint is not None and planned.checkpoint_s3_uri and hours == 0:
@@ -561,6 +642,42 @@ def decide_resume(
         request=planned.request,
     )
     return waiting or CloneDecision(decisions=(decision,), plan=planned)
+
+
+def _held(
+    job: TrainingJob,
+    tags: Mapping[str, str],
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    *,
+    failure: FailureEvidence | None,
+    diagnosis: Diagnosis,
+    source: TrainingJob | None,
+    next_clone: TrainingJob | None,
+    hours: float,
+    evidence: dict[str, Any],
+) -> CloneDecision | None:
+    """``decide_resume``'s checks before the clone is planned: the diagnosis's verdict, the source, lateness,
+    the training time, and a wait for the logs' last lines (``_logs_pending``); None: plan the clone. A skip
+    on the diagnosis or the training time is final (``settled``: a deferred job is not decided again)."""
+    pending = _logs_pending(job, failure, diagnosis, resume, now)
+    if diagnosis.verdict is not Verdict.RESUME:
+        # A job that would not be resumed whatever its logs say (too short) is decided at once
+        if pending is not None and _too_short(job, tags, source, hours, resume, mode, now, dict(evidence)) is None:
+            return _logs_deferral(pending, diagnosis, resume, mode, evidence)
+        return replace(_not_resumable(diagnosis, mode, evidence), settled=True)
+    held = _source_running(job, tags, source, mode, now, evidence, next_clone) or _too_late(
+        job, source, resume, mode, now, evidence
+    )
+    if held is not None:
+        return held
+    short = _too_short(job, tags, source, hours, resume, mode, now, evidence)
+    if short is not None:
+        return replace(short, settled=True)
+    if pending is not None:  # before the plan: the cause's host decides the lemon rule (its budget, its tag)
+        return _logs_deferral(pending, diagnosis, resume, mode, evidence)
+    return None
 
 
 def _too_short(

@@ -28,9 +28,9 @@ Each run compares what exists with what should exist and repairs the difference:
   that lifted its exemption or moved it to an enforcing team: its tags are read again every
   ``judge.rearm_minutes``) (``_unmute``).
 * **deferred resume**: a job that failed within the look-back (the longest ``resume.backoff_minutes`` of
-  the policy and its teams, plus three runs; further back after passes that were missed, ``_failed_since``)
+  the policy and its teams, or ``resume.logs_settle_minutes`` when longer, plus three runs; further back after passes that were missed, ``_failed_since``)
   and carries ``smgov:resume-after`` (auto-resume deferred it
-  for its backoff, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
+  for its backoff, for its last log lines to arrive, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
   it raised, ``_retry_resume``) and not ``smgov:resume-settled`` (a
   final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
   time has passed and its clone (a deterministic name) does not exist
@@ -1401,9 +1401,10 @@ class ReconcilerService:
 
 
 def _longest_backoff(policy: Policy) -> int:
-    """The longest ``resume.backoff_minutes`` of the policy and its teams."""
+    """The longest ``resume.backoff_minutes`` (or ``resume.logs_settle_minutes``, when longer) of the policy and
+    its teams: how long after its failure a deferred resume can fall due (``ResumePolicy.longest_wait``)."""
     policies = [policy, *(policy.for_team(team) for team in policy.teams)]
-    return max(max(p.resume.backoff_minutes) for p in policies)
+    return max(p.resume.longest_wait() for p in policies)
 
 
 def _note_unlisted(listing: JobListing, report: ReconcileReport) -> None:

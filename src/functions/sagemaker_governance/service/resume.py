@@ -5,7 +5,9 @@ Two reactions share one engine:
 - ``AutoResumeReaction`` on ``Failed``: resume a long-running job that failed for a transient reason; when
   its attempt's backoff has not elapsed, tag the job ``smgov:resume-after`` (``resume.defer.backoff``,
   outcome ``deferred``) and leave the resume to the reconciler, which calls the same reaction once the time
-  has come (``service/reconciler.py``); a failed clone whose source still runs is deferred the same way
+  has come (``service/reconciler.py``); a recent failure whose logs hold no cause of it yet is deferred the
+  same way (``resume.defer.logs-pending``, due ``resume.logs_settle_minutes`` after the failure: its last
+  lines may reach CloudWatch Logs after its ``Failed`` event); a failed clone whose source still runs is deferred the same way
   (``resume.defer.source-running``, due at once), until the source has ended, and so is one whose source is
   still stopping by a stop requested after the clone failed (``resume.defer.source-stopping``: likely its
   owner's, but a stop at its runtime limit reads ``Stopping`` too until it has ended); the source's own end
