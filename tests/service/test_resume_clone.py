@@ -1152,10 +1152,54 @@ def test_a_recent_failure_is_decided_at_once_when_waiting_for_its_logs_cannot_ch
     assert not any(line.startswith("tag") for line in world.calls.log)
 
 
-def test_a_wait_for_the_logs_in_audit_mode_is_recorded_only() -> None:
+def test_a_recent_failure_in_audit_mode_is_decided_at_once_on_what_its_logs_hold() -> None:
+    # Given audit mode, which writes no tag, so nothing would come back to a wait for the logs' last lines
     world = World(evidence=no_cause_yet(), policy={"mode": "audit"})
     job = world.failed(FailureReason=EFA_REASON, **recent_failure(1))
+    # When a recent failure whose logs hold no cause yet is decided
     (decision,) = world.reaction.react(job, EVENT)
-    assert decision.code == "resume.defer.logs-pending"
-    assert world.codes() == [("resume.defer.logs-pending", "audit-only")]
+    # Then the decision made without the wait is recorded, on what the logs hold now, never a deferral
+    assert [code for code, _ in world.codes()] == [decision.code] == ["resume.skip.unknown"]
+    assert not any(line.startswith("tag") for line in world.calls.log)
+
+
+class ThrottledLogs(FakeLogs):
+    """The logs port while CloudWatch Logs throttles past botocore's retries."""
+
+    throttled = False
+
+    def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
+        if self.throttled:
+            self.calls(f"logs {job_name} throttled")
+            raise AdapterError("GetLogEvents: ThrottlingException")
+        return super().tails(job_name, lines=lines, hosts=hosts)
+
+
+def test_a_deferred_resume_decided_while_its_logs_cannot_be_read_is_not_settled_and_is_decided_again() -> None:
+    # Given a failure deferred for its last log lines
+    world = World(evidence=no_cause_yet())
+    logs = ThrottledLogs(world.calls, no_cause_yet())
+    world.reaction._logs = logs
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.defer.logs-pending"]
+    # When the reconciler decides it when due while CloudWatch Logs throttles: a skip on the FailureReason alone
+    world.now = NOW + timedelta(minutes=4)
+    logs.throttled = True
+    assert [d.code for d in world.reaction.react(job, RUN)] == ["resume.skip.unknown"]
+    # Then the skip is not settled: the next run reads the logs, which now hold the EFA fault, and resumes it
+    assert TAG_RESUME_SETTLED not in world.sagemaker.tags[job.arn or ""]
+    logs.throttled, logs.evidence = False, efa_on_algo_1()
+    world.now = NOW + timedelta(minutes=14)
+    assert [d.code for d in world.reaction.react(job, RUN)] == ["resume.clone.transient"]
+
+
+def test_a_recent_failure_without_room_for_the_deferral_s_tags_is_decided_at_once() -> None:
+    # Given a recent failure whose logs hold no cause yet, on a job with 49 tags: the deferral's mark would be the
+    # 50th, leaving none for its settling
+    many = {f"cc-{i:02d}": "x" for i in range(49 - len(TAGS))}
+    world = World(evidence=no_cause_yet())
+    job = world.failed(tags=many, FailureReason=NCCL_REASON, **recent_failure(1))
+    # When it is decided, then at once, without a deferral nothing could settle
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code != "resume.defer.logs-pending"
     assert not any(line.startswith("tag") for line in world.calls.log)

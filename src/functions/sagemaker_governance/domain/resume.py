@@ -75,6 +75,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from sagemaker_governance.domain.clone import (
+    MAX_TAGS,
     TAG_FAILURE,
     TAG_REASON,
     TAG_RESUME_AFTER,
@@ -659,14 +660,23 @@ def _held(
     evidence: dict[str, Any],
 ) -> CloneDecision | None:
     """``decide_resume``'s checks before the clone is planned: the diagnosis's verdict, the source, lateness,
-    the training time, and a wait for the logs' last lines (``_logs_pending``); None: plan the clone. A skip
-    on the diagnosis or the training time is final (``settled``: a deferred job is not decided again)."""
+    the training time, and a wait for the logs' last lines (``_logs_pending``; never in audit mode, which tags
+    nothing, nor on a job without room for the deferral's tags); None: plan the clone. A skip on the training
+    time is final (``settled``: a deferred job is not decided again), and so is one on the diagnosis when it
+    rests on logs that were read (``_read_in_full``): one decided while they could not be is decided again."""
     pending = _logs_pending(job, failure, diagnosis, resume, now)
+    if pending is not None and (mode is Mode.AUDIT or not _room_to_defer(tags)):
+        # Decided now on what the logs hold: audit mode tags nothing, so nothing would come back to a deferral,
+        # and a job without room for the deferral's tags (SageMaker's 50) could not be deferred
+        pending = None
     if diagnosis.verdict is not Verdict.RESUME:
         # A job that would not be resumed whatever its logs say (too short) is decided at once
         if pending is not None and _too_short(job, tags, source, hours, resume, mode, now, dict(evidence)) is None:
             return _logs_deferral(pending, diagnosis, resume, mode, evidence)
-        return replace(_not_resumable(diagnosis, mode, evidence), settled=True)
+        # Final only on a full read: a skip decided while the logs, or some hosts' logs, could not be read (a
+        # throttled read) is decided again at the next run rather than settled on the FailureReason alone
+        skipped = _not_resumable(diagnosis, mode, evidence)
+        return replace(skipped, settled=True) if _read_in_full(failure, diagnosis) else skipped
     held = _source_running(job, tags, source, mode, now, evidence, next_clone) or _too_late(
         job, source, resume, mode, now, evidence
     )
@@ -678,6 +688,19 @@ def _held(
     if pending is not None:  # before the plan: the cause's host decides the lemon rule (its budget, its tag)
         return _logs_deferral(pending, diagnosis, resume, mode, evidence)
     return None
+
+
+def _room_to_defer(tags: Mapping[str, str]) -> bool:
+    """Whether a job holding ``tags`` can take the deferral's mark and, later, its settling mark."""
+    adds = sum(1 for key in (TAG_RESUME_AFTER, TAG_RESUME_SETTLED) if key not in tags)
+    return counted_tags(tags) + adds <= MAX_TAGS
+
+
+def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:
+    """Whether a diagnosis rests on logs that were read: all of them, or enough to name a known class."""
+    if failure is None or not failure.logs_read:
+        return False
+    return diagnosis.failure_class != UNKNOWN or diagnosis.hosts_unread == 0
 
 
 def _too_short(
