@@ -429,6 +429,7 @@ def test_an_event_without_tags_or_creation_time_reads_the_job_before_trusting_th
     # Then the job is read for its creation time before its mark is trusted: the mark is older, the job is stopped
     assert [d.code for d in decisions] == [ComplianceCode.STOP]
     assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1"]
+    assert calls.log.count("get-job job-1") == 1  # the read that dated the mark is the violation's re-read
     assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
 
 

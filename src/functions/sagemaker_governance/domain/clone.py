@@ -270,9 +270,9 @@ def counted_tags(tags: Mapping[str, str]) -> int:
     return sum(1 for key in tags if not key.lower().startswith(RESERVED_TAG_PREFIX))
 
 
-def has_room_for(tags: Mapping[str, str], key: str) -> bool:
-    """Whether a job holding ``tags`` can take tag ``key`` (an existing key is overwritten, not added)."""
-    return key in tags or counted_tags(tags) < MAX_TAGS
+def has_room_for(tags: Mapping[str, str], *keys: str) -> bool:
+    """Whether a job holding ``tags`` can take tags ``keys`` (an existing key is overwritten, not added)."""
+    return counted_tags(tags) + sum(1 for key in set(keys) if key not in tags) <= MAX_TAGS
 
 
 @dataclass(frozen=True)

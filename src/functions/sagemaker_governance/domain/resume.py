@@ -75,7 +75,6 @@ from enum import StrEnum
 from typing import Any, Final
 
 from sagemaker_governance.domain.clone import (
-    MAX_TAGS,
     TAG_FAILURE,
     TAG_REASON,
     TAG_RESUME_AFTER,
@@ -93,6 +92,7 @@ from sagemaker_governance.domain.clone import (
     TooManyTags,
     clone_name,
     counted_tags,
+    has_room_for,
     plan_clone,
     role_allowed,
 )
@@ -665,7 +665,9 @@ def _held(
     time is final (``settled``: a deferred job is not decided again), and so is one on the diagnosis when it
     rests on logs that were read (``_read_in_full``): one decided while they could not be is decided again."""
     pending = _logs_pending(job, failure, diagnosis, resume, now)
-    if pending is not None and (mode is Mode.AUDIT or not _room_to_defer(tags)):
+    if pending is not None and (
+        mode is Mode.AUDIT or not has_room_for(tags, TAG_RESUME_AFTER, TAG_RESUME_SETTLED)
+    ):
         # Decided now on what the logs hold: audit mode tags nothing, so nothing would come back to a deferral,
         # and a job without room for the deferral's tags (SageMaker's 50) could not be deferred
         pending = None
@@ -688,12 +690,6 @@ def _held(
     if pending is not None:  # before the plan: the cause's host decides the lemon rule (its budget, its tag)
         return _logs_deferral(pending, diagnosis, resume, mode, evidence)
     return None
-
-
-def _room_to_defer(tags: Mapping[str, str]) -> bool:
-    """Whether a job holding ``tags`` can take the deferral's mark and, later, its settling mark."""
-    adds = sum(1 for key in (TAG_RESUME_AFTER, TAG_RESUME_SETTLED) if key not in tags)
-    return counted_tags(tags) + adds <= MAX_TAGS
 
 
 def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:

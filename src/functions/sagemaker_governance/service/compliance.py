@@ -152,12 +152,14 @@ class ComplianceService:
 
     def evaluate(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         policy = self._policies.current()
+        reread: TrainingJob | None = None  # the job as DescribeTrainingJob and ListTags said it in this reaction
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
             if job.creation_time is None and EVALUATED_TAG in (job.tags or {}):
                 # whose mark it is depends on when the job was created, which this event left out: read the
                 # job (a copied mark trusted here would skip a violating job as evaluated)
-                job = self._reread(job) or job
+                reread = self._reread(job)
+                job = reread or job
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
         result = evaluate_compliance(job, policy, self._clock())
@@ -165,8 +167,8 @@ class ComplianceService:
             # before any violation is acted on or recorded (a stop, a notice, audit mode's "would stop": the
             # job may have been fixed since, or the event may show less than the job has, e.g. a tag added
             # since), and when the event left out what a rule needs: the job as DescribeTrainingJob and
-            # ListTags say it now, evaluated again
-            fresh = self._reread(job)
+            # ListTags say it now, evaluated again (not read twice: a read made above for its mark is now)
+            fresh = reread or self._reread(job)
             if fresh is None:
                 return self._record_all(result, job, policy, trigger, skipped="the job no longer exists")
             job = fresh
