@@ -982,7 +982,7 @@ def test_a_final_skip_of_a_deferred_resume_is_marked_settled_once_and_a_failed_m
     world.reaction.react(job, RUN)
     assert world.codes() == [("resume.skip.source-stopped", "no-action")] * 2
     arn = job.arn or ""
-    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped@llm-sft-1-r1"
     # while the same skip of a clone that was never deferred writes no tag (the reconciler never visits it)
     world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
     job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
@@ -1078,7 +1078,7 @@ def test_an_interconnect_cause_waits_while_a_peer_s_log_is_silent_and_a_late_cod
     # Then the EFA error is algo-2's report of algo-1's exit: the user's code, not resumed, settled for good
     assert decision.code == "resume.skip.user-code"
     assert world.sagemaker.created == []
-    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.user-code"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.user-code@llm-sft-1"
 
 
 def test_an_interconnect_cause_whose_silent_peer_still_says_nothing_when_due_is_resumed() -> None:
@@ -1150,7 +1150,7 @@ def test_a_deferred_failure_whose_logs_still_hold_no_cause_when_due_is_skipped_f
     # reconciler does not decide it again at its next runs
     assert decision.code == "resume.skip.unknown"
     assert world.codes() == [("resume.defer.logs-pending", "deferred"), ("resume.skip.unknown", "no-action")]
-    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.unknown"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.unknown@llm-sft-1"
     assert world.sagemaker.created == []
 
 
@@ -1173,7 +1173,7 @@ def test_a_clone_whose_fault_rests_on_failure_reason_alone_waits_for_its_host_an
     # Then the fault recurred on the same host position: charged double, the budget of 2 is spent, for good
     assert decision.code == "resume.skip.budget-spent" and decision.evidence["repeated_fault"] == "hardware@algo-1"
     assert world.sagemaker.created == []
-    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.budget-spent"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.budget-spent@llm-sft-1-r1"
 
 
 @pytest.mark.parametrize(

@@ -178,8 +178,10 @@ TAG_RETRIES: Final = "smgov:sagemaker-retries"
 # the reconciler may resume it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it
 # (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
-# Set on such a job once its deferred resume was decided for good (the code of that decision, e.g.
-# resume.skip.source-stopped): the reconciler no longer decides it again at each run. The service keeps
+# Set on such a job once its deferred resume was decided for good (the code of that decision and the job's name,
+# e.g. resume.skip.source-stopped@llm-sft-1-r1; a bare code before marks named their job): the reconciler no
+# longer decides it again at each run. One that names another job was copied with the job's request and does
+# not count (domain/resume.py's is_settled). The service keeps
 # smgov:resume-after (it has AddTags, not DeleteTags). Not a lineage tag either.
 TAG_RESUME_SETTLED: Final = "smgov:resume-settled"
 # Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone

@@ -1022,6 +1022,33 @@ def resume_after_tag(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_SETTLED_ON: Final = "@"  # in no decision code, in no job name ([a-zA-Z0-9-]), and allowed in a tag value
+
+
+def settled_tag(code: str, job_name: str) -> str:
+    """The ``smgov:resume-settled`` tag value: the settling decision's code and the job it settles
+    (``<code>@<job>``, at most 40 + 1 + 63 characters: a valid SageMaker tag value)."""
+    return f"{code}{_SETTLED_ON}{job_name}"
+
+
+def is_settled(job_name: str, tags: Mapping[str, str]) -> bool:
+    """Whether ``tags`` (``job_name``'s) carry governance's own ``smgov:resume-settled``: one that names this
+    job. A mark naming another job came with this one's request (SageMaker's console Clone copies a job's tags,
+    a developer pastes an earlier job's ``ListTags`` output) and is not this job's: its own deferred resume is
+    still made. A mark without a job name (a bare code, written before marks named their job) cannot be told
+    from a copy and is taken as governance's, as it always was."""
+    value = tags.get(TAG_RESUME_SETTLED)
+    if value is None:
+        return False
+    return _SETTLED_ON not in value or value.rsplit(_SETTLED_ON, 1)[1] == job_name
+
+
+def copied_settled_mark(job_name: str, tags: Mapping[str, str]) -> str | None:
+    """The value of a ``smgov:resume-settled`` on ``tags`` that names another job (``is_settled``); None: none."""
+    value = tags.get(TAG_RESUME_SETTLED)
+    return value if value is not None and not is_settled(job_name, tags) else None
+
+
 @dataclass(frozen=True)
 class DeferredResume:
     """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
@@ -1031,10 +1058,10 @@ class DeferredResume:
 
     @classmethod
     def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
-        """None: not deferred, settled (``smgov:resume-settled``: decided for good), or tags that cannot be
-        trusted (then the reconciler leaves the job alone)."""
+        """None: not deferred, settled (``smgov:resume-settled`` of this job, ``is_settled``: decided for good),
+        or tags that cannot be trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
-        if not raw or TAG_RESUME_SETTLED in tags:  # settled: decided for good, not again at each run
+        if not raw or is_settled(job_name, tags):  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

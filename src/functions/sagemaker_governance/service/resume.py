@@ -97,12 +97,14 @@ from sagemaker_governance.domain.resume import (
     interruption_unseen,
     is_new_spot_start,
     is_resume_trigger,
+    is_settled,
     is_spot_max_wait,
     is_spot_stop,
     is_spot_trigger,
     may_be_new_spot_start,
     next_clone_name,
     resume_after_tag,
+    settled_tag,
     source_qualifies,
     storm_move_wanted,
 )
@@ -430,7 +432,7 @@ class _CloneReaction:
             tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
         except JobNotFound:
             return []
-        if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
+        if TAG_RESUME_AFTER not in tags or is_settled(name, tags):
             return []
         if tags.get(TAG_SOURCE) != source.name:
             # The name is this job's next clone's, but the clone was made from another job (this one was
@@ -519,15 +521,16 @@ class _CloneReaction:
 
     def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
         """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``, or its
-        clone's request refused as invalid): tag it ``smgov:resume-settled=<code>`` (``AddTags``, as the
+        clone's request refused as invalid): tag it ``smgov:resume-settled=<code>@<job>`` (``AddTags``, as the
         deferral was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at
-        every run of its look-back, does not decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        every run of its look-back, does not decide and record it again. The value names the job, so that a
+        copy of it on another job's request is not taken for that job's settling (``is_settled``). A tag that cannot be written is logged, not raised: the decision stands,
         and the next run decides (and records) it again and tags it then."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
         code = result.decisions[0].code or ""
         try:
-            self._marks.mark(job.arn, TAG_RESUME_SETTLED, code)
+            self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
         except AdapterError as exc:
             logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
 
