@@ -257,6 +257,19 @@ def test_a_settled_mark_copied_from_another_job_does_not_keep_a_due_job_from_its
     assert "list-tags stopped-r1" in world.calls.log and "describe stopped-r2" not in world.calls.log
 
 
+def test_a_due_job_launched_with_another_lineage_s_tags_is_not_taken_for_that_lineage_s_done_resume() -> None:
+    # Given a due job launched with the tags of llm-sft-1's first clone (its lineage copied), while that lineage's
+    # next clone, llm-sft-1-r2, exists and its owner was told
+    world = World(told={"llm-sft-1-r2"})
+    world.failed["relaunched"] = clone_tags(due_tag(-5))
+    world.existing.add("llm-sft-1-r2")
+    # When the reconciler runs
+    world.run()
+    # Then its own clone is looked up, not the other lineage's, and its deferred resume is made
+    assert world.resumed == ["relaunched"]
+    assert "describe relaunched-r1" in world.calls.log and "describe llm-sft-1-r2" not in world.calls.log
+
+
 def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:
     # Given two due jobs whose clones exist: one's owner was told, the other's Publish failed
     world = World(told={"told-r2"})

@@ -683,6 +683,41 @@ def test_a_strike_is_carried_down_the_lineage() -> None:
     assert tags[TAG_STRIKES] == "1"
 
 
+def copied_clone_tags() -> dict[str, str]:
+    """The lineage tags of auto-resume's first clone of llm-sft-1, as a console Clone of it copies them."""
+    return {**clone_of("llm-sft-1", 1, failure="hardware@algo-2", strikes=1), TAG_REASON: "failed-transient"}
+
+
+def test_a_job_launched_with_a_clone_s_lineage_tags_is_judged_on_its_own_training() -> None:
+    # Given a job launched by hand with the tags of llm-sft-1's first clone (its lineage among them), which failed
+    # with an ECC fault after 20 minutes of training
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    failed = recent_failure(30, trained=timedelta(minutes=20))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **failed)
+    # When auto-resume decides it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the copied lineage does not lend it the clone's qualification: too short, and no other job is read
+    assert decision.code == "resume.skip.too-short"
+    assert world.sagemaker.created == []
+    assert "describe llm-sft-1" not in world.calls.log
+
+
+def test_a_job_launched_with_a_clone_s_lineage_tags_is_resumed_in_a_lineage_of_its_own() -> None:
+    # Given the same job, which trained 26 hours
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    # When auto-resume decides it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is resumed as the first attempt of its own lineage, not as the next one of llm-sft-1's, whose
+    # fault (the same class on the same host) and extra strike are not charged to it
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    assert request["TrainingJobName"] == "relaunch-7-r1"
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert (tags[TAG_ROOT], tags[TAG_ATTEMPT], tags[TAG_SOURCE]) == ("relaunch-7", "1", "relaunch-7")
+    assert TAG_STRIKES not in tags and "repeated_fault" not in decision.evidence
+
+
 def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     # Given a job SageMaker already retried twice inside itself (RetryStrategy: two more Starting after the
     # first, none after a Spot interruption), and a budget of 2 clones

@@ -95,6 +95,7 @@ from sagemaker_governance.domain.clone import (
     clone_name,
     counted_tags,
     has_room_for,
+    own_lineage,
     plan_clone,
     role_allowed,
 )
@@ -1065,7 +1066,7 @@ class DeferredResume:
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-            lineage = Lineage.of(job_name, tags)
+            lineage = Lineage.of(job_name, own_lineage(job_name, tags))  # copied lineage tags: its own lineage
             return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
         except (ValueError, LineageError):
             return None

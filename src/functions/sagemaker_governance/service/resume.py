@@ -54,6 +54,7 @@ from typing import Any, Protocol
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.clone import (
+    LINEAGE_TAGS,
     TAG_REASON,
     TAG_RESUME_AFTER,
     TAG_RESUME_SETTLED,
@@ -62,6 +63,8 @@ from sagemaker_governance.domain.clone import (
     InvalidCloneRequest,
     RequestShape,
     ResumeReason,
+    copied_lineage,
+    own_lineage,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
@@ -203,6 +206,7 @@ class _CloneReaction:
             )
             self._record(decision, job, policy, trigger, Outcome.SKIPPED)
             return [decision]
+        tags = _own_lineage(job.name, tags)
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
         if end_unseen(fresh, job):  # decided on this read, the event would be spent: read again, in a minute
             raise DescriptionBehind(
@@ -414,8 +418,9 @@ class _CloneReaction:
         ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says);
         ``source``: the job handing it over, as its caller knows it (its event, or its re-read). The clone's
         tags are read only once it is known to have failed; a read that fails raises ``AdapterError``. A
-        clone whose ``smgov:resumed-from`` tag names another job is not handed over (logged): a job launched
-        with a clone's lineage tags copied has that clone's next name without being its source.
+        clone whose ``smgov:resumed-from`` tag names another job is not handed over (logged): it is not this job's
+        (lineage tags this job was launched with from another job are ignored, ``own_lineage``, so the name is
+        its own lineage's).
 
         The clone's resume reads ``source`` again (``DescribeTrainingJob``), right after the event of its end:
         when that answer still says it runs or stops (the clone deferred again for this source,
@@ -435,8 +440,8 @@ class _CloneReaction:
         if TAG_RESUME_AFTER not in tags or is_settled(name, tags):
             return []
         if tags.get(TAG_SOURCE) != source.name:
-            # The name is this job's next clone's, but the clone was made from another job (this one was
-            # launched with a clone's lineage tags copied): its own source's end, or the reconciler, decides it
+            # The name is this job's next clone's, but the clone was made from another job (a job of that name
+            # launched otherwise): its own source's end, or the reconciler, decides it
             logger.warning(
                 "deferred clone not made from this job; not handed over",
                 job=source.name,
@@ -606,6 +611,15 @@ class _CloneReaction:
                 diagnosis=result.clone.evidence.get("diagnosis") if result.clone is not None else None,
             )
         )
+
+
+def _own_lineage(name: str, tags: dict[str, str]) -> dict[str, str]:
+    """The job's tags without lineage tags it was launched with from another job (``own_lineage``), logged."""
+    if not copied_lineage(name, tags):
+        return tags
+    copied = {key: tags[key] for key in LINEAGE_TAGS if key in tags}
+    logger.warning("lineage tags copied from another job ignored", job=name, tags=copied)
+    return own_lineage(name, tags)
 
 
 def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
@@ -840,7 +854,7 @@ class SpotFallbackReaction(_CloneReaction):
             return []
         try:
             tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
-            name = next_clone_name(job.name, tags)
+            name = next_clone_name(job.name, _own_lineage(job.name, tags))
             return [] if name is None else self._hand_over_deferred(name, None, trigger, job)
         except DescriptionBehind:
             raise  # the clone's resume read this job as still running or stopping: read again in a minute
