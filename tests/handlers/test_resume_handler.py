@@ -347,7 +347,7 @@ def test_a_deferred_resume_whose_clone_sagemaker_refuses_is_settled_and_not_trie
     ]
     assert [(r.code, r.outcome.value) for r in refused] == [("resume.skip.not-clonable", "no-action")]
     assert account.sagemaker.calls["CreateTrainingJob"] == 1 and account.sagemaker.created == []
-    assert tags_of(account, "llm-sft-v-r1")[TAG_RESUME_SETTLED] == "resume.skip.not-clonable"
+    assert tags_of(account, "llm-sft-v-r1")[TAG_RESUME_SETTLED] == "resume.skip.not-clonable@llm-sft-v-r1"
 
 
 def test_a_failed_event_redriven_from_the_dead_letter_queue_days_later_clones_nothing(
@@ -802,7 +802,9 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_once_the_source_co
             "resume.defer.source-running",
             "resume.skip.source-completed",
         ]
-        assert tags_of(account, "bert-spot-c-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-completed"
+        assert (
+            tags_of(account, "bert-spot-c-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-completed@bert-spot-c-r1"
+        )
 
 
 def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_stops_the_source(
@@ -840,7 +842,9 @@ def test_a_clone_deferred_while_its_source_ran_is_not_resumed_while_its_owner_st
             "resume.defer.source-stopping",
             "resume.skip.source-stopped",
         ]
-        assert tags_of(account, "bert-spot-o-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+        assert (
+            tags_of(account, "bert-spot-o-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped@bert-spot-o-r1"
+        )
         assert [r["TrainingJobName"] for r in account.sagemaker.created] == ["bert-spot-o-r1"]
 
 
@@ -897,7 +901,10 @@ def test_a_failed_clone_whose_source_is_stopping_is_decided_once_the_source_has_
             assert not told
             assert [r.code for r in records][-1] == "resume.skip.source-stopped"
             assert [r.code for r in records].count("resume.skip.source-stopped") == 1
-            assert tags_of(account, "bert-spot-p-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+            assert (
+                tags_of(account, "bert-spot-p-r1")[TAG_RESUME_SETTLED]
+                == "resume.skip.source-stopped@bert-spot-p-r1"
+            )
 
 
 @pytest.mark.parametrize(
@@ -938,7 +945,10 @@ def test_a_clone_deferred_while_its_source_ran_is_decided_by_the_sources_late_st
             assert not told
             assert codes[-1] == "resume.skip.source-stopped"
             assert codes.count("resume.skip.source-stopped") == 1
-            assert tags_of(account, "bert-spot-l-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+            assert (
+                tags_of(account, "bert-spot-l-r1")[TAG_RESUME_SETTLED]
+                == "resume.skip.source-stopped@bert-spot-l-r1"
+            )
 
 
 def test_a_stopped_sources_unreadable_clone_fails_the_delivery_for_its_retry(clock: Clock) -> None:
@@ -970,7 +980,9 @@ def test_a_stopped_sources_unreadable_clone_fails_the_delivery_for_its_retry(clo
         assert [r.code for r in resume_records(account)[before:] if r.job_name == "bert-spot-u-r1"] == [
             "resume.skip.source-stopped"
         ]
-        assert tags_of(account, "bert-spot-u-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+        assert (
+            tags_of(account, "bert-spot-u-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped@bert-spot-u-r1"
+        )
 
 
 @pytest.mark.parametrize(
@@ -1011,7 +1023,10 @@ def test_a_stopped_event_whose_source_read_lags_it_is_retried_not_spent(
         else:
             assert created == ["bert-spot-g-r1"]
             assert codes[-1] == "resume.skip.source-stopped"
-            assert tags_of(account, "bert-spot-g-r1")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+            assert (
+                tags_of(account, "bert-spot-g-r1")[TAG_RESUME_SETTLED]
+                == "resume.skip.source-stopped@bert-spot-g-r1"
+            )
 
 
 def test_a_stopped_job_whose_next_clone_name_holds_another_sources_clone_hands_nothing_over(clock: Clock) -> None:

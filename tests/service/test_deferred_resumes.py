@@ -219,7 +219,8 @@ def test_a_job_not_yet_due_untagged_or_already_resumed_is_left_alone() -> None:
 
 def test_a_deferred_job_whose_resume_was_settled_is_left_alone() -> None:
     # Given a due job whose deferred resume auto-resume settled for good (its source stopped by its owner:
-    # resume.skip.source-stopped), its resume-after tag kept (the service cannot delete tags)
+    # resume.skip.source-stopped), its resume-after tag kept (the service cannot delete tags), the mark written
+    # before marks named their job (a bare code: still governance's)
     world = World(told=set())
     world.failed["stopped-r1"] = {
         **clone_tags(due_tag(-30)),
@@ -231,6 +232,42 @@ def test_a_deferred_job_whose_resume_was_settled_is_left_alone() -> None:
     # Then it is not decided again (one record, not one per run within the look-back), and nothing more is read
     assert world.resumed == []
     assert world.calls.log == ["list-failed", "list-tags stopped-r1"]
+
+
+def test_a_settled_mark_copied_from_another_job_does_not_keep_a_due_job_from_its_resume() -> None:
+    # Given a due job deferred for its last log lines that was launched with an earlier job's tags pasted in, that
+    # job's settling among them (smgov:resume-settled naming it), and a due job settled by governance (naming
+    # itself)
+    world = World(told=set())
+    world.failed["relaunched"] = {
+        TAG_RESUME_AFTER: due_tag(-5),
+        TAG_RESUME_SETTLED: "resume.skip.user-code@earlier-1",
+    }
+    world.failed["stopped-r1"] = {
+        **clone_tags(due_tag(-30)),
+        TAG_ROOT: "stopped",
+        TAG_RESUME_SETTLED: "resume.skip.source-stopped@stopped-r1",
+    }
+    # When the reconciler runs
+    report = world.run()
+    # Then the copied mark does not count: the relaunched job's own deferred resume is made; the settled one is not
+    # decided again
+    assert world.resumed == ["relaunched"]
+    assert report.repairs == {"deferred-resume": 1}
+    assert "list-tags stopped-r1" in world.calls.log and "describe stopped-r2" not in world.calls.log
+
+
+def test_a_due_job_launched_with_another_lineage_s_tags_is_not_taken_for_that_lineage_s_done_resume() -> None:
+    # Given a due job launched with the tags of llm-sft-1's first clone (its lineage copied), while that lineage's
+    # next clone, llm-sft-1-r2, exists and its owner was told
+    world = World(told={"llm-sft-1-r2"})
+    world.failed["relaunched"] = clone_tags(due_tag(-5))
+    world.existing.add("llm-sft-1-r2")
+    # When the reconciler runs
+    world.run()
+    # Then its own clone is looked up, not the other lineage's, and its deferred resume is made
+    assert world.resumed == ["relaunched"]
+    assert "describe relaunched-r1" in world.calls.log and "describe llm-sft-1-r2" not in world.calls.log
 
 
 def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:

@@ -683,6 +683,41 @@ def test_a_strike_is_carried_down_the_lineage() -> None:
     assert tags[TAG_STRIKES] == "1"
 
 
+def copied_clone_tags() -> dict[str, str]:
+    """The lineage tags of auto-resume's first clone of llm-sft-1, as a console Clone of it copies them."""
+    return {**clone_of("llm-sft-1", 1, failure="hardware@algo-2", strikes=1), TAG_REASON: "failed-transient"}
+
+
+def test_a_job_launched_with_a_clone_s_lineage_tags_is_judged_on_its_own_training() -> None:
+    # Given a job launched by hand with the tags of llm-sft-1's first clone (its lineage among them), which failed
+    # with an ECC fault after 20 minutes of training
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    failed = recent_failure(30, trained=timedelta(minutes=20))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **failed)
+    # When auto-resume decides it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the copied lineage does not lend it the clone's qualification: too short, and no other job is read
+    assert decision.code == "resume.skip.too-short"
+    assert world.sagemaker.created == []
+    assert "describe llm-sft-1" not in world.calls.log
+
+
+def test_a_job_launched_with_a_clone_s_lineage_tags_is_resumed_in_a_lineage_of_its_own() -> None:
+    # Given the same job, which trained 26 hours
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    # When auto-resume decides it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is resumed as the first attempt of its own lineage, not as the next one of llm-sft-1's, whose
+    # fault (the same class on the same host) and extra strike are not charged to it
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    assert request["TrainingJobName"] == "relaunch-7-r1"
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert (tags[TAG_ROOT], tags[TAG_ATTEMPT], tags[TAG_SOURCE]) == ("relaunch-7", "1", "relaunch-7")
+    assert TAG_STRIKES not in tags and "repeated_fault" not in decision.evidence
+
+
 def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     # Given a job SageMaker already retried twice inside itself (RetryStrategy: two more Starting after the
     # first, none after a Spot interruption), and a budget of 2 clones
@@ -982,7 +1017,7 @@ def test_a_final_skip_of_a_deferred_resume_is_marked_settled_once_and_a_failed_m
     world.reaction.react(job, RUN)
     assert world.codes() == [("resume.skip.source-stopped", "no-action")] * 2
     arn = job.arn or ""
-    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped"
+    assert world.sagemaker.tags[arn][TAG_RESUME_SETTLED] == "resume.skip.source-stopped@llm-sft-1-r1"
     # while the same skip of a clone that was never deferred writes no tag (the reconciler never visits it)
     world = World(evidence=ecc_on("algo-1", "llm-sft-1-r1"))
     job = world.failed("llm-sft-1-r1", tags=clone_of("llm-sft-1", 1), **recent_failure(30))
@@ -1034,6 +1069,78 @@ def efa_on_algo_1(job_name: str = "llm-sft-1") -> FailureEvidence:
     )
 
 
+def efa_on_algo_2_first_read(job_name: str = "llm-sft-1", *, algo_1: tuple[LogLine, ...] = ()) -> FailureEvidence:
+    """algo-2's EFA completion error in its log, algo-1's stream holding training progress only (``algo_1``: the
+    lines that arrived after that, appended to it)."""
+    fault = NOW - timedelta(minutes=1)
+    return FailureEvidence(
+        hosts=(
+            HostLog(
+                "algo-1",
+                f"{job_name}/algo-1-1700000000",
+                (LogLine("step 899", fault - timedelta(minutes=2)), *algo_1),
+            ),
+            HostLog(
+                "algo-2",
+                f"{job_name}/algo-2-1700000000",
+                (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-2"), fault)),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+    )
+
+
+def test_an_interconnect_cause_waits_while_a_peer_s_log_is_silent_and_a_late_code_bug_skips_it() -> None:
+    # Given a two-host job that failed a minute ago: algo-2's log holds its EFA completion error, algo-1's only its
+    # training progress (algo-1 died first of a KeyError whose traceback has not reached CloudWatch Logs yet)
+    world = World(evidence=efa_on_algo_2_first_read())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the interconnect fault is not cloned yet: algo-1's silence may hide the cause, the reconciler decides
+    assert decision.code == "resume.defer.logs-pending"
+    assert decision.evidence["diagnosis"]["class"] == "interconnect"
+    assert decision.evidence["diagnosis"]["hosts_silent"] == ["algo-1"]
+    assert world.sagemaker.created == []
+    # When it is due and algo-1's traceback has arrived, written before algo-2's transport error
+    assert isinstance(world.logs, FakeLogs)
+    traceback = (LogLine("Traceback (most recent call last):", NOW - timedelta(minutes=1, seconds=30)),)
+    keyerror = (LogLine("KeyError: 'label'", NOW - timedelta(minutes=1, seconds=20)),)
+    world.logs.evidence = efa_on_algo_2_first_read(algo_1=traceback + keyerror)
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the EFA error is algo-2's report of algo-1's exit: the user's code, not resumed, settled for good
+    assert decision.code == "resume.skip.user-code"
+    assert world.sagemaker.created == []
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.user-code@llm-sft-1"
+
+
+def test_an_interconnect_cause_whose_silent_peer_still_says_nothing_when_due_is_resumed() -> None:
+    # Given the same job deferred for algo-1's silence, whose log still holds nothing of its end when due
+    world = World(evidence=efa_on_algo_2_first_read())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.defer.logs-pending"]
+    world.now = NOW + timedelta(minutes=4)
+    # When the reconciler decides it
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the interconnect fault on algo-2 stands, as it did before the wait: resumed, its host kept for the lemon
+    assert decision.code == "resume.clone.transient"
+    (request,) = world.sagemaker.created
+    assert {t["Key"]: t["Value"] for t in request["Tags"]}[TAG_FAILURE] == "interconnect@algo-2"
+
+
+def single_host_efa(job_name: str = "llm-sft-1") -> FailureEvidence:
+    """A job of one host whose log holds its EFA completion error."""
+    fault = NOW - timedelta(minutes=1)
+    line = LogLine(EFA.format(host="algo-1"), fault)
+    return FailureEvidence(
+        hosts=(HostLog("algo-1", f"{job_name}/algo-1-1700000000", (LogLine("step 900"), line)),),
+        logs_read=True,
+        hosts_total=1,
+    )
+
+
 def at_due(minutes: int) -> str:
     return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -1078,7 +1185,7 @@ def test_a_deferred_failure_whose_logs_still_hold_no_cause_when_due_is_skipped_f
     # reconciler does not decide it again at its next runs
     assert decision.code == "resume.skip.unknown"
     assert world.codes() == [("resume.defer.logs-pending", "deferred"), ("resume.skip.unknown", "no-action")]
-    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.unknown"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.unknown@llm-sft-1"
     assert world.sagemaker.created == []
 
 
@@ -1101,7 +1208,7 @@ def test_a_clone_whose_fault_rests_on_failure_reason_alone_waits_for_its_host_an
     # Then the fault recurred on the same host position: charged double, the budget of 2 is spent, for good
     assert decision.code == "resume.skip.budget-spent" and decision.evidence["repeated_fault"] == "hardware@algo-1"
     assert world.sagemaker.created == []
-    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.budget-spent"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.budget-spent@llm-sft-1-r1"
 
 
 @pytest.mark.parametrize(
@@ -1138,6 +1245,10 @@ def test_a_failure_past_its_settle_period_or_with_none_is_decided_at_once(
         (no_cause_yet(), EFA_REASON, 0.3, "resume.skip.unknown"),
         # a cause in a host's log: nothing to wait for
         (efa_on_algo_1(), EFA_REASON, 26, "resume.clone.transient"),
+        # an interconnect cause on a job of one host: no peer whose late lines could explain it
+        (single_host_efa(), EFA_REASON, 26, "resume.clone.transient"),
+        # a hardware fault on a host, the other host silent: no peer's exit explains a GPU's ECC error
+        (ecc_on("algo-2"), ECC_REASON, 26, "resume.clone.transient"),
         # SageMaker's own internal error: no host decides anything of it, its resume is not put off
         (no_cause_yet(), ISE, 26, "resume.clone.transient"),
     ],

@@ -110,10 +110,17 @@ def test_failure_classes_every_fault_resumed_and_completed_no_code_bug_resumed()
     audit = simulation.account.audit
     assert audit is not None
     first = {}
+    deferred = []
     for record in audit.records:
-        if record.rule == "auto-resume" and record.job_name in EXPECTED and record.job_name not in first:
+        if record.rule == "auto-resume" and record.code == "resume.defer.logs-pending":
+            deferred.append(record.job_name)
+        elif record.rule == "auto-resume" and record.job_name in EXPECTED and record.job_name not in first:
             first[record.job_name] = record
-    # Then each failure is classified as expected: every hardware/interconnect fault with progress is
+    # Then the failures whose logs leave the cause open waited for their last lines, the reconciler deciding them
+    # once due: the crash nothing explains, and the EFA error on algo-1 of a job whose three other hosts' logs
+    # say nothing of their end (a code bug there would explain it)
+    assert sorted(deferred) == ["efa-transport-error", "unexplained-crash"]
+    # and each failure is classified as expected: every hardware/interconnect fault with progress is
     # resumed and its work completes (100%); no code bug or unknown failure is resumed (0%)
     assert set(first) == set(EXPECTED)
     for name, (failure_class, resumed) in EXPECTED.items():

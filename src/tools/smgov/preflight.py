@@ -159,8 +159,8 @@ class PreflightOutcome(BaseModel):
     def marks_warning(self) -> str | None:
         """A warning, not a refusal: the service does not stop a job for carrying governance's marks (a copied
         evaluation mark is ignored), but they are not the job's own (a console Clone, a pasted ListTags), the
-        statements of ``smgov iam-policy`` deny the request, and a copied ``smgov:resume-settled`` would keep
-        the job's own deferred resume from being made."""
+        statements of ``smgov iam-policy`` deny the request, and a copied ``smgov:resume-settled`` written before
+        the mark named its job (a bare code) would keep the job's own deferred resume from being made."""
         if not self.copied_marks:
             return None
         return (

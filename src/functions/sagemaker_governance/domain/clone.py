@@ -11,7 +11,9 @@ from generation to generation, the same source always yields the same clone name
 meets "already exists", which is success), and a clone never takes its source's name.
 
 Lineage tags on the clone (``smgov:root-job``, ``smgov:resumed-from``, ``smgov:attempt``,
-``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget).
+``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget). They
+count only on the job their root and attempt name (``copied_lineage``): a job launched with another job's tags
+is the first of its own lineage (``own_lineage``).
 The clone carries the source's other tags, the owner's ``smgov:`` declarations included (the quiet phases
 ``smgov:idle-minutes`` and ``smgov:progress-minutes`` a job declares: ``domain/tolerance.py``); only the
 marks governance left on the source (``GOVERNANCE_MARKS``) are not inherited.
@@ -178,8 +180,10 @@ TAG_RETRIES: Final = "smgov:sagemaker-retries"
 # the reconciler may resume it ("YYYY-MM-DDTHH:MM:SSZ", UTC). Not a lineage tag: a clone never inherits it
 # (a governance mark).
 TAG_RESUME_AFTER: Final = "smgov:resume-after"
-# Set on such a job once its deferred resume was decided for good (the code of that decision, e.g.
-# resume.skip.source-stopped): the reconciler no longer decides it again at each run. The service keeps
+# Set on such a job once its deferred resume was decided for good (the code of that decision and the job's name,
+# e.g. resume.skip.source-stopped@llm-sft-1-r1; a bare code before marks named their job): the reconciler no
+# longer decides it again at each run. One that names another job was copied with the job's request and does
+# not count (domain/resume.py's is_settled). The service keeps
 # smgov:resume-after (it has AddTags, not DeleteTags). Not a lineage tag either.
 TAG_RESUME_SETTLED: Final = "smgov:resume-settled"
 # Set on a job compliance has evaluated (domain/compliance.py's EVALUATED_TAG, written out here: the clone
@@ -242,6 +246,30 @@ class Lineage:
     @property
     def next_attempt(self) -> int:
         return self.attempt + 1
+
+
+def copied_lineage(job_name: str, tags: Mapping[str, str]) -> bool:
+    """Whether the lineage tags on ``tags`` (``job_name``'s) are not the job's own: governance names every clone
+    it makes after its lineage (``clone_name(root, attempt)``, unchanged since clones were first made) and tags
+    it then, so a job whose name is not the one its ``smgov:root-job`` and ``smgov:attempt`` give, or that
+    carries other lineage tags without those two, was launched with another job's tags (SageMaker's console
+    Clone copies them, a developer pastes a ``DescribeTrainingJob`` or ``ListTags`` output). Tags that cannot
+    be read as a lineage (``LineageError``) are left to ``Lineage.of``'s refusal."""
+    try:
+        lineage = Lineage.of(job_name, tags)
+    except LineageError:
+        return False
+    if lineage.attempt == 0:
+        return any(key in tags for key in LINEAGE_TAGS)
+    return clone_name(lineage.root, lineage.attempt) != job_name
+
+
+def own_lineage(job_name: str, tags: Mapping[str, str]) -> dict[str, str]:
+    """``tags`` without lineage tags that are not ``job_name``'s own (``copied_lineage``): the job is then a
+    lineage's first job, judged on its own training, budget and source (none), and its clone is named after it."""
+    if not copied_lineage(job_name, tags):
+        return dict(tags)
+    return {key: value for key, value in tags.items() if key not in LINEAGE_TAGS}
 
 
 # ---- the plan -----------------------------------------------------------------------------------

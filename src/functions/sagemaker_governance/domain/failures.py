@@ -180,6 +180,9 @@ class Diagnosis:
     exit_codes: tuple[int, ...] = ()
     hosts_read: tuple[str, ...] = ()
     hosts_unread: int = 0  # the job's hosts whose log was found but not read (cut, or the read failed)
+    # the hosts read whose tail no signature matches: nothing in it says why their process ended (their last
+    # lines may not have reached CloudWatch Logs yet)
+    hosts_silent: tuple[str, ...] = ()
 
     @property
     def peer_unread(self) -> bool:
@@ -215,6 +218,8 @@ class Diagnosis:
             out["hosts_read"] = list(self.hosts_read)
         if self.hosts_unread:
             out["hosts_unread"] = self.hosts_unread
+        if self.hosts_silent:
+            out["hosts_silent"] = list(self.hosts_silent)
         return out
 
 
@@ -365,11 +370,13 @@ def classify(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) 
     notes = list(evidence.notes)
     if not evidence.logs_read:
         notes.append("no log line could be read: decided from FailureReason alone")
+    matched = {m.host for m in matches}
     common: dict[str, Any] = {
         "basis": basis,
         "exit_codes": _exit_codes(reason, evidence),
         "hosts_read": tuple(h.host for h in evidence.hosts),
         "hosts_unread": max(evidence.hosts_total - len(evidence.hosts), 0),
+        "hosts_silent": tuple(h.host for h in evidence.hosts if h.host not in matched),
     }
     by_role = {role: [m for m in matches if m.signature.role is role] for role in Role}
     reports = _Reports.of(reason, evidence, taxonomy)

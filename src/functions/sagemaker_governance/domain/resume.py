@@ -15,7 +15,9 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict. A failure
   more recent than ``logs_settle_minutes`` (5) whose logs were read but hold no cause of it (``unknown``, a
   skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
-  silent peer corroborates) is not decided yet:
+  silent peer corroborates), or whose resumable interconnect cause on one host another host's silence leaves
+  open (that host's log holds no line on why it ended: a user-code exception there, still in flight, would
+  make the interconnect error the report of its exit), is not decided yet:
   the failed process's last lines may still be on their way to CloudWatch Logs, so the decision is
   ``resume.defer.logs-pending`` (tagged ``smgov:resume-after``, due at the failure plus the settle period)
   and the reconciler decides then, on what the logs hold by then, for good (a job too short to resume
@@ -93,13 +95,14 @@ from sagemaker_governance.domain.clone import (
     clone_name,
     counted_tags,
     has_room_for,
+    own_lineage,
     plan_clone,
     role_allowed,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.failure_signatures import Role, Verdict
-from sagemaker_governance.domain.failures import HARDWARE_CLASSES, UNKNOWN, Diagnosis, classify
+from sagemaker_governance.domain.failures import HARDWARE_CLASSES, INTERCONNECT, UNKNOWN, Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
@@ -148,7 +151,8 @@ class ResumeCode(StrEnum):
     JOB_GONE = "resume.skip.job-gone"  # the job no longer exists when re-read
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     # failed less than resume.logs_settle_minutes ago and the logs read hold no cause of it (the diagnosis is
-    # unknown, a skip or a hardware fault resting on FailureReason alone, or a peer's report with no cause): its last lines
+    # unknown, a skip or a hardware fault resting on FailureReason alone, or a peer's report with no cause), or a
+    # resumable interconnect cause on one host while another host's log says nothing of its end: its last lines
     # may still be on their way to CloudWatch Logs. Tagged smgov:resume-after (the failure + the settle period):
     # the reconciler decides then, on what the logs hold by then, for good
     DEFER_LOGS_PENDING = "resume.defer.logs-pending"
@@ -414,7 +418,12 @@ def _logs_pending(
     No cause: the diagnosis is ``unknown`` (nothing matched, a peer's report nothing explains, only a peer's
     report with hosts unread), rests on the ``FailureReason`` alone (no host) for a skip the logs could still
     overturn or a hardware or interconnect fault whose lemon rule needs its host, or is a peer's report that
-    only a silent peer corroborates (the silence may be its lines in flight). None: decide now; so is a
+    only a silent peer corroborates (the silence may be its lines in flight); and a resumable interconnect
+    cause on one host of a job whose other hosts' logs do not all say why they ended
+    (``_explainable_by_silent_peer``): the silent host may be the one that died first, of a user-code exception
+    still in flight, which would make the interconnect error its peer's report of the exit and the job the
+    user's code (a wrong clone spends the retry budget and GPU hours; the wait costs minutes). A job of one host
+    is not put off for it. None: decide now; so is a
     resumable class SageMaker itself reports (``InternalServerError``, a capacity error): no host decides
     anything of it, and its resume is not put off. Logs that could not be read
     at all are not waited for: the read failed (denied, throttled past its retries, no log group, no stream),
@@ -437,9 +446,31 @@ def _logs_pending(
         why = "its cause rests on the FailureReason alone, none of the logs read holds it"
     elif diagnosis.role is Role.CONSEQUENCE:
         why = "the logs read hold only a peer's report of it, corroborated by a peer's silence alone"
+    elif silent := _explainable_by_silent_peer(diagnosis):
+        why = (
+            f"{diagnosis.host}'s interconnect error may be its report of a peer's exit, and the log of "
+            f"{', '.join(silent)} holds no line yet on why its process ended"
+        )
     else:
         return None
     return due, why
+
+
+def _explainable_by_silent_peer(diagnosis: Diagnosis) -> tuple[str, ...]:
+    """The other hosts whose silence leaves a resumable interconnect cause on one host open: an EFA or InfiniBand
+    completion error is also what a rank sees when its peer's process exits, and ``classify`` takes it for the
+    user's code when a user-code exception on another host precedes it (``failures._explaining``). A host whose
+    read tail matches no signature (``Diagnosis.hosts_silent``) may hold that exception in its last lines, still
+    on their way; on a job of one host, or when every other host's tail says why it ended (its own fault, a
+    report of the peer's exit), nothing is waited for. Empty: nothing to wait for."""
+    if (
+        diagnosis.failure_class != INTERCONNECT
+        or diagnosis.role is not Role.CAUSE
+        or diagnosis.verdict is not Verdict.RESUME
+        or diagnosis.host is None
+    ):
+        return ()
+    return tuple(host for host in diagnosis.hosts_silent if host != diagnosis.host)
 
 
 def _logs_deferral(
@@ -992,6 +1023,33 @@ def resume_after_tag(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_SETTLED_ON: Final = "@"  # in no decision code, in no job name ([a-zA-Z0-9-]), and allowed in a tag value
+
+
+def settled_tag(code: str, job_name: str) -> str:
+    """The ``smgov:resume-settled`` tag value: the settling decision's code and the job it settles
+    (``<code>@<job>``, at most 40 + 1 + 63 characters: a valid SageMaker tag value)."""
+    return f"{code}{_SETTLED_ON}{job_name}"
+
+
+def is_settled(job_name: str, tags: Mapping[str, str]) -> bool:
+    """Whether ``tags`` (``job_name``'s) carry governance's own ``smgov:resume-settled``: one that names this
+    job. A mark naming another job came with this one's request (SageMaker's console Clone copies a job's tags,
+    a developer pastes an earlier job's ``ListTags`` output) and is not this job's: its own deferred resume is
+    still made. A mark without a job name (a bare code, written before marks named their job) cannot be told
+    from a copy and is taken as governance's, as it always was."""
+    value = tags.get(TAG_RESUME_SETTLED)
+    if value is None:
+        return False
+    return _SETTLED_ON not in value or value.rsplit(_SETTLED_ON, 1)[1] == job_name
+
+
+def copied_settled_mark(job_name: str, tags: Mapping[str, str]) -> str | None:
+    """The value of a ``smgov:resume-settled`` on ``tags`` that names another job (``is_settled``); None: none."""
+    value = tags.get(TAG_RESUME_SETTLED)
+    return value if value is not None and not is_settled(job_name, tags) else None
+
+
 @dataclass(frozen=True)
 class DeferredResume:
     """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
@@ -1001,14 +1059,14 @@ class DeferredResume:
 
     @classmethod
     def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
-        """None: not deferred, settled (``smgov:resume-settled``: decided for good), or tags that cannot be
-        trusted (then the reconciler leaves the job alone)."""
+        """None: not deferred, settled (``smgov:resume-settled`` of this job, ``is_settled``: decided for good),
+        or tags that cannot be trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
-        if not raw or TAG_RESUME_SETTLED in tags:  # settled: decided for good, not again at each run
+        if not raw or is_settled(job_name, tags):  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-            lineage = Lineage.of(job_name, tags)
+            lineage = Lineage.of(job_name, own_lineage(job_name, tags))  # copied lineage tags: its own lineage
             return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
         except (ValueError, LineageError):
             return None

@@ -31,8 +31,9 @@ Each run compares what exists with what should exist and repairs the difference:
   the policy and its teams, or ``resume.logs_settle_minutes`` when longer, plus three runs; further back after passes that were missed, ``_failed_since``)
   and carries ``smgov:resume-after`` (auto-resume deferred it
   for its backoff, for its last log lines to arrive, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
-  it raised, ``_retry_resume``) and not ``smgov:resume-settled`` (a
-  final skip, e.g. its source stopped by its owner: decided once, not at every run) is resumed once that
+  it raised, ``_retry_resume``) and not its own ``smgov:resume-settled`` (a
+  final skip, e.g. its source stopped by its owner: decided once, not at every run; one naming another job
+  came with the job's request and is ignored, logged, ``is_settled``) is resumed once that
   time has passed and its clone (a deterministic name) does not exist
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
   failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
@@ -68,7 +69,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_RESUME_SETTLED
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
@@ -99,7 +100,7 @@ from sagemaker_governance.domain.reconcile import (
     plan_work,
     run_index,
 )
-from sagemaker_governance.domain.resume import DeferredResume, resume_after_tag
+from sagemaker_governance.domain.resume import DeferredResume, copied_settled_mark, is_settled, resume_after_tag
 from sagemaker_governance.observability import RECONCILE_KEY, logger
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -634,8 +635,9 @@ class ReconcilerService:
         deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
-        if job.tag(TAG_RESUME_AFTER) is not None or job.tag(TAG_RESUME_SETTLED) is not None:
-            return  # already the deferred-resume pass's, or decided for good
+        if job.tag(TAG_RESUME_AFTER) is not None or is_settled(job.name, job.tags or {}):
+            return  # already the deferred-resume pass's, or decided for good (a settling copied from another
+            # job's tags does not count: ``is_settled``)
         error = "this deployment cannot tag the job"
         if self._marks is not None and job.arn:
             try:
@@ -1236,8 +1238,7 @@ class ReconcilerService:
                 break
             _, passes = self._erring.pop(summary.name, (summary, 0))  # kept only while its resume meets an error
             try:
-                tags = self._jobs.list_tags(summary.arn)
-                deferred = DeferredResume.of(summary.name, tags)
+                deferred = _deferred(summary.name, self._jobs.list_tags(summary.arn))
                 if deferred is None or now < deferred.due or self._told(deferred.clone):
                     continue
                 job = TrainingJob.model_validate(
@@ -1405,6 +1406,15 @@ def _longest_backoff(policy: Policy) -> int:
     its teams: how long after its failure a deferred resume can fall due (``ResumePolicy.longest_wait``)."""
     policies = [policy, *(policy.for_team(team) for team in policy.teams)]
     return max(p.resume.longest_wait() for p in policies)
+
+
+def _deferred(name: str, tags: dict[str, str]) -> DeferredResume | None:
+    """The job's deferred resume (``DeferredResume.of``); a settling mark it carries that names another job (copied
+    with its request: ``is_settled``) is ignored, and the log says so."""
+    copied = copied_settled_mark(name, tags)
+    if copied is not None and TAG_RESUME_AFTER in tags:
+        logger.warning("settled mark copied from another job ignored", job=name, mark=copied)
+    return DeferredResume.of(name, tags)
 
 
 def _note_unlisted(listing: JobListing, report: ReconcileReport) -> None:

@@ -54,6 +54,7 @@ from typing import Any, Protocol
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.clone import (
+    LINEAGE_TAGS,
     TAG_REASON,
     TAG_RESUME_AFTER,
     TAG_RESUME_SETTLED,
@@ -62,6 +63,8 @@ from sagemaker_governance.domain.clone import (
     InvalidCloneRequest,
     RequestShape,
     ResumeReason,
+    copied_lineage,
+    own_lineage,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
@@ -97,12 +100,14 @@ from sagemaker_governance.domain.resume import (
     interruption_unseen,
     is_new_spot_start,
     is_resume_trigger,
+    is_settled,
     is_spot_max_wait,
     is_spot_stop,
     is_spot_trigger,
     may_be_new_spot_start,
     next_clone_name,
     resume_after_tag,
+    settled_tag,
     source_qualifies,
     storm_move_wanted,
 )
@@ -201,6 +206,7 @@ class _CloneReaction:
             )
             self._record(decision, job, policy, trigger, Outcome.SKIPPED)
             return [decision]
+        tags = _own_lineage(job.name, tags)
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
         if end_unseen(fresh, job):  # decided on this read, the event would be spent: read again, in a minute
             raise DescriptionBehind(
@@ -412,8 +418,9 @@ class _CloneReaction:
         ``status``: the clone's, as the caller read it (None: not read, ``DescribeTrainingJob`` says);
         ``source``: the job handing it over, as its caller knows it (its event, or its re-read). The clone's
         tags are read only once it is known to have failed; a read that fails raises ``AdapterError``. A
-        clone whose ``smgov:resumed-from`` tag names another job is not handed over (logged): a job launched
-        with a clone's lineage tags copied has that clone's next name without being its source.
+        clone whose ``smgov:resumed-from`` tag names another job is not handed over (logged): it is not this job's
+        (lineage tags this job was launched with from another job are ignored, ``own_lineage``, so the name is
+        its own lineage's).
 
         The clone's resume reads ``source`` again (``DescribeTrainingJob``), right after the event of its end:
         when that answer still says it runs or stops (the clone deferred again for this source,
@@ -430,11 +437,11 @@ class _CloneReaction:
             tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or name))
         except JobNotFound:
             return []
-        if TAG_RESUME_AFTER not in tags or TAG_RESUME_SETTLED in tags:
+        if TAG_RESUME_AFTER not in tags or is_settled(name, tags):
             return []
         if tags.get(TAG_SOURCE) != source.name:
-            # The name is this job's next clone's, but the clone was made from another job (this one was
-            # launched with a clone's lineage tags copied): its own source's end, or the reconciler, decides it
+            # The name is this job's next clone's, but the clone was made from another job (a job of that name
+            # launched otherwise): its own source's end, or the reconciler, decides it
             logger.warning(
                 "deferred clone not made from this job; not handed over",
                 job=source.name,
@@ -519,15 +526,16 @@ class _CloneReaction:
 
     def _settle(self, result: CloneDecision, job: TrainingJob) -> None:
         """A deferred resume decided for good (a final skip of a job tagged ``smgov:resume-after``, or its
-        clone's request refused as invalid): tag it ``smgov:resume-settled=<code>`` (``AddTags``, as the
+        clone's request refused as invalid): tag it ``smgov:resume-settled=<code>@<job>`` (``AddTags``, as the
         deferral was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at
-        every run of its look-back, does not decide and record it again. A tag that cannot be written is logged, not raised: the decision stands,
+        every run of its look-back, does not decide and record it again. The value names the job, so that a
+        copy of it on another job's request is not taken for that job's settling (``is_settled``). A tag that cannot be written is logged, not raised: the decision stands,
         and the next run decides (and records) it again and tags it then."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
         code = result.decisions[0].code or ""
         try:
-            self._marks.mark(job.arn, TAG_RESUME_SETTLED, code)
+            self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
         except AdapterError as exc:
             logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
 
@@ -603,6 +611,15 @@ class _CloneReaction:
                 diagnosis=result.clone.evidence.get("diagnosis") if result.clone is not None else None,
             )
         )
+
+
+def _own_lineage(name: str, tags: dict[str, str]) -> dict[str, str]:
+    """The job's tags without lineage tags it was launched with from another job (``own_lineage``), logged."""
+    if not copied_lineage(name, tags):
+        return tags
+    copied = {key: tags[key] for key in LINEAGE_TAGS if key in tags}
+    logger.warning("lineage tags copied from another job ignored", job=name, tags=copied)
+    return own_lineage(name, tags)
 
 
 def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
@@ -837,7 +854,7 @@ class SpotFallbackReaction(_CloneReaction):
             return []
         try:
             tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
-            name = next_clone_name(job.name, tags)
+            name = next_clone_name(job.name, _own_lineage(job.name, tags))
             return [] if name is None else self._hand_over_deferred(name, None, trigger, job)
         except DescriptionBehind:
             raise  # the clone's resume read this job as still running or stopping: read again in a minute
