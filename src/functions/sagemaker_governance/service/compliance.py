@@ -98,13 +98,9 @@ class ComplianceService:
 
     def _may_owe_telling(self, job: TrainingJob) -> bool:
         """A stopped job whose owner compliance may still owe the news of its stop: not marked evaluated (the
-        mark comes after the telling), and a ledger to say. No call: a job whose event leaves its tags out is
-        read (``ListTags``) by ``tell_owed``."""
-        return (
-            self._notices is not None
-            and job.status == "Stopped"
-            and not was_evaluated(job.tags, created=job.creation_time)
-        )
+        mark comes after the telling: ``_told_by_mark``), and a ledger to say. No call: a job whose event leaves
+        its tags out is read (``ListTags``) by ``tell_owed``."""
+        return self._notices is not None and job.status == "Stopped" and not _told_by_mark(job)
 
     def tell_owed(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """The job's ``Stopped`` event: tell its owner of a compliance stop whose telling failed where nothing
@@ -115,7 +111,7 @@ class ComplianceService:
             return []
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
-            if was_evaluated(job.tags, created=job.creation_time):
+            if _told_by_mark(job):
                 return []
         policy = self._policies.current()
         if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed, trigger)):
@@ -356,6 +352,17 @@ class ComplianceService:
             outcome=outcome,
             items=Notification.items_from(items),
         )
+
+
+def _told_by_mark(job: TrainingJob) -> bool:
+    """``job``'s tags carry compliance's own mark (``was_evaluated``) on a job of known creation time: its owner
+    was told of any stop (the mark comes after the telling). A mark on a job whose event leaves out its creation
+    time proves nothing: a mark copied with the job's request would hide a stop its owner is owed (a repair's
+    stop whose Publish failed never overwrites it). The ledger says then (``ComplianceNotices.tell_owed``: a
+    claim and its release, only for an event without the CreationTime SageMaker's events carry), rather than a
+    ``DescribeTrainingJob`` to date the mark: a stopped job may have been deleted since (``DeleteTrainingJob``
+    takes ended jobs), and the ledger answers for it all the same."""
+    return job.creation_time is not None and was_evaluated(job.tags, created=job.creation_time)
 
 
 def outcome_of(decision: Decision, stop_outcome: Outcome | None) -> Outcome:
