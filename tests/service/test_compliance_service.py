@@ -3,6 +3,7 @@ stop, record, tell, mark. Order and branches, asserted by decision code and outc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.clone import MAX_TAGS
 from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
-from sagemaker_governance.domain.errors import AdapterError
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound
+from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.job_state import TrainingJobStateChange
@@ -20,7 +22,7 @@ from sagemaker_governance.service.job_events import JobEventsService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from tests.builders import job
-from tests.service.conftest import NOW, TAGS, FakeNotifier, FixedPolicies, MemoryLedger
+from tests.service.conftest import NOW, TAGS, FakeJobs, FakeNotifier, FixedPolicies, MemoryLedger
 
 TRIGGER = Trigger(kind="job-state-change", event_id="e-1")
 KEY = "job:job-1:InProgress:Starting:1:-"  # the Starting event's delivery key
@@ -429,9 +431,36 @@ def test_an_event_without_tags_or_creation_time_reads_the_job_before_trusting_th
     decisions = compliance.react(event, TRIGGER)
     # Then the job is read for its creation time before its mark is trusted: the mark is older, the job is stopped
     assert [d.code for d in decisions] == [ComplianceCode.STOP]
-    assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1"]
-    assert calls.log.count("get-job job-1") == 1  # the read that dated the mark is the violation's re-read
+    assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1 (event tags)"]  # tags listed once
+    assert [c for c in calls.log if c.startswith("get-job")] == ["get-job job-1 (event tags)"]  # and read once
     assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
+
+
+class DescriptionLags(FakeJobs):
+    """``JobsPort`` a moment after a job's creation: ``ListTags`` answers for it, ``DescribeTrainingJob`` does not
+    find it yet."""
+
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
+        self.calls(f"get-job {name} (not found yet)")
+        raise JobNotFound(name)
+
+
+def test_a_mark_is_not_trusted_because_the_job_s_description_lags_its_starting_event(
+    notifier: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job launched without its cost-center tag and with a copied mark, whose Starting event leaves out both
+    # its tags and its creation time, and whose description lags its creation
+    jobs = DescriptionLags(calls)
+    jobs.jobs["job-1"] = job(tags={**UNTAGGED, EVALUATED_TAG: "2025-11-20T09:15:00Z"})
+    compliance = ComplianceService(jobs, notifier, policies, audit, lambda: NOW, marks=Marks(calls))
+    event = job(CreationTime=None).model_copy(update={"tags": None})
+    # When it is evaluated
+    with pytest.raises(DescriptionBehind):
+        compliance.react(event, TRIGGER)
+    # Then the mark is not trusted (a job in progress cannot have been deleted): the delivery is retried, nothing
+    # is decided or recorded on this reading
+    assert calls.log == ["list-tags " + str(job().arn), "get-job job-1 (not found yet)"]
+    assert audit.records == []
 
 
 @pytest.mark.parametrize(

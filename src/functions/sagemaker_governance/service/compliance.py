@@ -38,7 +38,7 @@ from sagemaker_governance.domain.compliance import (
     was_evaluated,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
@@ -154,8 +154,7 @@ class ComplianceService:
             if job.creation_time is None and EVALUATED_TAG in (job.tags or {}):
                 # whose mark it is depends on when the job was created, which this event left out: read the
                 # job (a copied mark trusted here would skip a violating job as evaluated)
-                reread = self._reread(job)
-                job = reread or job
+                job = reread = self._dated(job)
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
         result = evaluate_compliance(job, policy, self._clock())
@@ -253,6 +252,21 @@ class ComplianceService:
             logger.warning("could not mark the job as evaluated", job=job.name, error=str(exc))
             return
         note(mark_effect(job.name, EVALUATED_TAG))  # this delivery's own mark: its retry is not skipped for it
+
+    def _dated(self, job: TrainingJob) -> TrainingJob:
+        """``job`` (its tags just listed) as ``DescribeTrainingJob`` says it, for the creation time that dates the
+        mark its tags show; the tags are not listed again. ``ListTags`` answered for the job a moment ago and its
+        event says it is in progress, which a deleted job cannot be (``DeleteTrainingJob`` takes only a job in a
+        terminal state, not one ``InProgress`` or ``Stopping``: botocore's sagemaker model): a job not found is a
+        read that lags the job's creation, not a job gone. The delivery is retried (``DescriptionBehind``, a
+        minute later) rather than the mark trusted."""
+        try:
+            return self._jobs.get_job(job.name, tags=job.tags)
+        except JobNotFound as exc:
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: not found yet, though ListTags answered and its "
+                f"{job.status} event says it runs: the mark {EVALUATED_TAG} cannot be dated"
+            ) from exc
 
     def _reread(self, job: TrainingJob) -> TrainingJob | None:
         try:
