@@ -73,6 +73,8 @@ def test_only_the_first_hosts_are_read_and_the_evidence_says_so(logs: Any) -> No
     evidence = TrainingLogTails(logs).tails(JOB, lines=10, hosts=2)
     assert [h.host for h in evidence.hosts] == ["algo-1", "algo-2"] and evidence.hosts_total == 4
     assert any("read 2 of 4 hosts" in note for note in evidence.notes)
+    # the two left out were cut by the budget, not failed reads: no later read with the same budget reaches them
+    assert evidence.hosts_cut == 2 and evidence.hosts_failed == 0
 
 
 def test_no_log_group_or_no_stream_is_reported_not_raised(aws: None) -> None:
@@ -122,6 +124,7 @@ def test_a_throttled_stream_read_is_a_note_and_the_other_hosts_are_still_read() 
         evidence = TrainingLogTails(client).tails(JOB, lines=50, hosts=8)
     assert [h.host for h in evidence.hosts] == ["algo-1"] and evidence.logs_read
     assert evidence.notes == ("algo-2: GetLogEvents failed (ThrottlingException)",)
+    assert evidence.hosts_cut == 0 and evidence.hosts_failed == 1  # a failed read, which a later read may make
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ stop, record, tell, mark. Order and branches, asserted by decision code and outc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -10,16 +11,18 @@ import pytest
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.domain.clone import MAX_TAGS
 from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
-from sagemaker_governance.domain.notifications import NotificationOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound
+from sagemaker_governance.domain.job import TrainingJob
+from sagemaker_governance.domain.notifications import Notification, NotificationOutcome
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.events.job_state import TrainingJobStateChange
 from sagemaker_governance.service.compliance import ComplianceService
-from sagemaker_governance.service.idempotency import Duplicate, deliver
+from sagemaker_governance.service.idempotency import ComplianceNotices, Duplicate, deliver
 from sagemaker_governance.service.job_events import JobEventsService
 from sagemaker_governance.service.recording import Trigger
 from sagemaker_governance.settings import Settings
 from tests.builders import job
-from tests.service.conftest import NOW, TAGS
+from tests.service.conftest import NOW, TAGS, FakeJobs, FakeNotifier, FixedPolicies, MemoryLedger
 
 TRIGGER = Trigger(kind="job-state-change", event_id="e-1")
 KEY = "job:job-1:InProgress:Starting:1:-"  # the Starting event's delivery key
@@ -428,9 +431,36 @@ def test_an_event_without_tags_or_creation_time_reads_the_job_before_trusting_th
     decisions = compliance.react(event, TRIGGER)
     # Then the job is read for its creation time before its mark is trusted: the mark is older, the job is stopped
     assert [d.code for d in decisions] == [ComplianceCode.STOP]
-    assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1"]
-    assert calls.log.count("get-job job-1") == 1  # the read that dated the mark is the violation's re-read
+    assert calls.log[:2] == ["list-tags " + str(job().arn), "get-job job-1 (event tags)"]  # tags listed once
+    assert [c for c in calls.log if c.startswith("get-job")] == ["get-job job-1 (event tags)"]  # and read once
     assert [(r.code, r.outcome.value) for r in audit.records] == [(ComplianceCode.STOP, "done")]
+
+
+class DescriptionLags(FakeJobs):
+    """``JobsPort`` a moment after a job's creation: ``ListTags`` answers for it, ``DescribeTrainingJob`` does not
+    find it yet."""
+
+    def get_job(self, name: str, tags: Mapping[str, str] | None = None) -> TrainingJob:
+        self.calls(f"get-job {name} (not found yet)")
+        raise JobNotFound(name)
+
+
+def test_a_mark_is_not_trusted_because_the_job_s_description_lags_its_starting_event(
+    notifier: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given a job launched without its cost-center tag and with a copied mark, whose Starting event leaves out both
+    # its tags and its creation time, and whose description lags its creation
+    jobs = DescriptionLags(calls)
+    jobs.jobs["job-1"] = job(tags={**UNTAGGED, EVALUATED_TAG: "2025-11-20T09:15:00Z"})
+    compliance = ComplianceService(jobs, notifier, policies, audit, lambda: NOW, marks=Marks(calls))
+    event = job(CreationTime=None).model_copy(update={"tags": None})
+    # When it is evaluated
+    with pytest.raises(DescriptionBehind):
+        compliance.react(event, TRIGGER)
+    # Then the mark is not trusted (a job in progress cannot have been deleted): the delivery is retried, nothing
+    # is decided or recorded on this reading
+    assert calls.log == ["list-tags " + str(job().arn), "get-job job-1 (not found yet)"]
+    assert audit.records == []
 
 
 @pytest.mark.parametrize(
@@ -454,3 +484,84 @@ def test_a_mark_governance_wrote_after_the_job_s_creation_or_of_a_job_of_unknown
     assert [(r.code, r.outcome.value) for r in audit.records] == [
         (ComplianceCode.ALREADY_EVALUATED, "already-done")
     ]
+
+
+# ---- a compliance stop told at the job's Stopped event ------------------------------------------------------
+
+COPIED = {**UNTAGGED, EVALUATED_TAG: "2025-11-20T09:15:00Z"}  # a mark a day older than the job (created at 10:00)
+STOPPED_EVENT = Trigger(kind="job-state-change", event_id="e-stopped")
+
+
+class ThrottledOnce(FakeNotifier):
+    """The first Publish fails past botocore's retries; the later ones go through."""
+
+    failures = 1
+
+    def publish(self, message: Notification) -> str | None:
+        if self.failures:
+            self.failures -= 1
+            self.calls(f"notify-throttled {message.job_name}")
+            raise AdapterError("Publish throttled")
+        return super().publish(message)
+
+
+def stopped_by_the_reconciler(
+    jobs: Any, calls: Any, audit: MemoryAuditSink, tags: dict[str, str]
+) -> tuple[ComplianceService, ThrottledOnce]:
+    """A job launched without cost-center and with ``tags``, which the reconciler's repair (outside any delivery)
+    stopped, its owner's message failed or not (``ThrottledOnce``, as long as ``failures`` says)."""
+    notifier = ThrottledOnce(calls)
+    service = ComplianceService(
+        jobs,
+        notifier,
+        FixedPolicies(required_tag_policy()),
+        audit,
+        lambda: NOW,
+        marks=Marks(calls),
+        notices=ComplianceNotices(MemoryLedger(calls), lambda: NOW),
+    )
+    jobs.jobs["job-1"] = job(tags=tags)
+    return service, notifier
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["as SageMaker sends it", "without tags or creation time", "with its tags, without its creation time"],
+)
+def test_a_stop_whose_telling_failed_is_told_at_the_stopped_event_whatever_mark_the_job_was_launched_with(
+    jobs: Any, calls: Any, audit: MemoryAuditSink, shape: str
+) -> None:
+    # Given a job launched with a mark copied from a job evaluated the day before, stopped by the reconciler's
+    # repair, whose owner's message failed: the copied mark is never overwritten (the mark comes after the telling)
+    service, notifier = stopped_by_the_reconciler(jobs, calls, audit, COPIED)
+    with pytest.raises(AdapterError):
+        service.evaluate(job(tags=COPIED), RECONCILER)
+    assert "stop job-1" in calls.log and notifier.sent == []
+    jobs.jobs["job-1"] = job(tags=COPIED, TrainingJobStatus="Stopped", SecondaryStatus="Stopped")
+    # When its Stopped event arrives, leaving out its creation time or not
+    event = job(tags=COPIED, TrainingJobStatus="Stopped", SecondaryStatus="Stopped")
+    if shape != "as SageMaker sends it":
+        event = event.model_copy(update={"creation_time": None})
+    if shape == "without tags or creation time":
+        event = event.model_copy(update={"tags": None})
+    assert service.applies(event)
+    service.react(event, STOPPED_EVENT)
+    # Then the mark, which the event does not let be dated, is no proof the owner was told: the stop is told
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.STOPPED]
+
+
+def test_a_stopped_event_without_creation_time_of_a_job_whose_stop_was_told_tells_nothing_again(
+    jobs: Any, calls: Any, audit: MemoryAuditSink
+) -> None:
+    # Given a job without cost-center stopped by the reconciler's repair, its owner told and the job marked
+    service, notifier = stopped_by_the_reconciler(jobs, calls, audit, UNTAGGED)
+    notifier.failures = 0
+    service.evaluate(job(tags=UNTAGGED), RECONCILER)
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.STOPPED]
+    marked = {**UNTAGGED, EVALUATED_TAG: "2025-11-21T12:00:00Z"}
+    jobs.jobs["job-1"] = job(tags=marked, TrainingJobStatus="Stopped", SecondaryStatus="Stopped")
+    # When its Stopped event leaves out its creation time
+    event = job(tags=marked, TrainingJobStatus="Stopped", SecondaryStatus="Stopped")
+    service.react(event.model_copy(update={"creation_time": None}), STOPPED_EVENT)
+    # Then the ledger says nothing is owed: the owner is not told again
+    assert [m.outcome for m in notifier.sent] == [NotificationOutcome.STOPPED]

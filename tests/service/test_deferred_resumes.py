@@ -688,6 +688,24 @@ def test_a_due_job_tried_by_name_whose_resume_meets_a_defect_once_is_tried_again
     assert world.resumed == ["due-r3"]
 
 
+def test_a_listed_job_whose_resume_met_errors_and_meets_a_defect_at_its_last_listed_pass_is_tried_again() -> None:
+    # Given the third clone due an hour after it failed at NOW, whose resume is refused at the passes at +60, +70
+    # and +80 (those that hold the window), so that it is on the list of those tried by name
+    world = World()
+    world.failed["due-r3"] = {**clone_tags(due_tag(60), attempt=3), TAG_ROOT: "due"}
+    world.failed_at["due-r3"] = NOW
+    # When, at +90, the last pass whose window lists it, its resume meets a defect of ours once
+    for run in range(19):
+        world.now = NOW + timedelta(minutes=10 * run)
+        world.erring = {"due-r3"} if run < 9 else set()
+        world.defective = {"due-r3"} if run == 9 else set()
+        with contextlib.suppress(ReconcileDefect):
+            world.run()
+    # Then it stays on that list, is tried by name at the next pass (the window has moved past it) and resumed
+    assert world.resumed == ["due-r3"]
+    assert world.calls.log.count("resume due-r3") == 5
+
+
 def test_a_due_job_whose_resume_meets_an_error_until_it_is_too_late_is_tried_no_longer() -> None:
     # Given a due deferred job that failed at NOW, whose every resume is refused, resumes being made up to 5 h
     # after a failure

@@ -140,7 +140,9 @@ class ClusterLogs:
         self.lines.append(lines)
         order = sorted(self.by_host)
         read = tuple(HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h][-lines:]) for h in order[:hosts])
-        return FailureEvidence(hosts=read, logs_read=True, hosts_total=len(order))
+        return FailureEvidence(
+            hosts=read, logs_read=True, hosts_total=len(order), hosts_cut=max(len(order) - hosts, 0)
+        )
 
     def lines_read(self) -> int:
         """The log lines the reads asked for in all (what the service would fetch and classify)."""
@@ -1302,6 +1304,38 @@ def test_a_deferred_resume_decided_while_its_logs_cannot_be_read_is_not_settled_
     logs.throttled, logs.evidence = False, efa_on_algo_1()
     world.now = NOW + timedelta(minutes=14)
     assert [d.code for d in world.reaction.react(job, RUN)] == ["resume.clone.transient"]
+
+
+def nine_hosts_no_cause(*, cut: bool) -> FailureEvidence:
+    """A 9-host job's logs as read with log_hosts 8: the 8 hosts that fell silent first hold training progress
+    only (no cause, no peer's report); the ninth is cut by the budget (``cut``) or its read failed."""
+    return FailureEvidence(
+        hosts=tuple(
+            HostLog(f"algo-{n}", f"llm-sft-1/algo-{n}-1700000000", (LogLine("step 899"), LogLine("step 900")))
+            for n in range(1, 9)
+        ),
+        logs_read=True,
+        hosts_total=9,
+        hosts_cut=1 if cut else 0,
+        notes=("read 8 of 9 hosts (the 8 that fell silent first)",) if cut else ("algo-9: GetLogEvents failed",),
+    )
+
+
+@pytest.mark.parametrize(("cut", "settled"), [(True, True), (False, False)])
+def test_a_due_skip_is_settled_when_the_only_hosts_unread_are_those_the_read_s_budget_leaves_out(
+    cut: bool, settled: bool
+) -> None:
+    # Given a 9-host job that failed a minute ago (no peer's report: no second read), whose logs hold no cause,
+    # deferred for its last lines
+    world = World(evidence=nine_hosts_no_cause(cut=cut))
+    job = world.failed(**recent_failure(1))
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.defer.logs-pending"]
+    # When the reconciler decides it once due, the logs holding no cause still
+    world.now = NOW + timedelta(minutes=4)
+    assert [d.code for d in world.reaction.react(job, RUN)] == ["resume.skip.unknown"]
+    # Then the skip is settled when the ninth host was cut by resume.log_hosts (every later read cuts it too), and
+    # left open, to be decided again at the next run, when its read failed
+    assert (world.sagemaker.tags[job.arn or ""].get(TAG_RESUME_SETTLED) == "resume.skip.unknown") is settled
 
 
 def test_a_recent_failure_without_room_for_the_deferral_s_tags_is_decided_at_once() -> None:

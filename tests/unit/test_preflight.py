@@ -9,8 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
 import yaml
+from botocore.validate import ParamValidator
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -115,6 +117,21 @@ def test_a_malformed_stopping_condition_is_rejected_not_replaced_by_the_default(
     # Given a request whose StoppingCondition is not a section at all
     req = {**request("compliant.json"), "StoppingCondition": stopping}
     # Then it is rejected as malformed, never judged as a job with SageMaker's default that was not requested
+    with pytest.raises(ValidationError):
+        job_from_request(req)
+
+
+@pytest.mark.parametrize(
+    "stopping",
+    [None, {"MaxRuntimeInSeconds": None}, {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": None}],
+)
+def test_an_explicit_null_stopping_condition_is_rejected_not_read_as_left_out(stopping: object) -> None:
+    # Given a request whose StoppingCondition, or a limit in it, is an explicit null, which botocore's
+    # ParamValidator refuses ("Invalid type for parameter ..."): the request can never be sent
+    req = {**request("compliant.json"), "StoppingCondition": stopping}
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    assert ParamValidator().validate(req, model.shape_for("CreateTrainingJobRequest")).has_errors()
+    # Then it is rejected as malformed, never judged as a job with SageMaker's one-day default
     with pytest.raises(ValidationError):
         job_from_request(req)
 

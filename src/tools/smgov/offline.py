@@ -166,7 +166,13 @@ class OfflineLogs:
             )
         read.sort(key=lambda h: (h.last_at is None, h.last_at or datetime.max.replace(tzinfo=UTC), h.host))
         notes = (f"read {hosts} of {len(read)} hosts",) if len(read) > hosts else ()
-        return FailureEvidence(hosts=tuple(read[:hosts]), logs_read=True, notes=notes, hosts_total=len(read))
+        return FailureEvidence(
+            hosts=tuple(read[:hosts]),
+            logs_read=True,
+            notes=notes,
+            hosts_total=len(read),
+            hosts_cut=max(len(read) - hosts, 0),
+        )
 
 
 class NoLogs:

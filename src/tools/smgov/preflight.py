@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.compliance import evaluate_compliance
@@ -32,13 +32,28 @@ DEFAULT_MAX_RUNTIME_SECONDS = 86_400
 
 
 def lacks_max_runtime(request: Mapping[str, Any]) -> bool:
-    """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default."""
-    stopping = request.get("StoppingCondition")
-    if stopping is None:
+    """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default: the section left
+    out, or a section that leaves the limit out. Left out, not null: an explicit null (``"StoppingCondition":
+    null``, ``{"MaxRuntimeInSeconds": null}``) is the request's own value, which botocore's ``ParamValidator``
+    refuses ("Invalid type for parameter ..."), so the request can never be sent; like any other malformed
+    value it reaches the model, which rejects it, and is never replaced by a job that was not requested."""
+    if "StoppingCondition" not in request:
         return True
-    # Only a section that is there and leaves the limit out: anything else is the request's own (malformed)
-    # value, for the model to reject, never replaced by a job that was not requested
-    return isinstance(stopping, Mapping) and stopping.get("MaxRuntimeInSeconds") is None
+    stopping = request["StoppingCondition"]
+    return isinstance(stopping, Mapping) and "MaxRuntimeInSeconds" not in stopping
+
+
+class _RequestedStoppingCondition(BaseModel):
+    """A request's ``StoppingCondition`` checked for what the job model reads as left out: the model, built for
+    state-change events that write absent members as null, takes a null section or member for an absent one,
+    while botocore's ``ParamValidator`` refuses it ("Invalid type for parameter StoppingCondition, value:
+    None"; each member is an integer): a request so written can never be sent. The rest is the model's."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_runtime: int = Field(default=0, alias="MaxRuntimeInSeconds")
+    max_wait: int = Field(default=0, alias="MaxWaitTimeInSeconds")
+    max_pending: int = Field(default=0, alias="MaxPendingTimeInSeconds")
 
 
 def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
@@ -50,6 +65,8 @@ def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
     ``StoppingCondition.MaxRuntimeInSeconds`` creates a job with SageMaker's default (``DEFAULT_MAX_RUNTIME_SECONDS``,
     1 day), as ``DescribeTrainingJob`` shows it to the service, so the max-runtime rule decides on it.
     """
+    if "StoppingCondition" in request:  # a null section or limit is rejected, never read as left out
+        _RequestedStoppingCondition.model_validate(request["StoppingCondition"])
     data = dict(request)
     if lacks_max_runtime(request):
         stopping = request.get("StoppingCondition")

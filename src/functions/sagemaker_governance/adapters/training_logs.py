@@ -199,7 +199,13 @@ class TrainingLogTails:
             )
         if len(order) > hosts:
             notes.append(f"read {hosts} of {len(order)} hosts (the {hosts} that fell silent first)")
-        return FailureEvidence(hosts=tuple(read), logs_read=bool(read), notes=tuple(notes), hosts_total=len(order))
+        return FailureEvidence(
+            hosts=tuple(read),
+            logs_read=bool(read),
+            notes=tuple(notes),
+            hosts_total=len(order),
+            hosts_cut=max(len(order) - hosts, 0),
+        )
 
     def _streams(self, job_name: str) -> list[dict[str, Any]]:
         paginator = self._client.get_paginator("describe_log_streams")

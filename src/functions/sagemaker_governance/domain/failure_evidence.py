@@ -43,10 +43,19 @@ class FailureEvidence:
     logs_read: bool = False  # False: no log could be read (the diagnosis rests on FailureReason alone)
     notes: tuple[str, ...] = ()  # what could not be read, and why
     hosts_total: int = 0  # streams found (the latest per host), read or not
+    # Of those, the hosts the read's budget left out (the port's ``hosts``: never tried, and no later read with
+    # the same budget reaches them), as against hosts whose read failed (a throttled ``GetLogEvents``), which a
+    # later read may reach. Unsaid (0): every host not read counts as a failed read.
+    hosts_cut: int = 0
 
     @classmethod
     def unread(cls, note: str) -> FailureEvidence:
         return cls(logs_read=False, notes=(note,))
+
+    @property
+    def hosts_failed(self) -> int:
+        """The hosts found whose log was not read for a reason other than the read's budget (a failed read)."""
+        return max(self.hosts_total - len(self.hosts) - self.hosts_cut, 0)
 
 
 def host_of_stream(stream: str, job_name: str | None = None) -> str:

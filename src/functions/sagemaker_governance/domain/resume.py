@@ -724,10 +724,11 @@ def _held(
 
 
 def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:
-    """Whether a diagnosis rests on logs that were read: all of them, or enough to name a known class."""
+    """Whether a diagnosis rests on logs that were read: all of them as far as the read's budget goes (a host
+    ``resume.log_hosts`` leaves out is left out by every later read too), or enough to name a known class."""
     if failure is None or not failure.logs_read:
         return False
-    return diagnosis.failure_class != UNKNOWN or diagnosis.hosts_unread == 0
+    return diagnosis.failure_class != UNKNOWN or failure.hosts_failed == 0
 
 
 def _too_short(

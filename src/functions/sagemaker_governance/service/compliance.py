@@ -38,7 +38,7 @@ from sagemaker_governance.domain.compliance import (
     was_evaluated,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy
@@ -98,13 +98,9 @@ class ComplianceService:
 
     def _may_owe_telling(self, job: TrainingJob) -> bool:
         """A stopped job whose owner compliance may still owe the news of its stop: not marked evaluated (the
-        mark comes after the telling), and a ledger to say. No call: a job whose event leaves its tags out is
-        read (``ListTags``) by ``tell_owed``."""
-        return (
-            self._notices is not None
-            and job.status == "Stopped"
-            and not was_evaluated(job.tags, created=job.creation_time)
-        )
+        mark comes after the telling: ``_told_by_mark``), and a ledger to say. No call: a job whose event leaves
+        its tags out is read (``ListTags``) by ``tell_owed``."""
+        return self._notices is not None and job.status == "Stopped" and not _told_by_mark(job)
 
     def tell_owed(self, job: TrainingJob, trigger: Trigger) -> list[Decision]:
         """The job's ``Stopped`` event: tell its owner of a compliance stop whose telling failed where nothing
@@ -115,7 +111,7 @@ class ComplianceService:
             return []
         if job.tags is None and job.arn:
             job = job.with_tags(self._jobs.list_tags(job.arn))
-            if was_evaluated(job.tags, created=job.creation_time):
+            if _told_by_mark(job):
                 return []
         policy = self._policies.current()
         if self._notices.tell_owed(job.name, lambda owed: self._tell_stop(job, policy, owed, trigger)):
@@ -158,8 +154,7 @@ class ComplianceService:
             if job.creation_time is None and EVALUATED_TAG in (job.tags or {}):
                 # whose mark it is depends on when the job was created, which this event left out: read the
                 # job (a copied mark trusted here would skip a violating job as evaluated)
-                reread = self._reread(job)
-                job = reread or job
+                job = reread = self._dated(job)
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
         result = evaluate_compliance(job, policy, self._clock())
@@ -257,6 +252,21 @@ class ComplianceService:
             logger.warning("could not mark the job as evaluated", job=job.name, error=str(exc))
             return
         note(mark_effect(job.name, EVALUATED_TAG))  # this delivery's own mark: its retry is not skipped for it
+
+    def _dated(self, job: TrainingJob) -> TrainingJob:
+        """``job`` (its tags just listed) as ``DescribeTrainingJob`` says it, for the creation time that dates the
+        mark its tags show; the tags are not listed again. ``ListTags`` answered for the job a moment ago and its
+        event says it is in progress, which a deleted job cannot be (``DeleteTrainingJob`` takes only a job in a
+        terminal state, not one ``InProgress`` or ``Stopping``: botocore's sagemaker model): a job not found is a
+        read that lags the job's creation, not a job gone. The delivery is retried (``DescriptionBehind``, a
+        minute later) rather than the mark trusted."""
+        try:
+            return self._jobs.get_job(job.name, tags=job.tags)
+        except JobNotFound as exc:
+            raise DescriptionBehind(
+                f"DescribeTrainingJob {job.name}: not found yet, though ListTags answered and its "
+                f"{job.status} event says it runs: the mark {EVALUATED_TAG} cannot be dated"
+            ) from exc
 
     def _reread(self, job: TrainingJob) -> TrainingJob | None:
         try:
@@ -356,6 +366,17 @@ class ComplianceService:
             outcome=outcome,
             items=Notification.items_from(items),
         )
+
+
+def _told_by_mark(job: TrainingJob) -> bool:
+    """``job``'s tags carry compliance's own mark (``was_evaluated``) on a job of known creation time: its owner
+    was told of any stop (the mark comes after the telling). A mark on a job whose event leaves out its creation
+    time proves nothing: a mark copied with the job's request would hide a stop its owner is owed (a repair's
+    stop whose Publish failed never overwrites it). The ledger says then (``ComplianceNotices.tell_owed``: a
+    claim and its release, only for an event without the CreationTime SageMaker's events carry), rather than a
+    ``DescribeTrainingJob`` to date the mark: a stopped job may have been deleted since (``DeleteTrainingJob``
+    takes ended jobs), and the ledger answers for it all the same."""
+    return job.creation_time is not None and was_evaluated(job.tags, created=job.creation_time)
 
 
 def outcome_of(decision: Decision, stop_outcome: Outcome | None) -> Outcome:

@@ -1258,9 +1258,11 @@ class ReconcilerService:
             except Exception as exc:  # one job's defect must not leave the others, and the run's repairs, undone
                 defects.append((summary.name, exc))
                 logger.exception("deferred resume raised", job=summary.name)
-                if summary.name not in listed and summary.name not in given_up:
-                    # tried by name: no window lists it again, so it stays on the list (a defect of one pass,
-                    # an odd answer, must not lose it), until it is too late as for an error
+                if (passes > 0 or summary.name not in listed) and summary.name not in given_up:
+                    # tried by name, or already on the list (its resume met an error before: the next window may
+                    # have moved past it): it stays on the list (a defect of one pass, an odd answer, must not lose
+                    # it), until it is too late as for an error. A listed job met by a defect at its first try is
+                    # tried again while the usual look-back lists it.
                     self._erring[summary.name] = (summary, passes)
                 continue
             if any(d.action is Action.CLONE and d.acts for d in decisions):

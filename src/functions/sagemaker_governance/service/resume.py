@@ -646,7 +646,7 @@ def _every_host_lines(resume: ResumePolicy, hosts_total: int) -> int:
 def _joined(first: FailureEvidence, every: FailureEvidence, lines: int) -> FailureEvidence:
     """Every host's tail, in the second read's order (failing host first, as it reads now), each host read
     first keeping its first, longer tail; a host the second read missed (its ``GetLogEvents`` failed) keeps
-    its first tail too."""
+    its first tail too. The hosts cut are the second read's (beyond ``MAX_LOG_HOSTS``)."""
     kept = {h.host: h for h in first.hosts}
     hosts = [kept.pop(h.host, h) for h in every.hosts]
     hosts += [h for h in first.hosts if h.host in kept]
@@ -779,8 +779,11 @@ class AutoResumeReaction(_CloneReaction):
         lines = _every_host_lines(resume, failure.hosts_total)
         every = self._read_logs(job, lines, MAX_LOG_HOSTS)
         if not every.logs_read:
+            # the hosts the first read's budget left out were to be read by this one, which failed: they count as
+            # failed reads (a later read may reach them), but for those beyond what any read reaches
             note = "the other hosts could not be read: " + "; ".join(every.notes)
-            return replace(failure, notes=(*failure.notes, note)), None
+            cut = max(failure.hosts_total - MAX_LOG_HOSTS, 0)
+            return replace(failure, notes=(*failure.notes, note), hosts_cut=min(failure.hosts_cut, cut)), None
         logger.info(
             "only a peer's failure in the first hosts' logs: read them all",
             job=job.name,
