@@ -137,6 +137,7 @@ ACCEPTED = [
     "a.*b.*c.*d.*",
     r"^a.*b.*c.*d.*$",
     r"a.*b.*c.*d.*\s*$",
+    r"^a.*b.*c.*d.*$|^none$",
     # the README's
     "cc-[0-9]{4}",
     "(dev|prod)",
@@ -192,6 +193,9 @@ SEARCHED_REFUSED = [
     # an anchor or a lookahead at the end can fail: the repeats before it count
     r"x.*y.*$",
     r"x.*y.*(?=a)",
+    r"oom|x.*y.*z",
+    r"x.*(?:y.*z|w)",  # x.*y.*z or x.*w, each tried after x.*
+    r"(?:.*error.*|oom)x",  # an alternation inside the pattern: the x after it can fail
 ]
 
 SEARCHED_ACCEPTED = [
@@ -218,6 +222,10 @@ SEARCHED_ACCEPTED = [
     r"x.*y\s*",
     r"x.*y.*(?:z|)",
     r"abx.*\w+",  # \w+ at the end succeeds as soon as it can begin
+    # a pattern that is one alternation: each alternative is a whole pattern, with its own start and end
+    r".*error.*|oom",
+    r"(?:oom|.*error.*)",
+    r"^\w+\w+x|oom",
 ]
 
 

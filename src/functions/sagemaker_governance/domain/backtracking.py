@@ -86,14 +86,15 @@ Over the whole pattern, not only inside repeats:
   must still be followed by a word, took longer on ``Error`` written 400 times than ``x.*y.*z`` on
   ``xyxy...`` and is refused). Matched whole, those parts are free too when one of them is ``.*`` (any
   character but a newline, which a tag value cannot hold: it reaches the end from anywhere, where ``$``
-  holds), so ``a.*b.*c.*d.*`` and ``^a.*b.*c.*d.*$`` pass and ``a.*b.*c.*d.*e`` does not.
+  holds), so ``a.*b.*c.*d.*`` and ``^a.*b.*c.*d.*$`` pass and ``a.*b.*c.*d.*e`` does not. A pattern that
+  ends in an alternation (``.*error.*|oom``, ``^\\w+\\w+x|oom``, ``x(?:.*y|z)``) matches where what comes
+  before it does with one of its alternatives, each tried in turn, so each is walked as a whole pattern
+  with that part: its own start, anchored or not, and its own last parts.
 
   Where this refuses more than it must: a word is found at fewer places than a run of one character has
   positions, so ``a.*b.*c.*d.*e`` matched whole (four cuts) took 50 ms on 256 characters where
   ``\\d*\\d*\\d*\\d*x`` took 2.7 s, and, searched for, ``NCCL WARN.*Call to .* failed`` (three cuts) took
-  about as long as ``.*x`` (two) on 2,000 characters, and ``x.*y.*z`` 200 times as long; and only a
-  pattern's last parts are taken as free, so an alternative of the whole pattern that ends in ``.*``
-  (``.*error.*|oom``, searched for) is counted as if more followed.
+  about as long as ``.*x`` (two) on 2,000 characters, and ``x.*y.*z`` 200 times as long.
 
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
 in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
@@ -302,13 +303,36 @@ class _Walk:
     # ---- the search ----------------------------------------------------------------------------
 
     def sequence(self, items: Iterable[tuple[Any, Any]], top: bool = False) -> str | None:
+        alternatives = self._alternatives(items) if top else None
+        # the whole pattern matches where one of them does, each a whole pattern (written out within the budget
+        # a sequence is opened into: beyond it, the alternation is walked as one part, as any other is)
+        if alternatives is not None and sum(map(len, alternatives)) <= _FLAT_BUDGET:
+            return next(filter(None, (self.sequence(alternative, top=True) for alternative in alternatives)), None)
         problem = self.degree_problem(items, top)
         if problem is not None:
             return problem
         for op, av in items:
-            problem = self.node(op, av)
-            if problem is not None:
-                return problem
+            key = ("node", id(av), op)  # a part before the alternatives is asked once, not once for each
+            if key not in self._memo:
+                self._memo[key] = self.node(op, av)
+            if self._memo[key] is not None:
+                return str(self._memo[key])
+        return None
+
+    def _alternatives(self, items: Any) -> list[list[Any]] | None:
+        """``items`` as the alternatives it ends in, each written whole with what comes before (``.*error.*|oom``,
+        and ``^(?:a.*|none)$``'s ``^`` that the parser takes out of ``^a.*|^none``), or None when it does not end
+        in an alternation, or in one that can always match nothing, which the part before never backtracks
+        past. A match tries the part before with each alternative, so the two cost the same."""
+        items = list(items)
+        if not items:
+            return None
+        op, av = items[-1]
+        if op is self.c.SUBPATTERN:
+            inner = self._alternatives(av[-1])
+            return None if inner is None else [items[:-1] + alternative for alternative in inner]
+        if op is self.c.BRANCH and not self.always_empty([(op, av)]):  # (?:z|) always matches: never tried again
+            return [items[:-1] + list(branch) for branch in av[1]]
         return None
 
     def node(self, op: Any, av: Any) -> str | None:
