@@ -73,6 +73,10 @@ REFUSED = [
     # the repeats inside an optional part or an alternative count each
     r"^(?:\w+[a-z]+)?(?:[a-z]+\w+)?$",
     r"^(?:\w+[a-z]+|-)(?:[a-z]+\w+|_)$",
+    # four repeats that can each span a stretch holding the words between them (abcdbcd...): the split at
+    # every b, every c and every d is tried (matched whole, at most three)
+    "a.*b.*c.*d.*e",
+    r"^a.*b.*c.*d.*e$",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
     # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
@@ -127,6 +131,13 @@ ACCEPTED = [
     r"^\d{1,3}\.?\d{1,3}\.?\d{1,3}\.?\d{1,3}$",
     r"^[\w.-]+$",
     r"^(?:\w-|ж)+$",
+    # three repeats over words: a polynomial of degree 3; a trailing .* reaches the end (no newline in a tag
+    # value), so the match has succeeded there and it does not count
+    "a.*b.*c.*d",
+    "a.*b.*c.*d.*",
+    r"^a.*b.*c.*d.*$",
+    r"a.*b.*c.*d.*\s*$",
+    r"^a.*b.*c.*d.*$|^none$",
     # the README's
     "cc-[0-9]{4}",
     "(dev|prod)",
@@ -169,6 +180,22 @@ SEARCHED_REFUSED = [
     r"\w+\w+:\s*error",
     r".*=.*x",
     r"(?m)^\w+\w+x",  # ^ after every newline: every line's start
+    # a repeat before a word and one after it both span a stretch holding the word many times (xyxy...): the
+    # split can be at any y, so the run goes on through it
+    r"x.*y.*z",
+    r"x.*y.*z.*w",
+    r"foo.*bar.*baz",
+    r"(?:foo|bar).*baz.*qux",
+    r".*y\d+.*z",
+    r"x.*(?>y).*z",
+    r"Error.*\w+Exception",  # \w+ takes the words between too, and the end must still be found
+    r"(?:a|b)[^y]*\d*\s*.?x",  # a start at every a, a split between [^y]* and \d* in the digits after them
+    # an anchor or a lookahead at the end can fail: the repeats before it count
+    r"x.*y.*$",
+    r"x.*y.*(?=a)",
+    r"oom|x.*y.*z",
+    r"x.*(?:y.*z|w)",  # x.*y.*z or x.*w, each tried after x.*
+    r"(?:.*error.*|oom)x",  # an alternation inside the pattern: the x after it can fail
 ]
 
 SEARCHED_ACCEPTED = [
@@ -180,6 +207,25 @@ SEARCHED_ACCEPTED = [
     r"libfabric:.*\befa\b",
     r"libfabric:(?>.*?\befa\b).*\berr\b",
     "MYPLUGIN: transport to rank [0-9]+ lost",
+    r"libfabric:(?>.*?\befa\b).*\berr",
+    r"x(?>.*?y).*z",  # words in order, found in one pass
+    r"x.*y",
+    r"error.*timeout",
+    # the repeat after the word cannot take the next y, or takes one character: the split is not anywhere
+    r".*y[^y]*z",
+    r".*y.?\d*5",
+    # a repeat the rest of the pattern can always follow: the match has succeeded on reaching it
+    r".*error.*",
+    r"foo.*bar.*",
+    r".*e.*",
+    r".*,.*",
+    r"x.*y\s*",
+    r"x.*y.*(?:z|)",
+    r"abx.*\w+",  # \w+ at the end succeeds as soon as it can begin
+    # a pattern that is one alternation: each alternative is a whole pattern, with its own start and end
+    r".*error.*|oom",
+    r"(?:oom|.*error.*)",
+    r"^\w+\w+x|oom",
 ]
 
 
