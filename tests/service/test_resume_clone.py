@@ -1335,7 +1335,9 @@ def test_a_due_skip_is_settled_when_the_only_hosts_unread_are_those_the_read_s_b
     assert [d.code for d in world.reaction.react(job, RUN)] == ["resume.skip.unknown"]
     # Then the skip is settled when the ninth host was cut by resume.log_hosts (every later read cuts it too), and
     # left open, to be decided again at the next run, when its read failed
-    assert (world.sagemaker.tags[job.arn or ""].get(TAG_RESUME_SETTLED) == "resume.skip.unknown@llm-sft-1") is settled
+    assert (
+        world.sagemaker.tags[job.arn or ""].get(TAG_RESUME_SETTLED) == "resume.skip.unknown@llm-sft-1"
+    ) is settled
 
 
 def test_a_recent_failure_without_room_for_the_deferral_s_tags_is_decided_at_once() -> None:
