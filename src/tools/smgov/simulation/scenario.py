@@ -176,6 +176,12 @@ class Faults(_Model):
     peer_failure_log: tuple[str, ...] = Field(
         (), description="what every host but failure_host writes when the job fails (its peer's exit, say)"
     )
+    failure_log_late_minutes: NonNegativeInt = Field(
+        0,
+        description="failure_host's last lines (those of its last minutes, failure_log among them) reach CloudWatch "
+        "Logs this many minutes after the job's Failed event, while the other hosts' lines are on time: one host's "
+        "log agent that had not sent its last batch (0: on time; the late-logs fault holds every host alike)",
+    )
     pending_minutes: NonNegativeInt = Field(
         0,
         description="minutes in Pending (waiting for compute capacity, unbilled) after each Starting; "

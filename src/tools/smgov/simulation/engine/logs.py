@@ -83,8 +83,14 @@ class LogStreams:
         if arrival is None:
             return
         for host in hosts:
-            for stream in self.of(host):
-                stream.held = (now - LATE_LOG_TAIL_MINUTES, arrival)
+            self.hold(host, now, arrival)
+
+    def hold(self, host: str, now: int, arrival: int) -> None:
+        """The host's lines of the last ``LATE_LOG_TAIL_MINUTES`` before ``now`` reach CloudWatch Logs at
+        ``arrival``, not before (a later hold of the same lines keeps the later arrival)."""
+        for stream in self.of(host):
+            later = arrival if stream.held is None else max(arrival, stream.held[1])
+            stream.held = (now - LATE_LOG_TAIL_MINUTES, later)
 
     def start(self, host: str, now: int) -> Stream:
         """The host's algorithm container starts: a new stream."""
