@@ -133,15 +133,33 @@ class ClusterLogs:
         self.by_host = tails
         self.asked: list[int] = []
         self.lines: list[int] = []  # the lines asked of each host, per read
+        # the reads (by number, the first 0) whose DescribeLogStreams fails, and the hosts whose GetLogEvents
+        # fails in the reads from ``hosts_failing_from`` on, answered as the adapter answers them
+        self.failing_reads: frozenset[int] = frozenset()
+        self.failing_hosts: frozenset[str] = frozenset()
+        self.hosts_failing_from = 0
 
     def tails(self, job_name: str, *, lines: int, hosts: int) -> FailureEvidence:
         self.calls(f"logs {job_name}")
+        number = len(self.asked)
         self.asked.append(hosts)
         self.lines.append(lines)
+        if number in self.failing_reads:
+            return FailureEvidence.unread("DescribeLogStreams failed (ThrottlingException)")
         order = sorted(self.by_host)
-        read = tuple(HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h][-lines:]) for h in order[:hosts])
+        failing = self.failing_hosts if number >= self.hosts_failing_from else frozenset()
+        read = tuple(
+            HostLog(h, f"{job_name}/{h}-1700000000", self.by_host[h][-lines:])
+            for h in order[:hosts]
+            if h not in failing
+        )
+        notes = tuple(f"{h}: GetLogEvents failed (ThrottlingException)" for h in order[:hosts] if h in failing)
         return FailureEvidence(
-            hosts=read, logs_read=True, hosts_total=len(order), hosts_cut=max(len(order) - hosts, 0)
+            hosts=read,
+            logs_read=bool(read),
+            notes=notes,
+            hosts_total=len(order),
+            hosts_cut=max(len(order) - hosts, 0),
         )
 
     def lines_read(self) -> int:
@@ -151,11 +169,19 @@ class ClusterLogs:
         )
 
 
-def efa_fault_on(host: str, hosts: int, *, history: int = 0, aftermath: int = 0) -> dict[str, tuple[LogLine, ...]]:
-    """``host``'s EFA transport fails 20 minutes before the job ends (its log ends ``aftermath`` lines of the
-    launcher's report later); every other rank trains on and reports its peer's exit (``ncclRemoteError``)
-    when NCCL gives up. ``history``: lines of training progress before each host's last lines."""
-    end = NOW - timedelta(hours=1)
+def efa_fault_on(
+    host: str,
+    hosts: int,
+    *,
+    history: int = 0,
+    aftermath: int = 0,
+    cause: str | None = None,
+    end: datetime = NOW - timedelta(hours=1),
+) -> dict[str, tuple[LogLine, ...]]:
+    """``host``'s EFA transport fails 20 minutes before the job ends at ``end`` (its log ends ``aftermath`` lines
+    of the launcher's report later); every other rank trains on and reports its peer's exit (``ncclRemoteError``)
+    when NCCL gives up. ``history``: lines of training progress before each host's last lines; ``cause``: the
+    line ``host`` writes instead of its EFA error (an ECC error, say)."""
     fault = end - timedelta(minutes=20)
     tails: dict[str, tuple[LogLine, ...]] = {}
     for n in range(1, hosts + 1):
@@ -170,7 +196,7 @@ def efa_fault_on(host: str, hosts: int, *, history: int = 0, aftermath: int = 0)
             tails[name] = (
                 *progress,
                 LogLine("step 900", fault - timedelta(minutes=1)),
-                LogLine(EFA.format(host=host), fault),
+                LogLine(cause or EFA.format(host=host), fault),
                 *report,
             )
         else:
@@ -550,14 +576,113 @@ def test_a_peer_s_fault_outside_the_hosts_read_first_is_found_by_reading_them_al
 
 
 def test_a_cause_among_the_hosts_read_first_reads_no_more() -> None:
-    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first
+    # Given a 12-host job whose GPU on algo-2, among the 8 hosts read first, had an uncorrectable ECC error
+    world = World(cluster=efa_fault_on("algo-2", 12, cause=ECC))
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the logs are read once: no peer's exit explains a GPU's ECC error, the other 4 hosts cost nothing
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["class"] == "hardware"
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8]
+
+
+def test_an_interconnect_cause_among_the_hosts_read_first_still_reads_the_others() -> None:
+    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first, the 4 others reporting its exit
     world = World(cluster=efa_fault_on("algo-2", 12))
     job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
     # When auto-resume reacts to its Failed event
     (decision,) = world.reaction.react(job, EVENT)
-    # Then the logs are read once: the cause was found, the other 4 hosts cost nothing
+    # Then every host is read (an EFA error is also a rank's report of a peer's exit), and with no code bug
+    # anywhere the interconnect fault on algo-2 is resumed, every host read
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
     assert decision.code == "resume.clone.transient"
-    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8]
+    assert decision.evidence["diagnosis"]["host"] == "algo-2"
+    assert "hosts_unread" not in decision.evidence["diagnosis"]
+
+
+def code_bug_behind_an_interconnect_fault(end: datetime) -> dict[str, tuple[LogLine, ...]]:
+    """A 12-host job that ended at ``end``: algo-1's EFA completion error, and 10 s before it a KeyError on algo-9,
+    which the 8 hosts read first (algo-1, algo-10 .. algo-12, algo-2 .. algo-5, in name order) leave out; the
+    others report the exit (``ncclRemoteError``)."""
+    tails = efa_fault_on("algo-1", 12, end=end)
+    fault = end - timedelta(minutes=20)
+    tails["algo-9"] = (
+        LogLine("step 900", fault - timedelta(minutes=1)),
+        LogLine("Traceback (most recent call last):", fault - timedelta(seconds=10)),
+        LogLine("KeyError: 'label'", fault - timedelta(seconds=10)),
+    )
+    return tails
+
+
+def test_an_interconnect_cause_read_first_is_explained_by_a_code_bug_on_a_host_read_after() -> None:
+    # Given a job that failed 30 minutes ago whose algo-1 EFA error follows algo-9's KeyError, algo-9 not read first
+    world = World(cluster=code_bug_behind_an_interconnect_fault(NOW - timedelta(minutes=30)))
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(30))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then every host is read, within the first read's budget shared (1,600 / 12 lines), and algo-9's KeyError
+    # makes algo-1's EFA error the report of its exit: the user's code, nothing created
+    assert isinstance(world.logs, ClusterLogs)
+    assert world.logs.asked == [8, 64] and world.logs.lines == [200, 133]
+    assert decision.code == "resume.skip.user-code"
+    assert decision.evidence["diagnosis"]["host"] == "algo-9"
+    assert "hosts_unread" not in decision.evidence["diagnosis"]
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+
+
+@pytest.mark.parametrize(
+    ("failing", "unread"),
+    [
+        ("read", 4),  # the second read's DescribeLogStreams fails: the 4 hosts not read first stay unread
+        ("host", 1),  # algo-9's GetLogEvents fails in the second read
+    ],
+)
+def test_an_interconnect_cause_whose_other_hosts_cannot_be_read_is_not_cloned_and_is_decided_again(
+    failing: str, unread: int
+) -> None:
+    # Given the same job, deferred for its last lines (tagged for the reconciler), decided when due while the read
+    # of the hosts not read first fails
+    world = World(cluster=code_bug_behind_an_interconnect_fault(NOW - timedelta(minutes=30)))
+    job = world.failed(tags={TAG_RESUME_AFTER: at_due(-25)}, FailureReason=NCCL_REASON, **recent_failure(30))
+    logs = world.logs
+    assert isinstance(logs, ClusterLogs)
+    if failing == "read":
+        logs.failing_reads = frozenset({1})
+    else:
+        logs.failing_hosts, logs.hosts_failing_from = frozenset({"algo-9"}), 1
+    # When the reconciler hands it to auto-resume
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the interconnect fault read first is no confident verdict: insufficient evidence, the hosts unread
+    # said, nothing created, and the job not settled
+    assert logs.asked == [8, 64]
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert decision.evidence["diagnosis"]["class"] == "interconnect"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == unread
+    assert world.sagemaker.created == [] and world.notifier.sent == []
+    assert TAG_RESUME_SETTLED not in world.sagemaker.tags[job.arn or ""]
+    # When the next run reads every host
+    logs.failing_reads, logs.failing_hosts = frozenset(), frozenset()
+    world.now = NOW + timedelta(minutes=10)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then algo-9's KeyError decides it, for good
+    assert decision.code == "resume.skip.user-code"
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.user-code@llm-sft-1"
+
+
+def test_a_peer_s_report_whose_other_hosts_cannot_be_read_is_insufficient_evidence() -> None:
+    # Given a 12-host job whose algo-7 lost its EFA transport, the 8 hosts read first showing only the others'
+    # ncclRemoteError, and the read of every host failing
+    world = World(cluster=efa_fault_on("algo-7", 12))
+    assert isinstance(world.logs, ClusterLogs)
+    world.logs.failing_reads = frozenset({1})
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then, as for an interconnect cause, the 4 hosts unread are said and nothing is cloned on a guess
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 4
+    assert world.sagemaker.created == []
 
 
 def test_a_peer_s_failure_with_hosts_still_unread_is_insufficient_evidence_and_clones_nothing() -> None:
@@ -621,10 +746,17 @@ def test_the_hosts_read_first_keep_their_longer_tails_when_every_host_is_read() 
     assert lengths["algo-1"] == 200 and lengths["algo-7"] == 133
 
 
-def test_the_logs_of_a_job_of_more_hosts_than_are_read_first_are_classified_once(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("cause", "reads"),
+    [
+        (ECC, 1),  # a hardware cause among the first hosts: decided on the first read
+        (None, 2),  # an EFA error among the first hosts: every host read, then classified once more
+    ],
+)
+def test_the_logs_of_a_job_of_more_hosts_than_are_read_first_are_classified_once_per_read(
+    monkeypatch: pytest.MonkeyPatch, cause: str | None, reads: int
 ) -> None:
-    # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first, and a count of the
+    # Given a 12-host job whose fault is on algo-2, among the 8 hosts read first, and a count of the
     # classifications made (each a signature search over every line read)
     made: list[int] = []
 
@@ -634,14 +766,14 @@ def test_the_logs_of_a_job_of_more_hosts_than_are_read_first_are_classified_once
 
     monkeypatch.setattr(service_resume, "classify", counted)
     monkeypatch.setattr(domain_resume, "classify", counted)
-    world = World(cluster=efa_fault_on("algo-2", 12))
+    world = World(cluster=efa_fault_on("algo-2", 12, cause=cause))
     job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
     # When auto-resume reacts to its Failed event
     (decision,) = world.reaction.react(job, EVENT)
-    # Then the classification that found the cause among the first hosts is the one the decision uses:
-    # the 8 hosts' lines are classified once, not once to look and once to decide
+    # Then the classification of the last read is the one the decision uses: the lines of each read are
+    # classified once, not once to look and once to decide
     assert decision.code == "resume.clone.transient"
-    assert len(made) == 1
+    assert isinstance(world.logs, ClusterLogs) and len(world.logs.asked) == len(made) == reads
 
 
 # ---- the lemon rule and SageMaker's own retries ----------------------------------------------------------

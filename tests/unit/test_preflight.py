@@ -121,19 +121,64 @@ def test_a_malformed_stopping_condition_is_rejected_not_replaced_by_the_default(
         job_from_request(req)
 
 
+def with_null(req: dict[str, Any], loc: tuple[str | int, ...]) -> dict[str, Any]:
+    """``req`` with the member at ``loc`` written as an explicit null (its section made if the request has none)."""
+    out = copy.deepcopy(req)
+    section: Any = out
+    for part in loc[:-1]:
+        section = section.setdefault(part, {}) if isinstance(part, str) else section[part]
+    section[loc[-1]] = None
+    return out
+
+
 @pytest.mark.parametrize(
-    "stopping",
-    [None, {"MaxRuntimeInSeconds": None}, {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": None}],
+    "loc",
+    [
+        ("ResourceConfig",),
+        ("ResourceConfig", "InstanceType"),
+        ("ResourceConfig", "InstanceCount"),
+        ("ResourceConfig", "InstanceGroups"),
+        ("Tags",),
+        ("Tags", 0, "Value"),
+        ("StoppingCondition",),
+        ("StoppingCondition", "MaxRuntimeInSeconds"),
+        ("StoppingCondition", "MaxWaitTimeInSeconds"),
+        ("EnableManagedSpotTraining",),
+        ("CheckpointConfig",),
+        ("AlgorithmSpecification",),
+        ("AlgorithmSpecification", "MetricDefinitions"),
+        ("RoleArn",),
+        ("HyperParameters",),
+        ("VpcConfig",),
+    ],
+    ids=lambda loc: ".".join(map(str, loc)),
 )
-def test_an_explicit_null_stopping_condition_is_rejected_not_read_as_left_out(stopping: object) -> None:
-    # Given a request whose StoppingCondition, or a limit in it, is an explicit null, which botocore's
-    # ParamValidator refuses ("Invalid type for parameter ..."): the request can never be sent
-    req = {**request("compliant.json"), "StoppingCondition": stopping}
+def test_an_explicit_null_member_is_rejected_not_read_as_left_out(
+    loc: tuple[str | int, ...], now: datetime
+) -> None:
+    # Given a request (only ml.g5.* and ml.m5.* allowed, team and owner tags required) with one member written as an
+    # explicit null, which botocore's ParamValidator refuses ("Invalid type for parameter ..."): it can never be sent
+    req = with_null(request("compliant.json"), loc)
     model = botocore.session.get_session().get_service_model("sagemaker")
-    assert ParamValidator().validate(req, model.shape_for("CreateTrainingJobRequest")).has_errors()
-    # Then it is rejected as malformed, never judged as a job with SageMaker's one-day default
-    with pytest.raises(ValidationError):
+    report = ParamValidator().validate(req, model.shape_for("CreateTrainingJobRequest"))
+    assert report.has_errors() and "value: None" in report.generate_report()
+    # Then it is rejected as malformed, the member named, never judged as a job that leaves it out (no instance
+    # type known, no tag, SageMaker's one-day limit)
+    with pytest.raises(ValidationError) as raised:
         job_from_request(req)
+    assert [error["loc"] for error in raised.value.errors()] == [loc]
+    with pytest.raises(ValidationError):
+        preflight_request(req, policy(), now, user="carol")
+
+
+def test_every_explicit_null_of_a_request_is_named_once() -> None:
+    req = with_null(with_null(request("compliant.json"), ("Tags",)), ("ResourceConfig", "InstanceCount"))
+    with pytest.raises(ValidationError) as raised:
+        job_from_request(req)
+    assert sorted(error["loc"] for error in raised.value.errors()) == [
+        ("ResourceConfig", "InstanceCount"),
+        ("Tags",),
+    ]
 
 
 def test_a_request_without_a_job_name_is_rejected() -> None:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_REASON, TAG_RETRIES, TAG_ROOT, TAG_SOURCE
 from sagemaker_governance.domain.decisions import Action, Mode
+from sagemaker_governance.domain.failure_evidence import FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.resume import (
@@ -211,6 +212,62 @@ def test_bad_team_signatures_are_rejected_and_never_replace_the_defaults() -> No
             ResumePolicy.model_validate({"signatures": [{"id": "slow", "class": "hardware", "pattern": slow}]})
     with pytest.raises(ValidationError, match="unknown class"):
         ResumePolicy.model_validate({"classes": {"gremlins": "resume"}})
+
+
+EFA_LINE = (
+    "algo-1:288:390 [1] NCCL WARN NET/OFI Request 0x7f3a2c01e0c0 completed with error. RC: 21. Error: 4 "
+    "(Interrupted system call). Completed length: 0"
+)
+ECC_LINE = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+# what SageMaker quotes of an interconnect fault: a survivor's ncclRemoteError
+NCCL_REASON = (
+    'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "ncclRemoteError: remote process exited"'
+)
+REMOTE_LINE = (
+    "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely."
+)
+
+
+def cause_on_algo_1_of_four(cause: str, *, cut: bool) -> FailureEvidence:
+    """A 4-host job's logs: ``cause`` on algo-1, algo-2 and algo-3 reporting its exit, algo-4 not read: left out
+    by the read's budget (``cut``) or its ``GetLogEvents`` failed."""
+    at = NOW - timedelta(hours=2)
+    hosts = [HostLog("algo-1", "llm-sft-1/algo-1-1700000000", (LogLine("step 900", at), LogLine(cause, at)))]
+    hosts += [
+        HostLog(
+            h,
+            f"llm-sft-1/{h}-1700000000",
+            (LogLine("step 920", at), LogLine(REMOTE_LINE, at + timedelta(minutes=20))),
+        )
+        for h in ("algo-2", "algo-3")
+    ]
+    notes = ("read 3 of 4 hosts",) if cut else ("algo-4: GetLogEvents failed (ThrottlingException)",)
+    return FailureEvidence(hosts=tuple(hosts), logs_read=True, notes=notes, hosts_total=4, hosts_cut=int(cut))
+
+
+@pytest.mark.parametrize(
+    ("cause", "cut", "code"),
+    [
+        # an interconnect cause beside a host whose read failed: a code bug there would explain it
+        (EFA_LINE, False, ResumeCode.INSUFFICIENT_EVIDENCE),
+        # beside a host no read reaches (the read's budget): decided on what can be read, as before
+        (EFA_LINE, True, ResumeCode.CLONE),
+        # a GPU's ECC error: no peer's exit explains it, a host unread changes nothing
+        (ECC_LINE, False, ResumeCode.CLONE),
+    ],
+)
+def test_an_interconnect_cause_beside_a_host_whose_read_failed_is_insufficient_evidence(
+    cause: str, cut: bool, code: ResumeCode
+) -> None:
+    result = resume_of(
+        failed_description(reason=NCCL_REASON), NOW, failure=cause_on_algo_1_of_four(cause, cut=cut)
+    )
+    (decision,) = result.decisions
+    assert decision.code == code
+    assert decision.evidence["diagnosis"]["host"] == "algo-1"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 1
+    if code is ResumeCode.INSUFFICIENT_EVIDENCE:
+        assert not result.settled  # a later read may reach the host
 
 
 def test_the_retry_budget_stops_the_lineage() -> None:

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from sagemaker_governance.domain.clone import LATER_MARKS
 from sagemaker_governance.domain.compliance import evaluate_compliance
@@ -35,25 +36,59 @@ def lacks_max_runtime(request: Mapping[str, Any]) -> bool:
     """The request leaves ``StoppingCondition.MaxRuntimeInSeconds`` to SageMaker's default: the section left
     out, or a section that leaves the limit out. Left out, not null: an explicit null (``"StoppingCondition":
     null``, ``{"MaxRuntimeInSeconds": null}``) is the request's own value, which botocore's ``ParamValidator``
-    refuses ("Invalid type for parameter ..."), so the request can never be sent; like any other malformed
-    value it reaches the model, which rejects it, and is never replaced by a job that was not requested."""
+    refuses ("Invalid type for parameter ..."), so the request can never be sent; ``job_from_request`` rejects
+    it (``explicit_nulls``), and it is never replaced by a job that was not requested."""
     if "StoppingCondition" not in request:
         return True
     stopping = request["StoppingCondition"]
     return isinstance(stopping, Mapping) and "MaxRuntimeInSeconds" not in stopping
 
 
-class _RequestedStoppingCondition(BaseModel):
-    """A request's ``StoppingCondition`` checked for what the job model reads as left out: the model, built for
-    state-change events that write absent members as null, takes a null section or member for an absent one,
-    while botocore's ``ParamValidator`` refuses it ("Invalid type for parameter StoppingCondition, value:
-    None"; each member is an integer): a request so written can never be sent. The rest is the model's."""
+def explicit_nulls(request: Mapping[str, Any]) -> list[tuple[str | int, ...]]:
+    """Where ``request`` holds an explicit null: each member (at any depth: a section's member, a list's entry) whose
+    value is ``None``. Present but null is not left out: botocore's ``ParamValidator`` refuses a null for every
+    type of its model ("Invalid type for parameter ResourceConfig, value: None"; so for a string, an integer, a
+    boolean, a list, a map), so a request holding one can never be sent. Walked without recursion, each container
+    once (a request is user input, however deeply nested)."""
+    found: list[tuple[str | int, ...]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), request)]
+    seen: set[int] = set()
+    while stack:
+        loc, value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            items: list[tuple[str | int, Any]] = [(str(k), v) for k, v in value.items()]
+        elif isinstance(value, list | tuple):
+            items = list(enumerate(value))
+        else:
+            continue
+        for key, member in items:
+            if member is None:
+                found.append((*loc, key))
+            else:
+                stack.append(((*loc, key), member))
+    return sorted(found, key=lambda loc: [str(part) for part in loc])
 
-    model_config = ConfigDict(extra="ignore")
 
-    max_runtime: int = Field(default=0, alias="MaxRuntimeInSeconds")
-    max_wait: int = Field(default=0, alias="MaxWaitTimeInSeconds")
-    max_pending: int = Field(default=0, alias="MaxPendingTimeInSeconds")
+def _reject_explicit_nulls(request: Mapping[str, Any]) -> None:
+    """Raise ``pydantic.ValidationError`` naming each explicit null of ``request`` (``explicit_nulls``). The job
+    model cannot: built for state-change events, which write absent members as null, it takes a null for a member
+    left out (``_nulls_unsaid``), so ``"ResourceConfig": null`` would be judged as a job of no known instance type
+    (the instance rules inconclusive, the request not refused) and ``"Tags": null`` as an untagged job, for
+    requests SageMaker never receives."""
+    nulls = explicit_nulls(request)
+    if not nulls:
+        return
+    error = PydanticCustomError(
+        "explicit_null",
+        "an explicit null, which botocore refuses to send (Invalid type for parameter): leave the member out",
+    )
+    raise ValidationError.from_exception_data(
+        "CreateTrainingJobRequest",
+        [InitErrorDetails(type=error, loc=loc, input=None) for loc in nulls],
+    )
 
 
 def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
@@ -63,10 +98,11 @@ def job_from_request(request: Mapping[str, Any]) -> TrainingJob:
     A request without ``Tags`` creates an untagged job: its tags are known to be empty (unlike an event
     that omits them), so the required-tags rule decides instead of reporting "not known". A request without
     ``StoppingCondition.MaxRuntimeInSeconds`` creates a job with SageMaker's default (``DEFAULT_MAX_RUNTIME_SECONDS``,
-    1 day), as ``DescribeTrainingJob`` shows it to the service, so the max-runtime rule decides on it.
+    1 day), as ``DescribeTrainingJob`` shows it to the service, so the max-runtime rule decides on it. Left
+    out, not null: a member written as an explicit null, at any depth (``"ResourceConfig": null``, ``"Tags":
+    null``, ``{"InstanceType": null}``), is rejected (``explicit_nulls``), as botocore refuses to send it.
     """
-    if "StoppingCondition" in request:  # a null section or limit is rejected, never read as left out
-        _RequestedStoppingCondition.model_validate(request["StoppingCondition"])
+    _reject_explicit_nulls(request)  # a null member is rejected, never read as left out
     data = dict(request)
     if lacks_max_runtime(request):
         stopping = request.get("StoppingCondition")

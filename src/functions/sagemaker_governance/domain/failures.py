@@ -191,6 +191,19 @@ class Diagnosis:
         return self.failure_class == UNKNOWN and self.role is Role.CONSEQUENCE and self.hosts_unread > 0
 
     @property
+    def interconnect_unread(self) -> bool:
+        """A resumable interconnect cause (an EFA or InfiniBand completion error, its own line) while some hosts'
+        logs were not read: such an error is also what a rank sees when its peer's process exits, and a
+        user-code exception written before it on an unread host would make it that report (``_explaining``:
+        the job is the user's code), so the verdict rests on missing evidence as a peer's report does."""
+        return (
+            self.failure_class == INTERCONNECT
+            and self.role is Role.CAUSE
+            and self.verdict is Verdict.RESUME
+            and self.hosts_unread > 0
+        )
+
+    @property
     def lemon_key(self) -> str | None:
         """``<class>@<host>`` for a hardware or interconnect fault on a known host (the lemon rule)."""
         if self.failure_class in HARDWARE_CLASSES and self.host and self.host != REASON_HOST:

@@ -12,7 +12,9 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
   alone decides, and the evidence says so. Only a peer's failure seen (``ncclRemoteError`` and its kind)
   while some hosts' logs were not read (the service reads them all, up to ``MAX_LOG_HOSTS``, before it
-  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict. A failure
+  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict; so is a
+  resumable interconnect cause while some hosts' reads failed (``Diagnosis.interconnect_unread``: an EFA or
+  InfiniBand completion error is also a rank's report of a peer's exit, whose exception may be there). A failure
   more recent than ``logs_settle_minutes`` (5) whose logs were read but hold no cause of it (``unknown``, a
   skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
   silent peer corroborates), or whose resumable interconnect cause on one host another host's silence leaves
@@ -720,7 +722,31 @@ def _held(
         return replace(short, settled=True)
     if pending is not None:  # before the plan: the cause's host decides the lemon rule (its budget, its tag)
         return _logs_deferral(pending, diagnosis, resume, mode, evidence)
+    if diagnosis.interconnect_unread and failure is not None and failure.hosts_failed:
+        # Not settled: the hosts whose read failed may be read at the next run (when the job was deferred)
+        return _unread_peers(diagnosis, failure, mode, evidence)
     return None
+
+
+def _unread_peers(
+    diagnosis: Diagnosis, failure: FailureEvidence, mode: Mode, evidence: dict[str, Any]
+) -> CloneDecision:
+    """``resume.skip.insufficient-evidence`` for a resumable interconnect cause while some hosts' logs could not be
+    read (``Diagnosis.interconnect_unread``; a read that failed, which a later read may reach, not a host beyond
+    what any read reaches): a user-code exception on one of them, written before it, would make the transport
+    error the report of that process's exit, as the service reads every host to find out; no clone on a guess."""
+    read = len(diagnosis.hosts_read)
+    where = f" on {diagnosis.host}" if diagnosis.host else ""
+    return _none(
+        RESUME_RULE_ID,
+        ResumeCode.INSUFFICIENT_EVIDENCE,
+        mode,
+        f"not resumed: the hosts' logs read show an interconnect fault ({diagnosis.signature}{where}), and "
+        f"{failure.hosts_failed} of the job's {read + diagnosis.hosts_unread} hosts' logs could not be read: a "
+        "user-code exception there, before it, would make it the report of that host's exit, so the cause is "
+        "not known",
+        evidence,
+    )
 
 
 def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:

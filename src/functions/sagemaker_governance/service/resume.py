@@ -759,22 +759,27 @@ class AutoResumeReaction(_CloneReaction):
         self, job: TrainingJob, resume: ResumePolicy
     ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
-        ``MAX_LOG_HOSTS``) when those show only a peer's failure (``Diagnosis.peer_unread``: an
-        ``ncclRemoteError`` or a watchdog timeout nothing explains) and the job has more hosts. The failing
+        ``MAX_LOG_HOSTS``) when the job has more hosts and those show only a peer's failure
+        (``Diagnosis.peer_unread``: an ``ncclRemoteError`` or a watchdog timeout nothing explains) or a
+        resumable interconnect cause (``Diagnosis.interconnect_unread``: an EFA or InfiniBand completion error,
+        which is also a rank's report of its peer's exit, and a user-code exception before it on a host not
+        read would make the job the user's code). The failing
         host is the one whose stream's ``lastEventTimestamp`` is the earliest, which CloudWatch Logs updates
         "on an eventual consistency basis" (typically within an hour; absent for a recent stream, then the
         order is by name): on a job of more hosts than ``log_hosts`` that order may leave the failing peer
         unread, and the survivors' reports alone are no verdict. The second read is one more
         ``DescribeLogStreams`` and one ``GetLogEvents`` per host (a few pages at most) within the budget of
         the first (``_every_host_lines``); the port reads the first hosts again, and their first, longer
-        tails are kept. A second read that fails keeps the first, and a diagnosis that still misses hosts is
-        ``resume.skip.insufficient-evidence``. With the evidence, its diagnosis when one was made of it (the
+        tails are kept. Any other cause among the first hosts (a GPU's ECC error: no peer's exit explains it)
+        is decided on the first read. A second read that fails keeps the first, and a diagnosis that still
+        misses hosts whose read failed is ``resume.skip.insufficient-evidence`` (for a peer's report, also
+        hosts beyond ``MAX_LOG_HOSTS``). With the evidence, its diagnosis when one was made of it (the
         first read's, which decided that no second read was needed), so that it is not classified twice."""
         failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
         if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
             return failure, None
         first = classify(job.failure_reason, failure, resume.taxonomy())
-        if not first.peer_unread:
+        if not (first.peer_unread or first.interconnect_unread):
             return failure, first
         lines = _every_host_lines(resume, failure.hosts_total)
         every = self._read_logs(job, lines, MAX_LOG_HOSTS)
@@ -785,7 +790,9 @@ class AutoResumeReaction(_CloneReaction):
             cut = max(failure.hosts_total - MAX_LOG_HOSTS, 0)
             return replace(failure, notes=(*failure.notes, note), hosts_cut=min(failure.hosts_cut, cut)), None
         logger.info(
-            "only a peer's failure in the first hosts' logs: read them all",
+            "only a peer's failure in the first hosts' logs: read them all"
+            if first.peer_unread
+            else "an interconnect fault in the first hosts' logs, which a peer's exit may explain: read them all",
             job=job.name,
             hosts=len(every.hosts),
             of=every.hosts_total,
