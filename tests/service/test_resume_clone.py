@@ -587,6 +587,26 @@ def test_a_cause_among_the_hosts_read_first_reads_no_more() -> None:
     assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8]
 
 
+def test_a_failure_the_hosts_read_first_do_not_explain_reads_the_others() -> None:
+    # Given a 12-host job that failed 30 minutes ago with a bare AlgorithmError, whose GPU on algo-9 had an
+    # uncorrectable ECC error while every other host trained on, silent about it; lastEventTimestamp not set yet,
+    # so the 8 hosts read first (in name order: algo-1, algo-10 .. algo-12, algo-2 .. algo-5) leave algo-9 out
+    end = NOW - timedelta(minutes=30)
+    tails: dict[str, tuple[LogLine, ...]] = {
+        f"algo-{n}": (LogLine("step 900", end - timedelta(minutes=1)),) for n in range(1, 13)
+    }
+    tails["algo-9"] = (LogLine("step 899", end - timedelta(minutes=2)), LogLine(ECC, end - timedelta(minutes=1)))
+    world = World(cluster=tails)
+    job = world.failed(**recent_failure(30))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the hosts read first, holding no cause, send it back for every host, and the ECC fault is resumed
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["class"] == "hardware"
+    assert decision.evidence["diagnosis"]["host"] == "algo-9"
+
+
 def test_an_interconnect_cause_among_the_hosts_read_first_still_reads_the_others() -> None:
     # Given a 12-host job whose EFA fault is on algo-2, among the 8 hosts read first, the 4 others reporting its exit
     world = World(cluster=efa_fault_on("algo-2", 12))

@@ -191,6 +191,14 @@ class Diagnosis:
         return self.failure_class == UNKNOWN and self.role is Role.CONSEQUENCE and self.hosts_unread > 0
 
     @property
+    def cause_unread(self) -> bool:
+        """Nothing the logs read say explains the failure (``unknown``: a peer's report alone, ``peer_unread``,
+        or no line at all) while some hosts' logs were not read: the failing host's may be among them, for the
+        hosts read first are those whose stream's ``lastEventTimestamp`` is the earliest, which CloudWatch Logs
+        updates on an eventual consistency basis (none yet on a recent stream: then by name)."""
+        return self.failure_class == UNKNOWN and self.hosts_unread > 0
+
+    @property
     def interconnect_unread(self) -> bool:
         """A resumable interconnect cause (an EFA or InfiniBand completion error, its own line) while some hosts'
         logs were not read: such an error is also what a rank sees when its peer's process exits, and a

@@ -759,9 +759,9 @@ class AutoResumeReaction(_CloneReaction):
         self, job: TrainingJob, resume: ResumePolicy
     ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
-        ``MAX_LOG_HOSTS``) when the job has more hosts and those show only a peer's failure
-        (``Diagnosis.peer_unread``: an ``ncclRemoteError`` or a watchdog timeout nothing explains) or a
-        resumable interconnect cause (``Diagnosis.interconnect_unread``: an EFA or InfiniBand completion error,
+        ``MAX_LOG_HOSTS``) when the job has more hosts and those show no cause (``Diagnosis.cause_unread``:
+        nothing at all, or only a peer's failure, ``Diagnosis.peer_unread``: an ``ncclRemoteError`` or a
+        watchdog timeout nothing explains) or a resumable interconnect cause (``Diagnosis.interconnect_unread``: an EFA or InfiniBand completion error,
         which is also a rank's report of its peer's exit, and a user-code exception before it on a host not
         read would make the job the user's code). The failing
         host is the one whose stream's ``lastEventTimestamp`` is the earliest, which CloudWatch Logs updates
@@ -779,7 +779,7 @@ class AutoResumeReaction(_CloneReaction):
         if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
             return failure, None
         first = classify(job.failure_reason, failure, resume.taxonomy())
-        if not (first.peer_unread or first.interconnect_unread):
+        if not (first.cause_unread or first.interconnect_unread):
             return failure, first
         lines = _every_host_lines(resume, failure.hosts_total)
         every = self._read_logs(job, lines, MAX_LOG_HOSTS)
@@ -789,10 +789,14 @@ class AutoResumeReaction(_CloneReaction):
             note = "the other hosts could not be read: " + "; ".join(every.notes)
             cut = max(failure.hosts_total - MAX_LOG_HOSTS, 0)
             return replace(failure, notes=(*failure.notes, note), hosts_cut=min(failure.hosts_cut, cut)), None
+        if first.interconnect_unread:
+            why = "an interconnect fault in the first hosts' logs, which a peer's exit may explain: read them all"
+        elif first.peer_unread:
+            why = "only a peer's failure in the first hosts' logs: read them all"
+        else:
+            why = "no cause in the first hosts' logs, which may have left out the failing one: read them all"
         logger.info(
-            "only a peer's failure in the first hosts' logs: read them all"
-            if first.peer_unread
-            else "an interconnect fault in the first hosts' logs, which a peer's exit may explain: read them all",
+            why,
             job=job.name,
             hosts=len(every.hosts),
             of=every.hosts_total,
