@@ -386,6 +386,31 @@ def test_a_transport_error_with_no_user_exception_anywhere_is_still_interconnect
     assert diagnosis.host == "algo-2"
 
 
+@pytest.mark.parametrize("line", [IB_COMPLETION, EFA_COMPLETION])
+def test_sagemaker_s_own_internal_error_does_not_explain_a_transport_error_as_user_code(line: str) -> None:
+    # Given a job SageMaker reports with its own InternalServerError, whose algo-2 transport failed, every other
+    # host trained on
+    diagnosis = diagnose(
+        "InternalServerError: We encountered an internal error. Please try again.",
+        host("algo-1", ("step 900 loss 1.9", AT), ("step 901 loss 1.9", AT + timedelta(seconds=50))),
+        host("algo-2", ("step 900 loss 1.9", AT), (line, AT + timedelta(seconds=30))),
+    )
+    # Then SageMaker's error is no Python exception that explains the transport's: both are resumable, and the
+    # fault on algo-2 is resumed as interconnect (its host kept for the lemon rule)
+    assert diagnosis.failure_class == "interconnect" and diagnosis.verdict is Verdict.RESUME
+    assert diagnosis.host == "algo-2"
+
+
+def test_a_library_s_internal_server_error_is_still_a_python_exception() -> None:
+    # Given the user's script died of an HTTP client's 500, as its traceback names it (module and class)
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), ("openai.InternalServerError: Error code: 500", AT)),
+    )
+    # Then it is the user's code, as any exception the script raised
+    assert (diagnosis.failure_class, diagnosis.signature) == ("user-code", "python-exception")
+
+
 def test_an_exception_after_a_transport_error_on_another_host_does_not_explain_it() -> None:
     # Given algo-2's IB transport failed first, and algo-1 raised only afterwards (the error's aftermath)
     diagnosis = diagnose(
