@@ -587,6 +587,32 @@ def test_a_cause_among_the_hosts_read_first_reads_no_more() -> None:
     assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8]
 
 
+def test_a_peer_s_report_a_silent_peer_corroborates_reads_the_others_before_a_clone() -> None:
+    # Given a 12-host job that failed 2 hours ago with a bare AlgorithmError: algo-9 raised a KeyError and exited,
+    # algo-2 fell silent at that moment (its rank hung in the collective), and the others reported the exit
+    # (ncclRemoteError) 20 minutes later; the 8 hosts read first (name order) hold algo-2's silence, not algo-9
+    end = NOW - timedelta(hours=2)
+    fault = end - timedelta(minutes=20)
+    tails: dict[str, tuple[LogLine, ...]] = {
+        f"algo-{n}": (LogLine("step 920", end - timedelta(minutes=1)), LogLine(REMOTE, end)) for n in range(1, 13)
+    }
+    tails["algo-2"] = (LogLine("step 900", fault - timedelta(minutes=1)),)
+    tails["algo-9"] = (
+        LogLine("step 900", fault - timedelta(minutes=1)),
+        LogLine("Traceback (most recent call last):", fault - timedelta(seconds=10)),
+        LogLine("KeyError: 'label'", fault - timedelta(seconds=10)),
+    )
+    world = World(cluster=tails)
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(world.failed(**recent_failure(120)), EVENT)
+    # Then the reports that algo-2's silence corroborates (interconnect) are no verdict while hosts are unread:
+    # every host is read, and algo-9's KeyError makes them the report of its exit: the user's code, nothing made
+    assert isinstance(world.logs, ClusterLogs) and world.logs.asked == [8, 64]
+    assert decision.code == "resume.skip.user-code"
+    assert decision.evidence["diagnosis"]["host"] == "algo-9"
+    assert world.sagemaker.created == []
+
+
 def test_a_failure_the_hosts_read_first_do_not_explain_reads_the_others() -> None:
     # Given a 12-host job that failed 30 minutes ago with a bare AlgorithmError, whose GPU on algo-9 had an
     # uncorrectable ECC error while every other host trained on, silent about it; lastEventTimestamp not set yet,

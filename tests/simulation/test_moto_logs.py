@@ -143,3 +143,34 @@ def test_a_host_whose_process_died_writes_no_more_lines_until_its_container_star
     restarted = streams.start("job/algo-2", 40)
     streams.cadence("job/algo-2", 1, 40)
     assert restarted.last_line(45) == 44
+
+
+class _PutLogs:
+    """What ``LogStreams.flush`` calls of CloudWatch Logs: the messages put, in order."""
+
+    def __init__(self) -> None:
+        self.put: list[str] = []
+
+    def create_log_stream(self, **_: Any) -> None:
+        pass
+
+    def put_log_events(self, *, logEvents: list[dict[str, Any]], **_: Any) -> None:
+        self.put += [event["message"] for event in logEvents]
+
+
+def test_a_late_host_s_lines_are_held_from_its_process_s_death_even_long_before_the_job_failed() -> None:
+    # Given algo-2's process that died at minute 100 writing its traceback, the job failing at 106 (6 minutes
+    # later, beyond the last 5 minutes a late batch holds), and its lines held until 109 from its death on
+    streams = LogStreams(VirtualClock(NOW - timedelta(hours=3)))
+    streams.start("job/algo-2", 0)
+    streams.write("job/algo-2", 100, ("Traceback (most recent call last):", "KeyError: 'label'"))
+    streams.silence("job/algo-2", 100)
+    streams.hold("job/algo-2", 106, 109, since=100)
+    logs = _PutLogs()
+    # When the lines are put at the Failed event, and after their arrival
+    streams.flush(logs, 106)
+    before = list(logs.put)
+    streams.flush(logs, 109)
+    # Then the traceback is not in CloudWatch Logs before minute 109, and is then
+    assert "KeyError: 'label'" not in before
+    assert "KeyError: 'label'" in logs.put

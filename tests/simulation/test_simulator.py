@@ -59,6 +59,9 @@ def test_bad_scenarios_are_rejected_with_clear_errors() -> None:
         scenario(job("x", script={"train_hours": 1, "fail_after_hours": 2}))
     with pytest.raises(ValidationError, match="extra"):
         parse_scenario("name: x\njobs: []\nwhatever: 1\n")
+    # Late last lines of a failing host, with no host named to fail, would hold nothing
+    with pytest.raises(ValidationError, match="failure_log_late_minutes needs a failure_host"):
+        scenario(job("x", script={"train_hours": 2, "fail_after_hours": 1, "failure_log_late_minutes": 3}))
     # A name SageMaker's CreateTrainingJob would refuse (the service's own job-name rule)
     for bad in ("under_score", "-leading-dash", "x" * 64):
         with pytest.raises(ValidationError, match="name"):

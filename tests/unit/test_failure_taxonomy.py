@@ -411,6 +411,18 @@ def test_a_library_s_internal_server_error_is_still_a_python_exception() -> None
     assert (diagnosis.failure_class, diagnosis.signature) == ("user-code", "python-exception")
 
 
+def test_the_script_s_own_internal_server_error_still_explains_a_transport_error() -> None:
+    # Given the training script defines its own InternalServerError (Python names a class of __main__ bare), which
+    # algo-2 raised before algo-1's transport reported the exit
+    diagnosis = diagnose(
+        ALGORITHM_ERROR,
+        host("algo-1", ("step 900 loss 1.9", AT), (EFA_COMPLETION, AT + timedelta(seconds=30))),
+        host("algo-2", ("step 900 loss 1.9", AT), ("InternalServerError: reward model returned 500", AT)),
+    )
+    # Then it is the user's code on algo-2: only SageMaker's own words are not the script's exception
+    assert (diagnosis.failure_class, diagnosis.host) == ("user-code", "algo-2")
+
+
 def test_an_exception_after_a_transport_error_on_another_host_does_not_explain_it() -> None:
     # Given algo-2's IB transport failed first, and algo-1 raised only afterwards (the error's aftermath)
     diagnosis = diagnose(

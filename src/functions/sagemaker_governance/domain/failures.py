@@ -200,16 +200,13 @@ class Diagnosis:
 
     @property
     def interconnect_unread(self) -> bool:
-        """A resumable interconnect cause (an EFA or InfiniBand completion error, its own line) while some hosts'
-        logs were not read: such an error is also what a rank sees when its peer's process exits, and a
-        user-code exception written before it on an unread host would make it that report (``_explaining``:
-        the job is the user's code), so the verdict rests on missing evidence as a peer's report does."""
-        return (
-            self.failure_class == INTERCONNECT
-            and self.role is Role.CAUSE
-            and self.verdict is Verdict.RESUME
-            and self.hosts_unread > 0
-        )
+        """A resumable interconnect diagnosis while some hosts' logs were not read: a cause (an EFA or InfiniBand
+        completion error, its own line), which is also what a rank sees when its peer's process exits, or a peer's
+        report (``ncclRemoteError``, a watchdog timeout) that a peer's silence corroborates; a user-code exception
+        written before it on an unread host would make either the report of that host's exit (``_explaining``,
+        which comes before the corroboration: the job is the user's code), so the verdict rests on missing
+        evidence as a report nothing explains does."""
+        return self.failure_class == INTERCONNECT and self.verdict is Verdict.RESUME and self.hosts_unread > 0
 
     @property
     def lemon_key(self) -> str | None:

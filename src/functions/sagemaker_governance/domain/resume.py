@@ -13,8 +13,9 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   alone decides, and the evidence says so. Only a peer's failure seen (``ncclRemoteError`` and its kind)
   while some hosts' logs were not read (the service reads them all, up to ``MAX_LOG_HOSTS``, before it
   decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict; so is a
-  resumable interconnect cause while some hosts' reads failed (``Diagnosis.interconnect_unread``: an EFA or
-  InfiniBand completion error is also a rank's report of a peer's exit, whose exception may be there). A failure
+  resumable interconnect cause, or a peer's report a silence corroborates, while some hosts' reads failed
+  (``Diagnosis.interconnect_unread``: an EFA or InfiniBand completion error is also a rank's report of a peer's
+  exit, whose exception may be there). A failure
   more recent than ``logs_settle_minutes`` (5) whose logs were read but hold no cause of it (``unknown``, a
   skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
   silent peer corroborates), or whose resumable interconnect cause on one host another host's silence leaves

@@ -761,9 +761,10 @@ class AutoResumeReaction(_CloneReaction):
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
         ``MAX_LOG_HOSTS``) when the job has more hosts and those show no cause (``Diagnosis.cause_unread``:
         nothing at all, or only a peer's failure, ``Diagnosis.peer_unread``: an ``ncclRemoteError`` or a
-        watchdog timeout nothing explains) or a resumable interconnect cause (``Diagnosis.interconnect_unread``: an EFA or InfiniBand completion error,
-        which is also a rank's report of its peer's exit, and a user-code exception before it on a host not
-        read would make the job the user's code). The failing
+        watchdog timeout nothing explains) or a resumable interconnect diagnosis (``Diagnosis.interconnect_unread``:
+        a peer's report a silence corroborates, or an EFA or InfiniBand completion error, which is also a rank's
+        report of its peer's exit; a user-code exception before either on a host not read would make the job the
+        user's code). The failing
         host is the one whose stream's ``lastEventTimestamp`` is the earliest, which CloudWatch Logs updates
         "on an eventual consistency basis" (typically within an hour; absent for a recent stream, then the
         order is by name): on a job of more hosts than ``log_hosts`` that order may leave the failing peer

@@ -178,9 +178,10 @@ class Faults(_Model):
     )
     failure_log_late_minutes: NonNegativeInt = Field(
         0,
-        description="failure_host's last lines (those of its last minutes, failure_log among them) reach CloudWatch "
-        "Logs this many minutes after the job's Failed event, while the other hosts' lines are on time: one host's "
-        "log agent that had not sent its last batch (0: on time; the late-logs fault holds every host alike)",
+        description="failure_host's last lines (those of its last minutes, from its process's death when it died "
+        "earlier: failure_log among them) reach CloudWatch Logs this many minutes after the job's Failed event, "
+        "while the other hosts' lines are on time: one host's log agent that had not sent its last batch (0: on "
+        "time; the late-logs fault holds every host alike)",
     )
     pending_minutes: NonNegativeInt = Field(
         0,
@@ -241,6 +242,8 @@ class Script(Faults):
             or self.failure_host_silent_minutes >= round(self.fail_after_hours * 60)
         ):
             raise ValueError("failure_host_silent_minutes needs a failure_host and a later fail_after_hours")
+        if self.failure_log_late_minutes and self.failure_host is None:
+            raise ValueError("failure_log_late_minutes needs a failure_host (the host whose last lines are late)")
         return self
 
     def resumed(self) -> Script:

@@ -280,8 +280,9 @@ class Lifecycle:
         if status == "Failed":  # they reach CloudWatch Logs by the Failed event, or later (late-logs)
             self.logs.failed([host.name for host in job.hosts], self.now)
             late = job.script.failure_log_late_minutes
-            if late and job.script.failure_host is not None:  # one host's last lines, late
-                self.logs.hold(self._failing_host(job).name, self.now, self.now + late)
+            if late and job.script.failure_host is not None:  # one host's last lines, late: from its death on
+                died = self.now - job.script.failure_host_silent_minutes
+                self.logs.hold(self._failing_host(job).name, self.now, self.now + late, since=died)
         self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now

@@ -85,12 +85,18 @@ class LogStreams:
         for host in hosts:
             self.hold(host, now, arrival)
 
-    def hold(self, host: str, now: int, arrival: int) -> None:
-        """The host's lines of the last ``LATE_LOG_TAIL_MINUTES`` before ``now`` reach CloudWatch Logs at
-        ``arrival``, not before (a later hold of the same lines keeps the later arrival)."""
+    def hold(self, host: str, now: int, arrival: int, since: int | None = None) -> None:
+        """The host's lines of the last ``LATE_LOG_TAIL_MINUTES`` before ``now``, and those from ``since`` on when
+        earlier (the last lines of a process that died before the job ended), reach CloudWatch Logs at
+        ``arrival``, not before (a later hold of the same lines keeps the later arrival and the earlier start)."""
+        start = now - LATE_LOG_TAIL_MINUTES if since is None else min(since, now - LATE_LOG_TAIL_MINUTES)
         for stream in self.of(host):
-            later = arrival if stream.held is None else max(arrival, stream.held[1])
-            stream.held = (now - LATE_LOG_TAIL_MINUTES, later)
+            held = (
+                (start, arrival)
+                if stream.held is None
+                else (min(start, stream.held[0]), max(arrival, stream.held[1]))
+            )
+            stream.held = held
 
     def start(self, host: str, now: int) -> Stream:
         """The host's algorithm container starts: a new stream."""
