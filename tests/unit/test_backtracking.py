@@ -77,6 +77,8 @@ REFUSED = [
     # every b, every c and every d is tried (matched whole, at most three)
     "a.*b.*c.*d.*e",
     r"^a.*b.*c.*d.*e$",
+    # a fourth cut weighed by where it falls, a word of period 8 in a run of digits, is still too many (0.9 s)
+    r"\d*\d*\d*12345678\d*x",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
     # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
@@ -138,6 +140,9 @@ ACCEPTED = [
     r"^a.*b.*c.*d.*$",
     r"a.*b.*c.*d.*\s*$",
     r"^a.*b.*c.*d.*$|^none$",
+    # four cuts, three of them where a word of period 6 to 9 begins (43 * 29 * 37 * 256 places, fewer than
+    # three cuts anywhere: 256**3): a fraction of a millisecond on a crafted value
+    "cc=.*;team=.*;project=.*;owner=.*;",
     # the README's
     "cc-[0-9]{4}",
     "(dev|prod)",
@@ -189,6 +194,14 @@ SEARCHED_REFUSED = [
     r".*y\d+.*z",
     r"x.*(?>y).*z",
     r"Error.*\w+Exception",  # \w+ takes the words between too, and the end must still be found
+    # words in order, each cut weighed by where its word begins, still more places than .*x has (0.2 to 1.7 s on
+    # a crafted line, where .*x took 28 ms)
+    r"ab.*cd.*ef",
+    r"abcd.*efgh.*ijkl",
+    r"abcdefgh.*ijklmnop.*qrstuvwx",
+    r"NCCL WARN.*NCCL WARN.*?\derror",
+    # a part of varying length between a cut and the word: the cut falls anywhere in the digits (0.57 s)
+    r"NCCL WARN.*\d*+Call to .* failed",
     r"(?:a|b)[^y]*\d*\s*.?x",  # a start at every a, a split between [^y]* and \d* in the digits after them
     # an anchor or a lookahead at the end can fail: the repeats before it count
     r"x.*y.*$",

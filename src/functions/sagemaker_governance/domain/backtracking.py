@@ -91,10 +91,31 @@ Over the whole pattern, not only inside repeats:
   before it does with one of its alternatives, each tried in turn, so each is walked as a whole pattern
   with that part: its own start, anchored or not, and its own last parts.
 
-  Where this refuses more than it must: a word is found at fewer places than a run of one character has
-  positions, so ``a.*b.*c.*d.*e`` matched whole (four cuts) took 50 ms on 256 characters where
-  ``\\d*\\d*\\d*\\d*x`` took 2.7 s, and, searched for, ``NCCL WARN.*Call to .* failed`` (three cuts) took
-  about as long as ``.*x`` (two) on 2,000 characters, and ``x.*y.*z`` 200 times as long.
+  **Weighed by where the cuts fall.** A cut inside a run of one character, or before a part of one
+  character, can fall at any of the text's ``n`` places (256 matched whole, 2,000 searched for), but one
+  that must fall where a word of period p >= 2 begins falls at ``n / p`` at most: the period is the
+  smallest shift at which the word can overlap itself (every pair of its positions that far apart has a
+  character in common; at none: its length), and two places where it begins are at least that far apart.
+  The search's start counts ``n``, or ``n / p`` when the pattern begins with such a word; a repeat of one
+  character node counts ``n / p`` when the run goes on through such a word right after it, ``n`` when a
+  part of varying length comes between (``.*\\d*+Call``) or the repeat holds more than a character node,
+  and the last cut counts ``n``. The places multiplied may be at most what the degree allows a run of one
+  character (``256**3`` matched whole, ``2,000**2`` searched for), so a run of one character is refused
+  exactly as before and a pattern whose cuts fall where words begin never has more places than one the
+  degree accepts, whatever follows its last cut: matched whole, ``cc=.*;team=.*;project=.*;owner=.*;``
+  (four cuts, 43 * 29 * 37 * 256 places, 0.2 ms on a crafted value) passes, while ``a.*b.*c.*d.*e`` (256**4:
+  0.4 to 0.6 s ignoring case on ``a`` and 85 each of ``b``, ``c`` and ``d``) and
+  ``\\d*\\d*\\d*12345678\\d*x`` (a fourth cut at a word: 0.9 s) do not; ``\\d*\\d*\\d*x`` took 35 ms, 75 ms
+  ignoring case. Searched for, a larger budget was measured and found not to hold (Python 3.11, ignoring
+  case, the least of several runs on crafted lines of 2,000 characters while other work shared the two
+  cores): ``NCCL WARN.*Call to .* failed`` (250 * 250 * 2,000 places) took 50 to 113 ms, as ``.*x`` (28 ms)
+  or ``\\w+x`` (40 to 84 ms), but patterns with the same places took 0.19 to 0.27 s
+  (``abcdefgh.*ijklmnop.*qrstuvwx``), 0.76 to 0.9 s (``NCCL WARN.*NCCL WARN.*?\\derror``), 1.1 to 2.4 s
+  (``NCCL WARN[^y]*NCCL WARN.*?\\derror$``) and 0.85 to 1.5 s (``NCCL WARN.*NCCL WARN.*`` and fifty ``=``
+  and ``x``, on ``=`` after the words), as long as ``foo.*bar.*baz`` (0.6 to 1.6 s), which is refused: what
+  a place costs depends on what follows the last cut (sre skips to a literal after a greedy repeat, its
+  literal-tail fast path, which ``' failed'`` takes, but then tries all of it at each place it can begin).
+  So ``NCCL WARN.*Call to .* failed`` is still refused (``NCCL WARN(?>.*?Call to ).* failed`` passes).
 
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
 in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
@@ -131,6 +152,13 @@ _MAX_LENGTH: Final = 64
 _MAX_READINGS: Final = 64  # the ways the whole pattern may read one value: each part's readings multiplied
 _MAX_DEGREE: Final = 3  # repeats of varying count in a row that may share one run of characters
 _SEARCHED_DEGREE: Final = 2  # the same, searched for (re.search): its start positions count as one of them
+_WHOLE_LENGTH: Final = 256  # a tag value's length at most (botocore's TagValue), matched whole
+_SEARCHED_LENGTH: Final = 2_000  # a log line's length at most, searched for
+# the places a run's cuts can fall at, multiplied, at most: what the degree allows a run of one character (three
+# cuts anywhere matched whole, two searched for, the start one of them), so a pattern whose cuts fall where words
+# begin never has more places than one the degree accepts (measured: see the module docstring)
+_WHOLE_BUDGET: Final = _WHOLE_LENGTH**_MAX_DEGREE
+_SEARCHED_BUDGET: Final = _SEARCHED_LENGTH**_SEARCHED_DEGREE
 _MAX_STEPS: Final = 200_000  # parts the degree rule may walk over the whole analysis; more: too complex
 _FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, matched whole (a tag value)
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
@@ -138,7 +166,13 @@ _FLAT_BUDGET: Final = 4096  # parts a sequence is opened into, at most (fixed co
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 _Word = tuple[frozenset[str], ...]
-_Run = tuple[int, int, bool]  # repeats of any length a run is cut among, ways bounded ones cut it, via copies
+# how a run is cut: the places its cuts can fall at, multiplied (the last one anywhere: ``length`` places), the
+# repeats of any length it is cut among, the ways bounded ones cut it, whether through a fixed count's copies,
+# and whether a part of varying length has come since its last cut (a word after it is then not where it falls)
+_Run = tuple[int, int, int, bool, bool]
+# a stretch a run is carried over: its characters, those of the parts it holds, and the word of character nodes
+# it begins with after the run's last cut, and whether that word can still grow (no part of varying length yet)
+_Bridge = tuple[frozenset[str], frozenset[frozenset[str]], _Word, bool]
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -150,11 +184,12 @@ _CATEGORY: Final = {
 
 
 def backtracking_problem(pattern: str, searched: bool = False) -> str | None:
-    """Why ``pattern`` can backtrack exponentially, or polynomially of a degree above ``_MAX_DEGREE`` (a run
-    of characters cut among more repeats than that); None when it cannot be shown (or the analysis is not
-    available). ``searched``: the pattern is searched for in long text (a log line), which pays one degree
-    more for every place it starts at: a run that can begin at an unanchored start may be cut among at most
-    ``_SEARCHED_DEGREE`` repeats, the start counted as one, and a fixed count of nested quantifiers
+    """Why ``pattern`` can backtrack exponentially, or polynomially beyond ``_WHOLE_BUDGET`` (a run of characters
+    cut among repeats at more places, multiplied: more than ``_MAX_DEGREE`` cuts anywhere); None when it
+    cannot be shown (or the analysis is not available). ``searched``: the pattern is searched for in long
+    text (a log line), which pays one cut more for every place it starts at: a run that can begin at an
+    unanchored start may be cut at ``_SEARCHED_BUDGET`` places (``_SEARCHED_DEGREE`` cuts anywhere, the start
+    counted as one), and a fixed count of nested quantifiers
     (``(?:\\w+\\s?){2}``) is refused there as before, while a tag value matched whole may hold one of up to
     ``_FEW_COPIES``."""
     try:
@@ -193,6 +228,8 @@ class _Walk:
         self.searched = searched
         self.few_copies = 0 if searched else _FEW_COPIES
         self.max_degree = _SEARCHED_DEGREE if searched else _MAX_DEGREE
+        self.length = _SEARCHED_LENGTH if searched else _WHOLE_LENGTH
+        self.budget = _SEARCHED_BUDGET if searched else _WHOLE_BUDGET
         self.steps = 0
         self.unbounded = int(constants.MAXREPEAT)
         self.alphabet: frozenset[str] = _ALPHABET | _BEYOND
@@ -445,14 +482,18 @@ class _Walk:
         through the copies of a fixed count (``(?:\\w+\\s?){2}\\w+``), or bounded ones whose counts multiply
         past ``_MAX_SPLITS`` (``a?`` written thirty times: 2**30). A run goes on through a word every match
         must pass when a repeat after it can take the word too (``x.*y.*z`` on ``xyxy...``), and the last
-        parts, which the match has succeeded on reaching (a trailing ``.*``), are not counted."""
+        parts, which the match has succeeded on reaching (a trailing ``.*``), are not counted. The degree is
+        weighed by where each cut can fall: anywhere in the run (``length`` places), or, when the run goes on
+        through a word of period p >= 2, only where that word begins (``length / p`` places); the places
+        multiplied may be at most ``budget``, which a run cut anywhere more than ``max_degree`` times exceeds."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
         # runs over a stretch that holds parts every match must pass (a literal word), which a repeat after them
-        # must also be able to take for the stretch to go on: the stretch's characters, and those parts' there
-        bridges: dict[tuple[frozenset[str], frozenset[frozenset[str]]], _Run] = {}
+        # must also be able to take for the stretch to go on: the stretch's characters, those parts' there, and
+        # the word they spell when they are character nodes after the run's last cut (None: not a word)
+        bridges: dict[_Bridge, _Run] = {}
         if top and self.searched and not self._anchored(items):
             # re.search tries the pattern at every start: as if it began with a lazy repeat of any character
-            runs[self.alphabet] = (1, 1, False)
+            runs[self.alphabet] = (self.length, 1, 1, False, False)
         flat = self._flat(items, _FLAT_BUDGET, copied=False)
         if top:  # parts the match has succeeded on reaching: nothing after them fails to make it backtrack
             flat = self._counted(flat)
@@ -461,13 +502,15 @@ class _Walk:
             own, nullable = self._part(op, av)
             body = self._varying(op, av)
             if body is None:  # a part that can match nothing is skipped; another narrows the runs
-                if self.chars(op, av) is not None or not nullable:
-                    bridges = _bridged(runs, bridges, own)
-                    runs = _narrowed(runs, own)
+                runs, bridges = self._passed(runs, bridges, op, av)
                 continue
             counts = 1 if op is self.c.BRANCH else av[1] - av[0] + 1
             begin = self.edge_runs(body, from_end=False)
-            after = dict(runs) if nullable else {}
+            # a repeat of one character node ends where what follows it begins; another part may end with more
+            # after its repeats (``(?:.*|a.*b)``), in ways of their own: what follows is not where the cut fell
+            loose = not (op is not self.c.BRANCH and len(body) == 1 and self.chars(*body[0]) is not None)
+            # runs the part may leave as they were: a piece of varying length now lies after their last cut
+            after = {chars: (*run[:4], True) for chars, run in runs.items()} if nullable else {}
             entering = self._entering(runs, bridges, body, counts, own)
             # the stretch may also hold what this part matches (a word of alternatives, ``\\d+`` in ``.*y\\d+.*z``)
             # if a repeat after it can take that as well; a part that can match nothing may leave it as it was
@@ -479,41 +522,91 @@ class _Walk:
                     # a part holding repeats that can take a piece of the run anywhere cuts it once more for
                     # each (a degree), one that takes it in a few ways multiplies them; one that only begins
                     # with a repeat of the run's characters cuts it once more and ends it
-                    spanned, cut, through = run
+                    places, spanned, cut, through, _ = run
                     pieces = self._pieces(body, counts, shared) if whole else 1
-                    cut_again = (spanned + pieces, cut) if pieces else (spanned, cut * counts)
-                    problem = _too_many_cuts(
-                        *cut_again, through or copied, chars & (own if whole else begin), self.max_degree
+                    cut_again: _Run = (
+                        (places * self.length**pieces, spanned + pieces, cut, through or copied, loose)
+                        if pieces
+                        else (places, spanned, cut * counts, through or copied, True)  # a piece of varying length
                     )
+                    problem = self._too_many_cuts(cut_again, chars & (own if whole else begin))
                     if problem is not None:
                         return problem
                     if whole:
-                        after[shared] = max(after.get(shared, run), (*cut_again, through or copied))
+                        after[shared] = _merged(after.get(shared, cut_again), cut_again)
             if own and self._within(body, own):
                 pieces = self._pieces(body, counts, own)
-                start = (pieces, 1, copied) if pieces else (0, counts, copied)
-                after[own] = max(after.get(own, (0, 1, False)), start)
+                start = (self.length**pieces, pieces, 1, copied, loose) if pieces else (1, 0, counts, copied, True)
+                after[own] = _merged(after.get(own, start), start)
             end_run = self.edge_runs(body, from_end=True)
             if end_run:
-                after[end_run] = max(after.get(end_run, (0, 1, False)), (1, 1, copied))
+                ended: _Run = (self.length, 1, 1, copied, loose)
+                after[end_run] = _merged(after.get(end_run, ended), ended)
             runs = dict(sorted(after.items(), key=lambda item: item[1], reverse=True)[:32])
         return None
+
+    def _passed(
+        self, runs: dict[frozenset[str], _Run], bridges: dict[_Bridge, _Run], op: Any, av: Any
+    ) -> tuple[dict[frozenset[str], _Run], dict[_Bridge, _Run]]:
+        """The runs and stretches past a part that is not a repeat of varying count: a character node narrows
+        them and lengthens the word a stretch begins with, another part that must match something narrows
+        them and ends the word (``(?>y+)``: its length varies), and one that can match nothing is skipped,
+        though if it can match characters (``\\d*+``) what follows is not where a run was last cut."""
+        own, nullable = self._part(op, av)
+        node = self.chars(op, av) is not None
+        if node or not nullable:
+            return _narrowed(runs, own, fixed=node), _bridged(runs, bridges, own, node=node)
+        if own:
+            return {chars: (*run[:4], True) for chars, run in runs.items()}, _bridged(
+                {}, bridges, own, skipped=True
+            )
+        return runs, bridges
+
+    def _too_many_cuts(self, run: _Run, chars: frozenset[str]) -> str | None:
+        """Why a run cut as ``run`` says takes too long: bounded repeats that cut it more than ``_MAX_SPLITS``
+        ways, more than ``_FEW_COPIES`` repeats of any length through a fixed count's copies, or places of its
+        cuts that multiply past the budget (a run cut anywhere more than ``max_degree`` times does); None when
+        it does not."""
+        places, degree, splits, copied, _ = run
+        if splits > _MAX_SPLITS:
+            cost = f"{splits} ways or more"
+        elif copied and degree > min(_FEW_COPIES, self.max_degree):
+            cost = f"its length to the power {degree}"
+        elif places > self.budget:
+            cost = (
+                f"about {places:.1e} tries on {self.length} characters, more than {self.budget:.1e} (each cut "
+                f"weighed by the places it can fall at: anywhere, or where a word between repeats begins)"
+            )
+        else:
+            return None
+        return (
+            f"repeats in a row can each take part of one run of the same characters ({_sample(chars)}, and the words "
+            f"between them if they can take those too), so every way to cut a run among them is tried, {cost} "
+            f"(polynomial backtracking; words in order are found in one pass with an atomic group: x(?>.*?y).*z)"
+        )
 
     def _entering(
         self,
         runs: dict[frozenset[str], _Run],
-        bridges: dict[tuple[frozenset[str], frozenset[frozenset[str]]], _Run],
+        bridges: dict[_Bridge, _Run],
         body: Any,
         counts: int,
         own: frozenset[str],
     ) -> dict[frozenset[str], _Run]:
         """The runs a repeat of ``counts`` counts of ``body`` (taking ``own``) meets: ``runs``, and the stretches
-        carried over words whose characters it can take, with a piece of any length: they go on through it."""
+        carried over words whose characters it can take, with a piece of any length: they go on through it. A
+        stretch carried over a word of period p >= 2 was last cut where that word begins, which it does at
+        most ``length / p`` places (rounded up), not at each of the ``length``."""
         entering = dict(runs)
-        for (chars, needed), run in bridges.items():
+        for (chars, needed, word, _), run in bridges.items():
             onward = chars & own
             if all(part & onward for part in needed) and self._spans(body, counts, onward):
-                entering[chars] = max(entering.get(chars, run), run)
+                period = _period(word)
+                went_on = run
+                if run[1] and period > 1 and not run[4]:
+                    # the last cut falls where the word begins, not anywhere; weighed so once (loose after)
+                    went_on = (run[0] // self.length * -(-self.length // period), *run[1:4], True)
+                entering[chars] = _merged(entering.get(chars, went_on), went_on)
         return entering
 
     def _spans(self, body: Any, counts: int, chars: frozenset[str]) -> bool:
@@ -882,54 +975,66 @@ class _Walk:
         return self.alphabet  # it can match the empty string: whatever follows it may begin
 
 
-def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str]) -> dict[frozenset[str], _Run]:
+def _narrowed(runs: dict[frozenset[str], _Run], chars: frozenset[str], fixed: bool) -> dict[frozenset[str], _Run]:
     """The runs that go on through a part that matches ``chars`` (none, if it matches none: an anchor ends
-    no run, it is skipped as a part that can match nothing)."""
+    no run, it is skipped as a part that can match nothing); one of varying length (not ``fixed``: a
+    possessive repeat) leaves a piece of varying length after their last cut."""
     kept: dict[frozenset[str], _Run] = {}
     for run_chars, run in runs.items():
         if run_chars & chars:
-            kept[run_chars & chars] = max(kept.get(run_chars & chars, run), run)
+            went_on = run if fixed else (*run[:4], True)
+            kept[run_chars & chars] = _merged(kept.get(run_chars & chars, went_on), went_on)
     return kept
+
+
+def _merged(one: _Run, other: _Run) -> _Run:
+    """The run that cuts more of two over the same characters (its places first, then its degree, the ways
+    bounded repeats cut it, through copies), marked loose when either is: a word after it is not where its
+    last cut falls, so it is not weighed by the word's period (more places, never fewer)."""
+    kept = max(one[:4], other[:4])
+    return (*kept, one[4] or other[4])
+
+
+def _period(word: _Word) -> int:
+    """The smallest shift at which ``word`` (a string of character sets) can overlap itself: every pair of
+    positions that far apart has a character in common; its length when it cannot. Two places where it
+    begins in a text are at least this far apart, so it begins at most ``length / period`` places."""
+    for shift in range(1, len(word)):
+        if all(word[index] & word[index + shift] for index in range(len(word) - shift)):
+            return shift
+    return max(1, len(word))
 
 
 def _bridged(
     runs: dict[frozenset[str], _Run],
-    bridges: dict[tuple[frozenset[str], frozenset[frozenset[str]]], _Run],
+    bridges: dict[_Bridge, _Run],
     chars: frozenset[str],
     skipped: bool = False,
-) -> dict[tuple[frozenset[str], frozenset[frozenset[str]]], _Run]:
+    node: bool = False,
+) -> dict[_Bridge, _Run]:
     """The runs whose stretch can hold a part that matches ``chars`` among its own characters, and go on through
     it if the next repeat can take those characters as well: ``.*`` before ``y`` and ``.*`` after it can both
     span ``xyxy...``, where the split can be at any ``y``. A run already carried over such parts adds this one
-    to what the next repeat must take, unless the part can match nothing (``skipped``): it waits as it was."""
-    kept: dict[tuple[frozenset[str], frozenset[frozenset[str]]], _Run] = {}
-    for (run_chars, needed), run in bridges.items():
+    to what the next repeat must take, unless the part can match nothing (``skipped``): it waits as it was.
+    A character ``node`` lengthens the word the stretch begins with; any other part ends it (the run's last cut
+    still falls where the word begins), and a run with a piece of varying length after its last cut (loose)
+    begins none."""
+    kept: dict[_Bridge, _Run] = {}
+    for (run_chars, needed, word, growing), run in bridges.items():
         if skipped:
-            kept[(run_chars, needed)] = run
+            key = (run_chars, needed, word, False)
         elif run_chars & chars:
-            key = (run_chars, needed | {run_chars & chars})
-            kept[key] = max(kept.get(key, run), run)
+            grows = growing and node
+            key = (run_chars, needed | {run_chars & chars}, (*word, run_chars & chars) if grows else word, grows)
+        else:
+            continue
+        kept[key] = _merged(kept.get(key, run), run)
     for run_chars, run in runs.items():
         if run_chars & chars:
-            key = (run_chars, frozenset([run_chars & chars]))
-            kept[key] = max(kept.get(key, run), run)
+            begins = node and not run[4]
+            key = (run_chars, frozenset([run_chars & chars]), (run_chars & chars,) if begins else (), begins)
+            kept[key] = _merged(kept.get(key, run), run)
     return dict(sorted(kept.items(), key=lambda item: item[1], reverse=True)[:32])
-
-
-def _too_many_cuts(degree: int, splits: int, copied: bool, chars: frozenset[str], most: int) -> str | None:
-    """Why a run cut among ``degree`` repeats of any length (through a fixed count's copies: ``copied``) and
-    bounded ones that cut it ``splits`` ways takes too long, ``most`` repeats allowed; None when it does not."""
-    if splits > _MAX_SPLITS:
-        cost = f"{splits} ways or more"
-    elif degree > (min(_FEW_COPIES, most) if copied else most):
-        cost = f"its length to the power {degree}"
-    else:
-        return None
-    return (
-        f"repeats in a row can each take part of one run of the same characters ({_sample(chars)}, and the words "
-        f"between them if they can take those too), so every way to cut a run among them is tried, {cost} "
-        f"(polynomial backtracking; words in order are found in one pass with an atomic group: x(?>.*?y).*z)"
-    )
 
 
 def _compatible(shorter: _Word, longer: _Word) -> bool:
