@@ -1132,6 +1132,101 @@ def test_an_interconnect_cause_whose_silent_peer_still_says_nothing_when_due_is_
     assert {t["Key"]: t["Value"] for t in request["Tags"]}[TAG_FAILURE] == "interconnect@algo-2"
 
 
+def efa_on_algo_2_peer_unread(*, cut: bool = False) -> FailureEvidence:
+    """algo-2's EFA completion error; algo-1's stream found but not read: its ``GetLogEvents`` failed (throttled),
+    or (``cut``) the read's budget left it out."""
+    fault = NOW - timedelta(minutes=1)
+    return FailureEvidence(
+        hosts=(
+            HostLog(
+                "algo-2",
+                "llm-sft-1/algo-2-1700000000",
+                (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-2"), fault)),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+        hosts_cut=1 if cut else 0,
+        notes=() if cut else ("algo-1: GetLogEvents throttled",),
+    )
+
+
+def test_an_interconnect_cause_waits_while_a_peer_s_log_could_not_be_read_and_is_not_cloned_on_it_when_due() -> (
+    None
+):
+    # Given a two-host job that failed a minute ago: algo-2's EFA completion error was read, algo-1's read failed
+    # (algo-1 may hold the KeyError that makes algo-2's line its report of algo-1's exit, as a silent algo-1 may)
+    world = World(evidence=efa_on_algo_2_peer_unread())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it waits for the settle period, as for a silent peer: nothing cloned
+    assert decision.code == "resume.defer.logs-pending"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 1
+    assert world.sagemaker.created == []
+    # When the reconciler decides it once due, algo-1's read failing again
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the cause is not known: no clone on missing evidence, and the skip is left open (a read failed)
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert world.sagemaker.created == []
+    assert TAG_RESUME_SETTLED not in world.sagemaker.tags[job.arn or ""]
+    # When the next run reads algo-1, which still says nothing of its end
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = efa_on_algo_2_first_read()
+    world.now = NOW + timedelta(minutes=14)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the interconnect fault stands, as for a silent peer once due: resumed
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r1"]
+
+
+def efa_on_algo_2_of(hosts: int, *, read: int, cut: int) -> FailureEvidence:
+    """algo-2's EFA completion error and, on the other hosts read, NCCL's report of the peer's exit; ``read`` hosts
+    read of ``hosts`` found, ``cut`` of the others left out by the read's budget."""
+    fault = NOW - timedelta(minutes=1)
+    efa = HostLog(
+        "algo-2",
+        "llm-sft-1/algo-2-1700000000",
+        (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-2"), fault)),
+    )
+    reports = tuple(
+        HostLog(f"algo-{n}", f"llm-sft-1/algo-{n}-1700000000", (LogLine(REMOTE, fault + timedelta(seconds=30)),))
+        for n in range(3, read + 2)
+    )
+    return FailureEvidence(hosts=(efa, *reports), logs_read=True, hosts_total=hosts, hosts_cut=cut)
+
+
+def test_an_interconnect_cause_beside_hosts_no_read_reaches_waits_then_is_not_cloned_and_settled() -> None:
+    # Given a 66-host job that failed a minute ago: algo-2's EFA completion error, 63 more hosts read reporting its
+    # exit, and 2 hosts beyond the 64 any read reaches
+    world = World(evidence=efa_on_algo_2_of(66, read=64, cut=2))
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event, then the reconciler once due
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.defer.logs-pending"]
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the cause is not known: not cloned, and settled (no read failed: the next runs would read the same)
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 2
+    assert world.sagemaker.created == []
+    assert world.sagemaker.tags[job.arn or ""][TAG_RESUME_SETTLED] == "resume.skip.insufficient-evidence@llm-sft-1"
+
+
+def test_an_interconnect_cause_waits_while_a_host_the_first_read_left_out_is_unread() -> None:
+    # Given a two-host job of a team that reads one host first, failed a minute ago: algo-2's EFA completion
+    # error read, algo-1 left out by the read's budget
+    world = World(
+        evidence=efa_on_algo_2_of(2, read=1, cut=1), policy={"mode": "enforce", "resume": {"log_hosts": 1}}
+    )
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it waits as for a silent algo-1: nothing cloned at the event
+    assert decision.code == "resume.defer.logs-pending"
+    assert world.sagemaker.created == []
+
+
 def single_host_efa(job_name: str = "llm-sft-1") -> FailureEvidence:
     """A job of one host whose log holds its EFA completion error."""
     fault = NOW - timedelta(minutes=1)

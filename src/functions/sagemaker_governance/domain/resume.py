@@ -12,12 +12,13 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   the matched line(s) and host go into the decision's evidence. Unreadable logs: the ``FailureReason``
   alone decides, and the evidence says so. Only a peer's failure seen (``ncclRemoteError`` and its kind)
   while some hosts' logs were not read (the service reads them all, up to ``MAX_LOG_HOSTS``, before it
-  decides; cut there or failed): ``resume.skip.insufficient-evidence``, not a confident verdict. A failure
+  decides; cut there or failed), or an interconnect cause on one host beside hosts whose logs were not read once
+  the settle period below is over: ``resume.skip.insufficient-evidence``, not a confident verdict. A failure
   more recent than ``logs_settle_minutes`` (5) whose logs were read but hold no cause of it (``unknown``, a
   skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
   silent peer corroborates), or whose resumable interconnect cause on one host another host's silence leaves
   open (that host's log holds no line on why it ended: a user-code exception there, still in flight, would
-  make the interconnect error the report of its exit), is not decided yet:
+  make the interconnect error the report of its exit; or that host's log was not read), is not decided yet:
   the failed process's last lines may still be on their way to CloudWatch Logs, so the decision is
   ``resume.defer.logs-pending`` (tagged ``smgov:resume-after``, due at the failure plus the settle period)
   and the reconciler decides then, on what the logs hold by then, for good (a job too short to resume
@@ -105,7 +106,7 @@ from sagemaker_governance.domain.failure_signatures import Role, Verdict
 from sagemaker_governance.domain.failures import HARDWARE_CLASSES, INTERCONNECT, UNKNOWN, Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.orchestrators import orchestrator_of, sagemaker_retries
-from sagemaker_governance.domain.recovery_policy import ResumePolicy, SpotPolicy
+from sagemaker_governance.domain.recovery_policy import MAX_LOG_HOSTS, ResumePolicy, SpotPolicy
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import choose
 from sagemaker_governance.domain.spot_economics import SpotEstimate, Unknown, cluster_price, estimate
@@ -132,9 +133,10 @@ class ResumeCode(StrEnum):
     NOT_FAILED = "resume.skip.not-failed"
     USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
     UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
-    # only a peer's failure was seen (ncclRemoteError, a watchdog timeout ...) and some of the job's hosts' logs
-    # could not be read (more than resume.log_hosts' ceiling, or a read that failed): not "not transient" but
-    # not known either, so nothing is cloned on a guess
+    # only a peer's failure was seen (ncclRemoteError, a watchdog timeout ...), or an interconnect cause on one host
+    # once the settle period is over, and some of the job's hosts' logs could not be read (more than
+    # resume.log_hosts' ceiling, or a read that failed): not "not transient" but not known either, so nothing is
+    # cloned on a guess
     INSUFFICIENT_EVIDENCE = "resume.skip.insufficient-evidence"
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
@@ -152,7 +154,7 @@ class ResumeCode(StrEnum):
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     # failed less than resume.logs_settle_minutes ago and the logs read hold no cause of it (the diagnosis is
     # unknown, a skip or a hardware fault resting on FailureReason alone, or a peer's report with no cause), or a
-    # resumable interconnect cause on one host while another host's log says nothing of its end: its last lines
+    # resumable interconnect cause on one host while another host's log says nothing of its end or was not read: its last lines
     # may still be on their way to CloudWatch Logs. Tagged smgov:resume-after (the failure + the settle period):
     # the reconciler decides then, on what the logs hold by then, for good
     DEFER_LOGS_PENDING = "resume.defer.logs-pending"
@@ -384,8 +386,20 @@ def earlier_retries(tags: Mapping[str, str]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 3 else 0
 
 
-def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
+def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any], unread: int = 0) -> CloneDecision:
+    """The diagnosis's skip; ``unread``: the hosts no read reached beside an interconnect cause
+    (``_unreached_peers``), which leave it unknown."""
     cls = diagnosis.failure_class
+    if unread:
+        return _none(
+            RESUME_RULE_ID,
+            ResumeCode.INSUFFICIENT_EVIDENCE,
+            mode,
+            f"not resumed: {diagnosis.host}'s interconnect error ({diagnosis.signature}) may be its report of a "
+            f"peer's exit, and {unread} of the job's {len(diagnosis.hosts_read) + unread} hosts' logs could not be "
+            "read: a user-code exception there would make the failure the user's code, so the cause is not known",
+            evidence,
+        )
     if diagnosis.peer_unread:
         read = len(diagnosis.hosts_read)
         return _none(
@@ -420,7 +434,7 @@ def _logs_pending(
     overturn or a hardware or interconnect fault whose lemon rule needs its host, or is a peer's report that
     only a silent peer corroborates (the silence may be its lines in flight); and a resumable interconnect
     cause on one host of a job whose other hosts' logs do not all say why they ended
-    (``_explainable_by_silent_peer``): the silent host may be the one that died first, of a user-code exception
+    (``_explainable_by_silent_peer``), or were not all read (``_unread_peers``): the silent (or unread) host may be the one that died first, of a user-code exception
     still in flight, which would make the interconnect error its peer's report of the exit and the job the
     user's code (a wrong clone spends the retry budget and GPU hours; the wait costs minutes). A job of one host
     is not put off for it. None: decide now; so is a
@@ -446,10 +460,12 @@ def _logs_pending(
         why = "its cause rests on the FailureReason alone, none of the logs read holds it"
     elif diagnosis.role is Role.CONSEQUENCE:
         why = "the logs read hold only a peer's report of it, corroborated by a peer's silence alone"
-    elif silent := _explainable_by_silent_peer(diagnosis):
+    elif (silent := _explainable_by_silent_peer(diagnosis)) or _unread_peers(diagnosis):
+        unsaid = [f"the log of {', '.join(silent)} holds no line yet on why its process ended"] if silent else []
+        if unread := _unread_peers(diagnosis):
+            unsaid.append(f"{unread} other host(s)' logs could not be read")
         why = (
-            f"{diagnosis.host}'s interconnect error may be its report of a peer's exit, and the log of "
-            f"{', '.join(silent)} holds no line yet on why its process ended"
+            f"{diagnosis.host}'s interconnect error may be its report of a peer's exit, and {' and '.join(unsaid)}"
         )
     else:
         return None
@@ -463,14 +479,41 @@ def _explainable_by_silent_peer(diagnosis: Diagnosis) -> tuple[str, ...]:
     read tail matches no signature (``Diagnosis.hosts_silent``) may hold that exception in its last lines, still
     on their way; on a job of one host, or when every other host's tail says why it ended (its own fault, a
     report of the peer's exit), nothing is waited for. Empty: nothing to wait for."""
-    if (
-        diagnosis.failure_class != INTERCONNECT
-        or diagnosis.role is not Role.CAUSE
-        or diagnosis.verdict is not Verdict.RESUME
-        or diagnosis.host is None
-    ):
+    if not _interconnect_cause(diagnosis):
         return ()
     return tuple(host for host in diagnosis.hosts_silent if host != diagnosis.host)
+
+
+def _interconnect_cause(diagnosis: Diagnosis) -> bool:
+    """Whether the diagnosis is a resumable interconnect cause on a named host (its own line there)."""
+    return (
+        diagnosis.failure_class == INTERCONNECT
+        and diagnosis.role is Role.CAUSE
+        and diagnosis.verdict is Verdict.RESUME
+        and diagnosis.host is not None
+    )
+
+
+def _unread_peers(diagnosis: Diagnosis) -> int:
+    """The hosts whose log was not read (``Diagnosis.hosts_unread``: a read that failed, or one the read's budget
+    left out) beside a resumable interconnect cause on one host: each may hold the user-code exception that would
+    make the cause its peer's report of the exit, as a silent host may (``_explainable_by_silent_peer``), and
+    nothing at all is known of it. Waited for as a silent host is, within the settle period; after it, those no
+    read reaches leave the cause unknown (``_unreached_peers``). 0: none, or not such a cause."""
+    return diagnosis.hosts_unread if _interconnect_cause(diagnosis) else 0
+
+
+def _unreached_peers(diagnosis: Diagnosis, failure: FailureEvidence | None) -> int:
+    """Of ``_unread_peers``, those no read reached: the hosts whose read failed (a later read may reach them) and
+    those beyond the ``MAX_LOG_HOSTS`` that any read reaches. Beside an interconnect cause they leave it unknown
+    once the settle period is over (``resume.skip.insufficient-evidence``, as for a peer's report with hosts
+    unread): no clone on missing evidence. A host only ``resume.log_hosts`` left out of the first read is not
+    counted: a read of every host up to ``MAX_LOG_HOSTS`` reaches it (the service's second read), and it is
+    waited for within the settle period like a silent host."""
+    if failure is None or not _unread_peers(diagnosis):
+        return 0
+    beyond = max(failure.hosts_total - MAX_LOG_HOSTS, 0)
+    return failure.hosts_failed + min(failure.hosts_cut, beyond)
 
 
 def _logs_deferral(
@@ -702,13 +745,15 @@ def _held(
         # Decided now on what the logs hold: audit mode tags nothing, so nothing would come back to a deferral,
         # and a job without room for the deferral's tags (SageMaker's 50) could not be deferred
         pending = None
-    if diagnosis.verdict is not Verdict.RESUME:
-        # A job that would not be resumed whatever its logs say (too short) is decided at once
+    unreached = 0 if pending is not None else _unreached_peers(diagnosis, failure)
+    if diagnosis.verdict is not Verdict.RESUME or unreached:
+        # A job that would not be resumed whatever its logs say (too short) is decided at once; an interconnect
+        # cause beside hosts whose logs were not read is not known once the wait is over (or not waited for)
         if pending is not None and _too_short(job, tags, source, hours, resume, mode, now, dict(evidence)) is None:
             return _logs_deferral(pending, diagnosis, resume, mode, evidence)
         # Final only on a full read: a skip decided while the logs, or some hosts' logs, could not be read (a
         # throttled read) is decided again at the next run rather than settled on the FailureReason alone
-        skipped = _not_resumable(diagnosis, mode, evidence)
+        skipped = _not_resumable(diagnosis, mode, evidence, unreached)
         return replace(skipped, settled=True) if _read_in_full(failure, diagnosis) else skipped
     held = _source_running(job, tags, source, mode, now, evidence, next_clone) or _too_late(
         job, source, resume, mode, now, evidence
@@ -725,10 +770,13 @@ def _held(
 
 def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:
     """Whether a diagnosis rests on logs that were read: all of them as far as the read's budget goes (a host
-    ``resume.log_hosts`` leaves out is left out by every later read too), or enough to name a known class."""
+    ``resume.log_hosts`` leaves out is left out by every later read too), or enough to name a known class (not an
+    interconnect cause that hosts no read reached leave open, ``_unreached_peers``: a later read may reach a
+    failed one)."""
     if failure is None or not failure.logs_read:
         return False
-    return diagnosis.failure_class != UNKNOWN or failure.hosts_failed == 0
+    known = diagnosis.failure_class != UNKNOWN and not _unreached_peers(diagnosis, failure)
+    return known or failure.hosts_failed == 0
 
 
 def _too_short(
