@@ -1227,6 +1227,32 @@ def test_an_interconnect_cause_waits_while_a_host_the_first_read_left_out_is_unr
     assert world.sagemaker.created == []
 
 
+def test_audit_mode_writes_no_settled_tag_on_a_job_launched_with_a_copied_resume_after() -> None:
+    # Given a team in audit mode (the policy's default) and a job launched with a deferred job's smgov:resume-after
+    # (a console Clone copies it), failed of a code bug on both hosts
+    world = World(
+        evidence=FailureEvidence(
+            hosts=tuple(
+                HostLog(
+                    h,
+                    f"llm-sft-1/{h}-1700000000",
+                    (LogLine("Traceback (most recent call last):"), LogLine("KeyError: 'label'")),
+                )
+                for h in ("algo-1", "algo-2")
+            ),
+            logs_read=True,
+            hosts_total=2,
+        ),
+        policy={"mode": "audit", "notify_in_audit_mode": True},
+    )
+    job = world.failed(tags={TAG_RESUME_AFTER: "2026-11-22T07:00:00Z"}, **recent_failure(30))
+    # When auto-resume decides its Failed event
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.skip.user-code"]
+    # Then audit mode writes no tag: no smgov:resume-settled
+    assert [line for line in world.calls.log if line.startswith("tag")] == []
+    assert world.codes() == [("resume.skip.user-code", "no-action")]
+
+
 def single_host_efa(job_name: str = "llm-sft-1") -> FailureEvidence:
     """A job of one host whose log holds its EFA completion error."""
     fault = NOW - timedelta(minutes=1)

@@ -1099,6 +1099,22 @@ def copied_settled_mark(job_name: str, tags: Mapping[str, str]) -> str | None:
     return value if value is not None and not is_settled(job_name, tags) else None
 
 
+def copied_resume_after(tags: Mapping[str, str], created: datetime | None) -> str | None:
+    """The value of a ``smgov:resume-after`` on ``tags`` dated before the job was ``created``; None: none, or not so
+    dated. Every deferral governance tags is due at or after the failure it defers (the failure plus its backoff
+    or the settle period, or the moment a clone is found with its source still running, or a lost end's resume
+    retried), and a job fails after it was created, so such a tag came with the job's request (SageMaker's
+    console Clone copies a job's tags, a developer pastes a ``ListTags`` output) and is not this job's."""
+    raw = tags.get(TAG_RESUME_AFTER)
+    if not raw or created is None:
+        return None
+    try:
+        due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return raw if due < created else None
+
+
 @dataclass(frozen=True)
 class DeferredResume:
     """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
@@ -1107,14 +1123,19 @@ class DeferredResume:
     clone: str
 
     @classmethod
-    def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
+    def of(
+        cls, job_name: str, tags: Mapping[str, str], *, created: datetime | None = None
+    ) -> DeferredResume | None:
         """None: not deferred, settled (``smgov:resume-settled`` of this job, ``is_settled``: decided for good),
-        or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        a ``smgov:resume-after`` dated before the job was ``created`` (``copied_resume_after``), or tags that cannot
+        be trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
         if not raw or is_settled(job_name, tags):  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            if copied_resume_after(tags, created) is not None:
+                return None  # copied with the job's request: not this job's deferral
             lineage = Lineage.of(job_name, own_lineage(job_name, tags))  # copied lineage tags: its own lineage
             return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
         except (ValueError, LineageError):

@@ -530,9 +530,14 @@ class _CloneReaction:
         deferral was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at
         every run of its look-back, does not decide and record it again. The value names the job, so that a
         copy of it on another job's request is not taken for that job's settling (``is_settled``). A tag that cannot be written is logged, not raised: the decision stands,
-        and the next run decides (and records) it again and tags it then."""
+        and the next run decides (and records) it again and tags it then. Audit mode writes no tag: a job of a team
+        in audit mode is not visited by the reconciler's deferred-resume pass (``ReconcilerService``), so nothing
+        needs settling there."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
+        if result.decisions[0].mode is not Mode.ENFORCE:
+            return  # audit mode writes no tag (a smgov:resume-after copied with the job's request, or tagged before
+            # its team's switch to audit mode)
         code = result.decisions[0].code or ""
         try:
             self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
