@@ -14,7 +14,13 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_ROOT
+from sagemaker_governance.domain.clone import (
+    TAG_ATTEMPT,
+    TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
+    TAG_ROOT,
+    TAG_SOURCE,
+)
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
@@ -64,6 +70,7 @@ class World:
         self.calls = Calls()
         self.failed: dict[str, dict[str, str]] = {}  # name -> tags
         self.existing: set[str] = set()
+        self.others: dict[str, dict[str, str]] = {}  # name -> tags, of existing jobs that are not listed as failed
         self.asked_since: list[datetime] = []
         self.list_error: AdapterError | None = None
         self.alarm_error: AdapterError | None = None
@@ -156,13 +163,13 @@ class World:
         name = job_arn.rsplit("/", 1)[-1]
         self.calls(f"list-tags {name}")
         self.spent += self.tag_cost
-        return dict(self.failed.get(name, {}))
+        return dict(self.failed.get(name, self.others.get(name, {})))
 
     def describe(self, name: str) -> dict[str, Any]:
         self.calls(f"describe {name}")
         if name not in self.existing:
             raise JobNotFound(name)
-        return {"TrainingJobName": name}
+        return {"TrainingJobName": name, "TrainingJobArn": arn(name)}
 
     def get_job(self, name: str, tags: Any = None) -> TrainingJob:
         raise AssertionError("not read for a deferred resume")
@@ -265,11 +272,13 @@ def test_a_due_job_launched_with_another_lineage_s_tags_is_not_taken_for_that_li
     world = World(told={"llm-sft-1-r2"})
     world.failed["relaunched"] = clone_tags(due_tag(-5))
     world.existing.add("llm-sft-1-r2")
+    world.others["llm-sft-1-r2"] = {**clone_tags(None, attempt=2), TAG_SOURCE: "llm-sft-1-r1"}
     # When the reconciler runs
     world.run()
-    # Then its own clone is looked up, not the other lineage's, and its deferred resume is made
+    # Then its own clone is looked up, and the other lineage's, made from another job, is not taken for its resume:
+    # its deferred resume is made
     assert world.resumed == ["relaunched"]
-    assert "describe relaunched-r1" in world.calls.log and "describe llm-sft-1-r2" not in world.calls.log
+    assert "describe relaunched-r1" in world.calls.log and "list-tags llm-sft-1-r2" in world.calls.log
 
 
 def test_a_resume_after_dated_before_the_job_was_created_came_with_its_request_and_is_left_alone() -> None:
@@ -304,6 +313,20 @@ def test_a_due_job_of_a_team_in_audit_mode_is_not_decided_again_at_every_run() -
     # and would be recorded and told at every run); the enforcing team's job is, at each run (its fake clone is
     # never made)
     assert world.resumed == ["enforced"] * 3
+
+
+def test_a_due_job_an_earlier_deployment_resumed_under_its_copied_lineage_is_left_alone() -> None:
+    # Given a due job launched with the tags of llm-sft-1's first clone, which the deployment before lineage tags
+    # were dated to their job resumed under them as llm-sft-1-r2 (smgov:resumed-from naming it), its owner told
+    world = World(told={"llm-sft-1-r2"})
+    world.failed["relaunched"] = clone_tags(due_tag(-5))
+    world.existing.add("llm-sft-1-r2")
+    world.others["llm-sft-1-r2"] = {**clone_tags(None, attempt=2), TAG_SOURCE: "relaunched"}
+    # When the reconciler runs
+    world.run()
+    # Then its own lineage's clone is looked up, then the copied lineage's, which is its clone: not handed over
+    assert world.resumed == []
+    assert "describe relaunched-r1" in world.calls.log and "list-tags llm-sft-1-r2" in world.calls.log
 
 
 def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:

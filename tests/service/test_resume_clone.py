@@ -720,6 +720,54 @@ def test_a_job_launched_with_a_clone_s_lineage_tags_is_resumed_in_a_lineage_of_i
     assert TAG_STRIKES not in tags and "repeated_fault" not in decision.evidence
 
 
+def test_a_job_an_earlier_deployment_resumed_under_its_copied_lineage_is_not_cloned_again() -> None:
+    # Given relaunch-7, launched with llm-sft-1-r1's tags and failed after 26 h (ECC on algo-1), which the deployment
+    # before lineage tags were dated to their job already resumed under them: llm-sft-1-r2 (smgov:resumed-from
+    # relaunch-7) runs
+    world = World(evidence=ecc_on("algo-1", "relaunch-7"), once_per_delivery=True)
+    copied = {**clone_of("llm-sft-1", 1), TAG_REASON: "failed-transient"}
+    job = world.failed("relaunch-7", tags=copied, FailureReason=ECC_REASON, **recent_failure(30))
+    earlier = {**TAGS, **clone_of("relaunch-7", 2), TAG_REASON: "failed-transient"}
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), earlier)
+    # When the new code meets relaunch-7's Failed event again (a delivery retried across the deployment)
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then llm-sft-1-r2 is its clone, met as "already exists": nothing more is created
+    assert world.codes() == [("resume.clone.transient", "already-done")]
+    assert world.sagemaker.created == []
+    assert decision.evidence["clone_name"] == "llm-sft-1-r2"
+
+
+def test_a_copied_lineage_s_next_clone_made_from_another_job_does_not_keep_the_copied_tags() -> None:
+    # Given relaunch-7 as above, while llm-sft-1-r2 exists as the real lineage's clone (made from llm-sft-1-r1)
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    theirs = {**TAGS, **clone_of("llm-sft-1-r1", 2), TAG_REASON: "failed-transient"}
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), theirs)
+    # When auto-resume decides it
+    world.reaction.react(job, EVENT)
+    # Then it is resumed in a lineage of its own
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["relaunch-7-r1"]
+
+
+def test_a_copied_lineage_s_next_clone_that_cannot_be_read_decides_nothing() -> None:
+    # Given relaunch-7 as above, and a throttled read of llm-sft-1-r2
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), {})
+
+    def throttled(arn: str) -> dict[str, str]:
+        if arn.endswith("/llm-sft-1-r2"):
+            raise AdapterError("ListTags throttled")
+        return dict(world.sagemaker.tags.get(arn, {}))
+
+    world.sagemaker.list_tags = throttled  # type: ignore[method-assign]
+    # When auto-resume decides it
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    # Then nothing is created or recorded: a clone of it may run, the delivery is retried
+    assert world.sagemaker.created == [] and world.codes() == []
+
+
 def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     # Given a job SageMaker already retried twice inside itself (RetryStrategy: two more Starting after the
     # first, none after a Spot interruption), and a budget of 2 clones

@@ -94,6 +94,7 @@ from sagemaker_governance.domain.clone import (
     ResumeReason,
     TooManyTags,
     clone_name,
+    copied_lineage,
     counted_tags,
     has_room_for,
     own_lineage,
@@ -1121,6 +1122,9 @@ class DeferredResume:
 
     due: datetime
     clone: str
+    # the next clone its copied lineage tags name (``copied_lineage``), which a deployment before 70dc22b made of
+    # this job under them; None: the tags are the job's own
+    copied_clone: str | None = None
 
     @classmethod
     def of(
@@ -1137,7 +1141,8 @@ class DeferredResume:
             if copied_resume_after(tags, created) is not None:
                 return None  # copied with the job's request: not this job's deferral
             lineage = Lineage.of(job_name, own_lineage(job_name, tags))  # copied lineage tags: its own lineage
-            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
+            copied = next_clone_name(job_name, tags) if copied_lineage(job_name, tags) else None
+            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt), copied_clone=copied)
         except (ValueError, LineageError):
             return None
 

@@ -71,7 +71,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
@@ -1250,7 +1250,7 @@ class ReconcilerService:
             _, passes = self._erring.pop(summary.name, (summary, 0))  # kept only while its resume meets an error
             try:
                 deferred = _deferred(summary, self._jobs.list_tags(summary.arn), policy)
-                if deferred is None or now < deferred.due or self._told(deferred.clone):
+                if deferred is None or now < deferred.due or self._done(deferred, summary.name):
                     continue
                 job = _summary_job(summary)
                 decisions = self._resume.react(job, trigger)
@@ -1374,6 +1374,27 @@ class ReconcilerService:
         clone exists). A clone whose teller failed (a throttled Publish) is handed back to auto-resume,
         which meets "already exists" and tells."""
         return self._exists(clone) and (self._notices is None or self._notices.told(clone))
+
+    def _done(self, deferred: DeferredResume, name: str) -> bool:
+        """Whether the due job ``name`` is done with: its clone was made and told (``_told``), or made and told
+        under the lineage tags it was launched with (``_told_earlier``)."""
+        return self._told(deferred.clone) or self._told_earlier(deferred, name)
+
+    def _told_earlier(self, deferred: DeferredResume, name: str) -> bool:
+        """Whether a due job launched with another job's lineage tags was resumed under them by a deployment before
+        70dc22b: the clone those tags name (``DeferredResume.copied_clone``) exists, names this job as its source
+        (``smgov:resumed-from``) and its owner was told. Auto-resume takes it for the job's clone too
+        (``_CloneReaction._own_lineage``); without this the pass would hand the job over at every run, each one
+        recording the clone met again. Read only for a job whose lineage tags are copied."""
+        clone = deferred.copied_clone
+        if clone is None:
+            return False
+        try:
+            existing = self._jobs.describe(clone)
+        except JobNotFound:
+            return False
+        tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or clone))
+        return tags.get(TAG_SOURCE) == name and (self._notices is None or self._notices.told(clone))
 
     # ---- helpers -----------------------------------------------------------------------------------
 
