@@ -1063,6 +1063,40 @@ def test_a_stopped_job_whose_next_clone_name_holds_another_sources_clone_hands_n
         assert fake.created == []
 
 
+def test_a_stopped_job_moved_under_its_copied_lineage_tags_hands_that_move_s_deferred_clone_over(
+    clock: Clock,
+) -> None:
+    with ledger_account(clock) as acct:
+        account: LocalAccount = acct
+        create_ledger(account)
+        fake = account.sagemaker
+        owner = {"team": "vision", "cost-center": "cc-1234", "owner": "alice"}
+        r1 = {TAG_ROOT: "bert-x", TAG_ATTEMPT: "1", TAG_SOURCE: "bert-x", TAG_REASON: "spot-interrupted"}
+        moved = {TAG_ROOT: "bert-x", TAG_ATTEMPT: "2", TAG_SOURCE: "bert-x-copy", TAG_REASON: "spot-interrupted"}
+        # Given a Spot job launched with bert-x-r1's tags copied, which the deployment before lineage tags were
+        # dated to their job moved under them: its clone bert-x-r2 (smgov:resumed-from bert-x-copy) failed
+        # transiently while the job trained on, deferred for its running source
+        launch(account, "bert-x-copy", spot=True, tags={**owner, **r1})
+        clock.advance(minutes=5)
+        fake.transition("bert-x-copy", "InProgress", "Training")
+        launch(account, "bert-x-r2", tags={**owner, **moved})
+        account.invoke(handler, fail_after(account, clock, "bert-x-r2", hours=1))
+        assert resume_records(account)[-1].code == "resume.defer.source-running"
+        # and the job is stopped by its owner
+        clock.advance(minutes=5)
+        fake.transition("bert-x-copy", "Stopping", "Stopping")
+        fake.transition("bert-x-copy", "Stopped", "Stopped")
+        before = len(resume_records(account))
+        # When its Stopped event is handled
+        account.invoke(handler, fake.event("bert-x-copy"))
+        # Then bert-x-r2 is its move's clone: handed over and decided (the owner's stop ends the lineage), settled
+        assert [r.code for r in resume_records(account)[before:] if r.job_name == "bert-x-r2"] == [
+            "resume.skip.source-stopped"
+        ]
+        assert tags_of(account, "bert-x-r2")[TAG_RESUME_SETTLED] == "resume.skip.source-stopped@bert-x-r2"
+        assert fake.created == []
+
+
 @pytest.mark.parametrize("spot", [True, False, None], ids=["spot", "on-demand", "spot-unsaid"])
 def test_a_plain_stopped_job_costs_no_extra_call_and_no_record(clock: Clock, spot: bool | None) -> None:
     with ledger_account(clock) as acct:

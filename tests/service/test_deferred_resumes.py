@@ -14,7 +14,13 @@ import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
 from sagemaker_governance.business_metrics import BusinessMetric, MemoryBusinessMetrics
-from sagemaker_governance.domain.clone import TAG_ATTEMPT, TAG_RESUME_AFTER, TAG_RESUME_SETTLED, TAG_ROOT
+from sagemaker_governance.domain.clone import (
+    TAG_ATTEMPT,
+    TAG_RESUME_AFTER,
+    TAG_RESUME_SETTLED,
+    TAG_ROOT,
+    TAG_SOURCE,
+)
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, StopOutcome
 from sagemaker_governance.domain.job import TrainingJob
@@ -64,6 +70,7 @@ class World:
         self.calls = Calls()
         self.failed: dict[str, dict[str, str]] = {}  # name -> tags
         self.existing: set[str] = set()
+        self.others: dict[str, dict[str, str]] = {}  # name -> tags, of existing jobs that are not listed as failed
         self.asked_since: list[datetime] = []
         self.list_error: AdapterError | None = None
         self.alarm_error: AdapterError | None = None
@@ -72,6 +79,7 @@ class World:
         self.failed_all = True  # False: the listing of the failed jobs stops after its first page
         # When a failed job failed (its LastModifiedTime): a job given one is listed only within the look-back
         self.failed_at: dict[str, datetime] = {}
+        self.created_at: dict[str, datetime] = {}  # a failed job's CreationTime, when given
         self.tag_cost = 0.0  # seconds of the run each ListTags takes
         self.spent = 0.0  # seconds of the run ListTags took
         self.on_listing: Callable[[], None] = lambda: None  # what listing the jobs in progress costs
@@ -143,6 +151,7 @@ class World:
                         "TrainingJobArn": arn(n),
                         "TrainingJobStatus": "Failed",
                         "LastModifiedTime": self.failed_at.get(n),
+                        "CreationTime": self.created_at.get(n),
                     }
                 )
                 for n in listed
@@ -154,13 +163,13 @@ class World:
         name = job_arn.rsplit("/", 1)[-1]
         self.calls(f"list-tags {name}")
         self.spent += self.tag_cost
-        return dict(self.failed.get(name, {}))
+        return dict(self.failed.get(name, self.others.get(name, {})))
 
     def describe(self, name: str) -> dict[str, Any]:
         self.calls(f"describe {name}")
         if name not in self.existing:
             raise JobNotFound(name)
-        return {"TrainingJobName": name}
+        return {"TrainingJobName": name, "TrainingJobArn": arn(name)}
 
     def get_job(self, name: str, tags: Any = None) -> TrainingJob:
         raise AssertionError("not read for a deferred resume")
@@ -263,11 +272,61 @@ def test_a_due_job_launched_with_another_lineage_s_tags_is_not_taken_for_that_li
     world = World(told={"llm-sft-1-r2"})
     world.failed["relaunched"] = clone_tags(due_tag(-5))
     world.existing.add("llm-sft-1-r2")
+    world.others["llm-sft-1-r2"] = {**clone_tags(None, attempt=2), TAG_SOURCE: "llm-sft-1-r1"}
     # When the reconciler runs
     world.run()
-    # Then its own clone is looked up, not the other lineage's, and its deferred resume is made
+    # Then its own clone is looked up, and the other lineage's, made from another job, is not taken for its resume:
+    # its deferred resume is made
     assert world.resumed == ["relaunched"]
-    assert "describe relaunched-r1" in world.calls.log and "describe llm-sft-1-r2" not in world.calls.log
+    assert "describe relaunched-r1" in world.calls.log and "list-tags llm-sft-1-r2" in world.calls.log
+
+
+def test_a_resume_after_dated_before_the_job_was_created_came_with_its_request_and_is_left_alone() -> None:
+    # Given a job launched from a console Clone of a deferred failed job, that job's smgov:resume-after among its
+    # tags (dated a day before the relaunch was created), and a job deferred after it was created
+    world = World(told=set())
+    world.failed["relaunched"] = {TAG_RESUME_AFTER: due_tag(-26 * 60)}
+    world.created_at["relaunched"] = NOW - timedelta(hours=25)
+    world.failed["deferred"] = {TAG_RESUME_AFTER: due_tag(-5)}
+    world.created_at["deferred"] = NOW - timedelta(hours=25)
+    # When the reconciler runs
+    report = world.run()
+    # Then the copied date is not the relaunched job's deferral (its event decided it): only the other is resumed
+    assert world.resumed == ["deferred"]
+    assert report.repairs == {"deferred-resume": 1}
+    assert "describe relaunched-r1" not in world.calls.log
+
+
+def test_a_due_job_of_a_team_in_audit_mode_is_not_decided_again_at_every_run() -> None:
+    # Given a team in audit mode (which defers nothing and writes no tag) whose job carries a smgov:resume-after
+    # dated after its creation (copied from a job deferred after the relaunch was created, or tagged before the
+    # team's switch to audit mode), and an enforcing team's due job
+    world = World({"mode": "enforce", "teams": {"vision": {"mode": "audit"}}}, told=set())
+    world.failed["audited"] = {TAG_RESUME_AFTER: due_tag(-5), "team": "vision"}
+    world.created_at["audited"] = NOW - timedelta(hours=2)
+    world.failed["enforced"] = {TAG_RESUME_AFTER: due_tag(-5)}
+    # When the reconciler runs three times
+    for minutes in (0, 10, 20):
+        world.now = NOW + timedelta(minutes=minutes)
+        world.run()
+    # Then the audit-mode job is never handed to auto-resume (a decision there could neither act nor be settled,
+    # and would be recorded and told at every run); the enforcing team's job is, at each run (its fake clone is
+    # never made)
+    assert world.resumed == ["enforced"] * 3
+
+
+def test_a_due_job_an_earlier_deployment_resumed_under_its_copied_lineage_is_left_alone() -> None:
+    # Given a due job launched with the tags of llm-sft-1's first clone, which the deployment before lineage tags
+    # were dated to their job resumed under them as llm-sft-1-r2 (smgov:resumed-from naming it), its owner told
+    world = World(told={"llm-sft-1-r2"})
+    world.failed["relaunched"] = clone_tags(due_tag(-5))
+    world.existing.add("llm-sft-1-r2")
+    world.others["llm-sft-1-r2"] = {**clone_tags(None, attempt=2), TAG_SOURCE: "relaunched"}
+    # When the reconciler runs
+    world.run()
+    # Then its own lineage's clone is looked up, then the copied lineage's, which is its clone: not handed over
+    assert world.resumed == []
+    assert "describe relaunched-r1" in world.calls.log and "list-tags llm-sft-1-r2" in world.calls.log
 
 
 def test_a_due_job_whose_clone_exists_but_whose_owner_was_never_told_is_handed_to_auto_resume() -> None:

@@ -898,6 +898,54 @@ def test_a_job_launched_with_a_clone_s_lineage_tags_is_resumed_in_a_lineage_of_i
     assert TAG_STRIKES not in tags and "repeated_fault" not in decision.evidence
 
 
+def test_a_job_an_earlier_deployment_resumed_under_its_copied_lineage_is_not_cloned_again() -> None:
+    # Given relaunch-7, launched with llm-sft-1-r1's tags and failed after 26 h (ECC on algo-1), which the deployment
+    # before lineage tags were dated to their job already resumed under them: llm-sft-1-r2 (smgov:resumed-from
+    # relaunch-7) runs
+    world = World(evidence=ecc_on("algo-1", "relaunch-7"), once_per_delivery=True)
+    copied = {**clone_of("llm-sft-1", 1), TAG_REASON: "failed-transient"}
+    job = world.failed("relaunch-7", tags=copied, FailureReason=ECC_REASON, **recent_failure(30))
+    earlier = {**TAGS, **clone_of("relaunch-7", 2), TAG_REASON: "failed-transient"}
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), earlier)
+    # When the new code meets relaunch-7's Failed event again (a delivery retried across the deployment)
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then llm-sft-1-r2 is its clone, met as "already exists": nothing more is created
+    assert world.codes() == [("resume.clone.transient", "already-done")]
+    assert world.sagemaker.created == []
+    assert decision.evidence["clone_name"] == "llm-sft-1-r2"
+
+
+def test_a_copied_lineage_s_next_clone_made_from_another_job_does_not_keep_the_copied_tags() -> None:
+    # Given relaunch-7 as above, while llm-sft-1-r2 exists as the real lineage's clone (made from llm-sft-1-r1)
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    theirs = {**TAGS, **clone_of("llm-sft-1-r1", 2), TAG_REASON: "failed-transient"}
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), theirs)
+    # When auto-resume decides it
+    world.reaction.react(job, EVENT)
+    # Then it is resumed in a lineage of its own
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["relaunch-7-r1"]
+
+
+def test_a_copied_lineage_s_next_clone_that_cannot_be_read_decides_nothing() -> None:
+    # Given relaunch-7 as above, and a throttled read of llm-sft-1-r2
+    world = World(evidence=ecc_on("algo-2", "relaunch-7"))
+    job = world.failed("relaunch-7", tags=copied_clone_tags(), FailureReason=ECC_REASON, **recent_failure(30))
+    world.sagemaker.add(failed_description("llm-sft-1-r2", TrainingJobStatus="InProgress"), {})
+
+    def throttled(arn: str) -> dict[str, str]:
+        if arn.endswith("/llm-sft-1-r2"):
+            raise AdapterError("ListTags throttled")
+        return dict(world.sagemaker.tags.get(arn, {}))
+
+    world.sagemaker.list_tags = throttled  # type: ignore[method-assign]
+    # When auto-resume decides it
+    with pytest.raises(AdapterError):
+        world.reaction.react(job, EVENT)
+    # Then nothing is created or recorded: a clone of it may run, the delivery is retried
+    assert world.sagemaker.created == [] and world.codes() == []
+
+
 def test_sagemaker_s_own_retries_count_against_the_budget() -> None:
     # Given a job SageMaker already retried twice inside itself (RetryStrategy: two more Starting after the
     # first, none after a Spot interruption), and a budget of 2 clones
@@ -1308,6 +1356,128 @@ def test_an_interconnect_cause_whose_silent_peer_still_says_nothing_when_due_is_
     assert decision.code == "resume.clone.transient"
     (request,) = world.sagemaker.created
     assert {t["Key"]: t["Value"] for t in request["Tags"]}[TAG_FAILURE] == "interconnect@algo-2"
+
+
+def efa_on_algo_2_peer_unread(*, cut: bool = False) -> FailureEvidence:
+    """algo-2's EFA completion error; algo-1's stream found but not read: its ``GetLogEvents`` failed (throttled),
+    or (``cut``) the read's budget left it out."""
+    fault = NOW - timedelta(minutes=1)
+    return FailureEvidence(
+        hosts=(
+            HostLog(
+                "algo-2",
+                "llm-sft-1/algo-2-1700000000",
+                (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-2"), fault)),
+            ),
+        ),
+        logs_read=True,
+        hosts_total=2,
+        hosts_cut=1 if cut else 0,
+        notes=() if cut else ("algo-1: GetLogEvents throttled",),
+    )
+
+
+def test_an_interconnect_cause_waits_while_a_peer_s_log_could_not_be_read_and_is_not_cloned_on_it_when_due() -> (
+    None
+):
+    # Given a two-host job that failed a minute ago: algo-2's EFA completion error was read, algo-1's read failed
+    # (algo-1 may hold the KeyError that makes algo-2's line its report of algo-1's exit, as a silent algo-1 may)
+    world = World(evidence=efa_on_algo_2_peer_unread())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it waits for the settle period, as for a silent peer: nothing cloned
+    assert decision.code == "resume.defer.logs-pending"
+    assert decision.evidence["diagnosis"]["hosts_unread"] == 1
+    assert world.sagemaker.created == []
+    # When the reconciler decides it once due, algo-1's read failing again
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the cause is not known: no clone on missing evidence, and the skip is left open (a read failed)
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert world.sagemaker.created == []
+    assert TAG_RESUME_SETTLED not in world.sagemaker.tags[job.arn or ""]
+    # When the next run reads algo-1, which still says nothing of its end
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = efa_on_algo_2_first_read()
+    world.now = NOW + timedelta(minutes=14)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then the interconnect fault stands, as for a silent peer once due: resumed
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r1"]
+
+
+def efa_on_algo_2_of(hosts: int, *, read: int, cut: int) -> FailureEvidence:
+    """algo-2's EFA completion error and, on the other hosts read, NCCL's report of the peer's exit; ``read`` hosts
+    read of ``hosts`` found, ``cut`` of the others left out by the read's budget."""
+    fault = NOW - timedelta(minutes=1)
+    efa = HostLog(
+        "algo-2",
+        "llm-sft-1/algo-2-1700000000",
+        (LogLine("step 900", fault - timedelta(minutes=1)), LogLine(EFA.format(host="algo-2"), fault)),
+    )
+    reports = tuple(
+        HostLog(f"algo-{n}", f"llm-sft-1/algo-{n}-1700000000", (LogLine(REMOTE, fault + timedelta(seconds=30)),))
+        for n in range(3, read + 2)
+    )
+    return FailureEvidence(hosts=(efa, *reports), logs_read=True, hosts_total=hosts, hosts_cut=cut)
+
+
+def test_an_interconnect_cause_beside_hosts_no_read_reaches_waits_then_is_resumed() -> None:
+    # Given a 66-host job that failed a minute ago: algo-2's EFA completion error, 63 more hosts read reporting its
+    # exit, and 2 hosts beyond the 64 any read reaches
+    world = World(evidence=efa_on_algo_2_of(66, read=64, cut=2))
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event, then the reconciler once due
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.defer.logs-pending"]
+    world.now = NOW + timedelta(minutes=4)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then, every host any read reaches read and none of them explaining the cause, it is resumed: hosts beyond
+    # the 64 are never read, and counting them against an interconnect cause would never resume a job that large
+    # for one (only a read that failed, which a later read may mend, leaves it unknown)
+    assert decision.code == "resume.clone.transient"
+    assert decision.evidence["diagnosis"]["host"] == "algo-2"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r1"]
+
+
+def test_an_interconnect_cause_waits_while_a_host_the_first_read_left_out_is_unread() -> None:
+    # Given a two-host job of a team that reads one host first, failed a minute ago: algo-2's EFA completion
+    # error read, algo-1 left out by the read's budget
+    world = World(
+        evidence=efa_on_algo_2_of(2, read=1, cut=1), policy={"mode": "enforce", "resume": {"log_hosts": 1}}
+    )
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(1))
+    # When auto-resume reacts to its Failed event
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it waits as for a silent algo-1: nothing cloned at the event
+    assert decision.code == "resume.defer.logs-pending"
+    assert world.sagemaker.created == []
+
+
+def test_audit_mode_writes_no_settled_tag_on_a_job_launched_with_a_copied_resume_after() -> None:
+    # Given a team in audit mode (the policy's default) and a job launched with a deferred job's smgov:resume-after
+    # (a console Clone copies it), failed of a code bug on both hosts
+    world = World(
+        evidence=FailureEvidence(
+            hosts=tuple(
+                HostLog(
+                    h,
+                    f"llm-sft-1/{h}-1700000000",
+                    (LogLine("Traceback (most recent call last):"), LogLine("KeyError: 'label'")),
+                )
+                for h in ("algo-1", "algo-2")
+            ),
+            logs_read=True,
+            hosts_total=2,
+        ),
+        policy={"mode": "audit", "notify_in_audit_mode": True},
+    )
+    job = world.failed(tags={TAG_RESUME_AFTER: "2026-11-22T07:00:00Z"}, **recent_failure(30))
+    # When auto-resume decides its Failed event
+    assert [d.code for d in world.reaction.react(job, EVENT)] == ["resume.skip.user-code"]
+    # Then audit mode writes no tag: no smgov:resume-settled
+    assert [line for line in world.calls.log if line.startswith("tag")] == []
+    assert world.codes() == [("resume.skip.user-code", "no-action")]
 
 
 def single_host_efa(job_name: str = "llm-sft-1") -> FailureEvidence:

@@ -143,3 +143,61 @@ def test_an_orchestrated_job_is_refused_unless_forced(
     assert "hyperparameter tuning job" in capsys.readouterr().err and sent == []
     assert main(["resume", "job-a", "--force", "--describe-file", describe, "--tags-file", tags]) == 0
     assert len(sent) == 1
+
+
+COPIED_LINEAGE = {
+    "smgov:root-job": "llm-sft-1",
+    "smgov:resumed-from": "llm-sft-1",
+    "smgov:attempt": "1",
+    "smgov:resume-reason": "failed-transient",
+}
+
+
+def test_lineage_tags_copied_from_another_job_are_ignored_as_the_service_ignores_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given relaunch-7, launched from a console Clone of llm-sft-1-r1 (its lineage tags copied), failed
+    describe = _write(tmp_path / "d.json", failed_description("relaunch-7"))
+    tags = _write(tmp_path / "t.json", {"team": "nlp", **COPIED_LINEAGE})
+    # When its owner resumes it by hand (offline, a dry run)
+    code = main(["resume", "relaunch-7", "--dry-run", "--json", "--describe-file", describe, "--tags-file", tags])
+    # Then its clone is the first of its own lineage, as auto-resume plans it, not llm-sft-1's next (llm-sft-1-r2,
+    # whose name the real lineage's resume needs), and stderr says why
+    assert code == 0
+    captured = capsys.readouterr()
+    request = json.loads(captured.out)["request"]
+    assert request["TrainingJobName"] == "relaunch-7-r1"
+    lineage = {t["Key"]: t["Value"] for t in request["Tags"]}
+    assert (lineage["smgov:root-job"], lineage["smgov:attempt"], lineage["smgov:resumed-from"]) == (
+        "relaunch-7",
+        "1",
+        "relaunch-7",
+    )
+    assert "lineage tags copied from another job ignored" in captured.err
+
+
+@pytest.mark.parametrize(("source", "clone"), [("relaunch-7", "llm-sft-1-r2"), ("llm-sft-1-r1", "relaunch-7-r1")])
+def test_a_clone_made_under_copied_lineage_tags_from_this_job_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, clone: str
+) -> None:
+    # Given relaunch-7 as above, and llm-sft-1-r2 in the account, made from relaunch-7 (a deployment before the
+    # service dated lineage tags resumed it under its copied ones) or from the real llm-sft-1-r1
+    from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+    from sagemaker_governance.domain.errors import JobNotFound
+
+    sent = _launched(monkeypatch)
+    jobs = {"relaunch-7": failed_description("relaunch-7"), "llm-sft-1-r2": failed_description("llm-sft-1-r2")}
+    tags = {"relaunch-7": {"team": "nlp", **COPIED_LINEAGE}, "llm-sft-1-r2": {"smgov:resumed-from": source}}
+
+    def describe(self: Any, name: str) -> dict[str, Any]:
+        if name not in jobs:
+            raise JobNotFound(name)
+        return jobs[name]
+
+    monkeypatch.setattr(SageMakerJobs, "describe", describe)
+    monkeypatch.setattr(SageMakerJobs, "list_tags", lambda self, arn: tags[arn.rsplit("/", 1)[-1]])
+    # When its owner resumes it by hand (online)
+    assert main(["resume", "relaunch-7"]) == 0
+    # Then a clone made from it is its clone (the request meets it as "already exists"); one made from another job
+    # is not, and its own lineage's clone is made
+    assert [r["TrainingJobName"] for r in sent] == [clone]

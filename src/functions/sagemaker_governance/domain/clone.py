@@ -13,7 +13,8 @@ meets "already exists", which is success), and a clone never takes its source's 
 Lineage tags on the clone (``smgov:root-job``, ``smgov:resumed-from``, ``smgov:attempt``,
 ``smgov:resume-reason``) let the next generation find its root and attempt count (the retry budget). They
 count only on the job their root and attempt name (``copied_lineage``): a job launched with another job's tags
-is the first of its own lineage (``own_lineage``).
+is the first of its own lineage (``own_lineage``), unless a deployment before this rule already cloned it under
+them (the service then keeps them: ``service/resume.py``, ``_CloneReaction._own_lineage``).
 The clone carries the source's other tags, the owner's ``smgov:`` declarations included (the quiet phases
 ``smgov:idle-minutes`` and ``smgov:progress-minutes`` a job declares: ``domain/tolerance.py``); only the
 marks governance left on the source (``GOVERNANCE_MARKS``) are not inherited.

@@ -20,7 +20,7 @@ When a job is resumed (``decide_resume``, on ``Failed``), all of these hold:
   skip or a hardware or interconnect fault resting on the ``FailureReason`` alone, a peer's report only a
   silent peer corroborates), or whose resumable interconnect cause on one host another host's silence leaves
   open (that host's log holds no line on why it ended: a user-code exception there, still in flight, would
-  make the interconnect error the report of its exit), is not decided yet:
+  make the interconnect error the report of its exit; or that host's log was not read), is not decided yet:
   the failed process's last lines may still be on their way to CloudWatch Logs, so the decision is
   ``resume.defer.logs-pending`` (tagged ``smgov:resume-after``, due at the failure plus the settle period)
   and the reconciler decides then, on what the logs hold by then, for good (a job too short to resume
@@ -96,6 +96,7 @@ from sagemaker_governance.domain.clone import (
     ResumeReason,
     TooManyTags,
     clone_name,
+    copied_lineage,
     counted_tags,
     has_room_for,
     own_lineage,
@@ -135,9 +136,10 @@ class ResumeCode(StrEnum):
     NOT_FAILED = "resume.skip.not-failed"
     USER_CODE = "resume.skip.user-code"  # the failure is classified as the user's code or configuration
     UNKNOWN = "resume.skip.unknown"  # nothing identifies the cause
-    # only a peer's failure was seen (ncclRemoteError, a watchdog timeout ...) and some of the job's hosts' logs
-    # could not be read (more than resume.log_hosts' ceiling, or a read that failed): not "not transient" but
-    # not known either, so nothing is cloned on a guess
+    # only a peer's failure was seen (ncclRemoteError, a watchdog timeout ...), or an interconnect cause on one host
+    # once the settle period is over, and some of the job's hosts' logs could not be read (more than
+    # resume.log_hosts' ceiling, or a read that failed): not "not transient" but not known either, so nothing is
+    # cloned on a guess
     INSUFFICIENT_EVIDENCE = "resume.skip.insufficient-evidence"
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
@@ -155,7 +157,7 @@ class ResumeCode(StrEnum):
     DEFER_BACKOFF = "resume.defer.backoff"  # resumable, but its attempt's backoff has not elapsed: later
     # failed less than resume.logs_settle_minutes ago and the logs read hold no cause of it (the diagnosis is
     # unknown, a skip or a hardware fault resting on FailureReason alone, or a peer's report with no cause), or a
-    # resumable interconnect cause on one host while another host's log says nothing of its end: its last lines
+    # resumable interconnect cause on one host while another host's log says nothing of its end or was not read: its last lines
     # may still be on their way to CloudWatch Logs. Tagged smgov:resume-after (the failure + the settle period):
     # the reconciler decides then, on what the logs hold by then, for good
     DEFER_LOGS_PENDING = "resume.defer.logs-pending"
@@ -423,7 +425,7 @@ def _logs_pending(
     overturn or a hardware or interconnect fault whose lemon rule needs its host, or is a peer's report that
     only a silent peer corroborates (the silence may be its lines in flight); and a resumable interconnect
     cause on one host of a job whose other hosts' logs do not all say why they ended
-    (``_explainable_by_silent_peer``): the silent host may be the one that died first, of a user-code exception
+    (``_explainable_by_silent_peer``), or were not all read (``_peers_unread``): the silent (or unread) host may be the one that died first, of a user-code exception
     still in flight, which would make the interconnect error its peer's report of the exit and the job the
     user's code (a wrong clone spends the retry budget and GPU hours; the wait costs minutes). A job of one host
     is not put off for it. None: decide now; so is a
@@ -449,10 +451,12 @@ def _logs_pending(
         why = "its cause rests on the FailureReason alone, none of the logs read holds it"
     elif diagnosis.role is Role.CONSEQUENCE:
         why = "the logs read hold only a peer's report of it, corroborated by a peer's silence alone"
-    elif silent := _explainable_by_silent_peer(diagnosis):
+    elif (silent := _explainable_by_silent_peer(diagnosis)) or _peers_unread(diagnosis):
+        unsaid = [f"the log of {', '.join(silent)} holds no line yet on why its process ended"] if silent else []
+        if unread := _peers_unread(diagnosis):
+            unsaid.append(f"{unread} other host(s)' logs could not be read")
         why = (
-            f"{diagnosis.host}'s interconnect error may be its report of a peer's exit, and the log of "
-            f"{', '.join(silent)} holds no line yet on why its process ended"
+            f"{diagnosis.host}'s interconnect error may be its report of a peer's exit, and {' and '.join(unsaid)}"
         )
     else:
         return None
@@ -466,14 +470,29 @@ def _explainable_by_silent_peer(diagnosis: Diagnosis) -> tuple[str, ...]:
     read tail matches no signature (``Diagnosis.hosts_silent``) may hold that exception in its last lines, still
     on their way; on a job of one host, or when every other host's tail says why it ended (its own fault, a
     report of the peer's exit), nothing is waited for. Empty: nothing to wait for."""
-    if (
-        diagnosis.failure_class != INTERCONNECT
-        or diagnosis.role is not Role.CAUSE
-        or diagnosis.verdict is not Verdict.RESUME
-        or diagnosis.host is None
-    ):
+    if not _interconnect_cause(diagnosis):
         return ()
     return tuple(host for host in diagnosis.hosts_silent if host != diagnosis.host)
+
+
+def _interconnect_cause(diagnosis: Diagnosis) -> bool:
+    """Whether the diagnosis is a resumable interconnect cause on a named host (its own line there)."""
+    return (
+        diagnosis.failure_class == INTERCONNECT
+        and diagnosis.role is Role.CAUSE
+        and diagnosis.verdict is Verdict.RESUME
+        and diagnosis.host is not None
+    )
+
+
+def _peers_unread(diagnosis: Diagnosis) -> int:
+    """The hosts whose log was not read (``Diagnosis.hosts_unread``: a read that failed, or one the read's budget
+    left out) beside a resumable interconnect cause on one host: each may hold the user-code exception that would
+    make the cause its peer's report of the exit, as a silent host may (``_explainable_by_silent_peer``), and
+    nothing at all is known of it. Waited for as a silent host is, within the settle period; after it, the service
+    has read every host up to ``MAX_LOG_HOSTS`` (``Diagnosis.interconnect_unread``), and those whose read failed
+    leave the cause unknown (``_unread_peers``: no clone on missing evidence). 0: none, or not such a cause."""
+    return diagnosis.hosts_unread if _interconnect_cause(diagnosis) else 0
 
 
 def _logs_deferral(
@@ -1078,24 +1097,49 @@ def copied_settled_mark(job_name: str, tags: Mapping[str, str]) -> str | None:
     return value if value is not None and not is_settled(job_name, tags) else None
 
 
+def copied_resume_after(tags: Mapping[str, str], created: datetime | None) -> str | None:
+    """The value of a ``smgov:resume-after`` on ``tags`` dated before the job was ``created``; None: none, or not so
+    dated. Every deferral governance tags is due at or after the failure it defers (the failure plus its backoff
+    or the settle period, or the moment a clone is found with its source still running, or a lost end's resume
+    retried), and a job fails after it was created, so such a tag came with the job's request (SageMaker's
+    console Clone copies a job's tags, a developer pastes a ``ListTags`` output) and is not this job's."""
+    raw = tags.get(TAG_RESUME_AFTER)
+    if not raw or created is None:
+        return None
+    try:
+        due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return raw if due < created else None
+
+
 @dataclass(frozen=True)
 class DeferredResume:
     """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""
 
     due: datetime
     clone: str
+    # the next clone its copied lineage tags name (``copied_lineage``), which a deployment before 70dc22b made of
+    # this job under them; None: the tags are the job's own
+    copied_clone: str | None = None
 
     @classmethod
-    def of(cls, job_name: str, tags: Mapping[str, str]) -> DeferredResume | None:
+    def of(
+        cls, job_name: str, tags: Mapping[str, str], *, created: datetime | None = None
+    ) -> DeferredResume | None:
         """None: not deferred, settled (``smgov:resume-settled`` of this job, ``is_settled``: decided for good),
-        or tags that cannot be trusted (then the reconciler leaves the job alone)."""
+        a ``smgov:resume-after`` dated before the job was ``created`` (``copied_resume_after``), or tags that cannot
+        be trusted (then the reconciler leaves the job alone)."""
         raw = tags.get(TAG_RESUME_AFTER)
         if not raw or is_settled(job_name, tags):  # settled: decided for good, not again at each run
             return None
         try:
             due = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            if copied_resume_after(tags, created) is not None:
+                return None  # copied with the job's request: not this job's deferral
             lineage = Lineage.of(job_name, own_lineage(job_name, tags))  # copied lineage tags: its own lineage
-            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt))
+            copied = next_clone_name(job_name, tags) if copied_lineage(job_name, tags) else None
+            return cls(due=due, clone=clone_name(lineage.root, lineage.next_attempt), copied_clone=copied)
         except (ValueError, LineageError):
             return None
 

@@ -33,7 +33,9 @@ Each run compares what exists with what should exist and repairs the difference:
   for its backoff, for its last log lines to arrive, or while the job it was cloned from still ran; or the lost-end repair's auto-resume of
   it raised, ``_retry_resume``) and not its own ``smgov:resume-settled`` (a
   final skip, e.g. its source stopped by its owner: decided once, not at every run; one naming another job
-  came with the job's request and is ignored, logged, ``is_settled``) is resumed once that
+  came with the job's request and is ignored, logged, ``is_settled``; so is a ``smgov:resume-after`` dated before
+  the job's ``CreationTime``, ``copied_resume_after``), of a team whose auto-resume is not in audit mode (which
+  defers nothing and writes no tag: a decision made again there could neither act nor be settled), is resumed once that
   time has passed and its clone (a deterministic name) does not exist
   yet, or exists but its owner was never told (the delivery ledger's ``resume:<clone>``: a Publish that
   failed after the clone was made): the same auto-resume reaction as its ``Failed`` event, which re-reads
@@ -69,9 +71,9 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE
 from sagemaker_governance.domain.compliance import was_evaluated
-from sagemaker_governance.domain.decisions import Action, Decision
+from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
 from sagemaker_governance.domain.guards.base import (
     MAX_EVALUATION_SECONDS,
@@ -100,7 +102,13 @@ from sagemaker_governance.domain.reconcile import (
     plan_work,
     run_index,
 )
-from sagemaker_governance.domain.resume import DeferredResume, copied_settled_mark, is_settled, resume_after_tag
+from sagemaker_governance.domain.resume import (
+    DeferredResume,
+    copied_resume_after,
+    copied_settled_mark,
+    is_settled,
+    resume_after_tag,
+)
 from sagemaker_governance.observability import RECONCILE_KEY, logger
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
@@ -631,13 +639,16 @@ class ReconcilerService:
     def _retry_resume(self, job: TrainingJob, report: ReconcileReport) -> None:
         """A lost end's auto-resume that raised (a re-read that lags its end, a refused or throttled clone): the
         claim is released with the efficiency record done and the job's alarms are deleted, so no run visits it
-        as an orphan again. It is tagged ``smgov:resume-after`` (now) instead, as a deferral is: the
+        as an orphan again. It is tagged ``smgov:resume-after`` (now) instead, as a deferral is (not in audit mode,
+        which writes no tag, when the job's tags say its team is in it): the
         deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
         if job.tag(TAG_RESUME_AFTER) is not None or is_settled(job.name, job.tags or {}):
             return  # already the deferred-resume pass's, or decided for good (a settling copied from another
             # job's tags does not count: ``is_settled``)
+        if job.tags is not None and not _resume_acts(self._policies.current(), job, job.tags):
+            return  # audit mode writes no tag, and the deferred-resume pass leaves a job of a team in audit mode
         error = "this deployment cannot tag the job"
         if self._marks is not None and job.arn:
             try:
@@ -1238,16 +1249,10 @@ class ReconcilerService:
                 break
             _, passes = self._erring.pop(summary.name, (summary, 0))  # kept only while its resume meets an error
             try:
-                deferred = _deferred(summary.name, self._jobs.list_tags(summary.arn))
-                if deferred is None or now < deferred.due or self._told(deferred.clone):
+                deferred = _deferred(summary, self._jobs.list_tags(summary.arn), policy)
+                if deferred is None or now < deferred.due or self._done(deferred, summary.name):
                     continue
-                job = TrainingJob.model_validate(
-                    {
-                        "TrainingJobName": summary.name,
-                        "TrainingJobArn": summary.arn,
-                        "TrainingJobStatus": summary.status,
-                    }
-                )
+                job = _summary_job(summary)
                 decisions = self._resume.react(job, trigger)
             except AdapterError as exc:
                 report.errors += 1
@@ -1370,6 +1375,27 @@ class ReconcilerService:
         which meets "already exists" and tells."""
         return self._exists(clone) and (self._notices is None or self._notices.told(clone))
 
+    def _done(self, deferred: DeferredResume, name: str) -> bool:
+        """Whether the due job ``name`` is done with: its clone was made and told (``_told``), or made and told
+        under the lineage tags it was launched with (``_told_earlier``)."""
+        return self._told(deferred.clone) or self._told_earlier(deferred, name)
+
+    def _told_earlier(self, deferred: DeferredResume, name: str) -> bool:
+        """Whether a due job launched with another job's lineage tags was resumed under them by a deployment before
+        70dc22b: the clone those tags name (``DeferredResume.copied_clone``) exists, names this job as its source
+        (``smgov:resumed-from``) and its owner was told. Auto-resume takes it for the job's clone too
+        (``_CloneReaction._own_lineage``); without this the pass would hand the job over at every run, each one
+        recording the clone met again. Read only for a job whose lineage tags are copied."""
+        clone = deferred.copied_clone
+        if clone is None:
+            return False
+        try:
+            existing = self._jobs.describe(clone)
+        except JobNotFound:
+            return False
+        tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or clone))
+        return tags.get(TAG_SOURCE) == name and (self._notices is None or self._notices.told(clone))
+
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _count(self, report: ReconcileReport, kinds: Sequence[RepairKind]) -> None:
@@ -1410,13 +1436,41 @@ def _longest_backoff(policy: Policy) -> int:
     return max(p.resume.longest_wait() for p in policies)
 
 
-def _deferred(name: str, tags: dict[str, str]) -> DeferredResume | None:
+def _deferred(summary: JobSummary, tags: dict[str, str], policy: Policy) -> DeferredResume | None:
     """The job's deferred resume (``DeferredResume.of``); a settling mark it carries that names another job (copied
-    with its request: ``is_settled``) is ignored, and the log says so."""
+    with its request: ``is_settled``) is ignored, and so is a ``smgov:resume-after`` dated before the job's
+    ``CreationTime`` (copied with its request: ``copied_resume_after``); the log says so. None too for a job of a
+    team in audit mode (``_resume_acts``)."""
+    name = summary.name
     copied = copied_settled_mark(name, tags)
     if copied is not None and TAG_RESUME_AFTER in tags:
         logger.warning("settled mark copied from another job ignored", job=name, mark=copied)
-    return DeferredResume.of(name, tags)
+    if (after := copied_resume_after(tags, summary.creation_time)) is not None:
+        logger.warning("resume-after copied from another job ignored", job=name, resume_after=after)
+    deferred = DeferredResume.of(name, tags, created=summary.creation_time)
+    if deferred is None or not _resume_acts(policy, _summary_job(summary), tags):
+        return None
+    return deferred
+
+
+def _summary_job(summary: JobSummary) -> TrainingJob:
+    """The failed job as ``ListTrainingJobs`` gave it (name, ARN, status): what auto-resume re-reads."""
+    return TrainingJob.model_validate(
+        {"TrainingJobName": summary.name, "TrainingJobArn": summary.arn, "TrainingJobStatus": summary.status}
+    )
+
+
+def _resume_acts(policy: Policy, job: TrainingJob, tags: dict[str, str]) -> bool:
+    """Whether auto-resume acts on the job (its team's ``resume.mode``, else its mode, is enforce). Audit mode
+    defers nothing and writes no tag, so a ``smgov:resume-after`` on a job of a team in audit mode was copied with
+    its request or tagged before the team switched to audit mode: a decision made again for it could neither act
+    nor be settled, and would be recorded (and told) at every run of the look-back. The event decided it; it is
+    left, and the log says so."""
+    effective = policy.for_job(job.model_copy(update={"tags": tags}))
+    if (effective.resume.mode or effective.mode) is Mode.ENFORCE:
+        return True
+    logger.info("deferred resume of a job in audit mode left: audit mode defers nothing", job=job.name)
+    return False
 
 
 def _note_unlisted(listing: JobListing, report: ReconcileReport) -> None:

@@ -206,7 +206,7 @@ class _CloneReaction:
             )
             self._record(decision, job, policy, trigger, Outcome.SKIPPED)
             return [decision]
-        tags = _own_lineage(job.name, tags)
+        tags = self._own_lineage(job.name, tags)
         fresh = TrainingJob.model_validate({**description, "Tags": tags})
         if end_unseen(fresh, job):  # decided on this read, the event would be spent: read again, in a minute
             raise DescriptionBehind(
@@ -530,14 +530,55 @@ class _CloneReaction:
         deferral was tagged: the service has no ``DeleteTags``), so that the reconciler, which lists it at
         every run of its look-back, does not decide and record it again. The value names the job, so that a
         copy of it on another job's request is not taken for that job's settling (``is_settled``). A tag that cannot be written is logged, not raised: the decision stands,
-        and the next run decides (and records) it again and tags it then."""
+        and the next run decides (and records) it again and tags it then. Audit mode writes no tag: a job of a team
+        in audit mode is not visited by the reconciler's deferred-resume pass (``ReconcilerService``), so nothing
+        needs settling there."""
         if self._marks is None or not job.arn or job.tag(TAG_RESUME_AFTER) is None:
             return  # never deferred (or not by a deployment that tags): the reconciler does not visit it
+        if result.decisions[0].mode is not Mode.ENFORCE:
+            return  # audit mode writes no tag (a smgov:resume-after copied with the job's request, or tagged before
+            # its team's switch to audit mode)
         code = result.decisions[0].code or ""
         try:
             self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
         except AdapterError as exc:
             logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
+
+    def _own_lineage(self, name: str, tags: dict[str, str]) -> dict[str, str]:
+        """The job's tags without lineage tags it was launched with from another job (``own_lineage``), logged;
+        kept when a deployment before lineage tags were dated to their job (70dc22b) already resumed or moved the
+        job under them: the job those tags name as its next clone exists and names this job as its source
+        (``smgov:resumed-from``), so it is this job's clone, met as "already exists" and told once, not made
+        again under the job's own lineage (``_earlier_clone``). Read only when the tags are copied."""
+        if not copied_lineage(name, tags):
+            return tags
+        copied = {key: tags[key] for key in LINEAGE_TAGS if key in tags}
+        earlier = self._earlier_clone(name, tags)
+        if earlier is not None:
+            logger.warning(
+                "lineage tags copied from another job kept: the job was cloned under them", job=name, clone=earlier
+            )
+            return tags
+        logger.warning("lineage tags copied from another job ignored", job=name, tags=copied)
+        return own_lineage(name, tags)
+
+    def _earlier_clone(self, name: str, tags: dict[str, str]) -> str | None:
+        """The job the copied lineage ``tags`` name as ``name``'s next clone, when it exists and was made from
+        ``name`` (``DescribeTrainingJob``, ``ListTags``); None: none. A read that fails raises ``AdapterError``:
+        a clone of this job may run, so nothing is decided (the delivery, or the reconciler's next run, retries)."""
+        clone = next_clone_name(name, tags)
+        if clone is None:
+            return None
+        try:
+            _, clone_tags = self._named(clone)
+        except JobNotFound:
+            return None
+        except AdapterError as exc:
+            logger.warning(
+                "clone under copied lineage tags unreadable; retried", job=name, clone=clone, error=str(exc)
+            )
+            raise
+        return clone if clone_tags.get(TAG_SOURCE) == name else None
 
     def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);
@@ -611,15 +652,6 @@ class _CloneReaction:
                 diagnosis=result.clone.evidence.get("diagnosis") if result.clone is not None else None,
             )
         )
-
-
-def _own_lineage(name: str, tags: dict[str, str]) -> dict[str, str]:
-    """The job's tags without lineage tags it was launched with from another job (``own_lineage``), logged."""
-    if not copied_lineage(name, tags):
-        return tags
-    copied = {key: tags[key] for key in LINEAGE_TAGS if key in tags}
-    logger.warning("lineage tags copied from another job ignored", job=name, tags=copied)
-    return own_lineage(name, tags)
 
 
 def _with_evidence(result: CloneDecision, lookup: str) -> CloneDecision:
@@ -869,7 +901,7 @@ class SpotFallbackReaction(_CloneReaction):
             return []
         try:
             tags = job.tags if job.tags is not None else self._jobs.list_tags(job.arn or job.name)
-            name = next_clone_name(job.name, _own_lineage(job.name, tags))
+            name = next_clone_name(job.name, self._own_lineage(job.name, tags))
             return [] if name is None else self._hand_over_deferred(name, None, trigger, job)
         except DescriptionBehind:
             raise  # the clone's resume read this job as still running or stopping: read again in a minute

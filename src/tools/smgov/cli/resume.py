@@ -2,6 +2,10 @@
 
     smgov resume JOB_NAME [--on-demand] [--dry-run] [--describe-file FILE --tags-file FILE] [--json]
 
+Lineage tags copied from another job (a console Clone of a clone, a pasted ``ListTags`` output: ``copied_lineage``)
+are ignored, as the service ignores them: the clone is ``<job>-r1``, the first of the job's own lineage; online, a
+clone those tags name that was made from this job (by a deployment before the service dated them) keeps them.
+
 With ``--describe-file`` (a DescribeTrainingJob response) and ``--tags-file`` (a ListTags response, a
 Key/Value list or a tag map) the job is read offline; with ``--dry-run`` nothing is created and
 ``--json`` prints ``{"request": {...}}``, the exact CreateTrainingJob request (validated by botocore), plus
@@ -18,13 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from sagemaker_governance.domain.clone import (
+    LINEAGE_TAGS,
+    TAG_SOURCE,
     ClonePlanError,
     InvalidCloneRequest,
     ResumeReason,
+    copied_lineage,
+    own_lineage,
     plan_clone,
 )
 from sagemaker_governance.domain.job import TERMINAL_STATUSES, parse_tags
 from sagemaker_governance.domain.orchestrators import orchestrator_of
+from sagemaker_governance.domain.resume import next_clone_name
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -80,6 +89,35 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
     return description, jobs.list_tags(str(description["TrainingJobArn"])), client
 
 
+def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]:
+    """The job's tags without lineage tags copied from another job (``own_lineage``: its clone is ``<name>-r1``, as
+    the service plans it), said on stderr; kept when the clone those tags name exists and names this job as its
+    source (a deployment before lineage tags were dated to their job resumed it under them), which is read online
+    only (``DescribeTrainingJob``, ``ListTags``): the request then meets that clone as "already exists"."""
+    if not copied_lineage(name, tags):
+        return tags
+    earlier = next_clone_name(name, tags)
+    if client is not None and earlier is not None:
+        from sagemaker_governance.adapters.sagemaker import SageMakerJobs
+        from sagemaker_governance.domain.errors import JobNotFound
+
+        jobs = SageMakerJobs(client)
+        try:
+            existing = jobs.describe(earlier)
+            source = jobs.list_tags(str(existing.get("TrainingJobArn") or earlier)).get(TAG_SOURCE)
+        except JobNotFound:
+            source = None
+        if source == name:
+            print(
+                f"{name}: lineage tags copied from another job kept: it was resumed under them as {earlier}",
+                file=sys.stderr,
+            )
+            return tags
+    copied = ", ".join(f"{key}={tags[key]}" for key in LINEAGE_TAGS if key in tags)
+    print(f"{name}: lineage tags copied from another job ignored ({copied})", file=sys.stderr)
+    return own_lineage(name, tags)
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape, validate_create_request
     from sagemaker_governance.domain.errors import AdapterError
@@ -96,6 +134,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if described != args.job_name:
         shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
         return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
+    try:
+        tags = _own_lineage(args.job_name, tags, client)
+    except AdapterError as exc:
+        return _fail(f"cannot read the clone that {args.job_name}'s copied lineage tags name: {exc}")
     try:
         plan = plan_clone(
             description, tags, create_training_job_shape(), reason=ResumeReason.MANUAL, on_demand=args.on_demand
