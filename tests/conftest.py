@@ -128,7 +128,7 @@ ARM64_BUILD_VARIABLE = "SMGOV_ARM64_BUILD"
 def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An arm64 `sam build` of template.yaml post-processed like `make build` (compiled bytecode): what the
     tests on the built artifacts inspect and what the quick `make bench` run measures."""
-    from bench.coldstart import compile_bytecode, has_bytecode, runtime_python, sam_build
+    from bench.coldstart import has_bytecode
 
     given = os.environ.get(ARM64_BUILD_VARIABLE)
     if given:
@@ -138,22 +138,62 @@ def arm64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         return build
 
-    def make(build: Path) -> None:
-        sam_build(REPO / "template.yaml", build)
-        compile_bytecode(build, runtime_python())
-
-    return shared_build(tmp_path_factory, "arm64", make)
+    return shared_build(tmp_path_factory, "arm64", _make_arm64)
 
 
 @pytest.fixture(scope="session")
 def x86_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An x86_64 `sam build` of the same template: this machine can run its compiled modules (the built
     handlers' tests, the quick bench's cold start)."""
+    return shared_build(tmp_path_factory, "x86_64", _make_x86)
+
+
+def _make_arm64(build: Path) -> None:
+    from bench.coldstart import compile_bytecode, runtime_python, sam_build
+
+    sam_build(REPO / "template.yaml", build)
+    compile_bytecode(build, runtime_python())
+
+
+def _make_x86(build: Path) -> None:
     from bench.coldstart import sam_build
 
-    def make(build: Path) -> None:
-        template = build.parent / "template.yaml"
-        template.write_text((REPO / "template.yaml").read_text().replace("arm64", "x86_64"))
-        sam_build(template, build)
+    template = build.parent / "template.yaml"
+    template.write_text((REPO / "template.yaml").read_text().replace("arm64", "x86_64"))
+    sam_build(template, build)
 
-    return shared_build(tmp_path_factory, "x86_64", make)
+
+@pytest.fixture(scope="session", autouse=True)
+def _builds_in_background(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The session's builds that the selected tests need start with the session, each in a thread, instead
+    of when the first test that needs one is set up.
+
+    A `sam build` spends about half its wall clock waiting for pip's downloads and the builder's
+    subprocesses: a worker that made it in a test's set-up sat idle that long (about 25 s of the x86_64
+    build's 50). Begun here it overlaps the tests the worker runs meanwhile; the fixtures above still
+    return only once it is done (``shared_build``'s lock, held by the thread while it builds), and one that
+    failed is made again, and fails, in the set-up of the test that needs it, as before. Every worker
+    starts its thread; the first to take the lock builds and the others find the build done. The session
+    ends only after the threads (no build is left half-made by the interpreter's exit)."""
+    import threading
+
+    needed = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    builds = {"x86_64": _make_x86} if "x86_build" in needed else {}
+    if "arm64_build" in needed and not os.environ.get(ARM64_BUILD_VARIABLE):
+        builds["arm64"] = _make_arm64
+
+    def build(name: str, make: Callable[[Path], None]) -> None:
+        try:
+            shared_build(tmp_path_factory, name, make)
+        except Exception:  # reported by the set-up of the test that needs the build
+            return
+
+    tmp_path_factory.getbasetemp()  # made here, not raced for by the threads
+    threads = [threading.Thread(target=build, args=item, name=f"build-{item[0]}") for item in builds.items()]
+    for thread in threads:
+        thread.start()
+    yield
+    for thread in threads:
+        thread.join()

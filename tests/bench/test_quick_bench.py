@@ -20,7 +20,7 @@ from smgov.cfn_template import REPO_ROOT, load_template
 pytestmark = pytest.mark.build
 
 
-@pytest.mark.heavy(45)  # with its setup: the session's x86_64 build
+@pytest.mark.heavy(45)  # with its setup: waiting for the session's x86_64 build when it is not done yet
 def test_quick_bench_run_writes_sane_results(arm64_build: Path, x86_build: Path, tmp_path: Path) -> None:
     # Given an arm64 build post-processed like `make build` (and the session's x86_64 build of the same
     # template, for the cold start: no third build), when `python -m bench --quick` runs on it,

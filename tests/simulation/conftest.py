@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -43,3 +43,36 @@ def compliance_only(template: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def compliance_template(template: dict[str, Any]) -> dict[str, Any]:
     return compliance_only(template)
+
+
+# A built-in scenario as `smgov simulate --scenario NAME` runs it (seed 0, template.yaml as it is) is run by
+# several files: each asserts its own part of the same report (tests/simulation/test_outcomes.py on the
+# capabilities, test_what_goes_wrong.py on every default scenario's expected outcomes). The run is the
+# same: it is made once per worker, and each test gets a copy of its report to read.
+SimulatedReport = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def _builtin_reports() -> dict[tuple[str, bool], dict[str, Any]]:
+    return {}
+
+
+@pytest.fixture
+def builtin_report(
+    template: dict[str, Any], _builtin_reports: dict[tuple[str, bool], dict[str, Any]]
+) -> SimulatedReport:
+    """``builtin_report(name, include_series=False)``: ``simulate(builtin_scenario(name), template=template)``'s
+    report, run once per worker (the simulator is deterministic: the same seed, scenario and template give
+    the same report), a copy for each test."""
+    from smgov.simulation.report import simulate
+    from smgov.simulation.scenario import builtin_scenario
+
+    def report(name: str, *, include_series: bool = False) -> dict[str, Any]:
+        key = (name, include_series)
+        if key not in _builtin_reports:
+            _builtin_reports[key] = simulate(
+                builtin_scenario(name), template=template, include_series=include_series
+            )
+        return copy.deepcopy(_builtin_reports[key])
+
+    return report

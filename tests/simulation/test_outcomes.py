@@ -21,6 +21,7 @@ from tests.simulation.capabilities import (
     require_spot_fallback,
     sns_subscribers,
 )
+from tests.simulation.conftest import SimulatedReport
 
 HOLIDAY_AT_STAKE = 17_280.0
 
@@ -48,10 +49,10 @@ def test_fleet_has_no_false_stops_and_no_function_errors(template: dict[str, Any
 
 
 def test_holiday_weekend_stall_is_stopped_within_the_idle_window_and_saves_the_weekend(
-    template: dict[str, Any],
+    template: dict[str, Any], builtin_report: SimulatedReport
 ) -> None:
     require_idle_guard(template)
-    report = simulate(builtin_scenario("holiday-weekend"), template=template, include_series=True)
+    report = builtin_report("holiday-weekend", include_series=True)
     held = next(j for j in report["jobs"] if j["name"] == "llm-pretrain-holiday")
     assert report["counters"]["lambda_errors"] == 0, report["errors"]
     assert held["stopped_at_minute"] is not None, "the stalled job was never stopped"
@@ -68,9 +69,11 @@ def test_holiday_weekend_stall_is_stopped_within_the_idle_window_and_saves_the_w
     assert report["totals"]["false_stops"] == 0
 
 
-def test_hardware_failure_is_resumed_from_its_checkpoint(template: dict[str, Any]) -> None:
+def test_hardware_failure_is_resumed_from_its_checkpoint(
+    template: dict[str, Any], builtin_report: SimulatedReport
+) -> None:
     require_auto_resume(template)
-    report = simulate(builtin_scenario("hardware-failure"), template=template)
+    report = builtin_report("hardware-failure")
     jobs = {j["name"]: j for j in report["jobs"]}
     original = jobs["resnet-long-run"]
     clones = [j for j in report["jobs"] if j["resumed_from"] == "resnet-long-run"]
@@ -84,9 +87,11 @@ def test_hardware_failure_is_resumed_from_its_checkpoint(template: dict[str, Any
     assert report["totals"]["false_stops"] == 0
 
 
-def test_spot_storm_falls_back_to_on_demand_and_completes(template: dict[str, Any]) -> None:
+def test_spot_storm_falls_back_to_on_demand_and_completes(
+    template: dict[str, Any], builtin_report: SimulatedReport
+) -> None:
     require_spot_fallback(template)
-    report = simulate(builtin_scenario("spot-storm"), template=template)
+    report = builtin_report("spot-storm")
     clones = [j for j in report["jobs"] if j["resumed_from"] == "bert-spot-storm"]
     assert report["counters"]["lambda_errors"] == 0, report["errors"]
     assert len(clones) == 1
@@ -119,9 +124,11 @@ def require_progress_guard(template: dict[str, Any]) -> None:
         pytest.skip("no SNS-subscribed function may arm alarms: no progress guard deployed")
 
 
-def test_a_hang_at_full_gpu_utilization_is_stopped_within_the_progress_window(template: dict[str, Any]) -> None:
+def test_a_hang_at_full_gpu_utilization_is_stopped_within_the_progress_window(
+    template: dict[str, Any], builtin_report: SimulatedReport
+) -> None:
     require_progress_guard(template)
-    report = simulate(builtin_scenario("nccl-hang"), template=template)
+    report = builtin_report("nccl-hang")
     assert report["counters"]["lambda_errors"] == 0, report["errors"]
     jobs = {j["name"]: j for j in report["jobs"]}
     hung = jobs["llm-nccl-hang"]

@@ -32,6 +32,7 @@ from smgov.simulation.report import (
 )
 from smgov.simulation.scenario import DEFAULT_SET, Expect, builtin_scenario
 from tests.builders import SCENARIO_TAGS, sim_job, sim_scenario
+from tests.simulation.conftest import SimulatedReport
 
 TAGS = SCENARIO_TAGS
 NS = "/aws/sagemaker/TrainingJobs"
@@ -330,8 +331,10 @@ def test_without_returns_at_once_the_reset_alarm_waits_for_its_next_period() -> 
 # ---- 3. large clusters -------------------------------------------------------------------------------
 
 
-def test_a_16_host_stall_is_stopped_through_composite_alarms_without_a_function_error() -> None:
-    report = simulate(builtin_scenario("large-cluster"))
+def test_a_16_host_stall_is_stopped_through_composite_alarms_without_a_function_error(
+    builtin_report: SimulatedReport,
+) -> None:
+    report = builtin_report("large-cluster")
     jobs = {j["name"]: j for j in report["jobs"]}
     assert jobs["llm-16x-stall"]["stopped_at_minute"] is not None
     assert jobs["hetero-12gpu-4cpu-stall"]["stopped_at_minute"] is not None
@@ -412,8 +415,10 @@ def test_new_fault_fields_are_validated() -> None:
 # ---- 6. recoverable waste and the recovered fraction -----------------------------------------------------
 
 
-def test_recoverable_waste_is_the_unrecovered_stall_beyond_the_detection_delay() -> None:
-    report = simulate(builtin_scenario("holiday-weekend"))
+def test_recoverable_waste_is_the_unrecovered_stall_beyond_the_detection_delay(
+    builtin_report: SimulatedReport,
+) -> None:
+    report = builtin_report("holiday-weekend")
     entry = report["jobs"][0]
     # The baseline bills 72 h; its loop hangs at training minute 60 (minute 67): 72*60 - 3 - 60 - 10 minutes
     # at 8 x $30/h are recoverable.
@@ -505,8 +510,10 @@ KNOWN_GAP_SCENARIOS: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("name", [n for n in DEFAULT_SET if n not in ("fleet",)])
-def test_default_scenarios_meet_every_expected_outcome_or_mark_a_known_gap(name: str) -> None:
-    report = simulate(builtin_scenario(name))
+def test_default_scenarios_meet_every_expected_outcome_or_mark_a_known_gap(
+    name: str, builtin_report: SimulatedReport
+) -> None:
+    report = builtin_report(name)
     assert report["totals"]["unexpected_outcomes"] == 0, [
         j["unexpected"] for j in report["jobs"] if j["unexpected"]
     ]
