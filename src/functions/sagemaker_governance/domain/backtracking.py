@@ -368,7 +368,9 @@ class _Walk:
         if op is self.c.SUBPATTERN:
             inner = self._alternatives(av[-1])
             return None if inner is None else [items[:-1] + alternative for alternative in inner]
-        if op is self.c.BRANCH and not self.always_empty([(op, av)]):  # (?:z|) always matches: never tried again
+        if op is self.c.BRANCH and not self.nullable(
+            [(op, av)], surely=True
+        ):  # (?:z|) always matches: never tried again
             return [items[:-1] + list(branch) for branch in av[1]]
         return None
 
@@ -643,7 +645,7 @@ class _Walk:
         while index:
             op, av, _ = flat[index - 1]
             at_end = op is c.AT and av in (c.AT_END, c.AT_END_STRING)
-            if not (at_end and not taken and not self.searched) and not self.always_empty([(op, av)]):
+            if not (at_end and not taken and not self.searched) and not self.nullable([(op, av)], surely=True):
                 break
             index -= 1
             taken = taken or self._takes_all(op, av)
@@ -660,27 +662,6 @@ class _Walk:
         body = av[2]
         own = self.chars(*body[0]) if len(body) == 1 else None
         return own is not None and self.alphabet - {"\n"} <= own
-
-    def always_empty(self, items: Any) -> bool:
-        """Whether ``items`` match the empty string wherever they are tried (unlike ``nullable``: not an anchor,
-        a lookaround or a group reference, which can fail)."""
-        c = self.c
-        for op, av in items:
-            if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-                can = av[0] == 0 or self.always_empty(av[2])
-            elif op is c.SUBPATTERN:
-                can = self.always_empty(av[-1])
-            elif op is c.ATOMIC_GROUP:
-                can = self.always_empty(av)
-            elif op is c.BRANCH:
-                can = any(self.always_empty(branch) for branch in av[1])
-            elif op is c.GROUPREF_EXISTS:
-                can = self.always_empty(av[1]) and (av[2] is None or self.always_empty(av[2]))
-            else:
-                can = False
-            if not can:
-                return False
-        return True
 
     def _part(self, op: Any, av: Any) -> tuple[frozenset[str], bool]:
         """The characters one part can consume and whether it can match nothing (kept: a part is asked once
@@ -856,21 +837,26 @@ class _Walk:
                 return False
         return True  # anchors, lookarounds and group references: assumed to let it through
 
-    def nullable(self, items: Any) -> bool:
+    def nullable(self, items: Any, surely: bool = False) -> bool:
         """Whether ``items`` can match the empty string (anchors and lookarounds match it; a group reference
-        when its group can, or is not known)."""
+        when its group can, or is not known). ``surely``: wherever they are tried, so not an anchor, a
+        lookaround or a group reference, which can fail (a part the match has succeeded on reaching)."""
         c = self.c
         for op, av in items:
             if self.chars(op, av) is not None:
                 return False
             if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-                can = av[0] == 0 or self.nullable(av[2])
+                can = av[0] == 0 or self.nullable(av[2], surely)
             elif op is c.SUBPATTERN:
-                can = self.nullable(av[-1])
+                can = self.nullable(av[-1], surely)
             elif op is c.ATOMIC_GROUP:
-                can = self.nullable(av)
+                can = self.nullable(av, surely)
             elif op is c.BRANCH:
-                can = any(self.nullable(branch) for branch in av[1])
+                can = any(self.nullable(branch, surely) for branch in av[1])
+            elif surely:  # a conditional group, both ways; anything else can fail
+                can = op is c.GROUPREF_EXISTS and all(
+                    self.nullable(b, True) for b in (av[1], av[2]) if b is not None
+                )
             elif op is c.GROUPREF and av in self._groups:  # (a)\1+: the reference matches what the group did
                 can = self.nullable(self._groups[av])
             else:
