@@ -13,10 +13,12 @@ from moto import mock_aws
 from moto.logs.responses import LogsResponse
 
 from sagemaker_governance.adapters.training_logs import LOG_GROUP, TrainingLogs, TrainingLogTails
+from smgov.simulation.engine import Simulation
 from smgov.simulation.engine.clock import VirtualClock
 from smgov.simulation.engine.logs import GROUP, LogStreams
 from smgov.simulation.engine.moto_logs import DirectLogs, honoring_prefix, lagging_last_event
 from smgov.simulation.harness import REGION, patched_env
+from tests.builders import sim_job, sim_scenario
 
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # moto's Logs keeps recent events only
 
@@ -174,3 +176,40 @@ def test_a_late_host_s_lines_are_held_from_its_process_s_death_even_long_before_
     # Then the traceback is not in CloudWatch Logs before minute 109, and is then
     assert "KeyError: 'label'" not in before
     assert "KeyError: 'label'" in logs.put
+
+
+def test_a_late_host_s_traceback_is_held_from_its_real_death_when_a_stall_comes_between() -> None:
+    # Given algo-2's process dying 10 training minutes before the job fails (progress 110 of 120), the other ranks
+    # stalling at progress 112 for 30 minutes before training goes on, and algo-2's last lines 3 minutes late
+    script = {
+        "train_hours": 3,
+        "fail_after_hours": 2,
+        "failure_host": 2,
+        "failure_host_silent_minutes": 10,
+        "failure_log": ["Traceback (most recent call last):", "KeyError: 'label'"],
+        "stall_after_minutes": 112,
+        "stall_recovers_after_minutes": 30,
+        "failure_log_late_minutes": 3,
+    }
+    sim = Simulation(sim_scenario(sim_job("j", instance_count=2, script=script)), governed=False)
+    writes: list[tuple[str, int, tuple[str, ...]]] = []
+    holds: list[dict[str, Any]] = []
+    write, hold = LogStreams.write, LogStreams.hold
+
+    def recording_write(self: LogStreams, host: str, now: int, lines: tuple[str, ...]) -> None:
+        writes.append((host, now, tuple(lines)))
+        write(self, host, now, lines)
+
+    def recording_hold(self: LogStreams, host: str, now: int, arrival: int, since: int | None = None) -> None:
+        holds.append({"host": host, "now": now, "arrival": arrival, "since": since})
+        hold(self, host, now, arrival, since)
+
+    sim.lifecycle.logs.write = recording_write.__get__(sim.lifecycle.logs)  # type: ignore[method-assign]
+    sim.lifecycle.logs.hold = recording_hold.__get__(sim.lifecycle.logs)  # type: ignore[method-assign]
+    # When the job runs to its failure
+    run = sim.run().jobs["j"]
+    assert run.final_status == "Failed"
+    died = next(now for host, now, lines in writes if host.endswith("algo-2") and "KeyError: 'label'" in lines)
+    (late,) = [h for h in holds if h["host"].endswith("algo-2")]
+    # Then algo-2's lines are held from its death on (the traceback among them), as the field says
+    assert late["since"] <= died, f"traceback written at minute {died}, held only from {late['since']}: {holds}"

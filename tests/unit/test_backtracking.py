@@ -79,6 +79,9 @@ REFUSED = [
     r"^a.*b.*c.*d.*e$",
     # a fourth cut weighed by where it falls, a word of period 8 in a run of digits, is still too many (0.9 s)
     r"\d*\d*\d*12345678\d*x",
+    # a word of classes is not weighed by a period read on the sample alphabet: [\u0590-\u05ff] and \w share every
+    # Hebrew letter, which the sample does not hold (7.9 s on 256 of them)
+    ".*" + (r"[\u0590-\u05ff]\w\w\w\w\w\w.*" * 3) + r"\d",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
     # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
@@ -202,6 +205,8 @@ SEARCHED_REFUSED = [
     r"NCCL WARN.*NCCL WARN.*?\derror",
     # a part of varying length between a cut and the word: the cut falls anywhere in the digits (0.57 s)
     r"NCCL WARN.*\d*+Call to .* failed",
+    # nor searched for (over 10 s on 2,000 Hebrew letters)
+    "(?i)" + r"[\u0590-\u05ff]" + r"\w" * 49 + ".*" + r"[\u0590-\u05ff]" + r"\w" * 49 + r".*\d",
     r"(?:a|b)[^y]*\d*\s*.?x",  # a start at every a, a split between [^y]* and \d* in the digits after them
     # an anchor or a lookahead at the end can fail: the repeats before it count
     r"x.*y.*$",

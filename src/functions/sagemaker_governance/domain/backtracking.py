@@ -165,6 +165,9 @@ _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as 
 _FLAT_BUDGET: Final = 4096  # parts a sequence is opened into, at most (fixed counts written out)
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
+# a literal character, rewritten so: the set is exact (its characters, in every case, are in the alphabet), where a
+# class's may leave out characters beyond the sample alphabet that it shares with another class
+_LITERAL: Final = "LITERAL_CHARS"
 _Word = tuple[frozenset[str], ...]
 # how a run is cut: the places its cuts can fall at, multiplied (the last one anywhere: ``length`` places), the
 # repeats of any length it is cut among, the ways bounded ones cut it, whether through a fixed count's copies,
@@ -172,7 +175,10 @@ _Word = tuple[frozenset[str], ...]
 _Run = tuple[int, int, int, bool, bool]
 # a stretch a run is carried over: its characters, those of the parts it holds, and the word of character nodes
 # it begins with after the run's last cut, and whether that word can still grow (no part of varying length yet)
-_Bridge = tuple[frozenset[str], frozenset[frozenset[str]], _Word, bool]
+# a word a stretch begins with, position by position: the characters a literal takes there, or None for a class, a
+# category or any character, whose characters beyond the sample alphabet may be another position's too
+_Spelled = tuple[frozenset[str] | None, ...]
+_Bridge = tuple[frozenset[str], frozenset[frozenset[str]], _Spelled, bool]
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -283,7 +289,9 @@ class _Walk:
         c = self.c
         out: list[tuple[Any, Any]] = []
         for op, av in items:
-            if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+            if op is c.LITERAL:
+                out.append((_LITERAL, self._set(op, av, flags)))
+            elif op in (c.NOT_LITERAL, c.ANY, c.IN):
                 out.append((_CHARS, self._set(op, av, flags)))
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
                 out.append((op, (av[0], av[1], self._rewrite(av[2], flags))))
@@ -368,7 +376,9 @@ class _Walk:
         if op is self.c.SUBPATTERN:
             inner = self._alternatives(av[-1])
             return None if inner is None else [items[:-1] + alternative for alternative in inner]
-        if op is self.c.BRANCH and not self.always_empty([(op, av)]):  # (?:z|) always matches: never tried again
+        if op is self.c.BRANCH and not self.nullable(
+            [(op, av)], surely=True
+        ):  # (?:z|) always matches: never tried again
             return [items[:-1] + list(branch) for branch in av[1]]
         return None
 
@@ -555,7 +565,8 @@ class _Walk:
         own, nullable = self._part(op, av)
         node = self.chars(op, av) is not None
         if node or not nullable:
-            return _narrowed(runs, own, fixed=node), _bridged(runs, bridges, own, node=node)
+            exact = op == _LITERAL
+            return _narrowed(runs, own, fixed=node), _bridged(runs, bridges, own, node=node, exact=exact)
         if own:
             return {chars: (*run[:4], True) for chars, run in runs.items()}, _bridged(
                 {}, bridges, own, skipped=True
@@ -643,7 +654,7 @@ class _Walk:
         while index:
             op, av, _ = flat[index - 1]
             at_end = op is c.AT and av in (c.AT_END, c.AT_END_STRING)
-            if not (at_end and not taken and not self.searched) and not self.always_empty([(op, av)]):
+            if not (at_end and not taken and not self.searched) and not self.nullable([(op, av)], surely=True):
                 break
             index -= 1
             taken = taken or self._takes_all(op, av)
@@ -660,27 +671,6 @@ class _Walk:
         body = av[2]
         own = self.chars(*body[0]) if len(body) == 1 else None
         return own is not None and self.alphabet - {"\n"} <= own
-
-    def always_empty(self, items: Any) -> bool:
-        """Whether ``items`` match the empty string wherever they are tried (unlike ``nullable``: not an anchor,
-        a lookaround or a group reference, which can fail)."""
-        c = self.c
-        for op, av in items:
-            if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-                can = av[0] == 0 or self.always_empty(av[2])
-            elif op is c.SUBPATTERN:
-                can = self.always_empty(av[-1])
-            elif op is c.ATOMIC_GROUP:
-                can = self.always_empty(av)
-            elif op is c.BRANCH:
-                can = any(self.always_empty(branch) for branch in av[1])
-            elif op is c.GROUPREF_EXISTS:
-                can = self.always_empty(av[1]) and (av[2] is None or self.always_empty(av[2]))
-            else:
-                can = False
-            if not can:
-                return False
-        return True
 
     def _part(self, op: Any, av: Any) -> tuple[frozenset[str], bool]:
         """The characters one part can consume and whether it can match nothing (kept: a part is asked once
@@ -811,7 +801,7 @@ class _Walk:
 
     def chars(self, op: Any, av: Any) -> frozenset[str] | None:
         """The characters one character node matches (of the alphabet); None: not a character node."""
-        return av if op == _CHARS else None
+        return av if op in (_CHARS, _LITERAL) else None
 
     def consumed(self, items: Any) -> frozenset[str]:
         """Every character ``items`` can consume."""
@@ -856,21 +846,26 @@ class _Walk:
                 return False
         return True  # anchors, lookarounds and group references: assumed to let it through
 
-    def nullable(self, items: Any) -> bool:
+    def nullable(self, items: Any, surely: bool = False) -> bool:
         """Whether ``items`` can match the empty string (anchors and lookarounds match it; a group reference
-        when its group can, or is not known)."""
+        when its group can, or is not known). ``surely``: wherever they are tried, so not an anchor, a
+        lookaround or a group reference, which can fail (a part the match has succeeded on reaching)."""
         c = self.c
         for op, av in items:
             if self.chars(op, av) is not None:
                 return False
             if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-                can = av[0] == 0 or self.nullable(av[2])
+                can = av[0] == 0 or self.nullable(av[2], surely)
             elif op is c.SUBPATTERN:
-                can = self.nullable(av[-1])
+                can = self.nullable(av[-1], surely)
             elif op is c.ATOMIC_GROUP:
-                can = self.nullable(av)
+                can = self.nullable(av, surely)
             elif op is c.BRANCH:
-                can = any(self.nullable(branch) for branch in av[1])
+                can = any(self.nullable(branch, surely) for branch in av[1])
+            elif surely:  # a conditional group, both ways; anything else can fail
+                can = op is c.GROUPREF_EXISTS and all(
+                    self.nullable(b, True) for b in (av[1], av[2]) if b is not None
+                )
             elif op is c.GROUPREF and av in self._groups:  # (a)\1+: the reference matches what the group did
                 can = self.nullable(self._groups[av])
             else:
@@ -995,14 +990,21 @@ def _merged(one: _Run, other: _Run) -> _Run:
     return (*kept, one[4] or other[4])
 
 
-def _period(word: _Word) -> int:
+def _period(word: _Spelled) -> int:
     """The smallest shift at which ``word`` (a string of character sets) can overlap itself: every pair of
     positions that far apart has a character in common; its length when it cannot. Two places where it
-    begins in a text are at least this far apart, so it begins at most ``length / period`` places."""
+    begins in a text are at least this far apart, so it begins at most ``length / period`` places. A position
+    of a class (None) is taken to share a character with any other: the sets are read on a sample alphabet, and
+    two classes (``[\\u0590-\\u05ff]`` and ``\\w``) may share characters beyond it (every Hebrew letter) that the
+    sample does not hold; a literal's set is exact, so two positions of which one is a literal are compared."""
     for shift in range(1, len(word)):
-        if all(word[index] & word[index + shift] for index in range(len(word) - shift)):
+        if all(_share(word[index], word[index + shift]) for index in range(len(word) - shift)):
             return shift
     return max(1, len(word))
+
+
+def _share(one: frozenset[str] | None, other: frozenset[str] | None) -> bool:
+    return one is None or other is None or bool(one & other)
 
 
 def _bridged(
@@ -1011,6 +1013,7 @@ def _bridged(
     chars: frozenset[str],
     skipped: bool = False,
     node: bool = False,
+    exact: bool = False,
 ) -> dict[_Bridge, _Run]:
     """The runs whose stretch can hold a part that matches ``chars`` among its own characters, and go on through
     it if the next repeat can take those characters as well: ``.*`` before ``y`` and ``.*`` after it can both
@@ -1018,21 +1021,23 @@ def _bridged(
     to what the next repeat must take, unless the part can match nothing (``skipped``): it waits as it was.
     A character ``node`` lengthens the word the stretch begins with; any other part ends it (the run's last cut
     still falls where the word begins), and a run with a piece of varying length after its last cut (loose)
-    begins none."""
+    begins none; ``exact``: the node is a literal, whose characters the word keeps (a class's: None, ``_period``)."""
     kept: dict[_Bridge, _Run] = {}
     for (run_chars, needed, word, growing), run in bridges.items():
         if skipped:
             key = (run_chars, needed, word, False)
         elif run_chars & chars:
             grows = growing and node
-            key = (run_chars, needed | {run_chars & chars}, (*word, run_chars & chars) if grows else word, grows)
+            spelled = (*word, (run_chars & chars) if exact else None) if grows else word
+            key = (run_chars, needed | {run_chars & chars}, spelled, grows)
         else:
             continue
         kept[key] = _merged(kept.get(key, run), run)
     for run_chars, run in runs.items():
         if run_chars & chars:
             begins = node and not run[4]
-            key = (run_chars, frozenset([run_chars & chars]), (run_chars & chars,) if begins else (), begins)
+            first: _Spelled = ((run_chars & chars) if exact else None,) if begins else ()
+            key = (run_chars, frozenset([run_chars & chars]), first, begins)
             kept[key] = _merged(kept.get(key, run), run)
     return dict(sorted(kept.items(), key=lambda item: item[1], reverse=True)[:32])
 

@@ -77,6 +77,7 @@ class JobRun:
     stall_ends_at: int | None = None  # a recovering stall ends here
     stall_recovered: bool = False  # its stall ended by itself: it does not stall again
     host_died: bool = False  # its failure_host's process died ahead of the job (failure_host_silent_minutes)
+    host_died_at: int | None = None  # the minute it died (on progress: not the failure minus the silence)
     # The training minute its faults count from: 0, or where a clone or a retry resumed (set when it
     # enters Training; None until then).
     fault_origin: int | None = 0

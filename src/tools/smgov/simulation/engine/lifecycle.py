@@ -281,8 +281,7 @@ class Lifecycle:
             self.logs.failed([host.name for host in job.hosts], self.now)
             late = job.script.failure_log_late_minutes
             if late and job.script.failure_host is not None:  # one host's last lines, late: from its death on
-                died = self.now - job.script.failure_host_silent_minutes
-                self.logs.hold(self._failing_host(job).name, self.now, self.now + late, since=died)
+                self.logs.hold(self._failing_host(job).name, self.now, self.now + late, since=job.host_died_at)
         self._containers_gone(job)
         self._enter(job, "ended")
         job.final_status, job.final_secondary, job.ended_at = status, secondary, self.now
@@ -381,7 +380,7 @@ class Lifecycle:
             job.attempts += 1
             if job.phase == "training":
                 self._write_failure(job)
-            job.host_died = False
+            job.host_died, job.host_died_at = False, None
             self._end_stall(job, recovered=False)
             job.stalled_at = job.stall_ends_at = None
             job.script = script.resumed()  # a retry runs like a clone: the fault recurs only with `repeat`
@@ -429,7 +428,7 @@ class Lifecycle:
         failing = self._failing_host(job)
         self.logs.write(failing.name, self.now, job.script.failure_tail())
         self.logs.silence(failing.name, self.now)
-        job.host_died = True
+        job.host_died, job.host_died_at = True, self.now
 
     def _recover(self, job: JobRun) -> None:
         """A stall that ends by itself: training goes on from where it stopped."""
