@@ -1407,6 +1407,41 @@ def test_an_interconnect_cause_waits_while_a_peer_s_log_could_not_be_read_and_is
     assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r1"]
 
 
+def test_a_skip_on_a_peer_s_failed_read_past_the_settle_period_is_handed_to_the_reconciler() -> None:
+    # Given the same two-host job, its Failed event handled 20 minutes after the failure (a late delivery, a retry,
+    # the lost-end repair): algo-2's EFA completion error read, algo-1's read throttled
+    world = World(evidence=efa_on_algo_2_peer_unread())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(20))
+    # When auto-resume reacts to it
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then the cause is not known (no clone), and the job is tagged for the reconciler's deferred-resume pass to
+    # decide again on a new read, as a job deferred within the settle period is, not lost to one throttled read
+    assert decision.code == "resume.skip.insufficient-evidence"
+    assert world.sagemaker.created == []
+    tags = world.sagemaker.tags[job.arn or ""]
+    assert tags[TAG_RESUME_AFTER] == domain_resume.resume_after_tag(world.now) and TAG_RESUME_SETTLED not in tags
+    # When the reconciler decides it and reads algo-1, which says nothing of its end
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = efa_on_algo_2_first_read()
+    world.now = NOW + timedelta(minutes=10)
+    (decision,) = world.reaction.react(job, RUN)
+    # Then it is resumed
+    assert decision.code == "resume.clone.transient"
+
+
+def test_a_skip_on_logs_read_in_full_is_not_handed_to_the_reconciler() -> None:
+    # Given a job whose every host was read and shows the user's code, decided long after its failure
+    oom = FailureEvidence(
+        hosts=(HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("torch.OutOfMemoryError: CUDA out of memory"),)),),
+        logs_read=True,
+    )
+    world = World(evidence=oom)
+    (decision,) = world.reaction.react(world.failed(), EVENT)
+    # Then the skip stands, and nothing is tagged for the reconciler
+    assert decision.code == "resume.skip.user-code"
+    assert not any(line.startswith("tag") for line in world.calls.log)
+
+
 def efa_on_algo_2_of(hosts: int, *, read: int, cut: int) -> FailureEvidence:
     """algo-2's EFA completion error and, on the other hosts read, NCCL's report of the peer's exit; ``read`` hosts
     read of ``hosts`` found, ``cut`` of the others left out by the read's budget."""

@@ -196,8 +196,11 @@ def test_a_clone_made_under_copied_lineage_tags_from_this_job_keeps_them(
 
     monkeypatch.setattr(SageMakerJobs, "describe", describe)
     monkeypatch.setattr(SageMakerJobs, "list_tags", lambda self, arn: tags[arn.rsplit("/", 1)[-1]])
-    # When its owner resumes it by hand (online)
+    # When its owner resumes it by hand: online, or from files but created for real (the clone is then read too)
     assert main(["resume", "relaunch-7"]) == 0
+    described = _write(tmp_path / "d.json", jobs["relaunch-7"])
+    tagged = _write(tmp_path / "t.json", tags["relaunch-7"])
+    assert main(["resume", "relaunch-7", "--describe-file", described, "--tags-file", tagged]) == 0
     # Then a clone made from it is its clone (the request meets it as "already exists"); one made from another job
-    # is not, and its own lineage's clone is made
-    assert [r["TrainingJobName"] for r in sent] == [clone]
+    # is not, and its own lineage's clone is made, the same either way
+    assert [r["TrainingJobName"] for r in sent] == [clone, clone]

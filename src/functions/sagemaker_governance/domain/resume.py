@@ -247,6 +247,9 @@ class CloneDecision:
     # a skip no later decision can change (the source completed, or is Stopped by its owner): a deferred
     # resume's deferral is settled (tag smgov:resume-settled), the reconciler no longer decides it again
     settled: bool = False
+    # a skip made while some hosts' logs could not be read (a GetLogEvents that failed): a later read may reach
+    # them, so the reconciler decides the job again (tagged smgov:resume-after, when not deferred already)
+    again: bool = False
 
     @property
     def clone(self) -> Decision | None:
@@ -731,7 +734,9 @@ def _held(
         # Final only on a full read: a skip decided while the logs, or some hosts' logs, could not be read (a
         # throttled read) is decided again at the next run rather than settled on the FailureReason alone
         skipped = _not_resumable(diagnosis, mode, evidence)
-        return replace(skipped, settled=True) if _read_in_full(failure, diagnosis) else skipped
+        if _read_in_full(failure, diagnosis):
+            return replace(skipped, settled=True)
+        return replace(skipped, again=_hosts_failed(failure))
     held = _source_running(job, tags, source, mode, now, evidence, next_clone) or _too_late(
         job, source, resume, mode, now, evidence
     )
@@ -744,7 +749,7 @@ def _held(
         return _logs_deferral(pending, diagnosis, resume, mode, evidence)
     if diagnosis.interconnect_unread and failure is not None and failure.hosts_failed:
         # Not settled: the hosts whose read failed may be read at the next run (when the job was deferred)
-        return _unread_peers(diagnosis, failure, mode, evidence)
+        return replace(_unread_peers(diagnosis, failure, mode, evidence), again=True)
     return None
 
 
@@ -767,6 +772,12 @@ def _unread_peers(
         "not known",
         evidence,
     )
+
+
+def _hosts_failed(failure: FailureEvidence | None) -> bool:
+    """Whether the logs were read but some hosts' reads failed (which a later read may mend); not logs that
+    could not be read at all (denied, no log group: the ``FailureReason`` decides, as it always did)."""
+    return failure is not None and failure.logs_read and failure.hosts_failed > 0
 
 
 def _read_in_full(failure: FailureEvidence | None, diagnosis: Diagnosis) -> bool:

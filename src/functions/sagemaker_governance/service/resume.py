@@ -64,6 +64,7 @@ from sagemaker_governance.domain.clone import (
     RequestShape,
     ResumeReason,
     copied_lineage,
+    has_room_for,
     own_lineage,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
@@ -234,6 +235,8 @@ class _CloneReaction:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
             if result.settled:
                 self._settle(result, job)
+            elif result.again:
+                self._decide_again(result, job)
             return result.decisions
         if not clone.acts:
             for decision in result.decisions:
@@ -543,6 +546,25 @@ class _CloneReaction:
             self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
         except AdapterError as exc:
             logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
+
+    def _decide_again(self, result: CloneDecision, job: TrainingJob) -> None:
+        """A skip made while some hosts' logs could not be read (``CloneDecision.again``), on a job not deferred
+        yet (a late or retried ``Failed`` delivery, a failure older than the settle period, the lost-end repair):
+        tag it ``smgov:resume-after`` (now), so that the reconciler's deferred-resume pass, at its next run,
+        decides it again on a new read, as it does a deferred job's (within its look-back), rather than leave the
+        resume lost to one throttled read. Enforce mode only (audit mode writes no tag), and only with room for
+        the deferral's tag and its settling within SageMaker's 50; a tag that cannot be written is logged."""
+        tags = job.tags or {}
+        if self._marks is None or not job.arn or job.tags is None or TAG_RESUME_AFTER in tags:
+            return
+        if result.decisions[0].mode is not Mode.ENFORCE or not has_room_for(
+            tags, TAG_RESUME_AFTER, TAG_RESUME_SETTLED
+        ):
+            return
+        try:
+            self._marks.mark(job.arn, TAG_RESUME_AFTER, resume_after_tag(self._clock()))
+        except AdapterError as exc:
+            logger.warning("skip on unread logs not handed to the reconciler", job=job.name, error=str(exc))
 
     def _own_lineage(self, name: str, tags: dict[str, str]) -> dict[str, str]:
         """The job's tags without lineage tags it was launched with from another job (``own_lineage``), logged;

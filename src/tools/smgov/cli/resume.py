@@ -92,8 +92,9 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
 def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]:
     """The job's tags without lineage tags copied from another job (``own_lineage``: its clone is ``<name>-r1``, as
     the service plans it), said on stderr; kept when the clone those tags name exists and names this job as its
-    source (a deployment before lineage tags were dated to their job resumed it under them), which is read online
-    only (``DescribeTrainingJob``, ``ListTags``): the request then meets that clone as "already exists"."""
+    source (a deployment before lineage tags were dated to their job resumed it under them), which is read whenever
+    a client is at hand (online, or a clone created for real from files; not a dry run from files:
+    ``DescribeTrainingJob``, ``ListTags``): the request then meets that clone as "already exists"."""
     if not copied_lineage(name, tags):
         return tags
     earlier = next_clone_name(name, tags)
@@ -134,6 +135,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if described != args.job_name:
         shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
         return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
+    if client is None and not args.dry_run:
+        # read from files, created for real: the clone the copied lineage tags name is read as online, so a job
+        # an earlier deployment resumed under them meets that clone, not a second one
+        import boto3
+
+        client = boto3.client("sagemaker")
     try:
         tags = _own_lineage(args.job_name, tags, client)
     except AdapterError as exc:
@@ -162,10 +169,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
             )
         from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 
-        if client is None:
-            import boto3
-
-            client = boto3.client("sagemaker")
         try:
             outcome = SageMakerLauncher(client).create_training_job(plan.request).value
         except AdapterError as exc:
