@@ -1429,6 +1429,22 @@ def test_a_skip_on_a_peer_s_failed_read_past_the_settle_period_is_handed_to_the_
     assert decision.code == "resume.clone.transient"
 
 
+def test_a_copied_resume_after_does_not_keep_a_skip_on_a_failed_read_from_the_reconciler() -> None:
+    # Given the same job launched with tags pasted from an earlier job: its smgov:resume-after is dated before this
+    # job was created, which the reconciler ignores as a copy
+    world = World(evidence=efa_on_algo_2_peer_unread())
+    copied = "2026-11-01T00:00:00Z"
+    job = world.failed(FailureReason=NCCL_REASON, tags={TAG_RESUME_AFTER: copied}, **recent_failure(20))
+    created = world.sagemaker.descriptions["llm-sft-1"]["CreationTime"]
+    # When auto-resume skips it on algo-1's failed read
+    (decision,) = world.reaction.react(job, EVENT)
+    assert decision.code == "resume.skip.insufficient-evidence"
+    # Then the copy is written over, and the reconciler's deferred-resume pass finds the job
+    tags = world.sagemaker.tags[job.arn or ""]
+    assert tags[TAG_RESUME_AFTER] == domain_resume.resume_after_tag(world.now)
+    assert domain_resume.DeferredResume.of("llm-sft-1", tags, created=created) is not None
+
+
 def test_a_skip_on_logs_read_in_full_is_not_handed_to_the_reconciler() -> None:
     # Given a job whose every host was read and shows the user's code, decided long after its failure
     oom = FailureEvidence(

@@ -145,6 +145,25 @@ def test_an_orchestrated_job_is_refused_unless_forced(
     assert len(sent) == 1
 
 
+def test_a_refusal_from_files_makes_no_client_when_the_job_s_tags_are_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a running job read from files, its tags its own (nothing to read in the account)
+    made: list[Any] = []
+
+    def client(*args: Any, **kwargs: Any) -> object:
+        made.append(args)
+        return object()
+
+    monkeypatch.setattr("boto3.client", client)
+    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus="InProgress"))
+    tags = _write(tmp_path / "t.json", {})
+    # When it is resumed for real, then it is refused without a SageMaker client (no AWS configuration needed)
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "stop it first" in capsys.readouterr().err
+    assert made == []
+
+
 COPIED_LINEAGE = {
     "smgov:root-job": "llm-sft-1",
     "smgov:resumed-from": "llm-sft-1",

@@ -93,6 +93,7 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
+    copied_resume_after,
     decide_resume,
     decide_spot,
     decide_spot_start,
@@ -555,8 +556,10 @@ class _CloneReaction:
         resume lost to one throttled read. Enforce mode only (audit mode writes no tag), and only with room for
         the deferral's tag and its settling within SageMaker's 50; a tag that cannot be written is logged."""
         tags = job.tags or {}
-        if self._marks is None or not job.arn or job.tags is None or TAG_RESUME_AFTER in tags:
+        if self._marks is None or not job.arn or job.tags is None:
             return
+        if TAG_RESUME_AFTER in tags and copied_resume_after(tags, job.creation_time) is None:
+            return  # deferred already (one copied with the job's request, dated before it, is written over)
         if result.decisions[0].mode is not Mode.ENFORCE or not has_room_for(
             tags, TAG_RESUME_AFTER, TAG_RESUME_SETTLED
         ):

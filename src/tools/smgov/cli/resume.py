@@ -89,6 +89,12 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
     return description, jobs.list_tags(str(description["TrainingJobArn"])), client
 
 
+def _sagemaker_client() -> Any:
+    import boto3
+
+    return boto3.client("sagemaker")
+
+
 def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]:
     """The job's tags without lineage tags copied from another job (``own_lineage``: its clone is ``<name>-r1``, as
     the service plans it), said on stderr; kept when the clone those tags name exists and names this job as its
@@ -135,12 +141,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if described != args.job_name:
         shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
         return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
-    if client is None and not args.dry_run:
-        # read from files, created for real: the clone the copied lineage tags name is read as online, so a job
-        # an earlier deployment resumed under them meets that clone, not a second one
-        import boto3
-
-        client = boto3.client("sagemaker")
+    if client is None and not args.dry_run and copied_lineage(args.job_name, tags):
+        # read from files, created for real, with lineage tags copied from another job: the clone they name is
+        # read as online, so a job an earlier deployment resumed under them meets that clone, not a second one
+        client = _sagemaker_client()
     try:
         tags = _own_lineage(args.job_name, tags, client)
     except AdapterError as exc:
@@ -170,7 +174,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 
         try:
-            outcome = SageMakerLauncher(client).create_training_job(plan.request).value
+            outcome = SageMakerLauncher(client or _sagemaker_client()).create_training_job(plan.request).value
         except AdapterError as exc:
             return _fail(f"CreateTrainingJob {plan.name} failed: {exc}")
 
