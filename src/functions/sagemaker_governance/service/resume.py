@@ -132,6 +132,18 @@ from sagemaker_governance.service.ports import (
 from sagemaker_governance.service.recording import Trigger, record_decision
 
 
+def cloned_from(jobs: JobsPort, clone: str, source: str) -> bool:
+    """Whether the job called ``clone`` exists and was made from ``source`` (its ``smgov:resumed-from``):
+    ``DescribeTrainingJob``, then ``ListTags``. The question a job launched with another job's lineage tags asks of
+    the clone those tags name (auto-resume, the reconciler, ``smgov resume``): a deployment before lineage tags
+    were dated to their job may have resumed it under them. A read that fails raises ``AdapterError``."""
+    try:
+        existing = jobs.describe(clone)
+    except JobNotFound:
+        return False
+    return jobs.list_tags(str(existing.get("TrainingJobArn") or clone)).get(TAG_SOURCE) == source
+
+
 class LauncherPort(Protocol):
     def create_training_job(self, request: dict[str, Any]) -> CreateOutcome: ...
 
@@ -595,15 +607,13 @@ class _CloneReaction:
         if clone is None:
             return None
         try:
-            _, clone_tags = self._named(clone)
-        except JobNotFound:
-            return None
+            made = cloned_from(self._jobs, clone, name)
         except AdapterError as exc:
             logger.warning(
                 "clone under copied lineage tags unreadable; retried", job=name, clone=clone, error=str(exc)
             )
             raise
-        return clone if clone_tags.get(TAG_SOURCE) == name else None
+        return clone if made else None
 
     def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);
