@@ -1124,6 +1124,13 @@ def copied_resume_after(tags: Mapping[str, str], created: datetime | None) -> st
     return raw if due < created else None
 
 
+def deferred_here(tags: Mapping[str, str], created: datetime | None) -> bool:
+    """Whether ``tags`` carry a ``smgov:resume-after`` of the job's own: not one dated before the job was ``created``
+    (``copied_resume_after``: it came with the job's request), which the reconciler's deferred-resume pass ignores
+    and a deferral of the job's own writes over."""
+    return TAG_RESUME_AFTER in tags and copied_resume_after(tags, created) is None
+
+
 @dataclass(frozen=True)
 class DeferredResume:
     """A failed job tagged ``smgov:resume-after``: when it may be resumed and the clone that would be made."""

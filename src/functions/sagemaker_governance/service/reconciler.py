@@ -106,6 +106,7 @@ from sagemaker_governance.domain.resume import (
     DeferredResume,
     copied_resume_after,
     copied_settled_mark,
+    deferred_here,
     is_settled,
     resume_after_tag,
 )
@@ -645,11 +646,7 @@ class ReconcilerService:
         deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
-        deferred = (
-            job.tag(TAG_RESUME_AFTER) is not None
-            and copied_resume_after(job.tags or {}, job.creation_time) is None
-        )
-        if deferred or is_settled(job.name, job.tags or {}):
+        if deferred_here(job.tags or {}, job.creation_time) or is_settled(job.name, job.tags or {}):
             return  # already the deferred-resume pass's, or decided for good (a settling copied from another
             # job's tags does not count: ``is_settled``)
         if job.tags is not None and not _resume_acts(self._policies.current(), job, job.tags):

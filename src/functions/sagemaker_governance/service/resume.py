@@ -93,11 +93,11 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
-    copied_resume_after,
     decide_resume,
     decide_spot,
     decide_spot_start,
     decide_spot_takeover,
+    deferred_here,
     end_unseen,
     interruption_unseen,
     is_new_spot_start,
@@ -570,7 +570,7 @@ class _CloneReaction:
         tags = job.tags or {}
         if self._marks is None or not job.arn or job.tags is None:
             return
-        if TAG_RESUME_AFTER in tags and copied_resume_after(tags, job.creation_time) is None:
+        if deferred_here(tags, job.creation_time):
             return  # deferred already (one copied with the job's request, dated before it, is written over)
         if result.decisions[0].mode is not Mode.ENFORCE or not has_room_for(
             tags, TAG_RESUME_AFTER, TAG_RESUME_SETTLED
