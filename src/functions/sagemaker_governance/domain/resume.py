@@ -395,16 +395,9 @@ def earlier_retries(tags: Mapping[str, str]) -> int:
 def _not_resumable(diagnosis: Diagnosis, mode: Mode, evidence: dict[str, Any]) -> CloneDecision:
     cls = diagnosis.failure_class
     if diagnosis.peer_unread:
-        read = len(diagnosis.hosts_read)
-        return _none(
-            RESUME_RULE_ID,
-            ResumeCode.INSUFFICIENT_EVIDENCE,
-            mode,
-            f"not resumed: the hosts' logs read show only a peer's failure ({diagnosis.signature}), and "
-            f"{diagnosis.hosts_unread} of the job's {read + diagnosis.hosts_unread} hosts' logs could not be "
-            "read: the failing host's may be among them, so the cause is not known",
-            evidence,
-        )
+        seen = f"only a peer's failure ({diagnosis.signature})"
+        why = "the failing host's may be among them"
+        return _cause_unknown(diagnosis, seen, diagnosis.hosts_unread, why, mode, evidence)
     code = {"user-code": ResumeCode.USER_CODE, UNKNOWN: ResumeCode.UNKNOWN}.get(cls, ResumeCode.CLASS_SKIPPED)
     where = f" on {diagnosis.host}" if diagnosis.host else ""
     what = f"{cls} ({diagnosis.signature}{where})" if diagnosis.signature else cls
@@ -760,16 +753,24 @@ def _unread_peers(
     read (``Diagnosis.interconnect_unread``; a read that failed, which a later read may reach, not a host beyond
     what any read reaches): a user-code exception on one of them, written before it, would make the transport
     error the report of that process's exit, as the service reads every host to find out; no clone on a guess."""
-    read = len(diagnosis.hosts_read)
     where = f" on {diagnosis.host}" if diagnosis.host else ""
+    seen = f"an interconnect fault ({diagnosis.signature}{where})"
+    why = "a user-code exception there, before it, would make it the report of that host's exit"
+    return _cause_unknown(diagnosis, seen, failure.hosts_failed, why, mode, evidence)
+
+
+def _cause_unknown(
+    diagnosis: Diagnosis, seen: str, unread: int, why: str, mode: Mode, evidence: dict[str, Any]
+) -> CloneDecision:
+    """``resume.skip.insufficient-evidence``: the logs read show ``seen``, and ``unread`` hosts' logs could not be
+    read, which leaves the cause unknown (``why``): no clone on a guess."""
+    hosts = len(diagnosis.hosts_read) + diagnosis.hosts_unread
     return _none(
         RESUME_RULE_ID,
         ResumeCode.INSUFFICIENT_EVIDENCE,
         mode,
-        f"not resumed: the hosts' logs read show an interconnect fault ({diagnosis.signature}{where}), and "
-        f"{failure.hosts_failed} of the job's {read + diagnosis.hosts_unread} hosts' logs could not be read: a "
-        "user-code exception there, before it, would make it the report of that host's exit, so the cause is "
-        "not known",
+        f"not resumed: the hosts' logs read show {seen}, and {unread} of the job's {hosts} hosts' logs could not "
+        f"be read: {why}, so the cause is not known",
         evidence,
     )
 
@@ -1122,6 +1123,13 @@ def copied_resume_after(tags: Mapping[str, str], created: datetime | None) -> st
     except ValueError:
         return None
     return raw if due < created else None
+
+
+def deferred_here(tags: Mapping[str, str], created: datetime | None) -> bool:
+    """Whether ``tags`` carry a ``smgov:resume-after`` of the job's own: not one dated before the job was ``created``
+    (``copied_resume_after``: it came with the job's request), which the reconciler's deferred-resume pass ignores
+    and a deferral of the job's own writes over."""
+    return TAG_RESUME_AFTER in tags and copied_resume_after(tags, created) is None
 
 
 @dataclass(frozen=True)

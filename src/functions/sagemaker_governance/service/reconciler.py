@@ -71,7 +71,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
 from sagemaker_governance.domain.alarm_compare import AlarmDefinition, alarm_definition
 from sagemaker_governance.domain.alarm_deletion import deletion_batches, deletion_order
-from sagemaker_governance.domain.clone import TAG_RESUME_AFTER, TAG_SOURCE
+from sagemaker_governance.domain.clone import TAG_RESUME_AFTER
 from sagemaker_governance.domain.compliance import was_evaluated
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
 from sagemaker_governance.domain.errors import AdapterError, JobNotFound, PolicyUnavailable, Throttled
@@ -106,12 +106,14 @@ from sagemaker_governance.domain.resume import (
     DeferredResume,
     copied_resume_after,
     copied_settled_mark,
+    deferred_here,
     is_settled,
     resume_after_tag,
 )
 from sagemaker_governance.observability import RECONCILE_KEY, logger
 from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, PolicySource
 from sagemaker_governance.service.recording import Trigger, record_decision
+from sagemaker_governance.service.resume import cloned_from
 
 RECONCILER_TRIGGER = "reconciler"
 REARM_REASON = "sagemaker-governance: left in ALARM since the stall judge's last judgement; reset to judge again"
@@ -644,11 +646,7 @@ class ReconcilerService:
         deferred-resume pass (the next run's: this run's came first) decides it again, and its
         clone's name is deterministic. A job already so tagged (or settled) is left as it is. A tag that cannot
         be written is an error of the run: that job's resume is then lost, and the log says so."""
-        deferred = (
-            job.tag(TAG_RESUME_AFTER) is not None
-            and copied_resume_after(job.tags or {}, job.creation_time) is None
-        )
-        if deferred or is_settled(job.name, job.tags or {}):
+        if deferred_here(job.tags or {}, job.creation_time) or is_settled(job.name, job.tags or {}):
             return  # already the deferred-resume pass's, or decided for good (a settling copied from another
             # job's tags does not count: ``is_settled``)
         if job.tags is not None and not _resume_acts(self._policies.current(), job, job.tags):
@@ -1391,14 +1389,9 @@ class ReconcilerService:
         (``_CloneReaction._own_lineage``); without this the pass would hand the job over at every run, each one
         recording the clone met again. Read only for a job whose lineage tags are copied."""
         clone = deferred.copied_clone
-        if clone is None:
+        if clone is None or not cloned_from(self._jobs, clone, name):
             return False
-        try:
-            existing = self._jobs.describe(clone)
-        except JobNotFound:
-            return False
-        tags = self._jobs.list_tags(str(existing.get("TrainingJobArn") or clone))
-        return tags.get(TAG_SOURCE) == name and (self._notices is None or self._notices.told(clone))
+        return self._notices is None or self._notices.told(clone)
 
     # ---- helpers -----------------------------------------------------------------------------------
 

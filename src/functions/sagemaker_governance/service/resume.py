@@ -93,11 +93,11 @@ from sagemaker_governance.domain.resume import (
     Codes,
     ResumeCode,
     SpotCode,
-    copied_resume_after,
     decide_resume,
     decide_spot,
     decide_spot_start,
     decide_spot_takeover,
+    deferred_here,
     end_unseen,
     interruption_unseen,
     is_new_spot_start,
@@ -130,6 +130,18 @@ from sagemaker_governance.service.ports import (
     SpotHealthPort,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
+
+
+def cloned_from(jobs: JobsPort, clone: str, source: str) -> bool:
+    """Whether the job called ``clone`` exists and was made from ``source`` (its ``smgov:resumed-from``):
+    ``DescribeTrainingJob``, then ``ListTags``. The question a job launched with another job's lineage tags asks of
+    the clone those tags name (auto-resume, the reconciler, ``smgov resume``): a deployment before lineage tags
+    were dated to their job may have resumed it under them. A read that fails raises ``AdapterError``."""
+    try:
+        existing = jobs.describe(clone)
+    except JobNotFound:
+        return False
+    return jobs.list_tags(str(existing.get("TrainingJobArn") or clone)).get(TAG_SOURCE) == source
 
 
 class LauncherPort(Protocol):
@@ -558,7 +570,7 @@ class _CloneReaction:
         tags = job.tags or {}
         if self._marks is None or not job.arn or job.tags is None:
             return
-        if TAG_RESUME_AFTER in tags and copied_resume_after(tags, job.creation_time) is None:
+        if deferred_here(tags, job.creation_time):
             return  # deferred already (one copied with the job's request, dated before it, is written over)
         if result.decisions[0].mode is not Mode.ENFORCE or not has_room_for(
             tags, TAG_RESUME_AFTER, TAG_RESUME_SETTLED
@@ -595,15 +607,13 @@ class _CloneReaction:
         if clone is None:
             return None
         try:
-            _, clone_tags = self._named(clone)
-        except JobNotFound:
-            return None
+            made = cloned_from(self._jobs, clone, name)
         except AdapterError as exc:
             logger.warning(
                 "clone under copied lineage tags unreadable; retried", job=name, clone=clone, error=str(exc)
             )
             raise
-        return clone if clone_tags.get(TAG_SOURCE) == name else None
+        return clone if made else None
 
     def _named(self, name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The job called ``name`` (``DescribeTrainingJob``) and its tags (every page of ``ListTags``);

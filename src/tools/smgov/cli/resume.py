@@ -23,7 +23,6 @@ from typing import Any
 
 from sagemaker_governance.domain.clone import (
     LINEAGE_TAGS,
-    TAG_SOURCE,
     ClonePlanError,
     InvalidCloneRequest,
     ResumeReason,
@@ -106,15 +105,9 @@ def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]
     earlier = next_clone_name(name, tags)
     if client is not None and earlier is not None:
         from sagemaker_governance.adapters.sagemaker import SageMakerJobs
-        from sagemaker_governance.domain.errors import JobNotFound
+        from sagemaker_governance.service.resume import cloned_from
 
-        jobs = SageMakerJobs(client)
-        try:
-            existing = jobs.describe(earlier)
-            source = jobs.list_tags(str(existing.get("TrainingJobArn") or earlier)).get(TAG_SOURCE)
-        except JobNotFound:
-            source = None
-        if source == name:
+        if cloned_from(SageMakerJobs(client), earlier, name):
             print(
                 f"{name}: lineage tags copied from another job kept: it was resumed under them as {earlier}",
                 file=sys.stderr,
