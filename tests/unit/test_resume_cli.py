@@ -223,3 +223,41 @@ def test_a_clone_made_under_copied_lineage_tags_from_this_job_keeps_them(
     # Then a clone made from it is its clone (the request meets it as "already exists"); one made from another job
     # is not, and its own lineage's clone is made, the same either way
     assert [r["TrainingJobName"] for r in sent] == [clone, clone]
+
+
+@pytest.mark.parametrize("status", ["InProgress", "Stopping"])
+def test_a_refusal_from_files_makes_no_client_when_the_job_s_lineage_tags_are_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, status: str
+) -> None:
+    # Given a running job read from files, launched with another job's lineage tags (whose clone a real resume
+    # reads in the account)
+    made: list[Any] = []
+
+    def client(*args: Any, **kwargs: Any) -> object:
+        made.append(args)
+        return object()
+
+    monkeypatch.setattr("boto3.client", client)
+    describe = _write(tmp_path / "d.json", failed_description("relaunch-7", TrainingJobStatus=status))
+    tags = _write(tmp_path / "t.json", {"team": "nlp", **COPIED_LINEAGE})
+    # When it is resumed for real, then it is refused on the files alone: no SageMaker client, no read
+    assert main(["resume", "relaunch-7", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "stop it first" in capsys.readouterr().err
+    assert made == []
+
+
+def test_a_clone_that_needs_sagemaker_without_a_region_says_so_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given no AWS configuration at all (no region), and a failed job with copied lineage tags read from files
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    describe = _write(tmp_path / "d.json", failed_description("relaunch-7"))
+    tags = _write(tmp_path / "t.json", {"team": "nlp", **COPIED_LINEAGE})
+    # When it is resumed for real (the clone its copied tags name must be read), then the command fails with
+    # botocore's reason on stderr, not an exception
+    assert main(["resume", "relaunch-7", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "cannot reach SageMaker" in capsys.readouterr().err

@@ -78,20 +78,26 @@ def _read_job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str],
         if unmodelled:
             description[UNMODELLED_FIELDS_KEY] = unmodelled
         return description, _tags_from(_read_json(args.tags_file), args.tags_file), None
-    import boto3
-
     from sagemaker_governance.adapters.sagemaker import SageMakerJobs
 
-    client = boto3.client("sagemaker")
+    client = _sagemaker_client()
     jobs = SageMakerJobs(client)
     description = jobs.describe(args.job_name)
     return description, jobs.list_tags(str(description["TrainingJobArn"])), client
 
 
+class _NoClient(Exception):
+    """No SageMaker client can be made (no region configured): botocore's reason."""
+
+
 def _sagemaker_client() -> Any:
     import boto3
+    from botocore.exceptions import BotoCoreError
 
-    return boto3.client("sagemaker")
+    try:
+        return boto3.client("sagemaker")
+    except BotoCoreError as exc:
+        raise _NoClient(f"cannot reach SageMaker: {exc}") from exc
 
 
 def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]:
@@ -118,6 +124,22 @@ def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]
     return own_lineage(name, tags)
 
 
+def _refusal(name: str, description: dict[str, Any], tags: dict[str, str]) -> str | None:
+    """Why a clone of the job is not made for real without ``--force``, judged on its description and tags alone,
+    before any call (from files it needs no AWS configuration; lineage tags play no part in it): a job that runs
+    still, or one an orchestrator owns."""
+    status = description.get("TrainingJobStatus")
+    if status not in TERMINAL_STATUSES:
+        return f"{name} is {status}: stop it first (a clone would share its checkpoints while it runs), or --force"
+    owner = orchestrator_of(description, tags)
+    if owner is not None:
+        return (
+            f"{name} belongs to a {owner.kind} ({owner.identity}), which retries it itself: "
+            "a clone would run outside its bookkeeping (--force to clone anyway)"
+        )
+    return None
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from sagemaker_governance.adapters.sagemaker_model import create_training_job_shape, validate_create_request
     from sagemaker_governance.domain.errors import AdapterError
@@ -128,16 +150,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
         description, tags, client = _read_job(args)
     except _UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
-    except AdapterError as exc:
+    except (AdapterError, _NoClient) as exc:
         return _fail(f"cannot read {args.job_name}: {exc}")
     described = description.get("TrainingJobName")
     if described != args.job_name:
         shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
         return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
+    refusal = None if args.dry_run or args.force else _refusal(args.job_name, description, tags)
+    if refusal is not None:
+        return _fail(refusal)
     if client is None and not args.dry_run and copied_lineage(args.job_name, tags):
         # read from files, created for real, with lineage tags copied from another job: the clone they name is
         # read as online, so a job an earlier deployment resumed under them meets that clone, not a second one
-        client = _sagemaker_client()
+        try:
+            client = _sagemaker_client()
+        except _NoClient as exc:
+            return _fail(f"cannot read the clone that {args.job_name}'s copied lineage tags name: {exc}")
     try:
         tags = _own_lineage(args.job_name, tags, client)
     except AdapterError as exc:
@@ -150,25 +178,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except (ClonePlanError, InvalidCloneRequest) as exc:
         return _fail(f"cannot resume {args.job_name}: {exc}")
 
-    status = description.get("TrainingJobStatus")
-    owner = orchestrator_of(description, tags)
     outcome = "planned (dry run)"
     if not args.dry_run:
-        if status not in TERMINAL_STATUSES and not args.force:
-            return _fail(
-                f"{args.job_name} is {status}: stop it first (a clone would share its checkpoints while it "
-                "runs), or --force"
-            )
-        if owner is not None and not args.force:
-            return _fail(
-                f"{args.job_name} belongs to a {owner.kind} ({owner.identity}), which retries it itself: "
-                "a clone would run outside its bookkeeping (--force to clone anyway)"
-            )
         from sagemaker_governance.adapters.sagemaker_launcher import SageMakerLauncher
 
         try:
             outcome = SageMakerLauncher(client or _sagemaker_client()).create_training_job(plan.request).value
-        except AdapterError as exc:
+        except (AdapterError, _NoClient) as exc:
             return _fail(f"CreateTrainingJob {plan.name} failed: {exc}")
 
     if args.json:
@@ -185,6 +201,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(
         f"  on-demand: {'yes' if plan.on_demand else 'no (Spot)'}; checkpoint: {plan.checkpoint_s3_uri or 'none'}"
     )
+    owner = orchestrator_of(description, tags)
     if owner is not None:
         print(f"  owned by a {owner.kind} ({owner.identity}, {owner.sign}): the service never clones it")
     if plan.unexpected_drops:
