@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +42,14 @@ def test_every_builtin_scenario_is_valid_and_the_default_set_exists() -> None:
     assert set(DEFAULT_SET) <= set(builtin_names())
     for name in builtin_names():
         assert builtin_scenario(name).expand(seed=1)
+
+
+def test_the_scenario_reference_in_the_docs_is_a_valid_scenario() -> None:
+    # Given the scenario file reference docs/simulator.md shows a user (every field, with comments)
+    text = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+    (reference,) = [block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "\njobs:" in block]
+    # Then it loads as written, and its jobs expand
+    assert parse_scenario(reference, "docs/simulator.md").expand(seed=1)
 
 
 def test_fleet_is_a_few_hundred_jobs_drawn_reproducibly_from_the_seed() -> None:
