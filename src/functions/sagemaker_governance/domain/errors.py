@@ -61,6 +61,26 @@ class DescriptionBehind(AdapterError):
     delivery fails, and its queue delivers it again later (a minute later: ``domain/redelivery.py``)."""
 
 
+class PatternTimeout(Exception):
+    """A policy's pattern (a required tag's, a failure signature's) was still matching untrusted text when the
+    time bound its use case set ran out (``TimeBound``, ``service/ports.py``): Python's ``re`` has no timeout of its
+    own, and the backtracking check (``domain/backtracking.py``) does not catch every slow pattern. The bound raises
+    it wherever the work was; the code that runs the pattern names it (``naming``), so that the decision and the log
+    say which one to fix. ``subject``: what the pattern was matched against (``tag cost-center``,
+    ``signature my-plugin-transport``)."""
+
+    def __init__(self, seconds: float, *, pattern: str | None = None, subject: str | None = None) -> None:
+        named = f" ({subject}: {pattern!r})" if pattern is not None else ""
+        super().__init__(f"a pattern did not finish matching within {seconds:g} s{named}")
+        self.seconds = seconds
+        self.pattern = pattern
+        self.subject = subject
+
+    def naming(self, pattern: str, subject: str) -> PatternTimeout:
+        """This timeout, with the pattern that was matching when it came and what it was matched against."""
+        return PatternTimeout(self.seconds, pattern=pattern, subject=subject)
+
+
 class StopOutcome(StrEnum):
     STOPPED = "stopped"
     ALREADY_ENDED = "already-ended"

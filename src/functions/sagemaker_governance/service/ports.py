@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sagemaker_governance.domain.errors import StopOutcome
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # annotations only: the guard stopper never loads the Spot he
     from sagemaker_governance.domain.spot_health import SpotSignal
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 class JobsPort(Protocol):
@@ -72,6 +73,20 @@ class PolicySource(Protocol):
 class EvaluationMarksPort(Protocol):
     def mark(self, arn: str, key: str, value: str) -> None:
         """Tag the job (``AddTags``): compliance leaves a mark the reconciler reads."""
+
+
+class Bounded(Protocol):
+    """A time budget that work matching a policy's patterns on untrusted text is run in (``TimeBound``)."""
+
+    def __call__(self, work: Callable[[], T]) -> T:
+        """``work()``, interrupted when the budget runs out: raises ``PatternTimeout`` (then, and for any work run in
+        the budget after it was spent). Work that ends in time spends its time from the budget."""
+        ...
+
+
+# A new budget of so many seconds (``adapters/time_bound.py``): Python's ``re`` has no timeout, and a pattern the
+# backtracking check misses (``domain/backtracking.py``) could otherwise time a function out.
+TimeBound = Callable[[float], Bounded]
 
 
 # ---- the alarm guards' alarms: one port per function's grant ---------------------------------------
