@@ -16,6 +16,7 @@ from sagemaker_governance.adapters.cloudwatch import CloudWatchAlarmLifecycle
 from sagemaker_governance.adapters.ec2 import Ec2InstanceCatalog
 from sagemaker_governance.adapters.metric_data import CloudWatchMetricData
 from sagemaker_governance.adapters.sagemaker import SageMakerJobMarks, SageMakerJobs
+from sagemaker_governance.adapters.time_bound import InterruptBudget
 from sagemaker_governance.audit import AuditSink
 from sagemaker_governance.business_metrics import BusinessMetricsPort
 from sagemaker_governance.composition.root import Root
@@ -35,6 +36,7 @@ from sagemaker_governance.service.ports import (
     NotifierPort,
     PolicySource,
     SpotHealthPort,
+    TimeBound,
 )
 from sagemaker_governance.service.resume import AutoResumeReaction, LauncherPort, SpotFallbackReaction
 
@@ -68,6 +70,8 @@ class Ports:
     # Whether a guard's arming metric was published in the job's current stint, read by a put of its alarms
     # that may come after the stopper armed it (a late Training event, the reconciler's repair; None: offline)
     metric_data: MetricReadPort | None = None
+    # The time budget a policy's patterns run in on a job's values and log lines (None: unbounded, as offline)
+    bound: TimeBound | None = None
 
     @classmethod
     def of(cls, root: Root) -> Ports:
@@ -90,6 +94,7 @@ class Ports:
             tolerance_notices=root.tolerance_notices,
             compliance_notices=root.compliance_notices,
             metric_data=CloudWatchMetricData(root.client("cloudwatch"), root.metrics),
+            bound=InterruptBudget,
         )
 
 
@@ -103,6 +108,7 @@ def compliance_service(ports: Ports) -> ComplianceService:
         ports.clock,
         marks=ports.marks,
         notices=ports.compliance_notices,
+        bound=ports.bound,
     )
 
 

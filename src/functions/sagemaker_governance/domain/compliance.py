@@ -1,13 +1,15 @@
 """Compliance: evaluate a job against its effective policy and plan what to do.
 
 Pure: the job, the policy and ``now`` in; decisions and notes out. One decision per violated rule, one
-per rule that could not decide, and a single ``none`` decision when the job passes every rule, so each
+per rule that could not decide (data missing, or a pattern that did not finish matching within the time budget
+the service gives the evaluation), and a single ``none`` decision when the job passes every rule, so each
 evaluation leaves at least one audit record; besides, a notice when the job's team tag names a team override
 only as spelled otherwise (``compliance.notify.team-misspelled``: the value is read exactly, never guessed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -37,6 +39,10 @@ class ComplianceCode(StrEnum):
     # the team tag's value names a team override only in another capitalization or with spaces: not applied, told
     TEAM_MISSPELLED = "compliance.notify.team-misspelled"
 
+
+# A rule's inconclusive decision's evidence when one of its patterns did not finish matching within the evaluation's
+# time budget (``Finding.unfinished_match``): what it matched, the pattern, the budget
+PATTERN_TIMEOUT = "pattern_timeout"
 
 # The mark's value: when compliance evaluated the job (UTC, to the second; a valid SageMaker tag value)
 MARK_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -115,10 +121,24 @@ class ComplianceResult(BaseModel):
         """A rule could not decide from what the job's source says (e.g. an event that leaves a field out)."""
         return any(d.code == ComplianceCode.INCONCLUSIVE for d in self.decisions)
 
+    @property
+    def timed_out(self) -> tuple[Decision, ...]:
+        """The inconclusive decisions of rules whose pattern did not finish matching in the time budget."""
+        return tuple(d for d in self.decisions if PATTERN_TIMEOUT in d.evidence)
 
-def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> ComplianceResult:
+
+def evaluate_compliance(
+    job: TrainingJob,
+    policy: Policy,
+    now: datetime,
+    *,
+    bounded: Callable[[Callable[[], bool]], bool] | None = None,
+) -> ComplianceResult:
+    """The decisions about ``job`` under ``policy`` (see the module docstring). ``bounded``: the time budget the
+    policy's patterns run in on the job's values (``EvaluationContext.bounded``; None: unbounded): a rule whose
+    pattern does not finish in it is inconclusive, and the other rules decide as usual."""
     effective = policy.for_job(job)
-    ctx = EvaluationContext(now=now)
+    ctx = EvaluationContext(now=now) if bounded is None else EvaluationContext(now=now, bounded=bounded)
     decisions: list[Decision] = []
     notes: list[str] = []
     evaluated = 0
@@ -138,6 +158,7 @@ def evaluate_compliance(job: TrainingJob, policy: Policy, now: datetime) -> Comp
                     action=Action.NONE,
                     mode=mode,
                     reason=f"not evaluated: {finding.message}",
+                    evidence={PATTERN_TIMEOUT: finding.unfinished} if finding.unfinished else {},
                 )
             )
             continue

@@ -21,6 +21,10 @@ duplicate records its pass again (and tells no one).
 A retry of a delivery whose failed attempt stopped the job (its ``Publish`` throttled, say, or the stop's own
 answer lost) finds the job stopping: that stop is its own (``stop_noted``, in the delivery's done list), so it is
 recorded ``done`` and its owner told the job was stopped, not that it had already ended.
+
+The policy's patterns run on the job's tag values within a time budget (``TAG_PATTERN_SECONDS``, when a
+``TimeBound`` is given): a rule whose pattern does not finish in it is inconclusive (nothing is stopped on it, the
+other rules decide as usual), and an error names the team, the rule and the pattern, for the document to be fixed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import has_room_for
 from sagemaker_governance.domain.compliance import (
     EVALUATED_TAG,
+    PATTERN_TIMEOUT,
     ComplianceResult,
     already_evaluated,
     copied_mark,
@@ -54,8 +59,24 @@ from sagemaker_governance.service.idempotency import (
     stop_noted,
     stopped_earlier,
 )
-from sagemaker_governance.service.ports import Clock, EvaluationMarksPort, JobsPort, NotifierPort, PolicySource
+from sagemaker_governance.service.ports import (
+    Clock,
+    EvaluationMarksPort,
+    JobsPort,
+    NotifierPort,
+    PolicySource,
+    TimeBound,
+)
 from sagemaker_governance.service.recording import Trigger, record_decision
+
+# The time an evaluation's pattern matches may take together: a team's required-tags patterns on the job's tag
+# values, at most 50 of at most 256 characters. A usual pattern (`cc-[0-9]{4}`) matches such a value in microseconds;
+# the slowest kind the backtracking check lets through (`\d*\d*\d*x`, a run cut three ways) took 75 ms on 256 digits,
+# about half a second on the functions' 256 MB (about a seventh of a vCPU: Lambda allocates CPU in proportion to
+# memory). One that takes longer is one the check missed (`[a-z]*[a-z]*[a-z]*\d*\d*\d*#`: over 10 s on 256
+# characters), and it would take as long at every evaluation of the job. A delivery evaluates at most twice (its
+# event, the job re-read), so such a pattern costs it 2 s of the 40 s a record is given at worst (handlers/_batch.py).
+TAG_PATTERN_SECONDS = 1.0
 
 
 def is_first_in_progress(job: TrainingJob) -> bool:
@@ -79,7 +100,9 @@ class ComplianceService:
         *,
         marks: EvaluationMarksPort | None = None,
         notices: ComplianceNotices | None = None,
+        bound: TimeBound | None = None,
     ) -> None:
+        self._bound = bound  # each evaluation's patterns run in a budget of its own (None: unbounded)
         self._jobs = jobs
         self._notifier = notifier
         self._policies = policies
@@ -123,7 +146,7 @@ class ComplianceService:
         the same message (``notice_effect`` names), each told as the job evaluates now when its rule still
         decides the same action, else by its rule and code alone; then record each notice ``done``: a notice is
         recorded once told, and this is its telling (the stops were recorded when they were made)."""
-        now = evaluate_compliance(job, policy, self._clock())
+        now = self._evaluate(job, policy)
         stops: list[Decision] = []
         notices: list[Decision] = []
         for effect in owed:
@@ -157,7 +180,7 @@ class ComplianceService:
                 job = reread = self._dated(job)
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
-        result = evaluate_compliance(job, policy, self._clock())
+        result = self._evaluate(job, policy)
         if result.violations or result.inconclusive:
             # before any violation is acted on or recorded (a stop, a notice, audit mode's "would stop": the
             # job may have been fixed since, or the event may show less than the job has, e.g. a tag added
@@ -169,9 +192,17 @@ class ComplianceService:
             job = fresh
             if self._evaluated_elsewhere(job):
                 return self._skip_evaluated(job, policy, trigger)
-            result = evaluate_compliance(job, policy, self._clock())
+            result = self._evaluate(job, policy)
         for ignored in result.notes:
             logger.warning("exemption ignored", job=job.name, note=ignored)
+        for unfinished in result.timed_out:
+            logger.error(
+                "policy pattern did not finish matching: rule inconclusive, fix the pattern",
+                job=job.name,
+                team=job.tag(policy.team_tag),
+                rule=unfinished.rule,
+                **unfinished.evidence[PATTERN_TIMEOUT],
+            )
         stop_outcome = self._stop_if_needed(job, result)
         # A notice is recorded once its owner was told: a failed Publish leaves it to the retry (the delivery's, or
         # the reconciler's next run, which evaluates the job again: it was not marked), never recorded twice
@@ -182,6 +213,11 @@ class ComplianceService:
             self._record_told(told, job, policy, trigger)
         self._mark_evaluated(job)
         return list(result.decisions)
+
+    def _evaluate(self, job: TrainingJob, policy: Policy) -> ComplianceResult:
+        """``evaluate_compliance`` with the policy's patterns run in a budget of ``TAG_PATTERN_SECONDS``."""
+        bounded = None if self._bound is None else self._bound(TAG_PATTERN_SECONDS)
+        return evaluate_compliance(job, policy, self._clock(), bounded=bounded)
 
     def _record_told(
         self, notices: Sequence[Decision], job: TrainingJob, policy: Policy, trigger: Trigger

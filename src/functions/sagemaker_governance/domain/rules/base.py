@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sagemaker_governance.domain.decisions import Mode
+from sagemaker_governance.domain.errors import PatternTimeout
 from sagemaker_governance.domain.job import TrainingJob
 
 RULE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
@@ -18,12 +20,19 @@ def preferences_note(job: TrainingJob) -> str:
     return " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
 
 
+def unbounded(match: Callable[[], bool]) -> bool:
+    return match()
+
+
 class EvaluationContext(BaseModel):
-    """What a rule may know besides the job: the time, injected so rules stay pure."""
+    """What a rule may know besides the job: the time, injected so rules stay pure, and what a match of one of the
+    policy's patterns on the job's values runs in (``bounded``: the evaluation's time budget, which raises
+    ``PatternTimeout`` when it runs out, ``service/compliance.py``; unbounded where none is given)."""
 
     model_config = ConfigDict(frozen=True)
 
     now: datetime
+    bounded: Callable[[Callable[[], bool]], bool] = unbounded
 
 
 class Finding(BaseModel):
@@ -37,6 +46,9 @@ class Finding(BaseModel):
     observed: Any = None
     expected: Any = None
     conclusive: bool = True
+    # A pattern that did not finish matching in the evaluation's time budget (``unfinished``): what it matched, the
+    # pattern, the budget
+    unfinished: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, rule: RuleBase, message: str, remedy: str, *, observed: Any, expected: Any) -> Finding:
@@ -45,6 +57,19 @@ class Finding(BaseModel):
     @classmethod
     def unknown(cls, rule: RuleBase, message: str) -> Finding:
         return cls(rule=rule.id, message=message, remedy="", conclusive=False)
+
+    @classmethod
+    def unfinished_match(cls, rule: RuleBase, subject: str, pattern: str, timeout: PatternTimeout) -> Finding:
+        """The rule could not decide: its ``pattern`` did not finish matching ``subject`` (``tag cost-center``) within
+        the evaluation's time budget. Not a violation (nothing is stopped on a pattern that could not be matched); the
+        pattern is named so that the policy's author can fix it: it would take as long at every evaluation."""
+        return cls(
+            rule=rule.id,
+            message=f"{subject}: pattern {pattern!r} did not finish matching within {timeout.seconds:g} s",
+            remedy="",
+            conclusive=False,
+            unfinished={"subject": subject, "pattern": pattern, "bound_seconds": timeout.seconds},
+        )
 
 
 class RuleBase(BaseModel):

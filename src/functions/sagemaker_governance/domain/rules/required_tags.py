@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from functools import partial
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sagemaker_governance.domain.backtracking import backtracking_problem
+from sagemaker_governance.domain.errors import PatternTimeout
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.rules.base import EvaluationContext, Finding, RuleBase
 from sagemaker_governance.domain.tags import TAG_VALUE_MAX, tag_key_problem, tag_value_problem
@@ -148,11 +150,22 @@ class RequiredTags(RuleBase):
         if job.tags is None:
             return Finding.unknown(self, "the job's tags are not known")
         missing = sorted(key for key in self.tags if not job.tags.get(key, "").strip())
-        bad = {
-            key: job.tags[key]
-            for key, constraint in sorted(self.tags.items())
-            if key not in missing and not constraint.accepts(job.tags[key])
-        }
+        bad: dict[str, str] = {}
+        for key, constraint in sorted(self.tags.items()):
+            if key in missing:
+                continue
+            value = job.tags[key]
+            if constraint.pattern is None:
+                accepted = constraint.accepts(value)
+            else:
+                # A pattern runs on the job's value in the evaluation's time budget: one the backtracking check
+                # missed makes the whole rule inconclusive (a missing tag beside it included), never a stop
+                try:
+                    accepted = ctx.bounded(partial(constraint.accepts, value))
+                except PatternTimeout as timeout:
+                    return Finding.unfinished_match(self, f"tag {key}", constraint.pattern, timeout)
+            if not accepted:
+                bad[key] = value
         if not missing and not bad:
             return None
         problems = []
