@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import pytest
 
 from sagemaker_governance.audit import MemoryAuditSink
-from sagemaker_governance.domain.compliance import EVALUATED_TAG, PATTERN_TIMEOUT, ComplianceCode
-from sagemaker_governance.domain.errors import PatternTimeout
+from sagemaker_governance.domain.compliance import EVALUATED_TAG, ComplianceCode
+from sagemaker_governance.domain.errors import PATTERN_TIMEOUT, PatternTimeout
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.service.compliance import TAG_PATTERN_SECONDS, ComplianceService
 from sagemaker_governance.service.ports import Bounded

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sagemaker_governance.domain.compliance import PATTERN_TIMEOUT, ComplianceCode, evaluate_compliance
+from sagemaker_governance.domain.compliance import ComplianceCode, evaluate_compliance
 from sagemaker_governance.domain.decisions import Action
-from sagemaker_governance.domain.errors import PatternTimeout
+from sagemaker_governance.domain.errors import PATTERN_TIMEOUT, PatternTimeout
 from sagemaker_governance.domain.policy_document import build_policy
 from sagemaker_governance.domain.rules.base import EvaluationContext
 from sagemaker_governance.domain.rules.required_tags import RequiredTags

@@ -154,7 +154,9 @@ def clone_reactions(
         "notices": ports.notices,
     }
     parts = (ports.jobs, launcher, ports.notifier, ports.policies, ports.audit)
-    resume = AutoResumeReaction(*parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, **common)
+    resume = AutoResumeReaction(
+        *parts, logs=logs, checkpoints=checkpoints, marks=ports.marks, bound=ports.bound, **common
+    )
     # a Spot job ended at MaxWaitTimeExceeded, or plainly Stopped, hands its failed clone, deferred while it ran
     # or stopped, to auto-resume
     spot = SpotFallbackReaction(

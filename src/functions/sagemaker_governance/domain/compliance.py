@@ -16,6 +16,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import PATTERN_TIMEOUT
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.policy import Policy
 from sagemaker_governance.domain.rules import EvaluationContext
@@ -39,10 +40,6 @@ class ComplianceCode(StrEnum):
     # the team tag's value names a team override only in another capitalization or with spaces: not applied, told
     TEAM_MISSPELLED = "compliance.notify.team-misspelled"
 
-
-# A rule's inconclusive decision's evidence when one of its patterns did not finish matching within the evaluation's
-# time budget (``Finding.unfinished_match``): what it matched, the pattern, the budget
-PATTERN_TIMEOUT = "pattern_timeout"
 
 # The mark's value: when compliance evaluated the job (UTC, to the second; a valid SageMaker tag value)
 MARK_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -158,6 +155,7 @@ def evaluate_compliance(
                     action=Action.NONE,
                     mode=mode,
                     reason=f"not evaluated: {finding.message}",
+                    # a pattern that did not finish matching (``Finding.unfinished_match``): which, on what
                     evidence={PATTERN_TIMEOUT: finding.unfinished} if finding.unfinished else {},
                 )
             )

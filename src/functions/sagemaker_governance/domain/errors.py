@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Final
 
 
 class AdapterError(RuntimeError):
@@ -79,6 +80,14 @@ class PatternTimeout(Exception):
     def naming(self, pattern: str, subject: str) -> PatternTimeout:
         """This timeout, with the pattern that was matching when it came and what it was matched against."""
         return PatternTimeout(self.seconds, pattern=pattern, subject=subject)
+
+    def evidence(self) -> dict[str, Any]:
+        """What a decision it made records under ``PATTERN_TIMEOUT``."""
+        return {"subject": self.subject, "pattern": self.pattern, "bound_seconds": self.seconds}
+
+
+# The evidence key of a decision made because a pattern did not finish within its time bound (``PatternTimeout``)
+PATTERN_TIMEOUT: Final = "pattern_timeout"
 
 
 class StopOutcome(StrEnum):

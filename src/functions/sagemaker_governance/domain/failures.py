@@ -54,6 +54,7 @@ from pydantic import (
     model_validator,
 )
 
+from sagemaker_governance.domain.errors import PatternTimeout
 from sagemaker_governance.domain.failure_evidence import FailureEvidence, LogLine
 from sagemaker_governance.domain.failure_signatures import Role, Signature, Verdict, Where, check_name
 
@@ -251,12 +252,22 @@ def _lines(reason: str | None, evidence: FailureEvidence) -> Iterable[tuple[Wher
                 yield Where.LOG, host.host, LogLine(line.text[:MAX_LINE_CHARS], line.at)
 
 
+def _found(signature: Signature, text: str) -> bool:
+    """Whether ``signature`` is found in ``text``. The service may run the classification in a time budget, which
+    interrupts a search still running when it runs out (``PatternTimeout``): named here after the signature whose
+    search it interrupted, for that signature's author to fix it."""
+    try:
+        return signature.regex.search(text) is not None
+    except PatternTimeout as timeout:
+        raise timeout.naming(signature.pattern, f"signature {signature.id}") from None
+
+
 def find_matches(reason: str | None, evidence: FailureEvidence, taxonomy: Taxonomy) -> list[Match]:
     matches: list[Match] = []
     for order, (where, host, line) in enumerate(_lines(reason, evidence)):
         text = line.text.strip()
         for signature in taxonomy.signatures:
-            if signature.applies_to(where) and signature.regex.search(text):
+            if signature.applies_to(where) and _found(signature, text):
                 matches.append(Match(signature, host, text, line.at, order))
     return matches
 
@@ -308,8 +319,10 @@ class _Reports:
         FailureReason) that names an NCCL error: PyTorch raises ``<Type>: NCCL error in: <file>:<line>,
         <NCCL's error string>, NCCL version <v>`` and writes the consequence's text on the next line."""
         lines = list(_lines(reason, evidence))
-        patterns = [s.regex for s in taxonomy.signatures if s.role is Role.CONSEQUENCE]
-        reports = {o for o, (_, _, line) in enumerate(lines) if any(p.search(line.text.strip()) for p in patterns)}
+        consequences = [s for s in taxonomy.signatures if s.role is Role.CONSEQUENCE]
+        reports = {
+            o for o, (_, _, line) in enumerate(lines) if any(_found(s, line.text.strip()) for s in consequences)
+        }
         wrappers = {
             o - 1
             for o in reports

@@ -104,6 +104,7 @@ from sagemaker_governance.domain.clone import (
     role_allowed,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
+from sagemaker_governance.domain.errors import PATTERN_TIMEOUT, PatternTimeout
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.failure_signatures import Role, Verdict
 from sagemaker_governance.domain.failures import HARDWARE_CLASSES, INTERCONNECT, UNKNOWN, Diagnosis, classify
@@ -141,6 +142,9 @@ class ResumeCode(StrEnum):
     # resume.log_hosts' ceiling, or a read that failed): not "not transient" but not known either, so nothing is
     # cloned on a guess
     INSUFFICIENT_EVIDENCE = "resume.skip.insufficient-evidence"
+    # the classification of the failure did not finish within the service's time budget (a signature's pattern was
+    # still searching the lines read): a diagnosis that did not finish is not trusted, so nothing is cloned. Settled
+    DIAGNOSIS_TIMEOUT = "resume.skip.diagnosis-timeout"
     CLASS_SKIPPED = "resume.skip.class-skipped"  # a class the policy does not resume (e.g. capacity: skip)
     NO_CHECKPOINT_PROGRESS = "resume.skip.no-checkpoint-progress"  # nothing written during the failed attempt
     CHECKPOINT_UNREADABLE = "resume.skip.checkpoint-unreadable"  # the listing failed: progress not confirmed
@@ -773,6 +777,30 @@ def _cause_unknown(
         f"be read: {why}, so the cause is not known",
         evidence,
     )
+
+
+def diagnosis_timed_out(
+    job: TrainingJob, *, resume: ResumePolicy, default_mode: Mode, now: datetime, timeout: PatternTimeout
+) -> CloneDecision:
+    """``resume.skip.diagnosis-timeout``: the failure's classification did not finish within the time budget the
+    service runs it in (``timeout``: a signature's pattern, most likely a team's that the backtracking check let
+    through, was still searching a line read). A diagnosis that did not finish is not trusted: no clone on it.
+
+    Settled (a deferred job is not decided again): the same signature would search the same lines at the next
+    decision, the reconciler's, and run out of time again, each run, until the job is too late. The job is left
+    to its owner, as after any skip, and the signature to the platform team (the service logs it)."""
+    mode = resume.mode or default_mode
+    evidence: dict[str, Any] = {
+        "failure_reason": _short(job.failure_reason),
+        "training_hours": round(job.training_seconds(now) / 3600, 2),
+        PATTERN_TIMEOUT: timeout.evidence(),
+    }
+    what = f" ({timeout.subject}: {timeout.pattern!r})" if timeout.pattern is not None else ""
+    reason = (
+        f"not resumed: the failure's diagnosis did not finish within {timeout.seconds:g} s, a signature's pattern "
+        f"still searching the log lines read{what}: a cause not known is no ground for a clone"
+    )
+    return replace(_none(RESUME_RULE_ID, ResumeCode.DIAGNOSIS_TIMEOUT, mode, reason, evidence), settled=True)
 
 
 def _hosts_failed(failure: FailureEvidence | None) -> bool:

@@ -35,7 +35,6 @@ from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import has_room_for
 from sagemaker_governance.domain.compliance import (
     EVALUATED_TAG,
-    PATTERN_TIMEOUT,
     ComplianceResult,
     already_evaluated,
     copied_mark,
@@ -43,7 +42,13 @@ from sagemaker_governance.domain.compliance import (
     was_evaluated,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import (
+    PATTERN_TIMEOUT,
+    AdapterError,
+    DescriptionBehind,
+    JobNotFound,
+    StopOutcome,
+)
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification, NotificationKind, NotificationOutcome, headline
 from sagemaker_governance.domain.policy import Policy

@@ -49,7 +49,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
@@ -68,7 +69,13 @@ from sagemaker_governance.domain.clone import (
     own_lineage,
 )
 from sagemaker_governance.domain.decisions import Action, Decision, Mode
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import (
+    AdapterError,
+    DescriptionBehind,
+    JobNotFound,
+    PatternTimeout,
+    StopOutcome,
+)
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence
 from sagemaker_governance.domain.failures import Diagnosis, classify
 from sagemaker_governance.domain.job import TrainingJob
@@ -98,6 +105,7 @@ from sagemaker_governance.domain.resume import (
     decide_spot_start,
     decide_spot_takeover,
     deferred_here,
+    diagnosis_timed_out,
     end_unseen,
     interruption_unseen,
     is_new_spot_start,
@@ -120,6 +128,7 @@ from sagemaker_governance.domain.spot_health import FleetHealth, in_interruption
 from sagemaker_governance.observability import logger
 from sagemaker_governance.service.idempotency import CloneNotices, once
 from sagemaker_governance.service.ports import (
+    Bounded,
     CheckpointsPort,
     Clock,
     EvaluationMarksPort,
@@ -128,8 +137,27 @@ from sagemaker_governance.service.ports import (
     NotifierPort,
     PolicySource,
     SpotHealthPort,
+    TimeBound,
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
+
+T = TypeVar("T")
+
+# The time a job's diagnosis may take: every signature (the built-in 27 and the team's) searched in every line read,
+# at most twice (the first hosts, then every host up to 64 when those show no cause), in one budget. Measured on a
+# developer's core: about 0.2 ms of CPU per line of 175 characters, 2 ms per line of 1,750. The functions' 256 MB
+# get about a seventh of a vCPU (Lambda allocates CPU in proportion to memory), so a 64-host job at the default
+# budgets (8 hosts' 200 lines, then 100 lines of every host: about 8,800 lines searched) takes some 10 to 15 s there
+# when its lines are short: 20 s leaves that room. A search that needs more is a slow pattern the backtracking check
+# missed (`.*={50}x`: 0.27 s a line, on lines a progress bar writes by the hundred), or lines so long and many that
+# it would be lost anyway: five failed jobs in one batch (the job-events function's BatchSize) then take 100 s of
+# its 300 s, and a record that diagnoses for 20 s leaves its AWS calls half the 40 s a record is given at worst
+# (handlers/_batch.py).
+DIAGNOSIS_SECONDS = 20.0
+
+
+def _unbounded(work: Callable[[], T]) -> T:
+    return work()
 
 
 def cloned_from(jobs: JobsPort, clone: str, source: str) -> bool:
@@ -172,7 +200,9 @@ class _CloneReaction:
         marks: EvaluationMarksPort | None = None,
         notices: CloneNotices | None = None,
         handoff: Callable[[TrainingJob, Trigger], list[Decision]] | None = None,
+        bound: TimeBound | None = None,
     ) -> None:
+        self._bound = bound  # the time budget of a diagnosis (None: unbounded)
         self._handoff = handoff  # auto-resume, for this job's failed clone deferred while it ran (None: none)
         self._notices = notices  # tells each clone's owner once, whoever made it (None: no ledger)
         self._spot_health = spot_health
@@ -755,11 +785,26 @@ class AutoResumeReaction(_CloneReaction):
         checkpoint: CheckpointProgress | None = None
         source: TrainingJob | None = None
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
-            failure, diagnosis = self._read_failure_logs(job, resume)
+            # Classified once (a signature search per line read), for every decision made of it below, within one
+            # budget of DIAGNOSIS_SECONDS: a diagnosis that does not finish in it is no ground for a clone
+            budget = _unbounded if self._bound is None else self._bound(DIAGNOSIS_SECONDS)
+            try:
+                failure, diagnosis = self._read_failure_logs(job, resume, budget)
+                diagnosis = diagnosis or budget(partial(classify, job.failure_reason, failure, resume.taxonomy()))
+            except PatternTimeout as timeout:
+                logger.error(
+                    "failure signature did not finish searching the logs: not resumed, fix the signature",
+                    job=job.name,
+                    team=job.tag(policy.team_tag),
+                    subject=timeout.subject,
+                    pattern=timeout.pattern,
+                    bound_seconds=timeout.seconds,
+                )
+                return diagnosis_timed_out(
+                    job, resume=resume, default_mode=policy.mode, now=ctx.now, timeout=timeout
+                )
             checkpoint = self._read_checkpoint(job)
             source = self._read_source(job, tags)
-            # Classified once (a signature search per line read), for every decision made of it below
-            diagnosis = diagnosis or classify(job.failure_reason, failure, resume.taxonomy())
 
         def decide(next_clone: TrainingJob | None = None) -> CloneDecision:
             return decide_resume(
@@ -823,7 +868,7 @@ class AutoResumeReaction(_CloneReaction):
             raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
     def _read_failure_logs(
-        self, job: TrainingJob, resume: ResumePolicy
+        self, job: TrainingJob, resume: ResumePolicy, budget: Bounded = _unbounded
     ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
         ``MAX_LOG_HOSTS``) when the job has more hosts and those show no cause (``Diagnosis.cause_unread``:
@@ -842,11 +887,12 @@ class AutoResumeReaction(_CloneReaction):
         is decided on the first read. A second read that fails keeps the first, and a diagnosis that still
         misses hosts whose read failed is ``resume.skip.insufficient-evidence`` (for a peer's report, also
         hosts beyond ``MAX_LOG_HOSTS``). With the evidence, its diagnosis when one was made of it (the
-        first read's, which decided that no second read was needed), so that it is not classified twice."""
+        first read's, which decided that no second read was needed), so that it is not classified twice. A
+        classification runs in the diagnosis's ``budget`` (``PatternTimeout`` when it runs out; none by default)."""
         failure = self._read_logs(job, resume.log_lines, resume.log_hosts)
         if failure.hosts_total <= resume.log_hosts or resume.log_hosts >= MAX_LOG_HOSTS:
             return failure, None
-        first = classify(job.failure_reason, failure, resume.taxonomy())
+        first = budget(partial(classify, job.failure_reason, failure, resume.taxonomy()))
         if not (first.cause_unread or first.interconnect_unread):
             return failure, first
         lines = _every_host_lines(resume, failure.hosts_total)

@@ -68,7 +68,7 @@ class Finding(BaseModel):
             message=f"{subject}: pattern {pattern!r} did not finish matching within {timeout.seconds:g} s",
             remedy="",
             conclusive=False,
-            unfinished={"subject": subject, "pattern": pattern, "bound_seconds": timeout.seconds},
+            unfinished=timeout.naming(pattern, subject).evidence(),
         )
 
 
