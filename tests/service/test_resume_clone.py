@@ -26,7 +26,13 @@ from sagemaker_governance.domain.clone import (
     TAG_STRIKES,
     CreateOutcome,
 )
-from sagemaker_governance.domain.errors import AdapterError, DescriptionBehind, JobNotFound, StopOutcome
+from sagemaker_governance.domain.errors import (
+    AdapterError,
+    DescriptionBehind,
+    JobNotFound,
+    LogsUnread,
+    StopOutcome,
+)
 from sagemaker_governance.domain.failure_evidence import CheckpointProgress, FailureEvidence, HostLog, LogLine
 from sagemaker_governance.domain.job import TrainingJob
 from sagemaker_governance.domain.notifications import Notification
@@ -718,11 +724,12 @@ def test_an_interconnect_cause_whose_other_hosts_cannot_be_read_is_not_cloned_an
 
 def test_a_peer_s_report_whose_other_hosts_cannot_be_read_is_insufficient_evidence() -> None:
     # Given a 12-host job whose algo-7 lost its EFA transport, the 8 hosts read first showing only the others'
-    # ncclRemoteError, and the read of every host failing
+    # ncclRemoteError, and the read of every host failing, decided 20 minutes after the failure (past the settle
+    # period, within the reconciler's look-back)
     world = World(cluster=efa_fault_on("algo-7", 12))
     assert isinstance(world.logs, ClusterLogs)
     world.logs.failing_reads = frozenset({1})
-    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON), TAGS)
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON, **recent_failure(20)), TAGS)
     # When auto-resume reacts to its Failed event
     (decision,) = world.reaction.react(job, EVENT)
     # Then, as for an interconnect cause, the 4 hosts unread are said and nothing is cloned on a guess
@@ -1427,6 +1434,28 @@ def test_a_skip_on_a_peer_s_failed_read_past_the_settle_period_is_handed_to_the_
     (decision,) = world.reaction.react(job, RUN)
     # Then it is resumed
     assert decision.code == "resume.clone.transient"
+
+
+@pytest.mark.parametrize("minutes_ago", [60, 130, 60 * 30])
+def test_a_skip_on_a_peer_s_failed_read_past_the_longest_wait_is_retried_not_handed_over(minutes_ago: int) -> None:
+    # Given the same two-host job, its Failed delivery decided an hour or more after the failure (retried for hours,
+    # or the reconciler deciding a deferral at its due time): the reconciler's look-back (the longest wait, 60
+    # minutes, plus three runs) counts from the failure and would not list a job tagged now at its next runs
+    world = World(evidence=efa_on_algo_2_peer_unread())
+    job = world.failed(FailureReason=NCCL_REASON, **recent_failure(minutes_ago))
+    # When auto-resume reacts to it with algo-1's read throttled, then the decision fails, to be made again on a
+    # new read: nothing recorded, tagged or created
+    with pytest.raises(LogsUnread, match="decided again on a new read"):
+        world.reaction.react(job, EVENT)
+    assert world.audit.records == [] and world.sagemaker.created == []
+    assert TAG_RESUME_AFTER not in world.sagemaker.tags[job.arn or ""]
+    # When the delivery is retried and algo-1 is read, saying nothing of its end
+    assert isinstance(world.logs, FakeLogs)
+    world.logs.evidence = efa_on_algo_2_first_read()
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is resumed
+    assert decision.code == "resume.clone.transient"
+    assert [r["TrainingJobName"] for r in world.sagemaker.created] == ["llm-sft-1-r1"]
 
 
 def test_a_copied_resume_after_does_not_keep_a_skip_on_a_failed_read_from_the_reconciler() -> None:

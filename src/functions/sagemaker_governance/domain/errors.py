@@ -62,6 +62,14 @@ class DescriptionBehind(AdapterError):
     delivery fails, and its queue delivers it again later (a minute later: ``domain/redelivery.py``)."""
 
 
+class LogsUnread(AdapterError):
+    """A resume decided while some hosts' logs could not be read, too long after the failure to hand it to the
+    reconciler by a ``smgov:resume-after`` tag (its look-back counts from the failure, and may leave the job before its
+    next run): nothing is recorded, and the decision is retried on a new read: the event's delivery by its queue (a
+    minute later, ``domain/redelivery.py``; the dead-letter queue after its receives), the reconciler's pass by name
+    (``RESUME_HOLD_PASSES``)."""
+
+
 class PatternTimeout(Exception):
     """A policy's pattern (a required tag's, a failure signature's) was still matching untrusted text when the
     time bound its use case set ran out (``TimeBound``, ``service/ports.py``): Python's ``re`` has no timeout of its

@@ -73,6 +73,7 @@ from sagemaker_governance.domain.errors import (
     AdapterError,
     DescriptionBehind,
     JobNotFound,
+    LogsUnread,
     PatternTimeout,
     StopOutcome,
 )
@@ -107,6 +108,7 @@ from sagemaker_governance.domain.resume import (
     deferred_here,
     diagnosis_timed_out,
     end_unseen,
+    failure_time,
     interruption_unseen,
     is_new_spot_start,
     is_resume_trigger,
@@ -274,6 +276,8 @@ class _CloneReaction:
             return result.decisions
         clone, stop, plan = result.clone, result.stop, result.plan
         if clone is None or plan is None:
+            if result.again:
+                self._within_reach(job, effective)
             for decision in result.decisions:
                 self._record(decision, job, policy, trigger, Outcome.NO_ACTION)
             if result.settled:
@@ -589,6 +593,25 @@ class _CloneReaction:
             self._marks.mark(job.arn, TAG_RESUME_SETTLED, settled_tag(code, job.name))
         except AdapterError as exc:
             logger.warning("deferred resume not marked settled", job=job.name, code=code, error=str(exc))
+
+    def _within_reach(self, job: TrainingJob, effective: Policy) -> None:
+        """A skip made while some hosts' logs could not be read (``CloneDecision.again``) is handed to the reconciler
+        (``_decide_again``) only while its look-back surely lists the job at its next run: the job failed less than
+        the team's longest wait (``resume.backoff_minutes``, or ``logs_settle_minutes`` when longer) ago, and the
+        look-back is the longest of every team's plus three runs (``ListTrainingJobs``' ``LastModifiedTimeAfter``
+        counts from the failure; a tag does not move it). Later (a ``Failed`` delivery retried for hours, the
+        reconciler deciding a deferral at its due time), a tag would go unread and the resume be lost to one
+        throttled read: ``LogsUnread`` is raised before anything is recorded, for the decision to be made again on a
+        new read. A failure time that cannot be read is handed over, as before."""
+        failed_at = failure_time(job)
+        if failed_at is None:
+            return
+        waited = self._clock() - failed_at
+        if waited >= timedelta(minutes=effective.resume.longest_wait()):
+            raise LogsUnread(
+                f"{job.name}: some hosts' logs could not be read, {waited.total_seconds() / 60:.0f} minutes after the "
+                "failure, past where the reconciler's look-back surely lists the job: decided again on a new read"
+            )
 
     def _decide_again(self, result: CloneDecision, job: TrainingJob) -> None:
         """A skip made while some hosts' logs could not be read (``CloneDecision.again``), on a job not deferred
