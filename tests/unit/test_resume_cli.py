@@ -261,3 +261,33 @@ def test_a_clone_that_needs_sagemaker_without_a_region_says_so_without_a_traceba
     # botocore's reason on stderr, not an exception
     assert main(["resume", "relaunch-7", "--describe-file", describe, "--tags-file", tags]) == 1
     assert "cannot reach SageMaker" in capsys.readouterr().err
+
+
+def test_a_client_botocore_cannot_form_an_endpoint_for_is_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an empty region (`export AWS_DEFAULT_REGION=$REGION` with REGION unset): botocore raises ValueError
+    # ("Invalid endpoint"), not one of its own errors
+    for name in ("AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    describe = _write(tmp_path / "d.json", failed_description("job-a"))
+    tags = _write(tmp_path / "t.json", {"team": "nlp"})
+    # When a job is resumed online, or for real from files, then each fails with a message, not a traceback
+    assert main(["resume", "job-a", "--dry-run"]) == 1
+    assert "cannot reach SageMaker" in capsys.readouterr().err
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
+    assert "cannot reach SageMaker" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("status", [["Failed"], {"Failed": 1}, 3])
+def test_a_description_whose_status_is_not_a_string_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: object
+) -> None:
+    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus=status))
+    tags = _write(tmp_path / "t.json", {"team": "nlp"})
+    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 2
+    assert "TrainingJobStatus" in capsys.readouterr().err

@@ -96,7 +96,7 @@ def _sagemaker_client() -> Any:
 
     try:
         return boto3.client("sagemaker")
-    except BotoCoreError as exc:
+    except (BotoCoreError, ValueError) as exc:  # ValueError: an endpoint botocore cannot form (an empty region)
         raise _NoClient(f"cannot reach SageMaker: {exc}") from exc
 
 
@@ -122,6 +122,19 @@ def _own_lineage(name: str, tags: dict[str, str], client: Any) -> dict[str, str]
     copied = ", ".join(f"{key}={tags[key]}" for key in LINEAGE_TAGS if key in tags)
     print(f"{name}: lineage tags copied from another job ignored ({copied})", file=sys.stderr)
     return own_lineage(name, tags)
+
+
+def _unusable(name: str, description: dict[str, Any]) -> str | None:
+    """Why a description (a file written by hand, perhaps) cannot be the job's: another job's, or a status that is
+    not a string (SageMaker's always is; none at all is judged as before)."""
+    described = description.get("TrainingJobName")
+    if described != name:
+        shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
+        return f"the description is of {shown}, not {name!r}"
+    status = description.get("TrainingJobStatus")
+    if status is not None and not isinstance(status, str):
+        return f"the description's TrainingJobStatus is {type(status).__name__}, not a status"
+    return None
 
 
 def _refusal(name: str, description: dict[str, Any], tags: dict[str, str]) -> str | None:
@@ -152,10 +165,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except (AdapterError, _NoClient) as exc:
         return _fail(f"cannot read {args.job_name}: {exc}")
-    described = description.get("TrainingJobName")
-    if described != args.job_name:
-        shown = repr(described[:80]) if isinstance(described, str) else f"a {type(described).__name__}"
-        return _fail(f"the description is of {shown}, not {args.job_name!r}", EXIT_USAGE)
+    unusable = _unusable(args.job_name, description)
+    if unusable is not None:
+        return _fail(unusable, EXIT_USAGE)
     refusal = None if args.dry_run or args.force else _refusal(args.job_name, description, tags)
     if refusal is not None:
         return _fail(refusal)
