@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -130,3 +131,25 @@ def test_off_the_main_thread_the_work_runs_unbounded_and_no_signal_is_touched() 
     assert results == ["done"]
     assert seen["handler"] is previous_handler and seen["timer"] == 0.0
     assert signal.getsignal(signal.SIGALRM) is previous_handler
+
+
+def test_the_timer_firing_as_the_work_ends_leaves_the_previous_handler_in_place() -> None:
+    # Given work that CPython checks for signals nowhere in (no call, no loop: straight-line statements), so that a
+    # timer expiring in it is handled at the first check after it ends
+    statements = "\n".join(["    n = n + 1"] * 200_000)
+    namespace: dict[str, Any] = {}
+    exec(f"def work():\n    n = 0\n{statements}\n    return 'done'\n", namespace)
+    work = namespace["work"]
+    started = time.perf_counter()
+    work()
+    took = time.perf_counter() - started
+    # When it runs in a budget that expires a quarter of the way through it (or after it, on a loaded machine)
+    outcome: object
+    try:
+        outcome = InterruptBudget(took / 4)(work)
+    except PatternTimeout as timeout:
+        outcome = timeout
+    # Then the previous handler is back and no timer is pending, whichever the outcome
+    assert signal.getsignal(signal.SIGALRM) is previous_handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert outcome == "done" or isinstance(outcome, PatternTimeout)

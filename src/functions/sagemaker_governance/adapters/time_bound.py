@@ -61,29 +61,31 @@ class InterruptBudget:
 
 
 def _interrupted(work: Callable[[], T], *, after: float, seconds: float) -> T:
+    running = [True]  # cleared as the work ends: a signal handled after that is late, and raises nothing
+
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise PatternTimeout(seconds)
+        if running[0]:
+            raise PatternTimeout(seconds)
 
     previous = signal.signal(signal.SIGALRM, expire)
+    # ``signal.signal`` returns None for a handler not set from Python: the default's, then
+    handler: Any = signal.SIG_DFL if previous is None else previous
     try:
         # one shot (no interval): the handler runs at most once per run. A fraction of a microsecond is rounded up
         # (CPython's setitimer), never down to zero, which would disarm the timer and leave the work unbounded
         signal.setitimer(signal.ITIMER_REAL, after)
         return work()
     finally:
-        _disarm(previous)
-
-
-def _disarm(previous: Any) -> None:
-    """Disarm the timer and put ``previous`` back (``signal.signal`` returns None for a handler not set from Python:
-    the default's, then). The timer may fire as the work ends, after it returned or raised: its handler then raises
-    here (CPython runs it at the next bytecode, or in ``signal.signal``, which runs pending handlers first). It fires
-    once, so the next try completes, and the work's own outcome stands: its result, or its exception."""
-    handler = signal.SIG_DFL if previous is None else previous
-    while True:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, handler)
-            return
-        except PatternTimeout:
-            continue
+        # Written out here, with no call before its ``try``: CPython runs a pending signal's handler at its next check
+        # (a call, a function's entry, a loop), so the timer firing as the work ends is handled in this ``try`` at the
+        # latest, never between the work and it (where a helper function's entry was: the handler escaped it and
+        # stayed installed). Once ``running`` is cleared the handler raises nothing; before, its one raise is caught
+        # and the disarm tried again. The work's own outcome stands: its result, or its exception.
+        while True:
+            try:
+                running[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, handler)
+                break
+            except PatternTimeout:
+                continue
