@@ -91,7 +91,7 @@ def test_a_pattern_out_of_time_stops_nothing_and_names_the_pattern(
     assert [d.code for d in decisions] == [ComplianceCode.INCONCLUSIVE]
     assert "stop job-1" not in calls.log and not any(c.startswith("notify") for c in calls.log)
     assert f"mark job-1 {EVALUATED_TAG}" in calls.log
-    # And the record carries the pattern, the tag and the budget (one per evaluation, of TAG_PATTERN_SECONDS)
+    # And the record carries the pattern, the tag and the budget (one per match, of TAG_PATTERN_SECONDS)
     (record,) = audit.records
     assert (record.rule, record.code, record.outcome.value) == (
         "required-tags",
@@ -127,3 +127,52 @@ def test_the_other_rules_still_stop_the_job(
         ("required-tags", "no-action"),
         ("instance-types", "done"),
     }
+
+
+class RunsOutOn:
+    """``TimeBound`` whose budgets run out during a match on ``value`` and stay spent then (as ``InterruptBudget``: work
+    run in a spent budget raises at once); a budget spent by no such match runs its work."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.opened = 0
+
+    def __call__(self, seconds: float) -> Bounded:
+        self.opened += 1
+        spent = [False]
+
+        def bounded(work: Callable[[], T]) -> T:
+            if spent[0] or self.value in getattr(work, "args", ()):
+                spent[0] = True
+                raise PatternTimeout(seconds)
+            return work()
+
+        return bounded
+
+
+def test_a_pattern_out_of_time_leaves_another_rule_s_sound_pattern_its_own_time(
+    jobs: Any, notifier: Any, policies: Any, audit: MemoryAuditSink, calls: Any
+) -> None:
+    # Given two required-tags rules: the first's pattern runs out of time on the job's value; the second's, sound, is
+    # violated by the job's value
+    policies.policy = build_policy(
+        {
+            "mode": "enforce",
+            "rules": [
+                {"id": "a-ticket", "type": "required-tags", "tags": {"ticket": {"pattern": "[A-Z]+-[0-9]+"}}},
+                {"id": "b-cost", "type": "required-tags", "tags": {"cost-center": {"pattern": PATTERN}}},
+            ],
+        }
+    )
+    violating = job(tags={"team": "vision", "owner": "alice", "ticket": "OPS-1", "cost-center": "WRONG"})
+    jobs.jobs["job-1"] = violating
+    bound = RunsOutOn("OPS-1")
+    service = ComplianceService(jobs, notifier, policies, audit, lambda: NOW, marks=Marks(calls), bound=bound)
+    # When its first InProgress event is evaluated
+    decisions = service.react(violating, TRIGGER)
+    # Then the first rule is inconclusive, and the second, matched in a budget of its own, stops the job
+    assert {d.rule: d.code for d in decisions} == {
+        "a-ticket": ComplianceCode.INCONCLUSIVE,
+        "b-cost": ComplianceCode.STOP,
+    }
+    assert "stop job-1" in calls.log

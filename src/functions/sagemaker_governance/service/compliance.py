@@ -29,7 +29,7 @@ other rules decide as usual), and an error names the team, the rule and the patt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.domain.clone import has_room_for
@@ -74,13 +74,15 @@ from sagemaker_governance.service.ports import (
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
 
-# The time an evaluation's pattern matches may take together: a team's required-tags patterns on the job's tag
-# values, at most 50 of at most 256 characters. A usual pattern (`cc-[0-9]{4}`) matches such a value in microseconds;
+# The time one match of a team's required-tags pattern on one of the job's tag values (at most 256 characters) may
+# take: each match has a budget of its own, so a slow pattern makes only its own rule inconclusive (a rule stops at
+# its first pattern that does not finish), never a sound pattern of another rule that runs after it. A usual pattern (`cc-[0-9]{4}`) matches such a value in microseconds;
 # the slowest kind the backtracking check lets through (`\d*\d*\d*x`, a run cut three ways) took 75 ms on 256 digits,
 # about half a second on the functions' 256 MB (about a seventh of a vCPU: Lambda allocates CPU in proportion to
 # memory). One that takes longer is one the check missed (`[a-z]*[a-z]*[a-z]*\d*\d*\d*#`: over 10 s on 256
 # characters), and it would take as long at every evaluation of the job. A delivery evaluates at most twice (its
-# event, the job re-read), so such a pattern costs it 2 s of the 40 s a record is given at worst (handlers/_batch.py).
+# event, the job re-read), so such a pattern costs it 2 s of the 40 s a record is given at worst (handlers/_batch.py),
+# and each further rule holding one as much again.
 TAG_PATTERN_SECONDS = 1.0
 
 
@@ -220,9 +222,16 @@ class ComplianceService:
         return list(result.decisions)
 
     def _evaluate(self, job: TrainingJob, policy: Policy) -> ComplianceResult:
-        """``evaluate_compliance`` with the policy's patterns run in a budget of ``TAG_PATTERN_SECONDS``."""
-        bounded = None if self._bound is None else self._bound(TAG_PATTERN_SECONDS)
+        """``evaluate_compliance`` with each match of the policy's patterns run in a budget of ``TAG_PATTERN_SECONDS``
+        of its own."""
+        bounded = None if self._bound is None else self._matched
         return evaluate_compliance(job, policy, self._clock(), bounded=bounded)
+
+    def _matched(self, match: Callable[[], bool]) -> bool:
+        """One pattern's match on one value, in a new budget: one shared by the evaluation would be spent by a slow
+        pattern, and every pattern after it (another rule's, sound) would raise at once, blamed for it."""
+        assert self._bound is not None
+        return self._bound(TAG_PATTERN_SECONDS)(match)
 
     def _record_told(
         self, notices: Sequence[Decision], job: TrainingJob, policy: Policy, trigger: Trigger
