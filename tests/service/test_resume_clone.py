@@ -1778,3 +1778,18 @@ def test_a_recent_failure_without_room_for_the_deferral_s_tags_is_decided_at_onc
     (decision,) = world.reaction.react(job, EVENT)
     assert decision.code != "resume.defer.logs-pending"
     assert not any(line.startswith("tag") for line in world.calls.log)
+
+
+def test_a_skip_on_a_failed_read_past_late_after_hours_is_final_not_retried() -> None:
+    # Given the 12-host job whose other hosts' read fails, its Failed event decided 50 hours after the failure (a
+    # dead letter redriven, the reconciler's last try by name), past resume.late_after_hours (48)
+    world = World(cluster=efa_fault_on("algo-7", 12))
+    assert isinstance(world.logs, ClusterLogs)
+    world.logs.failing_reads = frozenset({1})
+    job = world.sagemaker.add(failed_description("llm-sft-1", reason=NCCL_REASON, **recent_failure(50 * 60)), TAGS)
+    # When auto-resume reacts: no new read could lead to a clone now
+    (decision,) = world.reaction.react(job, EVENT)
+    # Then it is the final too-late skip, recorded and settled, not a decision failed for a retry
+    assert decision.code == "resume.skip.too-late"
+    assert world.codes() == [("resume.skip.too-late", "no-action")]
+    assert world.sagemaker.created == []

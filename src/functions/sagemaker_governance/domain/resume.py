@@ -733,7 +733,7 @@ def _held(
         skipped = _not_resumable(diagnosis, mode, evidence)
         if _read_in_full(failure, diagnosis):
             return replace(skipped, settled=True)
-        return replace(skipped, again=_hosts_failed(failure))
+        return _again_unless_late(skipped, job, source, resume, mode, now, failure, evidence)
     held = _source_running(job, tags, source, mode, now, evidence, next_clone) or _too_late(
         job, source, resume, mode, now, evidence
     )
@@ -748,6 +748,27 @@ def _held(
         # Not settled: the hosts whose read failed may be read at the next run (when the job was deferred)
         return replace(_unread_peers(diagnosis, failure, mode, evidence), again=True)
     return None
+
+
+def _again_unless_late(
+    skipped: CloneDecision,
+    job: TrainingJob,
+    source: TrainingJob | None,
+    resume: ResumePolicy,
+    mode: Mode,
+    now: datetime,
+    failure: FailureEvidence | None,
+    evidence: dict[str, Any],
+) -> CloneDecision:
+    """A skip on the diagnosis made while some hosts' logs could not be read is decided again on a new read
+    (``again``) while a clone is still in time; past ``late_after_hours`` no read could lead to one, and the decision
+    is the final ``resume.skip.too-late`` (a skip retried for a new read there was never recorded at all)."""
+    if not _hosts_failed(failure):
+        return skipped
+    late = _too_late(job, source, resume, mode, now, dict(evidence))
+    if late is not None and late.settled:
+        return late
+    return replace(skipped, again=True)
 
 
 def _unread_peers(

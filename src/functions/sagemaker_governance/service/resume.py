@@ -816,7 +816,9 @@ class AutoResumeReaction(_CloneReaction):
                 diagnosis = diagnosis or budget(partial(classify, job.failure_reason, failure, resume.taxonomy()))
             except PatternTimeout as timeout:
                 logger.error(
-                    "failure signature did not finish searching the logs: not resumed, fix the signature",
+                    # the budget is the diagnosis's: the signature named was searching when it ran out, and a slow one
+                    # searched before it may have spent most of it
+                    "diagnosis did not finish in its time budget: not resumed; the signature searching then is named",
                     job=job.name,
                     team=job.tag(policy.team_tag),
                     subject=timeout.subject,
