@@ -44,7 +44,19 @@ GC_THRESHOLDS = (50_000, 20, 10)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Every test process (each xdist worker and a plain run) sets the collector's thresholds and shares
+    botocore's service models between sessions from its start.
+
+    moto's ``mock_aws`` gives boto3 a new default session each time it starts, and a new session parses
+    the service models again (SageMaker's alone is megabytes of JSON): a test that builds its clients with
+    ``boto3.client`` under ``mock_aws`` paid for that. ``share_models`` (what the local account and the
+    simulator call) keeps one loader per process; the models are data botocore only reads. Before, a
+    process shared them only from its first local account or simulation on, so what a test cost depended
+    on what its worker had run before it."""
+    from smgov.simulation.botocore_models import share_models
+
     gc.set_threshold(*GC_THRESHOLDS)
+    share_models()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
