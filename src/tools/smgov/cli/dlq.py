@@ -5,20 +5,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
-import boto3
+from typing import TYPE_CHECKING
 
 from sagemaker_governance.domain.errors import AdapterError
 from sagemaker_governance.settings import Settings
-from smgov.adapters.dead_letter_queue import DeadLetterQueue
+
+if (
+    TYPE_CHECKING
+):  # imported where a queue is opened: every `smgov` command imports this module for its parser, and
+    # boto3 (with botocore) is about half of the CLI's start-up
+    from smgov.adapters.dead_letter_queue import DeadLetterQueue
 
 
 def stack_outputs(stack: str) -> dict[str, str]:
+    import boto3
+
     outputs = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
     return {str(o["OutputKey"]): str(o["OutputValue"]) for o in outputs}
 
 
 def open_queue(args: argparse.Namespace) -> DeadLetterQueue:
+    import boto3
+
+    from smgov.adapters.dead_letter_queue import DeadLetterQueue
+
     sources: dict[str, str] = {}
     url = args.queue_url
     prefix = None

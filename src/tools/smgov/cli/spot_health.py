@@ -8,8 +8,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
-
 from sagemaker_governance.domain.recovery_policy import StormPolicy
 from sagemaker_governance.domain.spot_health import FleetHealth, SpotSignal
 from smgov.cli.dlq import stack_outputs
@@ -52,7 +50,11 @@ def cmd_spot_health(args: argparse.Namespace, client: Any = None, now: datetime 
         raise SystemExit(f"stack {args.stack} has no SpotHealthTableName output")
     now = now or datetime.now(UTC)
     policy = StormPolicy(window_hours=args.hours, interrupted_jobs=args.storm_jobs)
-    signals = read_ledger(client or boto3.client("dynamodb"), table, now - timedelta(hours=args.hours))
+    if client is None:
+        import boto3  # here, not at the CLI's start (smgov.cli.dlq says why)
+
+        client = boto3.client("dynamodb")
+    signals = read_ledger(client, table, now - timedelta(hours=args.hours))
     rows = health_report(signals, now, policy)
     if args.json:
         print(json.dumps(rows, indent=2))
