@@ -246,18 +246,22 @@ def _combine(name: str, present: list[float]) -> float | None:
     return sum(present) / len(present)
 
 
+# MAX, MIN and SUM across series, per timestamp (AVG: the sum over the count), as ``_combine`` computes them.
+_ACROSS: dict[str, Callable[[Sequence[float]], float]] = {"MAX": max, "MIN": min, "SUM": sum}
+
+
 def _reduce(name: str, value: Any) -> Any:
     if _is_array(value):  # per timestamp, across the series; missing only where every series is missing
         columns = zip(*value, strict=True)
+        across = _ACROSS.get(name)
         if all(type(series) is list and None not in series for series in value):  # no datapoint missing
-            if name == "MAX":
-                return list(map(max, columns))
-            if name == "MIN":
-                return list(map(min, columns))
-            if name == "SUM":
-                return list(map(sum, columns))
+            if across is not None:
+                return list(map(across, columns))
             return [sum(column) / len(column) for column in columns]
-        return [_combine(name, [v for v in column if v is not None]) for column in columns]
+        present = ([v for v in column if v is not None] for column in columns)
+        if across is not None:
+            return [across(values) if values else None for values in present]
+        return [sum(values) / len(values) if values else None for values in present]
     if isinstance(value, list):  # one series -> a scalar over its datapoints
         return _combine(name, [v for v in value if v is not None])
     return value
