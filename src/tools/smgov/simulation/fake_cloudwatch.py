@@ -86,7 +86,8 @@ class FakeCloudWatch:
         name = model.name
         params = self._pending.pop(id(model), {})
         self.calls[name] += 1
-        self.requests.append((name, plain_copy(params)))
+        # ``params`` is this double's own copy (``_capture``), which no operation changes: kept as it is, once
+        self.requests.append((name, params))
         handler = getattr(self, f"_op_{name}", None)
         try:
             if handler is None:

@@ -316,8 +316,9 @@ class FakeSageMaker:
 
         by = params.get("SortBy") or "CreationTime"
         field = {"Name": "TrainingJobName", "CreationTime": "CreationTime", "Status": "TrainingJobStatus"}[by]
+        bounded = any(limit is not None for pair in bounds.values() for limit in pair)
         names = sorted(
-            (n for n, j in self.jobs.items() if within(j)),
+            (n for n, j in self.jobs.items() if not bounded or within(j)),
             key=lambda n: (self.jobs[n].get(field, n), n),
             reverse=params.get("SortOrder") == "Descending",
         )

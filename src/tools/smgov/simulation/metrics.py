@@ -16,6 +16,7 @@ changed instead of evaluating every alarm every minute.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
@@ -82,11 +83,17 @@ def visible_until(key: MetricKey, now: int, delay: tuple[int, int], salt: str = 
         return cutoff
     t = cutoff - 1
     while t >= now - high - 1:
-        spread = zlib.crc32(f"{salt}|{key}|{t}".encode()) % (high - low + 1)
-        if t + 1 + low + spread <= now:
+        if t + 1 + low + _spread(salt, key, t, high - low + 1) <= now:
             return t + 1
         t -= 1
     return now - high
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _spread(salt: str, key: MetricKey, t: int, span: int) -> int:
+    """The delay beyond the minimum of the datapoint of ``key``'s minute ``t`` (kept: an alarm evaluated each
+    minute, and each read of its metric, asks again for the same minutes)."""
+    return zlib.crc32(f"{salt}|{key}|{t}".encode()) % span
 
 
 class MetricStore:

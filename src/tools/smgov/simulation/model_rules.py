@@ -18,7 +18,8 @@ pattern must match the whole value, as AWS applies it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
@@ -35,7 +36,7 @@ def install(events: Any) -> None:
 
 def check_request(params: Mapping[str, Any], model: Any, **_: Any) -> None:
     shape = model.input_shape
-    if shape is None:
+    if shape is None or _holds(shape, params):
         return
     problems = list(violations(shape, params, ""))
     if problems:
@@ -79,6 +80,119 @@ def _string(shape: Any, value: str, path: str) -> Iterator[str]:
         compiled = _compiled(meta["pattern"])
         if compiled is not None and compiled.fullmatch(value) is None:
             yield f"{path}: {value!r} does not match the pattern {meta['pattern']}"
+
+
+# A request is checked first by a plan of its input shape, made once per shape: a test per constrained
+# member that says only whether the value holds, skipping every member with no constraint below it and
+# building no path. Only a request that breaks a constraint is walked again by ``violations``, for the
+# message. (Every request the handlers make is checked: walking the whole request and formatting the path
+# of every member was about 2 % of a fleet run.)
+Plan = Callable[[Any], bool]
+# Per service model (its shape resolver), each shape's plan (None: nothing under it is constrained). botocore
+# makes a new shape object each time a member is resolved, so a shape is known by its name, its type and its
+# constraints (a member's own traits are merged into them); by the resolver: two services name shapes alike.
+_PLANS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], Plan | None]] = weakref.WeakKeyDictionary()
+_MAKING: Plan = lambda _value: True  # noqa: E731 - a plan being made (a recursive shape met again)
+
+
+def _holds(shape: Any, value: Any) -> bool:
+    """Whether ``value`` breaks no constraint of ``shape``: ``not any(violations(shape, value, ""))``."""
+    plan = _plan(shape)
+    return plan is None or plan(value)
+
+
+def _plan(shape: Any) -> Plan | None:
+    plans = _PLANS.setdefault(shape._shape_resolver, {})
+    key = (shape.name, shape.type_name, repr(sorted(shape.metadata.items())))
+    if key in plans:
+        made = plans[key]
+        if made is _MAKING:  # recursive (DynamoDB's AttributeValue): checked by its plan once made
+            return lambda value: _holds(shape, value)
+        return made
+    plans[key] = _MAKING
+    try:
+        plan = _make(shape)
+    except BaseException:
+        del plans[key]
+        raise
+    plans[key] = plan
+    return plan
+
+
+def _make(shape: Any) -> Plan | None:
+    """What ``violations`` checks of ``shape``, as one test (None: nothing under it is constrained)."""
+    maker = _MAKERS.get(shape.type_name)
+    return maker(shape) if maker is not None else None
+
+
+def _structure(shape: Any) -> Plan | None:
+    members = [(name, plan) for name, member in shape.members.items() if (plan := _plan(member)) is not None]
+    if not members:
+        return None
+
+    def structure(value: Any) -> bool:
+        if not isinstance(value, Mapping):
+            return True
+        return all(name not in value or plan(value[name]) for name, plan in members)
+
+    return structure
+
+
+def _list(shape: Any) -> Plan | None:
+    most = shape.metadata.get("max")
+    each = _plan(shape.member)
+    if most is None and each is None:
+        return None
+
+    def listing(value: Any) -> bool:
+        if not isinstance(value, list | tuple):
+            return True
+        if most is not None and len(value) > most:
+            return False
+        return each is None or all(each(item) for item in value)
+
+    return listing
+
+
+def _map(shape: Any) -> Plan | None:
+    keys, values = _plan(shape.key), _plan(shape.value)
+    if keys is None and values is None:
+        return None
+
+    def mapping(value: Any) -> bool:
+        if not isinstance(value, Mapping):
+            return True
+        return all((keys is None or keys(key)) and (values is None or values(item)) for key, item in value.items())
+
+    return mapping
+
+
+def _string_plan(shape: Any) -> Plan | None:
+    meta = shape.metadata
+    longest = meta.get("max")
+    enum = shape.enum
+    pattern = _compiled(meta["pattern"]) if "pattern" in meta else None
+    if longest is None and not enum and pattern is None:
+        return None
+
+    def string(value: Any) -> bool:
+        if not isinstance(value, str):
+            return True
+        if longest is not None and len(value) > longest:
+            return False
+        if enum and value not in enum:
+            return False
+        return pattern is None or pattern.fullmatch(value) is not None
+
+    return string
+
+
+_MAKERS: dict[str, Callable[[Any], Plan | None]] = {
+    "structure": _structure,
+    "list": _list,
+    "map": _map,
+    "string": _string_plan,
+}
 
 
 @cache

@@ -75,7 +75,25 @@ def _compiled(text: str) -> _Node:
     tree = parser.comparison()
     if parser.position != len(parser.tokens):
         raise AlarmDefinitionError(f"unexpected {parser.tokens[parser.position][1]!r} in {text!r}")
-    return tree
+    return _shared(tree, {})
+
+
+def _shared(node: _Node, seen: dict[_Node, _Node]) -> _Node:
+    """The tree with every repeated subtree one object: the idle guard's expression names ``MAX([...])`` and
+    ``MIN([...])`` of the same hosts twice each, and an evaluation computes each object once (``_Evaluation``)."""
+    found = seen.get(node)
+    if found is not None:
+        return found
+    kind = node[0]
+    if kind == "op":
+        node = (kind, node[1], _shared(node[2], seen), _shared(node[3], seen))
+    elif kind == "neg":
+        node = (kind, _shared(node[1], seen))
+    elif kind == "array":
+        node = (kind, tuple(_shared(item, seen) for item in node[1]))
+    elif kind == "call":
+        node = (kind, node[1], tuple(_shared(arg, seen) for arg in node[2]))
+    return seen.setdefault(node, node)
 
 
 class _ExpressionParser:
@@ -157,12 +175,23 @@ class _ExpressionParser:
 
 
 class _Evaluation:
-    """One evaluation of a compiled expression over the alarm's values (left to right, as it reads)."""
+    """One evaluation of a compiled expression over the alarm's values (left to right, as it reads). A
+    subtree the expression repeats is one object (``_shared``) and is computed once: every operation here
+    builds new lists and none changes its arguments, so the value computed first is the value again."""
 
     def __init__(self, values: Mapping[str, Any], queries: Sequence[MetricQuery], text: str) -> None:
         self.values, self.queries, self.text = values, queries, text
+        self._done: dict[int, Any] = {}  # id of a compiled node -> its value (the tree outlives the evaluation)
 
     def run(self, node: _Node) -> Any:
+        done = self._done.get(id(node), _NOT_YET)
+        if done is not _NOT_YET:
+            return done
+        value = self._run(node)
+        self._done[id(node)] = value
+        return value
+
+    def _run(self, node: _Node) -> Any:
         kind = node[0]
         if kind == "op":
             left = self.run(node[2])
@@ -198,6 +227,9 @@ class _Evaluation:
         raise AlarmDefinitionError(f"{self.text!r}: function {name} with {len(args)} argument(s) is not supported")
 
 
+_NOT_YET = object()
+
+
 def _is_array(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], list)
 
@@ -214,9 +246,22 @@ def _combine(name: str, present: list[float]) -> float | None:
     return sum(present) / len(present)
 
 
+# MAX, MIN and SUM across series, per timestamp (AVG: the sum over the count), as ``_combine`` computes them.
+_ACROSS: dict[str, Callable[[Sequence[float]], float]] = {"MAX": max, "MIN": min, "SUM": sum}
+
+
 def _reduce(name: str, value: Any) -> Any:
     if _is_array(value):  # per timestamp, across the series; missing only where every series is missing
-        return [_combine(name, [v for v in column if v is not None]) for column in zip(*value, strict=True)]
+        columns = zip(*value, strict=True)
+        across = _ACROSS.get(name)
+        if all(type(series) is list and None not in series for series in value):  # no datapoint missing
+            if across is not None:
+                return list(map(across, columns))
+            return [sum(column) / len(column) for column in columns]
+        present = ([v for v in column if v is not None] for column in columns)
+        if across is not None:
+            return [across(values) if values else None for values in present]
+        return [sum(values) / len(values) if values else None for values in present]
     if isinstance(value, list):  # one series -> a scalar over its datapoints
         return _combine(name, [v for v in value if v is not None])
     return value
@@ -284,18 +329,18 @@ _OPERATIONS: dict[str, Callable[[float, float], float | None]] = {
 
 def _arith(op: str, left: Any, right: Any) -> Any:
     operation = _OPERATIONS[op]
-
-    def apply(a: float | None, b: float | None) -> float | None:
-        return None if a is None or b is None else operation(a, b)
-
     if _is_array(left):
         return [_arith(op, series, right) for series in left]
     if _is_array(right):
         return [_arith(op, left, series) for series in right]
     if isinstance(left, list) and isinstance(right, list):
-        return [apply(a, b) for a, b in zip(left, right, strict=True)]
+        return [None if a is None or b is None else operation(a, b) for a, b in zip(left, right, strict=True)]
     if isinstance(left, list):
-        return [apply(a, right) for a in left]
+        if right is None:
+            return [None] * len(left)
+        return [None if a is None else operation(a, right) for a in left]
     if isinstance(right, list):
-        return [apply(left, b) for b in right]
-    return apply(left, right)
+        if left is None:
+            return [None] * len(right)
+        return [None if b is None else operation(left, b) for b in right]
+    return None if left is None or right is None else operation(left, right)
