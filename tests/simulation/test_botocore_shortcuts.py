@@ -3,6 +3,7 @@ requests, built with less work."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 from unittest import mock
@@ -77,3 +78,30 @@ def test_an_unsigned_sessions_requests_carry_no_signature_and_land_in_the_same_a
         assert signed.get_queue_url(QueueName="q")["QueueUrl"] == url
         attributes = signed.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
         assert attributes["QueueArn"] == f"arn:aws:sqs:us-east-1:{ACCOUNT}:q"
+
+
+def test_the_kwargs_answer_is_kept_per_code_and_keeps_no_session_alive() -> None:
+    # Given the answer botocore's hooks ask of every handler (does it take **kwargs?), as shared in this process
+    import gc
+    import weakref
+
+    from smgov.simulation.botocore_models import _accepts_kwargs
+
+    def handler_of_a_session(**kwargs: object) -> None: ...
+
+    def positional_only(a: int) -> None: ...
+
+    # Then it is botocore's own answer, for functions, methods and other callables
+    assert _accepts_kwargs(handler_of_a_session) and not _accepts_kwargs(positional_only)
+    assert bool(_accepts_kwargs(dict.get)) is bool(inspect.getfullargspec(dict.get)[2])
+
+    # And a function asked about (one per session, as boto3 makes them) is not kept alive by the answer
+    def make() -> weakref.ref[Callable[..., None]]:
+        def per_session(**kwargs: object) -> None: ...
+
+        _accepts_kwargs(per_session)
+        return weakref.ref(per_session)
+
+    gone = make()
+    gc.collect()
+    assert gone() is None

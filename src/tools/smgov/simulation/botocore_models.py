@@ -42,15 +42,19 @@ def _shared_loader(search_path: str | None = None) -> Loader:
 
 
 @functools.cache
-def _function_accepts_kwargs(function: types.FunctionType) -> bool:
-    return inspect.getfullargspec(function).varkw is not None
+def _code_accepts_kwargs(code: types.CodeType) -> bool:
+    return bool(code.co_flags & inspect.CO_VARKEYWORDS)
 
 
 def _accepts_kwargs(func: Callable[..., Any]) -> Any:
-    """``botocore.compat.accepts_kwargs`` (truthy when ``func`` takes ``**kwargs``), kept per function."""
+    """``botocore.compat.accepts_kwargs`` (truthy when ``func`` takes ``**kwargs``), kept per code object: what a
+    plain function takes is its code's (``inspect.getfullargspec`` reads the same flag). Not per function: boto3
+    makes new handler functions for every session, and a cache by function kept each one, and through it its
+    session's event emitter, alive for the process (about 2,000 objects per local account). A function with a
+    ``__signature__`` of its own is asked as botocore asks."""
     function = getattr(func, "__func__", func) if isinstance(func, types.MethodType) else func
-    if isinstance(function, types.FunctionType):
-        return _function_accepts_kwargs(function)
+    if isinstance(function, types.FunctionType) and not hasattr(function, "__signature__"):
+        return _code_accepts_kwargs(function.__code__)
     return inspect.getfullargspec(func)[2]
 
 
