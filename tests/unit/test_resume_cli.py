@@ -145,25 +145,6 @@ def test_an_orchestrated_job_is_refused_unless_forced(
     assert len(sent) == 1
 
 
-def test_a_refusal_from_files_makes_no_client_when_the_job_s_tags_are_its_own(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a running job read from files, its tags its own (nothing to read in the account)
-    made: list[Any] = []
-
-    def client(*args: Any, **kwargs: Any) -> object:
-        made.append(args)
-        return object()
-
-    monkeypatch.setattr("boto3.client", client)
-    describe = _write(tmp_path / "d.json", failed_description("job-a", TrainingJobStatus="InProgress"))
-    tags = _write(tmp_path / "t.json", {})
-    # When it is resumed for real, then it is refused without a SageMaker client (no AWS configuration needed)
-    assert main(["resume", "job-a", "--describe-file", describe, "--tags-file", tags]) == 1
-    assert "stop it first" in capsys.readouterr().err
-    assert made == []
-
-
 COPIED_LINEAGE = {
     "smgov:root-job": "llm-sft-1",
     "smgov:resumed-from": "llm-sft-1",
@@ -225,12 +206,24 @@ def test_a_clone_made_under_copied_lineage_tags_from_this_job_keeps_them(
     assert [r["TrainingJobName"] for r in sent] == [clone, clone]
 
 
-@pytest.mark.parametrize("status", ["InProgress", "Stopping"])
-def test_a_refusal_from_files_makes_no_client_when_the_job_s_lineage_tags_are_copied(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, status: str
+@pytest.mark.parametrize(
+    ("name", "lineage", "status"),
+    [
+        ("job-a", {}, "InProgress"),  # its tags its own: nothing to read in the account
+        # launched with another job's lineage tags, whose clone a real resume reads in the account
+        ("relaunch-7", COPIED_LINEAGE, "InProgress"),
+        ("relaunch-7", COPIED_LINEAGE, "Stopping"),
+    ],
+)
+def test_a_refusal_from_files_makes_no_client(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    lineage: dict[str, str],
+    status: str,
 ) -> None:
-    # Given a running job read from files, launched with another job's lineage tags (whose clone a real resume
-    # reads in the account)
+    # Given a running job read from files
     made: list[Any] = []
 
     def client(*args: Any, **kwargs: Any) -> object:
@@ -238,10 +231,11 @@ def test_a_refusal_from_files_makes_no_client_when_the_job_s_lineage_tags_are_co
         return object()
 
     monkeypatch.setattr("boto3.client", client)
-    describe = _write(tmp_path / "d.json", failed_description("relaunch-7", TrainingJobStatus=status))
-    tags = _write(tmp_path / "t.json", {"team": "nlp", **COPIED_LINEAGE})
-    # When it is resumed for real, then it is refused on the files alone: no SageMaker client, no read
-    assert main(["resume", "relaunch-7", "--describe-file", describe, "--tags-file", tags]) == 1
+    describe = _write(tmp_path / "d.json", failed_description(name, TrainingJobStatus=status))
+    tags = _write(tmp_path / "t.json", {"team": "nlp", **lineage})
+    # When it is resumed for real, then it is refused on the files alone: no SageMaker client (no AWS configuration
+    # needed), no read
+    assert main(["resume", name, "--describe-file", describe, "--tags-file", tags]) == 1
     assert "stop it first" in capsys.readouterr().err
     assert made == []
 
