@@ -82,6 +82,9 @@ REFUSED = [
     # a word of classes is not weighed by a period read on the sample alphabet: [\u0590-\u05ff] and \w share every
     # Hebrew letter, which the sample does not hold (7.9 s on 256 of them)
     ".*" + (r"[\u0590-\u05ff]\w\w\w\w\w\w.*" * 3) + r"\d",
+    # a word read fifty characters far at each place three repeats cut a run at (0.94 s on 256 digits, where
+    # \d*\d*\d*x took 48 ms)
+    r"\d*\d*\d*\d{50}x",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
     # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
@@ -214,6 +217,16 @@ SEARCHED_REFUSED = [
     r"oom|x.*y.*z",
     r"x.*(?:y.*z|w)",  # x.*y.*z or x.*w, each tried after x.*
     r"(?:.*error.*|oom)x",  # an alternation inside the pattern: the x after it can fail
+    # a word after the last repeat that can match many of its characters at places in a row is read that far at
+    # each place the repeat gives back (on crafted lines of 2,000 characters, where .*x took 15 to 55 ms: .*={50}x
+    # 0.33 to 0.36 s, \w+y\w{999} 1.6 to 2 s, .*[0-9a-f]{32} 0.9 to 1.5 s, the matching forms of .*=.*={100}x and
+    # .*a.*a{100}! 0.82 s and 2.1 s, .*\w{8}! 0.15 to 0.28 s)
+    r".*={50}x",
+    r"\w+y\w{999}",
+    r".*[0-9a-f]{32}",
+    "(?>.*?=).*" + "=" * 100 + "x",
+    "(?>.*?a).*" + "a" * 100 + "!",
+    r".*\w{8}!",
 ]
 
 SEARCHED_ACCEPTED = [
@@ -244,6 +257,14 @@ SEARCHED_ACCEPTED = [
     r".*error.*|oom",
     r"(?:oom|.*error.*)",
     r"^\w+\w+x|oom",
+    # a word after the last repeat read a few characters at each place at most (.*={4}x: 57 ms on 2,000 "=", as
+    # .*x); a whole word found at the end is a match, so .*aa reads one "a" before it fails
+    r".*aa",
+    r".*error",
+    r".*={4}x",
+    r".*\d{4}-\d{2}-\d{2}",  # a digit and "-" share no character: four digits at most are read at a place
+    r".*i-[0-9a-f]{17}",
+    r"NCCL WARN(?>.*?Call to ).* failed",
 ]
 
 
