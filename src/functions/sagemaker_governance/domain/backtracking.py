@@ -130,7 +130,7 @@ Over the whole pattern, not only inside repeats:
 
   **Weighed by the word after a cut.** The rest of the pattern tried at one of a cut's places counts one step,
   but a word of character nodes after the cut (literals, classes, and a fixed count of them, ``={50}`` or
-  ``\\w{999}``, written out up to 256 characters) is read as far as it matches at each place before the match
+  ``\\w{999}``, written out up to 128 characters) is read as far as it matches at each place before the match
   fails: ``.*={50}x`` reads fifty ``=`` at each place ``.*`` gives back on a line of ``=`` (0.33 to 0.36 s,
   where ``.*x`` took 15 to 55 ms), ``\\w+y\\w{999}`` up to a thousand characters (1.6 to 2 s on a crafted
   line). A beginning of the word ``k`` characters long whose period is ``p`` (as above, but a class and a literal
@@ -198,7 +198,10 @@ _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of cha
 # far at places in a row (``.*={4}x`` on ``=``, ``.*\w{4}x`` on letters) took 57 to 98 ms where ``.*x`` took 15 ms on
 # its worst line (see the module docstring); a word that reads more costs its characters over this a place
 _PLACE_STEPS: Final = 4
-_SPELLED_CHARS: Final = 256  # a fixed count of character nodes is written out as far as this many characters
+# a fixed count of character nodes is written out as far as this many characters, and the word after a cut is
+# spelled, and weighed, as far: a longer one took seconds to analyse (``\w{999}`` written twenty times, 3.8 s at 256,
+# 2 s at 128), and its first 128 characters weigh enough to refuse a word where a run's places exceed 2,000**2 / 32
+_SPELLED_CHARS: Final = 128
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 # a literal character, rewritten so: the set is exact (its characters, in every case, are in the alphabet), where a
 # class's may leave out characters beyond the sample alphabet that it shares with another class
@@ -1136,7 +1139,7 @@ def _bridged(
         if skipped:
             key = (run_chars, needed, word, False)
         elif run_chars & chars:
-            grows = growing and node
+            grows = growing and node and len(word) < _SPELLED_CHARS  # a longer one: its beginning, ``_period``
             spelled = (*word, (run_chars & chars, exact)) if grows else word
             key = (run_chars, needed | {run_chars & chars}, spelled, grows)
         else:
