@@ -82,6 +82,14 @@ REFUSED = [
     # a word of classes is not weighed by a period read on the sample alphabet: [\u0590-\u05ff] and \w share every
     # Hebrew letter, which the sample does not hold (7.9 s on 256 of them)
     ".*" + (r"[\u0590-\u05ff]\w\w\w\w\w\w.*" * 3) + r"\d",
+    # a word read fifty characters far at each place three repeats cut a run at (0.94 s on 256 digits, where
+    # \d*\d*\d*x took 48 ms)
+    r"\d*\d*\d*\d{50}x",
+    # runs of different characters in a row: every cut of the digits is tried for every cut of the letters that
+    # ends where they begin (40 s, 49 s and 0.54 s on 128 letters and 128 digits)
+    r"[a-z]*[a-z]*[a-z]*\d*\d*\d*#",
+    r"[a-z]*[a-z]*[a-z]*-\d*\d*\d*#",
+    r"[a-z]*[a-z]*[a-z]*\d*\d*#",
     # or among many optional parts in a row (2**22 ways)
     "(?:(?:x)?)?" * 22 + "c",
     # fixed counts nested twenty and more deep: too many copies to write out, too complex to check
@@ -146,6 +154,12 @@ ACCEPTED = [
     # four cuts, three of them where a word of period 6 to 9 begins (43 * 29 * 37 * 256 places, fewer than
     # three cuts anywhere: 256**3): a fraction of a millisecond on a crafted value
     "cc=.*;team=.*;project=.*;owner=.*;",
+    # runs of different characters in a row whose cuts multiplied stay within three cuts anywhere (8 ms and 18 ms
+    # on 128 letters and 128 digits), and runs of one repeat, which end one way
+    r"[a-z]*[a-z]*\d*\d*#",
+    r"[a-z]*[a-z]*[a-z]*\d*#",
+    r"[a-z]+-\d+",
+    r"^[a-z]+_[a-z]+_\d+$",
     # the README's
     "cc-[0-9]{4}",
     "(dev|prod)",
@@ -214,6 +228,21 @@ SEARCHED_REFUSED = [
     r"oom|x.*y.*z",
     r"x.*(?:y.*z|w)",  # x.*y.*z or x.*w, each tried after x.*
     r"(?:.*error.*|oom)x",  # an alternation inside the pattern: the x after it can fail
+    # a word after the last repeat that can match many of its characters at places in a row is read that far at
+    # each place the repeat gives back (on crafted lines of 2,000 characters, where .*x took 15 to 55 ms: .*={50}x
+    # 0.33 to 0.36 s, \w+y\w{999} 1.6 to 2 s, .*[0-9a-f]{32} 0.9 to 1.5 s, the matching forms of .*=.*={100}x and
+    # .*a.*a{100}! 0.82 s and 2.1 s, .*\w{8}! 0.15 to 0.28 s)
+    r".*={50}x",
+    r"\w+y\w{999}",
+    r".*[0-9a-f]{32}",
+    "(?>.*?=).*" + "=" * 100 + "x",
+    "(?>.*?a).*" + "a" * 100 + "!",
+    r".*\w{8}!",
+    # the start and a repeat before a word are one run, whose ways multiply the cuts of a run after the word: every
+    # start before the one ";" cuts the digits after it anew (17 s on a line of 1,000 letters, ";" and digits;
+    # \d+::a\d+.\d+b 9.1 s)
+    r".*;\d*\d*x",
+    r"\d+::a\d+.\d+b",
 ]
 
 SEARCHED_ACCEPTED = [
@@ -244,6 +273,17 @@ SEARCHED_ACCEPTED = [
     r".*error.*|oom",
     r"(?:oom|.*error.*)",
     r"^\w+\w+x|oom",
+    # a word after the last repeat read a few characters at each place at most (.*={4}x: 57 ms on 2,000 "=", as
+    # .*x); a whole word found at the end is a match, so .*aa reads one "a" before it fails
+    r".*aa",
+    r".*error",
+    r".*={4}x",
+    r".*\d{4}-\d{2}-\d{2}",  # a digit and "-" share no character: four digits at most are read at a place
+    r".*i-[0-9a-f]{17}",
+    r"NCCL WARN(?>.*?Call to ).* failed",
+    # runs of one repeat after the start, each ending at a word: one way each
+    r"\w+: \w+ \w+ failed",
+    r"rank \d+ .*exited with code \d+",
 ]
 
 

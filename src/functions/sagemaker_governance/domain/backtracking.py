@@ -54,6 +54,17 @@ Over the whole pattern, not only inside repeats:
   ones whose counts multiply past 256 (``(?:-[a-z]+)?`` written nine times: 2**9) are refused.
   ``[a-z]+(?:-[a-z]+)?(?:-[a-z]+)?`` passes: each optional part begins with its own ``-``.
 
+  **Runs in a row multiply.** A run that ends (at a part it cannot go on through, or where a repeat of other
+  characters begins) can still be cut in as many ways as its places over the ``length`` of its last cut,
+  which must fall where it ends; a failure after the next run tries every cut of that one for each of them.
+  So a run that begins after others starts with the most such ways of any before it, and
+  ``[a-z]*[a-z]*[a-z]*\\d*\\d*\\d*#`` (each run cut three times: 40 s on 128 letters and 128 digits),
+  ``[a-z]*[a-z]*[a-z]*-\\d*\\d*\\d*#`` (49 s) and ``[a-z]*[a-z]*[a-z]*\\d*\\d*#`` (0.54 s) are refused, while
+  ``[a-z]*[a-z]*\\d*\\d*#`` (8 ms) and ``[a-z]*[a-z]*[a-z]*\\d*#`` (18 ms) pass; a run of one repeat ends in one
+  way, so ``[a-z]+-\\d+`` and ``[a-z0-9]+(-[a-z0-9]+)*`` are counted as before. Searched for, the start and a
+  repeat before a word are such a run: ``.*;\\d*\\d*x`` (every start before the one ``;`` cuts the digits after
+  it anew) took 17 s on a line of 1,000 letters, ``;`` and digits, and ``\\d+::a\\d+.\\d+b`` 9 s.
+
   **Searched for** (``searched``: a team signature, under ``re.search`` in log lines of up to 2,000
   characters), the bound is 2 and the start counts as one: ``re.search`` tries the pattern at every start,
   as if it began with a lazy repeat of any character, so each run that can begin at the start is cut once
@@ -117,6 +128,25 @@ Over the whole pattern, not only inside repeats:
   literal-tail fast path, which ``' failed'`` takes, but then tries all of it at each place it can begin).
   So ``NCCL WARN.*Call to .* failed`` is still refused (``NCCL WARN(?>.*?Call to ).* failed`` passes).
 
+  **Weighed by the word after a cut.** The rest of the pattern tried at one of a cut's places counts one step,
+  but a word of character nodes after the cut (literals, classes, and a fixed count of them, ``={50}`` or
+  ``\\w{999}``, written out up to 128 characters) is read as far as it matches at each place before the match
+  fails: ``.*={50}x`` reads fifty ``=`` at each place ``.*`` gives back on a line of ``=`` (0.33 to 0.36 s,
+  where ``.*x`` took 15 to 55 ms), ``\\w+y\\w{999}`` up to a thousand characters (1.6 to 2 s on a crafted
+  line). A beginning of the word ``k`` characters long whose period is ``p`` (as above, but a class and a literal
+  compared: ``\\d`` and ``-`` share no character) matches at places ``p`` apart at most, so at ``1 / p`` of the
+  places: the word reads about the most ``k / p`` of its beginnings at a place (``={50}x``: 50; ``error``: 1;
+  ``aa``: 2), and the places multiplied by that may be at most ``_PLACE_STEPS`` (4) times the budget, whether
+  or not a part of varying length comes between the cut and the word. Searched for, a whole word read at the
+  pattern's end is a match found, so the longest beginning read where the match fails is one character shorter
+  (``.*aa`` reads one ``a``); matched whole, the value must end there too. Measured as above (the least of a
+  few runs, ignoring case, on the worst lines found, ``.*x`` taking 15 ms): a word read four characters at a
+  place took 57 to 98 ms (``.*={4}x``, ``.*aaaa!``, ``.*\\d{4}x``, ``.*\\w{4}x``: a class and a letter ignoring
+  case are read slower than ``=``), eight 53 to 159 ms, so ``.*\\d{4}-\\d{2}-\\d{2}`` and ``.*aa`` pass, and
+  ``.*={8}x``, which this count does not tell from ``.*\\w{8}x``, is refused with ``.*={50}x``,
+  ``\\w+y\\w{999}``, ``.*[0-9a-f]{32}`` (0.9 to 1.5 s) and the matching form of ``.*=.*={100}x`` (0.82 s).
+  Matched whole, ``\\d*\\d*\\d*\\d{50}x`` (0.94 s on 256 digits, where ``\\d*\\d*\\d*x`` took 48 ms) is refused.
+
 Characters are compared as ``re`` reads them: every character node is asked of ``re`` itself, with the flags
 in force where it stands (a scoped ``(?i:a)`` matches ``A``; ``(?a:\\w)`` no ``ж``), on a sample alphabet
 (ASCII, a space, a few letters, digits, spaces and signs beyond ASCII, what tag values and failure messages
@@ -164,6 +194,14 @@ _FEW_COPIES: Final = 2  # a fixed count up to this may hold nested quantifiers, 
 _WIDE: Final = 16  # a bounded repeat of more counts than this spreads a run as an unbounded one does
 _FLAT_BUDGET: Final = 4096  # parts a sequence is opened into, at most (fixed counts written out)
 _MAX_SPLITS: Final = 256  # ways bounded repeats in a row may cut one run of characters among them
+# the characters a word after a cut may read at each place the cut falls at, counted as one place: a word read so
+# far at places in a row (``.*={4}x`` on ``=``, ``.*\w{4}x`` on letters) took 57 to 98 ms where ``.*x`` took 15 ms on
+# its worst line (see the module docstring); a word that reads more costs its characters over this a place
+_PLACE_STEPS: Final = 4
+# a fixed count of character nodes is written out as far as this many characters, and the word after a cut is
+# spelled, and weighed, as far: a longer one took seconds to analyse (``\w{999}`` written twenty times, 3.8 s at 256,
+# 2 s at 128), and its first 128 characters weigh enough to refuse a word where a run's places exceed 2,000**2 / 32
+_SPELLED_CHARS: Final = 128
 _CHARS: Final = "CHARS"  # a character node, rewritten: its argument is the set of characters it matches
 # a literal character, rewritten so: the set is exact (its characters, in every case, are in the alphabet), where a
 # class's may leave out characters beyond the sample alphabet that it shares with another class
@@ -175,9 +213,10 @@ _Word = tuple[frozenset[str], ...]
 _Run = tuple[int, int, int, bool, bool]
 # a stretch a run is carried over: its characters, those of the parts it holds, and the word of character nodes
 # it begins with after the run's last cut, and whether that word can still grow (no part of varying length yet)
-# a word a stretch begins with, position by position: the characters a literal takes there, or None for a class, a
-# category or any character, whose characters beyond the sample alphabet may be another position's too
-_Spelled = tuple[frozenset[str] | None, ...]
+# a word a stretch begins with, position by position: the characters the node takes there, and whether it is a
+# literal, whose set is exact; a class's, a category's or any character's may leave out characters beyond the sample
+# alphabet that another class's position holds too
+_Spelled = tuple[tuple[frozenset[str], bool], ...]
 _Bridge = tuple[frozenset[str], frozenset[frozenset[str]], _Spelled, bool]
 _CATEGORY: Final = {
     "CATEGORY_DIGIT": r"\d",
@@ -495,7 +534,9 @@ class _Walk:
         parts, which the match has succeeded on reaching (a trailing ``.*``), are not counted. The degree is
         weighed by where each cut can fall: anywhere in the run (``length`` places), or, when the run goes on
         through a word of period p >= 2, only where that word begins (``length / p`` places); the places
-        multiplied may be at most ``budget``, which a run cut anywhere more than ``max_degree`` times exceeds."""
+        multiplied may be at most ``budget``, which a run cut anywhere more than ``max_degree`` times exceeds, and,
+        times the characters the word after a cut reads at each place (``_word_problem``), ``_PLACE_STEPS`` budgets.
+        A run that begins after others is cut anew in each way they can be, ending where it begins (``_begin``)."""
         runs: dict[frozenset[str], _Run] = {}  # the characters a run can still be made of: how it is cut
         # runs over a stretch that holds parts every match must pass (a literal word), which a repeat after them
         # must also be able to take for the stretch to go on: the stretch's characters, those parts' there, and
@@ -507,8 +548,15 @@ class _Walk:
         flat = self._flat(items, _FLAT_BUDGET, copied=False)
         if top:  # parts the match has succeeded on reaching: nothing after them fails to make it backtrack
             flat = self._counted(flat)
+        # the ways the runs met so far can be cut with their last cut where it must end (their places over the
+        # ``length`` their last cut has), the most of any: a run that begins after them is cut in each of those ways
+        carried = 1
         for op, av, copied in flat:
             self._step()
+            problem = self._word_problem(bridges)  # the words read so far, then this part, which can fail
+            if problem is not None:
+                return problem
+            carried = max([carried, *(run[0] // self.length for run in runs.values())])
             own, nullable = self._part(op, av)
             body = self._varying(op, av)
             if body is None:  # a part that can match nothing is skipped; another narrows the runs
@@ -544,15 +592,45 @@ class _Walk:
                         return problem
                     if whole:
                         after[shared] = _merged(after.get(shared, cut_again), cut_again)
-            if own and self._within(body, own):
-                pieces = self._pieces(body, counts, own)
-                start = (self.length**pieces, pieces, 1, copied, loose) if pieces else (1, 0, counts, copied, True)
-                after[own] = _merged(after.get(own, start), start)
-            end_run = self.edge_runs(body, from_end=True)
-            if end_run:
-                ended: _Run = (self.length, 1, 1, copied, loose)
-                after[end_run] = _merged(after.get(end_run, ended), ended)
+            problem = self._begin(after, body, counts, own, (copied, loose), carried)
+            if problem is not None:
+                return problem
             runs = dict(sorted(after.items(), key=lambda item: item[1], reverse=True)[:32])
+        # searched for, a whole word read at the end is a match found; a value matched whole must end there as well
+        return None if self.searched else self._word_problem(bridges)
+
+    def _begin(
+        self,
+        after: dict[frozenset[str], _Run],
+        body: Any,
+        counts: int,
+        own: frozenset[str],
+        marks: tuple[bool, bool],
+        carried: int,
+    ) -> str | None:
+        """Adds to ``after`` the runs that begin at a repeat of ``counts`` counts of ``body`` (of its own characters,
+        when it can match a run of them whole) and at its end (a repeat it can end with), marked (through copies,
+        loose) as ``marks`` says. Each is cut anew in the ``carried`` ways the runs before it can be cut, ending
+        where it begins. Why one is then cut in too many ways, or None."""
+        copied, loose = marks
+        if own and self._within(body, own):
+            pieces = self._pieces(body, counts, own)
+            start = (
+                (carried * self.length**pieces, pieces, 1, copied, loose)
+                if pieces
+                else (carried, 0, counts, copied, True)
+            )
+            problem = self._too_many_cuts(start, own)
+            if problem is not None:
+                return problem
+            after[own] = _merged(after.get(own, start), start)
+        end_run = self.edge_runs(body, from_end=True)
+        if end_run:
+            ended: _Run = (carried * self.length, 1, 1, copied, loose)
+            problem = self._too_many_cuts(ended, end_run)
+            if problem is not None:
+                return problem
+            after[end_run] = _merged(after.get(end_run, ended), ended)
         return None
 
     def _passed(
@@ -592,9 +670,33 @@ class _Walk:
             return None
         return (
             f"repeats in a row can each take part of one run of the same characters ({_sample(chars)}, and the words "
-            f"between them if they can take those too), so every way to cut a run among them is tried, {cost} "
+            f"between them if they can take those too), so every way to cut a run among them is tried, for each "
+            f"way to cut the runs before it, {cost} "
             f"(polynomial backtracking; words in order are found in one pass with an atomic group: x(?>.*?y).*z)"
         )
+
+    def _word_problem(self, bridges: dict[_Bridge, _Run]) -> str | None:
+        """Why the word of character nodes read so far after a run's last cut, with a part after it that can fail,
+        costs too much to try at each place the cut can fall. A beginning of the word ``k`` characters long whose
+        period is ``p`` matches at places ``p`` apart at most, so at ``1 / p`` of the cut's places, where ``k``
+        characters are read before the match fails: about ``k / p`` steps a place (``.*={50}x`` on a line of
+        ``=``: 50; ``.*error``: 1; ``.*aax``: 2). The places of the run's cuts multiplied by those steps may be at
+        most ``_PLACE_STEPS`` times the budget; each beginning is weighed before the part after it, so the most
+        of any is. A piece of varying length after the cut (loose) does not keep the word from being tried at
+        each place."""
+        allowed = self.budget * _PLACE_STEPS
+        for (chars, _, word, growing), run in bridges.items():
+            if not growing or run[0] * len(word) <= allowed:
+                continue  # within whatever its period is (at least one)
+            per_place = len(word) / _period(word, compared=True)
+            if run[0] * per_place > allowed:
+                return (
+                    f"the word after a repeat can match its first {len(word)} characters at places in a row of one "
+                    f"run ({_sample(chars)}), so about {per_place:.0f} characters are read at each place the run is "
+                    f"cut at, about {run[0] * per_place:.1e} steps on {self.length} characters, more than "
+                    f"{allowed:.1e} (polynomial backtracking: .*={{50}}x reads fifty = at each place .* gives back)"
+                )
+        return None
 
     def _entering(
         self,
@@ -742,8 +844,13 @@ class _Walk:
                 out.extend(self._flat(av[-1], budget - len(out), copied))
             elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
                 once = self._flat(av[2], budget - len(out), copied or av[0] > 1)
-                # the copies written out up to the budget (nested fixed counts multiply: 2**20 for twenty)
-                copies = min(av[0], _MAX_DEGREE + 1, max(1, (budget - len(out)) // max(1, len(once))))
+                # the copies written out up to the budget (nested fixed counts multiply: 2**20 for twenty); a word of
+                # character nodes (``={50}``, ``\\w{999}``) as far as ``_SPELLED_CHARS``, for what it costs to match
+                # it at each place a run is cut depends on its length (``_word_problem``)
+                most = _MAX_DEGREE + 1
+                if all(self.chars(part_op, part_av) is not None for part_op, part_av, _ in once):
+                    most = max(most, -(-_SPELLED_CHARS // max(1, len(once))))
+                copies = min(av[0], most, max(1, (budget - len(out)) // max(1, len(once))))
                 self._step(len(once) * copies)
                 out.extend(once * copies)
             else:
@@ -990,21 +1097,25 @@ def _merged(one: _Run, other: _Run) -> _Run:
     return (*kept, one[4] or other[4])
 
 
-def _period(word: _Spelled) -> int:
+def _period(word: _Spelled, compared: bool = False) -> int:
     """The smallest shift at which ``word`` (a string of character sets) can overlap itself: every pair of
     positions that far apart has a character in common; its length when it cannot. Two places where it
-    begins in a text are at least this far apart, so it begins at most ``length / period`` places. A position
-    of a class (None) is taken to share a character with any other: the sets are read on a sample alphabet, and
-    two classes (``[\\u0590-\\u05ff]`` and ``\\w``) may share characters beyond it (every Hebrew letter) that the
-    sample does not hold; a literal's set is exact, so two positions of which one is a literal are compared."""
+    begins in a text are at least this far apart, so it begins at most ``length / period`` places. Two literals
+    are compared; a position of a class is taken to share a character with any other: the sets are read on a
+    sample alphabet, and two classes (``[\\u0590-\\u05ff]`` and ``\\w``) may share characters beyond it (every
+    Hebrew letter) that the sample does not hold. ``compared``: a class is compared with a literal too, whose
+    characters are in the sample alphabet (``\\d`` and ``-`` share none), as ``_word_problem`` weighs a word."""
     for shift in range(1, len(word)):
-        if all(_share(word[index], word[index + shift]) for index in range(len(word) - shift)):
+        if all(_share(word[index], word[index + shift], compared) for index in range(len(word) - shift)):
             return shift
     return max(1, len(word))
 
 
-def _share(one: frozenset[str] | None, other: frozenset[str] | None) -> bool:
-    return one is None or other is None or bool(one & other)
+def _share(one: tuple[frozenset[str], bool], other: tuple[frozenset[str], bool], compared: bool) -> bool:
+    (chars, exact), (other_chars, other_exact) = one, other
+    if (exact and other_exact) or (compared and (exact or other_exact)):
+        return bool(chars & other_chars)
+    return True
 
 
 def _bridged(
@@ -1020,23 +1131,24 @@ def _bridged(
     span ``xyxy...``, where the split can be at any ``y``. A run already carried over such parts adds this one
     to what the next repeat must take, unless the part can match nothing (``skipped``): it waits as it was.
     A character ``node`` lengthens the word the stretch begins with; any other part ends it (the run's last cut
-    still falls where the word begins), and a run with a piece of varying length after its last cut (loose)
-    begins none; ``exact``: the node is a literal, whose characters the word keeps (a class's: None, ``_period``)."""
+    still falls where the word begins; ``_word_problem`` weighs what it costs to try), even for a run with a piece
+    of varying length after its last cut (loose), which ``_entering`` does not weigh by the word's period;
+    ``exact``: the node is a literal, whose characters are exact (a class's: ``_period``)."""
     kept: dict[_Bridge, _Run] = {}
     for (run_chars, needed, word, growing), run in bridges.items():
         if skipped:
             key = (run_chars, needed, word, False)
         elif run_chars & chars:
-            grows = growing and node
-            spelled = (*word, (run_chars & chars) if exact else None) if grows else word
+            grows = growing and node and len(word) < _SPELLED_CHARS  # a longer one: its beginning, ``_period``
+            spelled = (*word, (run_chars & chars, exact)) if grows else word
             key = (run_chars, needed | {run_chars & chars}, spelled, grows)
         else:
             continue
         kept[key] = _merged(kept.get(key, run), run)
     for run_chars, run in runs.items():
         if run_chars & chars:
-            begins = node and not run[4]
-            first: _Spelled = ((run_chars & chars) if exact else None,) if begins else ()
+            begins = node
+            first: _Spelled = ((run_chars & chars, exact),) if begins else ()
             key = (run_chars, frozenset([run_chars & chars]), first, begins)
             kept[key] = _merged(kept.get(key, run), run)
     return dict(sorted(kept.items(), key=lambda item: item[1], reverse=True)[:32])

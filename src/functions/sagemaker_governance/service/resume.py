@@ -151,7 +151,7 @@ T = TypeVar("T")
 # get about a seventh of a vCPU (Lambda allocates CPU in proportion to memory), so a 64-host job at the default
 # budgets (8 hosts' 200 lines, then 100 lines of every host: about 8,800 lines searched) takes some 10 to 15 s there
 # when its lines are short: 20 s leaves that room. A search that needs more is a slow pattern the backtracking check
-# missed (`.*={50}x`: 0.27 s a line, on lines a progress bar writes by the hundred), or lines so long and many that
+# missed (as it did `.*={50}x`: 0.27 s a line, on lines a progress bar writes by the hundred), or lines so long and many that
 # it would be lost anyway: five failed jobs in one batch (the job-events function's BatchSize) then take 100 s of
 # its 300 s, and a record that diagnoses for 20 s leaves its AWS calls half the 40 s a record is given at worst
 # (handlers/_batch.py).
