@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from sagemaker_governance.audit import AuditSink, Outcome
 from sagemaker_governance.business_metrics import BusinessMetric, BusinessMetricsPort
@@ -123,6 +123,7 @@ from sagemaker_governance.domain.resume import (
     source_qualifies,
     storm_move_wanted,
 )
+from sagemaker_governance.domain.rules.base import unbounded
 from sagemaker_governance.domain.rules.instance_types import AllowedInstanceTypes
 from sagemaker_governance.domain.spot_alternatives import opted_in
 from sagemaker_governance.domain.spot_economics import Unknown
@@ -143,8 +144,6 @@ from sagemaker_governance.service.ports import (
 )
 from sagemaker_governance.service.recording import Trigger, record_decision
 
-T = TypeVar("T")
-
 # The time a job's diagnosis may take: every signature (the built-in 27 and the team's) searched in every line read,
 # at most twice (the first hosts, then every host up to 64 when those show no cause), in one budget. Measured on a
 # developer's core: about 0.2 ms of CPU per line of 175 characters, 2 ms per line of 1,750. The functions' 256 MB
@@ -156,10 +155,6 @@ T = TypeVar("T")
 # its 300 s, and a record that diagnoses for 20 s leaves its AWS calls half the 40 s a record is given at worst
 # (handlers/_batch.py).
 DIAGNOSIS_SECONDS = 20.0
-
-
-def _unbounded(work: Callable[[], T]) -> T:
-    return work()
 
 
 def cloned_from(jobs: JobsPort, clone: str, source: str) -> bool:
@@ -810,7 +805,7 @@ class AutoResumeReaction(_CloneReaction):
         if resume.enabled and job.status == "Failed":  # evidence is read at failure only
             # Classified once (a signature search per line read), for every decision made of it below, within one
             # budget of DIAGNOSIS_SECONDS: a diagnosis that does not finish in it is no ground for a clone
-            budget = _unbounded if self._bound is None else self._bound(DIAGNOSIS_SECONDS)
+            budget = unbounded if self._bound is None else self._bound(DIAGNOSIS_SECONDS)
             try:
                 failure, diagnosis = self._read_failure_logs(job, resume, budget)
                 diagnosis = diagnosis or budget(partial(classify, job.failure_reason, failure, resume.taxonomy()))
@@ -893,7 +888,7 @@ class AutoResumeReaction(_CloneReaction):
             raise AdapterError(f"the source {name} of clone {job.name} could not be read: {exc}") from exc
 
     def _read_failure_logs(
-        self, job: TrainingJob, resume: ResumePolicy, budget: Bounded = _unbounded
+        self, job: TrainingJob, resume: ResumePolicy, budget: Bounded = unbounded
     ) -> tuple[FailureEvidence, Diagnosis | None]:
         """The hosts' log tails: ``resume.log_hosts`` of them, failing host first, then every host (up to
         ``MAX_LOG_HOSTS``) when the job has more hosts and those show no cause (``Diagnosis.cause_unread``:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -13,6 +13,7 @@ from sagemaker_governance.domain.errors import PatternTimeout
 from sagemaker_governance.domain.job import TrainingJob
 
 RULE_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+T = TypeVar("T")
 
 
 def preferences_note(job: TrainingJob) -> str:
@@ -20,8 +21,9 @@ def preferences_note(job: TrainingJob) -> str:
     return " (in InstancePreferences: SageMaker may select it)" if job.awaits_instance_selection else ""
 
 
-def unbounded(match: Callable[[], bool]) -> bool:
-    return match()
+def unbounded(work: Callable[[], T]) -> T:
+    """``work()`` in no time budget: what a pattern runs in where the service gives none (offline, the tools)."""
+    return work()
 
 
 class EvaluationContext(BaseModel):
