@@ -521,12 +521,16 @@ def test_an_attempt_that_wrote_no_checkpoint_is_not_cloned() -> None:
     assert world.codes() == [("resume.skip.no-checkpoint-progress", "no-action")]
 
 
-def test_a_code_bug_reads_the_logs_but_not_the_checkpoint_decision() -> None:
-    oom = FailureEvidence(
+def oom_on_algo_1() -> FailureEvidence:
+    """Every host read (one), and it shows the user's code: CUDA out of memory."""
+    return FailureEvidence(
         hosts=(HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("torch.OutOfMemoryError: CUDA out of memory"),)),),
         logs_read=True,
     )
-    world = World(evidence=oom)
+
+
+def test_a_code_bug_reads_the_logs_but_not_the_checkpoint_decision() -> None:
+    world = World(evidence=oom_on_algo_1())
     (decision,) = world.reaction.react(world.failed(), EVENT)
     assert decision.code == "resume.skip.user-code"
     assert not any(c.startswith("create") for c in world.calls.log)
@@ -1476,11 +1480,7 @@ def test_a_copied_resume_after_does_not_keep_a_skip_on_a_failed_read_from_the_re
 
 def test_a_skip_on_logs_read_in_full_is_not_handed_to_the_reconciler() -> None:
     # Given a job whose every host was read and shows the user's code, decided long after its failure
-    oom = FailureEvidence(
-        hosts=(HostLog("algo-1", "llm-sft-1/algo-1-1", (LogLine("torch.OutOfMemoryError: CUDA out of memory"),)),),
-        logs_read=True,
-    )
-    world = World(evidence=oom)
+    world = World(evidence=oom_on_algo_1())
     (decision,) = world.reaction.react(world.failed(), EVENT)
     # Then the skip stands, and nothing is tagged for the reconciler
     assert decision.code == "resume.skip.user-code"
